@@ -1,0 +1,17 @@
+//! `warpdrive-core`: what every warpdrive domain shares.
+//!
+//! * [`rng`] — Philox4x32-10 counter-based random numbers keyed by (seed, entity), written in
+//!   the same 32-bit arithmetic a CUDA kernel uses, so the device twin can be bit-identical.
+//! * [`stats`] — two-sample Kolmogorov–Smirnov and Poisson/χ² comparisons used by validation.
+//! * [`table`] — a Parquet table writer with run metadata, written atomically (temp + rename).
+//! * [`progress`] — a progress bar on a terminal, silent otherwise.
+//! * [`error`] — input errors that name file, line and field.
+
+pub mod error;
+pub mod progress;
+pub mod rng;
+pub mod stats;
+pub mod table;
+
+pub use error::InputError;
+pub use rng::{Philox4x32, RandomStream};

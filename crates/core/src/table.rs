@@ -1,0 +1,253 @@
+//! Column tables written as Apache Parquet with run metadata (DESIGN.md §6).
+//!
+//! Files are written to a temporary name beside the target and renamed when complete, so a
+//! failed run never leaves a partial file under the requested name.
+
+use parquet::basic::Compression;
+use parquet::data_type::{DoubleType, FloatType, Int32Type, Int64Type};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::format::KeyValue;
+use parquet::schema::parser::parse_message_type;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One column of values (all columns of a table have the same length).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+impl Column {
+    pub fn len(&self) -> usize {
+        match self {
+            Column::I32(v) => v.len(),
+            Column::I64(v) => v.len(),
+            Column::F32(v) => v.len(),
+            Column::F64(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn parquet_type(&self) -> &'static str {
+        match self {
+            Column::I32(_) => "INT32",
+            Column::I64(_) => "INT64",
+            Column::F32(_) => "FLOAT",
+            Column::F64(_) => "DOUBLE",
+        }
+    }
+}
+
+/// A named set of equal-length columns plus key/value metadata (version, command, seed…).
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    pub columns: Vec<(String, Column)>,
+    pub metadata: Vec<(String, String)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: parquet: {source}")]
+    Parquet { path: PathBuf, source: parquet::errors::ParquetError },
+    #[error("column '{name}' has {len} rows, expected {expected}")]
+    Ragged { name: String, len: usize, expected: usize },
+}
+
+/// Rows per Parquet row group.
+const ROW_GROUP: usize = 1 << 20;
+
+impl Table {
+    pub fn rows(&self) -> usize {
+        self.columns.first().map_or(0, |(_, c)| c.len())
+    }
+
+    pub fn push(&mut self, name: &str, column: Column) {
+        self.columns.push((name.to_string(), column));
+    }
+
+    pub fn meta(&mut self, key: &str, value: impl Into<String>) {
+        self.metadata.push((key.to_string(), value.into()));
+    }
+
+    /// Write the table to `path` atomically (temporary file, then rename).
+    pub fn write_parquet(&self, path: &Path) -> Result<(), TableError> {
+        let rows = self.rows();
+        for (name, c) in &self.columns {
+            if c.len() != rows {
+                return Err(TableError::Ragged {
+                    name: name.clone(),
+                    len: c.len(),
+                    expected: rows,
+                });
+            }
+        }
+        let tmp = temp_name(path);
+        let result = self.write_to(&tmp, rows);
+        match result {
+            Ok(()) => std::fs::rename(&tmp, path).map_err(|source| TableError::Io {
+                path: path.to_path_buf(),
+                source,
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    }
+
+    fn write_to(&self, tmp: &Path, rows: usize) -> Result<(), TableError> {
+        let pq = |source| TableError::Parquet {
+            path: tmp.to_path_buf(),
+            source,
+        };
+        let fields: String = self
+            .columns
+            .iter()
+            .map(|(n, c)| format!("REQUIRED {} {n};", c.parquet_type()))
+            .collect();
+        let schema = Arc::new(parse_message_type(&format!("message table {{ {fields} }}")).map_err(pq)?);
+        let kv = self
+            .metadata
+            .iter()
+            .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+            .collect();
+        let props = Arc::new(
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .set_key_value_metadata(Some(kv))
+                .build(),
+        );
+        let file = std::fs::File::create(tmp).map_err(|source| TableError::Io {
+            path: tmp.to_path_buf(),
+            source,
+        })?;
+        let mut writer = SerializedFileWriter::new(file, schema, props).map_err(pq)?;
+        let mut start = 0;
+        loop {
+            let end = (start + ROW_GROUP).min(rows);
+            let mut group = writer.next_row_group().map_err(pq)?;
+            let mut i = 0;
+            while let Some(mut col) = group.next_column().map_err(pq)? {
+                let r = start..end;
+                match &self.columns[i].1 {
+                    Column::I32(v) => col.typed::<Int32Type>().write_batch(&v[r], None, None),
+                    Column::I64(v) => col.typed::<Int64Type>().write_batch(&v[r], None, None),
+                    Column::F32(v) => col.typed::<FloatType>().write_batch(&v[r], None, None),
+                    Column::F64(v) => col.typed::<DoubleType>().write_batch(&v[r], None, None),
+                }
+                .map_err(pq)?;
+                col.close().map_err(pq)?;
+                i += 1;
+            }
+            group.close().map_err(pq)?;
+            start = end;
+            if start >= rows {
+                break;
+            }
+        }
+        writer.close().map_err(pq)?;
+        Ok(())
+    }
+}
+
+/// `dir/.name.tmp-PID` beside the target, so the rename stays on one file system.
+pub fn temp_name(path: &Path) -> PathBuf {
+    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Write a text file atomically (temporary file, then rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = temp_name(path);
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Read back a Parquet file as columns (used by tests and `warpdrive` tools that merge files).
+pub fn read_parquet(path: &Path) -> Result<Table, TableError> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let pq = |source| TableError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(|source| TableError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let reader = SerializedFileReader::new(file).map_err(pq)?;
+    let meta = reader.metadata().file_metadata();
+    let mut table = Table::default();
+    if let Some(kv) = meta.key_value_metadata() {
+        for e in kv {
+            table.meta(&e.key, e.value.clone().unwrap_or_default());
+        }
+    }
+    for f in meta.schema_descr().columns() {
+        let col = match f.physical_type() {
+            parquet::basic::Type::INT32 => Column::I32(vec![]),
+            parquet::basic::Type::INT64 => Column::I64(vec![]),
+            parquet::basic::Type::FLOAT => Column::F32(vec![]),
+            _ => Column::F64(vec![]),
+        };
+        table.push(f.name(), col);
+    }
+    for row in reader.get_row_iter(None).map_err(pq)? {
+        let row = row.map_err(pq)?;
+        for (i, (_, field)) in row.get_column_iter().enumerate() {
+            match (&mut table.columns[i].1, field) {
+                (Column::I32(v), Field::Int(x)) => v.push(*x),
+                (Column::I64(v), Field::Long(x)) => v.push(*x),
+                (Column::F32(v), Field::Float(x)) => v.push(*x),
+                (Column::F64(v), Field::Double(x)) => v.push(*x),
+                _ => {}
+            }
+        }
+    }
+    Ok(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_with_metadata() {
+        let dir = std::env::temp_dir().join(format!("wd-table-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.parquet");
+        let mut t = Table::default();
+        t.push("a", Column::I32(vec![1, 2, 3]));
+        t.push("b", Column::F64(vec![0.5, 1.5, -2.0]));
+        t.push("c", Column::F32(vec![1.0, 2.0, 3.0]));
+        t.push("d", Column::I64(vec![7, 8, 1 << 40]));
+        t.meta("seed", "42");
+        t.write_parquet(&path).unwrap();
+        let back = read_parquet(&path).unwrap();
+        assert_eq!(back.columns, t.columns);
+        assert!(back.metadata.contains(&("seed".into(), "42".into())));
+        assert!(!temp_name(&path).exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn ragged_table_is_rejected_and_leaves_no_file() {
+        let path = std::env::temp_dir().join(format!("wd-ragged-{}.parquet", std::process::id()));
+        let mut t = Table::default();
+        t.push("a", Column::I32(vec![1, 2]));
+        t.push("b", Column::I32(vec![1]));
+        assert!(matches!(t.write_parquet(&path), Err(TableError::Ragged { .. })));
+        assert!(!path.exists());
+    }
+}
