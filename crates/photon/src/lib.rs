@@ -1,1 +1,45 @@
-pub fn x(){}
+//! `warpdrive-photon`: IceCube-style optical photon propagation through layered, tilted,
+//! anisotropic ice to optical modules, with PPC-equivalent physics (shared/specs/photon.md).
+//!
+//! Data flow: [`detector::Detector`] (ice + geometry params) and [`source::SourceSpec`]s (from
+//! f2k, steps or flashers) → [`source::realise`] (photon counts) → [`propagate::run`] (raw hits,
+//! rayon over photons) → [`hits::accept`] (CPU-side acceptance) → Parquet or `HIT` lines.
+
+pub mod collision;
+pub mod config;
+pub mod detector;
+pub mod f2k;
+pub mod geometry;
+pub mod hits;
+pub mod ice;
+pub mod medium;
+pub mod optics;
+pub mod propagate;
+pub mod scatter;
+pub mod source;
+pub mod spectrum;
+mod test_data;
+pub mod tilt;
+
+use warpdrive_core::progress::Progress;
+
+/// Result of propagating a set of sources.
+#[derive(Clone, Debug)]
+pub struct Simulation {
+    pub sources: Vec<source::Source>,
+    /// Photons propagated (counted as PPC counts them: after the 1/xR² down-sampling).
+    pub photons: u64,
+    /// Hits before and after the acceptance.
+    pub raw_hits: usize,
+    pub hits: Vec<hits::Hit>,
+}
+
+/// Draw photon counts, propagate, apply the acceptance. Deterministic in `seed` for any number
+/// of rayon threads.
+pub fn simulate(det: &detector::Detector, specs: &[source::SourceSpec], seed: u64, progress: &Progress) -> Simulation {
+    let sources = source::realise(specs, seed);
+    let photons = sources.iter().map(|s| s.photons).sum();
+    let raw = propagate::run(&det.medium, &det.index, &sources, seed, progress);
+    let hits = hits::accept(det, &raw, &sources, seed);
+    Simulation { sources, photons, raw_hits: raw.len(), hits }
+}

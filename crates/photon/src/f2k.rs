@@ -1,0 +1,212 @@
+//! Input files: f2k (AMANDA) events with `TR` lines (spec §2.3), CLSim-style step lists, and
+//! the flasher set-up of PPC's `ppc str om num gpu` mode (spec §3.6).
+
+use std::path::Path;
+use warpdrive_core::error::{data_lines, parse_f64};
+use warpdrive_core::InputError;
+
+use crate::detector::Detector;
+use crate::source::{track_to_spec, Emission, SourceSpec, Yield, DPPM, MAX_COORD};
+
+/// One piece of the f2k text to echo, followed by the hits of `event` if set (PPC prints hits
+/// after an event's `TR` lines, before its `EE`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chunk {
+    pub text: String,
+    pub event: Option<i32>,
+}
+
+/// A parsed f2k file: the sources and how to interleave the echoed text with hits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct F2k {
+    pub specs: Vec<SourceSpec>,
+    pub chunks: Vec<Chunk>,
+}
+
+/// Parse f2k text. Events open with `EM` (its second field is the event number) and close with
+/// `EE`; `TR` lines outside events belong to event 0. Other lines are echoed untouched.
+pub fn parse_f2k(path: &Path, text: &str, y: &Yield) -> Result<F2k, InputError> {
+    let mut specs = Vec::new();
+    let mut chunks = Vec::new();
+    let mut pending = String::new();
+    let mut event: Option<i32> = None;
+    let mut auto_event = 0;
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let t: Vec<&str> = raw.split_whitespace().collect();
+        match t.first().copied() {
+            Some("EM") => {
+                let n = t.get(1).and_then(|s| s.parse::<i32>().ok()).ok_or_else(|| InputError::new(path, line, "EM line needs an integer event number").field("event"))?;
+                event = Some(n);
+            }
+            Some("EE") => {
+                if event.is_some() {
+                    chunks.push(Chunk { text: std::mem::take(&mut pending), event });
+                    event = None;
+                }
+            }
+            Some("TR") => {
+                let ev = *event.get_or_insert_with(|| {
+                    auto_event += 1;
+                    auto_event - 1
+                });
+                specs.push(track_to_spec(path, line, ev, &t, y)?);
+            }
+            _ => {}
+        }
+        pending.push_str(raw);
+        pending.push('\n');
+    }
+    chunks.push(Chunk { text: pending, event });
+    if specs.is_empty() {
+        return Err(InputError::file(path, "no TR lines: nothing to propagate (zero photons)"));
+    }
+    Ok(F2k { specs, chunks })
+}
+
+/// Read a step file: one step per line, `x y z t theta phi length beta photons` (m, ns, rad,
+/// photon count used verbatim; length 0 = point emitter). `#` starts a comment.
+pub fn parse_steps(path: &Path, text: &str) -> Result<Vec<SourceSpec>, InputError> {
+    let names = ["x", "y", "z", "t", "theta", "phi", "length", "beta", "photons"];
+    let mut specs = Vec::new();
+    for (line, l) in data_lines(text) {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.len() != names.len() {
+            return Err(InputError::new(path, line, format!("{} columns; expected {} ({})", t.len(), names.len(), names.join(" "))));
+        }
+        let mut v = [0.0; 9];
+        for k in 0..9 {
+            v[k] = parse_f64(path, line, names[k], Some(t[k]))?;
+        }
+        for k in 0..3 {
+            if v[k].abs() > MAX_COORD {
+                return Err(InputError::new(path, line, format!("{} m is out of range", v[k])).field(names[k]));
+            }
+        }
+        if v[6] < 0.0 {
+            return Err(InputError::new(path, line, "must not be negative").field("length"));
+        }
+        if !(v[7] > 0.0 && v[7] <= 1.0) {
+            return Err(InputError::new(path, line, "must be in (0, 1]").field("beta"));
+        }
+        if v[8] < 1.0 || v[8].fract() != 0.0 {
+            return Err(InputError::new(path, line, format!("{}: must be a positive integer (zero photons)", v[8])).field("photons"));
+        }
+        let dir = [v[4].sin() * v[5].cos(), v[4].sin() * v[5].sin(), v[4].cos()];
+        specs.push(SourceSpec {
+            event: 0,
+            pos: [v[0], v[1], v[2]],
+            dir,
+            time: v[3],
+            emission: Emission::Track { length: v[6], beta: v[7], f_direct: 1.0 },
+            mean_photons: v[8],
+            exact: true,
+            yield_sigma: 0.0,
+            own_dom: None,
+        });
+    }
+    if specs.is_empty() {
+        return Err(InputError::file(path, "no steps (zero photons)"));
+    }
+    Ok(specs)
+}
+
+/// Flasher options (PPC environment FLDR, FWID, OFLA, spec §2.2 and §3.6).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlasherOptions {
+    /// FLDR: x + (n − 1)·360 = n LEDs starting at azimuth x [deg]; negative = azimuthally symmetric.
+    pub fldr: f64,
+    /// FWID: beam width [deg]; −1 = isotropic.
+    pub fwid: f64,
+    /// OFLA=0: let the flasher's own DOM record hits.
+    pub own_dom_records: bool,
+}
+
+impl Default for FlasherOptions {
+    fn default() -> Self {
+        Self { fldr: -1.0, fwid: 9.7, own_dom_records: false }
+    }
+}
+
+/// LED offsets on the DOM: height above the centre and radius [m] (spec §3.6).
+const FLZ: f64 = 0.077_35;
+const FLR: f64 = 0.111;
+
+/// The sources of PPC's flasher mode `ppc str om num`: `num` photons emitted by the LEDs of
+/// module (|str|, om), tilted LEDs (48.1° elevation) when `str` < 0, horizontal (−0.2°) otherwise.
+/// The propagated count is num·ppm/dppm/xR² (spec §3.4). The LEDs share the count evenly.
+pub fn flasher(det: &Detector, string: i32, om: i32, num: f64, opts: &FlasherOptions) -> Result<Vec<SourceSpec>, InputError> {
+    let arg = Path::new("<command line>");
+    if string == 0 {
+        return Err(InputError::file(arg, "standard candles (string 0) are not supported").field("str"));
+    }
+    if opts.fwid > 999.0 || opts.fwid < -1.0 {
+        return Err(InputError::file(arg, format!("FWID={} (lab or cone profiles) is not supported", opts.fwid)).field("FWID"));
+    }
+    if !(num > 0.0) {
+        return Err(InputError::file(arg, format!("{num}: zero photons")).field("num"));
+    }
+    let dom = det.geometry.find(string.abs(), om).ok_or_else(|| InputError::file(arg, format!("no module {}-{om} in {}", string.abs(), det.geometry.source)).field("str om"))?;
+    let c = det.geometry.doms[dom].pos;
+    let elevation = if string < 0 { 48.1f64 } else { -0.2 }.to_radians();
+    let ka = if opts.fwid < 0.0 { -1.0 } else { opts.fwid.to_radians().powi(2) };
+    let photons = num * det.yield_.per_metre() / DPPM;
+    // LED azimuths: n-fold pattern from FLDR, or 6 LEDs spaced 60° if symmetric.
+    let azimuths: Vec<f64> = if opts.fldr >= 0.0 {
+        let n = (opts.fldr / 360.0).floor() + 1.0;
+        let x = opts.fldr % 360.0;
+        (0..n as usize).map(|k| x + k as f64 * 360.0 / n).collect()
+    } else {
+        (0..6).map(|k| 60.0 * f64::from(k)).collect()
+    };
+    let per_led = photons / azimuths.len() as f64;
+    Ok(azimuths
+        .iter()
+        .map(|az| {
+            let a = az.to_radians();
+            SourceSpec {
+                event: 0,
+                pos: [c[0] + FLR * a.cos(), c[1] + FLR * a.sin(), c[2] + FLZ],
+                dir: [elevation.cos() * a.cos(), elevation.cos() * a.sin(), elevation.sin()],
+                time: 0.0,
+                emission: Emission::Beam { ka },
+                mean_photons: per_led,
+                exact: false,
+                yield_sigma: 0.0,
+                own_dom: (!opts.own_dom_records).then_some(dom as u32),
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f2k_events_and_echo() {
+        let y = Yield { ppm: 1543.0, oversize: 5.0 };
+        let text = "V 2000.1.2\nEM 7 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 10000 0\nEE\nEM 8 1 1970 0 0 0\nTR 1 0 e+ 0 0 0 0 0 0 100 5\nTR 2 0 hadr 0 0 0 0 0 0 100 5\nEE\nEND\n";
+        let f = parse_f2k(Path::new("x.f2k"), text, &y).unwrap();
+        assert_eq!(f.specs.len(), 3);
+        assert_eq!(f.specs.iter().map(|s| s.event).collect::<Vec<_>>(), vec![7, 8, 8]);
+        assert_eq!(f.chunks.len(), 3);
+        assert_eq!(f.chunks[0].event, Some(7));
+        assert!(f.chunks[0].text.ends_with("TR 1 0 e 0 0 -400 180 0 0 10000 0\n"));
+        assert!(f.chunks[1].text.starts_with("EE\nEM 8"));
+        assert_eq!(f.chunks[2], Chunk { text: "EE\nEND\n".into(), event: None });
+        let echoed: String = f.chunks.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(echoed, text);
+        assert!(parse_f2k(Path::new("e.f2k"), "V 1\nEND\n", &y).unwrap_err().to_string().contains("zero photons"));
+    }
+
+    #[test]
+    fn step_files() {
+        let s = parse_steps(Path::new("s.txt"), "# x y z t th ph len beta n\n0 0 0 0 0 0 0 1 1000\n1 2 3 4 1.5 0 2 0.9 10\n").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[1].mean_photons, 10.0);
+        let e = parse_steps(Path::new("s.txt"), "0 0 0 0 0 0 0 1 0\n").unwrap_err().to_string();
+        assert!(e.contains("s.txt:1: field 'photons'"), "{e}");
+        assert!(parse_steps(Path::new("s.txt"), "0 0 0 0 0 0 0 1\n").unwrap_err().to_string().contains("8 columns"));
+    }
+}

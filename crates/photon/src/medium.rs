@@ -1,0 +1,196 @@
+//! The propagation medium as the kernel sees it (params, DESIGN.md §4): flat tables of
+//! absorption and scattering per (wavelength slice, layer), the wavelength slices with their
+//! refractive indices, scattering-function parameters, anisotropy and tilt.
+
+use crate::config::Config;
+use crate::ice::Layers;
+use crate::optics;
+use crate::spectrum::Spectrum;
+use crate::tilt::Tilt;
+
+/// Number of equal-probability wavelength slices (PPC `WNUM`, spec §3.2).
+pub const WNUM: usize = 512;
+
+/// One wavelength slice.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slice {
+    /// Wavelength [nm].
+    pub wavelength: f32,
+    /// Phase index n_p.
+    pub n_phase: f32,
+    /// Inverse group velocity n_g/c [ns/m].
+    pub ocm: f32,
+}
+
+/// Scattering anisotropy frame and coefficients (SPICE Lea / 3.x, spec §3.5 step 6), and the
+/// absorption anisotropy exponents (step 2).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AnisotropyParams {
+    /// cos, sin of the major-axis azimuth.
+    pub azx: f32,
+    pub azy: f32,
+    /// k1, k2, kz = 1/(k1 k2) (exp of the cfg logs).
+    pub k: [f32; 3],
+    /// Exponent of the old absorption anisotropy (cfg 16).
+    pub old_abs_scale: f32,
+    /// New absorption anisotropy coefficients (exp of cfg 13–15), if given.
+    pub new_abs: Option<[f32; 3]>,
+}
+
+impl AnisotropyParams {
+    /// Components of `n` in the anisotropy frame (major axis, minor axis, z).
+    #[inline]
+    pub fn to_frame(&self, n: [f32; 3]) -> [f32; 3] {
+        [self.azx * n[0] + self.azy * n[1], -self.azy * n[0] + self.azx * n[1], n[2]]
+    }
+
+    #[inline]
+    pub fn from_frame(&self, m: [f32; 3]) -> [f32; 3] {
+        [self.azx * m[0] - self.azy * m[1], self.azy * m[0] + self.azx * m[1], m[2]]
+    }
+
+    /// Direction-dependent factor on the absorption coefficient (spec §3.5 step 2).
+    /// Old model: nr = ((B2 − nB)·An/2)^fr with s_i = n_i², l_i = k_i², B2 = Σ 1/l_i,
+    /// nB = Σ s_i/l_i, An = Σ s_i l_i (nr = 1 for isotropic ice). New model: nr *= 1/|(k1 n1, k2 n2, kz n3)|.
+    #[inline]
+    pub fn absorption_factor(&self, n: [f32; 3]) -> f32 {
+        let m = self.to_frame(n);
+        let mut nr = 1.0;
+        if self.old_abs_scale != 0.0 {
+            let l = [self.k[0] * self.k[0], self.k[1] * self.k[1], self.k[2] * self.k[2]];
+            let s = [m[0] * m[0], m[1] * m[1], m[2] * m[2]];
+            let b2 = 1.0 / l[0] + 1.0 / l[1] + 1.0 / l[2];
+            let nb = s[0] / l[0] + s[1] / l[1] + s[2] / l[2];
+            let an = s[0] * l[0] + s[1] * l[1] + s[2] * l[2];
+            nr = ((b2 - nb) * an / 2.0).powf(self.old_abs_scale);
+        }
+        if let Some(k) = self.new_abs {
+            let v = [k[0] * m[0], k[1] * m[1], k[2] * m[2]];
+            nr /= (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        }
+        nr
+    }
+}
+
+/// Everything the propagation loop reads about the ice.
+#[derive(Clone, Debug)]
+pub struct Medium {
+    pub slices: Vec<Slice>,
+    pub n_layers: usize,
+    /// z of the centre of layer 0 (deepest) and the layer thickness [m].
+    pub hmin: f32,
+    pub dh: f32,
+    /// abs[slice · n_layers + layer], sca[...]: absorption and geometric scattering coefficients
+    /// [1/m]; sca = b_e/(1 − g) (spec §3.2).
+    pub abs: Vec<f32>,
+    pub sca: Vec<f32>,
+    pub g: f32,
+    pub f_sl: f32,
+    pub anisotropy: Option<AnisotropyParams>,
+    pub tilt: Tilt,
+}
+
+impl Medium {
+    /// Tabulate `layers` at the `WNUM` equal-probability quantiles of `spectrum`, or at one fixed
+    /// wavelength (`single_wavelength`, PPC's WFLA).
+    pub fn new(layers: &Layers, cfg: &Config, spectrum: &Spectrum, single_wavelength: Option<f64>, tilt: Tilt) -> Self {
+        let slices: Vec<Slice> = (0..WNUM)
+            .map(|i| {
+                let l = single_wavelength.unwrap_or_else(|| spectrum.quantile((i as f64 + 0.5) / WNUM as f64));
+                let lu = l * 1e-3;
+                Slice {
+                    wavelength: l as f32,
+                    n_phase: optics::n_phase(lu) as f32,
+                    ocm: (optics::n_group(lu) / optics::C_VACUUM) as f32,
+                }
+            })
+            .collect();
+        let n_layers = layers.rows.len();
+        let mut abs = Vec::with_capacity(WNUM * n_layers);
+        let mut sca = Vec::with_capacity(WNUM * n_layers);
+        for s in &slices {
+            for layer in 0..n_layers {
+                let l = f64::from(s.wavelength);
+                abs.push(layers.absorption(layer, l) as f32);
+                sca.push((layers.b_eff(layer, l) / (1.0 - cfg.g)) as f32);
+            }
+        }
+        let anisotropy = cfg.anisotropy.map(|a| {
+            let (k1, k2) = (a.log_k1.exp(), a.log_k2.exp());
+            AnisotropyParams {
+                azx: a.azimuth_deg.to_radians().cos() as f32,
+                azy: a.azimuth_deg.to_radians().sin() as f32,
+                k: [k1 as f32, k2 as f32, (1.0 / (k1 * k2)) as f32],
+                old_abs_scale: cfg.old_abs_scale as f32,
+                new_abs: cfg.new_abs_anisotropy.map(|k| [k[0].exp() as f32, k[1].exp() as f32, k[2].exp() as f32]),
+            }
+        });
+        Self {
+            slices,
+            n_layers,
+            hmin: layers.hmin() as f32,
+            dh: layers.dh as f32,
+            abs,
+            sca,
+            g: cfg.g as f32,
+            f_sl: cfg.f_sl as f32,
+            anisotropy,
+            tilt,
+        }
+    }
+
+    /// Layer index (0 = deepest) of tilt-corrected height z': round((z' − hmin)/dh), clamped.
+    #[inline]
+    pub fn layer_of(&self, zp: f32) -> usize {
+        let i = ((zp - self.hmin) / self.dh).round();
+        if i <= 0.0 {
+            0
+        } else {
+            (i as usize).min(self.n_layers - 1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_data::data_dir;
+
+    #[test]
+    fn tables_for_spice_321() {
+        let dir = data_dir().join("ice/spice_3.2.1");
+        let layers = Layers::read_dir(&dir, None, None).unwrap();
+        let cfg = Config::read(&dir.join("cfg.txt")).unwrap();
+        let spec = Spectrum::read(&dir.join("wv.dat")).unwrap();
+        let m = Medium::new(&layers, &cfg, &spec, None, Tilt::None);
+        assert_eq!(m.slices.len(), WNUM);
+        assert!(m.slices.windows(2).all(|w| w[0].wavelength <= w[1].wavelength));
+        // Single wavelength 400 nm: geometric scattering = b_e(400)/(1 − g) = 10·b_e(400).
+        let m4 = Medium::new(&layers, &cfg, &spec, Some(400.0), Tilt::None);
+        let top = m4.n_layers - 1;
+        assert!((m4.sca[top] - 1.55516).abs() < 1e-5);
+        assert!((m4.slices[0].ocm - (1.35611 / 0.299792458) as f32).abs() < 1e-4);
+        // Layer lookup: centre of the deepest layer and of the top layer.
+        assert_eq!(m.layer_of(m.hmin), 0);
+        assert_eq!(m.layer_of(m.hmin + 170.0 * m.dh + 4.0), 170);
+        assert_eq!(m.layer_of(1e4), 170);
+        assert_eq!(m.layer_of(-1e4), 0);
+    }
+
+    /// Absorption anisotropy: isotropic ice gives 1; for SPICE 3.2.1 less absorption along the
+    /// major axis (k1 < 1) and more along the minor one (computed by hand from the spec formula).
+    #[test]
+    fn absorption_anisotropy_factor() {
+        let iso = AnisotropyParams { azx: 1.0, azy: 0.0, k: [1.0; 3], old_abs_scale: 1.0, new_abs: None };
+        assert!((iso.absorption_factor([0.6, 0.0, 0.8]) - 1.0).abs() < 1e-6);
+        let a = 130f32.to_radians();
+        let (k1, k2) = ((-0.069f32).exp(), 0.0345f32.exp());
+        let p = AnisotropyParams { azx: a.cos(), azy: a.sin(), k: [k1, k2, 1.0 / (k1 * k2)], old_abs_scale: 1.0, new_abs: None };
+        let along = p.absorption_factor([a.cos(), a.sin(), 0.0]);
+        let l = [k1 * k1, k2 * k2, 1.0 / (k1 * k1 * k2 * k2)];
+        let want = (1.0 / l[1] + 1.0 / l[2]) * l[0] / 2.0;
+        assert!((along - want).abs() < 1e-5 && along < 1.0, "{along} {want}");
+        let across = p.absorption_factor([-a.sin(), a.cos(), 0.0]);
+        assert!(across > 1.0);
+    }
+}

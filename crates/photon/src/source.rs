@@ -1,0 +1,414 @@
+//! Light sources (spec §2.3, §3.4, §3.6): f2k `TR` lines (EM and hadronic cascades, muon
+//! segments, raw photons), CLSim-style steps, flashers and isotropic point sources; their photon
+//! yields, and the emission of one photon (position, direction, time, wavelength slice).
+
+use std::path::Path;
+use warpdrive_core::error::parse_f64;
+use warpdrive_core::{InputError, RandomStream};
+
+use crate::medium::{Medium, WNUM};
+use crate::optics::C_VACUUM;
+use crate::scatter::{normalize, rotate};
+
+/// Photons per metre for the nominal IceCube DOM (Cherenkov × acceptance folded), PPC `dppm`.
+pub const DPPM: f64 = 2450.08;
+/// Ice density ratio in the yield parameterisations, 0.910/0.9216 (spec §3.4).
+const DENSITY: f64 = 0.910 / 0.9216;
+/// Radiation length of ice [m] (spec §3.4).
+const L_RAD: f64 = 0.39652 * DENSITY;
+/// Cascade angular distribution of charged tracks: ξ = 1 − cos, pdf ∝ ξ^(a−1) e^(−b ξ^a) (spec §3.4).
+const ANG_A: f64 = 0.39;
+const ANG_B: f64 = 2.61;
+
+/// The particle species PPC distinguishes (spec §2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Particle {
+    /// amu, amu+, amu- (bare muon segment, pre-sliced).
+    Muon,
+    /// e, delta, brems, epair (type 11) and e- (12): electron-like cascade profile.
+    Electron,
+    /// e+ (13).
+    Positron,
+    /// hadr, munu (101): hadronic cascade, π⁺ parameters.
+    Hadron,
+    /// ph: `energy` photons inserted verbatim.
+    Photons,
+}
+
+impl Particle {
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "amu" | "amu+" | "amu-" => Particle::Muon,
+            "e" | "delta" | "brems" | "epair" | "e-" => Particle::Electron,
+            "e+" => Particle::Positron,
+            "hadr" | "munu" => Particle::Hadron,
+            "ph" => Particle::Photons,
+            _ => return None,
+        })
+    }
+}
+
+/// How photons of a source are emitted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Emission {
+    /// Cascade: position along the axis from a Γ(a)·b profile, direction from the charged-track
+    /// angular distribution, then the Cherenkov cone.
+    Cascade { profile_a: f64, profile_b: f64 },
+    /// Track of `length` with speed β; with probability `f_direct` the photon comes from the
+    /// track itself (Cherenkov cone about the axis), else from secondaries (cascade angles).
+    Track { length: f64, beta: f64, f_direct: f64 },
+    /// Isotropic point source.
+    Isotropic,
+    /// LED beam: axis given by the source direction, 2-D Gaussian of width² `ka` [rad²]
+    /// (`ka` < 0: isotropic).
+    Beam { ka: f64 },
+}
+
+/// One light source with a definite photon count (after the Poisson draw).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    /// Event number (f2k `EM` line) and index of the source within the event.
+    pub event: i32,
+    pub index: u32,
+    pub pos: [f64; 3],
+    pub dir: [f64; 3],
+    pub time: f64,
+    pub emission: Emission,
+    /// Mean photon count before the draw (for reporting) and the count itself.
+    pub mean_photons: f64,
+    pub photons: u64,
+    /// Hits on this DOM (index into the geometry) are dropped (a flasher's own DOM).
+    pub own_dom: Option<u32>,
+}
+
+/// Mean propagated photons per GeV-equivalent metre: ppm/ovr, with
+/// ppm = efficiency × dppm × mas × RDE_max (spec §3.4) and ovr = xR².
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Yield {
+    pub ppm: f64,
+    pub oversize: f64,
+}
+
+impl Yield {
+    #[must_use]
+    pub fn per_metre(&self) -> f64 {
+        self.ppm / (self.oversize * self.oversize)
+    }
+}
+
+/// EM cascade light in metres of bare-track equivalent: 5.321·0.910/0.9216·E (E in GeV).
+#[must_use]
+pub fn em_cascade_length(energy: f64) -> f64 {
+    5.321 * DENSITY * energy
+}
+
+/// Longitudinal Γ-profile shape a(E) (spec §3.4).
+#[must_use]
+pub fn profile_a(p: Particle, energy: f64) -> f64 {
+    let le = energy.max(1.0).ln();
+    match p {
+        Particle::Positron => 2.00035 + 0.63190 * le,
+        _ => 2.01849 + 0.63176 * le,
+    }
+}
+
+/// Profile length scale b = L_rad/0.63207 [m].
+#[must_use]
+pub fn profile_b() -> f64 {
+    L_RAD / 0.63207
+}
+
+/// Hadronic light fraction F = 1 − (E/E0)^(−m)(1 − f0) and its spread σ_F = F·rms0·(ln E)^(−γ)
+/// (π⁺ parameters of spec §3.4).
+#[must_use]
+pub fn hadron_fraction(energy: f64) -> (f64, f64) {
+    let (e0, m, f0, rms0, gamma) = (0.187_916_78, 0.162_675_29, 0.309_741_23, 0.958_995_51, 1.355_895_41);
+    let e = energy.max(e0 * 1.0001);
+    let f = 1.0 - (e / e0).powf(-m) * (1.0 - f0);
+    (f, f * rms0 * e.ln().max(1e-3).powf(-gamma))
+}
+
+/// Muon segment light: L·(1 + max(0, 0.1880 + 0.0206 ln E)·0.910/0.9216), and the fraction of it
+/// from the bare muon, 1/(1 + extra) (spec §3.4).
+#[must_use]
+pub fn muon_length(length: f64, energy: f64) -> (f64, f64) {
+    let extra = (0.1880 + 0.0206 * energy.max(1e-3).ln()).max(0.0) * DENSITY;
+    (length * (1.0 + extra), 1.0 / (1.0 + extra))
+}
+
+/// Unit direction from f2k zenith and azimuth [deg]: θ = 180° − zenith, φ = azimuth + 180°.
+#[must_use]
+pub fn f2k_direction(zenith_deg: f64, azimuth_deg: f64) -> [f64; 3] {
+    let (t, p) = ((180.0 - zenith_deg).to_radians(), (azimuth_deg + 180.0).to_radians());
+    [t.sin() * p.cos(), t.sin() * p.sin(), t.cos()]
+}
+
+/// Largest |coordinate| accepted for a source position [m].
+pub const MAX_COORD: f64 = 1.0e5;
+
+/// A source request before the Poisson draw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceSpec {
+    pub event: i32,
+    pub pos: [f64; 3],
+    pub dir: [f64; 3],
+    pub time: f64,
+    pub emission: Emission,
+    /// Mean photon count; exact (no Poisson draw) when `exact`.
+    pub mean_photons: f64,
+    pub exact: bool,
+    /// Hadronic cascades: relative spread of the light yield.
+    pub yield_sigma: f64,
+    pub own_dom: Option<u32>,
+}
+
+/// One f2k `TR` line turned into a source request. `line` and `path` are for error messages.
+pub fn track_to_spec(path: &Path, line: usize, event: i32, tokens: &[&str], y: &Yield) -> Result<SourceSpec, InputError> {
+    if tokens.len() != 12 {
+        return Err(InputError::new(path, line, format!("TR line has {} fields; expected 12 (TR gens igen name x y z zenith azimuth length energy time)", tokens.len())));
+    }
+    let name = tokens[3];
+    let particle = Particle::from_name(name).ok_or_else(|| {
+        InputError::new(path, line, format!("unknown particle '{name}' (known: amu amu+ amu- e e- e+ delta brems epair hadr munu ph)")).field("name")
+    })?;
+    let f = |i: usize, field: &str| parse_f64(path, line, field, Some(tokens[i]));
+    let pos = [f(4, "x")?, f(5, "y")?, f(6, "z")?];
+    for (k, n) in ["x", "y", "z"].iter().enumerate() {
+        if pos[k].abs() > MAX_COORD {
+            return Err(InputError::new(path, line, format!("{} m is out of range (|{n}| ≤ {MAX_COORD} m)", pos[k])).field(*n));
+        }
+    }
+    let (zen, azi) = (f(7, "zenith")?, f(8, "azimuth")?);
+    let length = if tokens[9] == "?" { 0.0 } else { f(9, "length")? };
+    let energy = f(10, "energy")?;
+    let time = f(11, "time")?;
+    if energy <= 0.0 {
+        return Err(InputError::new(path, line, format!("{energy}: must be positive (zero photons)")).field("energy"));
+    }
+    let dir = f2k_direction(zen, azi);
+    let mut spec = SourceSpec {
+        event,
+        pos,
+        dir,
+        time,
+        emission: Emission::Isotropic,
+        mean_photons: 0.0,
+        exact: false,
+        yield_sigma: 0.0,
+        own_dom: None,
+    };
+    match particle {
+        Particle::Muon => {
+            if length <= 0.0 {
+                return Err(InputError::new(path, line, "muon segments need a positive length (pre-sliced tracks)").field("length"));
+            }
+            let (l, f_direct) = muon_length(length, energy);
+            spec.emission = Emission::Track { length, beta: 1.0, f_direct };
+            spec.mean_photons = l * y.per_metre();
+        }
+        Particle::Electron | Particle::Positron | Particle::Hadron => {
+            spec.emission = Emission::Cascade { profile_a: profile_a(particle, energy), profile_b: profile_b() };
+            spec.mean_photons = em_cascade_length(energy) * y.per_metre();
+            if particle == Particle::Hadron {
+                let (fr, sigma) = hadron_fraction(energy);
+                spec.mean_photons *= fr;
+                spec.yield_sigma = sigma / fr;
+            }
+        }
+        Particle::Photons => {
+            spec.mean_photons = energy.round();
+            spec.exact = true;
+        }
+    }
+    Ok(spec)
+}
+
+/// Stream tags (the second Philox counter word) of the different random streams of a run.
+pub mod tags {
+    /// Per source: the Poisson draw of its photon count (entity = source ordinal).
+    pub const SOURCE: u32 = 1;
+    /// Per photon: emission and propagation (entity = global photon id).
+    pub const PHOTON: u32 = 2;
+    /// Per hit: the CPU-side acceptance (entity = photon id; tag | hit ordinal << 4).
+    pub const ACCEPT: u32 = 3;
+}
+
+/// Draw the photon counts: Poisson(mean) (or the exact count), hadronic yields smeared by a
+/// Gaussian of relative width `yield_sigma` (clamped at 0). Deterministic in `seed`.
+pub fn realise(specs: &[SourceSpec], seed: u64) -> Vec<Source> {
+    let mut per_event: std::collections::HashMap<i32, u32> = Default::default();
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut rng = RandomStream::new(seed, tags::SOURCE, i as u64);
+            let mut mean = s.mean_photons;
+            if s.yield_sigma > 0.0 {
+                mean *= (1.0 + s.yield_sigma * rng.normal()).max(0.0);
+            }
+            let photons = if s.exact { mean as u64 } else { rng.poisson(mean) };
+            let idx = per_event.entry(s.event).or_insert(0);
+            let src = Source {
+                event: s.event,
+                index: *idx,
+                pos: s.pos,
+                dir: s.dir,
+                time: s.time,
+                emission: s.emission,
+                mean_photons: s.mean_photons,
+                photons,
+                own_dom: s.own_dom,
+            };
+            *idx += 1;
+            src
+        })
+        .collect()
+}
+
+/// A photon at emission, in the kernel's single precision.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Photon {
+    pub pos: [f32; 3],
+    pub dir: [f32; 3],
+    pub time: f32,
+    pub slice: u32,
+}
+
+/// Sample ξ = 1 − cos of a charged track in a cascade: F(ξ) = (1 − e^(−b ξ^a))/I on [0, 2],
+/// I = 1 − e^(−b 2^a), inverted: ξ = min((−ln(1 − u·I)/b)^(1/a), 2) (spec §3.4).
+#[inline]
+#[must_use]
+pub fn cascade_xi(u: f32) -> f32 {
+    let (a, b) = (ANG_A as f32, ANG_B as f32);
+    let i = 1.0 - (-b * 2f32.powf(a)).exp();
+    ((-(1.0 - u * i).ln() / b).powf(1.0 / a)).min(2.0)
+}
+
+/// Rotate `n` by 1 − cos = ξ at a random azimuth.
+#[inline]
+fn deflect(n: [f32; 3], xi: f32, u_phi: f32) -> [f32; 3] {
+    rotate(n, 1.0 - xi, (xi * (2.0 - xi)).max(0.0).sqrt(), u_phi)
+}
+
+/// Emit photon number `k` of `src`: wavelength slice, position, time and direction (spec §3.5
+/// step 1). The draws come from the photon's own stream `rng`.
+pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
+    let slice = ((rng.uniform() * WNUM as f32) as u32).min(WNUM as u32 - 1);
+    let s = medium.slices[slice as usize];
+    let axis = [src.dir[0] as f32, src.dir[1] as f32, src.dir[2] as f32];
+    let p0 = [src.pos[0] as f32, src.pos[1] as f32, src.pos[2] as f32];
+    let t0 = src.time as f32;
+    let cherenkov = |n: [f32; 3], beta: f32, u: f32| {
+        let c = (1.0 / (beta * s.n_phase)).min(1.0);
+        rotate(n, c, (1.0 - c * c).max(0.0).sqrt(), u)
+    };
+    match src.emission {
+        Emission::Cascade { profile_a, profile_b } => {
+            let l = (rng.gamma(profile_a) * profile_b) as f32;
+            let (u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform());
+            let track = deflect(axis, cascade_xi(u1), u2);
+            Photon {
+                pos: [p0[0] + l * axis[0], p0[1] + l * axis[1], p0[2] + l * axis[2]],
+                dir: cherenkov(track, 1.0, u3),
+                time: t0 + l / C_VACUUM as f32,
+                slice,
+            }
+        }
+        Emission::Track { length, beta, f_direct } => {
+            let l = rng.uniform() * length as f32;
+            let (u0, u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform(), rng.uniform());
+            let track = if u0 <= f_direct as f32 { axis } else { deflect(axis, cascade_xi(u1), u2) };
+            Photon {
+                pos: [p0[0] + l * axis[0], p0[1] + l * axis[1], p0[2] + l * axis[2]],
+                dir: cherenkov(track, beta as f32, u3),
+                time: t0 + l / (beta as f32 * C_VACUUM as f32),
+                slice,
+            }
+        }
+        Emission::Isotropic => {
+            let (u1, u2) = (rng.uniform(), rng.uniform());
+            let c = 2.0 * u1 - 1.0;
+            let sn = (1.0 - c * c).max(0.0).sqrt();
+            let (sp, cp) = (std::f32::consts::TAU * u2).sin_cos();
+            Photon { pos: p0, dir: [sn * cp, sn * sp, c], time: t0, slice }
+        }
+        Emission::Beam { ka } => {
+            let (u1, u2) = (rng.uniform(), rng.uniform());
+            let dir = if ka < 0.0 {
+                let c = 2.0 * u1 - 1.0;
+                let sn = (1.0 - c * c).max(0.0).sqrt();
+                let (sp, cp) = (std::f32::consts::TAU * u2).sin_cos();
+                [sn * cp, sn * sp, c]
+            } else {
+                // ξ = min(−ka·ln(1 − (1 − u)(1 − e^(−2/ka))), 2): 2-D Gaussian beam (spec §3.6).
+                let ka = ka as f32;
+                let xi = (-ka * (1.0 - (1.0 - u1) * (1.0 - (-2.0 / ka).exp())).ln()).min(2.0);
+                deflect(axis, xi, u2)
+            };
+            Photon { pos: p0, dir: normalize(dir), time: t0, slice }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// spec §3.4: EM yield 5.321·0.910/0.9216 = 5.254 m/GeV; 10 TeV at ppm = 0.94·2450.08·0.67,
+    /// oversize 5 → 3.243e6 photons (PPC's run log: 3 243 441 and 3 244 251).
+    #[test]
+    fn cascade_yield_matches_ppc_photon_count() {
+        assert!((em_cascade_length(1.0) - 5.254).abs() < 1e-3);
+        let y = Yield { ppm: 0.94 * DPPM * 0.67, oversize: 5.0 };
+        let mean = em_cascade_length(1e4) * y.per_metre();
+        assert!((mean / 3.2438e6 - 1.0).abs() < 5e-4, "{mean}");
+        assert!((profile_a(Particle::Electron, 1e4) - (2.01849 + 0.63176 * 1e4f64.ln())).abs() < 1e-12);
+        assert!((profile_b() - 0.39652 * DENSITY / 0.63207).abs() < 1e-12);
+    }
+
+    #[test]
+    fn muon_and_hadron_yields() {
+        let (l, f) = muon_length(10.0, 1000.0);
+        let extra = (0.1880 + 0.0206 * 1000f64.ln()) * DENSITY;
+        assert!((l - 10.0 * (1.0 + extra)).abs() < 1e-12 && (f * (1.0 + extra) - 1.0).abs() < 1e-12);
+        let (fr, s) = hadron_fraction(1e4);
+        assert!(fr > 0.8 && fr < 1.0 && s > 0.0 && s < 0.1, "{fr} {s}");
+    }
+
+    #[test]
+    fn f2k_direction_convention() {
+        // zenith 180° (as in the PPC reference event) moves up; zenith 0 moves down.
+        let up = f2k_direction(180.0, 0.0);
+        assert!((up[2] - 1.0).abs() < 1e-12);
+        let down = f2k_direction(0.0, 0.0);
+        assert!((down[2] + 1.0).abs() < 1e-12);
+        // zenith 90°, azimuth 0: the particle comes from +x, so it moves towards −x.
+        let h = f2k_direction(90.0, 0.0);
+        assert!((h[0] + 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cascade_angles_follow_their_cdf() {
+        let mut r = RandomStream::new(11, 0, 0);
+        let xs: Vec<f64> = (0..50_000).map(|_| f64::from(cascade_xi(r.uniform()))).collect();
+        let i = 1.0 - (-ANG_B * 2f64.powf(ANG_A)).exp();
+        let t = warpdrive_core::stats::ks_one_sample(&xs, |x| (1.0 - (-ANG_B * x.max(0.0).powf(ANG_A)).exp()) / i);
+        assert!(t.p_value > 0.01, "{t:?}");
+    }
+
+    #[test]
+    fn bad_track_lines() {
+        let p = PathBuf::from("in.f2k");
+        let y = Yield { ppm: 1000.0, oversize: 5.0 };
+        let tr = |s: &str| track_to_spec(&p, 3, 1, &s.split_whitespace().collect::<Vec<_>>(), &y);
+        assert!(tr("TR 1 0 e 0 0 -400 180 0 0 10000 0").is_ok());
+        let e = tr("TR 1 0 tau 0 0 -400 180 0 0 10000 0").unwrap_err().to_string();
+        assert!(e.contains("in.f2k:3: field 'name': unknown particle 'tau'"), "{e}");
+        assert!(tr("TR 1 0 e nan 0 -400 180 0 0 10000 0").unwrap_err().to_string().contains("field 'x'"));
+        assert!(tr("TR 1 0 e 0 0 -4e6 180 0 0 10000 0").unwrap_err().to_string().contains("out of range"));
+        assert!(tr("TR 1 0 e 0 0 -400 180 0 0 0 0").unwrap_err().to_string().contains("zero photons"));
+        assert!(tr("TR 1 0 e 0 0 -400 180 0 0 10000").unwrap_err().to_string().contains("11 fields"));
+        assert!(tr("TR 1 0 amu 0 0 -400 180 0 0 10000 0").unwrap_err().to_string().contains("positive length"));
+    }
+}

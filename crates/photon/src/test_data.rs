@@ -1,0 +1,29 @@
+//! Test helpers: the shared data directory and scratch files.
+#![cfg(test)]
+
+use std::path::PathBuf;
+
+/// The shared data directory; tests that need it return early when it is absent and
+/// `WARPDRIVE_REQUIRE_DATA` is not set (CI sets it, so there they fail instead).
+pub fn data_dir() -> PathBuf {
+    warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")).unwrap_or_else(|| PathBuf::from("/nonexistent-warpdrive-data"))
+}
+
+/// A scratch file with the given content, unique per test process.
+pub fn scratch(name: &str, content: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("warpdrive-photon-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p
+}
+
+/// A scratch directory with the given files.
+pub fn scratch_dir(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("warpdrive-photon-test-{}", std::process::id())).join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (f, c) in files {
+        std::fs::write(dir.join(f), c).unwrap();
+    }
+    dir
+}
