@@ -1,1 +1,217 @@
-fn main(){}
+//! The `warpdrive` command line: argument parsing and output only; the physics lives in the
+//! domain crates.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use warpdrive_core::progress::Progress;
+use warpdrive_photon::detector::{Detector, DetectorOptions};
+use warpdrive_photon::source::{track_to_spec, SourceSpec};
+
+mod bench;
+
+#[derive(Parser)]
+#[command(name = "warpdrive", version, about = "GPU-ready physics Monte Carlo: photon propagation in ice (more domains to come)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Propagate optical photons through ice to optical modules (PPC physics).
+    Photon(PhotonArgs),
+    /// PPC-compatible mode: `warpdrive ppc [args]` takes PPC's arguments, environment and stdin.
+    Ppc {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Benchmarks (print a table, write JSON).
+    Bench {
+        #[command(subcommand)]
+        what: bench::BenchCommand,
+    },
+}
+
+#[derive(Args, Clone)]
+pub struct CommonArgs {
+    /// Compute device: auto, cpu (CUDA arrives with the GPU back end).
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Args)]
+struct PhotonArgs {
+    /// PPC ice directory (cfg.txt, icemodel.dat, icemodel.par, wv.dat, as.dat, ...). Default: built-in homogeneous ice.
+    #[arg(long)]
+    ice: Option<PathBuf>,
+    /// Geometry file (PPC geo-f2k or Prometheus .geo). Default: <ice>/geo-f2k, else a generated 86-string detector.
+    #[arg(long)]
+    geometry: Option<PathBuf>,
+    /// f2k input with TR lines. Default: one 100 TeV EM cascade at the detector centre.
+    #[arg(long, conflicts_with = "steps")]
+    input: Option<PathBuf>,
+    /// Step file: `x y z t theta phi length beta photons` per line.
+    #[arg(long)]
+    steps: Option<PathBuf>,
+    /// Energy of the default cascade [GeV].
+    #[arg(long, default_value_t = 1e5)]
+    energy: f64,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Refuse to run if more than this many photons would be propagated.
+    #[arg(long)]
+    max_photons: Option<u64>,
+    /// DOM oversize factor (overrides cfg.txt).
+    #[arg(long)]
+    oversize: Option<u32>,
+    /// Output Parquet file.
+    #[arg(long, short, default_value = "photon-hits.parquet")]
+    output: PathBuf,
+    /// Also write PPC `HIT` lines to this file.
+    #[arg(long)]
+    hit_lines: Option<PathBuf>,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Photon(a) => {
+            let pool = thread_pool(&a.common)?;
+            pool.install(|| photon(&a))
+        }
+        Command::Ppc { args } => {
+            let env = warpdrive_photon::ppc::PpcEnv::from_env(|k| std::env::var(k).ok())?;
+            let stdin = std::io::stdin();
+            let mut stdin = stdin.lock();
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            warpdrive_photon::ppc::run(&args, &env, &mut stdin, &mut out, &mut std::io::stderr())?;
+            Ok(())
+        }
+        Command::Bench { what } => bench::run(what),
+    }
+}
+
+/// Resolve `--device` and build the rayon pool for the CPU path.
+pub fn thread_pool(c: &CommonArgs) -> Result<rayon::ThreadPool> {
+    match c.device.as_str() {
+        "cpu" => {}
+        "auto" => eprintln!("device: cpu (this build has no CUDA back end yet)"),
+        d if d.starts_with("cuda") => bail!("--device {d}: the CUDA back end is not part of this build yet; use --device cpu"),
+        d => bail!("--device {d}: expected auto, cpu, cuda, cuda:N or cuda:all"),
+    }
+    let mut b = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = c.threads {
+        if n == 0 {
+            bail!("--threads must be at least 1");
+        }
+        b = b.num_threads(n);
+    }
+    Ok(b.build()?)
+}
+
+/// The command line for run metadata, without `--threads` (which must not change the output).
+fn command_line() -> String {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in std::env::args() {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        if a == "--threads" {
+            skip = true;
+        } else if !a.starts_with("--threads=") {
+            out.push(a);
+        }
+    }
+    out.join(" ")
+}
+
+/// The default source: one EM cascade of `energy` GeV at the detector centre, moving up.
+pub fn default_cascade(det: &Detector, energy: f64) -> Result<Vec<SourceSpec>> {
+    let line = format!("TR 1 0 e 0 0 0 180 0 0 {energy} 0");
+    let t: Vec<&str> = line.split_whitespace().collect();
+    Ok(vec![track_to_spec(Path::new("<default cascade>"), 1, 0, &t, &det.yield_)?])
+}
+
+fn photon(a: &PhotonArgs) -> Result<()> {
+    let start = Instant::now();
+    let det = Detector::build(&DetectorOptions {
+        ice_dir: a.ice.clone(),
+        geometry: a.geometry.clone(),
+        oversize: a.oversize,
+        ..Default::default()
+    })?;
+    for d in &det.description {
+        eprintln!("{d}");
+    }
+    for u in &det.unsupported {
+        eprintln!("warning: {u}");
+    }
+    let (specs, input) = if let Some(p) = &a.input {
+        let text = warpdrive_core::error::read_text(p)?;
+        (warpdrive_photon::f2k::parse_f2k(p, &text, &det.yield_)?.specs, p.display().to_string())
+    } else if let Some(p) = &a.steps {
+        let text = warpdrive_core::error::read_text(p)?;
+        (warpdrive_photon::f2k::parse_steps(p, &text)?, p.display().to_string())
+    } else {
+        (default_cascade(&det, a.energy)?, format!("default: {} GeV EM cascade at (0,0,0)", a.energy))
+    };
+    let expected: f64 = specs.iter().map(|s| s.mean_photons).sum();
+    if let Some(max) = a.max_photons {
+        if expected > max as f64 {
+            bail!("the sources need about {expected:.3e} photons, more than --max-photons {max}");
+        }
+    }
+    let progress = Progress::new("propagating", expected.round() as u64, "photons");
+    let t0 = Instant::now();
+    let sim = warpdrive_photon::simulate(&det, &specs, a.seed, &progress);
+    drop(progress);
+    let secs = t0.elapsed().as_secs_f64();
+    if sim.photons == 0 {
+        bail!("the sources produced zero photons");
+    }
+    let meta = vec![
+        ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+        ("warpdrive.command".to_string(), command_line()),
+        ("warpdrive.seed".to_string(), a.seed.to_string()),
+        ("warpdrive.device".to_string(), "cpu".to_string()),
+        ("warpdrive.ice".to_string(), Detector::ice_name(&DetectorOptions { ice_dir: a.ice.clone(), ..Default::default() })),
+        ("warpdrive.geometry".to_string(), det.geometry.source.clone()),
+        ("warpdrive.input".to_string(), input),
+        ("warpdrive.photons".to_string(), sim.photons.to_string()),
+    ];
+    warpdrive_photon::hits::write_parquet(&sim.hits, &a.output, &meta).with_context(|| format!("writing {}", a.output.display()))?;
+    if let Some(p) = &a.hit_lines {
+        let text: String = sim.hits.iter().map(|h| warpdrive_photon::hits::hit_line(h) + "\n").collect();
+        warpdrive_core::table::write_atomic(p, text.as_bytes()).with_context(|| format!("writing {}", p.display()))?;
+    }
+    println!("sources:        {}", sim.sources.len());
+    println!("photons:        {}", sim.photons);
+    println!("hits:           {} (before acceptance: {})", sim.hits.len(), sim.raw_hits);
+    println!("propagation:    {secs:.2} s, {:.0} ns/photon, {:.3e} photons/s on {} threads", 1e9 * secs / sim.photons as f64, sim.photons as f64 / secs, rayon::current_num_threads());
+    println!("output:         {}", a.output.display());
+    if let Some(p) = &a.hit_lines {
+        println!("HIT lines:      {}", p.display());
+    }
+    println!("total time:     {:.2} s", start.elapsed().as_secs_f64());
+    Ok(())
+}

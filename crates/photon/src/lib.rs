@@ -14,6 +14,7 @@ pub mod hits;
 pub mod ice;
 pub mod medium;
 pub mod optics;
+pub mod ppc;
 pub mod propagate;
 pub mod scatter;
 pub mod source;

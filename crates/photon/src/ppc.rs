@@ -1,0 +1,247 @@
+//! PPC-compatible front end (spec §2.1–2.2): the same command-line modes, environment
+//! variables, f2k on standard input and `HIT` lines on standard output, so scripts that call
+//! `ppc` (Prometheus, DirectFit) can switch binaries.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use warpdrive_core::progress::Progress;
+use warpdrive_core::InputError;
+
+use crate::detector::{Detector, DetectorOptions};
+use crate::f2k::{flasher, parse_f2k, FlasherOptions};
+use crate::hits::hit_line;
+
+/// Environment variables honoured (spec §2.2).
+pub const SUPPORTED_ENV: [&str; 11] = ["PPCTABLESDIR", "ICEMODELDIR", "WFLA", "FLDR", "FWID", "OFLA", "OVSZ", "BFRM", "ABSM", "PPCHOLEICE", "WARPDRIVE_SEED"];
+/// PPC variables that change physics this version does not simulate: reported, never ignored silently.
+pub const UNSUPPORTED_ENV: [&str; 14] = ["TILTMODELDIR", "NEXTGENDIR", "FLWL", "FZCR", "ELEV", "FTLT", "BFRA", "BFRB", "VTHK", "HIFL", "GECO", "HQUO", "BADMP", "NPHO"];
+
+/// The PPC settings read from the environment.
+#[derive(Clone, Debug, Default)]
+pub struct PpcEnv {
+    pub detector: DetectorOptions,
+    pub flasher: FlasherOptions,
+    pub seed: Option<u64>,
+    /// Unsupported variables that were set.
+    pub ignored: Vec<String>,
+}
+
+impl PpcEnv {
+    /// Read the settings from `get` (the process environment in the binary, a map in tests).
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, InputError> {
+        let num = |name: &str| -> Result<Option<f64>, InputError> {
+            get(name)
+                .map(|v| v.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| InputError::file("environment", format!("'{v}' is not a number")).field(name)))
+                .transpose()
+        };
+        let dir = get("PPCTABLESDIR").or_else(|| get("ICEMODELDIR")).map(PathBuf::from);
+        let mut env = PpcEnv::default();
+        env.detector.ice_dir = dir;
+        env.detector.wavelength = num("WFLA")?;
+        if let Some(w) = env.detector.wavelength {
+            if !(200.0..=800.0).contains(&w) {
+                return Err(InputError::file("environment", format!("{w} nm is outside 200-800 nm")).field("WFLA"));
+            }
+        }
+        env.detector.oversize = num("OVSZ")?.map(|v| v.round().max(0.0) as u32);
+        env.detector.bfrm = num("BFRM")?.map(|v| v as u8);
+        env.detector.absm = num("ABSM")?.map(|v| v != 0.0);
+        env.detector.angular = get("PPCHOLEICE").map(PathBuf::from);
+        if let Some(v) = num("FLDR")? {
+            env.flasher.fldr = v;
+        }
+        if let Some(v) = num("FWID")? {
+            env.flasher.fwid = v;
+        }
+        if let Some(v) = num("OFLA")? {
+            env.flasher.own_dom_records = v == 0.0;
+        }
+        env.seed = num("WARPDRIVE_SEED")?.map(|v| v as u64);
+        env.ignored = UNSUPPORTED_ENV.iter().filter(|v| get(v).is_some()).map(|v| (*v).to_string()).collect();
+        Ok(env)
+    }
+}
+
+/// Errors of the PPC front end.
+#[derive(Debug, thiserror::Error)]
+pub enum PpcError {
+    #[error("{0}")]
+    Input(#[from] InputError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Usage(String),
+}
+
+const USAGE: &str = "usage: warpdrive ppc                  list tables and devices
+       warpdrive ppc - [x y]          print the ice table at (x, y)
+       warpdrive ppc =                read 'x y z' lines on stdin, print the tilt z-shift
+       warpdrive ppc <gpu>            propagate f2k events from stdin, HIT lines to stdout
+       warpdrive ppc <str> <om> <num> <gpu>   flasher (num may be x*y)";
+
+/// Run PPC's `main` with `args` (without the program name). Returns the process exit code.
+pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), PpcError> {
+    for v in &env.ignored {
+        writeln!(err, "warning: {v} is set but not supported by warpdrive; it has no effect")?;
+    }
+    let ice_dir = || {
+        env.detector.ice_dir.clone().ok_or_else(|| PpcError::Usage("PPCTABLESDIR is not set: point it at a PPC ice directory".into()))
+    };
+    match args {
+        [] => {
+            let dir = ice_dir()?;
+            writeln!(err, "tables: {}", dir.display())?;
+            for f in ["cfg.txt", "icemodel.dat", "icemodel.par", "wv.dat", "as.dat", "geo-f2k", "tilt.par", "tilt.dat", "tilt.set", "tilt.map", "icemodel.bbl", "eff-f2k", "wv.rde"] {
+                writeln!(err, "  {f:<14} {}", if dir.join(f).is_file() { "found" } else { "-" })?;
+            }
+            writeln!(err, "devices: CPU, {} threads (CUDA devices: not available in this build)", rayon::current_num_threads())?;
+            Ok(())
+        }
+        [m, rest @ ..] if m == "-" => {
+            let det = build(env, err)?;
+            let xy = parse_xy(rest)?;
+            print_ice_table(&det, xy, out)
+        }
+        [m] if m == "=" => {
+            let det = build(env, err)?;
+            for line in stdin.lines() {
+                let line = line?;
+                let v: Vec<f64> = line.split_whitespace().filter_map(|t| t.parse().ok()).collect();
+                if v.len() == 3 {
+                    let s = det.medium.tilt.zshift(v[0], v[1], v[2]);
+                    writeln!(out, "{line} {s} {}", det.medium.dh)?;
+                }
+            }
+            Ok(())
+        }
+        [gpu] => {
+            let seed = env.seed.unwrap_or(parse_u64(gpu, "gpu")?);
+            let det = build(env, err)?;
+            let mut text = String::new();
+            stdin.read_to_string(&mut text)?;
+            let f2k = parse_f2k(Path::new("<stdin>"), &text, &det.yield_)?;
+            let sim = crate::simulate(&det, &f2k.specs, seed, &Progress::new("photons", 0, "photons"));
+            writeln!(err, "photons: {}  hits: {}", sim.photons, sim.raw_hits)?;
+            let mut by_event: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
+            for h in &sim.hits {
+                by_event.entry(h.event).or_default().push(hit_line(h));
+            }
+            for c in &f2k.chunks {
+                out.write_all(c.text.as_bytes())?;
+                if let Some(lines) = c.event.and_then(|e| by_event.get(&e)) {
+                    for l in lines {
+                        writeln!(out, "{l}")?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        [s, om, num, gpu] => {
+            let string = parse_u64_signed(s, "str")?;
+            let om = parse_u64_signed(om, "om")?;
+            let num = parse_count(num)?;
+            let seed = env.seed.unwrap_or(parse_u64(gpu, "gpu")?);
+            let det = build(env, err)?;
+            let specs = flasher(&det, string, om, num, &env.flasher)?;
+            let sim = crate::simulate(&det, &specs, seed, &Progress::new("photons", 0, "photons"));
+            writeln!(err, "photons: {}  hits: {}", sim.photons, sim.raw_hits)?;
+            for h in &sim.hits {
+                writeln!(out, "{}", hit_line(h))?;
+            }
+            Ok(())
+        }
+        _ => Err(PpcError::Usage(USAGE.into())),
+    }
+}
+
+fn build(env: &PpcEnv, err: &mut dyn Write) -> Result<Detector, PpcError> {
+    if env.detector.ice_dir.is_none() {
+        return Err(PpcError::Usage("PPCTABLESDIR is not set: point it at a PPC ice directory".into()));
+    }
+    let det = Detector::build(&env.detector)?;
+    for d in &det.description {
+        writeln!(err, "{d}")?;
+    }
+    for u in &det.unsupported {
+        writeln!(err, "warning: {u}")?;
+    }
+    Ok(det)
+}
+
+fn parse_u64(s: &str, field: &str) -> Result<u64, PpcError> {
+    s.parse().map_err(|_| PpcError::Input(InputError::file("<command line>", format!("'{s}' is not a non-negative integer")).field(field)))
+}
+
+fn parse_u64_signed(s: &str, field: &str) -> Result<i32, PpcError> {
+    s.parse().map_err(|_| PpcError::Input(InputError::file("<command line>", format!("'{s}' is not an integer")).field(field)))
+}
+
+/// `num` or `x*y` (x photons y times).
+fn parse_count(s: &str) -> Result<f64, PpcError> {
+    let bad = || PpcError::Input(InputError::file("<command line>", format!("'{s}' is not a photon count (N or x*y)")).field("num"));
+    let mut total = 1.0;
+    for part in s.split('*') {
+        let v: f64 = part.parse().map_err(|_| bad())?;
+        if !(v.is_finite() && v > 0.0) {
+            return Err(bad());
+        }
+        total *= v;
+    }
+    Ok(total)
+}
+
+fn parse_xy(rest: &[String]) -> Result<[f64; 2], PpcError> {
+    match rest {
+        [] => Ok([0.0, 0.0]),
+        [x, y] => {
+            let p = |s: &String, f: &str| s.parse::<f64>().map_err(|_| PpcError::Input(InputError::file("<command line>", format!("'{s}' is not a number")).field(f)));
+            Ok([p(x, "x")?, p(y, "y")?])
+        }
+        _ => Err(PpcError::Usage(USAGE.into())),
+    }
+}
+
+/// `ppc - [x y]`: z, absorption, effective scattering b_e = sca·(1 − g) per layer at the
+/// middle wavelength slice (or WFLA), tilt-shifted at (x, y).
+fn print_ice_table(det: &Detector, xy: [f64; 2], out: &mut dyn Write) -> Result<(), PpcError> {
+    let m = &det.medium;
+    let w = m.slices.len() / 2;
+    writeln!(out, "# wavelength {} nm at x={} y={}: z[m] abs[1/m] b_e[1/m]", m.slices[w].wavelength, xy[0], xy[1])?;
+    for j in (0..m.n_layers).rev() {
+        let z = f64::from(m.hmin) + j as f64 * f64::from(m.dh);
+        let z = z + m.tilt.zshift(xy[0], xy[1], z);
+        let k = w * m.n_layers + j;
+        writeln!(out, "{z:.2} {:.6} {:.6}", m.abs[k], m.sca[k] * (1.0 - m.g))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_parsing_and_unsupported_report() {
+        let vars = [("PPCTABLESDIR", "/x"), ("WFLA", "405"), ("OVSZ", "3"), ("FLDR", "370"), ("OFLA", "0"), ("BFRA", "1")];
+        let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_string());
+        let e = PpcEnv::from_env(get).unwrap();
+        assert_eq!(e.detector.ice_dir, Some(PathBuf::from("/x")));
+        assert_eq!(e.detector.wavelength, Some(405.0));
+        assert_eq!(e.detector.oversize, Some(3));
+        assert_eq!(e.flasher.fldr, 370.0);
+        assert!(e.flasher.own_dom_records);
+        assert_eq!(e.ignored, vec!["BFRA".to_string()]);
+        let bad = |k: &str| (k == "WFLA").then(|| "blue".to_string());
+        assert!(PpcEnv::from_env(bad).unwrap_err().to_string().contains("field 'WFLA'"));
+    }
+
+    #[test]
+    fn counts_and_usage() {
+        assert_eq!(parse_count("1e3*4").unwrap(), 4000.0);
+        assert!(parse_count("0").is_err());
+        let env = PpcEnv::default();
+        let args: Vec<String> = vec!["1".into(), "2".into()];
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        assert!(matches!(run(&args, &env, &mut std::io::empty(), &mut o, &mut e), Err(PpcError::Usage(_))));
+    }
+}
