@@ -12,7 +12,11 @@ use warpdrive_photon::source::{track_to_spec, SourceSpec};
 mod bench;
 
 #[derive(Parser)]
-#[command(name = "warpdrive", version, about = "GPU-ready physics Monte Carlo: photon propagation in ice (more domains to come)")]
+#[command(
+    name = "warpdrive",
+    version,
+    about = "GPU-ready physics Monte Carlo: photon propagation in ice (more domains to come)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -168,12 +172,18 @@ fn photon(a: &PhotonArgs) -> Result<()> {
     }
     let (specs, input) = if let Some(p) = &a.input {
         let text = warpdrive_core::error::read_text(p)?;
-        (warpdrive_photon::f2k::parse_f2k(p, &text, &det.yield_)?.specs, p.display().to_string())
+        (
+            warpdrive_photon::f2k::parse_f2k(p, &text, &det.yield_)?.specs,
+            p.display().to_string(),
+        )
     } else if let Some(p) = &a.steps {
         let text = warpdrive_core::error::read_text(p)?;
         (warpdrive_photon::f2k::parse_steps(p, &text)?, p.display().to_string())
     } else {
-        (default_cascade(&det, a.energy)?, format!("default: {} GeV EM cascade at (0,0,0)", a.energy))
+        (
+            default_cascade(&det, a.energy)?,
+            format!("default: {} GeV EM cascade at (0,0,0)", a.energy),
+        )
     };
     let expected: f64 = specs.iter().map(|s| s.mean_photons).sum();
     if let Some(max) = a.max_photons {
@@ -194,7 +204,13 @@ fn photon(a: &PhotonArgs) -> Result<()> {
         ("warpdrive.command".to_string(), command_line()),
         ("warpdrive.seed".to_string(), a.seed.to_string()),
         ("warpdrive.device".to_string(), "cpu".to_string()),
-        ("warpdrive.ice".to_string(), Detector::ice_name(&DetectorOptions { ice_dir: a.ice.clone(), ..Default::default() })),
+        (
+            "warpdrive.ice".to_string(),
+            Detector::ice_name(&DetectorOptions {
+                ice_dir: a.ice.clone(),
+                ..Default::default()
+            }),
+        ),
         ("warpdrive.geometry".to_string(), det.geometry.source.clone()),
         ("warpdrive.input".to_string(), input),
         ("warpdrive.photons".to_string(), sim.photons.to_string()),
@@ -207,7 +223,12 @@ fn photon(a: &PhotonArgs) -> Result<()> {
     println!("sources:        {}", sim.sources.len());
     println!("photons:        {}", sim.photons);
     println!("hits:           {} (before acceptance: {})", sim.hits.len(), sim.raw_hits);
-    println!("propagation:    {secs:.2} s, {:.0} ns/photon, {:.3e} photons/s on {} threads", 1e9 * secs / sim.photons as f64, sim.photons as f64 / secs, rayon::current_num_threads());
+    println!(
+        "propagation:    {secs:.2} s, {:.0} ns/photon, {:.3e} photons/s on {} threads",
+        1e9 * secs / sim.photons as f64,
+        sim.photons as f64 / secs,
+        rayon::current_num_threads()
+    );
     println!("output:         {}", a.output.display());
     if let Some(p) = &a.hit_lines {
         println!("HIT lines:      {}", p.display());

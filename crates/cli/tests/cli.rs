@@ -60,7 +60,11 @@ fn output_is_identical_for_one_and_two_threads() {
 fn ppc_mode_reads_stdin_and_prints_hits() {
     let Some(data) = data() else { return };
     let dir = scratch("ppc");
-    let f2k = write(&dir, "ev.f2k", "V 2000.1.2\nEM 1 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 100 0\nEE\nEND\n");
+    let f2k = write(
+        &dir,
+        "ev.f2k",
+        "V 2000.1.2\nEM 1 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 100 0\nEE\nEND\n",
+    );
     let o = bin()
         .args(["ppc", "3"])
         .env("PPCTABLESDIR", data.join("ice/spice_3.2.1"))
@@ -103,7 +107,11 @@ fn assert_fails(o: &Output, needles: &[&str], no_file: &Path) {
         assert!(e.contains(n), "stderr lacks '{n}': {e}");
     }
     assert!(!no_file.exists(), "partial output {} left behind", no_file.display());
-    let leftovers: Vec<_> = std::fs::read_dir(no_file.parent().unwrap()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().contains(".tmp-")).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(no_file.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
 
@@ -112,23 +120,42 @@ fn bad_inputs_fail_cleanly() {
     let Some(data) = data() else { return };
     let dir = scratch("bad");
     let out = dir.join("out.parquet");
-    let run = |args: &[&str]| bin().args(["photon", "--device", "cpu", "-o"]).arg(&out).args(args).output().unwrap();
+    let run = |args: &[&str]| {
+        bin()
+            .args(["photon", "--device", "cpu", "-o"])
+            .arg(&out)
+            .args(args)
+            .output()
+            .unwrap()
+    };
 
     // Missing file.
     let o = run(&["--input", dir.join("nope.f2k").to_str().unwrap()]);
     assert_fails(&o, &["nope.f2k", "cannot read"], &out);
     // Unknown particle name.
     let f = write(&dir, "tau.f2k", "EM 1 1 1970 0 0 0\nTR 1 0 tau 0 0 0 0 0 0 100 0\nEE\n");
-    assert_fails(&run(&["--input", f.to_str().unwrap()]), &["tau.f2k:2", "field 'name'", "unknown particle 'tau'"], &out);
+    assert_fails(
+        &run(&["--input", f.to_str().unwrap()]),
+        &["tau.f2k:2", "field 'name'", "unknown particle 'tau'"],
+        &out,
+    );
     // NaN and out-of-range positions, wrong column count, zero photons.
     let f = write(&dir, "nan.f2k", "TR 1 0 e 0 nan 0 0 0 0 100 0\n");
     assert_fails(&run(&["--input", f.to_str().unwrap()]), &["nan.f2k:1", "field 'y'"], &out);
     let f = write(&dir, "far.f2k", "TR 1 0 e 0 0 -9e9 0 0 0 100 0\n");
-    assert_fails(&run(&["--input", f.to_str().unwrap()]), &["far.f2k:1", "field 'z'", "out of range"], &out);
+    assert_fails(
+        &run(&["--input", f.to_str().unwrap()]),
+        &["far.f2k:1", "field 'z'", "out of range"],
+        &out,
+    );
     let f = write(&dir, "cols.f2k", "TR 1 0 e 0 0 0 0 0 0 100\n");
     assert_fails(&run(&["--input", f.to_str().unwrap()]), &["cols.f2k:1", "11 fields"], &out);
     let f = write(&dir, "zero.f2k", "TR 1 0 e 0 0 0 0 0 0 0 0\n");
-    assert_fails(&run(&["--input", f.to_str().unwrap()]), &["zero.f2k:1", "field 'energy'", "zero photons"], &out);
+    assert_fails(
+        &run(&["--input", f.to_str().unwrap()]),
+        &["zero.f2k:1", "field 'energy'", "zero photons"],
+        &out,
+    );
     let f = write(&dir, "steps.txt", "0 0 0 0 0 0 0 1 0\n");
     assert_fails(&run(&["--steps", f.to_str().unwrap()]), &["steps.txt:1", "field 'photons'"], &out);
 
@@ -142,18 +169,38 @@ fn bad_inputs_fail_cleanly() {
     let mut rows: Vec<&str> = good.lines().collect();
     rows.swap(4, 5);
     std::fs::write(ice.join("icemodel.dat"), rows.join("\n")).unwrap();
-    assert_fails(&run(&["--ice", ice.to_str().unwrap()]), &["icemodel.dat:6", "field 'depth'", "not increasing"], &out);
+    assert_fails(
+        &run(&["--ice", ice.to_str().unwrap()]),
+        &["icemodel.dat:6", "field 'depth'", "not increasing"],
+        &out,
+    );
     // Malformed geometry line.
     std::fs::write(ice.join("icemodel.dat"), &good).unwrap();
     let geo = write(&dir, "geo-bad", "X 0x1 0 0 -1900 1 1\nY 0x2 0 0 1 2\n");
-    assert_fails(&run(&["--ice", ice.to_str().unwrap(), "--geometry", geo.to_str().unwrap()]), &["geo-bad:2", "6 columns"], &out);
+    assert_fails(
+        &run(&["--ice", ice.to_str().unwrap(), "--geometry", geo.to_str().unwrap()]),
+        &["geo-bad:2", "6 columns"],
+        &out,
+    );
     // A missing required file.
     std::fs::remove_file(ice.join("wv.dat")).unwrap();
     assert_fails(&run(&["--ice", ice.to_str().unwrap()]), &["wv.dat", "cannot read"], &out);
 
     // PPC mode: bad environment value and missing table directory.
-    let o = bin().args(["ppc", "0"]).env("PPCTABLESDIR", data.join("ice/spice_3.2.1")).env("WFLA", "blue").stdin(Stdio::null()).output().unwrap();
+    let o = bin()
+        .args(["ppc", "0"])
+        .env("PPCTABLESDIR", data.join("ice/spice_3.2.1"))
+        .env("WFLA", "blue")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert!(!o.status.success() && stderr(&o).contains("field 'WFLA'"), "{}", stderr(&o));
-    let o = bin().args(["ppc", "0"]).env_remove("PPCTABLESDIR").env_remove("ICEMODELDIR").stdin(Stdio::null()).output().unwrap();
+    let o = bin()
+        .args(["ppc", "0"])
+        .env_remove("PPCTABLESDIR")
+        .env_remove("ICEMODELDIR")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert!(!o.status.success() && stderr(&o).contains("PPCTABLESDIR"));
 }

@@ -25,7 +25,10 @@ pub fn test_data_dir(manifest_dir: &str) -> Option<PathBuf> {
         }
     }
     let required = std::env::var("WARPDRIVE_REQUIRE_DATA").is_ok_and(|v| v == "1");
-    assert!(!required, "WARPDRIVE_REQUIRE_DATA=1 but no shared data found (tried {candidates:?}); set WARPDRIVE_DATA");
+    assert!(
+        !required,
+        "WARPDRIVE_REQUIRE_DATA=1 but no shared data found (tried {candidates:?}); set WARPDRIVE_DATA"
+    );
     eprintln!("skipping: shared data not found (tried {candidates:?}); set WARPDRIVE_DATA");
     None
 }

@@ -22,8 +22,7 @@ pub struct Progress {
 impl Progress {
     /// A bar if stderr is a terminal and `WARPDRIVE_PROGRESS` is not `0`; silent otherwise.
     pub fn new(label: &str, total: u64, unit: &str) -> Self {
-        let visible = std::io::stderr().is_terminal()
-            && std::env::var("WARPDRIVE_PROGRESS").map_or(true, |v| v != "0");
+        let visible = std::io::stderr().is_terminal() && std::env::var("WARPDRIVE_PROGRESS").map_or(true, |v| v != "0");
         Self::with_visibility(label, total, unit, visible)
     }
 

@@ -225,11 +225,7 @@ mod tests {
     fn random123_known_answers() {
         let cases: [([u32; 4], [u32; 2], [u32; 4]); 3] = [
             ([0, 0, 0, 0], [0, 0], [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]),
-            (
-                [0xffffffff; 4],
-                [0xffffffff; 2],
-                [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd],
-            ),
+            ([0xffffffff; 4], [0xffffffff; 2], [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]),
             (
                 [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344],
                 [0xa4093822, 0x299f31d0],

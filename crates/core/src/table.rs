@@ -57,7 +57,10 @@ pub enum TableError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: parquet: {source}")]
-    Parquet { path: PathBuf, source: parquet::errors::ParquetError },
+    Parquet {
+        path: PathBuf,
+        source: parquet::errors::ParquetError,
+    },
     #[error("column '{name}' has {len} rows, expected {expected}")]
     Ragged { name: String, len: usize, expected: usize },
 }
@@ -115,11 +118,7 @@ impl Table {
             .map(|(n, c)| format!("REQUIRED {} {n};", c.parquet_type()))
             .collect();
         let schema = Arc::new(parse_message_type(&format!("message table {{ {fields} }}")).map_err(pq)?);
-        let kv = self
-            .metadata
-            .iter()
-            .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
-            .collect();
+        let kv = self.metadata.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())).collect();
         let props = Arc::new(
             WriterProperties::builder()
                 .set_compression(Compression::SNAPPY)

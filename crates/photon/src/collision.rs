@@ -102,7 +102,20 @@ impl DomIndex {
             cell_strings.extend_from_slice(l);
             cell_start.push(cell_strings.len() as u32);
         }
-        Self { strings, pos, id, x0: xmin, y0: ymin, cell, nx, ny, cell_start, cell_strings, r_eff, oversize: oversize as f32 }
+        Self {
+            strings,
+            pos,
+            id,
+            x0: xmin,
+            y0: ymin,
+            cell,
+            nx,
+            ny,
+            cell_start,
+            cell_strings,
+            r_eff,
+            oversize: oversize as f32,
+        }
     }
 
     /// The earliest DOM whose pancake the segment r + t·n, t ∈ [0, len], enters; `skip` excludes
@@ -143,7 +156,11 @@ impl DomIndex {
         // Closest approach of the segment's x–y projection to the string axis.
         let (dx, dy) = (s.x - r[0], s.y - r[1]);
         let nn = n[0] * n[0] + n[1] * n[1];
-        let t = if nn > 0.0 { ((dx * n[0] + dy * n[1]) / nn).clamp(0.0, len) } else { 0.0 };
+        let t = if nn > 0.0 {
+            ((dx * n[0] + dy * n[1]) / nn).clamp(0.0, len)
+        } else {
+            0.0
+        };
         let (px, py) = (dx - t * n[0], dy - t * n[1]);
         if px * px + py * py > s.r * s.r {
             return;
@@ -185,7 +202,16 @@ mod tests {
     use crate::geometry::Dom;
 
     fn one_dom(x: f64) -> Geometry {
-        Geometry { doms: vec![Dom { string: 1, om: 1, pos: [x, 0.0, 0.0], rde: 1.0, high_qe: false }], source: "t".into() }
+        Geometry {
+            doms: vec![Dom {
+                string: 1,
+                om: 1,
+                pos: [x, 0.0, 0.0],
+                rde: 1.0,
+                high_qe: false,
+            }],
+            source: "t".into(),
+        }
     }
 
     #[test]
@@ -207,7 +233,13 @@ mod tests {
     #[test]
     fn earliest_of_two_doms_wins() {
         let mut g = one_dom(10.0);
-        g.doms.push(Dom { string: 2, om: 1, pos: [5.0, 0.0, 0.0], rde: 1.0, high_qe: false });
+        g.doms.push(Dom {
+            string: 2,
+            om: 1,
+            pos: [5.0, 0.0, 0.0],
+            rde: 1.0,
+            high_qe: false,
+        });
         let idx = DomIndex::new(&g, 1.0);
         let c = idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, None).unwrap();
         assert_eq!(c.dom, 1);
@@ -222,7 +254,11 @@ mod tests {
         let mut hits = 0;
         for _ in 0..20_000 {
             let d = &g.doms[(rng.next_u32() as usize) % g.doms.len()];
-            let r = [d.pos[0] as f32 + 8.0 * (rng.uniform() - 0.5), d.pos[1] as f32 + 8.0 * (rng.uniform() - 0.5), d.pos[2] as f32 + 8.0 * (rng.uniform() - 0.5)];
+            let r = [
+                d.pos[0] as f32 + 8.0 * (rng.uniform() - 0.5),
+                d.pos[1] as f32 + 8.0 * (rng.uniform() - 0.5),
+                d.pos[2] as f32 + 8.0 * (rng.uniform() - 0.5),
+            ];
             let n = crate::scatter::normalize([rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5]);
             let len = 10.0 * rng.uniform();
             let fast = idx.first_hit(r, n, len, None).map(|c| c.dom);

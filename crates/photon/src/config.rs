@@ -76,12 +76,18 @@ impl Config {
         let line_of = |i: usize| lines.get(i).copied().unwrap_or(0);
         let names = ["oversize", "efficiency", "f_SL", "g"];
         if v.len() < 4 {
-            return Err(InputError::file(path, format!("needs at least 4 numbers ({}), found {}", names.join(", "), v.len())));
+            return Err(InputError::file(
+                path,
+                format!("needs at least 4 numbers ({}), found {}", names.join(", "), v.len()),
+            ));
         }
         if ![4, 7, 12, 15, 16, 28].contains(&v.len()) {
             return Err(InputError::file(
                 path,
-                format!("{} numbers: PPC blocks end after 4, 7, 12, 15, 16 or 28 values (incomplete block)", v.len()),
+                format!(
+                    "{} numbers: PPC blocks end after 4, 7, 12, 15, 16 or 28 values (incomplete block)",
+                    v.len()
+                ),
             ));
         }
         let oversize = v[0].round();
@@ -141,7 +147,10 @@ impl Config {
             }
         }
         if self.birefringence.is_some() {
-            out.push("birefringence (cfg lines 17-28) is not simulated: its diffusion is kept as ordinary scattering (BFR part not subtracted)".into());
+            out.push(
+                "birefringence (cfg lines 17-28) is not simulated: its diffusion is kept as ordinary scattering (BFR part not subtracted)"
+                    .into(),
+            );
         }
         out
     }
@@ -157,7 +166,14 @@ mod tests {
         let c = Config::read(&data_dir().join("ice/spice_3.2.1/cfg.txt")).unwrap();
         assert_eq!(c.oversize, 5);
         assert_eq!((c.efficiency, c.f_sl, c.g), (0.94, 0.35, 0.9));
-        assert_eq!(c.anisotropy.unwrap(), Anisotropy { azimuth_deg: 130.0, log_k1: -0.069, log_k2: 0.0345 });
+        assert_eq!(
+            c.anisotropy.unwrap(),
+            Anisotropy {
+                azimuth_deg: 130.0,
+                log_k1: -0.069,
+                log_k2: 0.0345
+            }
+        );
         assert_eq!(c.old_abs_scale, 1.0);
         assert!(c.unsupported().is_empty());
     }

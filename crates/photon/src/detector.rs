@@ -64,11 +64,19 @@ impl Detector {
                 }
                 let cfg = Config::read(&dir.join("cfg.txt"))?;
                 let layers = Layers::read_dir(dir, opts.bfrm, opts.absm)?;
-                let spectrum = if opts.wavelength.is_some() { Spectrum::builtin() } else { Spectrum::read(&dir.join("wv.dat"))? };
+                let spectrum = if opts.wavelength.is_some() {
+                    Spectrum::builtin()
+                } else {
+                    Spectrum::read(&dir.join("wv.dat"))?
+                };
                 let as_path = opts.angular.clone().unwrap_or_else(|| dir.join("as.dat"));
                 let angular = AngularSensitivity::read(&as_path)?;
                 let rde_path = dir.join("wv.rde");
-                let rde_ratio = if rde_path.is_file() { Some(RdeRatio::read(&rde_path)?) } else { None };
+                let rde_ratio = if rde_path.is_file() {
+                    Some(RdeRatio::read(&rde_path)?)
+                } else {
+                    None
+                };
                 for r in &layers.rows {
                     if r.log_k != [0.0, 0.0] {
                         unsupported.push("per-layer anisotropy columns of icemodel.dat are not simulated".to_string());
@@ -80,8 +88,17 @@ impl Detector {
                 (cfg, layers, spectrum, angular, rde_ratio, Some(dir.clone()))
             }
             None => {
-                description.push(format!("ice: built-in homogeneous (b_e(400) = {BUILTIN_BE400} /m, a(400) = {BUILTIN_A400} /m)"));
-                (Config::default(), Layers::homogeneous(BUILTIN_BE400, BUILTIN_A400), Spectrum::builtin(), AngularSensitivity::flat(), None, None)
+                description.push(format!(
+                    "ice: built-in homogeneous (b_e(400) = {BUILTIN_BE400} /m, a(400) = {BUILTIN_A400} /m)"
+                ));
+                (
+                    Config::default(),
+                    Layers::homogeneous(BUILTIN_BE400, BUILTIN_A400),
+                    Spectrum::builtin(),
+                    AngularSensitivity::flat(),
+                    None,
+                    None,
+                )
             }
         };
         if let Some(o) = opts.oversize {
@@ -90,7 +107,10 @@ impl Detector {
             }
             cfg.oversize = o;
         }
-        let geo_path = opts.geometry.clone().or_else(|| tilt_dir.as_ref().map(|d| d.join("geo-f2k")).filter(|p| p.is_file()));
+        let geo_path = opts
+            .geometry
+            .clone()
+            .or_else(|| tilt_dir.as_ref().map(|d| d.join("geo-f2k")).filter(|p| p.is_file()));
         let mut geometry = match &geo_path {
             Some(p) => Geometry::read(p)?,
             None => Geometry::icecube_like(),
@@ -124,7 +144,10 @@ impl Detector {
         ));
         let index = DomIndex::new(&geometry, f64::from(cfg.oversize));
         Ok(Self {
-            yield_: Yield { ppm, oversize: f64::from(cfg.oversize) },
+            yield_: Yield {
+                ppm,
+                oversize: f64::from(cfg.oversize),
+            },
             cfg,
             geometry,
             index,
@@ -139,6 +162,8 @@ impl Detector {
 
     /// Directory of the ice model, for messages.
     pub fn ice_name(opts: &DetectorOptions) -> String {
-        opts.ice_dir.as_deref().map_or_else(|| "built-in".to_string(), |p: &Path| p.display().to_string())
+        opts.ice_dir
+            .as_deref()
+            .map_or_else(|| "built-in".to_string(), |p: &Path| p.display().to_string())
     }
 }

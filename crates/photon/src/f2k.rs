@@ -36,14 +36,17 @@ pub fn parse_f2k(path: &Path, text: &str, y: &Yield) -> Result<F2k, InputError> 
         let t: Vec<&str> = raw.split_whitespace().collect();
         match t.first().copied() {
             Some("EM") => {
-                let n = t.get(1).and_then(|s| s.parse::<i32>().ok()).ok_or_else(|| InputError::new(path, line, "EM line needs an integer event number").field("event"))?;
+                let n = t
+                    .get(1)
+                    .and_then(|s| s.parse::<i32>().ok())
+                    .ok_or_else(|| InputError::new(path, line, "EM line needs an integer event number").field("event"))?;
                 event = Some(n);
             }
-            Some("EE") => {
-                if event.is_some() {
-                    chunks.push(Chunk { text: std::mem::take(&mut pending), event });
-                    event = None;
-                }
+            Some("EE") if event.is_some() => {
+                chunks.push(Chunk {
+                    text: std::mem::take(&mut pending),
+                    event: event.take(),
+                });
             }
             Some("TR") => {
                 let ev = *event.get_or_insert_with(|| {
@@ -72,7 +75,11 @@ pub fn parse_steps(path: &Path, text: &str) -> Result<Vec<SourceSpec>, InputErro
     for (line, l) in data_lines(text) {
         let t: Vec<&str> = l.split_whitespace().collect();
         if t.len() != names.len() {
-            return Err(InputError::new(path, line, format!("{} columns; expected {} ({})", t.len(), names.len(), names.join(" "))));
+            return Err(InputError::new(
+                path,
+                line,
+                format!("{} columns; expected {} ({})", t.len(), names.len(), names.join(" ")),
+            ));
         }
         let mut v = [0.0; 9];
         for k in 0..9 {
@@ -98,7 +105,11 @@ pub fn parse_steps(path: &Path, text: &str) -> Result<Vec<SourceSpec>, InputErro
             pos: [v[0], v[1], v[2]],
             dir,
             time: v[3],
-            emission: Emission::Track { length: v[6], beta: v[7], f_direct: 1.0 },
+            emission: Emission::Track {
+                length: v[6],
+                beta: v[7],
+                f_direct: 1.0,
+            },
             mean_photons: v[8],
             exact: true,
             yield_sigma: 0.0,
@@ -124,7 +135,11 @@ pub struct FlasherOptions {
 
 impl Default for FlasherOptions {
     fn default() -> Self {
-        Self { fldr: -1.0, fwid: 9.7, own_dom_records: false }
+        Self {
+            fldr: -1.0,
+            fwid: 9.7,
+            own_dom_records: false,
+        }
     }
 }
 
@@ -143,10 +158,13 @@ pub fn flasher(det: &Detector, string: i32, om: i32, num: f64, opts: &FlasherOpt
     if opts.fwid > 999.0 || opts.fwid < -1.0 {
         return Err(InputError::file(arg, format!("FWID={} (lab or cone profiles) is not supported", opts.fwid)).field("FWID"));
     }
-    if !(num > 0.0) {
+    if num.is_nan() || num <= 0.0 {
         return Err(InputError::file(arg, format!("{num}: zero photons")).field("num"));
     }
-    let dom = det.geometry.find(string.abs(), om).ok_or_else(|| InputError::file(arg, format!("no module {}-{om} in {}", string.abs(), det.geometry.source)).field("str om"))?;
+    let dom = det
+        .geometry
+        .find(string.abs(), om)
+        .ok_or_else(|| InputError::file(arg, format!("no module {}-{om} in {}", string.abs(), det.geometry.source)).field("str om"))?;
     let c = det.geometry.doms[dom].pos;
     let elevation = if string < 0 { 48.1f64 } else { -0.2 }.to_radians();
     let ka = if opts.fwid < 0.0 { -1.0 } else { opts.fwid.to_radians().powi(2) };
@@ -185,7 +203,10 @@ mod tests {
 
     #[test]
     fn f2k_events_and_echo() {
-        let y = Yield { ppm: 1543.0, oversize: 5.0 };
+        let y = Yield {
+            ppm: 1543.0,
+            oversize: 5.0,
+        };
         let text = "V 2000.1.2\nEM 7 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 10000 0\nEE\nEM 8 1 1970 0 0 0\nTR 1 0 e+ 0 0 0 0 0 0 100 5\nTR 2 0 hadr 0 0 0 0 0 0 100 5\nEE\nEND\n";
         let f = parse_f2k(Path::new("x.f2k"), text, &y).unwrap();
         assert_eq!(f.specs.len(), 3);
@@ -194,19 +215,35 @@ mod tests {
         assert_eq!(f.chunks[0].event, Some(7));
         assert!(f.chunks[0].text.ends_with("TR 1 0 e 0 0 -400 180 0 0 10000 0\n"));
         assert!(f.chunks[1].text.starts_with("EE\nEM 8"));
-        assert_eq!(f.chunks[2], Chunk { text: "EE\nEND\n".into(), event: None });
+        assert_eq!(
+            f.chunks[2],
+            Chunk {
+                text: "EE\nEND\n".into(),
+                event: None
+            }
+        );
         let echoed: String = f.chunks.iter().map(|c| c.text.as_str()).collect();
         assert_eq!(echoed, text);
-        assert!(parse_f2k(Path::new("e.f2k"), "V 1\nEND\n", &y).unwrap_err().to_string().contains("zero photons"));
+        assert!(parse_f2k(Path::new("e.f2k"), "V 1\nEND\n", &y)
+            .unwrap_err()
+            .to_string()
+            .contains("zero photons"));
     }
 
     #[test]
     fn step_files() {
-        let s = parse_steps(Path::new("s.txt"), "# x y z t th ph len beta n\n0 0 0 0 0 0 0 1 1000\n1 2 3 4 1.5 0 2 0.9 10\n").unwrap();
+        let s = parse_steps(
+            Path::new("s.txt"),
+            "# x y z t th ph len beta n\n0 0 0 0 0 0 0 1 1000\n1 2 3 4 1.5 0 2 0.9 10\n",
+        )
+        .unwrap();
         assert_eq!(s.len(), 2);
         assert_eq!(s[1].mean_photons, 10.0);
         let e = parse_steps(Path::new("s.txt"), "0 0 0 0 0 0 0 1 0\n").unwrap_err().to_string();
         assert!(e.contains("s.txt:1: field 'photons'"), "{e}");
-        assert!(parse_steps(Path::new("s.txt"), "0 0 0 0 0 0 0 1\n").unwrap_err().to_string().contains("8 columns"));
+        assert!(parse_steps(Path::new("s.txt"), "0 0 0 0 0 0 0 1\n")
+            .unwrap_err()
+            .to_string()
+            .contains("8 columns"));
     }
 }

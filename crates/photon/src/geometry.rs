@@ -47,7 +47,11 @@ impl Geometry {
         for (line, l) in data_lines(text) {
             let t: Vec<&str> = l.split_whitespace().collect();
             if t.len() != 7 {
-                return Err(InputError::new(path, line, format!("{} columns; expected 7 (name mainboard x y z string om)", t.len())));
+                return Err(InputError::new(
+                    path,
+                    line,
+                    format!("{} columns; expected 7 (name mainboard x y z string om)", t.len()),
+                ));
             }
             let x = parse_f64(path, line, "x", Some(t[2]))?;
             let y = parse_f64(path, line, "y", Some(t[3]))?;
@@ -55,7 +59,13 @@ impl Geometry {
             let string = parse_i64(path, line, "string", Some(t[5]))? as i32;
             let om = parse_i64(path, line, "om", Some(t[6]))? as i32;
             if string > 86 || (string > 0 && (1..=60).contains(&om)) {
-                doms.push(Dom { string, om, pos: [x, y, z + ZOFF], rde: 1.0, high_qe: false });
+                doms.push(Dom {
+                    string,
+                    om,
+                    pos: [x, y, z + ZOFF],
+                    rde: 1.0,
+                    high_qe: false,
+                });
             }
         }
         Self::finish(path, doms)
@@ -78,14 +88,24 @@ impl Geometry {
             }
             let t: Vec<&str> = l.split_whitespace().collect();
             if t.len() != 5 {
-                return Err(InputError::new(path, line, format!("{} columns; expected 5 (x y z string om)", t.len())));
+                return Err(InputError::new(
+                    path,
+                    line,
+                    format!("{} columns; expected 5 (x y z string om)", t.len()),
+                ));
             }
             let x = parse_f64(path, line, "x", Some(t[0]))?;
             let y = parse_f64(path, line, "y", Some(t[1]))?;
             let z = parse_f64(path, line, "z", Some(t[2]))?;
             let string = parse_i64(path, line, "string", Some(t[3]))? as i32;
             let om = parse_i64(path, line, "om", Some(t[4]))? as i32;
-            doms.push(Dom { string, om, pos: [x, y, z + ZOFF], rde: 1.0, high_qe: false });
+            doms.push(Dom {
+                string,
+                om,
+                pos: [x, y, z + ZOFF],
+                rde: 1.0,
+                high_qe: false,
+            });
         }
         Self::finish(path, doms)
     }
@@ -100,7 +120,10 @@ impl Geometry {
                 return Err(InputError::file(path, format!("module {}-{} appears twice", d.string, d.om)));
             }
         }
-        Ok(Self { doms, source: path.display().to_string() })
+        Ok(Self {
+            doms,
+            source: path.display().to_string(),
+        })
     }
 
     /// Generated IceCube-like detector: 86 strings, 60 DOMs each. 70 strings on a hexagonal grid
@@ -128,18 +151,37 @@ impl Geometry {
         for (s, p) in xy.iter().enumerate() {
             for om in 1..=60 {
                 let z = 500.0 - 17.0 * f64::from(om - 1);
-                doms.push(Dom { string: s as i32 + 1, om, pos: [p[0], p[1], z], rde: 1.0, high_qe: false });
+                doms.push(Dom {
+                    string: s as i32 + 1,
+                    om,
+                    pos: [p[0], p[1], z],
+                    rde: 1.0,
+                    high_qe: false,
+                });
             }
         }
         for k in 0..8 {
             let a = std::f64::consts::TAU * f64::from(k) / 8.0;
             let (x, y) = (72.0 * a.cos(), 72.0 * a.sin());
             for om in 1..=60 {
-                let z = if om <= 10 { 190.0 - 10.0 * f64::from(om - 1) } else { -150.0 - 7.0 * f64::from(om - 11) };
-                doms.push(Dom { string: 79 + k, om, pos: [x, y, z], rde: 1.0, high_qe: false });
+                let z = if om <= 10 {
+                    190.0 - 10.0 * f64::from(om - 1)
+                } else {
+                    -150.0 - 7.0 * f64::from(om - 11)
+                };
+                doms.push(Dom {
+                    string: 79 + k,
+                    om,
+                    pos: [x, y, z],
+                    rde: 1.0,
+                    high_qe: false,
+                });
             }
         }
-        Self { doms, source: "<built-in IceCube-like 86-string geometry>".into() }
+        Self {
+            doms,
+            source: "<built-in IceCube-like 86-string geometry>".into(),
+        }
     }
 
     /// Apply `eff-f2k`: `string om RDE [type]`; modules not listed keep RDE 1.
@@ -150,7 +192,11 @@ impl Geometry {
         for (line, l) in data_lines(&text) {
             let t: Vec<&str> = l.split_whitespace().collect();
             if t.len() != 3 && t.len() != 4 {
-                return Err(InputError::new(path, line, format!("{} columns; expected string om RDE [type]", t.len())));
+                return Err(InputError::new(
+                    path,
+                    line,
+                    format!("{} columns; expected string om RDE [type]", t.len()),
+                ));
             }
             let s = parse_i64(path, line, "string", Some(t[0]))? as i32;
             let om = parse_i64(path, line, "om", Some(t[1]))? as i32;
@@ -158,7 +204,11 @@ impl Geometry {
             if rde < 0.0 {
                 return Err(InputError::new(path, line, "must not be negative").field("RDE"));
             }
-            let ty = if t.len() == 4 { parse_i64(path, line, "type", Some(t[3]))? } else { 0 };
+            let ty = if t.len() == 4 {
+                parse_i64(path, line, "type", Some(t[3]))?
+            } else {
+                0
+            };
             if let Some(&i) = index.get(&(s, om)) {
                 self.doms[i].rde = rde;
                 self.doms[i].high_qe = ty == 1;

@@ -42,7 +42,11 @@ pub fn accept(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -> 
         let mut rng = RandomStream::new(seed, tags::ACCEPT | (h.seq << 4), h.photon);
         let dom = &det.geometry.doms[h.dom as usize];
         let wl = det.medium.slices[h.slice as usize].wavelength;
-        let rat = if dom.high_qe { det.rde_ratio.as_ref().map_or(1.0, |r| r.at(f64::from(wl))) } else { 1.0 };
+        let rat = if dom.high_qe {
+            det.rde_ratio.as_ref().map_or(1.0, |r| r.at(f64::from(wl)))
+        } else {
+            1.0
+        };
         let p_eff = dom.rde * rat / det.rde_max;
         let (u1, u2) = (f64::from(rng.uniform()), f64::from(rng.uniform()));
         if u1 > p_eff {
@@ -79,7 +83,10 @@ pub fn accept(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -> 
 pub fn hit_line(h: &Hit) -> String {
     let (pt, pp) = angles(h.dir);
     let (dt, dp) = angles(h.impact);
-    format!("HIT {} {} {:.6} {:.6} {:.6} {:.6} {:.6} {:.6}", h.string, h.om, h.time, h.wavelength, pt, pp, dt, dp)
+    format!(
+        "HIT {} {} {:.6} {:.6} {:.6} {:.6} {:.6} {:.6}",
+        h.string, h.om, h.time, h.wavelength, pt, pp, dt, dp
+    )
 }
 
 /// The hits as a table; schema documented in docs/photon.md.
@@ -97,7 +104,10 @@ pub fn hits_table(hits: &[Hit], metadata: &[(String, String)]) -> Table {
     t.push("impact_theta", col_f32(&|h| angles(h.impact).0));
     t.push("impact_phi", col_f32(&|h| angles(h.impact).1));
     t.push("source", Column::I32(hits.iter().map(|h| h.source as i32).collect()));
-    t.push("source_ordinal", Column::I32(hits.iter().map(|h| h.source_ordinal as i32).collect()));
+    t.push(
+        "source_ordinal",
+        Column::I32(hits.iter().map(|h| h.source_ordinal as i32).collect()),
+    );
     t.push("photon_id", Column::I64(hits.iter().map(|h| h.photon as i64).collect()));
     t.metadata = metadata.to_vec();
     t

@@ -46,8 +46,8 @@ impl Default for IcePar {
         Self {
             alpha: 0.898_608_505_726,
             kappa: 1.084_106_802_940,
-            a: 6954.090_332_031_25,
-            b: 6617.754_394_531_25,
+            a: 6_954.090_332_031_25,
+            b: 6_617.754_394_531_25,
             d: 1.0,
             e: 0.0,
         }
@@ -198,8 +198,7 @@ impl Layers {
         let p = &self.par;
         let lk = (lambda_nm / 400.0).powf(-p.kappa);
         let arf = if self.flags.absm { 1.0 } else { 0.0 };
-        (p.d * r.adust400 + p.e) * lk
-            + (p.a * (-p.b / lambda_nm).exp() - arf * p.a * (-p.b / 400.0).exp() * lk) * (1.0 + 0.01 * r.dtau)
+        (p.d * r.adust400 + p.e) * lk + (p.a * (-p.b / lambda_nm).exp() - arf * p.a * (-p.b / 400.0).exp() * lk) * (1.0 + 0.01 * r.dtau)
     }
 
     fn check_positive(&self) -> Result<(), InputError> {
@@ -228,7 +227,10 @@ fn read_par(path: &Path) -> Result<IcePar, InputError> {
         v.push((line, parse_f64(path, line, name, l.split_whitespace().next())?));
     }
     if v.len() != 4 && v.len() != 6 {
-        return Err(InputError::file(path, format!("expected 4 or 6 lines (alpha kappa A B [D E]), found {}", v.len())));
+        return Err(InputError::file(
+            path,
+            format!("expected 4 or 6 lines (alpha kappa A B [D E]), found {}", v.len()),
+        ));
     }
     let mut p = IcePar {
         alpha: v[0].1,
@@ -253,7 +255,11 @@ fn read_layers(path: &Path) -> Result<(Vec<LayerRow>, f64), InputError> {
     for (line, l) in data_lines(&text) {
         let t: Vec<&str> = l.split_whitespace().collect();
         if ![4, 6, 7].contains(&t.len()) {
-            return Err(InputError::new(path, line, format!("{} columns; expected 4 (depth b_e a_dust dtau), 6 (+k1 k2) or 7 (+BFR)", t.len())));
+            return Err(InputError::new(
+                path,
+                line,
+                format!("{} columns; expected 4 (depth b_e a_dust dtau), 6 (+k1 k2) or 7 (+BFR)", t.len()),
+            ));
         }
         if *ncols.get_or_insert(t.len()) != t.len() {
             return Err(InputError::new(path, line, "column count differs from the first line"));
@@ -269,7 +275,9 @@ fn read_layers(path: &Path) -> Result<(Vec<LayerRow>, f64), InputError> {
         };
         if let Some(prev) = rows.last() {
             if row.depth <= prev.depth {
-                return Err(InputError::new(path, line, format!("depth {} not increasing (previous {})", row.depth, prev.depth)).field("depth"));
+                return Err(
+                    InputError::new(path, line, format!("depth {} not increasing (previous {})", row.depth, prev.depth)).field("depth"),
+                );
             }
         }
         rows.push(row);
@@ -280,7 +288,9 @@ fn read_layers(path: &Path) -> Result<(Vec<LayerRow>, f64), InputError> {
     let dh = if rows.len() > 1 { rows[1].depth - rows[0].depth } else { 100.0 };
     for (i, w) in rows.windows(2).enumerate() {
         if ((w[1].depth - w[0].depth) - dh).abs() > 1e-5 * dh.max(w[1].depth.abs()) {
-            return Err(InputError::new(path, i + 2, format!("layer spacing {} differs from {dh}", w[1].depth - w[0].depth)).field("depth"));
+            return Err(
+                InputError::new(path, i + 2, format!("layer spacing {} differs from {dh}", w[1].depth - w[0].depth)).field("depth"),
+            );
         }
     }
     Ok((rows, dh))
@@ -309,7 +319,7 @@ mod tests {
         // Top row (depth 1098.47): b_e = 0.155516, a_dust = 0.0422557, δτ = −10.0326.
         let top = l.rows.len() - 1;
         assert!((l.b_eff(top, 400.0) - 0.155516).abs() < 1e-12);
-        let pure = 6954.090332031250 * (-6617.754394531250f64 / 400.0).exp();
+        let pure = 6_954.090_332_031_25 * (-6_617.754_394_531_25f64 / 400.0).exp();
         let want = 0.0422557 + pure * (1.0 - 0.100326);
         assert!((l.absorption(top, 400.0) - want).abs() < 1e-12);
         assert!((pure - 4.5e-4).abs() < 1e-4, "pure-ice absorption at 400 nm ≈ 4.5e-4 /m: {pure}");
@@ -336,16 +346,34 @@ mod tests {
     #[test]
     fn bad_tables_name_line_and_field() {
         let par = "0.9\n1.08\n6954\n6617\n";
-        let d = scratch_dir("nonmono", &[("icemodel.par", par), ("icemodel.dat", "1000 0.1 0.01 0\n1010 0.1 0.01 0\n1005 0.1 0.01 0\n")]);
+        let d = scratch_dir(
+            "nonmono",
+            &[
+                ("icemodel.par", par),
+                ("icemodel.dat", "1000 0.1 0.01 0\n1010 0.1 0.01 0\n1005 0.1 0.01 0\n"),
+            ],
+        );
         let e = Layers::read_dir(&d, None, None).unwrap_err().to_string();
-        assert!(e.contains("icemodel.dat:3") && e.contains("'depth'") && e.contains("not increasing"), "{e}");
-        let d = scratch_dir("cols", &[("icemodel.par", par), ("icemodel.dat", "1000 0.1 0.01 0\n1010 0.1 0.01\n")]);
-        assert!(Layers::read_dir(&d, None, None).unwrap_err().to_string().contains("icemodel.dat:2: 3 columns"));
+        assert!(
+            e.contains("icemodel.dat:3") && e.contains("'depth'") && e.contains("not increasing"),
+            "{e}"
+        );
+        let d = scratch_dir(
+            "cols",
+            &[("icemodel.par", par), ("icemodel.dat", "1000 0.1 0.01 0\n1010 0.1 0.01\n")],
+        );
+        assert!(Layers::read_dir(&d, None, None)
+            .unwrap_err()
+            .to_string()
+            .contains("icemodel.dat:2: 3 columns"));
         let d = scratch_dir("nan", &[("icemodel.par", par), ("icemodel.dat", "1000 0.1 nan 0\n")]);
         assert!(Layers::read_dir(&d, None, None).unwrap_err().to_string().contains("'a_dust(400)'"));
         let d = scratch_dir("neg", &[("icemodel.par", par), ("icemodel.dat", "1000 -0.1 0.01 0\n")]);
         assert!(Layers::read_dir(&d, None, None).unwrap_err().to_string().contains("non-positive"));
         let d = scratch_dir("nopar", &[("icemodel.dat", "1000 0.1 0.01 0\n")]);
-        assert!(Layers::read_dir(&d, None, None).unwrap_err().to_string().contains("icemodel.par: cannot read"));
+        assert!(Layers::read_dir(&d, None, None)
+            .unwrap_err()
+            .to_string()
+            .contains("icemodel.par: cannot read"));
     }
 }

@@ -42,5 +42,10 @@ pub fn simulate(det: &detector::Detector, specs: &[source::SourceSpec], seed: u6
     let photons = sources.iter().map(|s| s.photons).sum();
     let raw = propagate::run(&det.medium, &det.index, &sources, seed, progress);
     let hits = hits::accept(det, &raw, &sources, seed);
-    Simulation { sources, photons, raw_hits: raw.len(), hits }
+    Simulation {
+        sources,
+        photons,
+        raw_hits: raw.len(),
+        hits,
+    }
 }

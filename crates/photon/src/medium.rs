@@ -122,7 +122,9 @@ impl Medium {
                 azy: a.azimuth_deg.to_radians().sin() as f32,
                 k: [k1 as f32, k2 as f32, (1.0 / (k1 * k2)) as f32],
                 old_abs_scale: cfg.old_abs_scale as f32,
-                new_abs: cfg.new_abs_anisotropy.map(|k| [k[0].exp() as f32, k[1].exp() as f32, k[2].exp() as f32]),
+                new_abs: cfg
+                    .new_abs_anisotropy
+                    .map(|k| [k[0].exp() as f32, k[1].exp() as f32, k[2].exp() as f32]),
             }
         });
         Self {
@@ -181,11 +183,23 @@ mod tests {
     /// major axis (k1 < 1) and more along the minor one (computed by hand from the spec formula).
     #[test]
     fn absorption_anisotropy_factor() {
-        let iso = AnisotropyParams { azx: 1.0, azy: 0.0, k: [1.0; 3], old_abs_scale: 1.0, new_abs: None };
+        let iso = AnisotropyParams {
+            azx: 1.0,
+            azy: 0.0,
+            k: [1.0; 3],
+            old_abs_scale: 1.0,
+            new_abs: None,
+        };
         assert!((iso.absorption_factor([0.6, 0.0, 0.8]) - 1.0).abs() < 1e-6);
         let a = 130f32.to_radians();
         let (k1, k2) = ((-0.069f32).exp(), 0.0345f32.exp());
-        let p = AnisotropyParams { azx: a.cos(), azy: a.sin(), k: [k1, k2, 1.0 / (k1 * k2)], old_abs_scale: 1.0, new_abs: None };
+        let p = AnisotropyParams {
+            azx: a.cos(),
+            azy: a.sin(),
+            k: [k1, k2, 1.0 / (k1 * k2)],
+            old_abs_scale: 1.0,
+            new_abs: None,
+        };
         let along = p.absorption_factor([a.cos(), a.sin(), 0.0]);
         let l = [k1 * k1, k2 * k2, 1.0 / (k1 * k1 * k2 * k2)];
         let want = (1.0 / l[1] + 1.0 / l[2]) * l[0] / 2.0;

@@ -60,7 +60,11 @@ mod tests {
     /// The spec's table (§3.3): n_p, n_g, θ_c at 300/400/500 nm and v_g at 400 nm.
     #[test]
     fn refractive_indices_match_spec_values() {
-        for (l, np, ng, theta) in [(0.3, 1.33404, 1.40048, 41.44), (0.4, 1.31943, 1.35611, 40.72), (0.5, 1.31304, 1.33565, 40.40)] {
+        for (l, np, ng, theta) in [
+            (0.3, 1.33404, 1.40048, 41.44),
+            (0.4, 1.31943, 1.35611, 40.72),
+            (0.5, 1.31304, 1.33565, 40.40),
+        ] {
             assert!((n_phase(l) - np).abs() < 5e-5, "n_p({l}) = {}", n_phase(l));
             assert!((n_group(l) - ng).abs() < 5e-5, "n_g({l}) = {}", n_group(l));
             let th = cos_cherenkov(1.0, n_phase(l)).acos().to_degrees();

@@ -12,9 +12,36 @@ use crate::f2k::{flasher, parse_f2k, FlasherOptions};
 use crate::hits::hit_line;
 
 /// Environment variables honoured (spec §2.2).
-pub const SUPPORTED_ENV: [&str; 11] = ["PPCTABLESDIR", "ICEMODELDIR", "WFLA", "FLDR", "FWID", "OFLA", "OVSZ", "BFRM", "ABSM", "PPCHOLEICE", "WARPDRIVE_SEED"];
+pub const SUPPORTED_ENV: [&str; 11] = [
+    "PPCTABLESDIR",
+    "ICEMODELDIR",
+    "WFLA",
+    "FLDR",
+    "FWID",
+    "OFLA",
+    "OVSZ",
+    "BFRM",
+    "ABSM",
+    "PPCHOLEICE",
+    "WARPDRIVE_SEED",
+];
 /// PPC variables that change physics this version does not simulate: reported, never ignored silently.
-pub const UNSUPPORTED_ENV: [&str; 14] = ["TILTMODELDIR", "NEXTGENDIR", "FLWL", "FZCR", "ELEV", "FTLT", "BFRA", "BFRB", "VTHK", "HIFL", "GECO", "HQUO", "BADMP", "NPHO"];
+pub const UNSUPPORTED_ENV: [&str; 14] = [
+    "TILTMODELDIR",
+    "NEXTGENDIR",
+    "FLWL",
+    "FZCR",
+    "ELEV",
+    "FTLT",
+    "BFRA",
+    "BFRB",
+    "VTHK",
+    "HIFL",
+    "GECO",
+    "HQUO",
+    "BADMP",
+    "NPHO",
+];
 
 /// The PPC settings read from the environment.
 #[derive(Clone, Debug, Default)]
@@ -31,7 +58,13 @@ impl PpcEnv {
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Self, InputError> {
         let num = |name: &str| -> Result<Option<f64>, InputError> {
             get(name)
-                .map(|v| v.trim().parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(|| InputError::file("environment", format!("'{v}' is not a number")).field(name)))
+                .map(|v| {
+                    v.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|x| x.is_finite())
+                        .ok_or_else(|| InputError::file("environment", format!("'{v}' is not a number")).field(name))
+                })
                 .transpose()
         };
         let dir = get("PPCTABLESDIR").or_else(|| get("ICEMODELDIR")).map(PathBuf::from);
@@ -57,7 +90,11 @@ impl PpcEnv {
             env.flasher.own_dom_records = v == 0.0;
         }
         env.seed = num("WARPDRIVE_SEED")?.map(|v| v as u64);
-        env.ignored = UNSUPPORTED_ENV.iter().filter(|v| get(v).is_some()).map(|v| (*v).to_string()).collect();
+        env.ignored = UNSUPPORTED_ENV
+            .iter()
+            .filter(|v| get(v).is_some())
+            .map(|v| (*v).to_string())
+            .collect();
         Ok(env)
     }
 }
@@ -85,16 +122,37 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
         writeln!(err, "warning: {v} is set but not supported by warpdrive; it has no effect")?;
     }
     let ice_dir = || {
-        env.detector.ice_dir.clone().ok_or_else(|| PpcError::Usage("PPCTABLESDIR is not set: point it at a PPC ice directory".into()))
+        env.detector
+            .ice_dir
+            .clone()
+            .ok_or_else(|| PpcError::Usage("PPCTABLESDIR is not set: point it at a PPC ice directory".into()))
     };
     match args {
         [] => {
             let dir = ice_dir()?;
             writeln!(err, "tables: {}", dir.display())?;
-            for f in ["cfg.txt", "icemodel.dat", "icemodel.par", "wv.dat", "as.dat", "geo-f2k", "tilt.par", "tilt.dat", "tilt.set", "tilt.map", "icemodel.bbl", "eff-f2k", "wv.rde"] {
+            for f in [
+                "cfg.txt",
+                "icemodel.dat",
+                "icemodel.par",
+                "wv.dat",
+                "as.dat",
+                "geo-f2k",
+                "tilt.par",
+                "tilt.dat",
+                "tilt.set",
+                "tilt.map",
+                "icemodel.bbl",
+                "eff-f2k",
+                "wv.rde",
+            ] {
                 writeln!(err, "  {f:<14} {}", if dir.join(f).is_file() { "found" } else { "-" })?;
             }
-            writeln!(err, "devices: CPU, {} threads (CUDA devices: not available in this build)", rayon::current_num_threads())?;
+            writeln!(
+                err,
+                "devices: CPU, {} threads (CUDA devices: not available in this build)",
+                rayon::current_num_threads()
+            )?;
             Ok(())
         }
         [m, rest @ ..] if m == "-" => {
@@ -169,11 +227,13 @@ fn build(env: &PpcEnv, err: &mut dyn Write) -> Result<Detector, PpcError> {
 }
 
 fn parse_u64(s: &str, field: &str) -> Result<u64, PpcError> {
-    s.parse().map_err(|_| PpcError::Input(InputError::file("<command line>", format!("'{s}' is not a non-negative integer")).field(field)))
+    s.parse()
+        .map_err(|_| PpcError::Input(InputError::file("<command line>", format!("'{s}' is not a non-negative integer")).field(field)))
 }
 
 fn parse_u64_signed(s: &str, field: &str) -> Result<i32, PpcError> {
-    s.parse().map_err(|_| PpcError::Input(InputError::file("<command line>", format!("'{s}' is not an integer")).field(field)))
+    s.parse()
+        .map_err(|_| PpcError::Input(InputError::file("<command line>", format!("'{s}' is not an integer")).field(field)))
 }
 
 /// `num` or `x*y` (x photons y times).
@@ -194,7 +254,10 @@ fn parse_xy(rest: &[String]) -> Result<[f64; 2], PpcError> {
     match rest {
         [] => Ok([0.0, 0.0]),
         [x, y] => {
-            let p = |s: &String, f: &str| s.parse::<f64>().map_err(|_| PpcError::Input(InputError::file("<command line>", format!("'{s}' is not a number")).field(f)));
+            let p = |s: &String, f: &str| {
+                s.parse::<f64>()
+                    .map_err(|_| PpcError::Input(InputError::file("<command line>", format!("'{s}' is not a number")).field(f)))
+            };
             Ok([p(x, "x")?, p(y, "y")?])
         }
         _ => Err(PpcError::Usage(USAGE.into())),
@@ -206,7 +269,11 @@ fn parse_xy(rest: &[String]) -> Result<[f64; 2], PpcError> {
 fn print_ice_table(det: &Detector, xy: [f64; 2], out: &mut dyn Write) -> Result<(), PpcError> {
     let m = &det.medium;
     let w = m.slices.len() / 2;
-    writeln!(out, "# wavelength {} nm at x={} y={}: z[m] abs[1/m] b_e[1/m]", m.slices[w].wavelength, xy[0], xy[1])?;
+    writeln!(
+        out,
+        "# wavelength {} nm at x={} y={}: z[m] abs[1/m] b_e[1/m]",
+        m.slices[w].wavelength, xy[0], xy[1]
+    )?;
     for j in (0..m.n_layers).rev() {
         let z = f64::from(m.hmin) + j as f64 * f64::from(m.dh);
         let z = z + m.tilt.zshift(xy[0], xy[1], z);
@@ -222,7 +289,14 @@ mod tests {
 
     #[test]
     fn env_parsing_and_unsupported_report() {
-        let vars = [("PPCTABLESDIR", "/x"), ("WFLA", "405"), ("OVSZ", "3"), ("FLDR", "370"), ("OFLA", "0"), ("BFRA", "1")];
+        let vars = [
+            ("PPCTABLESDIR", "/x"),
+            ("WFLA", "405"),
+            ("OVSZ", "3"),
+            ("FLDR", "370"),
+            ("OFLA", "0"),
+            ("BFRA", "1"),
+        ];
         let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_string());
         let e = PpcEnv::from_env(get).unwrap();
         assert_eq!(e.detector.ice_dir, Some(PathBuf::from("/x")));
@@ -242,6 +316,9 @@ mod tests {
         let env = PpcEnv::default();
         let args: Vec<String> = vec!["1".into(), "2".into()];
         let (mut o, mut e) = (Vec::new(), Vec::new());
-        assert!(matches!(run(&args, &env, &mut std::io::empty(), &mut o, &mut e), Err(PpcError::Usage(_))));
+        assert!(matches!(
+            run(&args, &env, &mut std::io::empty(), &mut o, &mut e),
+            Err(PpcError::Usage(_))
+        ));
     }
 }

@@ -68,10 +68,16 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
         let ls = sca_depth / s;
         let la = tot / a;
         if la <= dl && la <= ls {
-            return Segment { length: length + la, tot: 0.0 };
+            return Segment {
+                length: length + la,
+                tot: 0.0,
+            };
         }
         if ls <= dl {
-            return Segment { length: length + ls, tot: tot - a * ls };
+            return Segment {
+                length: length + ls,
+                tot: tot - a * ls,
+            };
         }
         length += dl;
         sca_depth -= s * dl;
@@ -86,7 +92,15 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
 }
 
 /// Propagate one photon and append its hits to `out`.
-pub fn propagate_photon(m: &Medium, doms: &DomIndex, src: &Source, photon_id: u64, source_ord: u32, rng: &mut RandomStream, out: &mut Vec<RawHit>) {
+pub fn propagate_photon(
+    m: &Medium,
+    doms: &DomIndex,
+    src: &Source,
+    photon_id: u64,
+    source_ord: u32,
+    rng: &mut RandomStream,
+    out: &mut Vec<RawHit>,
+) {
     let mut p = emit(src, m, rng);
     let ocm = m.slices[p.slice as usize].ocm;
     let mut tot = rng.exponential();
@@ -123,7 +137,11 @@ pub fn propagate_photon(m: &Medium, doms: &DomIndex, src: &Source, photon_id: u6
         if tot <= 0.0 {
             return;
         }
-        p.pos = [p.pos[0] + seg.length * p.dir[0], p.pos[1] + seg.length * p.dir[1], p.pos[2] + seg.length * p.dir[2]];
+        p.pos = [
+            p.pos[0] + seg.length * p.dir[0],
+            p.pos[1] + seg.length * p.dir[1],
+            p.pos[2] + seg.length * p.dir[2],
+        ];
         p.time += seg.length * ocm;
         let (u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform());
         let cos_t = scattering_cosine(m.g, m.f_sl, u1, u2);

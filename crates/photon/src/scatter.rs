@@ -54,7 +54,11 @@ pub fn rotate(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
     } else {
         normalize([-n[1], n[0], 0.0])
     };
-    let p2 = [n[1] * p1[2] - n[2] * p1[1], n[2] * p1[0] - n[0] * p1[2], n[0] * p1[1] - n[1] * p1[0]];
+    let p2 = [
+        n[1] * p1[2] - n[2] * p1[1],
+        n[2] * p1[0] - n[0] * p1[2],
+        n[0] * p1[1] - n[1] * p1[0],
+    ];
     normalize([
         n[0] * cos_t + (p1[0] * cp + p2[0] * sp) * sin_t,
         n[1] * cos_t + (p1[1] * cp + p2[1] * sp) * sin_t,
@@ -97,7 +101,10 @@ mod tests {
             assert!((hg - f64::from(g)).abs() < 4e-3, "HG g={g}: {hg}");
             assert!((sl - f64::from(g)).abs() < 4e-3, "SL g={g}: {sl}");
         }
-        let mix: f64 = (0..n).map(|_| f64::from(scattering_cosine(0.9, 0.35, r.uniform(), r.uniform()))).sum::<f64>() / f64::from(n);
+        let mix: f64 = (0..n)
+            .map(|_| f64::from(scattering_cosine(0.9, 0.35, r.uniform(), r.uniform())))
+            .sum::<f64>()
+            / f64::from(n);
         assert!((mix - 0.9).abs() < 4e-3);
     }
 

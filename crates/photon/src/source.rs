@@ -165,11 +165,23 @@ pub struct SourceSpec {
 /// One f2k `TR` line turned into a source request. `line` and `path` are for error messages.
 pub fn track_to_spec(path: &Path, line: usize, event: i32, tokens: &[&str], y: &Yield) -> Result<SourceSpec, InputError> {
     if tokens.len() != 12 {
-        return Err(InputError::new(path, line, format!("TR line has {} fields; expected 12 (TR gens igen name x y z zenith azimuth length energy time)", tokens.len())));
+        return Err(InputError::new(
+            path,
+            line,
+            format!(
+                "TR line has {} fields; expected 12 (TR gens igen name x y z zenith azimuth length energy time)",
+                tokens.len()
+            ),
+        ));
     }
     let name = tokens[3];
     let particle = Particle::from_name(name).ok_or_else(|| {
-        InputError::new(path, line, format!("unknown particle '{name}' (known: amu amu+ amu- e e- e+ delta brems epair hadr munu ph)")).field("name")
+        InputError::new(
+            path,
+            line,
+            format!("unknown particle '{name}' (known: amu amu+ amu- e e- e+ delta brems epair hadr munu ph)"),
+        )
+        .field("name")
     })?;
     let f = |i: usize, field: &str| parse_f64(path, line, field, Some(tokens[i]));
     let pos = [f(4, "x")?, f(5, "y")?, f(6, "z")?];
@@ -203,11 +215,18 @@ pub fn track_to_spec(path: &Path, line: usize, event: i32, tokens: &[&str], y: &
                 return Err(InputError::new(path, line, "muon segments need a positive length (pre-sliced tracks)").field("length"));
             }
             let (l, f_direct) = muon_length(length, energy);
-            spec.emission = Emission::Track { length, beta: 1.0, f_direct };
+            spec.emission = Emission::Track {
+                length,
+                beta: 1.0,
+                f_direct,
+            };
             spec.mean_photons = l * y.per_metre();
         }
         Particle::Electron | Particle::Positron | Particle::Hadron => {
-            spec.emission = Emission::Cascade { profile_a: profile_a(particle, energy), profile_b: profile_b() };
+            spec.emission = Emission::Cascade {
+                profile_a: profile_a(particle, energy),
+                profile_b: profile_b(),
+            };
             spec.mean_photons = em_cascade_length(energy) * y.per_metre();
             if particle == Particle::Hadron {
                 let (fr, sigma) = hadron_fraction(energy);
@@ -317,7 +336,11 @@ pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
         Emission::Track { length, beta, f_direct } => {
             let l = rng.uniform() * length as f32;
             let (u0, u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform(), rng.uniform());
-            let track = if u0 <= f_direct as f32 { axis } else { deflect(axis, cascade_xi(u1), u2) };
+            let track = if u0 <= f_direct as f32 {
+                axis
+            } else {
+                deflect(axis, cascade_xi(u1), u2)
+            };
             Photon {
                 pos: [p0[0] + l * axis[0], p0[1] + l * axis[1], p0[2] + l * axis[2]],
                 dir: cherenkov(track, beta as f32, u3),
@@ -330,7 +353,12 @@ pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
             let c = 2.0 * u1 - 1.0;
             let sn = (1.0 - c * c).max(0.0).sqrt();
             let (sp, cp) = (std::f32::consts::TAU * u2).sin_cos();
-            Photon { pos: p0, dir: [sn * cp, sn * sp, c], time: t0, slice }
+            Photon {
+                pos: p0,
+                dir: [sn * cp, sn * sp, c],
+                time: t0,
+                slice,
+            }
         }
         Emission::Beam { ka } => {
             let (u1, u2) = (rng.uniform(), rng.uniform());
@@ -345,7 +373,12 @@ pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
                 let xi = (-ka * (1.0 - (1.0 - u1) * (1.0 - (-2.0 / ka).exp())).ln()).min(2.0);
                 deflect(axis, xi, u2)
             };
-            Photon { pos: p0, dir: normalize(dir), time: t0, slice }
+            Photon {
+                pos: p0,
+                dir: normalize(dir),
+                time: t0,
+                slice,
+            }
         }
     }
 }
@@ -360,7 +393,10 @@ mod tests {
     #[test]
     fn cascade_yield_matches_ppc_photon_count() {
         assert!((em_cascade_length(1.0) - 5.254).abs() < 1e-3);
-        let y = Yield { ppm: 0.94 * DPPM * 0.67, oversize: 5.0 };
+        let y = Yield {
+            ppm: 0.94 * DPPM * 0.67,
+            oversize: 5.0,
+        };
         let mean = em_cascade_length(1e4) * y.per_metre();
         assert!((mean / 3.2438e6 - 1.0).abs() < 5e-4, "{mean}");
         assert!((profile_a(Particle::Electron, 1e4) - (2.01849 + 0.63176 * 1e4f64.ln())).abs() < 1e-12);
@@ -400,15 +436,30 @@ mod tests {
     #[test]
     fn bad_track_lines() {
         let p = PathBuf::from("in.f2k");
-        let y = Yield { ppm: 1000.0, oversize: 5.0 };
+        let y = Yield {
+            ppm: 1000.0,
+            oversize: 5.0,
+        };
         let tr = |s: &str| track_to_spec(&p, 3, 1, &s.split_whitespace().collect::<Vec<_>>(), &y);
         assert!(tr("TR 1 0 e 0 0 -400 180 0 0 10000 0").is_ok());
         let e = tr("TR 1 0 tau 0 0 -400 180 0 0 10000 0").unwrap_err().to_string();
         assert!(e.contains("in.f2k:3: field 'name': unknown particle 'tau'"), "{e}");
-        assert!(tr("TR 1 0 e nan 0 -400 180 0 0 10000 0").unwrap_err().to_string().contains("field 'x'"));
-        assert!(tr("TR 1 0 e 0 0 -4e6 180 0 0 10000 0").unwrap_err().to_string().contains("out of range"));
-        assert!(tr("TR 1 0 e 0 0 -400 180 0 0 0 0").unwrap_err().to_string().contains("zero photons"));
+        assert!(tr("TR 1 0 e nan 0 -400 180 0 0 10000 0")
+            .unwrap_err()
+            .to_string()
+            .contains("field 'x'"));
+        assert!(tr("TR 1 0 e 0 0 -4e6 180 0 0 10000 0")
+            .unwrap_err()
+            .to_string()
+            .contains("out of range"));
+        assert!(tr("TR 1 0 e 0 0 -400 180 0 0 0 0")
+            .unwrap_err()
+            .to_string()
+            .contains("zero photons"));
         assert!(tr("TR 1 0 e 0 0 -400 180 0 0 10000").unwrap_err().to_string().contains("11 fields"));
-        assert!(tr("TR 1 0 amu 0 0 -400 180 0 0 10000 0").unwrap_err().to_string().contains("positive length"));
+        assert!(tr("TR 1 0 amu 0 0 -400 180 0 0 10000 0")
+            .unwrap_err()
+            .to_string()
+            .contains("positive length"));
     }
 }

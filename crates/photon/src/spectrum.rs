@@ -125,7 +125,12 @@ impl AngularSensitivity {
         let text = read_text(path)?;
         let mut v = Vec::new();
         for (line, l) in data_lines(&text) {
-            v.push(parse_f64(path, line, if v.is_empty() { "max" } else { "coefficient" }, l.split_whitespace().next())?);
+            v.push(parse_f64(
+                path,
+                line,
+                if v.is_empty() { "max" } else { "coefficient" },
+                l.split_whitespace().next(),
+            )?);
         }
         if v.len() < 2 {
             return Err(InputError::file(path, "needs the maximum and at least one coefficient"));
@@ -133,12 +138,18 @@ impl AngularSensitivity {
         if v[0] < 0.0 {
             return Err(InputError::new(path, 1, "must not be negative").field("max"));
         }
-        Ok(Self { mas: v[0], coeffs: v[1..].to_vec() })
+        Ok(Self {
+            mas: v[0],
+            coeffs: v[1..].to_vec(),
+        })
     }
 
     /// Isotropic unit acceptance (built-in default).
     pub fn flat() -> Self {
-        Self { mas: 1.0, coeffs: vec![1.0] }
+        Self {
+            mas: 1.0,
+            coeffs: vec![1.0],
+        }
     }
 
     pub fn surface_mode(&self) -> bool {
@@ -153,7 +164,11 @@ impl AngularSensitivity {
 
     /// The envelope used in the photon budget: `mas`, or 1 in surface mode.
     pub fn envelope(&self) -> f64 {
-        if self.surface_mode() { 1.0 } else { self.mas }
+        if self.surface_mode() {
+            1.0
+        } else {
+            self.mas
+        }
     }
 }
 
@@ -195,6 +210,9 @@ mod tests {
         assert_eq!(r.at(265.0), 1.0);
         assert!((r.at(270.0) - 0.5 * (1.0 + 1.93958)).abs() < 1e-9);
         let p = scratch("wv-bad.dat", "0 300\n0.5 400\n0.4 500\n");
-        assert!(Spectrum::read(&p).unwrap_err().to_string().contains("wv-bad.dat:3: field 'cumulative'"));
+        assert!(Spectrum::read(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("wv-bad.dat:3: field 'cumulative'"));
     }
 }

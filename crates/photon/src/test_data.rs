@@ -20,7 +20,9 @@ pub fn scratch(name: &str, content: &str) -> PathBuf {
 
 /// A scratch directory with the given files.
 pub fn scratch_dir(name: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("warpdrive-photon-test-{}", std::process::id())).join(name);
+    let dir = std::env::temp_dir()
+        .join(format!("warpdrive-photon-test-{}", std::process::id()))
+        .join(name);
     std::fs::create_dir_all(&dir).unwrap();
     for (f, c) in files {
         std::fs::write(dir.join(f), c).unwrap();

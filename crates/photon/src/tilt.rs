@@ -120,7 +120,15 @@ fn read_1d(par: &Path, dat: &Path, string_xy: impl Fn(i32) -> Option<[f64; 2]>) 
     for (line, l) in data_lines(&text) {
         let t: Vec<&str> = l.split_whitespace().collect();
         if t.len() != distances.len() + 1 {
-            return Err(InputError::new(dat, line, format!("{} columns; expected depth + {} shifts (one per tilt.par line)", t.len(), distances.len())));
+            return Err(InputError::new(
+                dat,
+                line,
+                format!(
+                    "{} columns; expected depth + {} shifts (one per tilt.par line)",
+                    t.len(),
+                    distances.len()
+                ),
+            ));
         }
         let d = parse_f64(dat, line, "depth", Some(t[0]))?;
         if depths.last().is_some_and(|&p| d <= p) {
@@ -143,7 +151,13 @@ fn read_1d(par: &Path, dat: &Path, string_xy: impl Fn(i32) -> Option<[f64; 2]>) 
         .find(|(_, &d)| d == 0.0)
         .and_then(|(&s, _)| string_xy(s))
         .unwrap_or([0.0, 0.0]);
-    Ok(Tilt1d { strings, distances, depths, shifts, r0 })
+    Ok(Tilt1d {
+        strings,
+        distances,
+        depths,
+        shifts,
+        r0,
+    })
 }
 
 fn read_2d(set: &Path, map: &Path) -> Result<Tilt2d, InputError> {
@@ -152,7 +166,11 @@ fn read_2d(set: &Path, map: &Path) -> Result<Tilt2d, InputError> {
     for (line, l) in data_lines(&text) {
         let t: Vec<&str> = l.split_whitespace().collect();
         if t.len() != 5 {
-            return Err(InputError::new(set, line, format!("{} columns; expected azimuth first step count cut", t.len())));
+            return Err(InputError::new(
+                set,
+                line,
+                format!("{} columns; expected azimuth first step count cut", t.len()),
+            ));
         }
         let names = ["azimuth", "first", "step", "count", "cut"];
         let mut a = [0.0; 5];
@@ -197,7 +215,9 @@ mod tests {
     /// depths; at string 50's distance and a tabulated depth it is the table value.
     #[test]
     fn spice_321_shifts_at_given_points() {
-        let Tilt::OneD(t) = Tilt::read_dir(&data_dir().join("ice/spice_3.2.1"), s86).unwrap() else { panic!("no 1-D tilt") };
+        let Tilt::OneD(t) = Tilt::read_dir(&data_dir().join("ice/spice_3.2.1"), s86).unwrap() else {
+            panic!("no 1-D tilt")
+        };
         assert_eq!(t.strings, vec![50, 66, 86, 52, 2, 14]);
         assert_eq!(t.depths.len(), 125);
         assert_eq!(t.r0, [-10.97, 6.72]);
@@ -216,9 +236,13 @@ mod tests {
 
     #[test]
     fn lea_has_origin_reference_and_ftp_has_2d_map() {
-        let Tilt::OneD(t) = Tilt::read_dir(&data_dir().join("ice/spice_lea"), s86).unwrap() else { panic!() };
+        let Tilt::OneD(t) = Tilt::read_dir(&data_dir().join("ice/spice_lea"), s86).unwrap() else {
+            panic!()
+        };
         assert_eq!(t.r0, [0.0, 0.0]);
-        let Tilt::TwoD(m) = Tilt::read_dir(&data_dir().join("ice/spice_ftp-v3m"), s86).unwrap() else { panic!() };
+        let Tilt::TwoD(m) = Tilt::read_dir(&data_dir().join("ice/spice_ftp-v3m"), s86).unwrap() else {
+            panic!()
+        };
         assert_eq!((m.nodes, m.depths.len()), (80, 125));
     }
 

@@ -36,9 +36,15 @@ fn absorption_only_gives_exponential_survival() {
     let (z0, nz) = (m.hmin + 2.0, 0.6f32);
     let to_boundary = 3.0 / 0.6;
     let mut rng = RandomStream::new(77, 0, 0);
-    let xs: Vec<f64> = (0..50_000).map(|_| f64::from(layer_walk(&m, 0, z0, nz, 1e30, rng.exponential(), 1.0).length)).collect();
+    let xs: Vec<f64> = (0..50_000)
+        .map(|_| f64::from(layer_walk(&m, 0, z0, nz, 1e30, rng.exponential(), 1.0).length))
+        .collect();
     let cdf = |x: f64| {
-        let depth = if x < to_boundary { a_low * x } else { a_low * to_boundary + a_high * (x - to_boundary) };
+        let depth = if x < to_boundary {
+            a_low * x
+        } else {
+            a_low * to_boundary + a_high * (x - to_boundary)
+        };
         1.0 - (-depth).exp()
     };
     let t = ks_one_sample(&xs, cdf);
@@ -53,7 +59,16 @@ fn absorption_only_gives_exponential_survival() {
 fn isotropic_source_hits_one_sphere_at_the_expected_rate() {
     let (d, a) = (2.0f64, 0.05f64);
     let m = absorber(a);
-    let geo = Geometry { doms: vec![Dom { string: 1, om: 1, pos: [d, 0.0, 0.0], rde: 1.0, high_qe: false }], source: "one DOM".into() };
+    let geo = Geometry {
+        doms: vec![Dom {
+            string: 1,
+            om: 1,
+            pos: [d, 0.0, 0.0],
+            rde: 1.0,
+            high_qe: false,
+        }],
+        source: "one DOM".into(),
+    };
     let idx = DomIndex::new(&geo, 1.0);
     let spec = SourceSpec {
         event: 0,
@@ -79,7 +94,10 @@ fn isotropic_source_hits_one_sphere_at_the_expected_rate() {
     }
     let expected = 4e6 * 0.5 * integral;
     let got = hits.len() as f64;
-    assert!((got - expected).abs() < 4.0 * expected.sqrt(), "hits {got} vs expected {expected:.1}");
+    assert!(
+        (got - expected).abs() < 4.0 * expected.sqrt(),
+        "hits {got} vs expected {expected:.1}"
+    );
     // Every hit is on the near side of the sphere and at the right time: t = s·n_g/c.
     for h in &hits {
         assert!(h.impact[0] < 0.0);
@@ -95,8 +113,27 @@ fn isotropic_source_hits_one_sphere_at_the_expected_rate() {
 fn oversize_scales_hit_rate_by_its_square() {
     let (d, a) = (5.0f64, 0.05f64);
     let m = absorber(a);
-    let geo = Geometry { doms: vec![Dom { string: 1, om: 1, pos: [d, 0.0, 0.0], rde: 1.0, high_qe: false }], source: "one DOM".into() };
-    let spec = SourceSpec { event: 0, pos: [0.0; 3], dir: [0.0, 0.0, 1.0], time: 0.0, emission: Emission::Isotropic, mean_photons: 1e6, exact: true, yield_sigma: 0.0, own_dom: None };
+    let geo = Geometry {
+        doms: vec![Dom {
+            string: 1,
+            om: 1,
+            pos: [d, 0.0, 0.0],
+            rde: 1.0,
+            high_qe: false,
+        }],
+        source: "one DOM".into(),
+    };
+    let spec = SourceSpec {
+        event: 0,
+        pos: [0.0; 3],
+        dir: [0.0, 0.0, 1.0],
+        time: 0.0,
+        emission: Emission::Isotropic,
+        mean_photons: 1e6,
+        exact: true,
+        yield_sigma: 0.0,
+        own_dom: None,
+    };
     let sources = realise(&[spec], 6);
     let n1 = run(&m, &DomIndex::new(&geo, 1.0), &sources, 6, &Progress::hidden()).len() as f64;
     let n5 = run(&m, &DomIndex::new(&geo, 5.0), &sources, 6, &Progress::hidden()).len() as f64;

@@ -18,7 +18,9 @@ type Key = (i32, i32);
 
 fn read_ppc_hits(path: &Path) -> Vec<(Key, f64)> {
     let mut s = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut s).unwrap();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut s)
+        .unwrap();
     s.lines()
         .filter(|l| l.starts_with("HIT "))
         .map(|l| {
@@ -41,7 +43,11 @@ fn cascade_10tev_spice321_agrees_with_ppc() {
         .collect();
     runs.push(read_ppc_hits(&refdir.join("ppc_h100_2026/ppc_cascade_10TeV_spice_3.2.1.hits.gz")));
 
-    let det = Detector::build(&DetectorOptions { ice_dir: Some(data.join("ice/spice_3.2.1")), ..Default::default() }).unwrap();
+    let det = Detector::build(&DetectorOptions {
+        ice_dir: Some(data.join("ice/spice_3.2.1")),
+        ..Default::default()
+    })
+    .unwrap();
     let input = refdir.join("ppc_h100_2026/input_cascade_10TeV.f2k");
     let f2k = parse_f2k(&input, &std::fs::read_to_string(&input).unwrap(), &det.yield_).unwrap();
     let sim = warpdrive_photon::simulate(&det, &f2k.specs, 20261122, &Progress::hidden());
@@ -51,7 +57,10 @@ fn cascade_10tev_spice321_agrees_with_ppc() {
     let totals: Vec<f64> = runs.iter().map(|r| r.len() as f64).collect();
     let (mean, sd) = mean_std(&totals);
     let n = ours.len() as f64;
-    eprintln!("photons {} raw hits {} hits {n}; PPC totals {totals:?} mean {mean:.0} sd {sd:.0}", sim.photons, sim.raw_hits);
+    eprintln!(
+        "photons {} raw hits {} hits {n}; PPC totals {totals:?} mean {mean:.0} sd {sd:.0}",
+        sim.photons, sim.raw_hits
+    );
     let tol = 3.0 * sd + 0.02 * mean;
     assert!((n - mean).abs() <= tol, "total hits {n} vs PPC {mean:.0} ± {tol:.0}");
 
@@ -81,7 +90,13 @@ fn cascade_10tev_spice321_agrees_with_ppc() {
         let t_ours: Vec<f64> = ours.iter().filter(|(d, _)| d == k).map(|(_, t)| *t).collect();
         let t_ppc: Vec<f64> = pooled.iter().filter(|(d, _)| d == k).map(|(_, t)| *t).collect();
         let ks = ks_two_sample(&t_ours, &t_ppc);
-        eprintln!("DOM {k:?}: KS D = {:.4}, p = {:.3} ({} vs {} hits)", ks.statistic, ks.p_value, t_ours.len(), t_ppc.len());
+        eprintln!(
+            "DOM {k:?}: KS D = {:.4}, p = {:.3} ({} vs {} hits)",
+            ks.statistic,
+            ks.p_value,
+            t_ours.len(),
+            t_ppc.len()
+        );
         assert!(ks.p_value > 0.01, "arrival times at DOM {k:?} differ: {ks:?}");
     }
 }
