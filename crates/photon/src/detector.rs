@@ -126,9 +126,6 @@ impl Detector {
             Some(d) => Tilt::read_dir(d, |s| geometry.string_xy(s))?,
             None => Tilt::None,
         };
-        if let Tilt::TwoD(_) = tilt {
-            unsupported.push("2-D tilt map (tilt.set/tilt.map) is read but not applied".to_string());
-        }
         let medium = Medium::new(&layers, &cfg, &spectrum, opts.wavelength, tilt);
         let rat_max = rde_ratio.as_ref().map_or(1.0, RdeRatio::max);
         let rde_max = geometry

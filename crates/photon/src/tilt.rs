@@ -1,8 +1,18 @@
 //! Ice tilt: depth shift of the ice layers as a function of position (spec §3.1).
 //!
 //! 1-D model (`tilt.par` + `tilt.dat`): shifts tabulated at given distances along the 225°
-//! gradient direction and at depths every 10 m. 2-D model (`tilt.set` + `tilt.map`): shifts on a
-//! triangular grid; it is read and validated, not yet applied (reported as unsupported).
+//! gradient direction and at depths every 10 m.
+//!
+//! 2-D model (`tilt.set` + `tilt.map`, spice_ftp-v3m): shifts on the nodes of a triangular
+//! lattice. Each `tilt.set` line is `azimuth first step count cut` of one lattice axis ê₁ (9.3°),
+//! ê₂ (129.3°, 120° from ê₁); node (i, j) sits at (first₁ + i·step₁)·ê₁ + (first₂ + j·step₂)·ê₂,
+//! and the hexagon keeps the nodes with −cut₂ < i − j < cut₁. `tilt.map` rows are `depth` then
+//! one shift per kept node, j outer and i inner. (This reading was checked against the data:
+//! it gives exactly the 80 columns of the map, the nodes fall on IceCube strings — median
+//! distance 2.4 m — and the node whose shift is 0 at every depth is string 36, the central
+//! string.) Between nodes the shift is interpolated linearly on the lattice triangles
+//! (barycentric), between depth rows linearly; outside the hexagon the lattice coordinates are
+//! clamped to it.
 
 use std::path::Path;
 use warpdrive_core::error::{data_lines, parse_f64, parse_i64, read_text};
@@ -27,12 +37,78 @@ pub struct Tilt1d {
     pub r0: [f64; 2],
 }
 
-/// 2-D tilt map (`tilt.set` + `tilt.map`), read but not applied.
+/// 2-D tilt map (`tilt.set` + `tilt.map`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tilt2d {
+    /// Per axis: azimuth [deg], first [m], step [m], count, cut.
     pub axes: [[f64; 5]; 2],
     pub depths: Vec<f64>,
     pub nodes: usize,
+    /// Column of node (i, j) in a map row, `None` for nodes cut by the hexagon; index j·n₁ + i.
+    column: Vec<Option<usize>>,
+    /// shifts[row][column].
+    shifts: Vec<Vec<f64>>,
+}
+
+impl Tilt2d {
+    fn counts(&self) -> (usize, usize) {
+        (self.axes[0][3] as usize, self.axes[1][3] as usize)
+    }
+
+    /// Fractional lattice coordinates (i, j) of (x, y): solve p = u·ê₁ + v·ê₂.
+    #[must_use]
+    pub fn lattice(&self, x: f64, y: f64) -> (f64, f64) {
+        let (a1, a2) = (self.axes[0][0].to_radians(), self.axes[1][0].to_radians());
+        let (e1, e2) = ([a1.cos(), a1.sin()], [a2.cos(), a2.sin()]);
+        let det = e1[0] * e2[1] - e2[0] * e1[1];
+        let u = (x * e2[1] - y * e2[0]) / det;
+        let v = (e1[0] * y - e1[1] * x) / det;
+        ((u - self.axes[0][1]) / self.axes[0][2], (v - self.axes[1][1]) / self.axes[1][2])
+    }
+
+    fn node(&self, row: usize, i: usize, j: usize) -> f64 {
+        let (n1, _) = self.counts();
+        self.column[j * n1 + i].map_or(0.0, |c| self.shifts[row][c])
+    }
+
+    /// Shift at lattice coordinates (fi, fj) for depth row `row`: barycentric interpolation on
+    /// the triangle of the rhombus split along its short diagonal (i, j)–(i+1, j+1).
+    fn at(&self, row: usize, fi: f64, fj: f64) -> f64 {
+        let (n1, n2) = self.counts();
+        let (cut1, cut2) = (self.axes[0][4], self.axes[1][4]);
+        let (mut fi, mut fj) = (fi, fj);
+        for _ in 0..3 {
+            fi = fi.clamp(0.0, (n1 - 1) as f64);
+            fj = fj.clamp(0.0, (n2 - 1) as f64);
+            let d = fi - fj;
+            if d > cut1 - 1.0 {
+                let e = (d - (cut1 - 1.0)) / 2.0;
+                fi -= e;
+                fj += e;
+            } else if d < 1.0 - cut2 {
+                let e = ((1.0 - cut2) - d) / 2.0;
+                fi += e;
+                fj -= e;
+            }
+        }
+        let i0 = (fi.floor() as usize).min(n1 - 2);
+        let j0 = (fj.floor() as usize).min(n2 - 2);
+        let (a, b) = (fi - i0 as f64, fj - j0 as f64);
+        let s00 = self.node(row, i0, j0);
+        let s11 = self.node(row, i0 + 1, j0 + 1);
+        if a >= b {
+            s00 * (1.0 - a) + self.node(row, i0 + 1, j0) * (a - b) + s11 * b
+        } else {
+            s00 * (1.0 - b) + self.node(row, i0, j0 + 1) * (b - a) + s11 * a
+        }
+    }
+
+    #[must_use]
+    pub fn zshift(&self, x: f64, y: f64, z: f64) -> f64 {
+        let (k, f) = bracket(&self.depths, ZOFF - z);
+        let (fi, fj) = self.lattice(x, y);
+        self.at(k, fi, fj) * (1.0 - f) + self.at(k + 1, fi, fj) * f
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -63,7 +139,8 @@ impl Tilt {
     pub fn zshift(&self, x: f64, y: f64, z: f64) -> f64 {
         match self {
             Tilt::OneD(t) => t.zshift(x, y, z),
-            _ => 0.0,
+            Tilt::TwoD(t) => t.zshift(x, y, z),
+            Tilt::None => 0.0,
         }
     }
 }
@@ -182,23 +259,60 @@ fn read_2d(set: &Path, map: &Path) -> Result<Tilt2d, InputError> {
     if axes.len() != 2 {
         return Err(InputError::file(set, format!("expected 2 axis lines, found {}", axes.len())));
     }
+    for (k, a) in axes.iter().enumerate() {
+        if a[2] <= 0.0 || a[3] < 2.0 || a[3].fract() != 0.0 || a[4] < 1.0 {
+            return Err(InputError::new(set, k + 1, "step must be positive, count an integer ≥ 2, cut ≥ 1"));
+        }
+    }
+    let (n1, n2) = (axes[0][3] as usize, axes[1][3] as usize);
+    let (cut1, cut2) = (axes[0][4], axes[1][4]);
+    let mut column = vec![None; n1 * n2];
+    let mut nodes = 0;
+    for j in 0..n2 {
+        for i in 0..n1 {
+            let d = i as f64 - j as f64;
+            if -cut2 < d && d < cut1 {
+                column[j * n1 + i] = Some(nodes);
+                nodes += 1;
+            }
+        }
+    }
     let text = read_text(map)?;
-    let mut depths = Vec::new();
-    let mut nodes = None;
+    let mut depths: Vec<f64> = Vec::new();
+    let mut shifts = Vec::new();
     for (line, l) in data_lines(&text) {
         let t: Vec<&str> = l.split_whitespace().collect();
-        if *nodes.get_or_insert(t.len() - 1) != t.len() - 1 {
-            return Err(InputError::new(map, line, "node count differs from the first row"));
+        if t.len() != nodes + 1 {
+            return Err(InputError::new(
+                map,
+                line,
+                format!(
+                    "{} columns; tilt.set defines {nodes} lattice nodes (expected depth + {nodes})",
+                    t.len()
+                ),
+            ));
         }
-        for (k, s) in t.iter().enumerate() {
-            parse_f64(map, line, if k == 0 { "depth" } else { "shift" }, Some(s))?;
+        let d = parse_f64(map, line, "depth", Some(t[0]))?;
+        if depths.last().is_some_and(|&p| d <= p) {
+            return Err(InputError::new(map, line, "depths must increase").field("depth"));
         }
-        depths.push(parse_f64(map, line, "depth", Some(t[0]))?);
+        depths.push(d);
+        let row = t[1..]
+            .iter()
+            .enumerate()
+            .map(|(k, s)| parse_f64(map, line, &format!("shift {}", k + 1), Some(s)))
+            .collect::<Result<Vec<_>, _>>()?;
+        shifts.push(row);
+    }
+    if depths.len() < 2 {
+        return Err(InputError::file(map, "needs at least two depths"));
     }
     Ok(Tilt2d {
         axes: [axes[0], axes[1]],
         depths,
-        nodes: nodes.unwrap_or(0),
+        nodes,
+        column,
+        shifts,
     })
 }
 
@@ -244,6 +358,36 @@ mod tests {
             panic!()
         };
         assert_eq!((m.nodes, m.depths.len()), (80, 125));
+    }
+
+    /// 2-D map: at a node the shift is the node's value (node (5,4) is string 36, the reference,
+    /// shift 0; node (0,0) is the first column); half-way along a lattice edge it is the mean;
+    /// between depth rows it is linear.
+    #[test]
+    fn ftp_2d_shifts_at_given_points() {
+        let Tilt::TwoD(m) = Tilt::read_dir(&data_dir().join("ice/spice_ftp-v3m"), s86).unwrap() else {
+            panic!()
+        };
+        let pos = |fi: f64, fj: f64| {
+            let (a1, a2) = (9.3f64.to_radians(), 129.3f64.to_radians());
+            let (u, v) = (-609.975 + fi * 125.154, -549.188 + fj * 125.402);
+            (u * a1.cos() + v * a2.cos(), u * a1.sin() + v * a2.sin())
+        };
+        let z0 = ZOFF - 1208.47;
+        let (x, y) = pos(5.0, 4.0);
+        assert!(m.zshift(x, y, z0).abs() < 1e-9 && m.zshift(x, y, ZOFF - 2000.0).abs() < 1e-9);
+        let (x, y) = pos(0.0, 0.0);
+        assert!((m.zshift(x, y, z0) - 4.46127).abs() < 1e-6);
+        let (x, y) = pos(0.5, 0.0);
+        assert!((m.zshift(x, y, z0) - 0.5 * (4.46127 + 3.29079)).abs() < 1e-6);
+        let (x, y) = pos(0.0, 0.0);
+        assert!((m.zshift(x, y, ZOFF - 1213.47) - 0.5 * (4.46127 + 4.46324)).abs() < 1e-6);
+        let (x, y) = pos(3.25, 6.5);
+        let (fi, fj) = m.lattice(x, y);
+        assert!((fi - 3.25).abs() < 1e-9 && (fj - 6.5).abs() < 1e-9);
+        assert!(m.zshift(5000.0, -5000.0, z0).is_finite());
+        // String 36's real position (geo-f2k) is within a few metres of node (5,4): shift ≈ 0.
+        assert!(m.zshift(46.29, -34.88, z0).abs() < 0.5, "{}", m.zshift(46.29, -34.88, z0));
     }
 
     #[test]
