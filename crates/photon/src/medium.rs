@@ -72,6 +72,25 @@ impl AnisotropyParams {
     }
 }
 
+/// Half width of PPC's WFLA line [nm].
+pub const WFLA_HALF_WIDTH: f64 = 10.0;
+
+/// Quantile p of the WFLA line: wavelengths W ± 10 nm with the smoothstep CDF
+/// F(t) = 3t² − 2t³, t = (λ − W + 10)/20 (spec §2.2 "±10 nm smoothstep"); solved by bisection.
+#[must_use]
+pub fn wfla_quantile(w: f64, p: f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..60 {
+        let t = 0.5 * (lo + hi);
+        if 3.0 * t * t - 2.0 * t * t * t < p {
+            lo = t;
+        } else {
+            hi = t;
+        }
+    }
+    w - WFLA_HALF_WIDTH + 2.0 * WFLA_HALF_WIDTH * 0.5 * (lo + hi)
+}
+
 /// Everything the propagation loop reads about the ice.
 #[derive(Clone, Debug)]
 pub struct Medium {
@@ -91,12 +110,24 @@ pub struct Medium {
 }
 
 impl Medium {
-    /// Tabulate `layers` at the `WNUM` equal-probability quantiles of `spectrum`, or at one fixed
-    /// wavelength (`single_wavelength`, PPC's WFLA).
+    /// Tabulate `layers` at the `WNUM` equal-probability quantiles of `spectrum`, or of a narrow
+    /// line around `single_wavelength` (PPC's WFLA, see [`wfla_quantile`]).
     pub fn new(layers: &Layers, cfg: &Config, spectrum: &Spectrum, single_wavelength: Option<f64>, tilt: Tilt) -> Self {
+        Self::tabulate(layers, cfg, tilt, |p| {
+            single_wavelength.map_or_else(|| spectrum.quantile(p), |w| wfla_quantile(w, p))
+        })
+    }
+
+    /// All slices at exactly `wavelength` [nm] (analytic checks).
+    pub fn monochromatic(layers: &Layers, cfg: &Config, wavelength: f64, tilt: Tilt) -> Self {
+        Self::tabulate(layers, cfg, tilt, |_| wavelength)
+    }
+
+    /// Tabulate with slice i at wavelength `at((i + ½)/WNUM)`.
+    fn tabulate(layers: &Layers, cfg: &Config, tilt: Tilt, at: impl Fn(f64) -> f64) -> Self {
         let slices: Vec<Slice> = (0..WNUM)
             .map(|i| {
-                let l = single_wavelength.unwrap_or_else(|| spectrum.quantile((i as f64 + 0.5) / WNUM as f64));
+                let l = at((i as f64 + 0.5) / WNUM as f64);
                 let lu = l * 1e-3;
                 Slice {
                     wavelength: l as f32,
@@ -167,16 +198,28 @@ mod tests {
         let m = Medium::new(&layers, &cfg, &spec, None, Tilt::None);
         assert_eq!(m.slices.len(), WNUM);
         assert!(m.slices.windows(2).all(|w| w[0].wavelength <= w[1].wavelength));
-        // Single wavelength 400 nm: geometric scattering = b_e(400)/(1 − g) = 10·b_e(400).
+        // WFLA 400 nm: slices within 400 ± 10 nm, median 400; geometric scattering at the middle
+        // slice = b_e(400)/(1 − g) = 10·b_e(400).
         let m4 = Medium::new(&layers, &cfg, &spec, Some(400.0), Tilt::None);
+        assert!(m4.slices.iter().all(|s| (390.0..=410.0).contains(&s.wavelength)));
+        assert!((m4.slices[WNUM / 2].wavelength - 400.0).abs() < 0.1);
         let top = m4.n_layers - 1;
-        assert!((m4.sca[top] - 1.55516).abs() < 1e-5);
-        assert!((m4.slices[0].ocm - (1.35611 / 0.299792458) as f32).abs() < 1e-4);
+        assert!((m4.sca[(WNUM / 2) * m4.n_layers + top] - 1.55516).abs() < 2e-3);
+        assert!((m4.slices[WNUM / 2].ocm - (1.35611 / 0.299792458) as f32).abs() < 1e-3);
         // Layer lookup: centre of the deepest layer and of the top layer.
         assert_eq!(m.layer_of(m.hmin), 0);
         assert_eq!(m.layer_of(m.hmin + 170.0 * m.dh + 4.0), 170);
         assert_eq!(m.layer_of(1e4), 170);
         assert_eq!(m.layer_of(-1e4), 0);
+    }
+
+    #[test]
+    fn wfla_line_shape() {
+        assert!((wfla_quantile(405.0, 0.5) - 405.0).abs() < 1e-6);
+        assert!((wfla_quantile(405.0, 0.0) - 395.0).abs() < 1e-6);
+        assert!((wfla_quantile(405.0, 1.0) - 415.0).abs() < 1e-6);
+        // F(t) = 3t² − 2t³ at t = 0.25 is 0.15625. (Near t = 1, F rounds to 1 at ε ≈ 6e-9: 1e-6 nm.)
+        assert!((wfla_quantile(405.0, 0.15625) - 400.0).abs() < 1e-6);
     }
 
     /// Absorption anisotropy: isotropic ice gives 1; for SPICE 3.2.1 less absorption along the

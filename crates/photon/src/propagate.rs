@@ -189,7 +189,6 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::ice::Layers;
-    use crate::spectrum::Spectrum;
     use crate::tilt::Tilt;
 
     fn two_layer_medium() -> Medium {
@@ -200,7 +199,7 @@ mod tests {
         l.rows[1].depth = 1010.0;
         l.rows[1].adust400 = 0.05;
         l.dh = 10.0;
-        Medium::new(&l, &Config::default(), &Spectrum::builtin(), Some(400.0), Tilt::None)
+        Medium::monochromatic(&l, &Config::default(), 400.0, Tilt::None)
     }
 
     #[test]

@@ -10,13 +10,12 @@ use warpdrive_photon::ice::Layers;
 use warpdrive_photon::medium::Medium;
 use warpdrive_photon::propagate::{layer_walk, run};
 use warpdrive_photon::source::{realise, Emission, SourceSpec};
-use warpdrive_photon::spectrum::Spectrum;
 use warpdrive_photon::tilt::Tilt;
 
 /// A medium with practically no scattering (b_e = 1e-9 /m) and absorption `a` at 400 nm.
 fn absorber(a: f64) -> Medium {
     let l = Layers::homogeneous(1e-9, a);
-    Medium::new(&l, &Config::default(), &Spectrum::builtin(), Some(400.0), Tilt::None)
+    Medium::monochromatic(&l, &Config::default(), 400.0, Tilt::None)
 }
 
 /// Absorption-only medium: path lengths to absorption follow survival e^(−a·x). Two layers with
@@ -30,7 +29,7 @@ fn absorption_only_gives_exponential_survival() {
     l.rows[1].depth = 1010.0;
     l.rows[1].adust400 *= 4.0;
     l.dh = 10.0;
-    let m = Medium::new(&l, &Config::default(), &Spectrum::builtin(), Some(400.0), Tilt::None);
+    let m = Medium::monochromatic(&l, &Config::default(), 400.0, Tilt::None);
     let (a_low, a_high) = (f64::from(m.abs[0]), f64::from(m.abs[1]));
     // Start 3 m below the boundary between layer 0 (lower) and layer 1, moving up at cos 0.6.
     let (z0, nz) = (m.hmin + 2.0, 0.6f32);
