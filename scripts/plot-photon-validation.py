@@ -59,9 +59,10 @@ def main(ours_path, data, out):
     for ax, k in zip(axes, top[:5]):
         tp = np.array([h[2] for h in pooled if (h[0], h[1]) == k])
         to = np.array([h[2] for h in ours if (h[0], h[1]) == k])
-        bins = np.linspace(0, np.percentile(tp, 99), 50)
+        bins = np.linspace(tp.min() - 5, np.percentile(tp, 99.5), 60)
         ax.hist(tp, bins, weights=np.full(len(tp), 1 / len(runs)), histtype="step", label="PPC / run")
         ax.hist(to, bins, histtype="step", label="warpdrive")
+        ax.set_yscale("log")
         ax.set_title(f"DOM {k[0]}-{k[1]}")
         ax.set_xlabel("arrival time [ns]")
     axes[0].legend()
