@@ -8,8 +8,10 @@ use std::time::Instant;
 use warpdrive_core::progress::Progress;
 use warpdrive_photon::detector::{Detector, DetectorOptions};
 use warpdrive_photon::source::{track_to_spec, SourceSpec};
+use warpdrive_photon::Backend;
 
 mod bench;
+mod doctor;
 
 #[derive(Parser)]
 #[command(
@@ -36,16 +38,34 @@ enum Command {
         #[command(subcommand)]
         what: bench::BenchCommand,
     },
+    /// List GPUs, driver and NVRTC; compile every kernel and print its resources.
+    Doctor {
+        /// Only compile the kernels (needs NVRTC, no GPU): what CI runs.
+        #[arg(long)]
+        compile_only: bool,
+    },
+    /// Validate the CUDA back end against the CPU path and PPC (run on a GPU machine).
+    GpuCheck {
+        /// GPU ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// JSON report.
+        #[arg(long, default_value = "gpu-check.json")]
+        json: PathBuf,
+    },
 }
 
 #[derive(Args, Clone)]
 pub struct CommonArgs {
-    /// Compute device: auto, cpu (CUDA arrives with the GPU back end).
+    /// Compute device: auto (all GPUs if CUDA works, else CPU), cpu, cuda, cuda:N, cuda:all.
     #[arg(long, default_value = "auto")]
     device: String,
-    /// Worker threads (default: all cores).
+    /// Worker threads of the CPU path (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// GPU: IEEE arithmetic that follows the CPU path photon by photon (slower).
+    #[arg(long)]
+    precise: bool,
 }
 
 #[derive(Args)]
@@ -111,17 +131,49 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Bench { what } => bench::run(what),
+        Command::Doctor { compile_only } => doctor::run(compile_only),
+        Command::GpuCheck { device, json } => doctor::gpu_check(device, &json),
     }
 }
 
-/// Resolve `--device` and build the rayon pool for the CPU path.
-pub fn thread_pool(c: &CommonArgs) -> Result<rayon::ThreadPool> {
+/// Resolve `--device`: `auto` takes all GPUs when the driver, a GPU and NVRTC are there, else
+/// the CPU with one line on stderr saying why.
+pub fn backend(c: &CommonArgs) -> Result<Backend> {
+    use warpdrive_core::cuda;
+    let gpu = |devices: Vec<usize>| {
+        Backend::Cuda(warpdrive_photon::gpu::GpuOptions {
+            devices,
+            precise: c.precise,
+            ..Default::default()
+        })
+    };
     match c.device.as_str() {
-        "cpu" => {}
-        "auto" => eprintln!("device: cpu (this build has no CUDA back end yet)"),
-        d if d.starts_with("cuda") => bail!("--device {d}: the CUDA back end is not part of this build yet; use --device cpu"),
+        "cpu" => Ok(Backend::Cpu),
+        "auto" => {
+            let why = if !cuda::nvrtc_present() {
+                Some("NVRTC not found".to_string())
+            } else {
+                match cuda::device_count() {
+                    Ok(0) => Some("no CUDA device visible".to_string()),
+                    Ok(_) => None,
+                    Err(e) => Some(e.to_string()),
+                }
+            };
+            match why {
+                None => Ok(gpu(cuda::parse_devices("cuda:all")?)),
+                Some(w) => {
+                    eprintln!("device: cpu ({w})");
+                    Ok(Backend::Cpu)
+                }
+            }
+        }
+        d if d.starts_with("cuda") => Ok(gpu(cuda::parse_devices(d)?)),
         d => bail!("--device {d}: expected auto, cpu, cuda, cuda:N or cuda:all"),
     }
+}
+
+/// Build the rayon pool for the CPU path.
+pub fn thread_pool(c: &CommonArgs) -> Result<rayon::ThreadPool> {
     let mut b = rayon::ThreadPoolBuilder::new();
     if let Some(n) = c.threads {
         if n == 0 {
@@ -191,10 +243,15 @@ fn photon(a: &PhotonArgs) -> Result<()> {
             bail!("the sources need about {expected:.3e} photons, more than --max-photons {max}");
         }
     }
+    let backend = backend(&a.common)?;
     let progress = Progress::new("propagating", expected.round() as u64, "photons");
     let t0 = Instant::now();
-    let sim = warpdrive_photon::simulate(&det, &specs, a.seed, &progress);
+    let (sim, gpu_stats) = warpdrive_photon::simulate_on(&det, &specs, a.seed, &backend, &progress)?;
     drop(progress);
+    let device = match (&backend, &gpu_stats) {
+        (Backend::Cuda(o), Some(s)) => format!("{}{}", s.devices.join(", "), if o.precise { " (precise)" } else { "" }),
+        _ => "cpu".to_string(),
+    };
     let secs = t0.elapsed().as_secs_f64();
     if sim.photons == 0 {
         bail!("the sources produced zero photons");
@@ -203,7 +260,7 @@ fn photon(a: &PhotonArgs) -> Result<()> {
         ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
         ("warpdrive.command".to_string(), command_line()),
         ("warpdrive.seed".to_string(), a.seed.to_string()),
-        ("warpdrive.device".to_string(), "cpu".to_string()),
+        ("warpdrive.device".to_string(), device.clone()),
         (
             "warpdrive.ice".to_string(),
             Detector::ice_name(&DetectorOptions {

@@ -7,6 +7,7 @@
 //! * [`progress`] — a progress bar on a terminal, silent otherwise.
 //! * [`error`] — input errors that name file, line and field.
 
+pub mod cuda;
 pub mod data;
 pub mod error;
 pub mod progress;

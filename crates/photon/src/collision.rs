@@ -6,31 +6,31 @@
 use crate::geometry::{Geometry, DOM_RADIUS};
 
 #[derive(Clone, Copy, Debug)]
-struct StringCol {
-    x: f32,
-    y: f32,
+pub(crate) struct StringCol {
+    pub(crate) x: f32,
+    pub(crate) y: f32,
     /// Cylinder radius: largest horizontal DOM offset + xR·R.
-    r: f32,
+    pub(crate) r: f32,
     /// Range of this string's DOMs in the z-sorted arrays.
-    first: u32,
-    count: u32,
+    pub(crate) first: u32,
+    pub(crate) count: u32,
 }
 
 /// The geometry in the form the propagation loop searches.
 #[derive(Clone, Debug)]
 pub struct DomIndex {
-    strings: Vec<StringCol>,
+    pub(crate) strings: Vec<StringCol>,
     /// DOMs sorted by (string, z): centre and index into `Geometry::doms`.
-    pos: Vec<[f32; 3]>,
-    id: Vec<u32>,
+    pub(crate) pos: Vec<[f32; 3]>,
+    pub(crate) id: Vec<u32>,
     /// Grid over x–y: origin, cell size, dimensions, CSR lists of string indices.
-    x0: f32,
-    y0: f32,
-    cell: f32,
-    nx: usize,
-    ny: usize,
-    cell_start: Vec<u32>,
-    cell_strings: Vec<u32>,
+    pub(crate) x0: f32,
+    pub(crate) y0: f32,
+    pub(crate) cell: f32,
+    pub(crate) nx: usize,
+    pub(crate) ny: usize,
+    pub(crate) cell_start: Vec<u32>,
+    pub(crate) cell_strings: Vec<u32>,
     /// Oversized radius xR·R and the oversize factor.
     pub r_eff: f32,
     pub oversize: f32,

@@ -10,6 +10,8 @@ pub mod config;
 pub mod detector;
 pub mod f2k;
 pub mod geometry;
+pub mod gpu;
+pub mod gpu_check;
 pub mod hits;
 pub mod ice;
 pub mod medium;
@@ -21,6 +23,7 @@ pub mod source;
 pub mod spectrum;
 mod test_data;
 pub mod tilt;
+pub mod validate;
 
 use warpdrive_core::progress::Progress;
 
@@ -33,6 +36,44 @@ pub struct Simulation {
     /// Hits before and after the acceptance.
     pub raw_hits: usize,
     pub hits: Vec<hits::Hit>,
+}
+
+/// Where the propagation runs.
+#[derive(Clone, Debug)]
+pub enum Backend {
+    /// rayon on the current thread pool.
+    Cpu,
+    /// The CUDA kernel on the given GPUs.
+    Cuda(gpu::GpuOptions),
+}
+
+/// [`simulate`] on a chosen back end; returns the GPU statistics when run on GPUs.
+pub fn simulate_on(
+    det: &detector::Detector,
+    specs: &[source::SourceSpec],
+    seed: u64,
+    backend: &Backend,
+    progress: &Progress,
+) -> Result<(Simulation, Option<gpu::GpuStats>), gpu::GpuError> {
+    match backend {
+        Backend::Cpu => Ok((simulate(det, specs, seed, progress), None)),
+        Backend::Cuda(opts) => {
+            let sources = source::realise(specs, seed);
+            let photons = sources.iter().map(|s| s.photons).sum();
+            let (raw, stats) = gpu::run(&det.medium, &det.index, &sources, seed, opts)?;
+            progress.add(photons);
+            let hits = hits::accept(det, &raw, &sources, seed);
+            Ok((
+                Simulation {
+                    sources,
+                    photons,
+                    raw_hits: raw.len(),
+                    hits,
+                },
+                Some(stats),
+            ))
+        }
+    }
 }
 
 /// Draw photon counts, propagate, apply the acceptance. Deterministic in `seed` for any number

@@ -102,9 +102,9 @@ impl PpcEnv {
 /// Errors of the PPC front end.
 #[derive(Debug, thiserror::Error)]
 pub enum PpcError {
-    #[error("{0}")]
+    #[error(transparent)]
     Input(#[from] InputError),
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Usage(String),

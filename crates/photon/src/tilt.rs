@@ -21,7 +21,7 @@ use warpdrive_core::InputError;
 use crate::ice::ZOFF;
 
 /// Direction of the tilt gradient, 225° (south-west) in IceCube coordinates.
-const TILT_AZIMUTH_DEG: f64 = 225.0;
+pub(crate) const TILT_AZIMUTH_DEG: f64 = 225.0;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tilt1d {
@@ -45,9 +45,9 @@ pub struct Tilt2d {
     pub depths: Vec<f64>,
     pub nodes: usize,
     /// Column of node (i, j) in a map row, `None` for nodes cut by the hexagon; index j·n₁ + i.
-    column: Vec<Option<usize>>,
+    pub(crate) column: Vec<Option<usize>>,
     /// shifts[row][column].
-    shifts: Vec<Vec<f64>>,
+    pub(crate) shifts: Vec<Vec<f64>>,
 }
 
 impl Tilt2d {

@@ -1,0 +1,97 @@
+//! `warpdrive doctor` (GPUs, driver, NVRTC, kernel resources) and `warpdrive gpu-check`.
+
+use anyhow::{bail, Result};
+use std::path::Path;
+use warpdrive_core::cuda::{self, KernelOptions};
+
+/// All kernel sources of all domains.
+fn kernels() -> Vec<(&'static str, &'static str, &'static [&'static str])> {
+    warpdrive_photon::gpu::KERNELS.to_vec()
+}
+
+pub fn run(compile_only: bool) -> Result<()> {
+    println!("driver:  {}", if cuda::driver_present() { "libcuda loaded" } else { "not found" });
+    match cuda::nvrtc_version() {
+        Ok((a, b)) => println!("NVRTC:   {a}.{b}"),
+        Err(e) => bail!("{e}"),
+    }
+    let gpus: Vec<cuda::Gpu> = if compile_only {
+        Vec::new()
+    } else {
+        let n = cuda::device_count()?;
+        (0..n).map(cuda::open).collect::<Result<_, _>>()?
+    };
+    for g in &gpus {
+        println!(
+            "cuda:{}  {}  sm_{}{}  {} SMs × {} threads  {:.1} GiB",
+            g.ordinal,
+            g.name,
+            g.compute_capability.0,
+            g.compute_capability.1,
+            g.multiprocessors,
+            g.max_threads_per_sm,
+            g.total_memory as f64 / (1u64 << 30) as f64
+        );
+    }
+    if !compile_only && gpus.is_empty() {
+        bail!("no CUDA device visible (use --compile-only to check the kernels without one)");
+    }
+    let mut n = 0;
+    for (file, src, functions) in kernels() {
+        for precise in [false, true] {
+            let mode = if precise { "precise" } else { "fast" };
+            if gpus.is_empty() {
+                let ptx = cuda::compile(
+                    file,
+                    src,
+                    &KernelOptions {
+                        arch: "sm_90".into(),
+                        precise,
+                        defines: vec![],
+                    },
+                )?;
+                println!("{file} ({mode}, sm_90): compiled, {} bytes of PTX", ptx.to_src().len());
+                n += 1;
+            }
+            for g in &gpus {
+                for f in functions.iter() {
+                    let (_m, func) = cuda::load(g, file, src, f, precise, &[])?;
+                    let r = cuda::resources(&func)?;
+                    println!(
+                        "{file}:{f} ({mode}, {}): {} registers, {} B shared, {} B local (spills/stack), max {} threads/block",
+                        g.arch(),
+                        r.registers,
+                        r.shared_bytes,
+                        r.local_bytes,
+                        r.max_threads_per_block
+                    );
+                    n += 1;
+                }
+            }
+        }
+    }
+    println!("doctor: {n} kernel builds OK");
+    Ok(())
+}
+
+pub fn gpu_check(device: usize, json: &Path) -> Result<()> {
+    let data = warpdrive_core::data::data_dir();
+    let checks = warpdrive_photon::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}"))?;
+    let mut rows = Vec::new();
+    println!("{:<55} result", "check");
+    for c in &checks {
+        println!("{:<55} {}", c.name, if c.passed { "PASS" } else { "FAIL" });
+        println!("    {}", c.detail.trim_end().replace('\n', "\n    "));
+        rows.push(format!(
+            "{{\"name\":{:?},\"passed\":{},\"detail\":{:?}}}",
+            c.name, c.passed, c.detail
+        ));
+    }
+    warpdrive_core::table::write_atomic(json, format!("[{}]\n", rows.join(",\n")).as_bytes())?;
+    let failed = checks.iter().filter(|c| !c.passed).count();
+    println!("gpu-check: {} passed, {failed} failed", checks.len() - failed);
+    if failed > 0 {
+        bail!("{failed} GPU check(s) failed");
+    }
+    Ok(())
+}

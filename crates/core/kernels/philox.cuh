@@ -1,0 +1,98 @@
+// Philox4x32-10 (Salmon et al., SC'11; Random123), the CUDA twin of crates/core/src/rng.rs.
+// Same constants, same 32-bit arithmetic, same stream layout: key = seed, counter =
+// [draw block, stream tag, entity lo, entity hi]; each block gives four words consumed in order.
+// The draws below mirror RandomStream's methods one for one (names and order of draws).
+#pragma once
+
+#define WD_PHILOX_M0 0xD2511F53u
+#define WD_PHILOX_M1 0xCD9E8D57u
+#define WD_PHILOX_W0 0x9E3779B9u
+#define WD_PHILOX_W1 0xBB67AE85u
+
+__device__ __forceinline__ void wd_philox4x32_10(unsigned int c[4], unsigned int k0, unsigned int k1) {
+#pragma unroll
+    for (int round = 0; round < 10; ++round) {
+        if (round > 0) {
+            k0 += WD_PHILOX_W0;
+            k1 += WD_PHILOX_W1;
+        }
+        unsigned int hi0 = __umulhi(WD_PHILOX_M0, c[0]), lo0 = WD_PHILOX_M0 * c[0];
+        unsigned int hi1 = __umulhi(WD_PHILOX_M1, c[2]), lo1 = WD_PHILOX_M1 * c[2];
+        unsigned int n0 = hi1 ^ c[1] ^ k0, n2 = hi0 ^ c[3] ^ k1;
+        c[0] = n0; c[1] = lo1; c[2] = n2; c[3] = lo0;
+    }
+}
+
+struct WdRng {
+    unsigned int key0, key1, tag, ent_lo, ent_hi, block;
+    unsigned int buf[4];
+    int used;
+};
+
+__device__ __forceinline__ WdRng wd_rng(unsigned long long seed, unsigned int tag, unsigned long long entity) {
+    WdRng r;
+    r.key0 = (unsigned int)seed; r.key1 = (unsigned int)(seed >> 32);
+    r.tag = tag; r.ent_lo = (unsigned int)entity; r.ent_hi = (unsigned int)(entity >> 32);
+    r.block = 0; r.used = 4;
+    r.buf[0] = r.buf[1] = r.buf[2] = r.buf[3] = 0;
+    return r;
+}
+
+__device__ __forceinline__ unsigned int wd_next_u32(WdRng& r) {
+    if (r.used == 4) {
+        r.buf[0] = r.block; r.buf[1] = r.tag; r.buf[2] = r.ent_lo; r.buf[3] = r.ent_hi;
+        wd_philox4x32_10(r.buf, r.key0, r.key1);
+        r.block += 1;
+        r.used = 0;
+    }
+    // Select without dynamic indexing so the buffer stays in registers.
+    unsigned int x = r.used == 0 ? r.buf[0] : r.used == 1 ? r.buf[1] : r.used == 2 ? r.buf[2] : r.buf[3];
+    r.used += 1;
+    return x;
+}
+
+// Uniform in (0, 1]: ((x >> 8) + 1) * 2^-24.
+__device__ __forceinline__ float wd_uniform(WdRng& r) {
+    return (float)((wd_next_u32(r) >> 8) + 1u) * (1.0f / 16777216.0f);
+}
+
+// Uniform in (0, 1] with 53 bits: hi word first.
+__device__ __forceinline__ double wd_uniform_f64(WdRng& r) {
+    unsigned long long hi = wd_next_u32(r);
+    unsigned long long lo = wd_next_u32(r);
+    unsigned long long x = (hi << 32) | lo;
+    return (double)((x >> 11) + 1ull) * (1.0 / 9007199254740992.0);
+}
+
+__device__ __forceinline__ float wd_exponential(WdRng& r) { return -logf(wd_uniform(r)); }
+
+// Box–Muller, one value per two uniforms.
+__device__ __forceinline__ double wd_normal(WdRng& r) {
+    double u1 = wd_uniform_f64(r);
+    double u2 = wd_uniform_f64(r);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+// Gamma(a, 1): Marsaglia & Tsang with the a < 1 boost, same draw order as the Rust twin.
+__device__ __forceinline__ double wd_gamma(WdRng& r, double a) {
+    double boost = 1.0;
+    bool boosted = false;
+    if (a < 1.0) {
+        double u = wd_uniform_f64(r);
+        boost = pow(u, 1.0 / a);
+        boosted = true;
+        a = a + 1.0;
+    }
+    double d = a - 1.0 / 3.0;
+    double c = 1.0 / sqrt(9.0 * d);
+    for (;;) {
+        double x = wd_normal(r);
+        double v = 1.0 + c * x;
+        if (v <= 0.0) continue;
+        v = v * v * v;
+        double u = wd_uniform_f64(r);
+        if (log(u) < 0.5 * x * x + d - d * v + d * log(v)) {
+            return boosted ? d * v * boost : d * v;
+        }
+    }
+}

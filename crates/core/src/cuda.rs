@@ -1,0 +1,280 @@
+//! CUDA runtime on `cudarc` (driver + NVRTC, loaded dynamically, CUDA 13.0): probing, device
+//! discovery, NVRTC compilation of kernel sources with the shared headers and a per-process
+//! cache, and launch helpers. A missing driver, GPU or NVRTC is an error, never a panic.
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::{CompileOptions, Ptx};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Shared device headers, embedded so the binary needs no files at run time. Kernel sources
+/// include them with `#include "name"`; [`expand_includes`] splices them in.
+pub const HEADERS: [(&str, &str); 1] = [("philox.cuh", include_str!("../kernels/philox.cuh"))];
+
+#[derive(Debug, thiserror::Error)]
+pub enum CudaError {
+    #[error("no CUDA driver: libcuda could not be loaded (is an NVIDIA driver installed?)")]
+    NoDriver,
+    #[error("no NVRTC: libnvrtc could not be loaded (install CUDA 13.0's NVRTC or the nvidia-cuda-nvrtc==13.0.* wheel and put its lib/ on LD_LIBRARY_PATH)")]
+    NoNvrtc,
+    #[error("no CUDA device visible")]
+    NoDevice,
+    #[error("NVRTC {found} found, but the driver needs PTX from NVRTC ≤ 13.0")]
+    NvrtcTooNew { found: String },
+    #[error("CUDA driver: {0:?}")]
+    Driver(cudarc::driver::DriverError),
+    #[error("NVRTC compile of {name} failed:\n{log}")]
+    Compile { name: String, log: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<cudarc::driver::DriverError> for CudaError {
+    fn from(e: cudarc::driver::DriverError) -> Self {
+        CudaError::Driver(e)
+    }
+}
+
+/// Is libcuda loadable? (Checked before any driver call so that absence is an error.)
+pub fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen the library by its candidate names.
+    std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() }).unwrap_or(false)
+}
+
+/// Is libnvrtc loadable?
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only tries to dlopen the library by its candidate names.
+    std::panic::catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() }).unwrap_or(false)
+}
+
+/// NVRTC's (major, minor) version.
+pub fn nvrtc_version() -> Result<(i32, i32), CudaError> {
+    if !nvrtc_present() {
+        return Err(CudaError::NoNvrtc);
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: NVRTC is loaded; the call writes two ints.
+    let rc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    if rc != cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(CudaError::Other(format!("nvrtcVersion failed: {rc:?}")));
+    }
+    Ok((major, minor))
+}
+
+/// One GPU, ready to run work: context, a stream, and what the tuning needs to know.
+#[derive(Clone, Debug)]
+pub struct Gpu {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: i32,
+    pub max_threads_per_sm: i32,
+    pub total_memory: usize,
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+}
+
+impl Gpu {
+    /// `sm_XY` of this device, as NVRTC's architecture name.
+    pub fn arch(&self) -> String {
+        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
+    }
+}
+
+/// Number of visible devices, or why there are none.
+pub fn device_count() -> Result<usize, CudaError> {
+    if !driver_present() {
+        return Err(CudaError::NoDriver);
+    }
+    let n = CudaContext::device_count()?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// Open device `ordinal`.
+pub fn open(ordinal: usize) -> Result<Gpu, CudaError> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let n = device_count()?;
+    if ordinal >= n {
+        return Err(if n == 0 {
+            CudaError::NoDevice
+        } else {
+            CudaError::Other(format!("cuda:{ordinal} requested, {n} device(s) visible"))
+        });
+    }
+    let ctx = CudaContext::new(ordinal)?;
+    let stream = ctx.default_stream();
+    Ok(Gpu {
+        ordinal,
+        name: ctx.name()?,
+        compute_capability: ctx.compute_capability()?,
+        multiprocessors: ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        max_threads_per_sm: ctx.attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+        total_memory: ctx.total_mem()?,
+        ctx,
+        stream,
+    })
+}
+
+/// Parse a `--device` value into the GPU ordinals it names: `cuda` = 0, `cuda:N`, `cuda:all`.
+pub fn parse_devices(spec: &str) -> Result<Vec<usize>, CudaError> {
+    match spec {
+        "cuda" => Ok(vec![0]),
+        "cuda:all" => Ok((0..device_count()?).collect()),
+        s => s
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse().ok())
+            .map(|n| vec![n])
+            .ok_or_else(|| CudaError::Other(format!("device '{s}': expected cuda, cuda:N or cuda:all"))),
+    }
+}
+
+/// Replace `#include "name"` lines naming an embedded header by the header's text.
+pub fn expand_includes(src: &str) -> String {
+    let mut out = String::with_capacity(src.len() + 8192);
+    for line in src.lines() {
+        let t = line.trim();
+        let header = t
+            .strip_prefix("#include")
+            .map(str::trim)
+            .and_then(|r| r.strip_prefix('"'))
+            .and_then(|r| r.strip_suffix('"'));
+        match header.and_then(|h| HEADERS.iter().find(|(n, _)| *n == h)) {
+            Some((_, text)) => {
+                out.push_str(&expand_includes(text));
+                out.push('\n');
+            }
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// How a kernel is compiled.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KernelOptions {
+    /// Target architecture, e.g. `sm_90`.
+    pub arch: String,
+    /// IEEE arithmetic only (no fused multiply-add, precise division, square root and
+    /// transcendentals): the device then follows the Rust code's rounding step by step.
+    pub precise: bool,
+    /// Extra `-D` definitions (feature switches).
+    pub defines: Vec<String>,
+}
+
+type Cache = Mutex<HashMap<(String, String, KernelOptions), Ptx>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Compile `src` (a kernel file's text) with NVRTC, once per process for each
+/// (name, source, options).
+pub fn compile(name: &str, src: &str, opts: &KernelOptions) -> Result<Ptx, CudaError> {
+    let (major, minor) = nvrtc_version()?;
+    if (major, minor) > (13, 0) {
+        return Err(CudaError::NvrtcTooNew {
+            found: format!("{major}.{minor}"),
+        });
+    }
+    let key = (name.to_string(), src.to_string(), opts.clone());
+    if let Some(p) = cache().lock().map_err(|e| CudaError::Other(e.to_string()))?.get(&key) {
+        return Ok(p.clone());
+    }
+    let full = expand_includes(src);
+    let mut options: Vec<String> = opts.defines.iter().map(|d| format!("-D{d}")).collect();
+    options.push("-std=c++17".into());
+    let arch: &'static str = Box::leak(opts.arch.clone().into_boxed_str());
+    let co = CompileOptions {
+        use_fast_math: Some(!opts.precise),
+        fmad: Some(!opts.precise),
+        prec_div: Some(opts.precise),
+        prec_sqrt: Some(opts.precise),
+        ftz: Some(!opts.precise),
+        arch: Some(arch),
+        name: Some(name.to_string()),
+        options,
+        ..Default::default()
+    };
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(full, co).map_err(|e| CudaError::Compile {
+        name: name.to_string(),
+        log: format!("{e:?}"),
+    })?;
+    cache()
+        .lock()
+        .map_err(|e| CudaError::Other(e.to_string()))?
+        .insert(key, ptx.clone());
+    Ok(ptx)
+}
+
+/// Compile and load `function` of a kernel source on `gpu`.
+pub fn load(
+    gpu: &Gpu,
+    name: &str,
+    src: &str,
+    function: &str,
+    precise: bool,
+    defines: &[String],
+) -> Result<(Arc<CudaModule>, CudaFunction), CudaError> {
+    let opts = KernelOptions {
+        arch: gpu.arch(),
+        precise,
+        defines: defines.to_vec(),
+    };
+    let ptx = compile(name, src, &opts)?;
+    let module = gpu.ctx.load_module(ptx)?;
+    let f = module.load_function(function)?;
+    Ok((module, f))
+}
+
+/// Resource usage of a loaded kernel (for `warpdrive doctor` and benchmark reports).
+#[derive(Clone, Copy, Debug)]
+pub struct KernelResources {
+    pub registers: i32,
+    pub shared_bytes: i32,
+    pub local_bytes: i32,
+    pub max_threads_per_block: i32,
+}
+
+pub fn resources(f: &CudaFunction) -> Result<KernelResources, CudaError> {
+    use cudarc::driver::sys::CUfunction_attribute_enum as F;
+    Ok(KernelResources {
+        registers: f.num_regs()?,
+        shared_bytes: f.shared_size_bytes()?,
+        local_bytes: f.get_attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+        max_threads_per_block: f.get_attribute(F::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn includes_are_spliced() {
+        let s = expand_includes("#include \"philox.cuh\"\n__global__ void k() {}\n#include <cstdint>\n");
+        assert!(s.contains("philox4x32_10"));
+        assert!(s.contains("#include <cstdint>"), "system includes are left alone");
+    }
+
+    #[test]
+    fn device_specs() {
+        assert_eq!(parse_devices("cuda").unwrap(), vec![0]);
+        assert_eq!(parse_devices("cuda:3").unwrap(), vec![3]);
+        assert!(parse_devices("gpu").is_err());
+    }
+
+    /// Without a driver the probes say so instead of panicking.
+    #[test]
+    fn probing_never_panics() {
+        let _ = driver_present();
+        let _ = nvrtc_present();
+        if !driver_present() {
+            assert!(matches!(device_count(), Err(CudaError::NoDriver)));
+            assert!(open(0).is_err());
+        }
+    }
+}

@@ -1,0 +1,473 @@
+// Photon propagation kernel: the CUDA twin of crates/photon/src/{propagate,collision,scatter,
+// source,medium,tilt}.rs (spec §3.5). Every device function mirrors the Rust function of the
+// same name, statement by statement and in the same order of random draws, so that in precise
+// mode (no FMA contraction, IEEE division/sqrt, no fast-math intrinsics) GPU and CPU follow the
+// same photon paths except for rare last-bit differences of the transcendental functions.
+//
+// One thread per photon, grid-stride over the photon ids of a batch; hits go to a buffer through
+// an atomic counter (the host re-runs a batch in halves when the buffer overflows; nothing is
+// dropped) and are sorted by (photon, ordinal) on the host.
+#include "philox.cuh"
+
+#define WD_WNUM 512
+#define WD_TAG_PHOTON 2u
+#define WD_MAX_SEGMENTS (1u << 20)
+#define WD_ZOFF 1948.07
+#define WD_TAU 6.283185307179586f
+#define WD_C_VACUUM 0.29979246f
+
+// Must match GpuParams in crates/photon/src/gpu.rs (size and offsets are checked on both sides).
+struct PhotonParams {
+    const float* slice_wavelength;
+    const float* slice_n_phase;
+    const float* slice_ocm;
+    const float* abs;
+    const float* sca;
+    const double* tilt_depths;
+    const double* tilt_dist;
+    const double* tilt_shifts;
+    const int* t2_column;
+    const float* str_xyr;
+    const unsigned int* str_first_count;
+    const float* dom_pos;
+    const unsigned int* dom_id;
+    const unsigned int* cell_start;
+    const unsigned int* cell_strings;
+    const double* src_f64;
+    const int* src_i32;
+    const unsigned long long* src_offsets;
+    void* hits;
+    unsigned long long* hit_count;
+    double tilt_r0x, tilt_r0y, tilt_ca, tilt_sa;
+    double t2_e1x, t2_e1y, t2_e2x, t2_e2y, t2_first1, t2_step1, t2_first2, t2_step2, t2_cut1, t2_cut2;
+    unsigned long long photon_lo, photon_hi, seed, hit_capacity;
+    float hmin, dh, g, f_sl, azx, azy, k0, k1, k2, old_abs_scale, na0, na1, na2;
+    float grid_x0, grid_y0, grid_cell, r_eff, oversize;
+    int n_layers, has_aniso, has_new_abs, tilt_kind, tilt_n_depths, tilt_n_dist, t2_n1, t2_n2, t2_nodes;
+    int grid_nx, grid_ny, n_sources;
+};
+static_assert(sizeof(PhotonParams) == 424, "PhotonParams layout differs from gpu.rs");
+// (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
+
+// Must match GpuHit in gpu.rs.
+struct GpuHit {
+    unsigned long long photon;
+    unsigned int source, seq, dom;
+    float time;
+    unsigned int slice;
+    float dir[3];
+    float impact[3];
+    unsigned int pad;
+};
+static_assert(sizeof(GpuHit) == 56, "GpuHit layout differs from gpu.rs");
+
+struct V3 { float x, y, z; };
+
+__device__ __forceinline__ V3 normalize(V3 v) {
+    float r = 1.0f / sqrtf(v.x * v.x + v.y * v.y + v.z * v.z);
+    return V3{v.x * r, v.y * r, v.z * r};
+}
+
+// scatter.rs ---------------------------------------------------------------------------------
+__device__ __forceinline__ float henyey_greenstein(float g, float u) {
+    if (fabsf(g) < 1e-6f) return 2.0f * u - 1.0f;
+    float s = 2.0f * u - 1.0f;
+    float t = (1.0f - g * g) / (1.0f + g * s);
+    return fminf(fmaxf((1.0f + g * g - t * t) / (2.0f * g), -1.0f), 1.0f);
+}
+
+__device__ __forceinline__ float simplified_liu(float g, float u) {
+    return fminf(fmaxf(2.0f * powf(u, (1.0f - g) / (1.0f + g)) - 1.0f, -1.0f), 1.0f);
+}
+
+__device__ __forceinline__ float scattering_cosine(float g, float f_sl, float u_choice, float u_angle) {
+    return u_choice <= f_sl ? simplified_liu(g, u_angle) : henyey_greenstein(g, u_angle);
+}
+
+__device__ __forceinline__ V3 rotate(V3 n, float cos_t, float sin_t, float u_phi) {
+    float sp, cp;
+    sincosf(WD_TAU * u_phi, &sp, &cp);
+    float ax = fabsf(n.x), ay = fabsf(n.y), az = fabsf(n.z);
+    V3 p1;
+    if (ax <= ay && ax <= az) p1 = normalize(V3{0.0f, -n.z, n.y});
+    else if (ay <= az) p1 = normalize(V3{-n.z, 0.0f, n.x});
+    else p1 = normalize(V3{-n.y, n.x, 0.0f});
+    V3 p2{n.y * p1.z - n.z * p1.y, n.z * p1.x - n.x * p1.z, n.x * p1.y - n.y * p1.x};
+    return normalize(V3{n.x * cos_t + (p1.x * cp + p2.x * sp) * sin_t,
+                        n.y * cos_t + (p1.y * cp + p2.y * sp) * sin_t,
+                        n.z * cos_t + (p1.z * cp + p2.z * sp) * sin_t});
+}
+
+__device__ __forceinline__ V3 to_frame(const PhotonParams& P, V3 n) {
+    return V3{P.azx * n.x + P.azy * n.y, -P.azy * n.x + P.azx * n.y, n.z};
+}
+
+__device__ __forceinline__ V3 from_frame(const PhotonParams& P, V3 m) {
+    return V3{P.azx * m.x - P.azy * m.y, P.azy * m.x + P.azx * m.y, m.z};
+}
+
+__device__ __forceinline__ V3 scatter(const PhotonParams& P, V3 n, float cos_t, float u_phi) {
+    float sin_t = sqrtf(fmaxf(1.0f - cos_t * cos_t, 0.0f));
+    if (!P.has_aniso) return rotate(n, cos_t, sin_t, u_phi);
+    V3 m = to_frame(P, n);
+    m = normalize(V3{P.k0 * m.x, P.k1 * m.y, P.k2 * m.z});
+    m = rotate(m, cos_t, sin_t, u_phi);
+    m = normalize(V3{m.x / P.k0, m.y / P.k1, m.z / P.k2});
+    return from_frame(P, m);
+}
+
+// medium.rs ----------------------------------------------------------------------------------
+__device__ __forceinline__ float absorption_factor(const PhotonParams& P, V3 n) {
+    if (!P.has_aniso) return 1.0f;
+    V3 m = to_frame(P, n);
+    float nr = 1.0f;
+    if (P.old_abs_scale != 0.0f) {
+        float l0 = P.k0 * P.k0, l1 = P.k1 * P.k1, l2 = P.k2 * P.k2;
+        float s0 = m.x * m.x, s1 = m.y * m.y, s2 = m.z * m.z;
+        float b2 = 1.0f / l0 + 1.0f / l1 + 1.0f / l2;
+        float nb = s0 / l0 + s1 / l1 + s2 / l2;
+        float an = s0 * l0 + s1 * l1 + s2 * l2;
+        nr = powf((b2 - nb) * an / 2.0f, P.old_abs_scale);
+    }
+    if (P.has_new_abs) {
+        float v0 = P.na0 * m.x, v1 = P.na1 * m.y, v2 = P.na2 * m.z;
+        nr /= sqrtf(v0 * v0 + v1 * v1 + v2 * v2);
+    }
+    return nr;
+}
+
+__device__ __forceinline__ int layer_of(const PhotonParams& P, float zp) {
+    float i = roundf((zp - P.hmin) / P.dh);
+    if (i <= 0.0f) return 0;
+    return min((int)i, P.n_layers - 1);
+}
+
+// tilt.rs ------------------------------------------------------------------------------------
+// partition_point(x <= v), clamped to [1, n-1], minus 1; fraction clamped to [0, 1].
+__device__ __forceinline__ int bracket(const double* xs, int n, double v, double* f) {
+    if (n < 2) { *f = 0.0; return 0; }
+    int lo = 0, hi = n;
+    while (lo < hi) { int mid = (lo + hi) / 2; if (xs[mid] <= v) lo = mid + 1; else hi = mid; }
+    int k = min(max(lo, 1), n - 1) - 1;
+    *f = fmin(fmax((v - xs[k]) / (xs[k + 1] - xs[k]), 0.0), 1.0);
+    return k;
+}
+
+__device__ __forceinline__ double t2_node(const PhotonParams& P, int row, int i, int j) {
+    int c = P.t2_column[j * P.t2_n1 + i];
+    return c < 0 ? 0.0 : P.tilt_shifts[(size_t)row * P.t2_nodes + c];
+}
+
+__device__ double t2_at(const PhotonParams& P, int row, double fi, double fj) {
+    for (int it = 0; it < 3; ++it) {
+        fi = fmin(fmax(fi, 0.0), (double)(P.t2_n1 - 1));
+        fj = fmin(fmax(fj, 0.0), (double)(P.t2_n2 - 1));
+        double d = fi - fj;
+        if (d > P.t2_cut1 - 1.0) {
+            double e = (d - (P.t2_cut1 - 1.0)) / 2.0;
+            fi -= e; fj += e;
+        } else if (d < 1.0 - P.t2_cut2) {
+            double e = ((1.0 - P.t2_cut2) - d) / 2.0;
+            fi += e; fj -= e;
+        }
+    }
+    int i0 = min((int)floor(fi), P.t2_n1 - 2);
+    int j0 = min((int)floor(fj), P.t2_n2 - 2);
+    double a = fi - (double)i0, b = fj - (double)j0;
+    double s00 = t2_node(P, row, i0, j0), s11 = t2_node(P, row, i0 + 1, j0 + 1);
+    if (a >= b) return s00 * (1.0 - a) + t2_node(P, row, i0 + 1, j0) * (a - b) + s11 * b;
+    return s00 * (1.0 - b) + t2_node(P, row, i0, j0 + 1) * (b - a) + s11 * a;
+}
+
+__device__ double zshift(const PhotonParams& P, double x, double y, double z) {
+    if (P.tilt_kind == 1) {
+        double fi, fj;
+        int i = bracket(P.tilt_depths, P.tilt_n_depths, WD_ZOFF - z, &fi);
+        double dist = (x - P.tilt_r0x) * P.tilt_ca + (y - P.tilt_r0y) * P.tilt_sa;
+        int j = bracket(P.tilt_dist, P.tilt_n_dist, dist, &fj);
+        const double* r0 = P.tilt_shifts + (size_t)i * P.tilt_n_dist;
+        const double* r1 = r0 + P.tilt_n_dist;
+        double a = r0[j] * (1.0 - fj) + r0[j + 1] * fj;
+        double b = r1[j] * (1.0 - fj) + r1[j + 1] * fj;
+        return a * (1.0 - fi) + b * fi;
+    }
+    if (P.tilt_kind == 2) {
+        double f;
+        int k = bracket(P.tilt_depths, P.tilt_n_depths, WD_ZOFF - z, &f);
+        double det = P.t2_e1x * P.t2_e2y - P.t2_e2x * P.t2_e1y;
+        double u = (x * P.t2_e2y - y * P.t2_e2x) / det;
+        double v = (P.t2_e1x * y - P.t2_e1y * x) / det;
+        double fi = (u - P.t2_first1) / P.t2_step1, fj = (v - P.t2_first2) / P.t2_step2;
+        return t2_at(P, k, fi, fj) * (1.0 - f) + t2_at(P, k + 1, fi, fj) * f;
+    }
+    return 0.0;
+}
+
+// propagate.rs: layer_walk -------------------------------------------------------------------
+struct Segment { float length, tot; };
+
+__device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float zp, float nz, float sca_depth, float tot, float abs_factor) {
+    const float* sca = P.sca + (size_t)slice * P.n_layers;
+    const float* ab = P.abs + (size_t)slice * P.n_layers;
+    int j = layer_of(P, zp);
+    float z = zp, length = 0.0f;
+    for (;;) {
+        float s = sca[j];
+        float a = ab[j] * abs_factor;
+        float dl;
+        if (nz > 0.0f && j + 1 < P.n_layers) dl = fmaxf((P.hmin + ((float)j + 0.5f) * P.dh - z) / nz, 0.0f);
+        else if (nz < 0.0f && j > 0) dl = fmaxf((P.hmin + ((float)j - 0.5f) * P.dh - z) / nz, 0.0f);
+        else dl = __int_as_float(0x7f800000);
+        float ls = sca_depth / s;
+        float la = tot / a;
+        if (la <= dl && la <= ls) return Segment{length + la, 0.0f};
+        if (ls <= dl) return Segment{length + ls, tot - a * ls};
+        length += dl;
+        sca_depth -= s * dl;
+        tot -= a * dl;
+        z += dl * nz;
+        if (nz > 0.0f) j += 1; else j -= 1;
+    }
+}
+
+// collision.rs -------------------------------------------------------------------------------
+struct Collision { int dom; float h; V3 impact; };
+
+__device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int si, V3 r, V3 n, float len, int skip, Collision& best) {
+    float sx = P.str_xyr[3 * si], sy = P.str_xyr[3 * si + 1], sr = P.str_xyr[3 * si + 2];
+    unsigned int first = P.str_first_count[2 * si], count = P.str_first_count[2 * si + 1];
+    float dx = sx - r.x, dy = sy - r.y;
+    float nn = n.x * n.x + n.y * n.y;
+    float t = nn > 0.0f ? fminf(fmaxf((dx * n.x + dy * n.y) / nn, 0.0f), len) : 0.0f;
+    float px = dx - t * n.x, py = dy - t * n.y;
+    if (px * px + py * py > sr * sr) return;
+    float z1 = r.z + n.z * len;
+    float zlo = fminf(r.z, z1) - P.r_eff, zhi = fmaxf(r.z, z1) + P.r_eff;
+    const float* pos = P.dom_pos + 3 * (size_t)first;
+    unsigned int lo = 0, hi = count;
+    while (lo < hi) { unsigned int m = (lo + hi) / 2; if (pos[3 * m + 2] < zlo) lo = m + 1; else hi = m; }
+    unsigned int a = lo;
+    lo = a; hi = count;
+    while (lo < hi) { unsigned int m = (lo + hi) / 2; if (pos[3 * m + 2] <= zhi) lo = m + 1; else hi = m; }
+    unsigned int b = lo;
+    for (unsigned int k = a; k < b; ++k) {
+        unsigned int gi = first + k;
+        int id = (int)P.dom_id[gi];
+        if (id == skip) continue;
+        float cx = P.dom_pos[3 * gi], cy = P.dom_pos[3 * gi + 1], cz = P.dom_pos[3 * gi + 2];
+        float d0 = cx - r.x, d1 = cy - r.y, d2 = cz - r.z;
+        float b_par = d0 * n.x + d1 * n.y + d2 * n.z;
+        float disc = P.r_eff * P.r_eff - (d0 * d0 + d1 * d1 + d2 * d2) + b_par * b_par;
+        if (disc < 0.0f) continue;
+        float sq = sqrtf(disc);
+        float h = b_par - sq / P.oversize;
+        if (h < 0.0f || h > len || (best.dom >= 0 && best.h <= h)) continue;
+        V3 perp{-d0 + b_par * n.x, -d1 + b_par * n.y, -d2 + b_par * n.z};
+        best.dom = id;
+        best.h = h;
+        best.impact = normalize(V3{perp.x - sq * n.x, perp.y - sq * n.y, perp.z - sq * n.z});
+    }
+}
+
+__device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int skip) {
+    Collision best;
+    best.dom = -1; best.h = 0.0f; best.impact = V3{0.0f, 0.0f, 0.0f};
+    float ex = r.x + n.x * len, ey = r.y + n.y * len;
+    float ia = floorf((fminf(r.x, ex) - P.grid_x0) / P.grid_cell), ib = floorf((fmaxf(r.x, ex) - P.grid_x0) / P.grid_cell);
+    float ja = floorf((fminf(r.y, ey) - P.grid_y0) / P.grid_cell), jb = floorf((fmaxf(r.y, ey) - P.grid_y0) / P.grid_cell);
+    if (ib < 0.0f || jb < 0.0f || ia >= (float)P.grid_nx || ja >= (float)P.grid_ny) return best;
+    int i0 = (int)fmaxf(ia, 0.0f), i1 = min((int)ib, P.grid_nx - 1);
+    int j0 = (int)fmaxf(ja, 0.0f), j1 = min((int)jb, P.grid_ny - 1);
+    bool multi = i1 > i0 || j1 > j0;
+    unsigned int last = 0xffffffffu;
+    for (int j = j0; j <= j1; ++j)
+        for (int i = i0; i <= i1; ++i) {
+            int c = j * P.grid_nx + i;
+            for (unsigned int q = P.cell_start[c]; q < P.cell_start[c + 1]; ++q) {
+                unsigned int si = P.cell_strings[q];
+                if (multi && si == last) continue;
+                last = si;
+                check_string(P, si, r, n, len, skip, best);
+            }
+        }
+    return best;
+}
+
+// source.rs: emit ----------------------------------------------------------------------------
+struct Photon { V3 pos, dir; float time; unsigned int slice; };
+
+__device__ __forceinline__ float cascade_xi(float u) {
+    const float a = 0.39f, b = 2.61f;
+    float i = 1.0f - expf(-b * powf(2.0f, a));
+    return fminf(powf(-logf(1.0f - u * i) / b, 1.0f / a), 2.0f);
+}
+
+__device__ __forceinline__ V3 deflect(V3 n, float xi, float u_phi) {
+    return rotate(n, 1.0f - xi, sqrtf(fmaxf(xi * (2.0f - xi), 0.0f)), u_phi);
+}
+
+__device__ __forceinline__ V3 cherenkov(V3 n, float beta, float n_phase, float u) {
+    float c = fminf(1.0f / (beta * n_phase), 1.0f);
+    return rotate(n, c, sqrtf(fmaxf(1.0f - c * c, 0.0f)), u);
+}
+
+// Source record: f64[11] = pos3 dir3 time p0 p1 p2 p3; i32[2] = kind, own_dom.
+// kind 0 cascade (p0 = profile a, p1 = profile b); 1 track (p0 length, p1 beta, p2 f_direct);
+// 2 isotropic; 3 beam (p3 = ka).
+__device__ Photon emit(const PhotonParams& P, int s, WdRng& rng) {
+    const double* f = P.src_f64 + 11 * (size_t)s;
+    int kind = P.src_i32[2 * s];
+    Photon ph;
+    unsigned int slice = min((unsigned int)(wd_uniform(rng) * (float)WD_WNUM), (unsigned int)(WD_WNUM - 1));
+    float n_phase = P.slice_n_phase[slice];
+    V3 axis{(float)f[3], (float)f[4], (float)f[5]};
+    V3 p0{(float)f[0], (float)f[1], (float)f[2]};
+    float t0 = (float)f[6];
+    ph.slice = slice;
+    if (kind == 0) {
+        float l = (float)(wd_gamma(rng, f[7]) * f[8]);
+        float u1 = wd_uniform(rng), u2 = wd_uniform(rng), u3 = wd_uniform(rng);
+        V3 track = deflect(axis, cascade_xi(u1), u2);
+        ph.pos = V3{p0.x + l * axis.x, p0.y + l * axis.y, p0.z + l * axis.z};
+        ph.dir = cherenkov(track, 1.0f, n_phase, u3);
+        ph.time = t0 + l / WD_C_VACUUM;
+    } else if (kind == 1) {
+        float l = wd_uniform(rng) * (float)f[7];
+        float u0 = wd_uniform(rng), u1 = wd_uniform(rng), u2 = wd_uniform(rng), u3 = wd_uniform(rng);
+        float beta = (float)f[8];
+        V3 track = u0 <= (float)f[9] ? axis : deflect(axis, cascade_xi(u1), u2);
+        ph.pos = V3{p0.x + l * axis.x, p0.y + l * axis.y, p0.z + l * axis.z};
+        ph.dir = cherenkov(track, beta, n_phase, u3);
+        ph.time = t0 + l / (beta * WD_C_VACUUM);
+    } else if (kind == 2) {
+        float u1 = wd_uniform(rng), u2 = wd_uniform(rng);
+        float c = 2.0f * u1 - 1.0f;
+        float sn = sqrtf(fmaxf(1.0f - c * c, 0.0f));
+        float sp, cp;
+        sincosf(WD_TAU * u2, &sp, &cp);
+        ph.pos = p0; ph.dir = V3{sn * cp, sn * sp, c}; ph.time = t0;
+    } else {
+        float u1 = wd_uniform(rng), u2 = wd_uniform(rng);
+        V3 dir;
+        if (f[10] < 0.0) {
+            float c = 2.0f * u1 - 1.0f;
+            float sn = sqrtf(fmaxf(1.0f - c * c, 0.0f));
+            float sp, cp;
+            sincosf(WD_TAU * u2, &sp, &cp);
+            dir = V3{sn * cp, sn * sp, c};
+        } else {
+            float ka = (float)f[10];
+            float xi = fminf(-ka * logf(1.0f - (1.0f - u1) * (1.0f - expf(-2.0f / ka))), 2.0f);
+            dir = deflect(axis, xi, u2);
+        }
+        ph.pos = p0; ph.dir = normalize(dir); ph.time = t0;
+    }
+    return ph;
+}
+
+// propagate.rs: propagate_photon ------------------------------------------------------------
+__device__ __forceinline__ void record(const PhotonParams& P, unsigned long long photon, int s, unsigned int seq, int dom, float time, unsigned int slice, V3 dir, V3 impact) {
+    unsigned long long idx = atomicAdd(P.hit_count, 1ull);
+    if (idx >= P.hit_capacity) return;  // counted: the host re-runs the batch in smaller pieces
+    GpuHit* h = (GpuHit*)P.hits + idx;
+    h->photon = photon; h->source = (unsigned int)s; h->seq = seq; h->dom = (unsigned int)dom;
+    h->time = time; h->slice = slice;
+    h->dir[0] = dir.x; h->dir[1] = dir.y; h->dir[2] = dir.z;
+    h->impact[0] = impact.x; h->impact[1] = impact.y; h->impact[2] = impact.z;
+    h->pad = 0;
+}
+
+__device__ void propagate_photon(const PhotonParams& P, unsigned long long id, int s) {
+    WdRng rng = wd_rng(P.seed, WD_TAG_PHOTON, id);
+    Photon p = emit(P, s, rng);
+    int own_dom = P.src_i32[2 * s + 1];
+    float ocm = P.slice_ocm[p.slice];
+    float tot = wd_exponential(rng);
+    int skip = -1;
+    unsigned int seq = 0;
+    bool kill_on_hit = P.oversize <= 1.0f;
+    for (unsigned int segs = 0; segs < WD_MAX_SEGMENTS; ++segs) {
+        float sca_depth = wd_exponential(rng);
+        float zp = p.pos.z - (float)zshift(P, (double)p.pos.x, (double)p.pos.y, (double)p.pos.z);
+        float nr = absorption_factor(P, p.dir);
+        Segment seg = layer_walk(P, p.slice, zp, p.dir.z, sca_depth, tot, nr);
+        tot = seg.tot;
+        Collision c = first_hit(P, p.pos, p.dir, seg.length, skip);
+        skip = -1;
+        if (c.dom >= 0) {
+            if (own_dom != c.dom) {
+                record(P, id, s, seq, c.dom, p.time + c.h * ocm, p.slice, p.dir, c.impact);
+                seq += 1;
+            }
+            if (kill_on_hit) return;
+            skip = c.dom;
+        }
+        if (tot <= 0.0f) return;
+        p.pos = V3{p.pos.x + seg.length * p.dir.x, p.pos.y + seg.length * p.dir.y, p.pos.z + seg.length * p.dir.z};
+        p.time += seg.length * ocm;
+        float u1 = wd_uniform(rng), u2 = wd_uniform(rng), u3 = wd_uniform(rng);
+        float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
+        p.dir = scatter(P, p.dir, cos_t, u3);
+    }
+}
+
+__device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long long id) {
+    int lo = 0, hi = P.n_sources;  // largest s with offsets[s] <= id
+    while (hi - lo > 1) { int m = (lo + hi) / 2; if (P.src_offsets[m] <= id) lo = m; else hi = m; }
+    return lo;
+}
+
+extern "C" __global__ void propagate(const PhotonParams P) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long id = P.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; id < P.photon_hi; id += stride) {
+        propagate_photon(P, id, source_of(P, id));
+    }
+}
+
+// Field offsets of the shared structs, compared with Rust's offset_of! by gpu-check.
+extern "C" __global__ void layout(unsigned long long* out) {
+    PhotonParams p;
+    GpuHit h;
+    const char* b = (const char*)&p;
+    out[0] = (const char*)&p.tilt_r0x - b;
+    out[1] = (const char*)&p.photon_lo - b;
+    out[2] = (const char*)&p.hmin - b;
+    out[3] = (const char*)&p.n_layers - b;
+    out[4] = (const char*)&p.n_sources - b;
+    out[5] = (const char*)&p.t2_cut2 - b;
+    out[6] = (const char*)&p.grid_x0 - b;
+    out[7] = (const char*)&h.time - (const char*)&h;
+    out[8] = (const char*)&h.impact - (const char*)&h;
+}
+
+// Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.
+// Philox: n draws of each kind from stream (seed, tag, entity = i).
+extern "C" __global__ void twin_rng(unsigned long long seed, unsigned int tag, int n, unsigned int* u32s, float* unif, double* unif64, float* expo, double* gam, double a) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    WdRng r = wd_rng(seed, tag, (unsigned long long)i);
+    u32s[i] = wd_next_u32(r);
+    unif[i] = wd_uniform(r);
+    unif64[i] = wd_uniform_f64(r);
+    expo[i] = wd_exponential(r);
+    gam[i] = wd_gamma(r, a);
+}
+
+// Physics functions on arrays: in[8·i..] = n.xyz, u1, u2, u3, zp, depth; out[16·i..].
+extern "C" __global__ void twin_physics(const PhotonParams P, int n, const float* in, float* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float* q = in + 8 * i;
+    float* o = out + 16 * i;
+    V3 dir = normalize(V3{q[0], q[1], q[2]});
+    float cos_t = scattering_cosine(P.g, P.f_sl, q[3], q[4]);
+    V3 m = scatter(P, dir, cos_t, q[5]);
+    Segment seg = layer_walk(P, (unsigned int)(q[3] * 511.0f), q[6], dir.z, q[7], 3.0f * q[4], absorption_factor(P, dir));
+    double zs = zshift(P, 600.0 * (double)q[0], 600.0 * (double)q[1], 500.0 * (double)q[2]);
+    V3 r{600.0f * q[0], 600.0f * q[1], 500.0f * q[2]};
+    Collision c = first_hit(P, r, dir, 20.0f * q[5], -1);
+    o[0] = cos_t; o[1] = m.x; o[2] = m.y; o[3] = m.z;
+    o[4] = seg.length; o[5] = seg.tot; o[6] = (float)zs; o[7] = absorption_factor(P, dir);
+    o[8] = (float)c.dom; o[9] = c.h; o[10] = c.impact.x; o[11] = c.impact.y; o[12] = c.impact.z;
+    o[13] = cascade_xi(q[3]); o[14] = henyey_greenstein(P.g, q[4]); o[15] = simplified_liu(P.g, q[4]);
+}

@@ -1,0 +1,500 @@
+//! The CUDA back end of the propagation (kernel: `kernels/propagate.cu`). Params are packed
+//! into flat device arrays and one `#[repr(C)]` struct of device pointers (DESIGN.md §4); photon
+//! ids are split into batches, hits come back through a buffer that is never allowed to drop a
+//! hit (a batch that overflows it is re-run in halves — the result is the same because every
+//! photon draws from its own counter-based stream), and are sorted by (photon, ordinal) so the
+//! output is identical for any batch size and any number of GPUs.
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits};
+use std::mem::{offset_of, size_of};
+use std::sync::Arc;
+use std::time::Instant;
+use warpdrive_core::cuda::{self, CudaError, Gpu};
+
+use crate::collision::DomIndex;
+use crate::medium::Medium;
+use crate::propagate::RawHit;
+use crate::source::{Emission, Source};
+use crate::tilt::{Tilt, TILT_AZIMUTH_DEG};
+
+/// The kernel source, embedded.
+pub const KERNEL_SRC: &str = include_str!("../kernels/propagate.cu");
+pub const KERNEL_NAME: &str = "propagate.cu";
+
+/// Mirror of `struct PhotonParams` in propagate.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GpuParams {
+    pub slice_wavelength: u64,
+    pub slice_n_phase: u64,
+    pub slice_ocm: u64,
+    pub abs: u64,
+    pub sca: u64,
+    pub tilt_depths: u64,
+    pub tilt_dist: u64,
+    pub tilt_shifts: u64,
+    pub t2_column: u64,
+    pub str_xyr: u64,
+    pub str_first_count: u64,
+    pub dom_pos: u64,
+    pub dom_id: u64,
+    pub cell_start: u64,
+    pub cell_strings: u64,
+    pub src_f64: u64,
+    pub src_i32: u64,
+    pub src_offsets: u64,
+    pub hits: u64,
+    pub hit_count: u64,
+    pub tilt_r0x: f64,
+    pub tilt_r0y: f64,
+    pub tilt_ca: f64,
+    pub tilt_sa: f64,
+    pub t2: [f64; 10],
+    pub photon_lo: u64,
+    pub photon_hi: u64,
+    pub seed: u64,
+    pub hit_capacity: u64,
+    pub hmin: f32,
+    pub dh: f32,
+    pub g: f32,
+    pub f_sl: f32,
+    pub azx: f32,
+    pub azy: f32,
+    pub k: [f32; 3],
+    pub old_abs_scale: f32,
+    pub new_abs: [f32; 3],
+    pub grid_x0: f32,
+    pub grid_y0: f32,
+    pub grid_cell: f32,
+    pub r_eff: f32,
+    pub oversize: f32,
+    pub n_layers: i32,
+    pub has_aniso: i32,
+    pub has_new_abs: i32,
+    pub tilt_kind: i32,
+    pub tilt_n_depths: i32,
+    pub tilt_n_dist: i32,
+    pub t2_n1: i32,
+    pub t2_n2: i32,
+    pub t2_nodes: i32,
+    pub grid_nx: i32,
+    pub grid_ny: i32,
+    pub n_sources: i32,
+}
+const _: () = assert!(size_of::<GpuParams>() == 424);
+const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
+const _: () = assert!(offset_of!(GpuParams, photon_lo) == 272);
+const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
+const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
+
+/// Offsets the kernel's `layout` entry point reports, in its order.
+pub const LAYOUT: [usize; 9] = [
+    offset_of!(GpuParams, tilt_r0x),
+    offset_of!(GpuParams, photon_lo),
+    offset_of!(GpuParams, hmin),
+    offset_of!(GpuParams, n_layers),
+    offset_of!(GpuParams, n_sources),
+    offset_of!(GpuParams, t2) + 9 * 8,
+    offset_of!(GpuParams, grid_x0),
+    offset_of!(GpuHit, time),
+    offset_of!(GpuHit, impact),
+];
+// SAFETY: plain old data with the C layout asserted above.
+unsafe impl DeviceRepr for GpuParams {}
+
+/// Mirror of `struct GpuHit` in propagate.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuHit {
+    pub photon: u64,
+    pub source: u32,
+    pub seq: u32,
+    pub dom: u32,
+    pub time: f32,
+    pub slice: u32,
+    pub dir: [f32; 3],
+    pub impact: [f32; 3],
+    pub pad: u32,
+}
+const _: () = assert!(size_of::<GpuHit>() == 56);
+// SAFETY: plain old data; all-zero bits are a valid value.
+unsafe impl DeviceRepr for GpuHit {}
+unsafe impl ValidAsZeroBits for GpuHit {}
+
+/// Settings of the GPU run; the switches let each optimisation be measured on its own.
+#[derive(Clone, Debug)]
+pub struct GpuOptions {
+    /// Device ordinals (`cuda:all` = all visible).
+    pub devices: Vec<usize>,
+    /// IEEE arithmetic matching the CPU path step by step (slower).
+    pub precise: bool,
+    /// Photons per launch.
+    pub batch: u64,
+    /// Hit buffer capacity (hits per launch before a re-run in halves).
+    pub hit_capacity: usize,
+    /// Threads per block and blocks per multiprocessor.
+    pub block: u32,
+    pub blocks_per_sm: u32,
+}
+
+impl Default for GpuOptions {
+    fn default() -> Self {
+        Self {
+            devices: vec![0],
+            precise: false,
+            batch: 1 << 26,
+            hit_capacity: 1 << 22,
+            block: 256,
+            blocks_per_sm: 8,
+        }
+    }
+}
+
+/// Per-run statistics.
+#[derive(Clone, Debug, Default)]
+pub struct GpuStats {
+    pub devices: Vec<String>,
+    /// Seconds inside kernel launches (host-timed around launch + synchronize), summed over
+    /// devices, and the wall time of the slowest device.
+    pub kernel_seconds: f64,
+    pub wall_seconds: f64,
+    pub launches: usize,
+    pub reruns: usize,
+    pub registers: i32,
+    pub local_bytes: i32,
+}
+
+impl From<cudarc::driver::DriverError> for GpuError {
+    fn from(e: cudarc::driver::DriverError) -> Self {
+        GpuError::Driver(e)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error(transparent)]
+    Cuda(#[from] CudaError),
+    #[error("CUDA driver: {0:?}")]
+    Driver(cudarc::driver::DriverError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Params uploaded to one device; the slices own the memory the pointers in `params` name.
+pub struct DeviceTables {
+    _keep_f32: Vec<CudaSlice<f32>>,
+    _keep_f64: Vec<CudaSlice<f64>>,
+    _keep_u32: Vec<CudaSlice<u32>>,
+    _keep_i32: Vec<CudaSlice<i32>>,
+    _keep_u64: Vec<CudaSlice<u64>>,
+    pub params: GpuParams,
+}
+
+/// Non-empty copy of `v` (a zero-length allocation is not allowed).
+fn nonempty<T: Clone + Default>(v: &[T]) -> Vec<T> {
+    if v.is_empty() {
+        vec![T::default()]
+    } else {
+        v.to_vec()
+    }
+}
+
+/// Encode the sources: f64[11] = pos, dir, time, p0..p3; i32[2] = kind, own_dom (see the kernel).
+pub fn encode_sources(sources: &[Source]) -> (Vec<f64>, Vec<i32>, Vec<u64>) {
+    let mut f = Vec::with_capacity(11 * sources.len());
+    let mut i = Vec::with_capacity(2 * sources.len());
+    let mut offsets = vec![0u64];
+    for s in sources {
+        let (kind, p) = match s.emission {
+            Emission::Cascade { profile_a, profile_b } => (0, [profile_a, profile_b, 0.0, 0.0]),
+            Emission::Track { length, beta, f_direct } => (1, [length, beta, f_direct, 0.0]),
+            Emission::Isotropic => (2, [0.0; 4]),
+            Emission::Beam { ka } => (3, [0.0, 0.0, 0.0, ka]),
+        };
+        f.extend_from_slice(&s.pos);
+        f.extend_from_slice(&s.dir);
+        f.push(s.time);
+        f.extend_from_slice(&p);
+        i.push(kind);
+        i.push(s.own_dom.map_or(-1, |d| d as i32));
+        offsets.push(offsets.last().copied().unwrap_or(0) + s.photons);
+    }
+    (f, i, offsets)
+}
+
+/// Upload medium, geometry and sources to `stream`.
+pub fn upload(
+    stream: &Arc<CudaStream>,
+    m: &Medium,
+    idx: &DomIndex,
+    sources: &[Source],
+    hit_capacity: usize,
+) -> Result<(DeviceTables, CudaSlice<GpuHit>, CudaSlice<u64>), GpuError> {
+    let mut p = GpuParams::default();
+    let mut f32s = Vec::new();
+    let mut f64s = Vec::new();
+    let mut u32s = Vec::new();
+    let mut i32s = Vec::new();
+    let mut u64s = Vec::new();
+    macro_rules! put {
+        ($keep:ident, $field:ident, $data:expr) => {{
+            let d = stream.clone_htod(&nonempty(&$data))?;
+            {
+                let (ptr, _sync) = d.device_ptr(stream);
+                p.$field = ptr;
+            }
+            $keep.push(d);
+        }};
+    }
+    put!(f32s, slice_wavelength, m.slices.iter().map(|s| s.wavelength).collect::<Vec<_>>());
+    put!(f32s, slice_n_phase, m.slices.iter().map(|s| s.n_phase).collect::<Vec<_>>());
+    put!(f32s, slice_ocm, m.slices.iter().map(|s| s.ocm).collect::<Vec<_>>());
+    put!(f32s, abs, m.abs);
+    put!(f32s, sca, m.sca);
+    p.hmin = m.hmin;
+    p.dh = m.dh;
+    p.g = m.g;
+    p.f_sl = m.f_sl;
+    p.n_layers = m.n_layers as i32;
+    if let Some(a) = &m.anisotropy {
+        p.has_aniso = 1;
+        p.azx = a.azx;
+        p.azy = a.azy;
+        p.k = a.k;
+        p.old_abs_scale = a.old_abs_scale;
+        if let Some(k) = a.new_abs {
+            p.has_new_abs = 1;
+            p.new_abs = k;
+        }
+    }
+    match &m.tilt {
+        Tilt::None => {
+            put!(f64s, tilt_depths, Vec::<f64>::new());
+            put!(f64s, tilt_dist, Vec::<f64>::new());
+            put!(f64s, tilt_shifts, Vec::<f64>::new());
+            put!(i32s, t2_column, Vec::<i32>::new());
+        }
+        Tilt::OneD(t) => {
+            p.tilt_kind = 1;
+            put!(f64s, tilt_depths, t.depths);
+            put!(f64s, tilt_dist, t.distances);
+            put!(f64s, tilt_shifts, t.shifts.concat());
+            put!(i32s, t2_column, Vec::<i32>::new());
+            p.tilt_n_depths = t.depths.len() as i32;
+            p.tilt_n_dist = t.distances.len() as i32;
+            p.tilt_r0x = t.r0[0];
+            p.tilt_r0y = t.r0[1];
+            let a = TILT_AZIMUTH_DEG.to_radians();
+            p.tilt_ca = a.cos();
+            p.tilt_sa = a.sin();
+        }
+        Tilt::TwoD(t) => {
+            p.tilt_kind = 2;
+            put!(f64s, tilt_depths, t.depths);
+            put!(f64s, tilt_dist, Vec::<f64>::new());
+            put!(f64s, tilt_shifts, t.shifts.concat());
+            put!(
+                i32s,
+                t2_column,
+                t.column.iter().map(|c| c.map_or(-1, |v| v as i32)).collect::<Vec<_>>()
+            );
+            p.tilt_n_depths = t.depths.len() as i32;
+            let (a1, a2) = (t.axes[0][0].to_radians(), t.axes[1][0].to_radians());
+            p.t2 = [
+                a1.cos(),
+                a1.sin(),
+                a2.cos(),
+                a2.sin(),
+                t.axes[0][1],
+                t.axes[0][2],
+                t.axes[1][1],
+                t.axes[1][2],
+                t.axes[0][4],
+                t.axes[1][4],
+            ];
+            p.t2_n1 = t.axes[0][3] as i32;
+            p.t2_n2 = t.axes[1][3] as i32;
+            p.t2_nodes = t.nodes as i32;
+        }
+    }
+    put!(f32s, str_xyr, idx.strings.iter().flat_map(|s| [s.x, s.y, s.r]).collect::<Vec<_>>());
+    put!(
+        u32s,
+        str_first_count,
+        idx.strings.iter().flat_map(|s| [s.first, s.count]).collect::<Vec<_>>()
+    );
+    put!(f32s, dom_pos, idx.pos.concat());
+    put!(u32s, dom_id, idx.id);
+    put!(u32s, cell_start, idx.cell_start);
+    put!(u32s, cell_strings, idx.cell_strings);
+    p.grid_x0 = idx.x0;
+    p.grid_y0 = idx.y0;
+    p.grid_cell = idx.cell;
+    p.grid_nx = idx.nx as i32;
+    p.grid_ny = idx.ny as i32;
+    p.r_eff = idx.r_eff;
+    p.oversize = idx.oversize;
+    let (sf, si, offsets) = encode_sources(sources);
+    put!(f64s, src_f64, sf);
+    put!(i32s, src_i32, si);
+    put!(u64s, src_offsets, offsets);
+    p.n_sources = sources.len() as i32;
+    let hits = stream.alloc_zeros::<GpuHit>(hit_capacity.max(1))?;
+    let count = stream.alloc_zeros::<u64>(1)?;
+    {
+        let (h, _s) = hits.device_ptr(stream);
+        let (c, _t) = count.device_ptr(stream);
+        p.hits = h;
+        p.hit_count = c;
+    }
+    p.hit_capacity = hit_capacity.max(1) as u64;
+    Ok((
+        DeviceTables {
+            _keep_f32: f32s,
+            _keep_f64: f64s,
+            _keep_u32: u32s,
+            _keep_i32: i32s,
+            _keep_u64: u64s,
+            params: p,
+        },
+        hits,
+        count,
+    ))
+}
+
+fn to_raw(h: &GpuHit) -> RawHit {
+    RawHit {
+        photon: h.photon,
+        source: h.source,
+        seq: h.seq,
+        dom: h.dom,
+        time: h.time,
+        slice: h.slice,
+        dir: h.dir,
+        impact: h.impact,
+    }
+}
+
+/// Propagate photon ids [lo, hi) on one GPU in batches. Returns raw hits (unsorted) and stats.
+fn run_on(
+    gpu: &Gpu,
+    m: &Medium,
+    idx: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    (lo, hi): (u64, u64),
+    opts: &GpuOptions,
+) -> Result<(Vec<RawHit>, GpuStats), GpuError> {
+    let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &[])?;
+    let res = cuda::resources(&func)?;
+    let stream = &gpu.stream;
+    let (tables, hits, count) = upload(stream, m, idx, sources, opts.hit_capacity)?;
+    let grid = (gpu.multiprocessors as u32) * opts.blocks_per_sm;
+    let cfg = LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (opts.block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut out = Vec::new();
+    let mut stats = GpuStats {
+        devices: vec![format!("cuda:{} {}", gpu.ordinal, gpu.name)],
+        registers: res.registers,
+        local_bytes: res.local_bytes,
+        ..Default::default()
+    };
+    let wall = Instant::now();
+    // Work list of photon ranges; an overflowing range is split in two and re-run.
+    let mut todo: Vec<(u64, u64)> = Vec::new();
+    let mut a = lo;
+    while a < hi {
+        let b = (a + opts.batch).min(hi);
+        todo.push((a, b));
+        a = b;
+    }
+    todo.reverse();
+    let mut count = count;
+    while let Some((a, b)) = todo.pop() {
+        stream.memset_zeros(&mut count)?;
+        let mut p = tables.params;
+        p.photon_lo = a;
+        p.photon_hi = b;
+        p.seed = seed;
+        let t0 = Instant::now();
+        let mut launch = stream.launch_builder(&func);
+        launch.arg(&p);
+        // SAFETY: the params point at live device allocations owned by `tables`, `hits` and
+        // `count`; the kernel writes at most `hit_capacity` hits.
+        unsafe { launch.launch(cfg) }?;
+        stream.synchronize()?;
+        stats.kernel_seconds += t0.elapsed().as_secs_f64();
+        stats.launches += 1;
+        let n = stream.clone_dtoh(&count)?[0] as usize;
+        if n > opts.hit_capacity {
+            if b - a < 2 {
+                return Err(GpuError::Other(format!(
+                    "one photon produced {n} hits, more than the hit buffer ({}) holds",
+                    opts.hit_capacity
+                )));
+            }
+            let mid = a + (b - a) / 2;
+            todo.push((mid, b));
+            todo.push((a, mid));
+            stats.reruns += 1;
+            continue;
+        }
+        if n > 0 {
+            let h = stream.clone_dtoh(&hits.slice(0..n))?;
+            out.extend(h.iter().map(to_raw));
+        }
+    }
+    stats.wall_seconds = wall.elapsed().as_secs_f64();
+    Ok((out, stats))
+}
+
+/// Propagate all photons of `sources` on the GPUs of `opts`. Hits come back in canonical order,
+/// identical for any number of devices and batch size.
+pub fn run(m: &Medium, idx: &DomIndex, sources: &[Source], seed: u64, opts: &GpuOptions) -> Result<(Vec<RawHit>, GpuStats), GpuError> {
+    let total: u64 = sources.iter().map(|s| s.photons).sum();
+    let gpus = opts.devices.iter().map(|&d| cuda::open(d)).collect::<Result<Vec<_>, _>>()?;
+    let n = gpus.len().max(1) as u64;
+    let per = total.div_ceil(n);
+    let results: Vec<Result<(Vec<RawHit>, GpuStats), GpuError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = gpus
+            .iter()
+            .enumerate()
+            .map(|(k, g)| {
+                let (lo, hi) = ((k as u64 * per).min(total), ((k as u64 + 1) * per).min(total));
+                s.spawn(move || {
+                    g.ctx.bind_to_thread()?;
+                    run_on(g, m, idx, sources, seed, (lo, hi), opts)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(GpuError::Other("GPU worker thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut hits = Vec::new();
+    let mut stats = GpuStats::default();
+    for r in results {
+        let (h, s) = r?;
+        hits.extend(h);
+        stats.devices.extend(s.devices);
+        stats.kernel_seconds += s.kernel_seconds;
+        stats.wall_seconds = stats.wall_seconds.max(s.wall_seconds);
+        stats.launches += s.launches;
+        stats.reruns += s.reruns;
+        stats.registers = s.registers;
+        stats.local_bytes = s.local_bytes;
+    }
+    hits.sort_by_key(|h| (h.photon, h.seq));
+    Ok((hits, stats))
+}
+
+/// Every kernel of this crate: (file name, source, entry points). `warpdrive doctor` compiles
+/// them all; CI runs it with `--compile-only`.
+pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["propagate", "twin_rng", "twin_physics", "layout"])];

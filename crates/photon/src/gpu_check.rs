@@ -1,0 +1,367 @@
+//! `warpdrive gpu-check`: the device-side validation of the CUDA back end (run on a GPU machine
+//! by scripts/gpu-check; CI has no GPU). Each check compares the device with its Rust twin:
+//! Philox streams bit for bit, the physics device functions on random inputs, whole photons in
+//! precise mode, and the statistics of fast mode against the CPU path and PPC.
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use std::path::Path;
+use warpdrive_core::cuda;
+use warpdrive_core::progress::Progress;
+use warpdrive_core::RandomStream;
+
+use crate::collision::DomIndex;
+use crate::detector::{Detector, DetectorOptions};
+use crate::f2k::parse_f2k;
+use crate::gpu::{self, GpuError, GpuOptions, KERNEL_NAME, KERNEL_SRC};
+use crate::medium::Medium;
+use crate::propagate::{layer_walk, RawHit};
+use crate::scatter::{henyey_greenstein, normalize, scatter, scattering_cosine, simplified_liu};
+use crate::source::{cascade_xi, realise};
+use crate::validate::{compare, read_hit_lines, TimedHit};
+
+/// One line of the check report.
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub name: String,
+    pub passed: bool,
+    pub detail: String,
+}
+
+fn check(name: &str, passed: bool, detail: String) -> Check {
+    Check {
+        name: name.to_string(),
+        passed,
+        detail,
+    }
+}
+
+/// The Rust side of the kernel's `twin_physics`: same inputs, same functions, same outputs.
+#[must_use]
+pub fn twin_physics(m: &Medium, idx: &DomIndex, q: &[f32; 8]) -> [f32; 16] {
+    let dir = normalize([q[0], q[1], q[2]]);
+    let cos_t = scattering_cosine(m.g, m.f_sl, q[3], q[4]);
+    let s = scatter(dir, cos_t, q[5], m.anisotropy.as_ref());
+    let nr = m.anisotropy.as_ref().map_or(1.0, |a| a.absorption_factor(dir));
+    let seg = layer_walk(m, (q[3] * 511.0) as u32, q[6], dir[2], q[7], 3.0 * q[4], nr);
+    let zs = m
+        .tilt
+        .zshift(600.0 * f64::from(q[0]), 600.0 * f64::from(q[1]), 500.0 * f64::from(q[2]));
+    let r = [600.0 * q[0], 600.0 * q[1], 500.0 * q[2]];
+    let c = idx.first_hit(r, dir, 20.0 * q[5], None);
+    let (dom, h, imp) = c.map_or((-1.0, 0.0, [0.0; 3]), |c| (c.dom as f32, c.h, c.impact));
+    [
+        cos_t,
+        s[0],
+        s[1],
+        s[2],
+        seg.length,
+        seg.tot,
+        zs as f32,
+        nr,
+        dom,
+        h,
+        imp[0],
+        imp[1],
+        imp[2],
+        cascade_xi(q[3]),
+        henyey_greenstein(m.g, q[4]),
+        simplified_liu(m.g, q[4]),
+    ]
+}
+
+fn rel_close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * a.abs().max(b.abs()).max(1.0) || (a.is_infinite() && a == b)
+}
+
+/// Struct layouts: field offsets on the device equal Rust's.
+pub fn check_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
+    let (_m, f) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "layout", true, &[])?;
+    let s = &gpu.stream;
+    let mut out = s.alloc_zeros::<u64>(gpu::LAYOUT.len())?;
+    let mut l = s.launch_builder(&f);
+    l.arg(&mut out);
+    // SAFETY: one thread writes LAYOUT.len() values.
+    unsafe { l.launch(LaunchConfig::for_num_elems(1)) }?;
+    let dev: Vec<usize> = s.clone_dtoh(&out)?.iter().map(|&v| v as usize).collect();
+    Ok(check(
+        "struct layouts (PhotonParams, GpuHit)",
+        dev == gpu::LAYOUT,
+        format!("device {dev:?}, host {:?}", gpu::LAYOUT),
+    ))
+}
+
+/// Philox twin: `n` streams, one draw of each kind from each.
+pub fn check_philox(gpu: &cuda::Gpu, n: usize) -> Result<Check, GpuError> {
+    let (_m, f) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "twin_rng", true, &[])?;
+    let s = &gpu.stream;
+    let (seed, tag, a) = (0x1234_5678_9abc_def0u64, 7u32, 7.84f64);
+    let mut u32s = s.alloc_zeros::<u32>(n)?;
+    let mut uf = s.alloc_zeros::<f32>(n)?;
+    let mut ud = s.alloc_zeros::<f64>(n)?;
+    let mut ex = s.alloc_zeros::<f32>(n)?;
+    let mut ga = s.alloc_zeros::<f64>(n)?;
+    let ni = n as i32;
+    let mut l = s.launch_builder(&f);
+    l.arg(&seed)
+        .arg(&tag)
+        .arg(&ni)
+        .arg(&mut u32s)
+        .arg(&mut uf)
+        .arg(&mut ud)
+        .arg(&mut ex)
+        .arg(&mut ga)
+        .arg(&a);
+    // SAFETY: five output arrays of n elements, kernel guards i < n.
+    unsafe { l.launch(LaunchConfig::for_num_elems(n as u32)) }?;
+    let (g_u32, g_uf, g_ud, g_ex, g_ga) = (
+        s.clone_dtoh(&u32s)?,
+        s.clone_dtoh(&uf)?,
+        s.clone_dtoh(&ud)?,
+        s.clone_dtoh(&ex)?,
+        s.clone_dtoh(&ga)?,
+    );
+    let (mut bits, mut expo, mut gam) = (0usize, 0usize, 0usize);
+    let mut max_ga = 0.0f64;
+    for i in 0..n {
+        let mut r = RandomStream::new(seed, tag, i as u64);
+        let (a1, a2, a3, a4, a5) = (r.next_u32(), r.uniform(), r.uniform_f64(), r.exponential(), r.gamma(a));
+        if a1 != g_u32[i] || a2.to_bits() != g_uf[i].to_bits() || a3.to_bits() != g_ud[i].to_bits() {
+            bits += 1;
+        }
+        if !rel_close(f64::from(a4), f64::from(g_ex[i]), 4e-7) {
+            expo += 1;
+        }
+        max_ga = max_ga.max((a5 - g_ga[i]).abs() / a5);
+        if !rel_close(a5, g_ga[i], 1e-12) {
+            gam += 1;
+        }
+    }
+    Ok(check(
+        "philox twin",
+        bits == 0 && expo == 0 && gam == 0,
+        format!("{n} streams: {bits} bit mismatches in u32/uniform/uniform_f64, {expo} exponentials beyond 4e-7, {gam} gamma draws beyond 1e-12 (max rel {max_ga:.1e})"),
+    ))
+}
+
+/// Physics device functions against their Rust twins on `n` random inputs.
+pub fn check_physics(gpu: &cuda::Gpu, det: &Detector, label: &str, n: usize) -> Result<Check, GpuError> {
+    let (_m, f) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "twin_physics", true, &[])?;
+    let s = &gpu.stream;
+    let (tables, _hits, _count) = gpu::upload(s, &det.medium, &det.index, &[], 1)?;
+    let mut rng = RandomStream::new(99, 0, 0);
+    let m = &det.medium;
+    let inputs: Vec<[f32; 8]> = (0..n)
+        .map(|_| {
+            let zp = m.hmin + (rng.uniform() * m.n_layers as f32 - 0.5) * m.dh;
+            [
+                rng.uniform() - 0.5,
+                rng.uniform() - 0.5,
+                rng.uniform() - 0.5,
+                rng.uniform(),
+                rng.uniform(),
+                rng.uniform(),
+                zp,
+                3.0 * rng.exponential(),
+            ]
+        })
+        .collect();
+    let flat: Vec<f32> = inputs.concat();
+    let din = s.clone_htod(&flat)?;
+    let mut dout = s.alloc_zeros::<f32>(16 * n)?;
+    let ni = n as i32;
+    let mut l = s.launch_builder(&f);
+    l.arg(&tables.params).arg(&ni).arg(&din).arg(&mut dout);
+    // SAFETY: n inputs of 8 and outputs of 16 floats; the kernel guards i < n.
+    unsafe { l.launch(LaunchConfig::for_num_elems(n as u32)) }?;
+    let out = s.clone_dtoh(&dout)?;
+    let mut bad = 0usize;
+    let mut worst = [0.0f64; 16];
+    for (i, q) in inputs.iter().enumerate() {
+        let want = twin_physics(m, &det.index, q);
+        let got = &out[16 * i..16 * i + 16];
+        let mut ok = true;
+        for k in 0..16 {
+            let (a, b) = (f64::from(want[k]), f64::from(got[k]));
+            let d = (a - b).abs() / a.abs().max(1.0);
+            if d.is_finite() {
+                worst[k] = worst[k].max(d);
+            }
+            ok &= rel_close(a, b, 1e-4);
+        }
+        bad += usize::from(!ok);
+    }
+    let names = [
+        "cos", "sx", "sy", "sz", "walk", "tot", "zshift", "absf", "dom", "h", "ix", "iy", "iz", "xi", "hg", "sl",
+    ];
+    let detail = names
+        .iter()
+        .zip(worst)
+        .map(|(n, w)| format!("{n} {w:.0e}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ok(check(
+        &format!("device functions ({label})"),
+        (bad as f64) <= 1e-3 * n as f64,
+        format!("{n} inputs, {bad} differ beyond 1e-4; max rel diff: {detail}"),
+    ))
+}
+
+/// Group raw hits by photon: (photon → list of (dom, time)).
+fn by_photon(h: &[RawHit]) -> std::collections::BTreeMap<u64, Vec<(u32, f32)>> {
+    let mut m: std::collections::BTreeMap<u64, Vec<(u32, f32)>> = Default::default();
+    for x in h {
+        m.entry(x.photon).or_default().push((x.dom, x.time));
+    }
+    m
+}
+
+/// Fraction of photons (with hits on either side) whose hits are the same DOMs in the same order
+/// with times within 0.01 ns.
+#[must_use]
+pub fn photon_agreement(a: &[RawHit], b: &[RawHit]) -> (usize, usize) {
+    let (ma, mb) = (by_photon(a), by_photon(b));
+    let keys: std::collections::BTreeSet<u64> = ma.keys().chain(mb.keys()).copied().collect();
+    let same = keys
+        .iter()
+        .filter(|k| match (ma.get(k), mb.get(k)) {
+            (Some(x), Some(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() < 0.01),
+            _ => false,
+        })
+        .count();
+    (same, keys.len())
+}
+
+/// Run every check on device `ordinal` with the shared data in `data`. Returns the report lines.
+pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
+    let gpu = cuda::open(ordinal)?;
+    log(&format!(
+        "device cuda:{ordinal}: {} (sm_{}{}, {} SMs), NVRTC {:?}",
+        gpu.name,
+        gpu.compute_capability.0,
+        gpu.compute_capability.1,
+        gpu.multiprocessors,
+        cuda::nvrtc_version()?
+    ));
+    let mut out = vec![check_layout(&gpu)?, check_philox(&gpu, 1 << 18)?];
+    log(&format!("{:?}", out.last()));
+    let ice = |m: &str| {
+        Detector::build(&DetectorOptions {
+            ice_dir: Some(data.join("ice").join(m)),
+            ..Default::default()
+        })
+        .map_err(|e| GpuError::Other(e.to_string()))
+    };
+    let spice = ice("spice_3.2.1")?;
+    out.push(check_physics(&gpu, &spice, "spice_3.2.1: 1-D tilt, old anisotropy", 1 << 17)?);
+    log(&format!("{:?}", out.last()));
+    let ftp = ice("spice_ftp-v3m")?;
+    out.push(check_physics(
+        &gpu,
+        &ftp,
+        "spice_ftp-v3m: 2-D tilt, new absorption anisotropy",
+        1 << 17,
+    )?);
+    log(&format!("{:?}", out.last()));
+
+    // Whole photons: the 10 TeV reference cascade.
+    let input = data.join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
+    let text = std::fs::read_to_string(&input).map_err(|e| GpuError::Other(format!("{}: {e}", input.display())))?;
+    let specs = parse_f2k(&input, &text, &spice.yield_)
+        .map_err(|e| GpuError::Other(e.to_string()))?
+        .specs;
+    let seed = 20261122;
+    let sources = realise(&specs, seed);
+    let cpu = crate::propagate::run(&spice.medium, &spice.index, &sources, seed, &Progress::hidden());
+    let precise = GpuOptions {
+        devices: vec![ordinal],
+        precise: true,
+        ..Default::default()
+    };
+    let (gp, sp) = gpu::run(&spice.medium, &spice.index, &sources, seed, &precise)?;
+    let (same, total) = photon_agreement(&cpu, &gp);
+    let frac = same as f64 / total.max(1) as f64;
+    out.push(check(
+        "precise: photon-by-photon CPU = GPU",
+        frac >= 0.99,
+        format!(
+            "{same} of {total} photons with hits identical ({:.3} %); CPU {} raw hits, GPU {}; kernel {:.3} s",
+            100.0 * frac,
+            cpu.len(),
+            gp.len(),
+            sp.kernel_seconds
+        ),
+    ));
+    log(&format!("{:?}", out.last()));
+
+    // No hit dropped: a tiny hit buffer forces re-runs in halves; the hits must be identical.
+    let tiny = GpuOptions {
+        hit_capacity: 512,
+        batch: 1 << 18,
+        ..precise.clone()
+    };
+    let (gt, st) = gpu::run(&spice.medium, &spice.index, &sources, seed, &tiny)?;
+    out.push(check(
+        "hit-buffer overflow re-runs",
+        gt == gp && st.reruns > 0,
+        format!("{} re-runs, {} launches, hits identical: {}", st.reruns, st.launches, gt == gp),
+    ));
+    log(&format!("{:?}", out.last()));
+
+    // Fast mode: statistics against the CPU path (same seed, different numerics) and PPC.
+    let fast = GpuOptions {
+        devices: vec![ordinal],
+        ..Default::default()
+    };
+    let (gf, sf) = gpu::run(&spice.medium, &spice.index, &sources, seed, &fast)?;
+    let (gf2, _) = gpu::run(
+        &spice.medium,
+        &spice.index,
+        &sources,
+        seed,
+        &GpuOptions {
+            batch: 1 << 20,
+            ..fast.clone()
+        },
+    )?;
+    out.push(check(
+        "fast: same output for any batch size",
+        gf == gf2,
+        format!("batch 2^26 vs 2^20: identical = {}", gf == gf2),
+    ));
+    let timed = |raw: &[RawHit]| -> Vec<TimedHit> {
+        crate::hits::accept(&spice, raw, &sources, seed)
+            .iter()
+            .map(|h| ((h.string, h.om), f64::from(h.time)))
+            .collect()
+    };
+    let (tf, tc) = (timed(&gf), timed(&cpu));
+    let vs_cpu = compare(&tf, &[tc], 3.0, 0.02, 20, 5);
+    out.push(check("fast GPU vs CPU (statistical)", vs_cpu.passes(0.01), vs_cpu.report()));
+    log(&format!("{:?}", out.last()));
+    let refdir = data.join("reference");
+    let mut files: Vec<std::path::PathBuf> = (1..=4)
+        .map(|i| refdir.join(format!("ppc_cpu_cascade_10TeV_spice_3.2.1/run_{i}.hits.gz")))
+        .collect();
+    files.push(refdir.join("ppc_h100_2026/ppc_cascade_10TeV_spice_3.2.1.hits.gz"));
+    let ppc = files
+        .iter()
+        .map(|f| read_hit_lines(f))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| GpuError::Other(e.to_string()))?;
+    let vs_ppc = compare(&tf, &ppc, 0.0, 0.02, 20, 5);
+    out.push(check(
+        "fast GPU vs PPC (total within 2 %, χ², KS)",
+        vs_ppc.passes(0.01),
+        vs_ppc.report(),
+    ));
+    log(&format!("{:?}", out.last()));
+    log(&format!(
+        "fast kernel: {:.4} s for {} photons ({:.3} ns/photon), {} registers, {} B local",
+        sf.kernel_seconds,
+        sources.iter().map(|s| s.photons).sum::<u64>(),
+        1e9 * sf.kernel_seconds / sources.iter().map(|s| s.photons).sum::<u64>() as f64,
+        sf.registers,
+        sf.local_bytes
+    ));
+    Ok(out)
+}

@@ -1,0 +1,140 @@
+//! Statistical comparison of two hit sets (spec §6): total hits against a reference's
+//! run-to-run spread, per-DOM Poisson χ² over the brightest DOMs, unbinned KS on arrival times
+//! at the brightest DOMs. Used by the PPC validation test and by `warpdrive gpu-check`.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use warpdrive_core::stats::{ks_two_sample, mean_std, poisson_chi2, TestResult};
+
+/// (string, om).
+pub type DomKey = (i32, i32);
+/// A hit reduced to what the comparison needs: module and arrival time [ns].
+pub type TimedHit = (DomKey, f64);
+
+/// Read the `HIT` lines of a PPC output (plain or .gz).
+pub fn read_hit_lines(path: &Path) -> std::io::Result<Vec<TimedHit>> {
+    let mut text = String::new();
+    let f = std::fs::File::open(path)?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        flate2::read::GzDecoder::new(f).read_to_string(&mut text)?;
+    } else {
+        std::io::BufReader::new(f).read_to_string(&mut text)?;
+    }
+    let mut out = Vec::new();
+    for l in text.lines().filter(|l| l.starts_with("HIT ")) {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: bad HIT line '{l}'", path.display()));
+        let s = t.get(1).and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        let om = t.get(2).and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        let time = t.get(3).and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        out.push(((s, om), time));
+    }
+    Ok(out)
+}
+
+/// The outcome of comparing one hit set with reference runs.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    pub hits: usize,
+    pub reference_totals: Vec<f64>,
+    pub reference_mean: f64,
+    pub reference_sd: f64,
+    /// Allowed |hits − mean|: n_sigma·sd + `rel`·mean.
+    pub total_tolerance: f64,
+    pub per_dom: TestResult,
+    /// (DOM, ours, reference per run) for the brightest DOMs.
+    pub brightest: Vec<(DomKey, f64, f64)>,
+    /// KS of arrival times at the brightest DOMs.
+    pub times: Vec<(DomKey, TestResult)>,
+}
+
+impl Comparison {
+    /// All criteria met at significance `alpha` (p-values must exceed it).
+    pub fn passes(&self, alpha: f64) -> bool {
+        (self.hits as f64 - self.reference_mean).abs() <= self.total_tolerance
+            && self.per_dom.p_value > alpha
+            && self.times.iter().all(|(_, t)| t.p_value > alpha)
+    }
+
+    pub fn report(&self) -> String {
+        let mut s = format!(
+            "hits {} vs reference {:.0} (s.d. {:.0}, tolerance ±{:.0}); per-DOM χ² {:.1}/{} p = {:.3}\n",
+            self.hits,
+            self.reference_mean,
+            self.reference_sd,
+            self.total_tolerance,
+            self.per_dom.statistic,
+            self.per_dom.dof,
+            self.per_dom.p_value
+        );
+        for (k, t) in &self.times {
+            s += &format!(
+                "  arrival times DOM {}-{}: KS D = {:.4}, p = {:.3}\n",
+                k.0, k.1, t.statistic, t.p_value
+            );
+        }
+        s
+    }
+}
+
+fn counts(hits: &[TimedHit]) -> HashMap<DomKey, f64> {
+    let mut c = HashMap::new();
+    for (k, _) in hits {
+        *c.entry(*k).or_insert(0.0) += 1.0;
+    }
+    c
+}
+
+/// Compare `ours` with reference runs: totals (tolerance n_sigma·sd + rel·mean; with a single
+/// reference run its Poisson σ is used as sd), per-DOM χ² over the `n_doms` brightest DOMs of the
+/// pooled reference, KS on arrival times at the `n_times` brightest.
+pub fn compare(ours: &[TimedHit], reference: &[Vec<TimedHit>], n_sigma: f64, rel: f64, n_doms: usize, n_times: usize) -> Comparison {
+    let totals: Vec<f64> = reference.iter().map(|r| r.len() as f64).collect();
+    let (mean, mut sd) = mean_std(&totals);
+    if reference.len() == 1 {
+        sd = mean.sqrt();
+    }
+    let pooled: Vec<TimedHit> = reference.concat();
+    let pc = counts(&pooled);
+    let oc = counts(ours);
+    let mut doms: Vec<(DomKey, f64)> = pc.iter().map(|(k, v)| (*k, *v)).collect();
+    doms.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let top: Vec<DomKey> = doms.iter().take(n_doms).map(|d| d.0).collect();
+    let a: Vec<f64> = top.iter().map(|k| oc.get(k).copied().unwrap_or(0.0)).collect();
+    let b: Vec<f64> = top.iter().map(|k| pc[k]).collect();
+    let per_dom = poisson_chi2(&a, 1.0, &b, reference.len() as f64);
+    let brightest = top
+        .iter()
+        .zip(a.iter().zip(&b))
+        .map(|(k, (x, y))| (*k, *x, y / reference.len() as f64))
+        .collect();
+    let times = top
+        .iter()
+        .take(n_times)
+        .map(|k| {
+            let t_ours: Vec<f64> = ours.iter().filter(|(d, _)| d == k).map(|(_, t)| *t).collect();
+            let t_ref: Vec<f64> = pooled.iter().filter(|(d, _)| d == k).map(|(_, t)| *t).collect();
+            let t = if t_ours.is_empty() {
+                TestResult {
+                    statistic: 1.0,
+                    dof: 0.0,
+                    p_value: 0.0,
+                }
+            } else {
+                ks_two_sample(&t_ours, &t_ref)
+            };
+            (*k, t)
+        })
+        .collect();
+    Comparison {
+        hits: ours.len(),
+        reference_totals: totals,
+        reference_mean: mean,
+        reference_sd: sd,
+        total_tolerance: n_sigma * sd + rel * mean,
+        per_dom,
+        brightest,
+        times,
+    }
+}
