@@ -160,8 +160,37 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
         devices: devices.clone(),
         ..Default::default()
     };
+    let sw = |d: &[&str]| d.iter().map(|x| (*x).to_string()).collect::<Vec<_>>();
     let mut configs: Vec<(String, GpuOptions)> = vec![
-        ("fast, 256×8/SM".into(), base.clone()),
+        ("fast (default)".into(), base.clone()),
+        (
+            "fast, naive photon loop".into(),
+            GpuOptions {
+                defines: sw(&["WD_NAIVE_LOOP"]),
+                ..base.clone()
+            },
+        ),
+        (
+            "fast, branchless walk".into(),
+            GpuOptions {
+                defines: sw(&["WD_BRANCHLESS_WALK"]),
+                ..base.clone()
+            },
+        ),
+        (
+            "fast, ≤64 regs (4×256)".into(),
+            GpuOptions {
+                defines: sw(&["WD_MIN_BLOCKS=4"]),
+                ..base.clone()
+            },
+        ),
+        (
+            "fast, ≤40 regs (6×256)".into(),
+            GpuOptions {
+                defines: sw(&["WD_MIN_BLOCKS=6"]),
+                ..base.clone()
+            },
+        ),
         (
             "fast, 128×16/SM".into(),
             GpuOptions {
@@ -179,14 +208,6 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             },
         ),
         (
-            "fast, 1024×2/SM".into(),
-            GpuOptions {
-                block: 1024,
-                blocks_per_sm: 2,
-                ..base.clone()
-            },
-        ),
-        (
             "fast, 256×32/SM".into(),
             GpuOptions {
                 blocks_per_sm: 32,
@@ -194,7 +215,7 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             },
         ),
         (
-            "precise, 256×8/SM".into(),
+            "precise".into(),
             GpuOptions {
                 precise: true,
                 ..base.clone()
@@ -238,7 +259,7 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             let (hits, st) = run(&det.medium, &det.index, sources, b.seed, opts)?;
             let ns = 1e9 * st.kernel_seconds / photons as f64;
             println!(
-                "{name:<10} {label:<22} {photons:>12} {:>10.4} {:>10.3} {ns:>11.3} {:>11.3e} {:>5} {:>6}",
+                "{name:<10} {label:<26} {photons:>12} {:>10.4} {:>10.3} {ns:>11.3} {:>11.3e} {:>5} {:>6}",
                 st.kernel_seconds,
                 st.wall_seconds,
                 photons as f64 / st.kernel_seconds,

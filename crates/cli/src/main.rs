@@ -280,12 +280,19 @@ fn photon(a: &PhotonArgs) -> Result<()> {
     println!("sources:        {}", sim.sources.len());
     println!("photons:        {}", sim.photons);
     println!("hits:           {} (before acceptance: {})", sim.hits.len(), sim.raw_hits);
-    println!(
-        "propagation:    {secs:.2} s, {:.0} ns/photon, {:.3e} photons/s on {} threads",
-        1e9 * secs / sim.photons as f64,
-        sim.photons as f64 / secs,
-        rayon::current_num_threads()
-    );
+    match &gpu_stats {
+        Some(g) => println!(
+            "propagation:    {secs:.2} s ({:.3} s in kernels, {:.3} ns/photon) on {device}",
+            g.kernel_seconds,
+            1e9 * g.kernel_seconds / sim.photons as f64
+        ),
+        None => println!(
+            "propagation:    {secs:.2} s, {:.0} ns/photon, {:.3e} photons/s on {} threads",
+            1e9 * secs / sim.photons as f64,
+            sim.photons as f64 / secs,
+            rayon::current_num_threads()
+        ),
+    }
     println!("output:         {}", a.output.display());
     if let Some(p) = &a.hit_lines {
         println!("HIT lines:      {}", p.display());

@@ -215,9 +215,16 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
         float s = sca[j];
         float a = ab[j] * abs_factor;
         float dl;
+#ifdef WD_BRANCHLESS_WALK
+        // Direction as ±1: the boundary ahead is at j ± ½ (correct for up- and downgoing photons).
+        float dirz = nz > 0.0f ? 1.0f : -1.0f;
+        bool open_end = nz == 0.0f || (nz > 0.0f ? j + 1 >= P.n_layers : j <= 0);
+        dl = open_end ? __int_as_float(0x7f800000) : fmaxf((P.hmin + ((float)j + 0.5f * dirz) * P.dh - z) / nz, 0.0f);
+#else
         if (nz > 0.0f && j + 1 < P.n_layers) dl = fmaxf((P.hmin + ((float)j + 0.5f) * P.dh - z) / nz, 0.0f);
         else if (nz < 0.0f && j > 0) dl = fmaxf((P.hmin + ((float)j - 0.5f) * P.dh - z) / nz, 0.0f);
         else dl = __int_as_float(0x7f800000);
+#endif
         float ls = sca_depth / s;
         float la = tot / a;
         if (la <= dl && la <= ls) return Segment{length + la, 0.0f};
@@ -226,7 +233,11 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
         sca_depth -= s * dl;
         tot -= a * dl;
         z += dl * nz;
+#ifdef WD_BRANCHLESS_WALK
+        j += (int)dirz;
+#else
         if (nz > 0.0f) j += 1; else j -= 1;
+#endif
     }
 }
 
@@ -417,12 +428,81 @@ __device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long lo
     return lo;
 }
 
-extern "C" __global__ void propagate(const PhotonParams P) {
+// Optimisation switches (-D at compile time, see GpuOptions::defines):
+//   WD_NAIVE_LOOP        one whole photon per loop iteration (a warp waits for its longest photon)
+//   WD_BRANCHLESS_WALK   layer walk with the direction as ±1 instead of up/down branches
+//   WD_MIN_BLOCKS=n      __launch_bounds__(WD_BLOCK, n): cap registers for n resident blocks
+#ifndef WD_BLOCK
+#define WD_BLOCK 256
+#endif
+#ifdef WD_MIN_BLOCKS
+#define WD_BOUNDS __launch_bounds__(WD_BLOCK, WD_MIN_BLOCKS)
+#else
+#define WD_BOUNDS
+#endif
+
+#ifdef WD_NAIVE_LOOP
+extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long id = P.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; id < P.photon_hi; id += stride) {
         propagate_photon(P, id, source_of(P, id));
     }
 }
+#else
+// Default: one segment per iteration; a lane whose photon ended emits its next photon and rejoins
+// (PPC's scheme). The work of each photon is exactly propagate_photon's, in the same order.
+extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long next = P.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long id = 0;
+    WdRng rng;
+    Photon p;
+    int s = 0, own_dom = -1, skip = -1;
+    unsigned int seq = 0, segs = 0;
+    float ocm = 0.0f, tot = 0.0f;
+    bool alive = false;
+    const bool kill_on_hit = P.oversize <= 1.0f;
+    for (;;) {
+        if (!alive) {
+            if (next >= P.photon_hi) break;
+            id = next;
+            next += stride;
+            s = source_of(P, id);
+            rng = wd_rng(P.seed, WD_TAG_PHOTON, id);
+            p = emit(P, s, rng);
+            own_dom = P.src_i32[2 * s + 1];
+            ocm = P.slice_ocm[p.slice];
+            tot = wd_exponential(rng);
+            skip = -1;
+            seq = 0;
+            segs = 0;
+            alive = true;
+        }
+        float sca_depth = wd_exponential(rng);
+        float zp = p.pos.z - (float)zshift(P, (double)p.pos.x, (double)p.pos.y, (double)p.pos.z);
+        float nr = absorption_factor(P, p.dir);
+        Segment seg = layer_walk(P, p.slice, zp, p.dir.z, sca_depth, tot, nr);
+        tot = seg.tot;
+        Collision c = first_hit(P, p.pos, p.dir, seg.length, skip);
+        skip = -1;
+        if (c.dom >= 0) {
+            if (own_dom != c.dom) {
+                record(P, id, s, seq, c.dom, p.time + c.h * ocm, p.slice, p.dir, c.impact);
+                seq += 1;
+            }
+            if (kill_on_hit) { alive = false; continue; }
+            skip = c.dom;
+        }
+        if (tot <= 0.0f) { alive = false; continue; }
+        p.pos = V3{p.pos.x + seg.length * p.dir.x, p.pos.y + seg.length * p.dir.y, p.pos.z + seg.length * p.dir.z};
+        p.time += seg.length * ocm;
+        float u1 = wd_uniform(rng), u2 = wd_uniform(rng), u3 = wd_uniform(rng);
+        float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
+        p.dir = scatter(P, p.dir, cos_t, u3);
+        if (++segs >= WD_MAX_SEGMENTS) alive = false;
+    }
+}
+#endif
 
 // Field offsets of the shared structs, compared with Rust's offset_of! by gpu-check.
 extern "C" __global__ void layout(unsigned long long* out) {

@@ -135,6 +135,8 @@ pub struct GpuOptions {
     /// Threads per block and blocks per multiprocessor.
     pub block: u32,
     pub blocks_per_sm: u32,
+    /// Kernel switches (`-D` definitions, see the top of propagate.cu's kernel section).
+    pub defines: Vec<String>,
 }
 
 impl Default for GpuOptions {
@@ -146,6 +148,7 @@ impl Default for GpuOptions {
             hit_capacity: 1 << 22,
             block: 256,
             blocks_per_sm: 8,
+            defines: Vec::new(),
         }
     }
 }
@@ -385,8 +388,16 @@ fn run_on(
     (lo, hi): (u64, u64),
     opts: &GpuOptions,
 ) -> Result<(Vec<RawHit>, GpuStats), GpuError> {
-    let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &[])?;
+    let mut defines = opts.defines.clone();
+    defines.push(format!("WD_BLOCK={}", opts.block));
+    let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
     let res = cuda::resources(&func)?;
+    if opts.block as i32 > res.max_threads_per_block {
+        return Err(GpuError::Other(format!(
+            "{} threads per block requested, the kernel allows {} ({} registers)",
+            opts.block, res.max_threads_per_block, res.registers
+        )));
+    }
     let stream = &gpu.stream;
     let (tables, hits, count) = upload(stream, m, idx, sources, opts.hit_capacity)?;
     let grid = (gpu.multiprocessors as u32) * opts.blocks_per_sm;
@@ -498,3 +509,6 @@ pub fn run(m: &Medium, idx: &DomIndex, sources: &[Source], seed: u64, opts: &Gpu
 /// Every kernel of this crate: (file name, source, entry points). `warpdrive doctor` compiles
 /// them all; CI runs it with `--compile-only`.
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["propagate", "twin_rng", "twin_physics", "layout"])];
+
+/// The kernel switches, each compiled by `warpdrive doctor` so CI checks every variant.
+pub const SWITCHES: &[&str] = &["WD_NAIVE_LOOP", "WD_BRANCHLESS_WALK", "WD_MIN_BLOCKS=4"];
