@@ -41,17 +41,22 @@ pub fn run(compile_only: bool) -> Result<()> {
         for precise in [false, true] {
             let mode = if precise { "precise" } else { "fast" };
             if gpus.is_empty() {
-                let ptx = cuda::compile(
-                    file,
-                    src,
-                    &KernelOptions {
-                        arch: "sm_90".into(),
-                        precise,
-                        defines: vec![],
-                    },
-                )?;
-                println!("{file} ({mode}, sm_90): compiled, {} bytes of PTX", ptx.to_src().len());
-                n += 1;
+                let variants = std::iter::once(None).chain(warpdrive_photon::gpu::SWITCHES.iter().map(Some));
+                for v in variants {
+                    let defines: Vec<String> = v.iter().map(|d| d.to_string()).collect();
+                    let ptx = cuda::compile(
+                        file,
+                        src,
+                        &KernelOptions {
+                            arch: "sm_90".into(),
+                            precise,
+                            defines,
+                        },
+                    )?;
+                    let label = v.map_or(String::new(), |d| format!(", -D{d}"));
+                    println!("{file} ({mode}, sm_90{label}): compiled, {} bytes of PTX", ptx.to_src().len());
+                    n += 1;
+                }
             }
             for g in &gpus {
                 for f in functions.iter() {
