@@ -160,68 +160,59 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
         devices: devices.clone(),
         ..Default::default()
     };
-    let sw = |d: &[&str]| d.iter().map(|x| (*x).to_string()).collect::<Vec<_>>();
+    let with = |d: &[&str], o: &GpuOptions| GpuOptions {
+        defines: d.iter().map(|x| (*x).to_string()).collect(),
+        ..o.clone()
+    };
     let mut configs: Vec<(String, GpuOptions)> = vec![
-        ("fast (default)".into(), base.clone()),
+        ("fast, no switches".into(), base.clone()),
+        ("fast, ≤64 regs".into(), with(&["WD_MIN_BLOCKS=4"], &base)),
+        ("≤64 regs + naive loop".into(), with(&["WD_MIN_BLOCKS=4", "WD_NAIVE_LOOP"], &base)),
         (
-            "fast, naive photon loop".into(),
-            GpuOptions {
-                defines: sw(&["WD_NAIVE_LOOP"]),
-                ..base.clone()
-            },
+            "≤64 regs + noinline emit".into(),
+            with(&["WD_MIN_BLOCKS=4", "WD_NOINLINE_EMIT"], &base),
+        ),
+        ("≤64 regs + tilt LUT".into(), with(&["WD_MIN_BLOCKS=4", "WD_TILT_LUT"], &base)),
+        (
+            "≤64 regs + branchless walk".into(),
+            with(&["WD_MIN_BLOCKS=4", "WD_BRANCHLESS_WALK"], &base),
         ),
         (
-            "fast, branchless walk".into(),
-            GpuOptions {
-                defines: sw(&["WD_BRANCHLESS_WALK"]),
-                ..base.clone()
-            },
+            "≤64 + noinline + LUT".into(),
+            with(&["WD_MIN_BLOCKS=4", "WD_NOINLINE_EMIT", "WD_TILT_LUT"], &base),
         ),
         (
-            "fast, ≤64 regs (4×256)".into(),
-            GpuOptions {
-                defines: sw(&["WD_MIN_BLOCKS=4"]),
-                ..base.clone()
-            },
+            "≤51 + noinline + LUT".into(),
+            with(&["WD_MIN_BLOCKS=5", "WD_NOINLINE_EMIT", "WD_TILT_LUT"], &base),
         ),
         (
-            "fast, ≤40 regs (6×256)".into(),
-            GpuOptions {
-                defines: sw(&["WD_MIN_BLOCKS=6"]),
-                ..base.clone()
-            },
+            "≤64 + noinl + LUT + naive".into(),
+            with(&["WD_MIN_BLOCKS=4", "WD_NOINLINE_EMIT", "WD_TILT_LUT", "WD_NAIVE_LOOP"], &base),
         ),
         (
-            "fast, 128×16/SM".into(),
+            "≤64 + noinl + LUT, 128×16".into(),
             GpuOptions {
                 block: 128,
                 blocks_per_sm: 16,
-                ..base.clone()
+                ..with(&["WD_MIN_BLOCKS=8", "WD_NOINLINE_EMIT", "WD_TILT_LUT"], &base)
             },
         ),
         (
-            "fast, 512×4/SM".into(),
-            GpuOptions {
-                block: 512,
-                blocks_per_sm: 4,
-                ..base.clone()
-            },
-        ),
-        (
-            "fast, 256×32/SM".into(),
-            GpuOptions {
-                blocks_per_sm: 32,
-                ..base.clone()
-            },
-        ),
-        (
-            "precise".into(),
+            "precise, ≤64 regs".into(),
             GpuOptions {
                 precise: true,
-                ..base.clone()
+                ..with(&["WD_MIN_BLOCKS=4"], &base)
             },
         ),
     ];
+    if let warpdrive_photon::tilt::Tilt::OneD(t) = &det.medium.tilt {
+        if let Some(e) = warpdrive_photon::gpu::tilt_lut_error(t, 100_000) {
+            println!(
+                "tilt LUT ({} distances): largest |Δ zshift| over 1e5 random points = {e:.2e} m",
+                warpdrive_photon::gpu::TILT_LUT_DIST
+            );
+        }
+    }
     if devices.len() > 1 {
         configs.push((
             "fast, first GPU only".into(),
@@ -259,7 +250,7 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             let (hits, st) = run(&det.medium, &det.index, sources, b.seed, opts)?;
             let ns = 1e9 * st.kernel_seconds / photons as f64;
             println!(
-                "{name:<10} {label:<26} {photons:>12} {:>10.4} {:>10.3} {ns:>11.3} {:>11.3e} {:>5} {:>6}",
+                "{name:<10} {label:<28} {photons:>12} {:>10.4} {:>10.3} {ns:>11.3} {:>11.3e} {:>5} {:>6}",
                 st.kernel_seconds,
                 st.wall_seconds,
                 photons as f64 / st.kernel_seconds,

@@ -45,8 +45,12 @@ struct PhotonParams {
     float grid_x0, grid_y0, grid_cell, r_eff, oversize;
     int n_layers, has_aniso, has_new_abs, tilt_kind, tilt_n_depths, tilt_n_dist, t2_n1, t2_n2, t2_nodes;
     int grid_nx, grid_ny, n_sources;
+    // Resampled 1-D tilt (WD_TILT_LUT): shifts on a regular (depth, distance) grid, float.
+    int lut_n_depth, lut_n_dist;
+    float lut_d0, lut_dd, lut_x0, lut_dx;
+    const float* tilt_lut;
 };
-static_assert(sizeof(PhotonParams) == 424, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 456, "PhotonParams layout differs from gpu.rs");
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
 // Must match GpuHit in gpu.rs.
@@ -203,6 +207,24 @@ __device__ double zshift(const PhotonParams& P, double x, double y, double z) {
     return 0.0;
 }
 
+// Tilt shift from the resampled float table (WD_TILT_LUT; falls back to the exact shift when the
+// model has no 1-D tilt). Bilinear on a regular grid: direct indexing, no search, no FP64.
+__device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, float y, float z) {
+#ifdef WD_TILT_LUT
+    if (P.lut_n_depth > 1) {
+        float fd = fminf(fmaxf(((float)WD_ZOFF - z - P.lut_d0) / P.lut_dd, 0.0f), (float)(P.lut_n_depth - 1));
+        float dist = (x - (float)P.tilt_r0x) * (float)P.tilt_ca + (y - (float)P.tilt_r0y) * (float)P.tilt_sa;
+        float fx = fminf(fmaxf((dist - P.lut_x0) / P.lut_dx, 0.0f), (float)(P.lut_n_dist - 1));
+        int i = min((int)fd, P.lut_n_depth - 2), j = min((int)fx, P.lut_n_dist - 2);
+        float a = fd - (float)i, b = fx - (float)j;
+        const float* r0 = P.tilt_lut + i * P.lut_n_dist + j;
+        const float* r1 = r0 + P.lut_n_dist;
+        return (r0[0] * (1.0f - b) + r0[1] * b) * (1.0f - a) + (r1[0] * (1.0f - b) + r1[1] * b) * a;
+    }
+#endif
+    return (float)zshift(P, (double)x, (double)y, (double)z);
+}
+
 // propagate.rs: layer_walk -------------------------------------------------------------------
 struct Segment { float length, tot; };
 
@@ -325,7 +347,12 @@ __device__ __forceinline__ V3 cherenkov(V3 n, float beta, float n_phase, float u
 // Source record: f64[11] = pos3 dir3 time p0 p1 p2 p3; i32[2] = kind, own_dom.
 // kind 0 cascade (p0 = profile a, p1 = profile b); 1 track (p0 length, p1 beta, p2 f_direct);
 // 2 isotropic; 3 beam (p3 = ka).
-__device__ Photon emit(const PhotonParams& P, int s, WdRng& rng) {
+#ifdef WD_NOINLINE_EMIT
+__device__ __noinline__
+#else
+__device__
+#endif
+Photon emit(const PhotonParams& P, int s, WdRng& rng) {
     const double* f = P.src_f64 + 11 * (size_t)s;
     int kind = P.src_i32[2 * s];
     Photon ph;
@@ -399,7 +426,7 @@ __device__ void propagate_photon(const PhotonParams& P, unsigned long long id, i
     bool kill_on_hit = P.oversize <= 1.0f;
     for (unsigned int segs = 0; segs < WD_MAX_SEGMENTS; ++segs) {
         float sca_depth = wd_exponential(rng);
-        float zp = p.pos.z - (float)zshift(P, (double)p.pos.x, (double)p.pos.y, (double)p.pos.z);
+        float zp = p.pos.z - zshift_fast(P, p.pos.x, p.pos.y, p.pos.z);
         float nr = absorption_factor(P, p.dir);
         Segment seg = layer_walk(P, p.slice, zp, p.dir.z, sca_depth, tot, nr);
         tot = seg.tot;
@@ -432,6 +459,8 @@ __device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long lo
 //   WD_NAIVE_LOOP        one whole photon per loop iteration (a warp waits for its longest photon)
 //   WD_BRANCHLESS_WALK   layer walk with the direction as ±1 instead of up/down branches
 //   WD_MIN_BLOCKS=n      __launch_bounds__(WD_BLOCK, n): cap registers for n resident blocks
+//   WD_NOINLINE_EMIT     emission (FP64 gamma sampling) out of line, to keep the hot loop compact
+//   WD_TILT_LUT          1-D tilt from a float table resampled on a regular grid (fast mode only)
 #ifndef WD_BLOCK
 #define WD_BLOCK 256
 #endif
@@ -479,7 +508,7 @@ extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
             alive = true;
         }
         float sca_depth = wd_exponential(rng);
-        float zp = p.pos.z - (float)zshift(P, (double)p.pos.x, (double)p.pos.y, (double)p.pos.z);
+        float zp = p.pos.z - zshift_fast(P, p.pos.x, p.pos.y, p.pos.z);
         float nr = absorption_factor(P, p.dir);
         Segment seg = layer_walk(P, p.slice, zp, p.dir.z, sca_depth, tot, nr);
         tot = seg.tot;
@@ -518,6 +547,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[6] = (const char*)&p.grid_x0 - b;
     out[7] = (const char*)&h.time - (const char*)&h;
     out[8] = (const char*)&h.impact - (const char*)&h;
+    out[9] = (const char*)&p.tilt_lut - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

@@ -80,15 +80,22 @@ pub struct GpuParams {
     pub grid_nx: i32,
     pub grid_ny: i32,
     pub n_sources: i32,
+    pub lut_n_depth: i32,
+    pub lut_n_dist: i32,
+    pub lut_d0: f32,
+    pub lut_dd: f32,
+    pub lut_x0: f32,
+    pub lut_dx: f32,
+    pub tilt_lut: u64,
 }
-const _: () = assert!(size_of::<GpuParams>() == 424);
+const _: () = assert!(size_of::<GpuParams>() == 456);
 const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
 const _: () = assert!(offset_of!(GpuParams, photon_lo) == 272);
 const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 9] = [
+pub const LAYOUT: [usize; 10] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -98,7 +105,58 @@ pub const LAYOUT: [usize; 9] = [
     offset_of!(GpuParams, grid_x0),
     offset_of!(GpuHit, time),
     offset_of!(GpuHit, impact),
+    offset_of!(GpuParams, tilt_lut),
 ];
+
+/// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
+/// random points with |x|, |y| < 700 m and depths inside the table (host evaluation of the
+/// kernel's bilinear formula).
+pub fn tilt_lut_error(t: &crate::tilt::Tilt1d, n: usize) -> Option<f64> {
+    let (d0, dd, nd, x0, dx, v) = tilt_lut(t)?;
+    let a = TILT_AZIMUTH_DEG.to_radians();
+    let mut r = warpdrive_core::RandomStream::new(5, 0, 0);
+    let mut worst = 0.0f64;
+    for _ in 0..n {
+        let (x, y) = (1400.0 * r.uniform_f64() - 700.0, 1400.0 * r.uniform_f64() - 700.0);
+        let depth = d0 + (nd - 1) as f64 * dd * r.uniform_f64();
+        let fd = ((depth - d0) / dd).clamp(0.0, (nd - 1) as f64);
+        let dist = (x - t.r0[0]) * a.cos() + (y - t.r0[1]) * a.sin();
+        let fx = ((dist - x0) / dx).clamp(0.0, (TILT_LUT_DIST - 1) as f64);
+        let (i, j) = ((fd as usize).min(nd - 2), (fx as usize).min(TILT_LUT_DIST - 2));
+        let (aa, bb) = (fd - i as f64, fx - j as f64);
+        let at = |i: usize, j: usize| f64::from(v[i * TILT_LUT_DIST + j]);
+        let lut = (at(i, j) * (1.0 - bb) + at(i, j + 1) * bb) * (1.0 - aa) + (at(i + 1, j) * (1.0 - bb) + at(i + 1, j + 1) * bb) * aa;
+        worst = worst.max((lut - t.zshift(x, y, crate::ice::ZOFF - depth)).abs());
+    }
+    Some(worst)
+}
+
+/// Distance points of the resampled tilt table (WD_TILT_LUT).
+pub const TILT_LUT_DIST: usize = 256;
+
+/// The 1-D tilt resampled for direct indexing: rows at the table's depths (which must be evenly
+/// spaced), `TILT_LUT_DIST` distances spanning the table's distances; values are the exact
+/// shift at the grid nodes. Returns (depth0, ddepth, n_depth, dist0, ddist, values) or `None`.
+pub fn tilt_lut(t: &crate::tilt::Tilt1d) -> Option<(f64, f64, usize, f64, f64, Vec<f32>)> {
+    let nd = t.depths.len();
+    let dd = (t.depths[nd - 1] - t.depths[0]) / (nd - 1) as f64;
+    if t.depths.windows(2).any(|w| ((w[1] - w[0]) - dd).abs() > 1e-6 * dd.abs()) {
+        return None;
+    }
+    let (x0, x1) = (t.distances[0], t.distances[t.distances.len() - 1]);
+    let dx = (x1 - x0) / (TILT_LUT_DIST - 1) as f64;
+    let mut v = Vec::with_capacity(nd * TILT_LUT_DIST);
+    let a = TILT_AZIMUTH_DEG.to_radians();
+    for i in 0..nd {
+        for j in 0..TILT_LUT_DIST {
+            // A point at distance x0 + j·dx from r0 along the gradient, at depth row i.
+            let d = x0 + j as f64 * dx;
+            let (x, y) = (t.r0[0] + d * a.cos(), t.r0[1] + d * a.sin());
+            v.push(t.zshift(x, y, crate::ice::ZOFF - t.depths[i]) as f32);
+        }
+    }
+    Some((t.depths[0], dd, nd, x0, dx, v))
+}
 // SAFETY: plain old data with the C layout asserted above.
 unsafe impl DeviceRepr for GpuParams {}
 
@@ -290,6 +348,11 @@ pub fn upload(
             let a = TILT_AZIMUTH_DEG.to_radians();
             p.tilt_ca = a.cos();
             p.tilt_sa = a.sin();
+            if let Some((d0, dd, nd, x0, dx, v)) = tilt_lut(t) {
+                put!(f32s, tilt_lut, v);
+                (p.lut_d0, p.lut_dd, p.lut_n_depth, p.lut_x0, p.lut_dx) = (d0 as f32, dd as f32, nd as i32, x0 as f32, dx as f32);
+                p.lut_n_dist = TILT_LUT_DIST as i32;
+            }
         }
         Tilt::TwoD(t) => {
             p.tilt_kind = 2;
@@ -511,4 +574,10 @@ pub fn run(m: &Medium, idx: &DomIndex, sources: &[Source], seed: u64, opts: &Gpu
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["propagate", "twin_rng", "twin_physics", "layout"])];
 
 /// The kernel switches, each compiled by `warpdrive doctor` so CI checks every variant.
-pub const SWITCHES: &[&str] = &["WD_NAIVE_LOOP", "WD_BRANCHLESS_WALK", "WD_MIN_BLOCKS=4"];
+pub const SWITCHES: &[&str] = &[
+    "WD_NAIVE_LOOP",
+    "WD_BRANCHLESS_WALK",
+    "WD_MIN_BLOCKS=4",
+    "WD_NOINLINE_EMIT",
+    "WD_TILT_LUT",
+];
