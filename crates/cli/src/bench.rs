@@ -167,34 +167,35 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
     let mut configs: Vec<(String, GpuOptions)> = vec![
         ("fast, no switches".into(), base.clone()),
         ("fast, ≤64 regs".into(), with(&["WD_MIN_BLOCKS=4"], &base)),
-        ("≤64 regs + naive loop".into(), with(&["WD_MIN_BLOCKS=4", "WD_NAIVE_LOOP"], &base)),
+        ("≤64 regs + LUT".into(), with(&["WD_MIN_BLOCKS=4", "WD_TILT_LUT"], &base)),
         (
-            "≤64 regs + noinline emit".into(),
-            with(&["WD_MIN_BLOCKS=4", "WD_NOINLINE_EMIT"], &base),
+            "≤64 regs + LUT + naive".into(),
+            with(&["WD_MIN_BLOCKS=4", "WD_TILT_LUT", "WD_NAIVE_LOOP"], &base),
         ),
-        ("≤64 regs + tilt LUT".into(), with(&["WD_MIN_BLOCKS=4", "WD_TILT_LUT"], &base)),
+        ("job queue".into(), with(&["WD_JOBQUEUE"], &base)),
+        ("job queue + LUT".into(), with(&["WD_JOBQUEUE", "WD_TILT_LUT"], &base)),
         (
-            "≤64 regs + branchless walk".into(),
-            with(&["WD_MIN_BLOCKS=4", "WD_BRANCHLESS_WALK"], &base),
-        ),
-        (
-            "≤64 + noinline + LUT".into(),
-            with(&["WD_MIN_BLOCKS=4", "WD_NOINLINE_EMIT", "WD_TILT_LUT"], &base),
+            "job queue + LUT + ≤64 regs".into(),
+            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4"], &base),
         ),
         (
-            "≤51 + noinline + LUT".into(),
-            with(&["WD_MIN_BLOCKS=5", "WD_NOINLINE_EMIT", "WD_TILT_LUT"], &base),
+            "job queue + LUT + ≤80 regs".into(),
+            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=3"], &base),
         ),
         (
-            "≤64 + noinl + LUT + naive".into(),
-            with(&["WD_MIN_BLOCKS=4", "WD_NOINLINE_EMIT", "WD_TILT_LUT", "WD_NAIVE_LOOP"], &base),
-        ),
-        (
-            "≤64 + noinl + LUT, 128×16".into(),
+            "job queue + LUT + ≤64, 128".into(),
             GpuOptions {
                 block: 128,
                 blocks_per_sm: 16,
-                ..with(&["WD_MIN_BLOCKS=8", "WD_NOINLINE_EMIT", "WD_TILT_LUT"], &base)
+                ..with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=8"], &base)
+            },
+        ),
+        (
+            "job queue + LUT + ≤64, 512".into(),
+            GpuOptions {
+                block: 512,
+                blocks_per_sm: 4,
+                ..with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=2"], &base)
             },
         ),
         (
@@ -202,6 +203,13 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             GpuOptions {
                 precise: true,
                 ..with(&["WD_MIN_BLOCKS=4"], &base)
+            },
+        ),
+        (
+            "precise, job queue ≤64".into(),
+            GpuOptions {
+                precise: true,
+                ..with(&["WD_JOBQUEUE", "WD_MIN_BLOCKS=4"], &base)
             },
         ),
     ];

@@ -415,48 +415,10 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
     h->pad = 0;
 }
 
-__device__ void propagate_photon(const PhotonParams& P, unsigned long long id, int s) {
-    WdRng rng = wd_rng(P.seed, WD_TAG_PHOTON, id);
-    Photon p = emit(P, s, rng);
-    int own_dom = P.src_i32[2 * s + 1];
-    float ocm = P.slice_ocm[p.slice];
-    float tot = wd_exponential(rng);
-    int skip = -1;
-    unsigned int seq = 0;
-    bool kill_on_hit = P.oversize <= 1.0f;
-    for (unsigned int segs = 0; segs < WD_MAX_SEGMENTS; ++segs) {
-        float sca_depth = wd_exponential(rng);
-        float zp = p.pos.z - zshift_fast(P, p.pos.x, p.pos.y, p.pos.z);
-        float nr = absorption_factor(P, p.dir);
-        Segment seg = layer_walk(P, p.slice, zp, p.dir.z, sca_depth, tot, nr);
-        tot = seg.tot;
-        Collision c = first_hit(P, p.pos, p.dir, seg.length, skip);
-        skip = -1;
-        if (c.dom >= 0) {
-            if (own_dom != c.dom) {
-                record(P, id, s, seq, c.dom, p.time + c.h * ocm, p.slice, p.dir, c.impact);
-                seq += 1;
-            }
-            if (kill_on_hit) return;
-            skip = c.dom;
-        }
-        if (tot <= 0.0f) return;
-        p.pos = V3{p.pos.x + seg.length * p.dir.x, p.pos.y + seg.length * p.dir.y, p.pos.z + seg.length * p.dir.z};
-        p.time += seg.length * ocm;
-        float u1 = wd_uniform(rng), u2 = wd_uniform(rng), u3 = wd_uniform(rng);
-        float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
-        p.dir = scatter(P, p.dir, cos_t, u3);
-    }
-}
-
-__device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long long id) {
-    int lo = 0, hi = P.n_sources;  // largest s with offsets[s] <= id
-    while (hi - lo > 1) { int m = (lo + hi) / 2; if (P.src_offsets[m] <= id) lo = m; else hi = m; }
-    return lo;
-}
 
 // Optimisation switches (-D at compile time, see GpuOptions::defines):
 //   WD_NAIVE_LOOP        one whole photon per loop iteration (a warp waits for its longest photon)
+//   WD_JOBQUEUE          per-warp job queue: photons emitted warp-wide into shared memory
 //   WD_BRANCHLESS_WALK   layer walk with the direction as ±1 instead of up/down branches
 //   WD_MIN_BLOCKS=n      __launch_bounds__(WD_BLOCK, n): cap registers for n resident blocks
 //   WD_NOINLINE_EMIT     emission (FP64 gamma sampling) out of line, to keep the hot loop compact
@@ -470,65 +432,125 @@ __device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long lo
 #define WD_BOUNDS
 #endif
 
-#ifdef WD_NAIVE_LOOP
+__device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long long id) {
+    int lo = 0, hi = P.n_sources;  // largest s with offsets[s] <= id
+    while (hi - lo > 1) { int m = (lo + hi) / 2; if (P.src_offsets[m] <= id) lo = m; else hi = m; }
+    return lo;
+}
+
+// One photon's state between segments.
+struct PState {
+    V3 pos, dir;
+    float time, tot, ocm;
+    unsigned int slice, seq, segs;
+    int s, own_dom, skip;
+    unsigned long long id;
+    WdRng rng;
+};
+
+// Emission and the absorption budget (the start of propagate_photon).
+__device__ __forceinline__ void start(const PhotonParams& P, unsigned long long id, PState& st) {
+    st.id = id;
+    st.s = source_of(P, id);
+    st.rng = wd_rng(P.seed, WD_TAG_PHOTON, id);
+    Photon p = emit(P, st.s, st.rng);
+    st.pos = p.pos; st.dir = p.dir; st.time = p.time; st.slice = p.slice;
+    st.own_dom = P.src_i32[2 * st.s + 1];
+    st.ocm = P.slice_ocm[p.slice];
+    st.tot = wd_exponential(st.rng);
+    st.skip = -1; st.seq = 0; st.segs = 0;
+}
+
+// One segment of propagate_photon's loop; false when the photon ends.
+__device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
+    float sca_depth = wd_exponential(st.rng);
+    float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
+    float nr = absorption_factor(P, st.dir);
+    Segment seg = layer_walk(P, st.slice, zp, st.dir.z, sca_depth, st.tot, nr);
+    st.tot = seg.tot;
+    Collision c = first_hit(P, st.pos, st.dir, seg.length, st.skip);
+    st.skip = -1;
+    if (c.dom >= 0) {
+        if (st.own_dom != c.dom) {
+            record(P, st.id, st.s, st.seq, c.dom, st.time + c.h * st.ocm, st.slice, st.dir, c.impact);
+            st.seq += 1;
+        }
+        if (P.oversize <= 1.0f) return false;
+        st.skip = c.dom;
+    }
+    if (st.tot <= 0.0f) return false;
+    st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
+    st.time += seg.length * st.ocm;
+    float u1 = wd_uniform(st.rng), u2 = wd_uniform(st.rng), u3 = wd_uniform(st.rng);
+    float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
+    st.dir = scatter(P, st.dir, cos_t, u3);
+    return ++st.segs < WD_MAX_SEGMENTS;
+}
+
+#if defined(WD_NAIVE_LOOP)
+// One whole photon per iteration (a warp waits for its longest photon).
 extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long id = P.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; id < P.photon_hi; id += stride) {
-        propagate_photon(P, id, source_of(P, id));
+        PState st;
+        start(P, id, st);
+        while (step(P, st)) {}
+    }
+}
+#elif defined(WD_JOBQUEUE)
+// Per-warp job queue (after CLSim's CUDA port): when the warp's queue is empty and a lane is
+// idle, all 32 lanes emit one photon each into shared memory together (emission runs
+// warp-uniform instead of one lane at a time); idle lanes then pop photons from the queue.
+#define WD_WARPS (WD_BLOCK / 32)
+extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
+    __shared__ PState queue[WD_WARPS][32];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const unsigned long long total_warps = ((unsigned long long)gridDim.x * blockDim.x) >> 5;
+    unsigned long long warp_next = P.photon_lo + ((unsigned long long)blockIdx.x * WD_WARPS + w) * 32ull;
+    int qn = 0, qhead = 0;  // warp-uniform
+    PState st;
+    bool alive = false;
+    for (;;) {
+        unsigned int idle = __ballot_sync(0xffffffffu, !alive);
+        if (idle) {
+            if (qn == 0 && warp_next < P.photon_hi) {
+                unsigned long long id = warp_next + (unsigned long long)lane;
+                if (id < P.photon_hi) start(P, id, queue[w][lane]);
+                unsigned long long left = P.photon_hi - warp_next;
+                qn = left < 32ull ? (int)left : 32;
+                qhead = 0;
+                warp_next += total_warps * 32ull;
+                __syncwarp();
+            }
+            int rank = __popc(idle & ((1u << lane) - 1u));
+            if (!alive && rank < qn) {
+                st = queue[w][qhead + rank];
+                alive = true;
+            }
+            int taken = min(__popc(idle), qn);
+            qhead += taken;
+            qn -= taken;
+            __syncwarp();
+            if (!__any_sync(0xffffffffu, alive) && qn == 0 && warp_next >= P.photon_hi) break;
+        }
+        if (alive) alive = step(P, st);
     }
 }
 #else
-// Default: one segment per iteration; a lane whose photon ended emits its next photon and rejoins
-// (PPC's scheme). The work of each photon is exactly propagate_photon's, in the same order.
+// Default: one segment per iteration; a lane whose photon ended starts its next photon.
 extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long next = P.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned long long id = 0;
-    WdRng rng;
-    Photon p;
-    int s = 0, own_dom = -1, skip = -1;
-    unsigned int seq = 0, segs = 0;
-    float ocm = 0.0f, tot = 0.0f;
+    PState st;
     bool alive = false;
-    const bool kill_on_hit = P.oversize <= 1.0f;
     for (;;) {
         if (!alive) {
             if (next >= P.photon_hi) break;
-            id = next;
+            start(P, next, st);
             next += stride;
-            s = source_of(P, id);
-            rng = wd_rng(P.seed, WD_TAG_PHOTON, id);
-            p = emit(P, s, rng);
-            own_dom = P.src_i32[2 * s + 1];
-            ocm = P.slice_ocm[p.slice];
-            tot = wd_exponential(rng);
-            skip = -1;
-            seq = 0;
-            segs = 0;
             alive = true;
         }
-        float sca_depth = wd_exponential(rng);
-        float zp = p.pos.z - zshift_fast(P, p.pos.x, p.pos.y, p.pos.z);
-        float nr = absorption_factor(P, p.dir);
-        Segment seg = layer_walk(P, p.slice, zp, p.dir.z, sca_depth, tot, nr);
-        tot = seg.tot;
-        Collision c = first_hit(P, p.pos, p.dir, seg.length, skip);
-        skip = -1;
-        if (c.dom >= 0) {
-            if (own_dom != c.dom) {
-                record(P, id, s, seq, c.dom, p.time + c.h * ocm, p.slice, p.dir, c.impact);
-                seq += 1;
-            }
-            if (kill_on_hit) { alive = false; continue; }
-            skip = c.dom;
-        }
-        if (tot <= 0.0f) { alive = false; continue; }
-        p.pos = V3{p.pos.x + seg.length * p.dir.x, p.pos.y + seg.length * p.dir.y, p.pos.z + seg.length * p.dir.z};
-        p.time += seg.length * ocm;
-        float u1 = wd_uniform(rng), u2 = wd_uniform(rng), u3 = wd_uniform(rng);
-        float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
-        p.dir = scatter(P, p.dir, cos_t, u3);
-        if (++segs >= WD_MAX_SEGMENTS) alive = false;
+        alive = step(P, st);
     }
 }
 #endif

@@ -293,6 +293,19 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     ));
     log(&format!("{:?}", out.last()));
 
+    // Loop structure does not change the physics: the job-queue kernel gives the same hits.
+    let jq = GpuOptions {
+        defines: vec!["WD_JOBQUEUE".into()],
+        ..precise.clone()
+    };
+    let (gj, _) = gpu::run(&spice.medium, &spice.index, &sources, seed, &jq)?;
+    out.push(check(
+        "precise: job queue = segment loop",
+        gj == gp,
+        format!("{} vs {} raw hits, identical: {}", gj.len(), gp.len(), gj == gp),
+    ));
+    log(&format!("{:?}", out.last()));
+
     // No hit dropped: a tiny hit buffer forces re-runs in halves; the hits must be identical.
     let tiny = GpuOptions {
         hit_capacity: 512,
