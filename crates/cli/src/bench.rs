@@ -165,7 +165,7 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
         ..o.clone()
     };
     let mut configs: Vec<(String, GpuOptions)> = vec![
-        ("fast, no switches".into(), base.clone()),
+        ("fast, no switches".into(), with(&[], &base)),
         ("fast, ≤64 regs".into(), with(&["WD_MIN_BLOCKS=4"], &base)),
         ("≤64 regs + LUT".into(), with(&["WD_MIN_BLOCKS=4", "WD_TILT_LUT"], &base)),
         (
@@ -174,16 +174,13 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
         ),
         ("job queue".into(), with(&["WD_JOBQUEUE"], &base)),
         ("job queue + LUT".into(), with(&["WD_JOBQUEUE", "WD_TILT_LUT"], &base)),
+        ("default: queue+LUT+≤64".into(), base.clone()),
         (
-            "job queue + LUT + ≤64 regs".into(),
-            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4"], &base),
+            "default + branchless walk".into(),
+            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_BRANCHLESS_WALK"], &base),
         ),
         (
-            "job queue + LUT + ≤80 regs".into(),
-            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=3"], &base),
-        ),
-        (
-            "job queue + LUT + ≤64, 128".into(),
+            "default, 128×16/SM".into(),
             GpuOptions {
                 block: 128,
                 blocks_per_sm: 16,
@@ -191,25 +188,17 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             },
         ),
         (
-            "job queue + LUT + ≤64, 512".into(),
+            "default, 256×16/SM".into(),
             GpuOptions {
-                block: 512,
-                blocks_per_sm: 4,
-                ..with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=2"], &base)
+                blocks_per_sm: 16,
+                ..base.clone()
             },
         ),
         (
-            "precise, ≤64 regs".into(),
+            "precise (default switches)".into(),
             GpuOptions {
                 precise: true,
-                ..with(&["WD_MIN_BLOCKS=4"], &base)
-            },
-        ),
-        (
-            "precise, job queue ≤64".into(),
-            GpuOptions {
-                precise: true,
-                ..with(&["WD_JOBQUEUE", "WD_MIN_BLOCKS=4"], &base)
+                ..base.clone()
             },
         ),
     ];

@@ -206,7 +206,7 @@ impl Default for GpuOptions {
             hit_capacity: 1 << 22,
             block: 256,
             blocks_per_sm: 8,
-            defines: Vec::new(),
+            defines: DEFAULT_SWITCHES.iter().map(|d| (*d).to_string()).collect(),
         }
     }
 }
@@ -451,7 +451,13 @@ fn run_on(
     (lo, hi): (u64, u64),
     opts: &GpuOptions,
 ) -> Result<(Vec<RawHit>, GpuStats), GpuError> {
-    let mut defines = opts.defines.clone();
+    // Precise mode promises the CPU path's arithmetic: no resampled tables.
+    let mut defines: Vec<String> = opts
+        .defines
+        .iter()
+        .filter(|d| !(opts.precise && d.as_str() == "WD_TILT_LUT"))
+        .cloned()
+        .collect();
     defines.push(format!("WD_BLOCK={}", opts.block));
     let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
     let res = cuda::resources(&func)?;
@@ -572,6 +578,11 @@ pub fn run(m: &Medium, idx: &DomIndex, sources: &[Source], seed: u64, opts: &Gpu
 /// Every kernel of this crate: (file name, source, entry points). `warpdrive doctor` compiles
 /// them all; CI runs it with `--compile-only`.
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["propagate", "twin_rng", "twin_physics", "layout"])];
+
+/// The switches of the default build, chosen by `warpdrive bench photon --device cuda` on an
+/// H100 (docs/performance/photon.md): per-warp job queue, 64-register cap at 4 × 256 threads per
+/// SM, resampled float tilt table (fast mode only: precise mode drops it, see [`run`]).
+pub const DEFAULT_SWITCHES: &[&str] = &["WD_JOBQUEUE", "WD_MIN_BLOCKS=4", "WD_TILT_LUT"];
 
 /// The kernel switches, each compiled by `warpdrive doctor` so CI checks every variant.
 pub const SWITCHES: &[&str] = &[
