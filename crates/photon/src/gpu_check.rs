@@ -294,15 +294,15 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     log(&format!("{:?}", out.last()));
 
     // Loop structure does not change the physics: the job-queue kernel gives the same hits.
-    let jq = GpuOptions {
-        defines: vec!["WD_JOBQUEUE".into()],
+    let seg = GpuOptions {
+        defines: Vec::new(),
         ..precise.clone()
     };
-    let (gj, _) = gpu::run(&spice.medium, &spice.index, &sources, seed, &jq)?;
+    let (gs, _) = gpu::run(&spice.medium, &spice.index, &sources, seed, &seg)?;
     out.push(check(
-        "precise: job queue = segment loop",
-        gj == gp,
-        format!("{} vs {} raw hits, identical: {}", gj.len(), gp.len(), gj == gp),
+        "precise: default (job queue) = plain segment loop",
+        gs == gp,
+        format!("{} vs {} raw hits, identical: {}", gp.len(), gs.len(), gs == gp),
     ));
     log(&format!("{:?}", out.last()));
 
