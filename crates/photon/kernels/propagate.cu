@@ -49,8 +49,11 @@ struct PhotonParams {
     int lut_n_depth, lut_n_dist;
     float lut_d0, lut_dd, lut_x0, lut_dx;
     const float* tilt_lut;
+    // Factored coefficients (WD_FACTORED_ICE): per layer [sb, se, c1, t], per slice [la, lk, ae].
+    const float* layer_f;
+    const float* slice_f;
 };
-static_assert(sizeof(PhotonParams) == 456, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 472, "PhotonParams layout differs from gpu.rs");
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
 // Must match GpuHit in gpu.rs.
@@ -229,13 +232,25 @@ __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, flo
 struct Segment { float length, tot; };
 
 __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float zp, float nz, float sca_depth, float tot, float abs_factor) {
+#ifdef WD_FACTORED_ICE
+    // sca = sb + se·l_a, abs = l_k·c1 + A·e^(−B/λ)·t: a 2.7 kB per-layer table instead of the
+    // 700 kB (slice × layer) one.
+    const float la = P.slice_f[3 * slice], lk = P.slice_f[3 * slice + 1], ae = P.slice_f[3 * slice + 2];
+#else
     const float* sca = P.sca + (size_t)slice * P.n_layers;
     const float* ab = P.abs + (size_t)slice * P.n_layers;
+#endif
     int j = layer_of(P, zp);
     float z = zp, length = 0.0f;
     for (;;) {
+#ifdef WD_FACTORED_ICE
+        const float4 f = ((const float4*)P.layer_f)[j];
+        float s = f.x + f.y * la;
+        float a = (lk * f.z + ae * f.w) * abs_factor;
+#else
         float s = sca[j];
         float a = ab[j] * abs_factor;
+#endif
         float dl;
 #ifdef WD_BRANCHLESS_WALK
         // Direction as ±1: the boundary ahead is at j ± ½ (correct for up- and downgoing photons).
@@ -423,6 +438,7 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_MIN_BLOCKS=n      __launch_bounds__(WD_BLOCK, n): cap registers for n resident blocks
 //   WD_NOINLINE_EMIT     emission (FP64 gamma sampling) out of line, to keep the hot loop compact
 //   WD_TILT_LUT          1-D tilt from a float table resampled on a regular grid (fast mode only)
+//   WD_FACTORED_ICE      absorption/scattering from per-layer × per-wavelength factors (fast only)
 #ifndef WD_BLOCK
 #define WD_BLOCK 256
 #endif
@@ -570,6 +586,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[7] = (const char*)&h.time - (const char*)&h;
     out[8] = (const char*)&h.impact - (const char*)&h;
     out[9] = (const char*)&p.tilt_lut - b;
+    out[10] = (const char*)&p.slice_f - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

@@ -87,15 +87,17 @@ pub struct GpuParams {
     pub lut_x0: f32,
     pub lut_dx: f32,
     pub tilt_lut: u64,
+    pub layer_f: u64,
+    pub slice_f: u64,
 }
-const _: () = assert!(size_of::<GpuParams>() == 456);
+const _: () = assert!(size_of::<GpuParams>() == 472);
 const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
 const _: () = assert!(offset_of!(GpuParams, photon_lo) == 272);
 const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 10] = [
+pub const LAYOUT: [usize; 11] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -106,6 +108,7 @@ pub const LAYOUT: [usize; 10] = [
     offset_of!(GpuHit, time),
     offset_of!(GpuHit, impact),
     offset_of!(GpuParams, tilt_lut),
+    offset_of!(GpuParams, slice_f),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -312,6 +315,8 @@ pub fn upload(
     put!(f32s, slice_ocm, m.slices.iter().map(|s| s.ocm).collect::<Vec<_>>());
     put!(f32s, abs, m.abs);
     put!(f32s, sca, m.sca);
+    put!(f32s, layer_f, m.layer_factors.concat());
+    put!(f32s, slice_f, m.slice_factors.concat());
     p.hmin = m.hmin;
     p.dh = m.dh;
     p.g = m.g;
@@ -584,11 +589,16 @@ pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["pro
 /// SM, resampled float tilt table (fast mode only: precise mode drops it, see [`run`]).
 pub const DEFAULT_SWITCHES: &[&str] = &["WD_JOBQUEUE", "WD_MIN_BLOCKS=4", "WD_TILT_LUT"];
 
+/// Switches that change the arithmetic (resampled or refactored tables): fast mode only.
+pub const FAST_ONLY: &[&str] = &["WD_TILT_LUT", "WD_FACTORED_ICE"];
+
 /// The kernel switches, each compiled by `warpdrive doctor` so CI checks every variant.
 pub const SWITCHES: &[&str] = &[
     "WD_NAIVE_LOOP",
+    "WD_JOBQUEUE",
     "WD_BRANCHLESS_WALK",
     "WD_MIN_BLOCKS=4",
     "WD_NOINLINE_EMIT",
     "WD_TILT_LUT",
+    "WD_FACTORED_ICE",
 ];

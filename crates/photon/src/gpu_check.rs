@@ -306,6 +306,24 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     ));
     log(&format!("{:?}", out.last()));
 
+    // Several GPUs: the output equals one GPU's (photon ranges split, hits merged and sorted).
+    let all = warpdrive_core::cuda::device_count()?;
+    if all > 1 {
+        let multi = GpuOptions {
+            devices: (0..all).collect(),
+            ..precise.clone()
+        };
+        let (gm, sm) = gpu::run(&spice.medium, &spice.index, &sources, seed, &multi)?;
+        out.push(check(
+            &format!("cuda:all ({all} GPUs) = one GPU"),
+            gm == gp,
+            format!("{:?}: identical = {}", sm.devices, gm == gp),
+        ));
+    } else {
+        out.push(check("cuda:all = one GPU", true, "skipped: one GPU visible".into()));
+    }
+    log(&format!("{:?}", out.last()));
+
     // No hit dropped: a tiny hit buffer forces re-runs in halves; the hits must be identical.
     let tiny = GpuOptions {
         hit_capacity: 512,

@@ -107,6 +107,12 @@ pub struct Medium {
     pub f_sl: f32,
     pub anisotropy: Option<AnisotropyParams>,
     pub tilt: Tilt,
+    /// The same coefficients factored as the spec writes them (used by the GPU's fast mode):
+    /// per layer [bbl/(1−g), b_e(400)/(1−g), c1, t] and per slice [l_a, l_k, A·e^(−B/λ)], with
+    /// sca = sb + se·l_a and abs = l_k·c1 + A·e^(−B/λ)·t, t = 1 + 0.01 δτ,
+    /// c1 = D·a_dust + E − arf·A·e^(−B/400)·t.
+    pub layer_factors: Vec<[f32; 4]>,
+    pub slice_factors: Vec<[f32; 3]>,
 }
 
 impl Medium {
@@ -137,6 +143,33 @@ impl Medium {
             })
             .collect();
         let n_layers = layers.rows.len();
+        let p = &layers.par;
+        let arf = if layers.flags.absm { 1.0 } else { 0.0 };
+        let a400 = p.a * (-p.b / 400.0).exp();
+        let layer_factors = (0..n_layers)
+            .map(|layer| {
+                let r = &layers.rows[n_layers - 1 - layer];
+                let bbl = layers.bubbles.map_or(0.0, |b| b.at_depth(r.depth));
+                let t = 1.0 + 0.01 * r.dtau;
+                [
+                    (bbl / (1.0 - cfg.g)) as f32,
+                    (r.be400 / (1.0 - cfg.g)) as f32,
+                    (p.d * r.adust400 + p.e - arf * a400 * t) as f32,
+                    t as f32,
+                ]
+            })
+            .collect();
+        let slice_factors = slices
+            .iter()
+            .map(|s| {
+                let l = f64::from(s.wavelength);
+                [
+                    (l / 400.0).powf(-p.alpha) as f32,
+                    (l / 400.0).powf(-p.kappa) as f32,
+                    (p.a * (-p.b / l).exp()) as f32,
+                ]
+            })
+            .collect();
         let mut abs = Vec::with_capacity(WNUM * n_layers);
         let mut sca = Vec::with_capacity(WNUM * n_layers);
         for s in &slices {
@@ -169,6 +202,8 @@ impl Medium {
             f_sl: cfg.f_sl as f32,
             anisotropy,
             tilt,
+            layer_factors,
+            slice_factors,
         }
     }
 
@@ -211,6 +246,27 @@ mod tests {
         assert_eq!(m.layer_of(m.hmin + 170.0 * m.dh + 4.0), 170);
         assert_eq!(m.layer_of(1e4), 170);
         assert_eq!(m.layer_of(-1e4), 0);
+    }
+
+    /// The factored form reproduces the tables to float rounding.
+    #[test]
+    fn factored_coefficients_match_tables() {
+        for m in ["spice_3.2.1", "spice_bfr-v2"] {
+            let dir = data_dir().join("ice").join(m);
+            let layers = Layers::read_dir(&dir, None, None).unwrap();
+            let cfg = Config::read(&dir.join("cfg.txt")).unwrap();
+            let med = Medium::new(&layers, &cfg, &Spectrum::read(&dir.join("wv.dat")).unwrap(), None, Tilt::None);
+            for w in [0, 100, 511] {
+                for j in 0..med.n_layers {
+                    let (lf, sf) = (med.layer_factors[j], med.slice_factors[w]);
+                    let sca = lf[0] + lf[1] * sf[0];
+                    let abs = sf[1] * lf[2] + sf[2] * lf[3];
+                    let k = w * med.n_layers + j;
+                    assert!((sca / med.sca[k] - 1.0).abs() < 1e-5, "{m} sca {w} {j}");
+                    assert!((abs / med.abs[k] - 1.0).abs() < 1e-5, "{m} abs {w} {j}: {abs} {}", med.abs[k]);
+                }
+            }
+        }
     }
 
     #[test]
