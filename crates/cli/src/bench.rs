@@ -180,6 +180,17 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_BRANCHLESS_WALK"], &base),
         ),
         (
+            "default + factored ice".into(),
+            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_FACTORED_ICE"], &base),
+        ),
+        (
+            "default + factored, ≤56".into(),
+            GpuOptions {
+                block: 288,
+                ..with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_FACTORED_ICE"], &base)
+            },
+        ),
+        (
             "default, 128×16/SM".into(),
             GpuOptions {
                 block: 128,
