@@ -174,9 +174,9 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
         ),
         ("job queue".into(), with(&["WD_JOBQUEUE"], &base)),
         ("job queue + LUT".into(), with(&["WD_JOBQUEUE", "WD_TILT_LUT"], &base)),
-        ("default: queue+LUT+≤64".into(), base.clone()),
+        ("queue+LUT+≤64".into(), base.clone()),
         (
-            "default + branchless walk".into(),
+            "queue+LUT+≤64+branchless".into(),
             with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_BRANCHLESS_WALK"], &base),
         ),
         (
@@ -184,7 +184,7 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_FACTORED_ICE"], &base),
         ),
         (
-            "default + factored, ≤56".into(),
+            "default, ≤56 regs (288×4)".into(),
             GpuOptions {
                 block: 288,
                 ..with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_FACTORED_ICE"], &base)

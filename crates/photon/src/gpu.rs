@@ -586,8 +586,9 @@ pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["pro
 
 /// The switches of the default build, chosen by `warpdrive bench photon --device cuda` on an
 /// H100 (docs/performance/photon.md): per-warp job queue, 64-register cap at 4 × 256 threads per
-/// SM, resampled float tilt table (fast mode only: precise mode drops it, see [`run`]).
-pub const DEFAULT_SWITCHES: &[&str] = &["WD_JOBQUEUE", "WD_MIN_BLOCKS=4", "WD_TILT_LUT"];
+/// SM, resampled float tilt table and factored ice coefficients (fast mode only: precise mode
+/// drops those two, see [`FAST_ONLY`]).
+pub const DEFAULT_SWITCHES: &[&str] = &["WD_JOBQUEUE", "WD_MIN_BLOCKS=4", "WD_TILT_LUT", "WD_FACTORED_ICE"];
 
 /// Switches that change the arithmetic (resampled or refactored tables): fast mode only.
 pub const FAST_ONLY: &[&str] = &["WD_TILT_LUT", "WD_FACTORED_ICE"];
