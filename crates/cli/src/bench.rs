@@ -174,15 +174,15 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
         ),
         ("job queue".into(), with(&["WD_JOBQUEUE"], &base)),
         ("job queue + LUT".into(), with(&["WD_JOBQUEUE", "WD_TILT_LUT"], &base)),
-        ("queue+LUT+≤64".into(), base.clone()),
+        (
+            "queue+LUT+≤64".into(),
+            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4"], &base),
+        ),
         (
             "queue+LUT+≤64+branchless".into(),
             with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_BRANCHLESS_WALK"], &base),
         ),
-        (
-            "default + factored ice".into(),
-            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_FACTORED_ICE"], &base),
-        ),
+        ("default: queue+LUT+≤64+factored".into(), base.clone()),
         (
             "default, ≤56 regs (288×4)".into(),
             GpuOptions {
@@ -258,7 +258,7 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             let (hits, st) = run(&det.medium, &det.index, sources, b.seed, opts)?;
             let ns = 1e9 * st.kernel_seconds / photons as f64;
             println!(
-                "{name:<10} {label:<28} {photons:>12} {:>10.4} {:>10.3} {ns:>11.3} {:>11.3e} {:>5} {:>6}",
+                "{name:<10} {label:<32} {photons:>12} {:>10.4} {:>10.3} {ns:>11.3} {:>11.3e} {:>5} {:>6}",
                 st.kernel_seconds,
                 st.wall_seconds,
                 photons as f64 / st.kernel_seconds,
