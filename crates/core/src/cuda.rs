@@ -187,6 +187,11 @@ pub fn compile(name: &str, src: &str, opts: &KernelOptions) -> Result<Ptx, CudaE
     let full = expand_includes(src);
     let mut options: Vec<String> = opts.defines.iter().map(|d| format!("-D{d}")).collect();
     options.push("-std=c++17".into());
+    if !opts.precise {
+        // cudarc 0.19.10 maps `use_fast_math: Some(true)` to `--fmad=true` only; ask NVRTC for the
+        // fast-math intrinsics (sincosf, logf, powf, expf on the SFU) explicitly.
+        options.push("--use_fast_math".into());
+    }
     let arch: &'static str = Box::leak(opts.arch.clone().into_boxed_str());
     let co = CompileOptions {
         use_fast_math: Some(!opts.precise),

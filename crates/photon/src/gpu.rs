@@ -460,7 +460,7 @@ fn run_on(
     let mut defines: Vec<String> = opts
         .defines
         .iter()
-        .filter(|d| !(opts.precise && d.as_str() == "WD_TILT_LUT"))
+        .filter(|d| !(opts.precise && FAST_ONLY.contains(&d.as_str())))
         .cloned()
         .collect();
     defines.push(format!("WD_BLOCK={}", opts.block));
