@@ -199,9 +199,9 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             },
         ),
         (
-            "default, 256×16/SM".into(),
+            "default, 256×8/SM".into(),
             GpuOptions {
-                blocks_per_sm: 16,
+                blocks_per_sm: 8,
                 ..base.clone()
             },
         ),

@@ -208,7 +208,7 @@ impl Default for GpuOptions {
             batch: 1 << 26,
             hit_capacity: 1 << 22,
             block: 256,
-            blocks_per_sm: 8,
+            blocks_per_sm: 16,
             defines: DEFAULT_SWITCHES.iter().map(|d| (*d).to_string()).collect(),
         }
     }
