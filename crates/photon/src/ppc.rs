@@ -12,7 +12,7 @@ use crate::f2k::{flasher, parse_f2k, FlasherOptions};
 use crate::hits::hit_line;
 
 /// Environment variables honoured (spec §2.2).
-pub const SUPPORTED_ENV: [&str; 11] = [
+pub const SUPPORTED_ENV: [&str; 12] = [
     "PPCTABLESDIR",
     "ICEMODELDIR",
     "WFLA",
@@ -24,6 +24,7 @@ pub const SUPPORTED_ENV: [&str; 11] = [
     "ABSM",
     "PPCHOLEICE",
     "WARPDRIVE_SEED",
+    "WARPDRIVE_DEVICE",
 ];
 /// PPC variables that change physics this version does not simulate: reported, never ignored silently.
 pub const UNSUPPORTED_ENV: [&str; 14] = [
@@ -49,6 +50,8 @@ pub struct PpcEnv {
     pub detector: DetectorOptions,
     pub flasher: FlasherOptions,
     pub seed: Option<u64>,
+    /// WARPDRIVE_DEVICE: `cpu`, or `auto` (default: GPU number `<gpu>` when CUDA works, else CPU).
+    pub device: Option<String>,
     /// Unsupported variables that were set.
     pub ignored: Vec<String>,
 }
@@ -90,6 +93,7 @@ impl PpcEnv {
             env.flasher.own_dom_records = v == 0.0;
         }
         env.seed = num("WARPDRIVE_SEED")?.map(|v| v as u64);
+        env.device = get("WARPDRIVE_DEVICE");
         env.ignored = UNSUPPORTED_ENV
             .iter()
             .filter(|v| get(v).is_some())
@@ -106,6 +110,8 @@ pub enum PpcError {
     Input(#[from] InputError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Gpu(#[from] crate::gpu::GpuError),
     #[error("{0}")]
     Usage(String),
 }
@@ -178,7 +184,8 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             let mut text = String::new();
             stdin.read_to_string(&mut text)?;
             let f2k = parse_f2k(Path::new("<stdin>"), &text, &det.yield_)?;
-            let sim = crate::simulate(&det, &f2k.specs, seed, &Progress::new("photons", 0, "photons"));
+            let backend = backend(env, gpu, err)?;
+            let (sim, _) = crate::simulate_on(&det, &f2k.specs, seed, &backend, &Progress::new("photons", 0, "photons"))?;
             writeln!(err, "photons: {}  hits: {}", sim.photons, sim.raw_hits)?;
             let mut by_event: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
             for h in &sim.hits {
@@ -201,7 +208,8 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             let seed = env.seed.unwrap_or(parse_u64(gpu, "gpu")?);
             let det = build(env, err)?;
             let specs = flasher(&det, string, om, num, &env.flasher)?;
-            let sim = crate::simulate(&det, &specs, seed, &Progress::new("photons", 0, "photons"));
+            let backend = backend(env, gpu, err)?;
+            let (sim, _) = crate::simulate_on(&det, &specs, seed, &backend, &Progress::new("photons", 0, "photons"))?;
             writeln!(err, "photons: {}  hits: {}", sim.photons, sim.raw_hits)?;
             for h in &sim.hits {
                 writeln!(out, "{}", hit_line(h))?;
@@ -209,6 +217,25 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             Ok(())
         }
         _ => Err(PpcError::Usage(USAGE.into())),
+    }
+}
+
+/// PPC's `<gpu>` argument names the device: cuda:<gpu> when the driver, a GPU and NVRTC are
+/// there (unless WARPDRIVE_DEVICE=cpu), else the CPU. The seed does not depend on the device.
+fn backend(env: &PpcEnv, gpu: &str, err: &mut dyn Write) -> Result<crate::Backend, PpcError> {
+    use warpdrive_core::cuda;
+    let want_gpu = env.device.as_deref().is_none_or(|d| d != "cpu");
+    if want_gpu && cuda::nvrtc_present() && cuda::device_count().unwrap_or(0) > 0 {
+        let n = cuda::device_count().unwrap_or(1);
+        let ordinal = gpu.parse::<usize>().unwrap_or(0) % n;
+        writeln!(err, "device: cuda:{ordinal}")?;
+        Ok(crate::Backend::Cuda(crate::gpu::GpuOptions {
+            devices: vec![ordinal],
+            ..Default::default()
+        }))
+    } else {
+        writeln!(err, "device: cpu, {} threads", rayon::current_num_threads())?;
+        Ok(crate::Backend::Cpu)
     }
 }
 
