@@ -28,6 +28,29 @@ pub struct Geometry {
     pub source: String,
 }
 
+/// One module line: `skip` leading columns, then `x y z string om` with depth-like z.
+fn parse_module(path: &Path, line: usize, l: &str, skip: usize, columns: &str) -> Result<Dom, InputError> {
+    let t: Vec<&str> = l.split_whitespace().collect();
+    if t.len() != skip + 5 {
+        return Err(InputError::new(
+            path,
+            line,
+            format!("{} columns; expected {} ({columns})", t.len(), skip + 5),
+        ));
+    }
+    let f = |k: usize, name: &str| parse_f64(path, line, name, Some(t[skip + k]));
+    let (x, y, z) = (f(0, "x")?, f(1, "y")?, f(2, "z")?);
+    let string = parse_i64(path, line, "string", Some(t[skip + 3]))? as i32;
+    let om = parse_i64(path, line, "om", Some(t[skip + 4]))? as i32;
+    Ok(Dom {
+        string,
+        om,
+        pos: [x, y, z + ZOFF],
+        rde: 1.0,
+        high_qe: false,
+    })
+}
+
 impl Geometry {
     /// Read a geometry file, choosing the format from its content: Prometheus `.geo` files start
     /// with a `### Metadata ###` header, everything else is read as PPC `geo-f2k`.
@@ -45,27 +68,9 @@ impl Geometry {
     fn parse_f2k(path: &Path, text: &str) -> Result<Self, InputError> {
         let mut doms = Vec::new();
         for (line, l) in data_lines(text) {
-            let t: Vec<&str> = l.split_whitespace().collect();
-            if t.len() != 7 {
-                return Err(InputError::new(
-                    path,
-                    line,
-                    format!("{} columns; expected 7 (name mainboard x y z string om)", t.len()),
-                ));
-            }
-            let x = parse_f64(path, line, "x", Some(t[2]))?;
-            let y = parse_f64(path, line, "y", Some(t[3]))?;
-            let z = parse_f64(path, line, "z", Some(t[4]))?;
-            let string = parse_i64(path, line, "string", Some(t[5]))? as i32;
-            let om = parse_i64(path, line, "om", Some(t[6]))? as i32;
-            if string > 86 || (string > 0 && (1..=60).contains(&om)) {
-                doms.push(Dom {
-                    string,
-                    om,
-                    pos: [x, y, z + ZOFF],
-                    rde: 1.0,
-                    high_qe: false,
-                });
+            let d = parse_module(path, line, l, 2, "name mainboard x y z string om")?;
+            if d.string > 86 || (d.string > 0 && (1..=60).contains(&d.om)) {
+                doms.push(d);
             }
         }
         Self::finish(path, doms)
@@ -76,36 +81,11 @@ impl Geometry {
         let mut doms = Vec::new();
         let mut in_modules = false;
         for (line, l) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
-            if l.is_empty() {
-                continue;
-            }
             if l.starts_with("###") {
                 in_modules = l.contains("Modules");
-                continue;
+            } else if in_modules && !l.is_empty() {
+                doms.push(parse_module(path, line, l, 0, "x y z string om")?);
             }
-            if !in_modules {
-                continue;
-            }
-            let t: Vec<&str> = l.split_whitespace().collect();
-            if t.len() != 5 {
-                return Err(InputError::new(
-                    path,
-                    line,
-                    format!("{} columns; expected 5 (x y z string om)", t.len()),
-                ));
-            }
-            let x = parse_f64(path, line, "x", Some(t[0]))?;
-            let y = parse_f64(path, line, "y", Some(t[1]))?;
-            let z = parse_f64(path, line, "z", Some(t[2]))?;
-            let string = parse_i64(path, line, "string", Some(t[3]))? as i32;
-            let om = parse_i64(path, line, "om", Some(t[4]))? as i32;
-            doms.push(Dom {
-                string,
-                om,
-                pos: [x, y, z + ZOFF],
-                rde: 1.0,
-                high_qe: false,
-            });
         }
         Self::finish(path, doms)
     }

@@ -174,6 +174,38 @@ fn bracket(xs: &[f64], v: f64) -> (usize, f64) {
     (k, f)
 }
 
+/// Rows of `depth shift_1 … shift_n` with increasing depths (tilt.dat, tilt.map).
+fn read_depth_rows(path: &Path, n: usize, what: &str) -> Result<(Vec<f64>, Vec<Vec<f64>>), InputError> {
+    let text = read_text(path)?;
+    let mut depths: Vec<f64> = Vec::new();
+    let mut shifts = Vec::new();
+    for (line, l) in data_lines(&text) {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.len() != n + 1 {
+            return Err(InputError::new(
+                path,
+                line,
+                format!("{} columns; expected depth + {n} shifts ({what})", t.len()),
+            ));
+        }
+        let d = parse_f64(path, line, "depth", Some(t[0]))?;
+        if depths.last().is_some_and(|&p| d <= p) {
+            return Err(InputError::new(path, line, "depths must increase").field("depth"));
+        }
+        depths.push(d);
+        let row = t[1..]
+            .iter()
+            .enumerate()
+            .map(|(k, s)| parse_f64(path, line, &format!("shift {}", k + 1), Some(s)))
+            .collect::<Result<Vec<_>, _>>()?;
+        shifts.push(row);
+    }
+    if depths.len() < 2 {
+        return Err(InputError::file(path, "needs at least two depths"));
+    }
+    Ok((depths, shifts))
+}
+
 fn read_1d(par: &Path, dat: &Path, string_xy: impl Fn(i32) -> Option<[f64; 2]>) -> Result<Tilt1d, InputError> {
     let text = read_text(par)?;
     let mut strings = Vec::new();
@@ -191,37 +223,7 @@ fn read_1d(par: &Path, dat: &Path, string_xy: impl Fn(i32) -> Option<[f64; 2]>) 
     if distances.len() < 2 {
         return Err(InputError::file(par, "needs at least two strings"));
     }
-    let text = read_text(dat)?;
-    let mut depths: Vec<f64> = Vec::new();
-    let mut shifts = Vec::new();
-    for (line, l) in data_lines(&text) {
-        let t: Vec<&str> = l.split_whitespace().collect();
-        if t.len() != distances.len() + 1 {
-            return Err(InputError::new(
-                dat,
-                line,
-                format!(
-                    "{} columns; expected depth + {} shifts (one per tilt.par line)",
-                    t.len(),
-                    distances.len()
-                ),
-            ));
-        }
-        let d = parse_f64(dat, line, "depth", Some(t[0]))?;
-        if depths.last().is_some_and(|&p| d <= p) {
-            return Err(InputError::new(dat, line, "depths must increase").field("depth"));
-        }
-        depths.push(d);
-        let row = t[1..]
-            .iter()
-            .enumerate()
-            .map(|(k, s)| parse_f64(dat, line, &format!("shift {}", k + 1), Some(s)))
-            .collect::<Result<Vec<_>, _>>()?;
-        shifts.push(row);
-    }
-    if depths.len() < 2 {
-        return Err(InputError::file(dat, "needs at least two depths"));
-    }
+    let (depths, shifts) = read_depth_rows(dat, distances.len(), "one per tilt.par line")?;
     let r0 = strings
         .iter()
         .zip(&distances)
@@ -277,36 +279,7 @@ fn read_2d(set: &Path, map: &Path) -> Result<Tilt2d, InputError> {
             }
         }
     }
-    let text = read_text(map)?;
-    let mut depths: Vec<f64> = Vec::new();
-    let mut shifts = Vec::new();
-    for (line, l) in data_lines(&text) {
-        let t: Vec<&str> = l.split_whitespace().collect();
-        if t.len() != nodes + 1 {
-            return Err(InputError::new(
-                map,
-                line,
-                format!(
-                    "{} columns; tilt.set defines {nodes} lattice nodes (expected depth + {nodes})",
-                    t.len()
-                ),
-            ));
-        }
-        let d = parse_f64(map, line, "depth", Some(t[0]))?;
-        if depths.last().is_some_and(|&p| d <= p) {
-            return Err(InputError::new(map, line, "depths must increase").field("depth"));
-        }
-        depths.push(d);
-        let row = t[1..]
-            .iter()
-            .enumerate()
-            .map(|(k, s)| parse_f64(map, line, &format!("shift {}", k + 1), Some(s)))
-            .collect::<Result<Vec<_>, _>>()?;
-        shifts.push(row);
-    }
-    if depths.len() < 2 {
-        return Err(InputError::file(map, "needs at least two depths"));
-    }
+    let (depths, shifts) = read_depth_rows(map, nodes, "one per lattice node of tilt.set")?;
     Ok(Tilt2d {
         axes: [axes[0], axes[1]],
         depths,

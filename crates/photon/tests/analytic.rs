@@ -50,15 +50,24 @@ fn absorption_only_gives_exponential_survival() {
     assert!(t.p_value > 0.01, "{t:?}");
 }
 
-/// Isotropic point source at distance D from one DOM in a non-scattering absorbing medium,
-/// oversize 1 (photon killed on hit): the hit fraction is
-/// ½ ∫_{cos α}^{1} e^(−a·s(θ)) dcos θ with sin α = R/D and s(θ) = D cos θ − √(R² − D² sin²θ).
-/// 4 × 10⁶ photons; the count must lie within 4 Poisson standard deviations.
-#[test]
-fn isotropic_source_hits_one_sphere_at_the_expected_rate() {
-    let (d, a) = (2.0f64, 0.05f64);
-    let m = absorber(a);
-    let geo = Geometry {
+/// `n` photons from an isotropic point source at the origin (exact count).
+fn isotropic(n: f64) -> SourceSpec {
+    SourceSpec {
+        event: 0,
+        pos: [0.0; 3],
+        dir: [0.0, 0.0, 1.0],
+        time: 0.0,
+        emission: Emission::Isotropic,
+        mean_photons: n,
+        exact: true,
+        yield_sigma: 0.0,
+        own_dom: None,
+    }
+}
+
+/// A geometry of one DOM at (d, 0, 0).
+fn one_dom(d: f64) -> Geometry {
+    Geometry {
         doms: vec![Dom {
             string: 1,
             om: 1,
@@ -67,19 +76,20 @@ fn isotropic_source_hits_one_sphere_at_the_expected_rate() {
             high_qe: false,
         }],
         source: "one DOM".into(),
-    };
+    }
+}
+
+/// Isotropic point source at distance D from one DOM in a non-scattering absorbing medium,
+/// oversize 1 (photon killed on hit): the hit fraction is
+/// ½ ∫_{cos α}^{1} e^(−a·s(θ)) dcos θ with sin α = R/D and s(θ) = D cos θ − √(R² − D² sin²θ).
+/// 4 × 10⁶ photons; the count must lie within 4 Poisson standard deviations.
+#[test]
+fn isotropic_source_hits_one_sphere_at_the_expected_rate() {
+    let (d, a) = (2.0f64, 0.05f64);
+    let m = absorber(a);
+    let geo = one_dom(d);
     let idx = DomIndex::new(&geo, 1.0);
-    let spec = SourceSpec {
-        event: 0,
-        pos: [0.0; 3],
-        dir: [0.0, 0.0, 1.0],
-        time: 0.0,
-        emission: Emission::Isotropic,
-        mean_photons: 4e6,
-        exact: true,
-        yield_sigma: 0.0,
-        own_dom: None,
-    };
+    let spec = isotropic(4e6);
     let sources = realise(&[spec], 5);
     let hits = run(&m, &idx, &sources, 5, &Progress::hidden());
     let r = DOM_RADIUS;
@@ -112,27 +122,8 @@ fn isotropic_source_hits_one_sphere_at_the_expected_rate() {
 fn oversize_scales_hit_rate_by_its_square() {
     let (d, a) = (5.0f64, 0.05f64);
     let m = absorber(a);
-    let geo = Geometry {
-        doms: vec![Dom {
-            string: 1,
-            om: 1,
-            pos: [d, 0.0, 0.0],
-            rde: 1.0,
-            high_qe: false,
-        }],
-        source: "one DOM".into(),
-    };
-    let spec = SourceSpec {
-        event: 0,
-        pos: [0.0; 3],
-        dir: [0.0, 0.0, 1.0],
-        time: 0.0,
-        emission: Emission::Isotropic,
-        mean_photons: 1e6,
-        exact: true,
-        yield_sigma: 0.0,
-        own_dom: None,
-    };
+    let geo = one_dom(d);
+    let spec = isotropic(1e6);
     let sources = realise(&[spec], 6);
     let n1 = run(&m, &DomIndex::new(&geo, 1.0), &sources, 6, &Progress::hidden()).len() as f64;
     let n5 = run(&m, &DomIndex::new(&geo, 5.0), &sources, 6, &Progress::hidden()).len() as f64;
