@@ -164,3 +164,47 @@ impl Detector {
             .map_or_else(|| "built-in".to_string(), |p: &Path| p.display().to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_data::data_dir;
+
+    /// Every ice model in shared/data/ice builds into a detector. The bare CLSim-style models
+    /// (spice_lea, spice_mie) lack as.dat, wv.dat and geo-f2k, so they borrow spice_3.2.1's
+    /// as.dat and the IceCube geometry and run at one wavelength (WFLA), as with PPC.
+    #[test]
+    fn detector_builds_for_every_shared_model() {
+        let ice = data_dir().join("ice");
+        for m in ["spice_3.2.1", "spice_bfr-v2", "spice_ftp-v3m"] {
+            let d = Detector::build(&DetectorOptions {
+                ice_dir: Some(ice.join(m)),
+                ..Default::default()
+            })
+            .unwrap_or_else(|e| panic!("{m}: {e}"));
+            assert_eq!(d.geometry.doms.len(), 5160, "{m}");
+            assert!(!matches!(d.medium.tilt, crate::tilt::Tilt::None), "{m} has a tilt model");
+        }
+        for m in ["spice_lea", "spice_mie"] {
+            let d = Detector::build(&DetectorOptions {
+                ice_dir: Some(ice.join(m)),
+                geometry: Some(data_dir().join("geometry/icecube_geo-f2k")),
+                angular: Some(ice.join("spice_3.2.1/as.dat")),
+                wavelength: Some(400.0),
+                ..Default::default()
+            })
+            .unwrap_or_else(|e| panic!("{m}: {e}"));
+            assert!(d.medium.n_layers > 100, "{m}");
+        }
+        let bfr = Detector::build(&DetectorOptions {
+            ice_dir: Some(ice.join("spice_bfr-v2")),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(
+            bfr.unsupported.iter().any(|u| u.contains("birefringence")),
+            "BFR is reported as not simulated"
+        );
+        assert!((bfr.rde_max - 1.35).abs() < 1e-12, "high-QE RDE from eff-f2k sets the envelope");
+    }
+}
