@@ -192,6 +192,8 @@ pub fn compile(name: &str, src: &str, opts: &KernelOptions) -> Result<Ptx, CudaE
         // fast-math intrinsics (sincosf, logf, powf, expf on the SFU) explicitly.
         options.push("--use_fast_math".into());
     }
+    // Line tables for profilers (ncu source view); they do not change the generated code.
+    options.push("-lineinfo".into());
     let arch: &'static str = Box::leak(opts.arch.clone().into_boxed_str());
     let co = CompileOptions {
         use_fast_math: Some(!opts.precise),
