@@ -45,8 +45,10 @@ __device__ __forceinline__ unsigned int wd_next_u32(WdRng& r) {
         r.block += 1;
         r.used = 0;
     }
-    // Select without dynamic indexing so the buffer stays in registers.
-    unsigned int x = r.used == 0 ? r.buf[0] : r.used == 1 ? r.buf[1] : r.used == 2 ? r.buf[2] : r.buf[3];
+    // Consume from the front and shift (no dynamic indexing: the buffer stays in registers, and
+    // no compare chain): the same words in the same order as the Rust stream.
+    unsigned int x = r.buf[0];
+    r.buf[0] = r.buf[1]; r.buf[1] = r.buf[2]; r.buf[2] = r.buf[3];
     r.used += 1;
     return x;
 }
