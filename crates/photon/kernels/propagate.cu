@@ -15,7 +15,6 @@
 #define WD_ZOFF 1948.07
 #define WD_TAU 6.283185307179586f
 #define WD_C_VACUUM 0.29979246f
-#define WD_SHORT_HALF 5.0f  // collision.rs SHORT_HALF
 
 // Must match GpuParams in crates/photon/src/gpu.rs (size and offsets are checked on both sides).
 struct PhotonParams {
@@ -321,15 +320,6 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
 __device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int skip) {
     Collision best;
     best.dom = -1; best.h = 0.0f; best.impact = V3{0.0f, 0.0f, 0.0f};
-    // Short segments: the one cell holding the midpoint (lists carry a SHORT_HALF margin).
-    if (len <= 2.0f * WD_SHORT_HALF) {
-        float half = 0.5f * len;
-        float ci = floorf((r.x + n.x * half - P.grid_x0) / P.grid_cell), cj = floorf((r.y + n.y * half - P.grid_y0) / P.grid_cell);
-        if (ci < 0.0f || cj < 0.0f || ci >= (float)P.grid_nx || cj >= (float)P.grid_ny) return best;
-        int c = (int)cj * P.grid_nx + (int)ci;
-        for (unsigned int q = P.cell_start[c]; q < P.cell_start[c + 1]; ++q) check_string(P, P.cell_strings[q], r, n, len, skip, best);
-        return best;
-    }
     float ex = r.x + n.x * len, ey = r.y + n.y * len;
     float ia = floorf((fminf(r.x, ex) - P.grid_x0) / P.grid_cell), ib = floorf((fmaxf(r.x, ex) - P.grid_x0) / P.grid_cell);
     float ja = floorf((fminf(r.y, ey) - P.grid_y0) / P.grid_cell), jb = floorf((fmaxf(r.y, ey) - P.grid_y0) / P.grid_cell);

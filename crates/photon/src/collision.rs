@@ -5,14 +5,6 @@
 
 use crate::geometry::{Geometry, DOM_RADIUS};
 
-/// Segments no longer than 2·`SHORT_HALF` [m] (almost all: the geometric scattering length is
-/// ~3 m) are searched through the one cell that holds their midpoint. Cell lists therefore hold
-/// every string whose cylinder comes within `SHORT_HALF` (+ 0.5 m of rounding slack) of the
-/// cell: a DOM the segment can hit lies within cylinder radius of some point of the segment,
-/// hence within radius + SHORT_HALF of its midpoint. One cell per segment keeps GPU lanes in step.
-pub const SHORT_HALF: f32 = 5.0;
-const LIST_MARGIN: f32 = SHORT_HALF + 0.5;
-
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StringCol {
     pub(crate) x: f32,
@@ -86,20 +78,18 @@ impl DomIndex {
             }
         }
         let cell = 10.0f32;
-        let reach = |s: &StringCol| s.r + LIST_MARGIN;
-        let xmin = strings.iter().map(|s| s.x - reach(s)).fold(f32::MAX, f32::min) - cell;
-        let ymin = strings.iter().map(|s| s.y - reach(s)).fold(f32::MAX, f32::min) - cell;
-        let xmax = strings.iter().map(|s| s.x + reach(s)).fold(f32::MIN, f32::max) + cell;
-        let ymax = strings.iter().map(|s| s.y + reach(s)).fold(f32::MIN, f32::max) + cell;
+        let xmin = strings.iter().map(|s| s.x - s.r).fold(f32::MAX, f32::min) - cell;
+        let ymin = strings.iter().map(|s| s.y - s.r).fold(f32::MAX, f32::min) - cell;
+        let xmax = strings.iter().map(|s| s.x + s.r).fold(f32::MIN, f32::max) + cell;
+        let ymax = strings.iter().map(|s| s.y + s.r).fold(f32::MIN, f32::max) + cell;
         let nx = (((xmax - xmin) / cell).ceil() as usize).max(1);
         let ny = (((ymax - ymin) / cell).ceil() as usize).max(1);
         let mut lists: Vec<Vec<u32>> = vec![Vec::new(); nx * ny];
         for (si, s) in strings.iter().enumerate() {
-            let rr = reach(s);
-            let i0 = ((s.x - rr - xmin) / cell).floor().max(0.0) as usize;
-            let i1 = (((s.x + rr - xmin) / cell).floor() as usize).min(nx - 1);
-            let j0 = ((s.y - rr - ymin) / cell).floor().max(0.0) as usize;
-            let j1 = (((s.y + rr - ymin) / cell).floor() as usize).min(ny - 1);
+            let i0 = ((s.x - s.r - xmin) / cell).floor().max(0.0) as usize;
+            let i1 = (((s.x + s.r - xmin) / cell).floor() as usize).min(nx - 1);
+            let j0 = ((s.y - s.r - ymin) / cell).floor().max(0.0) as usize;
+            let j1 = (((s.y + s.r - ymin) / cell).floor() as usize).min(ny - 1);
             for j in j0..=j1 {
                 for i in i0..=i1 {
                     lists[j * nx + i].push(si as u32);
@@ -131,22 +121,9 @@ impl DomIndex {
     /// The earliest DOM whose pancake the segment r + t·n, t ∈ [0, len], enters; `skip` excludes
     /// one DOM (the one hit on the previous segment, "continue after hit").
     pub fn first_hit(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>) -> Option<Collision> {
+        let e = [r[0] + n[0] * len, r[1] + n[1] * len];
         let fx = |x: f32| ((x - self.x0) / self.cell).floor();
         let fy = |y: f32| ((y - self.y0) / self.cell).floor();
-        if len <= 2.0 * SHORT_HALF {
-            let half = 0.5 * len;
-            let (ci, cj) = (fx(r[0] + n[0] * half), fy(r[1] + n[1] * half));
-            if ci < 0.0 || cj < 0.0 || ci >= self.nx as f32 || cj >= self.ny as f32 {
-                return None;
-            }
-            let c = cj as usize * self.nx + ci as usize;
-            let mut best: Option<Collision> = None;
-            for &si in &self.cell_strings[self.cell_start[c] as usize..self.cell_start[c + 1] as usize] {
-                self.check_string(si as usize, r, n, len, skip, &mut best);
-            }
-            return best;
-        }
-        let e = [r[0] + n[0] * len, r[1] + n[1] * len];
         let (ia, ib) = (fx(r[0].min(e[0])), fx(r[0].max(e[0])));
         let (ja, jb) = (fy(r[1].min(e[1])), fy(r[1].max(e[1])));
         if ib < 0.0 || jb < 0.0 || ia >= self.nx as f32 || ja >= self.ny as f32 {
