@@ -185,6 +185,15 @@ pub fn compile(name: &str, src: &str, opts: &KernelOptions) -> Result<Ptx, CudaE
         return Ok(p.clone());
     }
     let full = expand_includes(src);
+    let disk_key = disk_cache_key(name, &full, opts, (major, minor));
+    if let Some(text) = disk_cache_dir().and_then(|d| std::fs::read_to_string(d.join(&disk_key)).ok()) {
+        let ptx = Ptx::from_src(text);
+        cache()
+            .lock()
+            .map_err(|e| CudaError::Other(e.to_string()))?
+            .insert(key, ptx.clone());
+        return Ok(ptx);
+    }
     let mut options: Vec<String> = opts.defines.iter().map(|d| format!("-D{d}")).collect();
     options.push("-std=c++17".into());
     if !opts.precise {
@@ -210,11 +219,56 @@ pub fn compile(name: &str, src: &str, opts: &KernelOptions) -> Result<Ptx, CudaE
         name: name.to_string(),
         log: format!("{e:?}"),
     })?;
+    if let Some(dir) = disk_cache_dir() {
+        // Best effort: an unwritable cache only costs the next process a compile.
+        if std::fs::create_dir_all(&dir).is_ok() {
+            let _ = crate::table::write_atomic(&dir.join(&disk_key), ptx.to_src().as_bytes());
+        }
+    }
     cache()
         .lock()
         .map_err(|e| CudaError::Other(e.to_string()))?
         .insert(key, ptx.clone());
     Ok(ptx)
+}
+
+/// Directory of the on-disk PTX cache: `$WARPDRIVE_KERNEL_CACHE`, else
+/// `$XDG_CACHE_HOME/warpdrive/kernels`, else `~/.cache/warpdrive/kernels`;
+/// `WARPDRIVE_KERNEL_CACHE=off` disables it. NVRTC takes about a second per kernel, which
+/// dominates one-event-per-process use.
+pub fn disk_cache_dir() -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    match std::env::var_os("WARPDRIVE_KERNEL_CACHE") {
+        Some(v) if v == "off" => None,
+        Some(v) => Some(PathBuf::from(v)),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map(|c| c.join("warpdrive").join("kernels")),
+    }
+}
+
+/// File name of a cached PTX: kernel name and a 64-bit FNV-1a hash of everything that decides
+/// the output (expanded source, options, NVRTC version). Stable across runs and Rust versions.
+pub fn disk_cache_key(name: &str, full_src: &str, opts: &KernelOptions, nvrtc: (i32, i32)) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    eat(full_src.as_bytes());
+    eat(opts.arch.as_bytes());
+    eat(&[u8::from(opts.precise)]);
+    for d in &opts.defines {
+        eat(d.as_bytes());
+    }
+    eat(format!("{}.{}", nvrtc.0, nvrtc.1).as_bytes());
+    let stem: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    format!("{stem}-{h:016x}.ptx")
 }
 
 /// Compile and load `function` of a kernel source on `gpu`.
@@ -265,6 +319,56 @@ mod tests {
         let s = expand_includes("#include \"philox.cuh\"\n__global__ void k() {}\n#include <cstdint>\n");
         assert!(s.contains("philox4x32_10"));
         assert!(s.contains("#include <cstdint>"), "system includes are left alone");
+    }
+
+    #[test]
+    fn disk_cache_keys_separate_what_changes_the_ptx() {
+        let o = KernelOptions {
+            arch: "sm_90".into(),
+            precise: false,
+            defines: vec!["A".into()],
+        };
+        let k = disk_cache_key("p.cu", "src", &o, (13, 0));
+        assert_eq!(k, disk_cache_key("p.cu", "src", &o.clone(), (13, 0)), "stable");
+        assert!(k.starts_with("p_cu-") && k.ends_with(".ptx"));
+        assert_ne!(k, disk_cache_key("p.cu", "src2", &o, (13, 0)));
+        assert_ne!(
+            k,
+            disk_cache_key(
+                "p.cu",
+                "src",
+                &KernelOptions {
+                    precise: true,
+                    ..o.clone()
+                },
+                (13, 0)
+            )
+        );
+        assert_ne!(
+            k,
+            disk_cache_key(
+                "p.cu",
+                "src",
+                &KernelOptions {
+                    defines: vec![],
+                    ..o.clone()
+                },
+                (13, 0)
+            )
+        );
+        assert_ne!(
+            k,
+            disk_cache_key(
+                "p.cu",
+                "src",
+                &KernelOptions {
+                    arch: "sm_80".into(),
+                    ..o.clone()
+                },
+                (13, 0)
+            )
+        );
+        assert_ne!(k, disk_cache_key("p.cu", "src", &o, (12, 9)));
     }
 
     #[test]
