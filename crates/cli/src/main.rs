@@ -149,24 +149,13 @@ pub fn backend(c: &CommonArgs) -> Result<Backend> {
     };
     match c.device.as_str() {
         "cpu" => Ok(Backend::Cpu),
-        "auto" => {
-            let why = if !cuda::nvrtc_present() {
-                Some("NVRTC not found".to_string())
-            } else {
-                match cuda::device_count() {
-                    Ok(0) => Some("no CUDA device visible".to_string()),
-                    Ok(_) => None,
-                    Err(e) => Some(e.to_string()),
-                }
-            };
-            match why {
-                None => Ok(gpu(cuda::parse_devices("cuda:all")?)),
-                Some(w) => {
-                    eprintln!("device: cpu ({w})");
-                    Ok(Backend::Cpu)
-                }
+        "auto" => match cuda::usable_devices() {
+            Ok(n) => Ok(gpu((0..n).collect())),
+            Err(why) => {
+                eprintln!("device: cpu ({why})");
+                Ok(Backend::Cpu)
             }
-        }
+        },
         d if d.starts_with("cuda") => Ok(gpu(cuda::parse_devices(d)?)),
         d => bail!("--device {d}: expected auto, cpu, cuda, cuda:N or cuda:all"),
     }
@@ -261,13 +250,7 @@ fn photon(a: &PhotonArgs) -> Result<()> {
         ("warpdrive.command".to_string(), command_line()),
         ("warpdrive.seed".to_string(), a.seed.to_string()),
         ("warpdrive.device".to_string(), device.clone()),
-        (
-            "warpdrive.ice".to_string(),
-            Detector::ice_name(&DetectorOptions {
-                ice_dir: a.ice.clone(),
-                ..Default::default()
-            }),
-        ),
+        ("warpdrive.ice".to_string(), det.ice.clone()),
         ("warpdrive.geometry".to_string(), det.geometry.source.clone()),
         ("warpdrive.input".to_string(), input),
         ("warpdrive.photons".to_string(), sim.photons.to_string()),

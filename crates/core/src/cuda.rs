@@ -90,6 +90,19 @@ pub fn device_count() -> Result<usize, CudaError> {
     Ok(usize::try_from(n).unwrap_or(0))
 }
 
+/// Number of GPUs the CUDA path can use, or why it cannot run (no NVRTC, no driver, no device).
+/// The one place `--device auto` and PPC mode decide between GPU and CPU.
+pub fn usable_devices() -> Result<usize, String> {
+    if !nvrtc_present() {
+        return Err("NVRTC not found".into());
+    }
+    match device_count() {
+        Ok(0) => Err("no CUDA device visible".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Open device `ordinal`.
 pub fn open(ordinal: usize) -> Result<Gpu, CudaError> {
     use cudarc::driver::sys::CUdevice_attribute as A;
@@ -203,6 +216,8 @@ pub fn compile(name: &str, src: &str, opts: &KernelOptions) -> Result<Ptx, CudaE
     }
     // Line tables for profilers (ncu source view); they do not change the generated code.
     options.push("-lineinfo".into());
+    // cudarc's CompileOptions wants `&'static str`; this leaks a few bytes once per distinct
+    // compile (the result is cached), which is bounded by the kernels × architectures in use.
     let arch: &'static str = Box::leak(opts.arch.clone().into_boxed_str());
     let co = CompileOptions {
         use_fast_math: Some(!opts.precise),
@@ -331,44 +346,25 @@ mod tests {
         let k = disk_cache_key("p.cu", "src", &o, (13, 0));
         assert_eq!(k, disk_cache_key("p.cu", "src", &o.clone(), (13, 0)), "stable");
         assert!(k.starts_with("p_cu-") && k.ends_with(".ptx"));
-        assert_ne!(k, disk_cache_key("p.cu", "src2", &o, (13, 0)));
-        assert_ne!(
-            k,
-            disk_cache_key(
-                "p.cu",
-                "src",
-                &KernelOptions {
-                    precise: true,
-                    ..o.clone()
-                },
-                (13, 0)
-            )
-        );
-        assert_ne!(
-            k,
-            disk_cache_key(
-                "p.cu",
-                "src",
-                &KernelOptions {
-                    defines: vec![],
-                    ..o.clone()
-                },
-                (13, 0)
-            )
-        );
-        assert_ne!(
-            k,
-            disk_cache_key(
-                "p.cu",
-                "src",
-                &KernelOptions {
-                    arch: "sm_80".into(),
-                    ..o.clone()
-                },
-                (13, 0)
-            )
-        );
-        assert_ne!(k, disk_cache_key("p.cu", "src", &o, (12, 9)));
+        assert_ne!(k, disk_cache_key("p.cu", "src2", &o, (13, 0)), "source");
+        assert_ne!(k, disk_cache_key("p.cu", "src", &o, (12, 9)), "NVRTC version");
+        let variants = [
+            KernelOptions {
+                precise: true,
+                ..o.clone()
+            },
+            KernelOptions {
+                defines: vec![],
+                ..o.clone()
+            },
+            KernelOptions {
+                arch: "sm_80".into(),
+                ..o.clone()
+            },
+        ];
+        for v in &variants {
+            assert_ne!(k, disk_cache_key("p.cu", "src", v, (13, 0)), "{v:?}");
+        }
     }
 
     #[test]

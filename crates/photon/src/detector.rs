@@ -2,7 +2,7 @@
 //! photon yield normalisation, built and validated once from a PPC ice directory or from the
 //! built-in defaults.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use warpdrive_core::InputError;
 
 use crate::collision::DomIndex;
@@ -39,6 +39,8 @@ pub const BUILTIN_A400: f64 = 0.0083;
 
 #[derive(Clone, Debug)]
 pub struct Detector {
+    /// The ice directory, or "built-in".
+    pub ice: String,
     pub cfg: Config,
     pub geometry: Geometry,
     pub index: DomIndex,
@@ -141,6 +143,10 @@ impl Detector {
         ));
         let index = DomIndex::new(&geometry, f64::from(cfg.oversize));
         Ok(Self {
+            ice: opts
+                .ice_dir
+                .as_deref()
+                .map_or_else(|| "built-in".to_string(), |p| p.display().to_string()),
             yield_: Yield {
                 ppm,
                 oversize: f64::from(cfg.oversize),
@@ -155,13 +161,6 @@ impl Detector {
             description,
             unsupported,
         })
-    }
-
-    /// Directory of the ice model, for messages.
-    pub fn ice_name(opts: &DetectorOptions) -> String {
-        opts.ice_dir
-            .as_deref()
-            .map_or_else(|| "built-in".to_string(), |p: &Path| p.display().to_string())
     }
 }
 

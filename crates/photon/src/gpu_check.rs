@@ -17,7 +17,7 @@ use crate::medium::Medium;
 use crate::propagate::{layer_walk, RawHit};
 use crate::scatter::{henyey_greenstein, normalize, scatter, scattering_cosine, simplified_liu};
 use crate::source::{cascade_xi, realise};
-use crate::validate::{compare, read_hit_lines, TimedHit};
+use crate::validate::{compare, ppc_reference_runs, TimedHit};
 
 /// One line of the check report.
 #[derive(Clone, Debug)]
@@ -369,16 +369,7 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     let vs_cpu = compare(&tf, &[tc], 3.0, 0.02, 20, 5);
     out.push(check("fast GPU vs CPU (statistical)", vs_cpu.passes(0.01), vs_cpu.report()));
     log(&format!("{:?}", out.last()));
-    let refdir = data.join("reference");
-    let mut files: Vec<std::path::PathBuf> = (1..=4)
-        .map(|i| refdir.join(format!("ppc_cpu_cascade_10TeV_spice_3.2.1/run_{i}.hits.gz")))
-        .collect();
-    files.push(refdir.join("ppc_h100_2026/ppc_cascade_10TeV_spice_3.2.1.hits.gz"));
-    let ppc = files
-        .iter()
-        .map(|f| read_hit_lines(f))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| GpuError::Other(e.to_string()))?;
+    let ppc = ppc_reference_runs(data).map_err(|e| GpuError::Other(e.to_string()))?;
     let vs_ppc = compare(&tf, &ppc, 0.0, 0.02, 20, 5);
     out.push(check(
         "fast GPU vs PPC (total within 2 %, χ², KS)",

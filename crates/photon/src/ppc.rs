@@ -224,9 +224,11 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
 /// there (unless WARPDRIVE_DEVICE=cpu), else the CPU. The seed does not depend on the device.
 fn backend(env: &PpcEnv, gpu: &str, err: &mut dyn Write) -> Result<crate::Backend, PpcError> {
     use warpdrive_core::cuda;
-    let want_gpu = env.device.as_deref().is_none_or(|d| d != "cpu");
-    if want_gpu && cuda::nvrtc_present() && cuda::device_count().unwrap_or(0) > 0 {
-        let n = cuda::device_count().unwrap_or(1);
+    let usable = match env.device.as_deref() {
+        Some("cpu") => Err("WARPDRIVE_DEVICE=cpu".to_string()),
+        _ => cuda::usable_devices(),
+    };
+    if let Ok(n) = usable {
         let ordinal = gpu.parse::<usize>().unwrap_or(0) % n;
         writeln!(err, "device: cuda:{ordinal}")?;
         Ok(crate::Backend::Cuda(crate::gpu::GpuOptions {
@@ -234,7 +236,8 @@ fn backend(env: &PpcEnv, gpu: &str, err: &mut dyn Write) -> Result<crate::Backen
             ..Default::default()
         }))
     } else {
-        writeln!(err, "device: cpu, {} threads", rayon::current_num_threads())?;
+        let why = usable.err().unwrap_or_default();
+        writeln!(err, "device: cpu, {} threads ({why})", rayon::current_num_threads())?;
         Ok(crate::Backend::Cpu)
     }
 }

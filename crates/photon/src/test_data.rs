@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
-/// The shared data directory; tests that need it return early when it is absent and
-/// `WARPDRIVE_REQUIRE_DATA` is not set (CI sets it, so there they fail instead).
+/// The shared data directory (`WARPDRIVE_DATA`, else `../shared/data` beside the checkout).
+/// The crate's unit tests need it: without it they fail on the missing files (and with
+/// `WARPDRIVE_REQUIRE_DATA=1`, as in CI, on the lookup itself).
 pub fn data_dir() -> PathBuf {
     warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")).unwrap_or_else(|| PathBuf::from("/nonexistent-warpdrive-data"))
 }

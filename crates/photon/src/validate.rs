@@ -33,6 +33,17 @@ pub fn read_hit_lines(path: &Path) -> std::io::Result<Vec<TimedHit>> {
     Ok(out)
 }
 
+/// The PPC reference runs of the 10 TeV cascade at (0, 0, −400) in spice_3.2.1 under
+/// `data/reference`: four CPU-build runs and one H100 run (independent realisations).
+pub fn ppc_reference_runs(data: &Path) -> std::io::Result<Vec<Vec<TimedHit>>> {
+    let refdir = data.join("reference");
+    let mut files: Vec<std::path::PathBuf> = (1..=4)
+        .map(|i| refdir.join(format!("ppc_cpu_cascade_10TeV_spice_3.2.1/run_{i}.hits.gz")))
+        .collect();
+    files.push(refdir.join("ppc_h100_2026/ppc_cascade_10TeV_spice_3.2.1.hits.gz"));
+    files.iter().map(|f| read_hit_lines(f)).collect()
+}
+
 /// The outcome of comparing one hit set with reference runs.
 #[derive(Clone, Debug)]
 pub struct Comparison {

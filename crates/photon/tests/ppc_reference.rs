@@ -10,26 +10,16 @@ use std::path::PathBuf;
 use warpdrive_core::progress::Progress;
 use warpdrive_photon::detector::{Detector, DetectorOptions};
 use warpdrive_photon::f2k::parse_f2k;
-use warpdrive_photon::validate::{compare, read_hit_lines, TimedHit};
+use warpdrive_photon::validate::{compare, ppc_reference_runs, TimedHit};
 
 fn data() -> Option<PathBuf> {
     warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The PPC reference runs of the 10 TeV cascade (4 CPU + 1 GPU).
-pub fn ppc_runs(data: &std::path::Path) -> Vec<Vec<TimedHit>> {
-    let refdir = data.join("reference");
-    let mut files: Vec<PathBuf> = (1..=4)
-        .map(|i| refdir.join(format!("ppc_cpu_cascade_10TeV_spice_3.2.1/run_{i}.hits.gz")))
-        .collect();
-    files.push(refdir.join("ppc_h100_2026/ppc_cascade_10TeV_spice_3.2.1.hits.gz"));
-    files.iter().map(|f| read_hit_lines(f).unwrap()).collect()
-}
-
 #[test]
 fn cascade_10tev_spice321_agrees_with_ppc() {
     let Some(data) = data() else { return };
-    let runs = ppc_runs(&data);
+    let runs = ppc_reference_runs(&data).unwrap();
     let det = Detector::build(&DetectorOptions {
         ice_dir: Some(data.join("ice/spice_3.2.1")),
         ..Default::default()
