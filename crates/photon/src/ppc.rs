@@ -11,21 +11,6 @@ use crate::detector::{Detector, DetectorOptions};
 use crate::f2k::{flasher, parse_f2k, FlasherOptions};
 use crate::hits::hit_line;
 
-/// Environment variables honoured (spec §2.2).
-pub const SUPPORTED_ENV: [&str; 12] = [
-    "PPCTABLESDIR",
-    "ICEMODELDIR",
-    "WFLA",
-    "FLDR",
-    "FWID",
-    "OFLA",
-    "OVSZ",
-    "BFRM",
-    "ABSM",
-    "PPCHOLEICE",
-    "WARPDRIVE_SEED",
-    "WARPDRIVE_DEVICE",
-];
 /// PPC variables that change physics this version does not simulate: reported, never ignored silently.
 pub const UNSUPPORTED_ENV: [&str; 14] = [
     "TILTMODELDIR",
