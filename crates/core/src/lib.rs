@@ -6,10 +6,12 @@
 //! * [`table`] — a Parquet table writer with run metadata, written atomically (temp + rename).
 //! * [`progress`] — a progress bar on a terminal, silent otherwise.
 //! * [`error`] — input errors that name file, line and field.
+//! * [`plot`] — PNG plots with a built-in font.
 
 pub mod cuda;
 pub mod data;
 pub mod error;
+pub mod plot;
 pub mod progress;
 pub mod rng;
 pub mod stats;

@@ -1,0 +1,136 @@
+// Two-point autocorrelation of scrambled skies: the CUDA twin of crates/sky/src/{sphere,
+// trials}.rs and of the pair test of count.rs. Compiled without fused multiply-add and without
+// fast-math (KernelOptions::precise), so every double below rounds exactly like the Rust code:
+// the counts of a trial are the same integers on the CPU and on the GPU.
+//
+// Per batch of trials (grid.y = trial within the batch):
+//   scramble: one thread per event, its new right ascension from the trial's Philox stream and
+//             its unit vector (w = energy level);
+//   pairs:    events sorted by declination; block = 256 consecutive events i, whose partners are
+//             the positions i < j < window_end[i] (declination within θ_max). The block streams
+//             the union of those windows through shared memory in tiles and every thread tests
+//             the tile against its event; pairs go to a block-private histogram (shared-memory
+//             atomics, spec §4 implication 5), added to the trial's global histogram at the end.
+#include "philox.cuh"
+
+#define WD_TAG_TRIAL 0x534b0001u
+#ifndef WD_TILE
+#define WD_TILE 256
+#endif
+#define WD_MAX_HIST 4096
+#define WD_MAX_BINS 1024
+
+// Taylor coefficients 1/n! of sphere.rs (same decimal literals, so the same doubles).
+__device__ __forceinline__ void wd_sincos_turn(double t, double* c_out, double* s_out) {
+    double k = floor(t * 4.0 + 0.5);
+    double r = t - k * 0.25;
+    double x = r * 6.283185307179586;
+    double x2 = x * x;
+    double s = 1.0 / 355687428096000.0;
+    s = s * x2 + -1.0 / 1307674368000.0;
+    s = s * x2 + 1.0 / 6227020800.0;
+    s = s * x2 + -1.0 / 39916800.0;
+    s = s * x2 + 1.0 / 362880.0;
+    s = s * x2 + -1.0 / 5040.0;
+    s = s * x2 + 1.0 / 120.0;
+    s = s * x2 + -1.0 / 6.0;
+    s = s * x2 + 1.0;
+    s = s * x;
+    double c = -1.0 / 6402373705728000.0;
+    c = c * x2 + 1.0 / 20922789888000.0;
+    c = c * x2 + -1.0 / 87178291200.0;
+    c = c * x2 + 1.0 / 479001600.0;
+    c = c * x2 + -1.0 / 3628800.0;
+    c = c * x2 + 1.0 / 40320.0;
+    c = c * x2 + -1.0 / 720.0;
+    c = c * x2 + 1.0 / 24.0;
+    c = c * x2 + -1.0 / 2.0;
+    c = c * x2 + 1.0;
+    switch (((long long)k) & 3) {
+        case 0: *c_out = c; *s_out = s; break;
+        case 1: *c_out = -s; *s_out = c; break;
+        case 2: *c_out = -c; *s_out = -s; break;
+        default: *c_out = s; *s_out = -c; break;
+    }
+}
+
+// trials.rs: trial_turn.
+__device__ __forceinline__ double wd_trial_turn(unsigned long long seed, unsigned long long trial, unsigned int e) {
+    unsigned int w[4] = {e / 2u, WD_TAG_TRIAL, (unsigned int)trial, (unsigned int)(trial >> 32)};
+    wd_philox4x32_10(w, (unsigned int)seed, (unsigned int)(seed >> 32));
+    unsigned long long hi = (e & 1u) ? w[2] : w[0];
+    unsigned long long lo = (e & 1u) ? w[3] : w[1];
+    unsigned long long x = (hi << 32) | lo;
+    return 1.0 - (double)((x >> 11) + 1ull) * (1.0 / 9007199254740992.0);
+}
+
+extern "C" __global__ void scramble(const double* __restrict__ sin_dec, const double* __restrict__ cos_dec,
+                                    const unsigned int* __restrict__ order, const unsigned char* __restrict__ level,
+                                    unsigned int n, unsigned long long seed, unsigned long long first_trial,
+                                    double4* __restrict__ vec) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned long long trial = first_trial + blockIdx.y;
+    double t = wd_trial_turn(seed, trial, order[i]);
+    double ca, sa;
+    wd_sincos_turn(t, &ca, &sa);
+    double cd = cos_dec[i];
+    vec[(size_t)blockIdx.y * n + i] = make_double4(cd * ca, cd * sa, sin_dec[i], (double)level[i]);
+}
+
+// count.rs: the pair test. hist: [trial in batch][levels × bins] differential counts.
+extern "C" __global__ void __launch_bounds__(WD_TILE) pairs(const double4* __restrict__ vec_all,
+                                                            const unsigned int* __restrict__ window_end,
+                                                            const double* __restrict__ limits, unsigned int n,
+                                                            unsigned int bins, unsigned int levels,
+                                                            unsigned long long* __restrict__ hist_all) {
+    __shared__ double4 tile[WD_TILE];
+    __shared__ unsigned int s_hist[WD_MAX_HIST];
+    __shared__ double s_lim[WD_MAX_BINS];
+    const double4* vec = vec_all + (size_t)blockIdx.y * n;
+    unsigned long long* hist = hist_all + (size_t)blockIdx.y * levels * bins;
+    unsigned int nh = levels * bins;
+    for (unsigned int k = threadIdx.x; k < nh; k += blockDim.x) s_hist[k] = 0u;
+    for (unsigned int k = threadIdx.x; k < bins; k += blockDim.x) s_lim[k] = limits[k];
+
+    unsigned int i0 = blockIdx.x * blockDim.x;
+    unsigned int i = i0 + threadIdx.x;
+    unsigned int last = min(i0 + blockDim.x, n) - 1u;
+    unsigned int my_end = i < n ? window_end[i] : 0u;
+    unsigned int block_end = window_end[last];
+    double4 u = i < n ? vec[i] : make_double4(0.0, 0.0, 0.0, 0.0);
+    double limit = limits[bins - 1];
+    int lp = (int)u.w;
+
+    for (unsigned int base = i0 + 1u; base < block_end; base += WD_TILE) {
+        __syncthreads();
+        unsigned int j = base + threadIdx.x;
+        if (j < n) tile[threadIdx.x] = vec[j];
+        __syncthreads();
+        unsigned int len = min((unsigned int)WD_TILE, block_end - base);
+        // This thread's partners in the tile: base + k in (i, my_end).
+        unsigned int k0 = i + 1u > base ? i + 1u - base : 0u;
+        unsigned int k1 = my_end > base ? min(len, my_end - base) : 0u;
+        for (unsigned int k = k0; k < k1; ++k) {
+            double4 v = tile[k];
+            double dx = u.x - v.x;
+            double dy = u.y - v.y;
+            double dz = u.z - v.z;
+            double c2 = dx * dx + dy * dy + dz * dz;
+            if (c2 <= limit) {
+                // First bin whose limit is not below c2 (binary search, bins.rs first_bin).
+                unsigned int lo = 0u, hi = bins - 1u;
+                while (lo < hi) {
+                    unsigned int mid = (lo + hi) >> 1;
+                    if (s_lim[mid] < c2) lo = mid + 1u; else hi = mid;
+                }
+                int lq = (int)v.w;
+                atomicAdd(&s_hist[(unsigned int)min(lp, lq) * bins + lo], 1u);
+            }
+        }
+    }
+    __syncthreads();
+    for (unsigned int k = threadIdx.x; k < nh; k += blockDim.x) {
+        if (s_hist[k]) atomicAdd(&hist[k], (unsigned long long)s_hist[k]);
+    }
+}

@@ -1,0 +1,329 @@
+//! Result files of an autocorrelation run (or job) and their merge.
+//!
+//! In the output directory:
+//! * `counts.parquet` — one row per (cut, bin): cut, threshold, events in the cut, θ, N_obs,
+//!   background mean and standard deviation, TS, trials, trials ≥ N_obs and the three p-values;
+//! * `background.parquet` — the exact background distributions: (cut, bin, count, trials);
+//! * `summary.json` — configuration, most significant bin, timings;
+//! * `autocorr.png` — TS vs θ per cut and the trial distributions.
+//!
+//! Both Parquet files carry the run description in their key/value metadata (`sky.*` keys);
+//! `warpdrive merge` checks that jobs describe the same analysis and that their trial ranges
+//! do not overlap, adds the background distributions and recomputes everything else, so the
+//! merged files equal those of one run with all trials.
+
+use crate::analysis::{analyse, most_significant, BinResult};
+use crate::trials::Background;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use warpdrive_core::table::{read_parquet, Column, Table};
+
+/// What describes a run besides its numbers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunInfo {
+    /// Fingerprint of events, selection, cuts, bins and seed: equal for all jobs of one analysis.
+    pub config: String,
+    pub seed: u64,
+    /// Trials of the full analysis (all jobs).
+    pub total_trials: u64,
+    /// Trial ranges this file holds (sorted, disjoint).
+    pub trials: Vec<Range<u64>>,
+    pub edges_deg: Vec<f64>,
+    /// Cut labels ("all", "top 10%", …), thresholds (NaN for "all") and events per cut.
+    pub cut_labels: Vec<String>,
+    pub thresholds: Vec<f64>,
+    pub cut_events: Vec<u64>,
+    pub n_events: u64,
+    /// Free-form description (files, region), carried into the metadata.
+    pub description: String,
+    /// Cumulative observed counts N[cut][bin].
+    pub observed: Vec<u64>,
+}
+
+fn fmt_ranges(r: &[Range<u64>]) -> String {
+    r.iter().map(|r| format!("{}..{}", r.start, r.end)).collect::<Vec<_>>().join(",")
+}
+
+fn parse_ranges(s: &str) -> Option<Vec<Range<u64>>> {
+    if s.is_empty() {
+        return Some(vec![]);
+    }
+    s.split(',')
+        .map(|p| {
+            let (a, b) = p.split_once("..")?;
+            Some(a.parse().ok()?..b.parse().ok()?)
+        })
+        .collect()
+}
+
+/// FNV-1a 64 over bytes, as hex (the configuration fingerprint).
+#[must_use]
+pub fn fingerprint(parts: &[&[u8]]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in *p {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+impl RunInfo {
+    fn metadata(&self, t: &mut Table, extra: &[(String, String)]) {
+        t.meta("sky.config", &self.config);
+        t.meta("sky.seed", self.seed.to_string());
+        t.meta("sky.total_trials", self.total_trials.to_string());
+        t.meta("sky.trials", fmt_ranges(&self.trials));
+        t.meta("sky.n_events", self.n_events.to_string());
+        t.meta("sky.cut_labels", self.cut_labels.join(";"));
+        t.meta("sky.description", &self.description);
+        for (k, v) in extra {
+            t.meta(k, v.clone());
+        }
+    }
+
+    /// Trials held.
+    #[must_use]
+    pub fn n_trials(&self) -> u64 {
+        self.trials.iter().map(|r| r.end - r.start).sum()
+    }
+}
+
+/// Write `counts.parquet` and `background.parquet` into `dir`; returns the analysed rows.
+pub fn write_tables(dir: &Path, info: &RunInfo, bg: &Background, extra_meta: &[(String, String)]) -> Result<Vec<BinResult>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let rows = analyse(&info.edges_deg, &info.observed, bg);
+    let mut t = Table::default();
+    let nb = info.edges_deg.len();
+    t.push("cut", Column::I32(rows.iter().map(|r| r.cut as i32).collect()));
+    t.push("threshold", Column::F64(rows.iter().map(|r| info.thresholds[r.cut]).collect()));
+    t.push("events", Column::I64(rows.iter().map(|r| info.cut_events[r.cut] as i64).collect()));
+    t.push("bin", Column::I32(rows.iter().map(|r| r.bin as i32).collect()));
+    t.push("theta_deg", Column::F64(rows.iter().map(|r| r.theta_deg).collect()));
+    t.push("n_obs", Column::I64(rows.iter().map(|r| r.n_obs as i64).collect()));
+    t.push("bg_mean", Column::F64(rows.iter().map(|r| r.bg_mean).collect()));
+    t.push("bg_std", Column::F64(rows.iter().map(|r| r.bg_std).collect()));
+    t.push("ts", Column::F64(rows.iter().map(|r| r.ts).collect()));
+    t.push("n_trials", Column::I64(rows.iter().map(|r| r.n_trials as i64).collect()));
+    t.push("n_beyond", Column::I64(rows.iter().map(|r| r.n_beyond as i64).collect()));
+    t.push("p_trials", Column::F64(rows.iter().map(|r| r.p_trials).collect()));
+    t.push("p_gauss", Column::F64(rows.iter().map(|r| r.p_gauss).collect()));
+    t.push("p_gamma", Column::F64(rows.iter().map(|r| r.p_gamma).collect()));
+    info.metadata(&mut t, extra_meta);
+    t.write_parquet(&dir.join("counts.parquet")).map_err(|e| e.to_string())?;
+
+    let (mut cut, mut bin, mut count, mut trials) = (vec![], vec![], vec![], vec![]);
+    for (k, m) in bg.freq.iter().enumerate() {
+        for (&c, &n) in m {
+            cut.push((k / nb) as i32);
+            bin.push((k % nb) as i32);
+            count.push(c as i64);
+            trials.push(n as i64);
+        }
+    }
+    let mut b = Table::default();
+    b.push("cut", Column::I32(cut));
+    b.push("bin", Column::I32(bin));
+    b.push("count", Column::I64(count));
+    b.push("trials", Column::I64(trials));
+    info.metadata(&mut b, extra_meta);
+    b.write_parquet(&dir.join("background.parquet")).map_err(|e| e.to_string())?;
+    Ok(rows)
+}
+
+/// Read a run's (or job's) description, observed counts and background back from `dir`.
+pub fn read_run(dir: &Path) -> Result<(RunInfo, Background), String> {
+    let cp = dir.join("counts.parquet");
+    let bp = dir.join("background.parquet");
+    let counts = read_parquet(&cp).map_err(|e| e.to_string())?;
+    let back = read_parquet(&bp).map_err(|e| e.to_string())?;
+    let meta = |t: &Table, p: &Path, k: &str| -> Result<String, String> {
+        t.metadata
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| format!("{}: metadata key '{k}' missing (not a warpdrive sky output?)", p.display()))
+    };
+    let col = |t: &Table, p: &Path, name: &str| -> Result<Column, String> {
+        t.columns
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| format!("{}: column '{name}' missing", p.display()))
+    };
+    let bad = |p: &Path, what: &str| format!("{}: {what}", p.display());
+    for k in ["sky.config", "sky.trials"] {
+        if meta(&counts, &cp, k)? != meta(&back, &bp, k)? {
+            return Err(format!(
+                "{}: counts.parquet and background.parquet are from different runs ({k})",
+                dir.display()
+            ));
+        }
+    }
+    let (Column::I32(cut), Column::I32(bin), Column::F64(theta), Column::I64(n_obs), Column::F64(thr), Column::I64(ev)) = (
+        col(&counts, &cp, "cut")?,
+        col(&counts, &cp, "bin")?,
+        col(&counts, &cp, "theta_deg")?,
+        col(&counts, &cp, "n_obs")?,
+        col(&counts, &cp, "threshold")?,
+        col(&counts, &cp, "events")?,
+    ) else {
+        return Err(bad(&cp, "unexpected column types"));
+    };
+    let nb = bin.iter().map(|&b| b as usize + 1).max().unwrap_or(0);
+    let nc = cut.iter().map(|&c| c as usize + 1).max().unwrap_or(0);
+    if nb * nc != cut.len() || nb == 0 {
+        return Err(bad(&cp, "rows do not form a cut × bin grid"));
+    }
+    let labels: Vec<String> = meta(&counts, &cp, "sky.cut_labels")?.split(';').map(str::to_string).collect();
+    if labels.len() != nc {
+        return Err(bad(&cp, "cut labels do not match the cut column"));
+    }
+    let num = |k: &str| -> Result<u64, String> {
+        meta(&counts, &cp, k)?
+            .parse()
+            .map_err(|_| bad(&cp, &format!("metadata '{k}' is not a number")))
+    };
+    let info = RunInfo {
+        config: meta(&counts, &cp, "sky.config")?,
+        seed: num("sky.seed")?,
+        total_trials: num("sky.total_trials")?,
+        trials: parse_ranges(&meta(&counts, &cp, "sky.trials")?).ok_or_else(|| bad(&cp, "metadata 'sky.trials' is malformed"))?,
+        edges_deg: theta[..nb].to_vec(),
+        cut_labels: labels,
+        thresholds: (0..nc).map(|c| thr[c * nb]).collect(),
+        cut_events: (0..nc).map(|c| ev[c * nb] as u64).collect(),
+        n_events: num("sky.n_events")?,
+        description: meta(&counts, &cp, "sky.description")?,
+        observed: n_obs.iter().map(|&x| x as u64).collect(),
+    };
+    let (Column::I32(bc), Column::I32(bb), Column::I64(bn), Column::I64(bt)) = (
+        col(&back, &bp, "cut")?,
+        col(&back, &bp, "bin")?,
+        col(&back, &bp, "count")?,
+        col(&back, &bp, "trials")?,
+    ) else {
+        return Err(bad(&bp, "unexpected column types"));
+    };
+    let mut bg = Background::new(nc * nb);
+    for r in 0..bc.len() {
+        let (c, b) = (bc[r] as usize, bb[r] as usize);
+        if c >= nc || b >= nb || bn[r] < 0 || bt[r] <= 0 {
+            return Err(bad(&bp, &format!("row {} is out of range", r + 1)));
+        }
+        *bg.freq[c * nb + b].entry(bn[r] as u64).or_insert(0) += bt[r] as u64;
+    }
+    bg.trials = info.n_trials();
+    if bg.freq.iter().any(|m| m.values().sum::<u64>() != bg.trials) {
+        return Err(bad(&bp, "trial counts do not add up to the trials in the metadata"));
+    }
+    Ok((info, bg))
+}
+
+/// Merge job outputs into one run; `partial` allows trial ranges that do not cover all trials.
+pub fn merge(dirs: &[PathBuf], partial: bool) -> Result<(RunInfo, Background), String> {
+    let mut it = dirs.iter();
+    let first = it.next().ok_or("merge: no job directories given")?;
+    let (mut info, mut bg) = read_run(first)?;
+    for d in it {
+        let (i, b) = read_run(d)?;
+        if i.config != info.config || i.observed != info.observed || i.edges_deg != info.edges_deg {
+            return Err(format!(
+                "{} and {}: different analyses (events, selection, cuts, bins or seed differ)",
+                first.display(),
+                d.display()
+            ));
+        }
+        for r in &i.trials {
+            if let Some(o) = info.trials.iter().find(|o| o.start < r.end && r.start < o.end) {
+                return Err(format!(
+                    "{}: trials {}..{} overlap trials {}..{} of another job",
+                    d.display(),
+                    r.start,
+                    r.end,
+                    o.start,
+                    o.end
+                ));
+            }
+        }
+        info.trials.extend(i.trials.iter().cloned());
+        bg.merge(&b);
+    }
+    info.trials.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<u64>> = Vec::new();
+    for r in info.trials.drain(..) {
+        match merged.last_mut() {
+            Some(last) if last.end == r.start => last.end = r.end,
+            _ => merged.push(r),
+        }
+    }
+    info.trials = merged;
+    if !partial && info.trials != [0..info.total_trials] {
+        return Err(format!(
+            "merge: the jobs hold trials {} of 0..{} (pass --partial to merge an incomplete set)",
+            fmt_ranges(&info.trials),
+            info.total_trials
+        ));
+    }
+    Ok((info, bg))
+}
+
+/// `summary.json`: the run's configuration, the most significant bin and timings.
+#[must_use]
+pub fn summary_json(info: &RunInfo, rows: &[BinResult], extra: serde_json::Value) -> String {
+    let cuts: Vec<serde_json::Value> = (0..info.cut_labels.len())
+        .map(|c| {
+            serde_json::json!({
+                "label": info.cut_labels[c],
+                "threshold": if info.thresholds[c].is_finite() { serde_json::json!(info.thresholds[c]) } else { serde_json::Value::Null },
+                "events": info.cut_events[c],
+            })
+        })
+        .collect();
+    let best = most_significant(rows).map(|r| {
+        serde_json::json!({
+            "cut": info.cut_labels[r.cut], "theta_deg": r.theta_deg, "n_obs": r.n_obs,
+            "bg_mean": r.bg_mean, "bg_std": r.bg_std, "ts": r.ts, "n_beyond": r.n_beyond,
+            "n_trials": r.n_trials, "p_trials": r.p_trials, "p_gauss": r.p_gauss, "p_gamma": r.p_gamma,
+        })
+    });
+    let finite = |x: f64| {
+        if x.is_finite() {
+            serde_json::json!(x)
+        } else {
+            serde_json::Value::Null
+        }
+    };
+    let ts: Vec<Vec<serde_json::Value>> = (0..info.cut_labels.len())
+        .map(|c| rows.iter().filter(|r| r.cut == c).map(|r| finite(r.ts)).collect())
+        .collect();
+    let v = serde_json::json!({
+        "description": info.description,
+        "events": info.n_events,
+        "seed": info.seed,
+        "config": info.config,
+        "bins_deg": info.edges_deg,
+        "cuts": cuts,
+        "trials": { "total": info.total_trials, "held": info.n_trials(), "ranges": fmt_ranges(&info.trials) },
+        "ts": ts,
+        "most_significant": best,
+        "run": extra,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_round_trip() {
+        let r = vec![0..5, 7..9];
+        assert_eq!(parse_ranges(&fmt_ranges(&r)), Some(r));
+        assert_eq!(parse_ranges(""), Some(vec![]));
+        assert_eq!(parse_ranges("1-2"), None);
+    }
+}
