@@ -13,6 +13,8 @@ use warpdrive_photon::source::track_to_spec;
 pub enum BenchCommand {
     /// Photon propagation on the CPU.
     Photon(BenchPhoton),
+    /// Two-point autocorrelation: time per scrambled trial on all IC86-2011 events.
+    Sky(crate::sky::BenchSky),
 }
 
 #[derive(Args)]
@@ -44,7 +46,10 @@ pub struct BenchPhoton {
 }
 
 pub fn run(cmd: BenchCommand) -> Result<()> {
-    let BenchCommand::Photon(b) = cmd;
+    let b = match cmd {
+        BenchCommand::Photon(b) => b,
+        BenchCommand::Sky(b) => return crate::sky::bench(&b),
+    };
     if b.device != "cpu" {
         return gpu(&b);
     }

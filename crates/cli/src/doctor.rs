@@ -4,9 +4,17 @@ use anyhow::{bail, Result};
 use std::path::Path;
 use warpdrive_core::cuda::{self, KernelOptions};
 
-/// All kernel sources of all domains.
-fn kernels() -> Vec<(&'static str, &'static str, &'static [&'static str])> {
-    warpdrive_photon::gpu::KERNELS.to_vec()
+/// All kernel sources of all domains: (file, source, functions, feature switches), and whether
+/// the domain also uses a fast-math build (sky is always precise: CPU and GPU counts must match).
+type KernelSet = (&'static str, &'static str, &'static [&'static str], &'static [&'static str], bool);
+
+fn kernels() -> Vec<KernelSet> {
+    let mut k: Vec<KernelSet> = warpdrive_photon::gpu::KERNELS
+        .iter()
+        .map(|&(f, s, fs)| (f, s, fs, warpdrive_photon::gpu::SWITCHES, true))
+        .collect();
+    k.extend(warpdrive_sky::gpu::KERNELS.iter().map(|&(f, s, fs)| (f, s, fs, &[][..], false)));
+    k
 }
 
 pub fn run(compile_only: bool) -> Result<()> {
@@ -37,11 +45,14 @@ pub fn run(compile_only: bool) -> Result<()> {
         bail!("no CUDA device visible (use --compile-only to check the kernels without one)");
     }
     let mut n = 0;
-    for (file, src, functions) in kernels() {
+    for (file, src, functions, switches, has_fast) in kernels() {
         for precise in [false, true] {
+            if !precise && !has_fast {
+                continue;
+            }
             let mode = if precise { "precise" } else { "fast" };
             if gpus.is_empty() {
-                let variants = std::iter::once(None).chain(warpdrive_photon::gpu::SWITCHES.iter().map(Some));
+                let variants = std::iter::once(None).chain(switches.iter().map(Some));
                 for v in variants {
                     let defines: Vec<String> = v.iter().map(|d| d.to_string()).collect();
                     let ptx = cuda::compile(
@@ -81,7 +92,8 @@ pub fn run(compile_only: bool) -> Result<()> {
 
 pub fn gpu_check(device: usize, json: &Path) -> Result<()> {
     let data = warpdrive_core::data::data_dir();
-    let checks = warpdrive_photon::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}"))?;
+    let mut checks = warpdrive_photon::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}"))?;
+    checks.extend(warpdrive_sky::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
     let mut rows = Vec::new();
     println!("{:<55} result", "check");
     for c in &checks {

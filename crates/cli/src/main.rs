@@ -12,12 +12,13 @@ use warpdrive_photon::Backend;
 
 mod bench;
 mod doctor;
+mod sky;
 
 #[derive(Parser)]
 #[command(
     name = "warpdrive",
     version,
-    about = "GPU-ready physics Monte Carlo: photon propagation in ice (more domains to come)"
+    about = "GPU-ready physics Monte Carlo and analysis: photon propagation in ice, two-point sky autocorrelation"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -33,6 +34,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Sky analyses of neutrino event lists.
+    Sky {
+        #[command(subcommand)]
+        what: sky::SkyCommand,
+    },
+    /// Combine the outputs of batch jobs (`--jobs N --job-index I`) into the result of one run.
+    Merge(sky::MergeArgs),
     /// Benchmarks (print a table, write JSON).
     Bench {
         #[command(subcommand)]
@@ -130,35 +138,47 @@ fn run(cli: Cli) -> Result<()> {
             warpdrive_photon::ppc::run(&args, &env, &mut stdin, &mut out, &mut std::io::stderr())?;
             Ok(())
         }
+        Command::Sky {
+            what: sky::SkyCommand::Autocorr(a),
+        } => {
+            let pool = thread_pool(&a.common)?;
+            pool.install(|| sky::autocorr(&a))
+        }
+        Command::Merge(a) => sky::merge(&a),
         Command::Bench { what } => bench::run(what),
         Command::Doctor { compile_only } => doctor::run(compile_only),
         Command::GpuCheck { device, json } => doctor::gpu_check(device, &json),
     }
 }
 
-/// Resolve `--device`: `auto` takes all GPUs when the driver, a GPU and NVRTC are there, else
-/// the CPU with one line on stderr saying why.
-pub fn backend(c: &CommonArgs) -> Result<Backend> {
+/// Resolve `--device` to GPU ordinals (`None` = the CPU): `auto` takes all GPUs when the driver,
+/// a GPU and NVRTC are there, else the CPU with one line on stderr saying why.
+pub fn devices(c: &CommonArgs) -> Result<Option<Vec<usize>>> {
     use warpdrive_core::cuda;
-    let gpu = |devices: Vec<usize>| {
-        Backend::Cuda(warpdrive_photon::gpu::GpuOptions {
+    match c.device.as_str() {
+        "cpu" => Ok(None),
+        "auto" => match cuda::usable_devices() {
+            Ok(n) => Ok(Some((0..n).collect())),
+            Err(why) => {
+                eprintln!("device: cpu ({why})");
+                Ok(None)
+            }
+        },
+        d if d.starts_with("cuda") => Ok(Some(cuda::parse_devices(d)?)),
+        d => bail!("--device {d}: expected auto, cpu, cuda, cuda:N or cuda:all"),
+    }
+}
+
+/// The photon back end of `--device`.
+pub fn backend(c: &CommonArgs) -> Result<Backend> {
+    Ok(match devices(c)? {
+        None => Backend::Cpu,
+        Some(devices) => Backend::Cuda(warpdrive_photon::gpu::GpuOptions {
             devices,
             precise: c.precise,
             ..Default::default()
-        })
-    };
-    match c.device.as_str() {
-        "cpu" => Ok(Backend::Cpu),
-        "auto" => match cuda::usable_devices() {
-            Ok(n) => Ok(gpu((0..n).collect())),
-            Err(why) => {
-                eprintln!("device: cpu ({why})");
-                Ok(Backend::Cpu)
-            }
-        },
-        d if d.starts_with("cuda") => Ok(gpu(cuda::parse_devices(d)?)),
-        d => bail!("--device {d}: expected auto, cpu, cuda, cuda:N or cuda:all"),
-    }
+        }),
+    })
 }
 
 /// Build the rayon pool for the CPU path.
@@ -174,7 +194,7 @@ pub fn thread_pool(c: &CommonArgs) -> Result<rayon::ThreadPool> {
 }
 
 /// The command line for run metadata, without `--threads` (which must not change the output).
-fn command_line() -> String {
+pub fn command_line() -> String {
     let mut out = Vec::new();
     let mut skip = false;
     for a in std::env::args() {

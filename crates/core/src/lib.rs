@@ -8,6 +8,7 @@
 //! * [`error`] — input errors that name file, line and field.
 //! * [`plot`] — PNG plots with a built-in font.
 
+pub mod check;
 pub mod cuda;
 pub mod data;
 pub mod error;

@@ -20,12 +20,7 @@ use crate::source::{cascade_xi, realise};
 use crate::validate::{compare, ppc_reference_runs, TimedHit};
 
 /// One line of the check report.
-#[derive(Clone, Debug)]
-pub struct Check {
-    pub name: String,
-    pub passed: bool,
-    pub detail: String,
-}
+pub use warpdrive_core::check::Check;
 
 fn check(name: &str, passed: bool, detail: String) -> Check {
     Check {

@@ -64,14 +64,22 @@ __device__ __forceinline__ double wd_trial_turn(unsigned long long seed, unsigne
     return 1.0 - (double)((x >> 11) + 1ull) * (1.0 / 9007199254740992.0);
 }
 
+// trials.rs: quantize_turn (grid = 0: continuous).
+__device__ __forceinline__ double wd_quantize_turn(double t, unsigned int grid) {
+    if (grid == 0u) return t;
+    double g = (double)grid;
+    double q = floor(t * g + 0.5) / g;
+    return q >= 1.0 ? q - 1.0 : q;
+}
+
 extern "C" __global__ void scramble(const double* __restrict__ sin_dec, const double* __restrict__ cos_dec,
                                     const unsigned int* __restrict__ order, const unsigned char* __restrict__ level,
                                     unsigned int n, unsigned long long seed, unsigned long long first_trial,
-                                    double4* __restrict__ vec) {
+                                    unsigned int ra_grid, double4* __restrict__ vec) {
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     unsigned long long trial = first_trial + blockIdx.y;
-    double t = wd_trial_turn(seed, trial, order[i]);
+    double t = wd_quantize_turn(wd_trial_turn(seed, trial, order[i]), ra_grid);
     double ca, sa;
     wd_sincos_turn(t, &ca, &sa);
     double cd = cos_dec[i];

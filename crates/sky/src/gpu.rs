@@ -54,6 +54,7 @@ pub struct SkyGpu {
     n: u32,
     bins: u32,
     levels: u32,
+    ra_grid: u32,
     /// Trials per launch pair.
     pub batch: u32,
     vec: CudaSlice<f64>,
@@ -92,6 +93,7 @@ impl SkyGpu {
             n: n as u32,
             bins: s.bins.len() as u32,
             levels: s.cuts.levels() as u32,
+            ra_grid: s.ra_grid,
             batch,
             scramble,
             pairs,
@@ -118,6 +120,7 @@ impl SkyGpu {
             .arg(&self.n)
             .arg(&seed)
             .arg(&first)
+            .arg(&self.ra_grid)
             .arg(&mut self.vec);
         // SAFETY: argument types and order match `scramble` in autocorr.cu; every buffer holds
         // n (or 4·n·batch) elements and grid.y ≤ batch.

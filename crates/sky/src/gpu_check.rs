@@ -7,18 +7,13 @@ use crate::cuts::{default_cuts, Region};
 use crate::events::{read_all, ColumnNames};
 use crate::gpu::SkyGpu;
 use crate::sphere::unit_vector_turn;
-use crate::trials::{trial_counts, trial_turn, Background};
+use crate::trials::{quantize_turn, trial_counts, trial_turn, Background};
 use crate::{prepare, Settings};
 use std::path::Path;
 use warpdrive_core::progress::Progress;
 use warpdrive_core::Philox4x32;
 
-/// One check: name, pass/fail and what was measured.
-pub struct Check {
-    pub name: String,
-    pub passed: bool,
-    pub detail: String,
-}
+pub use warpdrive_core::check::Check;
 
 /// Seed of the checks.
 pub const SEED: u64 = 20_261_122;
@@ -35,6 +30,7 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
         total_trials: 0,
         trials: 0..0,
         description: "IC86-2011 up + down".into(),
+        ra_grid_deg: Some(0.1),
     };
     let (s, _) = prepare(&events, &st)?;
     let mut g = SkyGpu::new(device, &s).map_err(|e| e.to_string())?;
@@ -48,7 +44,8 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
     for &k in &trials_checked {
         let v = g.trial_vectors(SEED, k).map_err(|e| e.to_string())?;
         for p in 0..s.len() {
-            let u = unit_vector_turn(trial_turn(&gen, k, s.order[p]), s.sin_dec[p], s.cos_dec[p]);
+            let t = quantize_turn(trial_turn(&gen, k, s.order[p]), s.ra_grid);
+            let u = unit_vector_turn(t, s.sin_dec[p], s.cos_dec[p]);
             let d = &v[4 * p..4 * p + 4];
             if d[0].to_bits() != u[0].to_bits()
                 || d[1].to_bits() != u[1].to_bits()
@@ -65,9 +62,24 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
         detail: format!("{} events × trials {trials_checked:?}: {mismatched} vectors differ", s.len()),
     });
 
-    // 2. Trials: identical integer counts on both devices.
+    // 2. Trials: identical integer counts on both devices, with scrambled RAs on the data's 0.1°
+    //    grid and continuous.
+    for grid in [Some(0.1), None] {
+        let st = Settings {
+            ra_grid_deg: grid,
+            ..st.clone()
+        };
+        let (s, _) = prepare(&events, &st)?;
+        let mut g = SkyGpu::new(device, &s).map_err(|e| e.to_string())?;
+        checks.push(trials_identical(&s, &mut g, grid, log)?);
+    }
+    Ok(checks)
+}
+
+fn trials_identical(s: &crate::sample::Sample, g: &mut SkyGpu, grid: Option<f64>, log: &mut dyn FnMut(&str)) -> Result<Check, String> {
     let n_trials = 64u64;
-    log("sky: 64 trials on GPU and CPU");
+    let grid = grid.map_or("continuous RA".to_string(), |q| format!("RA on a {q}° grid"));
+    log(&format!("sky: 64 trials on GPU and CPU, {grid}"));
     let t0 = std::time::Instant::now();
     let gpu_counts = g.trial_counts(SEED, 0..n_trials, &Progress::hidden()).map_err(|e| e.to_string())?;
     let gpu_s = t0.elapsed().as_secs_f64();
@@ -76,7 +88,7 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
         use rayon::prelude::*;
         (0..n_trials)
             .into_par_iter()
-            .map_init(|| (Default::default(), Vec::new()), |(ws, t), k| trial_counts(&s, SEED, k, ws, t))
+            .map_init(|| (Default::default(), Vec::new()), |(ws, t), k| trial_counts(s, SEED, k, ws, t))
             .collect()
     };
     let cpu_s = t0.elapsed().as_secs_f64();
@@ -85,8 +97,8 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
     cpu_counts.iter().for_each(|c| bg.add(c));
     let nb = s.bins.len();
     let (m, sd) = bg.mean_std(nb - 1);
-    checks.push(Check {
-        name: "sky: trials identical on GPU and CPU".into(),
+    Ok(Check {
+        name: format!("sky: trials identical on GPU and CPU ({grid})"),
         passed: differing == 0 && gpu_counts.len() == cpu_counts.len(),
         detail: format!(
             "{} events, {n_trials} trials × {} cells: {differing} trials differ; all-events N(≤5°) = {m:.1} ± {sd:.1}; \
@@ -97,6 +109,5 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
             cpu_s,
             rayon::current_num_threads()
         ),
-    });
-    Ok(checks)
+    })
 }

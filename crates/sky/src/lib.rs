@@ -58,6 +58,9 @@ pub struct Settings {
     pub total_trials: u64,
     pub trials: Range<u64>,
     pub description: String,
+    /// Round scrambled right ascensions to this step [deg] (None: continuous). It must divide
+    /// 360° into a whole number of steps.
+    pub ra_grid_deg: Option<f64>,
 }
 
 /// Select, sort and precompute; count the observed pairs (CPU). Returns the sample and the run
@@ -71,7 +74,14 @@ pub fn prepare(events: &[Event], st: &Settings) -> Result<(Sample, RunInfo), Str
         ));
     }
     let cuts = cuts::resolve(&sel, &st.cuts)?;
-    let sample = Sample::new(&sel, st.bins.clone(), cuts)?;
+    let mut sample = Sample::new(&sel, st.bins.clone(), cuts)?;
+    if let Some(q) = st.ra_grid_deg {
+        let n = 360.0 / q;
+        if !(q > 0.0) || (n - n.round()).abs() > 1e-9 || n.round() > f64::from(u32::MAX) {
+            return Err(format!("RA grid {q}°: the step must divide 360° into a whole number of steps"));
+        }
+        sample.ra_grid = n.round() as u32;
+    }
     // The fingerprint covers everything that decides the numbers of a trial.
     let mut bytes = Vec::with_capacity(sample.len() * 17);
     for p in 0..sample.len() {
@@ -81,7 +91,14 @@ pub fn prepare(events: &[Event], st: &Settings) -> Result<(Sample, RunInfo), Str
     }
     let edges: Vec<u8> = st.bins.edges_deg.iter().flat_map(|e| e.to_le_bytes()).collect();
     let thr: Vec<u8> = sample.cuts.thresholds.iter().flat_map(|e| e.to_le_bytes()).collect();
-    let config = output::fingerprint(&[&bytes, &edges, &thr, &st.seed.to_le_bytes(), &st.total_trials.to_le_bytes()]);
+    let config = output::fingerprint(&[
+        &bytes,
+        &edges,
+        &thr,
+        &st.seed.to_le_bytes(),
+        &st.total_trials.to_le_bytes(),
+        &sample.ra_grid.to_le_bytes(),
+    ]);
     let mut thresholds = vec![f64::NAN];
     thresholds.extend(&sample.cuts.thresholds);
     let info = RunInfo {

@@ -41,6 +41,8 @@ pub struct Sample {
     pub bands: Vec<Band>,
     pub bins: AngularBins,
     pub cuts: ResolvedCuts,
+    /// Scrambled right ascensions are rounded to 1/ra_grid of a turn (0: continuous).
+    pub ra_grid: u32,
 }
 
 /// Half-width [turns] of the RA window holding every partner within `theta` [deg] of an event,
@@ -89,6 +91,7 @@ impl Sample {
             dec,
             bins,
             cuts,
+            ra_grid: 0,
         })
     }
 
@@ -113,6 +116,22 @@ impl Sample {
     pub fn window_pairs(&self) -> u64 {
         self.window_end.iter().enumerate().map(|(i, &e)| u64::from(e) - i as u64 - 1).sum()
     }
+}
+
+/// The coarsest of the usual rounding steps [deg] (1, 0.5, 0.25, 0.2, 0.1, 0.05, 0.01, 0.001)
+/// that every right ascension is a multiple of (to 10⁻⁶ of the step), if any. Needs at least
+/// 100 events, so that a few round numbers are not mistaken for a grid.
+#[must_use]
+pub fn detect_ra_grid(ra_deg: &[f64]) -> Option<f64> {
+    if ra_deg.len() < 100 {
+        return None;
+    }
+    [1.0, 0.5, 0.25, 0.2, 0.1, 0.05, 0.01, 0.001].into_iter().find(|&q| {
+        ra_deg.iter().all(|&r| {
+            let k = r / q;
+            (k - k.round()).abs() < 1e-6
+        })
+    })
 }
 
 /// Declination bands of height θ (so partners lie in the same or the next band), with their RA

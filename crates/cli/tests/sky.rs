@@ -1,0 +1,159 @@
+//! End-to-end tests of `warpdrive sky autocorr` and `warpdrive merge`: thread-count
+//! independence, batch jobs merged into the result of one run, and bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use warpdrive_core::table::read_parquet;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_warpdrive"));
+    c.env("WARPDRIVE_PROGRESS", "0");
+    c
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("warpdrive-sky-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(args: &[&str], out: &Path) -> Output {
+    let o = bin()
+        .args(["sky", "autocorr", "--device", "cpu"])
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// The columns of a Parquet file as bit patterns (NaN = NaN; metadata such as the command line
+/// excluded).
+fn columns(p: &Path) -> Vec<(String, Vec<u64>)> {
+    use warpdrive_core::table::Column;
+    read_parquet(p)
+        .unwrap()
+        .columns
+        .into_iter()
+        .map(|(n, c)| {
+            let bits = match c {
+                Column::I32(v) => v.iter().map(|&x| x as u64).collect(),
+                Column::I64(v) => v.iter().map(|&x| x as u64).collect(),
+                Column::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+                Column::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+            };
+            (n, bits)
+        })
+        .collect()
+}
+
+#[test]
+fn jobs_merge_into_one_run_and_threads_do_not_matter() {
+    let dir = scratch("merge");
+    let common = ["--synthetic-events", "3000", "--trials", "30", "--seed", "4", "--no-plot"];
+    let single = dir.join("single");
+    run(&[&common[..], &["--threads", "1"]].concat(), &single);
+    let two = dir.join("two-threads");
+    run(&[&common[..], &["--threads", "2"]].concat(), &two);
+    for f in ["counts.parquet", "background.parquet"] {
+        assert_eq!(columns(&single.join(f)), columns(&two.join(f)), "{f}: 1 vs 2 threads");
+    }
+    let mut jobs = Vec::new();
+    for i in 0..3 {
+        let j = dir.join(format!("job{i}"));
+        run(&[&common[..], &["--jobs", "3", "--job-index", &i.to_string()]].concat(), &j);
+        jobs.push(j);
+    }
+    let merged = dir.join("merged");
+    // Incomplete sets are refused unless asked for.
+    let o = bin().arg("merge").arg("-o").arg(&merged).args(&jobs[..2]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--partial"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The same job twice overlaps.
+    let o = bin()
+        .arg("merge")
+        .arg("-o")
+        .arg(&merged)
+        .args([&jobs[0], &jobs[0]])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("overlap"));
+    let o = bin().arg("merge").arg("-o").arg(&merged).args(&jobs).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["counts.parquet", "background.parquet"] {
+        assert_eq!(columns(&single.join(f)), columns(&merged.join(f)), "{f}: merged jobs vs one run");
+    }
+    assert!(merged.join("autocorr.png").is_file() && merged.join("summary.json").is_file());
+    // A job of a different analysis (other seed) is refused.
+    let other = dir.join("other");
+    run(
+        &[
+            "--synthetic-events",
+            "3000",
+            "--trials",
+            "30",
+            "--seed",
+            "5",
+            "--no-plot",
+            "--jobs",
+            "3",
+            "--job-index",
+            "2",
+        ],
+        &other,
+    );
+    let o = bin()
+        .arg("merge")
+        .arg("-o")
+        .arg(&merged)
+        .args([&jobs[0], &jobs[1], &other])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("different analyses"));
+}
+
+#[test]
+fn bad_inputs_fail_cleanly() {
+    let dir = scratch("bad");
+    let f = dir.join("ev.txt");
+    let cases: [(&str, Vec<&str>, &str); 7] = [
+        ("MJD log10(E) RA Dec\n1 2 3 95\n", vec![], "ev.txt:2: field 'Dec': declination 95"),
+        ("MJD log10(E) RA\n1 2 3\n", vec![], "no declination column"),
+        ("MJD log10(E) RA Dec\n1 2 nan 5\n", vec![], "field 'RA': right ascension NaN"),
+        (
+            "MJD log10(E) RA Dec\n1 2 3 5\n1 2 4 6\n",
+            vec!["--hemisphere", "south"],
+            "no events in the selected region",
+        ),
+        (
+            "MJD log10(E) RA Dec\n1 2 3 5\n1 2 4 6\n",
+            vec!["--edges", "1,0.5"],
+            "bin edges must increase",
+        ),
+        ("MJD log10(E) RA Dec\n1 2 3 5\n1 3 4 6\n", vec!["--cuts", "top:0.5,top:1"], "nested"),
+        ("MJD log10(E) RA Dec\n1 2 3 5\n1 2 4 6\n", vec!["--cuts", "99"], "selects no events"),
+    ];
+    for (text, args, needle) in cases {
+        std::fs::write(&f, text).unwrap();
+        let out = dir.join("out");
+        let o = bin()
+            .args(["sky", "autocorr", "--device", "cpu", "--trials", "2"])
+            .arg(&f)
+            .args(&args)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{needle}: should fail");
+        assert!(err.contains(needle), "expected '{needle}' in: {err}");
+        assert!(!out.join("counts.parquet").exists(), "{needle}: no output on error");
+    }
+}
