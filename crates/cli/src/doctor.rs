@@ -90,10 +90,18 @@ pub fn run(compile_only: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn gpu_check(device: usize, json: &Path) -> Result<()> {
+pub fn gpu_check(device: usize, json: &Path, domain: &str) -> Result<()> {
+    if !["all", "photon", "sky"].contains(&domain) {
+        bail!("--domain {domain}: expected all, photon or sky");
+    }
     let data = warpdrive_core::data::data_dir();
-    let mut checks = warpdrive_photon::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}"))?;
-    checks.extend(warpdrive_sky::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
+    let mut checks = Vec::new();
+    if domain == "all" || domain == "photon" {
+        checks.extend(warpdrive_photon::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}"))?);
+    }
+    if domain == "all" || domain == "sky" {
+        checks.extend(warpdrive_sky::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
+    }
     let mut rows = Vec::new();
     println!("{:<55} result", "check");
     for c in &checks {

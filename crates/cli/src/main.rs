@@ -60,6 +60,9 @@ enum Command {
         /// JSON report.
         #[arg(long, default_value = "gpu-check.json")]
         json: PathBuf,
+        /// Which domain's checks: all, photon or sky.
+        #[arg(long, default_value = "all")]
+        domain: String,
     },
 }
 
@@ -147,7 +150,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Merge(a) => sky::merge(&a),
         Command::Bench { what } => bench::run(what),
         Command::Doctor { compile_only } => doctor::run(compile_only),
-        Command::GpuCheck { device, json } => doctor::gpu_check(device, &json),
+        Command::GpuCheck { device, json, domain } => doctor::gpu_check(device, &json, &domain),
     }
 }
 

@@ -18,8 +18,8 @@ pub fn draw(path: &Path, info: &RunInfo, rows: &[BinResult], bg: &Background) ->
         let band = |r: &BinResult| if r.bg_mean > 0.0 { r.bg_std / r.bg_mean } else { 0.0 };
         let (mut lo, mut hi) = (0.98f64, 1.02f64);
         for r in &finite {
-            lo = lo.min(r.ts).min(1.0 - band(r));
-            hi = hi.max(r.ts).max(1.0 + band(r));
+            lo = lo.min(r.ts).min(1.0 - band(r)).max(0.0);
+            hi = hi.max(r.ts).max((1.0 + band(r)).min(2.0 * r.ts.max(1.0)));
         }
         let pad = 0.05 * (hi - lo);
         let xmax = info.edges_deg[nb - 1] * 1.02;
@@ -36,6 +36,7 @@ pub fn draw(path: &Path, info: &RunInfo, rows: &[BinResult], bg: &Background) ->
             .configure_mesh()
             .x_desc("θ [deg]  (cumulative: pairs with separation ≤ θ)")
             .y_desc("TS = N_obs / <N_bg>")
+            .light_line_style(WHITE)
             .label_style((FONT, 15))
             .axis_desc_style((FONT, 16))
             .draw()?;
@@ -45,7 +46,7 @@ pub fn draw(path: &Path, info: &RunInfo, rows: &[BinResult], bg: &Background) ->
             let cut: Vec<&BinResult> = finite.iter().copied().filter(|r| r.cut == c).collect();
             // ±1σ of the background, relative to its mean.
             let upper: Vec<(f64, f64)> = cut.iter().map(|r| (r.theta_deg, 1.0 + band(r))).collect();
-            let lower: Vec<(f64, f64)> = cut.iter().rev().map(|r| (r.theta_deg, 1.0 - band(r))).collect();
+            let lower: Vec<(f64, f64)> = cut.iter().rev().map(|r| (r.theta_deg, (1.0 - band(r)).max(0.0))).collect();
             chart.draw_series(std::iter::once(Polygon::new(
                 upper.into_iter().chain(lower).collect::<Vec<_>>(),
                 col.mix(0.12).filled(),
@@ -93,7 +94,11 @@ pub fn draw(path: &Path, info: &RunInfo, rows: &[BinResult], bg: &Background) ->
                 .y_label_area_size(55)
                 .build_cartesian_2d(xmin - width..xmax + 2.0 * width, 0.0..ymax.max(1.0))?;
             ch.configure_mesh()
-                .x_labels(4)
+                .x_labels(3)
+                .y_labels(5)
+                .light_line_style(WHITE)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| format!("{v:.0}"))
                 .x_desc("pairs in trial")
                 .y_desc("trials")
                 .label_style((FONT, 13))
@@ -106,8 +111,13 @@ pub fn draw(path: &Path, info: &RunInfo, rows: &[BinResult], bg: &Background) ->
             }))?;
             let x = r.n_obs as f64;
             ch.draw_series(LineSeries::new([(x, 0.0), (x, ymax)], RED.stroke_width(2)))?;
+            let p = if r.n_beyond == 0 {
+                format!("p < 1/{}", r.n_trials)
+            } else {
+                format!("p = {:.3}", r.p_trials)
+            };
             ch.draw_series(std::iter::once(Text::new(
-                format!("obs {} (p={:.3})", r.n_obs, r.p_trials),
+                format!("observed {} ({p})", r.n_obs),
                 (xmin, ymax * 0.97),
                 (FONT, 13),
             )))?;
