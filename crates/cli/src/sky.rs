@@ -377,22 +377,28 @@ pub fn bench(b: &BenchSky) -> Result<()> {
         }
     } else {
         let ordinal = warpdrive_core::cuda::parse_devices(&b.device)?.first().copied().unwrap_or(0);
+        for switch in std::iter::once(None).chain(warpdrive_sky::gpu::SWITCHES.iter().map(Some)) {
+            let defines: Vec<String> = switch.iter().map(|d| d.to_string()).collect();
+            let mut g = warpdrive_sky::gpu::SkyGpu::with_switches(ordinal, &s, &defines)?;
+            let batch = u64::from(g.batch);
+            g.time_batch(1, 0, g.batch)?; // warm-up (module load, first-touch)
+            let n = if b.trials > 0 {
+                b.trials.div_ceil(batch) * batch
+            } else {
+                4 * batch
+            };
+            let mut secs = 0.0;
+            let mut first = batch;
+            while first < batch + n {
+                secs += g.time_batch(1, first, g.batch)?;
+                first += batch;
+            }
+            let label = switch.map_or(format!("default, batch {batch}"), |d| format!("-D{d}"));
+            row(format!("{} {label}", g.gpu.name), n, secs);
+        }
         let mut g = warpdrive_sky::gpu::SkyGpu::new(ordinal, &s)?;
         device_name = g.gpu.name.clone();
-        let batch = u64::from(g.batch);
-        g.time_batch(1, 0, g.batch)?; // warm-up (module load, first-touch)
-        let n = if b.trials > 0 {
-            b.trials.div_ceil(batch) * batch
-        } else {
-            4 * batch
-        };
-        let mut secs = 0.0;
-        let mut first = batch;
-        while first < batch + n {
-            secs += g.time_batch(1, first, g.batch)?;
-            first += batch;
-        }
-        row(format!("{} (batch {batch})", g.gpu.name), n, secs);
+        let n = if b.trials > 0 { b.trials } else { 256 };
         // Through the full path (launches, copies, host histograms): what a user run sees.
         let t0 = Instant::now();
         let _ = g.trial_counts(1, 0..n, &Progress::hidden())?;

@@ -19,6 +19,11 @@
 #endif
 #define WD_MAX_HIST 4096
 #define WD_MAX_BINS 1024
+// Bin lookup: WD_LUT cells uniform in squared chord over [0, limit]; cell k holds the first bin
+// whose limit reaches the cell's lower end (one cell lower, to be safe against rounding), and a
+// short forward scan finishes the search — the same answer as the binary search of bins.rs.
+// -DWD_BIN_SEARCH: binary search instead (the first version; kept to measure the difference).
+#define WD_LUT 1024
 
 // Taylor coefficients 1/n! of sphere.rs (same decimal literals, so the same doubles).
 __device__ __forceinline__ void wd_sincos_turn(double t, double* c_out, double* s_out) {
@@ -95,11 +100,25 @@ extern "C" __global__ void __launch_bounds__(WD_TILE) pairs(const double4* __res
     __shared__ double4 tile[WD_TILE];
     __shared__ unsigned int s_hist[WD_MAX_HIST];
     __shared__ double s_lim[WD_MAX_BINS];
+#ifndef WD_BIN_SEARCH
+    __shared__ unsigned short s_lut[WD_LUT + 1];
+#endif
     const double4* vec = vec_all + (size_t)blockIdx.y * n;
     unsigned long long* hist = hist_all + (size_t)blockIdx.y * levels * bins;
     unsigned int nh = levels * bins;
     for (unsigned int k = threadIdx.x; k < nh; k += blockDim.x) s_hist[k] = 0u;
     for (unsigned int k = threadIdx.x; k < bins; k += blockDim.x) s_lim[k] = limits[k];
+    double limit = limits[bins - 1];
+#ifndef WD_BIN_SEARCH
+    double cell_width = limit / (double)WD_LUT;
+    double inv_cell = (double)WD_LUT / limit;
+    for (unsigned int k = threadIdx.x; k <= WD_LUT; k += blockDim.x) {
+        double lower = k > 0u ? (double)(k - 1u) * cell_width : 0.0;
+        unsigned int b = 0u;
+        while (b + 1u < bins && limits[b] < lower) ++b;
+        s_lut[k] = (unsigned short)b;
+    }
+#endif
 
     unsigned int i0 = blockIdx.x * blockDim.x;
     unsigned int i = i0 + threadIdx.x;
@@ -107,7 +126,6 @@ extern "C" __global__ void __launch_bounds__(WD_TILE) pairs(const double4* __res
     unsigned int my_end = i < n ? window_end[i] : 0u;
     unsigned int block_end = window_end[last];
     double4 u = i < n ? vec[i] : make_double4(0.0, 0.0, 0.0, 0.0);
-    double limit = limits[bins - 1];
     int lp = (int)u.w;
 
     for (unsigned int base = i0 + 1u; base < block_end; base += WD_TILE) {
@@ -126,12 +144,17 @@ extern "C" __global__ void __launch_bounds__(WD_TILE) pairs(const double4* __res
             double dz = u.z - v.z;
             double c2 = dx * dx + dy * dy + dz * dz;
             if (c2 <= limit) {
-                // First bin whose limit is not below c2 (binary search, bins.rs first_bin).
+                // First bin whose limit is not below c2 (bins.rs first_bin).
+#ifdef WD_BIN_SEARCH
                 unsigned int lo = 0u, hi = bins - 1u;
                 while (lo < hi) {
                     unsigned int mid = (lo + hi) >> 1;
                     if (s_lim[mid] < c2) lo = mid + 1u; else hi = mid;
                 }
+#else
+                unsigned int lo = s_lut[min((unsigned int)(c2 * inv_cell), (unsigned int)WD_LUT)];
+                while (s_lim[lo] < c2) ++lo;
+#endif
                 int lq = (int)v.w;
                 atomicAdd(&s_hist[(unsigned int)min(lp, lq) * bins + lo], 1u);
             }

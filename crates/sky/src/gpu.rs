@@ -18,6 +18,8 @@ pub const KERNEL_NAME: &str = "autocorr.cu";
 pub const KERNEL_SRC: &str = include_str!("../kernels/autocorr.cu");
 /// (file, source, functions) for `warpdrive doctor`.
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["scramble", "pairs"])];
+/// Feature switches of the kernel (each measured by `warpdrive bench sky --device cuda`).
+pub const SWITCHES: &[&str] = &["WD_BIN_SEARCH"];
 /// Threads per block of `pairs` (= its shared-memory tile).
 const TILE: u32 = 256;
 /// Limits of the kernel's shared-memory histogram and bin table.
@@ -64,6 +66,11 @@ pub struct SkyGpu {
 impl SkyGpu {
     /// Compile the kernels for GPU `ordinal` and upload `s`.
     pub fn new(ordinal: usize, s: &Sample) -> Result<SkyGpu, GpuError> {
+        Self::with_switches(ordinal, s, &[])
+    }
+
+    /// As [`SkyGpu::new`] with kernel switches (`-D` definitions from [`SWITCHES`]).
+    pub fn with_switches(ordinal: usize, s: &Sample, defines: &[String]) -> Result<SkyGpu, GpuError> {
         if s.hist_len() > MAX_HIST {
             return Err(GpuError::Other(format!(
                 "{} cuts × {} bins = {} histogram cells: the GPU kernel holds at most {MAX_HIST} (use --device cpu)",
@@ -74,7 +81,7 @@ impl SkyGpu {
         }
         let gpu = cuda::open(ordinal)?;
         gpu.ctx.bind_to_thread()?;
-        let (module, scramble) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "scramble", true, &[])?;
+        let (module, scramble) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "scramble", true, defines)?;
         let pairs = module.load_function("pairs")?;
         let st = &gpu.stream;
         let n = s.len();
