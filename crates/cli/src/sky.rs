@@ -101,7 +101,7 @@ fn region(a: &AutocorrArgs) -> Result<Region> {
     if let Some(v) = a.dec_max {
         r.dec_max = r.dec_max.min(v);
     }
-    if !(r.dec_min <= r.dec_max) {
+    if r.dec_min.is_nan() || r.dec_max.is_nan() || r.dec_min > r.dec_max {
         bail!("empty declination range {}° to {}°", r.dec_min, r.dec_max);
     }
     Ok(r)
@@ -109,7 +109,7 @@ fn region(a: &AutocorrArgs) -> Result<Region> {
 
 pub fn bins(edges: &[f64], n: usize, width: f64) -> Result<AngularBins> {
     let b = if edges.is_empty() {
-        if !(width > 0.0) || n == 0 {
+        if width.is_nan() || width <= 0.0 || n == 0 {
             bail!("--bins must be at least 1 and --bin-width positive");
         }
         AngularBins::uniform(n, width)

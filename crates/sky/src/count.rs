@@ -84,13 +84,13 @@ pub fn count_pairs(s: &Sample, turns: &[f64], ws: &mut Workspace, hist: &mut [u6
         // counts[c] is now the end of cell c-1 = start of cell c (counts[0] = band.start).
         ws.cell_start.extend_from_slice(&counts);
         let mut fill = counts;
-        for p in band.start..band.end {
-            let c = cell_of(turns[p]);
+        for (p, &t) in turns.iter().enumerate().take(band.end).skip(band.start) {
+            let c = cell_of(t);
             let q = fill[c];
             fill[c] += 1;
-            let u = unit_vector_turn(turns[p], s.sin_dec[p], s.cos_dec[p]);
+            let u = unit_vector_turn(t, s.sin_dec[p], s.cos_dec[p]);
             (ws.x[q], ws.y[q], ws.z[q]) = (u[0], u[1], u[2]);
-            ws.t[q] = turns[p];
+            ws.t[q] = t;
             ws.level[q] = s.level[p];
         }
     }

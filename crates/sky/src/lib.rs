@@ -77,7 +77,7 @@ pub fn prepare(events: &[Event], st: &Settings) -> Result<(Sample, RunInfo), Str
     let mut sample = Sample::new(&sel, st.bins.clone(), cuts)?;
     if let Some(q) = st.ra_grid_deg {
         let n = 360.0 / q;
-        if !(q > 0.0) || (n - n.round()).abs() > 1e-9 || n.round() > f64::from(u32::MAX) {
+        if q.is_nan() || q <= 0.0 || (n - n.round()).abs() > 1e-9 || n.round() > f64::from(u32::MAX) {
             return Err(format!("RA grid {q}°: the step must divide 360° into a whole number of steps"));
         }
         sample.ra_grid = n.round() as u32;

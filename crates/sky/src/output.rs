@@ -261,7 +261,8 @@ pub fn merge(dirs: &[PathBuf], partial: bool) -> Result<(RunInfo, Background), S
         }
     }
     info.trials = merged;
-    if !partial && info.trials != [0..info.total_trials] {
+    let complete = info.trials.len() == 1 && info.trials[0] == (0..info.total_trials);
+    if !partial && !complete {
         return Err(format!(
             "merge: the jobs hold trials {} of 0..{} (pass --partial to merge an incomplete set)",
             fmt_ranges(&info.trials),
