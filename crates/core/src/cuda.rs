@@ -61,6 +61,23 @@ pub fn nvrtc_version() -> Result<(i32, i32), CudaError> {
     Ok((major, minor))
 }
 
+/// What a domain's GPU path can fail with: the runtime's errors, a driver call, or its own.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error(transparent)]
+    Cuda(#[from] CudaError),
+    #[error("CUDA driver: {0:?}")]
+    Driver(cudarc::driver::DriverError),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<cudarc::driver::DriverError> for GpuError {
+    fn from(e: cudarc::driver::DriverError) -> Self {
+        GpuError::Driver(e)
+    }
+}
+
 /// One GPU, ready to run work: context, a stream, and what the tuning needs to know.
 #[derive(Clone, Debug)]
 pub struct Gpu {

@@ -9,7 +9,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
 use std::mem::{offset_of, size_of};
 use std::sync::Arc;
 use std::time::Instant;
-use warpdrive_core::cuda::{self, CudaError, Gpu};
+use warpdrive_core::cuda::{self, Gpu};
 
 use crate::collision::DomIndex;
 use crate::medium::Medium;
@@ -228,21 +228,7 @@ pub struct GpuStats {
     pub local_bytes: i32,
 }
 
-impl From<cudarc::driver::DriverError> for GpuError {
-    fn from(e: cudarc::driver::DriverError) -> Self {
-        GpuError::Driver(e)
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum GpuError {
-    #[error(transparent)]
-    Cuda(#[from] CudaError),
-    #[error("CUDA driver: {0:?}")]
-    Driver(cudarc::driver::DriverError),
-    #[error("{0}")]
-    Other(String),
-}
+pub use warpdrive_core::cuda::GpuError;
 
 /// Params uploaded to one device; the slices own the memory the pointers in `params` name.
 pub struct DeviceTables {

@@ -11,7 +11,7 @@ use crate::trials::Background;
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use std::ops::Range;
 use std::sync::Arc;
-use warpdrive_core::cuda::{self, CudaError, Gpu};
+use warpdrive_core::cuda::{self, Gpu};
 use warpdrive_core::progress::Progress;
 
 pub const KERNEL_NAME: &str = "autocorr.cu";
@@ -25,21 +25,7 @@ const TILE: u32 = 256;
 /// Limits of the kernel's shared-memory histogram and bin table.
 const MAX_HIST: usize = 4096;
 
-#[derive(Debug, thiserror::Error)]
-pub enum GpuError {
-    #[error(transparent)]
-    Cuda(#[from] CudaError),
-    #[error("CUDA driver: {0:?}")]
-    Driver(cudarc::driver::DriverError),
-    #[error("{0}")]
-    Other(String),
-}
-
-impl From<cudarc::driver::DriverError> for GpuError {
-    fn from(e: cudarc::driver::DriverError) -> Self {
-        GpuError::Driver(e)
-    }
-}
+pub use warpdrive_core::cuda::GpuError;
 
 /// The sample uploaded to one GPU, with the compiled kernels.
 pub struct SkyGpu {
