@@ -15,6 +15,8 @@ pub enum BenchCommand {
     Photon(BenchPhoton),
     /// Two-point autocorrelation: time per scrambled trial on all IC86-2011 events.
     Sky(crate::sky::BenchSky),
+    /// EM Klein–Nishina mini-app on the CPU: track-steps per second.
+    Em(crate::em::BenchEm),
 }
 
 #[derive(Args)]
@@ -49,6 +51,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
     let b = match cmd {
         BenchCommand::Photon(b) => b,
         BenchCommand::Sky(b) => return crate::sky::bench(&b),
+        BenchCommand::Em(b) => return crate::em::bench(&b),
     };
     if b.device != "cpu" {
         return gpu(&b);

@@ -12,6 +12,7 @@ use warpdrive_photon::Backend;
 
 mod bench;
 mod doctor;
+mod em;
 mod sky;
 
 #[derive(Parser)]
@@ -34,6 +35,8 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// EM transport: the Klein–Nishina mini-app (photons in a material, Compton scattering).
+    Em(em::EmArgs),
     /// Sky analyses of neutrino event lists.
     Sky {
         #[command(subcommand)]
@@ -148,6 +151,10 @@ fn run(cli: Cli) -> Result<()> {
             pool.install(|| sky::autocorr(&a))
         }
         Command::Merge(a) => sky::merge(&a),
+        Command::Em(a) => {
+            let pool = thread_pool(&a.common)?;
+            pool.install(|| em::em(&a))
+        }
         Command::Bench { what } => bench::run(what),
         Command::Doctor { compile_only } => doctor::run(compile_only),
         Command::GpuCheck { device, json, domain } => doctor::gpu_check(device, &json, &domain),

@@ -1,0 +1,223 @@
+//! `warpdrive em` and `warpdrive bench em`: argument parsing and output only; the physics lives
+//! in warpdrive-em.
+
+use crate::{command_line, devices, CommonArgs};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Instant;
+use warpdrive_core::progress::Progress;
+use warpdrive_em::material::Material;
+use warpdrive_em::physics::PhysicsList;
+use warpdrive_em::transport::{run, RunOptions, RunResult, TallyGrid};
+
+#[derive(Args)]
+pub struct EmArgs {
+    /// Primary photon energy [MeV] (photons start at the origin along +z).
+    #[arg(long, default_value_t = 100.0, allow_hyphen_values = true)]
+    energy: f64,
+    /// Number of primary photons.
+    #[arg(long, default_value_t = 1 << 20)]
+    tracks: u64,
+    /// Random seed (track i draws from the Philox stream (seed, i)).
+    #[arg(long, default_value_t = 12345)]
+    seed: u64,
+    /// Material: 'aluminium' (built in, G4_Al) or a TOML file (docs/em.md).
+    #[arg(long, default_value = "aluminium")]
+    material: String,
+    /// Tally: lower edge of the first z bin [cm].
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    tally_front: f64,
+    /// Tally: bin width [cm].
+    #[arg(long, default_value_t = 1.0)]
+    tally_width: f64,
+    /// Tally: number of bins.
+    #[arg(long, default_value_t = 2048)]
+    tally_bins: usize,
+    /// Track slots in flight at once.
+    #[arg(long)]
+    slots: Option<usize>,
+    /// Capacity of the hit and secondary stacks per iteration (default: one per slot).
+    #[arg(long)]
+    stack_capacity: Option<u32>,
+    /// Overlay a reference profile on the plot (one MeV/cm value per 1-cm bin per line, e.g.
+    /// $WARPDRIVE_DATA/em/g4-edep-100MeV-60k-1.0cm.txt).
+    #[arg(long)]
+    compare: Option<PathBuf>,
+    /// Output directory (edep.parquet, edep.png, summary.json).
+    #[arg(long, short, default_value = "em-out")]
+    output: PathBuf,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// The summary numbers printed and written to summary.json.
+fn summary(r: &RunResult, grid: &TallyGrid) -> serde_json::Value {
+    serde_json::json!({
+        "tracks": r.tracks,
+        "steps": r.steps,
+        "steps_per_track": r.steps_per_track(),
+        "mean_deposition_depth_cm": r.mean_depth(),
+        "energy_beyond_cm_mev": {
+            "100": r.energy_beyond(grid, 100.0),
+            "200": r.energy_beyond(grid, 200.0),
+            "500": r.energy_beyond(grid, 500.0),
+        },
+        "energy_deposited_per_primary_mev": r.profile().iter().sum::<f64>(),
+        "secondaries": r.secondaries,
+        "iterations": r.iterations,
+        "retries_after_full_stacks": r.retries,
+    })
+}
+
+pub fn em(a: &EmArgs) -> Result<()> {
+    let start = Instant::now();
+    let material = Material::from_name_or_file(&a.material)?;
+    let grid = TallyGrid::new(a.tally_front, a.tally_width, a.tally_bins).map_err(anyhow::Error::msg)?;
+    let mut opts = RunOptions::new(a.energy, a.tracks, a.seed, grid).map_err(anyhow::Error::msg)?;
+    if let Some(s) = a.slots {
+        if s == 0 {
+            bail!("--slots must be at least 1");
+        }
+        opts.slots = s;
+        opts.hit_capacity = s as u32;
+        opts.secondary_capacity = s as u32;
+    }
+    if let Some(c) = a.stack_capacity {
+        if c == 0 {
+            bail!("--stack-capacity must be at least 1");
+        }
+        opts.hit_capacity = c;
+        opts.secondary_capacity = c;
+    }
+    if let Some(d) = devices(&a.common)? {
+        if a.common.device != "auto" {
+            bail!(
+                "--device {}: the EM GPU path is not implemented yet (issue #4); use --device cpu",
+                a.common.device
+            );
+        }
+        let _ = d;
+        eprintln!("device: cpu (the EM GPU path is not implemented yet)");
+    }
+    let reference = match &a.compare {
+        Some(p) => Some(read_profile(p)?),
+        None => None,
+    };
+    let physics = PhysicsList::compton_only(&material);
+    println!(
+        "em: {} photons of {} MeV along +z in {} (ρ = {} g/cm³), Compton only, kill below 10 keV",
+        a.tracks, a.energy, material.name, material.density
+    );
+    let progress = Progress::new("tracks", a.tracks, "tracks");
+    let t0 = Instant::now();
+    let r = run(&physics, &opts, &progress);
+    drop(progress);
+    let secs = t0.elapsed().as_secs_f64();
+    let threads = rayon::current_num_threads();
+    let mut s = summary(&r, &grid);
+    s["run"] = serde_json::json!({
+        "energy_mev": a.energy, "material": material.name, "seed": a.seed, "device": format!("cpu ({threads} threads)"),
+        "transport_seconds": secs, "track_steps_per_second": r.steps as f64 / secs,
+        "total_seconds": start.elapsed().as_secs_f64(), "command": command_line(), "version": env!("CARGO_PKG_VERSION"),
+        "tally": {"front_cm": grid.front, "width_cm": grid.delta, "bins": grid.size},
+    });
+    std::fs::create_dir_all(&a.output).with_context(|| format!("creating {}", a.output.display()))?;
+    let meta = vec![
+        ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+        ("warpdrive.command".to_string(), command_line()),
+        ("warpdrive.seed".to_string(), a.seed.to_string()),
+        ("em.tracks".to_string(), a.tracks.to_string()),
+        ("em.energy_mev".to_string(), a.energy.to_string()),
+        ("em.material".to_string(), material.name.clone()),
+    ];
+    warpdrive_em::output::write_profile(&a.output.join("edep.parquet"), &grid, &r, &meta).map_err(anyhow::Error::msg)?;
+    let title = format!("{} MeV photons in {}: energy deposition", a.energy, material.name);
+    let label = a.compare.as_ref().map(|p| {
+        p.file_name()
+            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+    });
+    warpdrive_em::output::plot_profile(
+        &a.output.join("edep.png"),
+        &grid,
+        &r,
+        &title,
+        reference.as_ref().map(|v| (label.as_deref().unwrap_or("reference"), v.as_slice())),
+    )?;
+    warpdrive_core::table::write_atomic(
+        &a.output.join("summary.json"),
+        (serde_json::to_string_pretty(&s)? + "\n").as_bytes(),
+    )?;
+    println!("steps:           {} ({:.3} per track)", r.steps, r.steps_per_track());
+    println!(
+        "mean depth:      {:.2} cm (Geant4 reference for 100 MeV in Al: 176.06 cm)",
+        r.mean_depth()
+    );
+    println!(
+        "beyond 100/200/500 cm: {:.3} / {:.3} / {:.3} MeV per primary (Geant4: 57.95 / 32.77 / 5.40)",
+        r.energy_beyond(&grid, 100.0),
+        r.energy_beyond(&grid, 200.0),
+        r.energy_beyond(&grid, 500.0)
+    );
+    println!(
+        "transport:       {secs:.2} s, {:.3e} track-steps/s on {threads} threads",
+        r.steps as f64 / secs
+    );
+    println!("output:          {}/{{edep.parquet, edep.png, summary.json}}", a.output.display());
+    Ok(())
+}
+
+/// One value per line (a reference profile).
+fn read_profile(p: &std::path::Path) -> Result<Vec<f64>> {
+    let text = warpdrive_core::error::read_text(p)?;
+    warpdrive_core::error::data_lines(&text)
+        .map(|(line, l)| Ok(warpdrive_core::error::parse_f64(p, line, "edep", Some(l.trim()))?))
+        .collect()
+}
+
+#[derive(Args)]
+pub struct BenchEm {
+    /// Tracks (the spec's benchmark: 8 388 608 on a GPU).
+    #[arg(long, default_value_t = 1 << 18)]
+    tracks: u64,
+    /// CPU thread counts to time (default: 1 and all cores).
+    #[arg(long, value_delimiter = ',')]
+    threads: Vec<usize>,
+    #[arg(long, default_value = "bench-em.json")]
+    json: PathBuf,
+}
+
+pub fn bench(b: &BenchEm) -> Result<()> {
+    let physics = PhysicsList::compton_only(&Material::aluminium());
+    let grid = TallyGrid::new(0.0, 1.0, 2048).map_err(anyhow::Error::msg)?;
+    let opts = RunOptions::new(100.0, b.tracks, 12345, grid).map_err(anyhow::Error::msg)?;
+    let mut threads = b.threads.clone();
+    if threads.is_empty() {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        threads = if n > 1 { vec![1, n] } else { vec![1] };
+    }
+    println!(
+        "warpdrive bench em: {} photons of 100 MeV in aluminium (Klein–Nishina mini-app)",
+        b.tracks
+    );
+    println!(
+        "{:>8} {:>12} {:>10} {:>16} {:>22}",
+        "threads", "steps", "seconds", "track-steps/s", "track-steps/s/core"
+    );
+    let mut rows = Vec::new();
+    for &n in &threads {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build()?;
+        let t0 = Instant::now();
+        let r = pool.install(|| run(&physics, &opts, &Progress::hidden()));
+        let s = t0.elapsed().as_secs_f64();
+        let rate = r.steps as f64 / s;
+        println!("{n:>8} {:>12} {s:>10.2} {rate:>16.3e} {:>22.3e}", r.steps, rate / n as f64);
+        rows.push(
+            serde_json::json!({"threads": n, "steps": r.steps, "seconds": s, "steps_per_s": rate, "steps_per_s_per_core": rate / n as f64}),
+        );
+    }
+    println!("reference: Celeritas host-demo-interactor 3.67e6 track-steps/s on one core of this VM kind (spec §3.1)");
+    let json = serde_json::json!({"benchmark": "em-kn-cpu", "tracks": b.tracks, "runs": rows, "celeritas_host_steps_per_s_per_core": 3.67e6, "version": env!("CARGO_PKG_VERSION")});
+    warpdrive_core::table::write_atomic(&b.json, (serde_json::to_string_pretty(&json)? + "\n").as_bytes())?;
+    Ok(())
+}

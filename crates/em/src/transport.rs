@@ -1,0 +1,283 @@
+//! The stepping loop of the Klein–Nishina mini-app (spec §1.1), on the CPU: track slots as
+//! state, iterations of move → interact → process hits, as Celeritas' demo-interactor does it.
+//!
+//! Per iteration, for every live track (rayon over slots):
+//! 1. move: d = −ln ξ / Σ(E), r += d·Ω (a fresh exponential each step: one process, infinite
+//!    medium);
+//! 2. if E < 10 keV (tested after the move, as the reference does) deposit E there and kill;
+//!    else interact (physics list) and deposit the electron's energy there;
+//! 3. every deposit is a *hit* claimed from a stack allocator, and every Compton electron above
+//!    100 eV a *secondary*; a full stack makes the track retry the same interaction in the next
+//!    iteration (its random stream is rewound), so buffer sizes never change results.
+//!
+//! After the iteration the hits are binned into the z tally in fixed point (2⁻³⁰ MeV units), so
+//! sums are exact integers independent of order, thread count and device.
+
+use crate::physics::PhysicsList;
+use crate::stack::StackAllocator;
+use rayon::prelude::*;
+use warpdrive_core::progress::Progress;
+use warpdrive_core::RandomStream;
+
+/// Photons below this energy are killed after their move and deposit their energy [MeV].
+pub const KILL_ENERGY: f64 = 0.01;
+/// Stream tag of EM tracks.
+pub const TAG_TRACK: u32 = 0x454d_0001;
+/// Fixed-point unit of deposited energy: 2⁻³⁰ MeV.
+pub const EDEP_SCALE: f64 = (1u64 << 30) as f64;
+/// Fixed-point unit of Σ E·z: 2⁻²⁰ MeV·cm.
+pub const MOMENT_SCALE: f64 = (1u64 << 20) as f64;
+
+/// Uniform z bins of the energy-deposition tally; deposits outside go to the first/last bin.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TallyGrid {
+    /// Lower edge of the first bin [cm].
+    pub front: f64,
+    /// Bin width [cm].
+    pub delta: f64,
+    pub size: usize,
+}
+
+impl TallyGrid {
+    pub fn new(front: f64, delta: f64, size: usize) -> Result<Self, String> {
+        if size == 0 {
+            return Err("the tally grid is empty (size 0)".into());
+        }
+        if !(delta.is_finite() && delta > 0.0 && front.is_finite()) {
+            return Err(format!(
+                "tally grid: bin width {delta} cm must be positive and the front {front} cm finite"
+            ));
+        }
+        Ok(Self { front, delta, size })
+    }
+
+    #[inline]
+    #[must_use]
+    pub fn bin(&self, z: f64) -> usize {
+        let b = ((z - self.front) / self.delta).floor();
+        if b < 0.0 {
+            0
+        } else {
+            (b as usize).min(self.size - 1)
+        }
+    }
+}
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Primary photon energy [MeV], from the origin along +z.
+    pub energy: f64,
+    pub tracks: u64,
+    pub seed: u64,
+    pub tally: TallyGrid,
+    /// Track slots in flight at once (the rest wait for the next batch).
+    pub slots: usize,
+    /// Capacity of the hit stack per iteration (default: one per slot).
+    pub hit_capacity: u32,
+    /// Capacity of the secondary stack per iteration (default: one per slot).
+    pub secondary_capacity: u32,
+}
+
+impl RunOptions {
+    pub fn new(energy: f64, tracks: u64, seed: u64, tally: TallyGrid) -> Result<Self, String> {
+        if !(energy.is_finite() && energy > 0.0) {
+            return Err(format!("photon energy {energy} MeV must be positive"));
+        }
+        if energy > 1e8 {
+            return Err(format!("photon energy {energy} MeV is above the cross-section table (100 TeV)"));
+        }
+        if tracks == 0 {
+            return Err("zero tracks requested".into());
+        }
+        let slots = tracks.min(1 << 20) as usize;
+        Ok(Self {
+            energy,
+            tracks,
+            seed,
+            tally,
+            slots,
+            hit_capacity: slots as u32,
+            secondary_capacity: slots as u32,
+        })
+    }
+}
+
+/// Totals of a run (exact integers where order could matter).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunResult {
+    pub tracks: u64,
+    /// Track-steps (moves).
+    pub steps: u64,
+    /// Loop iterations over all batches.
+    pub iterations: u64,
+    /// Interactions retried because a stack was full.
+    pub retries: u64,
+    /// Compton electrons stored as secondaries.
+    pub secondaries: u64,
+    /// Deposited energy per bin, fixed point (2⁻³⁰ MeV).
+    pub tally: Vec<u64>,
+    /// Σ E over all deposits, fixed point (2⁻³⁰ MeV).
+    pub edep_total: u128,
+    /// Σ E·z, fixed point (2⁻²⁰ MeV·cm).
+    pub edep_z: i128,
+}
+
+impl RunResult {
+    /// Energy per primary in each bin [MeV].
+    #[must_use]
+    pub fn profile(&self) -> Vec<f64> {
+        self.tally.iter().map(|&q| q as f64 / EDEP_SCALE / self.tracks as f64).collect()
+    }
+
+    /// Mean depth of the deposited energy [cm] (from exact deposit positions).
+    #[must_use]
+    pub fn mean_depth(&self) -> f64 {
+        (self.edep_z as f64 / MOMENT_SCALE) / (self.edep_total as f64 / EDEP_SCALE)
+    }
+
+    /// Energy per primary deposited in bins whose lower edge is at or beyond `z` [MeV].
+    #[must_use]
+    pub fn energy_beyond(&self, grid: &TallyGrid, z: f64) -> f64 {
+        let first = ((z - grid.front) / grid.delta).ceil().max(0.0) as usize;
+        self.tally.iter().skip(first).map(|&q| q as f64).sum::<f64>() / EDEP_SCALE / self.tracks as f64
+    }
+
+    #[must_use]
+    pub fn steps_per_track(&self) -> f64 {
+        self.steps as f64 / self.tracks as f64
+    }
+}
+
+/// One track slot.
+#[derive(Clone, Debug)]
+struct Track {
+    pos: [f64; 3],
+    dir: [f64; 3],
+    energy: f64,
+    alive: bool,
+    /// Moved, interaction still to do (a stack was full last iteration).
+    pending: bool,
+    steps: u32,
+    /// Compton electrons stored as secondaries.
+    electrons: u32,
+    rng: RandomStream,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Hit {
+    z: f64,
+    edep: f64,
+}
+
+/// Run `opts.tracks` primaries through the physics list on the CPU.
+pub fn run(physics: &PhysicsList, opts: &RunOptions, progress: &Progress) -> RunResult {
+    let mut res = RunResult {
+        tally: vec![0; opts.tally.size],
+        ..Default::default()
+    };
+    let mut hits: StackAllocator<Hit> = StackAllocator::new(opts.hit_capacity);
+    let mut secondaries: StackAllocator<crate::physics::Secondary> = StackAllocator::new(opts.secondary_capacity);
+    let mut first = 0u64;
+    while first < opts.tracks {
+        let n = (opts.tracks - first).min(opts.slots as u64);
+        let mut tracks: Vec<Track> = (first..first + n)
+            .map(|id| Track {
+                pos: [0.0; 3],
+                dir: [0.0, 0.0, 1.0],
+                energy: opts.energy,
+                alive: true,
+                pending: false,
+                steps: 0,
+                electrons: 0,
+                rng: RandomStream::new(opts.seed, TAG_TRACK, id),
+            })
+            .collect();
+        let mut alive = n;
+        while alive > 0 {
+            let retries: u64 = tracks
+                .par_iter_mut()
+                .filter(|t| t.alive)
+                .map(|t| u64::from(!step(t, physics, &hits, &secondaries)))
+                .sum();
+            res.retries += retries;
+            res.iterations += 1;
+            let _ = secondaries.drain();
+            // Bin the hits: integer sums, so the parallel reduction is exact in any order.
+            let drained = hits.drain();
+            let (tally, total, moment) = drained
+                .par_chunks(16_384)
+                .map(|chunk| {
+                    let mut t = vec![0u64; opts.tally.size];
+                    let (mut e, mut m) = (0u128, 0i128);
+                    for h in chunk {
+                        let q = (h.edep * EDEP_SCALE).round() as u64;
+                        t[opts.tally.bin(h.z)] += q;
+                        e += u128::from(q);
+                        m += (h.edep * h.z * MOMENT_SCALE).round() as i128;
+                    }
+                    (t, e, m)
+                })
+                .reduce(
+                    || (vec![0u64; opts.tally.size], 0, 0),
+                    |(mut a, ea, ma), (b, eb, mb)| {
+                        a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+                        (a, ea + eb, ma + mb)
+                    },
+                );
+            res.tally.iter_mut().zip(&tally).for_each(|(x, y)| *x += y);
+            res.edep_total += total;
+            res.edep_z += moment;
+            let now = tracks.iter().filter(|t| t.alive).count() as u64;
+            progress.add(alive - now);
+            alive = now;
+        }
+        res.steps += tracks.iter().map(|t| u64::from(t.steps)).sum::<u64>();
+        res.secondaries += tracks.iter().map(|t| u64::from(t.electrons)).sum::<u64>();
+        first += n;
+    }
+    res.tracks = opts.tracks;
+    res
+}
+
+/// One iteration of one live track; `false` when it must retry (a stack was full).
+#[inline]
+fn step(t: &mut Track, physics: &PhysicsList, hits: &StackAllocator<Hit>, secondaries: &StackAllocator<crate::physics::Secondary>) -> bool {
+    if !t.pending {
+        let sigma = physics.total_xs(t.energy);
+        let d = -t.rng.uniform_f64().ln() / sigma;
+        for k in 0..3 {
+            t.pos[k] += d * t.dir[k];
+        }
+        t.steps += 1;
+    }
+    if t.energy < KILL_ENERGY {
+        if hits
+            .push(Hit {
+                z: t.pos[2],
+                edep: t.energy,
+            })
+            .is_none()
+        {
+            t.pending = true;
+            return false;
+        }
+        t.alive = false;
+        t.pending = false;
+        return true;
+    }
+    let saved = t.rng.clone();
+    let i = physics.interact(t.energy, t.dir, &mut t.rng);
+    let edep = i.energy_deposition + i.secondary.map_or(0.0, |s| s.energy);
+    let stored = i.secondary.is_none_or(|s| secondaries.push(s).is_some()) && hits.push(Hit { z: t.pos[2], edep }).is_some();
+    if !stored {
+        t.rng = saved;
+        t.pending = true;
+        return false;
+    }
+    t.energy = i.energy;
+    t.dir = i.direction;
+    t.pending = false;
+    t.electrons += u32::from(i.secondary.is_some());
+    true
+}
