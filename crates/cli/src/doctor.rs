@@ -13,6 +13,7 @@ fn kernels() -> Vec<KernelSet> {
         .iter()
         .map(|&(f, s, fs)| (f, s, fs, warpdrive_photon::gpu::SWITCHES, true))
         .collect();
+    k.extend(warpdrive_em::gpu::KERNELS.iter().map(|&(f, s, fs)| (f, s, fs, &[][..], false)));
     k.extend(
         warpdrive_sky::gpu::KERNELS
             .iter()
@@ -95,13 +96,16 @@ pub fn run(compile_only: bool) -> Result<()> {
 }
 
 pub fn gpu_check(device: usize, json: &Path, domain: &str) -> Result<()> {
-    if !["all", "photon", "sky"].contains(&domain) {
-        bail!("--domain {domain}: expected all, photon or sky");
+    if !["all", "photon", "sky", "em"].contains(&domain) {
+        bail!("--domain {domain}: expected all, photon, sky or em");
     }
     let data = warpdrive_core::data::data_dir();
     let mut checks = Vec::new();
     if domain == "all" || domain == "photon" {
         checks.extend(warpdrive_photon::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}"))?);
+    }
+    if domain == "all" || domain == "em" {
+        checks.extend(warpdrive_em::gpu_check::run_all(device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
     }
     if domain == "all" || domain == "sky" {
         checks.extend(warpdrive_sky::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);

@@ -90,15 +90,10 @@ pub fn em(a: &EmArgs) -> Result<()> {
         opts.hit_capacity = c;
         opts.secondary_capacity = c;
     }
-    if let Some(d) = devices(&a.common)? {
-        if a.common.device != "auto" {
-            bail!(
-                "--device {}: the EM GPU path is not implemented yet (issue #4); use --device cpu",
-                a.common.device
-            );
-        }
-        let _ = d;
-        eprintln!("device: cpu (the EM GPU path is not implemented yet)");
+    let gpus = devices(&a.common)?;
+    if gpus.is_some() && a.slots.is_none() {
+        // A GPU holds all tracks at once (up to 2^24 slots, ~90 B of state each).
+        gpu_slots(&mut opts, a.stack_capacity);
     }
     let reference = match &a.compare {
         Some(p) => Some(read_profile(p)?),
@@ -111,13 +106,24 @@ pub fn em(a: &EmArgs) -> Result<()> {
     );
     let progress = Progress::new("tracks", a.tracks, "tracks");
     let t0 = Instant::now();
-    let r = run(&physics, &opts, &progress);
+    let (r, device) = match &gpus {
+        None => (
+            run(&physics, &opts, &progress),
+            format!("cpu ({} threads)", rayon::current_num_threads()),
+        ),
+        Some(d) => {
+            if d.len() > 1 {
+                eprintln!("device: the EM GPU path uses one GPU; running on cuda:{}", d[0]);
+            }
+            let (r, st) = warpdrive_em::gpu::run(&physics, &opts, d[0], &progress)?;
+            (r, format!("{} (cuda:{}, {} registers)", st.device, d[0], st.registers))
+        }
+    };
     drop(progress);
     let secs = t0.elapsed().as_secs_f64();
-    let threads = rayon::current_num_threads();
     let mut s = summary(&r, &grid);
     s["run"] = serde_json::json!({
-        "energy_mev": a.energy, "material": material.name, "seed": a.seed, "device": format!("cpu ({threads} threads)"),
+        "energy_mev": a.energy, "material": material.name, "seed": a.seed, "device": device,
         "transport_seconds": secs, "track_steps_per_second": r.steps as f64 / secs,
         "total_seconds": start.elapsed().as_secs_f64(), "command": command_line(), "version": env!("CARGO_PKG_VERSION"),
         "tally": {"front_cm": grid.front, "width_cm": grid.delta, "bins": grid.size},
@@ -160,11 +166,20 @@ pub fn em(a: &EmArgs) -> Result<()> {
         r.energy_beyond(&grid, 500.0)
     );
     println!(
-        "transport:       {secs:.2} s, {:.3e} track-steps/s on {threads} threads",
+        "transport:       {secs:.2} s, {:.3e} track-steps/s on {device}",
         r.steps as f64 / secs
     );
     println!("output:          {}/{{edep.parquet, edep.png, summary.json}}", a.output.display());
     Ok(())
+}
+
+/// Track slots for a GPU run: every track at once, up to 2^24; stacks of one entry per slot
+/// unless `capacity` is given.
+fn gpu_slots(opts: &mut RunOptions, capacity: Option<u32>) {
+    opts.slots = opts.tracks.min(1 << 24) as usize;
+    let c = capacity.unwrap_or(opts.slots as u32);
+    opts.hit_capacity = c;
+    opts.secondary_capacity = c;
 }
 
 /// One value per line (a reference profile).
@@ -183,6 +198,9 @@ pub struct BenchEm {
     /// CPU thread counts to time (default: 1 and all cores).
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
+    /// cpu, or cuda / cuda:N for the GPU benchmark.
+    #[arg(long, default_value = "cpu")]
+    device: String,
     #[arg(long, default_value = "bench-em.json")]
     json: PathBuf,
 }
@@ -191,6 +209,32 @@ pub fn bench(b: &BenchEm) -> Result<()> {
     let physics = PhysicsList::compton_only(&Material::aluminium());
     let grid = TallyGrid::new(0.0, 1.0, 2048).map_err(anyhow::Error::msg)?;
     let opts = RunOptions::new(100.0, b.tracks, 12345, grid).map_err(anyhow::Error::msg)?;
+    if b.device != "cpu" {
+        let ordinal = warpdrive_core::cuda::parse_devices(&b.device)?.first().copied().unwrap_or(0);
+        // Warm-up (compile/load, first touch), then the timed run.
+        let warm = RunOptions::new(100.0, 4096, 1, grid).map_err(anyhow::Error::msg)?;
+        let _ = warpdrive_em::gpu::run(&physics, &warm, ordinal, &Progress::hidden())?;
+        let mut opts = opts.clone();
+        gpu_slots(&mut opts, None);
+        let (r, st) = warpdrive_em::gpu::run(&physics, &opts, ordinal, &Progress::hidden())?;
+        let rate = r.steps as f64 / st.seconds;
+        println!(
+            "{}: {} tracks, {} steps ({:.3}/track), {} iterations, {:.4} s, {rate:.3e} track-steps/s, {} registers (step kernel)",
+            st.device,
+            r.tracks,
+            r.steps,
+            r.steps_per_track(),
+            r.iterations,
+            st.seconds,
+            st.registers
+        );
+        println!("references: Celeritas mini-app on a V100 5.70e8 track-steps/s; issue target on one H100 2.5e9");
+        let json = serde_json::json!({"benchmark": "em-kn-gpu", "device": st.device, "tracks": r.tracks, "steps": r.steps,
+            "iterations": r.iterations, "seconds": st.seconds, "steps_per_s": rate, "registers": st.registers,
+            "celeritas_v100_steps_per_s": 5.70e8, "version": env!("CARGO_PKG_VERSION")});
+        warpdrive_core::table::write_atomic(&b.json, (serde_json::to_string_pretty(&json)? + "\n").as_bytes())?;
+        return Ok(());
+    }
     let mut threads = b.threads.clone();
     if threads.is_empty() {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -63,7 +63,7 @@ enum Command {
         /// JSON report.
         #[arg(long, default_value = "gpu-check.json")]
         json: PathBuf,
-        /// Which domain's checks: all, photon or sky.
+        /// Which domain's checks: all, photon, sky or em.
         #[arg(long, default_value = "all")]
         domain: String,
     },

@@ -6,6 +6,8 @@
 //! State and loop: [`transport`] (track slots, [`stack`] allocators for hits and secondaries,
 //! the fixed-point tally).
 
+pub mod gpu;
+pub mod gpu_check;
 pub mod klein_nishina;
 pub mod material;
 pub mod output;

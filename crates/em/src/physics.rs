@@ -42,6 +42,10 @@ pub trait Process: Send + Sync {
     /// Σ(E) [1/cm].
     fn macro_xs(&self, energy: f64) -> f64;
     fn interact(&self, energy: f64, dir: [f64; 3], rng: &mut RandomStream) -> Interaction;
+    /// The tabulated cross section, for device code that evaluates it itself.
+    fn xs_grid(&self) -> Option<&XsGrid> {
+        None
+    }
 }
 
 /// Compton scattering with the tabulated Geant4 cross section and Klein–Nishina sampling.
@@ -58,6 +62,9 @@ impl Process for Compton {
     }
     fn interact(&self, energy: f64, dir: [f64; 3], rng: &mut RandomStream) -> Interaction {
         klein_nishina::interact(energy, dir, rng)
+    }
+    fn xs_grid(&self) -> Option<&XsGrid> {
+        Some(&self.xs)
     }
 }
 

@@ -1,0 +1,218 @@
+// The Klein–Nishina mini-app on the GPU: the CUDA twin of crates/em/src/{xs,klein_nishina,
+// transport}.rs. One thread per track slot; per iteration the host launches `step` (move,
+// kill-or-interact, hits and secondaries claimed from 32-bit stack allocators, a full stack makes
+// the track retry next iteration with its random stream rewound), `bin_hits` (fixed-point
+// tally, exact integer atomics) and `clear` (reset the stacks). Compiled in precise mode (IEEE,
+// no FMA contraction), so each track follows the CPU's arithmetic step by step; only the last
+// bits of the double-precision log/exp/sqrt/sin/cos can differ from the host's libm.
+#include "philox.cuh"
+
+#define WD_TAG_TRACK 0x454d0001u
+#define WD_ELECTRON_MASS 0.5109989461
+#define WD_KILL_ENERGY 0.01
+#define WD_SECONDARY_CUTOFF 1e-4
+#define WD_EDEP_SCALE 1073741824.0
+#define WD_MOMENT_SCALE 1048576.0
+
+struct EmParams {
+    // Cross-section grid (xs.rs XsGrid).
+    const double* xs_energy;
+    const double* xs_value;
+    double log_front;
+    double log_delta;
+    unsigned int xs_size;
+    unsigned int prime_index;
+    // Tally grid.
+    double tally_front;
+    double tally_delta;
+    unsigned int tally_size;
+    unsigned int slots;
+    unsigned long long seed;
+    unsigned long long first_track;
+    // Track state (structure of arrays).
+    double* px; double* py; double* pz;
+    double* dx; double* dy; double* dz;
+    double* energy;
+    unsigned int* rng_block;
+    uint4* rng_buf;
+    unsigned char* rng_used;
+    unsigned char* alive;
+    unsigned char* pending;
+    unsigned int* steps;
+    unsigned int* electrons;
+    // Stacks: hits (z, edep) and secondaries (energy, direction).
+    double2* hits;
+    unsigned int* hit_size;
+    unsigned int hit_capacity;
+    double4* secondaries;
+    unsigned int* secondary_size;
+    unsigned int secondary_capacity;
+    // Results: tally (fixed point) and totals.
+    unsigned long long* tally;
+    unsigned long long* totals;  // [0] Σ edep q, [1] Σ edep·z q (two's complement), [2] alive, [3] steps, [4] electrons, [5] retries
+};
+// Must match EmParams in crates/em/src/gpu.rs.
+static_assert(sizeof(EmParams) == 256, "EmParams size");
+
+// StackAllocator::push (stack.rs): claim a slot; a claim past the capacity fails, the first
+// failing claim puts the size back to the capacity.
+__device__ __forceinline__ int wd_claim(unsigned int* size, unsigned int capacity) {
+    unsigned int start = atomicAdd(size, 1u);
+    if (start >= capacity) {
+        if (start == capacity) atomicExch(size, capacity);
+        return -1;
+    }
+    return (int)start;
+}
+
+// XsGrid::eval.
+__device__ __forceinline__ double wd_xs(const EmParams& P, double e) {
+    unsigned int n = P.xs_size;
+    if (e <= P.xs_energy[0]) return 0u >= P.prime_index ? P.xs_value[0] / P.xs_energy[0] : P.xs_value[0];
+    if (e >= P.xs_energy[n - 1]) return n - 1 >= P.prime_index ? P.xs_value[n - 1] / P.xs_energy[n - 1] : P.xs_value[n - 1];
+    unsigned int i = min((unsigned int)((log(e) - P.log_front) / P.log_delta), n - 2);
+    double e0 = P.xs_energy[i], e1 = P.xs_energy[i + 1];
+    double v0 = P.xs_value[i];
+    double v1 = P.xs_value[i + 1];
+    if (i + 1 == P.prime_index) v1 /= e1;
+    double v = v0 + (e - e0) / (e1 - e0) * (v1 - v0);
+    return i >= P.prime_index ? v / e : v;
+}
+
+// klein_nishina.rs: rotate.
+__device__ __forceinline__ void wd_rotate(double ux, double uy, double uz, double& dx, double& dy, double& dz) {
+    double rho2 = dx * dx + dy * dy;
+    double ox, oy, oz;
+    if (rho2 > 1e-20) {
+        double rho = sqrt(rho2);
+        ox = (dx * dz * ux - dy * uy) / rho + dx * uz;
+        oy = (dy * dz * ux + dx * uy) / rho + dy * uz;
+        oz = -rho * ux + dz * uz;
+    } else if (dz > 0.0) {
+        ox = ux; oy = uy; oz = uz;
+    } else {
+        ox = -ux; oy = uy; oz = -uz;
+    }
+    double norm = sqrt(ox * ox + oy * oy + oz * oz);
+    dx = ox / norm; dy = oy / norm; dz = oz / norm;
+}
+
+// klein_nishina.rs: sample_epsilon. Returns ε, writes t = 1 − cos θ.
+__device__ __forceinline__ double wd_sample_epsilon(double energy, WdRng& rng, double& t_out) {
+    double k = energy / WD_ELECTRON_MASS;
+    double eps0 = 1.0 / (1.0 + 2.0 * k);
+    double eps0_sq = eps0 * eps0;
+    double alpha1 = -log(eps0);
+    double alpha2 = 0.5 * (1.0 - eps0_sq);
+    for (;;) {
+        double eps, eps_sq;
+        if (wd_uniform_f64(rng) * (alpha1 + alpha2) < alpha1) {
+            eps = exp(-alpha1 * wd_uniform_f64(rng));
+            eps_sq = eps * eps;
+        } else {
+            eps_sq = eps0_sq + (1.0 - eps0_sq) * wd_uniform_f64(rng);
+            eps = sqrt(eps_sq);
+        }
+        double t = (1.0 - eps) / (eps * k);
+        double sin2 = t * (2.0 - t);
+        if (wd_uniform_f64(rng) * (1.0 + eps_sq) >= eps * sin2) {
+            t_out = t;
+            return eps;
+        }
+    }
+}
+
+// transport.rs: step, for every live slot.
+extern "C" __global__ void step(const EmParams P) {
+    unsigned int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= P.slots || !P.alive[s]) return;
+    WdRng rng = wd_rng(P.seed, WD_TAG_TRACK, P.first_track + s);
+    rng.block = P.rng_block[s];
+    uint4 b = P.rng_buf[s];
+    rng.buf[0] = b.x; rng.buf[1] = b.y; rng.buf[2] = b.z; rng.buf[3] = b.w;
+    rng.used = P.rng_used[s];
+    double x = P.px[s], y = P.py[s], z = P.pz[s];
+    double ux = P.dx[s], uy = P.dy[s], uz = P.dz[s];
+    double e = P.energy[s];
+    bool pending = P.pending[s];
+    unsigned int steps = P.steps[s];
+    if (!pending) {
+        double sigma = wd_xs(P, e);
+        double d = -log(wd_uniform_f64(rng)) / sigma;
+        x += d * ux; y += d * uy; z += d * uz;
+        steps += 1u;
+    }
+    bool ok = true;
+    bool dead = false;
+    WdRng saved = rng;
+    if (e < WD_KILL_ENERGY) {
+        int h = wd_claim(P.hit_size, P.hit_capacity);
+        if (h < 0) ok = false; else { P.hits[h] = make_double2(z, e); dead = true; }
+    } else {
+        double t;
+        double eps = wd_sample_epsilon(e, rng, t);
+        double phi = 6.283185307179586 * wd_uniform_f64(rng);
+        double cos_theta = 1.0 - t;
+        double sin_theta = sqrt(fmax(t * (2.0 - t), 0.0));
+        double sp, cp;
+        sincos(phi, &sp, &cp);
+        double nx = ux, ny = uy, nz = uz;
+        wd_rotate(sin_theta * cp, sin_theta * sp, cos_theta, nx, ny, nz);
+        double new_e = eps * e;
+        double electron = e - new_e;
+        if (electron >= WD_SECONDARY_CUTOFF) {
+            double qx = e * ux - new_e * nx, qy = e * uy - new_e * ny, qz = e * uz - new_e * nz;
+            double norm = sqrt(qx * qx + qy * qy + qz * qz);
+            int k = wd_claim(P.secondary_size, P.secondary_capacity);
+            if (k < 0) ok = false; else P.secondaries[k] = make_double4(electron, qx / norm, qy / norm, qz / norm);
+        }
+        if (ok) {
+            int h = wd_claim(P.hit_size, P.hit_capacity);
+            if (h < 0) ok = false; else P.hits[h] = make_double2(z, electron);
+        }
+        if (ok) {
+            e = new_e; ux = nx; uy = ny; uz = nz;
+            if (electron >= WD_SECONDARY_CUTOFF) P.electrons[s] += 1u;
+        }
+    }
+    if (!ok) {
+        rng = saved;
+        atomicAdd(&P.totals[5], 1ull);
+    }
+    P.px[s] = x; P.py[s] = y; P.pz[s] = z;
+    P.dx[s] = ux; P.dy[s] = uy; P.dz[s] = uz;
+    P.energy[s] = e;
+    P.pending[s] = ok ? 0 : 1;
+    P.steps[s] = steps;
+    P.rng_block[s] = rng.block;
+    P.rng_buf[s] = make_uint4(rng.buf[0], rng.buf[1], rng.buf[2], rng.buf[3]);
+    P.rng_used[s] = (unsigned char)rng.used;
+    if (dead) {
+        P.alive[s] = 0;
+        atomicAdd(&P.totals[3], (unsigned long long)steps);
+        atomicAdd(&P.totals[4], (unsigned long long)P.electrons[s]);
+    } else {
+        atomicAdd(&P.totals[2], 1ull);
+    }
+}
+
+// transport.rs: the hit binning (fixed point; signed moment added in two's complement).
+extern "C" __global__ void bin_hits(const EmParams P) {
+    unsigned int n = min(*P.hit_size, P.hit_capacity);
+    for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        double2 h = P.hits[i];
+        double b = floor((h.x - P.tally_front) / P.tally_delta);
+        unsigned int bin = b < 0.0 ? 0u : (unsigned int)fmin(b, (double)(P.tally_size - 1));
+        unsigned long long q = (unsigned long long)round(h.y * WD_EDEP_SCALE);
+        atomicAdd(&P.tally[bin], q);
+        atomicAdd(&P.totals[0], q);
+        long long m = (long long)round(h.y * h.x * WD_MOMENT_SCALE);
+        atomicAdd(&P.totals[1], (unsigned long long)m);
+    }
+}
+
+extern "C" __global__ void clear(const EmParams P) {
+    *P.hit_size = 0u;
+    *P.secondary_size = 0u;
+    P.totals[2] = 0ull;
+}
