@@ -1,8 +1,9 @@
 // The Klein–Nishina mini-app on the GPU: the CUDA twin of crates/em/src/{xs,klein_nishina,
 // transport}.rs. One thread per track slot; per iteration the host launches `step` (move,
-// kill-or-interact, hits and secondaries claimed from 32-bit stack allocators, a full stack makes
-// the track retry next iteration with its random stream rewound), `bin_hits` (fixed-point
-// tally, exact integer atomics) and `clear` (reset the stacks). Compiled in precise mode (IEEE,
+// kill-or-interact, hits and secondaries claimed from 32-bit stack allocators with one atomic
+// per warp, a full stack makes the track retry next iteration with its random stream rewound),
+// `bin_hits` (fixed-point tally in block-private shared memory, exact integer atomics) and
+// `clear` (reset the stacks). Counters are summed per warp before their one atomic. Compiled in precise mode (IEEE,
 // no FMA contraction), so each track follows the CPU's arithmetic step by step; only the last
 // bits of the double-precision log/exp/sqrt/sin/cos can differ from the host's libm.
 #include "philox.cuh"
@@ -54,15 +55,15 @@ struct EmParams {
 // Must match EmParams in crates/em/src/gpu.rs.
 static_assert(sizeof(EmParams) == 256, "EmParams size");
 
-// StackAllocator::push (stack.rs): claim a slot; a claim past the capacity fails, the first
-// failing claim puts the size back to the capacity.
-__device__ __forceinline__ int wd_claim(unsigned int* size, unsigned int capacity) {
-    unsigned int start = atomicAdd(size, 1u);
-    if (start >= capacity) {
-        if (start == capacity) atomicExch(size, capacity);
-        return -1;
+// Warp-aggregated additions to one counter: same-address atomics from every thread serialise
+// (8 M hits per iteration on two addresses cost more than the physics), so the active lanes of
+// a warp sum first and one lane adds.
+__device__ __forceinline__ unsigned long long wd_warp_sum(unsigned long long v) {
+    for (int off = 16; off > 0; off >>= 1) {
+        unsigned long long o = __shfl_down_sync(0xffffffffu, v, off);
+        v += o;
     }
-    return (int)start;
+    return v;
 }
 
 // XsGrid::eval.
@@ -123,92 +124,156 @@ __device__ __forceinline__ double wd_sample_epsilon(double energy, WdRng& rng, d
 }
 
 // transport.rs: step, for every live slot.
-extern "C" __global__ void step(const EmParams P) {
+// StackAllocator::push for the lanes of a warp with `want` set (all 32 lanes call it): one
+// atomic per warp. The claim of the warp's n slots fails as a whole when it passes the capacity;
+// the first failing claim puts the size back to where it started (spec §2.5). Returns the slot
+// of this lane, or -1.
+__device__ __forceinline__ int wd_warp_claim(unsigned int* size, unsigned int capacity, bool want) {
+    unsigned int ballot = __ballot_sync(0xffffffffu, want);
+    if (ballot == 0u) return -1;
+    unsigned int lane = threadIdx.x & 31u;
+    unsigned int leader = __ffs(ballot) - 1u;
+    unsigned int count = __popc(ballot);
+    unsigned int start = 0u;
+    if (lane == leader) {
+        start = atomicAdd(size, count);
+        if (start + count > capacity) {
+            if (start <= capacity) atomicExch(size, start);
+            start = 0xffffffffu;
+        }
+    }
+    start = __shfl_sync(0xffffffffu, start, leader);
+    if (!want || start == 0xffffffffu) return -1;
+    return (int)(start + __popc(ballot & ((1u << lane) - 1u)));
+}
+
+// transport.rs: step, for every live slot. Phase 1 per lane (move; kill, or sample the
+// interaction), phase 2 for the whole warp (claim secondaries, then hits), phase 3 per lane
+// (commit, or rewind the random stream and retry next iteration).
+extern "C" __global__ void __launch_bounds__(256) step(const EmParams P) {
     unsigned int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= P.slots || !P.alive[s]) return;
-    WdRng rng = wd_rng(P.seed, WD_TAG_TRACK, P.first_track + s);
-    rng.block = P.rng_block[s];
-    uint4 b = P.rng_buf[s];
-    rng.buf[0] = b.x; rng.buf[1] = b.y; rng.buf[2] = b.z; rng.buf[3] = b.w;
-    rng.used = P.rng_used[s];
-    double x = P.px[s], y = P.py[s], z = P.pz[s];
-    double ux = P.dx[s], uy = P.dy[s], uz = P.dz[s];
-    double e = P.energy[s];
-    bool pending = P.pending[s];
-    unsigned int steps = P.steps[s];
-    if (!pending) {
-        double sigma = wd_xs(P, e);
-        double d = -log(wd_uniform_f64(rng)) / sigma;
-        x += d * ux; y += d * uy; z += d * uz;
-        steps += 1u;
+    bool active = s < P.slots && P.alive[s];
+    WdRng rng;
+    double x = 0.0, y = 0.0, z = 0.0, ux = 0.0, uy = 0.0, uz = 0.0, e = 0.0;
+    unsigned int steps = 0u;
+    bool kill = false, want_sec = false;
+    double new_e = 0.0, nx = 0.0, ny = 0.0, nz = 0.0, edep = 0.0;
+    double4 sec = make_double4(0.0, 0.0, 0.0, 0.0);
+    WdRng saved;
+    if (active) {
+        rng = wd_rng(P.seed, WD_TAG_TRACK, P.first_track + s);
+        rng.block = P.rng_block[s];
+        uint4 b = P.rng_buf[s];
+        rng.buf[0] = b.x; rng.buf[1] = b.y; rng.buf[2] = b.z; rng.buf[3] = b.w;
+        rng.used = P.rng_used[s];
+        x = P.px[s]; y = P.py[s]; z = P.pz[s];
+        ux = P.dx[s]; uy = P.dy[s]; uz = P.dz[s];
+        e = P.energy[s];
+        steps = P.steps[s];
+        if (!P.pending[s]) {
+            double sigma = wd_xs(P, e);
+            double d = -log(wd_uniform_f64(rng)) / sigma;
+            x += d * ux; y += d * uy; z += d * uz;
+            steps += 1u;
+        }
+        saved = rng;
+        if (e < WD_KILL_ENERGY) {
+            kill = true;
+            edep = e;
+        } else {
+            double t;
+            double eps = wd_sample_epsilon(e, rng, t);
+            double phi = 6.283185307179586 * wd_uniform_f64(rng);
+            double cos_theta = 1.0 - t;
+            double sin_theta = sqrt(fmax(t * (2.0 - t), 0.0));
+            double sp, cp;
+            sincos(phi, &sp, &cp);
+            nx = ux; ny = uy; nz = uz;
+            wd_rotate(sin_theta * cp, sin_theta * sp, cos_theta, nx, ny, nz);
+            new_e = eps * e;
+            edep = e - new_e;
+            if (edep >= WD_SECONDARY_CUTOFF) {
+                double qx = e * ux - new_e * nx, qy = e * uy - new_e * ny, qz = e * uz - new_e * nz;
+                double norm = sqrt(qx * qx + qy * qy + qz * qz);
+                want_sec = true;
+                sec = make_double4(edep, qx / norm, qy / norm, qz / norm);
+            }
+        }
     }
-    bool ok = true;
-    bool dead = false;
-    WdRng saved = rng;
-    if (e < WD_KILL_ENERGY) {
-        int h = wd_claim(P.hit_size, P.hit_capacity);
-        if (h < 0) ok = false; else { P.hits[h] = make_double2(z, e); dead = true; }
-    } else {
-        double t;
-        double eps = wd_sample_epsilon(e, rng, t);
-        double phi = 6.283185307179586 * wd_uniform_f64(rng);
-        double cos_theta = 1.0 - t;
-        double sin_theta = sqrt(fmax(t * (2.0 - t), 0.0));
-        double sp, cp;
-        sincos(phi, &sp, &cp);
-        double nx = ux, ny = uy, nz = uz;
-        wd_rotate(sin_theta * cp, sin_theta * sp, cos_theta, nx, ny, nz);
-        double new_e = eps * e;
-        double electron = e - new_e;
-        if (electron >= WD_SECONDARY_CUTOFF) {
-            double qx = e * ux - new_e * nx, qy = e * uy - new_e * ny, qz = e * uz - new_e * nz;
-            double norm = sqrt(qx * qx + qy * qy + qz * qz);
-            int k = wd_claim(P.secondary_size, P.secondary_capacity);
-            if (k < 0) ok = false; else P.secondaries[k] = make_double4(electron, qx / norm, qy / norm, qz / norm);
-        }
-        if (ok) {
-            int h = wd_claim(P.hit_size, P.hit_capacity);
-            if (h < 0) ok = false; else P.hits[h] = make_double2(z, electron);
-        }
-        if (ok) {
+    int k = wd_warp_claim(P.secondary_size, P.secondary_capacity, want_sec);
+    if (k >= 0) P.secondaries[k] = sec;
+    bool ok = !want_sec || k >= 0;
+    int h = wd_warp_claim(P.hit_size, P.hit_capacity, active && ok);
+    if (h >= 0) P.hits[h] = make_double2(z, edep);
+    ok = ok && h >= 0;
+    unsigned long long n_alive = 0, n_steps = 0, n_electrons = 0, n_retries = 0;
+    if (active) {
+        if (!ok) {
+            rng = saved;
+            n_retries = 1;
+        } else if (!kill) {
             e = new_e; ux = nx; uy = ny; uz = nz;
-            if (electron >= WD_SECONDARY_CUTOFF) P.electrons[s] += 1u;
+            if (want_sec) P.electrons[s] += 1u;
+        }
+        P.px[s] = x; P.py[s] = y; P.pz[s] = z;
+        P.dx[s] = ux; P.dy[s] = uy; P.dz[s] = uz;
+        P.energy[s] = e;
+        P.pending[s] = ok ? 0 : 1;
+        P.steps[s] = steps;
+        P.rng_block[s] = rng.block;
+        P.rng_buf[s] = make_uint4(rng.buf[0], rng.buf[1], rng.buf[2], rng.buf[3]);
+        P.rng_used[s] = (unsigned char)rng.used;
+        if (ok && kill) {
+            P.alive[s] = 0;
+            n_steps = steps;
+            n_electrons = P.electrons[s];
+        } else {
+            n_alive = 1;
         }
     }
-    if (!ok) {
-        rng = saved;
-        atomicAdd(&P.totals[5], 1ull);
-    }
-    P.px[s] = x; P.py[s] = y; P.pz[s] = z;
-    P.dx[s] = ux; P.dy[s] = uy; P.dz[s] = uz;
-    P.energy[s] = e;
-    P.pending[s] = ok ? 0 : 1;
-    P.steps[s] = steps;
-    P.rng_block[s] = rng.block;
-    P.rng_buf[s] = make_uint4(rng.buf[0], rng.buf[1], rng.buf[2], rng.buf[3]);
-    P.rng_used[s] = (unsigned char)rng.used;
-    if (dead) {
-        P.alive[s] = 0;
-        atomicAdd(&P.totals[3], (unsigned long long)steps);
-        atomicAdd(&P.totals[4], (unsigned long long)P.electrons[s]);
-    } else {
-        atomicAdd(&P.totals[2], 1ull);
+    n_alive = wd_warp_sum(n_alive);
+    n_steps = wd_warp_sum(n_steps);
+    n_electrons = wd_warp_sum(n_electrons);
+    n_retries = wd_warp_sum(n_retries);
+    if ((threadIdx.x & 31u) == 0u) {
+        if (n_alive) atomicAdd(&P.totals[2], n_alive);
+        if (n_steps) atomicAdd(&P.totals[3], n_steps);
+        if (n_electrons) atomicAdd(&P.totals[4], n_electrons);
+        if (n_retries) atomicAdd(&P.totals[5], n_retries);
     }
 }
 
-// transport.rs: the hit binning (fixed point; signed moment added in two's complement).
-extern "C" __global__ void bin_hits(const EmParams P) {
+// transport.rs: the hit binning (fixed point; signed moment added in two's complement). A
+// block-private tally in shared memory (tallies up to WD_SHARED_BINS bins) and warp sums of the
+// totals keep the global atomics to one per bin and block.
+#define WD_SHARED_BINS 4096
+extern "C" __global__ void __launch_bounds__(256) bin_hits(const EmParams P) {
+    __shared__ unsigned long long s_tally[WD_SHARED_BINS];
+    bool shared = P.tally_size <= WD_SHARED_BINS;
+    if (shared)
+        for (unsigned int k = threadIdx.x; k < P.tally_size; k += blockDim.x) s_tally[k] = 0ull;
+    __syncthreads();
     unsigned int n = min(*P.hit_size, P.hit_capacity);
+    unsigned long long sum_q = 0, sum_m = 0;
     for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         double2 h = P.hits[i];
         double b = floor((h.x - P.tally_front) / P.tally_delta);
         unsigned int bin = b < 0.0 ? 0u : (unsigned int)fmin(b, (double)(P.tally_size - 1));
         unsigned long long q = (unsigned long long)round(h.y * WD_EDEP_SCALE);
-        atomicAdd(&P.tally[bin], q);
-        atomicAdd(&P.totals[0], q);
-        long long m = (long long)round(h.y * h.x * WD_MOMENT_SCALE);
-        atomicAdd(&P.totals[1], (unsigned long long)m);
+        if (shared) atomicAdd(&s_tally[bin], q); else atomicAdd(&P.tally[bin], q);
+        sum_q += q;
+        sum_m += (unsigned long long)(long long)round(h.y * h.x * WD_MOMENT_SCALE);
     }
+    sum_q = wd_warp_sum(sum_q);
+    sum_m = wd_warp_sum(sum_m);
+    if ((threadIdx.x & 31u) == 0u) {
+        if (sum_q) atomicAdd(&P.totals[0], sum_q);
+        if (sum_m) atomicAdd(&P.totals[1], sum_m);
+    }
+    __syncthreads();
+    if (shared)
+        for (unsigned int k = threadIdx.x; k < P.tally_size; k += blockDim.x)
+            if (s_tally[k]) atomicAdd(&P.tally[k], s_tally[k]);
 }
 
 extern "C" __global__ void clear(const EmParams P) {

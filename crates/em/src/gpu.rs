@@ -169,7 +169,8 @@ pub fn run(physics: &PhysicsList, opts: &RunOptions, ordinal: usize, progress: &
             let mut l = st.launch_builder(&bin_hits);
             l.arg(&p);
             // SAFETY: as above; grid-stride over at most hit_capacity hits.
-            unsafe { l.launch(cfg(opts.hit_capacity.min(1 << 22))) }?;
+            // A few blocks per SM, each folding many hits into its shared-memory tally.
+            unsafe { l.launch(cfg(opts.hit_capacity.min(gpu.multiprocessors as u32 * 4 * BLOCK))) }?;
             let t = st.clone_dtoh(&totals)?;
             let mut l = st.launch_builder(&clear);
             l.arg(&p);
