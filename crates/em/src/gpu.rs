@@ -14,6 +14,8 @@ pub const KERNEL_NAME: &str = "kn.cu";
 pub const KERNEL_SRC: &str = include_str!("../kernels/kn.cu");
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["step", "bin_hits", "clear"])];
 const BLOCK: u32 = 256;
+/// Iterations between reads of the alive counter.
+const SYNC_EVERY: u64 = 4;
 
 /// Twin of `EmParams` in kn.cu (device pointers as u64).
 #[repr(C)]
@@ -171,12 +173,19 @@ pub fn run(physics: &PhysicsList, opts: &RunOptions, ordinal: usize, progress: &
             // SAFETY: as above; grid-stride over at most hit_capacity hits.
             // A few blocks per SM, each folding many hits into its shared-memory tally.
             unsafe { l.launch(cfg(opts.hit_capacity.min(gpu.multiprocessors as u32 * 4 * BLOCK))) }?;
-            let t = st.clone_dtoh(&totals)?;
+            // The alive count is read back (a synchronisation) every SYNC_EVERY iterations only;
+            // iterations after the last track died cost one near-empty launch each.
+            res.iterations += 1;
+            let t = if res.iterations.is_multiple_of(SYNC_EVERY) {
+                Some(st.clone_dtoh(&totals)?)
+            } else {
+                None
+            };
             let mut l = st.launch_builder(&clear);
             l.arg(&p);
             // SAFETY: as above.
             unsafe { l.launch(one) }?;
-            res.iterations += 1;
+            let Some(t) = t else { continue };
             let alive_now = t[2];
             let done = n as u64 - alive_now;
             progress.add(done - done_before);
