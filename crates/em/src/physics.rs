@@ -10,7 +10,7 @@ use crate::xs::{XsGrid, ELECTRON_MASS};
 use warpdrive_core::RandomStream;
 
 /// A secondary particle created by an interaction (the Compton electron).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Secondary {
     /// Kinetic energy [MeV].
     pub energy: f64,

@@ -3,21 +3,26 @@
 //! failing claim puts the counter back to the true number of allocated slots. Clearing and
 //! reading the size happen between iterations, never during allocation.
 
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
 
 pub struct StackAllocator<T> {
-    /// Each slot is written once per iteration by the claim's owner (a set-once cell), and
-    /// emptied by `drain`, which needs exclusive access, i.e. runs between iterations.
-    slots: Vec<OnceLock<T>>,
+    /// Slot i is written only by the claim that received index i (the atomic counter hands
+    /// each index out once between two `drain`s), and read only by `drain`, which takes
+    /// `&mut self`, i.e. runs after all claims of the iteration have finished.
+    slots: Box<[UnsafeCell<T>]>,
     size: AtomicU32,
 }
 
-impl<T: Clone> StackAllocator<T> {
+// SAFETY: concurrent `push`es write disjoint slots (unique indices from the atomic counter);
+// reads happen in `drain` under exclusive access. T itself moves between threads, hence Send.
+unsafe impl<T: Send> Sync for StackAllocator<T> {}
+
+impl<T: Copy + Default> StackAllocator<T> {
     #[must_use]
     pub fn new(capacity: u32) -> Self {
         Self {
-            slots: (0..capacity).map(|_| OnceLock::new()).collect(),
+            slots: (0..capacity).map(|_| UnsafeCell::new(T::default())).collect(),
             size: AtomicU32::new(0),
         }
     }
@@ -38,8 +43,8 @@ impl<T: Clone> StackAllocator<T> {
             }
             return None;
         }
-        // The slot index is unique to this claim, so the cell is empty.
-        let _ = self.slots[start as usize].set(value);
+        // SAFETY: `start` was handed out to this call alone (see the field comment).
+        unsafe { *self.slots[start as usize].get() = value };
         Some(start)
     }
 
@@ -57,7 +62,7 @@ impl<T: Clone> StackAllocator<T> {
     /// The stored values, in slot order (between iterations: needs exclusive access).
     pub fn drain(&mut self) -> Vec<T> {
         let n = self.len() as usize;
-        let out = self.slots[..n].iter_mut().filter_map(OnceLock::take).collect();
+        let out = self.slots[..n].iter_mut().map(|c| *c.get_mut()).collect();
         self.size.store(0, Ordering::Relaxed);
         out
     }

@@ -164,7 +164,7 @@ struct Track {
     rng: RandomStream,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 struct Hit {
     z: f64,
     edep: f64,
