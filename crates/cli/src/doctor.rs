@@ -13,7 +13,11 @@ fn kernels() -> Vec<KernelSet> {
         .iter()
         .map(|&(f, s, fs)| (f, s, fs, warpdrive_photon::gpu::SWITCHES, true))
         .collect();
-    k.extend(warpdrive_em::gpu::KERNELS.iter().map(|&(f, s, fs)| (f, s, fs, &[][..], false)));
+    k.extend(
+        warpdrive_em::gpu::KERNELS
+            .iter()
+            .map(|&(f, s, fs)| (f, s, fs, warpdrive_em::gpu::SWITCHES, false)),
+    );
     k.extend(
         warpdrive_sky::gpu::KERNELS
             .iter()

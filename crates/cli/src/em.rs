@@ -241,6 +241,21 @@ pub fn bench(b: &BenchEm) -> Result<()> {
             name = format!("{}, step kernel {} registers", st.device, st.registers);
             rows.push(serde_json::json!({"slots": slots, "steps": r.steps, "iterations": r.iterations, "seconds": st.seconds, "steps_per_s": rate, "registers": st.registers}));
         }
+        for switch in warpdrive_em::gpu::SWITCHES {
+            let mut opts = opts.clone();
+            gpu_slots(&mut opts, None);
+            let defines = [switch.to_string()];
+            let (r, st) = warpdrive_em::gpu::run_with(&physics, &opts, ordinal, &Progress::hidden(), &defines)?;
+            let rate = r.steps as f64 / st.seconds;
+            println!(
+                "{:>10} {:>12} {:>11} {:>10.4} {rate:>16.3e}  -D{switch} ({} registers)",
+                opts.slots, r.steps, r.iterations, st.seconds, st.registers
+            );
+            rows.push(
+                serde_json::json!({"slots": opts.slots, "switch": switch, "steps": r.steps, "iterations": r.iterations,
+                "seconds": st.seconds, "steps_per_s": rate, "registers": st.registers}),
+            );
+        }
         println!(
             "{name}; {} tracks of 100 MeV in aluminium; time = host wall clock of the whole loop",
             b.tracks

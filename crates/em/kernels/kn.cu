@@ -150,7 +150,13 @@ __device__ __forceinline__ int wd_warp_claim(unsigned int* size, unsigned int ca
 // transport.rs: step, for every live slot. Phase 1 per lane (move; kill, or sample the
 // interaction), phase 2 for the whole warp (claim secondaries, then hits), phase 3 per lane
 // (commit, or rewind the random stream and retry next iteration).
-extern "C" __global__ void __launch_bounds__(256) step(const EmParams P) {
+// -DWD_MIN_BLOCKS=N: ask for N resident blocks of 256 per SM (caps the registers).
+#ifdef WD_MIN_BLOCKS
+#define WD_STEP_BOUNDS __launch_bounds__(256, WD_MIN_BLOCKS)
+#else
+#define WD_STEP_BOUNDS __launch_bounds__(256)
+#endif
+extern "C" __global__ void WD_STEP_BOUNDS step(const EmParams P) {
     unsigned int s = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = s < P.slots && P.alive[s];
     WdRng rng;

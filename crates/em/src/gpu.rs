@@ -13,6 +13,8 @@ use warpdrive_core::progress::Progress;
 pub const KERNEL_NAME: &str = "kn.cu";
 pub const KERNEL_SRC: &str = include_str!("../kernels/kn.cu");
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["step", "bin_hits", "clear"])];
+/// Kernel switches measured by `warpdrive bench em --device cuda`.
+pub const SWITCHES: &[&str] = &["WD_MIN_BLOCKS=4"];
 const BLOCK: u32 = 256;
 /// Iterations between reads of the alive counter.
 const SYNC_EVERY: u64 = 4;
@@ -65,13 +67,24 @@ pub struct GpuStats {
 /// Run the mini-app on GPU `ordinal` (the physics list must be Compton only: the kernel holds
 /// that one interactor).
 pub fn run(physics: &PhysicsList, opts: &RunOptions, ordinal: usize, progress: &Progress) -> Result<(RunResult, GpuStats), GpuError> {
+    run_with(physics, opts, ordinal, progress, &[])
+}
+
+/// [`run`] with kernel switches (`-D` definitions from [`SWITCHES`]).
+pub fn run_with(
+    physics: &PhysicsList,
+    opts: &RunOptions,
+    ordinal: usize,
+    progress: &Progress,
+    defines: &[String],
+) -> Result<(RunResult, GpuStats), GpuError> {
     let grid_xs: &XsGrid = match (physics.processes.len(), physics.processes[0].xs_grid()) {
         (1, Some(g)) if physics.processes[0].name() == "compt" => g,
         _ => return Err(GpuError::Other("the EM GPU kernel implements Compton scattering only".into())),
     };
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
-    let (module, step) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "step", true, &[])?;
+    let (module, step) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "step", true, defines)?;
     let bin_hits = module.load_function("bin_hits")?;
     let clear = module.load_function("clear")?;
     let st = gpu.stream.clone();
