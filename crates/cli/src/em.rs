@@ -238,21 +238,31 @@ pub fn bench(b: &BenchEm) -> Result<()> {
                 "{slots:>10} {:>12} {:>11} {:>10.4} {rate:>16.3e}",
                 r.steps, r.iterations, st.seconds
             );
-            name = format!("{}, step kernel {} registers", st.device, st.registers);
+            name = format!(
+                "{}, default build {:?}: step kernel {} registers",
+                st.device,
+                warpdrive_em::gpu::DEFAULT_SWITCHES,
+                st.registers
+            );
             rows.push(serde_json::json!({"slots": slots, "steps": r.steps, "iterations": r.iterations, "seconds": st.seconds, "steps_per_s": rate, "registers": st.registers}));
         }
-        for switch in warpdrive_em::gpu::SWITCHES {
+        // The default build against the build without its switches, at the default slots.
+        {
             let mut opts = opts.clone();
             gpu_slots(&mut opts, None);
-            let defines = [switch.to_string()];
-            let (r, st) = warpdrive_em::gpu::run_with(&physics, &opts, ordinal, &Progress::hidden(), &defines)?;
+            let (r, st) = warpdrive_em::gpu::run_with(&physics, &opts, ordinal, &Progress::hidden(), &[])?;
             let rate = r.steps as f64 / st.seconds;
             println!(
-                "{:>10} {:>12} {:>11} {:>10.4} {rate:>16.3e}  -D{switch} ({} registers)",
-                opts.slots, r.steps, r.iterations, st.seconds, st.registers
+                "{:>10} {:>12} {:>11} {:>10.4} {rate:>16.3e}  without {:?} ({} registers)",
+                opts.slots,
+                r.steps,
+                r.iterations,
+                st.seconds,
+                warpdrive_em::gpu::DEFAULT_SWITCHES,
+                st.registers
             );
             rows.push(
-                serde_json::json!({"slots": opts.slots, "switch": switch, "steps": r.steps, "iterations": r.iterations,
+                serde_json::json!({"slots": opts.slots, "switches": "none", "steps": r.steps, "iterations": r.iterations,
                 "seconds": st.seconds, "steps_per_s": rate, "registers": st.registers}),
             );
         }
