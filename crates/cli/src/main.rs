@@ -19,7 +19,7 @@ mod sky;
 #[command(
     name = "warpdrive",
     version,
-    about = "GPU-ready physics Monte Carlo and analysis: photon propagation in ice, two-point sky autocorrelation"
+    about = "GPU-ready physics Monte Carlo and analysis: photon propagation in ice, EM transport (Klein–Nishina), two-point sky autocorrelation"
 )]
 struct Cli {
     #[command(subcommand)]
