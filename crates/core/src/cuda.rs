@@ -78,6 +78,35 @@ impl From<cudarc::driver::DriverError> for GpuError {
     }
 }
 
+/// Split the work items `0..total` into contiguous shares, one per entry of `items` (GPUs),
+/// run `work(item, share)` for each on its own host thread, and return the results in the
+/// order of `items` — so merged outputs do not depend on the number of devices (DESIGN §3).
+pub fn split_across<I: Sync, T: Send>(
+    items: &[I],
+    total: u64,
+    work: impl Fn(&I, std::ops::Range<u64>) -> Result<T, GpuError> + Sync,
+) -> Vec<Result<T, GpuError>> {
+    let per = total.div_ceil(items.len().max(1) as u64);
+    let work = &work;
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = items
+            .iter()
+            .enumerate()
+            .map(|(k, item)| {
+                let share = (k as u64 * per).min(total)..((k as u64 + 1) * per).min(total);
+                sc.spawn(move || work(item, share))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(GpuError::Other("GPU worker thread panicked".into())))
+            })
+            .collect()
+    })
+}
+
 /// One GPU, ready to run work: context, a stream, and what the tuning needs to know.
 #[derive(Clone, Debug)]
 pub struct Gpu {

@@ -527,27 +527,9 @@ fn run_on(
 pub fn run(m: &Medium, idx: &DomIndex, sources: &[Source], seed: u64, opts: &GpuOptions) -> Result<(Vec<RawHit>, GpuStats), GpuError> {
     let total: u64 = sources.iter().map(|s| s.photons).sum();
     let gpus = opts.devices.iter().map(|&d| cuda::open(d)).collect::<Result<Vec<_>, _>>()?;
-    let n = gpus.len().max(1) as u64;
-    let per = total.div_ceil(n);
-    let results: Vec<Result<(Vec<RawHit>, GpuStats), GpuError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = gpus
-            .iter()
-            .enumerate()
-            .map(|(k, g)| {
-                let (lo, hi) = ((k as u64 * per).min(total), ((k as u64 + 1) * per).min(total));
-                s.spawn(move || {
-                    g.ctx.bind_to_thread()?;
-                    run_on(g, m, idx, sources, seed, (lo, hi), opts)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(GpuError::Other("GPU worker thread panicked".into())))
-            })
-            .collect()
+    let results = cuda::split_across(&gpus, total, |g, share| {
+        g.ctx.bind_to_thread()?;
+        run_on(g, m, idx, sources, seed, (share.start, share.end), opts)
     });
     let mut hits = Vec::new();
     let mut stats = GpuStats::default();

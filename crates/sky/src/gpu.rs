@@ -172,26 +172,8 @@ impl SkyGpu {
 /// Run trials `range` on the GPUs `devices` (contiguous shares, merged in trial order, so the
 /// result does not depend on the number of devices).
 pub fn run_trials(devices: &[usize], s: &Sample, seed: u64, range: Range<u64>, progress: &Progress) -> Result<Background, GpuError> {
-    let total = range.end - range.start;
-    let nd = devices.len().max(1) as u64;
-    let per = total.div_ceil(nd);
-    let results: Vec<Result<Vec<Vec<u64>>, GpuError>> = std::thread::scope(|sc| {
-        let handles: Vec<_> = devices
-            .iter()
-            .enumerate()
-            .map(|(k, &d)| {
-                let lo = range.start + (k as u64 * per).min(total);
-                let hi = range.start + ((k as u64 + 1) * per).min(total);
-                sc.spawn(move || SkyGpu::new(d, s)?.trial_counts(seed, lo..hi, progress))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(GpuError::Other("GPU worker thread panicked".into())))
-            })
-            .collect()
+    let results = cuda::split_across(devices, range.end - range.start, |&d, share| {
+        SkyGpu::new(d, s)?.trial_counts(seed, range.start + share.start..range.start + share.end, progress)
     });
     let mut bg = Background::new(s.hist_len());
     for r in results {
