@@ -67,6 +67,7 @@ fn summary(r: &RunResult, grid: &TallyGrid) -> serde_json::Value {
         "secondaries": r.secondaries,
         "iterations": r.iterations,
         "retries_after_full_stacks": r.retries,
+        "result_checksum": r.checksum(),
     })
 }
 
@@ -112,11 +113,8 @@ pub fn em(a: &EmArgs) -> Result<()> {
             format!("cpu ({} threads)", rayon::current_num_threads()),
         ),
         Some(d) => {
-            if d.len() > 1 {
-                eprintln!("device: the EM GPU path uses one GPU; running on cuda:{}", d[0]);
-            }
-            let (r, st) = warpdrive_em::gpu::run(&physics, &opts, d[0], &progress)?;
-            (r, format!("{} (cuda:{}, {} registers)", st.device, d[0], st.registers))
+            let (r, st) = warpdrive_em::gpu::run_devices(&physics, &opts, d, &progress)?;
+            (r, format!("{} ({} registers)", st.device, st.registers))
         }
     };
     drop(progress);
@@ -154,7 +152,12 @@ pub fn em(a: &EmArgs) -> Result<()> {
         &a.output.join("summary.json"),
         (serde_json::to_string_pretty(&s)? + "\n").as_bytes(),
     )?;
-    println!("steps:           {} ({:.3} per track)", r.steps, r.steps_per_track());
+    println!(
+        "steps:           {} ({:.3} per track); result checksum {}",
+        r.steps,
+        r.steps_per_track(),
+        r.checksum()
+    );
     println!(
         "mean depth:      {:.2} cm (Geant4 reference for 100 MeV in Al: 176.06 cm)",
         r.mean_depth()

@@ -74,6 +74,35 @@ pub fn run(physics: &PhysicsList, opts: &RunOptions, ordinal: usize, progress: &
     run_with(physics, opts, ordinal, progress, &defines)
 }
 
+/// Run on several GPUs: contiguous shares of the track ids, one host thread per GPU, results
+/// added in device order. Tallies and totals are integers, so the result equals one GPU's.
+pub fn run_devices(
+    physics: &PhysicsList,
+    opts: &RunOptions,
+    devices: &[usize],
+    progress: &Progress,
+) -> Result<(RunResult, GpuStats), GpuError> {
+    let defines: Vec<String> = DEFAULT_SWITCHES.iter().map(|d| d.to_string()).collect();
+    let parts = cuda::split_across(devices, opts.tracks, |&d, share| {
+        run_share(physics, opts, d, progress, &defines, share)
+    });
+    let mut res = RunResult {
+        tally: vec![0; opts.tally.size],
+        ..Default::default()
+    };
+    let mut stats = GpuStats::default();
+    let mut names = Vec::new();
+    for p in parts {
+        let (r, st) = p?;
+        res.add(&r);
+        names.push(st.device);
+        stats.seconds = stats.seconds.max(st.seconds);
+        stats.registers = st.registers;
+    }
+    stats.device = names.join(", ");
+    Ok((res, stats))
+}
+
 /// [`run`] with kernel switches (`-D` definitions from [`SWITCHES`]).
 pub fn run_with(
     physics: &PhysicsList,
@@ -81,6 +110,18 @@ pub fn run_with(
     ordinal: usize,
     progress: &Progress,
     defines: &[String],
+) -> Result<(RunResult, GpuStats), GpuError> {
+    run_share(physics, opts, ordinal, progress, defines, 0..opts.tracks)
+}
+
+/// The tracks with ids in `share` on GPU `ordinal`.
+fn run_share(
+    physics: &PhysicsList,
+    opts: &RunOptions,
+    ordinal: usize,
+    progress: &Progress,
+    defines: &[String],
+    share: std::ops::Range<u64>,
 ) -> Result<(RunResult, GpuStats), GpuError> {
     let grid_xs: &XsGrid = match (physics.processes.len(), physics.processes[0].xs_grid()) {
         (1, Some(g)) if physics.processes[0].name() == "compt" => g,
@@ -108,9 +149,9 @@ pub fn run_with(
         ..Default::default()
     };
     let mut registers = 0;
-    let mut first = 0u64;
-    while first < opts.tracks {
-        let n = (opts.tracks - first).min(slots as u64) as usize;
+    let mut first = share.start;
+    while first < share.end {
+        let n = (share.end - first).min(slots as u64) as usize;
         // Fresh state for this batch of slots.
         let state_f64 = [
             f64s(0.0)?,
@@ -225,7 +266,7 @@ pub fn run_with(
     res.steps = t[3];
     res.secondaries = t[4];
     res.retries = t[5];
-    res.tracks = opts.tracks;
+    res.tracks = share.end - share.start;
     Ok((
         res,
         GpuStats {

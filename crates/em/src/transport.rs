@@ -124,6 +124,18 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// Add another run's totals (same tally grid): exact, since every sum is an integer.
+    pub fn add(&mut self, o: &RunResult) {
+        self.tracks += o.tracks;
+        self.steps += o.steps;
+        self.iterations += o.iterations;
+        self.retries += o.retries;
+        self.secondaries += o.secondaries;
+        self.tally.iter_mut().zip(&o.tally).for_each(|(a, b)| *a += b);
+        self.edep_total += o.edep_total;
+        self.edep_z += o.edep_z;
+    }
+
     /// Energy per primary in each bin [MeV].
     #[must_use]
     pub fn profile(&self) -> Vec<f64> {
@@ -141,6 +153,25 @@ impl RunResult {
     pub fn energy_beyond(&self, grid: &TallyGrid, z: f64) -> f64 {
         let first = ((z - grid.front) / grid.delta).ceil().max(0.0) as usize;
         self.tally.iter().skip(first).map(|&q| q as f64).sum::<f64>() / EDEP_SCALE / self.tracks as f64
+    }
+
+    /// FNV-1a 64 of the fixed-point tally and totals: equal checksums ⇔ identical results (for
+    /// comparing runs across devices, thread counts and jobs).
+    #[must_use]
+    pub fn checksum(&self) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |x: u128| {
+            for b in x.to_le_bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        };
+        self.tally.iter().for_each(|&q| eat(u128::from(q)));
+        eat(self.edep_total);
+        eat(self.edep_z as u128);
+        eat(u128::from(self.steps));
+        eat(u128::from(self.secondaries));
+        format!("{h:016x}")
     }
 
     #[must_use]
