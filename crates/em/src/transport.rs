@@ -203,71 +203,75 @@ struct Hit {
 
 /// Run `opts.tracks` primaries through the physics list on the CPU.
 pub fn run(physics: &PhysicsList, opts: &RunOptions, progress: &Progress) -> RunResult {
+    // Work is cut into groups of track ids; each rayon task runs its group to the end with its
+    // own slots, stacks and tally (no shared counters between threads), and the integer results
+    // add up exactly in any order.
+    let group = (opts.slots as u64).clamp(1, CPU_GROUP);
+    let groups = opts.tracks.div_ceil(group);
+    let mut res = (0..groups)
+        .into_par_iter()
+        .map(|g| {
+            let ids = g * group..((g + 1) * group).min(opts.tracks);
+            let r = run_group(physics, opts, ids);
+            progress.add(r.tracks);
+            r
+        })
+        .reduce(
+            || RunResult {
+                tally: vec![0; opts.tally.size],
+                ..Default::default()
+            },
+            |mut a, b| {
+                a.add(&b);
+                a
+            },
+        );
+    res.tracks = opts.tracks;
+    res
+}
+
+/// Track ids per CPU task (at most `slots`).
+const CPU_GROUP: u64 = 4096;
+
+/// The tracks `ids` on one thread: iterations of step → drain the stacks → bin the hits.
+fn run_group(physics: &PhysicsList, opts: &RunOptions, ids: std::ops::Range<u64>) -> RunResult {
     let mut res = RunResult {
         tally: vec![0; opts.tally.size],
+        tracks: ids.end - ids.start,
         ..Default::default()
     };
-    let mut hits: StackAllocator<Hit> = StackAllocator::new(opts.hit_capacity);
-    let mut secondaries: StackAllocator<crate::physics::Secondary> = StackAllocator::new(opts.secondary_capacity);
-    let mut first = 0u64;
-    while first < opts.tracks {
-        let n = (opts.tracks - first).min(opts.slots as u64);
-        let mut tracks: Vec<Track> = (first..first + n)
-            .map(|id| Track {
-                pos: [0.0; 3],
-                dir: [0.0, 0.0, 1.0],
-                energy: opts.energy,
-                alive: true,
-                pending: false,
-                steps: 0,
-                electrons: 0,
-                rng: RandomStream::new(opts.seed, TAG_TRACK, id),
-            })
-            .collect();
-        let mut alive = n;
-        while alive > 0 {
-            let retries: u64 = tracks
-                .par_iter_mut()
-                .filter(|t| t.alive)
-                .map(|t| u64::from(!step(t, physics, &hits, &secondaries)))
-                .sum();
-            res.retries += retries;
-            res.iterations += 1;
-            let _ = secondaries.drain();
-            // Bin the hits: integer sums, so the parallel reduction is exact in any order.
-            let drained = hits.drain();
-            let (tally, total, moment) = drained
-                .par_chunks(16_384)
-                .map(|chunk| {
-                    let mut t = vec![0u64; opts.tally.size];
-                    let (mut e, mut m) = (0u128, 0i128);
-                    for h in chunk {
-                        let q = (h.edep * EDEP_SCALE).round() as u64;
-                        t[opts.tally.bin(h.z)] += q;
-                        e += u128::from(q);
-                        m += (h.edep * h.z * MOMENT_SCALE).round() as i128;
-                    }
-                    (t, e, m)
-                })
-                .reduce(
-                    || (vec![0u64; opts.tally.size], 0, 0),
-                    |(mut a, ea, ma), (b, eb, mb)| {
-                        a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
-                        (a, ea + eb, ma + mb)
-                    },
-                );
-            res.tally.iter_mut().zip(&tally).for_each(|(x, y)| *x += y);
-            res.edep_total += total;
-            res.edep_z += moment;
-            let now = tracks.iter().filter(|t| t.alive).count() as u64;
-            progress.add(alive - now);
-            alive = now;
+    let cap = |c: u32| c.min((ids.end - ids.start) as u32).max(1);
+    let mut hits: StackAllocator<Hit> = StackAllocator::new(cap(opts.hit_capacity));
+    let mut secondaries: StackAllocator<crate::physics::Secondary> = StackAllocator::new(cap(opts.secondary_capacity));
+    let mut tracks: Vec<Track> = ids
+        .map(|id| Track {
+            pos: [0.0; 3],
+            dir: [0.0, 0.0, 1.0],
+            energy: opts.energy,
+            alive: true,
+            pending: false,
+            steps: 0,
+            electrons: 0,
+            rng: RandomStream::new(opts.seed, TAG_TRACK, id),
+        })
+        .collect();
+    let mut alive = tracks.len();
+    while alive > 0 {
+        for t in tracks.iter_mut().filter(|t| t.alive) {
+            res.retries += u64::from(!step(t, physics, &hits, &secondaries));
         }
-        res.steps += tracks.iter().map(|t| u64::from(t.steps)).sum::<u64>();
-        res.secondaries += tracks.iter().map(|t| u64::from(t.electrons)).sum::<u64>();
-        first += n;
+        res.iterations += 1;
+        let _ = secondaries.drain();
+        for h in hits.drain() {
+            let q = (h.edep * EDEP_SCALE).round() as u64;
+            res.tally[opts.tally.bin(h.z)] += q;
+            res.edep_total += u128::from(q);
+            res.edep_z += (h.edep * h.z * MOMENT_SCALE).round() as i128;
+        }
+        alive = tracks.iter().filter(|t| t.alive).count();
     }
-    res.tracks = opts.tracks;
+    res.steps = tracks.iter().map(|t| u64::from(t.steps)).sum();
+    res.secondaries = tracks.iter().map(|t| u64::from(t.electrons)).sum();
     res
 }
 
