@@ -244,7 +244,8 @@ fn write_outputs(dir: &Path, info: &RunInfo, bg: &Background, run: serde_json::V
         ("warpdrive.device".to_string(), device.to_string()),
     ];
     let rows = output::write_tables(dir, info, bg, &meta).map_err(anyhow::Error::msg)?;
-    let json = output::summary_json(info, &rows, run);
+    let post = warpdrive_sky::analysis::post_trial(&info.observed, bg);
+    let json = output::summary_json(info, &rows, post.as_ref(), run);
     warpdrive_core::table::write_atomic(&dir.join("summary.json"), json.as_bytes())
         .with_context(|| format!("writing {}", dir.display()))?;
     if plot {
@@ -277,6 +278,27 @@ fn write_outputs(dir: &Path, info: &RunInfo, bg: &Background, run: serde_json::V
             b.p_gauss,
             b.p_gamma
         );
+    }
+    match &post {
+        Some(p) if p.n_beyond == 0 => println!(
+            "post-trial:      p < 1/{} (no trial reaches the observed smallest local p = {:.2e} in any of the {} cells)",
+            p.trials,
+            p.p_min_observed,
+            info.observed.len()
+        ),
+        Some(p) => println!(
+            "post-trial:      p = {}/{} = {:.4} (trials whose smallest local p over the {} cells is <= the observed {:.2e})",
+            p.n_beyond,
+            p.trials,
+            p.p,
+            info.observed.len(),
+            p.p_min_observed
+        ),
+        None if bg.trials > 0 => println!(
+            "post-trial:      not computed (needs each trial's counts: single runs of at most {} trials x cells, not merged jobs)",
+            warpdrive_sky::trials::KEEP_CELLS
+        ),
+        None => {}
     }
     println!(
         "output:          {}/{{counts,background}}.parquet, summary.json{}",

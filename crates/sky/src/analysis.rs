@@ -98,6 +98,59 @@ pub fn analyse(edges_deg: &[f64], observed: &[u64], bg: &Background) -> Vec<BinR
         .collect()
 }
 
+/// The trial-corrected significance of the most significant bin: with p_k(N) = (trials with a
+/// count ≥ N in cell k)/trials, the observed sky's smallest p over all cells is compared with
+/// the smallest p of every scrambled trial (each against the same distributions);
+/// p_post = (trials whose smallest p is ≤ the observed one)/trials. Needs each trial's counts
+/// (`Background::kept`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PostTrial {
+    pub p_min_observed: f64,
+    pub n_beyond: u64,
+    pub trials: u64,
+    pub p: f64,
+}
+
+#[must_use]
+pub fn post_trial(observed: &[u64], bg: &Background) -> Option<PostTrial> {
+    if bg.kept.is_empty() || bg.kept.len() as u64 != bg.trials {
+        return None;
+    }
+    // Per cell: (value, trials with a count ≥ value), ascending in value.
+    let tails: Vec<Vec<(u64, u64)>> = bg
+        .freq
+        .iter()
+        .map(|m| {
+            let mut run = 0;
+            let mut v: Vec<(u64, u64)> = m
+                .iter()
+                .rev()
+                .map(|(&c, &n)| {
+                    run += n;
+                    (c, run)
+                })
+                .collect();
+            v.reverse();
+            v
+        })
+        .collect();
+    let at_least = |k: usize, x: u64| -> u64 {
+        let t = &tails[k];
+        let i = t.partition_point(|&(c, _)| c < x);
+        t.get(i).map_or(0, |&(_, n)| n)
+    };
+    let min_p = |counts: &[u64]| (0..counts.len()).map(|k| at_least(k, counts[k])).min().unwrap_or(0);
+    let obs = min_p(observed);
+    let n_beyond = bg.kept.iter().filter(|c| min_p(c) <= obs).count() as u64;
+    let t = bg.trials as f64;
+    Some(PostTrial {
+        p_min_observed: obs as f64 / t,
+        n_beyond,
+        trials: bg.trials,
+        p: n_beyond as f64 / t,
+    })
+}
+
 /// The most significant (cut, bin): smallest trial p-value, ties broken by the Gaussian one.
 #[must_use]
 pub fn most_significant(rows: &[BinResult]) -> Option<&BinResult> {
@@ -125,6 +178,23 @@ mod tests {
         let exact = gamma_q(k, x);
         let wh = gamma_sf(x, k * (1.0 + 1e-12), 1.0);
         assert!((wh / exact - 1.0).abs() < 1e-3, "{wh} vs {exact}");
+    }
+
+    #[test]
+    fn post_trial_counts_trials_as_extreme_anywhere() {
+        // Two cells, four trials kept.
+        let mut bg = Background::for_trials(2, 4);
+        for c in [[1, 10], [2, 20], [3, 30], [4, 15]] {
+            bg.add(&c);
+        }
+        // Observed (3, 12): cell 0 p = 2/4, cell 1 p = 3/4 → smallest 2/4. Trials' smallest p:
+        // (1,10) → min(4,4)/4 = 1; (2,20) → min(3,2)=2/4; (3,30) → min(2,1)=1/4; (4,15) → min(1,3)=1/4.
+        let p = post_trial(&[3, 12], &bg).unwrap();
+        assert_eq!((p.n_beyond, p.trials), (3, 4));
+        assert_eq!(p.p_min_observed, 0.5);
+        let mut merged = bg.clone();
+        merged.merge(&Background::new(2));
+        assert!(post_trial(&[3, 12], &merged).is_none(), "merged runs keep no per-trial counts");
     }
 
     #[test]

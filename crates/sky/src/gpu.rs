@@ -175,7 +175,7 @@ pub fn run_trials(devices: &[usize], s: &Sample, seed: u64, range: Range<u64>, p
     let results = cuda::split_across(devices, range.end - range.start, |&d, share| {
         SkyGpu::new(d, s)?.trial_counts(seed, range.start + share.start..range.start + share.end, progress)
     });
-    let mut bg = Background::new(s.hist_len());
+    let mut bg = Background::for_trials(s.hist_len(), range.end - range.start);
     for r in results {
         for c in r? {
             bg.add(&c);

@@ -274,7 +274,7 @@ pub fn merge(dirs: &[PathBuf], partial: bool) -> Result<(RunInfo, Background), S
 
 /// `summary.json`: the run's configuration, the most significant bin and timings.
 #[must_use]
-pub fn summary_json(info: &RunInfo, rows: &[BinResult], extra: serde_json::Value) -> String {
+pub fn summary_json(info: &RunInfo, rows: &[BinResult], post: Option<&crate::analysis::PostTrial>, extra: serde_json::Value) -> String {
     let cuts: Vec<serde_json::Value> = (0..info.cut_labels.len())
         .map(|c| {
             serde_json::json!({
@@ -311,6 +311,9 @@ pub fn summary_json(info: &RunInfo, rows: &[BinResult], extra: serde_json::Value
         "trials": { "total": info.total_trials, "held": info.n_trials(), "ranges": fmt_ranges(&info.trials) },
         "ts": ts,
         "most_significant": best,
+        "post_trial": post.map(|p| serde_json::json!({
+            "p": p.p, "n_beyond": p.n_beyond, "trials": p.trials, "smallest_local_p_observed": p.p_min_observed,
+        })),
         "run": extra,
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"

@@ -72,7 +72,14 @@ pub struct Background {
     pub trials: u64,
     /// One map per (cut, bin), cut-major: count → number of trials.
     pub freq: Vec<BTreeMap<u64, u64>>,
+    /// Each trial's counts, kept when a run is small enough ([`KEEP_CELLS`]), for the
+    /// post-trial p-value; empty otherwise and after merging job outputs.
+    pub kept: Vec<Vec<u64>>,
+    keep: bool,
 }
+
+/// Keep per-trial counts while trials × cells stays below this (128 MB).
+pub const KEEP_CELLS: u64 = 16_000_000;
 
 impl Background {
     #[must_use]
@@ -80,6 +87,17 @@ impl Background {
         Self {
             trials: 0,
             freq: vec![BTreeMap::new(); cells],
+            kept: Vec::new(),
+            keep: false,
+        }
+    }
+
+    /// For a run of `trials` trials: keeps each trial's counts when that fits [`KEEP_CELLS`].
+    #[must_use]
+    pub fn for_trials(cells: usize, trials: u64) -> Self {
+        Self {
+            keep: trials.saturating_mul(cells as u64) <= KEEP_CELLS,
+            ..Self::new(cells)
         }
     }
 
@@ -90,10 +108,15 @@ impl Background {
             *m.entry(c).or_insert(0) += 1;
         }
         self.trials += 1;
+        if self.keep {
+            self.kept.push(counts.to_vec());
+        }
     }
 
-    /// Add another run's distributions (same cuts and bins).
+    /// Add another run's distributions (same cuts and bins). Per-trial counts are dropped.
     pub fn merge(&mut self, other: &Background) {
+        self.keep = false;
+        self.kept.clear();
         assert_eq!(self.freq.len(), other.freq.len());
         for (m, o) in self.freq.iter_mut().zip(&other.freq) {
             for (&c, &n) in o {
@@ -133,7 +156,7 @@ impl Background {
 /// Run trials `range` on the CPU (rayon over trials, one worker scratch per thread).
 #[must_use]
 pub fn run_cpu(s: &Sample, seed: u64, range: Range<u64>, progress: &Progress) -> Background {
-    let mut bg = Background::new(s.hist_len());
+    let mut bg = Background::for_trials(s.hist_len(), range.end - range.start);
     let batch = 256u64;
     let mut start = range.start;
     while start < range.end {
