@@ -21,7 +21,16 @@ pub struct AngularBins {
     pub edges_deg: Vec<f64>,
     /// 4 sin²(θ_b/2)·(1 + EDGE_TOLERANCE).
     pub chord2_limits: Vec<f64>,
+    /// Direct bin index: LUT_CELLS cells uniform in squared chord over [0, largest limit]; cell
+    /// k holds the first bin whose limit reaches (k − 1) cell widths (one cell low, so rounding
+    /// can only make the forward scan of [`AngularBins::first_bin`] longer, never wrong). The
+    /// CUDA kernel builds the same table.
+    lut: Vec<u16>,
+    inv_cell: f64,
 }
+
+/// Cells of the bin lookup table (the kernel's WD_LUT).
+pub const LUT_CELLS: usize = 1024;
 
 impl AngularBins {
     /// Bins with the given upper edges (strictly increasing, in (0, 180]).
@@ -44,7 +53,21 @@ impl AngularBins {
             .iter()
             .map(|&e| chord2_of_angle(e.to_radians()) * (1.0 + EDGE_TOLERANCE))
             .collect();
-        Ok(Self { edges_deg, chord2_limits })
+        let limits: &Vec<f64> = &chord2_limits;
+        let max = limits[limits.len() - 1];
+        let width = max / LUT_CELLS as f64;
+        let lut = (0..=LUT_CELLS)
+            .map(|k| {
+                let lower = if k > 0 { (k - 1) as f64 * width } else { 0.0 };
+                limits.iter().position(|&l| l >= lower).unwrap_or(limits.len() - 1) as u16
+            })
+            .collect();
+        Ok(Self {
+            edges_deg,
+            inv_cell: LUT_CELLS as f64 / max,
+            chord2_limits,
+            lut,
+        })
     }
 
     /// `n` bins of `width` degrees: edges width, 2·width, …, n·width (spec: 20 × 0.25°).
@@ -73,8 +96,16 @@ impl AngularBins {
     #[inline]
     #[must_use]
     pub fn first_bin(&self, c2: f64) -> Option<usize> {
-        let b = self.chord2_limits.partition_point(|&l| l < c2);
-        (b < self.chord2_limits.len()).then_some(b)
+        let n = self.chord2_limits.len();
+        if c2.is_nan() || c2 > self.chord2_limits[n - 1] {
+            return None;
+        }
+        // Direct index, then forward to the first limit ≥ c2 (same answer as a search).
+        let mut b = usize::from(self.lut[((c2 * self.inv_cell) as usize).min(LUT_CELLS)]);
+        while self.chord2_limits[b] < c2 {
+            b += 1;
+        }
+        Some(b)
     }
 }
 
@@ -92,6 +123,23 @@ mod tests {
         let b = AngularBins::uniform(20, 0.25).unwrap();
         assert_eq!(b.len(), 20);
         assert_eq!(b.max_deg(), 5.0);
+    }
+
+    #[test]
+    fn lookup_equals_search() {
+        let b = AngularBins::new(vec![0.1, 0.25, 0.3, 1.0, 2.0, 5.0, 5.01, 30.0]).unwrap();
+        let mut r = warpdrive_core::RandomStream::new(4, 4, 0);
+        for _ in 0..200_000 {
+            let c2 = r.uniform_f64() * 1.1 * b.chord2_limits[7];
+            let search = b.chord2_limits.partition_point(|&l| l < c2);
+            assert_eq!(b.first_bin(c2), (search < 8).then_some(search), "{c2}");
+        }
+        for &l in &b.chord2_limits {
+            for c2 in [l, l * (1.0 - 1e-16), l * (1.0 + 1e-16)] {
+                let search = b.chord2_limits.partition_point(|&x| x < c2);
+                assert_eq!(b.first_bin(c2), (search < 8).then_some(search));
+            }
+        }
     }
 
     #[test]
