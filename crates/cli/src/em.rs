@@ -92,12 +92,8 @@ pub fn em(a: &EmArgs) -> Result<()> {
         opts.secondary_capacity = c;
     }
     let gpus = devices(&a.common)?;
-    if gpus.is_some() && a.slots.is_none() {
-        // A GPU holds all tracks at once (up to 2^24 slots, ~90 B of state each).
-        gpu_slots(&mut opts, a.stack_capacity);
-    }
     let reference = match &a.compare {
-        Some(p) => Some(read_profile(p)?),
+        Some(p) => Some(warpdrive_em::output::read_profile(p)?),
         None => None,
     };
     let physics = PhysicsList::compton_only(&material);
@@ -176,27 +172,6 @@ pub fn em(a: &EmArgs) -> Result<()> {
     Ok(())
 }
 
-/// Track slots in flight on a GPU (the fastest of `warpdrive bench em --device cuda`'s sweep on
-/// an H100: more slots mean more state traffic per iteration than the extra parallelism buys).
-const GPU_SLOTS: u64 = 1 << 20;
-
-/// Track slots for a GPU run: up to [`GPU_SLOTS`]; stacks of one entry per slot unless
-/// `capacity` is given.
-fn gpu_slots(opts: &mut RunOptions, capacity: Option<u32>) {
-    opts.slots = opts.tracks.min(GPU_SLOTS) as usize;
-    let c = capacity.unwrap_or(opts.slots as u32);
-    opts.hit_capacity = c;
-    opts.secondary_capacity = c;
-}
-
-/// One value per line (a reference profile).
-fn read_profile(p: &std::path::Path) -> Result<Vec<f64>> {
-    let text = warpdrive_core::error::read_text(p)?;
-    warpdrive_core::error::data_lines(&text)
-        .map(|(line, l)| Ok(warpdrive_core::error::parse_f64(p, line, "edep", Some(l.trim()))?))
-        .collect()
-}
-
 #[derive(Args)]
 pub struct BenchEm {
     /// Tracks (the spec's benchmark: 8 388 608 on a GPU).
@@ -251,8 +226,6 @@ pub fn bench(b: &BenchEm) -> Result<()> {
         }
         // The default build against the build without its switches, at the default slots.
         {
-            let mut opts = opts.clone();
-            gpu_slots(&mut opts, None);
             let (r, st) = warpdrive_em::gpu::run_with(&physics, &opts, ordinal, &Progress::hidden(), &[])?;
             let rate = r.steps as f64 / st.seconds;
             println!(

@@ -312,24 +312,16 @@ pub fn disk_cache_dir() -> Option<std::path::PathBuf> {
 /// File name of a cached PTX: kernel name and a 64-bit FNV-1a hash of everything that decides
 /// the output (expanded source, options, NVRTC version). Stable across runs and Rust versions.
 pub fn disk_cache_key(name: &str, full_src: &str, opts: &KernelOptions, nvrtc: (i32, i32)) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h ^= 0xff;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    };
-    eat(full_src.as_bytes());
-    eat(opts.arch.as_bytes());
-    eat(&[u8::from(opts.precise)]);
+    let mut h = crate::hash::Fnv64::new();
+    h.part(full_src.as_bytes())
+        .part(opts.arch.as_bytes())
+        .part(&[u8::from(opts.precise)]);
     for d in &opts.defines {
-        eat(d.as_bytes());
+        h.part(d.as_bytes());
     }
-    eat(format!("{}.{}", nvrtc.0, nvrtc.1).as_bytes());
+    h.part(format!("{}.{}", nvrtc.0, nvrtc.1).as_bytes());
     let stem: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    format!("{stem}-{h:016x}.ptx")
+    format!("{stem}-{}.ptx", h.hex())
 }
 
 /// Compile and load `function` of a kernel source on `gpu`.

@@ -7,11 +7,13 @@
 //! * [`progress`] — a progress bar on a terminal, silent otherwise.
 //! * [`error`] — input errors that name file, line and field.
 //! * [`plot`] — PNG plots with a built-in font.
+//! * [`hash`] — FNV-1a 64 for cache keys, fingerprints and checksums.
 
 pub mod check;
 pub mod cuda;
 pub mod data;
 pub mod error;
+pub mod hash;
 pub mod plot;
 pub mod progress;
 pub mod rng;

@@ -2,6 +2,7 @@
 // transport}.rs. One thread per track slot; per iteration the host launches `step` (move,
 // kill-or-interact, hits and secondaries claimed from 32-bit stack allocators with one atomic
 // per warp, a full stack makes the track retry next iteration with its random stream rewound),
+// after `init` has set up a batch of tracks,
 // `bin_hits` (fixed-point tally in block-private shared memory, exact integer atomics) and
 // `clear` (reset the stacks). Counters are summed per warp before their one atomic. Compiled in precise mode (IEEE,
 // no FMA contraction), so each track follows the CPU's arithmetic step by step; only the last
@@ -280,6 +281,23 @@ extern "C" __global__ void __launch_bounds__(256) bin_hits(const EmParams P) {
     if (shared)
         for (unsigned int k = threadIdx.x; k < P.tally_size; k += blockDim.x)
             if (s_tally[k]) atomicAdd(&P.tally[k], s_tally[k]);
+}
+
+// A fresh batch: primaries at the origin along +z with energy e0, streams at their start
+// (RandomStream::new: block 0, nothing buffered), alive.
+extern "C" __global__ void init(const EmParams P, double e0) {
+    unsigned int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= P.slots) return;
+    P.px[s] = 0.0; P.py[s] = 0.0; P.pz[s] = 0.0;
+    P.dx[s] = 0.0; P.dy[s] = 0.0; P.dz[s] = 1.0;
+    P.energy[s] = e0;
+    P.rng_block[s] = 0u;
+    P.rng_buf[s] = make_uint4(0u, 0u, 0u, 0u);
+    P.rng_used[s] = 4;
+    P.alive[s] = 1;
+    P.pending[s] = 0;
+    P.steps[s] = 0u;
+    P.electrons[s] = 0u;
 }
 
 extern "C" __global__ void clear(const EmParams P) {

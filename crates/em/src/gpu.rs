@@ -12,7 +12,7 @@ use warpdrive_core::progress::Progress;
 
 pub const KERNEL_NAME: &str = "kn.cu";
 pub const KERNEL_SRC: &str = include_str!("../kernels/kn.cu");
-pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["step", "bin_hits", "clear"])];
+pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["init", "step", "bin_hits", "clear"])];
 /// Kernel switches measured by `warpdrive bench em --device cuda`.
 pub const SWITCHES: &[&str] = &["WD_MIN_BLOCKS=4"];
 /// The switches of the default build: ≤ 64 registers for 4 blocks of 256 per SM (2.91–2.98e9
@@ -132,11 +132,11 @@ fn run_share(
     let (module, step) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "step", true, defines)?;
     let bin_hits = module.load_function("bin_hits")?;
     let clear = module.load_function("clear")?;
+    let init = module.load_function("init")?;
     let st = gpu.stream.clone();
     let slots = opts.slots.min(opts.tracks as usize);
     let xs_energy = st.clone_htod(&grid_xs.energy)?;
     let xs_value = st.clone_htod(&grid_xs.value)?;
-    let f64s = |v: f64| st.clone_htod(&vec![v; slots]);
     let hits = st.alloc_zeros::<f64>(2 * opts.hit_capacity.max(1) as usize)?;
     let secondaries = st.alloc_zeros::<f64>(4 * opts.secondary_capacity.max(1) as usize)?;
     let hit_size = st.alloc_zeros::<u32>(1)?;
@@ -149,37 +149,29 @@ fn run_share(
         ..Default::default()
     };
     let mut registers = 0;
+    // Track state, allocated once and initialised on the device for every batch by `init`.
+    let state_f64: Vec<CudaSlice<f64>> = (0..7).map(|_| st.alloc_zeros::<f64>(slots)).collect::<Result<_, _>>()?;
+    let rng_block = st.alloc_zeros::<u32>(slots)?;
+    let rng_buf = st.alloc_zeros::<u32>(4 * slots)?;
+    let rng_used = st.alloc_zeros::<u8>(slots)?;
+    let alive = st.alloc_zeros::<u8>(slots)?;
+    let pending = st.alloc_zeros::<u8>(slots)?;
+    let steps = st.alloc_zeros::<u32>(slots)?;
+    let electrons = st.alloc_zeros::<u32>(slots)?;
+    let mut state = [0u64; 14];
+    for (k, s) in state_f64.iter().enumerate() {
+        state[k] = ptr(s, &st);
+    }
+    state[7] = ptr(&rng_block, &st);
+    state[8] = ptr(&rng_buf, &st);
+    state[9] = ptr(&rng_used, &st);
+    state[10] = ptr(&alive, &st);
+    state[11] = ptr(&pending, &st);
+    state[12] = ptr(&steps, &st);
+    state[13] = ptr(&electrons, &st);
     let mut first = share.start;
     while first < share.end {
         let n = (share.end - first).min(slots as u64) as usize;
-        // Fresh state for this batch of slots.
-        let state_f64 = [
-            f64s(0.0)?,
-            f64s(0.0)?,
-            f64s(0.0)?,
-            f64s(0.0)?,
-            f64s(0.0)?,
-            f64s(1.0)?,
-            f64s(opts.energy)?,
-        ];
-        let rng_block = st.alloc_zeros::<u32>(slots)?;
-        let rng_buf = st.alloc_zeros::<u32>(4 * slots)?;
-        let rng_used = st.clone_htod(&vec![4u8; slots])?;
-        let alive = st.clone_htod(&(0..slots).map(|i| u8::from(i < n)).collect::<Vec<u8>>())?;
-        let pending = st.alloc_zeros::<u8>(slots)?;
-        let steps = st.alloc_zeros::<u32>(slots)?;
-        let electrons = st.alloc_zeros::<u32>(slots)?;
-        let mut state = [0u64; 14];
-        for (k, s) in state_f64.iter().enumerate() {
-            state[k] = ptr(s, &st);
-        }
-        state[7] = ptr(&rng_block, &st);
-        state[8] = ptr(&rng_buf, &st);
-        state[9] = ptr(&rng_used, &st);
-        state[10] = ptr(&alive, &st);
-        state[11] = ptr(&pending, &st);
-        state[12] = ptr(&steps, &st);
-        state[13] = ptr(&electrons, &st);
         let p = EmParams {
             xs_energy: ptr(&xs_energy, &st),
             xs_value: ptr(&xs_value, &st),
@@ -213,6 +205,13 @@ fn run_share(
             block_dim: (1, 1, 1),
             shared_mem_bytes: 0,
         };
+        // Fresh tracks in the first n slots: at the origin along +z with the primary energy.
+        {
+            let mut l = st.launch_builder(&init);
+            l.arg(&p).arg(&opts.energy);
+            // SAFETY: `init` writes slot s < p.slots of the state arrays, which hold `slots` ≥ n.
+            unsafe { l.launch(cfg(n as u32)) }?;
+        }
         // Start with empty stacks and the alive counter at zero.
         {
             let mut l = st.launch_builder(&clear);

@@ -6,6 +6,14 @@ use warpdrive_core::plot::plotters::prelude::*;
 use warpdrive_core::plot::{colour, write_png, PlotError, FONT};
 use warpdrive_core::table::{Column, Table};
 
+/// A reference profile: one value per line (e.g. Geant4's MeV/cm per 1-cm bin), `#` comments
+/// allowed; a bad value is an error naming file and line.
+pub fn read_profile(path: &Path) -> Result<Vec<f64>, warpdrive_core::InputError> {
+    use warpdrive_core::error::{data_lines, parse_f64, read_text};
+    let text = read_text(path)?;
+    data_lines(&text).map(|(line, l)| parse_f64(path, line, "edep", Some(l))).collect()
+}
+
 /// `edep.parquet`: bin, z range [cm], energy per primary [MeV] and per cm [MeV/cm].
 pub fn write_profile(path: &Path, grid: &TallyGrid, r: &RunResult, meta: &[(String, String)]) -> Result<(), String> {
     let p = r.profile();

@@ -90,6 +90,8 @@ impl RunOptions {
         if tracks == 0 {
             return Err("zero tracks requested".into());
         }
+        // 2^20 slots in flight: the fastest of the slot sweep on an H100 (docs/performance/em.md);
+        // the CPU runs groups of at most 4 096 of them per task.
         let slots = tracks.min(1 << 20) as usize;
         Ok(Self {
             energy,
@@ -159,19 +161,19 @@ impl RunResult {
     /// comparing runs across devices, thread counts and jobs).
     #[must_use]
     pub fn checksum(&self) -> String {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut eat = |x: u128| {
-            for b in x.to_le_bytes() {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0000_0100_0000_01b3);
-            }
-        };
-        self.tally.iter().for_each(|&q| eat(u128::from(q)));
-        eat(self.edep_total);
-        eat(self.edep_z as u128);
-        eat(u128::from(self.steps));
-        eat(u128::from(self.secondaries));
-        format!("{h:016x}")
+        let mut h = warpdrive_core::hash::Fnv64::new();
+        for &q in &self.tally {
+            h.write(&u128::from(q).to_le_bytes());
+        }
+        for x in [
+            self.edep_total,
+            self.edep_z as u128,
+            u128::from(self.steps),
+            u128::from(self.secondaries),
+        ] {
+            h.write(&x.to_le_bytes());
+        }
+        h.hex()
     }
 
     #[must_use]

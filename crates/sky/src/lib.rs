@@ -83,22 +83,21 @@ pub fn prepare(events: &[Event], st: &Settings) -> Result<(Sample, RunInfo), Str
         sample.ra_grid = n.round() as u32;
     }
     // The fingerprint covers everything that decides the numbers of a trial.
-    let mut bytes = Vec::with_capacity(sample.len() * 17);
+    let mut h = warpdrive_core::hash::Fnv64::new();
     for p in 0..sample.len() {
-        bytes.extend_from_slice(&sample.dec[p].to_le_bytes());
-        bytes.extend_from_slice(&sample.ra_turn[p].to_le_bytes());
-        bytes.push(sample.level[p]);
+        h.write(&sample.dec[p].to_le_bytes())
+            .write(&sample.ra_turn[p].to_le_bytes())
+            .write(&[sample.level[p]]);
     }
+    h.part(&[]);
     let edges: Vec<u8> = st.bins.edges_deg.iter().flat_map(|e| e.to_le_bytes()).collect();
     let thr: Vec<u8> = sample.cuts.thresholds.iter().flat_map(|e| e.to_le_bytes()).collect();
-    let config = output::fingerprint(&[
-        &bytes,
-        &edges,
-        &thr,
-        &st.seed.to_le_bytes(),
-        &st.total_trials.to_le_bytes(),
-        &sample.ra_grid.to_le_bytes(),
-    ]);
+    h.part(&edges)
+        .part(&thr)
+        .part(&st.seed.to_le_bytes())
+        .part(&st.total_trials.to_le_bytes())
+        .part(&sample.ra_grid.to_le_bytes());
+    let config = h.hex();
     let mut thresholds = vec![f64::NAN];
     thresholds.extend(&sample.cuts.thresholds);
     let info = RunInfo {

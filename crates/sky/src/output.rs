@@ -56,21 +56,6 @@ fn parse_ranges(s: &str) -> Option<Vec<Range<u64>>> {
         .collect()
 }
 
-/// FNV-1a 64 over bytes, as hex (the configuration fingerprint).
-#[must_use]
-pub fn fingerprint(parts: &[&[u8]]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for &b in *p {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        h ^= 0xff;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
-
 impl RunInfo {
     fn metadata(&self, t: &mut Table, extra: &[(String, String)]) {
         t.meta("sky.config", &self.config);
