@@ -90,9 +90,10 @@ impl RunOptions {
         if tracks == 0 {
             return Err("zero tracks requested".into());
         }
-        // 2^20 slots in flight: the fastest of the slot sweep on an H100 (docs/performance/em.md);
-        // the CPU runs groups of at most 4 096 of them per task.
-        let slots = tracks.min(1 << 20) as usize;
+        // Up to 2^23 slots in flight (~140 B of GPU state and stack each): on an H100 more slots
+        // are faster up to all 8.4 M tracks of the benchmark (docs/performance/em.md). The CPU
+        // runs groups of at most 4 096 of them per task.
+        let slots = tracks.min(1 << 23) as usize;
         Ok(Self {
             energy,
             tracks,
