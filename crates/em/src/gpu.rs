@@ -15,8 +15,8 @@ pub const KERNEL_SRC: &str = include_str!("../kernels/kn.cu");
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["init", "step", "bin_hits", "clear"])];
 /// Kernel switches measured by `warpdrive bench em --device cuda`.
 pub const SWITCHES: &[&str] = &["WD_MIN_BLOCKS=4"];
-/// The switches of the default build: ≤ 64 registers for 4 blocks of 256 per SM (2.91–2.98e9
-/// vs 2.56–2.79e9 track-steps/s without, H100, docs/performance/em.md).
+/// The switches of the default build: ≤ 64 registers for 4 blocks of 256 per SM (6.27e9 vs
+/// 5.84e9 track-steps/s without on the H100 benchmark, docs/performance/em.md).
 pub const DEFAULT_SWITCHES: &[&str] = &["WD_MIN_BLOCKS=4"];
 const BLOCK: u32 = 256;
 /// Iterations between reads of the alive counter.

@@ -19,9 +19,9 @@
 #endif
 #define WD_MAX_HIST 4096
 #define WD_MAX_BINS 1024
-// Bin lookup: WD_LUT cells uniform in squared chord over [0, limit]; cell k holds the first bin
-// whose limit reaches the cell's lower end (one cell lower, to be safe against rounding), and a
-// short forward scan finishes the search — the same answer as the binary search of bins.rs.
+// Bin lookup: the table of bins.rs (AngularBins, LUT_CELLS = WD_LUT cells uniform in squared
+// chord over [0, limit], each holding a bin at or below the answer), built on the host and read
+// into shared memory; a short forward scan finishes the search — the same answer as a search.
 // -DWD_BIN_SEARCH: binary search instead (the first version; kept to measure the difference).
 #define WD_LUT 1024
 
@@ -94,7 +94,8 @@ extern "C" __global__ void scramble(const double* __restrict__ sin_dec, const do
 // count.rs: the pair test. hist: [trial in batch][levels × bins] differential counts.
 extern "C" __global__ void __launch_bounds__(WD_TILE) pairs(const double4* __restrict__ vec_all,
                                                             const unsigned int* __restrict__ window_end,
-                                                            const double* __restrict__ limits, unsigned int n,
+                                                            const double* __restrict__ limits,
+                                                            const unsigned short* __restrict__ lut, unsigned int n,
                                                             unsigned int bins, unsigned int levels,
                                                             unsigned long long* __restrict__ hist_all) {
     __shared__ double4 tile[WD_TILE];
@@ -110,14 +111,8 @@ extern "C" __global__ void __launch_bounds__(WD_TILE) pairs(const double4* __res
     for (unsigned int k = threadIdx.x; k < bins; k += blockDim.x) s_lim[k] = limits[k];
     double limit = limits[bins - 1];
 #ifndef WD_BIN_SEARCH
-    double cell_width = limit / (double)WD_LUT;
-    double inv_cell = (double)WD_LUT / limit;
-    for (unsigned int k = threadIdx.x; k <= WD_LUT; k += blockDim.x) {
-        double lower = k > 0u ? (double)(k - 1u) * cell_width : 0.0;
-        unsigned int b = 0u;
-        while (b + 1u < bins && limits[b] < lower) ++b;
-        s_lut[k] = (unsigned short)b;
-    }
+    double inv_cell = (double)WD_LUT / limit;  // as AngularBins::inv_cell
+    for (unsigned int k = threadIdx.x; k <= WD_LUT; k += blockDim.x) s_lut[k] = lut[k];
 #endif
 
     unsigned int i0 = blockIdx.x * blockDim.x;

@@ -85,6 +85,12 @@ impl AngularBins {
         self.edges_deg.is_empty()
     }
 
+    /// The bin lookup table (LUT_CELLS + 1 entries), for the CUDA kernel.
+    #[must_use]
+    pub fn lookup_table(&self) -> &[u16] {
+        &self.lut
+    }
+
     /// The largest edge [deg].
     #[must_use]
     pub fn max_deg(&self) -> f64 {
@@ -123,6 +129,13 @@ mod tests {
         let b = AngularBins::uniform(20, 0.25).unwrap();
         assert_eq!(b.len(), 20);
         assert_eq!(b.max_deg(), 5.0);
+    }
+
+    #[test]
+    fn kernel_reads_a_table_of_the_same_size() {
+        let src = include_str!("../kernels/autocorr.cu");
+        assert!(src.contains(&format!("#define WD_LUT {LUT_CELLS}\n")));
+        assert_eq!(AngularBins::uniform(20, 0.25).unwrap().lookup_table().len(), LUT_CELLS + 1);
     }
 
     #[test]

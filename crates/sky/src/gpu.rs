@@ -39,6 +39,7 @@ pub struct SkyGpu {
     level: CudaSlice<u8>,
     window_end: CudaSlice<u32>,
     limits: CudaSlice<f64>,
+    lut: CudaSlice<u16>,
     n: u32,
     bins: u32,
     levels: u32,
@@ -81,6 +82,7 @@ impl SkyGpu {
             level: st.clone_htod(&s.level)?,
             window_end: st.clone_htod(&s.window_end)?,
             limits: st.clone_htod(&s.bins.chord2_limits)?,
+            lut: st.clone_htod(s.bins.lookup_table())?,
             vec: st.alloc_zeros::<f64>(4 * n * batch as usize)?,
             hist: st.alloc_zeros::<u64>(s.hist_len() * batch as usize)?,
             n: n as u32,
@@ -122,6 +124,7 @@ impl SkyGpu {
         l.arg(&self.vec)
             .arg(&self.window_end)
             .arg(&self.limits)
+            .arg(&self.lut)
             .arg(&self.n)
             .arg(&self.bins)
             .arg(&self.levels)
