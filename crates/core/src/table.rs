@@ -35,6 +35,16 @@ impl Column {
         self.len() == 0
     }
 
+    /// The values as f64, whatever the stored type.
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self {
+            Column::F64(v) => v.clone(),
+            Column::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Column::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Column::I64(v) => v.iter().map(|&x| x as f64).collect(),
+        }
+    }
+
     fn parquet_type(&self) -> &'static str {
         match self {
             Column::I32(_) => "INT32",
@@ -75,6 +85,16 @@ impl Table {
 
     pub fn push(&mut self, name: &str, column: Column) {
         self.columns.push((name.to_string(), column));
+    }
+
+    /// The column called `name`, if any.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+    }
+
+    /// The metadata value of `key`, if any.
+    pub fn meta_value(&self, key: &str) -> Option<&str> {
+        self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     pub fn meta(&mut self, key: &str, value: impl Into<String>) {

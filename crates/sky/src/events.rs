@@ -161,7 +161,7 @@ fn read_text_events(path: &Path, names: &ColumnNames, csv: bool) -> Result<Vec<E
 }
 
 fn read_parquet_events(path: &Path, names: &ColumnNames) -> Result<Vec<Event>, InputError> {
-    use warpdrive_core::table::{read_parquet, Column};
+    use warpdrive_core::table::read_parquet;
     let table = read_parquet(path).map_err(|e| InputError::file(path, e.to_string()))?;
     let header: Vec<String> = table.columns.iter().map(|(n, _)| n.clone()).collect();
     let ci = [
@@ -169,14 +169,7 @@ fn read_parquet_events(path: &Path, names: &ColumnNames) -> Result<Vec<Event>, I
         find_column(path, &header, &names.dec, "declination")?,
         find_column(path, &header, &names.energy, "energy")?,
     ];
-    let as_f64 = |k: usize| -> Vec<f64> {
-        match &table.columns[ci[k]].1 {
-            Column::F64(v) => v.clone(),
-            Column::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Column::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
-            Column::I64(v) => v.iter().map(|&x| x as f64).collect(),
-        }
-    };
+    let as_f64 = |k: usize| -> Vec<f64> { table.columns[ci[k]].1.to_f64() };
     let (ra, dec, e) = (as_f64(0), as_f64(1), as_f64(2));
     let cn = [header[ci[0]].as_str(), header[ci[1]].as_str(), header[ci[2]].as_str()];
     (0..ra.len())

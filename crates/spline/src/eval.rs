@@ -132,7 +132,13 @@ pub struct Point {
 impl SplineTable {
     /// Locate `x` on every axis; `Err(value)` when the result is already known (0 outside, NaN).
     pub fn locate(&self, x: &[f64]) -> Result<Point, f64> {
-        assert_eq!(x.len(), self.ndim(), "point has {} coordinates for a {}-D table", x.len(), self.ndim());
+        assert_eq!(
+            x.len(),
+            self.ndim(),
+            "point has {} coordinates for a {}-D table",
+            x.len(),
+            self.ndim()
+        );
         let mut p = Point {
             basis: [Basis::default(); MAX_DIM],
         };
@@ -157,6 +163,18 @@ impl SplineTable {
     /// Σ c Π B over the support of a located point: odometer over dimensions 0..n-1, the last
     /// (contiguous) dimension innermost.
     pub fn contract(&self, p: &Point) -> f64 {
+        self.contract_with::<false>(p)
+    }
+
+    /// Σ |c Π B|: the scale against which float32 rounding of a value is judged.
+    pub fn magnitude(&self, x: &[f64]) -> f64 {
+        match self.locate(x) {
+            Ok(p) => self.contract_with::<true>(&p),
+            Err(v) => v,
+        }
+    }
+
+    fn contract_with<const ABS: bool>(&self, p: &Point) -> f64 {
         let nd = self.ndim();
         let last = nd - 1;
         let kl = self.order[last] as usize + 1;
@@ -174,9 +192,9 @@ impl SplineTable {
             let row = &self.coefficients[pos..pos + kl];
             let mut s = 0.0;
             for (c, b) in row.iter().zip(bl) {
-                s += f64::from(*c) * b;
+                s += if ABS { (f64::from(*c) * b).abs() } else { f64::from(*c) * b };
             }
-            sum += w * s;
+            sum += if ABS { w.abs() * s } else { w * s };
             // Advance the odometer over dimensions last-1 .. 0.
             let mut d = last;
             loop {
@@ -255,7 +273,10 @@ impl SplineTable {
         use rayon::prelude::*;
         let nd = self.ndim();
         assert_eq!(points.len() % nd, 0, "points are not a multiple of {nd} coordinates");
-        points.par_chunks(nd * 1024).flat_map_iter(|c| c.chunks_exact(nd).map(|x| self.evaluate(x))).collect()
+        points
+            .par_chunks(nd * 1024)
+            .flat_map_iter(|c| c.chunks_exact(nd).map(|x| self.evaluate(x)))
+            .collect()
     }
 
     /// Values and gradients of many points: `ndim + 1` numbers per point (value first).
@@ -280,7 +301,12 @@ impl SplineTable {
         let nd = self.ndim();
         assert_eq!(axes.len(), nd, "{} grid axes for a {nd}-D table", axes.len());
         let located: Vec<Vec<Locate>> = (0..nd)
-            .map(|d| axes[d].iter().map(|&x| Basis::at(&self.knots[d], self.order[d] as usize, x)).collect())
+            .map(|d| {
+                axes[d]
+                    .iter()
+                    .map(|&x| Basis::at(&self.knots[d], self.order[d] as usize, x))
+                    .collect()
+            })
             .collect();
         let total: usize = axes.iter().map(Vec::len).product();
         let mut out = Vec::with_capacity(total);

@@ -47,7 +47,10 @@ pub enum Pixels {
     F32(Vec<f32>),
     F64(Vec<f64>),
     /// Integer images (BITPIX 8/16/32/64) are kept only to report them.
-    Int { bitpix: i64, len: usize },
+    Int {
+        bitpix: i64,
+        len: usize,
+    },
 }
 
 /// One header-data unit.
@@ -194,8 +197,14 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Hdu>, InputError> {
             axes.push(n as usize);
         }
         let count: usize = if axes.is_empty() { 0 } else { axes.iter().product() };
-        let gcount = cards.iter().find(|c| c.key == "GCOUNT").map_or(Ok(1), |_| int_key(path, &cards, "GCOUNT", first_card))?;
-        let pcount = cards.iter().find(|c| c.key == "PCOUNT").map_or(Ok(0), |_| int_key(path, &cards, "PCOUNT", first_card))?;
+        let gcount = cards
+            .iter()
+            .find(|c| c.key == "GCOUNT")
+            .map_or(Ok(1), |_| int_key(path, &cards, "GCOUNT", first_card))?;
+        let pcount = cards
+            .iter()
+            .find(|c| c.key == "PCOUNT")
+            .map_or(Ok(0), |_| int_key(path, &cards, "PCOUNT", first_card))?;
         let width = match bitpix {
             8 | 16 | 32 | 64 | -32 | -64 => bitpix.unsigned_abs() as usize / 8,
             b => return Err(InputError::new(path, first_card, format!("BITPIX = {b} is not a FITS data type")).field("BITPIX")),
@@ -221,14 +230,23 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Vec<Hdu>, InputError> {
                     _ => f64::NAN,
                 };
                 if v != identity {
-                    return Err(InputError::new(path, c.card, format!("{scale} = {} (scaled images) is not supported", c.value.text())).field(scale));
+                    return Err(InputError::new(
+                        path,
+                        c.card,
+                        format!("{scale} = {} (scaled images) is not supported", c.value.text()),
+                    )
+                    .field(scale));
                 }
             }
         }
         let data = &data[..width * count];
         let pixels = match bitpix {
             -32 => Pixels::F32(data.chunks_exact(4).map(|b| f32::from_be_bytes([b[0], b[1], b[2], b[3]])).collect()),
-            -64 => Pixels::F64(data.chunks_exact(8).map(|b| f64::from_be_bytes(b.try_into().expect("8 bytes"))).collect()),
+            -64 => Pixels::F64(
+                data.chunks_exact(8)
+                    .map(|b| f64::from_be_bytes(b.try_into().expect("8 bytes")))
+                    .collect(),
+            ),
             b => Pixels::Int { bitpix: b, len: count },
         };
         hdus.push(Hdu {
@@ -348,7 +366,10 @@ mod tests {
         assert_eq!(parse_value(" 'open"), None);
         let p = Path::new("x.fits");
         let card = format!("{:<80}", "HIERARCH TARGETMASS = 0.938 / GeV");
-        assert_eq!(parse_card(p, 1, card.as_bytes()).unwrap(), Some(("TARGETMASS".into(), Value::Float(0.938))));
+        assert_eq!(
+            parse_card(p, 1, card.as_bytes()).unwrap(),
+            Some(("TARGETMASS".into(), Value::Float(0.938)))
+        );
         let card = format!("{:<80}", "COMMENT anything = goes");
         assert_eq!(parse_card(p, 1, card.as_bytes()).unwrap(), None);
     }

@@ -4,9 +4,17 @@
 //! * [`fits`] — the FITS subset photospline uses (read and write).
 //! * [`table`] — [`SplineTable`]: knots, orders, extents, float32 coefficients, aux keys.
 //! * [`eval`] — value, gradient, batch and grid evaluation on the CPU.
+//! * [`millipede`] — response matrices, binning, NNLS/PCG Poisson unfolding, synthetic events.
+//! * [`layout`] — coefficient layouts for the GPU (photospline's, and a redundant window copy).
+
+// The evaluators and solvers index several arrays by one dimension/source index, as the
+// equations do; iterator chains would hide that.
+#![allow(clippy::needless_range_loop)]
 
 pub mod eval;
 pub mod fits;
+pub mod layout;
+pub mod millipede;
 pub mod table;
 
 pub use table::SplineTable;

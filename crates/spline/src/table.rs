@@ -55,7 +55,11 @@ impl SplineTable {
             return Err(format!("{nd} dimensions; 1 to {MAX_DIM} are supported"));
         }
         if knots.len() != nd || naxes.len() != nd {
-            return Err(format!("{nd} orders but {} knot vectors and {} coefficient axes", knots.len(), naxes.len()));
+            return Err(format!(
+                "{nd} orders but {} knot vectors and {} coefficient axes",
+                knots.len(),
+                naxes.len()
+            ));
         }
         for d in 0..nd {
             if order[d] > MAX_ORDER {
@@ -71,13 +75,22 @@ impl SplineTable {
                 ));
             }
             if naxes[d] <= order[d] as usize {
-                return Err(format!("axis {d} has {} coefficients, fewer than order + 1 = {}", naxes[d], order[d] + 1));
+                return Err(format!(
+                    "axis {d} has {} coefficients, fewer than order + 1 = {}",
+                    naxes[d],
+                    order[d] + 1
+                ));
             }
             if let Some(i) = knots[d].iter().position(|k| !k.is_finite()) {
                 return Err(format!("KNOTS{d}[{i}] is not finite"));
             }
             if let Some(i) = knots[d].windows(2).position(|w| w[1] < w[0]) {
-                return Err(format!("KNOTS{d} decreases at index {}: {} then {}", i + 1, knots[d][i], knots[d][i + 1]));
+                return Err(format!(
+                    "KNOTS{d} decreases at index {}: {} then {}",
+                    i + 1,
+                    knots[d][i],
+                    knots[d][i + 1]
+                ));
             }
         }
         let total: usize = naxes.iter().product();
@@ -120,15 +133,27 @@ impl SplineTable {
         let coefficients = match &primary.pixels {
             Pixels::F32(v) => v.clone(),
             Pixels::F64(_) => {
-                return Err(InputError::new(path, at, "coefficients are float64 (BITPIX = -64); photospline tables store float32 (BITPIX = -32)").field("BITPIX"))
+                return Err(InputError::new(
+                    path,
+                    at,
+                    "coefficients are float64 (BITPIX = -64); photospline tables store float32 (BITPIX = -32)",
+                )
+                .field("BITPIX"))
             }
             Pixels::Int { bitpix, .. } => {
-                return Err(InputError::new(path, at, format!("coefficients have BITPIX = {bitpix} (integers); photospline tables store float32 (BITPIX = -32)")).field("BITPIX"))
+                return Err(InputError::new(
+                    path,
+                    at,
+                    format!("coefficients have BITPIX = {bitpix} (integers); photospline tables store float32 (BITPIX = -32)"),
+                )
+                .field("BITPIX"))
             }
         };
         if let Some(c) = primary.get("TYPE") {
             if c.value != Value::Str("Spline Coefficient Table".into()) {
-                return Err(InputError::new(path, c.card, format!("TYPE = '{}', not 'Spline Coefficient Table'", c.value.text())).field("TYPE"));
+                return Err(
+                    InputError::new(path, c.card, format!("TYPE = '{}', not 'Spline Coefficient Table'", c.value.text())).field("TYPE"),
+                );
             }
         }
         let nd = primary.axes.len();
@@ -175,7 +200,12 @@ impl SplineTable {
             match &h.pixels {
                 Pixels::F64(v) => Ok(v.clone()),
                 Pixels::F32(v) => Ok(v.iter().map(|&x| f64::from(x)).collect()),
-                Pixels::Int { bitpix, .. } => Err(InputError::new(path, h.first_card, format!("{name} has BITPIX = {bitpix}; knots are float64 (BITPIX = -64)")).field("BITPIX")),
+                Pixels::Int { bitpix, .. } => Err(InputError::new(
+                    path,
+                    h.first_card,
+                    format!("{name} has BITPIX = {bitpix}; knots are float64 (BITPIX = -64)"),
+                )
+                .field("BITPIX")),
             }
         };
         let mut knots = Vec::with_capacity(nd);
@@ -280,7 +310,13 @@ mod tests {
         assert!(e.contains("KNOTS0 has 4 knots") && e.contains("expected 5"), "{e}");
         let e = SplineTable::new(vec![1], vec![vec![0.0, 2.0, 1.0, 3.0]], vec![2], vec![0.0; 2]).unwrap_err();
         assert!(e.contains("decreases"), "{e}");
-        let t = SplineTable::new(vec![1, 2], vec![vec![0.0, 1.0, 2.0, 3.0], vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]], vec![2, 3], vec![0.0; 6]).unwrap();
+        let t = SplineTable::new(
+            vec![1, 2],
+            vec![vec![0.0, 1.0, 2.0, 3.0], vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]],
+            vec![2, 3],
+            vec![0.0; 6],
+        )
+        .unwrap();
         assert_eq!(t.strides, vec![3, 1]);
         assert_eq!(t.extents, vec![[1.0, 2.0], [2.0, 3.0]]);
     }

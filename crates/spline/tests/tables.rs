@@ -42,8 +42,16 @@ fn full_basis(t: &[f64], k: usize, x: f64) -> Vec<f64> {
     for j in 1..=k {
         b = (0..m - 1 - j)
             .map(|i| {
-                let a = if t[i + j] > t[i] { (x - t[i]) / (t[i + j] - t[i]) * b[i] } else { 0.0 };
-                let c = if t[i + j + 1] > t[i + 1] { (t[i + j + 1] - x) / (t[i + j + 1] - t[i + 1]) * b[i + 1] } else { 0.0 };
+                let a = if t[i + j] > t[i] {
+                    (x - t[i]) / (t[i + j] - t[i]) * b[i]
+                } else {
+                    0.0
+                };
+                let c = if t[i + j + 1] > t[i + 1] {
+                    (t[i + j + 1] - x) / (t[i + j + 1] - t[i + 1]) * b[i + 1]
+                } else {
+                    0.0
+                };
                 a + c
             })
             .collect();
@@ -55,7 +63,10 @@ fn full_basis(t: &[f64], k: usize, x: f64) -> Vec<f64> {
 /// Σ |c Π B| as the scale of float32 rounding.
 fn reference(t: &SplineTable, x: &[f64]) -> (f64, f64) {
     let bases: Vec<Vec<f64>> = (0..t.ndim()).map(|d| full_basis(&t.knots[d], t.order[d] as usize, x[d])).collect();
-    let nz: Vec<Vec<(usize, f64)>> = bases.iter().map(|b| b.iter().copied().enumerate().filter(|(_, v)| *v != 0.0).collect()).collect();
+    let nz: Vec<Vec<(usize, f64)>> = bases
+        .iter()
+        .map(|b| b.iter().copied().enumerate().filter(|(_, v)| *v != 0.0).collect())
+        .collect();
     let (mut sum, mut scale) = (0.0, 0.0);
     let mut idx = vec![0usize; t.ndim()];
     if nz.iter().any(Vec::is_empty) {
@@ -108,7 +119,11 @@ fn every_table_loads_with_its_metadata() {
     let ems = SplineTable::read(&dir.join("icetray_photospline_ems/ems_z0_a0.pt.prob.fits")).unwrap();
     assert_eq!(ems.naxes, vec![22, 9, 16, 25]);
     assert_eq!(ems.order, vec![2, 2, 2, 3]);
-    assert!((ems.aux_f64("NGROUP").unwrap() - 1.3277).abs() < 1e-4, "{:?}", ems.aux_f64("NGROUP"));
+    assert!(
+        (ems.aux_f64("NGROUP").unwrap() - 1.3277).abs() < 1e-4,
+        "{:?}",
+        ems.aux_f64("NGROUP")
+    );
     let xs = SplineTable::read(&dir.join("leptoninjector_xs/test_xs.fits")).unwrap();
     assert!(xs.aux_value("TARGETMASS").is_some(), "HIERARCH key lost: {:?}", xs.aux);
     assert!(xs.aux_value("INTERACTION").is_some());
@@ -121,7 +136,10 @@ fn every_table_loads_with_its_metadata() {
     }
     let nco = SplineTable::read(&dir.join("photospline_test/test_spline_5d_nco.fits")).unwrap();
     assert_eq!(nco.order, vec![2, 2, 2, 2, 3]);
-    assert!(matches!(ems.aux_value("GEOMETRY"), Some(Value::Int(1)) | Some(Value::Float(_)) | Some(Value::Str(_))));
+    assert!(matches!(
+        ems.aux_value("GEOMETRY"),
+        Some(Value::Int(1)) | Some(Value::Float(_)) | Some(Value::Str(_))
+    ));
 }
 
 #[test]
@@ -135,7 +153,11 @@ fn provenance_reference_values() {
         ("icetray_photospline_ems/ems_z0_a0.pt.prob.fits", &[50.0, 0.0, 0.0, 100.0], 0.42579),
         ("icetray_photospline_ems/ems_z0_a0.pt.prob.fits", &[50.0, 0.0, 0.0, 500.0], 0.87927),
         ("icetray_photospline_ems/ems_z0_a0.pt.prob.fits", &[50.0, 0.0, 0.0, 2000.0], 0.99852),
-        ("icetray_photospline_ems/ems_z0_a0.pt.prob.fits", &[300.0, 90.0, 0.0, 3500.0], 0.995978369),
+        (
+            "icetray_photospline_ems/ems_z0_a0.pt.prob.fits",
+            &[300.0, 90.0, 0.0, 3500.0],
+            0.995978369,
+        ),
         ("nuflux/H3a_SIBYLL23C_conv_numu.fits", &[4.85, 0.508726], -17.2137562),
         ("ngc1068_kde/bg_2d_photospline.fits", &[5.523022, 0.413176], 6.35108981e-05),
         ("leptoninjector_xs/test_xs.fits", &[6.5, -6.136845, -6.136845], -199.049972),
@@ -151,7 +173,11 @@ fn provenance_reference_values() {
         };
         let digits = format!("{want:e}").split('e').next().unwrap().replace(['-', '.'], "").len() as i32;
         let g = t.gradient(x);
-        let from_point: f64 = x.iter().enumerate().map(|(d, &xd)| g.grad[d].abs() * if xd == 0.0 { 0.0 } else { half_unit(xd) }).sum();
+        let from_point: f64 = x
+            .iter()
+            .enumerate()
+            .map(|(d, &xd)| g.grad[d].abs() * if xd == 0.0 { 0.0 } else { half_unit(xd) })
+            .sum();
         let tol = 0.5 * want.abs() * 10f64.powi(1 - digits) + from_point + 1e-12;
         assert!((got - want).abs() <= tol, "{file} at {x:?}: {got} vs {want} (tolerance {tol:e})");
     }
@@ -182,7 +208,11 @@ fn agrees_with_independent_de_boor_at_random_points() {
             let mut x: Vec<f64> = t.extents.iter().map(|e| 0.5 * (e[0] + e[1])).collect();
             x[d] = 0.5 * (t.knots[d][0] + t.extents[d][0]);
             let (want, scale) = reference(&t, &x);
-            assert!((t.evaluate(&x) - want).abs() <= 1e-12 * scale.max(1e-300), "{} below the extents in dim {d}", f.display());
+            assert!(
+                (t.evaluate(&x) - want).abs() <= 1e-12 * scale.max(1e-300),
+                "{} below the extents in dim {d}",
+                f.display()
+            );
         }
         eprintln!("{}: worst relative difference {worst:.1e}", f.display());
     }
@@ -216,7 +246,12 @@ fn gradients_match_finite_differences() {
                 // O(h² f''') otherwise; a knot between x±h adds O(h f'') — bound by the scale.
                 let (_, scale) = reference(&t, &x);
                 let tol = 1e-6 * (scale / span).max(fd.abs()) + 1e-9;
-                assert!((g.grad[d] - fd).abs() <= tol, "{} dim {d} at {x:?}: {} vs {fd}", f.display(), g.grad[d]);
+                assert!(
+                    (g.grad[d] - fd).abs() <= tol,
+                    "{} dim {d} at {x:?}: {} vs {fd}",
+                    f.display(),
+                    g.grad[d]
+                );
             }
         }
     }
@@ -226,7 +261,11 @@ fn gradients_match_finite_differences() {
 fn grid_equals_pointwise() {
     let Some(dir) = data() else { return };
     let t = SplineTable::read(&dir.join("icetray_photospline_ems/ems_z0_a0.pt.prob.fits")).unwrap();
-    let axes: Vec<Vec<f64>> = t.extents.iter().map(|e| (0..5).map(|i| e[0] + (e[1] - e[0]) * f64::from(i) / 4.0).collect()).collect();
+    let axes: Vec<Vec<f64>> = t
+        .extents
+        .iter()
+        .map(|e| (0..5).map(|i| e[0] + (e[1] - e[0]) * f64::from(i) / 4.0).collect())
+        .collect();
     let g = t.grid(&axes);
     let mut k = 0;
     for a in &axes[0] {

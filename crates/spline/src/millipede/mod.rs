@@ -1,0 +1,8 @@
+//! Millipede energy unfolding (spec §2): the forward model and response matrix ([`model`]),
+//! event pulses and their binning ([`event`]), the non-negative Poisson solvers and Fisher
+//! uncertainties ([`solve`]) and synthetic events drawn from the same tables ([`synth`]).
+
+pub mod event;
+pub mod model;
+pub mod solve;
+pub mod synth;
