@@ -17,6 +17,8 @@ pub enum BenchCommand {
     Sky(crate::sky::BenchSky),
     /// EM Klein–Nishina mini-app on the CPU: track-steps per second.
     Em(crate::em::BenchEm),
+    /// Spline evaluation rates (3-D amplitude, 4-D timing tables) and Millipede response-matrix build time.
+    Spline(crate::spline::BenchSpline),
 }
 
 #[derive(Args)]
@@ -52,6 +54,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Photon(b) => b,
         BenchCommand::Sky(b) => return crate::sky::bench(&b),
         BenchCommand::Em(b) => return crate::em::bench(&b),
+        BenchCommand::Spline(b) => return crate::spline::bench(&b),
     };
     if b.device != "cpu" {
         return gpu(&b);

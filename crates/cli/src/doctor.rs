@@ -23,6 +23,11 @@ fn kernels() -> Vec<KernelSet> {
             .iter()
             .map(|&(f, s, fs)| (f, s, fs, warpdrive_sky::gpu::SWITCHES, false)),
     );
+    k.extend(
+        warpdrive_spline::gpu::KERNELS
+            .iter()
+            .map(|&(f, s, fs)| (f, s, fs, warpdrive_spline::gpu::SWITCHES, true)),
+    );
     k
 }
 
@@ -100,8 +105,8 @@ pub fn run(compile_only: bool) -> Result<()> {
 }
 
 pub fn gpu_check(device: usize, json: &Path, domain: &str) -> Result<()> {
-    if !["all", "photon", "sky", "em"].contains(&domain) {
-        bail!("--domain {domain}: expected all, photon, sky or em");
+    if !["all", "photon", "sky", "em", "spline"].contains(&domain) {
+        bail!("--domain {domain}: expected all, photon, sky, em or spline");
     }
     let data = warpdrive_core::data::data_dir();
     let mut checks = Vec::new();
@@ -113,6 +118,9 @@ pub fn gpu_check(device: usize, json: &Path, domain: &str) -> Result<()> {
     }
     if domain == "all" || domain == "sky" {
         checks.extend(warpdrive_sky::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
+    }
+    if domain == "all" || domain == "spline" {
+        checks.extend(warpdrive_spline::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
     }
     let mut rows = Vec::new();
     println!("{:<55} result", "check");

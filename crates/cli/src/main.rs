@@ -14,12 +14,13 @@ mod bench;
 mod doctor;
 mod em;
 mod sky;
+mod spline;
 
 #[derive(Parser)]
 #[command(
     name = "warpdrive",
     version,
-    about = "GPU-ready physics Monte Carlo and analysis: photon propagation in ice, EM transport (Klein–Nishina), two-point sky autocorrelation"
+    about = "GPU-ready physics Monte Carlo and analysis: photon propagation in ice, EM transport (Klein–Nishina), two-point sky autocorrelation, photospline tables and Millipede unfolding"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -42,6 +43,11 @@ enum Command {
         #[command(subcommand)]
         what: sky::SkyCommand,
     },
+    /// Photospline tables (info, eval) and Millipede energy unfolding (simulate, unfold).
+    Spline {
+        #[command(subcommand)]
+        what: spline::SplineCommand,
+    },
     /// Combine the outputs of batch jobs (`--jobs N --job-index I`) into the result of one run.
     Merge(sky::MergeArgs),
     /// Benchmarks (print a table, write JSON).
@@ -63,7 +69,7 @@ enum Command {
         /// JSON report.
         #[arg(long, default_value = "gpu-check.json")]
         json: PathBuf,
-        /// Which domain's checks: all, photon, sky or em.
+        /// Which domain's checks: all, photon, sky, em or spline.
         #[arg(long, default_value = "all")]
         domain: String,
     },
@@ -150,6 +156,7 @@ fn run(cli: Cli) -> Result<()> {
             let pool = thread_pool(&a.common)?;
             pool.install(|| sky::autocorr(&a))
         }
+        Command::Spline { what } => spline::run(what),
         Command::Merge(a) => sky::merge(&a),
         Command::Em(a) => {
             let pool = thread_pool(&a.common)?;

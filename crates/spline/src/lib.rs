@@ -5,6 +5,7 @@
 //! * [`table`] — [`SplineTable`]: knots, orders, extents, float32 coefficients, aux keys.
 //! * [`eval`] — value, gradient, batch and grid evaluation on the CPU.
 //! * [`millipede`] — response matrices, binning, NNLS/PCG Poisson unfolding, synthetic events.
+//! * [`gpu`] — the CUDA evaluator and response-matrix builder (`kernels/spline.cu`).
 //! * [`layout`] — coefficient layouts for the GPU (photospline's, and a redundant window copy).
 
 // The evaluators and solvers index several arrays by one dimension/source index, as the
@@ -13,6 +14,8 @@
 
 pub mod eval;
 pub mod fits;
+pub mod gpu;
+pub mod gpu_check;
 pub mod layout;
 pub mod millipede;
 pub mod table;

@@ -41,6 +41,7 @@ pub struct Solution {
     pub sigma: Vec<f64>,
     /// F⁻¹ on the sources with E > 0 (n × n, row-major; zero for sources at E = 0).
     pub covariance: Vec<f64>,
+    /// ln L at the solution, minus the regularisation term if any.
     pub log_likelihood: f64,
     /// Σ (k − μ)²/max(k, 1).
     pub chi2: f64,
@@ -56,6 +57,9 @@ pub struct SolveOptions {
     /// Stop when every free source's relative gradient |∂lnL/∂E_j| / Σ_i Λ_ij is below this.
     pub tolerance: f64,
     pub max_iterations: usize,
+    /// Millipede's `ShowerRegularization` λ [GeV⁻²]: ln L − λ Σ E_j² (a Gaussian prior of
+    /// width 1/√(2λ) on each energy; 1e-9 ≈ 22 TeV). 0 = none.
+    pub regularization: f64,
 }
 
 impl Default for SolveOptions {
@@ -64,6 +68,7 @@ impl Default for SolveOptions {
             solver: Solver::Pcg,
             tolerance: 1e-9,
             max_iterations: 20_000,
+            regularization: 0.0,
         }
     }
 }
@@ -134,7 +139,7 @@ fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
 }
 
 /// Lawson–Hanson NNLS on min Σ w_i (b_i − (ΛE)_i)², b = k − ρ, w = 1/max(k, 1).
-pub fn nnls(l: &Response, k: &[f64], noise: &[f64], max_iterations: usize) -> (Vec<f64>, usize) {
+pub fn nnls(l: &Response, k: &[f64], noise: &[f64], regularization: f64, max_iterations: usize) -> (Vec<f64>, usize) {
     let n = l.cols;
     // Normal equations A = Λᵀ W Λ, c = Λᵀ W b.
     let mut a = vec![0.0; n * n];
@@ -154,6 +159,7 @@ pub fn nnls(l: &Response, k: &[f64], noise: &[f64], max_iterations: usize) -> (V
         }
     }
     for p in 0..n {
+        a[p * n + p] += regularization;
         for q in 0..p {
             a[q * n + p] = a[p * n + q];
         }
@@ -233,7 +239,8 @@ pub fn pcg_poisson(l: &Response, k: &[f64], noise: &[f64], start: &[f64], opts: 
     for it in 0..opts.max_iterations {
         // g = Λᵀ (k/μ − 1)
         let r: Vec<f64> = (0..l.rows).map(|i| k[i] / mu[i] - 1.0).collect();
-        let mut g = vec![0.0; n];
+        let lam = opts.regularization;
+        let mut g: Vec<f64> = x.iter().map(|v| -2.0 * lam * v).collect();
         for i in 0..l.rows {
             let row = l.row(i);
             for j in 0..n {
@@ -282,9 +289,10 @@ pub fn pcg_poisson(l: &Response, k: &[f64], noise: &[f64], start: &[f64], opts: 
         }
         let cap = amax.min(0.999 * amu);
         // Newton on φ'(α) = Σ (k/(μ+αq) − 1) q, φ'' = −Σ k q²/(μ+αq)² (concave).
+        let (xd, dd): (f64, f64) = (x.iter().zip(&d).map(|(a, b)| a * b).sum(), d.iter().map(|b| b * b).sum());
         let mut alpha = 0.0f64;
         for _ in 0..50 {
-            let (mut d1, mut d2) = (0.0, 0.0);
+            let (mut d1, mut d2) = (-2.0 * lam * (xd + alpha * dd), -2.0 * lam * dd);
             for i in 0..l.rows {
                 if q[i] == 0.0 {
                     continue;
@@ -322,8 +330,8 @@ pub fn pcg_poisson(l: &Response, k: &[f64], noise: &[f64], start: &[f64], opts: 
     (x, opts.max_iterations, false)
 }
 
-/// F = Λᵀ diag(k/μ²) Λ.
-pub fn fisher(l: &Response, k: &[f64], mu: &[f64]) -> Vec<f64> {
+/// F = Λᵀ diag(k/μ²) Λ (+ 2λ on the diagonal with a regularisation λ).
+pub fn fisher(l: &Response, k: &[f64], mu: &[f64], regularization: f64) -> Vec<f64> {
     let n = l.cols;
     let mut f = vec![0.0; n * n];
     for i in 0..l.rows {
@@ -342,6 +350,7 @@ pub fn fisher(l: &Response, k: &[f64], mu: &[f64]) -> Vec<f64> {
         }
     }
     for p in 0..n {
+        f[p * n + p] += 2.0 * regularization;
         for q in 0..p {
             f[q * n + p] = f[p * n + q];
         }
@@ -385,7 +394,7 @@ pub fn covariance(f: &[f64], n: usize, energy: &[f64]) -> (Vec<f64>, Vec<f64>) {
 
 /// Unfold: NNLS start, then (for [`Solver::Pcg`]) the Poisson likelihood maximum.
 pub fn unfold(l: &Response, k: &[f64], noise: &[f64], opts: &SolveOptions) -> Solution {
-    let (start, nnls_it) = nnls(l, k, noise, 10 * l.cols + 10);
+    let (start, nnls_it) = nnls(l, k, noise, opts.regularization, 10 * l.cols + 10);
     let (energy, iterations, converged) = match opts.solver {
         Solver::Nnls => (start, nnls_it, true),
         Solver::Pcg => {
@@ -397,9 +406,10 @@ pub fn unfold(l: &Response, k: &[f64], noise: &[f64], opts: &SolveOptions) -> So
         }
     };
     let mu = expectation(l, &energy, noise);
-    let f = fisher(l, k, &mu);
+    let f = fisher(l, k, &mu, opts.regularization);
     let (covariance, sigma) = covariance(&f, l.cols, &energy);
     let (log_likelihood, chi2) = fit_statistics(l, k, noise, &energy);
+    let log_likelihood = log_likelihood - opts.regularization * energy.iter().map(|e| e * e).sum::<f64>();
     Solution {
         energy,
         sigma,

@@ -1,0 +1,300 @@
+//! The CUDA path (`kernels/spline.cu`): batch evaluation of a table (value or value +
+//! gradient) and Millipede's response matrix. Each table's orders are compiled into the kernel
+//! (`-DWD_ORDERS=2,2,2,3`; PTX cached per shape); `-DWD_WINDOW=1` switches to the redundant
+//! window layout of [`crate::layout`].
+
+use crate::layout::Layout;
+use crate::millipede::model::{Bins, Model, Response, Source};
+use crate::SplineTable;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use std::mem::size_of;
+use std::sync::Arc;
+use std::time::Instant;
+use warpdrive_core::cuda::{self, GpuError};
+
+pub const KERNEL_NAME: &str = "spline.cu";
+pub const KERNEL_SRC: &str = include_str!("../kernels/spline.cu");
+pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["eval_points", "response"])];
+/// Switches compiled by `doctor --compile-only` and measured by `warpdrive bench spline`.
+pub const SWITCHES: &[&str] = &["WD_WINDOW=1", "WD_GRAD"];
+const BLOCK: u32 = 256;
+
+/// Twin of `TableDev` in spline.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct TableDev {
+    knots: u64,
+    coef: u64,
+    stride: [i64; 8],
+    knot_off: [i32; 8],
+    nknots: [i32; 8],
+    naxes: [i32; 8],
+    lo: [f64; 8],
+    hi: [f64; 8],
+}
+const _: () = assert!(size_of::<TableDev>() == 304);
+// SAFETY: plain old data with the kernel's layout (size checked here and in spline.cu).
+unsafe impl DeviceRepr for TableDev {}
+
+/// Twin of `ResponseParams` in spline.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct ResponseParams {
+    dom_pos: u64,
+    dom_scale: u64,
+    first_row: u64,
+    rows: u64,
+    first_edge: u64,
+    edges: u64,
+    sources: u64,
+    out: u64,
+    ndoms: u32,
+    nsources: u32,
+    yield_per_gev: f64,
+    t_geo_per_m: f64,
+    timing: i32,
+    pad: i32,
+}
+const _: () = assert!(size_of::<ResponseParams>() == 96);
+// SAFETY: as TableDev.
+unsafe impl DeviceRepr for ResponseParams {}
+
+fn ptr<T>(s: &CudaSlice<T>, st: &Arc<CudaStream>) -> u64 {
+    let (p, _sync) = s.device_ptr(st);
+    p
+}
+
+/// `-D` definition of a table's orders for the kernel (`WD_ORDERS=2,2,2,3`).
+pub fn orders_define(name: &str, t: &SplineTable) -> String {
+    let o: Vec<String> = t.order.iter().map(u32::to_string).collect();
+    format!("{name}={}", o.join(","))
+}
+
+/// A table on the device (the allocations must outlive the `TableDev`).
+struct DeviceTable {
+    _knots: CudaSlice<f64>,
+    _coef: CudaSlice<f32>,
+    dev: TableDev,
+    layout_bytes: usize,
+}
+
+fn upload(st: &Arc<CudaStream>, t: &SplineTable, window: bool) -> Result<DeviceTable, GpuError> {
+    let layout = if window {
+        Layout::window(t).unwrap_or_else(|| Layout::standard(t))
+    } else {
+        Layout::standard(t)
+    };
+    let flat: Vec<f64> = t.knots.iter().flatten().copied().collect();
+    let knots = st.clone_htod(&flat)?;
+    let coef = st.clone_htod(&layout.coefficients)?;
+    let mut dev = TableDev {
+        knots: ptr(&knots, st),
+        coef: ptr(&coef, st),
+        ..Default::default()
+    };
+    let mut off = 0;
+    for d in 0..t.ndim() {
+        dev.stride[d] = layout.strides[d] as i64;
+        dev.knot_off[d] = off as i32;
+        dev.nknots[d] = t.knots[d].len() as i32;
+        dev.naxes[d] = t.naxes[d] as i32;
+        dev.lo[d] = t.extents[d][0];
+        dev.hi[d] = t.extents[d][1];
+        off += t.knots[d].len();
+    }
+    Ok(DeviceTable {
+        _knots: knots,
+        _coef: coef,
+        dev,
+        layout_bytes: layout.bytes(),
+    })
+}
+
+/// How to evaluate on the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvalOptions {
+    /// Read the redundant window layout.
+    pub window: bool,
+    /// Value and gradient (ndim + 1 floats per point) instead of the value.
+    pub gradient: bool,
+    /// Launch the kernel this many times (≥ 1) and report the fastest (benchmarks).
+    pub repeats: usize,
+}
+
+/// Timings of a GPU evaluation.
+#[derive(Clone, Debug, Default)]
+pub struct EvalStats {
+    pub device: String,
+    /// Fastest kernel time [s].
+    pub kernel_s: f64,
+    pub upload_s: f64,
+    pub download_s: f64,
+    pub registers: i32,
+    pub local_bytes: i32,
+    /// Coefficient array bytes on the device in the layout used.
+    pub layout_bytes: usize,
+}
+
+fn defines(extra: &[String], window: bool, gradient: bool) -> Vec<String> {
+    let mut d = extra.to_vec();
+    if window {
+        d.push("WD_WINDOW=1".into());
+    }
+    if gradient {
+        d.push("WD_GRAD".into());
+    }
+    d
+}
+
+/// Evaluate `points` (row-major, ndim each) on GPU `ordinal`: one float per point, or
+/// ndim + 1 (value, gradient) with `opts.gradient`.
+pub fn evaluate(t: &SplineTable, points: &[f64], ordinal: usize, opts: &EvalOptions) -> Result<(Vec<f32>, EvalStats), GpuError> {
+    let nd = t.ndim();
+    if points.len() % nd != 0 {
+        return Err(GpuError::Other(format!("{} coordinates are not a multiple of {nd}", points.len())));
+    }
+    let n = points.len() / nd;
+    let gpu = cuda::open(ordinal)?;
+    gpu.ctx.bind_to_thread()?;
+    let defs = defines(&[orders_define("WD_ORDERS", t)], opts.window, opts.gradient);
+    let (_module, f) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "eval_points", false, &defs)?;
+    let res = cuda::resources(&f)?;
+    let st = gpu.stream.clone();
+    let table = upload(&st, t, opts.window)?;
+    let per = if opts.gradient { nd + 1 } else { 1 };
+    let t0 = Instant::now();
+    let x = st.clone_htod(points)?;
+    st.synchronize()?;
+    let upload_s = t0.elapsed().as_secs_f64();
+    let mut out = st.alloc_zeros::<f32>((n * per).max(1))?;
+    let cfg = LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(BLOCK).max(1), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let count = n as u64;
+    let mut best = f64::INFINITY;
+    for _ in 0..opts.repeats.max(1) {
+        let t1 = Instant::now();
+        let mut l = st.launch_builder(&f);
+        l.arg(&table.dev).arg(&x).arg(&count).arg(&mut out);
+        // SAFETY: `x` holds n·nd doubles, `out` n·per floats; the table's arrays are alive.
+        unsafe { l.launch(cfg) }?;
+        st.synchronize()?;
+        best = best.min(t1.elapsed().as_secs_f64());
+    }
+    let t2 = Instant::now();
+    let mut v = st.clone_dtoh(&out)?;
+    v.truncate(n * per);
+    let download_s = t2.elapsed().as_secs_f64();
+    Ok((
+        v,
+        EvalStats {
+            device: gpu.name.clone(),
+            kernel_s: best,
+            upload_s,
+            download_s,
+            registers: res.registers,
+            local_bytes: res.local_bytes,
+            layout_bytes: table.layout_bytes,
+        },
+    ))
+}
+
+/// Build Λ on GPU `ordinal` (same rows and columns as [`crate::millipede::model::response`]);
+/// the stats' `kernel_s` is the fastest of `repeats` kernel launches.
+pub fn response(
+    model: &Model,
+    bins: &Bins,
+    sources: &[Source],
+    ordinal: usize,
+    window: bool,
+    repeats: usize,
+) -> Result<(Response, EvalStats), GpuError> {
+    let gpu = cuda::open(ordinal)?;
+    gpu.ctx.bind_to_thread()?;
+    let mut defs = vec![orders_define("WD_AMP_ORDERS", &model.amplitude)];
+    if let Some(t) = &model.timing {
+        defs.push(orders_define("WD_TIME_ORDERS", t));
+    }
+    let defs = defines(&defs, window, false);
+    let (_module, f) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "response", false, &defs)?;
+    let res = cuda::resources(&f)?;
+    let st = gpu.stream.clone();
+    let amp = upload(&st, &model.amplitude, window)?;
+    // Amplitude-only models pass the amplitude table in the timing slot; the kernel does not
+    // read it then.
+    let tim = upload(&st, model.timing.as_ref().unwrap_or(&model.amplitude), window)?;
+    let t0 = Instant::now();
+    let pos: Vec<f64> = bins.doms.iter().flat_map(|d| d.pos).collect();
+    let scale: Vec<f64> = bins.doms.iter().map(|d| d.scale).collect();
+    let first_row: Vec<u32> = bins.doms.iter().map(|d| d.first_row as u32).collect();
+    let rows: Vec<u32> = bins.doms.iter().map(|d| d.rows as u32).collect();
+    let first_edge: Vec<u32> = bins.doms.iter().map(|d| d.first_edge as u32).collect();
+    let src: Vec<f64> = sources
+        .iter()
+        .flat_map(|s| [s.pos[0], s.pos[1], s.pos[2], s.dir[0], s.dir[1], s.dir[2], s.time])
+        .collect();
+    let d_pos = st.clone_htod(&pos)?;
+    let d_scale = st.clone_htod(&scale)?;
+    let d_first_row = st.clone_htod(&first_row)?;
+    let d_rows = st.clone_htod(&rows)?;
+    let d_first_edge = st.clone_htod(&first_edge)?;
+    let d_edges = st.clone_htod(&bins.edges)?;
+    let d_src = st.clone_htod(&src)?;
+    let out = st.alloc_zeros::<f64>((bins.rows() * sources.len()).max(1))?;
+    st.synchronize()?;
+    let upload_s = t0.elapsed().as_secs_f64();
+    let p = ResponseParams {
+        dom_pos: ptr(&d_pos, &st),
+        dom_scale: ptr(&d_scale, &st),
+        first_row: ptr(&d_first_row, &st),
+        rows: ptr(&d_rows, &st),
+        first_edge: ptr(&d_first_edge, &st),
+        edges: ptr(&d_edges, &st),
+        sources: ptr(&d_src, &st),
+        out: ptr(&out, &st),
+        ndoms: bins.doms.len() as u32,
+        nsources: sources.len() as u32,
+        yield_per_gev: model.yield_per_gev,
+        t_geo_per_m: model.t_geo(1.0),
+        timing: i32::from(model.timing.is_some()),
+        pad: 0,
+    };
+    let threads = bins.doms.len() as u64 * sources.len() as u64;
+    let cfg = LaunchConfig {
+        grid_dim: ((threads as u32).div_ceil(BLOCK).max(1), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut best = f64::INFINITY;
+    for _ in 0..repeats.max(1) {
+        let t1 = Instant::now();
+        let mut l = st.launch_builder(&f);
+        l.arg(&amp.dev).arg(&tim.dev).arg(&p);
+        // SAFETY: every pointer in `p` is a live allocation sized from `bins` and `sources`.
+        unsafe { l.launch(cfg) }?;
+        st.synchronize()?;
+        best = best.min(t1.elapsed().as_secs_f64());
+    }
+    let t2 = Instant::now();
+    let mut values = st.clone_dtoh(&out)?;
+    values.truncate(bins.rows() * sources.len());
+    let download_s = t2.elapsed().as_secs_f64();
+    Ok((
+        Response {
+            rows: bins.rows(),
+            cols: sources.len(),
+            values,
+        },
+        EvalStats {
+            device: gpu.name.clone(),
+            kernel_s: best,
+            upload_s,
+            download_s,
+            registers: res.registers,
+            local_bytes: res.local_bytes,
+            layout_bytes: amp.layout_bytes + tim.layout_bytes,
+        },
+    ))
+}

@@ -1,0 +1,205 @@
+//! Device checks of the spline domain (`warpdrive gpu-check --domain spline`): GPU evaluation
+//! (both coefficient layouts, value and gradient) equals the CPU's on every table of
+//! shared/data/splines to float32 rounding, and the GPU response matrix equals the CPU's.
+//!
+//! "Float32 rounding" is stated as a bound relative to the size of the terms summed: for values
+//! |f_gpu − f_cpu| ≤ 1e-5 · Σ|c·ΠB| (≈ 85 float32 ulps of the largest possible partial sum),
+//! for gradients the same with Σ|c·ΠB| × (knots per unit length) as the scale of ∂/∂x.
+
+use crate::gpu::{evaluate, response, EvalOptions};
+use crate::millipede::event::Binning;
+use crate::millipede::model::{direction, response as response_cpu, Hypothesis, Model, Source};
+use crate::millipede::solve::{unfold, SolveOptions};
+use crate::millipede::synth::{generate, SynthOptions};
+use crate::SplineTable;
+use std::path::{Path, PathBuf};
+use warpdrive_core::check::Check;
+use warpdrive_core::RandomStream;
+use warpdrive_photon::geometry::Geometry;
+
+const VALUE_TOL: f64 = 1e-5;
+
+fn tables(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for sub in rd.flatten() {
+            if let Ok(files) = std::fs::read_dir(sub.path()) {
+                out.extend(
+                    files
+                        .flatten()
+                        .map(|f| f.path())
+                        .filter(|p| p.extension().is_some_and(|e| e == "fits")),
+                );
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Random points inside the extents, plus a few outside the knots and a NaN.
+fn points(t: &SplineTable, n: usize, seed: u64) -> Vec<f64> {
+    let mut r = RandomStream::new(seed, 0x5350_4300, 0);
+    let mut p = Vec::with_capacity(n * t.ndim());
+    for i in 0..n {
+        for (d, e) in t.extents.iter().enumerate() {
+            let v = match i {
+                0 => t.knots[d][0] - 1.0,
+                1 if d == 0 => f64::NAN,
+                _ => e[0] + (e[1] - e[0]) * r.uniform_f64(),
+            };
+            p.push(v);
+        }
+    }
+    p
+}
+
+pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {
+    let mut checks = Vec::new();
+    let files = tables(&data.join("splines"));
+    if files.is_empty() {
+        return Err(format!("no spline tables under {}", data.join("splines").display()));
+    }
+    for window in [false, true] {
+        for gradient in [false, true] {
+            log(&format!("spline: GPU vs CPU evaluation, window {window}, gradient {gradient}"));
+            let mut detail = String::new();
+            let mut passed = true;
+            for f in &files {
+                let t = SplineTable::read(f).map_err(|e| e.to_string())?;
+                let nd = t.ndim();
+                let n = 20_000;
+                let x = points(&t, n, 3);
+                let opts = EvalOptions {
+                    window,
+                    gradient,
+                    repeats: 1,
+                };
+                let (g, st) = evaluate(&t, &x, device, &opts).map_err(|e| e.to_string())?;
+                let per = if gradient { nd + 1 } else { 1 };
+                let (mut worst, mut worst_grad) = (0.0f64, 0.0f64);
+                for i in 0..n {
+                    let p = &x[i * nd..(i + 1) * nd];
+                    let (v, grad) = if gradient {
+                        let c = t.gradient(p);
+                        (c.value, c.grad)
+                    } else {
+                        (t.evaluate(p), [0.0; 8])
+                    };
+                    let gv = f64::from(g[i * per]);
+                    if v.is_nan() || gv.is_nan() {
+                        if v.is_nan() != gv.is_nan() {
+                            passed = false;
+                            detail += &format!("{}: point {i}: NaN on one side only ({v} vs {gv})\n", f.display());
+                        }
+                        continue;
+                    }
+                    let mag = t.magnitude(p).max(1e-30);
+                    worst = worst.max((gv - v).abs() / mag);
+                    if gradient {
+                        for d in 0..nd {
+                            let density = t.knots[d].len() as f64 / (t.extents[d][1] - t.extents[d][0]).abs().max(1e-30);
+                            let e = (f64::from(g[i * per + 1 + d]) - grad[d]).abs() / (mag * density);
+                            worst_grad = worst_grad.max(e);
+                        }
+                    }
+                }
+                let ok = worst <= VALUE_TOL && worst_grad <= VALUE_TOL;
+                passed &= ok;
+                let name = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                detail += &format!(
+                    "{name:<34} {nd}-D: max |Δf|/Σ|cB| = {worst:.2e}{} ({} regs, {} B local){}\n",
+                    if gradient {
+                        format!(", gradient {worst_grad:.2e}")
+                    } else {
+                        String::new()
+                    },
+                    st.registers,
+                    st.local_bytes,
+                    if ok { "" } else { "  FAIL" }
+                );
+            }
+            checks.push(Check {
+                name: format!(
+                    "spline: GPU = CPU to float32 ({}, {})",
+                    if window { "window layout" } else { "standard layout" },
+                    if gradient { "value+gradient" } else { "value" }
+                ),
+                passed,
+                detail: format!("20 000 points per table (one outside the knots, one NaN), bound {VALUE_TOL:e}\n{detail}"),
+            });
+        }
+    }
+
+    // Response matrix and unfolding with the GPU's Λ.
+    log("spline: Millipede response matrix on GPU vs CPU");
+    let ems = data.join("splines/icetray_photospline_ems");
+    let amp = SplineTable::read(&ems.join("ems_z0_a0.pt.abs.fits")).map_err(|e| e.to_string())?;
+    let tim = SplineTable::read(&ems.join("ems_z0_a0.pt.prob.fits")).map_err(|e| e.to_string())?;
+    let geo = Geometry::read(&data.join("geometry/icecube_geo-f2k")).map_err(|e| e.to_string())?;
+    let model = Model::new(amp, Some(tim))?;
+    let h = Hypothesis::Track {
+        vertex: [-90.0, 20.0, -60.0],
+        dir: direction(1.2, 0.4),
+        time: 0.0,
+        length: 240.0,
+        spacing: 30.0,
+    };
+    let sources: Vec<Source> = h.sources();
+    let injected = [4000.0, 0.0, 9000.0, 2500.0, 15000.0, 0.0, 6000.0, 3000.0];
+    let ev = generate(
+        &model,
+        &geo,
+        &sources,
+        &injected,
+        &SynthOptions {
+            seed: 2027,
+            ..Default::default()
+        },
+        0,
+    );
+    let bins = ev.bin(&geo, &Binning::default())?;
+    let l_cpu = response_cpu(&model, &bins, &sources);
+    for window in [false, true] {
+        let (l_gpu, st) = response(&model, &bins, &sources, device, window, 3).map_err(|e| e.to_string())?;
+        // Bound per element: 1e-4 of the DOM's total expectation from that source (float32 basis,
+        // exp of a float32 log-amplitude, differences of float32 CDFs).
+        let mut worst = 0.0f64;
+        for d in &bins.doms {
+            for j in 0..sources.len() {
+                let total: f64 = (0..d.rows).map(|q| l_cpu.at(d.first_row + q, j)).sum();
+                for q in 0..d.rows {
+                    let r = d.first_row + q;
+                    let diff = (l_gpu.at(r, j) - l_cpu.at(r, j)).abs();
+                    if diff > 0.0 {
+                        worst = worst.max(diff / total.max(1e-300));
+                    }
+                }
+            }
+        }
+        let s_cpu = unfold(&l_cpu, &bins.charge, &bins.noise, &SolveOptions::default());
+        let s_gpu = unfold(&l_gpu, &bins.charge, &bins.noise, &SolveOptions::default());
+        let de = s_cpu
+            .energy
+            .iter()
+            .zip(&s_gpu.energy)
+            .zip(&s_cpu.sigma)
+            .map(|((a, b), s)| (a - b).abs() / s)
+            .fold(0.0f64, f64::max);
+        checks.push(Check {
+            name: format!("spline: Millipede Λ on GPU = CPU ({} layout)", if window { "window" } else { "standard" }),
+            passed: worst <= 1e-4 && de <= 1e-3,
+            detail: format!(
+                "{} rows × {} sources: max |ΔΛ| / (DOM-source total) = {worst:.2e} (bound 1e-4); energies unfolded from either Λ differ by at most {de:.2e} σ (bound 1e-3)\nCPU: {:?}\nGPU: {:?}\nkernel {:.3} ms, {} registers, {} B local",
+                l_cpu.rows,
+                l_cpu.cols,
+                s_cpu.energy.iter().map(|e| e.round()).collect::<Vec<_>>(),
+                s_gpu.energy.iter().map(|e| e.round()).collect::<Vec<_>>(),
+                1e3 * st.kernel_s,
+                st.registers,
+                st.local_bytes
+            ),
+        });
+    }
+    Ok(checks)
+}
