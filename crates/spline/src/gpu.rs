@@ -150,7 +150,7 @@ fn defines(extra: &[String], window: bool, gradient: bool) -> Vec<String> {
 /// ndim + 1 (value, gradient) with `opts.gradient`.
 pub fn evaluate(t: &SplineTable, points: &[f64], ordinal: usize, opts: &EvalOptions) -> Result<(Vec<f32>, EvalStats), GpuError> {
     let nd = t.ndim();
-    if points.len() % nd != 0 {
+    if !points.len().is_multiple_of(nd) {
         return Err(GpuError::Other(format!("{} coordinates are not a multiple of {nd}", points.len())));
     }
     let n = points.len() / nd;
