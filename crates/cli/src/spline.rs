@@ -454,8 +454,8 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
     warpdrive_core::table::write_atomic(&a.output.join("summary.json"), format!("{summary:#}\n").as_bytes())?;
     plot_energies(&a.output.join("energies.png"), &along, &sol.energy, &sol.sigma)?;
     println!("{:>6} {:>9} {:>12} {:>10}", "source", "dist [m]", "energy [GeV]", "sigma");
-    for j in 0..sources.len() {
-        println!("{:>6} {:>9.1} {:>12.1} {:>10.1}", j, along[j], sol.energy[j], sol.sigma[j]);
+    for (j, ((d, e), s)) in along.iter().zip(&sol.energy).zip(&sol.sigma).enumerate() {
+        println!("{j:>6} {d:>9.1} {e:>12.1} {s:>10.1}");
     }
     println!(
         "total {total:.1} ± {total_sigma:.1} GeV; ln L = {:.2}, χ² = {:.1} over {} rows; {} {} iterations ({}); Λ built on {device} in {build_s:.3} s -> {}",
