@@ -39,9 +39,10 @@ pub struct EvalArgs {
     /// Also write the gradient (columns grad0, grad1, ...).
     #[arg(long)]
     gradient: bool,
-    /// GPU: read the redundant window coefficient layout.
+    /// GPU: read photospline's own coefficient layout instead of the redundant window layout
+    /// (the default: 1.8× faster on the 4-D timing table, 2.6× the memory; docs/performance/spline.md).
     #[arg(long)]
-    window: bool,
+    standard_layout: bool,
     #[arg(long, short, default_value = "spline-eval.parquet")]
     output: PathBuf,
     #[command(flatten)]
@@ -247,7 +248,7 @@ fn eval(a: &EvalArgs) -> Result<()> {
     let (values, how): (Vec<f64>, String) = match devices(&a.common)? {
         Some(devs) => {
             let opts = warpdrive_spline::gpu::EvalOptions {
-                window: a.window,
+                window: !a.standard_layout,
                 gradient: a.gradient,
                 repeats: 1,
             };
@@ -383,7 +384,7 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
     let t_build = Instant::now();
     let (l, device) = match devices(&a.common)? {
         Some(d) => {
-            let (l, st) = warpdrive_spline::gpu::response(&model, &bins, &sources, d[0], false, 1)?;
+            let (l, st) = warpdrive_spline::gpu::response(&model, &bins, &sources, d[0], true, 1)?;
             (l, st.device)
         }
         None => (response(&model, &bins, &sources), "cpu".to_string()),

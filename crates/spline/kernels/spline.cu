@@ -131,7 +131,7 @@ __device__ __forceinline__ bool basis(const double* t, int nk, double x, int& st
     float d[K + 1];
 #pragma unroll
     for (int m = 0; m <= K; ++m) d[m] = 0.f;
-    if (DERIV && K >= 1) {
+    if constexpr (DERIV && K >= 1) {
 #pragma unroll
         for (int m = 0; m <= K; ++m) {
             int i = l - K + m;
@@ -189,7 +189,7 @@ __device__ __forceinline__ bool evaluate(const TableDev& tb, const double* x, fl
     float B[ND][WD_KMAX], D[ND][WD_KMAX];
     long long base = 0;
     if (!basis_all<S, GRAD>(tb, x, B, D, base)) return false;
-    if (!WINDOW || ND < 2) {
+    if constexpr (!WINDOW || ND < 2) {
         constexpr int LAST = ND - 1;
         constexpr int KL = S::order(LAST) + 1;
         constexpr int NCH = span<S>(0, LAST);
