@@ -15,8 +15,10 @@ use warpdrive_core::cuda::{self, GpuError};
 pub const KERNEL_NAME: &str = "spline.cu";
 pub const KERNEL_SRC: &str = include_str!("../kernels/spline.cu");
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["eval_points", "response"])];
-/// Switches compiled by `doctor --compile-only` and measured by `warpdrive bench spline`.
-pub const SWITCHES: &[&str] = &["WD_WINDOW=1", "WD_GRAD"];
+/// Switches compiled by `doctor --compile-only` (layout, gradient, and table shapes beyond the
+/// default 4-D one: 1-D and the 5-D mixed-order test table); `warpdrive bench spline` measures
+/// the layouts.
+pub const SWITCHES: &[&str] = &["WD_WINDOW=1", "WD_GRAD", "WD_ORDERS=2", "WD_ORDERS=2,2,2,2,3"];
 const BLOCK: u32 = 256;
 
 /// Twin of `TableDev` in spline.cu.
