@@ -213,6 +213,17 @@ impl SplineTable {
 
     /// f(x) and ∇f(x) in one pass (the role of photospline's `ndsplineeval_gradient`).
     pub fn gradient(&self, x: &[f64]) -> Gradient {
+        self.gradient_with::<false>(x)
+    }
+
+    /// Σ|c·ΠB| and Σ|c·∂(ΠB)/∂x_d|: the scales against which float32 rounding of the value and
+    /// gradient is judged.
+    pub fn gradient_magnitude(&self, x: &[f64]) -> Gradient {
+        self.gradient_with::<true>(x)
+    }
+
+    fn gradient_with<const ABS: bool>(&self, x: &[f64]) -> Gradient {
+        let a = |v: f64| if ABS { v.abs() } else { v };
         let nd = self.ndim();
         let p = match self.locate(x) {
             Ok(p) => p,
@@ -236,22 +247,22 @@ impl SplineTable {
             let row = &self.coefficients[pos..pos + kl];
             let (mut s, mut sd) = (0.0, 0.0);
             for (m, c) in row.iter().enumerate() {
-                s += f64::from(*c) * p.basis[last].value[m];
-                sd += f64::from(*c) * p.basis[last].deriv[m];
+                s += a(f64::from(*c) * p.basis[last].value[m]);
+                sd += a(f64::from(*c) * p.basis[last].deriv[m]);
             }
             // Weight of this chunk for the value and for ∂/∂x_e (B'_e in place of B_e).
             let mut w = 1.0;
             for d in 0..last {
                 w *= p.basis[d].value[idx[d]];
             }
-            out.value += w * s;
-            out.grad[last] += w * sd;
+            out.value += a(w) * s;
+            out.grad[last] += a(w) * sd;
             for e in 0..last {
                 let mut we = p.basis[e].deriv[idx[e]];
                 for d in (0..last).filter(|&d| d != e) {
                     we *= p.basis[d].value[idx[d]];
                 }
-                out.grad[e] += we * s;
+                out.grad[e] += a(we) * s;
             }
             let mut d = last;
             loop {

@@ -4,7 +4,7 @@
 //!
 //! "Float32 rounding" is stated as a bound relative to the size of the terms summed: for values
 //! |f_gpu − f_cpu| ≤ 1e-5 · Σ|c·ΠB| (≈ 85 float32 ulps of the largest possible partial sum),
-//! for gradients the same with Σ|c·ΠB| × (knots per unit length) as the scale of ∂/∂x.
+//! for gradients the same relative to Σ|c·∂(ΠB)/∂x_d| (the terms the derivative sums).
 
 use crate::gpu::{evaluate, response, EvalOptions};
 use crate::millipede::event::Binning;
@@ -94,12 +94,11 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
                         }
                         continue;
                     }
-                    let mag = t.magnitude(p).max(1e-30);
-                    worst = worst.max((gv - v).abs() / mag);
+                    let scale = t.gradient_magnitude(p);
+                    worst = worst.max((gv - v).abs() / scale.value.max(1e-30));
                     if gradient {
                         for d in 0..nd {
-                            let density = t.knots[d].len() as f64 / (t.extents[d][1] - t.extents[d][0]).abs().max(1e-30);
-                            let e = (f64::from(g[i * per + 1 + d]) - grad[d]).abs() / (mag * density);
+                            let e = (f64::from(g[i * per + 1 + d]) - grad[d]).abs() / scale.grad[d].max(1e-30);
                             worst_grad = worst_grad.max(e);
                         }
                     }
