@@ -27,6 +27,9 @@ pub struct Basis {
     pub start: usize,
     pub value: [f64; W],
     pub deriv: [f64; W],
+    /// k(|B_{i,k−1}/(t_{i+k}−t_i)| + |B_{i+1,k−1}/(t_{i+k+1}−t_{i+1})|): the size of the two terms
+    /// whose difference is the derivative (the scale of its rounding error).
+    pub deriv_terms: [f64; W],
 }
 
 /// Where a coordinate lies on one axis.
@@ -85,6 +88,7 @@ impl Basis {
         }
         // Derivatives from the degree k-1 values (prev after the loop; for k = 0 they are 0).
         let mut d = [0.0f64; W];
+        let mut dt = [0.0f64; W];
         if k >= 1 {
             for (m, dm) in d.iter_mut().enumerate().take(k + 1) {
                 let i = l as isize - k as isize + m as isize;
@@ -94,7 +98,9 @@ impl Basis {
                 let iu = i as usize;
                 let left = if m >= 1 { prev[m - 1] } else { 0.0 };
                 let right = if m < k { prev[m] } else { 0.0 };
-                *dm = k as f64 * (ratio(left, t[iu + k] - t[iu]) - ratio(right, t[iu + k + 1] - t[iu + 1]));
+                let (a, b) = (ratio(left, t[iu + k] - t[iu]), ratio(right, t[iu + k + 1] - t[iu + 1]));
+                *dm = k as f64 * (a - b);
+                dt[m] = k as f64 * (a.abs() + b.abs());
             }
         }
         // Shift the window so that all k+1 coefficient indices exist (near the ends some of
@@ -111,6 +117,7 @@ impl Basis {
                 let p = (i - start as isize) as usize;
                 basis.value[p] = b[m];
                 basis.deriv[p] = d[m];
+                basis.deriv_terms[p] = dt[m];
             }
         }
         Locate::Inside(basis)
@@ -216,8 +223,9 @@ impl SplineTable {
         self.gradient_with::<false>(x)
     }
 
-    /// Σ|c·ΠB| and Σ|c·∂(ΠB)/∂x_d|: the scales against which float32 rounding of the value and
-    /// gradient is judged.
+    /// Σ|c·ΠB| and, per dimension, the same sum with B'_d replaced by the size of the two terms
+    /// it is the difference of: the scales against which float32 rounding of the value and the
+    /// gradient is judged (a derivative near a cancellation is only as good as its terms).
     pub fn gradient_magnitude(&self, x: &[f64]) -> Gradient {
         self.gradient_with::<true>(x)
     }
@@ -248,7 +256,8 @@ impl SplineTable {
             let (mut s, mut sd) = (0.0, 0.0);
             for (m, c) in row.iter().enumerate() {
                 s += a(f64::from(*c) * p.basis[last].value[m]);
-                sd += a(f64::from(*c) * p.basis[last].deriv[m]);
+                let dl = if ABS { p.basis[last].deriv_terms[m] } else { p.basis[last].deriv[m] };
+                sd += a(f64::from(*c) * dl);
             }
             // Weight of this chunk for the value and for ∂/∂x_e (B'_e in place of B_e).
             let mut w = 1.0;
@@ -258,7 +267,7 @@ impl SplineTable {
             out.value += a(w) * s;
             out.grad[last] += a(w) * sd;
             for e in 0..last {
-                let mut we = p.basis[e].deriv[idx[e]];
+                let mut we = if ABS { p.basis[e].deriv_terms[idx[e]] } else { p.basis[e].deriv[idx[e]] };
                 for d in (0..last).filter(|&d| d != e) {
                     we *= p.basis[d].value[idx[d]];
                 }

@@ -4,7 +4,8 @@
 //!
 //! "Float32 rounding" is stated as a bound relative to the size of the terms summed: for values
 //! |f_gpu − f_cpu| ≤ 1e-5 · Σ|c·ΠB| (≈ 85 float32 ulps of the largest possible partial sum),
-//! for gradients the same relative to Σ|c·∂(ΠB)/∂x_d| (the terms the derivative sums).
+//! for gradients the same relative to Σ|c·ΠB| with B'_d replaced by the size of the two terms
+//! of the de Boor derivative formula (`SplineTable::gradient_magnitude`).
 
 use crate::gpu::{evaluate, response, EvalOptions};
 use crate::millipede::event::Binning;
