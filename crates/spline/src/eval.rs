@@ -256,7 +256,11 @@ impl SplineTable {
             let (mut s, mut sd) = (0.0, 0.0);
             for (m, c) in row.iter().enumerate() {
                 s += a(f64::from(*c) * p.basis[last].value[m]);
-                let dl = if ABS { p.basis[last].deriv_terms[m] } else { p.basis[last].deriv[m] };
+                let dl = if ABS {
+                    p.basis[last].deriv_terms[m]
+                } else {
+                    p.basis[last].deriv[m]
+                };
                 sd += a(f64::from(*c) * dl);
             }
             // Weight of this chunk for the value and for ∂/∂x_e (B'_e in place of B_e).
@@ -267,7 +271,11 @@ impl SplineTable {
             out.value += a(w) * s;
             out.grad[last] += a(w) * sd;
             for e in 0..last {
-                let mut we = if ABS { p.basis[e].deriv_terms[idx[e]] } else { p.basis[e].deriv[idx[e]] };
+                let mut we = if ABS {
+                    p.basis[e].deriv_terms[idx[e]]
+                } else {
+                    p.basis[e].deriv[idx[e]]
+                };
                 for d in (0..last).filter(|&d| d != e) {
                     we *= p.basis[d].value[idx[d]];
                 }
