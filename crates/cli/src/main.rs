@@ -83,7 +83,7 @@ pub struct CommonArgs {
     /// Worker threads of the CPU path (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// GPU: IEEE arithmetic that follows the CPU path photon by photon (slower).
+    /// GPU: IEEE arithmetic, no fast-math intrinsics; photon follows the CPU path photon by photon (slower).
     #[arg(long)]
     precise: bool,
 }

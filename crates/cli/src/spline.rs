@@ -251,6 +251,7 @@ fn eval(a: &EvalArgs) -> Result<()> {
                 window: !a.standard_layout,
                 gradient: a.gradient,
                 repeats: 1,
+                precise: a.common.precise,
             };
             let (v, st) = warpdrive_spline::gpu::evaluate(&t, &flat, devs[0], &opts)?;
             (v.into_iter().map(f64::from).collect(), format!("{} (float32)", st.device))
@@ -384,7 +385,18 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
     let t_build = Instant::now();
     let (l, device) = match devices(&a.common)? {
         Some(d) => {
-            let (l, st) = warpdrive_spline::gpu::response(&model, &bins, &sources, d[0], true, 1)?;
+            let (l, st) = warpdrive_spline::gpu::response(
+                &model,
+                &bins,
+                &sources,
+                d[0],
+                &warpdrive_spline::gpu::EvalOptions {
+                    window: true,
+                    repeats: 1,
+                    precise: a.common.precise,
+                    ..Default::default()
+                },
+            )?;
             (l, st.device)
         }
         None => (response(&model, &bins, &sources), "cpu".to_string()),
@@ -597,6 +609,7 @@ pub fn bench(b: &BenchSpline) -> Result<()> {
                         window,
                         gradient: grad,
                         repeats: 5,
+                        precise: false,
                     };
                     let (_, st) = warpdrive_spline::gpu::evaluate(&t, &pts, dev, &opts)?;
                     let rate = b.points as f64 / st.kernel_s;
@@ -648,7 +661,17 @@ pub fn bench(b: &BenchSpline) -> Result<()> {
     report.insert("response cpu1 s".into(), serde_json::json!(cpu_s));
     if let Some(dev) = gpu {
         for window in [false, true] {
-            let (l, st) = warpdrive_spline::gpu::response(&model, &bins, &sources, dev, window, 5)?;
+            let (l, st) = warpdrive_spline::gpu::response(
+                &model,
+                &bins,
+                &sources,
+                dev,
+                &warpdrive_spline::gpu::EvalOptions {
+                    window,
+                    repeats: 5,
+                    ..Default::default()
+                },
+            )?;
             let worst = l
                 .values
                 .iter()

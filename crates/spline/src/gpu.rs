@@ -121,6 +121,9 @@ pub struct EvalOptions {
     pub gradient: bool,
     /// Launch the kernel this many times (≥ 1) and report the fastest (benchmarks).
     pub repeats: usize,
+    /// IEEE arithmetic (no fast-math intrinsics, no fused multiply-add): slower, closer to the
+    /// CPU path's rounding.
+    pub precise: bool,
 }
 
 /// Timings of a GPU evaluation.
@@ -159,7 +162,7 @@ pub fn evaluate(t: &SplineTable, points: &[f64], ordinal: usize, opts: &EvalOpti
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
     let defs = defines(&[orders_define("WD_ORDERS", t)], opts.window, opts.gradient);
-    let (_module, f) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "eval_points", false, &defs)?;
+    let (_module, f) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "eval_points", opts.precise, &defs)?;
     let res = cuda::resources(&f)?;
     let st = gpu.stream.clone();
     let table = upload(&st, t, opts.window)?;
@@ -204,15 +207,16 @@ pub fn evaluate(t: &SplineTable, points: &[f64], ordinal: usize, opts: &EvalOpti
 }
 
 /// Build Λ on GPU `ordinal` (same rows and columns as [`crate::millipede::model::response`]);
-/// the stats' `kernel_s` is the fastest of `repeats` kernel launches.
+/// with `opts`' layout, arithmetic and repeats (its `gradient` is ignored); the stats' `kernel_s`
+/// is the fastest of `opts.repeats` kernel launches.
 pub fn response(
     model: &Model,
     bins: &Bins,
     sources: &[Source],
     ordinal: usize,
-    window: bool,
-    repeats: usize,
+    opts: &EvalOptions,
 ) -> Result<(Response, EvalStats), GpuError> {
+    let (window, repeats) = (opts.window, opts.repeats);
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
     let mut defs = vec![orders_define("WD_AMP_ORDERS", &model.amplitude)];
@@ -220,7 +224,7 @@ pub fn response(
         defs.push(orders_define("WD_TIME_ORDERS", t));
     }
     let defs = defines(&defs, window, false);
-    let (_module, f) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "response", false, &defs)?;
+    let (_module, f) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "response", opts.precise, &defs)?;
     let res = cuda::resources(&f)?;
     let st = gpu.stream.clone();
     let amp = upload(&st, &model.amplitude, window)?;

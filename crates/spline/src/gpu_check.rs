@@ -75,6 +75,7 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
                     window,
                     gradient,
                     repeats: 1,
+                    precise: false,
                 };
                 let (g, st) = evaluate(&t, &x, device, &opts).map_err(|e| e.to_string())?;
                 let per = if gradient { nd + 1 } else { 1 };
@@ -161,7 +162,18 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
     let bins = ev.bin(&geo, &Binning::default())?;
     let l_cpu = response_cpu(&model, &bins, &sources);
     for window in [false, true] {
-        let (l_gpu, st) = response(&model, &bins, &sources, device, window, 3).map_err(|e| e.to_string())?;
+        let (l_gpu, st) = response(
+            &model,
+            &bins,
+            &sources,
+            device,
+            &EvalOptions {
+                window,
+                repeats: 3,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| e.to_string())?;
         // Bound per element: 1e-4 of the DOM's total expectation from that source (float32 basis,
         // exp of a float32 log-amplitude, differences of float32 CDFs).
         let mut worst = 0.0f64;
