@@ -97,6 +97,26 @@ fn track_segment_losses_are_recovered_and_never_negative() {
         let l = response(&model, &bins, &sources);
         let sol = unfold(&l, &bins.charge, &bins.noise, &SolveOptions::default());
         assert!(sol.converged);
+        // Millipede's PCG reaches the same maximum as the default projected Newton.
+        let pcg = unfold(
+            &l,
+            &bins.charge,
+            &bins.noise,
+            &SolveOptions {
+                solver: Solver::Pcg,
+                ..Default::default()
+            },
+        );
+        assert!(pcg.converged);
+        for j in 0..injected.len() {
+            let d = (sol.energy[j] - pcg.energy[j]).abs();
+            assert!(
+                d <= 1e-3 * sol.sigma[j],
+                "event {ev} source {j}: newton {} pcg {}",
+                sol.energy[j],
+                pcg.energy[j]
+            );
+        }
         assert!(sol.energy.iter().all(|&e| e >= 0.0), "negative energy: {:?}", sol.energy);
         for (j, &e) in injected.iter().enumerate() {
             if e > 0.0 {

@@ -1,0 +1,209 @@
+//! End-to-end tests of `warpdrive spline`: info, eval (CSV in, Parquet out, values equal to the
+//! library's), simulate → unfold on the CPU (every solver, energies near the truth and never
+//! negative, one and two threads identical), and bad input failing cleanly.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use warpdrive_core::table::read_parquet;
+use warpdrive_spline::SplineTable;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_warpdrive"));
+    c.env("WARPDRIVE_PROGRESS", "0");
+    c
+}
+
+fn data() -> Option<PathBuf> {
+    warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("warpdrive-spline-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(c: &mut Command) -> Output {
+    let o = c.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{:?} failed: {}{}",
+        c,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn ems(dir: &Path, which: &str) -> PathBuf {
+    dir.join(format!("splines/icetray_photospline_ems/ems_z0_a0.pt.{which}.fits"))
+}
+
+#[test]
+fn info_and_eval_match_the_library() {
+    let Some(data) = data() else { return };
+    let table = ems(&data, "prob");
+    let o = run(bin().args(["spline", "info"]).arg(&table));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("4-D photospline table") && text.contains("NGROUP"), "{text}");
+
+    let dir = scratch("eval");
+    let points = dir.join("points.csv");
+    std::fs::write(&points, "r,phi,cos,t\n50,0,0,100\n50,0,0,500\n300,90,0,3500\n700,0,0,100\n").unwrap();
+    let out = dir.join("values.parquet");
+    run(bin()
+        .args(["spline", "eval", "--device", "cpu", "--gradient", "--points"])
+        .arg(&points)
+        .arg("-o")
+        .arg(&out)
+        .arg(&table));
+    let t = read_parquet(&out).unwrap();
+    let lib = SplineTable::read(&table).unwrap();
+    let value = t.column("value").unwrap().to_f64();
+    let grad3 = t.column("grad3").unwrap().to_f64();
+    let pts = [
+        [50.0, 0.0, 0.0, 100.0],
+        [50.0, 0.0, 0.0, 500.0],
+        [300.0, 90.0, 0.0, 3500.0],
+        [700.0, 0.0, 0.0, 100.0],
+    ];
+    for (i, x) in pts.iter().enumerate() {
+        assert_eq!(value[i], lib.evaluate(x), "point {i}");
+        assert_eq!(grad3[i], lib.gradient(x).grad[3], "point {i}");
+    }
+    // Beyond the last radial knot (600 m) the table is 0, as in photospline.
+    assert_eq!(value[3], 0.0);
+    assert_eq!(t.column("r").unwrap().to_f64()[2], 300.0);
+}
+
+#[test]
+fn simulate_then_unfold_a_cascade_with_every_solver() {
+    let Some(data) = data() else { return };
+    let dir = scratch("unfold");
+    let event = dir.join("event.parquet");
+    let cascade = "30,-20,-100,0.8,1.5,0";
+    let geo = data.join("geometry/icecube_geo-f2k");
+    let with_data = |c: &mut Command| {
+        c.env("WARPDRIVE_DATA", &data);
+    };
+    let mut c = bin();
+    with_data(&mut c);
+    run(c
+        .args([
+            "spline",
+            "simulate",
+            "--cascade",
+            cascade,
+            "--energy",
+            "5000",
+            "--seed",
+            "11",
+            "--geometry",
+        ])
+        .arg(&geo)
+        .arg("-o")
+        .arg(&event));
+    let mut results = Vec::new();
+    for (solver, threads) in [("newton", "1"), ("newton", "2"), ("pcg", "2"), ("nnls", "2")] {
+        let out = dir.join(format!("{solver}-{threads}"));
+        let mut c = bin();
+        with_data(&mut c);
+        run(c
+            .args([
+                "spline",
+                "unfold",
+                "--device",
+                "cpu",
+                "--cascade",
+                cascade,
+                "--solver",
+                solver,
+                "--threads",
+                threads,
+            ])
+            .arg("--event")
+            .arg(&event)
+            .arg("-o")
+            .arg(&out));
+        let t = read_parquet(&out.join("energies.parquet")).unwrap();
+        let (e, s) = (t.column("energy").unwrap().to_f64()[0], t.column("sigma").unwrap().to_f64()[0]);
+        let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(summary["converged"], true, "{solver}");
+        assert!(out.join("energies.png").exists());
+        results.push((solver, e, s));
+    }
+    for &(solver, e, s) in &results {
+        assert!(e >= 0.0 && s > 0.0, "{solver}: {e} ± {s}");
+    }
+    let (_, e, s) = results[0];
+    // The likelihood solvers: 4σ of the truth (fixed seed), identical across threads, and
+    // Newton = PCG well inside the uncertainty.
+    assert!((e - 5000.0).abs() < 4.0 * s, "newton {e} ± {s}");
+    assert_eq!(results[0].1, results[1].1, "threads changed the result");
+    assert!((results[2].1 - e).abs() < 1e-3 * s, "pcg {} vs newton {e}", results[2].1);
+    // NNLS (Neyman χ²) is a different estimator: same ballpark only.
+    assert!((results[3].1 - e).abs() < 0.3 * e, "nnls {} vs {e}", results[3].1);
+}
+
+#[test]
+fn bad_inputs_fail_cleanly() {
+    let Some(data) = data() else { return };
+    let dir = scratch("bad");
+    // A truncated table: the error names the file.
+    let bytes = std::fs::read(ems(&data, "abs")).unwrap();
+    let cut = dir.join("cut.fits");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let o = bin().args(["spline", "info"]).arg(&cut).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("cut.fits"), "{err}");
+    // Points with the wrong number of columns: file and line.
+    let pts = dir.join("pts.csv");
+    std::fs::write(&pts, "r,phi,cos\n1,2,3\n4,5\n").unwrap();
+    let out = dir.join("never.parquet");
+    let o = bin()
+        .args(["spline", "eval", "--device", "cpu", "--points"])
+        .arg(&pts)
+        .arg("-o")
+        .arg(&out)
+        .arg(ems(&data, "abs"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("pts.csv:3"), "{err}");
+    assert!(!out.exists());
+    // A missing event file and an unknown solver.
+    let o = bin()
+        .env("WARPDRIVE_DATA", &data)
+        .args(["spline", "unfold", "--device", "cpu", "--cascade", "0,0,0,0,0,0", "--event"])
+        .arg(dir.join("missing.parquet"))
+        .arg("-o")
+        .arg(dir.join("u"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("missing.parquet"), "{err}");
+    let o = bin()
+        .env("WARPDRIVE_DATA", &data)
+        .args([
+            "spline",
+            "unfold",
+            "--device",
+            "cpu",
+            "--solver",
+            "lbfgs",
+            "--cascade",
+            "0,0,0,0,0,0",
+            "--event",
+        ])
+        .arg(dir.join("missing.parquet"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("lbfgs"), "{err}");
+}
