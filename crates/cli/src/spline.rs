@@ -718,6 +718,32 @@ pub fn bench(b: &BenchSpline) -> Result<()> {
             report.insert(format!("response gpu {}", if window { "window" } else { "standard" }), serde_json::json!({"kernel_s": st.kernel_s, "upload_s": st.upload_s, "download_s": st.download_s, "speedup_kernel": cpu_s / st.kernel_s}));
         }
     }
+    // Unfolding that Λ: the solvers on one thread and on all cores.
+    let all = rayon::current_num_threads();
+    for solver in [Solver::Newton, Solver::Pcg, Solver::Nnls] {
+        for threads in [1, all] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+            let t0 = Instant::now();
+            let opts = SolveOptions {
+                solver,
+                ..Default::default()
+            };
+            let sol = pool.install(|| solve(&l_cpu, &bins.charge, &bins.noise, &opts));
+            let s = t0.elapsed().as_secs_f64();
+            let name = format!("unfold {solver:?} {threads} thread(s)").to_lowercase();
+            rows.push(format!(
+                "{name:<40} {s:>8.3} s ({} iterations after {} of NNLS, {}; total {:.1} TeV)",
+                sol.iterations,
+                sol.start_iterations,
+                if sol.converged { "converged" } else { "NOT converged" },
+                sol.energy.iter().sum::<f64>() / 1e3
+            ));
+            report.insert(
+                name,
+                serde_json::json!({"seconds": s, "iterations": sol.iterations, "converged": sol.converged}),
+            );
+        }
+    }
     for r in &rows {
         println!("{r}");
     }
