@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use warpdrive_core::table::{read_parquet, Column, Table};
-use warpdrive_core::RandomStream;
 use warpdrive_photon::geometry::Geometry;
+use warpdrive_spline::eval::uniform_points;
 use warpdrive_spline::millipede::event::{Binning, Event};
 use warpdrive_spline::millipede::model::{direction, response, Hypothesis, Model, Source};
 use warpdrive_spline::millipede::solve::{unfold as solve, SolveOptions, Solver};
@@ -190,11 +190,7 @@ fn read_points(path: &Path, ndim: usize, columns: &[String]) -> Result<(Vec<Stri
         )
     } else {
         let text = warpdrive_core::error::read_text(path)?;
-        let mut lines = text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
-            .peekable();
+        let mut lines = warpdrive_core::error::data_lines(&text).peekable();
         let first = lines.peek().map(|(_, l)| l.to_string()).unwrap_or_default();
         let header = first.split(',').any(|f| f.trim().parse::<f64>().is_err());
         let names: Vec<String> = if header {
@@ -207,10 +203,10 @@ fn read_points(path: &Path, ndim: usize, columns: &[String]) -> Result<(Vec<Stri
         for (i, l) in lines {
             let f: Vec<&str> = l.split(',').collect();
             if f.len() != names.len() {
-                bail!("{}:{}: {} fields, expected {}", path.display(), i + 1, f.len(), names.len());
+                bail!("{}:{i}: {} fields, expected {}", path.display(), f.len(), names.len());
             }
             for (k, v) in f.iter().enumerate() {
-                cols[k].push(warpdrive_core::error::parse_f64(path, i + 1, &names[k], Some(v.trim()))?);
+                cols[k].push(warpdrive_core::error::parse_f64(path, i, &names[k], Some(v.trim()))?);
             }
         }
         (names, cols)
@@ -366,12 +362,7 @@ fn simulate(a: &SimulateArgs) -> Result<()> {
         "{} pulses ({} PE) on {} DOMs from {} sources -> {}",
         ev.pulses.len(),
         ev.total_charge(),
-        {
-            let mut d: Vec<(i32, i32)> = ev.pulses.iter().map(|p| (p.string, p.om)).collect();
-            d.sort_unstable();
-            d.dedup();
-            d.len()
-        },
+        ev.hit_doms(),
         sources.len(),
         a.output.display()
     );
@@ -384,6 +375,12 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
     let h = hypothesis(&a.model)?;
     let sources = h.sources();
     let solver: Solver = a.solver.parse().map_err(anyhow::Error::msg)?;
+    if !(a.regularization >= 0.0 && a.regularization.is_finite()) {
+        bail!("--regularization must be finite and ≥ 0");
+    }
+    if !(a.tolerance > 0.0 && a.tolerance.is_finite()) || a.max_iterations == 0 {
+        bail!("--tolerance must be finite and > 0, --max-iterations ≥ 1");
+    }
     let ev = Event::read(&a.event)?;
     let binning = Binning {
         photons_per_bin: if model.timing.is_none() { 0.0 } else { a.photons_per_bin },
@@ -410,24 +407,6 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
         None => (response(&model, &bins, &sources), "cpu".to_string()),
     };
     let build_s = t_build.elapsed().as_secs_f64();
-    if !(a.regularization >= 0.0 && a.regularization.is_finite()) {
-        bail!("--regularization must be finite and ≥ 0");
-    }
-    if !(a.tolerance > 0.0 && a.tolerance.is_finite()) || a.max_iterations == 0 {
-        bail!("--tolerance must be finite and > 0, --max-iterations ≥ 1");
-    }
-    // Sources the detector barely sees (< 1 PE expected per PeV) are unconstrained by the data.
-    let blind: Vec<usize> = (0..l.cols)
-        .filter(|&j| (0..l.rows).map(|i| l.at(i, j)).sum::<f64>() < 1e-6)
-        .collect();
-    if !blind.is_empty() {
-        eprintln!(
-            "warning: {} of {} sources expect < 1 PE per PeV (outside the table or far from every DOM): {:?}; their energies are unconstrained — shorten the hypothesis or use --regularization",
-            blind.len(),
-            l.cols,
-            blind
-        );
-    }
     let t_solve = Instant::now();
     let sol = solve(
         &l,
@@ -441,11 +420,18 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
         },
     );
     let solve_s = t_solve.elapsed().as_secs_f64();
+    // Sources the detector barely sees (< 1 PE expected per PeV) are unconstrained by the data.
+    let blind: Vec<usize> = (0..sources.len()).filter(|&j| sol.pe_per_gev[j] < 1e-6).collect();
+    if !blind.is_empty() {
+        eprintln!(
+            "warning: {} of {} sources expect < 1 PE per PeV (outside the table or far from every DOM): {:?}; their energies are unconstrained — shorten the hypothesis or use --regularization",
+            blind.len(),
+            sources.len(),
+            blind
+        );
+    }
     std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let along: Vec<f64> = match &h {
-        Hypothesis::Track { spacing, .. } => (0..sources.len()).map(|i| (i as f64 + 0.5) * spacing).collect(),
-        Hypothesis::Cascade(_) => vec![0.0],
-    };
+    let along = h.distances();
     let mut t = Table::default();
     t.push("source", Column::I32((0..sources.len() as i32).collect()));
     t.push("distance", Column::F64(along.clone()));
@@ -470,7 +456,7 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
         "solve_seconds": solve_s,
         "rows": l.rows,
         "sources": l.cols,
-        "hit_doms": ev.pulses.iter().map(|p| (p.string, p.om)).collect::<std::collections::BTreeSet<_>>().len(),
+        "hit_doms": ev.hit_doms(),
         "charge_pe": ev.total_charge(),
         "total_energy_gev": total,
         "total_energy_sigma_gev": total_sigma,
@@ -558,20 +544,6 @@ pub struct BenchSpline {
     json: PathBuf,
 }
 
-fn random_points(t: &SplineTable, n: usize, seed: u64) -> Vec<f64> {
-    use rayon::prelude::*;
-    (0..n)
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            let mut r = RandomStream::new(seed, 0x5350_4200, i as u64);
-            t.extents
-                .iter()
-                .map(move |e| e[0] + (e[1] - e[0]) * r.uniform_f64())
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
 /// The benchmark event: a 1 km track of 100 segments of 10 m through the detector, 10 TeV each,
 /// binned at 5 PE per bin on the 5 160 DOMs of the IceCube geometry.
 fn bench_event(model: &Model, geo: &Geometry) -> (Vec<Source>, warpdrive_spline::millipede::model::Bins) {
@@ -606,7 +578,7 @@ pub fn bench(b: &BenchSpline) -> Result<()> {
     for (label, path) in &tables {
         let t = SplineTable::read(path)?;
         let n_cpu = b.cpu_points;
-        let pts = random_points(&t, n_cpu, 1);
+        let pts = uniform_points(&t, n_cpu, 1);
         for threads in [1, rayon::current_num_threads()] {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
             for grad in [false, true] {
@@ -626,7 +598,7 @@ pub fn bench(b: &BenchSpline) -> Result<()> {
             }
         }
         if let Some(dev) = gpu {
-            let pts = random_points(&t, b.points, 2);
+            let pts = uniform_points(&t, b.points, 2);
             for window in [false, true] {
                 for grad in [false, true] {
                     let opts = warpdrive_spline::gpu::EvalOptions {

@@ -182,6 +182,43 @@ __device__ __forceinline__ bool basis_all(const TableDev& tb, const double* x, f
     }
 }
 
+// Index of dimension d's basis function in chunk q of the leading dimensions 0..NL-1 (an
+// odometer with digits of base order+1, the last leading dimension fastest).
+template <class S, int NL>
+__device__ __forceinline__ int digit(int q, int d) {
+    return (q / span<S>(d + 1, NL)) % (S::order(d) + 1);
+}
+
+// Weight Π_{d<NL} B_d of chunk q; adds the chunk's block offsets to `pos`.
+template <class S, int NL>
+__device__ __forceinline__ float chunk_weight(const TableDev& tb, int q, const float (*B)[WD_KMAX], long long& pos) {
+    float w = 1.f;
+#pragma unroll
+    for (int d = 0; d < NL; ++d) {
+        int id = digit<S, NL>(q, d);
+        w *= B[d][id];
+        pos += id * tb.stride[d];
+    }
+    return w;
+}
+
+// ∂f/∂x_e for the leading dimensions e < NL: the chunk weight with B_e replaced by B'_e, times
+// the chunk's contraction s over the trailing dimensions.
+template <class S, int NL>
+__device__ __forceinline__ void add_chunk_gradients(int q, const float (*B)[WD_KMAX], const float (*D)[WD_KMAX], float s,
+                                                    float* g) {
+#pragma unroll
+    for (int e = 0; e < NL; ++e) {
+        float we = 1.f;
+#pragma unroll
+        for (int d = 0; d < NL; ++d) {
+            int id = digit<S, NL>(q, d);
+            we *= (d == e) ? D[d][id] : B[d][id];
+        }
+        g[e] += we * s;
+    }
+}
+
 // Value (out[0]) and, with GRAD, ∂f/∂x_d (out[1+d]) at x; false outside the knots (value 0).
 template <class S, bool GRAD, bool WINDOW>
 __device__ __forceinline__ bool evaluate(const TableDev& tb, const double* x, float* out) {
@@ -189,23 +226,17 @@ __device__ __forceinline__ bool evaluate(const TableDev& tb, const double* x, fl
     float B[ND][WD_KMAX], D[ND][WD_KMAX];
     long long base = 0;
     if (!basis_all<S, GRAD>(tb, x, B, D, base)) return false;
+    float sum = 0.f, g[ND];
+#pragma unroll
+    for (int d = 0; d < ND; ++d) g[d] = 0.f;
     if constexpr (!WINDOW || ND < 2) {
+        // Standard layout: chunks of the leading dimensions, the last one contiguous.
         constexpr int LAST = ND - 1;
         constexpr int KL = S::order(LAST) + 1;
-        constexpr int NCH = span<S>(0, LAST);
-        float sum = 0.f, g[ND];
 #pragma unroll
-        for (int d = 0; d < ND; ++d) g[d] = 0.f;
-#pragma unroll
-        for (int q = 0; q < NCH; ++q) {
+        for (int q = 0; q < span<S>(0, LAST); ++q) {
             long long pos = base;
-            float w = 1.f;
-#pragma unroll
-            for (int d = 0; d < LAST; ++d) {
-                int id = (q / span<S>(d + 1, LAST)) % (S::order(d) + 1);
-                w *= B[d][id];
-                pos += id * tb.stride[d];
-            }
+            float w = chunk_weight<S, LAST>(tb, q, B, pos);
             float s = 0.f, sd = 0.f;
 #pragma unroll
             for (int j = 0; j < KL; ++j) {
@@ -216,42 +247,18 @@ __device__ __forceinline__ bool evaluate(const TableDev& tb, const double* x, fl
             sum += w * s;
             if (GRAD) {
                 g[LAST] += w * sd;
-#pragma unroll
-                for (int e = 0; e < LAST; ++e) {
-                    float we = 1.f;
-#pragma unroll
-                    for (int d = 0; d < LAST; ++d) {
-                        int id = (q / span<S>(d + 1, LAST)) % (S::order(d) + 1);
-                        we *= (d == e) ? D[d][id] : B[d][id];
-                    }
-                    g[e] += we * s;
-                }
+                add_chunk_gradients<S, LAST>(q, B, D, s, g);
             }
-        }
-        out[0] = sum;
-        if (GRAD) {
-#pragma unroll
-            for (int d = 0; d < ND; ++d) out[1 + d] = g[d];
         }
     } else {
         // Window layout: dimensions P = ND-2 and L = ND-1 form one contiguous run of
         // (k_L+1)(k_P+1) floats, element j·(k_P+1) + a ↔ B_L[j]·B_P[a].
         constexpr int P = ND - 2, L = ND - 1;
         constexpr int KP = S::order(P) + 1, KL = S::order(L) + 1;
-        constexpr int NCH = span<S>(0, P);
-        float sum = 0.f, g[ND];
 #pragma unroll
-        for (int d = 0; d < ND; ++d) g[d] = 0.f;
-#pragma unroll
-        for (int q = 0; q < NCH; ++q) {
+        for (int q = 0; q < span<S>(0, P); ++q) {
             long long pos = base;
-            float w = 1.f;
-#pragma unroll
-            for (int d = 0; d < P; ++d) {
-                int id = (q / span<S>(d + 1, P)) % (S::order(d) + 1);
-                w *= B[d][id];
-                pos += id * tb.stride[d];
-            }
+            float w = chunk_weight<S, P>(tb, q, B, pos);
             float s = 0.f, sp = 0.f, sl = 0.f;
 #pragma unroll
             for (int j = 0; j < KL; ++j) {
@@ -272,23 +279,14 @@ __device__ __forceinline__ bool evaluate(const TableDev& tb, const double* x, fl
             if (GRAD) {
                 g[P] += w * sp;
                 g[L] += w * sl;
-#pragma unroll
-                for (int e = 0; e < P; ++e) {
-                    float we = 1.f;
-#pragma unroll
-                    for (int d = 0; d < P; ++d) {
-                        int id = (q / span<S>(d + 1, P)) % (S::order(d) + 1);
-                        we *= (d == e) ? D[d][id] : B[d][id];
-                    }
-                    g[e] += we * s;
-                }
+                add_chunk_gradients<S, P>(q, B, D, s, g);
             }
         }
-        out[0] = sum;
-        if (GRAD) {
+    }
+    out[0] = sum;
+    if (GRAD) {
 #pragma unroll
-            for (int d = 0; d < ND; ++d) out[1 + d] = g[d];
-        }
+        for (int d = 0; d < ND; ++d) out[1 + d] = g[d];
     }
     return true;
 }

@@ -202,20 +202,23 @@ impl SplineTable {
                 s += if ABS { (f64::from(*c) * b).abs() } else { f64::from(*c) * b };
             }
             sum += if ABS { w.abs() * s } else { w * s };
-            // Advance the odometer over dimensions last-1 .. 0.
-            let mut d = last;
-            loop {
-                if d == 0 {
-                    return sum;
-                }
-                d -= 1;
-                idx[d] += 1;
-                if idx[d] <= self.order[d] as usize {
-                    break;
-                }
-                idx[d] = 0;
+            if !self.next_chunk(&mut idx, last) {
+                return sum;
             }
         }
+    }
+
+    /// Advance the odometer `idx` over the leading dimensions last-1 .. 0 (digits 0..=order);
+    /// false once every chunk has been visited.
+    fn next_chunk(&self, idx: &mut [usize; MAX_DIM], last: usize) -> bool {
+        for d in (0..last).rev() {
+            idx[d] += 1;
+            if idx[d] <= self.order[d] as usize {
+                return true;
+            }
+            idx[d] = 0;
+        }
+        false
     }
 
     /// f(x) and ∇f(x) in one pass (the role of photospline's `ndsplineeval_gradient`).
@@ -281,17 +284,8 @@ impl SplineTable {
                 }
                 out.grad[e] += a(we) * s;
             }
-            let mut d = last;
-            loop {
-                if d == 0 {
-                    return out;
-                }
-                d -= 1;
-                idx[d] += 1;
-                if idx[d] <= self.order[d] as usize {
-                    break;
-                }
-                idx[d] = 0;
+            if !self.next_chunk(&mut idx, last) {
+                return out;
             }
         }
     }
@@ -362,6 +356,22 @@ impl SplineTable {
         }
         out
     }
+}
+
+/// `n` points drawn uniformly inside the table's extents (row-major, ndim each); point i comes
+/// from the Philox stream (seed, 0x5350_4200, i), so the set does not depend on the thread count.
+pub fn uniform_points(t: &SplineTable, n: usize, seed: u64) -> Vec<f64> {
+    use rayon::prelude::*;
+    (0..n)
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let mut r = warpdrive_core::RandomStream::new(seed, 0x5350_4200, i as u64);
+            t.extents
+                .iter()
+                .map(move |e| e[0] + (e[1] - e[0]) * r.uniform_f64())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -151,6 +151,18 @@ fn defines(extra: &[String], window: bool, gradient: bool) -> Vec<String> {
     d
 }
 
+/// Run `launch` `repeats` (≥ 1) times, each to completion; the fastest wall time [s].
+fn fastest_of(st: &Arc<CudaStream>, repeats: usize, mut launch: impl FnMut() -> Result<(), GpuError>) -> Result<f64, GpuError> {
+    let mut best = f64::INFINITY;
+    for _ in 0..repeats.max(1) {
+        let t = Instant::now();
+        launch()?;
+        st.synchronize()?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    Ok(best)
+}
+
 /// Evaluate `points` (row-major, ndim each) on GPU `ordinal`: one float per point, or
 /// ndim + 1 (value, gradient) with `opts.gradient`.
 pub fn evaluate(t: &SplineTable, points: &[f64], ordinal: usize, opts: &EvalOptions) -> Result<(Vec<f32>, EvalStats), GpuError> {
@@ -178,16 +190,13 @@ pub fn evaluate(t: &SplineTable, points: &[f64], ordinal: usize, opts: &EvalOpti
         shared_mem_bytes: 0,
     };
     let count = n as u64;
-    let mut best = f64::INFINITY;
-    for _ in 0..opts.repeats.max(1) {
-        let t1 = Instant::now();
+    let best = fastest_of(&st, opts.repeats, || {
         let mut l = st.launch_builder(&f);
         l.arg(&table.dev).arg(&x).arg(&count).arg(&mut out);
         // SAFETY: `x` holds n·nd doubles, `out` n·per floats; the table's arrays are alive.
         unsafe { l.launch(cfg) }?;
-        st.synchronize()?;
-        best = best.min(t1.elapsed().as_secs_f64());
-    }
+        Ok(())
+    })?;
     let t2 = Instant::now();
     let mut v = st.clone_dtoh(&out)?;
     v.truncate(n * per);
@@ -216,7 +225,7 @@ pub fn response(
     ordinal: usize,
     opts: &EvalOptions,
 ) -> Result<(Response, EvalStats), GpuError> {
-    let (window, repeats) = (opts.window, opts.repeats);
+    let window = opts.window;
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
     let mut defs = vec![orders_define("WD_AMP_ORDERS", &model.amplitude)];
@@ -273,16 +282,13 @@ pub fn response(
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    let mut best = f64::INFINITY;
-    for _ in 0..repeats.max(1) {
-        let t1 = Instant::now();
+    let best = fastest_of(&st, opts.repeats, || {
         let mut l = st.launch_builder(&f);
         l.arg(&amp.dev).arg(&tim.dev).arg(&p);
         // SAFETY: every pointer in `p` is a live allocation sized from `bins` and `sources`.
         unsafe { l.launch(cfg) }?;
-        st.synchronize()?;
-        best = best.min(t1.elapsed().as_secs_f64());
-    }
+        Ok(())
+    })?;
     let t2 = Instant::now();
     let mut values = st.clone_dtoh(&out)?;
     values.truncate(bins.rows() * sources.len());

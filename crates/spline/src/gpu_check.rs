@@ -15,7 +15,6 @@ use crate::millipede::synth::{generate, SynthOptions};
 use crate::SplineTable;
 use std::path::{Path, PathBuf};
 use warpdrive_core::check::Check;
-use warpdrive_core::RandomStream;
 use warpdrive_photon::geometry::Geometry;
 
 const VALUE_TOL: f64 = 1e-5;
@@ -39,19 +38,14 @@ fn tables(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Random points inside the extents, plus a few outside the knots and a NaN.
+/// Random points inside the extents, the first one below the first knot, the second NaN.
 fn points(t: &SplineTable, n: usize, seed: u64) -> Vec<f64> {
-    let mut r = RandomStream::new(seed, 0x5350_4300, 0);
-    let mut p = Vec::with_capacity(n * t.ndim());
-    for i in 0..n {
-        for (d, e) in t.extents.iter().enumerate() {
-            let v = match i {
-                0 => t.knots[d][0] - 1.0,
-                1 if d == 0 => f64::NAN,
-                _ => e[0] + (e[1] - e[0]) * r.uniform_f64(),
-            };
-            p.push(v);
-        }
+    let nd = t.ndim();
+    let mut p = crate::eval::uniform_points(t, n, seed);
+    for d in 0..nd {
+        p[d] = t.knots[d][0] - 1.0;
     }
+    p[nd] = f64::NAN;
     p
 }
 

@@ -155,7 +155,7 @@ fn noise_only_event_gives_zero_or_small_energies() {
     let event = generate(&model, &geo, &sources, &[0.0], &synth(5), 0);
     let bins = event.bin(&geo, &Binning::default()).unwrap();
     let l = response(&model, &bins, &sources);
-    for solver in [Solver::Pcg, Solver::Nnls] {
+    for solver in [Solver::Newton, Solver::Pcg, Solver::Nnls] {
         let sol = unfold(
             &l,
             &bins.charge,

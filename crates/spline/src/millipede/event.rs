@@ -113,6 +113,15 @@ impl Event {
         self.pulses.iter().map(|p| p.charge).sum()
     }
 
+    /// Number of distinct DOMs with pulses.
+    pub fn hit_doms(&self) -> usize {
+        self.pulses
+            .iter()
+            .map(|p| (p.string, p.om))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    }
+
     /// Bin the pulses on `geo`'s DOMs. Pulses on DOMs the geometry does not have are an error.
     pub fn bin(&self, geo: &Geometry, binning: &Binning) -> Result<Bins, String> {
         let mut per_dom: Vec<Vec<Pulse>> = vec![Vec::new(); geo.doms.len()];

@@ -46,28 +46,30 @@ pub enum Hypothesis {
 }
 
 impl Hypothesis {
+    /// Distance of each source from the vertex along the track [m] (segment centres; 0 for a
+    /// cascade).
+    pub fn distances(&self) -> Vec<f64> {
+        match self {
+            Hypothesis::Cascade(_) => vec![0.0],
+            Hypothesis::Track { length, spacing, .. } => {
+                let n = (length / spacing).round().max(1.0) as usize;
+                (0..n).map(|i| (i as f64 + 0.5) * spacing).collect()
+            }
+        }
+    }
+
     pub fn sources(&self) -> Vec<Source> {
         match self {
             Hypothesis::Cascade(s) => vec![*s],
-            Hypothesis::Track {
-                vertex,
-                dir,
-                time,
-                length,
-                spacing,
-            } => {
-                let n = (length / spacing).round().max(1.0) as usize;
-                (0..n)
-                    .map(|i| {
-                        let s = (i as f64 + 0.5) * spacing;
-                        Source {
-                            pos: [vertex[0] + s * dir[0], vertex[1] + s * dir[1], vertex[2] + s * dir[2]],
-                            dir: *dir,
-                            time: time + s / C_VACUUM,
-                        }
-                    })
-                    .collect()
-            }
+            Hypothesis::Track { vertex, dir, time, .. } => self
+                .distances()
+                .into_iter()
+                .map(|s| Source {
+                    pos: [vertex[0] + s * dir[0], vertex[1] + s * dir[1], vertex[2] + s * dir[2]],
+                    dir: *dir,
+                    time: time + s / C_VACUUM,
+                })
+                .collect(),
         }
     }
 }

@@ -58,6 +58,9 @@ pub struct Solution {
     pub iterations: usize,
     /// Active-set additions of the NNLS start (pcg and newton start from it).
     pub start_iterations: usize,
+    /// Σ_i Λ_ij: the photo-electrons per GeV each source puts into the event; sources with
+    /// almost none are unconstrained by the data.
+    pub pe_per_gev: Vec<f64>,
     pub converged: bool,
     pub solver: Solver,
 }
@@ -88,26 +91,6 @@ impl Default for SolveOptions {
 /// ln Γ(k+1) (charges need not be integers).
 fn ln_gamma1(k: f64) -> f64 {
     warpdrive_core::stats::ln_gamma(k + 1.0)
-}
-
-/// μ = Λ E + ρ.
-pub fn expectation(l: &Response, e: &[f64], noise: &[f64]) -> Vec<f64> {
-    (0..l.rows)
-        .map(|i| noise[i] + l.row(i).iter().zip(e).map(|(a, b)| a * b).sum::<f64>())
-        .collect()
-}
-
-/// ln L and χ² of energies `e`.
-pub fn fit_statistics(l: &Response, k: &[f64], noise: &[f64], e: &[f64]) -> (f64, f64) {
-    let mu = expectation(l, e, noise);
-    let mut ll = 0.0;
-    let mut chi2 = 0.0;
-    for i in 0..l.rows {
-        let m = mu[i];
-        ll += if k[i] > 0.0 { k[i] * m.ln() } else { 0.0 } - m - ln_gamma1(k[i]);
-        chi2 += (k[i] - m).powi(2) / k[i].max(1.0);
-    }
-    (ll, chi2)
 }
 
 /// Cholesky solve of a symmetric positive definite n×n system (row-major); `None` if not PD.
@@ -150,32 +133,15 @@ fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
     Some(l)
 }
 
-/// Lawson–Hanson NNLS on min Σ w_i (b_i − (ΛE)_i)², b = k − ρ, w = 1/max(k, 1).
-pub fn nnls(l: &Response, k: &[f64], noise: &[f64], regularization: f64, max_iterations: usize) -> (Vec<f64>, usize) {
-    let n = l.cols;
-    // Normal equations A = Λᵀ W Λ, c = Λᵀ W b.
-    let mut a = vec![0.0; n * n];
-    let mut c = vec![0.0; n];
-    for i in 0..l.rows {
-        let w = 1.0 / k[i].max(1.0);
-        let row = l.row(i);
-        let b = k[i] - noise[i];
-        for p in 0..n {
-            if row[p] == 0.0 {
-                continue;
-            }
-            c[p] += w * row[p] * b;
-            for q in 0..=p {
-                a[p * n + q] += w * row[p] * row[q];
-            }
-        }
-    }
-    for p in 0..n {
-        a[p * n + p] += regularization;
-        for q in 0..p {
-            a[q * n + p] = a[p * n + q];
-        }
-    }
+/// Lawson–Hanson NNLS on min Σ w_i (b_i − (ΛE)_i)² + λ Σ E², b = k − ρ, w = 1/max(k, 1), via
+/// the normal equations A = Λᵀ W Λ + λ I, c = Λᵀ W b.
+pub fn nnls(pb: &Problem, max_iterations: usize) -> (Vec<f64>, usize) {
+    let n = pb.cols();
+    let w: Vec<f64> = pb.k.iter().map(|k| 1.0 / k.max(1.0)).collect();
+    let mut a = pb.sparse.gram(&w);
+    (0..n).for_each(|p| a[p * n + p] += pb.lam);
+    let wb: Vec<f64> = (0..w.len()).map(|i| w[i] * (pb.k[i] - pb.noise[i])).collect();
+    let c = pb.sparse.tmul(&wb);
     let scale = (0..n).map(|p| a[p * n + p]).fold(0.0f64, f64::max).max(1e-300);
     let mut x = vec![0.0; n];
     let mut passive = vec![false; n];
@@ -311,10 +277,46 @@ impl SparseRows {
         }
         g
     }
+
+    /// Λᵀ diag(w) Λ (n × n, row-major, symmetric).
+    fn gram(&self, w: &[f64]) -> Vec<f64> {
+        let n = self.cols;
+        let partial: Vec<Vec<f64>> = (0..self.rows().div_ceil(ROW_BLOCK))
+            .into_par_iter()
+            .map(|b| {
+                let mut h = vec![0.0; n * n];
+                for i in b * ROW_BLOCK..((b + 1) * ROW_BLOCK).min(self.rows()) {
+                    if w[i] == 0.0 {
+                        continue;
+                    }
+                    let (lo, hi) = (self.start[i], self.start[i + 1]);
+                    for p in lo..hi {
+                        let (cp, vp) = (self.col[p] as usize, w[i] * self.val[p]);
+                        for q in lo..=p {
+                            h[cp * n + self.col[q] as usize] += vp * self.val[q];
+                        }
+                    }
+                }
+                h
+            })
+            .collect();
+        let mut h = vec![0.0; n * n];
+        for part in partial {
+            h.iter_mut().zip(part).for_each(|(a, b)| *a += b);
+        }
+        // Columns are increasing within a row, so only the lower triangle was filled.
+        for p in 0..n {
+            for q in 0..p {
+                h[q * n + p] = h[p * n + q];
+            }
+        }
+        h
+    }
 }
 
-/// What the iterative solvers share: Λ in compressed rows, its column sums, the data.
-struct Problem<'a> {
+/// What every solver and the fit statistics share, built once per unfolding: Λ in compressed
+/// rows, its column sums, the data and the regularisation.
+pub struct Problem<'a> {
     sparse: SparseRows,
     colsum: Vec<f64>,
     k: &'a [f64],
@@ -324,7 +326,7 @@ struct Problem<'a> {
 }
 
 impl<'a> Problem<'a> {
-    fn new(l: &Response, k: &'a [f64], noise: &'a [f64], lam: f64) -> Self {
+    pub fn new(l: &Response, k: &'a [f64], noise: &'a [f64], lam: f64) -> Self {
         let sparse = SparseRows::new(l);
         let colsum = sparse.tmul(&vec![1.0; l.rows]);
         Self {
@@ -336,8 +338,33 @@ impl<'a> Problem<'a> {
         }
     }
 
-    fn expectation(&self, x: &[f64]) -> Vec<f64> {
+    fn cols(&self) -> usize {
+        self.colsum.len()
+    }
+
+    /// μ = Λ E + ρ.
+    pub fn expectation(&self, x: &[f64]) -> Vec<f64> {
         self.sparse.mul_add(x, Some(self.noise))
+    }
+
+    /// ln L (without the regularisation) and χ² = Σ (k − μ)²/max(k, 1) of energies `e`.
+    pub fn fit_statistics(&self, e: &[f64]) -> (f64, f64) {
+        let mu = self.expectation(e);
+        let (mut ll, mut chi2) = (0.0, 0.0);
+        for (&k, &m) in self.k.iter().zip(&mu) {
+            ll += if k > 0.0 { k * m.ln() } else { 0.0 } - m - ln_gamma1(k);
+            chi2 += (k - m).powi(2) / k.max(1.0);
+        }
+        (ll, chi2)
+    }
+
+    /// F = −∂²(ln L − λ Σ E²)/∂E² = Λᵀ diag(k/μ²) Λ + 2λ I (spec §2.1 with the penalty).
+    pub fn fisher(&self, mu: &[f64]) -> Vec<f64> {
+        let n = self.cols();
+        let w: Vec<f64> = self.k.iter().zip(mu).map(|(k, m)| k / (m * m)).collect();
+        let mut f = self.sparse.gram(&w);
+        (0..n).for_each(|p| f[p * n + p] += 2.0 * self.lam);
+        f
     }
 
     /// g = ∂(ln L − λ Σ E²)/∂E = Λᵀ (k/μ − 1) − 2λE.
@@ -422,57 +449,24 @@ impl<'a> Problem<'a> {
         1e-6 * total / self.colsum.iter().sum::<f64>().max(1e-300)
     }
 
-    /// −∂²ln L/∂E_p∂E_q = Λᵀ diag(k/μ²) Λ + 2λ I on the free variables (others: identity rows),
-    /// summed over fixed row blocks in order.
+    /// The Fisher matrix on the free variables, identity rows and columns for the others.
     fn hessian(&self, mu: &[f64], free: &[bool]) -> Vec<f64> {
-        let (n, sp) = (self.colsum.len(), &self.sparse);
-        let partial: Vec<Vec<f64>> = (0..sp.rows().div_ceil(ROW_BLOCK))
-            .into_par_iter()
-            .map(|b| {
-                let mut h = vec![0.0; n * n];
-                for i in b * ROW_BLOCK..((b + 1) * ROW_BLOCK).min(sp.rows()) {
-                    if self.k[i] == 0.0 {
-                        continue;
-                    }
-                    let w = self.k[i] / (mu[i] * mu[i]);
-                    let (lo, hi) = (sp.start[i], sp.start[i + 1]);
-                    for p in lo..hi {
-                        let (cp, vp) = (sp.col[p] as usize, w * sp.val[p]);
-                        for q in lo..=p {
-                            h[cp * n + sp.col[q] as usize] += vp * sp.val[q];
-                        }
-                    }
-                }
-                h
-            })
-            .collect();
-        let mut h = vec![0.0; n * n];
-        for part in partial {
-            h.iter_mut().zip(part).for_each(|(a, b)| *a += b);
-        }
-        for p in 0..n {
-            for q in 0..p {
-                h[q * n + p] = h[p * n + q];
+        let n = self.cols();
+        let mut h = self.fisher(mu);
+        for p in (0..n).filter(|&p| !free[p]) {
+            for q in 0..n {
+                h[p * n + q] = 0.0;
+                h[q * n + p] = 0.0;
             }
-            h[p * n + p] += 2.0 * self.lam;
-        }
-        for p in 0..n {
-            if !free[p] {
-                for q in 0..n {
-                    h[p * n + q] = 0.0;
-                    h[q * n + p] = 0.0;
-                }
-                h[p * n + p] = 1.0;
-            }
+            h[p * n + p] = 1.0;
         }
         h
     }
 }
 
 /// Projected preconditioned conjugate gradients on the Poisson likelihood, from `start`.
-pub fn pcg_poisson(l: &Response, k: &[f64], noise: &[f64], start: &[f64], opts: &SolveOptions) -> (Vec<f64>, usize, bool) {
-    let n = l.cols;
-    let pb = Problem::new(l, k, noise, opts.regularization);
+pub fn pcg_poisson(pb: &Problem, start: &[f64], opts: &SolveOptions) -> (Vec<f64>, usize, bool) {
+    let n = pb.cols();
     let mut x: Vec<f64> = start.iter().map(|v| v.max(0.0)).collect();
     let mut mu = pb.expectation(&x);
     let eps = pb.eps();
@@ -524,9 +518,8 @@ pub fn pcg_poisson(l: &Response, k: &[f64], noise: &[f64], start: &[f64], opts: 
 /// tens of iterations where PCG needs thousands when neighbouring segments are correlated.
 /// Where the free block is singular (a source seen only by empty bins) the step falls back to
 /// the preconditioned gradient.
-pub fn newton_poisson(l: &Response, k: &[f64], noise: &[f64], start: &[f64], opts: &SolveOptions) -> (Vec<f64>, usize, bool) {
-    let n = l.cols;
-    let pb = Problem::new(l, k, noise, opts.regularization);
+pub fn newton_poisson(pb: &Problem, start: &[f64], opts: &SolveOptions) -> (Vec<f64>, usize, bool) {
+    let n = pb.cols();
     let mut x: Vec<f64> = start.iter().map(|v| v.max(0.0)).collect();
     let mut mu = pb.expectation(&x);
     let eps = pb.eps();
@@ -556,34 +549,6 @@ pub fn newton_poisson(l: &Response, k: &[f64], noise: &[f64], start: &[f64], opt
         }
     }
     (x, opts.max_iterations, false)
-}
-
-/// F = Λᵀ diag(k/μ²) Λ (+ 2λ on the diagonal with a regularisation λ).
-pub fn fisher(l: &Response, k: &[f64], mu: &[f64], regularization: f64) -> Vec<f64> {
-    let n = l.cols;
-    let mut f = vec![0.0; n * n];
-    for i in 0..l.rows {
-        if k[i] == 0.0 {
-            continue;
-        }
-        let w = k[i] / (mu[i] * mu[i]);
-        let row = l.row(i);
-        for p in 0..n {
-            if row[p] == 0.0 {
-                continue;
-            }
-            for q in 0..=p {
-                f[p * n + q] += w * row[p] * row[q];
-            }
-        }
-    }
-    for p in 0..n {
-        f[p * n + p] += 2.0 * regularization;
-        for q in 0..p {
-            f[q * n + p] = f[p * n + q];
-        }
-    }
-    f
 }
 
 /// Covariance F⁻¹ on the free block (sources with E_j > 0; rows and columns of the others are
@@ -623,19 +588,19 @@ pub fn covariance(f: &[f64], n: usize, energy: &[f64]) -> (Vec<f64>, Vec<f64>) {
 /// Unfold: NNLS start, then (for [`Solver::Pcg`] and [`Solver::Newton`]) the Poisson likelihood
 /// maximum.
 pub fn unfold(l: &Response, k: &[f64], noise: &[f64], opts: &SolveOptions) -> Solution {
-    let (start, nnls_it) = nnls(l, k, noise, opts.regularization, 10 * l.cols + 10);
+    let pb = Problem::new(l, k, noise, opts.regularization);
+    let (start, nnls_it) = nnls(&pb, 10 * l.cols + 10);
     let (energy, iterations, converged) = match opts.solver {
         Solver::Nnls => (start.clone(), nnls_it, true),
         // Millipede starts PCG from a charge-conserving constant; the NNLS solution is a better
         // start and never negative (ε in the preconditioner lets sources at zero move).
-        Solver::Pcg => pcg_poisson(l, k, noise, &start, opts),
-        Solver::Newton => newton_poisson(l, k, noise, &start, opts),
+        Solver::Pcg => pcg_poisson(&pb, &start, opts),
+        Solver::Newton => newton_poisson(&pb, &start, opts),
     };
     let start_iterations = if opts.solver == Solver::Nnls { 0 } else { nnls_it };
-    let mu = expectation(l, &energy, noise);
-    let f = fisher(l, k, &mu, opts.regularization);
+    let f = pb.fisher(&pb.expectation(&energy));
     let (covariance, sigma) = covariance(&f, l.cols, &energy);
-    let (log_likelihood, chi2) = fit_statistics(l, k, noise, &energy);
+    let (log_likelihood, chi2) = pb.fit_statistics(&energy);
     let log_likelihood = log_likelihood - opts.regularization * energy.iter().map(|e| e * e).sum::<f64>();
     Solution {
         energy,
@@ -645,6 +610,7 @@ pub fn unfold(l: &Response, k: &[f64], noise: &[f64], opts: &SolveOptions) -> So
         chi2,
         iterations,
         start_iterations,
+        pe_per_gev: pb.colsum.clone(),
         converged,
         solver: opts.solver,
     }
@@ -667,7 +633,11 @@ mod tests {
         let l = Response { rows: 6, cols: 3, values };
         let e = [20.0, 0.0, 10.0];
         let noise = vec![0.5; 6];
-        let k: Vec<f64> = expectation(&l, &e, &noise).iter().map(|m| m.round()).collect();
+        let k: Vec<f64> = Problem::new(&l, &[0.0; 6], &noise, 0.0)
+            .expectation(&e)
+            .iter()
+            .map(|m| m.round())
+            .collect();
         (l, k, noise)
     }
 
@@ -696,7 +666,8 @@ mod tests {
         }
         assert!(pcg.energy.iter().all(|&e| e >= 0.0));
         // KKT of the Poisson likelihood: gradient 0 where E > 0, ≤ 0 where E = 0.
-        let mu = expectation(&l, &pcg.energy, &noise);
+        let pb = Problem::new(&l, &k, &noise, 0.0);
+        let mu = pb.expectation(&pcg.energy);
         for j in 0..3 {
             let g: f64 = (0..6).map(|i| l.at(i, j) * (k[i] / mu[i] - 1.0)).sum();
             if pcg.energy[j] > 0.0 {
@@ -709,7 +680,7 @@ mod tests {
         for dj in [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]] {
             for s in [-0.1, 0.1] {
                 let e: Vec<f64> = (0..3).map(|j| (pcg.energy[j] + s * dj[j]).max(0.0)).collect();
-                assert!(fit_statistics(&l, &k, &noise, &e).0 <= pcg.log_likelihood + 1e-12);
+                assert!(pb.fit_statistics(&e).0 <= pcg.log_likelihood + 1e-12);
             }
         }
         let ls = unfold(
