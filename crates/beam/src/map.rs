@@ -39,10 +39,37 @@ impl Element {
 
     /// The element's second-order map around the reference orbit z = 0.
     pub fn map2(&self) -> Map2 {
-        let mut z: Coords<Tpsa2> = std::array::from_fn(|i| Tpsa2::variable(i, 0.0));
-        self.exact(&mut z);
-        Map2::from_series(&z)
+        self.map2_with(0.0, 2)
     }
+
+    /// The map of the element rotated by `tilt` [rad] about the beam axis (ELEGANT's TILT: the
+    /// element's frame is the lab frame turned by `tilt`), truncated to `order` 1 or 2.
+    pub fn map2_with(&self, tilt: f64, order: u8) -> Map2 {
+        let mut z: Coords<Tpsa2> = std::array::from_fn(|i| Tpsa2::variable(i, 0.0));
+        rotate(&mut z, tilt);
+        self.exact(&mut z);
+        rotate(&mut z, -tilt);
+        let mut m = Map2::from_series(&z);
+        if order < 2 {
+            m.t.clear();
+        }
+        m
+    }
+}
+
+/// Rotate transverse coordinates and slopes into a frame turned by `angle` about the beam axis.
+fn rotate<R: crate::tpsa::Real>(z: &mut Coords<R>, angle: f64) {
+    if angle == 0.0 {
+        return;
+    }
+    let (sn, cs) = angle.sin_cos();
+    let (c, s) = (R::cst(cs), R::cst(sn));
+    let (x, y) = (z[0], z[2]);
+    z[0] = c * x + s * y;
+    z[2] = c * y - s * x;
+    let (xp, yp) = (z[1], z[3]);
+    z[1] = c * xp + s * yp;
+    z[3] = c * yp - s * xp;
 }
 
 /// One non-zero second-order coefficient T_ijk (j ≤ k).

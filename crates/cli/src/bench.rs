@@ -19,6 +19,8 @@ pub enum BenchCommand {
     Em(crate::em::BenchEm),
     /// Spline evaluation rates (3-D amplitude, 4-D timing tables) and Millipede response-matrix build time.
     Spline(crate::spline::BenchSpline),
+    /// Beam tracking: 20 M particles through 20 quadrupoles and 20 drifts (maps; and with LSCDRIFT).
+    Beam(crate::beam::BenchBeam),
 }
 
 #[derive(Args)]
@@ -55,6 +57,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Sky(b) => return crate::sky::bench(&b),
         BenchCommand::Em(b) => return crate::em::bench(&b),
         BenchCommand::Spline(b) => return crate::spline::bench(&b),
+        BenchCommand::Beam(b) => return crate::beam::bench(&b),
     };
     if b.device != "cpu" {
         return gpu(&b);

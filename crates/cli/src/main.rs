@@ -10,6 +10,7 @@ use warpdrive_photon::detector::{Detector, DetectorOptions};
 use warpdrive_photon::source::{track_to_spec, SourceSpec};
 use warpdrive_photon::Backend;
 
+mod beam;
 mod bench;
 mod doctor;
 mod em;
@@ -20,7 +21,7 @@ mod spline;
 #[command(
     name = "warpdrive",
     version,
-    about = "GPU-ready physics Monte Carlo and analysis: photon propagation in ice, EM transport (Klein–Nishina), two-point sky autocorrelation, photospline tables and Millipede unfolding"
+    about = "GPU-ready physics Monte Carlo and analysis: photon propagation in ice, EM transport (Klein–Nishina), two-point sky autocorrelation, photospline tables and Millipede unfolding, ELEGANT-style beam tracking"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -48,6 +49,11 @@ enum Command {
         #[command(subcommand)]
         what: spline::SplineCommand,
     },
+    /// Beam tracking through ELEGANT .lte lattices (second-order maps, longitudinal space charge).
+    Beam {
+        #[command(subcommand)]
+        what: beam::BeamCommand,
+    },
     /// Combine the outputs of batch jobs (`--jobs N --job-index I`) into the result of one run.
     Merge(sky::MergeArgs),
     /// Benchmarks (print a table, write JSON).
@@ -69,7 +75,7 @@ enum Command {
         /// JSON report.
         #[arg(long, default_value = "gpu-check.json")]
         json: PathBuf,
-        /// Which domain's checks: all, photon, sky, em or spline.
+        /// Which domain's checks: all, photon, sky, em, spline or beam.
         #[arg(long, default_value = "all")]
         domain: String,
     },
@@ -157,6 +163,7 @@ fn run(cli: Cli) -> Result<()> {
             pool.install(|| sky::autocorr(&a))
         }
         Command::Spline { what } => spline::run(what),
+        Command::Beam { what } => beam::run(what),
         Command::Merge(a) => sky::merge(&a),
         Command::Em(a) => {
             let pool = thread_pool(&a.common)?;

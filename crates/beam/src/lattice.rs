@@ -1,0 +1,752 @@
+//! ELEGANT `.lte` lattice files, the subset of spec §4: `NAME: TYPE, PARAM=value, ...`
+//! (case-insensitive), `!` comments, `&` continuation, quoted strings, beamlines
+//! `NAME: LINE=(A, 2*B, -C, 3*(D, E))` with repetition, reversal and nesting, elements defined
+//! from other elements (`Q2: Q1, K1=-1.2`), and `USE, NAME`. The line used is the one named by
+//! `USE` or the caller, else the last line defined.
+//!
+//! Every error names the file and line, and the element and parameter where there is one.
+//! Parameters this subset does not implement are errors, never silently ignored.
+
+use crate::map::Element;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+
+/// Where a definition came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub file: String,
+    pub line: usize,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}: {message}")]
+pub struct LatticeError {
+    pub origin: Origin,
+    pub message: String,
+}
+
+/// Parameters of an LSCDRIFT element (spec §3). Filter cutoffs are fractions of the Nyquist
+/// frequency; negative means no filter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LscParams {
+    /// Length of the drift [m].
+    pub l: f64,
+    /// Length the impedance acts over [m] (LEFFECTIVE; L when zero).
+    pub l_effective: f64,
+    /// Number of time bins.
+    pub bins: usize,
+    /// Linear interpolation of the voltage between bin centres (else the bin's value).
+    pub interpolate: bool,
+    pub low_cutoff: (f64, f64),
+    pub high_cutoff: (f64, f64),
+    /// r_b = RADIUS_FACTOR · (σx + σy)/2.
+    pub radius_factor: f64,
+    /// LSC=0 turns the kick off (a plain drift).
+    pub enabled: bool,
+}
+
+impl LscParams {
+    pub fn kick_length(&self) -> f64 {
+        if self.l_effective > 0.0 {
+            self.l_effective
+        } else {
+            self.l
+        }
+    }
+}
+
+/// What an element of the expanded line does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    /// A map element (DRIF, QUAD, SEXT) tracked by its second-order map (`order` 1 drops T),
+    /// rotated by `tilt` [rad] about the beam axis.
+    Map {
+        element: Element,
+        tilt: f64,
+        order: u8,
+    },
+    /// EDRIFT: the exact drift.
+    ExactDrift {
+        l: f64,
+    },
+    Marker,
+    /// WATCH: write particle coordinates and beam moments every `interval` passes.
+    Watch {
+        filename: String,
+        interval: u32,
+    },
+    Lsc(LscParams),
+    /// CHARGE: total bunch charge [C] (magnitude used by collective elements).
+    Charge {
+        total: f64,
+    },
+}
+
+/// One element of the expanded line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Placed {
+    pub name: String,
+    pub kind: Kind,
+    pub origin: Origin,
+}
+
+impl Placed {
+    pub fn length(&self) -> f64 {
+        match &self.kind {
+            Kind::Map { element, .. } => element.length(),
+            Kind::ExactDrift { l } => *l,
+            Kind::Lsc(p) => p.l,
+            _ => 0.0,
+        }
+    }
+}
+
+/// The expanded beamline.
+#[derive(Clone, Debug)]
+pub struct Lattice {
+    /// Name of the line used.
+    pub line: String,
+    pub elements: Vec<Placed>,
+}
+
+impl Lattice {
+    /// Total length [m].
+    pub fn length(&self) -> f64 {
+        self.elements.iter().map(Placed::length).sum()
+    }
+
+    /// Read a `.lte` file and expand `line` (else the `USE`d or last-defined line).
+    pub fn read(path: &Path, line: Option<&str>) -> Result<Lattice, LatticeError> {
+        let text = std::fs::read_to_string(path).map_err(|e| LatticeError {
+            origin: Origin {
+                file: path.display().to_string(),
+                line: 0,
+            },
+            message: format!("cannot read: {e}"),
+        })?;
+        parse(&text, &path.display().to_string(), line)
+    }
+}
+
+/// A parameter value as written.
+#[derive(Clone, Debug, PartialEq)]
+enum Value {
+    Number(f64),
+    Text(String),
+}
+
+#[derive(Clone, Debug)]
+struct ElementDef {
+    /// Canonical type name (DRIF, QUAD, ...).
+    kind: &'static str,
+    params: Vec<(String, Value)>,
+    origin: Origin,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Item {
+    Name { name: String, reversed: bool, times: usize },
+    Group { items: Vec<Item>, reversed: bool, times: usize },
+}
+
+#[derive(Clone, Debug)]
+struct LineDef {
+    items: Vec<Item>,
+    origin: Origin,
+}
+
+/// Element types of the subset: accepted spellings → canonical name.
+const TYPES: [(&str, &str); 12] = [
+    ("DRIF", "DRIF"),
+    ("DRIFT", "DRIF"),
+    ("EDRIFT", "EDRIFT"),
+    ("QUAD", "QUAD"),
+    ("QUADRUPOLE", "QUAD"),
+    ("SEXT", "SEXT"),
+    ("SEXTUPOLE", "SEXT"),
+    ("MARK", "MARK"),
+    ("MARKER", "MARK"),
+    ("WATCH", "WATCH"),
+    ("LSCDRIFT", "LSCDRIFT"),
+    ("CHARGE", "CHARGE"),
+];
+
+/// The parameters each type takes.
+fn allowed(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "DRIF" => &["L", "ORDER"],
+        "EDRIFT" => &["L"],
+        "QUAD" => &["L", "K1", "TILT", "ORDER"],
+        "SEXT" => &["L", "K2", "TILT", "ORDER"],
+        "MARK" => &["FITPOINT"],
+        "WATCH" => &["FILENAME", "INTERVAL", "MODE"],
+        "LSCDRIFT" => &[
+            "L",
+            "LEFFECTIVE",
+            "BINS",
+            "SMOOTHING",
+            "INTERPOLATE",
+            "LOW_FREQUENCY_CUTOFF0",
+            "LOW_FREQUENCY_CUTOFF1",
+            "HIGH_FREQUENCY_CUTOFF0",
+            "HIGH_FREQUENCY_CUTOFF1",
+            "RADIUS_FACTOR",
+            "LSC",
+        ],
+        "CHARGE" => &["TOTAL", "PER_PARTICLE"],
+        _ => &[],
+    }
+}
+
+/// Statements of the file: (text with comments removed and continuations joined, first line).
+fn statements(text: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut start = 0;
+    for (i, raw) in text.lines().enumerate() {
+        let mut line = String::new();
+        let mut quoted = false;
+        for ch in raw.chars() {
+            match ch {
+                '"' => {
+                    quoted = !quoted;
+                    line.push(ch);
+                }
+                '!' if !quoted => break,
+                _ => line.push(ch),
+            }
+        }
+        let trimmed = line.trim_end();
+        if current.is_empty() {
+            start = i + 1;
+        }
+        if let Some(body) = trimmed.strip_suffix('&') {
+            current.push_str(body);
+            current.push(' ');
+            continue;
+        }
+        current.push_str(trimmed);
+        if !current.trim().is_empty() {
+            out.push((current.trim().to_string(), start));
+        }
+        current.clear();
+    }
+    if !current.trim().is_empty() {
+        out.push((current.trim().to_string(), start));
+    }
+    out
+}
+
+/// Split at `sep` outside quotes and parentheses.
+fn split_top(s: &str, sep: char) -> Vec<String> {
+    let (mut parts, mut cur, mut depth, mut quoted) = (Vec::new(), String::new(), 0i32, false);
+    for ch in s.chars() {
+        match ch {
+            '"' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth -= 1,
+            c if c == sep && !quoted && depth == 0 => {
+                parts.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(ch);
+    }
+    parts.push(cur);
+    parts.into_iter().map(|p| p.trim().to_string()).collect()
+}
+
+fn parse_value(v: &str) -> Value {
+    let v = v.trim();
+    if let Some(inner) = v.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        return match parse_number(inner) {
+            Some(x) => Value::Number(x),
+            None => Value::Text(inner.to_string()),
+        };
+    }
+    match parse_number(v) {
+        Some(x) => Value::Number(x),
+        None => Value::Text(v.to_string()),
+    }
+}
+
+/// A decimal number, also with Fortran's `d` exponent.
+fn parse_number(s: &str) -> Option<f64> {
+    let s = s.trim();
+    s.parse::<f64>().ok().or_else(|| s.replace(['d', 'D'], "e").parse().ok())
+}
+
+/// Parse the text of a `.lte` file (`file` names it in errors).
+pub fn parse(text: &str, file: &str, use_line: Option<&str>) -> Result<Lattice, LatticeError> {
+    let at = |line: usize| Origin {
+        file: file.to_string(),
+        line,
+    };
+    let err = |line: usize, message: String| LatticeError { origin: at(line), message };
+    let mut elements: HashMap<String, ElementDef> = HashMap::new();
+    let mut lines: HashMap<String, LineDef> = HashMap::new();
+    let mut last_line: Option<String> = None;
+    let mut used: Option<(String, usize)> = None;
+    for (stmt, ln) in statements(text) {
+        let upper_start = stmt.to_ascii_uppercase();
+        if upper_start == "RETURN" {
+            break;
+        }
+        if upper_start.starts_with("USE") && !stmt.contains(':') {
+            let parts = split_top(&stmt, ',');
+            let name = parts.get(1).map(|s| s.trim_matches('"').to_ascii_uppercase());
+            match name {
+                Some(n) if !n.is_empty() => used = Some((n, ln)),
+                _ => return Err(err(ln, format!("USE needs a line name: '{stmt}'"))),
+            }
+            continue;
+        }
+        if stmt.starts_with('%') || stmt.starts_with('#') {
+            return Err(err(
+                ln,
+                format!("'{stmt}': RPN definitions and include directives are not supported"),
+            ));
+        }
+        let Some(colon) = find_colon(&stmt) else {
+            return Err(err(ln, format!("expected 'NAME: TYPE, ...', found '{stmt}'")));
+        };
+        let name = stmt[..colon].trim().trim_matches('"').to_ascii_uppercase();
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(err(ln, format!("bad element name '{}'", stmt[..colon].trim())));
+        }
+        if elements.contains_key(&name) || lines.contains_key(&name) {
+            return Err(err(ln, format!("{name} is defined twice")));
+        }
+        let body = stmt[colon + 1..].trim();
+        let fields = split_top(body, ',');
+        let head = fields[0].to_ascii_uppercase();
+        if head.starts_with("LINE") && head[4..].trim_start().starts_with('=') {
+            let eq = fields[0].find('=').unwrap_or(0);
+            let list = fields[0][eq + 1..].trim();
+            if fields.len() > 1 {
+                return Err(err(
+                    ln,
+                    format!("line {name}: unexpected text after the list: '{}'", fields[1..].join(", ")),
+                ));
+            }
+            let items = parse_line_list(list).map_err(|m| err(ln, format!("line {name}: {m}")))?;
+            lines.insert(name.clone(), LineDef { items, origin: at(ln) });
+            last_line = Some(name);
+            continue;
+        }
+        // Element: a type, or another element to copy and modify.
+        let (kind, mut params) = if let Some(&(_, canon)) = TYPES.iter().find(|(t, _)| *t == head) {
+            (canon, Vec::new())
+        } else if let Some(base) = elements.get(&head) {
+            (base.kind, base.params.clone())
+        } else {
+            return Err(err(
+                ln,
+                format!(
+                    "element {name}: type '{}' is not supported (supported: DRIF, EDRIFT, QUAD, SEXT, MARK, WATCH, LSCDRIFT, CHARGE, LINE)",
+                    fields[0]
+                ),
+            ));
+        };
+        for f in &fields[1..] {
+            if f.is_empty() {
+                continue;
+            }
+            let Some(eq) = f.find('=') else {
+                return Err(err(ln, format!("element {name}: expected PARAM=value, found '{f}'")));
+            };
+            let p = f[..eq].trim().to_ascii_uppercase();
+            if !allowed(kind).contains(&p.as_str()) {
+                return Err(err(
+                    ln,
+                    format!(
+                        "element {name} ({kind}): parameter {p} is not supported (supported: {})",
+                        allowed(kind).join(", ")
+                    ),
+                ));
+            }
+            let v = parse_value(&f[eq + 1..]);
+            params.retain(|(q, _)| *q != p);
+            params.push((p, v));
+        }
+        elements.insert(
+            name,
+            ElementDef {
+                kind,
+                params,
+                origin: at(ln),
+            },
+        );
+    }
+    let chosen = match (use_line, &used) {
+        (Some(n), _) => (n.to_ascii_uppercase(), 0),
+        (None, Some((n, l))) => (n.clone(), *l),
+        (None, None) => match last_line {
+            Some(n) => (n, 0),
+            None => return Err(err(0, "no beamline (NAME: LINE=(...)) is defined".into())),
+        },
+    };
+    let Some(root) = lines.get(&chosen.0) else {
+        return Err(err(chosen.1, format!("line {} is not defined", chosen.0)));
+    };
+    let mut names = Vec::new();
+    let mut stack = vec![chosen.0.clone()];
+    expand(&root.items, false, &lines, &elements, &mut stack, &mut names, &root.origin)?;
+    let mut out = Vec::with_capacity(names.len());
+    let mut built: HashMap<String, Placed> = HashMap::new();
+    for n in names {
+        if let Some(p) = built.get(&n) {
+            out.push(p.clone());
+            continue;
+        }
+        let def = &elements[&n];
+        let kind = build(&n, def)?;
+        let p = Placed {
+            name: n.clone(),
+            kind,
+            origin: def.origin.clone(),
+        };
+        built.insert(n, p.clone());
+        out.push(p);
+    }
+    Ok(Lattice {
+        line: chosen.0,
+        elements: out,
+    })
+}
+
+/// Position of the label's colon (outside quotes; `:=` is not a label).
+fn find_colon(s: &str) -> Option<usize> {
+    let mut quoted = false;
+    for (i, ch) in s.char_indices() {
+        match ch {
+            '"' => quoted = !quoted,
+            ':' if !quoted && !s[i + 1..].starts_with('=') => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn parse_line_list(s: &str) -> Result<Vec<Item>, String> {
+    let inner = s
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(|| format!("expected a list in parentheses, found '{s}'"))?;
+    let mut items = Vec::new();
+    for part in split_top(inner, ',') {
+        if part.is_empty() {
+            return Err(format!("empty item in '{s}'"));
+        }
+        items.push(parse_item(&part)?);
+    }
+    Ok(items)
+}
+
+fn parse_item(s: &str) -> Result<Item, String> {
+    let mut rest = s.trim();
+    let mut reversed = false;
+    let mut times = 1usize;
+    if let Some(star) = rest.find('*') {
+        if !rest[..star].contains('(') {
+            let n = rest[..star].trim();
+            times = n.parse().map_err(|_| format!("bad repetition count '{n}' in '{s}'"))?;
+            rest = rest[star + 1..].trim();
+        }
+    }
+    if let Some(r) = rest.strip_prefix('-') {
+        reversed = true;
+        rest = r.trim();
+    }
+    if rest.starts_with('(') {
+        return Ok(Item::Group {
+            items: parse_line_list(rest)?,
+            reversed,
+            times,
+        });
+    }
+    if rest.is_empty() || rest.contains(|c: char| "()*,=".contains(c) || c.is_whitespace()) {
+        return Err(format!("bad line item '{s}'"));
+    }
+    Ok(Item::Name {
+        name: rest.trim_matches('"').to_ascii_uppercase(),
+        reversed,
+        times,
+    })
+}
+
+/// Expand items into element names (reversal reverses the order; the elements of this subset
+/// are symmetric, so a reversed element is the element).
+fn expand(
+    items: &[Item],
+    reversed: bool,
+    lines: &HashMap<String, LineDef>,
+    elements: &HashMap<String, ElementDef>,
+    stack: &mut Vec<String>,
+    out: &mut Vec<String>,
+    origin: &Origin,
+) -> Result<(), LatticeError> {
+    let order: Vec<&Item> = if reversed {
+        items.iter().rev().collect()
+    } else {
+        items.iter().collect()
+    };
+    for item in order {
+        match item {
+            Item::Group { items, reversed: r, times } => {
+                for _ in 0..*times {
+                    expand(items, reversed ^ r, lines, elements, stack, out, origin)?;
+                }
+            }
+            Item::Name { name, reversed: r, times } => {
+                for _ in 0..*times {
+                    if let Some(l) = lines.get(name) {
+                        if stack.contains(name) {
+                            return Err(LatticeError {
+                                origin: l.origin.clone(),
+                                message: format!("line {name} contains itself ({} → {name})", stack.join(" → ")),
+                            });
+                        }
+                        stack.push(name.clone());
+                        expand(&l.items, reversed ^ r, lines, elements, stack, out, &l.origin)?;
+                        stack.pop();
+                    } else if elements.contains_key(name) {
+                        out.push(name.clone());
+                    } else {
+                        return Err(LatticeError {
+                            origin: origin.clone(),
+                            message: format!("line {}: {name} is neither an element nor a line", stack.last().map_or("", |s| s)),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Turn a definition into what the tracker runs, checking every parameter.
+fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
+    let err = |m: String| LatticeError {
+        origin: def.origin.clone(),
+        message: format!("element {name} ({}): {m}", def.kind),
+    };
+    let get = |p: &str| def.params.iter().find(|(q, _)| q == p).map(|(_, v)| v);
+    let num = |p: &str, default: f64| -> Result<f64, LatticeError> {
+        match get(p) {
+            None => Ok(default),
+            Some(Value::Number(x)) if x.is_finite() => Ok(*x),
+            Some(Value::Number(x)) => Err(err(format!("parameter {p} = {x} is not finite"))),
+            Some(Value::Text(t)) => Err(err(format!(
+                "parameter {p}: '{t}' is not a number (RPN expressions are not supported)"
+            ))),
+        }
+    };
+    let length = |required: bool| -> Result<f64, LatticeError> {
+        let l = num("L", 0.0)?;
+        if l < 0.0 {
+            return Err(err(format!("parameter L = {l}: negative length")));
+        }
+        if required && l == 0.0 {
+            return Err(err("parameter L: zero or missing length is not allowed for this element".into()));
+        }
+        Ok(l)
+    };
+    let order = || -> Result<u8, LatticeError> {
+        match num("ORDER", 0.0)? {
+            o if o == 0.0 || o == 2.0 => Ok(2),
+            1.0 => Ok(1),
+            o => Err(err(format!("parameter ORDER = {o}: only 1 and 2 are supported (0 = default, 2)"))),
+        }
+    };
+    Ok(match def.kind {
+        "DRIF" => Kind::Map {
+            element: Element::Drift { l: length(false)? },
+            tilt: 0.0,
+            order: order()?,
+        },
+        "EDRIFT" => Kind::ExactDrift { l: length(false)? },
+        "QUAD" => Kind::Map {
+            element: Element::Quad {
+                l: length(true)?,
+                k1: num("K1", 0.0)?,
+            },
+            tilt: num("TILT", 0.0)?,
+            order: order()?,
+        },
+        "SEXT" => Kind::Map {
+            element: Element::Sext {
+                l: length(true)?,
+                k2: num("K2", 0.0)?,
+            },
+            tilt: num("TILT", 0.0)?,
+            order: order()?,
+        },
+        "MARK" => Kind::Marker,
+        "WATCH" => {
+            let filename = match get("FILENAME") {
+                Some(Value::Text(t)) => t.clone(),
+                Some(Value::Number(x)) => x.to_string(),
+                None => return Err(err("parameter FILENAME is required".into())),
+            };
+            let interval = num("INTERVAL", 1.0)?;
+            if interval < 1.0 || interval.fract() != 0.0 {
+                return Err(err(format!("parameter INTERVAL = {interval}: must be a positive integer")));
+            }
+            if let Some(mode) = get("MODE") {
+                let m = match mode {
+                    Value::Text(t) => t.to_ascii_lowercase(),
+                    Value::Number(x) => x.to_string(),
+                };
+                if ![
+                    "coordinates",
+                    "coordinate",
+                    "coord",
+                    "parameters",
+                    "parameter",
+                    "param",
+                    "centroid",
+                    "centroids",
+                ]
+                .contains(&m.as_str())
+                {
+                    return Err(err(format!("parameter MODE = '{m}': expected coordinates, parameters or centroid")));
+                }
+            }
+            Kind::Watch {
+                filename,
+                interval: interval as u32,
+            }
+        }
+        "LSCDRIFT" => {
+            let l = length(false)?;
+            let l_effective = num("LEFFECTIVE", 0.0)?;
+            if l == 0.0 && l_effective <= 0.0 {
+                return Err(err("parameter L: zero length needs LEFFECTIVE > 0".into()));
+            }
+            let bins = num("BINS", 256.0)?;
+            if bins < 2.0 || bins.fract() != 0.0 || bins > 1048576.0 {
+                return Err(err(format!("parameter BINS = {bins}: must be an integer in 2..=1048576")));
+            }
+            if num("SMOOTHING", 0.0)? != 0.0 {
+                return Err(err("parameter SMOOTHING: histogram smoothing is not supported".into()));
+            }
+            let pair = |a: &str, b: &str| -> Result<(f64, f64), LatticeError> { Ok((num(a, -1.0)?, num(b, -1.0)?)) };
+            let radius_factor = num("RADIUS_FACTOR", 1.7)?;
+            if radius_factor <= 0.0 {
+                return Err(err(format!("parameter RADIUS_FACTOR = {radius_factor}: must be positive")));
+            }
+            Kind::Lsc(LscParams {
+                l,
+                l_effective,
+                bins: bins as usize,
+                interpolate: num("INTERPOLATE", 1.0)? != 0.0,
+                low_cutoff: pair("LOW_FREQUENCY_CUTOFF0", "LOW_FREQUENCY_CUTOFF1")?,
+                high_cutoff: pair("HIGH_FREQUENCY_CUTOFF0", "HIGH_FREQUENCY_CUTOFF1")?,
+                radius_factor,
+                enabled: num("LSC", 1.0)? != 0.0,
+            })
+        }
+        "CHARGE" => {
+            if num("PER_PARTICLE", 0.0)? != 0.0 {
+                return Err(err("parameter PER_PARTICLE is not supported; give TOTAL".into()));
+            }
+            Kind::Charge {
+                total: num("TOTAL", 0.0)?.abs(),
+            }
+        }
+        other => return Err(err(format!("internal: unhandled type {other}"))),
+    })
+}
+
+/// The benchmark line of the seed (spec §6, issue #5): 10 FODO cells of 20 quadrupoles
+/// (L = 0.2 m, K1 = ±1.5 m⁻²) and 20 drifts of 0.8 m; with `lsc` the drifts are LSCDRIFT
+/// elements with 256 bins.
+pub fn bench_lte(lsc: bool) -> String {
+    let drift = if lsc { "D: LSCDRIFT, L=0.8, BINS=256" } else { "D: DRIF, L=0.8" };
+    format!(
+        "! warpdrive bench beam: 10 FODO cells, 20 quadrupoles and 20 drifts\n\
+         QF: QUAD, L=0.2, K1=1.5\nQD: QUAD, L=0.2, K1=-1.5\n{drift}\n\
+         CELL: LINE=(QF, D, QD, D)\nBENCH: LINE=(10*CELL)\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(l: &Lattice) -> Vec<&str> {
+        l.elements.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    #[test]
+    fn lines_repeat_reverse_and_nest() {
+        let text = "! a comment\nD: DRIF, L=1.0\nQF: QUAD, L=0.3, K1=1.2 ! focusing\nQD: QF, K1=-1.2\nM: MARK\n\
+                    CELL: LINE=(QF, D, QD, D)\nRING: LINE=(M, 2*CELL, -(QF, M, D), 2*(QD,M)) \n";
+        let l = parse(text, "t.lte", None).unwrap();
+        assert_eq!(l.line, "RING");
+        assert_eq!(
+            names(&l),
+            ["M", "QF", "D", "QD", "D", "QF", "D", "QD", "D", "D", "M", "QF", "QD", "M", "QD", "M"]
+        );
+        assert_eq!(
+            l.elements[3].kind,
+            Kind::Map {
+                element: Element::Quad { l: 0.3, k1: -1.2 },
+                tilt: 0.0,
+                order: 2
+            },
+            "QD copies QF and overrides K1"
+        );
+        let c = parse(text, "t.lte", Some("cell")).unwrap();
+        assert_eq!(names(&c), ["QF", "D", "QD", "D"]);
+        assert!((c.length() - 2.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn continuation_quotes_and_use() {
+        let text = "W1: WATCH, FILENAME=\"%s-w1.sdds\", &\n  INTERVAL=2\nD: DRIFT, L=0.5\nA: LINE=(D,W1)\nB: LINE=(W1)\nUSE, A\n";
+        let l = parse(text, "t.lte", None).unwrap();
+        assert_eq!(l.line, "A");
+        assert_eq!(
+            l.elements[1].kind,
+            Kind::Watch {
+                filename: "%s-w1.sdds".into(),
+                interval: 2
+            }
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_parameter() {
+        let cases = [
+            ("D: DRIF, L=1\nB: BEND, L=1\nL: LINE=(D)\n", "t.lte:2:", "BEND"),
+            ("D: DRIF, L=1\nQ: QUAD, K1=1\nL: LINE=(D,Q)\n", "t.lte:2:", "zero or missing length"),
+            ("Q: QUAD, L=0.2, K1=abc\nL: LINE=(Q)\n", "t.lte:1:", "K1: 'abc' is not a number"),
+            (
+                "Q: QUAD, L=0.2, FSE=0.1\nL: LINE=(Q)\n",
+                "t.lte:1:",
+                "parameter FSE is not supported",
+            ),
+            ("D: DRIF, L=1\nL: LINE=(D, X)\n", "t.lte:2:", "X is neither an element nor a line"),
+            ("D: DRIF, L=1\nL: LINE=(D, (D)\n", "t.lte:2:", "line L"),
+            ("D: DRIF, L=1\nL: LINE=(D, M)\nM: LINE=(L)\n", "t.lte:", "contains itself"),
+            ("D: DRIF, L=-1\nL: LINE=(D)\n", "t.lte:1:", "negative length"),
+            ("S: LSCDRIFT, L=1, SMOOTHING=1\nL: LINE=(S)\n", "t.lte:1:", "SMOOTHING"),
+            ("D: DRIF, L=1\n", "t.lte:0:", "no beamline"),
+            ("D: DRIF, L=1\nD: DRIF, L=2\nL: LINE=(D)\n", "t.lte:2:", "defined twice"),
+        ];
+        for (text, at, what) in cases {
+            let e = parse(text, "t.lte", None).unwrap_err().to_string();
+            assert!(e.starts_with(at) && e.contains(what), "{text:?} → {e}");
+        }
+    }
+}

@@ -1,0 +1,352 @@
+//! A lattice compiled for tracking: consecutive map elements merged into runs (which the GPU
+//! applies in one launch with particles in registers), and the collective and output elements
+//! between them. The map form here fixes the order of every floating-point operation, and the
+//! CPU loops and the generated GPU code follow it, so precise-mode GPU tracking equals the CPU's
+//! bit for bit.
+
+use crate::lattice::{Kind, Lattice, LscParams};
+use crate::map::{Element, Map2};
+
+/// One output coordinate of a map: z_i ← c + Σ r_j z_j + Σ t_jk z_j z_k, summed in this order,
+/// starting from the first non-zero term (so a row z_i ← z_i costs nothing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub c: f64,
+    pub r: Vec<(u8, f64)>,
+    pub t: Vec<(u8, u8, f64)>,
+}
+
+impl Row {
+    /// Is this row z_i ← z_i?
+    pub fn is_identity(&self, i: usize) -> bool {
+        self.c == 0.0 && self.t.is_empty() && self.r == [(i as u8, 1.0)]
+    }
+
+    /// Apply to one particle's input coordinates (the scalar twin of the vector loops).
+    #[inline]
+    pub fn eval(&self, z: &[f64; 6]) -> f64 {
+        let mut acc: Option<f64> = (self.c != 0.0).then_some(self.c);
+        let mut add = |v: f64| acc = Some(acc.map_or(v, |a| a + v));
+        for &(j, v) in &self.r {
+            add(if v == 1.0 { z[j as usize] } else { v * z[j as usize] });
+        }
+        for &(j, k, v) in &self.t {
+            add(v * z[j as usize] * z[k as usize]);
+        }
+        acc.unwrap_or(0.0)
+    }
+
+    /// Floating-point operations: one add per term after the first, one multiply per R term
+    /// that is not 1, two multiplies per T term.
+    pub fn flops(&self) -> usize {
+        let terms = usize::from(self.c != 0.0) + self.r.len() + self.t.len();
+        terms.saturating_sub(1) + self.r.iter().filter(|(_, v)| *v != 1.0).count() + 2 * self.t.len()
+    }
+}
+
+/// A second-order map in tracking form.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compact {
+    pub rows: [Row; 6],
+}
+
+impl Compact {
+    pub fn from_map(m: &Map2) -> Self {
+        let rows = std::array::from_fn(|i| Row {
+            c: m.c[i],
+            r: (0..6).filter(|&j| m.r[i][j] != 0.0).map(|j| (j as u8, m.r[i][j])).collect(),
+            t: m.t.iter().filter(|t| t.i as usize == i).map(|t| (t.j, t.k, t.value)).collect(),
+        });
+        Self { rows }
+    }
+
+    pub fn apply(&self, z: &mut [f64; 6]) {
+        let zin = *z;
+        for (i, row) in self.rows.iter().enumerate() {
+            if !row.is_identity(i) {
+                z[i] = row.eval(&zin);
+            }
+        }
+    }
+
+    pub fn flops(&self) -> usize {
+        self.rows.iter().map(Row::flops).sum()
+    }
+}
+
+/// The exact drift (EDRIFT), in the operation order the GPU code uses.
+#[inline]
+pub fn exact_drift(z: &mut [f64; 6], l: f64) {
+    let path = (1.0 + z[1] * z[1] + z[3] * z[3]).sqrt();
+    z[0] += l * z[1];
+    z[2] += l * z[3];
+    z[4] += l * path;
+}
+
+/// An element of a run. (A lattice has few of these; boxing the map would buy nothing.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunItem {
+    Map { element: usize, map: Compact },
+    ExactDrift { element: usize, l: f64 },
+}
+
+impl RunItem {
+    pub fn element(&self) -> usize {
+        match self {
+            RunItem::Map { element, .. } | RunItem::ExactDrift { element, .. } => *element,
+        }
+    }
+    /// Floating-point operations per particle (the exact drift: 5 multiply/adds, a square root
+    /// counted as one, 3 fused updates).
+    pub fn flops(&self) -> usize {
+        match self {
+            RunItem::Map { map, .. } => map.flops(),
+            RunItem::ExactDrift { .. } => 11,
+        }
+    }
+}
+
+/// What the tracker does at one point of the line.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Consecutive map elements: one GPU launch.
+    Run(Vec<RunItem>),
+    Watch {
+        element: usize,
+        name: String,
+        filename: String,
+        interval: u32,
+    },
+    /// LSCDRIFT: drift L/2, space-charge kick, drift L/2.
+    Lsc {
+        element: usize,
+        name: String,
+        params: LscParams,
+        half_drift: Compact,
+    },
+    Charge {
+        total: f64,
+    },
+}
+
+/// A compiled lattice.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub steps: Vec<Step>,
+    /// Element names in line order (loss flags index into it).
+    pub names: Vec<String>,
+    /// Start position of each element along the line [m].
+    pub positions: Vec<f64>,
+    pub length: f64,
+}
+
+impl Program {
+    pub fn compile(lattice: &Lattice) -> Program {
+        let mut steps = Vec::new();
+        let mut run: Vec<RunItem> = Vec::new();
+        let mut positions = Vec::with_capacity(lattice.elements.len());
+        let mut s = 0.0;
+        let flush = |run: &mut Vec<RunItem>, steps: &mut Vec<Step>| {
+            if !run.is_empty() {
+                steps.push(Step::Run(std::mem::take(run)));
+            }
+        };
+        for (k, e) in lattice.elements.iter().enumerate() {
+            positions.push(s);
+            s += e.length();
+            match &e.kind {
+                Kind::Map { element, tilt, order } => run.push(RunItem::Map {
+                    element: k,
+                    map: Compact::from_map(&element.map2_with(*tilt, *order)),
+                }),
+                Kind::ExactDrift { l } => run.push(RunItem::ExactDrift { element: k, l: *l }),
+                Kind::Marker => {}
+                Kind::Watch { filename, interval } => {
+                    flush(&mut run, &mut steps);
+                    steps.push(Step::Watch {
+                        element: k,
+                        name: e.name.clone(),
+                        filename: filename.clone(),
+                        interval: *interval,
+                    });
+                }
+                Kind::Lsc(p) => {
+                    flush(&mut run, &mut steps);
+                    steps.push(Step::Lsc {
+                        element: k,
+                        name: e.name.clone(),
+                        params: *p,
+                        half_drift: Compact::from_map(&Element::Drift { l: 0.5 * p.l }.map2()),
+                    });
+                }
+                Kind::Charge { total } => {
+                    flush(&mut run, &mut steps);
+                    steps.push(Step::Charge { total: *total });
+                }
+            }
+        }
+        flush(&mut run, &mut steps);
+        Program {
+            steps,
+            names: lattice.elements.iter().map(|e| e.name.clone()).collect(),
+            positions,
+            length: s,
+        }
+    }
+
+    /// Map elements in runs.
+    pub fn runs(&self) -> impl Iterator<Item = &Vec<RunItem>> {
+        self.steps.iter().filter_map(|s| match s {
+            Step::Run(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// Floating-point operations per particle and pass in map elements, and their number.
+    pub fn map_flops(&self) -> (usize, usize) {
+        self.runs()
+            .flat_map(|r| r.iter())
+            .fold((0, 0), |(f, n), it| (f + it.flops(), n + 1))
+    }
+}
+
+/// Is a particle at (x, y) inside the aperture? NaN and ±∞ are outside.
+#[inline]
+pub fn inside(x: f64, y: f64, aperture: f64) -> bool {
+    x.abs() < aperture && y.abs() < aperture
+}
+
+/// Particles per CPU work unit: six coordinates of 512 particles (24 KiB) stay in L1/L2
+/// while all the elements of a run are applied.
+pub const CHUNK: usize = 512;
+
+/// Apply a run for `passes` to particles `[0, n)` of six coordinate slices on one thread, element by
+/// element over the whole chunk (term-major loops that the compiler vectorises). Particles
+/// already lost are left unchanged; a particle leaving the aperture after an element is flagged
+/// with that element and keeps its coordinates there.
+pub fn run_chunk(
+    items: &[RunItem],
+    mut z: [&mut [f64]; 6],
+    lost_at: &mut [u32],
+    lost_pass: &mut [u32],
+    passes: std::ops::Range<u32>,
+    aperture: f64,
+) {
+    for pass in passes {
+        run_chunk_pass(items, &mut z, lost_at, lost_pass, pass, aperture);
+    }
+}
+
+fn run_chunk_pass(items: &[RunItem], z: &mut [&mut [f64]; 6], lost_at: &mut [u32], lost_pass: &mut [u32], pass: u32, aperture: f64) {
+    let n = lost_at.len();
+    // Coordinates of particles that must not move: lost before or during this run.
+    let mut frozen: Vec<(usize, [f64; 6])> = (0..n)
+        .filter(|&p| lost_at[p] != 0)
+        .map(|p| (p, std::array::from_fn(|i| z[i][p])))
+        .collect();
+    let mut tmp = [[0.0f64; CHUNK]; 6];
+    for item in items {
+        match item {
+            RunItem::Map { map, .. } => {
+                let mut changed = [false; 6];
+                for (i, row) in map.rows.iter().enumerate() {
+                    if row.is_identity(i) {
+                        continue;
+                    }
+                    changed[i] = true;
+                    let out = &mut tmp[i][..n];
+                    let mut started = row.c != 0.0;
+                    if started {
+                        out.fill(row.c);
+                    }
+                    for &(j, v) in &row.r {
+                        let zj = &z[j as usize][..n];
+                        match (started, v == 1.0) {
+                            (false, true) => out.copy_from_slice(zj),
+                            (false, false) => out.iter_mut().zip(zj).for_each(|(o, a)| *o = v * a),
+                            (true, true) => out.iter_mut().zip(zj).for_each(|(o, a)| *o += a),
+                            (true, false) => out.iter_mut().zip(zj).for_each(|(o, a)| *o += v * a),
+                        }
+                        started = true;
+                    }
+                    for &(j, k, v) in &row.t {
+                        let (zj, zk) = (&z[j as usize][..n], &z[k as usize][..n]);
+                        let terms = out.iter_mut().zip(zj.iter().zip(zk));
+                        if started {
+                            terms.for_each(|(o, (a, b))| *o += v * a * b);
+                        } else {
+                            terms.for_each(|(o, (a, b))| *o = v * a * b);
+                        }
+                        started = true;
+                    }
+                    if !started {
+                        out.fill(0.0);
+                    }
+                }
+                for i in 0..6 {
+                    if changed[i] {
+                        z[i][..n].copy_from_slice(&tmp[i][..n]);
+                    }
+                }
+            }
+            RunItem::ExactDrift { l, .. } => {
+                for p in 0..n {
+                    let mut q = [z[0][p], z[1][p], z[2][p], z[3][p], z[4][p], z[5][p]];
+                    exact_drift(&mut q, *l);
+                    (z[0][p], z[2][p], z[4][p]) = (q[0], q[2], q[4]);
+                }
+            }
+        }
+        let e = item.element() as u32 + 1;
+        for p in 0..n {
+            if lost_at[p] == 0 && !inside(z[0][p], z[2][p], aperture) {
+                lost_at[p] = e;
+                lost_pass[p] = pass;
+                frozen.push((p, std::array::from_fn(|i| z[i][p])));
+            }
+        }
+    }
+    // A NaN or ∞ in a slope, s or δ that did not reach x or y: lost at the run's last element.
+    if let Some(last) = items.last() {
+        for p in 0..n {
+            if lost_at[p] == 0 && !(0..6).all(|i| z[i][p].is_finite()) {
+                lost_at[p] = last.element() as u32 + 1;
+                lost_pass[p] = pass;
+                frozen.push((p, std::array::from_fn(|i| z[i][p])));
+            }
+        }
+    }
+    for (p, q) in frozen {
+        for i in 0..6 {
+            z[i][p] = q[i];
+        }
+    }
+}
+
+/// Apply a run to all particles with rayon, chunk by chunk.
+pub fn run_cpu(items: &[RunItem], p: &mut crate::beam::Particles, passes: std::ops::Range<u32>, aperture: f64) {
+    use rayon::prelude::*;
+    let crate::beam::Particles {
+        x,
+        xp,
+        y,
+        yp,
+        s,
+        delta,
+        lost_at,
+        lost_pass,
+    } = p;
+    x.par_chunks_mut(CHUNK)
+        .zip(xp.par_chunks_mut(CHUNK))
+        .zip(y.par_chunks_mut(CHUNK))
+        .zip(yp.par_chunks_mut(CHUNK))
+        .zip(s.par_chunks_mut(CHUNK))
+        .zip(delta.par_chunks_mut(CHUNK))
+        .zip(lost_at.par_chunks_mut(CHUNK))
+        .zip(lost_pass.par_chunks_mut(CHUNK))
+        .for_each(|(((((((x, xp), y), yp), s), d), la), lp)| {
+            run_chunk(items, [x, xp, y, yp, s, d], la, lp, passes.clone(), aperture);
+        });
+}
