@@ -687,3 +687,23 @@ impl Backend for GpuBackend {
         .map_err(|e| e.to_string())
     }
 }
+
+/// Generated map sources that `warpdrive doctor` compiles: the benchmark line (maps only and
+/// with LSCDRIFT) and a line with every element kind. (name, source, run-kernel names)
+pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
+    let lines = [
+        ("beam_maps_bench.cu", crate::lattice::bench_lte(false)),
+        ("beam_maps_bench_lsc.cu", crate::lattice::bench_lte(true)),
+        ("beam_maps_all_kinds.cu", crate::gpu_check::ALL_KINDS.to_string()),
+    ];
+    lines
+        .into_iter()
+        .filter_map(|(name, text)| {
+            let lattice = crate::lattice::parse(&text, name, None).ok()?;
+            let src = generate(&Program::compile(&lattice)).ok()?;
+            let mut fns: Vec<String> = src.run_kernels.values().cloned().collect();
+            fns.sort();
+            Some((name.to_string(), src.source, fns))
+        })
+        .collect()
+}

@@ -16,6 +16,7 @@ pub mod beam;
 pub mod bessel;
 pub mod exact;
 pub mod gpu;
+pub mod gpu_check;
 pub mod lattice;
 pub mod lsc;
 pub mod map;

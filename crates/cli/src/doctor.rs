@@ -28,6 +28,11 @@ fn kernels() -> Vec<KernelSet> {
             .iter()
             .map(|&(f, s, fs)| (f, s, fs, warpdrive_spline::gpu::SWITCHES, true)),
     );
+    k.extend(
+        warpdrive_beam::gpu::KERNELS
+            .iter()
+            .map(|&(f, s, fs)| (f, s, fs, warpdrive_beam::gpu::SWITCHES, true)),
+    );
     k
 }
 
@@ -100,13 +105,44 @@ pub fn run(compile_only: bool) -> Result<()> {
             }
         }
     }
+    // Beam map kernels are generated per lattice: compile those of the benchmark lines and of a
+    // line with every element kind.
+    for (file, src, functions) in warpdrive_beam::gpu::doctor_sources() {
+        for precise in [false, true] {
+            let mode = if precise { "precise" } else { "fast" };
+            if gpus.is_empty() {
+                let opts = KernelOptions {
+                    arch: "sm_90".into(),
+                    precise,
+                    defines: vec![],
+                };
+                let ptx = cuda::compile(&file, &src, &opts)?;
+                println!("{file} (generated, {mode}, sm_90): compiled, {} bytes of PTX", ptx.to_src().len());
+                n += 1;
+            }
+            for g in &gpus {
+                for f in &functions {
+                    let (_m, func) = cuda::load(g, &file, &src, f, precise, &[])?;
+                    let r = cuda::resources(&func)?;
+                    println!(
+                        "{file}:{f} (generated, {mode}, {}): {} registers, {} B shared, {} B local (spills/stack)",
+                        g.arch(),
+                        r.registers,
+                        r.shared_bytes,
+                        r.local_bytes
+                    );
+                    n += 1;
+                }
+            }
+        }
+    }
     println!("doctor: {n} kernel builds OK");
     Ok(())
 }
 
 pub fn gpu_check(device: usize, json: &Path, domain: &str) -> Result<()> {
-    if !["all", "photon", "sky", "em", "spline"].contains(&domain) {
-        bail!("--domain {domain}: expected all, photon, sky, em or spline");
+    if !["all", "photon", "sky", "em", "spline", "beam"].contains(&domain) {
+        bail!("--domain {domain}: expected all, photon, sky, em, spline or beam");
     }
     let data = warpdrive_core::data::data_dir();
     let mut checks = Vec::new();
@@ -121,6 +157,9 @@ pub fn gpu_check(device: usize, json: &Path, domain: &str) -> Result<()> {
     }
     if domain == "all" || domain == "spline" {
         checks.extend(warpdrive_spline::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
+    }
+    if domain == "all" || domain == "beam" {
+        checks.extend(warpdrive_beam::gpu_check::run_all(device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
     }
     let mut rows = Vec::new();
     println!("{:<55} result", "check");

@@ -1,0 +1,220 @@
+//! Device checks of the beam domain (`warpdrive gpu-check --domain beam`):
+//! * map tracking: GPU precise = CPU bit for bit (fused runs and one launch per element), GPU
+//!   fast (FMA) within 1e-12 of each coordinate's RMS, on a line with every element kind, 3 passes,
+//!   with an aperture that loses particles (loss flags identical) and NaN particles;
+//! * LSC: every GPU histogram strategy gives the CPU's integer histogram; a line of quadrupoles
+//!   and LSCDRIFTs tracked on GPU and CPU agrees to FFT rounding (δ, s) with cuFFT in use.
+
+use crate::beam::{gaussian, BeamSpec, Particles, Plane, Reference, ELECTRON_MASS_EV};
+use crate::gpu::{GpuBackend, GpuOptions};
+use crate::lattice::parse;
+use crate::lsc::{self, Histogram};
+use crate::program::Program;
+use crate::track::{track, Backend, CpuBackend, TrackOptions};
+use warpdrive_core::check::Check;
+
+/// A line with every element kind the GPU code generates (tilted sextupole, exact drift,
+/// first-order quadrupole, marker, watch, LSCDRIFT, charge).
+pub const ALL_KINDS: &str = "Q1: QUAD, L=0.3, K1=1.2\nQ2: QUAD, L=0.3, K1=-1.2, TILT=0.05\nD: DRIF, L=1.0\n\
+S: SEXT, L=0.2, K2=8, TILT=0.2\nE: EDRIFT, L=0.5\nQ3: QUAD, L=0.25, K1=0.7, ORDER=1\nM: MARK\n\
+CELL: LINE=(Q1, D, M, Q2, D, S, E, Q3)\nALL: LINE=(3*CELL)\n";
+
+const LSC_LINE: &str = "C: CHARGE, TOTAL=1e-9\nQF: QUAD, L=0.2, K1=1.5\nQD: QUAD, L=0.2, K1=-1.5\n\
+L1: LSCDRIFT, L=0.8, BINS=256\nL2: LSCDRIFT, L=0.8, BINS=1000, HIGH_FREQUENCY_CUTOFF0=0.2, HIGH_FREQUENCY_CUTOFF1=0.4, INTERPOLATE=0\n\
+A: LINE=(C, QF, L1, QD, L2, QF, L1, QD, L2)\n";
+
+fn beam(n: usize, p_central: f64) -> (Particles, Reference) {
+    let spec = BeamSpec {
+        x: Plane {
+            beta: 4.0,
+            alpha: -0.5,
+            emittance: 2e-8,
+        },
+        y: Plane {
+            beta: 2.0,
+            alpha: 0.3,
+            emittance: 1e-8,
+        },
+        sigma_s: 1e-3,
+        sigma_delta: 2e-3,
+        particles: n,
+        seed: 42,
+    };
+    (
+        gaussian(&spec),
+        Reference {
+            mass_ev: ELECTRON_MASS_EV,
+            p_central,
+        },
+    )
+}
+
+fn opts(passes: u32, aperture: f64, histogram: Histogram, reference: Reference) -> TrackOptions {
+    TrackOptions {
+        passes,
+        aperture,
+        histogram,
+        charge: 1e-9,
+        reference,
+    }
+}
+
+fn run(program: &Program, b: &mut dyn Backend, o: &TrackOptions) -> Result<Particles, String> {
+    track(program, b, o, &mut |_| Ok(()), &mut |_| {})?;
+    b.particles()
+}
+
+/// Largest |a − b| / RMS(a) over the six coordinates of the particles alive in both.
+fn worst_relative(a: &Particles, b: &Particles) -> f64 {
+    let ca = a.coords();
+    let cb = b.coords();
+    let alive: Vec<usize> = (0..a.len()).filter(|&i| a.lost_at[i] == 0 && b.lost_at[i] == 0).collect();
+    let mut worst = 0.0f64;
+    for k in 0..6 {
+        let n = alive.len() as f64;
+        let mean = alive.iter().map(|&i| ca[k][i]).sum::<f64>() / n;
+        let rms = (alive.iter().map(|&i| (ca[k][i] - mean).powi(2)).sum::<f64>() / n)
+            .sqrt()
+            .max(1e-300);
+        for &i in &alive {
+            worst = worst.max((ca[k][i] - cb[k][i]).abs() / rms);
+        }
+    }
+    worst
+}
+
+pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {
+    let mut checks = Vec::new();
+    let program = Program::compile(&parse(ALL_KINDS, "all-kinds.lte", None).map_err(|e| e.to_string())?);
+    let (mut p, reference) = beam(200_000, 1000.0);
+    p.x[11] = f64::NAN;
+    p.s[12] = f64::INFINITY;
+    let aperture = 6e-4;
+    log("beam: map tracking, GPU vs CPU");
+    let o = opts(3, aperture, Histogram::BlockAtomic, reference);
+    let mut cpu = CpuBackend {
+        particles: p.clone(),
+        reference,
+        aperture,
+        histogram: Histogram::BlockAtomic,
+    };
+    let want = run(&program, &mut cpu, &o)?;
+    let lost = want.lost_at.iter().filter(|&&l| l > 0).count();
+    for (precise, per_element) in [(true, false), (true, true), (false, false)] {
+        let mut g = GpuBackend::new(
+            &program,
+            &p,
+            reference,
+            GpuOptions {
+                device,
+                precise,
+                per_element,
+                histogram: Histogram::BlockAtomic,
+                aperture,
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let got = run(&program, &mut g, &o)?;
+        let same_flags = got.lost_at == want.lost_at && got.lost_pass == want.lost_pass;
+        let worst = worst_relative(&want, &got);
+        let identical = got == want;
+        let mode = format!(
+            "{}{}",
+            if precise { "precise" } else { "fast" },
+            if per_element { ", one launch per element" } else { ", fused runs" }
+        );
+        let passed = same_flags && if precise { identical } else { worst <= 1e-12 };
+        checks.push(Check {
+            name: format!("beam maps GPU = CPU ({mode})"),
+            passed,
+            detail: format!(
+                "{} particles × 3 passes through {} elements (all kinds, aperture {aperture} m): {lost} lost on the CPU, loss flags identical: {same_flags}; bit-identical: {identical}; max |Δz|/RMS(z) = {worst:.3e} (bound: 0 precise, 1e-12 fast); {} launches",
+                p.len(),
+                program.names.len(),
+                g.timing.launches
+            ),
+        });
+    }
+
+    log("beam: LSC histograms and tracking, GPU vs CPU");
+    let lsc_program = Program::compile(&parse(LSC_LINE, "lsc.lte", None).map_err(|e| e.to_string())?);
+    let (q, reference) = beam(1_000_003, 200.0);
+    let t: Vec<f64> = (0..q.len())
+        .map(|i| lsc::time_of(q.s[i], q.delta[i], reference.p_central))
+        .collect();
+    let (lo, hi) = t.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |a, &v| (a.0.min(v), a.1.max(v)));
+    for bins in [256usize, 1000, 5000] {
+        let keys = lsc::bin_indices(&t, &vec![true; q.len()], lo, (hi - lo) / bins as f64, bins);
+        let cpu_h: Vec<u64> = lsc::histogram(&keys, bins, Histogram::Sort);
+        let mut detail = String::new();
+        let mut passed = true;
+        for h in Histogram::ALL {
+            let mut g = GpuBackend::new(
+                &lsc_program,
+                &q,
+                reference,
+                GpuOptions {
+                    device,
+                    // IEEE t on both sides, so no particle can sit on a different bin edge.
+                    precise: true,
+                    per_element: false,
+                    histogram: h,
+                    aperture: f64::INFINITY,
+                },
+            )
+            .map_err(|e| e.to_string())?;
+            let got = g.charge_histogram(bins as u32).map_err(|e| e.to_string())?;
+            let same = got.iter().map(|&c| u64::from(c)).eq(cpu_h.iter().copied());
+            passed &= same;
+            detail += &format!("{}: {}; ", h.name(), if same { "identical" } else { "DIFFERENT" });
+        }
+        checks.push(Check {
+            name: format!("beam LSC histogram strategies = CPU ({bins} bins)"),
+            passed,
+            detail: format!("{} particles: {detail}", q.len()),
+        });
+    }
+    let o = opts(1, f64::INFINITY, Histogram::BlockAtomic, reference);
+    let mut cpu = CpuBackend {
+        particles: q.clone(),
+        reference,
+        aperture: f64::INFINITY,
+        histogram: Histogram::BlockAtomic,
+    };
+    let want = run(&lsc_program, &mut cpu, &o)?;
+    for precise in [true, false] {
+        let mut g = GpuBackend::new(
+            &lsc_program,
+            &q,
+            reference,
+            GpuOptions {
+                device,
+                precise,
+                per_element: false,
+                histogram: Histogram::BlockAtomic,
+                aperture: f64::INFINITY,
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let got = run(&lsc_program, &mut g, &o)?;
+        // The LSC part of δ: its change from the map-only line, for the scale of FFT rounding.
+        let kick_scale = {
+            let n = want.len() as f64;
+            let m = (0..want.len()).map(|i| want.delta[i] - q.delta[i]).sum::<f64>() / n;
+            ((0..want.len()).map(|i| (want.delta[i] - q.delta[i] - m).powi(2)).sum::<f64>() / n).sqrt()
+        };
+        let worst_delta = (0..want.len()).map(|i| (want.delta[i] - got.delta[i]).abs()).fold(0.0f64, f64::max);
+        let worst = worst_relative(&want, &got);
+        let fft = g.fft_fallback().map_or("cuFFT".to_string(), |w| format!("host FFT ({w})"));
+        let passed = worst_delta <= 1e-9 * kick_scale && worst <= 1e-9 && g.fft_fallback().is_none();
+        checks.push(Check {
+            name: format!("beam LSC tracking GPU = CPU ({})", if precise { "precise" } else { "fast" }),
+            passed,
+            detail: format!(
+                "{} particles, 2 × 4 quadrupoles + LSCDRIFTs (256 bins; 1000 bins with a high-frequency filter and no interpolation), {fft}: RMS of the LSC change of δ {kick_scale:.3e}, max |Δδ| {worst_delta:.3e} (bound 1e-9 of it), max |Δz|/RMS(z) {worst:.3e} (bound 1e-9)",
+                q.len()
+            ),
+        });
+    }
+    Ok(checks)
+}
