@@ -52,8 +52,15 @@ fn kc(i: usize) -> String {
     format!("K[{i}]")
 }
 
-/// Generate the map kernels of `program`.
-pub fn generate(program: &Program) -> Result<MapSource, String> {
+/// Generate the map kernels of `program`; `min_blocks` > 0 asks the compiler to fit that many
+/// 256-thread blocks per multiprocessor (`__launch_bounds__(256, min_blocks)`: fewer registers,
+/// more warps in flight).
+pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String> {
+    let bounds = if min_blocks > 0 {
+        format!("{BLOCK}, {min_blocks}")
+    } else {
+        BLOCK.to_string()
+    };
     let mut constants: Vec<f64> = Vec::new();
     let mut maps: Vec<Compact> = Vec::new();
     let mut functions = String::new();
@@ -144,7 +151,7 @@ pub fn generate(program: &Program) -> Result<MapSource, String> {
         let name = format!("run_{step}");
         let _ = writeln!(
             kernels,
-            "extern \"C\" __global__ void __launch_bounds__({BLOCK}) {name}(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  FOR_PARTICLES {{\n    LOAD;\n    for (unsigned pass = pass0; pass < pass0 + npass; ++pass) {{\n      {}\n      FINITE({last});\n    }}\n    STORE;\n  }}\n}}",
+            "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  FOR_PARTICLES {{\n    LOAD;\n    for (unsigned pass = pass0; pass < pass0 + npass; ++pass) {{\n      {}\n      FINITE({last});\n    }}\n    STORE;\n  }}\n}}",
             body.join("\n      ")
         );
         run_kernels.insert(step, name);
@@ -158,7 +165,7 @@ pub fn generate(program: &Program) -> Result<MapSource, String> {
             };
             let _ = writeln!(
                 kernels,
-                "extern \"C\" __global__ void __launch_bounds__({BLOCK}) {name}(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  FOR_PARTICLES {{\n    LOAD;\n    const unsigned pass = pass0;\n    {line} {finite}\n    STORE;\n  }}\n}}"
+                "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  FOR_PARTICLES {{\n    LOAD;\n    const unsigned pass = pass0;\n    {line} {finite}\n    STORE;\n  }}\n}}"
             );
             per.push(name);
         }
@@ -231,7 +238,13 @@ pub struct GpuOptions {
     pub per_element: bool,
     pub histogram: Histogram,
     pub aperture: f64,
+    /// Blocks per multiprocessor the map kernels are compiled for (0: the compiler's choice).
+    pub min_blocks: u32,
 }
+
+/// Tuned on an H100 (docs/performance/beam.md): 128 registers at the compiler's choice
+/// limited the fused run to 25 % occupancy.
+pub const DEFAULT_MIN_BLOCKS: u32 = 0;
 
 /// Particles on one GPU.
 pub struct GpuBackend {
@@ -270,7 +283,7 @@ fn grid(n: usize, gpu: &Gpu) -> u32 {
 impl GpuBackend {
     pub fn new(program: &Program, particles: &Particles, reference: Reference, opts: GpuOptions) -> Result<Self, GpuError> {
         let gpu = cuda::open(opts.device)?;
-        let src = generate(program).map_err(GpuError::Other)?;
+        let src = generate(program, opts.min_blocks).map_err(GpuError::Other)?;
         let (module, _) = cuda::load(&gpu, "beam_maps.cu", &src.source, first_function(&src), opts.precise, &[])?;
         if !src.constants.is_empty() {
             let mut sym = module.get_global("K", &gpu.stream)?;
@@ -563,6 +576,8 @@ impl GpuBackend {
         // SAFETY: matches lsc_kick.
         unsafe { b.launch(cfg) }?;
         let r = s.clone_dtoh(&red)?;
+        let raw = s.clone_dtoh(&volts)?;
+        stats.voltage = raw[..params.bins].iter().map(|v| v / m as f64).collect();
         let dt = (tmax - tmin) / f64::from(bins);
         stats.max_count = r[7].to_bits();
         stats.peak_current = stats.max_count as f64 * q / dt;
@@ -700,7 +715,7 @@ pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
         .into_iter()
         .filter_map(|(name, text)| {
             let lattice = crate::lattice::parse(&text, name, None).ok()?;
-            let src = generate(&Program::compile(&lattice)).ok()?;
+            let src = generate(&Program::compile(&lattice), DEFAULT_MIN_BLOCKS).ok()?;
             let mut fns: Vec<String> = src.run_kernels.values().cloned().collect();
             fns.sort();
             Some((name.to_string(), src.source, fns))

@@ -145,6 +145,9 @@ pub struct TrackArgs {
     /// GPU: one kernel launch per element instead of one per run of map elements.
     #[arg(long)]
     launch_per_element: bool,
+    /// GPU: 256-thread blocks per multiprocessor the map kernels are compiled for (0: compiler's choice).
+    #[arg(long, default_value_t = warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)]
+    min_blocks: u32,
     /// Output directory (final.parquet, watch files, moments.parquet, sizes.png).
     #[arg(long, short, default_value = "beam-out")]
     output: PathBuf,
@@ -170,6 +173,7 @@ fn histogram_arg(s: &str) -> Result<Histogram> {
 }
 
 /// A back end for `--device`: the CPU, or one GPU (beam tracking uses one device).
+#[allow(clippy::too_many_arguments)]
 fn make_backend(
     common: &crate::CommonArgs,
     program: &Program,
@@ -178,6 +182,7 @@ fn make_backend(
     aperture: f64,
     histogram: Histogram,
     per_element: bool,
+    min_blocks: u32,
 ) -> Result<(Box<dyn Backend>, String)> {
     match crate::devices(common)? {
         None => Ok((
@@ -203,6 +208,7 @@ fn make_backend(
                     per_element,
                     histogram,
                     aperture,
+                    min_blocks,
                 },
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -229,7 +235,16 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
     let n = particles.len();
     let initial = Moments::of(&particles);
     std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let (mut backend, device) = make_backend(&a.common, &program, particles, reference, aperture, histogram, a.launch_per_element)?;
+    let (mut backend, device) = make_backend(
+        &a.common,
+        &program,
+        particles,
+        reference,
+        aperture,
+        histogram,
+        a.launch_per_element,
+        a.min_blocks,
+    )?;
     let (flops, nmaps) = program.map_flops();
     eprintln!(
         "beam: {} elements ({} map elements, {} flops per particle and pass), {:.3} m, {} particles, {} passes on {device}",
@@ -535,8 +550,10 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
     } else {
         let d = warpdrive_core::cuda::parse_devices(&b.device)?;
         let beam = gaussian(&bench_beam_args(b.particles).spec());
-        for precise in [false, true] {
-            for per_element in [false, true] {
+        let mut configs: Vec<(bool, bool, u32)> = vec![(false, false, 0), (false, true, 0), (true, false, 0), (true, true, 0)];
+        configs.extend([2, 3, 4].map(|m| (false, false, m)));
+        for (precise, per_element, min_blocks) in configs {
+            {
                 for &passes in &b.passes {
                     if precise && passes > 1 {
                         continue;
@@ -551,6 +568,7 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                             per_element,
                             histogram: Histogram::BlockAtomic,
                             aperture: f64::INFINITY,
+                            min_blocks,
                         },
                     )
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -586,6 +604,7 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                     per_element: false,
                     histogram: h,
                     aperture: f64::INFINITY,
+                    min_blocks: warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS,
                 },
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?;
