@@ -228,14 +228,20 @@ pub fn kick(s: f64, delta: f64, volts: f64, reference: &Reference) -> (f64, f64)
     (p_new / p0 - 1.0, s * (beta_new / beta))
 }
 
-/// RMS of the alive values.
+/// RMS of the alive values. Partial sums over fixed chunks are added in order, so the result
+/// does not depend on the number of threads.
 fn rms(v: &[f64], alive: &[bool]) -> f64 {
-    let (n, s, s2) = v
-        .par_iter()
-        .zip(alive)
-        .filter(|(_, &a)| a)
-        .map(|(&x, _)| (1usize, x, x * x))
-        .reduce(|| (0, 0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+    let parts: Vec<(usize, f64, f64)> = v
+        .par_chunks(8192)
+        .zip(alive.par_chunks(8192))
+        .map(|(v, a)| {
+            v.iter()
+                .zip(a)
+                .filter(|(_, &a)| a)
+                .fold((0usize, 0.0, 0.0), |s, (&x, _)| (s.0 + 1, s.1 + x, s.2 + x * x))
+        })
+        .collect();
+    let (n, s, s2) = parts.iter().fold((0usize, 0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
     if n == 0 {
         return 0.0;
     }
