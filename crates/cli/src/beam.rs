@@ -576,8 +576,13 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                     g.timing = Default::default();
                     let secs = time_run(&mut g, &maps, passes)?;
                     let kernel_s = g.timing.maps_ms / 1e3;
+                    let bounds = if min_blocks > 0 {
+                        format!(", ≥{min_blocks} blocks/SM")
+                    } else {
+                        ", compiler's registers".to_string()
+                    };
                     let label = format!(
-                        "{} {}: maps, {}",
+                        "{} {}: maps, {}{bounds}",
                         g.gpu().name.replace("NVIDIA ", ""),
                         if precise { "precise" } else { "fast" },
                         if per_element { "one launch per element" } else { "fused run" }
@@ -588,7 +593,7 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                         passes,
                         nmaps,
                         kernel_s,
-                        serde_json::json!({"launches": g.timing.launches, "wall_seconds": secs}),
+                        serde_json::json!({"launches": g.timing.launches, "wall_seconds": secs, "min_blocks": min_blocks}),
                     );
                 }
             }
