@@ -542,9 +542,8 @@ impl GpuBackend {
         b.arg(&counts).arg(&bins).arg(&q).arg(&mut red).arg(&mut current);
         // SAFETY: matches lsc_current.
         unsafe { b.launch(self.cfg(m, 0)) }?;
-        let nn = r[6];
-        let sx = (r[3] / nn - (r[2] / nn).powi(2)).max(0.0).sqrt();
-        let sy = (r[5] / nn - (r[4] / nn).powi(2)).max(0.0).sqrt();
+        let sx = crate::lsc::rms_from_sums(r[6], r[2], r[3]);
+        let sy = crate::lsc::rms_from_sums(r[6], r[4], r[5]);
         stats.sigma_x = sx;
         stats.sigma_y = sy;
         stats.radius = params.radius_factor * 0.5 * (sx + sy);
@@ -627,9 +626,8 @@ impl GpuBackend {
         // Host FFT: the same spectrum product through rustfft (M values each way).
         let cur = s.clone_dtoh(current)?;
         let r = s.clone_dtoh(red)?;
-        let nn = r[6];
-        let sx = (r[3] / nn - (r[2] / nn).powi(2)).max(0.0).sqrt();
-        let sy = (r[5] / nn - (r[4] / nn).powi(2)).max(0.0).sqrt();
+        let sx = crate::lsc::rms_from_sums(r[6], r[2], r[3]);
+        let sy = crate::lsc::rms_from_sums(r[6], r[4], r[5]);
         let rb = dev.radius_factor * 0.5 * (sx + sy);
         let dt = (r[1] - r[0]) / f64::from(dev.bins);
         let params = LscParams {
@@ -642,25 +640,9 @@ impl GpuBackend {
             radius_factor: dev.radius_factor,
             enabled: true,
         };
-        let v = host_voltage(&cur, dt, rb, &params, &self.reference);
+        let v = crate::lsc::raw_voltage(&cur, dt, rb, &params, &self.reference);
         Ok(s.clone_htod(&v)?)
     }
-}
-
-/// The host FFT path: raw (unnormalised, × M) voltages from the zero-padded current.
-fn host_voltage(current: &[f64], dt: f64, rb: f64, p: &LscParams, reference: &Reference) -> Vec<f64> {
-    use rustfft::num_complex::Complex64;
-    let m = current.len();
-    let mut buf: Vec<Complex64> = current.iter().map(|&c| Complex64::new(c, 0.0)).collect();
-    let mut planner = rustfft::FftPlanner::<f64>::new();
-    planner.plan_fft_forward(m).process(&mut buf);
-    let scale = crate::lsc::spectrum_scale(m, dt, rb, p, reference);
-    for (j, b) in buf.iter_mut().enumerate() {
-        let im = scale(j);
-        *b = Complex64::new(-b.im * im, b.re * im);
-    }
-    planner.plan_fft_inverse(m).process(&mut buf);
-    buf.iter().map(|c| c.re).collect()
 }
 
 fn first_function(src: &MapSource) -> &str {

@@ -23,8 +23,10 @@ const LSC_LINE: &str = "C: CHARGE, TOTAL=1e-9\nQF: QUAD, L=0.2, K1=1.5\nQD: QUAD
 L1: LSCDRIFT, L=0.8, BINS=256\nL2: LSCDRIFT, L=0.8, BINS=1000, HIGH_FREQUENCY_CUTOFF0=0.2, HIGH_FREQUENCY_CUTOFF1=0.4, INTERPOLATE=0\n\
 A: LINE=(C, QF, L1, QD, L2, QF, L1, QD, L2)\n";
 
-fn beam(n: usize, p_central: f64) -> (Particles, Reference) {
-    let spec = BeamSpec {
+/// The test beam of the device checks and of `tests/tracking.rs`: Twiss parameters with α ≠ 0
+/// in both planes, unequal emittances, 1 mm bunch length, 2e-3 momentum spread.
+pub fn check_beam_spec(n: usize) -> BeamSpec {
+    BeamSpec {
         x: Plane {
             beta: 4.0,
             alpha: -0.5,
@@ -39,9 +41,12 @@ fn beam(n: usize, p_central: f64) -> (Particles, Reference) {
         sigma_delta: 2e-3,
         particles: n,
         seed: 42,
-    };
+    }
+}
+
+fn beam(n: usize, p_central: f64) -> (Particles, Reference) {
     (
-        gaussian(&spec),
+        gaussian(&check_beam_spec(n)),
         Reference {
             mass_ev: ELECTRON_MASS_EV,
             p_central,

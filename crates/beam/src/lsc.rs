@@ -161,12 +161,20 @@ pub struct LscStats {
 
 /// Steps 5, 7, 8: voltage at the bin centres from the histogram.
 pub fn voltage(counts: &[u64], charge_per_particle: f64, dt: f64, rb: f64, p: &LscParams, reference: &Reference) -> Vec<f64> {
-    use rustfft::num_complex::Complex64;
     let n = counts.len();
-    let m = 2 * n;
-    let mut buf: Vec<Complex64> = (0..m)
-        .map(|i| Complex64::new(if i < n { counts[i] as f64 * charge_per_particle / dt } else { 0.0 }, 0.0))
+    let current: Vec<f64> = (0..2 * n)
+        .map(|i| if i < n { counts[i] as f64 * charge_per_particle / dt } else { 0.0 })
         .collect();
+    let raw = raw_voltage(&current, dt, rb, p, reference);
+    raw[..n].iter().map(|v| v / (2 * n) as f64).collect()
+}
+
+/// Steps 5, 7, 8 from the zero-padded current (length M = 2·bins): the inverse FFT of
+/// I(ω)·Z(ω)·L_eff·filter, not yet divided by M (as cuFFT returns it).
+pub fn raw_voltage(current: &[f64], dt: f64, rb: f64, p: &LscParams, reference: &Reference) -> Vec<f64> {
+    use rustfft::num_complex::Complex64;
+    let m = current.len();
+    let mut buf: Vec<Complex64> = current.iter().map(|&c| Complex64::new(c, 0.0)).collect();
     let mut planner = rustfft::FftPlanner::<f64>::new();
     planner.plan_fft_forward(m).process(&mut buf);
     let scale = spectrum_scale(m, dt, rb, p, reference);
@@ -176,7 +184,13 @@ pub fn voltage(counts: &[u64], charge_per_particle: f64, dt: f64, rb: f64, p: &L
         *b = Complex64::new(-b.im * im, b.re * im);
     }
     planner.plan_fft_inverse(m).process(&mut buf);
-    buf[..n].iter().map(|c| c.re / m as f64).collect()
+    buf.iter().map(|c| c.re).collect()
+}
+
+/// RMS from a count, a sum and a sum of squares (the order of operations the GPU repeats).
+pub fn rms_from_sums(n: f64, sum: f64, sum_sq: f64) -> f64 {
+    let m = sum / n;
+    (sum_sq / n - m * m).max(0.0).sqrt()
 }
 
 /// Imaginary part of Z(ω_j)·L_eff·filter at FFT index j of length m (the Nyquist bin and DC
@@ -245,8 +259,7 @@ fn rms(v: &[f64], alive: &[bool]) -> f64 {
     if n == 0 {
         return 0.0;
     }
-    let m = s / n as f64;
-    (s2 / n as f64 - m * m).max(0.0).sqrt()
+    rms_from_sums(n as f64, s, s2)
 }
 
 /// The space-charge kick of one LSCDRIFT element (steps 1–10; the drifts around it are the

@@ -2,7 +2,7 @@
 //! maps, fused passes equal pass-by-pass tracking, losses are flagged (never dropped), tilts
 //! rotate maps, and Gaussian beams have the requested Twiss moments.
 
-use warpdrive_beam::beam::{gaussian, BeamSpec, Moments, Particles, Plane, Reference, ELECTRON_MASS_EV};
+use warpdrive_beam::beam::{gaussian, BeamSpec, Moments, Particles, Reference, ELECTRON_MASS_EV};
 use warpdrive_beam::lattice::{parse, Kind};
 use warpdrive_beam::lsc::Histogram;
 use warpdrive_beam::program::{run_cpu, Compact, Program, Step};
@@ -13,22 +13,7 @@ const LINE: &str = "Q1: QUAD, L=0.3, K1=1.2\nQ2: QUAD, L=0.3, K1=-1.2\nD: DRIF, 
                     E: EDRIFT, L=0.5\nQ3: QUAD, L=0.25, K1=0.7, ORDER=1\nM: MARK\nCELL: LINE=(Q1, D, M, Q2, D, S, E, Q3)\n";
 
 fn spec(n: usize) -> BeamSpec {
-    BeamSpec {
-        x: Plane {
-            beta: 4.0,
-            alpha: -0.5,
-            emittance: 2e-8,
-        },
-        y: Plane {
-            beta: 2.0,
-            alpha: 0.3,
-            emittance: 1e-8,
-        },
-        sigma_s: 1e-3,
-        sigma_delta: 2e-3,
-        particles: n,
-        seed: 42,
-    }
+    warpdrive_beam::gpu_check::check_beam_spec(n)
 }
 
 fn reference() -> Reference {
