@@ -154,6 +154,13 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
             "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  FOR_PARTICLES {{\n    LOAD;\n    for (unsigned pass = pass0; pass < pass0 + npass; ++pass) {{\n      {}\n      FINITE({last});\n    }}\n    STORE;\n  }}\n}}",
             body.join("\n      ")
         );
+        // The same run with the next particle's coordinates loaded before this one's elements
+        // are applied, so the load overlaps the arithmetic (a software prefetch).
+        let _ = writeln!(
+            kernels,
+            "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}_pf(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  const unsigned stride = gridDim.x * blockDim.x;\n  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n  double q0 = px[i], q1 = pxp[i], q2 = py[i], q3 = pyp[i], q4 = ps[i], q5 = pd[i]; unsigned ql = lost_at[i];\n  for (; i < n; i += stride) {{\n    double z0 = q0, z1 = q1, z2 = q2, z3 = q3, z4 = q4, z5 = q5; const unsigned was_lost = ql;\n    const unsigned next = i + stride;\n    if (next < n) {{ q0 = px[next]; q1 = pxp[next]; q2 = py[next]; q3 = pyp[next]; q4 = ps[next]; q5 = pd[next]; ql = lost_at[next]; }}\n    if (was_lost) continue;\n    unsigned lost = 0, lpass = 0;\n    for (unsigned pass = pass0; pass < pass0 + npass; ++pass) {{\n      {}\n      FINITE({last});\n    }}\n    STORE;\n  }}\n}}",
+            body.join("\n      ")
+        );
         run_kernels.insert(step, name);
         let mut per = Vec::new();
         for (e, line) in body.iter().enumerate() {
@@ -240,11 +247,16 @@ pub struct GpuOptions {
     pub aperture: f64,
     /// Blocks per multiprocessor the map kernels are compiled for (0: the compiler's choice).
     pub min_blocks: u32,
+    /// Fused runs load the next particle before applying the elements to this one.
+    pub prefetch: bool,
 }
 
 /// Measured on an H100 (docs/performance/beam.md): the fused benchmark line ran at 17.2 TFLOP/s
 /// with the compiler's choice, 17.8 with 2 blocks/SM, 16.9 with 3, 14.6 with 4.
 pub const DEFAULT_MIN_BLOCKS: u32 = 2;
+
+/// Software prefetch of the next particle in fused runs (measured in `bench beam`).
+pub const DEFAULT_PREFETCH: bool = false;
 
 /// Particles on one GPU.
 pub struct GpuBackend {
@@ -294,7 +306,8 @@ impl GpuBackend {
         }
         let mut run_fns = HashMap::new();
         for (step, name) in &src.run_kernels {
-            run_fns.insert(*step, module.load_function(name)?);
+            let name = if opts.prefetch { format!("{name}_pf") } else { name.clone() };
+            run_fns.insert(*step, module.load_function(&name)?);
         }
         let mut elem_fns = HashMap::new();
         for (step, names) in &src.element_kernels {

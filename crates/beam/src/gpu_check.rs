@@ -105,7 +105,13 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
     };
     let want = run(&program, &mut cpu, &o)?;
     let lost = want.lost_at.iter().filter(|&&l| l > 0).count();
-    for (precise, per_element) in [(true, false), (true, true), (false, false)] {
+    for (precise, per_element, prefetch) in [
+        (true, false, false),
+        (true, false, true),
+        (true, true, false),
+        (false, false, false),
+        (false, false, true),
+    ] {
         let mut g = GpuBackend::new(
             &program,
             &p,
@@ -117,6 +123,7 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
                 histogram: Histogram::BlockAtomic,
                 aperture,
                 min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
+                prefetch,
             },
         )
         .map_err(|e| e.to_string())?;
@@ -127,9 +134,10 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
         let bits = |q: &Particles| -> Vec<u64> { q.coords().iter().flat_map(|c| c.iter().map(|v| v.to_bits())).collect() };
         let identical = bits(&got) == bits(&want) && same_flags;
         let mode = format!(
-            "{}{}",
+            "{}{}{}",
             if precise { "precise" } else { "fast" },
-            if per_element { ", one launch per element" } else { ", fused runs" }
+            if per_element { ", one launch per element" } else { ", fused runs" },
+            if prefetch { ", prefetch" } else { "" }
         );
         let passed = same_flags && if precise { identical } else { worst <= 1e-12 };
         checks.push(Check {
@@ -169,6 +177,7 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
                     histogram: h,
                     aperture: f64::INFINITY,
                     min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
+                    prefetch: crate::gpu::DEFAULT_PREFETCH,
                 },
             )
             .map_err(|e| e.to_string())?;
@@ -203,6 +212,7 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
                 histogram: Histogram::BlockAtomic,
                 aperture: f64::INFINITY,
                 min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
+                prefetch: crate::gpu::DEFAULT_PREFETCH,
             },
         )
         .map_err(|e| e.to_string())?;

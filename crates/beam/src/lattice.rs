@@ -163,7 +163,7 @@ struct LineDef {
 }
 
 /// Element types of the subset: accepted spellings → canonical name.
-const TYPES: [(&str, &str); 12] = [
+const TYPES: [(&str, &str); 13] = [
     ("DRIF", "DRIF"),
     ("DRIFT", "DRIF"),
     ("EDRIFT", "EDRIFT"),
@@ -175,6 +175,7 @@ const TYPES: [(&str, &str); 12] = [
     ("MARKER", "MARK"),
     ("WATCH", "WATCH"),
     ("LSCDRIFT", "LSCDRIFT"),
+    ("LSCDRIF", "LSCDRIFT"),
     ("CHARGE", "CHARGE"),
 ];
 

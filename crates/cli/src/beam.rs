@@ -148,6 +148,9 @@ pub struct TrackArgs {
     /// GPU: 256-thread blocks per multiprocessor the map kernels are compiled for (0: compiler's choice).
     #[arg(long, default_value_t = warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)]
     min_blocks: u32,
+    /// GPU: fused runs load the next particle while applying the elements to this one (true/false).
+    #[arg(long, default_value_t = warpdrive_beam::gpu::DEFAULT_PREFETCH, action = clap::ArgAction::Set)]
+    prefetch: bool,
     /// Output directory (final.parquet, watch files, moments.parquet, sizes.png).
     #[arg(long, short, default_value = "beam-out")]
     output: PathBuf,
@@ -183,6 +186,7 @@ fn make_backend(
     histogram: Histogram,
     per_element: bool,
     min_blocks: u32,
+    prefetch: bool,
 ) -> Result<(Box<dyn Backend>, String)> {
     match crate::devices(common)? {
         None => Ok((
@@ -209,6 +213,7 @@ fn make_backend(
                     histogram,
                     aperture,
                     min_blocks,
+                    prefetch,
                 },
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -244,6 +249,7 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
         histogram,
         a.launch_per_element,
         a.min_blocks,
+        a.prefetch,
     )?;
     let (flops, nmaps) = program.map_flops();
     eprintln!(
@@ -550,9 +556,16 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
     } else {
         let d = warpdrive_core::cuda::parse_devices(&b.device)?;
         let beam = gaussian(&bench_beam_args(b.particles).spec());
-        let mut configs: Vec<(bool, bool, u32)> = vec![(false, false, 0), (false, true, 0), (true, false, 0), (true, true, 0)];
-        configs.extend([2, 3, 4].map(|m| (false, false, m)));
-        for (precise, per_element, min_blocks) in configs {
+        // (precise, one launch per element, blocks per SM, prefetch)
+        let mut configs: Vec<(bool, bool, u32, bool)> = vec![
+            (false, false, 0, false),
+            (false, true, 0, false),
+            (true, false, 0, false),
+            (true, true, 0, false),
+        ];
+        configs.extend([2, 3, 4].map(|m| (false, false, m, false)));
+        configs.extend([0, 2, 3].map(|m| (false, false, m, true)));
+        for (precise, per_element, min_blocks, prefetch) in configs {
             {
                 for &passes in &b.passes {
                     if precise && passes > 1 {
@@ -569,6 +582,7 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                             histogram: Histogram::BlockAtomic,
                             aperture: f64::INFINITY,
                             min_blocks,
+                            prefetch,
                         },
                     )
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -593,7 +607,7 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                         passes,
                         nmaps,
                         kernel_s,
-                        serde_json::json!({"launches": g.timing.launches, "wall_seconds": secs, "min_blocks": min_blocks}),
+                        serde_json::json!({"launches": g.timing.launches, "wall_seconds": secs, "min_blocks": min_blocks, "prefetch": prefetch}),
                     );
                 }
             }
@@ -610,6 +624,7 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                     histogram: h,
                     aperture: f64::INFINITY,
                     min_blocks: warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS,
+                    prefetch: warpdrive_beam::gpu::DEFAULT_PREFETCH,
                 },
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?;
