@@ -35,6 +35,13 @@ impl Reference {
     }
 }
 
+/// β of a particle with relative momentum deviation δ (p = p0(1+δ) in units of m c).
+#[inline]
+pub fn beta_of(p_central: f64, delta: f64) -> f64 {
+    let p = p_central * (1.0 + delta);
+    p / (1.0 + p * p).sqrt()
+}
+
 /// 6-D coordinates of all particles, one array per coordinate.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Particles {
@@ -193,21 +200,19 @@ pub fn read_parquet(path: &Path, reference: &Reference) -> Result<Particles, Bea
         (None, Some(tt)) => tt
             .iter()
             .zip(&p.delta)
-            .map(|(t, d)| {
-                let pp = reference.p_central * (1.0 + d);
-                t * C_LIGHT * pp / (1.0 + pp * pp).sqrt()
-            })
+            .map(|(t, d)| t * beta_of(reference.p_central, *d) * C_LIGHT)
             .collect(),
         (None, None) => return Err(err("column 's' or 't' is missing".into())),
     };
     let n = p.x.len();
     p.lost_at = vec![0; n];
     p.lost_pass = vec![0; n];
-    if let Some(i) = p.nan_particles().first() {
+    let bad = p.nan_particles();
+    if let Some(i) = bad.first() {
         return Err(err(format!(
             "row {i}: particle has a NaN or infinite coordinate {:?} ({} such rows)",
             p.get(*i),
-            p.nan_particles().len()
+            bad.len()
         )));
     }
     Ok(p)
@@ -220,14 +225,12 @@ pub fn to_table(p: &Particles, reference: &Reference) -> Table {
     for (name, c) in ["x", "xp", "y", "yp", "s", "delta"].iter().zip(p.coords()) {
         t.push(name, Column::F64(c.clone()));
     }
-    let (time, mom): (Vec<f64>, Vec<f64>) =
+    let time =
         p.s.iter()
             .zip(&p.delta)
-            .map(|(s, d)| {
-                let pp = reference.p_central * (1.0 + d);
-                (s / (C_LIGHT * pp / (1.0 + pp * pp).sqrt()), pp)
-            })
-            .unzip();
+            .map(|(s, d)| crate::lsc::time_of(*s, *d, reference.p_central))
+            .collect();
+    let mom = p.delta.iter().map(|d| reference.p_central * (1.0 + d)).collect();
     t.push("t", Column::F64(time));
     t.push("p", Column::F64(mom));
     t.push("lost_at", Column::I64(p.lost_at.iter().map(|&v| i64::from(v)).collect()));

@@ -106,32 +106,16 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
     let mut kernels = String::new();
     let mut run_kernels = HashMap::new();
     let mut element_kernels = HashMap::new();
-    let mut runs: Vec<(usize, &[RunItem])> = program
+    // Runs of map elements, and the half drifts of LSC steps (one-element runs), by step.
+    let runs: Vec<(usize, &[RunItem])> = program
         .steps
         .iter()
         .enumerate()
         .filter_map(|(k, s)| match s {
-            Step::Run(items) => Some((k, items.as_slice())),
+            Step::Run(items) | Step::Lsc { half_drift: items, .. } => Some((k, items.as_slice())),
             _ => None,
         })
         .collect();
-    // LSC half drifts run as one-element runs, keyed after the program's steps.
-    let halves: Vec<(usize, Vec<RunItem>)> = program
-        .steps
-        .iter()
-        .enumerate()
-        .filter_map(|(k, s)| match s {
-            Step::Lsc { element, half_drift, .. } => Some((
-                k,
-                vec![RunItem::Map {
-                    element: *element,
-                    map: half_drift.clone(),
-                }],
-            )),
-            _ => None,
-        })
-        .collect();
-    runs.extend(halves.iter().map(|(k, v)| (*k, v.as_slice())));
     for (step, items) in runs {
         let body: Vec<String> = items
             .iter()
@@ -152,13 +136,6 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
         let _ = writeln!(
             kernels,
             "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  FOR_PARTICLES {{\n    LOAD;\n    for (unsigned pass = pass0; pass < pass0 + npass; ++pass) {{\n      {}\n      FINITE({last});\n    }}\n    STORE;\n  }}\n}}",
-            body.join("\n      ")
-        );
-        // The same run with the next particle's coordinates loaded before this one's elements
-        // are applied, so the load overlaps the arithmetic (a software prefetch).
-        let _ = writeln!(
-            kernels,
-            "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}_pf(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  const unsigned stride = gridDim.x * blockDim.x;\n  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i >= n) return;\n  double q0 = px[i], q1 = pxp[i], q2 = py[i], q3 = pyp[i], q4 = ps[i], q5 = pd[i]; unsigned ql = lost_at[i];\n  for (; i < n; i += stride) {{\n    double z0 = q0, z1 = q1, z2 = q2, z3 = q3, z4 = q4, z5 = q5; const unsigned was_lost = ql;\n    const unsigned next = i + stride;\n    if (next < n) {{ q0 = px[next]; q1 = pxp[next]; q2 = py[next]; q3 = pyp[next]; q4 = ps[next]; q5 = pd[next]; ql = lost_at[next]; }}\n    if (was_lost) continue;\n    unsigned lost = 0, lpass = 0;\n    for (unsigned pass = pass0; pass < pass0 + npass; ++pass) {{\n      {}\n      FINITE({last});\n    }}\n    STORE;\n  }}\n}}",
             body.join("\n      ")
         );
         run_kernels.insert(step, name);
@@ -247,16 +224,11 @@ pub struct GpuOptions {
     pub aperture: f64,
     /// Blocks per multiprocessor the map kernels are compiled for (0: the compiler's choice).
     pub min_blocks: u32,
-    /// Fused runs load the next particle before applying the elements to this one.
-    pub prefetch: bool,
 }
 
 /// Measured on an H100 (docs/performance/beam.md): the fused benchmark line ran at 17.2 TFLOP/s
 /// with the compiler's choice, 17.8 with 2 blocks/SM, 16.9 with 3, 14.6 with 4.
 pub const DEFAULT_MIN_BLOCKS: u32 = 2;
-
-/// Software prefetch of the next particle in fused runs (measured in `bench beam`).
-pub const DEFAULT_PREFETCH: bool = false;
 
 /// Particles on one GPU.
 pub struct GpuBackend {
@@ -267,16 +239,14 @@ pub struct GpuBackend {
     z: [CudaSlice<f64>; 6],
     lost_at: CudaSlice<u32>,
     lost_pass: CudaSlice<u32>,
-    _maps: Arc<CudaModule>,
+    /// The generated map module (absent when the line has no map element).
+    _maps: Option<Arc<CudaModule>>,
     run_fns: HashMap<usize, CudaFunction>,
     elem_fns: HashMap<usize, Vec<CudaFunction>>,
-    lsc: Arc<CudaModule>,
-    /// Scratch for LSC: t per particle, keys (sort strategy), reductions.
-    t: Option<CudaSlice<f64>>,
-    keys: Option<CudaSlice<u32>>,
+    /// LSC kernels and buffers, made on first use.
+    lsc: Option<LscState>,
     /// Kernel time per step kind (ms), accumulated with events.
     pub timing: Timing,
-    fft_host_fallback: Option<String>,
 }
 
 /// Accumulated device time [ms].
@@ -287,34 +257,65 @@ pub struct Timing {
     pub launches: u64,
 }
 
+/// What every LSC kick reuses: the kernels, per-particle times, the reduction slots, the sort
+/// keys (sort strategy) and, per bin count, the spectrum buffers and cuFFT plans.
+struct LscState {
+    module: Arc<CudaModule>,
+    t: CudaSlice<f64>,
+    red: CudaSlice<f64>,
+    ordered: CudaSlice<u64>,
+    keys: Option<CudaSlice<u32>>,
+    spectra: HashMap<usize, Spectrum>,
+}
+
+/// Buffers of one bin count: counts, zero-padded current (M = 2·bins), its half spectrum, the
+/// raw voltage, and the D2Z/Z2D plans (or why cuFFT could not be used: the host FFT then).
+struct Spectrum {
+    counts: CudaSlice<u32>,
+    current: CudaSlice<f64>,
+    spec: CudaSlice<cudarc::cufft::sys::double2>,
+    volts: CudaSlice<f64>,
+    fft: Result<(cudarc::cufft::safe::CudaFft, cudarc::cufft::safe::CudaFft), String>,
+}
+
 fn grid(n: usize, gpu: &Gpu) -> u32 {
     let max_blocks = (gpu.multiprocessors as u32) * (gpu.max_threads_per_sm as u32 / BLOCK).max(1) * 8;
     (n as u32).div_ceil(BLOCK).clamp(1, max_blocks)
+}
+
+fn cfg(gpu: &Gpu, n: usize, shared: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (grid(n, gpu), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: shared,
+    }
 }
 
 impl GpuBackend {
     pub fn new(program: &Program, particles: &Particles, reference: Reference, opts: GpuOptions) -> Result<Self, GpuError> {
         let gpu = cuda::open(opts.device)?;
         let src = generate(program, opts.min_blocks).map_err(GpuError::Other)?;
-        let (module, _) = cuda::load(&gpu, "beam_maps.cu", &src.source, first_function(&src), opts.precise, &[])?;
-        if !src.constants.is_empty() {
-            let mut sym = module.get_global("K", &gpu.stream)?;
-            // SAFETY: `K` is a __constant__ double array of at least constants.len() elements.
-            let mut view = unsafe { sym.transmute_mut::<f64>(src.constants.len()) }
-                .ok_or_else(|| GpuError::Other("constant array K is smaller than the coefficients".into()))?;
-            gpu.stream.memcpy_htod(&src.constants, &mut view)?;
-        }
         let mut run_fns = HashMap::new();
-        for (step, name) in &src.run_kernels {
-            let name = if opts.prefetch { format!("{name}_pf") } else { name.clone() };
-            run_fns.insert(*step, module.load_function(&name)?);
-        }
         let mut elem_fns = HashMap::new();
-        for (step, names) in &src.element_kernels {
-            let f: Result<Vec<_>, _> = names.iter().map(|nm| module.load_function(nm)).collect();
-            elem_fns.insert(*step, f?);
+        let mut maps = None;
+        if let Some(first) = src.run_kernels.values().next() {
+            let (module, _) = cuda::load(&gpu, "beam_maps.cu", &src.source, first, opts.precise, &[])?;
+            if !src.constants.is_empty() {
+                let mut sym = module.get_global("K", &gpu.stream)?;
+                // SAFETY: `K` is a __constant__ double array of at least constants.len() elements.
+                let mut view = unsafe { sym.transmute_mut::<f64>(src.constants.len()) }
+                    .ok_or_else(|| GpuError::Other("constant array K is smaller than the coefficients".into()))?;
+                gpu.stream.memcpy_htod(&src.constants, &mut view)?;
+            }
+            for (step, name) in &src.run_kernels {
+                run_fns.insert(*step, module.load_function(name)?);
+            }
+            for (step, names) in &src.element_kernels {
+                let f: Result<Vec<_>, _> = names.iter().map(|nm| module.load_function(nm)).collect();
+                elem_fns.insert(*step, f?);
+            }
+            maps = Some(module);
         }
-        let (lsc, _) = cuda::load(&gpu, LSC_NAME, LSC_SRC, "lsc_kick", opts.precise, &[])?;
         let s = &gpu.stream;
         let c = particles.coords();
         let z = [
@@ -332,14 +333,11 @@ impl GpuBackend {
             z,
             lost_at,
             lost_pass,
-            _maps: module,
+            _maps: maps,
             run_fns,
             elem_fns,
-            lsc,
-            t: None,
-            keys: None,
+            lsc: None,
             timing: Timing::default(),
-            fft_host_fallback: None,
             gpu,
             opts,
             reference,
@@ -352,15 +350,14 @@ impl GpuBackend {
 
     /// Why the host FFT was used instead of cuFFT, if it was.
     pub fn fft_fallback(&self) -> Option<&str> {
-        self.fft_host_fallback.as_deref()
+        self.lsc
+            .as_ref()
+            .and_then(|l| l.spectra.values().find_map(|sp| sp.fft.as_ref().err()))
+            .map(String::as_str)
     }
 
     fn launch_map(&mut self, f: &CudaFunction, pass0: u32, npass: u32) -> Result<(), GpuError> {
-        let cfg = LaunchConfig {
-            grid_dim: (grid(self.n, &self.gpu), 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let cfg = cfg(&self.gpu, self.n, 0);
         let n = self.n as u32;
         let ap = self.opts.aperture;
         let [z0, z1, z2, z3, z4, z5] = &mut self.z;
@@ -405,136 +402,178 @@ impl GpuBackend {
         Ok(self.gpu.stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?)
     }
 
-    fn func(&self, name: &str) -> Result<CudaFunction, GpuError> {
-        Ok(self.lsc.load_function(name)?)
+    /// The LSC state, made on first use (compiles lsc.cu, allocates the per-particle times).
+    fn take_lsc(&mut self) -> Result<LscState, GpuError> {
+        if let Some(l) = self.lsc.take() {
+            return Ok(l);
+        }
+        let (module, _) = cuda::load(&self.gpu, LSC_NAME, LSC_SRC, "lsc_kick", self.opts.precise, &[])?;
+        let s = &self.gpu.stream;
+        Ok(LscState {
+            module,
+            t: s.alloc_zeros::<f64>(self.n)?,
+            red: s.alloc_zeros::<f64>(RED_SLOTS)?,
+            ordered: s.alloc_zeros::<u64>(2)?,
+            keys: None,
+            spectra: HashMap::new(),
+        })
     }
 
-    fn cfg(&self, n: usize, shared: u32) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: (grid(n, &self.gpu), 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: shared,
+    /// Run `f` with the LSC state taken out of `self` (so both can be borrowed), then put it back.
+    fn with_lsc<T>(&mut self, f: impl FnOnce(&mut Self, &mut LscState) -> Result<T, GpuError>) -> Result<T, GpuError> {
+        let mut l = self.take_lsc()?;
+        let out = f(self, &mut l);
+        self.lsc = Some(l);
+        out
+    }
+
+    /// Steps 1, 2, 6 on the device: t of every particle, t_min/t_max and the sums for σx, σy
+    /// in `l.red`; returns the slots.
+    fn times(&mut self, l: &mut LscState) -> Result<Vec<f64>, GpuError> {
+        let s = self.gpu.stream.clone();
+        s.memset_zeros(&mut l.red)?;
+        s.memcpy_htod(&[u64::MAX, 0u64], &mut l.ordered)?;
+        let n = self.n as u32;
+        let p0 = self.reference.p_central;
+        let f = l.module.load_function("lsc_times")?;
+        let mut b = s.launch_builder(&f);
+        b.arg(&self.z[0]).arg(&self.z[2]).arg(&self.z[4]).arg(&self.z[5]).arg(&self.lost_at);
+        b.arg(&n).arg(&p0).arg(&mut l.t).arg(&mut l.ordered).arg(&mut l.red);
+        // SAFETY: matches lsc_times (256 threads: its shared arrays).
+        unsafe { b.launch(cfg(&self.gpu, self.n, 0)) }?;
+        let f = l.module.load_function("lsc_minmax")?;
+        let mut b = s.launch_builder(&f);
+        b.arg(&l.ordered).arg(&mut l.red);
+        // SAFETY: one thread decodes two values.
+        unsafe { b.launch(LaunchConfig::for_num_elems(1)) }?;
+        Ok(s.clone_dtoh(&l.red)?)
+    }
+
+    /// The spectrum buffers and plans for `bins`, made once per bin count.
+    fn spectrum<'a>(&self, l: &'a mut LscState, bins: usize) -> Result<&'a mut Spectrum, GpuError> {
+        use cudarc::cufft::{safe::CudaFft, sys::cufftType};
+        use std::collections::hash_map::Entry;
+        match l.spectra.entry(bins) {
+            Entry::Occupied(o) => Ok(o.into_mut()),
+            Entry::Vacant(slot) => {
+                let s = &self.gpu.stream;
+                let m = 2 * bins;
+                let plans = (|| -> Result<(CudaFft, CudaFft), String> {
+                    // SAFETY: probing only dlopens the library.
+                    let present = std::panic::catch_unwind(|| unsafe { cudarc::cufft::sys::is_culib_present() }).unwrap_or(false);
+                    if !present {
+                        return Err("libcufft not found".into());
+                    }
+                    let f = CudaFft::plan_1d(m as i32, cufftType::CUFFT_D2Z, 1, s.clone()).map_err(|e| format!("{e:?}"))?;
+                    let i = CudaFft::plan_1d(m as i32, cufftType::CUFFT_Z2D, 1, s.clone()).map_err(|e| format!("{e:?}"))?;
+                    Ok((f, i))
+                })();
+                let sp = Spectrum {
+                    counts: s.alloc_zeros::<u32>(bins)?,
+                    current: s.alloc_zeros::<f64>(m)?,
+                    spec: s.alloc_zeros::<cudarc::cufft::sys::double2>(m / 2 + 1)?,
+                    volts: s.alloc_zeros::<f64>(m)?,
+                    fft: plans,
+                };
+                Ok(slot.insert(sp))
+            }
         }
     }
 
-    /// The integer charge histogram of the current particles (after `lsc_times`).
-    fn histogram(&mut self, red: &CudaSlice<f64>, bins: u32, counts: &mut CudaSlice<u32>) -> Result<(), GpuError> {
+    /// Step 3: the integer charge histogram of the particles (after [`Self::times`]) into
+    /// `counts`, with the configured strategy.
+    fn histogram(&self, l: &mut LscState, bins: usize) -> Result<(), GpuError> {
         let s = self.gpu.stream.clone();
         let n = self.n as u32;
-        let t = self.t.as_ref().ok_or_else(|| GpuError::Other("LSC times not computed".into()))?;
+        let b32 = bins as u32;
+        let keys_len = self.n.max(2).next_power_of_two();
+        if self.opts.histogram == Histogram::Sort && l.keys.as_ref().is_none_or(|k| k.len() != keys_len) {
+            l.keys = Some(s.alloc_zeros::<u32>(keys_len)?);
+        }
+        let module = l.module.clone();
+        let (t, red) = (&l.t, &l.red);
+        let sp = l.spectra.get_mut(&bins).ok_or_else(|| GpuError::Other("spectrum buffers".into()))?;
+        s.memset_zeros(&mut sp.counts)?;
+        let counts = &mut sp.counts;
         match self.opts.histogram {
             Histogram::BlockAtomic => {
-                let f = self.func("hist_block_atomic")?;
-                if bins as usize * 4 > 48 * 1024 {
+                let f = module.load_function("hist_block_atomic")?;
+                if bins * 4 > 48 * 1024 {
                     f.set_attribute(
                         cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                         (bins * 4) as i32,
                     )?;
                 }
                 let mut b = s.launch_builder(&f);
-                b.arg(t).arg(&self.lost_at).arg(&n).arg(red).arg(&bins).arg(counts);
+                b.arg(t).arg(&self.lost_at).arg(&n).arg(red).arg(&b32).arg(counts);
                 // SAFETY: matches hist_block_atomic; shared memory holds `bins` counters.
-                unsafe { b.launch(self.cfg(self.n, bins * 4)) }?;
+                unsafe { b.launch(cfg(&self.gpu, self.n, b32 * 4)) }?;
             }
             Histogram::BlockSortScan => {
-                let f = self.func("hist_block_sort_scan")?;
-                let blocks = (self.n as u32).div_ceil(1024).clamp(1, self.gpu.multiprocessors as u32 * 8);
-                let cfg = LaunchConfig {
+                let f = module.load_function("hist_block_sort_scan")?;
+                let blocks = n.div_ceil(1024).clamp(1, self.gpu.multiprocessors as u32 * 8);
+                let launch = LaunchConfig {
                     grid_dim: (blocks, 1, 1),
                     block_dim: (512, 1, 1),
                     shared_mem_bytes: 0,
                 };
                 let mut b = s.launch_builder(&f);
-                b.arg(t).arg(&self.lost_at).arg(&n).arg(red).arg(&bins).arg(counts);
+                b.arg(t).arg(&self.lost_at).arg(&n).arg(red).arg(&b32).arg(counts);
                 // SAFETY: matches hist_block_sort_scan (512 threads, 1024 keys per block).
-                unsafe { b.launch(cfg) }?;
+                unsafe { b.launch(launch) }?;
             }
             Histogram::Sort => {
-                let padded = (self.n.max(2)).next_power_of_two();
-                if self.keys.as_ref().is_none_or(|k| k.len() != padded) {
-                    self.keys = Some(s.alloc_zeros::<u32>(padded)?);
-                }
-                let cfgp = self.cfg(padded, 0);
-                let keys = self.keys.as_mut().ok_or_else(|| GpuError::Other("keys".into()))?;
-                let p32 = padded as u32;
-                let f = self.lsc.load_function("hist_keys")?;
+                let keys = l.keys.as_mut().ok_or_else(|| GpuError::Other("sort keys".into()))?;
+                let p32 = keys_len as u32;
+                let all = cfg(&self.gpu, keys_len, 0);
+                let f = module.load_function("hist_keys")?;
                 let mut b = s.launch_builder(&f);
-                b.arg(t).arg(&self.lost_at).arg(&n).arg(&p32).arg(red).arg(&bins).arg(&mut *keys);
+                b.arg(t).arg(&self.lost_at).arg(&n).arg(&p32).arg(red).arg(&b32).arg(&mut *keys);
                 // SAFETY: matches hist_keys.
-                unsafe { b.launch(cfgp) }?;
-                let step = self.lsc.load_function("bitonic_step")?;
+                unsafe { b.launch(all) }?;
+                let step = module.load_function("bitonic_step")?;
                 let mut k = 2u32;
-                while k as usize <= padded {
+                while k <= p32 {
                     let mut j = k / 2;
                     while j > 0 {
                         let mut b = s.launch_builder(&step);
                         b.arg(&mut *keys).arg(&p32).arg(&k).arg(&j);
                         // SAFETY: matches bitonic_step.
-                        unsafe { b.launch(cfgp) }?;
+                        unsafe { b.launch(all) }?;
                         j /= 2;
                     }
                     k *= 2;
                 }
-                let f = self.lsc.load_function("hist_bounds")?;
+                let f = module.load_function("hist_bounds")?;
                 let mut b = s.launch_builder(&f);
-                b.arg(&*keys).arg(&p32).arg(&bins).arg(counts);
-                let cfg = LaunchConfig {
-                    grid_dim: (bins.div_ceil(BLOCK), 1, 1),
+                b.arg(&*keys).arg(&p32).arg(&b32).arg(counts);
+                let launch = LaunchConfig {
+                    grid_dim: (b32.div_ceil(BLOCK), 1, 1),
                     block_dim: (BLOCK, 1, 1),
                     shared_mem_bytes: 0,
                 };
                 // SAFETY: matches hist_bounds.
-                unsafe { b.launch(cfg) }?;
+                unsafe { b.launch(launch) }?;
             }
         }
         Ok(())
     }
 
     /// Histogram only (for the strategy checks): counts with the current strategy.
-    pub fn charge_histogram(&mut self, bins: u32) -> Result<Vec<u32>, GpuError> {
-        let red = self.times()?;
-        let mut counts = self.gpu.stream.alloc_zeros::<u32>(bins as usize)?;
-        self.histogram(&red, bins, &mut counts)?;
-        Ok(self.gpu.stream.clone_dtoh(&counts)?)
+    pub fn charge_histogram(&mut self, bins: usize) -> Result<Vec<u32>, GpuError> {
+        self.with_lsc(|me, l| {
+            me.times(l)?;
+            me.spectrum(l, bins)?;
+            me.histogram(l, bins)?;
+            Ok(me.gpu.stream.clone_dtoh(&l.spectra[&bins].counts)?)
+        })
     }
 
-    pub fn set_histogram(&mut self, h: Histogram) {
-        self.opts.histogram = h;
-    }
-
-    /// Steps 1, 2, 6 on the device; returns the reduction slots.
-    fn times(&mut self) -> Result<CudaSlice<f64>, GpuError> {
+    /// Steps 1–10 of one kick (the half drifts around it are the caller's).
+    fn kick(&mut self, l: &mut LscState, params: &LscParams, charge: f64) -> Result<LscStats, GpuError> {
         let s = self.gpu.stream.clone();
-        if self.t.as_ref().is_none_or(|t| t.len() != self.n) {
-            self.t = Some(s.alloc_zeros::<f64>(self.n)?);
-        }
-        let mut red = s.alloc_zeros::<f64>(8)?;
-        let mut ordered = s.clone_htod(&[u64::MAX, 0u64])?;
-        let n = self.n as u32;
-        let p0 = self.reference.p_central;
-        let f = self.func("lsc_times")?;
-        let cfg = self.cfg(self.n, 0);
-        {
-            let t = self.t.as_mut().ok_or_else(|| GpuError::Other("t".into()))?;
-            let mut b = s.launch_builder(&f);
-            b.arg(&self.z[0]).arg(&self.z[2]).arg(&self.z[4]).arg(&self.z[5]).arg(&self.lost_at);
-            b.arg(&n).arg(&p0).arg(t).arg(&mut ordered).arg(&mut red);
-            // SAFETY: matches lsc_times (256 threads: its shared arrays).
-            unsafe { b.launch(cfg) }?;
-        }
-        let f = self.func("lsc_minmax")?;
-        let mut b = s.launch_builder(&f);
-        b.arg(&ordered).arg(&mut red);
-        // SAFETY: one thread decodes two values.
-        unsafe { b.launch(LaunchConfig::for_num_elems(1)) }?;
-        Ok(red)
-    }
-
-    fn kick(&mut self, params: &LscParams, charge: f64) -> Result<LscStats, GpuError> {
-        let s = self.gpu.stream.clone();
-        let mut red = self.times()?;
-        let r = s.clone_dtoh(&red)?;
-        let (tmin, tmax) = (r[0], r[1]);
+        let r = self.times(l)?;
+        let (tmin, tmax) = (r[RED_TMIN], r[RED_TMAX]);
         let mut stats = LscStats {
             tmin,
             tmax,
@@ -544,25 +583,17 @@ impl GpuBackend {
         if !spread || charge == 0.0 || !params.enabled {
             return Ok(stats);
         }
-        let bins = params.bins as u32;
-        let mut counts = s.alloc_zeros::<u32>(params.bins)?;
-        self.histogram(&red, bins, &mut counts)?;
-        let q = charge / self.n as f64;
-        let m = 2 * params.bins;
-        let mut current = s.alloc_zeros::<f64>(m)?;
-        let f = self.func("lsc_current")?;
-        let mut b = s.launch_builder(&f);
-        b.arg(&counts).arg(&bins).arg(&q).arg(&mut red).arg(&mut current);
-        // SAFETY: matches lsc_current.
-        unsafe { b.launch(self.cfg(m, 0)) }?;
-        let sx = crate::lsc::rms_from_sums(r[6], r[2], r[3]);
-        let sy = crate::lsc::rms_from_sums(r[6], r[4], r[5]);
-        stats.sigma_x = sx;
-        stats.sigma_y = sy;
-        stats.radius = params.radius_factor * 0.5 * (sx + sy);
+        stats.sigma_x = crate::lsc::rms_from_sums(r[RED_N], r[RED_SX], r[RED_SXX]);
+        stats.sigma_y = crate::lsc::rms_from_sums(r[RED_N], r[RED_SY], r[RED_SYY]);
+        stats.radius = params.radius_factor * 0.5 * (stats.sigma_x + stats.sigma_y);
         if stats.radius <= 0.0 {
             return Ok(stats);
         }
+        let bins = params.bins;
+        let (b32, m) = (bins as u32, 2 * bins);
+        self.spectrum(l, bins)?;
+        self.histogram(l, bins)?;
+        let q = charge / self.n as f64;
         let dev = LscDev {
             beta0: self.reference.beta(),
             gamma0: self.reference.gamma(),
@@ -574,93 +605,73 @@ impl GpuBackend {
             high1: params.high_cutoff.1,
             p0: self.reference.p_central,
             mass_ev: self.reference.mass_ev,
-            bins,
+            bins: b32,
             interpolate: u32::from(params.interpolate),
         };
-        let volts = self.spectrum_to_voltage(&current, &red, dev, m)?;
-        let f = self.func("lsc_kick")?;
-        let n = self.n as u32;
-        let cfg = self.cfg(self.n, 0);
-        let t = self.t.as_ref().ok_or_else(|| GpuError::Other("t".into()))?;
-        let [_, _, _, _, z4, z5] = &mut self.z;
+        let module = l.module.clone();
+        let red = &mut l.red;
+        let sp = l.spectra.get_mut(&bins).ok_or_else(|| GpuError::Other("spectrum buffers".into()))?;
+        // Steps 4, 5: maximum count and the zero-padded current.
+        let f = module.load_function("lsc_current")?;
         let mut b = s.launch_builder(&f);
-        b.arg(z4).arg(z5).arg(&self.lost_at).arg(t).arg(&n).arg(&volts).arg(&red).arg(&dev);
-        // SAFETY: matches lsc_kick.
-        unsafe { b.launch(cfg) }?;
-        let r = s.clone_dtoh(&red)?;
-        let raw = s.clone_dtoh(&volts)?;
-        stats.voltage = raw[..params.bins].iter().map(|v| v / m as f64).collect();
-        let dt = (tmax - tmin) / f64::from(bins);
-        stats.max_count = r[7].to_bits();
-        stats.peak_current = stats.max_count as f64 * q / dt;
-        Ok(stats)
-    }
-
-    /// Steps 5, 7, 8: cuFFT D2Z, impedance, Z2D (unnormalised); the host FFT if cuFFT is absent.
-    fn spectrum_to_voltage(
-        &mut self,
-        current: &CudaSlice<f64>,
-        red: &CudaSlice<f64>,
-        dev: LscDev,
-        m: usize,
-    ) -> Result<CudaSlice<f64>, GpuError> {
-        use cudarc::cufft::{safe::CudaFft, sys::cufftType};
-        let s = self.gpu.stream.clone();
-        let half = m / 2 + 1;
-        let imp = self.func("lsc_impedance")?;
-        if self.fft_host_fallback.is_none() {
-            let plans = (|| -> Result<(CudaFft, CudaFft), String> {
-                // SAFETY: probing only dlopens the library.
-                let present = std::panic::catch_unwind(|| unsafe { cudarc::cufft::sys::is_culib_present() }).unwrap_or(false);
-                if !present {
-                    return Err("libcufft not found".into());
-                }
-                let f = CudaFft::plan_1d(m as i32, cufftType::CUFFT_D2Z, 1, s.clone()).map_err(|e| format!("{e:?}"))?;
-                let i = CudaFft::plan_1d(m as i32, cufftType::CUFFT_Z2D, 1, s.clone()).map_err(|e| format!("{e:?}"))?;
-                Ok((f, i))
-            })();
-            match plans {
-                Ok((fwd, inv)) => {
-                    let mut spec = s.alloc_zeros::<cudarc::cufft::sys::double2>(half)?;
-                    fwd.exec_d2z(current, &mut spec)
-                        .map_err(|e| GpuError::Other(format!("cuFFT D2Z: {e:?}")))?;
-                    let mut b = s.launch_builder(&imp);
-                    b.arg(&mut spec).arg(red).arg(&dev);
-                    // SAFETY: matches lsc_impedance (one thread per frequency 0..=m/2).
-                    unsafe { b.launch(LaunchConfig::for_num_elems(half as u32)) }?;
-                    let mut out = s.alloc_zeros::<f64>(m)?;
-                    inv.exec_z2d(&mut spec, &mut out)
-                        .map_err(|e| GpuError::Other(format!("cuFFT Z2D: {e:?}")))?;
-                    return Ok(out);
-                }
-                Err(why) => self.fft_host_fallback = Some(why),
+        b.arg(&sp.counts).arg(&b32).arg(&q).arg(&mut *red).arg(&mut sp.current);
+        // SAFETY: matches lsc_current.
+        unsafe { b.launch(cfg(&self.gpu, m, 0)) }?;
+        // Steps 5, 7, 8: cuFFT D2Z, impedance, Z2D (unnormalised); the host FFT without cuFFT.
+        match &sp.fft {
+            Ok((fwd, inv)) => {
+                fwd.exec_d2z(&sp.current, &mut sp.spec)
+                    .map_err(|e| GpuError::Other(format!("cuFFT D2Z: {e:?}")))?;
+                let f = module.load_function("lsc_impedance")?;
+                let mut b = s.launch_builder(&f);
+                b.arg(&mut sp.spec).arg(&*red).arg(&dev);
+                // SAFETY: matches lsc_impedance (one thread per frequency 0..=m/2).
+                unsafe { b.launch(LaunchConfig::for_num_elems((m / 2 + 1) as u32)) }?;
+                inv.exec_z2d(&mut sp.spec, &mut sp.volts)
+                    .map_err(|e| GpuError::Other(format!("cuFFT Z2D: {e:?}")))?;
+            }
+            Err(_) => {
+                let cur = s.clone_dtoh(&sp.current)?;
+                let dt = (tmax - tmin) / bins as f64;
+                let v = crate::lsc::raw_voltage(&cur, dt, stats.radius, params, &self.reference);
+                s.memcpy_htod(&v, &mut sp.volts)?;
             }
         }
-        // Host FFT: the same spectrum product through rustfft (M values each way).
-        let cur = s.clone_dtoh(current)?;
-        let r = s.clone_dtoh(red)?;
-        let sx = crate::lsc::rms_from_sums(r[6], r[2], r[3]);
-        let sy = crate::lsc::rms_from_sums(r[6], r[4], r[5]);
-        let rb = dev.radius_factor * 0.5 * (sx + sy);
-        let dt = (r[1] - r[0]) / f64::from(dev.bins);
-        let params = LscParams {
-            l: dev.l_eff,
-            l_effective: dev.l_eff,
-            bins: dev.bins as usize,
-            interpolate: dev.interpolate != 0,
-            low_cutoff: (dev.low0, dev.low1),
-            high_cutoff: (dev.high0, dev.high1),
-            radius_factor: dev.radius_factor,
-            enabled: true,
-        };
-        let v = crate::lsc::raw_voltage(&cur, dt, rb, &params, &self.reference);
-        Ok(s.clone_htod(&v)?)
+        // Steps 9, 10.
+        let f = module.load_function("lsc_kick")?;
+        let n = self.n as u32;
+        let launch = cfg(&self.gpu, self.n, 0);
+        let [_, _, _, _, z4, z5] = &mut self.z;
+        let mut b = s.launch_builder(&f);
+        b.arg(z4)
+            .arg(z5)
+            .arg(&self.lost_at)
+            .arg(&l.t)
+            .arg(&n)
+            .arg(&sp.volts)
+            .arg(&*red)
+            .arg(&dev);
+        // SAFETY: matches lsc_kick.
+        unsafe { b.launch(launch) }?;
+        let r = s.clone_dtoh(&*red)?;
+        let raw = s.clone_dtoh(&sp.volts)?;
+        stats.voltage = raw[..bins].iter().map(|v| v / m as f64).collect();
+        stats.max_count = r[RED_MAXCOUNT].to_bits();
+        stats.peak_current = stats.max_count as f64 * q / ((tmax - tmin) / bins as f64);
+        Ok(stats)
     }
 }
 
-fn first_function(src: &MapSource) -> &str {
-    src.run_kernels.values().next().map_or("lsc_kick", String::as_str)
-}
+/// Reduction slots of lsc.cu (`enum RED_*`).
+const RED_TMIN: usize = 0;
+const RED_TMAX: usize = 1;
+const RED_SX: usize = 2;
+const RED_SXX: usize = 3;
+const RED_SY: usize = 4;
+const RED_SYY: usize = 5;
+const RED_N: usize = 6;
+const RED_MAXCOUNT: usize = 7;
+const RED_SLOTS: usize = 8;
 
 impl Backend for GpuBackend {
     fn run(&mut self, step: usize, _items: &[RunItem], passes: std::ops::Range<u32>) -> Result<(), String> {
@@ -671,7 +682,7 @@ impl Backend for GpuBackend {
         (|| -> Result<LscStats, GpuError> {
             self.run_step(step, pass..pass + 1)?;
             let start = self.event()?;
-            let st = self.kick(params, charge)?;
+            let st = self.with_lsc(|me, l| me.kick(l, params, charge))?;
             let stop = self.event()?;
             self.timing.lsc_ms += f64::from(start.elapsed_ms(&stop)?);
             self.run_step(step, pass..pass + 1)?;

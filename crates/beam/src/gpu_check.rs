@@ -64,6 +64,21 @@ fn opts(passes: u32, aperture: f64, histogram: Histogram, reference: Reference) 
     }
 }
 
+fn gpu(program: &Program, p: &Particles, reference: Reference, opts: GpuOptions) -> Result<GpuBackend, String> {
+    GpuBackend::new(program, p, reference, opts).map_err(|e| e.to_string())
+}
+
+fn options(device: usize, precise: bool, per_element: bool, histogram: Histogram, aperture: f64) -> GpuOptions {
+    GpuOptions {
+        device,
+        precise,
+        per_element,
+        histogram,
+        aperture,
+        min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
+    }
+}
+
 fn run(program: &Program, b: &mut dyn Backend, o: &TrackOptions) -> Result<Particles, String> {
     track(program, b, o, &mut |_| Ok(()), &mut |_| {})?;
     b.particles()
@@ -105,28 +120,13 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
     };
     let want = run(&program, &mut cpu, &o)?;
     let lost = want.lost_at.iter().filter(|&&l| l > 0).count();
-    for (precise, per_element, prefetch) in [
-        (true, false, false),
-        (true, false, true),
-        (true, true, false),
-        (false, false, false),
-        (false, false, true),
-    ] {
-        let mut g = GpuBackend::new(
+    for (precise, per_element) in [(true, false), (true, true), (false, false)] {
+        let mut g = gpu(
             &program,
             &p,
             reference,
-            GpuOptions {
-                device,
-                precise,
-                per_element,
-                histogram: Histogram::BlockAtomic,
-                aperture,
-                min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
-                prefetch,
-            },
-        )
-        .map_err(|e| e.to_string())?;
+            options(device, precise, per_element, Histogram::BlockAtomic, aperture),
+        )?;
         let got = run(&program, &mut g, &o)?;
         let same_flags = got.lost_at == want.lost_at && got.lost_pass == want.lost_pass;
         let worst = worst_relative(&want, &got);
@@ -134,10 +134,9 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
         let bits = |q: &Particles| -> Vec<u64> { q.coords().iter().flat_map(|c| c.iter().map(|v| v.to_bits())).collect() };
         let identical = bits(&got) == bits(&want) && same_flags;
         let mode = format!(
-            "{}{}{}",
+            "{}{}",
             if precise { "precise" } else { "fast" },
-            if per_element { ", one launch per element" } else { ", fused runs" },
-            if prefetch { ", prefetch" } else { "" }
+            if per_element { ", one launch per element" } else { ", fused runs" }
         );
         let passed = same_flags && if precise { identical } else { worst <= 1e-12 };
         checks.push(Check {
@@ -165,23 +164,9 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
         let mut detail = String::new();
         let mut passed = true;
         for h in Histogram::ALL {
-            let mut g = GpuBackend::new(
-                &lsc_program,
-                &q,
-                reference,
-                GpuOptions {
-                    device,
-                    // IEEE t on both sides, so no particle can sit on a different bin edge.
-                    precise: true,
-                    per_element: false,
-                    histogram: h,
-                    aperture: f64::INFINITY,
-                    min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
-                    prefetch: crate::gpu::DEFAULT_PREFETCH,
-                },
-            )
-            .map_err(|e| e.to_string())?;
-            let got = g.charge_histogram(bins as u32).map_err(|e| e.to_string())?;
+            // Precise: IEEE t on both sides, so no particle can sit on a different bin edge.
+            let mut g = gpu(&lsc_program, &q, reference, options(device, true, false, h, f64::INFINITY))?;
+            let got = g.charge_histogram(bins).map_err(|e| e.to_string())?;
             let same = got.iter().map(|&c| u64::from(c)).eq(cpu_h.iter().copied());
             passed &= same;
             detail += &format!("{}: {}; ", h.name(), if same { "identical" } else { "DIFFERENT" });
@@ -201,21 +186,12 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
     };
     let want = run(&lsc_program, &mut cpu, &o)?;
     for precise in [true, false] {
-        let mut g = GpuBackend::new(
+        let mut g = gpu(
             &lsc_program,
             &q,
             reference,
-            GpuOptions {
-                device,
-                precise,
-                per_element: false,
-                histogram: Histogram::BlockAtomic,
-                aperture: f64::INFINITY,
-                min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
-                prefetch: crate::gpu::DEFAULT_PREFETCH,
-            },
-        )
-        .map_err(|e| e.to_string())?;
+            options(device, precise, false, Histogram::BlockAtomic, f64::INFINITY),
+        )?;
         let got = run(&lsc_program, &mut g, &o)?;
         // The LSC part of δ: its change from the map-only line, for the scale of FFT rounding.
         let kick_scale = {

@@ -81,9 +81,7 @@ impl Histogram {
 /// Step 1: arrival time t = s/(βc) of one particle.
 #[inline]
 pub fn time_of(s: f64, delta: f64, p_central: f64) -> f64 {
-    let p = p_central * (1.0 + delta);
-    let beta = p / (1.0 + p * p).sqrt();
-    s / (beta * C_LIGHT)
+    s / (crate::beam::beta_of(p_central, delta) * C_LIGHT)
 }
 
 /// Step 3: bin of a time (the last bin includes t_max).

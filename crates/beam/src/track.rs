@@ -69,18 +69,7 @@ pub fn track(
             match step {
                 Step::Run(items) => backend.run(k, items, pass..pass + 1)?,
                 Step::Charge { total } => charge = *total,
-                Step::Lsc {
-                    element,
-                    params,
-                    half_drift,
-                    ..
-                } => {
-                    let half = [RunItem::Map {
-                        element: *element,
-                        map: half_drift.clone(),
-                    }];
-                    last.push(backend.lsc(k, params, &half, charge, pass)?);
-                }
+                Step::Lsc { params, half_drift, .. } => last.push(backend.lsc(k, params, half_drift, charge, pass)?),
                 Step::Watch {
                     element,
                     name,

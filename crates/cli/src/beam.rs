@@ -148,9 +148,6 @@ pub struct TrackArgs {
     /// GPU: 256-thread blocks per multiprocessor the map kernels are compiled for (0: compiler's choice).
     #[arg(long, default_value_t = warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)]
     min_blocks: u32,
-    /// GPU: fused runs load the next particle while applying the elements to this one (true/false).
-    #[arg(long, default_value_t = warpdrive_beam::gpu::DEFAULT_PREFETCH, action = clap::ArgAction::Set)]
-    prefetch: bool,
     /// Output directory (final.parquet, watch files, moments.parquet, sizes.png).
     #[arg(long, short, default_value = "beam-out")]
     output: PathBuf,
@@ -186,7 +183,6 @@ fn make_backend(
     histogram: Histogram,
     per_element: bool,
     min_blocks: u32,
-    prefetch: bool,
 ) -> Result<(Box<dyn Backend>, String)> {
     match crate::devices(common)? {
         None => Ok((
@@ -213,7 +209,6 @@ fn make_backend(
                     histogram,
                     aperture,
                     min_blocks,
-                    prefetch,
                 },
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -249,7 +244,6 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
         histogram,
         a.launch_per_element,
         a.min_blocks,
-        a.prefetch,
     )?;
     let (flops, nmaps) = program.map_flops();
     eprintln!(
@@ -264,6 +258,14 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
     let progress = Progress::new("passes", u64::from(a.passes), "passes");
     let root = a.lattice.file_stem().map_or("beam".into(), |s| s.to_string_lossy().into_owned());
     let mut moments_rows: Vec<(String, u32, f64, Moments)> = Vec::new();
+    // WATCH file names used at more than one place of the line (their files get `-atK`).
+    let mut uses: std::collections::HashMap<&str, usize> = Default::default();
+    for s in &program.steps {
+        if let Step::Watch { filename, .. } = s {
+            *uses.entry(filename.as_str()).or_default() += 1;
+        }
+    }
+    let shared_names: std::collections::HashSet<&str> = uses.into_iter().filter(|(_, n)| *n > 1).map(|(f, _)| f).collect();
     let mut watch_sizes = Vec::new();
     let mut written = Vec::new();
     let out = a.output.clone();
@@ -279,12 +281,7 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
             reference,
         },
         &mut |ev: WatchEvent| {
-            let shared = program
-                .steps
-                .iter()
-                .filter(|s| matches!(s, Step::Watch { filename, .. } if filename == ev.filename))
-                .count()
-                > 1;
+            let shared = shared_names.contains(ev.filename);
             let file = watch_file(&out, ev.filename, &root, ev.pass, a.passes, shared.then_some(ev.element));
             let mut t = to_table(ev.particles, &reference);
             t.meta("element", ev.name);
@@ -500,16 +497,11 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
     let mut row = |what: String, n: usize, passes: u32, elements: usize, secs: f64, extra: serde_json::Value| {
         let pe = n as f64 * f64::from(passes) * elements as f64;
         let ns = secs * 1e9 / pe;
-        let gflops = if what.contains("LSC") {
-            f64::NAN
-        } else {
-            pe * flops as f64 / nmaps as f64 / secs / 1e9
-        };
-        println!(
-            "{what:<58} {n:>10} {passes:>6} {secs:>10.4} s {ns:>10.4} ns/particle-element {:>10.1} GFLOP/s",
-            gflops
-        );
-        rows.push(serde_json::json!({"what": what, "particles": n, "passes": passes, "seconds": secs, "ns_per_particle_element": ns, "gflops": if gflops.is_nan() { serde_json::Value::Null } else { serde_json::json!(gflops) }, "extra": extra}));
+        // FLOP rates for map-only lines (LSC work is not counted in FLOPs).
+        let gflops = (!what.contains("LSC")).then(|| pe * flops as f64 / nmaps as f64 / secs / 1e9);
+        let rate = gflops.map_or(String::new(), |g| format!("{g:>10.1} GFLOP/s"));
+        println!("{what:<58} {n:>10} {passes:>6} {secs:>10.4} s {ns:>10.4} ns/particle-element {rate}");
+        rows.push(serde_json::json!({"what": what, "particles": n, "passes": passes, "seconds": secs, "ns_per_particle_element": ns, "gflops": gflops, "extra": extra}));
     };
     if b.device == "cpu" {
         let threads = if b.threads.is_empty() {
@@ -556,16 +548,10 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
     } else {
         let d = warpdrive_core::cuda::parse_devices(&b.device)?;
         let beam = gaussian(&bench_beam_args(b.particles).spec());
-        // (precise, one launch per element, blocks per SM, prefetch)
-        let mut configs: Vec<(bool, bool, u32, bool)> = vec![
-            (false, false, 0, false),
-            (false, true, 0, false),
-            (true, false, 0, false),
-            (true, true, 0, false),
-        ];
-        configs.extend([2, 3, 4].map(|m| (false, false, m, false)));
-        configs.extend([0, 2, 3].map(|m| (false, false, m, true)));
-        for (precise, per_element, min_blocks, prefetch) in configs {
+        // (precise, one launch per element, blocks per SM)
+        let mut configs: Vec<(bool, bool, u32)> = vec![(false, false, 0), (false, true, 0), (true, false, 0), (true, true, 0)];
+        configs.extend([2, 3, 4].map(|m| (false, false, m)));
+        for (precise, per_element, min_blocks) in configs {
             {
                 for &passes in &b.passes {
                     if precise && passes > 1 {
@@ -582,7 +568,6 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                             histogram: Histogram::BlockAtomic,
                             aperture: f64::INFINITY,
                             min_blocks,
-                            prefetch,
                         },
                     )
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -607,7 +592,7 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                         passes,
                         nmaps,
                         kernel_s,
-                        serde_json::json!({"launches": g.timing.launches, "wall_seconds": secs, "min_blocks": min_blocks, "prefetch": prefetch}),
+                        serde_json::json!({"launches": g.timing.launches, "wall_seconds": secs, "min_blocks": min_blocks}),
                     );
                 }
             }
@@ -624,7 +609,6 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
                     histogram: h,
                     aperture: f64::INFINITY,
                     min_blocks: warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS,
-                    prefetch: warpdrive_beam::gpu::DEFAULT_PREFETCH,
                 },
             )
             .map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -2,34 +2,10 @@
 //! plot), Parquet beams in, one and two threads identical, losses flagged, and bad input failing
 //! with file and line.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+use common::{bin, run_ok, scratch};
+
 use warpdrive_core::table::{read_parquet, Column, Table};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_warpdrive"));
-    c.env("WARPDRIVE_PROGRESS", "0");
-    c
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("warpdrive-beam-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(c: &mut Command) -> Output {
-    let o = c.output().unwrap();
-    assert!(
-        o.status.success(),
-        "{:?} failed: {}{}",
-        c,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
 
 const LATTICE: &str = "! FODO with a watch point and space charge\n\
 Q1: QUAD, L=0.2, K1=1.5\nQ2: Q1, K1=-1.5\nD: DRIF, L=0.8\n\
@@ -42,29 +18,31 @@ fn col(t: &Table, name: &str) -> Vec<f64> {
 
 #[test]
 fn track_writes_outputs_and_is_thread_independent() {
-    let d = scratch("track");
+    let d = scratch("beam", "track");
     let lte = d.join("fodo.lte");
     std::fs::write(&lte, LATTICE).unwrap();
     let mut outs = Vec::new();
     for threads in ["1", "2"] {
         let out = d.join(format!("out{threads}"));
-        let o = run(bin()
-            .args(["beam", "track"])
-            .arg(&lte)
-            .args([
-                "--device",
-                "cpu",
-                "--particles",
-                "3000",
-                "--passes",
-                "2",
-                "--p-central",
-                "50",
-                "--threads",
-                threads,
-                "-o",
-            ])
-            .arg(&out));
+        let o = run_ok(
+            bin()
+                .args(["beam", "track"])
+                .arg(&lte)
+                .args([
+                    "--device",
+                    "cpu",
+                    "--particles",
+                    "3000",
+                    "--passes",
+                    "2",
+                    "--p-central",
+                    "50",
+                    "--threads",
+                    threads,
+                    "-o",
+                ])
+                .arg(&out),
+        );
         let text = String::from_utf8_lossy(&o.stdout);
         assert!(text.contains("lost: none") && text.contains("LSC kick"), "{text}");
         for f in [
@@ -88,7 +66,7 @@ fn track_writes_outputs_and_is_thread_independent() {
 
 #[test]
 fn parquet_beam_in_and_losses_flagged() {
-    let d = scratch("parquet");
+    let d = scratch("beam", "parquet");
     let lte = d.join("fodo.lte");
     std::fs::write(&lte, LATTICE).unwrap();
     let n = 5;
@@ -102,13 +80,15 @@ fn parquet_beam_in_and_losses_flagged() {
     let beam = d.join("beam.parquet");
     t.write_parquet(&beam).unwrap();
     let out = d.join("out");
-    let o = run(bin()
-        .args(["beam", "track"])
-        .arg(&lte)
-        .arg("--beam")
-        .arg(&beam)
-        .args(["--device", "cpu", "--aperture", "0.01", "--no-plot", "-o"])
-        .arg(&out));
+    let o = run_ok(
+        bin()
+            .args(["beam", "track"])
+            .arg(&lte)
+            .arg("--beam")
+            .arg(&beam)
+            .args(["--device", "cpu", "--aperture", "0.01", "--no-plot", "-o"])
+            .arg(&out),
+    );
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("lost: 2 particles"), "{text}");
     let f = read_parquet(&out.join("final.parquet")).unwrap();
@@ -140,7 +120,7 @@ fn parquet_beam_in_and_losses_flagged() {
 
 #[test]
 fn bad_lattices_name_file_and_line() {
-    let d = scratch("bad");
+    let d = scratch("beam", "bad");
     let cases = [
         ("Q: QUAD, L=0.2, K1=1\nB: SBEN, L=1\nA: LINE=(Q,B)\n", ":2:", "SBEN"),
         ("Q: QUAD, K1=1\nA: LINE=(Q)\n", ":1:", "zero or missing length"),

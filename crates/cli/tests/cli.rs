@@ -1,25 +1,11 @@
 //! End-to-end tests of the `warpdrive` binary: determinism across thread counts, the PPC mode,
 //! and bad input (clear message naming file/line/field, exit code ≠ 0, no output file).
 
+mod common;
+use common::{bin, data, scratch};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_warpdrive"));
-    c.env("WARPDRIVE_PROGRESS", "0");
-    c
-}
-
-fn data() -> Option<PathBuf> {
-    warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("warpdrive-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use std::process::{Output, Stdio};
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
@@ -34,7 +20,7 @@ fn stderr(o: &Output) -> String {
 /// Same seed ⇒ byte-identical Parquet and HIT files for 1 and 2 threads.
 #[test]
 fn output_is_identical_for_one_and_two_threads() {
-    let dir = scratch("det");
+    let dir = scratch("cli", "det");
     let mut files = Vec::new();
     for t in ["1", "2"] {
         // Same paths for both runs: the command line (minus --threads) is part of the metadata.
@@ -59,7 +45,7 @@ fn output_is_identical_for_one_and_two_threads() {
 #[test]
 fn ppc_mode_reads_stdin_and_prints_hits() {
     let Some(data) = data() else { return };
-    let dir = scratch("ppc");
+    let dir = scratch("cli", "ppc");
     let f2k = write(
         &dir,
         "ev.f2k",
@@ -118,7 +104,7 @@ fn assert_fails(o: &Output, needles: &[&str], no_file: &Path) {
 #[test]
 fn bad_inputs_fail_cleanly() {
     let Some(data) = data() else { return };
-    let dir = scratch("bad");
+    let dir = scratch("cli", "bad");
     let out = dir.join("out.parquet");
     let run = |args: &[&str]| {
         bin()

@@ -1,12 +1,7 @@
 //! End-to-end tests of `warpdrive em`: outputs, thread independence and bad input.
 
-use std::process::Command;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_warpdrive"));
-    c.env("WARPDRIVE_PROGRESS", "0");
-    c
-}
+mod common;
+use common::bin;
 
 #[test]
 fn em_writes_profile_plot_and_summary_independent_of_threads() {

@@ -1,22 +1,12 @@
 //! End-to-end tests of `warpdrive sky autocorr` and `warpdrive merge`: thread-count
 //! independence, batch jobs merged into the result of one run, and bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::{bin, scratch};
+
+use std::path::Path;
+use std::process::Output;
 use warpdrive_core::table::read_parquet;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_warpdrive"));
-    c.env("WARPDRIVE_PROGRESS", "0");
-    c
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("warpdrive-sky-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn run(args: &[&str], out: &Path) -> Output {
     let o = bin()
@@ -52,7 +42,7 @@ fn columns(p: &Path) -> Vec<(String, Vec<u64>)> {
 
 #[test]
 fn jobs_merge_into_one_run_and_threads_do_not_matter() {
-    let dir = scratch("merge");
+    let dir = scratch("sky", "merge");
     let common = ["--synthetic-events", "3000", "--trials", "30", "--seed", "4", "--no-plot"];
     let single = dir.join("single");
     run(&[&common[..], &["--threads", "1"]].concat(), &single);
@@ -121,7 +111,7 @@ fn jobs_merge_into_one_run_and_threads_do_not_matter() {
 
 #[test]
 fn bad_inputs_fail_cleanly() {
-    let dir = scratch("bad");
+    let dir = scratch("sky", "bad");
     let f = dir.join("ev.txt");
     let cases: [(&str, Vec<&str>, &str); 7] = [
         ("MJD log10(E) RA Dec\n1 2 3 95\n", vec![], "ev.txt:2: field 'Dec': declination 95"),

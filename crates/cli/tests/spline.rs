@@ -2,40 +2,14 @@
 //! library's), simulate → unfold on the CPU (every solver, energies near the truth and never
 //! negative, one and two threads identical), and bad input failing cleanly.
 
+mod common;
+use common::{bin, data, run_ok, scratch};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use warpdrive_core::table::read_parquet;
 use warpdrive_spline::SplineTable;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_warpdrive"));
-    c.env("WARPDRIVE_PROGRESS", "0");
-    c
-}
-
-fn data() -> Option<PathBuf> {
-    warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("warpdrive-spline-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn run(c: &mut Command) -> Output {
-    let o = c.output().unwrap();
-    assert!(
-        o.status.success(),
-        "{:?} failed: {}{}",
-        c,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
 
 fn ems(dir: &Path, which: &str) -> PathBuf {
     dir.join(format!("splines/icetray_photospline_ems/ems_z0_a0.pt.{which}.fits"))
@@ -45,20 +19,22 @@ fn ems(dir: &Path, which: &str) -> PathBuf {
 fn info_and_eval_match_the_library() {
     let Some(data) = data() else { return };
     let table = ems(&data, "prob");
-    let o = run(bin().args(["spline", "info"]).arg(&table));
+    let o = run_ok(bin().args(["spline", "info"]).arg(&table));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("4-D photospline table") && text.contains("NGROUP"), "{text}");
 
-    let dir = scratch("eval");
+    let dir = scratch("spline", "eval");
     let points = dir.join("points.csv");
     std::fs::write(&points, "r,phi,cos,t\n50,0,0,100\n50,0,0,500\n300,90,0,3500\n700,0,0,100\n").unwrap();
     let out = dir.join("values.parquet");
-    run(bin()
-        .args(["spline", "eval", "--device", "cpu", "--gradient", "--points"])
-        .arg(&points)
-        .arg("-o")
-        .arg(&out)
-        .arg(&table));
+    run_ok(
+        bin()
+            .args(["spline", "eval", "--device", "cpu", "--gradient", "--points"])
+            .arg(&points)
+            .arg("-o")
+            .arg(&out)
+            .arg(&table),
+    );
     let t = read_parquet(&out).unwrap();
     let lib = SplineTable::read(&table).unwrap();
     let value = t.column("value").unwrap().to_f64();
@@ -81,7 +57,7 @@ fn info_and_eval_match_the_library() {
 #[test]
 fn simulate_then_unfold_a_cascade_with_every_solver() {
     let Some(data) = data() else { return };
-    let dir = scratch("unfold");
+    let dir = scratch("spline", "unfold");
     let event = dir.join("event.parquet");
     let cascade = "30,-20,-100,0.8,1.5,0";
     let geo = data.join("geometry/icecube_geo-f2k");
@@ -90,8 +66,8 @@ fn simulate_then_unfold_a_cascade_with_every_solver() {
     };
     let mut c = bin();
     with_data(&mut c);
-    run(c
-        .args([
+    run_ok(
+        c.args([
             "spline",
             "simulate",
             "--cascade",
@@ -104,14 +80,15 @@ fn simulate_then_unfold_a_cascade_with_every_solver() {
         ])
         .arg(&geo)
         .arg("-o")
-        .arg(&event));
+        .arg(&event),
+    );
     let mut results = Vec::new();
     for (solver, threads) in [("newton", "1"), ("newton", "2"), ("pcg", "2"), ("nnls", "2")] {
         let out = dir.join(format!("{solver}-{threads}"));
         let mut c = bin();
         with_data(&mut c);
-        run(c
-            .args([
+        run_ok(
+            c.args([
                 "spline",
                 "unfold",
                 "--device",
@@ -126,7 +103,8 @@ fn simulate_then_unfold_a_cascade_with_every_solver() {
             .arg("--event")
             .arg(&event)
             .arg("-o")
-            .arg(&out));
+            .arg(&out),
+        );
         let t = read_parquet(&out.join("energies.parquet")).unwrap();
         let (e, s) = (t.column("energy").unwrap().to_f64()[0], t.column("sigma").unwrap().to_f64()[0]);
         let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
@@ -150,7 +128,7 @@ fn simulate_then_unfold_a_cascade_with_every_solver() {
 #[test]
 fn bad_inputs_fail_cleanly() {
     let Some(data) = data() else { return };
-    let dir = scratch("bad");
+    let dir = scratch("spline", "bad");
     // A truncated table: the error names the file.
     let bytes = std::fs::read(ems(&data, "abs")).unwrap();
     let cut = dir.join("cut.fits");
