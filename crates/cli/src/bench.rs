@@ -49,6 +49,38 @@ pub struct BenchPhoton {
     /// GPU: number of cascades in the shuffled benchmark.
     #[arg(long, default_value_t = 400)]
     shuffled_sources: usize,
+    /// GPU: time these configurations instead of the built-in table. Each is a comma-separated
+    /// list of kernel switches (WD_…, see propagate.cu), `default` for the default switches,
+    /// `block=N` and `per-sm=N` for the launch shape, `precise` for the precise build; repeat the
+    /// option for several configurations.
+    #[arg(long = "config")]
+    configs: Vec<String>,
+    /// GPU: workloads to run (balanced, shuffled).
+    #[arg(long, value_delimiter = ',', default_value = "balanced,shuffled")]
+    workloads: Vec<String>,
+}
+
+/// A `--config` string as GPU options (see [`BenchPhoton::configs`]).
+fn parse_config(text: &str, base: &warpdrive_photon::gpu::GpuOptions) -> Result<warpdrive_photon::gpu::GpuOptions> {
+    let mut o = warpdrive_photon::gpu::GpuOptions {
+        defines: Vec::new(),
+        ..base.clone()
+    };
+    for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let number = |v: &str| -> Result<u32> {
+            v.parse()
+                .map_err(|_| anyhow::anyhow!("--config {text:?}: {item:?} needs a whole number"))
+        };
+        match item.split_once('=') {
+            _ if item == "default" => o.defines.extend(warpdrive_photon::gpu::DEFAULT_SWITCHES.iter().map(|d| d.to_string())),
+            _ if item == "precise" => o.precise = true,
+            Some(("block", v)) => o.block = number(v)?,
+            Some(("per-sm", v)) => o.blocks_per_sm = number(v)?,
+            _ if item.starts_with("WD_") => o.defines.push(item.to_string()),
+            _ => anyhow::bail!("--config {text:?}: unknown item {item:?} (expected WD_… switches, default, precise, block=N, per-sm=N)"),
+        }
+    }
+    Ok(o)
 }
 
 pub fn run(cmd: BenchCommand) -> Result<()> {
@@ -163,13 +195,17 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
     let text = warpdrive_core::error::read_text(&input)?;
     let balanced = warpdrive_photon::f2k::parse_f2k(&input, &text, &det.yield_)?.specs;
     let devices = warpdrive_core::cuda::parse_devices(&b.device)?;
-    let workloads = [
-        ("balanced", warpdrive_photon::source::realise(&balanced, b.seed)),
-        (
-            "shuffled",
-            warpdrive_photon::source::realise(&shuffled(&det, b.shuffled_sources, b.seed)?, b.seed),
-        ),
-    ];
+    let mut workloads = Vec::new();
+    for w in &b.workloads {
+        match w.as_str() {
+            "balanced" => workloads.push(("balanced", warpdrive_photon::source::realise(&balanced, b.seed))),
+            "shuffled" => workloads.push((
+                "shuffled",
+                warpdrive_photon::source::realise(&shuffled(&det, b.shuffled_sources, b.seed)?, b.seed),
+            )),
+            _ => anyhow::bail!("--workloads: unknown workload {w:?} (expected balanced, shuffled)"),
+        }
+    }
     let base = GpuOptions {
         devices: devices.clone(),
         ..Default::default()
@@ -227,6 +263,13 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             },
         ),
     ];
+    if !b.configs.is_empty() {
+        configs = b
+            .configs
+            .iter()
+            .map(|c| Ok((c.clone(), parse_config(c, &base)?)))
+            .collect::<Result<_>>()?;
+    }
     if let warpdrive_photon::tilt::Tilt::OneD(t) = &det.medium.tilt {
         if let Some(e) = warpdrive_photon::gpu::tilt_lut_error(t, 100_000) {
             println!(

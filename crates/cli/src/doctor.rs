@@ -71,7 +71,11 @@ pub fn run(compile_only: bool) -> Result<()> {
             }
             let mode = if precise { "precise" } else { "fast" };
             if gpus.is_empty() {
-                let variants = std::iter::once(None).chain(switches.iter().map(Some));
+                // No switches, each switch alone, and (photon) the default combination.
+                let mut variants: Vec<Vec<&str>> = std::iter::once(Vec::new()).chain(switches.iter().map(|s| vec![*s])).collect();
+                if file == warpdrive_photon::gpu::KERNEL_NAME {
+                    variants.push(warpdrive_photon::gpu::DEFAULT_SWITCHES.to_vec());
+                }
                 for v in variants {
                     let defines: Vec<String> = v.iter().map(|d| d.to_string()).collect();
                     let ptx = cuda::compile(
@@ -83,7 +87,7 @@ pub fn run(compile_only: bool) -> Result<()> {
                             defines,
                         },
                     )?;
-                    let label = v.map_or(String::new(), |d| format!(", -D{d}"));
+                    let label: String = v.iter().map(|d| format!(", -D{d}")).collect();
                     println!("{file} ({mode}, sm_90{label}): compiled, {} bytes of PTX", ptx.to_src().len());
                     n += 1;
                 }

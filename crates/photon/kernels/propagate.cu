@@ -52,8 +52,13 @@ struct PhotonParams {
     // Factored coefficients (WD_FACTORED_ICE): per layer [sb, se, c1, t], per slice [la, lk, ae].
     const float* layer_f;
     const float* slice_f;
+    // Clearance grid (WD_CLEARANCE, collision.rs): per cell a lower bound on the horizontal
+    // distance to any string cylinder.
+    const float* clearance;
+    float clear_cell;
+    int clear_nx, clear_ny, clear_pad;
 };
-static_assert(sizeof(PhotonParams) == 472, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 496, "PhotonParams layout differs from gpu.rs");
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
 // Must match GpuHit in gpu.rs.
@@ -88,7 +93,14 @@ __device__ __forceinline__ float simplified_liu(float g, float u) {
 }
 
 __device__ __forceinline__ float scattering_cosine(float g, float f_sl, float u_choice, float u_angle) {
+#ifdef WD_SELECT_SCATTER
+    // Both cosines evaluated and one selected: the same values as the branch, without the
+    // divergent branch when a warp's lanes choose differently (the mix is per scattering).
+    float sl = simplified_liu(g, u_angle), hg = henyey_greenstein(g, u_angle);
+    return u_choice <= f_sl ? sl : hg;
+#else
     return u_choice <= f_sl ? simplified_liu(g, u_angle) : henyey_greenstein(g, u_angle);
+#endif
 }
 
 __device__ __forceinline__ V3 rotate(V3 n, float cos_t, float sin_t, float u_phi) {
@@ -317,9 +329,22 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
     }
 }
 
+// The clearance pre-test (collision.rs: clear_of_strings): a segment whose horizontal reach stays
+// below its start cell's clearance cannot reach a string cylinder; one load and a compare, the
+// same for most lanes, instead of the divergent cell loop.
+__device__ __forceinline__ bool clear_of_strings(const PhotonParams& P, V3 r, V3 n, float len) {
+    float fi = floorf((r.x - P.grid_x0) / P.clear_cell), fj = floorf((r.y - P.grid_y0) / P.clear_cell);
+    if (fi < 0.0f || fj < 0.0f || fi >= (float)P.clear_nx || fj >= (float)P.clear_ny) return false;
+    float reach = len * sqrtf(n.x * n.x + n.y * n.y);
+    return reach < P.clearance[(int)fj * P.clear_nx + (int)fi];
+}
+
 __device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int skip) {
     Collision best;
     best.dom = -1; best.h = 0.0f; best.impact = V3{0.0f, 0.0f, 0.0f};
+#ifdef WD_CLEARANCE
+    if (clear_of_strings(P, r, n, len)) return best;
+#endif
     float ex = r.x + n.x * len, ey = r.y + n.y * len;
     float ia = floorf((fminf(r.x, ex) - P.grid_x0) / P.grid_cell), ib = floorf((fmaxf(r.x, ex) - P.grid_x0) / P.grid_cell);
     float ja = floorf((fminf(r.y, ey) - P.grid_y0) / P.grid_cell), jb = floorf((fmaxf(r.y, ey) - P.grid_y0) / P.grid_cell);
@@ -439,6 +464,10 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_NOINLINE_EMIT     emission (FP64 gamma sampling) out of line, to keep the hot loop compact
 //   WD_TILT_LUT          1-D tilt from a float table resampled on a regular grid (fast mode only)
 //   WD_FACTORED_ICE      absorption/scattering from per-layer × per-wavelength factors (fast only)
+//   WD_RNG4              the four words of a step drawn at once, at one place (same stream)
+//   WD_CLEARANCE         collision search skipped when the clearance grid rules out every string
+//   WD_SELECT_SCATTER    both scattering cosines computed, one selected (no divergent branch)
+//   WD_DYNAMIC           job queue fed 32 photons at a time from a global counter
 #ifndef WD_BLOCK
 #define WD_BLOCK 256
 #endif
@@ -460,6 +489,9 @@ struct PState {
     float time, tot, ocm;
     unsigned int slice, seq, segs;
     int s, own_dom, skip;
+#ifdef WD_RNG4
+    float sca_depth;  // drawn ahead: the last of the four words drawn at the end of a step
+#endif
     unsigned long long id;
     WdRng rng;
 };
@@ -474,12 +506,19 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
     st.own_dom = P.src_i32[2 * st.s + 1];
     st.ocm = P.slice_ocm[p.slice];
     st.tot = wd_exponential(st.rng);
+#ifdef WD_RNG4
+    st.sca_depth = wd_exponential(st.rng);
+#endif
     st.skip = -1; st.seq = 0; st.segs = 0;
 }
 
 // One segment of propagate_photon's loop; false when the photon ends.
 __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
+#ifdef WD_RNG4
+    float sca_depth = st.sca_depth;
+#else
     float sca_depth = wd_exponential(st.rng);
+#endif
     float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
     float nr = absorption_factor(P, st.dir);
     Segment seg = layer_walk(P, st.slice, zp, st.dir.z, sca_depth, st.tot, nr);
@@ -497,7 +536,16 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     if (st.tot <= 0.0f) return false;
     st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
     st.time += seg.length * st.ocm;
+#ifdef WD_RNG4
+    // The stream's next four words: this scattering's three and the next segment's depth (the
+    // same words in the same order as the draws below; one Philox evaluation site per step).
+    unsigned int w[4];
+    wd_next4(st.rng, w);
+    float u1 = wd_u32_to_uniform(w[0]), u2 = wd_u32_to_uniform(w[1]), u3 = wd_u32_to_uniform(w[2]);
+    st.sca_depth = -logf(wd_u32_to_uniform(w[3]));
+#else
     float u1 = wd_uniform(st.rng), u2 = wd_uniform(st.rng), u3 = wd_uniform(st.rng);
+#endif
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
     st.dir = scatter(P, st.dir, cos_t, u3);
     return ++st.segs < WD_MAX_SEGMENTS;
@@ -523,19 +571,33 @@ extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const unsigned long long total_warps = ((unsigned long long)gridDim.x * blockDim.x) >> 5;
     unsigned long long warp_next = P.photon_lo + ((unsigned long long)blockIdx.x * WD_WARPS + w) * 32ull;
+    bool more = true;  // photons left for this warp (warp-uniform)
     int qn = 0, qhead = 0;  // warp-uniform
     PState st;
     bool alive = false;
     for (;;) {
         unsigned int idle = __ballot_sync(0xffffffffu, !alive);
         if (idle) {
-            if (qn == 0 && warp_next < P.photon_hi) {
-                unsigned long long id = warp_next + (unsigned long long)lane;
-                if (id < P.photon_hi) start(P, id, queue[w][lane]);
-                unsigned long long left = P.photon_hi - warp_next;
-                qn = left < 32ull ? (int)left : 32;
-                qhead = 0;
+            if (qn == 0 && more) {
+#ifdef WD_DYNAMIC
+                // Dynamic distribution: the warp takes the next 32 photon ids from a counter
+                // (hit_count[1], zeroed with the hit count before each launch), so all warps
+                // finish together whatever their photons' lifetimes.
+                unsigned long long base = 0;
+                if (lane == 0) base = atomicAdd(P.hit_count + 1, 32ull);
+                warp_next = P.photon_lo + __shfl_sync(0xffffffffu, base, 0);
+#endif
+                if (warp_next < P.photon_hi) {
+                    unsigned long long id = warp_next + (unsigned long long)lane;
+                    if (id < P.photon_hi) start(P, id, queue[w][lane]);
+                    unsigned long long left = P.photon_hi - warp_next;
+                    qn = left < 32ull ? (int)left : 32;
+                    qhead = 0;
+                }
+#ifndef WD_DYNAMIC
                 warp_next += total_warps * 32ull;
+#endif
+                more = warp_next < P.photon_hi;
                 __syncwarp();
             }
             int rank = __popc(idle & ((1u << lane) - 1u));
@@ -547,7 +609,7 @@ extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
             qhead += taken;
             qn -= taken;
             __syncwarp();
-            if (!__any_sync(0xffffffffu, alive) && qn == 0 && warp_next >= P.photon_hi) break;
+            if (!__any_sync(0xffffffffu, alive) && qn == 0 && !more) break;
         }
         if (alive) alive = step(P, st);
     }
@@ -587,6 +649,8 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[8] = (const char*)&h.impact - (const char*)&h;
     out[9] = (const char*)&p.tilt_lut - b;
     out[10] = (const char*)&p.slice_f - b;
+    out[11] = (const char*)&p.clearance - b;
+    out[12] = (const char*)&p.clear_ny - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

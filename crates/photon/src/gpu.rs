@@ -89,15 +89,20 @@ pub struct GpuParams {
     pub tilt_lut: u64,
     pub layer_f: u64,
     pub slice_f: u64,
+    pub clearance: u64,
+    pub clear_cell: f32,
+    pub clear_nx: i32,
+    pub clear_ny: i32,
+    pub clear_pad: i32,
 }
-const _: () = assert!(size_of::<GpuParams>() == 472);
+const _: () = assert!(size_of::<GpuParams>() == 496);
 const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
 const _: () = assert!(offset_of!(GpuParams, photon_lo) == 272);
 const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 11] = [
+pub const LAYOUT: [usize; 13] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -109,6 +114,8 @@ pub const LAYOUT: [usize; 11] = [
     offset_of!(GpuHit, impact),
     offset_of!(GpuParams, tilt_lut),
     offset_of!(GpuParams, slice_f),
+    offset_of!(GpuParams, clearance),
+    offset_of!(GpuParams, clear_ny),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -389,6 +396,10 @@ pub fn upload(
     p.grid_cell = idx.cell;
     p.grid_nx = idx.nx as i32;
     p.grid_ny = idx.ny as i32;
+    put!(f32s, clearance, idx.clearance);
+    p.clear_cell = idx.clear_cell;
+    p.clear_nx = idx.clear_nx as i32;
+    p.clear_ny = idx.clear_ny as i32;
     p.r_eff = idx.r_eff;
     p.oversize = idx.oversize;
     let (sf, si, offsets) = encode_sources(sources);
@@ -397,7 +408,8 @@ pub fn upload(
     put!(u64s, src_offsets, offsets);
     p.n_sources = sources.len() as i32;
     let hits = stream.alloc_zeros::<GpuHit>(hit_capacity.max(1))?;
-    let count = stream.alloc_zeros::<u64>(1)?;
+    // [hit count, next photon offset of the dynamic distribution (WD_DYNAMIC)].
+    let count = stream.alloc_zeros::<u64>(2)?;
     {
         let (h, _s) = hits.device_ptr(stream);
         let (c, _t) = count.device_ptr(stream);
@@ -556,7 +568,16 @@ pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["pro
 /// H100 (docs/performance/photon.md): per-warp job queue, 64-register cap at 4 × 256 threads per
 /// SM, resampled float tilt table and factored ice coefficients (fast mode only: precise mode
 /// drops those two, see [`FAST_ONLY`]).
-pub const DEFAULT_SWITCHES: &[&str] = &["WD_JOBQUEUE", "WD_MIN_BLOCKS=4", "WD_TILT_LUT", "WD_FACTORED_ICE"];
+pub const DEFAULT_SWITCHES: &[&str] = &[
+    "WD_JOBQUEUE",
+    "WD_MIN_BLOCKS=4",
+    "WD_TILT_LUT",
+    "WD_FACTORED_ICE",
+    "WD_RNG4",
+    "WD_CLEARANCE",
+    "WD_SELECT_SCATTER",
+    "WD_DYNAMIC",
+];
 
 /// Switches that change the arithmetic (resampled or refactored tables): fast mode only.
 pub const FAST_ONLY: &[&str] = &["WD_TILT_LUT", "WD_FACTORED_ICE"];
@@ -570,4 +591,8 @@ pub const SWITCHES: &[&str] = &[
     "WD_NOINLINE_EMIT",
     "WD_TILT_LUT",
     "WD_FACTORED_ICE",
+    "WD_RNG4",
+    "WD_CLEARANCE",
+    "WD_SELECT_SCATTER",
+    "WD_DYNAMIC",
 ];
