@@ -53,29 +53,12 @@ __device__ __forceinline__ unsigned int wd_next_u32(WdRng& r) {
     return x;
 }
 
-// The next four words of the stream at once (the same words, in the same order, as four calls
-// of wd_next_u32). A lane whose buffer is not full takes its remaining words and the front of
-// the next block, and keeps that block's rest: one Philox evaluation per call at one place in
-// the code, so lanes whose buffers are at different offsets refill together instead of at four
-// different call sites (which made a warp with mixed offsets run Philox up to four times).
-__device__ __forceinline__ void wd_next4(WdRng& r, unsigned int w[4]) {
-    int rem = 4 - r.used;  // words left in the buffer, at buf[0 .. rem)
-    if (rem == 4) {
-        w[0] = r.buf[0]; w[1] = r.buf[1]; w[2] = r.buf[2]; w[3] = r.buf[3];
-        r.used = 4;
-        return;
-    }
-    unsigned int n[4] = {r.block, r.tag, r.ent_lo, r.ent_hi};
-    wd_philox4x32_10(n, r.key0, r.key1);
-    r.block += 1;
-    // w = buf[0 .. rem) ++ n[0 .. 4 - rem); the new buffer is n[4 - rem .. 4) (r.used unchanged).
-    w[0] = rem >= 1 ? r.buf[0] : n[0];
-    w[1] = rem >= 2 ? r.buf[1] : (rem == 1 ? n[0] : n[1]);
-    w[2] = rem >= 3 ? r.buf[2] : (rem == 2 ? n[0] : (rem == 1 ? n[1] : n[2]));
-    w[3] = rem == 3 ? n[0] : (rem == 2 ? n[1] : (rem == 1 ? n[2] : n[3]));
-    r.buf[0] = rem == 3 ? n[1] : (rem == 2 ? n[2] : n[3]);
-    r.buf[1] = rem == 3 ? n[2] : n[3];
-    r.buf[2] = n[3];
+// The next whole block of stream (seed, tag, entity) at block index `block` (RandomStream::block4:
+// the rest of the current block is discarded). A loop drawing one block per iteration keeps
+// only the block counter, and evaluates Philox at one place per iteration for all lanes.
+__device__ __forceinline__ void wd_block4(unsigned long long seed, unsigned int tag, unsigned long long entity, unsigned int block, unsigned int w[4]) {
+    w[0] = block; w[1] = tag; w[2] = (unsigned int)entity; w[3] = (unsigned int)(entity >> 32);
+    wd_philox4x32_10(w, (unsigned int)seed, (unsigned int)(seed >> 32));
 }
 
 // Uniform in (0, 1] from one word: ((x >> 8) + 1) * 2^-24.
@@ -83,10 +66,8 @@ __device__ __forceinline__ float wd_u32_to_uniform(unsigned int x) {
     return (float)((x >> 8) + 1u) * (1.0f / 16777216.0f);
 }
 
-// Uniform in (0, 1]: ((x >> 8) + 1) * 2^-24.
-__device__ __forceinline__ float wd_uniform(WdRng& r) {
-    return (float)((wd_next_u32(r) >> 8) + 1u) * (1.0f / 16777216.0f);
-}
+// Uniform in (0, 1].
+__device__ __forceinline__ float wd_uniform(WdRng& r) { return wd_u32_to_uniform(wd_next_u32(r)); }
 
 // Uniform in (0, 1] with 53 bits: hi word first.
 __device__ __forceinline__ double wd_uniform_f64(WdRng& r) {

@@ -108,6 +108,20 @@ impl RandomStream {
         x
     }
 
+    /// The next whole Philox block: the rest of the current block is discarded, then the next
+    /// block's four words are consumed at once. A loop that draws exactly one block per
+    /// iteration keeps one counter instead of a buffer, and its GPU twin evaluates Philox at one
+    /// place per iteration for all lanes.
+    #[inline]
+    pub fn block4(&mut self) -> [u32; 4] {
+        let w = self
+            .gen
+            .block([self.block, self.tag, self.entity as u32, (self.entity >> 32) as u32]);
+        self.block = self.block.wrapping_add(1);
+        self.used = 4;
+        w
+    }
+
     /// Uniform in (0, 1].
     #[inline]
     pub fn uniform(&mut self) -> f32 {

@@ -52,13 +52,14 @@ struct PhotonParams {
     // Factored coefficients (WD_FACTORED_ICE): per layer [sb, se, c1, t], per slice [la, lk, ae].
     const float* layer_f;
     const float* slice_f;
-    // Clearance grid (WD_CLEARANCE, collision.rs): per cell a lower bound on the horizontal
-    // distance to any string cylinder.
+    // Clearance grid (WD_CLEARANCE, collision.rs): per cell lower bounds on the horizontal
+    // distance to the nearest string's cylinder and to all others' (float2), nearest string.
     const float* clearance;
+    const unsigned int* clear_near;
     float clear_cell;
     int clear_nx, clear_ny, clear_pad;
 };
-static_assert(sizeof(PhotonParams) == 496, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 504, "PhotonParams layout differs from gpu.rs");
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
 // Must match GpuHit in gpu.rs.
@@ -108,9 +109,15 @@ __device__ __forceinline__ V3 rotate(V3 n, float cos_t, float sin_t, float u_phi
     sincosf(WD_TAU * u_phi, &sp, &cp);
     float ax = fabsf(n.x), ay = fabsf(n.y), az = fabsf(n.z);
     V3 p1;
+#ifdef WD_SELECT_SCATTER
+    // The same vector chosen by selects, then one normalisation (no divergent branch).
+    bool bx = ax <= ay && ax <= az, by = !bx && ay <= az;
+    p1 = normalize(V3{bx ? 0.0f : (by ? -n.z : -n.y), bx ? -n.z : (by ? 0.0f : n.x), bx ? n.y : (by ? n.x : 0.0f)});
+#else
     if (ax <= ay && ax <= az) p1 = normalize(V3{0.0f, -n.z, n.y});
     else if (ay <= az) p1 = normalize(V3{-n.z, 0.0f, n.x});
     else p1 = normalize(V3{-n.y, n.x, 0.0f});
+#endif
     V3 p2{n.y * p1.z - n.z * p1.y, n.z * p1.x - n.x * p1.z, n.x * p1.y - n.y * p1.x};
     return normalize(V3{n.x * cos_t + (p1.x * cp + p2.x * sp) * sin_t,
                         n.y * cos_t + (p1.y * cp + p2.y * sp) * sin_t,
@@ -329,21 +336,31 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
     }
 }
 
-// The clearance pre-test (collision.rs: clear_of_strings): a segment whose horizontal reach stays
-// below its start cell's clearance cannot reach a string cylinder; one load and a compare, the
-// same for most lanes, instead of the divergent cell loop.
-__device__ __forceinline__ bool clear_of_strings(const PhotonParams& P, V3 r, V3 n, float len) {
+// The clearance pre-test (collision.rs: reachable): from the clearances of the segment's start
+// cell, -2 when no string cylinder is within its horizontal reach, the nearest string's index
+// when only that one can be, -1 when undecided (the full search runs). One 8-byte load and two
+// compares, the same for most lanes, instead of the divergent loop over cells.
+__device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, float len) {
     float fi = floorf((r.x - P.grid_x0) / P.clear_cell), fj = floorf((r.y - P.grid_y0) / P.clear_cell);
-    if (fi < 0.0f || fj < 0.0f || fi >= (float)P.clear_nx || fj >= (float)P.clear_ny) return false;
+    if (fi < 0.0f || fj < 0.0f || fi >= (float)P.clear_nx || fj >= (float)P.clear_ny) return -1;
+    int c = (int)fj * P.clear_nx + (int)fi;
+    float2 clear = ((const float2*)P.clearance)[c];
     float reach = len * sqrtf(n.x * n.x + n.y * n.y);
-    return reach < P.clearance[(int)fj * P.clear_nx + (int)fi];
+    if (reach < clear.x) return -2;
+    if (reach < clear.y) return (int)P.clear_near[c];
+    return -1;
 }
 
 __device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int skip) {
     Collision best;
     best.dom = -1; best.h = 0.0f; best.impact = V3{0.0f, 0.0f, 0.0f};
 #ifdef WD_CLEARANCE
-    if (clear_of_strings(P, r, n, len)) return best;
+    int near = reachable(P, r, n, len);
+    if (near == -2) return best;
+    if (near >= 0) {
+        check_string(P, (unsigned int)near, r, n, len, skip, best);
+        return best;
+    }
 #endif
     float ex = r.x + n.x * len, ey = r.y + n.y * len;
     float ia = floorf((fminf(r.x, ex) - P.grid_x0) / P.grid_cell), ib = floorf((fmaxf(r.x, ex) - P.grid_x0) / P.grid_cell);
@@ -464,9 +481,10 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_NOINLINE_EMIT     emission (FP64 gamma sampling) out of line, to keep the hot loop compact
 //   WD_TILT_LUT          1-D tilt from a float table resampled on a regular grid (fast mode only)
 //   WD_FACTORED_ICE      absorption/scattering from per-layer × per-wavelength factors (fast only)
-//   WD_RNG4              the four words of a step drawn at once, at one place (same stream)
-//   WD_CLEARANCE         collision search skipped when the clearance grid rules out every string
-//   WD_SELECT_SCATTER    both scattering cosines computed, one selected (no divergent branch)
+//   WD_CLEARANCE         collision search skipped, or only the nearest string checked, when the
+//                        clearance grid rules out every (other) string
+//   WD_SELECT_SCATTER    both scattering cosines computed and one selected, the rotation's
+//                        perpendicular chosen by selects (no divergent branches)
 //   WD_DYNAMIC           job queue fed 32 photons at a time from a global counter
 #ifndef WD_BLOCK
 #define WD_BLOCK 256
@@ -489,36 +507,29 @@ struct PState {
     float time, tot, ocm;
     unsigned int slice, seq, segs;
     int s, own_dom, skip;
-#ifdef WD_RNG4
-    float sca_depth;  // drawn ahead: the last of the four words drawn at the end of a step
-#endif
+    float sca_depth;  // the next segment's scattering depth (drawn with the previous scattering)
+    unsigned int block;  // next Philox block of the photon's stream (one per scattering)
     unsigned long long id;
-    WdRng rng;
 };
 
 // Emission and the absorption budget (the start of propagate_photon).
 __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long id, PState& st) {
     st.id = id;
     st.s = source_of(P, id);
-    st.rng = wd_rng(P.seed, WD_TAG_PHOTON, id);
-    Photon p = emit(P, st.s, st.rng);
+    WdRng rng = wd_rng(P.seed, WD_TAG_PHOTON, id);
+    Photon p = emit(P, st.s, rng);
     st.pos = p.pos; st.dir = p.dir; st.time = p.time; st.slice = p.slice;
     st.own_dom = P.src_i32[2 * st.s + 1];
     st.ocm = P.slice_ocm[p.slice];
-    st.tot = wd_exponential(st.rng);
-#ifdef WD_RNG4
-    st.sca_depth = wd_exponential(st.rng);
-#endif
+    st.tot = wd_exponential(rng);
+    st.sca_depth = wd_exponential(rng);
+    st.block = rng.block;  // the rest of the current block stays unused (propagate.rs)
     st.skip = -1; st.seq = 0; st.segs = 0;
 }
 
 // One segment of propagate_photon's loop; false when the photon ends.
 __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
-#ifdef WD_RNG4
     float sca_depth = st.sca_depth;
-#else
-    float sca_depth = wd_exponential(st.rng);
-#endif
     float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
     float nr = absorption_factor(P, st.dir);
     Segment seg = layer_walk(P, st.slice, zp, st.dir.z, sca_depth, st.tot, nr);
@@ -536,16 +547,12 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     if (st.tot <= 0.0f) return false;
     st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
     st.time += seg.length * st.ocm;
-#ifdef WD_RNG4
-    // The stream's next four words: this scattering's three and the next segment's depth (the
-    // same words in the same order as the draws below; one Philox evaluation site per step).
+    // One whole block per scattering: its three uniforms and the next segment's depth.
     unsigned int w[4];
-    wd_next4(st.rng, w);
+    wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, w);
+    st.block += 1;
     float u1 = wd_u32_to_uniform(w[0]), u2 = wd_u32_to_uniform(w[1]), u3 = wd_u32_to_uniform(w[2]);
     st.sca_depth = -logf(wd_u32_to_uniform(w[3]));
-#else
-    float u1 = wd_uniform(st.rng), u2 = wd_uniform(st.rng), u3 = wd_uniform(st.rng);
-#endif
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
     st.dir = scatter(P, st.dir, cos_t, u3);
     return ++st.segs < WD_MAX_SEGMENTS;
@@ -649,21 +656,25 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[8] = (const char*)&h.impact - (const char*)&h;
     out[9] = (const char*)&p.tilt_lut - b;
     out[10] = (const char*)&p.slice_f - b;
-    out[11] = (const char*)&p.clearance - b;
+    out[11] = (const char*)&p.clear_near - b;
     out[12] = (const char*)&p.clear_ny - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.
-// Philox: n draws of each kind from stream (seed, tag, entity = i).
+// Philox: one draw of each kind from stream (seed, tag, entity = i), then the next whole block
+// (u32s[5i] the first word, u32s[5i + 1 .. 5i + 5] the block).
 extern "C" __global__ void twin_rng(unsigned long long seed, unsigned int tag, int n, unsigned int* u32s, float* unif, double* unif64, float* expo, double* gam, double a) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     WdRng r = wd_rng(seed, tag, (unsigned long long)i);
-    u32s[i] = wd_next_u32(r);
+    u32s[5 * i] = wd_next_u32(r);
     unif[i] = wd_uniform(r);
     unif64[i] = wd_uniform_f64(r);
     expo[i] = wd_exponential(r);
     gam[i] = wd_gamma(r, a);
+    unsigned int w[4];
+    wd_block4(seed, tag, (unsigned long long)i, r.block, w);
+    for (int k = 0; k < 4; ++k) u32s[5 * i + 1 + k] = w[k];
 }
 
 // Physics functions on arrays: in[8·i..] = n.xyz, u1, u2, u3, zp, depth; out[16·i..].

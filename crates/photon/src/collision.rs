@@ -31,14 +31,17 @@ pub struct DomIndex {
     pub(crate) ny: usize,
     pub(crate) cell_start: Vec<u32>,
     pub(crate) cell_strings: Vec<u32>,
-    /// Clearance grid (same origin, cells of `clear_cell`): a lower bound on the horizontal
-    /// distance from any point of a cell to any string cylinder. A segment starting in a cell
-    /// whose horizontal reach is below the cell's clearance cannot hit a DOM, so the search is
-    /// skipped (a uniform, cheap test; the result is the same as the full search's).
+    /// Clearance grid (same origin, cells of `clear_cell`): per cell, lower bounds on the
+    /// horizontal distance from any point of the cell to the cylinder of the nearest string and
+    /// to those of all other strings, and the nearest string. A segment whose horizontal reach
+    /// is below the first cannot hit a DOM; below the second, only the nearest string can be
+    /// hit. Both shortcuts give the full search's result (a uniform, cheap test instead of a
+    /// divergent loop over cells).
     pub(crate) clear_cell: f32,
     pub(crate) clear_nx: usize,
     pub(crate) clear_ny: usize,
-    pub(crate) clearance: Vec<f32>,
+    pub(crate) clearance: Vec<[f32; 2]>,
+    pub(crate) clear_near: Vec<u32>,
     /// Oversized radius xR·R and the oversize factor.
     pub r_eff: f32,
     pub oversize: f32,
@@ -110,7 +113,8 @@ impl DomIndex {
             cell_strings.extend_from_slice(l);
             cell_start.push(cell_strings.len() as u32);
         }
-        let (clear_nx, clear_ny, clearance) = clearance_grid(&strings, xmin, ymin, CLEAR_CELL, nx as f32 * cell, ny as f32 * cell);
+        let (clear_nx, clear_ny, clearance, clear_near) =
+            clearance_grid(&strings, xmin, ymin, CLEAR_CELL, nx as f32 * cell, ny as f32 * cell);
         Self {
             strings,
             pos,
@@ -126,6 +130,7 @@ impl DomIndex {
             clear_nx,
             clear_ny,
             clearance,
+            clear_near,
             r_eff,
             oversize: oversize as f32,
         }
@@ -134,23 +139,35 @@ impl DomIndex {
     /// The earliest DOM whose pancake the segment r + t·n, t ∈ [0, len], enters; `skip` excludes
     /// one DOM (the one hit on the previous segment, "continue after hit").
     pub fn first_hit(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>) -> Option<Collision> {
-        if self.clear_of_strings(r, n, len) {
-            return None;
+        match self.reachable(r, n, len) {
+            Reach::None => None,
+            Reach::Nearest(si) => {
+                let mut best = None;
+                self.check_string(si as usize, r, n, len, skip, &mut best);
+                best
+            }
+            Reach::Unknown => self.grid_search(r, n, len, skip),
         }
-        self.grid_search(r, n, len, skip)
     }
 
-    /// The clearance pre-test: true when the segment's horizontal reach from `r` stays below the
-    /// clearance of the cell `r` lies in (no string cylinder can be reached). Points outside the
-    /// clearance grid are left to the full search.
-    pub fn clear_of_strings(&self, r: [f32; 3], n: [f32; 3], len: f32) -> bool {
+    /// The clearance pre-test: which strings the segment's horizontal reach from `r` can get to,
+    /// from the clearances of the cell `r` lies in. Points outside the clearance grid are left
+    /// to the full search.
+    pub fn reachable(&self, r: [f32; 3], n: [f32; 3], len: f32) -> Reach {
         let fi = ((r[0] - self.x0) / self.clear_cell).floor();
         let fj = ((r[1] - self.y0) / self.clear_cell).floor();
         if fi < 0.0 || fj < 0.0 || fi >= self.clear_nx as f32 || fj >= self.clear_ny as f32 {
-            return false;
+            return Reach::Unknown;
         }
+        let c = fj as usize * self.clear_nx + fi as usize;
         let reach = len * (n[0] * n[0] + n[1] * n[1]).sqrt();
-        reach < self.clearance[fj as usize * self.clear_nx + fi as usize]
+        if reach < self.clearance[c][0] {
+            Reach::None
+        } else if reach < self.clearance[c][1] {
+            Reach::Nearest(self.clear_near[c])
+        } else {
+            Reach::Unknown
+        }
     }
 
     /// The search through the cells of the segment's bounding box.
@@ -230,6 +247,17 @@ impl DomIndex {
     }
 }
 
+/// What the clearance pre-test rules out for a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// No string cylinder is within reach.
+    None,
+    /// Only this string (index into the strings) can be within reach.
+    Nearest(u32),
+    /// Undecided: the full search runs.
+    Unknown,
+}
+
 /// Cell size of the clearance grid [m].
 pub const CLEAR_CELL: f32 = 5.0;
 
@@ -238,34 +266,45 @@ pub const CLEAR_CELL: f32 = 5.0;
 /// would find a hit on. It only makes the pre-test slightly less often decisive.
 const CLEAR_MARGIN: f64 = 0.01;
 
-/// Clearance of each cell of a grid over [x0, x0 + width) × [y0, y0 + height): the smallest
-/// distance from the cell's rectangle to a string axis, minus that string's cylinder radius and
-/// the margin (f64 on the host; stored as f32 rounded down).
-fn clearance_grid(strings: &[StringCol], x0: f32, y0: f32, cell: f32, width: f32, height: f32) -> (usize, usize, Vec<f32>) {
+/// Clearances of each cell of a grid over [x0, x0 + width) × [y0, y0 + height): for each string
+/// the distance from the cell's rectangle to its axis minus its cylinder radius and the margin;
+/// per cell the smallest (nearest string) and the second smallest (all others), in f64 on the
+/// host and stored as f32 rounded down, and the nearest string's index.
+#[allow(clippy::type_complexity)]
+fn clearance_grid(strings: &[StringCol], x0: f32, y0: f32, cell: f32, width: f32, height: f32) -> (usize, usize, Vec<[f32; 2]>, Vec<u32>) {
     let nx = ((width / cell).ceil() as usize).max(1);
     let ny = ((height / cell).ceil() as usize).max(1);
     let c = f64::from(cell);
-    let mut out = Vec::with_capacity(nx * ny);
+    let down = |v: f64| {
+        let f = v as f32;
+        if f64::from(f) > v {
+            f.next_down()
+        } else {
+            f
+        }
+    };
+    let (mut clear, mut near) = (Vec::with_capacity(nx * ny), Vec::with_capacity(nx * ny));
     for j in 0..ny {
         let (ya, yb) = (f64::from(y0) + j as f64 * c, f64::from(y0) + (j + 1) as f64 * c);
         for i in 0..nx {
             let (xa, xb) = (f64::from(x0) + i as f64 * c, f64::from(x0) + (i + 1) as f64 * c);
-            let clear = strings
-                .iter()
-                .map(|s| {
-                    let (sx, sy) = (f64::from(s.x), f64::from(s.y));
-                    let dx = (xa - sx).max(sx - xb).max(0.0);
-                    let dy = (ya - sy).max(sy - yb).max(0.0);
-                    dx.hypot(dy) - f64::from(s.r)
-                })
-                .fold(f64::INFINITY, f64::min)
-                - CLEAR_MARGIN;
-            // Round towards −∞ so the f32 value never exceeds the true bound.
-            let f = clear as f32;
-            out.push(if f64::from(f) > clear { f.next_down() } else { f });
+            let (mut first, mut second, mut nearest) = (f64::INFINITY, f64::INFINITY, 0u32);
+            for (si, s) in strings.iter().enumerate() {
+                let (sx, sy) = (f64::from(s.x), f64::from(s.y));
+                let dx = (xa - sx).max(sx - xb).max(0.0);
+                let dy = (ya - sy).max(sy - yb).max(0.0);
+                let d = dx.hypot(dy) - f64::from(s.r) - CLEAR_MARGIN;
+                if d < first {
+                    (second, first, nearest) = (first, d, si as u32);
+                } else if d < second {
+                    second = d;
+                }
+            }
+            clear.push([down(first), down(second)]);
+            near.push(nearest);
         }
     }
-    (nx, ny, out)
+    (nx, ny, clear, near)
 }
 
 #[cfg(test)]
@@ -318,14 +357,15 @@ mod tests {
     }
 
     /// The clearance pre-test is sound (a segment it clears stays outside every string cylinder,
-    /// tested against every string) and decisive for most segments of the detector volume.
+    /// one it sends to the nearest string stays outside all others, tested against every string)
+    /// and decisive for most segments of the detector volume.
     #[test]
     fn clearance_never_skips_a_cylinder() {
         let g = Geometry::icecube_like();
         let idx = DomIndex::new(&g, 5.0);
         let mut rng = warpdrive_core::RandomStream::new(11, 0, 0);
         let (w, h) = (idx.nx as f32 * idx.cell, idx.ny as f32 * idx.cell);
-        let (mut cleared, mut reached, total) = (0usize, 0usize, 200_000usize);
+        let (mut cleared, mut nearest, mut reached, total) = (0usize, 0usize, 0usize, 200_000usize);
         for _ in 0..total {
             let r = [
                 idx.x0 + w * rng.uniform(),
@@ -334,22 +374,47 @@ mod tests {
             ];
             let n = crate::scatter::normalize([rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5]);
             let len = 40.0 * rng.uniform();
-            let touches = idx.strings.iter().any(|s| {
-                let (dx, dy) = (s.x - r[0], s.y - r[1]);
-                let nn = n[0] * n[0] + n[1] * n[1];
-                let t = if nn > 0.0 { ((dx * n[0] + dy * n[1]) / nn).clamp(0.0, len) } else { 0.0 };
-                let (px, py) = (dx - t * n[0], dy - t * n[1]);
-                px * px + py * py <= s.r * s.r
-            });
-            reached += usize::from(touches);
-            if idx.clear_of_strings(r, n, len) {
-                cleared += 1;
-                assert!(!touches, "cleared a segment that reaches a string: r {r:?} n {n:?} len {len}");
+            let touches: Vec<bool> = idx
+                .strings
+                .iter()
+                .map(|s| {
+                    let (dx, dy) = (s.x - r[0], s.y - r[1]);
+                    let nn = n[0] * n[0] + n[1] * n[1];
+                    let t = if nn > 0.0 {
+                        ((dx * n[0] + dy * n[1]) / nn).clamp(0.0, len)
+                    } else {
+                        0.0
+                    };
+                    let (px, py) = (dx - t * n[0], dy - t * n[1]);
+                    px * px + py * py <= s.r * s.r
+                })
+                .collect();
+            reached += usize::from(touches.iter().any(|&t| t));
+            match idx.reachable(r, n, len) {
+                Reach::None => {
+                    cleared += 1;
+                    assert!(
+                        !touches.iter().any(|&t| t),
+                        "cleared a segment that reaches a string: r {r:?} n {n:?} len {len}"
+                    );
+                }
+                Reach::Nearest(si) => {
+                    nearest += 1;
+                    let others = touches.iter().enumerate().any(|(k, &t)| t && k != si as usize);
+                    assert!(
+                        !others,
+                        "a segment reaches a string other than the nearest: r {r:?} n {n:?} len {len}"
+                    );
+                    // The shortcut's result is the full search's.
+                    assert_eq!(idx.first_hit(r, n, len, None), idx.grid_search(r, n, len, None));
+                }
+                Reach::Unknown => {}
             }
         }
         // IceCube strings are 125 m apart: most random segments are far from all of them.
         assert!(reached > 100, "test exercises cylinders: {reached}");
         assert!(cleared > total * 8 / 10, "pre-test decisive for {cleared} of {total}");
+        assert!(nearest > 1000, "nearest-string shortcut exercised: {nearest}");
     }
 
     /// Brute force over all DOMs of the real geometry agrees with the grid search.

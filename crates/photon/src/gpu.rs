@@ -90,12 +90,13 @@ pub struct GpuParams {
     pub layer_f: u64,
     pub slice_f: u64,
     pub clearance: u64,
+    pub clear_near: u64,
     pub clear_cell: f32,
     pub clear_nx: i32,
     pub clear_ny: i32,
     pub clear_pad: i32,
 }
-const _: () = assert!(size_of::<GpuParams>() == 496);
+const _: () = assert!(size_of::<GpuParams>() == 504);
 const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
 const _: () = assert!(offset_of!(GpuParams, photon_lo) == 272);
 const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
@@ -114,7 +115,7 @@ pub const LAYOUT: [usize; 13] = [
     offset_of!(GpuHit, impact),
     offset_of!(GpuParams, tilt_lut),
     offset_of!(GpuParams, slice_f),
-    offset_of!(GpuParams, clearance),
+    offset_of!(GpuParams, clear_near),
     offset_of!(GpuParams, clear_ny),
 ];
 
@@ -396,7 +397,8 @@ pub fn upload(
     p.grid_cell = idx.cell;
     p.grid_nx = idx.nx as i32;
     p.grid_ny = idx.ny as i32;
-    put!(f32s, clearance, idx.clearance);
+    put!(f32s, clearance, idx.clearance.concat());
+    put!(u32s, clear_near, idx.clear_near);
     p.clear_cell = idx.clear_cell;
     p.clear_nx = idx.clear_nx as i32;
     p.clear_ny = idx.clear_ny as i32;
@@ -573,7 +575,6 @@ pub const DEFAULT_SWITCHES: &[&str] = &[
     "WD_MIN_BLOCKS=4",
     "WD_TILT_LUT",
     "WD_FACTORED_ICE",
-    "WD_RNG4",
     "WD_CLEARANCE",
     "WD_SELECT_SCATTER",
     "WD_DYNAMIC",
@@ -591,7 +592,6 @@ pub const SWITCHES: &[&str] = &[
     "WD_NOINLINE_EMIT",
     "WD_TILT_LUT",
     "WD_FACTORED_ICE",
-    "WD_RNG4",
     "WD_CLEARANCE",
     "WD_SELECT_SCATTER",
     "WD_DYNAMIC",

@@ -85,12 +85,12 @@ pub fn check_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
     ))
 }
 
-/// Philox twin: `n` streams, one draw of each kind from each.
+/// Philox twin: `n` streams, one draw of each kind from each, then one whole block.
 pub fn check_philox(gpu: &cuda::Gpu, n: usize) -> Result<Check, GpuError> {
     let (_m, f) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "twin_rng", true, &[])?;
     let s = &gpu.stream;
     let (seed, tag, a) = (0x1234_5678_9abc_def0u64, 7u32, 7.84f64);
-    let mut u32s = s.alloc_zeros::<u32>(n)?;
+    let mut u32s = s.alloc_zeros::<u32>(5 * n)?;
     let mut uf = s.alloc_zeros::<f32>(n)?;
     let mut ud = s.alloc_zeros::<f64>(n)?;
     let mut ex = s.alloc_zeros::<f32>(n)?;
@@ -120,7 +120,12 @@ pub fn check_philox(gpu: &cuda::Gpu, n: usize) -> Result<Check, GpuError> {
     for i in 0..n {
         let mut r = RandomStream::new(seed, tag, i as u64);
         let (a1, a2, a3, a4, a5) = (r.next_u32(), r.uniform(), r.uniform_f64(), r.exponential(), r.gamma(a));
-        if a1 != g_u32[i] || a2.to_bits() != g_uf[i].to_bits() || a3.to_bits() != g_ud[i].to_bits() {
+        let b = r.block4();
+        if a1 != g_u32[5 * i]
+            || b[..] != g_u32[5 * i + 1..5 * i + 5]
+            || a2.to_bits() != g_uf[i].to_bits()
+            || a3.to_bits() != g_ud[i].to_bits()
+        {
             bits += 1;
         }
         if !rel_close(f64::from(a4), f64::from(g_ex[i]), 4e-7) {
@@ -134,7 +139,7 @@ pub fn check_philox(gpu: &cuda::Gpu, n: usize) -> Result<Check, GpuError> {
     Ok(check(
         "philox twin",
         bits == 0 && expo == 0 && gam == 0,
-        format!("{n} streams: {bits} bit mismatches in u32/uniform/uniform_f64, {expo} exponentials beyond 4e-7, {gam} gamma draws beyond 1e-12 (max rel {max_ga:.1e})"),
+        format!("{n} streams: {bits} bit mismatches in u32/uniform/uniform_f64/block4, {expo} exponentials beyond 4e-7, {gam} gamma draws beyond 1e-12 (max rel {max_ga:.1e})"),
     ))
 }
 

@@ -4,10 +4,13 @@
 //! layer walk converts the optical depths into a geometric length through the tilted layers;
 //! the segment is checked for DOM collisions (pancake, continue after hit); then the photon
 //! scatters. Every draw comes from the photon's own Philox stream, so the result of a photon
-//! does not depend on which thread runs it.
+//! does not depend on which thread runs it. Stream layout: the emission's draws, TOT and the
+//! first SCA in order; then one whole Philox block per scattering (its three uniforms and the
+//! next segment's SCA), the rest of the emission's last block left unused.
 
 use rayon::prelude::*;
 use warpdrive_core::progress::Progress;
+use warpdrive_core::rng::u32_to_unit_f32;
 use warpdrive_core::RandomStream;
 
 use crate::collision::DomIndex;
@@ -104,11 +107,11 @@ pub fn propagate_photon(
     let mut p = emit(src, m, rng);
     let ocm = m.slices[p.slice as usize].ocm;
     let mut tot = rng.exponential();
+    let mut sca_depth = rng.exponential();
     let mut skip: Option<u32> = None;
     let mut seq = 0u32;
     let kill_on_hit = doms.oversize <= 1.0;
     for _ in 0..MAX_SEGMENTS {
-        let sca_depth = rng.exponential();
         let zp = p.pos[2] - m.tilt.zshift(f64::from(p.pos[0]), f64::from(p.pos[1]), f64::from(p.pos[2])) as f32;
         let nr = m.anisotropy.as_ref().map_or(1.0, |a| a.absorption_factor(p.dir));
         let seg = layer_walk(m, p.slice, zp, p.dir[2], sca_depth, tot, nr);
@@ -143,7 +146,10 @@ pub fn propagate_photon(
             p.pos[2] + seg.length * p.dir[2],
         ];
         p.time += seg.length * ocm;
-        let (u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform());
+        // One whole block per scattering: its three uniforms and the next segment's depth.
+        let w = rng.block4();
+        let (u1, u2, u3) = (u32_to_unit_f32(w[0]), u32_to_unit_f32(w[1]), u32_to_unit_f32(w[2]));
+        sca_depth = -u32_to_unit_f32(w[3]).ln();
         let cos_t = scattering_cosine(m.g, m.f_sl, u1, u2);
         p.dir = scatter(p.dir, cos_t, u3, m.anisotropy.as_ref());
     }
