@@ -83,7 +83,9 @@ fn parse_config(text: &str, base: &warpdrive_photon::gpu::GpuOptions) -> Result<
                 let name = &item[1..];
                 o.defines.retain(|d| d.split('=').next() != Some(name));
             }
-            _ => anyhow::bail!("--config {text:?}: unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, block=N, per-sm=N)"),
+            _ => anyhow::bail!(
+                "--config {text:?}: unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, block=N, per-sm=N)"
+            ),
         }
     }
     Ok(o)

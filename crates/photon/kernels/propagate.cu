@@ -47,7 +47,10 @@ struct PhotonParams {
     int grid_nx, grid_ny, n_sources;
     // Resampled 1-D tilt (WD_TILT_LUT): shifts on a regular (depth, distance) grid, float.
     int lut_n_depth, lut_n_dist;
-    float lut_d0, lut_dd, lut_x0, lut_dx;
+    // Fractional table indices as affine functions of (x, y, z), coefficients from the host:
+    // depth row fd = d_0 − z·d_z, distance column fx = x·x_x + y·x_y − x_0.
+    float lut_d0, lut_dz, lut_xx, lut_xy, lut_x0;
+    int lut_pad;
     const float* tilt_lut;
     // Factored coefficients (WD_FACTORED_ICE): per layer [sb, se, c1, t], per slice [la, lk, ae].
     const float* layer_f;
@@ -56,10 +59,10 @@ struct PhotonParams {
     // distance to the nearest string's cylinder and to all others' (float2), nearest string.
     const float* clearance;
     const unsigned int* clear_near;
-    float clear_cell;
+    float clear_inv;  // 1 / cell size
     int clear_nx, clear_ny, clear_pad;
 };
-static_assert(sizeof(PhotonParams) == 504, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 512, "PhotonParams layout differs from gpu.rs");
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
 // Must match GpuHit in gpu.rs.
@@ -234,9 +237,8 @@ __device__ double zshift(const PhotonParams& P, double x, double y, double z) {
 __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, float y, float z) {
 #ifdef WD_TILT_LUT
     if (P.lut_n_depth > 1) {
-        float fd = fminf(fmaxf(((float)WD_ZOFF - z - P.lut_d0) / P.lut_dd, 0.0f), (float)(P.lut_n_depth - 1));
-        float dist = (x - (float)P.tilt_r0x) * (float)P.tilt_ca + (y - (float)P.tilt_r0y) * (float)P.tilt_sa;
-        float fx = fminf(fmaxf((dist - P.lut_x0) / P.lut_dx, 0.0f), (float)(P.lut_n_dist - 1));
+        float fd = fminf(fmaxf(P.lut_d0 - z * P.lut_dz, 0.0f), (float)(P.lut_n_depth - 1));
+        float fx = fminf(fmaxf(x * P.lut_xx + y * P.lut_xy - P.lut_x0, 0.0f), (float)(P.lut_n_dist - 1));
         int i = min((int)fd, P.lut_n_depth - 2), j = min((int)fx, P.lut_n_dist - 2);
         float a = fd - (float)i, b = fx - (float)j;
         const float* r0 = P.tilt_lut + i * P.lut_n_dist + j;
@@ -260,6 +262,11 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
     const float* ab = P.abs + (size_t)slice * P.n_layers;
 #endif
     int j = layer_of(P, zp);
+    // Fixed for the segment: the last layer in the direction of travel (open-ended), the
+    // boundary offset ±½ and 1/nz.
+    const int last = nz > 0.0f ? P.n_layers - 1 : 0;
+    const float half = nz > 0.0f ? 0.5f : -0.5f;
+    const float inv_nz = 1.0f / nz;
     float z = zp, length = 0.0f;
     for (;;) {
 #ifdef WD_FACTORED_ICE
@@ -272,28 +279,24 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
 #endif
         float dl;
 #ifdef WD_BRANCHLESS_WALK
-        // Direction as ±1: the boundary ahead is at j ± ½ (correct for up- and downgoing photons).
-        float dirz = nz > 0.0f ? 1.0f : -1.0f;
-        bool open_end = nz == 0.0f || (nz > 0.0f ? j + 1 >= P.n_layers : j <= 0);
-        dl = open_end ? __int_as_float(0x7f800000) : fmaxf((P.hmin + ((float)j + 0.5f * dirz) * P.dh - z) / nz, 0.0f);
+        bool open_end = nz == 0.0f || j == last;
+        dl = open_end ? __int_as_float(0x7f800000) : fmaxf((P.hmin + ((float)j + half) * P.dh - z) * inv_nz, 0.0f);
 #else
-        if (nz > 0.0f && j + 1 < P.n_layers) dl = fmaxf((P.hmin + ((float)j + 0.5f) * P.dh - z) / nz, 0.0f);
-        else if (nz < 0.0f && j > 0) dl = fmaxf((P.hmin + ((float)j - 0.5f) * P.dh - z) / nz, 0.0f);
+        if (nz > 0.0f && j + 1 < P.n_layers) dl = fmaxf((P.hmin + ((float)j + 0.5f) * P.dh - z) * inv_nz, 0.0f);
+        else if (nz < 0.0f && j > 0) dl = fmaxf((P.hmin + ((float)j - 0.5f) * P.dh - z) * inv_nz, 0.0f);
         else dl = __int_as_float(0x7f800000);
 #endif
-        float ls = sca_depth / s;
-        float la = tot / a;
-        if (la <= dl && la <= ls) return Segment{length + la, 0.0f};
-        if (ls <= dl) return Segment{length + ls, tot - a * ls};
+        float sd = s * dl, ad = a * dl;
+        if (sca_depth <= sd || tot <= ad) {
+            float ls = sca_depth / s, lab = tot / a;
+            if (lab <= ls) return Segment{length + lab, 0.0f};
+            return Segment{length + ls, tot - a * ls};
+        }
         length += dl;
-        sca_depth -= s * dl;
-        tot -= a * dl;
+        sca_depth -= sd;
+        tot -= ad;
         z += dl * nz;
-#ifdef WD_BRANCHLESS_WALK
-        j += (int)dirz;
-#else
-        if (nz > 0.0f) j += 1; else j -= 1;
-#endif
+        j += nz > 0.0f ? 1 : -1;
     }
 }
 
@@ -313,11 +316,8 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
     const float* pos = P.dom_pos + 3 * (size_t)first;
     unsigned int lo = 0, hi = count;
     while (lo < hi) { unsigned int m = (lo + hi) / 2; if (pos[3 * m + 2] < zlo) lo = m + 1; else hi = m; }
-    unsigned int a = lo;
-    lo = a; hi = count;
-    while (lo < hi) { unsigned int m = (lo + hi) / 2; if (pos[3 * m + 2] <= zhi) lo = m + 1; else hi = m; }
-    unsigned int b = lo;
-    for (unsigned int k = a; k < b; ++k) {
+    // The DOMs from the first at or above zlo up to zhi (segments are short: zero to a few).
+    for (unsigned int k = lo; k < count && pos[3 * k + 2] <= zhi; ++k) {
         unsigned int gi = first + k;
         int id = (int)P.dom_id[gi];
         if (id == skip) continue;
@@ -341,13 +341,13 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
 // when only that one can be, -1 when undecided (the full search runs). One 8-byte load and two
 // compares, the same for most lanes, instead of the divergent loop over cells.
 __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, float len) {
-    float fi = floorf((r.x - P.grid_x0) / P.clear_cell), fj = floorf((r.y - P.grid_y0) / P.clear_cell);
+    float fi = floorf((r.x - P.grid_x0) * P.clear_inv), fj = floorf((r.y - P.grid_y0) * P.clear_inv);
     if (fi < 0.0f || fj < 0.0f || fi >= (float)P.clear_nx || fj >= (float)P.clear_ny) return -1;
     int c = (int)fj * P.clear_nx + (int)fi;
     float2 clear = ((const float2*)P.clearance)[c];
-    float reach = len * sqrtf(n.x * n.x + n.y * n.y);
-    if (reach < clear.x) return -2;
-    if (reach < clear.y) return (int)P.clear_near[c];
+    float reach2 = len * len * (n.x * n.x + n.y * n.y);
+    if (clear.x > 0.0f && reach2 < clear.x * clear.x) return -2;
+    if (clear.y > 0.0f && reach2 < clear.y * clear.y) return (int)P.clear_near[c];
     return -1;
 }
 
@@ -476,7 +476,7 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 // Optimisation switches (-D at compile time, see GpuOptions::defines):
 //   WD_NAIVE_LOOP        one whole photon per loop iteration (a warp waits for its longest photon)
 //   WD_JOBQUEUE          per-warp job queue: photons emitted warp-wide into shared memory
-//   WD_BRANCHLESS_WALK   layer walk with the direction as ±1 instead of up/down branches
+//   WD_BRANCHLESS_WALK   layer walk with the direction fixed per segment instead of up/down branches
 //   WD_MIN_BLOCKS=n      __launch_bounds__(WD_BLOCK, n): cap registers for n resident blocks
 //   WD_NOINLINE_EMIT     emission (FP64 gamma sampling) out of line, to keep the hot loop compact
 //   WD_TILT_LUT          1-D tilt from a float table resampled on a regular grid (fast mode only)

@@ -154,16 +154,19 @@ impl DomIndex {
     /// from the clearances of the cell `r` lies in. Points outside the clearance grid are left
     /// to the full search.
     pub fn reachable(&self, r: [f32; 3], n: [f32; 3], len: f32) -> Reach {
-        let fi = ((r[0] - self.x0) / self.clear_cell).floor();
-        let fj = ((r[1] - self.y0) / self.clear_cell).floor();
+        let inv = 1.0 / self.clear_cell;
+        let fi = ((r[0] - self.x0) * inv).floor();
+        let fj = ((r[1] - self.y0) * inv).floor();
         if fi < 0.0 || fj < 0.0 || fi >= self.clear_nx as f32 || fj >= self.clear_ny as f32 {
             return Reach::Unknown;
         }
         let c = fj as usize * self.clear_nx + fi as usize;
-        let reach = len * (n[0] * n[0] + n[1] * n[1]).sqrt();
-        if reach < self.clearance[c][0] {
+        // Squared horizontal reach against squared clearances (no square root).
+        let reach2 = len * len * (n[0] * n[0] + n[1] * n[1]);
+        let [near, others] = self.clearance[c];
+        if near > 0.0 && reach2 < near * near {
             Reach::None
-        } else if reach < self.clearance[c][1] {
+        } else if others > 0.0 && reach2 < others * others {
             Reach::Nearest(self.clear_near[c])
         } else {
             Reach::Unknown
@@ -219,8 +222,9 @@ impl DomIndex {
         let z1 = r[2] + n[2] * len;
         let (zlo, zhi) = (r[2].min(z1) - self.r_eff, r[2].max(z1) + self.r_eff);
         let doms = &self.pos[s.first as usize..(s.first + s.count) as usize];
+        // The DOMs from the first at or above zlo up to zhi (segments are short: zero to a few).
         let a = doms.partition_point(|p| p[2] < zlo);
-        let b = doms.partition_point(|p| p[2] <= zhi);
+        let b = a + doms[a..].iter().take_while(|p| p[2] <= zhi).count();
         for k in a..b {
             let gi = s.first as usize + k;
             let id = self.id[gi];

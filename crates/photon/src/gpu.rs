@@ -83,20 +83,22 @@ pub struct GpuParams {
     pub lut_n_depth: i32,
     pub lut_n_dist: i32,
     pub lut_d0: f32,
-    pub lut_dd: f32,
+    pub lut_dz: f32,
+    pub lut_xx: f32,
+    pub lut_xy: f32,
     pub lut_x0: f32,
-    pub lut_dx: f32,
+    pub lut_pad: i32,
     pub tilt_lut: u64,
     pub layer_f: u64,
     pub slice_f: u64,
     pub clearance: u64,
     pub clear_near: u64,
-    pub clear_cell: f32,
+    pub clear_inv: f32,
     pub clear_nx: i32,
     pub clear_ny: i32,
     pub clear_pad: i32,
 }
-const _: () = assert!(size_of::<GpuParams>() == 504);
+const _: () = assert!(size_of::<GpuParams>() == 512);
 const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
 const _: () = assert!(offset_of!(GpuParams, photon_lo) == 272);
 const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
@@ -349,7 +351,15 @@ pub fn upload(
             p.tilt_sa = a.sin();
             if let Some((d0, dd, nd, x0, dx, v)) = tilt_lut(t) {
                 put!(f32s, tilt_lut, v);
-                (p.lut_d0, p.lut_dd, p.lut_n_depth, p.lut_x0, p.lut_dx) = (d0 as f32, dd as f32, nd as i32, x0 as f32, dx as f32);
+                // fd = (ZOFF − z − d0)/dd and fx = ((x − r0x)·cos + (y − r0y)·sin − x0)/dx as
+                // affine functions of the position (f64 here, f32 on the device).
+                let (ca, sa) = (p.tilt_ca, p.tilt_sa);
+                p.lut_d0 = ((crate::ice::ZOFF - d0) / dd) as f32;
+                p.lut_dz = (1.0 / dd) as f32;
+                p.lut_xx = (ca / dx) as f32;
+                p.lut_xy = (sa / dx) as f32;
+                p.lut_x0 = ((p.tilt_r0x * ca + p.tilt_r0y * sa + x0) / dx) as f32;
+                p.lut_n_depth = nd as i32;
                 p.lut_n_dist = TILT_LUT_DIST as i32;
             }
         }
@@ -399,7 +409,7 @@ pub fn upload(
     p.grid_ny = idx.ny as i32;
     put!(f32s, clearance, idx.clearance.concat());
     put!(u32s, clear_near, idx.clear_near);
-    p.clear_cell = idx.clear_cell;
+    p.clear_inv = 1.0 / idx.clear_cell;
     p.clear_nx = idx.clear_nx as i32;
     p.clear_ny = idx.clear_ny as i32;
     p.r_eff = idx.r_eff;

@@ -50,43 +50,51 @@ pub struct Segment {
 /// Walk the layers from tilt-corrected height `zp` along direction cosine `nz`, consuming the
 /// scattering depth `sca_depth` and the absorption depth `tot` (spec §3.5 step 2). `abs_factor`
 /// is the direction-dependent absorption anisotropy. Layers at the ends extend to infinity.
+///
+/// Per layer the optical depths to the boundary ahead, s·dl and a·dl, are compared with what is
+/// left; only the layer where the segment ends divides (ls = SCA/s, la = TOT/a). The direction
+/// of travel, the last layer in it and 1/nz are fixed for the segment (no up/down branch in
+/// the loop). The CUDA twin does the same operations in the same order.
 #[inline]
 #[must_use]
 pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, mut tot: f32, abs_factor: f32) -> Segment {
     let base = slice as usize * m.n_layers;
     let mut j = m.layer_of(zp);
+    let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
+    let inv_nz = 1.0 / nz;
     let mut z = zp;
     let mut length = 0.0f32;
     loop {
         let s = m.sca[base + j];
         let a = m.abs[base + j] * abs_factor;
-        // Distance to the boundary in the direction of travel.
-        let dl = if nz > 0.0 && j + 1 < m.n_layers {
-            ((m.hmin + (j as f32 + 0.5) * m.dh - z) / nz).max(0.0)
-        } else if nz < 0.0 && j > 0 {
-            ((m.hmin + (j as f32 - 0.5) * m.dh - z) / nz).max(0.0)
-        } else {
+        // Distance to the boundary ahead: ∞ in the end layer of the direction of travel (it
+        // extends to infinity) and for horizontal travel.
+        let dl = if nz == 0.0 || j == last {
             f32::INFINITY
+        } else {
+            ((m.hmin + (j as f32 + half) * m.dh - z) * inv_nz).max(0.0)
         };
-        let ls = sca_depth / s;
-        let la = tot / a;
-        if la <= dl && la <= ls {
-            return Segment {
-                length: length + la,
-                tot: 0.0,
-            };
-        }
-        if ls <= dl {
-            return Segment {
-                length: length + ls,
-                tot: tot - a * ls,
+        let (sd, ad) = (s * dl, a * dl);
+        if sca_depth <= sd || tot <= ad {
+            // The segment ends in this layer: absorbed if the absorption depth runs out first.
+            let (ls, la) = (sca_depth / s, tot / a);
+            return if la <= ls {
+                Segment {
+                    length: length + la,
+                    tot: 0.0,
+                }
+            } else {
+                Segment {
+                    length: length + ls,
+                    tot: tot - a * ls,
+                }
             };
         }
         length += dl;
-        sca_depth -= s * dl;
-        tot -= a * dl;
+        sca_depth -= sd;
+        tot -= ad;
         z += dl * nz;
-        if nz > 0.0 {
+        if half > 0.0 {
             j += 1;
         } else {
             j -= 1;
