@@ -189,7 +189,7 @@ fn shuffled(det: &Detector, n: usize, seed: u64) -> Result<Vec<warpdrive_photon:
 /// and precise builds and several launch configurations. Time = kernel time (launch to
 /// synchronize, like PPC's "device time"); photons counted as PPC counts them.
 fn gpu(b: &BenchPhoton) -> Result<()> {
-    use warpdrive_photon::gpu::{run, GpuOptions};
+    use warpdrive_photon::gpu::{run, GpuOptions, DEFAULT_SWITCHES};
     let data = warpdrive_core::data::data_dir();
     let ice = b.ice.clone().unwrap_or_else(|| data.join("ice/spice_3.2.1"));
     let det = Detector::build(&DetectorOptions {
@@ -222,45 +222,38 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
         defines: d.iter().map(|x| (*x).to_string()).collect(),
         ..o.clone()
     };
+    // Each step of the optimisation history (docs/performance/photon.md), then the default and
+    // its launch shapes, then the precise build.
+    let q = ["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_FACTORED_ICE"];
+    let q_clear = [&q[..], &["WD_CLEARANCE"]].concat();
+    let q_select = [&q_clear[..], &["WD_SELECT_SCATTER"]].concat();
+    let q_dynamic = [&q_select[..], &["WD_DYNAMIC"]].concat();
+    let q_walk = [&q_dynamic[..], &["WD_BRANCHLESS_WALK"]].concat();
+    fn default_with(min_blocks: &'static str) -> Vec<&'static str> {
+        DEFAULT_SWITCHES
+            .iter()
+            .map(|&d| if d.starts_with("WD_MIN_BLOCKS=") { min_blocks } else { d })
+            .collect()
+    }
     let mut configs: Vec<(String, GpuOptions)> = vec![
         ("fast, no switches".into(), with(&[], &base)),
-        ("fast, ≤64 regs".into(), with(&["WD_MIN_BLOCKS=4"], &base)),
+        ("≤64 regs".into(), with(&["WD_MIN_BLOCKS=4"], &base)),
         ("≤64 regs + LUT".into(), with(&["WD_MIN_BLOCKS=4", "WD_TILT_LUT"], &base)),
-        (
-            "≤64 regs + LUT + naive".into(),
-            with(&["WD_MIN_BLOCKS=4", "WD_TILT_LUT", "WD_NAIVE_LOOP"], &base),
-        ),
         ("job queue".into(), with(&["WD_JOBQUEUE"], &base)),
         ("job queue + LUT".into(), with(&["WD_JOBQUEUE", "WD_TILT_LUT"], &base)),
-        (
-            "queue+LUT+≤64".into(),
-            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4"], &base),
-        ),
-        (
-            "queue+LUT+≤64+branchless".into(),
-            with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_BRANCHLESS_WALK"], &base),
-        ),
-        ("default: queue+LUT+≤64+factored".into(), base.clone()),
-        (
-            "default, ≤56 regs (288×4)".into(),
-            GpuOptions {
-                block: 288,
-                ..with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_FACTORED_ICE"], &base)
-            },
-        ),
+        ("queue+LUT+≤64".into(), with(&q[..3], &base)),
+        ("queue+LUT+≤64+factored".into(), with(&q, &base)),
+        ("… + clearance".into(), with(&q_clear, &base)),
+        ("… + select scatter".into(), with(&q_select, &base)),
+        ("… + dynamic".into(), with(&q_dynamic, &base)),
+        ("… + branchless walk".into(), with(&q_walk, &base)),
+        ("default (… + ≤48 regs)".into(), base.clone()),
+        ("default, ≤40 regs".into(), with(&default_with("WD_MIN_BLOCKS=6"), &base)),
         (
             "default, 128×16/SM".into(),
             GpuOptions {
                 block: 128,
-                blocks_per_sm: 16,
-                ..with(&["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=8"], &base)
-            },
-        ),
-        (
-            "default, 256×8/SM".into(),
-            GpuOptions {
-                blocks_per_sm: 8,
-                ..base.clone()
+                ..with(&default_with("WD_MIN_BLOCKS=10"), &base)
             },
         ),
         (

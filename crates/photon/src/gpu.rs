@@ -577,17 +577,20 @@ pub fn run(m: &Medium, idx: &DomIndex, sources: &[Source], seed: u64, opts: &Gpu
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["propagate", "twin_rng", "twin_physics", "layout"])];
 
 /// The switches of the default build, chosen by `warpdrive bench photon --device cuda` on an
-/// H100 (docs/performance/photon.md): per-warp job queue, 64-register cap at 4 × 256 threads per
-/// SM, resampled float tilt table and factored ice coefficients (fast mode only: precise mode
-/// drops those two, see [`FAST_ONLY`]).
+/// H100 (docs/performance/photon.md): per-warp job queue fed by a global counter, 48-register
+/// cap at 5 × 256 threads per SM, resampled float tilt table and factored ice coefficients (fast
+/// mode only: precise mode drops those two, see [`FAST_ONLY`]), the clearance pre-test of the
+/// collision search, selects instead of branches in the scattering, the layer walk's direction
+/// fixed per segment. All but the two fast-only ones leave every hit bit for bit unchanged.
 pub const DEFAULT_SWITCHES: &[&str] = &[
     "WD_JOBQUEUE",
-    "WD_MIN_BLOCKS=4",
+    "WD_MIN_BLOCKS=5",
     "WD_TILT_LUT",
     "WD_FACTORED_ICE",
     "WD_CLEARANCE",
     "WD_SELECT_SCATTER",
     "WD_DYNAMIC",
+    "WD_BRANCHLESS_WALK",
 ];
 
 /// Switches that change the arithmetic (resampled or refactored tables): fast mode only.
