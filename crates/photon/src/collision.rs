@@ -16,6 +16,22 @@ pub(crate) struct StringCol {
     pub(crate) count: u32,
 }
 
+impl StringCol {
+    /// Whether the segment r + t·n, t ∈ [0, len], comes within the cylinder: the closest approach
+    /// of its x–y projection to the string axis.
+    fn reached_by(&self, r: [f32; 3], n: [f32; 3], len: f32) -> bool {
+        let (dx, dy) = (self.x - r[0], self.y - r[1]);
+        let nn = n[0] * n[0] + n[1] * n[1];
+        let t = if nn > 0.0 {
+            ((dx * n[0] + dy * n[1]) / nn).clamp(0.0, len)
+        } else {
+            0.0
+        };
+        let (px, py) = (dx - t * n[0], dy - t * n[1]);
+        px * px + py * py <= self.r * self.r
+    }
+}
+
 /// The geometry in the form the propagation loop searches.
 #[derive(Clone, Debug)]
 pub struct DomIndex {
@@ -207,16 +223,7 @@ impl DomIndex {
 
     fn check_string(&self, si: usize, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, best: &mut Option<Collision>) {
         let s = &self.strings[si];
-        // Closest approach of the segment's x–y projection to the string axis.
-        let (dx, dy) = (s.x - r[0], s.y - r[1]);
-        let nn = n[0] * n[0] + n[1] * n[1];
-        let t = if nn > 0.0 {
-            ((dx * n[0] + dy * n[1]) / nn).clamp(0.0, len)
-        } else {
-            0.0
-        };
-        let (px, py) = (dx - t * n[0], dy - t * n[1]);
-        if px * px + py * py > s.r * s.r {
+        if !s.reached_by(r, n, len) {
             return;
         }
         let z1 = r[2] + n[2] * len;
@@ -378,21 +385,7 @@ mod tests {
             ];
             let n = crate::scatter::normalize([rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5]);
             let len = 40.0 * rng.uniform();
-            let touches: Vec<bool> = idx
-                .strings
-                .iter()
-                .map(|s| {
-                    let (dx, dy) = (s.x - r[0], s.y - r[1]);
-                    let nn = n[0] * n[0] + n[1] * n[1];
-                    let t = if nn > 0.0 {
-                        ((dx * n[0] + dy * n[1]) / nn).clamp(0.0, len)
-                    } else {
-                        0.0
-                    };
-                    let (px, py) = (dx - t * n[0], dy - t * n[1]);
-                    px * px + py * py <= s.r * s.r
-                })
-                .collect();
+            let touches: Vec<bool> = idx.strings.iter().map(|s| s.reached_by(r, n, len)).collect();
             reached += usize::from(touches.iter().any(|&t| t));
             match idx.reachable(r, n, len) {
                 Reach::None => {
