@@ -579,13 +579,12 @@ impl GpuBackend {
             tmax,
             ..Default::default()
         };
-        let spread = tmax > tmin;
-        if !spread || charge == 0.0 || !params.enabled {
+        if !params.acts_on(tmin, tmax, charge) {
             return Ok(stats);
         }
         stats.sigma_x = crate::lsc::rms_from_sums(r[RED_N], r[RED_SX], r[RED_SXX]);
         stats.sigma_y = crate::lsc::rms_from_sums(r[RED_N], r[RED_SY], r[RED_SYY]);
-        stats.radius = params.radius_factor * 0.5 * (stats.sigma_x + stats.sigma_y);
+        stats.radius = params.beam_radius(stats.sigma_x, stats.sigma_y);
         if stats.radius <= 0.0 {
             return Ok(stats);
         }

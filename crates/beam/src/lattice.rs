@@ -53,6 +53,17 @@ pub struct LscParams {
 }
 
 impl LscParams {
+    /// Whether a kick acts: the element is on, the beam carries charge and its arrival times
+    /// spread (otherwise there is no current profile to bin). Same test on CPU and GPU.
+    pub fn acts_on(&self, tmin: f64, tmax: f64, charge: f64) -> bool {
+        self.enabled && charge != 0.0 && tmax > tmin
+    }
+
+    /// The beam radius of the impedance, r_b = RADIUS_FACTOR · (σx + σy)/2.
+    pub fn beam_radius(&self, sigma_x: f64, sigma_y: f64) -> f64 {
+        self.radius_factor * 0.5 * (sigma_x + sigma_y)
+    }
+
     pub fn kick_length(&self) -> f64 {
         if self.l_effective > 0.0 {
             self.l_effective

@@ -281,8 +281,7 @@ pub fn apply(p: &mut Particles, params: &LscParams, reference: &Reference, total
         tmax,
         ..Default::default()
     };
-    let spread = tmax > tmin;
-    if !spread || total_charge == 0.0 || !params.enabled {
+    if !params.acts_on(tmin, tmax, total_charge) {
         return stats;
     }
     let bins = params.bins;
@@ -292,7 +291,7 @@ pub fn apply(p: &mut Particles, params: &LscParams, reference: &Reference, total
     stats.max_count = counts.iter().copied().max().unwrap_or(0);
     stats.sigma_x = rms(&p.x, &alive);
     stats.sigma_y = rms(&p.y, &alive);
-    stats.radius = params.radius_factor * 0.5 * (stats.sigma_x + stats.sigma_y);
+    stats.radius = params.beam_radius(stats.sigma_x, stats.sigma_y);
     let q = total_charge / n_all as f64;
     stats.peak_current = stats.max_count as f64 * q / dt;
     if stats.radius <= 0.0 {

@@ -52,7 +52,7 @@ struct PhotonParams {
     float lut_d0, lut_dz, lut_xx, lut_xy, lut_x0;
     int lut_pad;
     const float* tilt_lut;
-    // Factored coefficients (WD_FACTORED_ICE): per layer [sb, se, c1, t], per slice [la, lk, ae].
+    // Factored coefficients (WD_FACTORED_ICE): per layer [sb, se, c1, t], per slice [la, lk, ae, 0].
     const float* layer_f;
     const float* slice_f;
     // Clearance grid (WD_CLEARANCE, collision.rs): per cell lower bounds on the horizontal
@@ -107,24 +107,23 @@ __device__ __forceinline__ float scattering_cosine(float g, float f_sl, float u_
 #endif
 }
 
-__device__ __forceinline__ V3 rotate(V3 n, float cos_t, float sin_t, float u_phi) {
+// rotate_unnormalised (scatter.rs): e1 in the plane of n and z, e2 horizontal, from
+// s² = nx² + ny²; the x and y axes along the z axis itself (selects, no branch).
+__device__ __forceinline__ V3 rotate_unnormalised(V3 n, float cos_t, float sin_t, float u_phi) {
     float sp, cp;
     sincosf(WD_TAU * u_phi, &sp, &cp);
-    float ax = fabsf(n.x), ay = fabsf(n.y), az = fabsf(n.z);
-    V3 p1;
-#ifdef WD_SELECT_SCATTER
-    // The same vector chosen by selects, then one normalisation (no divergent branch).
-    bool bx = ax <= ay && ax <= az, by = !bx && ay <= az;
-    p1 = normalize(V3{bx ? 0.0f : (by ? -n.z : -n.y), bx ? -n.z : (by ? 0.0f : n.x), bx ? n.y : (by ? n.x : 0.0f)});
-#else
-    if (ax <= ay && ax <= az) p1 = normalize(V3{0.0f, -n.z, n.y});
-    else if (ay <= az) p1 = normalize(V3{-n.z, 0.0f, n.x});
-    else p1 = normalize(V3{-n.y, n.x, 0.0f});
-#endif
-    V3 p2{n.y * p1.z - n.z * p1.y, n.z * p1.x - n.x * p1.z, n.x * p1.y - n.y * p1.x};
-    return normalize(V3{n.x * cos_t + (p1.x * cp + p2.x * sp) * sin_t,
-                        n.y * cos_t + (p1.y * cp + p2.y * sp) * sin_t,
-                        n.z * cos_t + (p1.z * cp + p2.z * sp) * sin_t});
+    float s2 = n.x * n.x + n.y * n.y;
+    bool axis = !(s2 > 1e-20f);
+    float inv_s = axis ? 0.0f : 1.0f / sqrtf(s2);
+    float zi = n.z * inv_s;
+    V3 e1 = axis ? V3{1.0f, 0.0f, 0.0f} : V3{n.x * zi, n.y * zi, -s2 * inv_s};
+    V3 e2 = axis ? V3{0.0f, 1.0f, 0.0f} : V3{-n.y * inv_s, n.x * inv_s, 0.0f};
+    float a = sin_t * cp, b = sin_t * sp;
+    return V3{n.x * cos_t + a * e1.x + b * e2.x, n.y * cos_t + a * e1.y + b * e2.y, n.z * cos_t + a * e1.z + b * e2.z};
+}
+
+__device__ __forceinline__ V3 rotate(V3 n, float cos_t, float sin_t, float u_phi) {
+    return normalize(rotate_unnormalised(n, cos_t, sin_t, u_phi));
 }
 
 __device__ __forceinline__ V3 to_frame(const PhotonParams& P, V3 n) {
@@ -140,7 +139,7 @@ __device__ __forceinline__ V3 scatter(const PhotonParams& P, V3 n, float cos_t, 
     if (!P.has_aniso) return rotate(n, cos_t, sin_t, u_phi);
     V3 m = to_frame(P, n);
     m = normalize(V3{P.k0 * m.x, P.k1 * m.y, P.k2 * m.z});
-    m = rotate(m, cos_t, sin_t, u_phi);
+    m = rotate_unnormalised(m, cos_t, sin_t, u_phi);  // normalised after the rescaling
     m = normalize(V3{m.x / P.k0, m.y / P.k1, m.z / P.k2});
     return from_frame(P, m);
 }
@@ -256,7 +255,8 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
 #ifdef WD_FACTORED_ICE
     // sca = sb + se·l_a, abs = l_k·c1 + A·e^(−B/λ)·t: a 2.7 kB per-layer table instead of the
     // 700 kB (slice × layer) one.
-    const float la = P.slice_f[3 * slice], lk = P.slice_f[3 * slice + 1], ae = P.slice_f[3 * slice + 2];
+    const float4 sf = ((const float4*)P.slice_f)[slice];
+    const float la = sf.x, lk = sf.y, ae = sf.z;
 #else
     const float* sca = P.sca + (size_t)slice * P.n_layers;
     const float* ab = P.abs + (size_t)slice * P.n_layers;
@@ -341,9 +341,11 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
 // when only that one can be, -1 when undecided (the full search runs). One 8-byte load and two
 // compares, the same for most lanes, instead of the divergent loop over cells.
 __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, float len) {
-    float fi = floorf((r.x - P.grid_x0) * P.clear_inv), fj = floorf((r.y - P.grid_y0) * P.clear_inv);
-    if (fi < 0.0f || fj < 0.0f || fi >= (float)P.clear_nx || fj >= (float)P.clear_ny) return -1;
-    int c = (int)fj * P.clear_nx + (int)fi;
+    // Cell indices; a point left of or below the grid gives a negative index, which the unsigned
+    // compares reject together with those beyond it (|coordinates| ≪ 2^31 cells).
+    int i = (int)floorf((r.x - P.grid_x0) * P.clear_inv), j = (int)floorf((r.y - P.grid_y0) * P.clear_inv);
+    if ((unsigned int)i >= (unsigned int)P.clear_nx || (unsigned int)j >= (unsigned int)P.clear_ny) return -1;
+    int c = j * P.clear_nx + i;
     float2 clear = ((const float2*)P.clearance)[c];
     float reach2 = len * len * (n.x * n.x + n.y * n.y);
     if (clear.x > 0.0f && reach2 < clear.x * clear.x) return -2;
@@ -483,8 +485,7 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_FACTORED_ICE      absorption/scattering from per-layer × per-wavelength factors (fast only)
 //   WD_CLEARANCE         collision search skipped, or only the nearest string checked, when the
 //                        clearance grid rules out every (other) string
-//   WD_SELECT_SCATTER    both scattering cosines computed and one selected, the rotation's
-//                        perpendicular chosen by selects (no divergent branches)
+//   WD_SELECT_SCATTER    both scattering cosines computed and one selected (no divergent branch)
 //   WD_DYNAMIC           job queue fed 32 photons at a time from a global counter
 #ifndef WD_BLOCK
 #define WD_BLOCK 256

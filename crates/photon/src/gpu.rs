@@ -312,7 +312,12 @@ pub fn upload(
     put!(f32s, abs, m.abs);
     put!(f32s, sca, m.sca);
     put!(f32s, layer_f, m.layer_factors.concat());
-    put!(f32s, slice_f, m.slice_factors.concat());
+    // Padded to four floats: one 16-byte load per step.
+    put!(
+        f32s,
+        slice_f,
+        m.slice_factors.iter().flat_map(|f| [f[0], f[1], f[2], 0.0]).collect::<Vec<_>>()
+    );
     p.hmin = m.hmin;
     p.dh = m.dh;
     p.g = m.g;

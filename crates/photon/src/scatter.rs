@@ -40,34 +40,38 @@ pub fn scattering_cosine(g: f32, f_sl: f32, u_choice: f32, u_angle: f32) -> f32 
     }
 }
 
-/// Rotate unit vector `n` by polar angle (cos_t, sin_t) about itself at azimuth 2π·u_phi. The
-/// perpendicular pair is built from the axis of `n`'s smallest component (numerically safe).
+/// Rotate unit vector `n` by polar angle (cos_t, sin_t) about itself at azimuth 2π·u_phi.
 #[inline]
 #[must_use]
 pub fn rotate(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
-    let (sp, cp) = (TAU * u_phi).sin_cos();
-    let (ax, ay, az) = (n[0].abs(), n[1].abs(), n[2].abs());
-    let p1 = if ax <= ay && ax <= az {
-        normalize([0.0, -n[2], n[1]])
-    } else if ay <= az {
-        normalize([-n[2], 0.0, n[0]])
-    } else {
-        normalize([-n[1], n[0], 0.0])
-    };
-    let p2 = [
-        n[1] * p1[2] - n[2] * p1[1],
-        n[2] * p1[0] - n[0] * p1[2],
-        n[0] * p1[1] - n[1] * p1[0],
-    ];
-    normalize([
-        n[0] * cos_t + (p1[0] * cp + p2[0] * sp) * sin_t,
-        n[1] * cos_t + (p1[1] * cp + p2[1] * sp) * sin_t,
-        n[2] * cos_t + (p1[2] * cp + p2[2] * sp) * sin_t,
-    ])
+    normalize(rotate_unnormalised(n, cos_t, sin_t, u_phi))
 }
 
-/// New direction after one scattering. With anisotropy the direction is scaled by
-/// (k1, k2, kz) in the anisotropy frame before the rotation and by the inverse after (spec §3.5).
+/// The rotated direction before its final normalisation (unit length up to rounding; callers
+/// that rescale and normalise anyway skip the extra step). The perpendicular pair: e1 in the
+/// plane of `n` and the z axis, e2 horizontal, e1 = (nx·nz, ny·nz, −s²)/s, e2 = (−ny, nx, 0)/s
+/// with s² = nx² + ny² (not 1 − nz², which cancels near the poles); along the z axis itself
+/// (s² ≤ 1e-20) the x and y axes.
+#[inline]
+#[must_use]
+pub fn rotate_unnormalised(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
+    let (sp, cp) = (TAU * u_phi).sin_cos();
+    let s2 = n[0] * n[0] + n[1] * n[1];
+    let (e1, e2) = if s2 > 1e-20 {
+        let inv_s = 1.0 / s2.sqrt();
+        let zi = n[2] * inv_s;
+        ([n[0] * zi, n[1] * zi, -s2 * inv_s], [-n[1] * inv_s, n[0] * inv_s, 0.0])
+    } else {
+        ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+    };
+    let (a, b) = (sin_t * cp, sin_t * sp);
+    [
+        n[0] * cos_t + a * e1[0] + b * e2[0],
+        n[1] * cos_t + a * e1[1] + b * e2[1],
+        n[2] * cos_t + a * e1[2] + b * e2[2],
+    ]
+}
+
 #[inline]
 #[must_use]
 pub fn scatter(n: [f32; 3], cos_t: f32, u_phi: f32, aniso: Option<&AnisotropyParams>) -> [f32; 3] {
@@ -77,7 +81,8 @@ pub fn scatter(n: [f32; 3], cos_t: f32, u_phi: f32, aniso: Option<&AnisotropyPar
         Some(a) => {
             let m = a.to_frame(n);
             let m = normalize([a.k[0] * m[0], a.k[1] * m[1], a.k[2] * m[2]]);
-            let m = rotate(m, cos_t, sin_t, u_phi);
+            // Rescaled and normalised next: the rotation's own normalisation would be redundant.
+            let m = rotate_unnormalised(m, cos_t, sin_t, u_phi);
             let m = normalize([m[0] / a.k[0], m[1] / a.k[1], m[2] / a.k[2]]);
             a.from_frame(m)
         }
@@ -121,8 +126,11 @@ mod tests {
     #[test]
     fn rotation_keeps_angle_and_unit_length() {
         let mut r = RandomStream::new(5, 0, 0);
-        for _ in 0..1000 {
-            let n = normalize([r.uniform() - 0.5, r.uniform() - 0.5, r.uniform() - 0.5]);
+        for i in 0..1000 {
+            // Every fourth direction within 1e-3 of a pole (or on it), where e1, e2 are built
+            // from a small horizontal component.
+            let h = if i % 4 == 0 { 1e-3 * (i % 3) as f32 } else { 1.0 };
+            let n = normalize([h * (r.uniform() - 0.5), h * (r.uniform() - 0.5), r.uniform() - 0.5]);
             let c = 2.0 * r.uniform() - 1.0;
             let m = rotate(n, c, (1.0 - c * c).sqrt(), r.uniform());
             let dot = n[0] * m[0] + n[1] * m[1] + n[2] * m[2];
