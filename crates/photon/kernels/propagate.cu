@@ -263,11 +263,14 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
 #endif
     int j = layer_of(P, zp);
     // Fixed for the segment: the last layer in the direction of travel (open-ended), the
-    // boundary offset ±½ and 1/nz.
+    // boundary offset ±½, 1/nz and the path length through a whole layer.
     const int last = nz > 0.0f ? P.n_layers - 1 : 0;
     const float half = nz > 0.0f ? 0.5f : -0.5f;
     const float inv_nz = 1.0f / nz;
-    float z = zp, length = 0.0f;
+    const float inf = __int_as_float(0x7f800000);
+    float dl = (nz == 0.0f || j == last) ? inf : fmaxf((P.hmin + ((float)j + half) * P.dh - zp) * inv_nz, 0.0f);
+    const float dl_layer = P.dh * fabsf(inv_nz);
+    float length = 0.0f;
     for (;;) {
 #ifdef WD_FACTORED_ICE
         const float4 f = ((const float4*)P.layer_f)[j];
@@ -276,15 +279,6 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
 #else
         float s = sca[j];
         float a = ab[j] * abs_factor;
-#endif
-        float dl;
-#ifdef WD_BRANCHLESS_WALK
-        bool open_end = nz == 0.0f || j == last;
-        dl = open_end ? __int_as_float(0x7f800000) : fmaxf((P.hmin + ((float)j + half) * P.dh - z) * inv_nz, 0.0f);
-#else
-        if (nz > 0.0f && j + 1 < P.n_layers) dl = fmaxf((P.hmin + ((float)j + 0.5f) * P.dh - z) * inv_nz, 0.0f);
-        else if (nz < 0.0f && j > 0) dl = fmaxf((P.hmin + ((float)j - 0.5f) * P.dh - z) * inv_nz, 0.0f);
-        else dl = __int_as_float(0x7f800000);
 #endif
         float sd = s * dl, ad = a * dl;
         if (sca_depth <= sd || tot <= ad) {
@@ -295,8 +289,13 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
         length += dl;
         sca_depth -= sd;
         tot -= ad;
-        z += dl * nz;
+#ifdef WD_BRANCHLESS_WALK
         j += nz > 0.0f ? 1 : -1;
+        dl = j == last ? inf : dl_layer;
+#else
+        if (nz > 0.0f) { j += 1; dl = j + 1 < P.n_layers ? dl_layer : inf; }
+        else { j -= 1; dl = j > 0 ? dl_layer : inf; }
+#endif
     }
 }
 
@@ -478,7 +477,7 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 // Optimisation switches (-D at compile time, see GpuOptions::defines):
 //   WD_NAIVE_LOOP        one whole photon per loop iteration (a warp waits for its longest photon)
 //   WD_JOBQUEUE          per-warp job queue: photons emitted warp-wide into shared memory
-//   WD_BRANCHLESS_WALK   layer walk with the direction fixed per segment instead of up/down branches
+//   WD_BRANCHLESS_WALK   layer walk with the end layer fixed per segment instead of up/down branches
 //   WD_MIN_BLOCKS=n      __launch_bounds__(WD_BLOCK, n): cap registers for n resident blocks
 //   WD_NOINLINE_EMIT     emission (FP64 gamma sampling) out of line, to keep the hot loop compact
 //   WD_TILT_LUT          1-D tilt from a float table resampled on a regular grid (fast mode only)

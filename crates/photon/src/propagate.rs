@@ -51,10 +51,10 @@ pub struct Segment {
 /// scattering depth `sca_depth` and the absorption depth `tot` (spec §3.5 step 2). `abs_factor`
 /// is the direction-dependent absorption anisotropy. Layers at the ends extend to infinity.
 ///
-/// Per layer the optical depths to the boundary ahead, s·dl and a·dl, are compared with what is
-/// left; only the layer where the segment ends divides (ls = SCA/s, la = TOT/a). The direction
-/// of travel, the last layer in it and 1/nz are fixed for the segment (no up/down branch in
-/// the loop). The CUDA twin does the same operations in the same order.
+/// The path length through a layer is (boundary − zp)/nz for the first and dh/|nz| for every
+/// whole layer after it. Per layer the optical depths to its far side, s·dl and a·dl, are
+/// compared with what is left; only the layer where the segment ends divides (ls = SCA/s,
+/// la = TOT/a). The CUDA twin does the same operations in the same order.
 #[inline]
 #[must_use]
 pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, mut tot: f32, abs_factor: f32) -> Segment {
@@ -62,18 +62,18 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
     let mut j = m.layer_of(zp);
     let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
     let inv_nz = 1.0 / nz;
-    let mut z = zp;
+    // Path length to the first boundary ahead: ∞ in the end layer of the direction of travel
+    // (it extends to infinity) and for horizontal travel.
+    let mut dl = if nz == 0.0 || j == last {
+        f32::INFINITY
+    } else {
+        ((m.hmin + (j as f32 + half) * m.dh - zp) * inv_nz).max(0.0)
+    };
+    let dl_layer = m.dh * inv_nz.abs();
     let mut length = 0.0f32;
     loop {
         let s = m.sca[base + j];
         let a = m.abs[base + j] * abs_factor;
-        // Distance to the boundary ahead: ∞ in the end layer of the direction of travel (it
-        // extends to infinity) and for horizontal travel.
-        let dl = if nz == 0.0 || j == last {
-            f32::INFINITY
-        } else {
-            ((m.hmin + (j as f32 + half) * m.dh - z) * inv_nz).max(0.0)
-        };
         let (sd, ad) = (s * dl, a * dl);
         if sca_depth <= sd || tot <= ad {
             // The segment ends in this layer: absorbed if the absorption depth runs out first.
@@ -93,12 +93,12 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
         length += dl;
         sca_depth -= sd;
         tot -= ad;
-        z += dl * nz;
         if half > 0.0 {
             j += 1;
         } else {
             j -= 1;
         }
+        dl = if j == last { f32::INFINITY } else { dl_layer };
     }
 }
 
