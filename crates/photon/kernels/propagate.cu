@@ -55,8 +55,9 @@ struct PhotonParams {
     // Factored coefficients (WD_FACTORED_ICE): per layer [sb, se, c1, t], per slice [la, lk, ae, 0].
     const float* layer_f;
     const float* slice_f;
-    // Clearance grid (WD_CLEARANCE, collision.rs): per cell lower bounds on the horizontal
-    // distance to the nearest string's cylinder and to all others' (float2), nearest string.
+    // Clearance grid (WD_CLEARANCE, collision.rs): per cell a lower bound on the horizontal
+    // distance to all but the nearest string's cylinders, that string's x, y and radius + margin
+    // (float4), and its index.
     const float* clearance;
     const unsigned int* clear_near;
     float clear_inv;  // 1 / cell size
@@ -335,21 +336,23 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
     }
 }
 
-// The clearance pre-test (collision.rs: reachable): from the clearances of the segment's start
-// cell, -2 when no string cylinder is within its horizontal reach, the nearest string's index
-// when only that one can be, -1 when undecided (the full search runs). One 8-byte load and two
-// compares, the same for most lanes, instead of the divergent loop over cells.
+// The clearance pre-test (collision.rs: reachable): from the record of the segment's start cell,
+// -2 when no string cylinder is within its horizontal reach, the nearest string's index when only
+// that one can be, -1 when undecided (the full search runs). One 16-byte load and a few
+// operations, the same for most lanes, instead of the divergent loop over cells.
 __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, float len) {
     // Cell indices; a point left of or below the grid gives a negative index, which the unsigned
     // compares reject together with those beyond it (|coordinates| ≪ 2^31 cells).
     int i = (int)floorf((r.x - P.grid_x0) * P.clear_inv), j = (int)floorf((r.y - P.grid_y0) * P.clear_inv);
     if ((unsigned int)i >= (unsigned int)P.clear_nx || (unsigned int)j >= (unsigned int)P.clear_ny) return -1;
     int c = j * P.clear_nx + i;
-    float2 clear = ((const float2*)P.clearance)[c];
+    float4 clear = ((const float4*)P.clearance)[c];  // others' bound, nearest string x, y, r + margin
     float reach2 = len * len * (n.x * n.x + n.y * n.y);
-    if (clear.x > 0.0f && reach2 < clear.x * clear.x) return -2;
-    if (clear.y > 0.0f && reach2 < clear.y * clear.y) return (int)P.clear_near[c];
-    return -1;
+    if (!(clear.x > 0.0f && reach2 < clear.x * clear.x)) return -1;
+    float dx = r.x - clear.y, dy = r.y - clear.z;
+    float far = sqrtf(reach2) + clear.w;
+    if (far * far < dx * dx + dy * dy) return -2;
+    return (int)P.clear_near[c];
 }
 
 __device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int skip) {

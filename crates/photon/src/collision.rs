@@ -47,16 +47,17 @@ pub struct DomIndex {
     pub(crate) ny: usize,
     pub(crate) cell_start: Vec<u32>,
     pub(crate) cell_strings: Vec<u32>,
-    /// Clearance grid (same origin, cells of `clear_cell`): per cell, lower bounds on the
-    /// horizontal distance from any point of the cell to the cylinder of the nearest string and
-    /// to those of all other strings, and the nearest string. A segment whose horizontal reach
-    /// is below the first cannot hit a DOM; below the second, only the nearest string can be
-    /// hit. Both shortcuts give the full search's result (a uniform, cheap test instead of a
-    /// divergent loop over cells).
+    /// Clearance grid (same origin, cells of `clear_cell`): per cell the string nearest to it
+    /// (index; axis x, y and cylinder radius plus margin) and a lower bound on the horizontal
+    /// distance from any point of the cell to the cylinders of all other strings,
+    /// `[others, x, y, r + margin]`. A segment whose horizontal reach is below that bound can
+    /// only hit the nearest string, and not even that one when its reach stays short of the
+    /// nearest cylinder (exact distance from the segment's start). Both shortcuts give the full
+    /// search's result (a uniform, cheap test instead of a divergent loop over cells).
     pub(crate) clear_cell: f32,
     pub(crate) clear_nx: usize,
     pub(crate) clear_ny: usize,
-    pub(crate) clearance: Vec<[f32; 2]>,
+    pub(crate) clearance: Vec<[f32; 4]>,
     pub(crate) clear_near: Vec<u32>,
     /// Oversized radius xR·R and the oversize factor.
     pub r_eff: f32,
@@ -177,15 +178,18 @@ impl DomIndex {
             return Reach::Unknown;
         }
         let c = fj as usize * self.clear_nx + fi as usize;
-        // Squared horizontal reach against squared clearances (no square root).
         let reach2 = len * len * (n[0] * n[0] + n[1] * n[1]);
-        let [near, others] = self.clearance[c];
-        if near > 0.0 && reach2 < near * near {
+        let [others, sx, sy, rm] = self.clearance[c];
+        if !(others > 0.0 && reach2 < others * others) {
+            return Reach::Unknown;
+        }
+        // The nearest string: is its cylinder beyond the reach of the segment's start?
+        let (dx, dy) = (r[0] - sx, r[1] - sy);
+        let far = reach2.sqrt() + rm;
+        if far * far < dx * dx + dy * dy {
             Reach::None
-        } else if others > 0.0 && reach2 < others * others {
-            Reach::Nearest(self.clear_near[c])
         } else {
-            Reach::Unknown
+            Reach::Nearest(self.clear_near[c])
         }
     }
 
@@ -279,10 +283,11 @@ const CLEAR_MARGIN: f64 = 0.01;
 
 /// Clearances of each cell of a grid over [x0, x0 + width) × [y0, y0 + height): for each string
 /// the distance from the cell's rectangle to its axis minus its cylinder radius and the margin;
-/// per cell the smallest (nearest string) and the second smallest (all others), in f64 on the
-/// host and stored as f32 rounded down, and the nearest string's index.
+/// per cell the string with the smallest (the nearest: its index, x, y and radius + margin
+/// rounded up) and the second smallest distance (a bound for all others, rounded down), in f64
+/// on the host.
 #[allow(clippy::type_complexity)]
-fn clearance_grid(strings: &[StringCol], x0: f32, y0: f32, cell: f32, width: f32, height: f32) -> (usize, usize, Vec<[f32; 2]>, Vec<u32>) {
+fn clearance_grid(strings: &[StringCol], x0: f32, y0: f32, cell: f32, width: f32, height: f32) -> (usize, usize, Vec<[f32; 4]>, Vec<u32>) {
     let nx = ((width / cell).ceil() as usize).max(1);
     let ny = ((height / cell).ceil() as usize).max(1);
     let c = f64::from(cell);
@@ -300,6 +305,7 @@ fn clearance_grid(strings: &[StringCol], x0: f32, y0: f32, cell: f32, width: f32
         for i in 0..nx {
             let (xa, xb) = (f64::from(x0) + i as f64 * c, f64::from(x0) + (i + 1) as f64 * c);
             let (mut first, mut second, mut nearest) = (f64::INFINITY, f64::INFINITY, 0u32);
+            // (`first` picks the nearest string; its own clearance is tested exactly per point.)
             for (si, s) in strings.iter().enumerate() {
                 let (sx, sy) = (f64::from(s.x), f64::from(s.y));
                 let dx = (xa - sx).max(sx - xb).max(0.0);
@@ -311,7 +317,10 @@ fn clearance_grid(strings: &[StringCol], x0: f32, y0: f32, cell: f32, width: f32
                     second = d;
                 }
             }
-            clear.push([down(first), down(second)]);
+            // No strings at all: nothing within reach anywhere.
+            let (sx, sy, sr) = strings.get(nearest as usize).map_or((0.0, 0.0, 0.0), |s| (s.x, s.y, s.r));
+            let rm = -down(-(f64::from(sr) + CLEAR_MARGIN));
+            clear.push([down(second), sx, sy, rm]);
             near.push(nearest);
         }
     }
