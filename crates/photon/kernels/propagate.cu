@@ -241,9 +241,10 @@ __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, flo
         float fx = fminf(fmaxf(x * P.lut_xx + y * P.lut_xy - P.lut_x0, 0.0f), (float)(P.lut_n_dist - 1));
         int i = min((int)fd, P.lut_n_depth - 2), j = min((int)fx, P.lut_n_dist - 2);
         float a = fd - (float)i, b = fx - (float)j;
-        const float* r0 = P.tilt_lut + i * P.lut_n_dist + j;
-        const float* r1 = r0 + P.lut_n_dist;
-        return (r0[0] * (1.0f - b) + r0[1] * b) * (1.0f - a) + (r1[0] * (1.0f - b) + r1[1] * b) * a;
+        // Nodes stored as pairs (value, next value along the distance): one 8-byte load per row.
+        const float2 r0 = ((const float2*)P.tilt_lut)[i * P.lut_n_dist + j];
+        const float2 r1 = ((const float2*)P.tilt_lut)[(i + 1) * P.lut_n_dist + j];
+        return (r0.x * (1.0f - b) + r0.y * b) * (1.0f - a) + (r1.x * (1.0f - b) + r1.y * b) * a;
     }
 #endif
     return (float)zshift(P, (double)x, (double)y, (double)z);
@@ -303,14 +304,20 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
 // collision.rs -------------------------------------------------------------------------------
 struct Collision { int dom; float h; V3 impact; };
 
-__device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int si, V3 r, V3 n, float len, int skip, Collision& best) {
-    float sx = P.str_xyr[3 * si], sy = P.str_xyr[3 * si + 1], sr = P.str_xyr[3 * si + 2];
-    unsigned int first = P.str_first_count[2 * si], count = P.str_first_count[2 * si + 1];
-    float dx = sx - r.x, dy = sy - r.y;
+// collision.rs: reaches_axis — the closest approach of the segment's x–y projection to the
+// vertical axis at (x, y) is within `radius`.
+__device__ __forceinline__ bool reaches_axis(float x, float y, float radius, V3 r, V3 n, float len) {
+    float dx = x - r.x, dy = y - r.y;
     float nn = n.x * n.x + n.y * n.y;
     float t = nn > 0.0f ? fminf(fmaxf((dx * n.x + dy * n.y) / nn, 0.0f), len) : 0.0f;
     float px = dx - t * n.x, py = dy - t * n.y;
-    if (px * px + py * py > sr * sr) return;
+    return px * px + py * py <= radius * radius;
+}
+
+__device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int si, V3 r, V3 n, float len, int skip, Collision& best) {
+    float sx = P.str_xyr[3 * si], sy = P.str_xyr[3 * si + 1], sr = P.str_xyr[3 * si + 2];
+    unsigned int first = P.str_first_count[2 * si], count = P.str_first_count[2 * si + 1];
+    if (!reaches_axis(sx, sy, sr, r, n, len)) return;
     float z1 = r.z + n.z * len;
     float zlo = fminf(r.z, z1) - P.r_eff, zhi = fmaxf(r.z, z1) + P.r_eff;
     const float* pos = P.dom_pos + 3 * (size_t)first;
@@ -349,9 +356,8 @@ __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, floa
     float4 clear = ((const float4*)P.clearance)[c];  // others' bound, nearest string x, y, r + margin
     float reach2 = len * len * (n.x * n.x + n.y * n.y);
     if (!(clear.x > 0.0f && reach2 < clear.x * clear.x)) return -1;
-    float dx = r.x - clear.y, dy = r.y - clear.z;
-    float far = sqrtf(reach2) + clear.w;
-    if (far * far < dx * dx + dy * dy) return -2;
+    // The nearest string: does the segment come within its cylinder (plus the margin)?
+    if (!reaches_axis(clear.y, clear.z, clear.w, r, n, len)) return -2;
     return (int)P.clear_near[c];
 }
 

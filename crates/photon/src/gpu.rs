@@ -355,7 +355,13 @@ pub fn upload(
             p.tilt_ca = a.cos();
             p.tilt_sa = a.sin();
             if let Some((d0, dd, nd, x0, dx, v)) = tilt_lut(t) {
-                put!(f32s, tilt_lut, v);
+                // As pairs (value, next value along the distance; the last repeats itself), so
+                // the kernel reads both nodes of a row with one 8-byte load.
+                let pairs: Vec<f32> = v
+                    .chunks(TILT_LUT_DIST)
+                    .flat_map(|row| (0..row.len()).flat_map(move |j| [row[j], row[(j + 1).min(row.len() - 1)]]))
+                    .collect();
+                put!(f32s, tilt_lut, pairs);
                 // fd = (ZOFF − z − d0)/dd and fx = ((x − r0x)·cos + (y − r0y)·sin − x0)/dx as
                 // affine functions of the position (f64 here, f32 on the device).
                 let (ca, sa) = (p.tilt_ca, p.tilt_sa);
