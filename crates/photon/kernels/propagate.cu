@@ -510,13 +510,12 @@ __device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long lo
     return lo;
 }
 
-// One photon's state between segments (16-byte aligned: the queue copies it with 16-byte
-// shared-memory accesses).
-struct __align__(16) PState {
+// One photon's state between segments.
+struct PState {
     V3 pos, dir;
     float time, tot, ocm;
     unsigned int slice, seq, segs;
-    int s, skip;  // source (its own DOM, if any, is looked up at a hit), DOM to skip
+    int s, own_dom, skip;
     float sca_depth;  // the next segment's scattering depth (drawn with the previous scattering)
     unsigned int block;  // next Philox block of the photon's stream (one per scattering)
     unsigned long long id;
@@ -529,6 +528,7 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
     WdRng rng = wd_rng(P.seed, WD_TAG_PHOTON, id);
     Photon p = emit(P, st.s, rng);
     st.pos = p.pos; st.dir = p.dir; st.time = p.time; st.slice = p.slice;
+    st.own_dom = P.src_i32[2 * st.s + 1];
     st.ocm = P.slice_ocm[p.slice];
     st.tot = wd_exponential(rng);
     st.sca_depth = wd_exponential(rng);
@@ -546,7 +546,7 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     Collision c = first_hit(P, st.pos, st.dir, seg.length, st.skip);
     st.skip = -1;
     if (c.dom >= 0) {
-        if (P.src_i32[2 * st.s + 1] != c.dom) {  // not the source's own DOM
+        if (st.own_dom != c.dom) {
             record(P, st.id, st.s, st.seq, c.dom, st.time + c.h * st.ocm, st.slice, st.dir, c.impact);
             st.seq += 1;
         }
