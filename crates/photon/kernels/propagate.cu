@@ -62,8 +62,12 @@ struct PhotonParams {
     const unsigned int* clear_near;
     float clear_inv;  // 1 / cell size
     int clear_nx, clear_ny, clear_pad;
+    // Anisotropy constants from the host (medium.rs: squares, inverse_k): 1/k, l = k², 1/l,
+    // B2 = Σ 1/l.
+    float ik0, ik1, ik2, l0, l1, l2, il0, il1, il2, b2;
+    int aniso_pad[2];
 };
-static_assert(sizeof(PhotonParams) == 512, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 560, "PhotonParams layout differs from gpu.rs");
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
 // Must match GpuHit in gpu.rs.
@@ -141,7 +145,7 @@ __device__ __forceinline__ V3 scatter(const PhotonParams& P, V3 n, float cos_t, 
     V3 m = to_frame(P, n);
     m = normalize(V3{P.k0 * m.x, P.k1 * m.y, P.k2 * m.z});
     m = rotate_unnormalised(m, cos_t, sin_t, u_phi);  // normalised after the rescaling
-    m = normalize(V3{m.x / P.k0, m.y / P.k1, m.z / P.k2});
+    m = normalize(V3{m.x * P.ik0, m.y * P.ik1, m.z * P.ik2});
     return from_frame(P, m);
 }
 
@@ -151,12 +155,10 @@ __device__ __forceinline__ float absorption_factor(const PhotonParams& P, V3 n) 
     V3 m = to_frame(P, n);
     float nr = 1.0f;
     if (P.old_abs_scale != 0.0f) {
-        float l0 = P.k0 * P.k0, l1 = P.k1 * P.k1, l2 = P.k2 * P.k2;
         float s0 = m.x * m.x, s1 = m.y * m.y, s2 = m.z * m.z;
-        float b2 = 1.0f / l0 + 1.0f / l1 + 1.0f / l2;
-        float nb = s0 / l0 + s1 / l1 + s2 / l2;
-        float an = s0 * l0 + s1 * l1 + s2 * l2;
-        nr = powf((b2 - nb) * an / 2.0f, P.old_abs_scale);
+        float nb = s0 * P.il0 + s1 * P.il1 + s2 * P.il2;
+        float an = s0 * P.l0 + s1 * P.l1 + s2 * P.l2;
+        nr = powf((P.b2 - nb) * an / 2.0f, P.old_abs_scale);
     }
     if (P.has_new_abs) {
         float v0 = P.na0 * m.x, v1 = P.na1 * m.y, v2 = P.na2 * m.z;
@@ -667,6 +669,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[10] = (const char*)&p.slice_f - b;
     out[11] = (const char*)&p.clear_near - b;
     out[12] = (const char*)&p.clear_ny - b;
+    out[13] = (const char*)&p.b2 - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

@@ -97,15 +97,20 @@ pub struct GpuParams {
     pub clear_nx: i32,
     pub clear_ny: i32,
     pub clear_pad: i32,
+    pub inv_k: [f32; 3],
+    pub l: [f32; 3],
+    pub inv_l: [f32; 3],
+    pub b2: f32,
+    pub aniso_pad: [i32; 2],
 }
-const _: () = assert!(size_of::<GpuParams>() == 512);
+const _: () = assert!(size_of::<GpuParams>() == 560);
 const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
 const _: () = assert!(offset_of!(GpuParams, photon_lo) == 272);
 const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 13] = [
+pub const LAYOUT: [usize; 14] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -119,6 +124,7 @@ pub const LAYOUT: [usize; 13] = [
     offset_of!(GpuParams, slice_f),
     offset_of!(GpuParams, clear_near),
     offset_of!(GpuParams, clear_ny),
+    offset_of!(GpuParams, b2),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -329,6 +335,10 @@ pub fn upload(
         p.azy = a.azy;
         p.k = a.k;
         p.old_abs_scale = a.old_abs_scale;
+        // The same f32 operations as the CPU path's (medium.rs), done once here.
+        let (l, il) = a.squares();
+        (p.inv_k, p.l, p.inv_l) = (a.inverse_k(), l, il);
+        p.b2 = il[0] + il[1] + il[2];
         if let Some(k) = a.new_abs {
             p.has_new_abs = 1;
             p.new_abs = k;

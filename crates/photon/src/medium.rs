@@ -49,6 +49,19 @@ impl AnisotropyParams {
         [self.azx * m[0] - self.azy * m[1], self.azy * m[0] + self.azx * m[1], m[2]]
     }
 
+    /// l_i = k_i² and 1/l_i (f32, in this order of operations; the GPU gets them from the host).
+    #[inline]
+    pub fn squares(&self) -> ([f32; 3], [f32; 3]) {
+        let l = [self.k[0] * self.k[0], self.k[1] * self.k[1], self.k[2] * self.k[2]];
+        (l, [1.0 / l[0], 1.0 / l[1], 1.0 / l[2]])
+    }
+
+    /// 1/k_i (f32; the GPU gets them from the host).
+    #[inline]
+    pub fn inverse_k(&self) -> [f32; 3] {
+        [1.0 / self.k[0], 1.0 / self.k[1], 1.0 / self.k[2]]
+    }
+
     /// Direction-dependent factor on the absorption coefficient (spec §3.5 step 2).
     /// Old model: nr = ((B2 − nB)·An/2)^fr with s_i = n_i², l_i = k_i², B2 = Σ 1/l_i,
     /// nB = Σ s_i/l_i, An = Σ s_i l_i (nr = 1 for isotropic ice). New model: nr *= 1/|(k1 n1, k2 n2, kz n3)|.
@@ -57,10 +70,10 @@ impl AnisotropyParams {
         let m = self.to_frame(n);
         let mut nr = 1.0;
         if self.old_abs_scale != 0.0 {
-            let l = [self.k[0] * self.k[0], self.k[1] * self.k[1], self.k[2] * self.k[2]];
+            let (l, il) = self.squares();
             let s = [m[0] * m[0], m[1] * m[1], m[2] * m[2]];
-            let b2 = 1.0 / l[0] + 1.0 / l[1] + 1.0 / l[2];
-            let nb = s[0] / l[0] + s[1] / l[1] + s[2] / l[2];
+            let b2 = il[0] + il[1] + il[2];
+            let nb = s[0] * il[0] + s[1] * il[1] + s[2] * il[2];
             let an = s[0] * l[0] + s[1] * l[1] + s[2] * l[2];
             nr = ((b2 - nb) * an / 2.0).powf(self.old_abs_scale);
         }

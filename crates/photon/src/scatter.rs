@@ -83,7 +83,8 @@ pub fn scatter(n: [f32; 3], cos_t: f32, u_phi: f32, aniso: Option<&AnisotropyPar
             let m = normalize([a.k[0] * m[0], a.k[1] * m[1], a.k[2] * m[2]]);
             // Rescaled and normalised next: the rotation's own normalisation would be redundant.
             let m = rotate_unnormalised(m, cos_t, sin_t, u_phi);
-            let m = normalize([m[0] / a.k[0], m[1] / a.k[1], m[2] / a.k[2]]);
+            let ik = a.inverse_k();
+            let m = normalize([m[0] * ik[0], m[1] * ik[1], m[2] * ik[2]]);
             a.from_frame(m)
         }
     }
