@@ -122,12 +122,6 @@ impl RandomStream {
         w
     }
 
-    /// Philox blocks drawn so far (the next block's index).
-    #[inline]
-    pub fn blocks_drawn(&self) -> u32 {
-        self.block
-    }
-
     /// Uniform in (0, 1].
     #[inline]
     pub fn uniform(&mut self) -> f32 {

@@ -516,7 +516,7 @@ __device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long lo
 struct PState {
     V3 pos, dir;
     float time, tot, ocm;
-    unsigned int slice, seq;
+    unsigned int slice, seq, segs;
     int s, own_dom, skip;
     float sca_depth;  // the next segment's scattering depth (drawn with the previous scattering)
     unsigned int block;  // next Philox block of the photon's stream (one per scattering)
@@ -535,7 +535,7 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
     st.tot = wd_exponential(rng);
     st.sca_depth = wd_exponential(rng);
     st.block = rng.block;  // the rest of the current block stays unused (propagate.rs)
-    st.skip = -1; st.seq = 0;
+    st.skip = -1; st.seq = 0; st.segs = 0;
 }
 
 // One segment of propagate_photon's loop; false when the photon ends.
@@ -566,7 +566,7 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     st.sca_depth = -logf(wd_u32_to_uniform(w[3]));
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
     st.dir = scatter(P, st.dir, cos_t, u3);
-    return st.block < WD_MAX_SEGMENTS;  // at most 2^20 blocks per photon (propagate.rs)
+    return ++st.segs < WD_MAX_SEGMENTS;
 }
 
 #if defined(WD_NAIVE_LOOP)

@@ -35,8 +35,7 @@ pub struct RawHit {
     pub impact: [f32; 3],
 }
 
-/// Upper bound on the Philox blocks one photon draws, i.e. on its scatterings (a safety net;
-/// absorption ends photons long before). The GPU kernel stops at the same block count.
+/// Upper bound on the scatterings of one photon (a safety net; absorption ends photons long before).
 pub const MAX_SEGMENTS: u32 = 1 << 20;
 
 /// Result of the layer walk for one segment.
@@ -120,7 +119,7 @@ pub fn propagate_photon(
     let mut skip: Option<u32> = None;
     let mut seq = 0u32;
     let kill_on_hit = doms.oversize <= 1.0;
-    loop {
+    for _ in 0..MAX_SEGMENTS {
         let zp = p.pos[2] - m.tilt.zshift(f64::from(p.pos[0]), f64::from(p.pos[1]), f64::from(p.pos[2])) as f32;
         let nr = m.anisotropy.as_ref().map_or(1.0, |a| a.absorption_factor(p.dir));
         let seg = layer_walk(m, p.slice, zp, p.dir[2], sca_depth, tot, nr);
@@ -161,9 +160,6 @@ pub fn propagate_photon(
         sca_depth = -u32_to_unit_f32(w[3]).ln();
         let cos_t = scattering_cosine(m.g, m.f_sl, u1, u2);
         p.dir = scatter(p.dir, cos_t, u3, m.anisotropy.as_ref());
-        if rng.blocks_drawn() >= MAX_SEGMENTS {
-            return;
-        }
     }
 }
 
