@@ -66,8 +66,13 @@ struct PhotonParams {
     // B2 = Σ 1/l.
     float ik0, ik1, ik2, l0, l1, l2, il0, il1, il2, b2;
     int aniso_pad[2];
+    // Per-string z index (collision.rs: z_index): [z0, 1/dz] per string, WD_Z_BINS first-DOM
+    // entries per string.
+    const float* z_grid;
+    const unsigned int* z_start;
 };
-static_assert(sizeof(PhotonParams) == 560, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 576, "PhotonParams layout differs from gpu.rs");
+#define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
 // Must match GpuHit in gpu.rs.
@@ -323,8 +328,11 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
     float z1 = r.z + n.z * len;
     float zlo = fminf(r.z, z1) - P.r_eff, zhi = fmaxf(r.z, z1) + P.r_eff;
     const float* pos = P.dom_pos + 3 * (size_t)first;
-    unsigned int lo = 0, hi = count;
-    while (lo < hi) { unsigned int m = (lo + hi) / 2; if (pos[3 * m + 2] < zlo) lo = m + 1; else hi = m; }
+    // The first DOM at or above zlo from the string's z index (collision.rs: first_at_or_above).
+    const float2 g = ((const float2*)P.z_grid)[si];
+    int bin = min(max((int)floorf((zlo - g.x) * g.y), 0), WD_Z_BINS - 1);
+    unsigned int lo = P.z_start[si * WD_Z_BINS + bin];
+    while (lo < count && pos[3 * lo + 2] < zlo) ++lo;
     // The DOMs from the first at or above zlo up to zhi (segments are short: zero to a few).
     for (unsigned int k = lo; k < count && pos[3 * k + 2] <= zhi; ++k) {
         unsigned int gi = first + k;
@@ -670,6 +678,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[11] = (const char*)&p.clear_near - b;
     out[12] = (const char*)&p.clear_ny - b;
     out[13] = (const char*)&p.b2 - b;
+    out[14] = (const char*)&p.z_start - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

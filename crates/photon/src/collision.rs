@@ -52,6 +52,11 @@ pub struct DomIndex {
     pub(crate) ny: usize,
     pub(crate) cell_start: Vec<u32>,
     pub(crate) cell_strings: Vec<u32>,
+    /// Per string a z index over its DOMs: `[z0, 1/dz]` and, per bin of `Z_BINS`, the first DOM
+    /// (counted from the string's first) at or above the bin's lower edge minus 1 m. The DOMs
+    /// from a z upwards start at that entry after a step or two (no binary search).
+    pub(crate) z_grid: Vec<[f32; 2]>,
+    pub(crate) z_start: Vec<u32>,
     /// Clearance grid (same origin, cells of `clear_cell`): per cell the string nearest to it
     /// (index; axis x, y and cylinder radius plus margin) and a lower bound on the horizontal
     /// distance from any point of the cell to the cylinders of all other strings,
@@ -110,6 +115,7 @@ impl DomIndex {
                 id.push(i as u32);
             }
         }
+        let (z_grid, z_start) = z_index(&strings, &pos);
         let cell = 10.0f32;
         let xmin = strings.iter().map(|s| s.x - s.r).fold(f32::MAX, f32::min) - cell;
         let ymin = strings.iter().map(|s| s.y - s.r).fold(f32::MAX, f32::min) - cell;
@@ -148,6 +154,8 @@ impl DomIndex {
             ny,
             cell_start,
             cell_strings,
+            z_grid,
+            z_start,
             clear_cell: CLEAR_CELL,
             clear_nx,
             clear_ny,
@@ -228,6 +236,20 @@ impl DomIndex {
         best
     }
 
+    /// Index (within string `si`) of its first DOM with z ≥ `zlo`, from the z index.
+    fn first_at_or_above(&self, si: usize, zlo: f32) -> usize {
+        let s = &self.strings[si];
+        let doms = &self.pos[s.first as usize..(s.first + s.count) as usize];
+        let [z0, inv_dz] = self.z_grid[si];
+        let b = ((zlo - z0) * inv_dz).floor().clamp(0.0, (Z_BINS - 1) as f32);
+        let b = if b.is_nan() { 0 } else { b as usize };
+        let mut k = self.z_start[si * Z_BINS + b] as usize;
+        while k < doms.len() && doms[k][2] < zlo {
+            k += 1;
+        }
+        k
+    }
+
     fn check_string(&self, si: usize, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, best: &mut Option<Collision>) {
         let s = &self.strings[si];
         if !s.reached_by(r, n, len) {
@@ -237,7 +259,7 @@ impl DomIndex {
         let (zlo, zhi) = (r[2].min(z1) - self.r_eff, r[2].max(z1) + self.r_eff);
         let doms = &self.pos[s.first as usize..(s.first + s.count) as usize];
         // The DOMs from the first at or above zlo up to zhi (segments are short: zero to a few).
-        let a = doms.partition_point(|p| p[2] < zlo);
+        let a = self.first_at_or_above(si, zlo);
         let b = a + doms[a..].iter().take_while(|p| p[2] <= zhi).count();
         for k in a..b {
             let gi = s.first as usize + k;
@@ -274,6 +296,30 @@ pub enum Reach {
     Nearest(u32),
     /// Undecided: the full search runs.
     Unknown,
+}
+
+/// Bins of the per-string z index.
+pub const Z_BINS: usize = 128;
+
+/// The per-string z index (see `DomIndex::z_grid`): bins over [z_min − 1 m, z_max + 1 m] of each
+/// string's DOMs; an entry is the first DOM at or above the bin's lower edge minus 1 m, so a
+/// query rounded into the bin above never starts past a DOM it needs.
+fn z_index(strings: &[StringCol], pos: &[[f32; 3]]) -> (Vec<[f32; 2]>, Vec<u32>) {
+    let mut grid = Vec::with_capacity(strings.len());
+    let mut start = Vec::with_capacity(strings.len() * Z_BINS);
+    for s in strings {
+        let doms = &pos[s.first as usize..(s.first + s.count) as usize];
+        let (lo, hi) = doms
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(f64::from(p[2])), b.max(f64::from(p[2]))));
+        let (z0, dz) = (lo - 1.0, ((hi - lo + 2.0) / Z_BINS as f64).max(0.1));
+        grid.push([z0 as f32, (1.0 / dz) as f32]);
+        for b in 0..Z_BINS {
+            let edge = z0 + b as f64 * dz - 1.0;
+            start.push(doms.partition_point(|p| f64::from(p[2]) < edge) as u32);
+        }
+    }
+    (grid, start)
 }
 
 /// Cell size of the clearance grid [m].
@@ -434,6 +480,26 @@ mod tests {
         assert!(reached > 100, "test exercises cylinders: {reached}");
         assert!(cleared > total * 8 / 10, "pre-test decisive for {cleared} of {total}");
         assert!(nearest > 1000, "nearest-string shortcut exercised: {nearest}");
+    }
+
+    /// The z index gives the binary search's answer for any height, on and between DOMs.
+    #[test]
+    fn z_index_matches_binary_search() {
+        let idx = DomIndex::new(&Geometry::icecube_like(), 5.0);
+        let mut rng = warpdrive_core::RandomStream::new(12, 0, 0);
+        for si in 0..idx.strings.len() {
+            let s = &idx.strings[si];
+            let doms = &idx.pos[s.first as usize..(s.first + s.count) as usize];
+            let mut zs: Vec<f32> = (0..400).map(|_| 1400.0 * rng.uniform() - 700.0).collect();
+            zs.extend(doms.iter().flat_map(|p| [p[2], p[2].next_up(), p[2].next_down()]));
+            for z in zs {
+                assert_eq!(
+                    idx.first_at_or_above(si, z),
+                    doms.partition_point(|p| p[2] < z),
+                    "string {si}, z {z}"
+                );
+            }
+        }
     }
 
     /// Brute force over all DOMs of the real geometry agrees with the grid search.

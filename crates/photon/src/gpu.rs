@@ -102,15 +102,19 @@ pub struct GpuParams {
     pub inv_l: [f32; 3],
     pub b2: f32,
     pub aniso_pad: [i32; 2],
+    pub z_grid: u64,
+    pub z_start: u64,
 }
-const _: () = assert!(size_of::<GpuParams>() == 560);
+const _: () = assert!(size_of::<GpuParams>() == 576);
+// WD_Z_BINS in propagate.cu.
+const _: () = assert!(crate::collision::Z_BINS == 128);
 const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
 const _: () = assert!(offset_of!(GpuParams, photon_lo) == 272);
 const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 14] = [
+pub const LAYOUT: [usize; 15] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -125,6 +129,7 @@ pub const LAYOUT: [usize; 14] = [
     offset_of!(GpuParams, clear_near),
     offset_of!(GpuParams, clear_ny),
     offset_of!(GpuParams, b2),
+    offset_of!(GpuParams, z_start),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -422,6 +427,8 @@ pub fn upload(
     put!(f32s, dom_pos, idx.pos.concat());
     put!(u32s, dom_id, idx.id);
     put!(u32s, cell_start, idx.cell_start);
+    put!(f32s, z_grid, idx.z_grid.concat());
+    put!(u32s, z_start, idx.z_start);
     put!(u32s, cell_strings, idx.cell_strings);
     p.grid_x0 = idx.x0;
     p.grid_y0 = idx.y0;
