@@ -144,8 +144,20 @@ __device__ __forceinline__ V3 from_frame(const PhotonParams& P, V3 m) {
     return V3{P.azx * m.x - P.azy * m.y, P.azy * m.x + P.azx * m.y, m.z};
 }
 
-// medium.rs: absorption_factor_in_frame ------------------------------------------------------
-__device__ __forceinline__ float absorption_factor_in_frame(const PhotonParams& P, V3 m) {
+__device__ __forceinline__ V3 scatter(const PhotonParams& P, V3 n, float cos_t, float u_phi) {
+    float sin_t = sqrtf(fmaxf(1.0f - cos_t * cos_t, 0.0f));
+    if (!P.has_aniso) return rotate(n, cos_t, sin_t, u_phi);
+    V3 m = to_frame(P, n);
+    m = normalize(V3{P.k0 * m.x, P.k1 * m.y, P.k2 * m.z});
+    m = rotate_unnormalised(m, cos_t, sin_t, u_phi);  // normalised after the rescaling
+    m = normalize(V3{m.x * P.ik0, m.y * P.ik1, m.z * P.ik2});
+    return from_frame(P, m);
+}
+
+// medium.rs ----------------------------------------------------------------------------------
+__device__ __forceinline__ float absorption_factor(const PhotonParams& P, V3 n) {
+    if (!P.has_aniso) return 1.0f;
+    V3 m = to_frame(P, n);
     float nr = 1.0f;
     if (P.old_abs_scale != 0.0f) {
         float s0 = m.x * m.x, s1 = m.y * m.y, s2 = m.z * m.z;
@@ -158,23 +170,6 @@ __device__ __forceinline__ float absorption_factor_in_frame(const PhotonParams& 
         nr /= sqrtf(v0 * v0 + v1 * v1 + v2 * v2);
     }
     return nr;
-}
-
-__device__ __forceinline__ float absorption_factor(const PhotonParams& P, V3 n) {
-    if (!P.has_aniso) return 1.0f;
-    return absorption_factor_in_frame(P, to_frame(P, n));
-}
-
-// scatter.rs: scatter_with_factor (the new direction; *nr the absorption factor along it).
-__device__ __forceinline__ V3 scatter(const PhotonParams& P, V3 n, float cos_t, float u_phi, float* nr) {
-    float sin_t = sqrtf(fmaxf(1.0f - cos_t * cos_t, 0.0f));
-    if (!P.has_aniso) { *nr = 1.0f; return rotate(n, cos_t, sin_t, u_phi); }
-    V3 m = to_frame(P, n);
-    m = normalize(V3{P.k0 * m.x, P.k1 * m.y, P.k2 * m.z});
-    m = rotate_unnormalised(m, cos_t, sin_t, u_phi);  // normalised after the rescaling
-    m = normalize(V3{m.x * P.ik0, m.y * P.ik1, m.z * P.ik2});
-    *nr = absorption_factor_in_frame(P, m);
-    return from_frame(P, m);
 }
 
 __device__ __forceinline__ int layer_of(const PhotonParams& P, float zp) {
@@ -296,9 +291,8 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
 #endif
         float sd = s * dl, ad = a * dl;
         if (sca_depth <= sd || tot <= ad) {
-            // Absorbed if TOT/a ≤ SCA/s (compared without dividing).
-            if (tot * s <= sca_depth * a) return Segment{length + tot / a, 0.0f};
-            float ls = sca_depth / s;
+            float ls = sca_depth / s, lab = tot / a;
+            if (lab <= ls) return Segment{length + lab, 0.0f};
             return Segment{length + ls, tot - a * ls};
         }
         length += dl;
@@ -533,7 +527,6 @@ struct PState {
     unsigned int slice, seq, segs;
     int s, own_dom, skip;
     float sca_depth;  // the next segment's scattering depth (drawn with the previous scattering)
-    float absf;  // absorption anisotropy factor along dir (from the scattering)
     unsigned int block;  // next Philox block of the photon's stream (one per scattering)
     unsigned long long id;
 };
@@ -549,7 +542,6 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
     st.ocm = P.slice_ocm[p.slice];
     st.tot = wd_exponential(rng);
     st.sca_depth = wd_exponential(rng);
-    st.absf = absorption_factor(P, st.dir);
     st.block = rng.block;  // the rest of the current block stays unused (propagate.rs)
     st.skip = -1; st.seq = 0; st.segs = 0;
 }
@@ -558,7 +550,8 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
 __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     float sca_depth = st.sca_depth;
     float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
-    Segment seg = layer_walk(P, st.slice, zp, st.dir.z, sca_depth, st.tot, st.absf);
+    float nr = absorption_factor(P, st.dir);
+    Segment seg = layer_walk(P, st.slice, zp, st.dir.z, sca_depth, st.tot, nr);
     st.tot = seg.tot;
     Collision c = first_hit(P, st.pos, st.dir, seg.length, st.skip);
     st.skip = -1;
@@ -580,7 +573,7 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     float u1 = wd_u32_to_uniform(w[0]), u2 = wd_u32_to_uniform(w[1]), u3 = wd_u32_to_uniform(w[2]);
     st.sca_depth = -logf(wd_u32_to_uniform(w[3]));
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
-    st.dir = scatter(P, st.dir, cos_t, u3, &st.absf);
+    st.dir = scatter(P, st.dir, cos_t, u3);
     return ++st.segs < WD_MAX_SEGMENTS;
 }
 
@@ -713,8 +706,7 @@ extern "C" __global__ void twin_physics(const PhotonParams P, int n, const float
     float* o = out + 16 * i;
     V3 dir = normalize(V3{q[0], q[1], q[2]});
     float cos_t = scattering_cosine(P.g, P.f_sl, q[3], q[4]);
-    float nr_after;
-    V3 m = scatter(P, dir, cos_t, q[5], &nr_after);
+    V3 m = scatter(P, dir, cos_t, q[5]);
     Segment seg = layer_walk(P, (unsigned int)(q[3] * 511.0f), q[6], dir.z, q[7], 3.0f * q[4], absorption_factor(P, dir));
     double zs = zshift(P, 600.0 * (double)q[0], 600.0 * (double)q[1], 500.0 * (double)q[2]);
     V3 r{600.0f * q[0], 600.0f * q[1], 500.0f * q[2]};

@@ -67,13 +67,7 @@ impl AnisotropyParams {
     /// nB = Σ s_i/l_i, An = Σ s_i l_i (nr = 1 for isotropic ice). New model: nr *= 1/|(k1 n1, k2 n2, kz n3)|.
     #[inline]
     pub fn absorption_factor(&self, n: [f32; 3]) -> f32 {
-        self.absorption_factor_in_frame(self.to_frame(n))
-    }
-
-    /// The factor from the direction's components `m` in the anisotropy frame (the scattering
-    /// has them at hand, so the propagation loop takes them from there).
-    #[inline]
-    pub fn absorption_factor_in_frame(&self, m: [f32; 3]) -> f32 {
+        let m = self.to_frame(n);
         let mut nr = 1.0;
         if self.old_abs_scale != 0.0 {
             let (l, il) = self.squares();

@@ -15,7 +15,7 @@ use warpdrive_core::RandomStream;
 
 use crate::collision::DomIndex;
 use crate::medium::Medium;
-use crate::scatter::{scatter_with_factor, scattering_cosine};
+use crate::scatter::{scatter, scattering_cosine};
 use crate::source::{emit, tags, Source};
 
 /// A hit as produced by the propagation, before the CPU-side acceptance.
@@ -76,15 +76,14 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
         let a = m.abs[base + j] * abs_factor;
         let (sd, ad) = (s * dl, a * dl);
         if sca_depth <= sd || tot <= ad {
-            // The segment ends in this layer: absorbed if the absorption depth runs out first
-            // (TOT/a ≤ SCA/s, compared without dividing).
-            return if tot * s <= sca_depth * a {
+            // The segment ends in this layer: absorbed if the absorption depth runs out first.
+            let (ls, la) = (sca_depth / s, tot / a);
+            return if la <= ls {
                 Segment {
-                    length: length + tot / a,
+                    length: length + la,
                     tot: 0.0,
                 }
             } else {
-                let ls = sca_depth / s;
                 Segment {
                     length: length + ls,
                     tot: tot - a * ls,
@@ -117,13 +116,12 @@ pub fn propagate_photon(
     let ocm = m.slices[p.slice as usize].ocm;
     let mut tot = rng.exponential();
     let mut sca_depth = rng.exponential();
-    // Absorption anisotropy along the current direction (then from each scattering).
-    let mut nr = m.anisotropy.as_ref().map_or(1.0, |a| a.absorption_factor(p.dir));
     let mut skip: Option<u32> = None;
     let mut seq = 0u32;
     let kill_on_hit = doms.oversize <= 1.0;
     for _ in 0..MAX_SEGMENTS {
         let zp = p.pos[2] - m.tilt.zshift(f64::from(p.pos[0]), f64::from(p.pos[1]), f64::from(p.pos[2])) as f32;
+        let nr = m.anisotropy.as_ref().map_or(1.0, |a| a.absorption_factor(p.dir));
         let seg = layer_walk(m, p.slice, zp, p.dir[2], sca_depth, tot, nr);
         tot = seg.tot;
         let hit = doms.first_hit(p.pos, p.dir, seg.length, skip);
@@ -161,7 +159,7 @@ pub fn propagate_photon(
         let (u1, u2, u3) = (u32_to_unit_f32(w[0]), u32_to_unit_f32(w[1]), u32_to_unit_f32(w[2]));
         sca_depth = -u32_to_unit_f32(w[3]).ln();
         let cos_t = scattering_cosine(m.g, m.f_sl, u1, u2);
-        (p.dir, nr) = scatter_with_factor(p.dir, cos_t, u3, m.anisotropy.as_ref());
+        p.dir = scatter(p.dir, cos_t, u3, m.anisotropy.as_ref());
     }
 }
 

@@ -75,17 +75,9 @@ pub fn rotate_unnormalised(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [
 #[inline]
 #[must_use]
 pub fn scatter(n: [f32; 3], cos_t: f32, u_phi: f32, aniso: Option<&AnisotropyParams>) -> [f32; 3] {
-    scatter_with_factor(n, cos_t, u_phi, aniso).0
-}
-
-/// The new direction and the absorption anisotropy factor along it (1 for isotropic ice), the
-/// latter from the direction's anisotropy-frame components the scattering computes anyway.
-#[inline]
-#[must_use]
-pub fn scatter_with_factor(n: [f32; 3], cos_t: f32, u_phi: f32, aniso: Option<&AnisotropyParams>) -> ([f32; 3], f32) {
     let sin_t = (1.0 - cos_t * cos_t).max(0.0).sqrt();
     match aniso {
-        None => (rotate(n, cos_t, sin_t, u_phi), 1.0),
+        None => rotate(n, cos_t, sin_t, u_phi),
         Some(a) => {
             let m = a.to_frame(n);
             let m = normalize([a.k[0] * m[0], a.k[1] * m[1], a.k[2] * m[2]]);
@@ -93,7 +85,7 @@ pub fn scatter_with_factor(n: [f32; 3], cos_t: f32, u_phi: f32, aniso: Option<&A
             let m = rotate_unnormalised(m, cos_t, sin_t, u_phi);
             let ik = a.inverse_k();
             let m = normalize([m[0] * ik[0], m[1] * ik[1], m[2] * ik[2]]);
-            (a.from_frame(m), a.absorption_factor_in_frame(m))
+            a.from_frame(m)
         }
     }
 }
