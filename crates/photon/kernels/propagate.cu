@@ -291,8 +291,9 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
 #endif
         float sd = s * dl, ad = a * dl;
         if (sca_depth <= sd || tot <= ad) {
-            float ls = sca_depth / s, lab = tot / a;
-            if (lab <= ls) return Segment{length + lab, 0.0f};
+            // Absorbed if TOT/a ≤ SCA/s (compared without dividing).
+            if (tot * s <= sca_depth * a) return Segment{length + tot / a, 0.0f};
+            float ls = sca_depth / s;
             return Segment{length + ls, tot - a * ls};
         }
         length += dl;

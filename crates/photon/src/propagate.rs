@@ -76,14 +76,15 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
         let a = m.abs[base + j] * abs_factor;
         let (sd, ad) = (s * dl, a * dl);
         if sca_depth <= sd || tot <= ad {
-            // The segment ends in this layer: absorbed if the absorption depth runs out first.
-            let (ls, la) = (sca_depth / s, tot / a);
-            return if la <= ls {
+            // The segment ends in this layer: absorbed if the absorption depth runs out first
+            // (TOT/a ≤ SCA/s, compared without dividing).
+            return if tot * s <= sca_depth * a {
                 Segment {
-                    length: length + la,
+                    length: length + tot / a,
                     tot: 0.0,
                 }
             } else {
+                let ls = sca_depth / s;
                 Segment {
                     length: length + ls,
                     tot: tot - a * ls,
