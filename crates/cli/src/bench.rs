@@ -51,8 +51,9 @@ pub struct BenchPhoton {
     shuffled_sources: usize,
     /// GPU: time these configurations instead of the built-in table. Each is a comma-separated
     /// list of kernel switches (WD_…, see propagate.cu), `default` for the default switches,
-    /// `-WD_…` to drop one given before, `block=N` and `per-sm=N` for the launch shape, `precise`
-    /// for the precise build; repeat the option for several configurations.
+    /// `-WD_…` to drop one given before, `block=N` and `per-sm=N` for the launch shape,
+    /// `batch=K` for 2^K photons per launch, `precise` for the precise build; repeat the option
+    /// for several configurations.
     #[arg(long = "config")]
     configs: Vec<String>,
     /// GPU: workloads to run (balanced, shuffled).
@@ -78,13 +79,14 @@ fn parse_config(text: &str, base: &warpdrive_photon::gpu::GpuOptions) -> Result<
             _ if item == "precise" => o.precise = true,
             Some(("block", v)) => o.block = number(v)?,
             Some(("per-sm", v)) => o.blocks_per_sm = number(v)?,
+            Some(("batch", v)) => o.batch = 1u64 << number(v)?.min(40),
             _ if item.starts_with("WD_") => o.defines.push(item.to_string()),
             _ if item.starts_with("-WD_") => {
                 let name = &item[1..];
                 o.defines.retain(|d| d.split('=').next() != Some(name));
             }
             _ => anyhow::bail!(
-                "--config {text:?}: unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, block=N, per-sm=N)"
+                "--config {text:?}: unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, block=N, per-sm=N, batch=K)"
             ),
         }
     }

@@ -61,7 +61,8 @@ struct PhotonParams {
     const float* clearance;
     const unsigned int* clear_near;
     float clear_inv;  // 1 / cell size
-    int clear_nx, clear_ny, clear_pad;
+    int clear_nx, clear_ny;
+    float inv_dh;  // 1 / layer thickness (medium.rs: layer_of)
     // Anisotropy constants from the host (medium.rs: squares, inverse_k): 1/k, l = k², 1/l,
     // B2 = Σ 1/l.
     float ik0, ik1, ik2, l0, l1, l2, il0, il1, il2, b2;
@@ -173,7 +174,7 @@ __device__ __forceinline__ float absorption_factor(const PhotonParams& P, V3 n) 
 }
 
 __device__ __forceinline__ int layer_of(const PhotonParams& P, float zp) {
-    float i = roundf((zp - P.hmin) / P.dh);
+    float i = roundf((zp - P.hmin) * P.inv_dh);
     if (i <= 0.0f) return 0;
     return min((int)i, P.n_layers - 1);
 }

@@ -96,7 +96,7 @@ pub struct GpuParams {
     pub clear_inv: f32,
     pub clear_nx: i32,
     pub clear_ny: i32,
-    pub clear_pad: i32,
+    pub inv_dh: f32,
     pub inv_k: [f32; 3],
     pub l: [f32; 3],
     pub inv_l: [f32; 3],
@@ -331,6 +331,7 @@ pub fn upload(
     );
     p.hmin = m.hmin;
     p.dh = m.dh;
+    p.inv_dh = 1.0 / m.dh;
     p.g = m.g;
     p.f_sl = m.f_sl;
     p.n_layers = m.n_layers as i32;

@@ -223,7 +223,8 @@ impl Medium {
     /// Layer index (0 = deepest) of tilt-corrected height z': round((z' − hmin)/dh), clamped.
     #[inline]
     pub fn layer_of(&self, zp: f32) -> usize {
-        let i = ((zp - self.hmin) / self.dh).round();
+        // Multiplied by 1/dh (the GPU gets the same f32 value from the host).
+        let i = ((zp - self.hmin) * (1.0 / self.dh)).round();
         if i <= 0.0 {
             0
         } else {
