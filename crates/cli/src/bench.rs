@@ -250,6 +250,21 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
         ("… + dynamic".into(), with(&q_dynamic, &base)),
         ("… + branchless walk".into(), with(&q_walk, &base)),
         ("default (… + ≤48 regs)".into(), base.clone()),
+        (
+            "default, 2^26 per launch".into(),
+            GpuOptions {
+                batch: 1 << 26,
+                ..base.clone()
+            },
+        ),
+        (
+            "default + shared tables".into(),
+            with(&[DEFAULT_SWITCHES, &["WD_SHARED_TABLES"]].concat(), &base),
+        ),
+        (
+            "default + warp RNG (stats!)".into(),
+            with(&[DEFAULT_SWITCHES, &["WD_RNG_WARP"]].concat(), &base),
+        ),
         ("default, ≤40 regs".into(), with(&default_with("WD_MIN_BLOCKS=6"), &base)),
         (
             "default, 128×16/SM".into(),

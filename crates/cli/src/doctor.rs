@@ -71,10 +71,16 @@ pub fn run(compile_only: bool) -> Result<()> {
             }
             let mode = if precise { "precise" } else { "fast" };
             if gpus.is_empty() {
-                // No switches, each switch alone, and (photon) the default combination.
+                // No switches, each switch alone, and (photon) the default combination, alone and
+                // with each switch it does not hold.
                 let mut variants: Vec<Vec<&str>> = std::iter::once(Vec::new()).chain(switches.iter().map(|s| vec![*s])).collect();
                 if file == warpdrive_photon::gpu::KERNEL_NAME {
-                    variants.push(warpdrive_photon::gpu::DEFAULT_SWITCHES.to_vec());
+                    let defaults = warpdrive_photon::gpu::DEFAULT_SWITCHES;
+                    variants.push(defaults.to_vec());
+                    let name = |d: &str| d.split('=').next().unwrap_or(d).to_string();
+                    for extra in switches.iter().filter(|s| !defaults.iter().any(|d| name(d) == name(s))) {
+                        variants.push(defaults.iter().copied().chain(std::iter::once(*extra)).collect());
+                    }
                 }
                 for v in variants {
                     let defines: Vec<String> = v.iter().map(|d| d.to_string()).collect();

@@ -261,11 +261,27 @@ __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, flo
 // propagate.rs: layer_walk -------------------------------------------------------------------
 struct Segment { float length, tot; };
 
+#if defined(WD_SHARED_TABLES) && defined(WD_FACTORED_ICE)
+// The factored ice tables in shared memory (filled by the kernel's prologue; models with more
+// layers than fit read them from global memory).
+#define WD_SHARED_LAYERS 256
+__shared__ float4 wd_layer_sh[WD_SHARED_LAYERS];
+__shared__ float4 wd_slice_sh[WD_WNUM];
+#define WD_ICE_TABLES 1
+#endif
+
 __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float zp, float nz, float sca_depth, float tot, float abs_factor) {
 #ifdef WD_FACTORED_ICE
     // sca = sb + se·l_a, abs = l_k·c1 + A·e^(−B/λ)·t: a 2.7 kB per-layer table instead of the
     // 700 kB (slice × layer) one.
+#ifdef WD_ICE_TABLES
+    const bool sh = P.n_layers <= WD_SHARED_LAYERS;  // uniform
+    const float4* layer_tab = sh ? wd_layer_sh : (const float4*)P.layer_f;
+    const float4 sf = sh ? wd_slice_sh[slice] : ((const float4*)P.slice_f)[slice];
+#else
+    const float4* layer_tab = (const float4*)P.layer_f;
     const float4 sf = ((const float4*)P.slice_f)[slice];
+#endif
     const float la = sf.x, lk = sf.y, ae = sf.z;
 #else
     const float* sca = P.sca + (size_t)slice * P.n_layers;
@@ -283,7 +299,7 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
     float length = 0.0f;
     for (;;) {
 #ifdef WD_FACTORED_ICE
-        const float4 f = ((const float4*)P.layer_f)[j];
+        const float4 f = layer_tab[j];
         float s = f.x + f.y * la;
         float a = (lk * f.z + ae * f.w) * abs_factor;
 #else
@@ -507,6 +523,10 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //                        clearance grid rules out every (other) string
 //   WD_SELECT_SCATTER    both scattering cosines computed and one selected (no divergent branch)
 //   WD_DYNAMIC           job queue fed 32 photons at a time from a global counter
+//   WD_RNG_WARP          opt-in, changes statistics: the lanes of a warp share the phase-function
+//                        choice of each scattering (random-number blocking per warp)
+//   WD_SHARED_TABLES     factored ice tables (layers, wavelength slices) in shared memory
+//                        (job-queue kernel with WD_FACTORED_ICE)
 #ifndef WD_BLOCK
 #define WD_BLOCK 256
 #endif
@@ -574,7 +594,17 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     st.block += 1;
     float u1 = wd_u32_to_uniform(w[0]), u2 = wd_u32_to_uniform(w[1]), u3 = wd_u32_to_uniform(w[2]);
     st.sca_depth = -logf(wd_u32_to_uniform(w[3]));
+#ifdef WD_RNG_WARP
+    // Random-number blocking per warp (opt-in; changes statistics): the lanes stepping together
+    // share the first one's phase-function choice, so only one cosine is computed. Each
+    // scattering still picks simplified Liu with probability f_SL, but the choices of the
+    // photons of a warp are correlated step by step.
+    const unsigned int mask = __activemask();
+    u1 = __shfl_sync(mask, u1, __ffs(mask) - 1);
+    float cos_t = u1 <= P.f_sl ? simplified_liu(P.g, u2) : henyey_greenstein(P.g, u2);
+#else
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
+#endif
     st.dir = scatter(P, st.dir, cos_t, u3);
     return ++st.segs < WD_MAX_SEGMENTS;
 }
@@ -597,6 +627,13 @@ extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
 extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
     __shared__ PState queue[WD_WARPS][32];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+#ifdef WD_ICE_TABLES
+    if (P.n_layers <= WD_SHARED_LAYERS) {
+        for (int i = threadIdx.x; i < P.n_layers; i += blockDim.x) wd_layer_sh[i] = ((const float4*)P.layer_f)[i];
+        for (int i = threadIdx.x; i < WD_WNUM; i += blockDim.x) wd_slice_sh[i] = ((const float4*)P.slice_f)[i];
+    }
+    __syncthreads();
+#endif
     const unsigned long long total_warps = ((unsigned long long)gridDim.x * blockDim.x) >> 5;
     unsigned long long warp_next = P.photon_lo + ((unsigned long long)blockIdx.x * WD_WARPS + w) * 32ull;
     bool more = true;  // photons left for this warp (warp-uniform)

@@ -226,8 +226,8 @@ impl Default for GpuOptions {
         Self {
             devices: vec![0],
             precise: false,
-            batch: 1 << 26,
-            hit_capacity: 1 << 22,
+            batch: 1 << 28,
+            hit_capacity: 1 << 23,
             block: 256,
             blocks_per_sm: 16,
             defines: DEFAULT_SWITCHES.iter().map(|d| (*d).to_string()).collect(),
@@ -637,4 +637,6 @@ pub const SWITCHES: &[&str] = &[
     "WD_CLEARANCE",
     "WD_SELECT_SCATTER",
     "WD_DYNAMIC",
+    "WD_SHARED_TABLES",
+    "WD_RNG_WARP",
 ];
