@@ -50,7 +50,7 @@ struct PhotonParams {
     // Fractional table indices as affine functions of (x, y, z), coefficients from the host:
     // depth row fd = d_0 − z·d_z, distance column fx = x·x_x + y·x_y − x_0.
     float lut_d0, lut_dz, lut_xx, lut_xy, lut_x0;
-    int lut_pad;
+    int n_strings;
     const float* tilt_lut;
     // Factored coefficients (WD_FACTORED_ICE): per layer [sb, se, c1, t], per slice [la, lk, ae, 0].
     const float* layer_f;
@@ -261,12 +261,18 @@ __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, flo
 // propagate.rs: layer_walk -------------------------------------------------------------------
 struct Segment { float length, tot; };
 
-#if defined(WD_SHARED_TABLES) && defined(WD_FACTORED_ICE)
-// The factored ice tables in shared memory (filled by the kernel's prologue; models with more
-// layers than fit read them from global memory).
+#if defined(WD_SHARED_TABLES) && defined(WD_FACTORED_ICE) && defined(WD_JOBQUEUE)
+// Ice and geometry tables in shared memory (filled by the kernel's prologue): the factored ice
+// coefficients per layer and per wavelength slice, and per string its axis, cylinder radius,
+// DOM range and z index grid. Models or detectors larger than these arrays read global memory;
+// the per-DOM arrays (62 kB for IceCube), the clearance grid (1.1 MB) and the z index entries
+// (44 kB) do not fit beside the photon queue at 5 blocks per SM and stay in global memory.
 #define WD_SHARED_LAYERS 256
+#define WD_SHARED_STRINGS 256
+struct StringSh { float x, y, r, z0, inv_dz; unsigned int first, count; };
 __shared__ float4 wd_layer_sh[WD_SHARED_LAYERS];
 __shared__ float4 wd_slice_sh[WD_WNUM];
+__shared__ StringSh wd_string_sh[WD_SHARED_STRINGS];
 #define WD_ICE_TABLES 1
 #endif
 
@@ -340,14 +346,27 @@ __device__ __forceinline__ bool reaches_axis(float x, float y, float radius, V3 
 }
 
 __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int si, V3 r, V3 n, float len, int skip, Collision& best) {
+#ifdef WD_ICE_TABLES
+    StringSh str;
+    if (P.n_strings <= WD_SHARED_STRINGS) {
+        str = wd_string_sh[si];
+    } else {
+        str = StringSh{P.str_xyr[3 * si], P.str_xyr[3 * si + 1], P.str_xyr[3 * si + 2], P.z_grid[2 * si], P.z_grid[2 * si + 1],
+                       P.str_first_count[2 * si], P.str_first_count[2 * si + 1]};
+    }
+    const float sx = str.x, sy = str.y, sr = str.r;
+    const unsigned int first = str.first, count = str.count;
+    const float2 g = make_float2(str.z0, str.inv_dz);
+#else
     float sx = P.str_xyr[3 * si], sy = P.str_xyr[3 * si + 1], sr = P.str_xyr[3 * si + 2];
     unsigned int first = P.str_first_count[2 * si], count = P.str_first_count[2 * si + 1];
+    const float2 g = ((const float2*)P.z_grid)[si];
+#endif
     if (!reaches_axis(sx, sy, sr, r, n, len)) return;
     float z1 = r.z + n.z * len;
     float zlo = fminf(r.z, z1) - P.r_eff, zhi = fmaxf(r.z, z1) + P.r_eff;
     const float* pos = P.dom_pos + 3 * (size_t)first;
     // The first DOM at or above zlo from the string's z index (collision.rs: first_at_or_above).
-    const float2 g = ((const float2*)P.z_grid)[si];
     int bin = min(max((int)floorf((zlo - g.x) * g.y), 0), WD_Z_BINS - 1);
     unsigned int lo = P.z_start[si * WD_Z_BINS + bin];
     while (lo < count && pos[3 * lo + 2] < zlo) ++lo;
@@ -525,8 +544,8 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_DYNAMIC           job queue fed 32 photons at a time from a global counter
 //   WD_RNG_WARP          opt-in, changes statistics: the lanes of a warp share the phase-function
 //                        choice of each scattering (random-number blocking per warp)
-//   WD_SHARED_TABLES     factored ice tables (layers, wavelength slices) in shared memory
-//                        (job-queue kernel with WD_FACTORED_ICE)
+//   WD_SHARED_TABLES     ice tables (factored layers, wavelength slices) and per-string geometry in
+//                        shared memory (job-queue kernel with WD_FACTORED_ICE)
 #ifndef WD_BLOCK
 #define WD_BLOCK 256
 #endif
@@ -631,6 +650,11 @@ extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
     if (P.n_layers <= WD_SHARED_LAYERS) {
         for (int i = threadIdx.x; i < P.n_layers; i += blockDim.x) wd_layer_sh[i] = ((const float4*)P.layer_f)[i];
         for (int i = threadIdx.x; i < WD_WNUM; i += blockDim.x) wd_slice_sh[i] = ((const float4*)P.slice_f)[i];
+    }
+    if (P.n_strings <= WD_SHARED_STRINGS) {
+        for (int i = threadIdx.x; i < P.n_strings; i += blockDim.x)
+            wd_string_sh[i] = StringSh{P.str_xyr[3 * i], P.str_xyr[3 * i + 1], P.str_xyr[3 * i + 2], P.z_grid[2 * i], P.z_grid[2 * i + 1],
+                                       P.str_first_count[2 * i], P.str_first_count[2 * i + 1]};
     }
     __syncthreads();
 #endif

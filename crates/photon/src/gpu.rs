@@ -87,7 +87,7 @@ pub struct GpuParams {
     pub lut_xx: f32,
     pub lut_xy: f32,
     pub lut_x0: f32,
-    pub lut_pad: i32,
+    pub n_strings: i32,
     pub tilt_lut: u64,
     pub layer_f: u64,
     pub slice_f: u64,
@@ -431,6 +431,7 @@ pub fn upload(
     put!(f32s, z_grid, idx.z_grid.concat());
     put!(u32s, z_start, idx.z_start);
     put!(u32s, cell_strings, idx.cell_strings);
+    p.n_strings = idx.strings.len() as i32;
     p.grid_x0 = idx.x0;
     p.grid_y0 = idx.y0;
     p.grid_cell = idx.cell;
