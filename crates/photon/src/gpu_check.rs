@@ -357,7 +357,11 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     out.push(check(
         "fast: same output for any batch size",
         gf == gf2,
-        format!("batch 2^26 vs 2^20: identical = {}", gf == gf2),
+        format!(
+            "batch 2^{} (default) vs 2^20: identical = {}",
+            fast.batch.trailing_zeros(),
+            gf == gf2
+        ),
     ));
     let timed = |raw: &[RawHit]| -> Vec<TimedHit> {
         crate::hits::accept(&spice, raw, &sources, seed)
