@@ -159,11 +159,11 @@ pub struct TrackArgs {
     common: crate::CommonArgs,
 }
 
-pub fn run(cmd: BeamCommand) -> Result<()> {
+pub fn run(cmd: BeamCommand, force: bool) -> Result<()> {
     match cmd {
         BeamCommand::Track(a) => {
             let pool = crate::thread_pool(&a.common)?;
-            pool.install(|| track_cmd(&a))
+            pool.install(|| track_cmd(&a, force))
         }
     }
 }
@@ -218,8 +218,13 @@ fn make_backend(
     }
 }
 
-fn track_cmd(a: &TrackArgs) -> Result<()> {
+fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
     let start = Instant::now();
+    let mut outs = crate::outputs(
+        force,
+        &[Some(a.lattice.as_path()), a.beam.beam.as_deref()],
+        &[Some(a.output.as_path())],
+    )?;
     let lattice = Lattice::read(&a.lattice, a.line.as_deref())?;
     let program = Program::compile(&lattice);
     let reference = a.beam.reference()?;
@@ -234,7 +239,9 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
     let particles = a.beam.particles(&reference)?;
     let n = particles.len();
     let initial = Moments::of(&particles);
-    std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    // Everything is written into a staged directory that replaces the output only when the run
+    // succeeded (no partial watch files, no stale files of an earlier run).
+    let dir = outs.dir(&a.output)?;
     let (mut backend, device) = make_backend(
         &a.common,
         &program,
@@ -268,7 +275,7 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
     let shared_names: std::collections::HashSet<&str> = uses.into_iter().filter(|(_, n)| *n > 1).map(|(f, _)| f).collect();
     let mut watch_sizes = Vec::new();
     let mut written = Vec::new();
-    let out = a.output.clone();
+    let out = dir.clone();
     let t0 = Instant::now();
     let lsc_stats = track(
         &program,
@@ -289,6 +296,9 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
             t.meta("s", ev.position.to_string());
             t.write_parquet(&file).map_err(|e| e.to_string())?;
             written.push(file);
+            if warpdrive_core::output::interrupted() {
+                return Err("interrupted".to_string());
+            }
             if ev.pass == 0 {
                 watch_sizes.push((ev.position, ev.moments.rms(0), ev.moments.rms(2), ev.name.to_string()));
             }
@@ -306,8 +316,8 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
     t.meta("line", &lattice.line);
     t.meta("passes", a.passes.to_string());
     t.meta("p_central", reference.p_central.to_string());
-    t.write_parquet(&a.output.join("final.parquet"))?;
-    write_moments(&a.output.join("moments.parquet"), &moments_rows)?;
+    t.write_parquet(&dir.join("final.parquet"))?;
+    write_moments(&dir.join("moments.parquet"), &moments_rows)?;
     let last = Moments::of(&fin);
     let lost = n - last.alive;
     println!(
@@ -361,10 +371,11 @@ fn track_cmd(a: &TrackArgs) -> Result<()> {
     );
     if !a.no_plot {
         let env = warpdrive_beam::optics::envelope(&lattice, &initial.sigma, 50.0);
-        let png = a.output.join("sizes.png");
+        let png = dir.join("sizes.png");
         warpdrive_beam::optics::plot_sizes(&png, &format!("Beam sizes along {}", lattice.line), &env, &watch_sizes)?;
         written.push(png);
     }
+    outs.commit()?;
     println!(
         "wrote {} (final.parquet, moments.parquet{}{})",
         a.output.display(),
@@ -429,14 +440,14 @@ pub struct BenchBeam {
     /// CPU thread counts (default: 1 and all cores).
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
-    /// cpu, or cuda / cuda:N.
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
+    #[arg(long, default_value = "auto")]
+    pub(crate) device: String,
     /// Write the benchmark lattices here (to feed other codes the same line).
     #[arg(long)]
-    write_lattice: Option<PathBuf>,
+    pub(crate) write_lattice: Option<PathBuf>,
     #[arg(long, default_value = "bench-beam.json")]
-    json: PathBuf,
+    pub(crate) json: PathBuf,
 }
 
 fn bench_beam_args(n: usize) -> BeamArgs {

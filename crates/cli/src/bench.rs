@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use warpdrive_core::progress::Progress;
 use warpdrive_photon::detector::{Detector, DetectorOptions};
@@ -38,10 +38,10 @@ pub struct BenchPhoton {
     seed: u64,
     /// JSON result file.
     #[arg(long, default_value = "bench-photon.json")]
-    json: PathBuf,
-    /// cpu, or cuda / cuda:N / cuda:all for the GPU benchmarks.
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    pub(crate) json: PathBuf,
+    /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
+    #[arg(long, default_value = "auto")]
+    pub(crate) device: String,
     /// GPU: the balanced benchmark's f2k input (default: PPC's 20 × 100 TeV cascades,
     /// $WARPDRIVE_DATA/reference/ppc_h100_2026/input_cascades_20x100TeV.f2k).
     #[arg(long)]
@@ -93,14 +93,53 @@ fn parse_config(text: &str, base: &warpdrive_photon::gpu::GpuOptions) -> Result<
     Ok(o)
 }
 
-pub fn run(cmd: BenchCommand) -> Result<()> {
-    let b = match cmd {
+/// `--device auto` of a benchmark: the first GPU's benchmark when CUDA works, else the CPU's
+/// (with one line on stderr saying why), as for the runs.
+fn resolve_device(device: &mut String) {
+    if device == "auto" {
+        *device = match warpdrive_core::cuda::usable_devices() {
+            Ok(_) => "cuda".to_string(),
+            Err(why) => {
+                eprintln!("device: cpu ({why})");
+                "cpu".to_string()
+            }
+        };
+    }
+}
+
+/// The JSON report of a benchmark follows the output discipline: not over an input, not over an
+/// existing file without --force (it is written atomically at the end).
+fn check_json(force: bool, json: &Path, inputs: &[Option<&Path>]) -> Result<()> {
+    crate::outputs(force, inputs, &[Some(json)]).map(drop)
+}
+
+pub fn run(cmd: BenchCommand, force: bool) -> Result<()> {
+    let mut b = match cmd {
         BenchCommand::Photon(b) => b,
-        BenchCommand::Sky(b) => return crate::sky::bench(&b),
-        BenchCommand::Em(b) => return crate::em::bench(&b),
-        BenchCommand::Spline(b) => return crate::spline::bench(&b),
-        BenchCommand::Beam(b) => return crate::beam::bench(&b),
+        BenchCommand::Sky(mut b) => {
+            resolve_device(&mut b.device);
+            let files: Vec<Option<&Path>> = b.files.iter().map(|p| Some(p.as_path())).collect();
+            check_json(force, &b.json, &files)?;
+            return crate::sky::bench(&b);
+        }
+        BenchCommand::Em(mut b) => {
+            resolve_device(&mut b.device);
+            check_json(force, &b.json, &[])?;
+            return crate::em::bench(&b);
+        }
+        BenchCommand::Spline(mut b) => {
+            resolve_device(&mut b.device);
+            check_json(force, &b.json, &[])?;
+            return crate::spline::bench(&b);
+        }
+        BenchCommand::Beam(mut b) => {
+            resolve_device(&mut b.device);
+            check_json(force, &b.json, &[b.write_lattice.as_deref()])?;
+            return crate::beam::bench(&b);
+        }
     };
+    resolve_device(&mut b.device);
+    check_json(force, &b.json, &[b.ice.as_deref(), b.input.as_deref()])?;
     if b.device != "cpu" {
         return gpu(&b);
     }

@@ -150,7 +150,8 @@ pub fn run(compile_only: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn gpu_check(device: usize, json: &Path, domain: &str) -> Result<()> {
+pub fn gpu_check(device: usize, json: &Path, domain: &str, force: bool) -> Result<()> {
+    crate::outputs(force, &[], &[Some(json)])?;
     if !["all", "photon", "sky", "em", "spline", "beam"].contains(&domain) {
         bail!("--domain {domain}: expected all, photon, sky, em, spline or beam");
     }

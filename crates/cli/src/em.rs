@@ -4,7 +4,7 @@
 use crate::{command_line, devices, CommonArgs};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use warpdrive_core::progress::Progress;
 use warpdrive_em::material::Material;
@@ -71,8 +71,14 @@ fn summary(r: &RunResult, grid: &TallyGrid) -> serde_json::Value {
     })
 }
 
-pub fn em(a: &EmArgs) -> Result<()> {
+pub fn em(a: &EmArgs, force: bool) -> Result<()> {
     let start = Instant::now();
+    let material_file = Path::new(&a.material);
+    let mut outs = crate::outputs(
+        force,
+        &[a.compare.as_deref(), material_file.exists().then_some(material_file)],
+        &[Some(a.output.as_path())],
+    )?;
     let material = Material::from_name_or_file(&a.material)?;
     let grid = TallyGrid::new(a.tally_front, a.tally_width, a.tally_bins).map_err(anyhow::Error::msg)?;
     let mut opts = RunOptions::new(a.energy, a.tracks, a.seed, grid).map_err(anyhow::Error::msg)?;
@@ -117,12 +123,16 @@ pub fn em(a: &EmArgs) -> Result<()> {
     let secs = t0.elapsed().as_secs_f64();
     let mut s = summary(&r, &grid);
     s["run"] = serde_json::json!({
-        "energy_mev": a.energy, "material": material.name, "seed": a.seed, "device": device,
-        "transport_seconds": secs, "track_steps_per_second": r.steps as f64 / secs,
-        "total_seconds": start.elapsed().as_secs_f64(), "command": command_line(), "version": env!("CARGO_PKG_VERSION"),
+        "energy_mev": a.energy, "material": material.name, "seed": a.seed,
+        "command": command_line(), "version": env!("CARGO_PKG_VERSION"),
         "tally": {"front_cm": grid.front, "width_cm": grid.delta, "bins": grid.size},
     });
-    std::fs::create_dir_all(&a.output).with_context(|| format!("creating {}", a.output.display()))?;
+    // Machine-dependent facts go to run.json, so identical results give identical data files.
+    let environment = serde_json::json!({
+        "device": device, "transport_seconds": secs, "track_steps_per_second": r.steps as f64 / secs,
+        "total_seconds": start.elapsed().as_secs_f64(),
+    });
+    let dir = outs.dir(&a.output)?;
     let meta = vec![
         ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
         ("warpdrive.command".to_string(), command_line()),
@@ -131,23 +141,24 @@ pub fn em(a: &EmArgs) -> Result<()> {
         ("em.energy_mev".to_string(), a.energy.to_string()),
         ("em.material".to_string(), material.name.clone()),
     ];
-    warpdrive_em::output::write_profile(&a.output.join("edep.parquet"), &grid, &r, &meta).map_err(anyhow::Error::msg)?;
+    warpdrive_em::output::write_profile(&dir.join("edep.parquet"), &grid, &r, &meta).map_err(anyhow::Error::msg)?;
     let title = format!("{} MeV photons in {}: energy deposition", a.energy, material.name);
     let label = a.compare.as_ref().map(|p| {
         p.file_name()
             .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
     });
     warpdrive_em::output::plot_profile(
-        &a.output.join("edep.png"),
+        &dir.join("edep.png"),
         &grid,
         &r,
         &title,
         reference.as_ref().map(|v| (label.as_deref().unwrap_or("reference"), v.as_slice())),
     )?;
-    warpdrive_core::table::write_atomic(
-        &a.output.join("summary.json"),
-        (serde_json::to_string_pretty(&s)? + "\n").as_bytes(),
-    )?;
+    std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&s)? + "\n")
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&environment)? + "\n")
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    outs.commit()?;
     println!(
         "steps:           {} ({:.3} per track); result checksum {}",
         r.steps,
@@ -168,7 +179,10 @@ pub fn em(a: &EmArgs) -> Result<()> {
         "transport:       {secs:.2} s, {:.3e} track-steps/s on {device}",
         r.steps as f64 / secs
     );
-    println!("output:          {}/{{edep.parquet, edep.png, summary.json}}", a.output.display());
+    println!(
+        "output:          {}/{{edep.parquet, edep.png, summary.json, run.json}}",
+        a.output.display()
+    );
     Ok(())
 }
 
@@ -180,11 +194,11 @@ pub struct BenchEm {
     /// CPU thread counts to time (default: 1 and all cores).
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
-    /// cpu, or cuda / cuda:N for the GPU benchmark.
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
+    #[arg(long, default_value = "auto")]
+    pub(crate) device: String,
     #[arg(long, default_value = "bench-em.json")]
-    json: PathBuf,
+    pub(crate) json: PathBuf,
 }
 
 pub fn bench(b: &BenchEm) -> Result<()> {

@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use warpdrive_core::output::Outputs;
 use warpdrive_core::progress::Progress;
 use warpdrive_photon::detector::{Detector, DetectorOptions};
 use warpdrive_photon::source::{track_to_spec, SourceSpec};
@@ -24,6 +25,10 @@ mod spline;
     about = "GPU-ready physics Monte Carlo and analysis: photon propagation in ice, EM transport (Klein–Nishina), two-point sky autocorrelation, photospline tables and Millipede unfolding, ELEGANT-style beam tracking"
 )]
 struct Cli {
+    /// Replace outputs that already exist (a replaced output directory is swapped as a whole).
+    /// Without it, a command refuses to write over an existing file or directory.
+    #[arg(long, global = true)]
+    force: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -143,10 +148,11 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    let force = cli.force;
     match cli.command {
         Command::Photon(a) => {
             let pool = thread_pool(&a.common)?;
-            pool.install(|| photon(&a))
+            pool.install(|| photon(&a, force))
         }
         Command::Ppc { args } => {
             let env = warpdrive_photon::ppc::PpcEnv::from_env(|k| std::env::var(k).ok())?;
@@ -160,18 +166,18 @@ fn run(cli: Cli) -> Result<()> {
             what: sky::SkyCommand::Autocorr(a),
         } => {
             let pool = thread_pool(&a.common)?;
-            pool.install(|| sky::autocorr(&a))
+            pool.install(|| sky::autocorr(&a, force))
         }
-        Command::Spline { what } => spline::run(what),
-        Command::Beam { what } => beam::run(what),
-        Command::Merge(a) => sky::merge(&a),
+        Command::Spline { what } => spline::run(what, force),
+        Command::Beam { what } => beam::run(what, force),
+        Command::Merge(a) => sky::merge(&a, force),
         Command::Em(a) => {
             let pool = thread_pool(&a.common)?;
-            pool.install(|| em::em(&a))
+            pool.install(|| em::em(&a, force))
         }
-        Command::Bench { what } => bench::run(what),
+        Command::Bench { what } => bench::run(what, force),
         Command::Doctor { compile_only } => doctor::run(compile_only),
-        Command::GpuCheck { device, json, domain } => doctor::gpu_check(device, &json, &domain),
+        Command::GpuCheck { device, json, domain } => doctor::gpu_check(device, &json, &domain, force),
     }
 }
 
@@ -241,8 +247,24 @@ pub fn default_cascade(det: &Detector, energy: f64) -> Result<Vec<SourceSpec>> {
     Ok(vec![track_to_spec(Path::new("<default cascade>"), 1, 0, &t, &det.yield_)?])
 }
 
-fn photon(a: &PhotonArgs) -> Result<()> {
+/// The output discipline of `warpdrive_core::output` for one command: refuse outputs that are,
+/// or lie inside, an input (or contain one), and existing outputs without `--force`, before any
+/// work is done. Stage each output with `file`/`dir`, write there, then `commit`.
+pub fn outputs(force: bool, inputs: &[Option<&Path>], outputs: &[Option<&Path>]) -> Result<Outputs> {
+    let ins: Vec<&Path> = inputs.iter().flatten().copied().collect();
+    let outs: Vec<&Path> = outputs.iter().flatten().copied().collect();
+    let o = Outputs::new(force);
+    o.check(&ins, &outs)?;
+    Ok(o)
+}
+
+fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
     let start = Instant::now();
+    let mut outs = outputs(
+        force,
+        &[a.ice.as_deref(), a.geometry.as_deref(), a.input.as_deref(), a.steps.as_deref()],
+        &[Some(a.output.as_path()), a.hit_lines.as_deref()],
+    )?;
     let det = Detector::build(&DetectorOptions {
         ice_dir: a.ice.clone(),
         geometry: a.geometry.clone(),
@@ -299,11 +321,14 @@ fn photon(a: &PhotonArgs) -> Result<()> {
         ("warpdrive.input".to_string(), input),
         ("warpdrive.photons".to_string(), sim.photons.to_string()),
     ];
-    warpdrive_photon::hits::write_parquet(&sim.hits, &a.output, &meta).with_context(|| format!("writing {}", a.output.display()))?;
+    let tmp = outs.file(&a.output)?;
+    warpdrive_photon::hits::write_parquet(&sim.hits, &tmp, &meta).with_context(|| format!("writing {}", a.output.display()))?;
     if let Some(p) = &a.hit_lines {
+        let tmp = outs.file(p)?;
         let text: String = sim.hits.iter().map(|h| warpdrive_photon::hits::hit_line(h) + "\n").collect();
-        warpdrive_core::table::write_atomic(p, text.as_bytes()).with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {}", p.display()))?;
     }
+    outs.commit()?;
     println!("sources:        {}", sim.sources.len());
     println!("photons:        {}", sim.photons);
     println!("hits:           {} (before acceptance: {})", sim.hits.len(), sim.raw_hits);

@@ -25,7 +25,7 @@ pub struct AutocorrArgs {
     /// Event files: IceCube public text releases, CSV or Parquet with named columns (RA and Dec
     /// in degrees, an energy proxy). Several files are analysed together. Default: a generated
     /// isotropic sky (see --synthetic-events).
-    files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
     /// all, north (δ ≥ 0) or south (δ < 0).
     #[arg(long, default_value = "all")]
     hemisphere: String,
@@ -119,8 +119,10 @@ pub fn bins(edges: &[f64], n: usize, width: f64) -> Result<AngularBins> {
     b.map_err(anyhow::Error::msg)
 }
 
-pub fn autocorr(a: &AutocorrArgs) -> Result<()> {
+pub fn autocorr(a: &AutocorrArgs, force: bool) -> Result<()> {
     let start = Instant::now();
+    let inputs: Vec<Option<&Path>> = a.files.iter().map(|p| Some(p.as_path())).collect();
+    let mut outs = crate::outputs(force, &inputs, &[Some(a.output.as_path())])?;
     let names = ColumnNames::default().with(a.ra_column.as_deref(), a.dec_column.as_deref(), a.energy_column.as_deref());
     let (events, source) = if a.files.is_empty() {
         if a.synthetic_events < 2 {
@@ -207,18 +209,24 @@ pub fn autocorr(a: &AutocorrArgs) -> Result<()> {
     let bg = warpdrive_sky::run_trials(&sample, a.seed, range.clone(), &backend, &progress).map_err(anyhow::Error::msg)?;
     drop(progress);
     let trials_s = t1.elapsed().as_secs_f64();
-    let timing = serde_json::json!({
+    // Facts of the run that depend on the machine (device, threads, timings) go to run.json, so
+    // that the data files of identical results are identical bytes on any machine.
+    let run = serde_json::json!({
+        "command": command_line(),
+        "version": env!("CARGO_PKG_VERSION"),
+        "job": { "jobs": a.jobs, "index": a.job_index },
+    });
+    let environment = serde_json::json!({
         "device": device,
         "observed_seconds": observed_s,
         "trial_seconds": trials_s,
         "ms_per_trial": if n > 0 { 1e3 * trials_s / n as f64 } else { 0.0 },
         "candidate_pairs_per_trial_dec_window": sample.window_pairs(),
         "total_seconds": start.elapsed().as_secs_f64(),
-        "command": command_line(),
-        "version": env!("CARGO_PKG_VERSION"),
-        "job": { "jobs": a.jobs, "index": a.job_index },
     });
-    write_outputs(&a.output, &info, &bg, timing, &device, !a.no_plot)?;
+    let dir = outs.dir(&a.output)?;
+    write_outputs(&dir, &a.output, &info, &bg, run, environment, !a.no_plot)?;
+    outs.commit()?;
     println!(
         "trials:          {} ({}..{} of {}) in {trials_s:.2} s = {:.3} ms/trial on {device}",
         n,
@@ -236,18 +244,27 @@ pub fn autocorr(a: &AutocorrArgs) -> Result<()> {
     Ok(())
 }
 
-/// Write tables, JSON and plot, and print the result lines.
-fn write_outputs(dir: &Path, info: &RunInfo, bg: &Background, run: serde_json::Value, device: &str, plot: bool) -> Result<()> {
+/// Write tables, JSON and plot into `dir` (the staged temporary of `shown`), and print the
+/// result lines. `environment` (device, timings) goes to `run.json` beside the data.
+fn write_outputs(
+    dir: &Path,
+    shown: &Path,
+    info: &RunInfo,
+    bg: &Background,
+    run: serde_json::Value,
+    environment: serde_json::Value,
+    plot: bool,
+) -> Result<()> {
     let meta = vec![
         ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
         ("warpdrive.command".to_string(), command_line()),
-        ("warpdrive.device".to_string(), device.to_string()),
     ];
     let rows = output::write_tables(dir, info, bg, &meta).map_err(anyhow::Error::msg)?;
     let post = warpdrive_sky::analysis::post_trial(&info.observed, bg);
     let json = output::summary_json(info, &rows, post.as_ref(), run);
-    warpdrive_core::table::write_atomic(&dir.join("summary.json"), json.as_bytes())
-        .with_context(|| format!("writing {}", dir.display()))?;
+    std::fs::write(dir.join("summary.json"), json.as_bytes()).with_context(|| format!("writing {}", shown.display()))?;
+    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&environment)? + "\n")
+        .with_context(|| format!("writing {}", shown.display()))?;
     if plot {
         warpdrive_sky::plot::draw(&dir.join("autocorr.png"), info, &rows, bg)?;
     }
@@ -302,7 +319,7 @@ fn write_outputs(dir: &Path, info: &RunInfo, bg: &Background, run: serde_json::V
     }
     println!(
         "output:          {}/{{counts,background}}.parquet, summary.json{}",
-        dir.display(),
+        shown.display(),
         if plot { ", autocorr.png" } else { "" }
     );
     Ok(())
@@ -324,21 +341,34 @@ pub struct MergeArgs {
     no_plot: bool,
 }
 
-pub fn merge(a: &MergeArgs) -> Result<()> {
+pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
+    let inputs: Vec<Option<&Path>> = a.jobs.iter().map(|p| Some(p.as_path())).collect();
+    let mut outs = crate::outputs(force, &inputs, &[Some(a.output.as_path())])?;
     let (info, bg) = output::merge(&a.jobs, a.partial).map_err(anyhow::Error::msg)?;
     println!("merged:          {} job directories, {} trials", a.jobs.len(), bg.trials);
     let run =
         serde_json::json!({ "merged_from": a.jobs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(), "command": command_line() });
-    write_outputs(&a.output, &info, &bg, run, "merge", !a.no_plot)
+    let dir = outs.dir(&a.output)?;
+    write_outputs(
+        &dir,
+        &a.output,
+        &info,
+        &bg,
+        run,
+        serde_json::json!({ "device": "merge" }),
+        !a.no_plot,
+    )?;
+    outs.commit()?;
+    Ok(())
 }
 
 #[derive(Args)]
 pub struct BenchSky {
     /// Event files (default: both IC86-2011 samples, $WARPDRIVE_DATA/events/ic86_2011_ps_release).
-    files: Vec<PathBuf>,
-    /// cpu, or cuda / cuda:N for the GPU.
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    pub(crate) files: Vec<PathBuf>,
+    /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
+    #[arg(long, default_value = "auto")]
+    pub(crate) device: String,
     /// Trials to time (GPU: at least two batches are run and the first is not timed).
     #[arg(long, default_value_t = 0)]
     trials: u64,
@@ -346,7 +376,7 @@ pub struct BenchSky {
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
     #[arg(long, default_value = "bench-sky.json")]
-    json: PathBuf,
+    pub(crate) json: PathBuf,
 }
 
 pub fn bench(b: &BenchSky) -> Result<()> {

@@ -126,12 +126,12 @@ pub struct UnfoldArgs {
     pub common: CommonArgs,
 }
 
-pub fn run(cmd: SplineCommand) -> Result<()> {
+pub fn run(cmd: SplineCommand, force: bool) -> Result<()> {
     match cmd {
         SplineCommand::Info { table } => info(&table),
-        SplineCommand::Eval(a) => crate::thread_pool(&a.common)?.install(|| eval(&a)),
-        SplineCommand::Simulate(a) => simulate(&a),
-        SplineCommand::Unfold(a) => crate::thread_pool(&a.common)?.install(|| unfold(&a)),
+        SplineCommand::Eval(a) => crate::thread_pool(&a.common)?.install(|| eval(&a, force)),
+        SplineCommand::Simulate(a) => simulate(&a, force),
+        SplineCommand::Unfold(a) => crate::thread_pool(&a.common)?.install(|| unfold(&a, force)),
     }
 }
 
@@ -241,7 +241,12 @@ fn read_points(path: &Path, ndim: usize, columns: &[String]) -> Result<(Vec<Stri
     ))
 }
 
-fn eval(a: &EvalArgs) -> Result<()> {
+fn eval(a: &EvalArgs, force: bool) -> Result<()> {
+    let mut outs = crate::outputs(
+        force,
+        &[Some(a.table.as_path()), Some(a.points.as_path())],
+        &[Some(a.output.as_path())],
+    )?;
     let t = SplineTable::read(&a.table)?;
     let nd = t.ndim();
     let (names, cols) = read_points(&a.points, nd, &a.columns)?;
@@ -276,7 +281,8 @@ fn eval(a: &EvalArgs) -> Result<()> {
     out.meta("table", a.table.display().to_string());
     out.meta("command", command_line());
     out.meta("device", how.clone());
-    out.write_parquet(&a.output)?;
+    out.write_parquet(&outs.file(&a.output)?)?;
+    outs.commit()?;
     println!(
         "{n} points evaluated on {how} in {:.3} s -> {}",
         start.elapsed().as_secs_f64(),
@@ -334,7 +340,15 @@ fn hypothesis(m: &ModelArgs) -> Result<Hypothesis> {
     }
 }
 
-fn simulate(a: &SimulateArgs) -> Result<()> {
+impl ModelArgs {
+    /// The table and geometry files given on the command line (inputs no output may replace).
+    fn inputs(&self) -> [Option<&Path>; 3] {
+        [self.amplitude.as_deref(), self.timing.as_deref(), self.geometry.as_deref()]
+    }
+}
+
+fn simulate(a: &SimulateArgs, force: bool) -> Result<()> {
+    let mut outs = crate::outputs(force, &a.model.inputs(), &[Some(a.output.as_path())])?;
     let (model, geo) = model_and_geometry(&a.model)?;
     let sources = hypothesis(&a.model)?.sources();
     let energy: Vec<f64> = match a.energy.len() {
@@ -357,7 +371,8 @@ fn simulate(a: &SimulateArgs) -> Result<()> {
     let mut t = ev.to_table();
     t.meta("true_energy", energy.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(","));
     t.meta("command", command_line());
-    t.write_parquet(&a.output)?;
+    t.write_parquet(&outs.file(&a.output)?)?;
+    outs.commit()?;
     println!(
         "{} pulses ({} PE) on {} DOMs from {} sources -> {}",
         ev.pulses.len(),
@@ -369,8 +384,10 @@ fn simulate(a: &SimulateArgs) -> Result<()> {
     Ok(())
 }
 
-fn unfold(a: &UnfoldArgs) -> Result<()> {
+fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
     let start = Instant::now();
+    let [amp, tim, geo] = a.model.inputs();
+    let mut outs = crate::outputs(force, &[amp, tim, geo, Some(a.event.as_path())], &[Some(a.output.as_path())])?;
     let (model, geo) = model_and_geometry(&a.model)?;
     let h = hypothesis(&a.model)?;
     let sources = h.sources();
@@ -430,7 +447,7 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
             blind
         );
     }
-    std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let dir = outs.dir(&a.output)?;
     let along = h.distances();
     let mut t = Table::default();
     t.push("source", Column::I32((0..sources.len() as i32).collect()));
@@ -442,7 +459,7 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
     t.push("energy", Column::F64(sol.energy.clone()));
     t.push("sigma", Column::F64(sol.sigma.clone()));
     t.meta("command", command_line());
-    t.write_parquet(&a.output.join("energies.parquet"))?;
+    t.write_parquet(&dir.join("energies.parquet"))?;
     let total: f64 = sol.energy.iter().sum();
     let total_sigma = sol.covariance.iter().sum::<f64>().max(0.0).sqrt();
     let summary = serde_json::json!({
@@ -467,8 +484,9 @@ fn unfold(a: &UnfoldArgs) -> Result<()> {
         "seconds": start.elapsed().as_secs_f64(),
         "command": command_line(),
     });
-    warpdrive_core::table::write_atomic(&a.output.join("summary.json"), format!("{summary:#}\n").as_bytes())?;
-    plot_energies(&a.output.join("energies.png"), &along, &sol.energy, &sol.sigma)?;
+    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).with_context(|| format!("writing {}", a.output.display()))?;
+    plot_energies(&dir.join("energies.png"), &along, &sol.energy, &sol.sigma)?;
+    outs.commit()?;
     println!("{:>6} {:>9} {:>12} {:>10}", "source", "dist [m]", "energy [GeV]", "sigma");
     for (j, ((d, e), s)) in along.iter().zip(&sol.energy).zip(&sol.sigma).enumerate() {
         println!("{j:>6} {d:>9.1} {e:>12.1} {s:>10.1}");
@@ -537,11 +555,11 @@ pub struct BenchSpline {
     /// Points for the CPU timings (the rate is per point; default 10^6).
     #[arg(long, default_value_t = 1_000_000)]
     cpu_points: usize,
-    /// cpu, or cuda / cuda:N.
-    #[arg(long, default_value = "cpu")]
-    device: String,
+    /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
+    #[arg(long, default_value = "auto")]
+    pub(crate) device: String,
     #[arg(long, default_value = "bench-spline.json")]
-    json: PathBuf,
+    pub(crate) json: PathBuf,
 }
 
 /// The benchmark event: a 1 km track of 100 segments of 10 m through the detector, 10 TeV each,

@@ -27,7 +27,19 @@ fn output_is_identical_for_one_and_two_threads() {
         let out = dir.join("h.parquet");
         let lines = dir.join("h.hits");
         let o = bin()
-            .args(["photon", "--device", "cpu", "--energy", "300", "--seed", "9", "--threads", t, "-o"])
+            .args([
+                "photon",
+                "--device",
+                "cpu",
+                "--energy",
+                "300",
+                "--seed",
+                "9",
+                "--threads",
+                t,
+                "--force",
+                "-o",
+            ])
             .arg(&out)
             .arg("--hit-lines")
             .arg(&lines)

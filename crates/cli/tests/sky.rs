@@ -102,7 +102,7 @@ fn jobs_merge_into_one_run_and_threads_do_not_matter() {
     let o = bin()
         .arg("merge")
         .arg("-o")
-        .arg(&merged)
+        .arg(dir.join("merged-other"))
         .args([&jobs[0], &jobs[1], &other])
         .output()
         .unwrap();

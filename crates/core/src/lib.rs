@@ -8,12 +8,14 @@
 //! * [`error`] — input errors that name file, line and field.
 //! * [`plot`] — PNG plots with a built-in font.
 //! * [`hash`] — FNV-1a 64 for cache keys, fingerprints and checksums.
+//! * [`output`] — the output discipline: no output over an input, temporaries renamed whole, `--force`, signal cleanup.
 
 pub mod check;
 pub mod cuda;
 pub mod data;
 pub mod error;
 pub mod hash;
+pub mod output;
 pub mod plot;
 pub mod progress;
 pub mod rng;

@@ -4,7 +4,8 @@
 //! * `counts.parquet` — one row per (cut, bin): cut, threshold, events in the cut, θ, N_obs,
 //!   background mean and standard deviation, TS, trials, trials ≥ N_obs and the three p-values;
 //! * `background.parquet` — the exact background distributions: (cut, bin, count, trials);
-//! * `summary.json` — configuration, most significant bin, timings;
+//! * `summary.json` — configuration, most significant bin (no timings: identical results give identical bytes);
+//! * `run.json` — written by the CLI beside it: device, threads and timings of this run;
 //! * `autocorr.png` — TS vs θ per cut and the trial distributions.
 //!
 //! Both Parquet files carry the run description in their key/value metadata (`sky.*` keys);
@@ -256,7 +257,7 @@ pub fn merge(dirs: &[PathBuf], partial: bool) -> Result<(RunInfo, Background), S
     }
     Ok((info, bg))
 }
-
+/// `summary.json`: the run's configuration and the most significant bin (no machine-dependent facts).
 /// `summary.json`: the run's configuration, the most significant bin and timings.
 #[must_use]
 pub fn summary_json(info: &RunInfo, rows: &[BinResult], post: Option<&crate::analysis::PostTrial>, extra: serde_json::Value) -> String {
