@@ -139,10 +139,17 @@ fn main() {
     let cli = Cli::parse();
     let code = match run(cli) {
         Ok(()) => 0,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            1
-        }
+        Err(e) => match warpdrive_core::output::signal() {
+            // Stopped early by SIGINT/SIGTERM: the staged outputs are already removed.
+            Some(sig) => {
+                eprintln!("interrupted by signal {sig}: nothing written");
+                128 + sig
+            }
+            None => {
+                eprintln!("error: {e:#}");
+                1
+            }
+        },
     };
     std::process::exit(code);
 }

@@ -25,7 +25,7 @@
 //! ```
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Mutex, Once};
 
 /// Why an output cannot be written.
@@ -180,7 +180,8 @@ struct Staged {
 
 /// Temporaries of every live [`Outputs`] in this process, for the signal thread.
 static TEMPORARIES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The signal that arrived (0: none).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 fn lock_temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     TEMPORARIES.lock().unwrap_or_else(|e| e.into_inner())
@@ -201,7 +202,16 @@ fn remove_any(p: &Path) {
 /// True once SIGINT or SIGTERM arrived (long loops may stop early; the signal thread removes
 /// the temporaries and exits shortly after in any case).
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
+    SIGNAL.load(Ordering::Relaxed) != 0
+}
+
+/// The signal number that interrupted the run, if any: a command that stops early because of it
+/// exits with 128 + this number, as the signal thread does.
+pub fn signal() -> Option<i32> {
+    match SIGNAL.load(Ordering::Relaxed) {
+        0 => None,
+        s => Some(s),
+    }
 }
 
 /// How long the signal thread lets the main thread unwind before it cleans up and exits.
@@ -222,7 +232,7 @@ pub fn install_signal_cleanup() {
             };
             let _ = std::thread::Builder::new().name("warpdrive-signals".into()).spawn(move || {
                 if let Some(sig) = signals.forever().next() {
-                    INTERRUPTED.store(true, Ordering::SeqCst);
+                    SIGNAL.store(sig, Ordering::SeqCst);
                     std::thread::sleep(SIGNAL_GRACE);
                     let temps = lock_temporaries();
                     for t in temps.iter() {
