@@ -71,6 +71,8 @@ pub enum TableError {
         path: PathBuf,
         source: parquet::errors::ParquetError,
     },
+    #[error("{path}: corrupt Parquet file (its pages cannot be decoded)")]
+    Corrupt { path: PathBuf },
     #[error("column '{name}' has {len} rows, expected {expected}")]
     Ragged { name: String, len: usize, expected: usize },
 }
@@ -195,6 +197,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// Read back a Parquet file as columns (used by tests and `warpdrive` tools that merge files).
 pub fn read_parquet(path: &Path) -> Result<Table, TableError> {
+    // The parquet crate can panic on corrupted files (index out of bounds in its RLE decoder,
+    // found by the parsers' property tests): such a file is an input error, not a crash. The
+    // default panic message is held back while reading so the user sees one clean error.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(|| read_parquet_unguarded(path));
+    std::panic::set_hook(hook);
+    result.unwrap_or_else(|_| Err(TableError::Corrupt { path: path.to_path_buf() }))
+}
+
+fn read_parquet_unguarded(path: &Path) -> Result<Table, TableError> {
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
     let pq = |source| TableError::Parquet {
