@@ -409,6 +409,20 @@ pub fn parse(text: &str, file: &str, use_line: Option<&str>) -> Result<Lattice, 
     let Some(root) = lines.get(&chosen.0) else {
         return Err(err(chosen.1, format!("line {} is not defined", chosen.0)));
     };
+    // Bound the expansion before it is materialised: `LINE=(1000000000*D)` must be an error
+    // in microseconds, not gigabytes and minutes later.
+    let mut memo = HashMap::new();
+    let total = expanded_len(&root.items, &lines, &mut memo, &mut vec![chosen.0.clone()]);
+    if total > MAX_EXPANDED_ELEMENTS {
+        return Err(LatticeError {
+            origin: root.origin.clone(),
+            message: format!(
+                "line {} expands to {} elements, more than the limit of {MAX_EXPANDED_ELEMENTS}; use fewer repetitions (passes are `--passes`)",
+                chosen.0,
+                if total == u128::MAX { "too many".to_string() } else { total.to_string() }
+            ),
+        });
+    }
     let mut names = Vec::new();
     let mut stack = vec![chosen.0.clone()];
     expand(&root.items, false, &lines, &elements, &mut stack, &mut names, &root.origin)?;
@@ -495,6 +509,45 @@ fn parse_item(s: &str) -> Result<Item, String> {
     })
 }
 
+/// The longest quadrupole or sextupole accepted [m].
+pub const MAX_MAGNET_LENGTH: f64 = 100.0;
+/// The longest drift or other element accepted [m].
+pub const MAX_ELEMENT_LENGTH: f64 = 1e6;
+
+/// The most elements a beamline may expand to (one pass; more turns are `--passes`).
+pub const MAX_EXPANDED_ELEMENTS: u128 = 10_000_000;
+
+/// The number of elements `items` expand to, saturating, computed per line once (memo) without
+/// materialising anything. Unknown names count as one element and cycles as none: `expand`
+/// reports both with their place.
+fn expanded_len(items: &[Item], lines: &HashMap<String, LineDef>, memo: &mut HashMap<String, u128>, stack: &mut Vec<String>) -> u128 {
+    let mut total: u128 = 0;
+    for item in items {
+        let (one, times) = match item {
+            Item::Group { items, times, .. } => (expanded_len(items, lines, memo, stack), *times),
+            Item::Name { name, times, .. } => {
+                let one = match lines.get(name) {
+                    Some(_) if stack.contains(name) => 0,
+                    Some(l) => match memo.get(name) {
+                        Some(&n) => n,
+                        None => {
+                            stack.push(name.clone());
+                            let n = expanded_len(&l.items, lines, memo, stack);
+                            stack.pop();
+                            memo.insert(name.clone(), n);
+                            n
+                        }
+                    },
+                    None => 1,
+                };
+                (one, *times)
+            }
+        };
+        total = total.saturating_add(one.saturating_mul(times as u128));
+    }
+    total
+}
+
 /// Expand items into element names (reversal reverses the order; the elements of this subset
 /// are symmetric, so a reversed element is the element).
 fn expand(
@@ -566,6 +619,12 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
         let l = num("L", 0.0)?;
         if l < 0.0 {
             return Err(err(format!("parameter L = {l}: negative length")));
+        }
+        // Thick magnets are integrated in 400 steps per metre (exact.rs): bound their length so
+        // a typo cannot turn into hours of integration.
+        let max = if required { MAX_MAGNET_LENGTH } else { MAX_ELEMENT_LENGTH };
+        if l > max {
+            return Err(err(format!("parameter L = {l}: longer than the limit of {max} m for this element")));
         }
         if required && l == 0.0 {
             return Err(err("parameter L: zero or missing length is not allowed for this element".into()));
@@ -697,6 +756,19 @@ mod tests {
 
     fn names(l: &Lattice) -> Vec<&str> {
         l.elements.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    #[test]
+    fn huge_expansions_are_refused_before_they_are_built() {
+        let t0 = std::time::Instant::now();
+        for line in ["L: LINE=(1000000000*D)", "L1: LINE=(10000*D)\nL: LINE=(10000*L1)", "L: LINE=(4294967296*(100000*(100000*D)))"] {
+            let text = format!("D: DRIF, L=1\n{line}\n");
+            let e = parse(&text, "big.lte", None).unwrap_err().to_string();
+            assert!(e.contains("expands to") && e.contains("big.lte"), "{e}");
+        }
+        assert!(t0.elapsed().as_secs() < 2);
+        // At the limit itself it still parses (shared element definitions).
+        assert!(parse("D: DRIF, L=1\nL: LINE=(1000*D)\n", "ok.lte", None).is_ok());
     }
 
     #[test]
