@@ -761,7 +761,11 @@ mod tests {
     #[test]
     fn huge_expansions_are_refused_before_they_are_built() {
         let t0 = std::time::Instant::now();
-        for line in ["L: LINE=(1000000000*D)", "L1: LINE=(10000*D)\nL: LINE=(10000*L1)", "L: LINE=(4294967296*(100000*(100000*D)))"] {
+        for line in [
+            "L: LINE=(1000000000*D)",
+            "L1: LINE=(10000*D)\nL: LINE=(10000*L1)",
+            "L: LINE=(4294967296*(100000*(100000*D)))",
+        ] {
             let text = format!("D: DRIF, L=1\n{line}\n");
             let e = parse(&text, "big.lte", None).unwrap_err().to_string();
             assert!(e.contains("expands to") && e.contains("big.lte"), "{e}");

@@ -103,6 +103,14 @@ impl BeamArgs {
         if self.particles == 0 {
             bail!("--particles must be at least 1");
         }
+        // Six f64 coordinates and two u32 loss flags per particle, on the host twice (the beam
+        // and the final copy written out).
+        warpdrive_core::limits::check_alloc(
+            "--particles",
+            self.particles as u64,
+            2 * (6 * 8 + 2 * 4),
+            "track fewer particles per run and split the beam into several runs with different --seed",
+        )?;
         Ok(gaussian(&self.spec()))
     }
 

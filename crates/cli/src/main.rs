@@ -299,7 +299,7 @@ fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
             format!("default: {} GeV EM cascade at (0,0,0)", a.energy),
         )
     };
-    let expected: f64 = specs.iter().map(|s| s.mean_photons).sum();
+    let expected = warpdrive_photon::source::check_total(&specs).map_err(anyhow::Error::msg)?;
     if let Some(max) = a.max_photons {
         if expected > max as f64 {
             bail!("the sources need about {expected:.3e} photons, more than --max-photons {max}");

@@ -326,6 +326,14 @@ fn hypothesis(m: &ModelArgs) -> Result<Hypothesis> {
             if !(t[6] > 0.0 && m.spacing > 0.0) {
                 bail!("--track length and --spacing must be positive");
             }
+            let segments = (t[6] / m.spacing).round();
+            if segments > MAX_SEGMENTS as f64 {
+                bail!(
+                    "--track length {} m / --spacing {} m = {segments:e} segments, more than the limit of {MAX_SEGMENTS} (the response matrix holds DOMs × segments); use a larger --spacing",
+                    t[6],
+                    m.spacing
+                );
+            }
             Ok(Hypothesis::Track {
                 vertex: [t[0], t[1], t[2]],
                 dir: direction(t[3].to_radians(), t[4].to_radians()),
@@ -347,6 +355,11 @@ impl ModelArgs {
     }
 }
 
+/// The most track segments of a Millipede hypothesis (IceCube unfoldings use hundreds).
+const MAX_SEGMENTS: u64 = 100_000;
+/// The highest energy per source `spline simulate` accepts [GeV].
+const MAX_SIMULATE_ENERGY_GEV: f64 = 1e9;
+
 fn simulate(a: &SimulateArgs, force: bool) -> Result<()> {
     let mut outs = crate::outputs(force, &a.model.inputs(), &[Some(a.output.as_path())])?;
     let (model, geo) = model_and_geometry(&a.model)?;
@@ -358,6 +371,10 @@ fn simulate(a: &SimulateArgs, force: bool) -> Result<()> {
     };
     if energy.iter().any(|e| !(e.is_finite() && *e >= 0.0)) {
         bail!("--energy values must be finite and ≥ 0");
+    }
+    // Every photoelectron is drawn one by one: bound the energy so an event stays within ~1e9 PE.
+    if let Some(e) = energy.iter().find(|&&e| e > MAX_SIMULATE_ENERGY_GEV) {
+        bail!("--energy {e:e} GeV: above {MAX_SIMULATE_ENERGY_GEV:e} GeV per source (1 EeV; each photoelectron is drawn, so an event would not finish); check the unit (GeV)");
     }
     if a.window.len() != 2 || a.window[1] <= a.window[0] {
         bail!("--window takes start,end with end > start");

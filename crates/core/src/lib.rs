@@ -15,6 +15,7 @@ pub mod cuda;
 pub mod data;
 pub mod error;
 pub mod hash;
+pub mod limits;
 pub mod mutate;
 pub mod output;
 pub mod plot;

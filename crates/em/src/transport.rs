@@ -48,6 +48,10 @@ impl TallyGrid {
                 "tally grid: bin width {delta} cm must be positive and the front {front} cm finite"
             ));
         }
+        // One 64-bit fixed-point tally per bin per task in flight, and the profile: check the
+        // bin count against the memory available before any array is made.
+        warpdrive_core::limits::check_alloc("--tally-bins", size as u64, 4 * 8, "use fewer, wider bins (--tally-width)")
+            .map_err(|e| e.to_string())?;
         Ok(Self { front, delta, size })
     }
 

@@ -99,6 +99,7 @@ pub fn parse_steps(path: &Path, text: &str) -> Result<Vec<SourceSpec>, InputErro
         if v[8] < 1.0 || v[8].fract() != 0.0 {
             return Err(InputError::new(path, line, format!("{}: must be a positive integer (zero photons)", v[8])).field("photons"));
         }
+        crate::source::check_photons(v[8]).map_err(|m| InputError::new(path, line, m).field("photons"))?;
         let dir = [v[4].sin() * v[5].cos(), v[4].sin() * v[5].sin(), v[4].cos()];
         specs.push(SourceSpec {
             event: 0,
@@ -169,6 +170,7 @@ pub fn flasher(det: &Detector, string: i32, om: i32, num: f64, opts: &FlasherOpt
     let elevation = if string < 0 { 48.1f64 } else { -0.2 }.to_radians();
     let ka = if opts.fwid < 0.0 { -1.0 } else { opts.fwid.to_radians().powi(2) };
     let photons = num * det.yield_.per_metre() / DPPM;
+    crate::source::check_photons(photons).map_err(|m| InputError::file(arg, m).field("num"))?;
     // LED azimuths: n-fold pattern from FLDR, or 6 LEDs spaced 60° if symmetric.
     let azimuths: Vec<f64> = if opts.fldr >= 0.0 {
         let n = (opts.fldr / 360.0).floor() + 1.0;

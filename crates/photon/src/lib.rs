@@ -59,7 +59,7 @@ pub fn simulate_on(
         Backend::Cpu => Ok((simulate(det, specs, seed, progress), None)),
         Backend::Cuda(opts) => {
             let sources = source::realise(specs, seed);
-            let photons = sources.iter().map(|s| s.photons).sum();
+            let photons = sources.iter().fold(0u64, |t, s| t.saturating_add(s.photons));
             let (raw, stats) = gpu::run(&det.medium, &det.index, &sources, seed, opts)?;
             progress.add(photons);
             let hits = hits::accept(det, &raw, &sources, seed);
@@ -80,7 +80,7 @@ pub fn simulate_on(
 /// of rayon threads.
 pub fn simulate(det: &detector::Detector, specs: &[source::SourceSpec], seed: u64, progress: &Progress) -> Simulation {
     let sources = source::realise(specs, seed);
-    let photons = sources.iter().map(|s| s.photons).sum();
+    let photons = sources.iter().fold(0u64, |t, s| t.saturating_add(s.photons));
     let raw = propagate::run(&det.medium, &det.index, &sources, seed, progress);
     let hits = hits::accept(det, &raw, &sources, seed);
     Simulation {

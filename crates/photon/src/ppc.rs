@@ -170,8 +170,15 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             stdin.read_to_string(&mut text)?;
             let f2k = parse_f2k(Path::new("<stdin>"), &text, &det.yield_)?;
             let backend = backend(env, gpu, err)?;
+            crate::source::check_total(&f2k.specs).map_err(PpcError::Usage)?;
             let (sim, _) = crate::simulate_on(&det, &f2k.specs, seed, &backend, &Progress::new("photons", 0, "photons"))?;
-            writeln!(err, "photons: {}  hits: {}", sim.photons, sim.raw_hits)?;
+            writeln!(
+                err,
+                "photons: {}  hits: {} before DOM acceptance, {} after (HIT lines)",
+                sim.photons,
+                sim.raw_hits,
+                sim.hits.len()
+            )?;
             let mut by_event: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
             for h in &sim.hits {
                 by_event.entry(h.event).or_default().push(hit_line(h));
@@ -194,8 +201,15 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             let det = build(env, err)?;
             let specs = flasher(&det, string, om, num, &env.flasher)?;
             let backend = backend(env, gpu, err)?;
+            crate::source::check_total(&specs).map_err(PpcError::Usage)?;
             let (sim, _) = crate::simulate_on(&det, &specs, seed, &backend, &Progress::new("photons", 0, "photons"))?;
-            writeln!(err, "photons: {}  hits: {}", sim.photons, sim.raw_hits)?;
+            writeln!(
+                err,
+                "photons: {}  hits: {} before DOM acceptance, {} after (HIT lines)",
+                sim.photons,
+                sim.raw_hits,
+                sim.hits.len()
+            )?;
             for h in &sim.hits {
                 writeln!(out, "{}", hit_line(h))?;
             }

@@ -170,33 +170,44 @@ const CHUNK: u64 = 4096;
 /// Propagate every photon of `sources` with `seed` on the current rayon pool. Hits come back in
 /// canonical order (photon id, then hit ordinal), identical for any number of threads.
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
-    // Global photon ids: source s owns [offset[s], offset[s] + photons).
+    // Global photon ids: source s owns [offset[s], offset[s] + photons). Counts are checked
+    // when the sources are built (source::check_photons, total_photons); saturate regardless.
     let mut offsets = Vec::with_capacity(sources.len() + 1);
     let mut total = 0u64;
     for s in sources {
         offsets.push(total);
-        total += s.photons;
+        total = total.saturating_add(s.photons);
     }
     offsets.push(total);
     let chunks = total.div_ceil(CHUNK);
-    let parts: Vec<Vec<RawHit>> = (0..chunks)
-        .into_par_iter()
-        .map(|c| {
-            let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(total));
-            let mut out = Vec::new();
-            let mut s = offsets.partition_point(|&o| o <= lo) - 1;
-            for id in lo..hi {
-                while offsets[s + 1] <= id {
-                    s += 1;
+    // Chunks run in batches, so the per-chunk hit lists in memory at once stay bounded however
+    // many photons there are; batches are appended in order (same output for any thread count).
+    const CHUNKS_PER_BATCH: u64 = 1 << 14;
+    let mut hits = Vec::new();
+    let mut first = 0;
+    while first < chunks {
+        let last = (first + CHUNKS_PER_BATCH).min(chunks);
+        let parts: Vec<Vec<RawHit>> = (first..last)
+            .into_par_iter()
+            .map(|c| {
+                let (lo, hi) = (c * CHUNK, (c.saturating_add(1).saturating_mul(CHUNK)).min(total));
+                let mut out = Vec::new();
+                let mut s = offsets.partition_point(|&o| o <= lo) - 1;
+                for id in lo..hi {
+                    while offsets[s + 1] <= id {
+                        s += 1;
+                    }
+                    let mut rng = RandomStream::new(seed, tags::PHOTON, id);
+                    propagate_photon(m, doms, &sources[s], id, s as u32, &mut rng, &mut out);
                 }
-                let mut rng = RandomStream::new(seed, tags::PHOTON, id);
-                propagate_photon(m, doms, &sources[s], id, s as u32, &mut rng, &mut out);
-            }
-            progress.add(hi - lo);
-            out
-        })
-        .collect();
-    parts.concat()
+                progress.add(hi - lo);
+                out
+            })
+            .collect();
+        hits.extend(parts.into_iter().flatten());
+        first = last;
+    }
+    hits
 }
 
 #[cfg(test)]

@@ -197,6 +197,14 @@ pub fn track_to_spec(path: &Path, line: usize, event: i32, tokens: &[&str], y: &
     if energy <= 0.0 {
         return Err(InputError::new(path, line, format!("{energy}: must be positive (zero photons)")).field("energy"));
     }
+    if energy > MAX_ENERGY_GEV {
+        return Err(InputError::new(
+            path,
+            line,
+            format!("{energy:e} GeV: above {MAX_ENERGY_GEV:e} GeV (10²² eV, beyond any observed particle); check the unit (GeV)"),
+        )
+        .field("energy"));
+    }
     let dir = f2k_direction(zen, azi);
     let mut spec = SourceSpec {
         event,
@@ -239,7 +247,54 @@ pub fn track_to_spec(path: &Path, line: usize, event: i32, tokens: &[&str], y: &
             spec.exact = true;
         }
     }
+    check_photons(spec.mean_photons).map_err(|m| InputError::new(path, line, m).field("energy"))?;
     Ok(spec)
+}
+
+/// The highest source energy accepted [GeV]: 10²² eV, above every particle ever observed.
+pub const MAX_ENERGY_GEV: f64 = 1e13;
+
+/// The most photons one source may ask for: 10¹⁸ (a 10¹³ GeV cascade gives about 10¹⁷ in ice,
+/// and 10¹⁸ photons take decades of GPU time; u64 sums of such counts cannot wrap).
+pub const MAX_PHOTONS_PER_SOURCE: f64 = 1e18;
+
+/// A source's photon count must be finite and within [`MAX_PHOTONS_PER_SOURCE`].
+pub fn check_photons(mean: f64) -> Result<(), String> {
+    if mean.is_finite() && mean <= MAX_PHOTONS_PER_SOURCE {
+        Ok(())
+    } else {
+        Err(format!(
+            "{mean:.3e} photons from one source, more than the limit of {MAX_PHOTONS_PER_SOURCE:e}; split the source or lower its energy or count"
+        ))
+    }
+}
+
+/// The most photons one run may ask for in total (expected counts; the u64 count of the drawn
+/// photons cannot wrap below this).
+pub const MAX_PHOTONS_PER_RUN: f64 = 1e19;
+
+/// Check the expected total of a run's sources against [`MAX_PHOTONS_PER_RUN`] before any work.
+pub fn check_total(specs: &[SourceSpec]) -> Result<f64, String> {
+    let total: f64 = specs.iter().map(|s| s.mean_photons).sum();
+    if total.is_finite() && total <= MAX_PHOTONS_PER_RUN {
+        Ok(total)
+    } else {
+        Err(format!(
+            "the sources need about {total:.3e} photons, more than the limit of {MAX_PHOTONS_PER_RUN:e} per run; split the input into several runs (--jobs)"
+        ))
+    }
+}
+
+/// The total photon count of a run, summed without wrapping: an error past `u64::MAX`.
+pub fn total_photons(sources: &[Source]) -> Result<u64, String> {
+    sources.iter().try_fold(0u64, |t, s| {
+        t.checked_add(s.photons).ok_or_else(|| {
+            format!(
+                "the sources hold more than {} photons in total; split the input into several runs",
+                u64::MAX
+            )
+        })
+    })
 }
 
 /// Stream tags (the second Philox counter word) of the different random streams of a run.
