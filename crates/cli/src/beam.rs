@@ -24,10 +24,10 @@ pub enum BeamCommand {
 #[derive(Args, Clone)]
 pub struct BeamArgs {
     /// Reference momentum β0γ0 (ELEGANT's p_central, units of m c).
-    #[arg(long, default_value_t = 1956.951, conflicts_with = "momentum")]
+    #[arg(long, default_value_t = 1956.951, conflicts_with = "momentum", allow_negative_numbers = true)]
     p_central: f64,
     /// Reference momentum [MeV/c] (instead of --p-central).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     momentum: Option<f64>,
     /// Particle species: electron or proton.
     #[arg(long, default_value = "electron")]
@@ -38,29 +38,35 @@ pub struct BeamArgs {
     /// Gaussian beam: number of particles.
     #[arg(long, default_value_t = 100_000)]
     particles: usize,
-    #[arg(long, default_value_t = 10.0)]
+    /// Twiss β_x at the start [m].
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     beta_x: f64,
+    /// Twiss α_x at the start.
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     alpha_x: f64,
     /// Geometric RMS emittance [m rad].
-    #[arg(long, default_value_t = 1e-9)]
+    #[arg(long, default_value_t = 1e-9, allow_negative_numbers = true)]
     emit_x: f64,
-    #[arg(long, default_value_t = 10.0)]
+    /// Twiss β_y at the start [m].
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     beta_y: f64,
+    /// Twiss α_y at the start.
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     alpha_y: f64,
-    #[arg(long, default_value_t = 1e-9)]
+    /// Geometric RMS emittance ε_y [m rad].
+    #[arg(long, default_value_t = 1e-9, allow_negative_numbers = true)]
     emit_y: f64,
     /// RMS bunch length [m].
-    #[arg(long, default_value_t = 1e-3)]
+    #[arg(long, default_value_t = 1e-3, allow_negative_numbers = true)]
     sigma_s: f64,
     /// RMS momentum spread.
-    #[arg(long, default_value_t = 1e-3)]
+    #[arg(long, default_value_t = 1e-3, allow_negative_numbers = true)]
     sigma_delta: f64,
+    /// Random seed of the Gaussian beam (particle i uses Philox stream (seed, i)).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Bunch charge [C] (a CHARGE element overrides it).
-    #[arg(long, default_value_t = 1e-9)]
+    #[arg(long, default_value_t = 1e-9, allow_negative_numbers = true)]
     charge: f64,
 }
 
@@ -128,6 +134,7 @@ impl BeamArgs {
             },
             sigma_s: self.sigma_s,
             sigma_delta: self.sigma_delta,
+            /// Random seed of the Gaussian beam (particle i uses Philox stream (seed, i)).
             particles: self.particles,
             seed: self.seed,
         }
@@ -145,7 +152,7 @@ pub struct TrackArgs {
     #[arg(long, default_value_t = 1)]
     passes: u32,
     /// Half-width of a square aperture checked after every element [m] (default: none; NaN and ∞ are always lost).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     aperture: Option<f64>,
     /// LSC charge histogram: sort, block-atomic (default) or block-sort-scan.
     #[arg(long, default_value = "block-atomic")]
@@ -159,6 +166,7 @@ pub struct TrackArgs {
     /// Output directory (final.parquet, watch files, moments.parquet, sizes.png).
     #[arg(long, short, default_value = "beam-out")]
     output: PathBuf,
+    /// Do not draw sizes.png.
     #[arg(long)]
     no_plot: bool,
     #[command(flatten)]
@@ -454,6 +462,7 @@ pub struct BenchBeam {
     /// Write the benchmark lattices here (to feed other codes the same line).
     #[arg(long)]
     pub(crate) write_lattice: Option<PathBuf>,
+    /// JSON result file.
     #[arg(long, default_value = "bench-beam.json")]
     pub(crate) json: PathBuf,
 }
@@ -464,13 +473,19 @@ fn bench_beam_args(n: usize) -> BeamArgs {
         momentum: None,
         particle: "electron".into(),
         beam: None,
+        /// Twiss β_x at the start [m].
         particles: n,
+        /// Twiss α_x at the start.
         beta_x: 3.0,
         alpha_x: 0.0,
+        /// Twiss β_y at the start [m].
         emit_x: 1e-8,
+        /// Twiss α_y at the start.
         beta_y: 3.0,
+        /// Geometric RMS emittance ε_y [m rad].
         alpha_y: 0.0,
         emit_y: 1e-8,
+        /// Random seed of the Gaussian beam (particle i uses Philox stream (seed, i)).
         sigma_s: 1e-3,
         sigma_delta: 1e-3,
         seed: 1,
@@ -479,6 +494,7 @@ fn bench_beam_args(n: usize) -> BeamArgs {
 }
 
 pub fn bench(b: &BenchBeam) -> Result<()> {
+    crate::bench::check_threads(&b.threads)?;
     use warpdrive_beam::lattice::{bench_lte, parse};
     if let Some(dir) = &b.write_lattice {
         std::fs::create_dir_all(dir)?;

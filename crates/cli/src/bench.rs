@@ -29,11 +29,12 @@ pub struct BenchPhoton {
     #[arg(long)]
     ice: Option<PathBuf>,
     /// Cascade energy [GeV].
-    #[arg(long, default_value_t = 1e5)]
+    #[arg(long, default_value_t = 1e5, allow_negative_numbers = true)]
     energy: f64,
     /// Thread counts to time (default: 1 and all cores).
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
+    /// Random seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// JSON result file.
@@ -113,6 +114,14 @@ fn check_json(force: bool, json: &Path, inputs: &[Option<&Path>]) -> Result<()> 
     crate::outputs(force, inputs, &[Some(json)]).map(drop)
 }
 
+/// Every `--threads` value of a benchmark must be at least 1.
+pub fn check_threads(threads: &[usize]) -> Result<()> {
+    if threads.contains(&0) {
+        anyhow::bail!("--threads: every thread count must be at least 1");
+    }
+    Ok(())
+}
+
 pub fn run(cmd: BenchCommand, force: bool) -> Result<()> {
     let mut b = match cmd {
         BenchCommand::Photon(b) => b,
@@ -155,6 +164,7 @@ pub fn run(cmd: BenchCommand, force: bool) -> Result<()> {
     let line = format!("TR 1 0 e 0 0 -400 180 0 0 {} 0", b.energy);
     let t: Vec<&str> = line.split_whitespace().collect();
     let specs = vec![track_to_spec(std::path::Path::new("<bench>"), 1, 0, &t, &det.yield_)?];
+    check_threads(&b.threads)?;
     let mut threads = b.threads.clone();
     if threads.is_empty() {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());

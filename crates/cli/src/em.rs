@@ -29,7 +29,7 @@ pub struct EmArgs {
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     tally_front: f64,
     /// Tally: bin width [cm].
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     tally_width: f64,
     /// Tally: number of bins.
     #[arg(long, default_value_t = 2048)]
@@ -197,11 +197,13 @@ pub struct BenchEm {
     /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
     #[arg(long, default_value = "auto")]
     pub(crate) device: String,
+    /// JSON result file.
     #[arg(long, default_value = "bench-em.json")]
     pub(crate) json: PathBuf,
 }
 
 pub fn bench(b: &BenchEm) -> Result<()> {
+    crate::bench::check_threads(&b.threads)?;
     let physics = PhysicsList::compton_only(&Material::aluminium());
     let grid = TallyGrid::new(0.0, 1.0, 2048).map_err(anyhow::Error::msg)?;
     let opts = RunOptions::new(100.0, b.tracks, 12345, grid).map_err(anyhow::Error::msg)?;

@@ -39,6 +39,10 @@ enum Command {
     Photon(PhotonArgs),
     /// PPC-compatible mode: `warpdrive ppc [args]` takes PPC's arguments, environment and stdin.
     Ppc {
+        /// PPC's arguments: none (list tables and devices); `- [X Y]` (print the ice table at x, y);
+        /// `=` (read 'x y z' on stdin, print the tilt z-shift); `GPU` (f2k events on stdin, HIT lines
+        /// on stdout); `STR OM NUM GPU` (flasher, NUM may be x*y). Environment as PPC's:
+        /// PPCTABLESDIR, OVSZ, WFLA, FWID, FLDR, … (docs/photon.md).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -94,7 +98,9 @@ pub struct CommonArgs {
     /// Worker threads of the CPU path (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// GPU: IEEE arithmetic, no fast-math intrinsics; photon follows the CPU path photon by photon (slower).
+    /// GPU: IEEE arithmetic, no fast-math intrinsics, so the GPU follows the CPU path item by item
+    /// (photon, track, trial, particle or spline point; see the domain's guide for what is
+    /// bit-identical); slower.
     #[arg(long)]
     precise: bool,
 }
@@ -114,7 +120,7 @@ struct PhotonArgs {
     #[arg(long)]
     steps: Option<PathBuf>,
     /// Energy of the default cascade [GeV].
-    #[arg(long, default_value_t = 1e5)]
+    #[arg(long, default_value_t = 1e5, allow_negative_numbers = true)]
     energy: f64,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
@@ -358,4 +364,37 @@ fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
     }
     println!("total time:     {:.2} s", start.elapsed().as_secs_f64());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// The CLI convention (ARCHITECTURE.md): every argument of every command has help text.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                if a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for s in cmd.get_subcommands() {
+                walk(s, &format!("{path} {}", s.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "warpdrive", &mut missing);
+        assert!(missing.is_empty(), "arguments without help text:\n{}", missing.join("\n"));
+    }
+
+    #[test]
+    fn command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

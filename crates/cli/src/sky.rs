@@ -42,10 +42,10 @@ pub struct AutocorrArgs {
     #[arg(long, default_value_t = 20)]
     bins: usize,
     /// Width of the angular bins [deg].
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = 0.25, allow_negative_numbers = true)]
     bin_width: f64,
     /// Explicit upper bin edges [deg] instead of --bins/--bin-width, e.g. 0.5,1,2,5.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     edges: Vec<f64>,
     /// Scrambled trials of the whole analysis (all jobs).
     #[arg(long, default_value_t = 1000)]
@@ -73,7 +73,7 @@ pub struct AutocorrArgs {
     energy_column: Option<String>,
     /// Round scrambled right ascensions to a grid: auto (the grid the data's RAs lie on, e.g.
     /// 0.1° for IceCube's public releases), off, or a step in degrees.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", allow_hyphen_values = true)]
     ra_grid: String,
     /// Size of the generated sky when no file is given.
     #[arg(long, default_value_t = 10_000)]
@@ -375,11 +375,13 @@ pub struct BenchSky {
     /// CPU thread counts to time (default: 1 and all cores).
     #[arg(long, value_delimiter = ',')]
     threads: Vec<usize>,
+    /// JSON result file.
     #[arg(long, default_value = "bench-sky.json")]
     pub(crate) json: PathBuf,
 }
 
 pub fn bench(b: &BenchSky) -> Result<()> {
+    crate::bench::check_threads(&b.threads)?;
     let files = if b.files.is_empty() {
         let d = warpdrive_core::data::data_dir().join("events/ic86_2011_ps_release");
         vec![d.join("upgoing_events.txt"), d.join("downgoing_events.txt")]

@@ -18,7 +18,10 @@ use warpdrive_spline::SplineTable;
 #[derive(Subcommand)]
 pub enum SplineCommand {
     /// Print a table's shape, orders, extents, knots and auxiliary keys.
-    Info { table: PathBuf },
+    Info {
+        /// Photospline FITS table.
+        table: PathBuf,
+    },
     /// Evaluate a table at points (CSV or Parquet in, Parquet out).
     Eval(EvalArgs),
     /// Draw a synthetic event (DOM pulses) from amplitude and timing tables.
@@ -29,6 +32,7 @@ pub enum SplineCommand {
 
 #[derive(Args)]
 pub struct EvalArgs {
+    /// Photospline FITS table to evaluate.
     table: PathBuf,
     /// Points: Parquet or CSV with one column per dimension (in order, or named by --columns).
     #[arg(long)]
@@ -43,6 +47,7 @@ pub struct EvalArgs {
     /// (the default: 1.8× faster on the 4-D timing table, 2.6× the memory; docs/performance/spline.md).
     #[arg(long)]
     standard_layout: bool,
+    /// Output file (Parquet): the points' coordinates, `value`, and `grad0…` with --gradient.
     #[arg(long, short, default_value = "spline-eval.parquet")]
     output: PathBuf,
     #[command(flatten)]
@@ -70,10 +75,10 @@ pub struct ModelArgs {
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true, num_args = 1, conflicts_with = "cascade")]
     track: Vec<f64>,
     /// Segment length along the track [m].
-    #[arg(long, default_value_t = 15.0)]
+    #[arg(long, default_value_t = 15.0, allow_negative_numbers = true)]
     spacing: f64,
     /// Dark rate per DOM [Hz].
-    #[arg(long, default_value_t = 500.0)]
+    #[arg(long, default_value_t = 500.0, allow_negative_numbers = true)]
     noise_rate: f64,
 }
 
@@ -82,15 +87,18 @@ pub struct SimulateArgs {
     #[command(flatten)]
     model: ModelArgs,
     /// Energy per source [GeV], comma separated (one value: the same for every source).
-    #[arg(long, value_delimiter = ',', required = true)]
+    #[arg(long, value_delimiter = ',', required = true, allow_negative_numbers = true)]
     energy: Vec<f64>,
     /// Readout window start,end [ns].
-    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, default_values_t = [-1000.0, 9000.0])]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, default_value = "-1000,9000")]
     window: Vec<f64>,
+    /// Random seed of the synthetic event (Poisson PE counts, times, noise).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Event number: the Philox stream of this event (several events from one seed).
     #[arg(long, default_value_t = 0)]
     event: u64,
+    /// Output file (Parquet): the event (string, om, time, charge) with the window and true energies in its metadata.
     #[arg(long, short, default_value = "event.parquet")]
     output: PathBuf,
 }
@@ -107,14 +115,14 @@ pub struct UnfoldArgs {
     #[arg(long, default_value = "newton")]
     solver: String,
     /// Millipede's ShowerRegularization λ [GeV⁻²]: penalty λ Σ E² (1e-9 ≈ a 22 TeV Gaussian prior width).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     regularization: f64,
     /// Close a time bin once it holds this many PE (≤ 0: one bin per DOM).
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
     photons_per_bin: f64,
     /// newton/pcg: stop when every free source's |∂lnL/∂E| / Σ_i Λ_i (a relative change of its expected
     /// charge) is below this.
-    #[arg(long, default_value_t = SolveOptions::default().tolerance)]
+    #[arg(long, default_value_t = SolveOptions::default().tolerance, allow_negative_numbers = true)]
     tolerance: f64,
     /// Iteration limit of the solver (newton/pcg iterations after the NNLS start).
     #[arg(long, default_value_t = SolveOptions::default().max_iterations)]
@@ -292,7 +300,17 @@ fn eval(a: &EvalArgs, force: bool) -> Result<()> {
 }
 
 fn data_file(given: &Option<PathBuf>, rel: &str) -> PathBuf {
-    given.clone().unwrap_or_else(|| warpdrive_core::data::data_dir().join(rel))
+    given.clone().unwrap_or_else(|| {
+        let p = warpdrive_core::data::data_dir().join(rel);
+        if !p.exists() {
+            eprintln!(
+                "note: default table {} not found; {}",
+                p.display(),
+                warpdrive_core::data::missing_hint()
+            );
+        }
+        p
+    })
 }
 
 fn model_and_geometry(m: &ModelArgs) -> Result<(Model, Geometry)> {
@@ -575,6 +593,7 @@ pub struct BenchSpline {
     /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
     #[arg(long, default_value = "auto")]
     pub(crate) device: String,
+    /// JSON result file.
     #[arg(long, default_value = "bench-spline.json")]
     pub(crate) json: PathBuf,
 }

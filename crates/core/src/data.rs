@@ -1,11 +1,41 @@
-//! Where the shared real data lives: `$WARPDRIVE_DATA`, default `../shared/data` (relative to
-//! the working directory, i.e. beside a checkout).
+//! Where the shared real data lives: `$WARPDRIVE_DATA`; when it is unset, the first
+//! `shared/data` (holding `PROVENANCE.md`) found beside the working directory or beside one of
+//! the executable's ancestor directories (a binary built in a checkout finds the data next to
+//! the checkout from any working directory), else `../shared/data`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-/// The data directory named by `WARPDRIVE_DATA`, or `../shared/data`.
+/// Is `dir` a shared data directory?
+fn is_data(dir: &Path) -> bool {
+    dir.join("PROVENANCE.md").is_file()
+}
+
+/// The data directory named by `WARPDRIVE_DATA`, or found as the module documentation says.
 pub fn data_dir() -> PathBuf {
-    std::env::var_os("WARPDRIVE_DATA").map_or_else(|| PathBuf::from("../shared/data"), PathBuf::from)
+    if let Some(d) = std::env::var_os("WARPDRIVE_DATA") {
+        return PathBuf::from(d);
+    }
+    let mut starts: Vec<PathBuf> = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        starts.push(cwd);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        starts.extend(exe.parent().map(Path::to_path_buf));
+    }
+    for s in &starts {
+        for a in s.ancestors().take(6) {
+            let c = a.join("../shared/data");
+            if is_data(&c) {
+                return c;
+            }
+        }
+    }
+    PathBuf::from("../shared/data")
+}
+
+/// The hint appended to "cannot read" errors of default data files.
+pub fn missing_hint() -> &'static str {
+    "the shared data directory was not found: set WARPDRIVE_DATA to it (README: Data)"
 }
 
 /// For tests: the data directory, searched from the crate's manifest directory upwards when

@@ -28,6 +28,9 @@ pub struct Geometry {
     pub source: String,
 }
 
+/// The largest module coordinate accepted [m] (IceCube-Gen2 spans about 8 km).
+pub const MAX_COORDINATE_M: f64 = 1e5;
+
 /// One module line: `skip` leading columns, then `x y z string om` with depth-like z.
 fn parse_module(path: &Path, line: usize, l: &str, skip: usize, columns: &str) -> Result<Dom, InputError> {
     let t: Vec<&str> = l.split_whitespace().collect();
@@ -40,8 +43,17 @@ fn parse_module(path: &Path, line: usize, l: &str, skip: usize, columns: &str) -
     }
     let f = |k: usize, name: &str| parse_f64(path, line, name, Some(t[skip + k]));
     let (x, y, z) = (f(0, "x")?, f(1, "y")?, f(2, "z")?);
-    let string = parse_i64(path, line, "string", Some(t[skip + 3]))? as i32;
-    let om = parse_i64(path, line, "om", Some(t[skip + 4]))? as i32;
+    // The collision grids span the detector: a module 10^30 m away would make them endless.
+    for (v, name) in [(x, "x"), (y, "y"), (z, "z")] {
+        if v.abs() > MAX_COORDINATE_M {
+            return Err(InputError::new(path, line, format!("{v} m is beyond ±{MAX_COORDINATE_M} m")).field(name));
+        }
+    }
+    let int = |k: usize, name: &str| -> Result<i32, InputError> {
+        let v = parse_i64(path, line, name, Some(t[skip + k]))?;
+        i32::try_from(v).map_err(|_| InputError::new(path, line, format!("{v} is out of range")).field(name))
+    };
+    let (string, om) = (int(3, "string")?, int(4, "om")?);
     Ok(Dom {
         string,
         om,
