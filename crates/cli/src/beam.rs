@@ -234,6 +234,9 @@ fn make_backend(
     }
 }
 
+/// Watch-point output above which `beam track` warns before running [bytes].
+const WATCH_WARN_BYTES: f64 = 1e9;
+
 fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
     let start = Instant::now();
     let mut outs = crate::outputs(
@@ -255,6 +258,23 @@ fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
     let particles = a.beam.particles(&reference)?;
     let n = particles.len();
     let initial = Moments::of(&particles);
+    // Watch points write every particle at every `interval`-th pass: say before the run when that
+    // adds up to a lot (about 7 Parquet columns of 8 bytes per particle, before compression).
+    let watch_bytes: f64 = program
+        .steps
+        .iter()
+        .map(|s| match s {
+            Step::Watch { interval, .. } => f64::from(a.passes.div_ceil((*interval).max(1))) * n as f64 * 56.0,
+            _ => 0.0,
+        })
+        .sum();
+    if watch_bytes > WATCH_WARN_BYTES {
+        eprintln!(
+            "warning: the watch points will write about {} ({} particles × passes × watch points); use WATCH's INTERVAL or fewer --passes to write less",
+            warpdrive_core::limits::human(watch_bytes),
+            n
+        );
+    }
     // Everything is written into a staged directory that replaces the output only when the run
     // succeeded (no partial watch files, no stale files of an earlier run).
     let dir = outs.dir(&a.output)?;
