@@ -1,0 +1,18 @@
+//! `warpdrive._warpdrive`: the native part of the `warpdrive` Python package (DESIGN.md §2:
+//! bindings only, no physics). Every function here calls the library functions the CLI calls;
+//! the Python modules in `python/warpdrive/` shape arguments and results (pyarrow tables).
+
+use pyo3::prelude::*;
+
+mod errors;
+mod photon;
+mod run;
+mod spline;
+
+#[pymodule]
+fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<spline::SplineTable>()?;
+    m.add_class::<photon::Detector>()?;
+    Ok(())
+}
