@@ -25,7 +25,7 @@ pub fn devices(device: &str) -> PyResult<Option<Vec<usize>>> {
 
 /// Run `work` on the pool of `threads` without the GIL. With a `progress` callable, the work
 /// runs on a helper thread while this thread calls `progress(done, total)` about ten times a
-/// second (and once at the end), taking the GIL only for the call.
+/// second (and at the end with `(done, done)`), taking the GIL only for the call.
 pub fn run<R: Send>(
     py: Python<'_>,
     threads: Option<usize>,
@@ -63,6 +63,11 @@ pub fn run<R: Send>(
         let r = py
             .allow_threads(|| handle.join())
             .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("the computation panicked"))?;
+        // The total is the expected count (a mean); the last call reports the count done as
+        // the total, so a bar ends full.
+        if cb_err.is_none() {
+            cb_err = cb.call1((counter.done(), counter.done())).err();
+        }
         match cb_err {
             Some(e) => Err(e),
             None => Ok(r),

@@ -72,9 +72,11 @@ impl SplineTable {
         }
         let n = shape[0];
         let owned;
+        // `as_slice` also accepts Fortran order, whose memory is column-major: only a
+        // C-contiguous array is read in place, anything else is copied in row-major order.
         let flat: &[f64] = match points.as_slice() {
-            Ok(s) => s,
-            Err(_) => {
+            Ok(s) if points.is_c_contiguous() => s,
+            _ => {
                 owned = points.as_array().iter().copied().collect::<Vec<f64>>();
                 &owned
             }
