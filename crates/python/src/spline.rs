@@ -50,6 +50,7 @@ impl SplineTable {
     /// Evaluate at `points` (N, ndim) float64. Returns (N,) values, or with `gradient` an
     /// (N, ndim + 1) array: value then ∂/∂x_d per row (the layout the library computes; the Python
     /// wrapper hands out views of it). C-contiguous input is read in place.
+    #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (points, gradient=false, device="auto", threads=None, precise=false, standard_layout=false))]
     fn eval<'py>(
         &self,
