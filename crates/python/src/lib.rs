@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 mod errors;
 mod photon;
 mod run;
+mod sky;
 mod spline;
 
 #[pymodule]
@@ -14,5 +15,7 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<spline::SplineTable>()?;
     m.add_class::<photon::Detector>()?;
+    m.add_class::<sky::SkyRun>()?;
+    m.add_function(wrap_pyfunction!(sky::sky_autocorr, m)?)?;
     Ok(())
 }

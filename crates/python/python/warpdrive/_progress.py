@@ -19,7 +19,7 @@ def callback(progress, total, desc):
             raise
         return None, lambda: None
     # disable=None: tqdm draws only on a terminal, as the CLI's bar does.
-    bar = tqdm(total=total, desc=desc, unit="photons", disable=None if progress is None else False)
+    bar = tqdm(total=total, desc=desc, unit=("photons" if desc == "propagating" else desc), disable=None if progress is None else False)
 
     def update(done, total):
         if bar.total != total:
