@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 
+mod beam;
 mod errors;
 mod photon;
 mod run;
@@ -16,6 +17,8 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<spline::SplineTable>()?;
     m.add_class::<photon::Detector>()?;
     m.add_class::<sky::SkyRun>()?;
+    m.add_class::<beam::BeamLattice>()?;
+    m.add("BEAM_DEFAULT_MIN_BLOCKS", warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)?;
     m.add_function(wrap_pyfunction!(sky::sky_autocorr, m)?)?;
     Ok(())
 }
