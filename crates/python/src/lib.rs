@@ -5,6 +5,7 @@
 use pyo3::prelude::*;
 
 mod beam;
+mod em;
 mod errors;
 mod photon;
 mod run;
@@ -18,6 +19,8 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<photon::Detector>()?;
     m.add_class::<sky::SkyRun>()?;
     m.add_class::<beam::BeamLattice>()?;
+    m.add_class::<em::EmRun>()?;
+    m.add_function(wrap_pyfunction!(em::em_run, m)?)?;
     m.add("BEAM_DEFAULT_MIN_BLOCKS", warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)?;
     m.add_function(wrap_pyfunction!(sky::sky_autocorr, m)?)?;
     Ok(())

@@ -1,7 +1,7 @@
 """warpdrive: GPU-ready physics Monte Carlo and analysis from Python.
 
 The same Rust library functions as the ``warpdrive`` command line, with NumPy arrays in and out
-and ``pyarrow.Table`` for record outputs. Submodules: ``spline``, ``photon``, ``sky``, ``beam`` (more domains follow
+and ``pyarrow.Table`` for record outputs. Submodules: ``spline``, ``photon``, ``sky``, ``beam``, ``em`` (more domains follow
 the command line's as they are bound; see docs/python.md).
 
 Every computing call takes ``device="auto"|"cpu"|"cuda"|"cuda:N"|"cuda:all"`` and
@@ -10,6 +10,6 @@ the GIL is released while it computes.
 """
 
 from ._warpdrive import __version__
-from . import beam, photon, sky, spline
+from . import beam, em, photon, sky, spline
 
-__all__ = ["__version__", "beam", "photon", "sky", "spline"]
+__all__ = ["__version__", "beam", "em", "photon", "sky", "spline"]
