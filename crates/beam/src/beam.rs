@@ -183,37 +183,62 @@ pub fn read_parquet(path: &Path, reference: &Reference) -> Result<Particles, Bea
     let t = warpdrive_core::table::read_parquet(path).map_err(|e| err(e.to_string()))?;
     let col = |n: &str| t.column(n).map(Column::to_f64);
     let need = |n: &str| col(n).ok_or_else(|| err(format!("column '{n}' is missing (need x, xp, y, yp, s or t, delta or p)")));
+    from_columns(
+        [need("x")?, need("xp")?, need("y")?, need("yp")?],
+        (col("s"), col("t")),
+        (col("delta"), col("p")),
+        reference,
+    )
+    .map_err(err)
+}
+
+/// Particles from coordinate columns: x, xp, y, yp, then `s` or else `t` [s], and `delta` or else
+/// `p` (βγ), `t` and `p` converted with the reference (ELEGANT's coordinates are x, xp, y, yp, t,
+/// p). Rows with a NaN or infinite coordinate are an error naming the first (0-based).
+pub fn from_columns(
+    xy: [Vec<f64>; 4],
+    (s, t): (Option<Vec<f64>>, Option<Vec<f64>>),
+    (delta, mom): (Option<Vec<f64>>, Option<Vec<f64>>),
+    reference: &Reference,
+) -> Result<Particles, String> {
+    let [x, xp, y, yp] = xy;
+    let n = x.len();
     let mut p = Particles {
-        x: need("x")?,
-        xp: need("xp")?,
-        y: need("y")?,
-        yp: need("yp")?,
+        x,
+        xp,
+        y,
+        yp,
         ..Default::default()
     };
-    p.delta = match (col("delta"), col("p")) {
+    p.delta = match (delta, mom) {
         (Some(d), _) => d,
         (None, Some(pp)) => pp.iter().map(|v| v / reference.p_central - 1.0).collect(),
-        (None, None) => return Err(err("column 'delta' or 'p' is missing".into())),
+        (None, None) => return Err("column 'delta' or 'p' is missing".into()),
     };
-    p.s = match (col("s"), col("t")) {
+    p.s = match (s, t) {
         (Some(s), _) => s,
         (None, Some(tt)) => tt
             .iter()
             .zip(&p.delta)
             .map(|(t, d)| t * beta_of(reference.p_central, *d) * C_LIGHT)
             .collect(),
-        (None, None) => return Err(err("column 's' or 't' is missing".into())),
+        (None, None) => return Err("column 's' or 't' is missing".into()),
     };
-    let n = p.x.len();
+    if [p.xp.len(), p.y.len(), p.yp.len(), p.s.len(), p.delta.len()]
+        .iter()
+        .any(|&l| l != n)
+    {
+        return Err("coordinate columns differ in length".into());
+    }
     p.lost_at = vec![0; n];
     p.lost_pass = vec![0; n];
     let bad = p.nan_particles();
     if let Some(i) = bad.first() {
-        return Err(err(format!(
+        return Err(format!(
             "row {i}: particle has a NaN or infinite coordinate {:?} ({} such rows)",
             p.get(*i),
             bad.len()
-        )));
+        ));
     }
     Ok(p)
 }

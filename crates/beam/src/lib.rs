@@ -22,6 +22,7 @@ pub mod lsc;
 pub mod map;
 pub mod optics;
 pub mod program;
+pub mod setup;
 pub mod tpsa;
 pub mod track;
 

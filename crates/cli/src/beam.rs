@@ -4,9 +4,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use warpdrive_beam::beam::{
-    gaussian, read_parquet, to_table, BeamSpec, Moments, Particles, Plane, Reference, ELECTRON_MASS_EV, PROTON_MASS_EV,
-};
+use warpdrive_beam::beam::{gaussian, read_parquet, to_table, BeamSpec, Moments, Particles, Plane, Reference};
 use warpdrive_beam::gpu::{GpuBackend, GpuOptions};
 use warpdrive_beam::lattice::Lattice;
 use warpdrive_beam::lsc::Histogram;
@@ -72,19 +70,7 @@ pub struct BeamArgs {
 
 impl BeamArgs {
     fn reference(&self) -> Result<Reference> {
-        let mass_ev = match self.particle.as_str() {
-            "electron" | "e" => ELECTRON_MASS_EV,
-            "proton" | "p" => PROTON_MASS_EV,
-            o => bail!("--particle {o}: expected electron or proton"),
-        };
-        let p_central = match self.momentum {
-            Some(mev) => mev * 1e6 / mass_ev,
-            None => self.p_central,
-        };
-        if !positive(p_central) {
-            bail!("reference momentum must be positive (got β0γ0 = {p_central})");
-        }
-        Ok(Reference { mass_ev, p_central })
+        warpdrive_beam::setup::reference(&self.particle, self.p_central, self.momentum).map_err(anyhow::Error::msg)
     }
 
     fn particles(&self, reference: &Reference) -> Result<Particles> {
@@ -185,7 +171,7 @@ pub fn run(cmd: BeamCommand, force: bool) -> Result<()> {
 }
 
 fn histogram_arg(s: &str) -> Result<Histogram> {
-    Histogram::parse(s).with_context(|| format!("--histogram {s}: expected sort, block-atomic or block-sort-scan"))
+    warpdrive_beam::setup::histogram(s).map_err(anyhow::Error::msg)
 }
 
 /// A back end for `--device`: the CPU, or one GPU (beam tracking uses one device).
@@ -200,38 +186,15 @@ fn make_backend(
     per_element: bool,
     min_blocks: u32,
 ) -> Result<(Box<dyn Backend>, String)> {
-    match crate::devices(common)? {
-        None => Ok((
-            Box::new(CpuBackend {
-                particles,
-                reference,
-                aperture,
-                histogram,
-            }),
-            format!("cpu ({} threads)", rayon::current_num_threads()),
-        )),
-        Some(d) => {
-            if d.len() != 1 {
-                bail!("beam tracking runs on one GPU; use --device cuda:N");
-            }
-            let g = GpuBackend::new(
-                program,
-                &particles,
-                reference,
-                GpuOptions {
-                    device: d[0],
-                    precise: common.precise,
-                    per_element,
-                    histogram,
-                    aperture,
-                    min_blocks,
-                },
-            )
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let name = format!("cuda:{} ({})", d[0], g.gpu().name);
-            Ok((Box::new(g), name))
-        }
-    }
+    let o = warpdrive_beam::setup::BackendOptions {
+        devices: crate::devices(common)?,
+        precise: common.precise,
+        aperture,
+        histogram,
+        per_element,
+        min_blocks,
+    };
+    warpdrive_beam::setup::make_backend(program, particles, reference, &o).map_err(anyhow::Error::msg)
 }
 
 /// Watch-point output above which `beam track` warns before running [bytes].

@@ -197,19 +197,7 @@ fn run(cli: Cli) -> Result<()> {
 /// Resolve `--device` to GPU ordinals (`None` = the CPU): `auto` takes all GPUs when the driver,
 /// a GPU and NVRTC are there, else the CPU with one line on stderr saying why.
 pub fn devices(c: &CommonArgs) -> Result<Option<Vec<usize>>> {
-    use warpdrive_core::cuda;
-    match c.device.as_str() {
-        "cpu" => Ok(None),
-        "auto" => match cuda::usable_devices() {
-            Ok(n) => Ok(Some((0..n).collect())),
-            Err(why) => {
-                eprintln!("device: cpu ({why})");
-                Ok(None)
-            }
-        },
-        d if d.starts_with("cuda") => Ok(Some(cuda::parse_devices(d)?)),
-        d => bail!("--device {d}: expected auto, cpu, cuda, cuda:N or cuda:all"),
-    }
+    Ok(warpdrive_core::device::resolve(&c.device, |why| eprintln!("device: cpu ({why})"))?)
 }
 
 /// The photon back end of `--device`.

@@ -94,29 +94,11 @@ fn backend(c: &CommonArgs) -> Result<Backend> {
 }
 
 fn region(a: &AutocorrArgs) -> Result<Region> {
-    let mut r = Region::hemisphere(&a.hemisphere).map_err(anyhow::Error::msg)?;
-    if let Some(v) = a.dec_min {
-        r.dec_min = r.dec_min.max(v);
-    }
-    if let Some(v) = a.dec_max {
-        r.dec_max = r.dec_max.min(v);
-    }
-    if r.dec_min.is_nan() || r.dec_max.is_nan() || r.dec_min > r.dec_max {
-        bail!("empty declination range {}° to {}°", r.dec_min, r.dec_max);
-    }
-    Ok(r)
+    warpdrive_sky::setup::region(&a.hemisphere, a.dec_min, a.dec_max).map_err(anyhow::Error::msg)
 }
 
 pub fn bins(edges: &[f64], n: usize, width: f64) -> Result<AngularBins> {
-    let b = if edges.is_empty() {
-        if width.is_nan() || width <= 0.0 || n == 0 {
-            bail!("--bins must be at least 1 and --bin-width positive");
-        }
-        AngularBins::uniform(n, width)
-    } else {
-        AngularBins::new(edges.to_vec())
-    };
-    b.map_err(anyhow::Error::msg)
+    warpdrive_sky::setup::bins(edges, n, width).map_err(anyhow::Error::msg)
 }
 
 pub fn autocorr(a: &AutocorrArgs, force: bool) -> Result<()> {
@@ -141,31 +123,12 @@ pub fn autocorr(a: &AutocorrArgs, force: bool) -> Result<()> {
         (read_all(&a.files, &names)?, files.join(" + "))
     };
     let region = region(a)?;
-    let cuts: Vec<EnergyCut> = a
-        .cuts
-        .iter()
-        .filter(|c| !c.trim().is_empty())
-        .map(|c| EnergyCut::parse(c))
-        .collect::<Result<_, _>>()
-        .map_err(anyhow::Error::msg)?;
+    let cuts: Vec<EnergyCut> = warpdrive_sky::setup::cuts(&a.cuts).map_err(anyhow::Error::msg)?;
     let range = warpdrive_sky::job_range(a.trials, a.jobs, a.job_index).map_err(anyhow::Error::msg)?;
-    let ra_grid_deg = match a.ra_grid.as_str() {
-        "off" => None,
-        "auto" => {
-            let ra: Vec<f64> = events.iter().filter(|e| region.contains(e)).map(|e| e.ra).collect();
-            let g = warpdrive_sky::sample::detect_ra_grid(&ra);
-            if let Some(q) = g {
-                eprintln!("RA grid: every right ascension is a multiple of {q}°; scrambled ones are rounded to it too (--ra-grid off: continuous)");
-            }
-            g
-        }
-        v => Some(
-            v.parse::<f64>()
-                .ok()
-                .filter(|q| *q > 0.0)
-                .with_context(|| format!("--ra-grid {v}: expected auto, off or a positive step in degrees"))?,
-        ),
-    };
+    let (ra_grid_deg, detected) = warpdrive_sky::setup::ra_grid(&a.ra_grid, &events, &region).map_err(anyhow::Error::msg)?;
+    if let (Some(q), true) = (ra_grid_deg, detected) {
+        eprintln!("RA grid: every right ascension is a multiple of {q}°; scrambled ones are rounded to it too (--ra-grid off: continuous)");
+    }
     let st = Settings {
         region,
         cuts,

@@ -262,20 +262,16 @@ fn eval(a: &EvalArgs, force: bool) -> Result<()> {
     let flat: Vec<f64> = (0..n).flat_map(|i| cols.iter().map(move |c| c[i])).collect();
     let per = if a.gradient { nd + 1 } else { 1 };
     let start = Instant::now();
-    let (values, how): (Vec<f64>, String) = match devices(&a.common)? {
-        Some(devs) => {
-            let opts = warpdrive_spline::gpu::EvalOptions {
-                window: !a.standard_layout,
-                gradient: a.gradient,
-                repeats: 1,
-                precise: a.common.precise,
-            };
-            let (v, st) = warpdrive_spline::gpu::evaluate(&t, &flat, devs[0], &opts)?;
-            (v.into_iter().map(f64::from).collect(), format!("{} (float32)", st.device))
-        }
-        None if a.gradient => (t.gradient_many(&flat), "cpu".into()),
-        None => (t.evaluate_many(&flat), "cpu".into()),
-    };
+    let (values, how) = warpdrive_spline::points::evaluate_points(
+        &t,
+        &flat,
+        &warpdrive_spline::points::PointsOptions {
+            gradient: a.gradient,
+            devices: devices(&a.common)?,
+            window: !a.standard_layout,
+            precise: a.common.precise,
+        },
+    )?;
     let mut out = Table::default();
     for (name, c) in names.iter().zip(&cols) {
         out.push(name, Column::F64(c.clone()));

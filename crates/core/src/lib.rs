@@ -13,6 +13,7 @@
 pub mod check;
 pub mod cuda;
 pub mod data;
+pub mod device;
 pub mod error;
 pub mod hash;
 pub mod limits;

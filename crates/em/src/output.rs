@@ -16,6 +16,12 @@ pub fn read_profile(path: &Path) -> Result<Vec<f64>, warpdrive_core::InputError>
 
 /// `edep.parquet`: bin, z range [cm], energy per primary [MeV] and per cm [MeV/cm].
 pub fn write_profile(path: &Path, grid: &TallyGrid, r: &RunResult, meta: &[(String, String)]) -> Result<(), String> {
+    profile_table(grid, r, meta).write_parquet(path).map_err(|e| e.to_string())
+}
+
+/// The table `write_profile` writes (bin, z_low_cm, z_high_cm, edep_mev, edep_mev_per_cm).
+#[must_use]
+pub fn profile_table(grid: &TallyGrid, r: &RunResult, meta: &[(String, String)]) -> Table {
     let p = r.profile();
     let mut t = Table::default();
     t.push("bin", Column::I32((0..grid.size as i32).collect()));
@@ -32,7 +38,7 @@ pub fn write_profile(path: &Path, grid: &TallyGrid, r: &RunResult, meta: &[(Stri
     for (k, v) in meta {
         t.meta(k, v.clone());
     }
-    t.write_parquet(path).map_err(|e| e.to_string())
+    t
 }
 
 /// `edep.png`: MeV/cm per primary vs z (log scale), with an optional reference profile

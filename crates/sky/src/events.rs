@@ -99,6 +99,20 @@ fn checked_event(path: &Path, line: usize, names: [&str; 3], ra: f64, dec: f64, 
     })
 }
 
+/// Events from arrays (RA, Dec [deg] and an energy proxy per event), with the checks of the file
+/// readers; errors name `label`, the 1-based row and the array (`ra`, `dec`, `energy`).
+pub fn from_arrays(label: &Path, ra: &[f64], dec: &[f64], energy: &[f64]) -> Result<Vec<Event>, InputError> {
+    if dec.len() != ra.len() || energy.len() != ra.len() {
+        return Err(InputError::file(
+            label,
+            format!("ra, dec and energy have {}, {} and {} entries", ra.len(), dec.len(), energy.len()),
+        ));
+    }
+    (0..ra.len())
+        .map(|i| checked_event(label, i + 1, ["ra", "dec", "energy"], ra[i], dec[i], energy[i]))
+        .collect()
+}
+
 /// Read one event file (format by extension, see the module documentation).
 pub fn read_events(path: &Path, names: &ColumnNames) -> Result<Vec<Event>, InputError> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();

@@ -20,6 +20,7 @@ pub mod gpu_check;
 pub mod output;
 pub mod plot;
 pub mod sample;
+pub mod setup;
 pub mod sphere;
 pub mod trials;
 

@@ -81,6 +81,15 @@ impl RunInfo {
 /// Write `counts.parquet` and `background.parquet` into `dir`; returns the analysed rows.
 pub fn write_tables(dir: &Path, info: &RunInfo, bg: &Background, extra_meta: &[(String, String)]) -> Result<Vec<BinResult>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let (rows, t, b) = tables(info, bg, extra_meta);
+    t.write_parquet(&dir.join("counts.parquet")).map_err(|e| e.to_string())?;
+    b.write_parquet(&dir.join("background.parquet")).map_err(|e| e.to_string())?;
+    Ok(rows)
+}
+
+/// The analysis rows and the two tables `write_tables` writes (`counts`, `background`).
+#[must_use]
+pub fn tables(info: &RunInfo, bg: &Background, extra_meta: &[(String, String)]) -> (Vec<BinResult>, Table, Table) {
     let rows = analyse(&info.edges_deg, &info.observed, bg);
     let mut t = Table::default();
     let nb = info.edges_deg.len();
@@ -99,7 +108,6 @@ pub fn write_tables(dir: &Path, info: &RunInfo, bg: &Background, extra_meta: &[(
     t.push("p_gauss", Column::F64(rows.iter().map(|r| r.p_gauss).collect()));
     t.push("p_gamma", Column::F64(rows.iter().map(|r| r.p_gamma).collect()));
     info.metadata(&mut t, extra_meta);
-    t.write_parquet(&dir.join("counts.parquet")).map_err(|e| e.to_string())?;
 
     let (mut cut, mut bin, mut count, mut trials) = (vec![], vec![], vec![], vec![]);
     for (k, m) in bg.freq.iter().enumerate() {
@@ -116,8 +124,7 @@ pub fn write_tables(dir: &Path, info: &RunInfo, bg: &Background, extra_meta: &[(
     b.push("count", Column::I64(count));
     b.push("trials", Column::I64(trials));
     info.metadata(&mut b, extra_meta);
-    b.write_parquet(&dir.join("background.parquet")).map_err(|e| e.to_string())?;
-    Ok(rows)
+    (rows, t, b)
 }
 
 /// Read a run's (or job's) description, observed counts and background back from `dir`.

@@ -18,6 +18,7 @@ pub mod gpu;
 pub mod gpu_check;
 pub mod layout;
 pub mod millipede;
+pub mod points;
 pub mod table;
 
 pub use table::SplineTable;

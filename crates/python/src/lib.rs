@@ -1,0 +1,27 @@
+//! `warpdrive._warpdrive`: the native part of the `warpdrive` Python package (DESIGN.md §2:
+//! bindings only, no physics). Every function here calls the library functions the CLI calls;
+//! the Python modules in `python/warpdrive/` shape arguments and results (pyarrow tables).
+
+use pyo3::prelude::*;
+
+mod beam;
+mod em;
+mod errors;
+mod photon;
+mod run;
+mod sky;
+mod spline;
+
+#[pymodule]
+fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<spline::SplineTable>()?;
+    m.add_class::<photon::Detector>()?;
+    m.add_class::<sky::SkyRun>()?;
+    m.add_class::<beam::BeamLattice>()?;
+    m.add_class::<em::EmRun>()?;
+    m.add_function(wrap_pyfunction!(em::em_run, m)?)?;
+    m.add("BEAM_DEFAULT_MIN_BLOCKS", warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)?;
+    m.add_function(wrap_pyfunction!(sky::sky_autocorr, m)?)?;
+    Ok(())
+}

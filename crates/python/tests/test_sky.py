@@ -1,0 +1,69 @@
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import same_bits
+from warpdrive import sky
+
+
+@pytest.fixture(scope="module")
+def events(data, tmp_path_factory):
+    """The first 5000 IC86-2011 up-going events, as a file for the CLI and as arrays."""
+    src = data / "events" / "ic86_2011_ps_release" / "upgoing_events.txt"
+    lines = src.read_text().splitlines()[:5001]
+    path = tmp_path_factory.mktemp("sky") / "events.txt"
+    path.write_text("\n".join(lines) + "\n")
+    a = np.loadtxt(path, skiprows=1)
+    return path, a[:, 3], a[:, 4], a[:, 1]
+
+
+def test_autocorr_equals_cli(cli, events, tmp_path):
+    path, ra, dec, e = events
+    out = tmp_path / "cli"
+    cli("sky", "autocorr", path, "--trials", 64, "--seed", 5, "--bins", 8, "--bin-width", 0.5, "--device", "cpu",
+        "--no-plot", "-o", out)
+    r = sky.autocorr(ra, dec, e, bins=8, bin_width=0.5, trials=64, seed=5, device="cpu", threads=1)
+    for name, got in (("counts", r.counts), ("background", r.background)):
+        ref = pq.read_table(out / f"{name}.parquet")
+        assert got.column_names == ref.column_names
+        for c in ref.column_names:
+            assert same_bits(got[c].to_numpy(), ref[c].to_numpy()), (name, c)
+    assert r.observed.shape == r.ts.shape == r.p_trials.shape == (4, 8)
+    assert r.trials == 64
+    mine = tmp_path / "py"
+    r.to_parquet(mine)
+    for name in ("counts", "background"):
+        a, b = pq.read_table(mine / f"{name}.parquet"), pq.read_table(out / f"{name}.parquet")
+        for c in b.column_names:
+            assert same_bits(a[c].to_numpy(), b[c].to_numpy()), (name, c)
+    counts, trials = r.background_distribution(0, 7)
+    assert trials.sum() == 64
+
+
+def test_threads_and_no_energy(events):
+    _, ra, dec, e = events
+    a = sky.autocorr(ra, dec, e, bins=4, trials=16, device="cpu", threads=1)
+    b = sky.autocorr(ra, dec, e, bins=4, trials=16, device="cpu", threads=2)
+    assert same_bits(a.observed, b.observed) and same_bits(a.p_trials, b.p_trials)
+    n = sky.autocorr(ra, dec, bins=4, trials=8, device="cpu")
+    assert n.cut_labels == ["all"] and same_bits(n.observed[0], a.observed[0])
+
+
+def test_bad_inputs(events):
+    _, ra, dec, e = events
+    bad = dec.copy()
+    bad[3] = 95.0
+    with pytest.raises(ValueError, match=r"<arrays>:4: field 'dec': declination 95 is outside"):
+        sky.autocorr(ra, bad, e, trials=4)
+    with pytest.raises(ValueError, match="entries"):
+        sky.autocorr(ra[:10], dec, e, trials=4)
+    with pytest.raises(ValueError, match="hemisphere 'up'"):
+        sky.autocorr(ra, dec, e, trials=4, hemisphere="up")
+    with pytest.raises(ValueError, match="--bins must be at least 1"):
+        sky.autocorr(ra, dec, e, trials=4, bins=0)
+    with pytest.raises(ValueError, match="--ra-grid x"):
+        sky.autocorr(ra, dec, e, trials=4, ra_grid="x")
+    with pytest.raises(ValueError, match="energy cuts need energy"):
+        sky.autocorr(ra, dec, cuts=["top:0.1"], trials=4)
+    with pytest.raises(ValueError):
+        sky.autocorr(ra, dec, e, trials=4, cuts=["nonsense"])
