@@ -1,6 +1,6 @@
 //! `warpdrive beam track` and `warpdrive bench beam`: ELEGANT-style tracking of `.lte` lattices.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -120,7 +120,6 @@ impl BeamArgs {
             },
             sigma_s: self.sigma_s,
             sigma_delta: self.sigma_delta,
-            /// Random seed of the Gaussian beam (particle i uses Philox stream (seed, i)).
             particles: self.particles,
             seed: self.seed,
         }
@@ -456,19 +455,13 @@ fn bench_beam_args(n: usize) -> BeamArgs {
         momentum: None,
         particle: "electron".into(),
         beam: None,
-        /// Twiss β_x at the start [m].
         particles: n,
-        /// Twiss α_x at the start.
         beta_x: 3.0,
         alpha_x: 0.0,
-        /// Twiss β_y at the start [m].
         emit_x: 1e-8,
-        /// Twiss α_y at the start.
         beta_y: 3.0,
-        /// Geometric RMS emittance ε_y [m rad].
         alpha_y: 0.0,
         emit_y: 1e-8,
-        /// Random seed of the Gaussian beam (particle i uses Philox stream (seed, i)).
         sigma_s: 1e-3,
         sigma_delta: 1e-3,
         seed: 1,

@@ -279,7 +279,7 @@ fn interrupted_runs_leave_nothing() {
     let before = snapshot(&d);
     for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
         let out = d.join(format!("out{signal}"));
-        let mut child = bin()
+        let child = bin()
             .args(["beam", "track"])
             .arg(&lte)
             .args([
@@ -325,7 +325,7 @@ fn interrupted_runs_leave_nothing() {
 fn signal_thread_stops_a_busy_run() {
     let d = scratch("safety", "busy");
     let before = snapshot(&d);
-    let mut child = bin()
+    let child = bin()
         .args([
             "sky",
             "autocorr",

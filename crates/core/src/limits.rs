@@ -44,7 +44,7 @@ fn parse_size(s: &str) -> Option<u64> {
         _ => (s, 1),
     };
     let v: f64 = num.trim().parse().ok()?;
-    (v.is_finite() && v > 0.0).then(|| (v * mult as f64) as u64)
+    (v.is_finite() && v > 0.0).then_some((v * mult as f64) as u64)
 }
 
 fn meminfo_available() -> Option<u64> {

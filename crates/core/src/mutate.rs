@@ -109,30 +109,6 @@ pub fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send +
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mutations_do_what_they_say() {
-        let t = b"a 1\nb 2.5\nc -3\n";
-        assert_eq!(apply(t, &[Mutation::Truncate { pos: 4 }]), b"a 1\n");
-        assert_eq!(apply(t, &[Mutation::RemoveLine { pos: 5 }]), b"a 1\nc -3\n");
-        assert_eq!(apply(t, &[Mutation::DuplicateLine { pos: 0 }]), b"a 1\na 1\nb 2.5\nc -3\n");
-        assert_eq!(apply(t, &[Mutation::Number { pos: 4, which: 0 }]), b"a 1\nb 1e30\nc -3\n");
-        assert_eq!(apply(t, &[Mutation::Number { pos: 10, which: 4 }]), b"a 1\nb 2.5\nc nan\n");
-        assert_eq!(apply(t, &[Mutation::Byte { pos: 0, byte: b'z' }])[0], b'z');
-    }
-
-    #[test]
-    fn within_reports_panics_and_hangs() {
-        assert_eq!(within(Duration::from_secs(5), || 3), Ok(3));
-        assert!(within(Duration::from_secs(5), || panic!("boom")).unwrap_err().contains("boom"));
-        let e = within(Duration::from_millis(50), || std::thread::sleep(Duration::from_secs(2))).unwrap_err();
-        assert!(e.contains("did not finish"));
-    }
-}
-
 /// The proptest strategy for up to `max` mutations (feature `proptest`, for the domain crates'
 /// property tests).
 #[cfg(feature = "proptest")]
@@ -158,5 +134,29 @@ pub fn config(cases: u32) -> proptest::test_runner::Config {
         rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed_f00d),
         max_shrink_iters: 64,
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mutations_do_what_they_say() {
+        let t = b"a 1\nb 2.5\nc -3\n";
+        assert_eq!(apply(t, &[Mutation::Truncate { pos: 4 }]), b"a 1\n");
+        assert_eq!(apply(t, &[Mutation::RemoveLine { pos: 5 }]), b"a 1\nc -3\n");
+        assert_eq!(apply(t, &[Mutation::DuplicateLine { pos: 0 }]), b"a 1\na 1\nb 2.5\nc -3\n");
+        assert_eq!(apply(t, &[Mutation::Number { pos: 4, which: 0 }]), b"a 1\nb 1e30\nc -3\n");
+        assert_eq!(apply(t, &[Mutation::Number { pos: 10, which: 4 }]), b"a 1\nb 2.5\nc nan\n");
+        assert_eq!(apply(t, &[Mutation::Byte { pos: 0, byte: b'z' }])[0], b'z');
+    }
+
+    #[test]
+    fn within_reports_panics_and_hangs() {
+        assert_eq!(within(Duration::from_secs(5), || 3), Ok(3));
+        assert!(within(Duration::from_secs(5), || panic!("boom")).unwrap_err().contains("boom"));
+        let e = within(Duration::from_millis(50), || std::thread::sleep(Duration::from_secs(2))).unwrap_err();
+        assert!(e.contains("did not finish"));
     }
 }

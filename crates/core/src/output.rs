@@ -119,7 +119,9 @@ fn identity(_p: &Path) -> Option<(u64, u64)> {
 /// Refuse outputs that are, or lie inside, an input, and directory outputs that contain an
 /// input (replacing the directory would delete it). `-` (standard output) is never checked.
 pub fn check_paths(inputs: &[&Path], outputs: &[&Path]) -> Result<(), OutputError> {
-    let ins: Vec<(PathBuf, PathBuf, Option<(u64, u64)>)> = inputs
+    // (as given, canonical, identity)
+    type Input = (PathBuf, PathBuf, Option<(u64, u64)>);
+    let ins: Vec<Input> = inputs
         .iter()
         .filter(|p| p.as_os_str() != "-")
         .map(|p| (p.to_path_buf(), canonical(p), identity(p)))

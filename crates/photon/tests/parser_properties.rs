@@ -19,8 +19,7 @@ const STEPS: &str = "0 0 -400 0 180 0 0 1 1000\n10 5 -390 3.5 90 45 2 0.9 250\n-
 
 fn yield_() -> warpdrive_photon::source::Yield {
     static Y: std::sync::OnceLock<warpdrive_photon::source::Yield> = std::sync::OnceLock::new();
-    Y.get_or_init(|| Detector::build(&DetectorOptions::default()).expect("built-in detector").yield_)
-        .clone()
+    *Y.get_or_init(|| Detector::build(&DetectorOptions::default()).expect("built-in detector").yield_)
 }
 
 proptest! {
