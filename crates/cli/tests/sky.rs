@@ -147,3 +147,23 @@ fn bad_inputs_fail_cleanly() {
         assert!(!out.join("counts.parquet").exists(), "{needle}: no output on error");
     }
 }
+
+/// Identical results are identical bytes: the data files of a run with 1 and with 2 threads (same
+/// command line but for --threads, same output path) do not differ in a single byte; only
+/// run.json (device, threads, timings) may.
+#[test]
+fn data_files_are_byte_identical_across_thread_counts() {
+    let dir = scratch("sky", "bytes");
+    let out = dir.join("out");
+    let files = ["counts.parquet", "background.parquet", "summary.json"];
+    let mut seen = Vec::new();
+    for t in ["1", "2"] {
+        let args = ["--synthetic-events", "2000", "--trials", "20", "--seed", "9", "--no-plot", "--force", "--threads", t];
+        run(&args, &out);
+        seen.push(files.map(|f| std::fs::read(out.join(f)).unwrap()));
+        assert!(out.join("run.json").is_file());
+    }
+    for (k, f) in files.iter().enumerate() {
+        assert!(seen[0][k] == seen[1][k], "{f} differs between 1 and 2 threads");
+    }
+}
