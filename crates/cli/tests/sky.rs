@@ -158,7 +158,18 @@ fn data_files_are_byte_identical_across_thread_counts() {
     let files = ["counts.parquet", "background.parquet", "summary.json"];
     let mut seen = Vec::new();
     for t in ["1", "2"] {
-        let args = ["--synthetic-events", "2000", "--trials", "20", "--seed", "9", "--no-plot", "--force", "--threads", t];
+        let args = [
+            "--synthetic-events",
+            "2000",
+            "--trials",
+            "20",
+            "--seed",
+            "9",
+            "--no-plot",
+            "--force",
+            "--threads",
+            t,
+        ];
         run(&args, &out);
         seen.push(files.map(|f| std::fs::read(out.join(f)).unwrap()));
         assert!(out.join("run.json").is_file());

@@ -114,6 +114,7 @@ pub fn parse_steps(path: &Path, text: &str) -> Result<Vec<SourceSpec>, InputErro
             mean_photons: v[8],
             exact: true,
             yield_sigma: 0.0,
+            yield_cap: f64::INFINITY,
             own_dom: None,
         });
     }
@@ -193,6 +194,7 @@ pub fn flasher(det: &Detector, string: i32, om: i32, num: f64, opts: &FlasherOpt
                 mean_photons: per_led,
                 exact: false,
                 yield_sigma: 0.0,
+                yield_cap: f64::INFINITY,
                 own_dom: (!opts.own_dom_records).then_some(dom as u32),
             }
         })

@@ -105,17 +105,30 @@ pub fn em_cascade_length(energy: f64) -> f64 {
 /// Longitudinal Γ-profile shape a(E) (spec §3.4).
 #[must_use]
 pub fn profile_a(p: Particle, energy: f64) -> f64 {
-    let le = energy.max(1.0).ln();
-    match p {
-        Particle::Positron => 2.00035 + 0.63190 * le,
-        _ => 2.01849 + 0.63176 * le,
-    }
+    let (p1, p2, _) = profile_params(p);
+    p1 + p2 * energy.max(MUON_MASS_GEV).ln()
 }
 
-/// Profile length scale b = L_rad/0.63207 [m].
+/// Profile length scale b = L_rad/p3 [m] (photon-ppc-phase2.md §8).
 #[must_use]
-pub fn profile_b() -> f64 {
-    L_RAD / 0.63207
+pub fn profile_b(p: Particle) -> f64 {
+    L_RAD / profile_params(p).2
+}
+
+/// m_μ [GeV]: PPC takes ln E of max(m_μ, E) in the profile (photon-ppc-phase2.md §8).
+pub const MUON_MASS_GEV: f64 = 0.105_658_389;
+
+/// (p1, p2, p3) of the longitudinal profile a = p1 + p2·ln E, b = L_rad/p3, per species
+/// (photon-ppc-phase2.md §8 table: e⁻ for types 11/12, e⁺ for 13, π⁺ for hadr/munu = 101).
+/// Hadronic cascades are shorter-shaped and longer-scaled than EM ones: using the EM values for
+/// them put DOM 79-6 of the 20 TeV `hadr` check 25 % below PPC (issue #14).
+#[must_use]
+pub fn profile_params(p: Particle) -> (f64, f64, f64) {
+    match p {
+        Particle::Positron => (2.00035, 0.63190, 0.63008),
+        Particle::Hadron => (1.583_572_92, 0.418_868_07, 0.338_331_16),
+        _ => (2.01849, 0.63176, 0.63207),
+    }
 }
 
 /// Hadronic light fraction F = 1 − (E/E0)^(−m)(1 − f0) and its spread σ_F = F·rms0·(ln E)^(−γ)
@@ -123,10 +136,14 @@ pub fn profile_b() -> f64 {
 #[must_use]
 pub fn hadron_fraction(energy: f64) -> (f64, f64) {
     let (e0, m, f0, rms0, gamma) = (0.187_916_78, 0.162_675_29, 0.309_741_23, 0.958_995_51, 1.355_895_41);
-    let e = energy.max(e0 * 1.0001);
+    // e = max(2.71828183, E) (photon-ppc-phase2.md §8), so ln e ≥ 1.
+    let e = energy.max(2.718_281_83);
     let f = 1.0 - (e / e0).powf(-m) * (1.0 - f0);
-    (f, f * rms0 * e.ln().max(1e-3).powf(-gamma))
+    (f, f * rms0 * e.ln().powf(-gamma))
 }
+
+/// PPC redraws the hadronic light fraction f until 0 ≤ f ≤ this (photon-ppc-phase2.md §8).
+pub const HADRON_FRACTION_MAX: f64 = 1.1;
 
 /// Muon segment light: L·(1 + max(0, 0.1880 + 0.0206 ln E)·0.910/0.9216), and the fraction of it
 /// from the bare muon, 1/(1 + extra) (spec §3.4).
@@ -157,8 +174,10 @@ pub struct SourceSpec {
     /// Mean photon count; exact (no Poisson draw) when `exact`.
     pub mean_photons: f64,
     pub exact: bool,
-    /// Hadronic cascades: relative spread of the light yield.
+    /// Hadronic cascades: relative spread of the light yield (σ_F / F).
     pub yield_sigma: f64,
+    /// Hadronic cascades: the largest drawn f/F (PPC's f ≤ 1.1, i.e. 1.1/F); ∞ otherwise.
+    pub yield_cap: f64,
     pub own_dom: Option<u32>,
 }
 
@@ -215,6 +234,7 @@ pub fn track_to_spec(path: &Path, line: usize, event: i32, tokens: &[&str], y: &
         mean_photons: 0.0,
         exact: false,
         yield_sigma: 0.0,
+        yield_cap: f64::INFINITY,
         own_dom: None,
     };
     match particle {
@@ -233,13 +253,14 @@ pub fn track_to_spec(path: &Path, line: usize, event: i32, tokens: &[&str], y: &
         Particle::Electron | Particle::Positron | Particle::Hadron => {
             spec.emission = Emission::Cascade {
                 profile_a: profile_a(particle, energy),
-                profile_b: profile_b(),
+                profile_b: profile_b(particle),
             };
             spec.mean_photons = em_cascade_length(energy) * y.per_metre();
             if particle == Particle::Hadron {
                 let (fr, sigma) = hadron_fraction(energy);
                 spec.mean_photons *= fr;
                 spec.yield_sigma = sigma / fr;
+                spec.yield_cap = HADRON_FRACTION_MAX / fr;
             }
         }
         Particle::Photons => {
@@ -308,7 +329,7 @@ pub mod tags {
 }
 
 /// Draw the photon counts: Poisson(mean) (or the exact count), hadronic yields smeared by a
-/// Gaussian of relative width `yield_sigma` (clamped at 0). Deterministic in `seed`.
+/// Gaussian of relative width `yield_sigma` (redrawn outside [0, yield_cap]). Deterministic in `seed`.
 pub fn realise(specs: &[SourceSpec], seed: u64) -> Vec<Source> {
     let mut per_event: std::collections::HashMap<i32, u32> = Default::default();
     specs
@@ -318,7 +339,14 @@ pub fn realise(specs: &[SourceSpec], seed: u64) -> Vec<Source> {
             let mut rng = RandomStream::new(seed, tags::SOURCE, i as u64);
             let mut mean = s.mean_photons;
             if s.yield_sigma > 0.0 {
-                mean *= (1.0 + s.yield_sigma * rng.normal()).max(0.0);
+                // f ~ N(F, σ_F), redrawn until 0 ≤ f ≤ 1.1 (PPC): here as the ratio f/F.
+                let ratio = loop {
+                    let r = 1.0 + s.yield_sigma * rng.normal();
+                    if (0.0..=s.yield_cap).contains(&r) {
+                        break r;
+                    }
+                };
+                mean *= ratio;
             }
             let photons = if s.exact { mean as u64 } else { rng.poisson(mean) };
             let idx = per_event.entry(s.event).or_insert(0);
@@ -455,7 +483,69 @@ mod tests {
         let mean = em_cascade_length(1e4) * y.per_metre();
         assert!((mean / 3.2438e6 - 1.0).abs() < 5e-4, "{mean}");
         assert!((profile_a(Particle::Electron, 1e4) - (2.01849 + 0.63176 * 1e4f64.ln())).abs() < 1e-12);
-        assert!((profile_b() - 0.39652 * DENSITY / 0.63207).abs() < 1e-12);
+        assert!((profile_b(Particle::Electron) - 0.39652 * DENSITY / 0.63207).abs() < 1e-12);
+    }
+
+    /// Regression (issue #14): hadronic cascades have their own profile (π⁺ row of the table in
+    /// photon-ppc-phase2.md §8), not the EM one. Mean depth of the Γ profile = a·b: for 20 TeV
+    /// a_h = 1.58357292 + 0.41886807·ln 2e4 = 5.7319, b_h = L_rad/0.33833116 = 1.1574 m → 6.634 m;
+    /// EM: a = 8.2750, b = 0.6195 m → 5.127 m.
+    #[test]
+    fn hadronic_profile_is_not_the_em_one() {
+        let e = 2e4;
+        let (a_h, b_h) = (profile_a(Particle::Hadron, e), profile_b(Particle::Hadron));
+        assert!((a_h - (1.583_572_92 + 0.418_868_07 * e.ln())).abs() < 1e-12);
+        assert!((b_h - 0.39652 * DENSITY / 0.338_331_16).abs() < 1e-12);
+        assert!((a_h * b_h - 6.634).abs() < 2e-3, "{}", a_h * b_h);
+        let em = profile_a(Particle::Electron, e) * profile_b(Particle::Electron);
+        assert!((em - 5.127).abs() < 2e-3, "{em}");
+        assert!((profile_b(Particle::Positron) - 0.39652 * DENSITY / 0.63008).abs() < 1e-12);
+        // ln E uses max(m_μ, E): below 1 GeV a still grows with ln E (was clamped at 1 GeV).
+        assert!(profile_a(Particle::Electron, 0.5) < profile_a(Particle::Electron, 1.0));
+        // The parsed f2k line carries it.
+        let y = Yield {
+            ppm: 1000.0,
+            oversize: 1.0,
+        };
+        let t: Vec<&str> = "TR 1 0 hadr 40 -60 150 60 30 0 20000 0".split_whitespace().collect();
+        let s = track_to_spec(Path::new("h.f2k"), 1, 0, &t, &y).unwrap();
+        assert_eq!(
+            s.emission,
+            Emission::Cascade {
+                profile_a: a_h,
+                profile_b: b_h
+            }
+        );
+        assert!((s.yield_cap - HADRON_FRACTION_MAX / hadron_fraction(e).0).abs() < 1e-12);
+    }
+
+    /// The light fraction is redrawn until 0 ≤ f ≤ 1.1 (PPC), not clamped: at 3 GeV σ_F/F ≈ 0.9,
+    /// so many first draws fall outside; every realised count stays within 1.1·(E-scaled yield).
+    #[test]
+    fn hadronic_fraction_is_redrawn_inside_its_range() {
+        let y = Yield {
+            ppm: 1000.0,
+            oversize: 1.0,
+        };
+        let t: Vec<&str> = "TR 1 0 hadr 0 0 0 0 0 0 3 0".split_whitespace().collect();
+        let spec = track_to_spec(Path::new("h.f2k"), 1, 0, &t, &y).unwrap();
+        let (f, _) = hadron_fraction(3.0);
+        let full = spec.mean_photons / f;
+        let specs = vec![spec; 2000];
+        let sources = realise(&specs, 5);
+        let zero = sources.iter().filter(|s| s.photons == 0).count();
+        assert!(
+            zero < 200,
+            "{zero} of 2000 sources without light: clamping at 0 instead of redrawing"
+        );
+        for s in &sources {
+            assert!(
+                (s.photons as f64) < 1.1 * full + 6.0 * (1.1 * full).sqrt(),
+                "{} vs cap {}",
+                s.photons,
+                1.1 * full
+            );
+        }
     }
 
     #[test]

@@ -61,6 +61,7 @@ fn isotropic(n: f64) -> SourceSpec {
         mean_photons: n,
         exact: true,
         yield_sigma: 0.0,
+        yield_cap: f64::INFINITY,
         own_dom: None,
     }
 }
