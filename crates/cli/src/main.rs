@@ -278,12 +278,12 @@ fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
     for u in &det.unsupported {
         eprintln!("warning: {u}");
     }
+    let mut f2k_events = None;
     let (specs, input) = if let Some(p) = &a.input {
         let text = warpdrive_core::error::read_text(p)?;
-        (
-            warpdrive_photon::f2k::parse_f2k(p, &text, &det.yield_)?.specs,
-            p.display().to_string(),
-        )
+        let f = warpdrive_photon::f2k::parse_f2k(p, &text, &det.yield_)?;
+        f2k_events = Some(f.event_numbers.iter().map(i32::to_string).collect::<Vec<_>>().join(","));
+        (f.specs, p.display().to_string())
     } else if let Some(p) = &a.steps {
         let text = warpdrive_core::error::read_text(p)?;
         (warpdrive_photon::f2k::parse_steps(p, &text)?, p.display().to_string())
@@ -322,6 +322,11 @@ fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
         ("warpdrive.input".to_string(), input),
         ("warpdrive.photons".to_string(), sim.photons.to_string()),
     ];
+    let mut meta = meta;
+    if let Some(ev) = f2k_events {
+        // The `event` column is the block ordinal; these are the blocks' `EM` numbers in order.
+        meta.push(("warpdrive.f2k_events".to_string(), ev));
+    }
     let tmp = outs.file(&a.output)?;
     warpdrive_photon::hits::write_parquet(&sim.hits, &tmp, &meta).with_context(|| format!("writing {}", a.output.display()))?;
     if let Some(p) = &a.hit_lines {

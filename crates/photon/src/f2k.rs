@@ -21,16 +21,22 @@ pub struct Chunk {
 pub struct F2k {
     pub specs: Vec<SourceSpec>,
     pub chunks: Vec<Chunk>,
+    /// The event number of each block's `EM` line (−1 for `TR` lines outside any block), indexed
+    /// by the block ordinal that `SourceSpec::event` and the hits carry.
+    pub event_numbers: Vec<i32>,
 }
 
-/// Parse f2k text. Events open with `EM` (its second field is the event number) and close with
-/// `EE`; `TR` lines outside events belong to event 0. Other lines are echoed untouched.
+/// Parse f2k text. Events open with `EM` and close with `EE`; as in PPC, every `EM … EE` block is
+/// its own event whatever number its `EM` line carries (PPC's benchmark file numbers all 20 blocks
+/// `EM 1 1`), so sources are keyed by the block's ordinal in the file (0, 1, …) and each block's
+/// hits follow that block's own lines (photon-ppc-phase2.md §9). `TR` lines outside blocks form a
+/// block of their own. `event_numbers` keeps the `EM` numbers per block. Other lines are echoed.
 pub fn parse_f2k(path: &Path, text: &str, y: &Yield) -> Result<F2k, InputError> {
     let mut specs = Vec::new();
     let mut chunks = Vec::new();
     let mut pending = String::new();
     let mut event: Option<i32> = None;
-    let mut auto_event = 0;
+    let mut event_numbers: Vec<i32> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let t: Vec<&str> = raw.split_whitespace().collect();
@@ -40,7 +46,8 @@ pub fn parse_f2k(path: &Path, text: &str, y: &Yield) -> Result<F2k, InputError> 
                     .get(1)
                     .and_then(|s| s.parse::<i32>().ok())
                     .ok_or_else(|| InputError::new(path, line, "EM line needs an integer event number").field("event"))?;
-                event = Some(n);
+                event = Some(event_numbers.len() as i32);
+                event_numbers.push(n);
             }
             Some("EE") if event.is_some() => {
                 chunks.push(Chunk {
@@ -50,8 +57,8 @@ pub fn parse_f2k(path: &Path, text: &str, y: &Yield) -> Result<F2k, InputError> 
             }
             Some("TR") => {
                 let ev = *event.get_or_insert_with(|| {
-                    auto_event += 1;
-                    auto_event - 1
+                    event_numbers.push(-1);
+                    event_numbers.len() as i32 - 1
                 });
                 specs.push(track_to_spec(path, line, ev, &t, y)?);
             }
@@ -64,7 +71,11 @@ pub fn parse_f2k(path: &Path, text: &str, y: &Yield) -> Result<F2k, InputError> 
     if specs.is_empty() {
         return Err(InputError::file(path, "no TR lines: nothing to propagate (zero photons)"));
     }
-    Ok(F2k { specs, chunks })
+    Ok(F2k {
+        specs,
+        chunks,
+        event_numbers,
+    })
 }
 
 /// Read a step file: one step per line, `x y z t theta phi length beta photons` (m, ns, rad,
@@ -205,6 +216,22 @@ pub fn flasher(det: &Detector, string: i32, om: i32, num: f64, opts: &FlasherOpt
 mod tests {
     use super::*;
 
+    /// Regression (issue #14 fix 2): blocks that repeat an event number (PPC's own benchmark file
+    /// numbers all its 20 blocks `EM 1 1`) stay separate events, each with its own sources.
+    #[test]
+    fn repeated_event_numbers_stay_separate_blocks() {
+        let y = Yield {
+            ppm: 1543.0,
+            oversize: 5.0,
+        };
+        let block = "EM 1 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 100 0\nEE\n";
+        let f = parse_f2k(Path::new("x.f2k"), &block.repeat(4), &y).unwrap();
+        assert_eq!(f.specs.iter().map(|s| s.event).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+        assert_eq!(f.event_numbers, vec![1, 1, 1, 1]);
+        let chunk_events: Vec<_> = f.chunks.iter().filter_map(|c| c.event).collect();
+        assert_eq!(chunk_events, vec![0, 1, 2, 3]);
+    }
+
     #[test]
     fn f2k_events_and_echo() {
         let y = Yield {
@@ -214,9 +241,10 @@ mod tests {
         let text = "V 2000.1.2\nEM 7 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 10000 0\nEE\nEM 8 1 1970 0 0 0\nTR 1 0 e+ 0 0 0 0 0 0 100 5\nTR 2 0 hadr 0 0 0 0 0 0 100 5\nEE\nEND\n";
         let f = parse_f2k(Path::new("x.f2k"), text, &y).unwrap();
         assert_eq!(f.specs.len(), 3);
-        assert_eq!(f.specs.iter().map(|s| s.event).collect::<Vec<_>>(), vec![7, 8, 8]);
+        assert_eq!(f.specs.iter().map(|s| s.event).collect::<Vec<_>>(), vec![0, 1, 1]);
+        assert_eq!(f.event_numbers, vec![7, 8]);
         assert_eq!(f.chunks.len(), 3);
-        assert_eq!(f.chunks[0].event, Some(7));
+        assert_eq!(f.chunks[0].event, Some(0));
         assert!(f.chunks[0].text.ends_with("TR 1 0 e 0 0 -400 180 0 0 10000 0\n"));
         assert!(f.chunks[1].text.starts_with("EE\nEM 8"));
         assert_eq!(
