@@ -137,7 +137,7 @@ pub fn profile_params(p: Particle) -> (f64, f64, f64) {
 pub fn hadron_fraction(energy: f64) -> (f64, f64) {
     let (e0, m, f0, rms0, gamma) = (0.187_916_78, 0.162_675_29, 0.309_741_23, 0.958_995_51, 1.355_895_41);
     // e = max(2.71828183, E) (photon-ppc-phase2.md §8), so ln e ≥ 1.
-    let e = energy.max(2.718_281_83);
+    let e = energy.max(std::f64::consts::E); // PPC: max(2.71828183, E), so ln e ≥ 1
     let f = 1.0 - (e / e0).powf(-m) * (1.0 - f0);
     (f, f * rms0 * e.ln().powf(-gamma))
 }
