@@ -107,6 +107,27 @@ const USAGE: &str = "usage: warpdrive ppc                  list tables and devic
        warpdrive ppc <gpu>            propagate f2k events from stdin, HIT lines to stdout
        warpdrive ppc <str> <om> <num> <gpu>   flasher (num may be x*y)";
 
+/// Check the run's photon total, propagate, and say on stderr how many photons ran and how many
+/// hits there were before and after the DOM acceptance (the HIT lines are the latter).
+fn simulate(
+    det: &Detector,
+    specs: &[crate::source::SourceSpec],
+    seed: u64,
+    backend: &crate::Backend,
+    err: &mut dyn Write,
+) -> Result<crate::Simulation, PpcError> {
+    crate::source::check_total(specs).map_err(PpcError::Usage)?;
+    let (sim, _) = crate::simulate_on(det, specs, seed, backend, &Progress::new("photons", 0, "photons"))?;
+    writeln!(
+        err,
+        "photons: {}  hits: {} before DOM acceptance, {} after (HIT lines)",
+        sim.photons,
+        sim.raw_hits,
+        sim.hits.len()
+    )?;
+    Ok(sim)
+}
+
 /// Run PPC's `main` with `args` (without the program name). Returns the process exit code.
 pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), PpcError> {
     for v in &env.ignored {
@@ -170,15 +191,7 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             stdin.read_to_string(&mut text)?;
             let f2k = parse_f2k(Path::new("<stdin>"), &text, &det.yield_)?;
             let backend = backend(env, gpu, err)?;
-            crate::source::check_total(&f2k.specs).map_err(PpcError::Usage)?;
-            let (sim, _) = crate::simulate_on(&det, &f2k.specs, seed, &backend, &Progress::new("photons", 0, "photons"))?;
-            writeln!(
-                err,
-                "photons: {}  hits: {} before DOM acceptance, {} after (HIT lines)",
-                sim.photons,
-                sim.raw_hits,
-                sim.hits.len()
-            )?;
+            let sim = simulate(&det, &f2k.specs, seed, &backend, err)?;
             let mut by_event: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
             for h in &sim.hits {
                 by_event.entry(h.event).or_default().push(hit_line(h));
@@ -201,15 +214,7 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             let det = build(env, err)?;
             let specs = flasher(&det, string, om, num, &env.flasher)?;
             let backend = backend(env, gpu, err)?;
-            crate::source::check_total(&specs).map_err(PpcError::Usage)?;
-            let (sim, _) = crate::simulate_on(&det, &specs, seed, &backend, &Progress::new("photons", 0, "photons"))?;
-            writeln!(
-                err,
-                "photons: {}  hits: {} before DOM acceptance, {} after (HIT lines)",
-                sim.photons,
-                sim.raw_hits,
-                sim.hits.len()
-            )?;
+            let sim = simulate(&det, &specs, seed, &backend, err)?;
             for h in &sim.hits {
                 writeln!(out, "{}", hit_line(h))?;
             }
