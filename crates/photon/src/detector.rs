@@ -136,7 +136,13 @@ impl Detector {
             .map(|d| d.rde * if d.high_qe { rat_max } else { 1.0 })
             .fold(0.0, f64::max)
             .max(f64::MIN_POSITIVE);
-        let ppm = cfg.efficiency * DPPM * angular.envelope() * rde_max;
+        // Under WFLA PPC integrates the line over its narrowed grid only (photon-ppc-phase2.md §5).
+        let wfla = if opts.wavelength.is_some() {
+            crate::medium::wfla_fraction()
+        } else {
+            1.0
+        };
+        let ppm = cfg.efficiency * DPPM * angular.envelope() * rde_max * wfla;
         description.push(format!(
             "oversize {}, efficiency {}, ppm {:.2} photons/m, f_SL {}, g {}",
             cfg.oversize, cfg.efficiency, ppm, cfg.f_sl, cfg.g

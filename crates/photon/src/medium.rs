@@ -85,23 +85,60 @@ impl AnisotropyParams {
     }
 }
 
-/// Half width of PPC's WFLA line [nm].
+/// Half width of PPC's WFLA emission line [nm]: a smoothstep CDF from W − 10 to W + 10 nm.
 pub const WFLA_HALF_WIDTH: f64 = 10.0;
+/// Half width of the wavelength grid PPC narrows to under WFLA [nm]: 10 bins of 1 nm.
+pub const WFLA_GRID_HALF_WIDTH: f64 = 5.0;
+/// Bins of the narrowed grid.
+pub const WFLA_BINS: usize = 10;
 
-/// Quantile p of the WFLA line: wavelengths W ± 10 nm with the smoothstep CDF
-/// F(t) = 3t² − 2t³, t = (λ − W + 10)/20 (spec §2.2 "±10 nm smoothstep"); solved by bisection.
+/// Density [1/nm] of the WFLA line at the centres of the narrowed grid's bins W − 4.5 … W + 4.5
+/// (photon-ppc-phase2.md §5): the smoothstep CDF F(x) = 3x² − 2x³, x = (λ − W + 10)/20, given at
+/// x = 0, 0.1, …, 1, has density ΔF/2 nm on each 2-nm step, placed at the step centres
+/// W − 9, W − 7, …, W + 9; the grid centres interpolate linearly between them. Values
+/// 0.0590, 0.0650, 0.0695, 0.0725, 0.0740, then symmetric.
+#[must_use]
+pub fn wfla_bin_densities() -> [f64; WFLA_BINS] {
+    let cdf = |x: f64| 3.0 * x * x - 2.0 * x * x * x;
+    // Step densities at offsets −9, −7, …, +9 nm from W.
+    let steps: Vec<(f64, f64)> = (0..10)
+        .map(|k| (-9.0 + 2.0 * k as f64, (cdf(0.1 * (k + 1) as f64) - cdf(0.1 * k as f64)) / 2.0))
+        .collect();
+    let mut out = [0.0; WFLA_BINS];
+    for (i, o) in out.iter_mut().enumerate() {
+        let c = -WFLA_GRID_HALF_WIDTH + 0.5 + i as f64;
+        let j = steps.iter().rposition(|&(x, _)| x <= c).unwrap_or(0).min(steps.len() - 2);
+        let ((x0, d0), (x1, d1)) = (steps[j], steps[j + 1]);
+        *o = d0 + (d1 - d0) * (c - x0) / (x1 - x0);
+    }
+    out
+}
+
+/// The fraction of the full WFLA line that PPC's narrowed grid holds: Σ densities × 1 nm = 0.680.
+/// PPC's ppm under WFLA is the normal ppm times this (1552.38 = 2282.91 × 0.680 for spice_bfr-v2
+/// at 405 nm, its logs in shared/data/reference/ppc_bfr_h100_2026).
+#[must_use]
+pub fn wfla_fraction() -> f64 {
+    wfla_bin_densities().iter().sum::<f64>() * (2.0 * WFLA_GRID_HALF_WIDTH / WFLA_BINS as f64)
+}
+
+/// Quantile p of the WFLA wavelength distribution: the 10 bins of 1 nm over W ± 5 nm with the
+/// densities of [`wfla_bin_densities`], uniform inside a bin (wavelengths only inside W ± 5 nm).
 #[must_use]
 pub fn wfla_quantile(w: f64, p: f64) -> f64 {
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    for _ in 0..60 {
-        let t = 0.5 * (lo + hi);
-        if 3.0 * t * t - 2.0 * t * t * t < p {
-            lo = t;
-        } else {
-            hi = t;
+    let d = wfla_bin_densities();
+    let total: f64 = d.iter().sum();
+    let mut acc = 0.0;
+    let width = 2.0 * WFLA_GRID_HALF_WIDTH / WFLA_BINS as f64;
+    for (i, &di) in d.iter().enumerate() {
+        let next = acc + di / total;
+        if p <= next || i == WFLA_BINS - 1 {
+            let f = if di > 0.0 { ((p - acc) * total / di).clamp(0.0, 1.0) } else { 0.0 };
+            return w - WFLA_GRID_HALF_WIDTH + width * (i as f64 + f);
         }
+        acc = next;
     }
-    w - WFLA_HALF_WIDTH + 2.0 * WFLA_HALF_WIDTH * 0.5 * (lo + hi)
+    w + WFLA_GRID_HALF_WIDTH
 }
 
 /// Everything the propagation loop reads about the ice.
@@ -247,10 +284,10 @@ mod tests {
         let m = Medium::new(&layers, &cfg, &spec, None, Tilt::None);
         assert_eq!(m.slices.len(), WNUM);
         assert!(m.slices.windows(2).all(|w| w[0].wavelength <= w[1].wavelength));
-        // WFLA 400 nm: slices within 400 ± 10 nm, median 400; geometric scattering at the middle
-        // slice = b_e(400)/(1 − g) = 10·b_e(400).
+        // WFLA 400 nm: slices within 400 ± 5 nm (PPC's narrowed grid), median 400; geometric
+        // scattering at the middle slice = b_e(400)/(1 − g) = 10·b_e(400).
         let m4 = Medium::new(&layers, &cfg, &spec, Some(400.0), Tilt::None);
-        assert!(m4.slices.iter().all(|s| (390.0..=410.0).contains(&s.wavelength)));
+        assert!(m4.slices.iter().all(|s| (395.0..=405.0).contains(&s.wavelength)));
         assert!((m4.slices[WNUM / 2].wavelength - 400.0).abs() < 0.1);
         let top = m4.n_layers - 1;
         assert!((m4.sca[(WNUM / 2) * m4.n_layers + top] - 1.55516).abs() < 2e-3);
@@ -283,13 +320,22 @@ mod tests {
         }
     }
 
+    /// Regression (issue #14 fix 3): PPC narrows WFLA's grid to W ± 5 nm in 10 bins, with the
+    /// densities and the 0.680 fraction of photon-ppc-phase2.md §5; wavelengths stay inside it.
     #[test]
     fn wfla_line_shape() {
-        assert!((wfla_quantile(405.0, 0.5) - 405.0).abs() < 1e-6);
-        assert!((wfla_quantile(405.0, 0.0) - 395.0).abs() < 1e-6);
-        assert!((wfla_quantile(405.0, 1.0) - 415.0).abs() < 1e-6);
-        // F(t) = 3t² − 2t³ at t = 0.25 is 0.15625. (Near t = 1, F rounds to 1 at ε ≈ 6e-9: 1e-6 nm.)
-        assert!((wfla_quantile(405.0, 0.15625) - 400.0).abs() < 1e-6);
+        let d = wfla_bin_densities();
+        for (i, want) in [0.0590, 0.0650, 0.0695, 0.0725, 0.0740].iter().enumerate() {
+            assert!((d[i] - want).abs() < 1e-12 && (d[9 - i] - want).abs() < 1e-12, "{d:?}");
+        }
+        assert!((wfla_fraction() - 0.680).abs() < 1e-12);
+        // PPC's printed ppm for spice_bfr-v2 at 405 nm: 2282.91 without, 1552.38 with WFLA.
+        assert!((2282.91 * wfla_fraction() - 1552.38).abs() < 0.005);
+        assert!((wfla_quantile(405.0, 0.5) - 405.0).abs() < 1e-9);
+        assert!((wfla_quantile(405.0, 0.0) - 400.0).abs() < 1e-9);
+        assert!((wfla_quantile(405.0, 1.0) - 410.0).abs() < 1e-9);
+        // The first bin holds 0.0590/0.680 of the photons: its upper edge is 401 nm.
+        assert!((wfla_quantile(405.0, 0.059 / 0.68) - 401.0).abs() < 1e-9);
     }
 
     /// Absorption anisotropy: isotropic ice gives 1; for SPICE 3.2.1 less absorption along the
