@@ -13,6 +13,7 @@ use warpdrive_spline::millipede::event::{Binning, Event};
 use warpdrive_spline::millipede::model::{direction, response, Hypothesis, Model, Source};
 use warpdrive_spline::millipede::solve::{unfold as solve, SolveOptions, Solver};
 use warpdrive_spline::millipede::synth::{generate, SynthOptions};
+use warpdrive_spline::millipede::unfold::{unfold_event, UnfoldOptions};
 use warpdrive_spline::SplineTable;
 
 #[derive(Subcommand)]
@@ -295,71 +296,18 @@ fn eval(a: &EvalArgs, force: bool) -> Result<()> {
     Ok(())
 }
 
-fn data_file(given: &Option<PathBuf>, rel: &str) -> PathBuf {
-    given.clone().unwrap_or_else(|| {
-        let p = warpdrive_core::data::data_dir().join(rel);
-        if !p.exists() {
-            eprintln!(
-                "note: default table {} not found; {}",
-                p.display(),
-                warpdrive_core::data::missing_hint()
-            );
-        }
-        p
-    })
-}
-
 fn model_and_geometry(m: &ModelArgs) -> Result<(Model, Geometry)> {
-    let amp = SplineTable::read(&data_file(&m.amplitude, "splines/icetray_photospline_ems/ems_z0_a0.pt.abs.fits"))?;
-    let tim = if m.amplitude_only {
-        None
-    } else {
-        Some(SplineTable::read(&data_file(
-            &m.timing,
-            "splines/icetray_photospline_ems/ems_z0_a0.pt.prob.fits",
-        ))?)
-    };
-    let model = Model::new(amp, tim).map_err(anyhow::Error::msg)?;
-    let geo = Geometry::read(&data_file(&m.geometry, "geometry/icecube_geo-f2k"))?;
-    Ok((model, geo))
+    Ok(warpdrive_spline::millipede::unfold::model_and_geometry(
+        m.amplitude.as_deref(),
+        m.timing.as_deref(),
+        m.amplitude_only,
+        m.geometry.as_deref(),
+        |n| eprintln!("note: {n}"),
+    )?)
 }
 
 fn hypothesis(m: &ModelArgs) -> Result<Hypothesis> {
-    let bad = |v: &[f64]| v.iter().any(|x| !x.is_finite());
-    match (m.cascade.len(), m.track.len()) {
-        (6, 0) if !bad(&m.cascade) => {
-            let c = &m.cascade;
-            Ok(Hypothesis::Cascade(Source {
-                pos: [c[0], c[1], c[2]],
-                dir: direction(c[3].to_radians(), c[4].to_radians()),
-                time: c[5],
-            }))
-        }
-        (0, 7) if !bad(&m.track) => {
-            let t = &m.track;
-            if !(t[6] > 0.0 && m.spacing > 0.0) {
-                bail!("--track length and --spacing must be positive");
-            }
-            let segments = (t[6] / m.spacing).round();
-            if segments > MAX_SEGMENTS as f64 {
-                bail!(
-                    "--track length {} m / --spacing {} m = {segments:e} segments, more than the limit of {MAX_SEGMENTS} (the response matrix holds DOMs × segments); use a larger --spacing",
-                    t[6],
-                    m.spacing
-                );
-            }
-            Ok(Hypothesis::Track {
-                vertex: [t[0], t[1], t[2]],
-                dir: direction(t[3].to_radians(), t[4].to_radians()),
-                time: t[5],
-                length: t[6],
-                spacing: m.spacing,
-            })
-        }
-        (0, 0) => bail!("give the hypothesis: --cascade x,y,z,zenith,azimuth,t or --track x,y,z,zenith,azimuth,t,length"),
-        (n, 0) => bail!("--cascade takes 6 finite numbers (x,y,z,zenith,azimuth,t), got {n}"),
-        (_, n) => bail!("--track takes 7 finite numbers (x,y,z,zenith,azimuth,t,length), got {n}"),
-    }
+    Ok(Hypothesis::from_numbers(&m.cascade, &m.track, m.spacing)?)
 }
 
 impl ModelArgs {
@@ -369,8 +317,6 @@ impl ModelArgs {
     }
 }
 
-/// The most track segments of a Millipede hypothesis (IceCube unfoldings use hundreds).
-const MAX_SEGMENTS: u64 = 100_000;
 /// The highest energy per source `spline simulate` accepts [GeV].
 const MAX_SIMULATE_ENERGY_GEV: f64 = 1e9;
 
@@ -421,78 +367,38 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
     let mut outs = crate::outputs(force, &[amp, tim, geo, Some(a.event.as_path())], &[Some(a.output.as_path())])?;
     let (model, geo) = model_and_geometry(&a.model)?;
     let h = hypothesis(&a.model)?;
-    let sources = h.sources();
-    let solver: Solver = a.solver.parse().map_err(anyhow::Error::msg)?;
-    if !(a.regularization >= 0.0 && a.regularization.is_finite()) {
-        bail!("--regularization must be finite and ≥ 0");
-    }
-    if !(a.tolerance > 0.0 && a.tolerance.is_finite()) || a.max_iterations == 0 {
-        bail!("--tolerance must be finite and > 0, --max-iterations ≥ 1");
-    }
-    let ev = Event::read(&a.event)?;
-    let binning = Binning {
-        photons_per_bin: if model.timing.is_none() { 0.0 } else { a.photons_per_bin },
-        noise_rate_hz: a.model.noise_rate,
-    };
-    let bins = ev.bin(&geo, &binning).map_err(anyhow::Error::msg)?;
-    let t_build = Instant::now();
-    let (l, device) = match devices(&a.common)? {
-        Some(d) => {
-            let (l, st) = warpdrive_spline::gpu::response(
-                &model,
-                &bins,
-                &sources,
-                d[0],
-                &warpdrive_spline::gpu::EvalOptions {
-                    window: true,
-                    repeats: 1,
-                    precise: a.common.precise,
-                    ..Default::default()
-                },
-            )?;
-            (l, st.device)
-        }
-        None => (response(&model, &bins, &sources), "cpu".to_string()),
-    };
-    let build_s = t_build.elapsed().as_secs_f64();
-    let t_solve = Instant::now();
-    let sol = solve(
-        &l,
-        &bins.charge,
-        &bins.noise,
-        &SolveOptions {
-            solver,
+    let opts = UnfoldOptions {
+        solve: SolveOptions {
+            solver: a.solver.parse().map_err(anyhow::Error::msg)?,
             regularization: a.regularization,
             tolerance: a.tolerance,
             max_iterations: a.max_iterations,
         },
-    );
-    let solve_s = t_solve.elapsed().as_secs_f64();
-    // Sources the detector barely sees (< 1 PE expected per PeV) are unconstrained by the data.
-    let blind: Vec<usize> = (0..sources.len()).filter(|&j| sol.pe_per_gev[j] < 1e-6).collect();
+        binning: Binning {
+            photons_per_bin: a.photons_per_bin,
+            noise_rate_hz: a.model.noise_rate,
+        },
+        device: devices(&a.common)?.map(|d| d[0]),
+        precise: a.common.precise,
+    };
+    opts.check()?;
+    let ev = Event::read(&a.event)?;
+    let u = unfold_event(&model, &geo, &h, &ev, &opts)?;
+    let sol = &u.solution;
+    let blind = u.blind();
     if !blind.is_empty() {
         eprintln!(
             "warning: {} of {} sources expect < 1 PE per PeV (outside the table or far from every DOM): {:?}; their energies are unconstrained — shorten the hypothesis or use --regularization",
             blind.len(),
-            sources.len(),
+            u.sources.len(),
             blind
         );
     }
     let dir = outs.dir(&a.output)?;
-    let along = h.distances();
-    let mut t = Table::default();
-    t.push("source", Column::I32((0..sources.len() as i32).collect()));
-    t.push("distance", Column::F64(along.clone()));
-    for (k, name) in ["x", "y", "z"].iter().enumerate() {
-        t.push(name, Column::F64(sources.iter().map(|s| s.pos[k]).collect()));
-    }
-    t.push("time", Column::F64(sources.iter().map(|s| s.time).collect()));
-    t.push("energy", Column::F64(sol.energy.clone()));
-    t.push("sigma", Column::F64(sol.sigma.clone()));
+    let mut t = u.energies_table();
     t.meta("command", command_line());
     t.write_parquet(&dir.join("energies.parquet"))?;
-    let total: f64 = sol.energy.iter().sum();
-    let total_sigma = sol.covariance.iter().sum::<f64>().max(0.0).sqrt();
+    let (total, total_sigma) = u.total();
     let summary = serde_json::json!({
         "event": a.event.display().to_string(),
         "solver": a.solver,
@@ -501,36 +407,39 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
         "converged": sol.converged,
         "iterations": sol.iterations,
         "nnls_start_iterations": sol.start_iterations,
-        "solve_seconds": solve_s,
-        "rows": l.rows,
-        "sources": l.cols,
-        "hit_doms": ev.hit_doms(),
-        "charge_pe": ev.total_charge(),
+        "solve_seconds": u.solve_seconds,
+        "rows": u.rows,
+        "sources": u.cols,
+        "hit_doms": u.hit_doms,
+        "charge_pe": u.charge_pe,
         "total_energy_gev": total,
         "total_energy_sigma_gev": total_sigma,
         "log_likelihood": sol.log_likelihood,
         "chi2": sol.chi2,
-        "response_device": device,
-        "response_seconds": build_s,
+        "response_device": u.device,
+        "response_seconds": u.response_seconds,
         "seconds": start.elapsed().as_secs_f64(),
         "command": command_line(),
     });
     std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).with_context(|| format!("writing {}", a.output.display()))?;
-    plot_energies(&dir.join("energies.png"), &along, &sol.energy, &sol.sigma)?;
+    plot_energies(&dir.join("energies.png"), &u.distances, &sol.energy, &sol.sigma)?;
     outs.commit()?;
     println!("{:>6} {:>9} {:>12} {:>10}", "source", "dist [m]", "energy [GeV]", "sigma");
-    for (j, ((d, e), s)) in along.iter().zip(&sol.energy).zip(&sol.sigma).enumerate() {
+    for (j, ((d, e), s)) in u.distances.iter().zip(&sol.energy).zip(&sol.sigma).enumerate() {
         println!("{j:>6} {d:>9.1} {e:>12.1} {s:>10.1}");
     }
     println!(
-        "total {total:.1} ± {total_sigma:.1} GeV; ln L = {:.2}, χ² = {:.1} over {} rows; {} {} iterations{} ({}) in {solve_s:.2} s; Λ built on {device} in {build_s:.3} s -> {}",
+        "total {total:.1} ± {total_sigma:.1} GeV; ln L = {:.2}, χ² = {:.1} over {} rows; {} {} iterations{} ({}) in {:.2} s; Λ built on {} in {:.3} s -> {}",
         sol.log_likelihood,
         sol.chi2,
-        l.rows,
+        u.rows,
         a.solver,
         sol.iterations,
         if sol.start_iterations > 0 { format!(" after {} of NNLS", sol.start_iterations) } else { String::new() },
         if sol.converged { "converged" } else { "NOT converged" },
+        u.solve_seconds,
+        u.device,
+        u.response_seconds,
         a.output.display()
     );
     if !sol.converged {

@@ -23,5 +23,8 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(em::em_run, m)?)?;
     m.add("BEAM_DEFAULT_MIN_BLOCKS", warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)?;
     m.add_function(wrap_pyfunction!(sky::sky_autocorr, m)?)?;
+    m.add_function(wrap_pyfunction!(spline::spline_unfold, m)?)?;
+    m.add_function(wrap_pyfunction!(photon::ppc_run, m)?)?;
+    m.add_function(wrap_pyfunction!(photon::ppc_hits, m)?)?;
     Ok(())
 }

@@ -127,3 +127,75 @@ impl Detector {
         Ok((columns(py, t)?, sim.photons, how))
     }
 }
+
+/// PPC's command line (`warpdrive ppc ARGS`) with `env` as its environment (PPCTABLESDIR, WFLA,
+/// FLDR, …, WARPDRIVE_SEED, WARPDRIVE_DEVICE) and `stdin` as its standard input. Returns
+/// (stdout, stderr) as the command writes them; errors are raised with the command's message.
+#[pyfunction]
+#[pyo3(signature = (args, env, stdin, threads=None))]
+pub fn ppc_run(
+    py: Python<'_>,
+    args: Vec<String>,
+    env: std::collections::HashMap<String, String>,
+    stdin: Vec<u8>,
+    threads: Option<usize>,
+) -> PyResult<(String, String)> {
+    use warpdrive_photon::ppc::{run, PpcEnv, PpcError};
+    let env = PpcEnv::from_env(|k| env.get(k).cloned()).map_err(|e| errors::input(&e))?;
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let r = crate::run::run(py, threads, None, 0, |_| {
+        run(&args, &env, &mut stdin.as_slice(), &mut out, &mut err)
+    })?;
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    match r {
+        Ok(()) => Ok((text(out), text(err))),
+        Err(PpcError::Input(e)) => Err(errors::input(&e)),
+        Err(PpcError::Gpu(e)) => Err(errors::gpu(&e)),
+        Err(PpcError::Usage(m)) => Err(errors::value(m)),
+        Err(PpcError::Io(e)) => Err(pyo3::exceptions::PyOSError::new_err(e.to_string())),
+    }
+}
+
+/// The HIT lines of PPC's output as columns: `block` (ordinal of the `EM … EE` block, from 0;
+/// -1 outside blocks, as for flashers), string, om, time [ns], wavelength [nm], the photon's
+/// direction (θ, φ [rad]) and the impact point's (θ, φ) on the DOM, as PPC prints them.
+#[pyfunction]
+pub fn ppc_hits<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+    let mut block = -1i32;
+    let mut blocks = 0i32;
+    let (mut b, mut s, mut o) = (Vec::new(), Vec::new(), Vec::new());
+    let mut f: [Vec<f64>; 6] = Default::default();
+    for (n, line) in text.lines().enumerate() {
+        let mut w = line.split_ascii_whitespace();
+        match w.next() {
+            Some("EM") => {
+                block = blocks;
+                blocks += 1;
+            }
+            Some("EE") => block = -1,
+            Some("HIT") => {
+                let v: Vec<&str> = w.collect();
+                let bad = || errors::value(format!("line {}: not a HIT line of 8 numbers: {line}", n + 1));
+                if v.len() != 8 {
+                    return Err(bad());
+                }
+                b.push(block);
+                s.push(v[0].parse::<i32>().map_err(|_| bad())?);
+                o.push(v[1].parse::<i32>().map_err(|_| bad())?);
+                for (k, c) in f.iter_mut().enumerate() {
+                    c.push(v[2 + k].parse::<f64>().map_err(|_| bad())?);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut t = Table::default();
+    t.push("block", Column::I32(b));
+    t.push("string", Column::I32(s));
+    t.push("om", Column::I32(o));
+    let names = ["time", "wavelength", "photon_theta", "photon_phi", "impact_theta", "impact_phi"];
+    for (name, c) in names.iter().zip(f) {
+        t.push(name, Column::F64(c));
+    }
+    columns(py, t)
+}

@@ -81,3 +81,53 @@ def test_bad_inputs(tmp_path):
 
 def test_version():
     assert warpdrive.__version__
+
+
+PPC_F2K = "EM 1 1 1970 0 0 0\nTR 1 0 e 0 0 -300 180 0 0 300 0\nEE\nEM 1 1 1970 0 0 0\nTR 1 0 hadr -10 5 -320 90 45 0 200 0\nEE\n"
+
+
+def run_ppc_cli(cli, args, env, stdin):
+    import os
+    import subprocess
+
+    exe = os.environ.get("WARPDRIVE_BIN")
+    if exe is None:
+        cli("--version")  # skips the test the way the fixture does when there is no binary
+        exe = str(__import__("conftest").ROOT / "target" / "release" / "warpdrive")
+    r = subprocess.run([exe, "ppc", *map(str, args)], input=stdin, capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.mark.parametrize("mode", ["f2k", "flasher"])
+def test_ppc_equals_cli(cli, data, mode):
+    import os
+
+    env = {"PATH": os.environ.get("PATH", ""), "PPCTABLESDIR": str(data / "ice" / "spice_3.2.1"),
+           "WARPDRIVE_SEED": "5", "WARPDRIVE_DEVICE": "cpu", "WARPDRIVE_PROGRESS": "0"}
+    args, stdin = ((0,), PPC_F2K) if mode == "f2k" else ((63, 20, 20000000, 0), "")
+    ref = run_ppc_cli(cli, args, env, stdin)
+    r = photon.ppc(*args, stdin=stdin, env=env)
+    assert r.stdout == ref
+    hits = r.hits()
+    assert hits.num_rows == ref.count("\nHIT ") + ref.startswith("HIT ") > 0
+    blocks = set(hits["block"].to_pylist())
+    # Every EM … EE block of the (repeated-number) file gets its own hits; flasher hits are in none.
+    assert blocks == ({0, 1} if mode == "f2k" else {-1})
+    assert "photons:" in r.log
+
+
+def test_ppc_bad_inputs(data, tmp_path):
+    ice = str(data / "ice" / "spice_3.2.1")
+    with pytest.raises(ValueError, match="PPCTABLESDIR is not set"):
+        photon.ppc(0, stdin=PPC_F2K, env={})
+    with pytest.raises(ValueError, match="WFLA"):
+        photon.ppc(0, stdin=PPC_F2K, env={"PPCTABLESDIR": ice, "WFLA": "9000"})
+    with pytest.raises(ValueError, match="usage"):
+        photon.ppc(1, 2, env={"PPCTABLESDIR": ice})
+    with pytest.raises(ValueError, match="stdin"):
+        photon.ppc(0, stdin="TR 1 0 e nonsense\n", env={"PPCTABLESDIR": ice, "WARPDRIVE_DEVICE": "cpu"})
+    with pytest.raises(FileNotFoundError):
+        photon.ppc(0, stdin=PPC_F2K, env={"PPCTABLESDIR": str(tmp_path / "none"), "WARPDRIVE_DEVICE": "cpu"})
+    with pytest.raises(ValueError, match="not a HIT line"):
+        photon.PpcRun("HIT 1 2 x\n", "").hits()

@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -61,3 +63,65 @@ def test_bad_inputs(data, tmp_path):
         t.eval(np.zeros((3, t.ndim)), device="gpu")
     with pytest.raises(ValueError, match="threads must be at least 1"):
         t.eval(np.zeros((3, t.ndim)), threads=0)
+
+
+CASCADE = (10.0, 20.0, -300.0, 60.0, 30.0, 0.0)
+TRACK = (-100.0, 0.0, -250.0, 80.0, 10.0, 0.0, 400.0)
+
+
+@pytest.mark.parametrize(
+    "hyp, extra",
+    [({"cascade": CASCADE}, {}), ({"track": TRACK, "spacing": 40.0}, {"solver": "pcg", "regularization": 1e-9})],
+)
+def test_unfold_equals_cli(cli, data, tmp_path, hyp, extra):
+    flag, nums = next((k, v) for k, v in hyp.items() if k in ("cascade", "track"))
+    csv = ",".join(repr(x) for x in nums)
+    ev = tmp_path / "event.parquet"
+    cli("spline", "simulate", f"--{flag}", csv, "--energy", "5000", "--seed", "3", "-o", ev)
+    args = ["spline", "unfold", "--event", ev, f"--{flag}", csv, "-o", tmp_path / "u"]
+    if "spacing" in hyp:
+        args += ["--spacing", repr(hyp["spacing"])]
+    for k, v in extra.items():
+        args += [f"--{k}", str(v)]
+    cli(*args)
+    ref = pq.read_table(tmp_path / "u" / "energies.parquet")
+    summary = json.loads((tmp_path / "u" / "summary.json").read_text())
+    # From the Parquet path and from the columns (a pyarrow table with the window metadata).
+    for event in (ev, pq.read_table(ev)):
+        u = spline.unfold(event, **hyp, **extra)
+        t = u.table()
+        assert t.column_names == ref.column_names
+        for name in ref.column_names:
+            assert same_bits(t[name].to_numpy(), ref[name].to_numpy()), name
+        for k in ("iterations", "log_likelihood", "chi2", "rows", "total_energy_gev", "total_energy_sigma_gev", "converged"):
+            assert u.summary[k] == summary[k], k
+        assert u.covariance.shape == (len(u.energy), len(u.energy))
+    if flag == "cascade":
+        # The simulated 5 TeV cascade is found again within its uncertainty (5σ).
+        assert abs(u.total_energy - 5000.0) < 5 * u.total_energy_sigma
+
+
+def test_unfold_dict_and_bad_inputs(data, tmp_path):
+    pulses = {"string": [36, 36], "om": [30, 31], "time": [100.0, 150.0], "charge": [1.0, 2.0], "window": (-1000.0, 9000.0)}
+    u = spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0))
+    assert len(u.energy) == 1 and u.energy[0] >= 0 and u.rows > 2
+    with pytest.raises(ValueError, match="give the hypothesis"):
+        spline.unfold(pulses)
+    with pytest.raises(ValueError, match="--cascade takes 6 finite numbers"):
+        spline.unfold(pulses, cascade=(0, 0, float("nan"), 0, 0, 0))
+    with pytest.raises(ValueError, match="segments, more than the limit"):
+        spline.unfold(pulses, track=(0, 0, 0, 0, 0, 0, 1e9), spacing=1.0)
+    with pytest.raises(ValueError, match="regularization"):
+        spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0), regularization=-1)
+    with pytest.raises(ValueError, match="outside the readout window"):
+        spline.unfold(dict(pulses, window=(0.0, 120.0)), cascade=(0, 0, -300, 0, 0, 0))
+    with pytest.raises(ValueError, match="charge"):
+        spline.unfold(dict(pulses, charge=[1.0, -1.0]), cascade=(0, 0, -300, 0, 0, 0))
+    with pytest.raises(ValueError, match="solver"):
+        spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0), solver="magic")
+    with pytest.raises(FileNotFoundError):
+        spline.unfold(tmp_path / "missing.parquet", cascade=(0, 0, -300, 0, 0, 0))
+    with pytest.raises(FileNotFoundError):
+        spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0), amplitude=tmp_path / "missing.fits")
+    with pytest.raises(ValueError, match="not in the geometry|geometry"):
+        spline.unfold(dict(pulses, string=[99, 99]), cascade=(0, 0, -300, 0, 0, 0))

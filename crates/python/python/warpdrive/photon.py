@@ -109,3 +109,43 @@ class Detector:
 def propagate(sources, ice=None, geometry=None, oversize=None, **kw):
     """One-shot ``Detector(ice, geometry, oversize).propagate(sources, **kw)``."""
     return Detector(ice, geometry, oversize).propagate(sources, **kw)
+
+
+class PpcRun:
+    """What ``warpdrive ppc`` wrote: ``stdout`` (the f2k text with HIT lines, the ice table, …)
+    and ``log`` (its stderr: tables, ppm, photon and hit counts)."""
+
+    def __init__(self, stdout, log):
+        self.stdout = stdout
+        self.log = log
+
+    def hits(self):
+        """The HIT lines as a ``pyarrow.Table``: ``block`` (ordinal of the ``EM … EE`` block from 0,
+        -1 for flasher hits), ``string``, ``om``, ``time`` [ns], ``wavelength`` [nm],
+        ``photon_theta``/``photon_phi`` and ``impact_theta``/``impact_phi`` [rad] as PPC prints them."""
+        return _arrow.table(_warpdrive.ppc_hits(self.stdout), {"warpdrive.command": "python: warpdrive.photon.ppc"})
+
+    def __repr__(self):
+        return f"<warpdrive.photon.PpcRun {self.stdout.count(chr(10))} stdout lines>"
+
+
+def ppc(*args, stdin="", env=None, threads=None):
+    """PPC's command line, as ``warpdrive ppc ARGS`` (docs/photon.md, "PPC mode").
+
+    ``args``: PPC's arguments (``0`` to propagate the f2k events of ``stdin`` on GPU 0 or the
+    CPU; ``str, om, num, gpu`` for a flasher; none to list the tables); ``stdin``: f2k text or
+    a path-like naming an f2k file; ``env``: PPC's environment variables (``PPCTABLESDIR``,
+    ``WFLA``, ``FLDR``, ``FWID``, ``WARPDRIVE_SEED``, ``WARPDRIVE_DEVICE``, …; None: this
+    process's ``os.environ``). Returns a :class:`PpcRun`.
+
+    >>> r = ppc(0, stdin=open("event.f2k").read(), env={"PPCTABLESDIR": ice})   # doctest: +SKIP
+    >>> r.hits().to_pandas().groupby(["string", "om"]).size()                    # doctest: +SKIP
+    """
+    if isinstance(stdin, os.PathLike):
+        with open(stdin, "rb") as f:
+            data = f.read()
+    else:
+        data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
+    env = dict(os.environ if env is None else env)
+    out, log = _warpdrive.ppc_run([str(a) for a in args], {str(k): str(v) for k, v in env.items()}, data, threads)
+    return PpcRun(out, log)

@@ -56,22 +56,6 @@ impl Event {
             })
         };
         let (s, o, tm, q) = (col("string")?, col("om")?, col("time")?, col("charge")?);
-        let mut pulses = Vec::with_capacity(s.len());
-        for r in 0..s.len() {
-            let bad = |field: &str, why: &str| InputError::new(path, 0, format!("row {}: {why}", r + 1)).field(field);
-            if !tm[r].is_finite() {
-                return Err(bad("time", "not finite"));
-            }
-            if !(q[r].is_finite() && q[r] >= 0.0) {
-                return Err(bad("charge", "must be finite and ≥ 0"));
-            }
-            pulses.push(Pulse {
-                string: s[r] as i32,
-                om: o[r] as i32,
-                time: tm[r],
-                charge: q[r],
-            });
-        }
         let meta = |k: &str| -> Result<Option<f64>, InputError> {
             t.meta_value(k)
                 .map(|v| {
@@ -81,15 +65,58 @@ impl Event {
                 .transpose()
         };
         let window = match (meta("window_start")?, meta("window_end")?) {
-            (Some(a), Some(b)) => [a, b],
-            _ => default_window(&pulses),
+            (Some(a), Some(b)) => Some([a, b]),
+            _ => None,
         };
+        Self::from_columns(path, &s, &o, &tm, &q, window)
+    }
+
+    /// An event from its columns (string, om, time [ns], charge [PE]) and readout window (None:
+    /// the default around the pulses), checked as a file's rows are; `label` names the input in
+    /// errors (the file, or `<arrays>` from Python).
+    pub fn from_columns(
+        label: &Path,
+        string: &[f64],
+        om: &[f64],
+        time: &[f64],
+        charge: &[f64],
+        window: Option<[f64; 2]>,
+    ) -> Result<Self, InputError> {
+        let n = string.len();
+        if om.len() != n || time.len() != n || charge.len() != n {
+            return Err(InputError::file(
+                label,
+                format!(
+                    "columns of different lengths: string {n}, om {}, time {}, charge {}",
+                    om.len(),
+                    time.len(),
+                    charge.len()
+                ),
+            ));
+        }
+        let mut pulses = Vec::with_capacity(n);
+        for r in 0..n {
+            let bad = |field: &str, why: &str| InputError::new(label, 0, format!("row {}: {why}", r + 1)).field(field);
+            if !time[r].is_finite() {
+                return Err(bad("time", "not finite"));
+            }
+            if !(charge[r].is_finite() && charge[r] >= 0.0) {
+                return Err(bad("charge", "must be finite and ≥ 0"));
+            }
+            pulses.push(Pulse {
+                string: string[r] as i32,
+                om: om[r] as i32,
+                time: time[r],
+                charge: charge[r],
+            });
+        }
+        let window = window.unwrap_or_else(|| default_window(&pulses));
         if window[1].partial_cmp(&window[0]) != Some(std::cmp::Ordering::Greater) {
-            return Err(InputError::file(path, format!("empty readout window {window:?}")));
+            return Err(InputError::file(label, format!("empty readout window {window:?}")));
         }
         if let Some((r, p)) = pulses.iter().enumerate().find(|(_, p)| p.time < window[0] || p.time > window[1]) {
             return Err(InputError::new(
-                path,
+                label,
                 0,
                 format!("row {}: pulse at {} ns outside the readout window {window:?}", r + 1, p.time),
             )
