@@ -78,7 +78,7 @@ impl BeamLattice {
         per_element: bool,
         min_blocks: u32,
         progress: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, String)> {
+    ) -> PyResult<(Bound<'py, crate::arrow_c::ArrowTable>, Bound<'py, PyList>, String)> {
         if coords.shape()[1] != 6 {
             return Err(errors::value(format!(
                 "particles must be an (N, 6) array, got {:?}",

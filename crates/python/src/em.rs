@@ -3,7 +3,6 @@
 
 use crate::errors;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 use warpdrive_em::material::Material;
 use warpdrive_em::physics::PhysicsList;
 use warpdrive_em::transport::{run, RunOptions, RunResult, TallyGrid};
@@ -20,7 +19,7 @@ pub struct EmRun {
 #[pymethods]
 impl EmRun {
     /// `edep.parquet`'s columns as (name, array) pairs.
-    fn profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
         crate::photon::columns(py, warpdrive_em::output::profile_table(&self.grid, &self.r, &[]))
     }
 

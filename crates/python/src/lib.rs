@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 
+mod arrow_c;
 mod beam;
 mod em;
 mod errors;
@@ -16,6 +17,7 @@ mod spline;
 fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<spline::SplineTable>()?;
+    m.add_class::<arrow_c::ArrowTable>()?;
     m.add_class::<photon::Detector>()?;
     m.add_class::<sky::SkyRun>()?;
     m.add_class::<beam::BeamLattice>()?;

@@ -1,9 +1,7 @@
 //! `warpdrive.photon`: the detector (ice + geometry) and propagation (`warpdrive photon`).
 
 use crate::errors;
-use numpy::IntoPyArray;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 use std::path::PathBuf;
 use warpdrive_core::table::{Column, Table};
 use warpdrive_photon::detector::{Detector as Det, DetectorOptions};
@@ -15,19 +13,10 @@ pub struct Detector {
     det: Det,
 }
 
-/// A table's columns as (name, NumPy array) pairs: the vectors move into the arrays, no copy.
-pub fn columns<'py>(py: Python<'py>, t: Table) -> PyResult<Bound<'py, PyList>> {
-    let out = PyList::empty(py);
-    for (name, c) in t.columns {
-        let arr = match c {
-            Column::I32(v) => v.into_pyarray(py).into_any(),
-            Column::I64(v) => v.into_pyarray(py).into_any(),
-            Column::F32(v) => v.into_pyarray(py).into_any(),
-            Column::F64(v) => v.into_pyarray(py).into_any(),
-        };
-        out.append((name, arr))?;
-    }
-    Ok(out)
+/// A library table for Python: exported through the Arrow C data interface ([`crate::arrow_c`]);
+/// `warpdrive._arrow.table` imports it as a `pyarrow.Table` without copying the columns.
+pub fn columns(py: Python<'_>, t: Table) -> PyResult<Bound<'_, crate::arrow_c::ArrowTable>> {
+    Bound::new(py, crate::arrow_c::ArrowTable::new(t))
 }
 
 #[pymethods]
@@ -82,7 +71,7 @@ impl Detector {
         precise: bool,
         max_photons: Option<u64>,
         progress: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyList>, u64, String)> {
+    ) -> PyResult<(Bound<'py, crate::arrow_c::ArrowTable>, u64, String)> {
         let det = &self.det;
         let read;
         let f2k = match f2k {
@@ -160,7 +149,7 @@ pub fn ppc_run(
 /// -1 outside blocks, as for flashers), string, om, time [ns], wavelength [nm], the photon's
 /// direction (θ, φ [rad]) and the impact point's (θ, φ) on the DOM, as PPC prints them.
 #[pyfunction]
-pub fn ppc_hits<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+pub fn ppc_hits<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
     let mut block = -1i32;
     let mut blocks = 0i32;
     let (mut b, mut s, mut o) = (Vec::new(), Vec::new(), Vec::new());

@@ -3,7 +3,6 @@
 use crate::errors;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 use std::path::{Path, PathBuf};
 use warpdrive_sky::output::{self, RunInfo};
 use warpdrive_sky::trials::Background;
@@ -33,7 +32,7 @@ fn meta(device: &str) -> Vec<(String, String)> {
 impl SkyRun {
     /// (counts, background) as lists of (name, array): the columns of `counts.parquet` and
     /// `background.parquet`.
-    fn tables<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    fn tables<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, crate::arrow_c::ArrowTable>, Bound<'py, crate::arrow_c::ArrowTable>)> {
         let (_, t, b) = output::tables(&self.info, &self.bg, &meta(&self.device));
         Ok((crate::photon::columns(py, t)?, crate::photon::columns(py, b)?))
     }

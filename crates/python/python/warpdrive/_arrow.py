@@ -1,10 +1,16 @@
-"""Library tables (lists of (name, NumPy array)) as pyarrow Tables."""
+"""Library tables as pyarrow Tables, through the Arrow C data interface.
+
+The native module hands out each record output as an object with ``__arrow_c_array__`` (the
+PyCapsule protocol): one struct array of the columns, whose buffers are the library's own
+vectors. ``pa.record_batch`` imports it without copying; the buffers are freed when the last
+pyarrow object using them goes.
+"""
 
 import pyarrow as pa
 
 
-def table(columns, metadata):
-    # pa.array on a 1-D numeric NumPy array without nulls wraps its buffer: no copy.
-    names = [n for n, _ in columns]
-    arrays = [pa.array(a) for _, a in columns]
-    return pa.Table.from_arrays(arrays, names=names, metadata={str(k): str(v) for k, v in metadata.items()})
+def table(exported, metadata):
+    batch = pa.record_batch(exported)
+    meta = dict(batch.schema.metadata or {})
+    meta.update({str(k).encode(): str(v).encode() for k, v in metadata.items()})
+    return pa.Table.from_batches([batch]).replace_schema_metadata(meta)

@@ -72,10 +72,12 @@ class Unfolding:
     """
 
     def __init__(self, result, meta):
-        self._columns = result.pop("columns")
-        for name, arr in self._columns:
+        from . import _arrow
+
+        self._table = _arrow.table(result.pop("columns"), meta)
+        for name in self._table.column_names:
             if name != "source":
-                setattr(self, name, arr)
+                setattr(self, name, self._table[name].to_numpy())
         self.covariance = result.pop("covariance")
         self.pe_per_gev = result.pop("pe_per_gev")
         self.blind = result.pop("blind")
@@ -84,13 +86,10 @@ class Unfolding:
         self.total_energy_sigma = result["total_energy_sigma_gev"]
         for k in ("converged", "iterations", "log_likelihood", "chi2", "rows"):
             setattr(self, k, result[k])
-        self._meta = meta
 
     def table(self):
         """The energies as a ``pyarrow.Table`` with the columns of the CLI's energies.parquet."""
-        from . import _arrow
-
-        return _arrow.table(self._columns, self._meta)
+        return self._table
 
     def __repr__(self):
         return (
