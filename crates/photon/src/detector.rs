@@ -7,6 +7,7 @@ use warpdrive_core::InputError;
 
 use crate::collision::DomIndex;
 use crate::config::Config;
+use crate::envelope::{EmissionPoints, Envelope, Grid};
 use crate::geometry::Geometry;
 use crate::ice::Layers;
 use crate::medium::Medium;
@@ -37,6 +38,27 @@ pub struct DetectorOptions {
 pub const BUILTIN_BE400: f64 = 0.042;
 pub const BUILTIN_A400: f64 = 0.0083;
 
+/// Nominal (0) and high-QE (1) DOMs: a hit on a DOM of type t at wavelength slice n is kept with
+/// probability `share[t][n] · RDE / rde_max[t]` (photon-ppc-phase2.md §4, `crate::envelope`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DomTypes {
+    pub rde_max: [f64; 2],
+    pub share: [Vec<f64>; 2],
+}
+
+impl DomTypes {
+    /// The probability that a hit on a DOM of `rde` and type `high_qe` in `slice` is kept.
+    #[must_use]
+    pub fn keep(&self, high_qe: bool, rde: f64, slice: usize) -> f64 {
+        let t = usize::from(high_qe);
+        if self.rde_max[t] > 0.0 {
+            self.share[t][slice] * rde / self.rde_max[t]
+        } else {
+            0.0
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Detector {
     /// The ice directory, or "built-in".
@@ -46,9 +68,11 @@ pub struct Detector {
     pub index: DomIndex,
     pub medium: Medium,
     pub angular: AngularSensitivity,
-    pub rde_ratio: Option<RdeRatio>,
-    /// Largest RDE (× wv.rde ratio for high-QE modules): the acceptance envelope.
+    /// Largest RDE: the acceptance envelope when all DOMs are of one type.
     pub rde_max: f64,
+    /// Nominal and high-QE DOMs (wv.rde with eff-f2k type-1 rows): RDE_max per type and each
+    /// type's share of the envelope per wavelength slice (`crate::envelope`).
+    pub dom_types: Option<DomTypes>,
     pub yield_: Yield,
     /// What was read, in words, and options present but not simulated.
     pub description: Vec<String>,
@@ -128,21 +152,52 @@ impl Detector {
             Some(d) => Tilt::read_dir(d, |s| geometry.string_xy(s))?,
             None => Tilt::None,
         };
-        let medium = Medium::new(&layers, &cfg, &spectrum, opts.wavelength, tilt);
-        let rat_max = rde_ratio.as_ref().map_or(1.0, RdeRatio::max);
-        let rde_max = geometry
-            .doms
-            .iter()
-            .map(|d| d.rde * if d.high_qe { rat_max } else { 1.0 })
-            .fold(0.0, f64::max)
-            .max(f64::MIN_POSITIVE);
-        // Under WFLA PPC integrates the line over its narrowed grid only (photon-ppc-phase2.md §5).
-        let wfla = if opts.wavelength.is_some() {
-            crate::medium::wfla_fraction()
-        } else {
-            1.0
+        let type_max = |high: bool| {
+            geometry
+                .doms
+                .iter()
+                .filter(|d| d.high_qe == high)
+                .map(|d| d.rde)
+                .fold(0.0, f64::max)
         };
-        let ppm = cfg.efficiency * DPPM * angular.envelope() * rde_max * wfla;
+        let rde_max = type_max(false).max(type_max(true)).max(f64::MIN_POSITIVE);
+        // Two DOM types: photons for the envelope of their acceptances (photon-ppc-phase2.md §4).
+        let envelope = match (&rde_ratio, geometry.doms.iter().any(|d| d.high_qe)) {
+            (Some(ratio), true) => {
+                let (points, grid) = match opts.wavelength {
+                    Some(w) => (EmissionPoints::wfla(w), Grid::wfla(w)),
+                    None => (EmissionPoints::from_spectrum(&spectrum), Grid::FULL),
+                };
+                Some(Envelope::new(&points, ratio, [type_max(false), type_max(true)], grid))
+            }
+            _ => None,
+        };
+        let (medium, budget, dom_types) = match &envelope {
+            Some(e) => {
+                let n = geometry.doms.iter().filter(|d| d.high_qe).count();
+                description.push(format!(
+                    "DOM types: {} nominal, {n} high-QE (wv.rde); photons for their envelope, ∫ = {:.4} × nominal",
+                    geometry.doms.len() - n,
+                    e.integral()
+                ));
+                let medium = Medium::with_quantiles(&layers, &cfg, tilt, |p| e.quantile(p));
+                let dom_types = DomTypes {
+                    rde_max: e.rde_max,
+                    share: e.slice_shares(crate::medium::WNUM),
+                };
+                (medium, e.integral(), Some(dom_types))
+            }
+            None => {
+                // Under WFLA PPC integrates the line over its narrowed grid only (photon-ppc-phase2.md §5).
+                let wfla = if opts.wavelength.is_some() {
+                    crate::medium::wfla_fraction()
+                } else {
+                    1.0
+                };
+                (Medium::new(&layers, &cfg, &spectrum, opts.wavelength, tilt), rde_max * wfla, None)
+            }
+        };
+        let ppm = cfg.efficiency * DPPM * angular.envelope() * budget;
         description.push(format!(
             "oversize {}, efficiency {}, ppm {:.2} photons/m, f_SL {}, g {}",
             cfg.oversize, cfg.efficiency, ppm, cfg.f_sl, cfg.g
@@ -162,8 +217,8 @@ impl Detector {
             index,
             medium,
             angular,
-            rde_ratio,
             rde_max,
+            dom_types,
             description,
             unsupported,
         })
@@ -211,5 +266,31 @@ mod tests {
             "BFR is reported as not simulated"
         );
         assert!((bfr.rde_max - 1.35).abs() < 1e-12, "high-QE RDE from eff-f2k sets the envelope");
+        assert!(bfr.dom_types.is_none(), "bfr-v2 has no wv.rde: one DOM type");
+        assert_eq!(format!("{:.2}", bfr.yield_.ppm), "2282.91", "PPC's printed ppm for spice_bfr-v2");
+    }
+
+    /// spice_ftp-v3m: 4 761 nominal and 399 high-QE DOMs (eff-f2k type 1 + wv.rde). PPC prints
+    /// "Found 4761 OMs of type -1,0", "Found 399 OMs of type -1,1" and "Calculated value of
+    /// ppm=2268.22" (reference/ppc_bfr_h100_2026/log_spice_ftp-v3m_e10.txt); before the envelope
+    /// this printed 3279.92.
+    #[test]
+    fn ftp_v3m_dom_types_and_ppm_as_ppc() {
+        let d = Detector::build(&DetectorOptions {
+            ice_dir: Some(data_dir().join("ice/spice_ftp-v3m")),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(d.geometry.doms.iter().filter(|d| d.high_qe).count(), 399);
+        assert_eq!(format!("{:.2}", d.yield_.ppm), "2268.22");
+        let t = d.dom_types.as_ref().expect("two DOM types");
+        assert_eq!(t.rde_max, [1.0, 1.0]);
+        // Nominal DOMs keep fewer photons where high-QE DOMs set the envelope (blue), all where
+        // the wv.rde ratio is below 1 (red end, 625–675 nm).
+        let slice_at = |w: f32| d.medium.slices.iter().position(|s| s.wavelength >= w).unwrap();
+        assert!(t.keep(false, 1.0, slice_at(400.0)) < 0.75);
+        assert!((t.keep(true, 1.0, slice_at(400.0)) - 1.0).abs() < 1e-9);
+        assert!((t.keep(false, 1.0, slice_at(640.0)) - 1.0).abs() < 1e-9);
+        assert!(t.keep(true, 1.0, slice_at(640.0)) < 0.8);
     }
 }

@@ -1,5 +1,5 @@
 //! Hits after the CPU-side acceptance (spec §2.4, §3.4): relative efficiency and wavelength
-//! (`rde·rat(λ)/rde_max`), angular sensitivity (`mas·u < Σ sᵢxⁱ`), and their outputs: a Parquet
+//! (`rde/rde_max`, or per DOM type `share_t(slice)·rde/rde_max,t`), angular sensitivity (`mas·u < Σ sᵢxⁱ`), and their outputs: a Parquet
 //! table and PPC's `HIT` lines.
 
 use std::path::Path;
@@ -42,12 +42,10 @@ pub fn accept(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -> 
         let mut rng = RandomStream::new(seed, tags::ACCEPT | (h.seq << 4), h.photon);
         let dom = &det.geometry.doms[h.dom as usize];
         let wl = det.medium.slices[h.slice as usize].wavelength;
-        let rat = if dom.high_qe {
-            det.rde_ratio.as_ref().map_or(1.0, |r| r.at(f64::from(wl)))
-        } else {
-            1.0
+        let p_eff = match &det.dom_types {
+            Some(t) => t.keep(dom.high_qe, dom.rde, h.slice as usize),
+            None => dom.rde / det.rde_max,
         };
-        let p_eff = dom.rde * rat / det.rde_max;
         let (u1, u2) = (f64::from(rng.uniform()), f64::from(rng.uniform()));
         if u1 > p_eff {
             continue;

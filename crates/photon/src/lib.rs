@@ -8,6 +8,7 @@
 pub mod collision;
 pub mod config;
 pub mod detector;
+pub mod envelope;
 pub mod f2k;
 pub mod geometry;
 pub mod gpu;

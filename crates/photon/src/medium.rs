@@ -174,6 +174,12 @@ impl Medium {
         })
     }
 
+    /// Slice i at wavelength `quantile((i + ½)/WNUM)` of a given distribution (the DOM-type
+    /// envelope of [`crate::envelope`]).
+    pub fn with_quantiles(layers: &Layers, cfg: &Config, tilt: Tilt, quantile: impl Fn(f64) -> f64) -> Self {
+        Self::tabulate(layers, cfg, tilt, quantile)
+    }
+
     /// All slices at exactly `wavelength` [nm] (analytic checks).
     pub fn monochromatic(layers: &Layers, cfg: &Config, wavelength: f64, tilt: Tilt) -> Self {
         Self::tabulate(layers, cfg, tilt, |_| wavelength)
