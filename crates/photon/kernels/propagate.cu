@@ -71,8 +71,14 @@ struct PhotonParams {
     // entries per string.
     const float* z_grid;
     const unsigned int* z_start;
+    // Birefringence (birefringence.rs): per-layer ra, rb; p0…p11; ice-flow axis; on/off.
+    const float* bfr_ra;
+    const float* bfr_rb;
+    float bfr_p[12];
+    float bfr_ax, bfr_ay;
+    int has_bfr, bfr_pad;
 };
-static_assert(sizeof(PhotonParams) == 576, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 656, "PhotonParams layout differs from gpu.rs");
 #define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
@@ -561,6 +567,82 @@ __device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long lo
     return lo;
 }
 
+// birefringence.rs: Birefringence::path_integrals -----------------------------------------------
+// ∫ ra dl and ∫ rb dl over `len` from tilt-corrected height zp along nz (layers of the walk).
+__device__ __forceinline__ void bfr_path(const PhotonParams& P, float zp, float nz, float len, float& ra, float& rb) {
+    const int n = P.n_layers;
+    int i = min(max((int)roundf((zp - P.hmin) * P.inv_dh), 0), n - 1);
+    float ze = zp + nz * len;
+    int j = min(max((int)roundf((ze - P.hmin) * P.inv_dh), 0), n - 1);
+    if (i == j) {
+        ra = len * P.bfr_ra[i];
+        rb = len * P.bfr_rb[i];
+    } else {
+        bool up = j > i;
+        float zi = (zp - P.hmin) / P.dh, zj = (ze - P.hmin) / P.dh;
+        float h = up ? (float)i + 0.5f - zi : zi - ((float)i - 0.5f);
+        float g = up ? zj - ((float)j - 0.5f) : (float)j + 0.5f - zj;
+        ra = h * P.bfr_ra[i] + g * P.bfr_ra[j];
+        rb = h * P.bfr_rb[i] + g * P.bfr_rb[j];
+        for (int k = up ? i + 1 : i - 1; k != j; k += up ? 1 : -1) {
+            ra += P.bfr_ra[k];
+            rb += P.bfr_rb[k];
+        }
+        float f = P.dh / fabsf(nz);
+        ra *= f;
+        rb *= f;
+    }
+    ra = fmaxf(ra, 0.0f);
+    rb = fmaxf(rb, 0.0f);
+}
+
+// birefringence.rs: stereographic
+__device__ __forceinline__ V3 bfr_stereographic(V3 n, V3 q, V3 p, float a, float b) {
+    float k = a * a + b * b;
+    float den = 2.0f / (1.0f + k);
+    float c = -k * den;
+    a *= den;
+    b *= den;
+    return normalize(V3{n.x + q.x * a + p.x * b + n.x * c, n.y + q.y * a + p.y * b + n.y * c, n.z + q.z * a + p.z * b + n.z * c});
+}
+
+// birefringence.rs: Birefringence::deflect (four uniforms from one Philox block).
+__device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len, float ra_l, float rb_l, const unsigned int* w, V3& shift) {
+    const float* p = P.bfr_p;
+    float dot = P.bfr_ax * n.x + P.bfr_ay * n.y;
+    float sdt = sqrtf(fmaxf(1.0f - dot * dot, 0.0f));
+    float cdt = fabsf(dot);
+    float sra = sqrtf(ra_l);
+    float sx = sra * fmaxf(p[0] * expf(-p[1] * powf(atanf(p[3] * sdt), p[2])), 0.0f);
+    float sy = sra * fmaxf(p[4] * expf(-p[5] * powf(atanf(p[7] * sdt), p[6])), 0.0f);
+    float mx = rb_l * fmaxf(p[8] * atanf(p[11] * sdt * cdt) * expf(-p[9] * sdt + p[10] * cdt), 0.0f);
+    V3 q{P.bfr_ax - dot * n.x, P.bfr_ay - dot * n.y, -dot * n.z};
+    if (dot < 0.0f) q = V3{-q.x, -q.y, -q.z};
+    float qn = q.x * q.x + q.y * q.y + q.z * q.z;
+    if (qn > 0.0f) {
+        float f = 1.0f / sqrtf(qn);
+        q = V3{q.x * f, q.y * f, q.z * f};
+    } else {
+        q = V3{0.0f, 0.0f, 1.0f};
+    }
+    V3 pv{n.y * q.z - n.z * q.y, n.z * q.x - n.x * q.z, n.x * q.y - n.y * q.x};
+    float g[4];
+    for (int k = 0; k < 2; ++k) {
+        float u1 = wd_u32_to_uniform(w[2 * k]), u2 = wd_u32_to_uniform(w[2 * k + 1]);
+        float r = sqrtf(-2.0f * logf(u1));
+        float sn, cs;
+        sincosf(WD_TAU * u2, &sn, &cs);
+        g[2 * k] = r * cs;
+        g[2 * k + 1] = r * sn;
+    }
+    float du = sx * g[0] + mx, dv = sy * g[1];
+    const float r3 = 1.0f / sqrtf(3.0f);
+    V3 m = bfr_stereographic(n, q, pv, (du + sx * g[2] * r3) / 2.0f, (dv + sy * g[3] * r3) / 2.0f);
+    float half = len / 2.0f;
+    shift = V3{half * (m.x - n.x), half * (m.y - n.y), half * (m.z - n.z)};
+    return bfr_stereographic(n, q, pv, du / 2.0f, dv / 2.0f);
+}
+
 // One photon's state between segments.
 struct PState {
     V3 pos, dir;
@@ -607,6 +689,17 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     if (st.tot <= 0.0f) return false;
     st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
     st.time += seg.length * st.ocm;
+    // Birefringence: one whole block per segment (propagate.rs), before the scattering's.
+    if (P.has_bfr && seg.length > 0.0f) {
+        float ra, rb;
+        bfr_path(P, zp, st.dir.z, seg.length, ra, rb);
+        unsigned int wb[4];
+        wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, wb);
+        st.block += 1;
+        V3 shift;
+        st.dir = bfr_deflect(P, st.dir, seg.length, ra, rb, wb, shift);
+        st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
+    }
     // One whole block per scattering: its three uniforms and the next segment's depth.
     unsigned int w[4];
     wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, w);
@@ -742,6 +835,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[12] = (const char*)&p.clear_ny - b;
     out[13] = (const char*)&p.b2 - b;
     out[14] = (const char*)&p.z_start - b;
+    out[15] = (const char*)&p.bfr_p - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

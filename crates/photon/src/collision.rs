@@ -389,6 +389,7 @@ mod tests {
                 pos: [x, 0.0, 0.0],
                 rde: 1.0,
                 high_qe: false,
+                cable_deg: None,
             }],
             source: "t".into(),
         }
@@ -419,6 +420,7 @@ mod tests {
             pos: [5.0, 0.0, 0.0],
             rde: 1.0,
             high_qe: false,
+            cable_deg: None,
         });
         let idx = DomIndex::new(&g, 1.0);
         let c = idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, None).unwrap();

@@ -41,6 +41,8 @@ pub struct Config {
     pub old_abs_scale: f64,
     /// Birefringence parameters (cfg 17–28).
     pub birefringence: Option<Vec<f64>>,
+    /// PPC's BFRA and BFRB environment scales of the birefringence parameters (default 1).
+    pub bfr_scales: [f64; 2],
 }
 
 impl Default for Config {
@@ -56,6 +58,7 @@ impl Default for Config {
             new_abs_anisotropy: None,
             old_abs_scale: 1.0,
             birefringence: None,
+            bfr_scales: [1.0, 1.0],
         }
     }
 }
@@ -146,12 +149,6 @@ impl Config {
                 out.push(format!("hole ice (radius {} DOM radii) is not simulated", h.radius_in_dom_radii));
             }
         }
-        if self.birefringence.is_some() {
-            out.push(
-                "birefringence (cfg lines 17-28) is not simulated: its diffusion is kept as ordinary scattering (BFR part not subtracted)"
-                    .into(),
-            );
-        }
         out
     }
 }
@@ -179,12 +176,12 @@ mod tests {
     }
 
     #[test]
-    fn reads_bfr_v2_and_reports_birefringence() {
+    fn reads_bfr_v2_birefringence() {
         let c = Config::read(&data_dir().join("ice/spice_bfr-v2/cfg.txt")).unwrap();
         assert_eq!(c.new_abs_anisotropy, Some([0.6, -0.3, -0.3]));
         assert_eq!(c.old_abs_scale, 0.0);
         assert_eq!(c.birefringence.as_ref().unwrap().len(), 12);
-        assert_eq!(c.unsupported().len(), 1);
+        assert!(c.unsupported().is_empty(), "birefringence is simulated");
     }
 
     #[test]

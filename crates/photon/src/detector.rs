@@ -16,7 +16,7 @@ use crate::spectrum::{AngularSensitivity, RdeRatio, Spectrum};
 use crate::tilt::Tilt;
 
 /// Where the detector description comes from and the PPC-style overrides.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct DetectorOptions {
     /// PPC ice directory (PPCTABLESDIR); `None` = built-in homogeneous ice.
     pub ice_dir: Option<PathBuf>,
@@ -31,6 +31,23 @@ pub struct DetectorOptions {
     pub absm: Option<bool>,
     /// PPCHOLEICE: angular sensitivity file instead of `<ice_dir>/as.dat`.
     pub angular: Option<PathBuf>,
+    /// BFRA, BFRB: scales of the birefringence parameters (photon-ppc-phase2.md §1).
+    pub bfr_scales: [f64; 2],
+}
+
+impl Default for DetectorOptions {
+    fn default() -> Self {
+        Self {
+            ice_dir: None,
+            geometry: None,
+            oversize: None,
+            wavelength: None,
+            bfrm: None,
+            absm: None,
+            angular: None,
+            bfr_scales: [1.0, 1.0],
+        }
+    }
 }
 
 /// Built-in homogeneous ice: effective scattering b_e(400) = 0.042 /m (≈ 24 m) and absorption
@@ -127,6 +144,10 @@ impl Detector {
                 )
             }
         };
+        if !opts.bfr_scales.iter().all(|v| v.is_finite() && *v >= 0.0) {
+            return Err(InputError::file("BFRA/BFRB", "must be finite and ≥ 0"));
+        }
+        cfg.bfr_scales = opts.bfr_scales;
         if let Some(o) = opts.oversize {
             if o == 0 {
                 return Err(InputError::file("OVSZ", "oversize must be at least 1"));
@@ -145,6 +166,11 @@ impl Detector {
             let eff = dir.join("eff-f2k");
             if eff.is_file() {
                 geometry.apply_efficiencies(&eff)?;
+            }
+            let dx = dir.join("dx.dat");
+            if dx.is_file() {
+                let n = geometry.apply_cables(&dx)?;
+                description.push(format!("cables: {n} cable positions (dx.dat), their shadow applied to hits"));
             }
         }
         description.push(format!("geometry: {} ({} modules)", geometry.source, geometry.doms.len()));
@@ -198,6 +224,15 @@ impl Detector {
             }
         };
         let ppm = cfg.efficiency * DPPM * angular.envelope() * budget;
+        medium
+            .check_scattering()
+            .map_err(|m| InputError::file(opts.ice_dir.as_deref().unwrap_or(std::path::Path::new("ice")), m))?;
+        if let Some(b) = &medium.bfr {
+            description.push(format!(
+                "birefringence: s_eff = {:.6} /m (cfg.txt lines 17-28, BFRA {} BFRB {}), taken out of the ordinary scattering",
+                b.s_eff, opts.bfr_scales[0], opts.bfr_scales[1]
+            ));
+        }
         description.push(format!(
             "oversize {}, efficiency {}, ppm {:.2} photons/m, f_SL {}, g {}",
             cfg.oversize, cfg.efficiency, ppm, cfg.f_sl, cfg.g
@@ -261,10 +296,8 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        assert!(
-            bfr.unsupported.iter().any(|u| u.contains("birefringence")),
-            "BFR is reported as not simulated"
-        );
+        assert!(bfr.medium.bfr.is_some(), "spice_bfr-v2 has birefringence");
+        assert!(bfr.unsupported.is_empty(), "{:?}", bfr.unsupported);
         assert!((bfr.rde_max - 1.35).abs() < 1e-12, "high-QE RDE from eff-f2k sets the envelope");
         assert!(bfr.dom_types.is_none(), "bfr-v2 has no wv.rde: one DOM type");
         assert_eq!(format!("{:.2}", bfr.yield_.ppm), "2282.91", "PPC's printed ppm for spice_bfr-v2");

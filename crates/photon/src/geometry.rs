@@ -20,6 +20,8 @@ pub struct Dom {
     pub rde: f64,
     /// eff-f2k type 1: apply the wv.rde wavelength ratio.
     pub high_qe: bool,
+    /// Azimuth of the DOM's cable [deg] (`dx.dat`); None: no cable shadow.
+    pub cable_deg: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -60,6 +62,7 @@ fn parse_module(path: &Path, line: usize, l: &str, skip: usize, columns: &str) -
         pos: [x, y, z + ZOFF],
         rde: 1.0,
         high_qe: false,
+        cable_deg: None,
     })
 }
 
@@ -149,6 +152,7 @@ impl Geometry {
                     pos: [p[0], p[1], z],
                     rde: 1.0,
                     high_qe: false,
+                    cable_deg: None,
                 });
             }
         }
@@ -167,6 +171,7 @@ impl Geometry {
                     pos: [x, y, z],
                     rde: 1.0,
                     high_qe: false,
+                    cable_deg: None,
                 });
             }
         }
@@ -207,6 +212,38 @@ impl Geometry {
             }
         }
         Ok(())
+    }
+
+    /// Apply `dx.dat`: `string om azimuth spread` per line, the cable's azimuth [deg] at the
+    /// module (negative values are taken modulo 360, as PPC does); modules not listed have no
+    /// cable. Returns the number of modules that got one.
+    pub fn apply_cables(&mut self, path: &Path) -> Result<usize, InputError> {
+        let text = read_text(path)?;
+        let index: std::collections::HashMap<(i32, i32), usize> =
+            self.doms.iter().enumerate().map(|(i, d)| ((d.string, d.om), i)).collect();
+        let mut n = 0;
+        for (line, l) in data_lines(&text) {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            if t.len() != 4 {
+                return Err(InputError::new(
+                    path,
+                    line,
+                    format!("{} columns; expected string om azimuth spread", t.len()),
+                ));
+            }
+            let s = parse_i64(path, line, "string", Some(t[0]))? as i32;
+            let om = parse_i64(path, line, "om", Some(t[1]))? as i32;
+            let az = parse_f64(path, line, "azimuth", Some(t[2]))?;
+            parse_f64(path, line, "spread", Some(t[3]))?;
+            if let Some(&i) = index.get(&(s, om)) {
+                self.doms[i].cable_deg = Some(if az < 0.0 { az.rem_euclid(360.0) } else { az });
+                n += 1;
+            }
+        }
+        if n == 0 {
+            return Err(InputError::file(path, "no cable position matches a module of the geometry"));
+        }
+        Ok(n)
     }
 
     /// Mean (x, y) of a string's modules.

@@ -104,8 +104,16 @@ pub struct GpuParams {
     pub aniso_pad: [i32; 2],
     pub z_grid: u64,
     pub z_start: u64,
+    // Birefringence (birefringence.rs): per-layer ra, rb; p0…p11; flow axis; on/off.
+    pub bfr_ra: u64,
+    pub bfr_rb: u64,
+    pub bfr_p: [f32; 12],
+    pub bfr_ax: f32,
+    pub bfr_ay: f32,
+    pub has_bfr: i32,
+    pub bfr_pad: i32,
 }
-const _: () = assert!(size_of::<GpuParams>() == 576);
+const _: () = assert!(size_of::<GpuParams>() == 656);
 // WD_Z_BINS in propagate.cu.
 const _: () = assert!(crate::collision::Z_BINS == 128);
 const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
@@ -114,7 +122,7 @@ const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 15] = [
+pub const LAYOUT: [usize; 16] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -130,6 +138,7 @@ pub const LAYOUT: [usize; 15] = [
     offset_of!(GpuParams, clear_ny),
     offset_of!(GpuParams, b2),
     offset_of!(GpuParams, z_start),
+    offset_of!(GpuParams, bfr_p),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -329,6 +338,19 @@ pub fn upload(
         slice_f,
         m.slice_factors.iter().flat_map(|f| [f[0], f[1], f[2], 0.0]).collect::<Vec<_>>()
     );
+    match &m.bfr {
+        Some(b) => {
+            put!(f32s, bfr_ra, b.ra);
+            put!(f32s, bfr_rb, b.rb);
+            p.bfr_p = b.p;
+            [p.bfr_ax, p.bfr_ay] = b.axis;
+            p.has_bfr = 1;
+        }
+        None => {
+            put!(f32s, bfr_ra, Vec::<f32>::new());
+            put!(f32s, bfr_rb, Vec::<f32>::new());
+        }
+    }
     p.hmin = m.hmin;
     p.dh = m.dh;
     p.inv_dh = 1.0 / m.dh;

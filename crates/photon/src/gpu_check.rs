@@ -293,6 +293,29 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     ));
     log(&format!("{:?}", out.last()));
 
+    // The same with birefringence on (spice_ftp-v3m: diffusion, 2-D tilt, new absorption
+    // anisotropy, DOM-type envelope): an extra Philox block per segment on both sides.
+    let fspecs = parse_f2k(&input, &text, &ftp.yield_)
+        .map_err(|e| GpuError::Other(e.to_string()))?
+        .specs;
+    let fsources = realise(&fspecs, seed);
+    let fcpu = crate::propagate::run(&ftp.medium, &ftp.index, &fsources, seed, &Progress::hidden());
+    let (fgp, fsp) = gpu::run(&ftp.medium, &ftp.index, &fsources, seed, &precise)?;
+    let (same, total) = photon_agreement(&fcpu, &fgp);
+    let frac = same as f64 / total.max(1) as f64;
+    out.push(check(
+        "precise, birefringence (spice_ftp-v3m): photon-by-photon CPU = GPU",
+        frac >= 0.99,
+        format!(
+            "{same} of {total} photons with hits identical ({:.3} %); CPU {} raw hits, GPU {}; kernel {:.3} s",
+            100.0 * frac,
+            fcpu.len(),
+            fgp.len(),
+            fsp.kernel_seconds
+        ),
+    ));
+    log(&format!("{:?}", out.last()));
+
     // Loop structure does not change the physics: the job-queue kernel gives the same hits.
     let seg = GpuOptions {
         defines: Vec::new(),
@@ -381,6 +404,30 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
         vs_ppc.report(),
     ));
     log(&format!("{:?}", out.last()));
+    // The birefringent models against PPC's eight H100 runs each (the CI criteria of
+    // tests/ppc_reference.rs: total within 3 σ + 2 %, χ² over 20 DOMs, KS at 5).
+    for model in ["spice_bfr-v2", "spice_ftp-v3m"] {
+        let det = ice(model)?;
+        let input = data.join("reference/ppc_bfr_h100_2026/input_cascade_10TeV.f2k");
+        let text = std::fs::read_to_string(&input).map_err(|e| GpuError::Other(format!("{}: {e}", input.display())))?;
+        let specs = parse_f2k(&input, &text, &det.yield_)
+            .map_err(|e| GpuError::Other(e.to_string()))?
+            .specs;
+        let src = realise(&specs, seed + 1);
+        let (raw, _) = gpu::run(&det.medium, &det.index, &src, seed + 1, &fast)?;
+        let hits: Vec<TimedHit> = crate::hits::accept(&det, &raw, &src, seed + 1)
+            .iter()
+            .map(|h| ((h.string, h.om), f64::from(h.time)))
+            .collect();
+        let runs = crate::validate::ppc_bfr_reference_runs(data, model, "e10").map_err(|e| GpuError::Other(e.to_string()))?;
+        let c = compare(&hits, &runs, 3.0, 0.02, 20, 5);
+        out.push(check(
+            &format!("fast GPU vs PPC ({model}, birefringence)"),
+            c.passes(0.01),
+            c.report(),
+        ));
+        log(&format!("{:?}", out.last()));
+    }
     log(&format!(
         "fast kernel: {:.4} s for {} photons ({:.3} ns/photon), {} registers, {} B local",
         sf.kernel_seconds,

@@ -1,4 +1,4 @@
-//! Hits after the CPU-side acceptance (spec §2.4, §3.4): relative efficiency and wavelength
+//! Hits after the CPU-side acceptance (spec §2.4, §3.4; cable shadow photon-ppc-phase2.md §3): relative efficiency and wavelength
 //! (`rde/rde_max`, or per DOM type `share_t(slice)·rde/rde_max,t`), angular sensitivity (`mas·u < Σ sᵢxⁱ`), and their outputs: a Parquet
 //! table and PPC's `HIT` lines.
 
@@ -34,6 +34,31 @@ pub fn angles(v: [f32; 3]) -> (f32, f32) {
     (v[2].clamp(-1.0, 1.0).acos(), v[1].atan2(v[0]))
 }
 
+/// Radius of the main cable [m] (PPC f2k.cxx; photon-ppc-phase2.md §3).
+pub const CABLE_RADIUS: f32 = 0.023;
+
+/// Does the DOM's cable shadow this hit? The cable is a vertical cylinder of radius 0.023 m whose
+/// axis runs at R + 0.023 m from the DOM centre at azimuth `phi_deg` (dx.dat). The hit is lost if
+/// the photon's path before the impact point R·`impact` (in the horizontal plane) crosses the
+/// cylinder: with d = impact point − cable axis, the larger root h of |d − h·n|² = rc² is positive.
+/// As PPC's f2k.cxx, in f32.
+#[must_use]
+pub fn cable_shadows(phi_deg: f64, dir: [f32; 3], impact: [f32; 3]) -> bool {
+    let r = crate::geometry::DOM_RADIUS as f32;
+    let dc = r + CABLE_RADIUS;
+    let phi = (phi_deg as f32).to_radians();
+    let drx = r * impact[0] - dc * phi.cos();
+    let dry = r * impact[1] - dc * phi.sin();
+    let a = dir[0] * dir[0] + dir[1] * dir[1];
+    if a <= 0.0 {
+        return false;
+    }
+    let b = -2.0 * (dir[0] * drx + dir[1] * dry);
+    let c = drx * drx + dry * dry - CABLE_RADIUS * CABLE_RADIUS;
+    let disc = b * b - 4.0 * a * c;
+    disc >= 0.0 && (-b + disc.sqrt()) / (2.0 * a) > 0.0
+}
+
 /// Apply the acceptance to the raw hits. Each hit draws from its own stream (photon id, hit
 /// ordinal), so the result is independent of threading.
 pub fn accept(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -> Vec<Hit> {
@@ -51,12 +76,16 @@ pub fn accept(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -> 
             continue;
         }
         // DOM axis (0, 0, 1): the PMT looks down, so upgoing photons hit head-on (x = +1).
+        // Surface mode (PPC: r·axis > s0, r the unit vector from the impact point to the centre).
         let ok = if det.angular.surface_mode() {
-            f64::from(h.impact[2]) > det.angular.coeffs[0]
+            -f64::from(h.impact[2]) > det.angular.coeffs[0]
         } else {
             det.angular.mas * u2 < det.angular.acceptance(f64::from(h.dir[2]))
         };
         if !ok {
+            continue;
+        }
+        if dom.cable_deg.is_some_and(|phi| cable_shadows(phi, h.dir, h.impact)) {
             continue;
         }
         let s = &sources[h.source as usize];
@@ -80,7 +109,8 @@ pub fn accept(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -> 
 #[must_use]
 pub fn hit_line(h: &Hit) -> String {
     let (pt, pp) = angles(h.dir);
-    let (dt, dp) = angles(h.impact);
+    // PPC prints the direction from the impact point to the module centre (−impact).
+    let (dt, dp) = angles([-h.impact[0], -h.impact[1], -h.impact[2]]);
     format!(
         "HIT {} {} {:.6} {:.6} {:.6} {:.6} {:.6} {:.6}",
         h.string, h.om, h.time, h.wavelength, pt, pp, dt, dp
@@ -113,4 +143,51 @@ pub fn hits_table(hits: &[Hit], metadata: &[(String, String)]) -> Table {
 
 pub fn write_parquet(hits: &[Hit], path: &Path, metadata: &[(String, String)]) -> Result<(), TableError> {
     hits_table(hits, metadata).write_parquet(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cable_shadows_only_photons_that_crossed_it() {
+        // Cable at azimuth 0: its axis at x = R + 0.023 m.
+        // A photon travelling −x (coming from +x) hits the +x side: its path crossed the cable.
+        assert!(cable_shadows(0.0, [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]));
+        // The same photon with the cable on the other side (180°) is not shadowed.
+        assert!(!cable_shadows(180.0, [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]));
+        // Coming from −x onto the −x side: the cable is behind the DOM.
+        assert!(!cable_shadows(0.0, [1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]));
+        // Vertical photons never cross a vertical cable; passing 0.1 m beside it neither.
+        assert!(!cable_shadows(0.0, [0.0, 0.0, 1.0], [0.0, 0.0, -1.0]));
+        assert!(!cable_shadows(90.0, [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]));
+        // Negative azimuths as PPC reads them (−90 ≡ 270).
+        assert_eq!(
+            cable_shadows(270.0, [0.0, 1.0, 0.0], [0.0, -1.0, 0.0]),
+            cable_shadows((-90.0f64).rem_euclid(360.0), [0.0, 1.0, 0.0], [0.0, -1.0, 0.0])
+        );
+        assert!(cable_shadows(270.0, [0.0, 1.0, 0.0], [0.0, -1.0, 0.0]));
+    }
+
+    /// HIT lines print PPC's impact angles: the direction from the impact point to the module
+    /// centre (PPC pro.cu: dom.r − r). A photon from below hits the bottom: θ = 0.
+    #[test]
+    fn hit_line_impact_angles_follow_ppc() {
+        let h = Hit {
+            event: 0,
+            source: 0,
+            source_ordinal: 0,
+            photon: 0,
+            string: 1,
+            om: 2,
+            time: 10.0,
+            wavelength: 400.0,
+            dir: [0.0, 0.0, 1.0],
+            impact: [0.0, 0.0, -1.0],
+        };
+        let l = hit_line(&h);
+        let t: Vec<f64> = l.split_whitespace().skip(3).map(|v| v.parse().unwrap()).collect();
+        assert_eq!(t[2], 0.0, "photon θ: travelling up");
+        assert_eq!(t[4], 0.0, "impact θ towards the centre: up, {l}");
+    }
 }

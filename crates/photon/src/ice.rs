@@ -20,9 +20,11 @@ pub struct LayerRow {
     pub adust400: f64,
     /// Temperature relative to 1730 m, δτ [K].
     pub dtau: f64,
-    /// Optional per-layer anisotropy (log k1, log k2) and birefringence scale.
+    /// Optional per-layer anisotropy (log k1, log k2) and birefringence factors ra, rb
+    /// (columns 7 and 8; default 1, photon-ppc-phase2.md §1).
     pub log_k: [f64; 2],
-    pub bfr_scale: f64,
+    pub bfr_ra: f64,
+    pub bfr_rb: f64,
 }
 
 /// `icemodel.par`: wavelength dependences.
@@ -110,7 +112,8 @@ impl Layers {
                 adust400: adust.max(1e-6),
                 dtau: 0.0,
                 log_k: [0.0; 2],
-                bfr_scale: 0.0,
+                bfr_ra: 1.0,
+                bfr_rb: 1.0,
             }],
             dh: 100.0,
             par,
@@ -254,11 +257,14 @@ fn read_layers(path: &Path) -> Result<(Vec<LayerRow>, f64), InputError> {
     let mut ncols = None;
     for (line, l) in data_lines(&text) {
         let t: Vec<&str> = l.split_whitespace().collect();
-        if ![4, 6, 7].contains(&t.len()) {
+        if ![4, 6, 7, 8].contains(&t.len()) {
             return Err(InputError::new(
                 path,
                 line,
-                format!("{} columns; expected 4 (depth b_e a_dust dtau), 6 (+k1 k2) or 7 (+BFR)", t.len()),
+                format!(
+                    "{} columns; expected 4 (depth b_e a_dust dtau), 6 (+k1 k2), 7 (+BFR ra) or 8 (+BFR rb)",
+                    t.len()
+                ),
             ));
         }
         if *ncols.get_or_insert(t.len()) != t.len() {
@@ -271,7 +277,8 @@ fn read_layers(path: &Path) -> Result<(Vec<LayerRow>, f64), InputError> {
             adust400: f(2, "a_dust(400)")?,
             dtau: f(3, "delta_tau")?,
             log_k: if t.len() >= 6 { [f(4, "k1")?, f(5, "k2")?] } else { [0.0; 2] },
-            bfr_scale: if t.len() == 7 { f(6, "bfr")? } else { 0.0 },
+            bfr_ra: if t.len() >= 7 { f(6, "bfr ra")? } else { 1.0 },
+            bfr_rb: if t.len() >= 8 { f(7, "bfr rb")? } else { 1.0 },
         };
         if let Some(prev) = rows.last() {
             if row.depth <= prev.depth {

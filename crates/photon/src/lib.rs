@@ -5,6 +5,7 @@
 //! f2k, steps or flashers) → [`source::realise`] (photon counts) → [`propagate::run`] (raw hits,
 //! rayon over photons) → [`hits::accept`] (CPU-side acceptance) → Parquet or `HIT` lines.
 
+pub mod birefringence;
 pub mod collision;
 pub mod config;
 pub mod detector;

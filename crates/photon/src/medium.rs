@@ -2,6 +2,7 @@
 //! absorption and scattering per (wavelength slice, layer), the wavelength slices with their
 //! refractive indices, scattering-function parameters, anisotropy and tilt.
 
+use crate::birefringence::Birefringence;
 use crate::config::Config;
 use crate::ice::Layers;
 use crate::optics;
@@ -85,6 +86,26 @@ impl AnisotropyParams {
     }
 }
 
+/// The new absorption anisotropy's coefficients (k1, k2, kz) = exp(cfg lines 13–15), scaled so
+/// that the absorption averaged over all directions is the layer's isotropic one (PPC prints
+/// "Renorm. NI anisotropy"): for a spheroid k1 ≥ k2 = kz the mean of 1/|(k1 n1, k2 n2, kz n3)|
+/// over the sphere is (1/k2)·asinh(s)/s = ln(r + s)/(s·k2) with r = k1/k2, s = √(r² − 1), and
+/// every k is multiplied by it. spice_ftp-v3m and spice_bfr-v2 (0.6, −0.3, −0.3): 1.82212,
+/// 0.740818 → 1.69545, 0.689318, as PPC prints (0.9305×; without it the absorption averaged 7.5 %
+/// low). Other shapes are taken as given, as in PPC.
+#[must_use]
+pub fn renormalised_absorption_anisotropy(k: [f64; 3]) -> [f64; 3] {
+    if k[0] >= k[1] && k[1] == k[2] {
+        let r = k[0] / k[1];
+        let s = (r * r - 1.0).sqrt();
+        // PPC's threshold XXX = 1e-5 and its first-order form below it.
+        let mean = if s > 1e-5 { (r + s).ln() / s } else { 1.0 + s / 2.0 } / k[1];
+        [k[0] * mean, k[1] * mean, k[2] * mean]
+    } else {
+        k
+    }
+}
+
 /// Half width of PPC's WFLA emission line [nm]: a smoothstep CDF from W − 10 to W + 10 nm.
 pub const WFLA_HALF_WIDTH: f64 = 10.0;
 /// Half width of the wavelength grid PPC narrows to under WFLA [nm]: 10 bins of 1 nm.
@@ -163,6 +184,9 @@ pub struct Medium {
     /// c1 = D·a_dust + E − arf·A·e^(−B/400)·t.
     pub layer_factors: Vec<[f32; 4]>,
     pub slice_factors: Vec<[f32; 3]>,
+    /// Birefringence (cfg lines 17–28): the diffusion along the path; its s_eff is taken out of
+    /// `sca` and `layer_factors` (photon-ppc-phase2.md §1).
+    pub bfr: Option<Birefringence>,
 }
 
 impl Medium {
@@ -202,14 +226,18 @@ impl Medium {
         let p = &layers.par;
         let arf = if layers.flags.absm { 1.0 } else { 0.0 };
         let a400 = p.a * (-p.b / 400.0).exp();
+        let bfr = Birefringence::new(cfg, layers, cfg.bfr_scales[0], cfg.bfr_scales[1]);
+        // The scattering the birefringent diffusion replaces: ra·s_eff·(srf + srw·l_a).
+        let removed = |layer: usize| bfr.as_ref().map_or((0.0, 0.0), |b| b.compensation(layer, layers.flags.bfrm));
         let layer_factors = (0..n_layers)
             .map(|layer| {
                 let r = &layers.rows[n_layers - 1 - layer];
                 let bbl = layers.bubbles.map_or(0.0, |b| b.at_depth(r.depth));
                 let t = 1.0 + 0.01 * r.dtau;
+                let (rf, rw) = removed(layer);
                 [
-                    (bbl / (1.0 - cfg.g)) as f32,
-                    (r.be400 / (1.0 - cfg.g)) as f32,
+                    ((bbl - rf) / (1.0 - cfg.g)) as f32,
+                    ((r.be400 - rw) / (1.0 - cfg.g)) as f32,
                     (p.d * r.adust400 + p.e - arf * a400 * t) as f32,
                     t as f32,
                 ]
@@ -232,7 +260,9 @@ impl Medium {
             for layer in 0..n_layers {
                 let l = f64::from(s.wavelength);
                 abs.push(layers.absorption(layer, l) as f32);
-                sca.push((layers.b_eff(layer, l) / (1.0 - cfg.g)) as f32);
+                let (rf, rw) = removed(layer);
+                let la = (l / 400.0).powf(-p.alpha);
+                sca.push(((layers.b_eff(layer, l) - rf - rw * la) / (1.0 - cfg.g)) as f32);
             }
         }
         let anisotropy = cfg.anisotropy.map(|a| {
@@ -242,9 +272,10 @@ impl Medium {
                 azy: a.azimuth_deg.to_radians().sin() as f32,
                 k: [k1 as f32, k2 as f32, (1.0 / (k1 * k2)) as f32],
                 old_abs_scale: cfg.old_abs_scale as f32,
-                new_abs: cfg
-                    .new_abs_anisotropy
-                    .map(|k| [k[0].exp() as f32, k[1].exp() as f32, k[2].exp() as f32]),
+                new_abs: cfg.new_abs_anisotropy.map(|k| {
+                    let k = renormalised_absorption_anisotropy([k[0].exp(), k[1].exp(), k[2].exp()]);
+                    [k[0] as f32, k[1] as f32, k[2] as f32]
+                }),
             }
         });
         Self {
@@ -260,6 +291,22 @@ impl Medium {
             tilt,
             layer_factors,
             slice_factors,
+            bfr,
+        }
+    }
+
+    /// Every scattering coefficient positive (with birefringence, the removed s_eff part may
+    /// exceed a layer's scattering: PPC stops with "Invalid value of ice parameter").
+    pub fn check_scattering(&self) -> Result<(), String> {
+        match self.sca.iter().position(|&s| s.is_nan() || s <= 0.0) {
+            None => Ok(()),
+            Some(i) => Err(format!(
+                "scattering coefficient {} /m ≤ 0 in layer {} at {:.1} nm after removing the birefringence part (s_eff {:e} /m × ra): check cfg.txt lines 17-28 and BFRA/BFRB/BFRM",
+                self.sca[i],
+                i % self.n_layers,
+                self.slices[i / self.n_layers].wavelength,
+                self.bfr.as_ref().map_or(0.0, |b| b.s_eff)
+            )),
         }
     }
 
@@ -346,6 +393,29 @@ mod tests {
 
     /// Absorption anisotropy: isotropic ice gives 1; for SPICE 3.2.1 less absorption along the
     /// major axis (k1 < 1) and more along the minor one (computed by hand from the spec formula).
+    #[test]
+    fn absorption_anisotropy_renormalised_as_ppc_prints() {
+        // PPC (spice_ftp-v3m, spice_bfr-v2 logs): "New Ice anisotropy is 1.82212,0.740818,0.740818",
+        // "Renorm. NI anisotropy 1.69545,0.689318,0.689318".
+        let k = renormalised_absorption_anisotropy([0.6f64.exp(), (-0.3f64).exp(), (-0.3f64).exp()]);
+        // PPC computes in f32 and prints 6 digits: equal within the printed rounding + 1e-6 relative.
+        for (v, printed) in k.iter().zip([1.69545, 0.689318, 0.689318]) {
+            assert!((v - printed).abs() <= 5e-6 * printed + 1e-6 * v, "{v} vs {printed}");
+        }
+        // The direction average of 1/|k·n| is then 1 (isotropic absorption on average).
+        let n = 200_000;
+        let mean: f64 = (0..n)
+            .map(|i| {
+                let mu = (i as f64 + 0.5) / n as f64; // cos to the k1 axis, uniform on the sphere
+                1.0 / (k[0] * k[0] * mu * mu + k[1] * k[1] * (1.0 - mu * mu)).sqrt()
+            })
+            .sum::<f64>()
+            / n as f64;
+        assert!((mean - 1.0).abs() < 1e-6, "{mean}");
+        // Other shapes as given.
+        assert_eq!(renormalised_absorption_anisotropy([1.0, 2.0, 3.0]), [1.0, 2.0, 3.0]);
+    }
+
     #[test]
     fn absorption_anisotropy_factor() {
         let iso = AnisotropyParams {

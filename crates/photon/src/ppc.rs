@@ -12,15 +12,13 @@ use crate::f2k::{flasher, parse_f2k, FlasherOptions};
 use crate::hits::hit_line;
 
 /// PPC variables that change physics this version does not simulate: reported, never ignored silently.
-pub const UNSUPPORTED_ENV: [&str; 14] = [
+pub const UNSUPPORTED_ENV: [&str; 12] = [
     "TILTMODELDIR",
     "NEXTGENDIR",
     "FLWL",
     "FZCR",
     "ELEV",
     "FTLT",
-    "BFRA",
-    "BFRB",
     "VTHK",
     "HIFL",
     "GECO",
@@ -66,6 +64,14 @@ impl PpcEnv {
         }
         env.detector.oversize = num("OVSZ")?.map(|v| v.round().max(0.0) as u32);
         env.detector.bfrm = num("BFRM")?.map(|v| v as u8);
+        for (k, name) in ["BFRA", "BFRB"].iter().enumerate() {
+            if let Some(v) = num(name)? {
+                if v < 0.0 {
+                    return Err(InputError::file("environment", format!("{v} must be ≥ 0")).field(*name));
+                }
+                env.detector.bfr_scales[k] = v;
+            }
+        }
         env.detector.absm = num("ABSM")?.map(|v| v != 0.0);
         env.detector.angular = get("PPCHOLEICE").map(PathBuf::from);
         if let Some(v) = num("FLDR")? {
@@ -329,7 +335,8 @@ mod tests {
             ("OVSZ", "3"),
             ("FLDR", "370"),
             ("OFLA", "0"),
-            ("BFRA", "1"),
+            ("BFRA", "0.5"),
+            ("VTHK", "1"),
         ];
         let get = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_string());
         let e = PpcEnv::from_env(get).unwrap();
@@ -338,7 +345,8 @@ mod tests {
         assert_eq!(e.detector.oversize, Some(3));
         assert_eq!(e.flasher.fldr, 370.0);
         assert!(e.flasher.own_dom_records);
-        assert_eq!(e.ignored, vec!["BFRA".to_string()]);
+        assert_eq!(e.detector.bfr_scales, [0.5, 1.0]);
+        assert_eq!(e.ignored, vec!["VTHK".to_string()]);
         let bad = |k: &str| (k == "WFLA").then(|| "blue".to_string());
         assert!(PpcEnv::from_env(bad).unwrap_err().to_string().contains("field 'WFLA'"));
     }

@@ -5,8 +5,9 @@
 //! the segment is checked for DOM collisions (pancake, continue after hit); then the photon
 //! scatters. Every draw comes from the photon's own Philox stream, so the result of a photon
 //! does not depend on which thread runs it. Stream layout: the emission's draws, TOT and the
-//! first SCA in order; then one whole Philox block per scattering (its three uniforms and the
-//! next segment's SCA), the rest of the emission's last block left unused.
+//! first SCA in order; then per segment one whole Philox block for the birefringent deflection
+//! (only with birefringence) and one per scattering (its three uniforms and the next segment's
+//! SCA), the rest of the emission's last block left unused.
 
 use rayon::prelude::*;
 use warpdrive_core::progress::Progress;
@@ -155,6 +156,17 @@ pub fn propagate_photon(
             p.pos[2] + seg.length * p.dir[2],
         ];
         p.time += seg.length * ocm;
+        // Birefringence (photon-ppc-phase2.md §1): one whole block (four uniforms, two normal
+        // pairs) per segment for the deflection and the curved path's end-point shift.
+        if let Some(b) = &m.bfr {
+            if seg.length > 0.0 {
+                let (ra, rb) = b.path_integrals(m.hmin, m.dh, zp, p.dir[2], seg.length);
+                let u = rng.block4().map(u32_to_unit_f32);
+                let (dir, shift) = b.deflect(p.dir, seg.length, ra, rb, u);
+                p.pos = [p.pos[0] + shift[0], p.pos[1] + shift[1], p.pos[2] + shift[2]];
+                p.dir = dir;
+            }
+        }
         // One whole block per scattering: its three uniforms and the next segment's depth.
         let w = rng.block4();
         let (u1, u2, u3) = (u32_to_unit_f32(w[0]), u32_to_unit_f32(w[1]), u32_to_unit_f32(w[2]));

@@ -44,6 +44,17 @@ pub fn ppc_reference_runs(data: &Path) -> std::io::Result<Vec<Vec<TimedHit>>> {
     files.iter().map(|f| read_hit_lines(f)).collect()
 }
 
+/// PPC's eight H100 runs of the same 10 TeV cascade in a birefringent model (`spice_bfr-v2` or
+/// `spice_ftp-v3m`), data/reference/ppc_bfr_h100_2026 (README there), or its four flasher runs
+/// (`kind` = "e10", "fla" for `ppc 63 20 1e8 0`, "fla405" with WFLA=405).
+pub fn ppc_bfr_reference_runs(data: &Path, model: &str, kind: &str) -> std::io::Result<Vec<Vec<TimedHit>>> {
+    let dir = data.join("reference/ppc_bfr_h100_2026");
+    let n = if kind == "e10" { 8 } else { 4 };
+    (1..=n)
+        .map(|i| read_hit_lines(&dir.join(format!("{model}_{kind}_{i}.hits.gz"))))
+        .collect()
+}
+
 /// The outcome of comparing one hit set with reference runs.
 #[derive(Clone, Debug)]
 pub struct Comparison {

@@ -75,6 +75,7 @@ fn one_dom(d: f64) -> Geometry {
             pos: [d, 0.0, 0.0],
             rde: 1.0,
             high_qe: false,
+            cable_deg: None,
         }],
         source: "one DOM".into(),
     }

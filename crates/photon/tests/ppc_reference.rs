@@ -43,3 +43,48 @@ fn cascade_10tev_spice321_agrees_with_ppc() {
     assert!(c.times.iter().all(|(_, t)| t.p_value > 0.01), "arrival times: {}", c.report());
     assert!(c.passes(0.01));
 }
+
+/// The same criteria for the birefringent models IceCube simulates with today (issue #14), against
+/// PPC's eight H100 runs each (data/reference/ppc_bfr_h100_2026): birefringence, the renormalised
+/// absorption anisotropy, and for spice_ftp-v3m the 2-D tilt map, DOM types (wv.rde) and cables
+/// (dx.dat). Before those were simulated, spice_ftp-v3m gave 29 779 hits against PPC's 28 196 ± 260.
+fn bfr_model_agrees_with_ppc(model: &str) {
+    let Some(data) = data() else { return };
+    let runs = warpdrive_photon::validate::ppc_bfr_reference_runs(&data, model, "e10").unwrap();
+    let det = Detector::build(&DetectorOptions {
+        ice_dir: Some(data.join("ice").join(model)),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(det.medium.bfr.is_some(), "{model} runs with birefringence");
+    let input = data.join("reference/ppc_bfr_h100_2026/input_cascade_10TeV.f2k");
+    let f2k = parse_f2k(&input, &std::fs::read_to_string(&input).unwrap(), &det.yield_).unwrap();
+    let sim = warpdrive_photon::simulate(&det, &f2k.specs, 20261124, &Progress::hidden());
+    let ours: Vec<TimedHit> = sim.hits.iter().map(|h| ((h.string, h.om), f64::from(h.time))).collect();
+    let c = compare(&ours, &runs, 3.0, 0.02, 20, 5);
+    eprintln!("{model}: photons {} raw hits {}\n{}", sim.photons, sim.raw_hits, c.report());
+    for (k, x, y) in &c.brightest {
+        eprintln!("DOM {:2}-{:2}: ours {x:6.0}  PPC/run {y:8.1}", k.0, k.1);
+    }
+    assert!(
+        (c.hits as f64 - c.reference_mean).abs() <= c.total_tolerance,
+        "{model} total hits: {}",
+        c.report()
+    );
+    assert!(c.per_dom.p_value > 0.01, "{model} per-DOM counts: {}", c.report());
+    assert!(
+        c.times.iter().all(|(_, t)| t.p_value > 0.01),
+        "{model} arrival times: {}",
+        c.report()
+    );
+}
+
+#[test]
+fn cascade_10tev_spice_bfr_v2_agrees_with_ppc() {
+    bfr_model_agrees_with_ppc("spice_bfr-v2");
+}
+
+#[test]
+fn cascade_10tev_spice_ftp_v3m_agrees_with_ppc() {
+    bfr_model_agrees_with_ppc("spice_ftp-v3m");
+}
