@@ -550,6 +550,7 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_DYNAMIC           job queue fed 32 photons at a time from a global counter
 //   WD_RNG_WARP          opt-in, changes statistics: the lanes of a warp share the phase-function
 //                        choice of each scattering (random-number blocking per warp)
+//   WD_BFR               birefringence code compiled in (set by the host for models with it)
 //   WD_SHARED_TABLES     ice tables (factored layers, wavelength slices) and per-string geometry in
 //                        shared memory (job-queue kernel with WD_FACTORED_ICE)
 #ifndef WD_BLOCK
@@ -689,7 +690,9 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     if (st.tot <= 0.0f) return false;
     st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
     st.time += seg.length * st.ocm;
+#ifdef WD_BFR
     // Birefringence: one whole block per segment (propagate.rs), before the scattering's.
+    // Compiled only for models that have it (gpu.rs run_on sets WD_BFR).
     if (P.has_bfr && seg.length > 0.0f) {
         float ra, rb;
         bfr_path(P, zp, st.dir.z, seg.length, ra, rb);
@@ -700,6 +703,7 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
         st.dir = bfr_deflect(P, st.dir, seg.length, ra, rb, wb, shift);
         st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
     }
+#endif
     // One whole block per scattering: its three uniforms and the next segment's depth.
     unsigned int w[4];
     wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, w);

@@ -526,6 +526,9 @@ fn run_on(
         .cloned()
         .collect();
     defines.push(format!("WD_BLOCK={}", opts.block));
+    if m.bfr.is_some() && !defines.iter().any(|d| d == "WD_BFR") {
+        defines.push("WD_BFR".into());
+    }
     let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
     let res = cuda::resources(&func)?;
     if opts.block as i32 > res.max_threads_per_block {
@@ -662,4 +665,7 @@ pub const SWITCHES: &[&str] = &[
     "WD_DYNAMIC",
     "WD_SHARED_TABLES",
     "WD_RNG_WARP",
+    // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
+    // that models without it pay nothing for its code (listed here for the NVRTC compile check).
+    "WD_BFR",
 ];
