@@ -88,3 +88,34 @@ fn cascade_10tev_spice_bfr_v2_agrees_with_ppc() {
 fn cascade_10tev_spice_ftp_v3m_agrees_with_ppc() {
     bfr_model_agrees_with_ppc("spice_ftp-v3m");
 }
+
+/// PPC's flasher `ppc 63 20 1e8 0` (default FWID 9.7°, and WFLA = 405 nm) in both birefringent
+/// models: total HIT lines within 3 run-to-run σ + 3 % of PPC's four H100 runs each (issue #14).
+#[test]
+fn flashers_in_bfr_models_agree_with_ppc() {
+    let Some(data) = data() else { return };
+    for model in ["spice_bfr-v2", "spice_ftp-v3m"] {
+        for (kind, wfla) in [("fla", None), ("fla405", Some("405"))] {
+            let runs = warpdrive_photon::validate::ppc_bfr_reference_runs(&data, model, kind).unwrap();
+            let totals: Vec<f64> = runs.iter().map(|r| r.len() as f64).collect();
+            let mean = totals.iter().sum::<f64>() / totals.len() as f64;
+            let sd = (totals.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (totals.len() - 1) as f64).sqrt();
+            let ice = data.join("ice").join(model).display().to_string();
+            let get = |k: &str| match k {
+                "PPCTABLESDIR" => Some(ice.clone()),
+                "WARPDRIVE_DEVICE" => Some("cpu".to_string()),
+                "WARPDRIVE_SEED" => Some("20261124".to_string()),
+                "WFLA" => wfla.map(str::to_string),
+                _ => None,
+            };
+            let env = warpdrive_photon::ppc::PpcEnv::from_env(get).unwrap();
+            let args: Vec<String> = ["63", "20", "1e8", "0"].iter().map(|s| s.to_string()).collect();
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            warpdrive_photon::ppc::run(&args, &env, &mut std::io::empty(), &mut out, &mut err).unwrap();
+            let ours = String::from_utf8(out).unwrap().lines().filter(|l| l.starts_with("HIT ")).count() as f64;
+            let tol = 3.0 * sd + 0.03 * mean;
+            eprintln!("{model} {kind}: {ours} HIT lines vs PPC {mean:.1} ± {sd:.1} (tolerance ±{tol:.0})");
+            assert!((ours - mean).abs() <= tol, "{model} {kind}: {ours} vs {mean:.1} ± {tol:.0}");
+        }
+    }
+}
