@@ -9,7 +9,7 @@ use warpdrive_core::InputError;
 
 use crate::detector::{Detector, DetectorOptions};
 use crate::f2k::{flasher, parse_f2k, FlasherOptions};
-use crate::hits::hit_line;
+use crate::hits::push_hit_line;
 
 /// PPC variables that change physics this version does not simulate: reported, never ignored silently.
 pub const UNSUPPORTED_ENV: [&str; 12] = [
@@ -123,7 +123,8 @@ fn simulate(
     err: &mut dyn Write,
 ) -> Result<crate::Simulation, PpcError> {
     crate::source::check_total(specs).map_err(PpcError::Usage)?;
-    let (sim, _) = crate::simulate_on(det, specs, seed, backend, &Progress::new("photons", 0, "photons"))?;
+    let t = std::time::Instant::now();
+    let (sim, stats) = crate::simulate_on(det, specs, seed, backend, &Progress::new("photons", 0, "photons"))?;
     writeln!(
         err,
         "photons: {}  hits: {} before DOM acceptance, {} after (HIT lines)",
@@ -131,6 +132,8 @@ fn simulate(
         sim.raw_hits,
         sim.hits.len()
     )?;
+    let kernel = stats.map_or(String::new(), |s| format!(" ({:.3} s in kernels)", s.kernel_seconds));
+    writeln!(err, "propagation and acceptance: {:.2} s{kernel}", t.elapsed().as_secs_f64())?;
     Ok(sim)
 }
 
@@ -198,18 +201,25 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             let f2k = parse_f2k(Path::new("<stdin>"), &text, &det.yield_)?;
             let backend = backend(env, gpu, err)?;
             let sim = simulate(&det, &f2k.specs, seed, &backend, err)?;
-            let mut by_event: std::collections::BTreeMap<i32, Vec<String>> = Default::default();
-            for h in &sim.hits {
-                by_event.entry(h.event).or_default().push(hit_line(h));
+            let t_out = std::time::Instant::now();
+            let mut by_event: std::collections::BTreeMap<i32, Vec<u32>> = Default::default();
+            for (i, h) in sim.hits.iter().enumerate() {
+                by_event.entry(h.event).or_default().push(i as u32);
             }
+            let mut line = String::with_capacity(128);
             for c in &f2k.chunks {
                 out.write_all(c.text.as_bytes())?;
-                if let Some(lines) = c.event.and_then(|e| by_event.get(&e)) {
-                    for l in lines {
-                        writeln!(out, "{l}")?;
+                if let Some(hits) = c.event.and_then(|e| by_event.get(&e)) {
+                    for &i in hits {
+                        line.clear();
+                        push_hit_line(&mut line, &sim.hits[i as usize]);
+                        line.push('\n');
+                        out.write_all(line.as_bytes())?;
                     }
                 }
             }
+            out.flush()?;
+            writeln!(err, "output: {:.2} s", t_out.elapsed().as_secs_f64())?;
             Ok(())
         }
         [s, om, num, gpu] => {
@@ -221,8 +231,12 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             let specs = flasher(&det, string, om, num, &env.flasher)?;
             let backend = backend(env, gpu, err)?;
             let sim = simulate(&det, &specs, seed, &backend, err)?;
+            let mut line = String::with_capacity(128);
             for h in &sim.hits {
-                writeln!(out, "{}", hit_line(h))?;
+                line.clear();
+                push_hit_line(&mut line, h);
+                line.push('\n');
+                out.write_all(line.as_bytes())?;
             }
             Ok(())
         }
