@@ -14,6 +14,7 @@
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
 
+pub mod cuts;
 pub mod density_effect;
 pub mod material;
 
