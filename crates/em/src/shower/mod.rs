@@ -17,6 +17,7 @@
 pub mod cuts;
 pub mod density_effect;
 pub mod geometry;
+pub mod ionisation;
 pub mod material;
 
 pub use crate::xs::ELECTRON_MASS;

@@ -1,0 +1,83 @@
+//! Shower params against external references (issue #15): collision stopping powers and
+//! density-effect corrections against NIST ESTAR.
+//!
+//! ESTAR numbers (M. J. Berger et al., NIST Standard Reference Database 124, ESTAR; ICRU 37
+//! method), collision stopping power [MeV cm²/g] and δ, as ESTAR tabulates them for its
+//! built-in materials (read from the ESTAR tables of the `clanElectrons` R package's
+//! `df.NIST.estar.SP` data set, downloaded from NIST in February 2026):
+//!
+//! | T [MeV] | lead S_col | lead δ | argon (gas) S_col | argon δ |
+//! |---|---|---|---|---|
+//! | 1   | 0.9939 | 0.1809 | 1.376 | 0      |
+//! | 10  | 1.2010 | 1.523  | 1.678 | 0      |
+//! | 100 | 1.4230 | 4.699  | 2.105 | 0.6589 |
+//!
+//! ESTAR's lead: ρ = 11.35 g/cm³, I = 823 eV; argon: gas, ρ = 1.66201e-3 g/cm³, I = 188 eV.
+
+use warpdrive_em::shower::density_effect::State;
+use warpdrive_em::shower::ionisation::restricted_dedx;
+use warpdrive_em::shower::material::ShowerMaterial;
+use warpdrive_em::shower::Particle;
+
+const ESTAR_LEAD: [(f64, f64, f64); 3] = [(1.0, 0.9939, 0.1809), (10.0, 1.2010, 1.523), (100.0, 1.4230, 4.699)];
+const ESTAR_ARGON: [(f64, f64, f64); 3] = [(1.0, 1.376, 0.0), (10.0, 1.678, 0.0), (100.0, 2.105, 0.6589)];
+
+fn gaseous_argon() -> ShowerMaterial {
+    ShowerMaterial::single("argon", 18.0, 39.948, 1.662_01e-3, 188.0, State::Gas, None)
+}
+
+fn compare(m: &ShowerMaterial, table: &[(f64, f64, f64)], delta_tol: f64) {
+    for &(t, s_col, delta) in table {
+        let got = restricted_dedx(m, Particle::Electron, t, f64::INFINITY) / m.density;
+        let rel = got / s_col - 1.0;
+        eprintln!(
+            "{} {t} MeV: S_col {got:.4} vs ESTAR {s_col} MeV cm²/g ({:+.2} %), δ {:.4} vs {delta}",
+            m.name,
+            100.0 * rel,
+            m.delta(t)
+        );
+        assert!(rel.abs() < 0.03, "{} {t} MeV: {got} vs {s_col}", m.name);
+        assert!(
+            (m.delta(t) - delta).abs() < delta_tol,
+            "{} {t} MeV δ: {} vs {delta}",
+            m.name,
+            m.delta(t)
+        );
+    }
+}
+
+#[test]
+fn lead_collision_stopping_power_matches_estar() {
+    // Sternheimer 1984 parameters: δ within the fit's quoted error (0.019) plus rounding.
+    compare(&ShowerMaterial::lead(), &ESTAR_LEAD, 0.03);
+}
+
+#[test]
+fn argon_collision_stopping_power_matches_estar() {
+    // General Sternheimer–Peierls formula for the gas: δ(100 MeV) 0.3 below ESTAR's.
+    compare(&gaseous_argon(), &ESTAR_ARGON, 0.4);
+}
+
+#[test]
+fn lead_with_the_general_formula_is_still_within_3_percent() {
+    // Without the 1984 table the general formula's δ is 0.48 low at 10 MeV: +2.4 % (1.2301 vs
+    // 1.201), +1.3 % at 1 MeV, +1.1 % at 100 MeV — why the built-in lead takes the table.
+    let m = ShowerMaterial::single("Pb-general", 82.0, 207.19, 11.35, 823.0, State::Solid, None);
+    for &(t, s_col, _) in &ESTAR_LEAD {
+        let got = restricted_dedx(&m, Particle::Electron, t, f64::INFINITY) / m.density;
+        assert!(got / s_col - 1.0 < 0.03 && got > s_col, "{t}: {got} vs {s_col}");
+    }
+}
+
+#[test]
+fn argon_with_sternheimer_1984_parameters_from_toml() {
+    // Sternheimer, Berger & Seltzer (1984) Table 1, argon (gas): −C = 11.9480, x0 = 1.7635,
+    // x1 = 4.4855, a = 0.19714, m = 2.9618: δ(100 MeV) and S_col then agree with ESTAR closely.
+    let text = "name = \"argon-1984\"\ndensity = 1.66201e-3\nI_eV = 188\nstate = \"gas\"\n\
+                [[elements]]\nZ = 18\nA = 39.948\nfraction = 1\n\
+                [density_effect]\nC = 11.9480\nx0 = 1.7635\nx1 = 4.4855\na = 0.19714\nm = 2.9618\n";
+    let m = ShowerMaterial::from_toml_str(text, std::path::Path::new("argon.toml")).unwrap();
+    compare(&m, &ESTAR_ARGON, 0.04); // the fit's quoted δ error for argon is 0.037
+    let got = restricted_dedx(&m, Particle::Electron, 100.0, f64::INFINITY) / m.density;
+    assert!((got / 2.105 - 1.0).abs() < 0.003, "{got}");
+}
