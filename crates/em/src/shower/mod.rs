@@ -17,8 +17,10 @@
 pub mod cuts;
 pub mod density_effect;
 pub mod geometry;
+pub mod grid;
 pub mod ionisation;
 pub mod material;
+pub mod tables;
 
 pub use crate::xs::ELECTRON_MASS;
 
