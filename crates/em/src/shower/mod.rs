@@ -10,7 +10,8 @@
 //!   and the distance to the next boundary;
 //! * [`ionisation`]: Berger–Seltzer restricted dE/dx and the Møller/Bhabha δ-ray cross sections
 //!   above the cut; [`grid`] + [`tables`]: those on uniform-in-ln E grids, with range and
-//!   inverse range.
+//!   inverse range;
+//! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
 
@@ -20,6 +21,7 @@ pub mod geometry;
 pub mod grid;
 pub mod ionisation;
 pub mod material;
+pub mod params;
 pub mod tables;
 
 pub use crate::xs::ELECTRON_MASS;
