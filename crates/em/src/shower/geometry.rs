@@ -179,10 +179,11 @@ impl Calorimeter {
                 l.material.clone()
             };
             let m = ShowerMaterial::from_name_or_file(&name).map_err(|e| {
-                if e.path == Path::new(&name) && e.line == 0 {
-                    // An unknown name: the fault is in this file's field.
-                    InputError::file(path, e.message).field(format!("layers[{i}].material"))
+                if e.line == 0 && e.field.is_none() {
+                    // An unknown name or an unreadable file: the fault is this file's field.
+                    InputError::file(path, format!("'{}': {}", l.material, e.message)).field(format!("layers[{i}].material"))
                 } else {
+                    // A fault inside the material file: its own file, line and field.
                     e
                 }
             })?;
@@ -497,5 +498,25 @@ mod tests {
         assert!(e.contains("field 'transverse'"), "{e}");
         let e = err(&good.replace("thickness = 0.5", "thickness = \"thin\""));
         assert!(e.contains("calo.toml:5"), "{e}");
+
+        // Material files relative to the calorimeter file; their own errors name them.
+        let dir = std::env::temp_dir().join(format!("wd-em-calo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mat = "name = \"scint\"\ndensity = 1.032\nI_eV = 64.7\n[[elements]]\nZ = 6\nA = 12.011\nfraction = 0.915\n[[elements]]\nZ = 1\nA = 1.008\nfraction = 0.085\n";
+        std::fs::write(dir.join("scint.toml"), mat).unwrap();
+        let calo = dir.join("calo.toml");
+        std::fs::write(&calo, good.replace("\"lAr\"", "\"scint.toml\"")).unwrap();
+        let c = Calorimeter::from_toml(&calo).unwrap();
+        assert_eq!(c.material(1).name, "scint");
+        std::fs::write(dir.join("scint.toml"), mat.replace("I_eV = 64.7", "I_eV = 0")).unwrap();
+        let e = Calorimeter::from_toml(&calo).unwrap_err().to_string();
+        assert!(e.contains("scint.toml") && e.contains("field 'I_eV'"), "{e}");
+        std::fs::write(&calo, good.replace("\"lAr\"", "\"missing.toml\"")).unwrap();
+        let e = Calorimeter::from_toml(&calo).unwrap_err().to_string();
+        assert!(
+            e.contains("calo.toml") && e.contains("field 'layers[1].material'") && e.contains("missing.toml"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
