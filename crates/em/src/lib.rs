@@ -12,6 +12,7 @@ pub mod klein_nishina;
 pub mod material;
 pub mod output;
 pub mod physics;
+pub mod shower;
 pub mod stack;
 pub mod transport;
 pub mod xs;
