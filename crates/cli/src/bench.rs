@@ -345,6 +345,14 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             );
         }
     }
+    if let warpdrive_photon::tilt::Tilt::TwoD(t) = &det.medium.tilt {
+        if let Some(e) = warpdrive_photon::gpu::tilt2_lut_error(t, 100_000) {
+            println!(
+                "2-D tilt LUT ({} m grid): largest |Δ zshift| over 1e5 random points = {e:.2e} m",
+                warpdrive_photon::gpu::TILT2_LUT_STEP
+            );
+        }
+    }
     if devices.len() > 1 {
         configs.push((
             "fast, first GPU only".into(),

@@ -77,8 +77,13 @@ struct PhotonParams {
     float bfr_p[12];
     float bfr_ax, bfr_ay;
     int has_bfr, bfr_pad;
+    // The 2-D tilt map resampled on a regular (depth, x, y) grid (WD_TILT_LUT, gpu.rs tilt2_lut).
+    const float* tilt_lut2;
+    int lut2_nx, lut2_ny, lut2_nd;
+    float lut2_x0, lut2_y0, lut2_inv_dxy, lut2_d0, lut2_dz;
+    int lut2_pad[2];
 };
-static_assert(sizeof(PhotonParams) == 656, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 704, "PhotonParams layout differs from gpu.rs");
 #define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
@@ -246,8 +251,8 @@ __device__ double zshift(const PhotonParams& P, double x, double y, double z) {
     return 0.0;
 }
 
-// Tilt shift from the resampled float table (WD_TILT_LUT; falls back to the exact shift when the
-// model has no 1-D tilt). Bilinear on a regular grid: direct indexing, no search, no FP64.
+// Tilt shift from the resampled float tables (WD_TILT_LUT: the 1-D model, or the 2-D map; falls
+// back to the exact shift when the model has neither). Bilinear on a regular grid: direct indexing, no search, no FP64.
 __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, float y, float z) {
 #ifdef WD_TILT_LUT
     if (P.lut_n_depth > 1) {
@@ -259,6 +264,20 @@ __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, flo
         const float2 r0 = ((const float2*)P.tilt_lut)[i * P.lut_n_dist + j];
         const float2 r1 = ((const float2*)P.tilt_lut)[(i + 1) * P.lut_n_dist + j];
         return (r0.x * (1.0f - b) + r0.y * b) * (1.0f - a) + (r1.x * (1.0f - b) + r1.y * b) * a;
+    }
+    if (P.lut2_nd > 1) {
+        // 2-D map: trilinear in (depth row, x, y) on the regular grid (gpu.rs tilt2_lut_error).
+        float fd = fminf(fmaxf(P.lut2_d0 - z * P.lut2_dz, 0.0f), (float)(P.lut2_nd - 1));
+        float fx = fminf(fmaxf((x - P.lut2_x0) * P.lut2_inv_dxy, 0.0f), (float)(P.lut2_nx - 1));
+        float fy = fminf(fmaxf((y - P.lut2_y0) * P.lut2_inv_dxy, 0.0f), (float)(P.lut2_ny - 1));
+        int i = min((int)fd, P.lut2_nd - 2), ix = min((int)fx, P.lut2_nx - 2), iy = min((int)fy, P.lut2_ny - 2);
+        float a = fd - (float)i, bx = fx - (float)ix, by = fy - (float)iy;
+        const float* r0 = P.tilt_lut2 + ((size_t)i * P.lut2_ny + iy) * P.lut2_nx + ix;
+        const float* r1 = r0 + (size_t)P.lut2_ny * P.lut2_nx;
+        const int nx = P.lut2_nx;
+        float p0 = (r0[0] * (1.0f - bx) + r0[1] * bx) * (1.0f - by) + (r0[nx] * (1.0f - bx) + r0[nx + 1] * bx) * by;
+        float p1 = (r1[0] * (1.0f - bx) + r1[1] * bx) * (1.0f - by) + (r1[nx] * (1.0f - bx) + r1[nx + 1] * bx) * by;
+        return p0 * (1.0f - a) + p1 * a;
     }
 #endif
     return (float)zshift(P, (double)x, (double)y, (double)z);
@@ -840,6 +859,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[13] = (const char*)&p.b2 - b;
     out[14] = (const char*)&p.z_start - b;
     out[15] = (const char*)&p.bfr_p - b;
+    out[16] = (const char*)&p.lut2_dz - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.
