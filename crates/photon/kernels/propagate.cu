@@ -82,8 +82,11 @@ struct PhotonParams {
     int lut2_nx, lut2_ny, lut2_nd;
     float lut2_x0, lut2_y0, lut2_inv_dxy, lut2_d0, lut2_dz;
     int lut2_pad[2];
+    // Birefringence widths (σx, σy, μx, 0) at acos|dot| = (k/WD_BFR_BINS)·π/2 (WD_BFR_TABLE, fast mode).
+    const float4* bfr_table;
 };
-static_assert(sizeof(PhotonParams) == 704, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 712, "PhotonParams layout differs from gpu.rs");
+#define WD_BFR_BINS 512
 #define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
 
@@ -570,6 +573,7 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_RNG_WARP          opt-in, changes statistics: the lanes of a warp share the phase-function
 //                        choice of each scattering (random-number blocking per warp)
 //   WD_BFR               birefringence code compiled in (set by the host for models with it)
+//   WD_BFR_TABLE         birefringence widths from a 513-entry table in the flow angle (fast mode only)
 //   WD_SHARED_TABLES     ice tables (factored layers, wavelength slices) and per-string geometry in
 //                        shared memory (job-queue kernel with WD_FACTORED_ICE)
 #ifndef WD_BLOCK
@@ -628,14 +632,25 @@ __device__ __forceinline__ V3 bfr_stereographic(V3 n, V3 q, V3 p, float a, float
 
 // birefringence.rs: Birefringence::deflect (four uniforms from one Philox block).
 __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len, float ra_l, float rb_l, const unsigned int* w, V3& shift) {
-    const float* p = P.bfr_p;
     float dot = P.bfr_ax * n.x + P.bfr_ay * n.y;
+    float sra = sqrtf(ra_l);
+#ifdef WD_BFR_TABLE
+    // Widths from the host's table in θ = acos|dot| (birefringence.rs width_table), linear.
+    float f = acosf(fminf(fabsf(dot), 1.0f)) * ((float)WD_BFR_BINS / 1.5707963f);
+    int j = min((int)f, WD_BFR_BINS - 1);
+    float a = f - (float)j;
+    float4 w0 = P.bfr_table[j], w1 = P.bfr_table[j + 1];
+    float sx = sra * (w0.x * (1.0f - a) + w1.x * a);
+    float sy = sra * (w0.y * (1.0f - a) + w1.y * a);
+    float mx = rb_l * (w0.z * (1.0f - a) + w1.z * a);
+#else
+    const float* p = P.bfr_p;
     float sdt = sqrtf(fmaxf(1.0f - dot * dot, 0.0f));
     float cdt = fabsf(dot);
-    float sra = sqrtf(ra_l);
     float sx = sra * fmaxf(p[0] * expf(-p[1] * powf(atanf(p[3] * sdt), p[2])), 0.0f);
     float sy = sra * fmaxf(p[4] * expf(-p[5] * powf(atanf(p[7] * sdt), p[6])), 0.0f);
     float mx = rb_l * fmaxf(p[8] * atanf(p[11] * sdt * cdt) * expf(-p[9] * sdt + p[10] * cdt), 0.0f);
+#endif
     V3 q{P.bfr_ax - dot * n.x, P.bfr_ay - dot * n.y, -dot * n.z};
     if (dot < 0.0f) q = V3{-q.x, -q.y, -q.z};
     float qn = q.x * q.x + q.y * q.y + q.z * q.z;
@@ -860,6 +875,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[14] = (const char*)&p.z_start - b;
     out[15] = (const char*)&p.bfr_p - b;
     out[16] = (const char*)&p.lut2_dz - b;
+    out[17] = (const char*)&p.bfr_table - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

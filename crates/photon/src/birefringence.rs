@@ -23,6 +23,9 @@ use crate::config::Config;
 use crate::ice::Layers;
 use crate::scatter::normalize;
 
+/// Bins of the fast kernel's width table over |dot| ∈ [0, 1].
+pub const BFR_TABLE_BINS: usize = 512;
+
 /// What the diffusion needs on the host and the device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Birefringence {
@@ -129,19 +132,43 @@ impl Birefringence {
         (ra.max(0.0), rb.max(0.0))
     }
 
+    /// σx, σy (per √m) and μx (per m) of a direction whose horizontal projection on the flow axis
+    /// is `dot` (s = √(1 − dot²), c = |dot|): all three depend on |dot| only.
+    #[must_use]
+    pub fn widths(&self, dot: f32) -> [f32; 3] {
+        let p = &self.p;
+        let sdt = (1.0 - dot * dot).max(0.0).sqrt();
+        let cdt = dot.abs();
+        [
+            (p[0] * (-p[1] * (p[3] * sdt).atan().powf(p[2])).exp()).max(0.0),
+            (p[4] * (-p[5] * (p[7] * sdt).atan().powf(p[6])).exp()).max(0.0),
+            (p[8] * (p[11] * sdt * cdt).atan() * (-p[9] * sdt + p[10] * cdt).exp()).max(0.0),
+        ]
+    }
+
+    /// [`Self::widths`] at the angle to the flow axis θ = acos|dot| = (k/`BFR_TABLE_BINS`)·π/2,
+    /// k = 0 … BFR_TABLE_BINS, as (σx, σy, μx, 0): the fast kernel's table (WD_BFR_TABLE, linear
+    /// in θ, where sin and cos — and so the widths — are smooth at both ends).
+    #[must_use]
+    pub fn width_table(&self) -> Vec<[f32; 4]> {
+        (0..=BFR_TABLE_BINS)
+            .map(|k| {
+                let theta = k as f64 / BFR_TABLE_BINS as f64 * std::f64::consts::FRAC_PI_2;
+                let w = self.widths(theta.cos() as f32);
+                [w[0], w[1], w[2], 0.0]
+            })
+            .collect()
+    }
+
     /// Deflect direction `n` after a segment of length `len` with path integrals (ra_L, rb_L),
     /// from four uniforms in (0, 1] (two Box–Muller pairs). Returns the new direction and the
     /// shift of the segment's end point, (len/2)(m − n).
     #[must_use]
     pub fn deflect(&self, n: [f32; 3], len: f32, ra_l: f32, rb_l: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]) {
-        let p = &self.p;
         let dot = self.axis[0] * n[0] + self.axis[1] * n[1];
-        let sdt = (1.0 - dot * dot).max(0.0).sqrt();
-        let cdt = dot.abs();
         let sra = ra_l.sqrt();
-        let sx = sra * (p[0] * (-p[1] * (p[3] * sdt).atan().powf(p[2])).exp()).max(0.0);
-        let sy = sra * (p[4] * (-p[5] * (p[7] * sdt).atan().powf(p[6])).exp()).max(0.0);
-        let mx = rb_l * (p[8] * (p[11] * sdt * cdt).atan() * (-p[9] * sdt + p[10] * cdt).exp()).max(0.0);
+        let w = self.widths(dot);
+        let (sx, sy, mx) = (sra * w[0], sra * w[1], rb_l * w[2]);
         // q: the flow axis' part perpendicular to n, turned towards the axis; p = n × q.
         let mut q = [self.axis[0] - dot * n[0], self.axis[1] - dot * n[1], -dot * n[2]];
         if dot < 0.0 {
@@ -217,6 +244,31 @@ mod tests {
             Birefringence::new(&cfg, &layers, 0.0, 0.0).is_none(),
             "BFRA = BFRB = 0 switches it off"
         );
+    }
+
+    /// The fast kernel's width table interpolates the exact widths to 1e-3 relative (of the
+    /// largest value) at any angle to the flow axis.
+    #[test]
+    fn width_table_is_close_to_the_formulas() {
+        let (cfg, layers) = model("spice_ftp-v3m");
+        let b = Birefringence::new(&cfg, &layers, 1.0, 1.0).unwrap();
+        let t = b.width_table();
+        let scale: Vec<f32> = (0..3).map(|k| t.iter().map(|e| e[k]).fold(0.0, f32::max)).collect();
+        for i in 0..10_000 {
+            let d = i as f32 / 9_999.0;
+            let f = d.acos() * (BFR_TABLE_BINS as f32 / std::f32::consts::FRAC_PI_2);
+            let j = (f as usize).min(BFR_TABLE_BINS - 1);
+            let a = f - j as f32;
+            let exact = b.widths(d);
+            for k in 0..3 {
+                let lut = t[j][k] * (1.0 - a) + t[j + 1][k] * a;
+                assert!(
+                    (lut - exact[k]).abs() <= 1e-3 * scale[k],
+                    "dot {d} width {k}: {lut} vs {}",
+                    exact[k]
+                );
+            }
+        }
     }
 
     /// Path integrals: one layer gives len × ra; crossing layers gives the path-weighted sum,

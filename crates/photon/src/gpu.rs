@@ -123,8 +123,11 @@ pub struct GpuParams {
     pub lut2_d0: f32,
     pub lut2_dz: f32,
     pub lut2_pad: [i32; 2],
+    pub bfr_table: u64,
 }
-const _: () = assert!(size_of::<GpuParams>() == 704);
+const _: () = assert!(size_of::<GpuParams>() == 712);
+// WD_BFR_BINS in propagate.cu.
+const _: () = assert!(crate::birefringence::BFR_TABLE_BINS == 512);
 // WD_Z_BINS in propagate.cu.
 const _: () = assert!(crate::collision::Z_BINS == 128);
 const _: () = assert!(offset_of!(GpuParams, tilt_r0x) == 160);
@@ -133,7 +136,7 @@ const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 17] = [
+pub const LAYOUT: [usize; 18] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -151,6 +154,7 @@ pub const LAYOUT: [usize; 17] = [
     offset_of!(GpuParams, z_start),
     offset_of!(GpuParams, bfr_p),
     offset_of!(GpuParams, lut2_dz),
+    offset_of!(GpuParams, bfr_table),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -412,6 +416,7 @@ pub fn upload(
         Some(b) => {
             put!(f32s, bfr_ra, b.ra);
             put!(f32s, bfr_rb, b.rb);
+            put!(f32s, bfr_table, b.width_table().concat());
             p.bfr_p = b.p;
             [p.bfr_ax, p.bfr_ay] = b.axis;
             p.has_bfr = 1;
@@ -419,6 +424,7 @@ pub fn upload(
         None => {
             put!(f32s, bfr_ra, Vec::<f32>::new());
             put!(f32s, bfr_rb, Vec::<f32>::new());
+            put!(f32s, bfr_table, Vec::<f32>::new());
         }
     }
     p.hmin = m.hmin;
@@ -727,10 +733,11 @@ pub const DEFAULT_SWITCHES: &[&str] = &[
     "WD_SELECT_SCATTER",
     "WD_DYNAMIC",
     "WD_BRANCHLESS_WALK",
+    "WD_BFR_TABLE",
 ];
 
 /// Switches that change the arithmetic (resampled or refactored tables): fast mode only.
-pub const FAST_ONLY: &[&str] = &["WD_TILT_LUT", "WD_FACTORED_ICE"];
+pub const FAST_ONLY: &[&str] = &["WD_TILT_LUT", "WD_FACTORED_ICE", "WD_BFR_TABLE"];
 
 /// The kernel switches, each compiled by `warpdrive doctor` so CI checks every variant.
 pub const SWITCHES: &[&str] = &[
@@ -746,6 +753,7 @@ pub const SWITCHES: &[&str] = &[
     "WD_DYNAMIC",
     "WD_SHARED_TABLES",
     "WD_RNG_WARP",
+    "WD_BFR_TABLE",
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).
     "WD_BFR",
