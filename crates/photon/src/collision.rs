@@ -390,6 +390,7 @@ mod tests {
                 rde: 1.0,
                 high_qe: false,
                 cable_deg: None,
+                axis: None,
             }],
             source: "t".into(),
         }
@@ -421,6 +422,7 @@ mod tests {
             rde: 1.0,
             high_qe: false,
             cable_deg: None,
+            axis: None,
         });
         let idx = DomIndex::new(&g, 1.0);
         let c = idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, None).unwrap();

@@ -167,6 +167,11 @@ impl Detector {
             if eff.is_file() {
                 geometry.apply_efficiencies(&eff)?;
             }
+            let cx = dir.join("cx.dat");
+            if cx.is_file() {
+                let n = geometry.apply_orientations(&cx)?;
+                description.push(format!("DOM orientations: {n} module axes (cx.dat) in the angular acceptance"));
+            }
             let dx = dir.join("dx.dat");
             if dx.is_file() {
                 let n = geometry.apply_cables(&dx)?;

@@ -22,6 +22,8 @@ pub struct Dom {
     pub high_qe: bool,
     /// Azimuth of the DOM's cable [deg] (`dx.dat`); None: no cable shadow.
     pub cable_deg: Option<f64>,
+    /// The module's axis for the angular acceptance (`cx.dat`); None: (0, 0, 1), PPC's default.
+    pub axis: Option<[f64; 3]>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -63,6 +65,7 @@ fn parse_module(path: &Path, line: usize, l: &str, skip: usize, columns: &str) -
         rde: 1.0,
         high_qe: false,
         cable_deg: None,
+        axis: None,
     })
 }
 
@@ -153,6 +156,7 @@ impl Geometry {
                     rde: 1.0,
                     high_qe: false,
                     cable_deg: None,
+                    axis: None,
                 });
             }
         }
@@ -172,6 +176,7 @@ impl Geometry {
                     rde: 1.0,
                     high_qe: false,
                     cable_deg: None,
+                    axis: None,
                 });
             }
         }
@@ -246,6 +251,43 @@ impl Geometry {
         Ok(n)
     }
 
+    /// Apply `cx.dat`: `string om nx ny nz spread` per line, the module's axis (PPC reads it as
+    /// given; a zero vector is refused). Returns the number of modules that got one.
+    pub fn apply_orientations(&mut self, path: &Path) -> Result<usize, InputError> {
+        let text = read_text(path)?;
+        let index: std::collections::HashMap<(i32, i32), usize> =
+            self.doms.iter().enumerate().map(|(i, d)| ((d.string, d.om), i)).collect();
+        let mut n = 0;
+        for (line, l) in data_lines(&text) {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            if t.len() != 6 {
+                return Err(InputError::new(
+                    path,
+                    line,
+                    format!("{} columns; expected string om nx ny nz spread", t.len()),
+                ));
+            }
+            let s = parse_i64(path, line, "string", Some(t[0]))? as i32;
+            let om = parse_i64(path, line, "om", Some(t[1]))? as i32;
+            let mut a = [0.0; 3];
+            for (k, name) in ["nx", "ny", "nz"].iter().enumerate() {
+                a[k] = parse_f64(path, line, name, Some(t[2 + k]))?;
+            }
+            parse_f64(path, line, "spread", Some(t[5]))?;
+            if a.iter().all(|v| *v == 0.0) {
+                return Err(InputError::new(path, line, "zero axis").field("nx"));
+            }
+            if let Some(&i) = index.get(&(s, om)) {
+                self.doms[i].axis = Some(a);
+                n += 1;
+            }
+        }
+        if n == 0 {
+            return Err(InputError::file(path, "no orientation matches a module of the geometry"));
+        }
+        Ok(n)
+    }
+
     /// Mean (x, y) of a string's modules.
     pub fn string_xy(&self, string: i32) -> Option<[f64; 2]> {
         let (mut n, mut x, mut y) = (0.0, 0.0, 0.0);
@@ -297,6 +339,15 @@ mod tests {
         let mut g2 = g.clone();
         g2.apply_efficiencies(&data_dir().join("ice/spice_ftp-v3m/eff-f2k")).unwrap();
         assert!(g2.doms[g2.find(36, 44).unwrap()].high_qe);
+        // cx.dat: module axes; dx.dat: cable azimuths (negative taken modulo 360).
+        let cx = scratch("cx-test.dat", "36 44 0 0 -1 0\n36 46 0.1 0 0.995 0\n99 1 0 0 1 0\n");
+        assert_eq!(g2.apply_orientations(&cx).unwrap(), 2);
+        assert_eq!(g2.doms[g2.find(36, 44).unwrap()].axis, Some([0.0, 0.0, -1.0]));
+        let zero = scratch("cx-zero.dat", "36 44 0 0 0 0\n");
+        assert!(g2.apply_orientations(&zero).unwrap_err().to_string().contains("zero axis"));
+        let dx = scratch("dx-test.dat", "36 44 -90 5\n");
+        assert_eq!(g2.apply_cables(&dx).unwrap(), 1);
+        assert_eq!(g2.doms[g2.find(36, 44).unwrap()].cable_deg, Some(270.0));
     }
 
     #[test]

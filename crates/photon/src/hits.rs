@@ -83,11 +83,15 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
             continue;
         }
         // DOM axis (0, 0, 1): the PMT looks down, so upgoing photons hit head-on (x = +1).
-        // Surface mode (PPC: r·axis > s0, r the unit vector from the impact point to the centre).
+        // Against the module's axis (cx.dat; (0, 0, 1) by default: the PMT looks down, so upgoing
+        // photons hit head-on). Surface mode: PPC's r·axis > s0, r the unit vector from the impact
+        // point to the centre.
+        let axis = dom.axis.unwrap_or([0.0, 0.0, 1.0]);
+        let along = |v: [f32; 3]| axis[0] * f64::from(v[0]) + axis[1] * f64::from(v[1]) + axis[2] * f64::from(v[2]);
         let ok = if det.angular.surface_mode() {
-            -f64::from(h.impact[2]) > det.angular.coeffs[0]
+            -along(h.impact) > det.angular.coeffs[0]
         } else {
-            det.angular.mas * u2 < det.angular.acceptance(f64::from(h.dir[2]))
+            det.angular.mas * u2 < det.angular.acceptance(along(h.dir))
         };
         if !ok {
             continue;

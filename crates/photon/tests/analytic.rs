@@ -76,6 +76,7 @@ fn one_dom(d: f64) -> Geometry {
             rde: 1.0,
             high_qe: false,
             cable_deg: None,
+            axis: None,
         }],
         source: "one DOM".into(),
     }
