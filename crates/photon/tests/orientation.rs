@@ -51,7 +51,7 @@ fn module_axes_from_cx_dat() {
     // axis. With the axes flipped those photons meet the back of the module.
     eprintln!("hits: default axes {}, flipped {}", plain.len(), down.len());
     assert!(
-        plain.len() > 0 && (down.len() as f64) < 0.8 * plain.len() as f64,
+        !plain.is_empty() && (down.len() as f64) < 0.8 * plain.len() as f64,
         "{} vs {}",
         down.len(),
         plain.len()
