@@ -11,6 +11,7 @@
 //! * [`ionisation`]: Berger–Seltzer restricted dE/dx and the Møller/Bhabha δ-ray cross sections
 //!   above the cut; [`grid`] + [`tables`]: those on uniform-in-ln E grids, with range and
 //!   inverse range;
+//! * [`interaction`]: the [`interaction::Secondary`] an interactor returns, direction helpers;
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
@@ -19,6 +20,7 @@ pub mod cuts;
 pub mod density_effect;
 pub mod geometry;
 pub mod grid;
+pub mod interaction;
 pub mod ionisation;
 pub mod material;
 pub mod params;
