@@ -12,11 +12,14 @@
 //!   above the cut; [`grid`] + [`tables`]: those on uniform-in-ln E grids, with range and
 //!   inverse range;
 //! * [`interaction`]: the [`interaction::Secondary`] an interactor returns, direction helpers;
+//! * [`delta_ray`] (Møller/Bhabha δ rays) and [`annihilation`] (e⁺e⁻ → γγ): interactors;
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
 
+pub mod annihilation;
 pub mod cuts;
+pub mod delta_ray;
 pub mod density_effect;
 pub mod geometry;
 pub mod grid;
