@@ -349,22 +349,296 @@ pub fn sample(m: &ShowerMaterial, t: f64, dir: [f64; 3], k_cut: f64, rng: &mut R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use warpdrive_core::stats::chi2_sf;
+
+    fn lead() -> ShowerMaterial {
+        ShowerMaterial::lead()
+    }
+
+    /// Mass radiative stopping power [MeV cm²/g], unrestricted.
+    fn s_rad(m: &ShowerMaterial, t: f64) -> f64 {
+        restricted_loss(m, t, t) / m.density
+    }
 
     #[test]
-    fn explore() {
-        let na = crate::material::AVOGADRO;
-        for (m, a) in [(ShowerMaterial::lead(), 207.19), (ShowerMaterial::liquid_argon(), 39.95)] {
-            for t in [1.0, 2.0, 5.0, 10.0, 20.0, 49.9, 50.1, 100.0, 1000.0, 10000.0] {
-                let s = restricted_loss(&m, t, t) / m.density;
-                let s0 = m.atom_density[0] * restricted_loss_per_atom(m.elements[0].z, t, t, 0.0) / m.density;
-                println!(
-                    "{} T={t} Srad={s:.4e} (no diel {s0:.4e}) MeV cm2/g  E/X0={:.4e}  ratio={:.4}",
-                    m.name,
-                    (t + ELECTRON_MASS) / (m.radiation_length * m.density),
-                    s / ((t + ELECTRON_MASS) / (m.radiation_length * m.density))
-                );
-            }
-            let _ = (na, a);
+    fn integration_is_converged() {
+        // The composite Gauss–Legendre integral against a 2 × 4000-point midpoint rule in the
+        // same variables (relative error of the latter ~1e-7): agreement to 1e-5.
+        for &(z, t, kc, kp2) in &[(82.0, 1000.0, 0.1, 0.0144), (82.0, 10.0, 0.1, 0.0), (18.0, 60.0, 1e-3, 1e-4)] {
+            let coarse = xs_per_atom(z, t, kc, kp2);
+            let e_tot = t + ELECTRON_MASS;
+            let n = 4000;
+            // Fine midpoint rule in ln k up to T/2 and in ln(E − k) above (error ~ 1e-8).
+            let (a, b) = (f64::ln(kc), f64::ln(0.5 * t));
+            let fine_low: f64 = (0..n)
+                .map(|i| {
+                    let k = (a + (i as f64 + 0.5) * (b - a) / n as f64).exp();
+                    k_dxs_dk(z, t, k, kp2) * (b - a) / n as f64
+                })
+                .sum();
+            let (a, b) = (ELECTRON_MASS.ln(), (e_tot - 0.5 * t).ln());
+            let fine_high: f64 = (0..n)
+                .map(|i| {
+                    let ep = (a + (i as f64 + 0.5) * (b - a) / n as f64).exp();
+                    let k = e_tot - ep;
+                    k_dxs_dk(z, t, k, kp2) / k * ep * (b - a) / n as f64
+                })
+                .sum();
+            let fine = fine_low + fine_high;
+            assert!((coarse / fine - 1.0).abs() < 1e-5, "{z} {t}: {coarse} vs {fine}");
         }
+    }
+
+    /// (a) Unrestricted radiative stopping powers against ESTAR. ESTAR's radiative stopping
+    /// powers (NIST, Berger et al.; ICRU Report 37) are the integrals over κ = k/T of the
+    /// Seltzer–Berger scaled spectra χ = (β²/Z²) k dσ/dk (Seltzer & Berger, ADNDT 35 (1986) 345;
+    /// NIST tables "S. M. Seltzer, NBS, 5 Sep 84", 57 energies × 32 κ). The reference values
+    /// below are those integrals (trapezoidal rule on the 32-point κ grid; A = 207.2 and 39.948
+    /// as in ESTAR), in MeV cm²/g:
+    ///
+    /// | T [MeV] | Pb      | Ar      |
+    /// |---------|---------|---------|
+    /// | 10      | 1.2026  | 0.35667 |
+    /// | 100     | 14.381  | 4.5988  |
+    /// | 1000    | 153.91  | 50.110  |
+    ///
+    /// This model: Pb 1.2814 (+6.6 %), 14.538 (+1.1 %), 156.75 (+1.8 %); Ar 0.36032 (+1.0 %),
+    /// 4.6437 (+1.0 %), 50.659 (+1.1 %). Each deviation is pinned to a band so that a change of
+    /// the model in either direction shows.
+    #[test]
+    fn radiative_stopping_powers_match_estar() {
+        let pb = lead();
+        let ar = ShowerMaterial::liquid_argon();
+        // (material, T, ESTAR/SB value, lowest and highest accepted ratio − 1)
+        let cases = [
+            (&pb, 10.0, 1.2026, 0.05, 0.08),
+            (&pb, 100.0, 14.381, 0.0, 0.02),
+            (&pb, 1000.0, 153.91, 0.0, 0.025),
+            (&ar, 10.0, 0.35667, 0.0, 0.02),
+            (&ar, 100.0, 4.5988, 0.0, 0.02),
+            (&ar, 1000.0, 50.110, 0.0, 0.02),
+        ];
+        for (m, t, reference, lo, hi) in cases {
+            let dev = s_rad(m, t) / reference - 1.0;
+            println!(
+                "{} T = {t} MeV: {:.5} MeV cm2/g vs ESTAR {reference}: {:+.2} %",
+                m.name,
+                s_rad(m, t),
+                100.0 * dev
+            );
+            assert!(dev > lo && dev < hi, "{} {t}: {dev}", m.name);
+        }
+    }
+
+    /// (b) At 10 GeV the radiative loss approaches E/X₀: Tsai's X₀ counts the
+    /// (4/3 − 4/3 y + y²) term in complete screening; the (1 − y)(Z² + Z)/9 term adds
+    /// 1/(18 [L_rad − f + L'_rad/Z]) = +1.6 % (Pb), +1.1 % (Ar); incomplete screening near
+    /// y → 1 takes a little off. Measured +1.3 % and +0.9 %; the brief asks for 3 %.
+    #[test]
+    fn high_energy_loss_is_e_over_x0() {
+        for m in [lead(), ShowerMaterial::liquid_argon()] {
+            let t = 1e4;
+            let ratio = restricted_loss(&m, t, t) * m.radiation_length / (t + ELECTRON_MASS);
+            println!("{}: dE/dx X0/E = {ratio:.4}", m.name);
+            assert!((ratio - 1.0).abs() < 0.03 && ratio > 1.0, "{}: {ratio}", m.name);
+        }
+    }
+
+    /// (d) The majorant bounds k dσ/dk on a fine scan (in ln k, and in ln(E − k) near the tip)
+    /// for light to heavy atoms, low to high energies, both sides of the Coulomb switch, with
+    /// and without dielectric suppression; and it is not loose (≥ 0.6 of it is reached).
+    #[test]
+    fn majorant_bounds_the_spectrum() {
+        for &z in &[1.0, 6.0, 18.0, 82.0, 100.0] {
+            for &t in &[0.05, 1.0, 10.0, 49.9, 50.1, 1e3, 1e5] {
+                for &kc_frac in &[1e-4, 1e-2, 0.3] {
+                    for &kp2 in &[0.0, 1e-2] {
+                        let kc = kc_frac * t;
+                        let bound = majorant(z, t, kc);
+                        let e_tot = t + ELECTRON_MASS;
+                        let n = 20_000;
+                        let mut top: f64 = 0.0;
+                        for i in 0..=n {
+                            let f = i as f64 / n as f64;
+                            let k1 = kc * (t / kc).powf(f);
+                            let k2 = e_tot - (e_tot - kc).powf(1.0 - f) * ELECTRON_MASS.powf(f);
+                            for k in [k1, k2.clamp(kc, t)] {
+                                let v = k_dxs_dk(z, t, k, kp2);
+                                assert!(v <= bound * (1.0 + 1e-12), "Z {z} T {t} kc {kc} k {k}: {v} > {bound}");
+                                top = top.max(v);
+                            }
+                        }
+                        if kp2 == 0.0 {
+                            assert!(top >= 0.6 * bound, "Z {z} T {t} kc {kc}: max {top} vs bound {bound}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Histogram the photon energies of `n` samples in `bins` bins uniform in ln k on
+    /// (k_cut, t] and return (χ², dof) against the numerically integrated spectrum.
+    fn spectrum_chi2(m: &ShowerMaterial, t: f64, k_cut: f64, n: usize, bins: usize, seed: u64) -> (f64, f64) {
+        let mut rng = RandomStream::new(seed, 0, 0);
+        let mut counts = vec![0.0f64; bins];
+        let width = (t / k_cut).ln() / bins as f64;
+        for _ in 0..n {
+            let s = sample(m, t, [0.0, 0.0, 1.0], k_cut, &mut rng);
+            assert_eq!(s.particle, Particle::Gamma);
+            assert!(s.energy > k_cut && s.energy <= t);
+            let b = (((s.energy / k_cut).ln() / width) as usize).min(bins - 1);
+            counts[b] += 1.0;
+        }
+        let kp2 = dielectric_k2(m, t);
+        let z = m.elements[0].z;
+        let total = xs_per_atom(z, t, k_cut, kp2);
+        let mut chi2 = 0.0;
+        for (b, c) in counts.iter().enumerate() {
+            let lo = k_cut * (width * b as f64).exp();
+            let hi = k_cut * (width * (b + 1) as f64).exp();
+            let expect = n as f64 * integrate_spectrum(z, t, lo, hi, kp2, 0) / total;
+            chi2 += (c - expect).powi(2) / expect;
+        }
+        (chi2, (bins - 1) as f64)
+    }
+
+    /// (c) Sampled k spectra in lead at 1 GeV and 10 MeV (k_cut = 0.1 MeV, TestEm3's gamma cut
+    /// in lead) against the numerically normalised dσ/dk: 40 bins in ln k, 200 000 photons, fixed
+    /// seeds; fails if the χ² p-value is below 1e-3.
+    #[test]
+    fn sampled_spectrum_follows_the_cross_section() {
+        let pb = lead();
+        for (t, seed) in [(1000.0, 11), (10.0, 12)] {
+            let (chi2, dof) = spectrum_chi2(&pb, t, 0.1, 200_000, 40, seed);
+            let p = chi2_sf(chi2, dof);
+            println!("Pb T = {t} MeV: chi2 = {chi2:.1} / {dof}, p = {p:.3}");
+            assert!(p > 1e-3, "T {t}: chi2 {chi2} dof {dof} p {p}");
+        }
+    }
+
+    /// The χ² test can fail: a spectrum sampled without the dielectric suppression (k_p = 0)
+    /// is rejected against the suppressed one at 1 GeV in lead, where k_p = 0.12 MeV.
+    #[test]
+    fn spectrum_test_detects_a_missing_suppression() {
+        let pb = lead();
+        let (t, kc, n, bins): (f64, f64, usize, usize) = (1000.0, 0.1, 200_000, 40);
+        let mut rng = RandomStream::new(13, 0, 0);
+        let width = (t / kc).ln() / bins as f64;
+        let mut counts = vec![0.0f64; bins];
+        for _ in 0..n {
+            let k = sample_photon_energy(82.0, t, kc, 0.0, &mut rng);
+            counts[(((k / kc).ln() / width) as usize).min(bins - 1)] += 1.0;
+        }
+        let kp2 = dielectric_k2(&pb, t);
+        let total = xs_per_atom(82.0, t, kc, kp2);
+        let chi2: f64 = counts
+            .iter()
+            .enumerate()
+            .map(|(b, c)| {
+                let lo = kc * (width * b as f64).exp();
+                let e = n as f64 * integrate_spectrum(82.0, t, lo, lo * width.exp(), kp2, 0) / total;
+                (c - e).powi(2) / e
+            })
+            .sum();
+        assert!(chi2_sf(chi2, 39.0) < 1e-6, "{chi2}");
+    }
+
+    /// (e) Photons above 100 keV per cm of a 1 GeV e⁻ in lead: [`macro_xs`] against the
+    /// complete-screening closed form (Tsai 1974 eq. 3.83, with L_rad = φ₁(0)/4 − ln Z/3 and
+    /// L'_rad = ψ₁(0)/4 − 2 ln Z/3 of the same analytic screening functions):
+    /// Σ = 4α r_e² n {[Z²(L_rad − f) + Z L'_rad] [4/3 ln(T/k_c) − 4/3 (T − k_c)/E + (T² − k_c²)/(2E²)]
+    /// + (Z² + Z)/9 [ln(T/k_c) − (T − k_c)/E]}, less the dielectric suppression of the soft end,
+    /// which removes ∫ (1/k) k_p²/(k² + k_p²) dk = ½ ln(1 + k_p²/k_c²) from the logarithms.
+    /// Incomplete screening (only at y → 1 at 1 GeV) is the neglected difference: 0.1 %.
+    /// For comparison, the Seltzer–Berger spectrum (no dielectric suppression) gives 20.53/cm;
+    /// this model without suppression 20.83/cm (+1.5 %), with it 19.75/cm (closed forms: 20.87 and
+    /// 19.79, −0.2 %).
+    #[test]
+    fn photons_per_cm_in_lead_at_1_gev() {
+        let pb = lead();
+        let (t, kc) = (1000.0, 0.1);
+        let e = t + ELECTRON_MASS;
+        let z: f64 = 82.0;
+        let fc = coulomb_correction(z);
+        let lrad = phi1(0.0) / 4.0 - z.ln() / 3.0;
+        let lprad = psi1(0.0) / 4.0 - 2.0 * z.ln() / 3.0;
+        let kp2 = dielectric_k2(&pb, t);
+        let soft = 0.5 * (1.0 + kp2 / (kc * kc)).ln();
+        let log = (t / kc).ln();
+        let main = z * z * (lrad - fc) + z * lprad;
+        let extra = (z * z + z) / 9.0;
+        let n = pb.atom_density[0] * 4.0 * ALPHA_RE2;
+        let closed_no_diel =
+            n * (main * (4.0 / 3.0 * log - 4.0 / 3.0 * (t - kc) / e + (t * t - kc * kc) / (2.0 * e * e)) + extra * (log - (t - kc) / e));
+        let closed = closed_no_diel - n * (main * 4.0 / 3.0 + extra) * soft;
+        let got = macro_xs(&pb, t, kc);
+        let got_no_diel = pb.atom_density[0] * xs_per_atom(z, t, kc, 0.0);
+        println!(
+            "photons > 100 keV per cm: {got:.4} (closed form {closed:.4}); without suppression {got_no_diel:.4} ({closed_no_diel:.4})"
+        );
+        assert!(
+            (got_no_diel / closed_no_diel - 1.0).abs() < 3e-3,
+            "{got_no_diel} vs {closed_no_diel}"
+        );
+        assert!((got / closed - 1.0).abs() < 3e-3, "{got} vs {closed}");
+        // The suppression matters here: ½ ln(1 + k_p²/k_c²) = 0.45 of the ≈ 9 of the logarithms,
+        // 5 % fewer photons above the cut.
+        assert!(got < 0.96 * got_no_diel, "{got} vs {got_no_diel}");
+    }
+
+    #[test]
+    fn photon_angles_follow_modified_tsai() {
+        // ⟨u⟩ of f(u) ∝ u e^{−au} + d u e^{−3au}: weights 9/(9+d) and d/(9+d) of Gamma(2, a) and
+        // Gamma(2, 3a), means 2/a and 2/(3a): ⟨u⟩ = (2/a)(9 + d/3)/(9 + d) = 2.0 for a = 0.625,
+        // d = 27. σ_u ≈ 2.3, so with 200 000 draws 5σ of the mean is 0.026.
+        let mut rng = RandomStream::new(5, 0, 0);
+        let e_tot = 1000.0 + ELECTRON_MASS;
+        let n = 200_000;
+        let mean_u: f64 = (0..n)
+            .map(|_| sample_tsai_angle(e_tot, &mut rng) * e_tot / ELECTRON_MASS)
+            .sum::<f64>()
+            / n as f64;
+        let want = 2.0 / TSAI_A * (9.0 + TSAI_D / 3.0) / (9.0 + TSAI_D);
+        assert!((mean_u - want).abs() < 0.026, "{mean_u} vs {want}");
+        // At 1 MeV the cap θ ≤ π bites but every angle is physical.
+        for _ in 0..10_000 {
+            let th = sample_tsai_angle(1.0 + ELECTRON_MASS, &mut rng);
+            assert!((0.0..=std::f64::consts::PI).contains(&th));
+        }
+        // The photon leaves along the e± direction to within ~mc²/E.
+        let s = sample(&lead(), 1000.0, [1.0, 0.0, 0.0], 0.1, &mut rng);
+        assert!(s.dir[0] > 0.99 && ((s.dir[0].powi(2) + s.dir[1].powi(2) + s.dir[2].powi(2)) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn edge_cases_and_compounds() {
+        assert_eq!(dxs_dk(82.0, 10.0, 10.5, 0.0), 0.0);
+        assert_eq!(dxs_dk(82.0, 10.0, 0.0, 0.0), 0.0);
+        assert_eq!(xs_per_atom(82.0, 1.0, 1.0, 0.0), 0.0);
+        assert_eq!(macro_xs(&lead(), 0.05, 0.1), 0.0);
+        // restricted + above-cut loss = unrestricted.
+        let pb = lead();
+        let t = 300.0;
+        let kp2 = dielectric_k2(&pb, t);
+        let above = pb.atom_density[0] * integrate_spectrum(82.0, t, 1.0, t, kp2, 1);
+        let sum = restricted_loss(&pb, t, 1.0) + above;
+        assert!((sum / restricted_loss(&pb, t, t) - 1.0).abs() < 1e-9);
+        // Water: element choice follows n_i σ_i.
+        let water = ShowerMaterial::from_toml_str(
+            "name = \"water\"\ndensity = 1.0\nI_eV = 78\n[[elements]]\nZ = 1\nA = 1.008\nfraction = 0.111894\n[[elements]]\nZ = 8\nA = 15.999\nfraction = 0.888106\n",
+            std::path::Path::new("water.toml"),
+        )
+        .unwrap();
+        let (t, kc) = (100.0, 1.0);
+        let kp2 = dielectric_k2(&water, t);
+        let w_h = water.atom_density[0] * xs_per_atom(1.0, t, kc, kp2);
+        let p_h = w_h / macro_xs(&water, t, kc);
+        let mut rng = RandomStream::new(3, 0, 0);
+        let n = 20_000;
+        let hits = (0..n).filter(|_| select_element(&water, t, kc, &mut rng) == 0).count() as f64;
+        // Binomial 5σ.
+        let sd = (n as f64 * p_h * (1.0 - p_h)).sqrt();
+        assert!((hits - n as f64 * p_h).abs() < 5.0 * sd, "{hits} vs {}", n as f64 * p_h);
     }
 }
