@@ -11,6 +11,8 @@
 //! * [`ionisation`]: Berger–Seltzer restricted dE/dx and the Møller/Bhabha δ-ray cross sections
 //!   above the cut; [`grid`] + [`tables`]: those on uniform-in-ln E grids, with range and
 //!   inverse range;
+//! * [`brems`]: e± bremsstrahlung (Tsai's screened Bethe–Heitler cross section, Coulomb and
+//!   dielectric corrections): cross sections, restricted radiative loss, photon sampling;
 //! * [`interaction`]: the [`interaction::Secondary`] an interactor returns, direction helpers;
 //! * [`delta_ray`] (Møller/Bhabha δ rays) and [`annihilation`] (e⁺e⁻ → γγ): interactors;
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
@@ -18,6 +20,7 @@
 //! Units: cm, g, MeV (as the rest of the crate).
 
 pub mod annihilation;
+pub mod brems;
 pub mod cuts;
 pub mod delta_ray;
 pub mod density_effect;
