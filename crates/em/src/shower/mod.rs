@@ -12,6 +12,8 @@
 //!   above the cut; [`grid`] + [`tables`]: those on uniform-in-ln E grids, with range and
 //!   inverse range;
 //! * [`interaction`]: the [`interaction::Secondary`] an interactor returns, direction helpers;
+//! * [`pair`] (Bethe–Heitler γ → e⁻e⁺), [`photoelectric`] (photo-absorption with edges and K
+//!   fluorescence, xraylib data), [`rayleigh`] (coherent scattering with form factors);
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
@@ -23,7 +25,10 @@ pub mod grid;
 pub mod interaction;
 pub mod ionisation;
 pub mod material;
+pub mod pair;
 pub mod params;
+pub mod photoelectric;
+pub mod rayleigh;
 pub mod tables;
 
 pub use crate::xs::ELECTRON_MASS;

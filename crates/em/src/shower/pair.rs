@@ -1,0 +1,1 @@
+//! Bethe–Heitler pair production (to come).

@@ -1,0 +1,1 @@
+//! Rayleigh scattering (to come).
