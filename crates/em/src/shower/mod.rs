@@ -13,7 +13,7 @@
 //!   inverse range;
 //! * [`interaction`]: the [`interaction::Secondary`] an interactor returns, direction helpers;
 //! * [`pair`] (Bethe–Heitler γ → e⁻e⁺), [`photoelectric`] (photo-absorption with edges and K
-//!   fluorescence, xraylib data), [`rayleigh`] (coherent scattering with form factors);
+//!   fluorescence, xraylib data);
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
@@ -28,7 +28,6 @@ pub mod material;
 pub mod pair;
 pub mod params;
 pub mod photoelectric;
-pub mod rayleigh;
 pub mod tables;
 
 pub use crate::xs::ELECTRON_MASS;

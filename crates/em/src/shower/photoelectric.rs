@@ -77,7 +77,10 @@ pub struct PhotoProducts {
 
 fn parse_nums(line: &str) -> Vec<f64> {
     line.split_whitespace()
-        .map(|t| t.parse::<f64>().unwrap_or_else(|_| panic!("photo.txt: bad number {t:?} in {line:?}")))
+        .map(|t| {
+            t.parse::<f64>()
+                .unwrap_or_else(|_| panic!("photo.txt: bad number {t:?} in {line:?}"))
+        })
         .collect()
 }
 
@@ -180,15 +183,12 @@ impl ElementPhoto {
         } else {
             let i = self.interval(e);
             let t = (e - self.energy[i]) / (self.energy[i + 1] - self.energy[i]);
-            let mut s = [0.0; N_SHELLS];
-            for k in 0..N_SHELLS {
-                s[k] = self.shares[i][k] + t * (self.shares[i + 1][k] - self.shares[i][k]);
-            }
-            s
+            let (lo, hi) = (&self.shares[i], &self.shares[i + 1]);
+            std::array::from_fn(|k| lo[k] + t * (hi[k] - lo[k]))
         };
-        for k in 0..N_SHELLS {
-            if self.binding[k] <= 0.0 || self.binding[k] > e {
-                s[k] = 0.0;
+        for (sk, &b) in s.iter_mut().zip(&self.binding) {
+            if b <= 0.0 || b > e {
+                *sk = 0.0;
             }
         }
         s
@@ -213,7 +213,11 @@ pub fn sauter_shape(e: f64, b_k: f64) -> f64 {
 #[must_use]
 pub fn macro_xs(m: &ShowerMaterial, e: f64) -> f64 {
     let d = PhotoData::builtin();
-    m.elements.iter().zip(&m.atom_density).map(|(c, n)| n * d.xs_per_atom(c.z.round() as u32, e)).sum()
+    m.elements
+        .iter()
+        .zip(&m.atom_density)
+        .map(|(c, n)| n * d.xs_per_atom(c.z.round() as u32, e))
+        .sum()
 }
 
 /// Sauter (1931) angular distribution of a K-shell photo-electron of kinetic energy `t` [MeV]
@@ -288,9 +292,18 @@ fn pick(w: &[f64], rng: &mut RandomStream) -> Option<usize> {
 #[must_use]
 pub fn sample(m: &ShowerMaterial, e: f64, dir: [f64; 3], gamma_cut: f64, rng: &mut RandomStream) -> PhotoProducts {
     let d = PhotoData::builtin();
-    let w: Vec<f64> = m.elements.iter().zip(&m.atom_density).map(|(c, n)| n * d.xs_per_atom(c.z.round() as u32, e)).collect();
+    let w: Vec<f64> = m
+        .elements
+        .iter()
+        .zip(&m.atom_density)
+        .map(|(c, n)| n * d.xs_per_atom(c.z.round() as u32, e))
+        .collect();
     let Some(el) = pick(&w, rng).and_then(|i| d.element(m.elements[i].z.round() as u32)) else {
-        return PhotoProducts { electron: None, fluorescence: None, local: e };
+        return PhotoProducts {
+            electron: None,
+            fluorescence: None,
+            local: e,
+        };
     };
     let shares = el.shares_at(e);
     let outer = (1.0 - shares.iter().sum::<f64>()).max(0.0);
@@ -303,14 +316,26 @@ pub fn sample(m: &ShowerMaterial, e: f64, dir: [f64; 3], gamma_cut: f64, rng: &m
     let electron = (t > 0.0).then(|| {
         let cos = sample_sauter_cos(t, rng);
         let phi = std::f64::consts::TAU * rng.uniform_f64();
-        Secondary { particle: Particle::Electron, energy: t, dir: deflect(dir, cos, phi) }
+        Secondary {
+            particle: Particle::Electron,
+            energy: t,
+            dir: deflect(dir, cos, phi),
+        }
     });
     let mut fluorescence = None;
     if shell == 0 && rng.uniform_f64() < el.omega_k {
         let (ra, rb) = (el.k_alpha.1, el.k_beta.1);
-        let line = if rng.uniform_f64() * (ra + rb) < ra { el.k_alpha.0 } else { el.k_beta.0 };
+        let line = if rng.uniform_f64() * (ra + rb) < ra {
+            el.k_alpha.0
+        } else {
+            el.k_beta.0
+        };
         if line >= gamma_cut && line > 0.0 && line < binding {
-            fluorescence = Some(Secondary { particle: Particle::Gamma, energy: line, dir: isotropic(rng) });
+            fluorescence = Some(Secondary {
+                particle: Particle::Gamma,
+                energy: line,
+                dir: isotropic(rng),
+            });
         }
     }
     let el_e = electron.map_or(0.0, |s| s.energy);
@@ -318,7 +343,11 @@ pub fn sample(m: &ShowerMaterial, e: f64, dir: [f64; 3], gamma_cut: f64, rng: &m
     let (el_e, fl_e, local) = close_sum(e, el_e, fl_e);
     let electron = electron.map(|s| Secondary { energy: el_e, ..s });
     let fluorescence = fluorescence.map(|s| Secondary { energy: fl_e, ..s });
-    PhotoProducts { electron, fluorescence, local }
+    PhotoProducts {
+        electron,
+        fluorescence,
+        local,
+    }
 }
 
 /// 1 keV, the lower end of the table.
@@ -357,11 +386,18 @@ mod tests {
     #[test]
     fn mass_attenuation_matches_xcom_within_3_percent() {
         for (z, a, e, sigma_b) in XCOM_PE {
-            let m = if z == 82 { ShowerMaterial::lead() } else { ShowerMaterial::liquid_argon() };
+            let m = if z == 82 {
+                ShowerMaterial::lead()
+            } else {
+                ShowerMaterial::liquid_argon()
+            };
             let mu_rho = macro_xs(&m, e) / m.density;
             let reference = sigma_b * 1e-24 * NA / a;
             let rel = mu_rho / reference - 1.0;
-            println!("Z = {z} E = {e} MeV: mu/rho = {mu_rho:.5e} cm2/g, XCOM {reference:.5e} ({:+.3} %)", 100.0 * rel);
+            println!(
+                "Z = {z} E = {e} MeV: mu/rho = {mu_rho:.5e} cm2/g, XCOM {reference:.5e} ({:+.3} %)",
+                100.0 * rel
+            );
             assert!(rel.abs() < 0.03, "Z = {z} E = {e}: {rel}");
             let per_atom = PhotoData::builtin().xs_per_atom(z, e) / 1e-24;
             assert!((per_atom / sigma_b - 1.0).abs() < 0.03, "Z = {z} E = {e}: {per_atom} b");
@@ -466,7 +502,13 @@ mod tests {
         let (mut s0, mut s1) = (0.0, 0.0);
         for i in 0..=n {
             let mu = -1.0 + h * f64::from(i);
-            let wgt = if i == 0 || i == n { 1.0 } else if i % 2 == 1 { 4.0 } else { 2.0 };
+            let wgt = if i == 0 || i == n {
+                1.0
+            } else if i % 2 == 1 {
+                4.0
+            } else {
+                2.0
+            };
             s0 += wgt * f(mu);
             s1 += wgt * mu * f(mu);
         }
@@ -501,7 +543,10 @@ mod tests {
             let b = (e - a) * rng.uniform_f64();
             let (a2, b2, r) = close_sum(e, a, b);
             assert_eq!(a2 + b2 + r, e);
-            assert!((a2 - a).abs() <= 2e-16 * e && (b2 - b).abs() <= 2e-16 * e && r >= 0.0, "{a} {a2} {b} {b2} {r}");
+            assert!(
+                (a2 - a).abs() <= 2e-16 * e && (b2 - b).abs() <= 2e-16 * e && r >= 0.0,
+                "{a} {a2} {b} {b2} {r}"
+            );
         }
     }
 }

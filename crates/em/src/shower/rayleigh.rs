@@ -1,1 +1,0 @@
-//! Rayleigh scattering (to come).
