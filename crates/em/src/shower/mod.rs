@@ -15,6 +15,8 @@
 //!   dielectric corrections): cross sections, restricted radiative loss, photon sampling;
 //! * [`interaction`]: the [`interaction::Secondary`] an interactor returns, direction helpers;
 //! * [`delta_ray`] (Møller/Bhabha δ rays) and [`annihilation`] (e⁺e⁻ → γγ): interactors;
+//! * [`pair`] (Bethe–Heitler γ → e⁻e⁺), [`photoelectric`] (photo-absorption with edges and K
+//!   fluorescence, xraylib data);
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
@@ -29,7 +31,9 @@ pub mod grid;
 pub mod interaction;
 pub mod ionisation;
 pub mod material;
+pub mod pair;
 pub mod params;
+pub mod photoelectric;
 pub mod tables;
 
 pub use crate::xs::ELECTRON_MASS;
