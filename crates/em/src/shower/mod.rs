@@ -12,6 +12,8 @@
 //!   above the cut; [`grid`] + [`tables`]: those on uniform-in-ln E grids, with range and
 //!   inverse range;
 //! * [`interaction`]: the [`interaction::Secondary`] an interactor returns, direction helpers;
+//! * [`msc`]: Urban-type multiple scattering of e± (transport mean free path, true ↔ geometric
+//!   path, angular distribution, lateral displacement, UseSafety step limit);
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
@@ -23,6 +25,7 @@ pub mod grid;
 pub mod interaction;
 pub mod ionisation;
 pub mod material;
+pub mod msc;
 pub mod params;
 pub mod tables;
 
