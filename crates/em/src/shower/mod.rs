@@ -17,6 +17,8 @@
 //! * [`delta_ray`] (Møller/Bhabha δ rays) and [`annihilation`] (e⁺e⁻ → γγ): interactors;
 //! * [`pair`] (Bethe–Heitler γ → e⁻e⁺), [`photoelectric`] (photo-absorption with edges and K
 //!   fluorescence, xraylib data);
+//! * [`msc`]: Urban-type multiple scattering of e± (transport mean free path, true ↔ geometric
+//!   path, angular distribution, lateral displacement, UseSafety step limit);
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
@@ -32,6 +34,7 @@ pub mod interaction;
 pub mod ionisation;
 pub mod material;
 pub mod pair;
+pub mod msc;
 pub mod params;
 pub mod photoelectric;
 pub mod tables;
