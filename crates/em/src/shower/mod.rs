@@ -16,7 +16,7 @@
 //! * [`interaction`]: the [`interaction::Secondary`] an interactor returns, direction helpers;
 //! * [`delta_ray`] (Møller/Bhabha δ rays) and [`annihilation`] (e⁺e⁻ → γγ): interactors;
 //! * [`pair`] (Bethe–Heitler γ → e⁻e⁺), [`photoelectric`] (photo-absorption with edges and K
-//!   fluorescence, xraylib data);
+//!   fluorescence, xraylib data), [`rayleigh`] (coherent scattering, xraylib form factors);
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
@@ -34,6 +34,7 @@ pub mod material;
 pub mod pair;
 pub mod params;
 pub mod photoelectric;
+pub mod rayleigh;
 pub mod tables;
 
 pub use crate::xs::ELECTRON_MASS;
