@@ -465,6 +465,34 @@ mod tests {
     }
 
     #[test]
+    fn extreme_energies_give_unit_vectors_and_the_integrated_mean_cosine() {
+        // 1 keV (k² inside the form-factor table) to 1 GeV (far beyond it); oblique incidence.
+        // ⟨cos⟩ vs the numerical integral within 5 sd (+1e-9 for the 1 GeV case, sd ≈ 0).
+        let mut rng = RandomStream::new(23, 4, 1);
+        let dir = [0.6, 0.0, 0.8];
+        let n = 20_000;
+        for m in [ShowerMaterial::lead(), ShowerMaterial::liquid_argon()] {
+            let el = RayleighData::builtin().element(m.elements[0].z.round() as u32).unwrap();
+            for &e in &[1e-3, 1e-2, 1.0, 1e3] {
+                let exact = integrate(el, e, |mu| mu) / integrate(el, e, |_| 1.0);
+                let (mut s, mut s2) = (0.0, 0.0);
+                for _ in 0..n {
+                    let d = sample(&m, e, dir, &mut rng);
+                    let norm = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+                    assert!((norm - 1.0).abs() < 1e-12, "{} E = {e}: {d:?}", m.name);
+                    let c = d[0] * dir[0] + d[1] * dir[1] + d[2] * dir[2];
+                    s += c;
+                    s2 += c * c;
+                }
+                let mean = s / f64::from(n);
+                let sd = ((s2 / f64::from(n) - mean * mean).max(0.0) / f64::from(n)).sqrt();
+                println!("{} E = {e} MeV: <cos> = {mean:.8} vs integral {exact:.8} (sd {sd:.1e})", m.name);
+                assert!((mean - exact).abs() < 5.0 * sd + 1e-9, "{} E = {e}: {mean} vs {exact}", m.name);
+            }
+        }
+    }
+
+    #[test]
     fn cumulative_inverts() {
         let el = RayleighData::builtin().element(82).unwrap();
         for &x in &[0.0, 1e-7, 1e-3, 0.5, 3.0, 100.0, 1e4, 9e5] {
