@@ -19,6 +19,7 @@
 //!   fluorescence, xraylib data);
 //! * [`msc`]: Urban-type multiple scattering of e± (transport mean free path, true ↔ geometric
 //!   path, angular distribution, lateral displacement, UseSafety step limit);
+//!   fluorescence, xraylib data), [`rayleigh`] (coherent scattering, xraylib form factors);
 //! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
@@ -33,10 +34,11 @@ pub mod grid;
 pub mod interaction;
 pub mod ionisation;
 pub mod material;
-pub mod pair;
 pub mod msc;
+pub mod pair;
 pub mod params;
 pub mod photoelectric;
+pub mod rayleigh;
 pub mod tables;
 
 pub use crate::xs::ELECTRON_MASS;
