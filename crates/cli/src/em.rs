@@ -12,7 +12,11 @@ use warpdrive_em::physics::PhysicsList;
 use warpdrive_em::transport::{run, RunOptions, RunResult, TallyGrid};
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct EmArgs {
+    /// EM showers in a calorimeter (without a subcommand: the Klein–Nishina mini-app).
+    #[command(subcommand)]
+    pub shower: Option<crate::em_shower::ShowerCommand>,
     /// Primary photon energy [MeV] (photons start at the origin along +z).
     #[arg(long, default_value_t = 100.0, allow_hyphen_values = true)]
     energy: f64,

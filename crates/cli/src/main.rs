@@ -15,6 +15,7 @@ mod beam;
 mod bench;
 mod doctor;
 mod em;
+mod em_shower;
 mod sky;
 mod spline;
 
@@ -46,7 +47,8 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// EM transport: the Klein–Nishina mini-app (photons in a material, Compton scattering).
+    /// EM transport: the Klein–Nishina mini-app (photons in a material, Compton scattering);
+    /// `em testem3` / `em calorimeter FILE`: EM showers in a layered calorimeter.
     Em(em::EmArgs),
     /// Sky analyses of neutrino event lists.
     Sky {
@@ -184,10 +186,16 @@ fn run(cli: Cli) -> Result<()> {
         Command::Spline { what } => spline::run(what, force),
         Command::Beam { what } => beam::run(what, force),
         Command::Merge(a) => sky::merge(&a, force),
-        Command::Em(a) => {
-            let pool = thread_pool(&a.common)?;
-            pool.install(|| em::em(&a, force))
-        }
+        Command::Em(a) => match &a.shower {
+            Some(cmd) => {
+                let pool = thread_pool(cmd.common())?;
+                pool.install(|| em_shower::run_command(cmd, force))
+            }
+            None => {
+                let pool = thread_pool(&a.common)?;
+                pool.install(|| em::em(&a, force))
+            }
+        },
         Command::Bench { what } => bench::run(what, force),
         Command::Doctor { compile_only } => doctor::run(compile_only),
         Command::GpuCheck { device, json, domain } => doctor::gpu_check(device, &json, &domain, force),
@@ -210,6 +218,13 @@ pub fn backend(c: &CommonArgs) -> Result<Backend> {
             ..Default::default()
         }),
     })
+}
+
+impl CommonArgs {
+    /// `--device` as given.
+    pub fn device_name(&self) -> &str {
+        &self.device
+    }
 }
 
 /// Build the rayon pool for the CPU path.

@@ -18,8 +18,8 @@
 use warpdrive_em::shower::density_effect::State;
 use warpdrive_em::shower::ionisation::restricted_dedx;
 use warpdrive_em::shower::material::ShowerMaterial;
-use warpdrive_em::shower::params::ShowerParams;
 use warpdrive_em::shower::tables::{IonisationTables, TableOptions};
+use warpdrive_em::shower::transport::ShowerPhysics;
 use warpdrive_em::shower::Particle;
 
 const ESTAR_LEAD: [(f64, f64, f64); 3] = [(1.0, 0.9939, 0.1809), (10.0, 1.2010, 1.523), (100.0, 1.4230, 4.699)];
@@ -106,21 +106,21 @@ fn argon_csda_range_matches_estar() {
 fn testem3_params_carry_geant4_thresholds_per_slab() {
     // Geant4 10.3 TestEm3.out, 1 mm cuts: lead γ 101.843 keV, e⁻ 1.36749 MeV, e⁺ 1.27862 MeV;
     // liquid argon γ 6.19986 keV, e⁻ 344.855 keV, e⁺ 333.46 keV.
-    let p = ShowerParams::testem3();
+    let p = ShowerPhysics::testem3();
     let want = [[101.843e-3, 1.36749, 1.27862], [6.19986e-3, 344.855e-3, 333.46e-3]];
     for slab in [0, 1, 98, 99] {
-        let t = p.tables(slab);
+        let t = p.physics(slab);
         let w = want[slab % 2];
         for (got, w) in [t.cuts.gamma, t.cuts.electron, t.cuts.positron].into_iter().zip(w) {
             assert!((got / w - 1.0).abs() < 0.01, "slab {slab}: {got} vs {w}");
         }
         // The δ-ray cut of both e⁻ and e⁺ tables is the electron threshold.
-        assert_eq!(t.electron.cut, t.cuts.electron);
-        assert_eq!(t.positron.cut, t.cuts.electron);
+        assert_eq!(t.electron.eloss.cut, t.cuts.electron);
+        assert_eq!(t.positron.eloss.cut, t.cuts.electron);
     }
     // A 10 MeV electron loses more per cm in lead than in liquid argon, and its restricted
     // range is shorter there.
-    let (pb, ar) = (&p.tables(0).electron, &p.tables(1).electron);
+    let (pb, ar) = (&p.physics(0).electron.eloss, &p.physics(1).electron.eloss);
     assert!(pb.dedx(10.0) > 3.0 * ar.dedx(10.0));
     assert!(pb.range(10.0) < ar.range(10.0));
 }

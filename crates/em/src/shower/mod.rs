@@ -1,7 +1,7 @@
-//! Host-side parameters for electromagnetic showers (γ, e⁻, e⁺) in a layered sampling
-//! calorimeter (issue #15; spec `specs/em.md` §2.6–2.7), validated against Geant4 10.3 TestEm3.
+//! Electromagnetic showers (γ, e⁻, e⁺) in a layered sampling calorimeter (issue #15; spec
+//! `specs/em.md` §2.6–2.7), validated against Geant4 10.3 TestEm3 (docs/em.md).
 //!
-//! Params only — nothing here moves a particle:
+//! Params (built once on the host):
 //! * [`material`]: density, elements, mean excitation energy; electron density, radiation
 //!   length (Tsai), Sternheimer density-effect parameters ([`density_effect`]);
 //! * [`cuts`]: production cuts given as a range, converted to energy thresholds per material
@@ -16,11 +16,15 @@
 //! * [`interaction`]: the [`interaction::Secondary`] an interactor returns, direction helpers;
 //! * [`delta_ray`] (Møller/Bhabha δ rays) and [`annihilation`] (e⁺e⁻ → γγ): interactors;
 //! * [`pair`] (Bethe–Heitler γ → e⁻e⁺), [`photoelectric`] (photo-absorption with edges and K
-//!   fluorescence, xraylib data);
+//!   fluorescence, xraylib data), [`rayleigh`] (coherent scattering, xraylib form factors);
 //! * [`msc`]: Urban-type multiple scattering of e± (transport mean free path, true ↔ geometric
 //!   path, angular distribution, lateral displacement, UseSafety step limit);
-//!   fluorescence, xraylib data), [`rayleigh`] (coherent scattering, xraylib form factors);
-//! * [`params`]: all of it for one calorimeter ([`params::ShowerParams::testem3`]).
+//! * [`physics`]: the process list and tables per material.
+//!
+//! Transport (CPU): [`transport`] — [`transport::ShowerPhysics`] (a calorimeter with the physics
+//! of its materials, [`transport::ShowerPhysics::testem3`]) and the stepping loop of one event;
+//! [`fluctuations`]: restricted-loss straggling; [`run`]: many events and their summary;
+//! [`output`]: profile Parquet and PNG.
 //!
 //! Units: cm, g, MeV (as the rest of the crate).
 
@@ -29,17 +33,21 @@ pub mod brems;
 pub mod cuts;
 pub mod delta_ray;
 pub mod density_effect;
+pub mod fluctuations;
 pub mod geometry;
 pub mod grid;
 pub mod interaction;
 pub mod ionisation;
 pub mod material;
 pub mod msc;
+pub mod output;
 pub mod pair;
-pub mod params;
 pub mod photoelectric;
+pub mod physics;
 pub mod rayleigh;
+pub mod run;
 pub mod tables;
+pub mod transport;
 
 pub use crate::xs::ELECTRON_MASS;
 

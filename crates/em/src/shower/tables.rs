@@ -74,8 +74,22 @@ impl IonisationTables {
     /// Build the tables of `particle` in `material` for δ-ray threshold `cut` [MeV].
     #[must_use]
     pub fn build(material: &ShowerMaterial, particle: Particle, cut: f64, opts: &TableOptions) -> Self {
+        Self::build_with_radiative(material, particle, cut, opts, &|_| 0.0)
+    }
+
+    /// As [`Self::build`], with `radiative(E)` [MeV/cm] (the restricted bremsstrahlung loss
+    /// below the photon cut) added to dE/dx: the range and inverse range are then those of the
+    /// total restricted loss, as Geant4 builds them for stepping.
+    #[must_use]
+    pub fn build_with_radiative(
+        material: &ShowerMaterial,
+        particle: Particle,
+        cut: f64,
+        opts: &TableOptions,
+        radiative: &dyn Fn(f64) -> f64,
+    ) -> Self {
         assert!(particle != Particle::Gamma, "ionisation tables of a photon");
-        let f = |e: f64| restricted_dedx(material, particle, e, cut);
+        let f = |e: f64| restricted_dedx(material, particle, e, cut) + radiative(e);
         let dedx = LogGrid::new(opts.e_min, opts.e_max, opts.bins_per_decade, f);
         let range = range_grid(&dedx, f);
         let e_th = threshold_energy(particle, cut);

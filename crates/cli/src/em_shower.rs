@@ -1,0 +1,272 @@
+//! `warpdrive em testem3` and `warpdrive em calorimeter FILE`: EM showers in a layered
+//! calorimeter (argument parsing and output only; the physics lives in warpdrive-em's `shower`).
+
+use crate::{command_line, CommonArgs};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+use std::time::Instant;
+use warpdrive_core::progress::Progress;
+use warpdrive_em::shower::cuts::RangeCuts;
+use warpdrive_em::shower::geometry::Calorimeter;
+use warpdrive_em::shower::run::run;
+use warpdrive_em::shower::tables::TableOptions;
+use warpdrive_em::shower::transport::{Primary, ShowerPhysics};
+use warpdrive_em::shower::Particle;
+
+/// Geant4 10.3 TestEm3 (1 GeV e⁻, 1 mm cuts, emstandard_opt0; $WARPDRIVE_DATA/em/testem3/README.md).
+const G4_TESTEM3: [(&str, f64, f64); 2] = [("Lead", 777.73, 18.97), ("liquidArgon", 211.94, 15.39)];
+const G4_CREATED: [f64; 3] = [291.0, 556.0, 53.4];
+
+#[derive(Subcommand)]
+pub enum ShowerCommand {
+    /// Geant4's TestEm3: 50 × [2.3 mm lead + 5.7 mm liquid argon], 40 cm wide (docs/em.md).
+    Testem3(ShowerArgs),
+    /// Any layered calorimeter described in a TOML file (docs/em.md).
+    Calorimeter {
+        /// Calorimeter TOML: name, repeat, transverse [cm], [[layers]] material + thickness [cm].
+        file: PathBuf,
+        #[command(flatten)]
+        args: ShowerArgs,
+    },
+}
+
+#[derive(Args)]
+pub struct ShowerArgs {
+    /// Primary particle: e-, e+ or gamma (starts on the axis in front of the calorimeter, along +z).
+    #[arg(long, default_value = "e-")]
+    primary: String,
+    /// Primary kinetic energy [MeV].
+    #[arg(long, default_value_t = 1000.0, allow_hyphen_values = true)]
+    energy: f64,
+    /// Number of events.
+    #[arg(long, default_value_t = 1000)]
+    events: u64,
+    /// Random seed (every track draws from its own Philox stream keyed by the seed and its id).
+    #[arg(long, default_value_t = 12345)]
+    seed: u64,
+    /// Production cut for γ, e⁻ and e⁺, as a range [mm] (Geant4's default 1 mm; converted to an
+    /// energy threshold per material and particle).
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    cut_mm: f64,
+    /// Output directory (summary.json, profile.parquet, events.parquet, profile.png).
+    #[arg(long, short, default_value = "em-shower")]
+    output: PathBuf,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+impl ShowerCommand {
+    /// The device and thread options of the command.
+    #[must_use]
+    pub fn common(&self) -> &CommonArgs {
+        match self {
+            ShowerCommand::Testem3(a) | ShowerCommand::Calorimeter { args: a, .. } => &a.common,
+        }
+    }
+}
+
+pub fn run_command(cmd: &ShowerCommand, force: bool) -> Result<()> {
+    match cmd {
+        ShowerCommand::Testem3(a) => shower(a, None, force),
+        ShowerCommand::Calorimeter { file, args } => shower(args, Some(file), force),
+    }
+}
+
+fn parse_particle(s: &str) -> Result<Particle> {
+    Ok(match s {
+        "e-" | "electron" => Particle::Electron,
+        "e+" | "positron" => Particle::Positron,
+        "gamma" | "photon" => Particle::Gamma,
+        _ => bail!("--primary '{s}': use e-, e+ or gamma"),
+    })
+}
+
+fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
+    let start = Instant::now();
+    let particle = parse_particle(&a.primary)?;
+    if !(a.energy.is_finite() && a.energy > 0.0 && a.energy <= 1e7) {
+        bail!("--energy {} MeV: must be in (0, 1e7] MeV", a.energy);
+    }
+    if !(a.cut_mm.is_finite() && a.cut_mm > 0.0 && a.cut_mm <= 1e4) {
+        bail!("--cut-mm {}: must be in (0, 1e4] mm", a.cut_mm);
+    }
+    if a.events == 0 {
+        bail!("--events must be at least 1");
+    }
+    let mut outs = crate::outputs(force, &[file.map(PathBuf::as_path)], &[Some(a.output.as_path())])?;
+    // The GPU path of showers does not exist yet: say so instead of silently using the CPU.
+    match a.common.device_name() {
+        "cpu" | "auto" => {}
+        d => bail!("--device {d}: EM showers run on the CPU only so far (the CUDA path of issue #15 is not written yet); use --device cpu"),
+    }
+    let calorimeter = match file {
+        Some(f) => Calorimeter::from_toml(f)?,
+        None => Calorimeter::testem3(),
+    };
+    let cuts = RangeCuts::uniform(a.cut_mm / 10.0);
+    let t_build = Instant::now();
+    let phys = ShowerPhysics::build(calorimeter, cuts, TableOptions::default());
+    let build_s = t_build.elapsed().as_secs_f64();
+    let cal = &phys.calorimeter;
+    println!(
+        "em {}: {} events of {} MeV {} into {} ({} × {} layers, {} cm wide), cuts {} mm",
+        if file.is_some() { "calorimeter" } else { "testem3" },
+        a.events,
+        a.energy,
+        particle.name(),
+        cal.name,
+        cal.repeat,
+        cal.layers.len(),
+        cal.transverse,
+        a.cut_mm
+    );
+    for m in &phys.materials {
+        println!(
+            "  {:<14} thresholds γ {:.5} keV, e- {:.5} keV, e+ {:.5} keV",
+            m.material.name,
+            m.cuts.gamma * 1e3,
+            m.cuts.electron * 1e3,
+            m.cuts.positron * 1e3
+        );
+    }
+    let primary = Primary::testem3(particle, a.energy);
+    let progress = Progress::new("events", a.events, "events");
+    let t0 = Instant::now();
+    let r = run(&phys, &primary, a.events, a.seed, &progress);
+    drop(progress);
+    let secs = t0.elapsed().as_secs_f64();
+    let per = r.per_material(&phys);
+    let created = r.created();
+    let (charged, neutral) = r.steps();
+    let threads = rayon::current_num_threads();
+    let is_testem3_reference = file.is_none() && particle == Particle::Electron && a.energy == 1000.0 && a.cut_mm == 1.0;
+    let mut materials = serde_json::Map::new();
+    for m in &per {
+        let resolution = 100.0 * m.edep_rms_mev / m.edep_mean_mev.max(1e-300) * (a.energy / 1000.0).sqrt();
+        let mut v = serde_json::json!({
+            "edep_mean_mev": m.edep_mean_mev, "edep_mean_error_mev": m.edep_mean_error_mev,
+            "edep_rms_mev": m.edep_rms_mev, "resolution_percent_sqrt_gev": resolution,
+        });
+        if is_testem3_reference {
+            if let Some((_, mean, rms)) = G4_TESTEM3.iter().find(|(n, _, _)| *n == m.name) {
+                v["geant4_10_3"] = serde_json::json!({"edep_mean_mev": mean, "edep_rms_mev": rms,
+                    "mean_ratio": m.edep_mean_mev / mean, "rms_ratio": m.edep_rms_mev / rms});
+            }
+        }
+        materials.insert(m.name.clone(), v);
+    }
+    let mut summary = serde_json::json!({
+        "calorimeter": cal.name, "layers": cal.repeat, "slabs": cal.slabs(), "transverse_cm": cal.transverse,
+        "primary": {"particle": particle.name(), "energy_mev": a.energy},
+        "events": a.events, "seed": a.seed, "cut_mm": a.cut_mm,
+        "materials": materials,
+        "created_per_event": {"gamma": created[0], "e-": created[1], "e+": created[2]},
+        "charged_track_length_cm_per_event": cal.materials.iter().zip(r.track_length())
+            .map(|(m, v)| (m.name.clone(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+        "created_per_event_by_process": warpdrive_em::shower::transport::CREATORS.iter().zip(r.created_by())
+            .map(|(k, v)| ((*k).to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+        "steps_per_event": {"charged": charged, "neutral": neutral},
+        "escaped_mev_per_event": r.escaped(),
+        "worst_energy_balance_relative": r.worst_balance(),
+        "killed_tracks": r.killed(),
+        "result_checksum": format!("{:016x}", r.checksum()),
+        "thresholds_kev": phys.materials.iter().map(|m| serde_json::json!({"material": m.material.name,
+            "gamma": m.cuts.gamma * 1e3, "e-": m.cuts.electron * 1e3, "e+": m.cuts.positron * 1e3})).collect::<Vec<_>>(),
+        "timings": {"device": format!("cpu ({threads} threads)"), "tables_seconds": build_s, "transport_seconds": secs,
+            "events_per_second": a.events as f64 / secs, "track_steps_per_second": r.total_steps() as f64 / secs,
+            "total_seconds": start.elapsed().as_secs_f64()},
+        "command": command_line(), "version": env!("CARGO_PKG_VERSION"),
+    });
+    if is_testem3_reference {
+        summary["created_per_event"]["geant4_10_3"] = serde_json::json!({"gamma": G4_CREATED[0], "e-": G4_CREATED[1], "e+": G4_CREATED[2]});
+    }
+    let dir = outs.dir(&a.output)?;
+    let meta = vec![
+        ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+        ("warpdrive.command".to_string(), command_line()),
+        ("warpdrive.seed".to_string(), a.seed.to_string()),
+        ("em.events".to_string(), a.events.to_string()),
+        ("em.primary".to_string(), format!("{} {} MeV", particle.name(), a.energy)),
+        ("em.calorimeter".to_string(), cal.name.clone()),
+    ];
+    warpdrive_em::shower::output::profile_table(&r, &phys, &meta)
+        .write_parquet(&dir.join("profile.parquet"))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    warpdrive_em::shower::output::events_table(&r, &phys, &meta)
+        .write_parquet(&dir.join("events.parquet"))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let title = format!(
+        "{} MeV {} in {}: energy per layer ({} events)",
+        a.energy,
+        particle.name(),
+        cal.name,
+        a.events
+    );
+    warpdrive_em::shower::output::plot_profile(&dir.join("profile.png"), &r, &phys, &title)?;
+    std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&summary)? + "\n")
+        .with_context(|| format!("writing {}", a.output.display()))?;
+    outs.commit()?;
+    for m in &per {
+        let reference = if is_testem3_reference {
+            G4_TESTEM3
+                .iter()
+                .find(|(n, _, _)| *n == m.name)
+                .map(|(_, mean, rms)| format!("   (Geant4 10.3: {mean} MeV, RMS {rms} MeV)"))
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        println!(
+            "  {:<14} {:>9.3} ± {:.3} MeV per event, RMS {:.3} MeV{reference}",
+            m.name, m.edep_mean_mev, m.edep_mean_error_mev, m.edep_rms_mev
+        );
+    }
+    println!(
+        "  created per event: {:.1} γ, {:.1} e-, {:.2} e+{}",
+        created[0],
+        created[1],
+        created[2],
+        if is_testem3_reference {
+            "   (Geant4 10.3: 291 γ, 556 e-, 53.4 e+)"
+        } else {
+            ""
+        }
+    );
+    let by: Vec<String> = warpdrive_em::shower::transport::CREATORS
+        .iter()
+        .zip(r.created_by())
+        .map(|(k, v)| format!("{k} {v:.1}"))
+        .collect();
+    println!("  created by: {}", by.join(", "));
+    let tl: Vec<String> = cal
+        .materials
+        .iter()
+        .zip(r.track_length())
+        .map(|(m, v)| format!("{} {v:.2} cm", m.name))
+        .collect();
+    println!(
+        "  charged track length per event: {}{}",
+        tl.join(", "),
+        if is_testem3_reference {
+            "   (Geant4 10.3: Lead 52.2 cm, liquidArgon 100 cm)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "  steps per event: {charged:.1} charged, {neutral:.1} neutral; escaped {:.3} MeV per event",
+        r.escaped()
+    );
+    println!(
+        "  transport {secs:.2} s on cpu ({threads} threads): {:.1} events/s, {:.3e} track-steps/s; energy balance worst {:.1e}",
+        a.events as f64 / secs,
+        r.total_steps() as f64 / secs,
+        r.worst_balance()
+    );
+    println!(
+        "  output: {}/{{summary.json, profile.parquet, events.parquet, profile.png}}",
+        a.output.display()
+    );
+    Ok(())
+}

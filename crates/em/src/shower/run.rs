@@ -1,0 +1,171 @@
+//! Many events on the CPU (in parallel over events, each event's result independent of the
+//! thread count) and what a run reports: per material the energy deposited per event (mean,
+//! RMS), the longitudinal profile per slab, created secondaries and steps per event.
+
+use super::transport::{run_event, EventTally, Primary, ShowerPhysics};
+use rayon::prelude::*;
+use warpdrive_core::progress::Progress;
+
+/// The events of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShowerRun {
+    pub primary: Primary,
+    pub seed: u64,
+    pub events: Vec<EventTally>,
+}
+
+/// Energy deposited in one material per event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MaterialSummary {
+    pub name: String,
+    /// Mean [MeV] and its statistical error (RMS/√N).
+    pub edep_mean_mev: f64,
+    pub edep_mean_error_mev: f64,
+    /// RMS of the per-event energy [MeV].
+    pub edep_rms_mev: f64,
+}
+
+/// Run `events` events, event i with index `first + i`.
+#[must_use]
+pub fn run(phys: &ShowerPhysics, primary: &Primary, events: u64, seed: u64, progress: &Progress) -> ShowerRun {
+    run_range(phys, primary, 0, events, seed, progress)
+}
+
+/// Events `first .. first + n` (so a run can be split into pieces with the same result).
+#[must_use]
+pub fn run_range(phys: &ShowerPhysics, primary: &Primary, first: u64, n: u64, seed: u64, progress: &Progress) -> ShowerRun {
+    let events = (first..first + n)
+        .into_par_iter()
+        .map(|i| {
+            let t = run_event(phys, primary, seed, i);
+            progress.add(1);
+            t
+        })
+        .collect();
+    ShowerRun {
+        primary: *primary,
+        seed,
+        events,
+    }
+}
+
+fn mean_rms(x: impl Iterator<Item = f64> + Clone) -> (f64, f64, usize) {
+    let n = x.clone().count();
+    if n == 0 {
+        return (0.0, 0.0, 0);
+    }
+    let mean = x.clone().sum::<f64>() / n as f64;
+    let var = x.map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+    (mean, var.sqrt(), n)
+}
+
+impl ShowerRun {
+    /// Per material of the calorimeter (in its order): energy per event.
+    #[must_use]
+    pub fn per_material(&self, phys: &ShowerPhysics) -> Vec<MaterialSummary> {
+        let cal = &phys.calorimeter;
+        (0..cal.materials.len())
+            .map(|m| {
+                let per_event = self.events.iter().map(move |e| {
+                    e.edep
+                        .iter()
+                        .enumerate()
+                        .filter(|(s, _)| cal.material_index(*s) == m)
+                        .map(|(_, v)| v)
+                        .sum::<f64>()
+                });
+                let (mean, rms, n) = mean_rms(per_event);
+                MaterialSummary {
+                    name: cal.materials[m].name.clone(),
+                    edep_mean_mev: mean,
+                    edep_mean_error_mev: rms / (n.max(1) as f64).sqrt(),
+                    edep_rms_mev: rms,
+                }
+            })
+            .collect()
+    }
+
+    /// Mean energy per event deposited in each slab [MeV].
+    #[must_use]
+    pub fn profile(&self) -> Vec<f64> {
+        let slabs = self.events.first().map_or(0, |e| e.edep.len());
+        let n = self.events.len().max(1) as f64;
+        (0..slabs).map(|s| self.events.iter().map(|e| e.edep[s]).sum::<f64>() / n).collect()
+    }
+
+    /// Mean number of created γ, e⁻, e⁺ per event.
+    #[must_use]
+    pub fn created(&self) -> [f64; 3] {
+        let n = self.events.len().max(1) as f64;
+        [0, 1, 2].map(|k| self.events.iter().map(|e| e.created[k] as f64).sum::<f64>() / n)
+    }
+
+    /// Mean number of secondaries per event by creating process ([`super::transport::CREATORS`]).
+    #[must_use]
+    pub fn created_by(&self) -> Vec<f64> {
+        let n = self.events.len().max(1) as f64;
+        (0..super::transport::CREATORS.len())
+            .map(|k| self.events.iter().map(|e| e.created_by[k] as f64).sum::<f64>() / n)
+            .collect()
+    }
+
+    /// Mean charged track length per event in each material [cm].
+    #[must_use]
+    pub fn track_length(&self) -> Vec<f64> {
+        let n = self.events.len().max(1) as f64;
+        let m = self.events.first().map_or(0, |e| e.track_length.len());
+        (0..m)
+            .map(|k| self.events.iter().map(|e| e.track_length[k]).sum::<f64>() / n)
+            .collect()
+    }
+
+    /// Mean charged and neutral steps per event.
+    #[must_use]
+    pub fn steps(&self) -> (f64, f64) {
+        let n = self.events.len().max(1) as f64;
+        (
+            self.events.iter().map(|e| e.charged_steps as f64).sum::<f64>() / n,
+            self.events.iter().map(|e| e.neutral_steps as f64).sum::<f64>() / n,
+        )
+    }
+
+    /// Total track steps of the run.
+    #[must_use]
+    pub fn total_steps(&self) -> u64 {
+        self.events.iter().map(|e| e.charged_steps + e.neutral_steps).sum()
+    }
+
+    /// Mean energy leaving the calorimeter per event [MeV].
+    #[must_use]
+    pub fn escaped(&self) -> f64 {
+        self.events.iter().map(|e| e.escaped).sum::<f64>() / self.events.len().max(1) as f64
+    }
+
+    /// Largest |E₀ − deposits − escaped − rest mass| / E₀ over the events.
+    #[must_use]
+    pub fn worst_balance(&self) -> f64 {
+        self.events
+            .iter()
+            .map(|e| (e.balance() / e.primary_energy).abs())
+            .fold(0.0, f64::max)
+    }
+
+    /// Tracks stopped by the step guard (should be 0).
+    #[must_use]
+    pub fn killed(&self) -> u64 {
+        self.events.iter().map(|e| e.killed).sum()
+    }
+
+    /// An order-independent checksum of the per-event, per-slab deposits (bit patterns), so two
+    /// runs (threads, devices) can be compared in one number.
+    #[must_use]
+    pub fn checksum(&self) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for e in &self.events {
+            for v in &e.edep {
+                h = (h ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h
+    }
+}

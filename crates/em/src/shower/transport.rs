@@ -1,0 +1,537 @@
+//! The shower stepping loop on the CPU: one event at a time, its tracks from a LIFO stack, each
+//! track stepped until it stops, is absorbed or leaves the calorimeter (Geant4's tracking order:
+//! a track runs to its end before its secondaries).
+//!
+//! A charged step (Geant4 PRM "Step limitation" and "Integral approach"; spec §2.6):
+//! 1. limits: the range (StepFunction α = 0.2, ρ = 1 mm: s ≤ αR + ρ(1 − α)(2 − ρ/R) for R > ρ,
+//!    else R), multiple scattering ([`super::msc::limit_step`], UseSafety), and the discrete
+//!    processes sampled with the majorant Σ_max of their total cross section over the energies
+//!    the step can reach (integral approach, so Σ(E) may change along the step);
+//! 2. the true path is converted to a geometric one; a boundary nearer than that cuts the step
+//!    (and the true path is converted back);
+//! 3. the mean continuous loss (linear below 1 % of E, else by the inverse range) with
+//!    fluctuations ([`super::fluctuations`]) is deposited in the slab;
+//! 4. the direction is deflected and the end point displaced by MSC (no displacement on a
+//!    boundary);
+//! 5. at a discrete point the interaction happens with probability Σ(E₁)/Σ_max.
+//!
+//! A photon flies to its interaction point or the next boundary, its number of mean free paths
+//! carried across boundaries.
+//!
+//! Randomness: every track has its own Philox stream keyed by (seed, track id); a secondary's id
+//! is a hash of its parent's id and its ordinal among the parent's secondaries, so ids do not
+//! depend on the order tracks are processed in (the GPU twin can reproduce them).
+//!
+//! Bookkeeping per event: energy deposited per slab, kinetic energy that left the calorimeter,
+//! and the net energy turned into rest mass (+2mc² per pair, −2mc² per annihilation), so that
+//! E₀ = deposits + escaped + rest mass holds to rounding ([`EventTally::balance`]).
+
+use super::cuts::{EnergyCuts, RangeCuts};
+use super::fluctuations::{bohr_variance, sample_loss};
+use super::geometry::{Calorimeter, Next};
+use super::interaction::Secondary;
+use super::ionisation::{max_secondary_energy, threshold_energy};
+use super::physics::{ChargedProcess, GammaProcess, MaterialPhysics};
+use super::tables::TableOptions;
+use super::{annihilation, brems, delta_ray, msc, pair, photoelectric, rayleigh, Particle, ELECTRON_MASS};
+use crate::klein_nishina;
+use warpdrive_core::RandomStream;
+
+/// Philox tag of shower tracks.
+pub const TAG_SHOWER: u32 = 0x454d_0002;
+/// e± below this kinetic energy stop and deposit it (Geant4 `lowestElectronEnergy`, 1 keV) [MeV].
+pub const LOWEST_ELECTRON_ENERGY: f64 = 1e-3;
+/// Photons below this energy are absorbed where they are (the photoelectric data start at 1 keV) [MeV].
+pub const LOWEST_PHOTON_ENERGY: f64 = 1e-3;
+/// Geant4 StepFunction of e± in 10.3: dRoverRange α and finalRange ρ [cm].
+pub const DR_OVER_RANGE: f64 = 0.2;
+pub const FINAL_RANGE: f64 = 0.1;
+/// Below this fraction of E the loss along a step is s·dE/dx, else it comes from the range.
+pub const LINEAR_LOSS_LIMIT: f64 = 0.01;
+/// A track with more steps than this is stopped and counted (a bug guard, not physics).
+pub const MAX_STEPS_PER_TRACK: u64 = 1_000_000;
+
+/// The calorimeter with the physics of each of its materials.
+#[derive(Clone, Debug)]
+pub struct ShowerPhysics {
+    pub calorimeter: Calorimeter,
+    pub range_cuts: RangeCuts,
+    pub table_options: TableOptions,
+    /// Same order as `calorimeter.materials`.
+    pub materials: Vec<MaterialPhysics>,
+}
+
+impl ShowerPhysics {
+    #[must_use]
+    pub fn build(calorimeter: Calorimeter, range_cuts: RangeCuts, table_options: TableOptions) -> Self {
+        let materials = calorimeter
+            .materials
+            .iter()
+            .map(|m| MaterialPhysics::build(m, EnergyCuts::new(m, &range_cuts), &table_options))
+            .collect();
+        ShowerPhysics {
+            calorimeter,
+            range_cuts,
+            table_options,
+            materials,
+        }
+    }
+
+    /// TestEm3 as Geant4 10.3 runs it: its calorimeter, 1 mm cuts.
+    #[must_use]
+    pub fn testem3() -> Self {
+        Self::build(Calorimeter::testem3(), RangeCuts::default(), TableOptions::default())
+    }
+
+    /// The physics of a slab's material.
+    #[must_use]
+    pub fn physics(&self, slab: usize) -> &MaterialPhysics {
+        &self.materials[self.calorimeter.material_index(slab)]
+    }
+}
+
+/// The primary particle of every event.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Primary {
+    pub particle: Particle,
+    /// Kinetic energy [MeV].
+    pub energy: f64,
+    /// Start point [cm]; outside the calorimeter it flies (in vacuum) to its front.
+    pub pos: [f64; 3],
+    pub dir: [f64; 3],
+}
+
+impl Primary {
+    /// TestEm3's gun: on the axis in front of the calorimeter, along +z.
+    #[must_use]
+    pub fn testem3(particle: Particle, energy: f64) -> Self {
+        Primary {
+            particle,
+            energy,
+            pos: [0.0, 0.0, -1.0],
+            dir: [0.0, 0.0, 1.0],
+        }
+    }
+}
+
+/// What one event did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EventTally {
+    /// Energy deposited per slab [MeV].
+    pub edep: Vec<f64>,
+    /// Kinetic energy carried out of the calorimeter [MeV].
+    pub escaped: f64,
+    /// Net energy turned into rest mass [MeV].
+    pub rest_mass: f64,
+    /// Secondaries created: γ, e⁻, e⁺.
+    pub created: [u64; 3],
+    pub charged_steps: u64,
+    pub neutral_steps: u64,
+    /// True path length of charged particles per material [cm].
+    pub track_length: Vec<f64>,
+    /// Secondaries created per process, in the order of [`CREATORS`].
+    pub created_by: [u64; 7],
+    /// Tracks stopped by [`MAX_STEPS_PER_TRACK`] (their energy is deposited; should be 0).
+    pub killed: u64,
+    /// The primary's energy [MeV].
+    pub primary_energy: f64,
+}
+
+impl EventTally {
+    /// E₀ − (deposits + escaped + rest mass): zero up to rounding.
+    #[must_use]
+    pub fn balance(&self) -> f64 {
+        self.primary_energy - (self.edep.iter().sum::<f64>() + self.escaped + self.rest_mass)
+    }
+}
+
+/// The processes that create secondaries, as counted in [`EventTally::created_by`].
+pub const CREATORS: [&str; 7] = [
+    "compton",
+    "photoelectric",
+    "fluorescence",
+    "conversion",
+    "delta_ray",
+    "brems",
+    "annihilation",
+];
+
+#[derive(Clone, Copy)]
+enum Creator {
+    Compton = 0,
+    Photoelectric,
+    Fluorescence,
+    Conversion,
+    DeltaRay,
+    Brems,
+    Annihilation,
+}
+
+struct Track {
+    particle: Particle,
+    energy: f64,
+    pos: [f64; 3],
+    dir: [f64; 3],
+    slab: usize,
+    id: u64,
+    children: u64,
+    rng: RandomStream,
+}
+
+/// SplitMix64 finaliser (Steele, Lea, Flood 2014): decorrelates ids.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A number of mean free paths: −ln u, u ∈ (0, 1].
+fn exp1(rng: &mut RandomStream) -> f64 {
+    -rng.uniform_f64().ln()
+}
+
+fn particle_index(p: Particle) -> usize {
+    match p {
+        Particle::Gamma => 0,
+        Particle::Electron => 1,
+        Particle::Positron => 2,
+    }
+}
+
+struct Event<'a> {
+    phys: &'a ShowerPhysics,
+    seed: u64,
+    stack: Vec<Track>,
+    tally: EventTally,
+}
+
+impl Event<'_> {
+    fn push(&mut self, parent: &mut Track, s: Secondary, by: Creator) {
+        self.tally.created_by[by as usize] += 1;
+        parent.children += 1;
+        let id = mix(parent.id ^ mix(parent.children));
+        self.tally.created[particle_index(s.particle)] += 1;
+        self.stack.push(Track {
+            particle: s.particle,
+            energy: s.energy,
+            pos: parent.pos,
+            dir: s.dir,
+            slab: parent.slab,
+            id,
+            children: 0,
+            rng: RandomStream::new(self.seed, TAG_SHOWER, id),
+        });
+    }
+
+    fn deposit(&mut self, slab: usize, e: f64) {
+        self.tally.edep[slab] += e;
+    }
+
+    fn photon(&mut self, mut t: Track) {
+        let cal = &self.phys.calorimeter;
+        let mut n_left = exp1(&mut t.rng);
+        let mut steps = 0u64;
+        loop {
+            if t.energy < LOWEST_PHOTON_ENERGY {
+                self.deposit(t.slab, t.energy);
+                return;
+            }
+            steps += 1;
+            if steps > MAX_STEPS_PER_TRACK {
+                self.tally.killed += 1;
+                self.deposit(t.slab, t.energy);
+                return;
+            }
+            self.tally.neutral_steps += 1;
+            let m = self.phys.physics(t.slab);
+            let procs = [
+                GammaProcess::Compton,
+                GammaProcess::Photoelectric,
+                GammaProcess::Conversion,
+                GammaProcess::Rayleigh,
+            ];
+            let xs = procs.map(|p| m.gamma_xs(p, t.energy));
+            let total: f64 = xs.iter().sum();
+            let b = cal.distance_to_boundary(t.pos, t.dir, t.slab);
+            let d_int = if total > 0.0 { n_left / total } else { f64::INFINITY };
+            if d_int >= b.distance {
+                n_left -= b.distance * total;
+                let (pos, next) = cal.cross(t.pos, t.dir, &b);
+                t.pos = pos;
+                match next {
+                    Next::Slab(s) => t.slab = s,
+                    Next::Outside => {
+                        self.tally.escaped += t.energy;
+                        return;
+                    }
+                }
+                continue;
+            }
+            for k in 0..3 {
+                t.pos[k] += d_int * t.dir[k];
+            }
+            n_left = exp1(&mut t.rng);
+            let mut u = t.rng.uniform_f64() * total;
+            let mut chosen = GammaProcess::Rayleigh;
+            for (p, x) in procs.iter().zip(xs) {
+                if u < x {
+                    chosen = *p;
+                    break;
+                }
+                u -= x;
+            }
+            match chosen {
+                GammaProcess::Compton => {
+                    let i = klein_nishina::interact(t.energy, t.dir, &mut t.rng);
+                    self.deposit(t.slab, i.energy_deposition);
+                    if let Some(e) = i.secondary {
+                        let s = Secondary {
+                            particle: Particle::Electron,
+                            energy: e.energy,
+                            dir: e.direction,
+                        };
+                        self.push(&mut t, s, Creator::Compton);
+                    }
+                    t.energy = i.energy;
+                    t.dir = i.direction;
+                }
+                GammaProcess::Photoelectric => {
+                    let cut = m.cuts.gamma;
+                    let out = photoelectric::sample(&m.material, t.energy, t.dir, cut, &mut t.rng);
+                    self.deposit(t.slab, out.local);
+                    if let Some(s) = out.electron {
+                        self.push(&mut t, s, Creator::Photoelectric);
+                    }
+                    if let Some(s) = out.fluorescence {
+                        self.push(&mut t, s, Creator::Fluorescence);
+                    }
+                    return;
+                }
+                GammaProcess::Conversion => {
+                    let pair = pair::sample(&m.material, t.energy, t.dir, &mut t.rng);
+                    self.tally.rest_mass += 2.0 * ELECTRON_MASS;
+                    for s in pair {
+                        self.push(&mut t, s, Creator::Conversion);
+                    }
+                    return;
+                }
+                GammaProcess::Rayleigh => {
+                    t.dir = rayleigh::sample(&m.material, t.energy, t.dir, &mut t.rng);
+                }
+            }
+        }
+    }
+
+    fn annihilate_at_rest(&mut self, t: &mut Track) {
+        self.tally.rest_mass -= 2.0 * ELECTRON_MASS;
+        for s in annihilation::sample_at_rest(&mut t.rng) {
+            self.push(t, s, Creator::Annihilation);
+        }
+    }
+
+    /// Stop a charged track: deposit what is left; a positron annihilates at rest.
+    fn stop(&mut self, t: &mut Track) {
+        self.deposit(t.slab, t.energy);
+        t.energy = 0.0;
+        if t.particle == Particle::Positron {
+            self.annihilate_at_rest(t);
+        }
+    }
+
+    fn charged(&mut self, mut t: Track) {
+        let cal = &self.phys.calorimeter;
+        let p = t.particle;
+        let mut n_left = exp1(&mut t.rng);
+        let mut msc_state = msc::MscStepState::default();
+        let mut entered = true;
+        let mut steps = 0u64;
+        loop {
+            if t.energy < LOWEST_ELECTRON_ENERGY {
+                self.stop(&mut t);
+                return;
+            }
+            steps += 1;
+            if steps > MAX_STEPS_PER_TRACK {
+                self.tally.killed += 1;
+                self.stop(&mut t);
+                return;
+            }
+            self.tally.charged_steps += 1;
+            let m = self.phys.physics(t.slab);
+            let c = m.charged(p);
+            let e0 = t.energy;
+            let range = c.eloss.range(e0);
+            // 1. Limits.
+            let s_range = if range > FINAL_RANGE {
+                DR_OVER_RANGE * range + FINAL_RANGE * (1.0 - DR_OVER_RANGE) * (2.0 - FINAL_RANGE / range)
+            } else {
+                range
+            };
+            let safety = cal.safety(t.pos, t.slab);
+            let t_msc = msc::limit_step(&m.msc, &mut msc_state, p, e0, range, safety, entered);
+            entered = false;
+            let mut t_step = s_range.min(t_msc);
+            let e_lo = c.eloss.energy_from_range((range - t_step).max(0.0));
+            let sig_max = m.charged_max_xs(p, e_lo, e0);
+            let t_disc = if sig_max > 0.0 { n_left / sig_max } else { f64::INFINITY };
+            let discrete = t_disc < t_step;
+            if discrete {
+                t_step = t_disc;
+            }
+            // 2. Geometry.
+            let z = msc::true_to_geom(&m.msc, p, e0, t_step, range);
+            let b = cal.distance_to_boundary(t.pos, t.dir, t.slab);
+            let crossing = z >= b.distance;
+            let t_true = if crossing {
+                msc::geom_to_true(&m.msc, p, e0, b.distance, range).min(t_step)
+            } else {
+                t_step
+            };
+            // 3. Continuous loss.
+            let loss = if t_true >= range {
+                e0
+            } else {
+                let linear = t_true * c.eloss.dedx(e0);
+                let mean = if linear < LINEAR_LOSS_LIMIT * e0 {
+                    linear
+                } else {
+                    e0 - c.eloss.energy_from_range(range - t_true)
+                };
+                let t_cut = m.cuts.electron.min(max_secondary_energy(p, e0));
+                sample_loss(mean, bohr_variance(&m.material, e0, t_cut, t_true), &mut t.rng).min(e0)
+            };
+            let e1 = e0 - loss;
+            self.deposit(t.slab, loss);
+            self.tally.track_length[cal.material_index(t.slab)] += t_true;
+            // 4. Move and scatter.
+            let mut next = Next::Slab(t.slab);
+            if crossing {
+                let (pos, n) = cal.cross(t.pos, t.dir, &b);
+                t.pos = pos;
+                next = n;
+            } else {
+                for k in 0..3 {
+                    t.pos[k] += z * t.dir[k];
+                }
+            }
+            t.energy = e1;
+            n_left -= t_true * sig_max;
+            if e1 > 0.0 && t_true > 0.0 {
+                let safety_end = if crossing { 0.0 } else { cal.safety(t.pos, t.slab) };
+                let r = msc::sample(&m.msc, p, e0, e1, t_true, t.dir, safety_end, &mut t.rng);
+                t.dir = r.dir;
+                if !crossing {
+                    for k in 0..3 {
+                        t.pos[k] += r.displacement[k];
+                    }
+                }
+            }
+            if crossing {
+                match next {
+                    Next::Slab(s) => {
+                        t.slab = s;
+                        entered = true;
+                        continue;
+                    }
+                    Next::Outside => {
+                        self.tally.escaped += t.energy;
+                        return;
+                    }
+                }
+            }
+            if !discrete || t.energy < LOWEST_ELECTRON_ENERGY {
+                continue;
+            }
+            // 5. Discrete interaction (integral approach).
+            n_left = exp1(&mut t.rng);
+            let e = t.energy;
+            let procs = [ChargedProcess::DeltaRay, ChargedProcess::Brems, ChargedProcess::Annihilation];
+            let xs = procs.map(|q| m.charged_xs(p, q, e));
+            let total: f64 = xs.iter().sum();
+            let mut u = t.rng.uniform_f64() * sig_max;
+            if u >= total {
+                continue; // a fictitious interaction
+            }
+            let mut chosen = ChargedProcess::DeltaRay;
+            for (q, x) in procs.iter().zip(xs) {
+                if u < x {
+                    chosen = *q;
+                    break;
+                }
+                u -= x;
+            }
+            match chosen {
+                ChargedProcess::DeltaRay => {
+                    let cut = m.cuts.electron;
+                    if e > threshold_energy(p, cut) {
+                        let d = delta_ray::sample(p, e, t.dir, cut, &mut t.rng);
+                        t.energy = d.energy;
+                        t.dir = d.dir;
+                        self.push(&mut t, d.delta, Creator::DeltaRay);
+                    }
+                }
+                ChargedProcess::Brems => {
+                    let k_cut = m.cuts.gamma;
+                    if e > k_cut {
+                        let g = brems::sample(&m.material, e, t.dir, k_cut, &mut t.rng);
+                        t.energy = e - g.energy;
+                        self.push(&mut t, g, Creator::Brems);
+                    }
+                }
+                ChargedProcess::Annihilation => {
+                    self.tally.rest_mass -= 2.0 * ELECTRON_MASS;
+                    for s in annihilation::sample_in_flight(e, t.dir, &mut t.rng) {
+                        self.push(&mut t, s, Creator::Annihilation);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Simulate event number `event` (its tracks draw from streams keyed by `seed` and ids derived
+/// from `event`).
+#[must_use]
+pub fn run_event(phys: &ShowerPhysics, primary: &Primary, seed: u64, event: u64) -> EventTally {
+    let cal = &phys.calorimeter;
+    let mut ev = Event {
+        phys,
+        seed,
+        stack: Vec::new(),
+        tally: EventTally {
+            edep: vec![0.0; cal.slabs()],
+            track_length: vec![0.0; cal.materials.len()],
+            primary_energy: primary.energy,
+            ..EventTally::default()
+        },
+    };
+    let id = mix(event.wrapping_add(0x5eed));
+    let (pos, slab) = match cal.locate_along(primary.pos, primary.dir) {
+        Some(s) => (primary.pos, s),
+        None => match cal.distance_to_in(primary.pos, primary.dir) {
+            Some((d, s)) => ([0, 1, 2].map(|k| primary.pos[k] + d * primary.dir[k]), s),
+            None => {
+                ev.tally.escaped = primary.energy;
+                return ev.tally;
+            }
+        },
+    };
+    ev.stack.push(Track {
+        particle: primary.particle,
+        energy: primary.energy,
+        pos,
+        dir: primary.dir,
+        slab,
+        id,
+        children: 0,
+        rng: RandomStream::new(seed, TAG_SHOWER, id),
+    });
+    while let Some(t) = ev.stack.pop() {
+        match t.particle {
+            Particle::Gamma => ev.photon(t),
+            _ => ev.charged(t),
+        }
+    }
+    ev.tally
+}
