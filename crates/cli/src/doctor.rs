@@ -81,6 +81,9 @@ pub fn run(compile_only: bool) -> Result<()> {
                     for extra in switches.iter().filter(|s| !defaults.iter().any(|d| name(d) == name(s))) {
                         variants.push(defaults.iter().copied().chain(std::iter::once(*extra)).collect());
                     }
+                    for set in warpdrive_photon::gpu::COMBINED_SWITCHES {
+                        variants.push(defaults.iter().chain(set.iter()).copied().collect());
+                    }
                 }
                 for v in variants {
                     let defines: Vec<String> = v.iter().map(|d| d.to_string()).collect();
@@ -152,13 +155,19 @@ pub fn run(compile_only: bool) -> Result<()> {
 
 pub fn gpu_check(device: usize, json: &Path, domain: &str, force: bool) -> Result<()> {
     crate::outputs(force, &[], &[Some(json)])?;
-    if !["all", "photon", "sky", "em", "spline", "beam"].contains(&domain) {
-        bail!("--domain {domain}: expected all, photon, sky, em, spline or beam");
+    if !["all", "photon", "photon-hole", "sky", "em", "spline", "beam"].contains(&domain) {
+        bail!("--domain {domain}: expected all, photon, photon-hole, sky, em, spline or beam");
     }
     let data = warpdrive_core::data::data_dir();
     let mut checks = Vec::new();
     if domain == "all" || domain == "photon" {
         checks.extend(warpdrive_photon::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}"))?);
+    }
+    // Hole ice precise CPU = GPU (a step of its own in scripts/gpu-check photon; not in `all`).
+    if domain == "photon-hole" {
+        checks.extend(warpdrive_photon::gpu_check::check_hole_ice(&data, device, &mut |s| {
+            eprintln!("{s}")
+        })?);
     }
     if domain == "all" || domain == "em" {
         checks.extend(warpdrive_em::gpu_check::run_all(device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);

@@ -86,7 +86,8 @@ enum Command {
         /// JSON report.
         #[arg(long, default_value = "gpu-check.json")]
         json: PathBuf,
-        /// Which domain's checks: all, photon, sky, em, spline or beam.
+        /// Which domain's checks: all, photon, sky, em, spline or beam; photon-hole runs only the
+        /// hole-ice precise comparison (scripts/gpu-check photon runs it as a step of its own).
         #[arg(long, default_value = "all")]
         domain: String,
     },

@@ -84,8 +84,12 @@ struct PhotonParams {
     int lut2_pad[2];
     // Birefringence widths (σx, σy, μx, 0) at acos|dot| = (k/WD_BFR_BINS)·π/2 (WD_BFR_TABLE, fast mode).
     const float4* bfr_table;
+    // Hole ice (hole.rs HoleParams, WD_HOLE): column radius, scattering and absorption
+    // coefficients, phase function (g, f_SL); on/off.
+    float hole_r, hole_sca, hole_abs, hole_g, hole_f_sl;
+    int has_hole;
 };
-static_assert(sizeof(PhotonParams) == 712, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 736, "PhotonParams layout differs from gpu.rs");
 #define WD_BFR_BINS 512
 #define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
@@ -469,6 +473,99 @@ __device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int
 }
 
 // source.rs: emit ----------------------------------------------------------------------------
+#ifdef WD_HOLE
+// hole.rs: cylinder_span — where the line r + t·n runs inside the vertical cylinder of `radius`
+// about (x, y), for a segment of length len: entry t_in = max(0, entry) < len (or 0: starting
+// inside) and the column's exit t_out (not cut at len), t_out > WD_HOLE_MIN_EXIT·radius.
+#define WD_HOLE_MIN_EXIT 3.0e-3f
+__device__ __forceinline__ bool cylinder_span(float x, float y, float radius, V3 r, V3 n, float len, float& t_in, float& t_out) {
+    float dx = x - r.x, dy = y - r.y;
+    float c = dx * dx + dy * dy;
+    float rr = radius * radius;
+    float nn = n.x * n.x + n.y * n.y;
+    if (nn == 0.0f) {
+        t_in = 0.0f;
+        t_out = __int_as_float(0x7f800000);
+        return c < rr;
+    }
+    float b = dx * n.x + dy * n.y;
+    float disc = b * b - nn * (c - rr);
+    if (disc <= 0.0f) return false;
+    float sq = sqrtf(disc);
+    t_in = fmaxf((b - sq) / nn, 0.0f);
+    t_out = (b + sq) / nn;
+    return (t_in < len || t_in == 0.0f) && t_out > WD_HOLE_MIN_EXIT * radius;
+}
+
+// collision.rs: DomIndex::hole_span — the column the segment enters first (strings as first_hit
+// finds them; the string cylinders are at least the column's radius).
+__device__ bool hole_span(const PhotonParams& P, V3 r, V3 n, float len, float& t_in, float& t_out) {
+#ifdef WD_CLEARANCE
+    int near = reachable(P, r, n, len);
+    if (near == -2) return false;
+    if (near >= 0) return cylinder_span(P.str_xyr[3 * near], P.str_xyr[3 * near + 1], P.hole_r, r, n, len, t_in, t_out);
+#endif
+    bool found = false;
+    float ex = r.x + n.x * len, ey = r.y + n.y * len;
+    float ia = floorf((fminf(r.x, ex) - P.grid_x0) / P.grid_cell), ib = floorf((fmaxf(r.x, ex) - P.grid_x0) / P.grid_cell);
+    float ja = floorf((fminf(r.y, ey) - P.grid_y0) / P.grid_cell), jb = floorf((fmaxf(r.y, ey) - P.grid_y0) / P.grid_cell);
+    if (ib < 0.0f || jb < 0.0f || ia >= (float)P.grid_nx || ja >= (float)P.grid_ny) return false;
+    int i0 = (int)fmaxf(ia, 0.0f), i1 = min((int)ib, P.grid_nx - 1);
+    int j0 = (int)fmaxf(ja, 0.0f), j1 = min((int)jb, P.grid_ny - 1);
+    for (int j = j0; j <= j1; ++j)
+        for (int i = i0; i <= i1; ++i) {
+            int c = j * P.grid_nx + i;
+            for (unsigned int q = P.cell_start[c]; q < P.cell_start[c + 1]; ++q) {
+                unsigned int si = P.cell_strings[q];
+                float a, b;
+                if (cylinder_span(P.str_xyr[3 * si], P.str_xyr[3 * si + 1], P.hole_r, r, n, len, a, b) && (!found || a < t_in)) {
+                    t_in = a;
+                    t_out = b;
+                    found = true;
+                }
+            }
+        }
+    return found;
+}
+
+// propagate.rs: layer_depths — the optical depths (scattering, absorption × abs_factor) over the
+// path length len from zp along nz, through the layers of layer_walk.
+__device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float zp, float nz, float len, float abs_factor) {
+#ifdef WD_FACTORED_ICE
+    const float4* layer_tab = (const float4*)P.layer_f;
+    const float4 sf = ((const float4*)P.slice_f)[slice];
+    const float la = sf.x, lk = sf.y, ae = sf.z;
+#else
+    const float* sca = P.sca + (size_t)slice * P.n_layers;
+    const float* ab = P.abs + (size_t)slice * P.n_layers;
+#endif
+    int j = layer_of(P, zp);
+    const int last = nz > 0.0f ? P.n_layers - 1 : 0;
+    const float half = nz > 0.0f ? 0.5f : -0.5f;
+    const float inv_nz = 1.0f / nz;
+    const float inf = __int_as_float(0x7f800000);
+    float dl = (nz == 0.0f || j == last) ? inf : fmaxf((P.hmin + ((float)j + half) * P.dh - zp) * inv_nz, 0.0f);
+    const float dl_layer = P.dh * fabsf(inv_nz);
+    float left = len, xs = 0.0f, xa = 0.0f;
+    for (;;) {
+#ifdef WD_FACTORED_ICE
+        const float4 f = layer_tab[j];
+        float s = f.x + f.y * la;
+        float a = (lk * f.z + ae * f.w) * abs_factor;
+#else
+        float s = sca[j];
+        float a = ab[j] * abs_factor;
+#endif
+        if (left <= dl) return make_float2(xs + s * left, xa + a * left);
+        xs += s * dl;
+        xa += a * dl;
+        left -= dl;
+        j += nz > 0.0f ? 1 : -1;
+        dl = j == last ? inf : dl_layer;
+    }
+}
+#endif
+
 struct Photon { V3 pos, dir; float time; unsigned int slice; };
 
 __device__ __forceinline__ float cascade_xi(float u) {
@@ -574,6 +671,7 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //                        choice of each scattering (random-number blocking per warp)
 //   WD_BFR               birefringence code compiled in (set by the host for models with it)
 //   WD_BFR_TABLE         birefringence widths from a 513-entry table in the flow angle (fast mode only)
+//   WD_HOLE              hole-ice columns compiled in (set by the host for models with them)
 //   WD_SHARED_TABLES     ice tables (factored layers, wavelength slices) and per-string geometry in
 //                        shared memory (job-queue kernel with WD_FACTORED_ICE)
 #ifndef WD_BLOCK
@@ -710,6 +808,39 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
     float nr = absorption_factor(P, st.dir);
     Segment seg = layer_walk(P, st.slice, zp, st.dir.z, sca_depth, st.tot, nr);
+#ifdef WD_HOLE
+    // Hole ice (propagate.rs step): the bulk segment cut where it enters a column; inside, the
+    // column's coefficients. hole_end: 0 bulk scattering, 1 scattering in the column, 2 cut at
+    // its wall (the depths left carry over). Compiled only for models with hole ice.
+    float bfr_len = seg.length, sca_left = 0.0f;
+    bool curved = true;
+    int hole_end = 0;
+    float t_in, t_out;
+    if (P.has_hole && hole_span(P, st.pos, st.dir, seg.length, t_in, t_out)) {
+        float2 x = layer_depths(P, st.slice, zp, st.dir.z, t_in, nr);
+        float s = fmaxf(sca_depth - x.x, 0.0f), t = fmaxf(st.tot - x.y, 0.0f);
+        float ls = s / P.hole_sca, la = t / P.hole_abs;
+        bfr_len = t_in;
+        curved = false;
+        if (la <= ls && t_in + la <= t_out) {
+            seg.length = t_in + la;
+            seg.tot = 0.0f;
+        } else if (ls < la && t_in + ls <= t_out) {
+            seg.length = t_in + ls;
+            seg.tot = t - P.hole_abs * ls;
+            hole_end = 1;
+        } else {
+            float d = t_out - t_in;
+            seg.length = t_out;
+            seg.tot = t - P.hole_abs * d;
+            sca_left = fmaxf(s - P.hole_sca * d, 0.0f);
+            hole_end = 2;
+        }
+    }
+#else
+    const float bfr_len = seg.length;
+    const bool curved = true;
+#endif
     st.tot = seg.tot;
     Collision c = first_hit(P, st.pos, st.dir, seg.length, st.skip);
     st.skip = -1;
@@ -727,15 +858,22 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
 #ifdef WD_BFR
     // Birefringence: one whole block per segment (propagate.rs), before the scattering's.
     // Compiled only for models that have it (gpu.rs run_on sets WD_BFR).
-    if (P.has_bfr && seg.length > 0.0f) {
+    // With hole ice only the bulk part diffuses, curved only when the segment stayed in the bulk.
+    if (P.has_bfr && bfr_len > 0.0f) {
         float ra, rb;
-        bfr_path(P, zp, st.dir.z, seg.length, ra, rb);
+        bfr_path(P, zp, st.dir.z, bfr_len, ra, rb);
         unsigned int wb[4];
         wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, wb);
         st.block += 1;
         V3 shift;
-        st.dir = bfr_deflect(P, st.dir, seg.length, ra, rb, wb, shift);
-        st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
+        st.dir = bfr_deflect(P, st.dir, bfr_len, ra, rb, wb, shift);
+        if (curved) st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
+    }
+#endif
+#ifdef WD_HOLE
+    if (hole_end == 2) {
+        st.sca_depth = sca_left;
+        return ++st.segs < WD_MAX_SEGMENTS;
     }
 #endif
     // One whole block per scattering: its three uniforms and the next segment's depth.
@@ -744,6 +882,14 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     st.block += 1;
     float u1 = wd_u32_to_uniform(w[0]), u2 = wd_u32_to_uniform(w[1]), u3 = wd_u32_to_uniform(w[2]);
     st.sca_depth = -logf(wd_u32_to_uniform(w[3]));
+#ifdef WD_HOLE
+    if (hole_end == 1) {
+        // Inside a column: its own phase function, no SPICE anisotropy.
+        float ch = scattering_cosine(P.hole_g, P.hole_f_sl, u1, u2);
+        st.dir = rotate(st.dir, ch, sqrtf(fmaxf(1.0f - ch * ch, 0.0f)), u3);
+        return ++st.segs < WD_MAX_SEGMENTS;
+    }
+#endif
 #ifdef WD_RNG_WARP
     // Random-number blocking per warp (opt-in; changes statistics): the lanes stepping together
     // share the first one's phase-function choice, so only one cosine is computed. Each
@@ -876,6 +1022,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[15] = (const char*)&p.bfr_p - b;
     out[16] = (const char*)&p.lut2_dz - b;
     out[17] = (const char*)&p.bfr_table - b;
+    out[18] = (const char*)&p.hole_r - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

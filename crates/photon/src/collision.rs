@@ -72,6 +72,10 @@ pub struct DomIndex {
     /// Oversized radius xR·R and the oversize factor.
     pub r_eff: f32,
     pub oversize: f32,
+    /// Radius of the hole-ice column about every string axis [m], 0 without hole ice
+    /// (`hole.rs`). String cylinders are at least this wide, so the grid and the clearance
+    /// pre-test find the columns as they find the DOMs.
+    pub hole_radius: f32,
 }
 
 /// A DOM hit along a segment.
@@ -87,6 +91,12 @@ pub struct Collision {
 
 impl DomIndex {
     pub fn new(geo: &Geometry, oversize: f64) -> Self {
+        Self::with_hole_ice(geo, oversize, 0.0)
+    }
+
+    /// The index with hole-ice columns of `hole_radius` [m] about the string axes (0: none; the
+    /// index is then exactly `new`'s).
+    pub fn with_hole_ice(geo: &Geometry, oversize: f64, hole_radius: f32) -> Self {
         let r_eff = (DOM_RADIUS * oversize) as f32;
         let mut by_string: std::collections::BTreeMap<i32, Vec<usize>> = Default::default();
         for (i, d) in geo.doms.iter().enumerate() {
@@ -105,7 +115,7 @@ impl DomIndex {
             strings.push(StringCol {
                 x: cx as f32,
                 y: cy as f32,
-                r: (off + 1e-3) as f32 + r_eff,
+                r: ((off + 1e-3) as f32 + r_eff).max(hole_radius),
                 first: pos.len() as u32,
                 count: idx.len() as u32,
             });
@@ -163,6 +173,56 @@ impl DomIndex {
             clear_near,
             r_eff,
             oversize: oversize as f32,
+            hole_radius,
+        }
+    }
+
+    /// The hole-ice column the segment r + t·n, t ∈ [0, len], enters first: (entry, exit)
+    /// distances along it (`hole::cylinder_span`: entry 0 when it starts inside, the exit where
+    /// the line leaves the column, possibly beyond `len`), or `None`. Strings are found as in `first_hit` (clearance pre-test, then the cells
+    /// of the segment's bounding box); columns do not overlap, the earliest entry wins.
+    pub fn hole_span(&self, r: [f32; 3], n: [f32; 3], len: f32) -> Option<(f32, f32)> {
+        let span = |si: usize| {
+            let s = &self.strings[si];
+            crate::hole::cylinder_span(s.x, s.y, self.hole_radius, r, n, len)
+        };
+        match self.reachable(r, n, len) {
+            Reach::None => None,
+            Reach::Nearest(si) => span(si as usize),
+            Reach::Unknown => {
+                let mut best: Option<(f32, f32)> = None;
+                self.visit_cells(r, n, len, |si| {
+                    if let Some(sp) = span(si as usize) {
+                        if best.is_none_or(|b| sp.0 < b.0) {
+                            best = Some(sp);
+                        }
+                    }
+                });
+                best
+            }
+        }
+    }
+
+    /// Every string listed in the cells of the segment's bounding box (a string may come more
+    /// than once, as in `grid_search`).
+    fn visit_cells(&self, r: [f32; 3], n: [f32; 3], len: f32, mut f: impl FnMut(u32)) {
+        let e = [r[0] + n[0] * len, r[1] + n[1] * len];
+        let fx = |x: f32| ((x - self.x0) / self.cell).floor();
+        let fy = |y: f32| ((y - self.y0) / self.cell).floor();
+        let (ia, ib) = (fx(r[0].min(e[0])), fx(r[0].max(e[0])));
+        let (ja, jb) = (fy(r[1].min(e[1])), fy(r[1].max(e[1])));
+        if ib < 0.0 || jb < 0.0 || ia >= self.nx as f32 || ja >= self.ny as f32 {
+            return;
+        }
+        let (i0, i1) = (ia.max(0.0) as usize, (ib as usize).min(self.nx - 1));
+        let (j0, j1) = (ja.max(0.0) as usize, (jb as usize).min(self.ny - 1));
+        for j in j0..=j1 {
+            for i in i0..=i1 {
+                let c = j * self.nx + i;
+                for &si in &self.cell_strings[self.cell_start[c] as usize..self.cell_start[c + 1] as usize] {
+                    f(si);
+                }
+            }
         }
     }
 

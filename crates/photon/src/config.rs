@@ -121,6 +121,21 @@ impl Config {
             });
         }
         if v.len() >= 12 {
+            // The column's parameters matter only with a radius above 0 (photon-ppc-phase2.md §2).
+            if v[7] < 0.0 || !v[7].is_finite() {
+                return Err(InputError::new(path, line_of(7), "must be ≥ 0 (DOM radii)").field("hole ice radius"));
+            }
+            if v[7] > 0.0 {
+                let checks: [(usize, &str, bool, &str); 4] = [
+                    (8, "hole ice scattering length", v[8] > 0.0, "must be positive [m]"),
+                    (9, "hole ice absorption length", v[9] > 0.0, "must be positive [m]"),
+                    (10, "hole ice f_SL", (0.0..=1.0).contains(&v[10]), "must be in [0, 1]"),
+                    (11, "hole ice g", v[11] > -1.0 && v[11] < 1.0, "must be in (-1, 1)"),
+                ];
+                if let Some(&(i, field, _, msg)) = checks.iter().find(|c| !c.2) {
+                    return Err(InputError::new(path, line_of(i), msg).field(field));
+                }
+            }
             cfg.hole_ice = Some(HoleIce {
                 radius_in_dom_radii: v[7],
                 eff_scattering_length: v[8],
@@ -142,14 +157,9 @@ impl Config {
     }
 
     /// Options present in the file that this version does not simulate. The caller reports them.
+    /// (Everything cfg.txt holds is simulated now: hole ice since issue #14, `hole.rs`.)
     pub fn unsupported(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(h) = self.hole_ice {
-            if h.radius_in_dom_radii > 0.0 {
-                out.push(format!("hole ice (radius {} DOM radii) is not simulated", h.radius_in_dom_radii));
-            }
-        }
-        out
+        Vec::new()
     }
 }
 
@@ -193,5 +203,32 @@ mod tests {
         assert!(e.contains(":4:") && e.contains("'abc'"), "{e}");
         let p = scratch("cfg-bad3.txt", "5\n0.9\n0.35\n1.2\n");
         assert!(Config::read(&p).unwrap_err().to_string().contains("field 'g'"));
+    }
+
+    /// Hole ice (lines 8–12): read, simulated (no warning), its values checked only when on.
+    #[test]
+    fn hole_ice_lines() {
+        let base = "5\n0.9\n0.35\n0.9\n130\n-0.069\n0.0345\n";
+        let p = scratch("cfg-hole.txt", &format!("{base}2 0.5 100 0.3 0.8\n"));
+        let c = Config::read(&p).unwrap();
+        assert_eq!(
+            c.hole_ice,
+            Some(HoleIce {
+                radius_in_dom_radii: 2.0,
+                eff_scattering_length: 0.5,
+                absorption_length: 100.0,
+                f_sl: 0.3,
+                g: 0.8
+            })
+        );
+        assert!(c.unsupported().is_empty(), "hole ice is simulated");
+        let p = scratch("cfg-hole-bad.txt", &format!("{base}2 0.5 0 0.3 0.8\n"));
+        let e = Config::read(&p).unwrap_err().to_string();
+        assert!(e.contains("hole ice absorption length") && e.contains(":8:"), "{e}");
+        let p = scratch("cfg-hole-neg.txt", &format!("{base}-1 0.5 0 0.3 0.8\n"));
+        assert!(Config::read(&p).unwrap_err().to_string().contains("hole ice radius"));
+        // Radius 0: the other values are not used and not checked.
+        let p = scratch("cfg-hole-off.txt", &format!("{base}0 0 0 0 0\n"));
+        assert_eq!(Config::read(&p).unwrap().hole_ice.unwrap().radius_in_dom_radii, 0.0);
     }
 }

@@ -242,7 +242,13 @@ impl Detector {
             "oversize {}, efficiency {}, ppm {:.2} photons/m, f_SL {}, g {}",
             cfg.oversize, cfg.efficiency, ppm, cfg.f_sl, cfg.g
         ));
-        let index = DomIndex::new(&geometry, f64::from(cfg.oversize));
+        let index = DomIndex::with_hole_ice(&geometry, f64::from(cfg.oversize), medium.hole.map_or(0.0, |h| h.radius));
+        if let (Some(h), Some(c)) = (&medium.hole, &cfg.hole_ice) {
+            description.push(format!(
+                "hole ice: columns of radius {:.4} m ({} DOM radii) about the strings, effective scattering {} m (f_SL {}, g {}), absorption {} m (cfg.txt lines 8-12)",
+                h.radius, c.radius_in_dom_radii, c.eff_scattering_length, c.f_sl, c.g, c.absorption_length
+            ));
+        }
         Ok(Self {
             ice: opts
                 .ice_dir

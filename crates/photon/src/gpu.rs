@@ -124,8 +124,15 @@ pub struct GpuParams {
     pub lut2_dz: f32,
     pub lut2_pad: [i32; 2],
     pub bfr_table: u64,
+    // Hole ice (hole.rs HoleParams, WD_HOLE): radius, coefficients, phase function; on/off.
+    pub hole_r: f32,
+    pub hole_sca: f32,
+    pub hole_abs: f32,
+    pub hole_g: f32,
+    pub hole_f_sl: f32,
+    pub has_hole: i32,
 }
-const _: () = assert!(size_of::<GpuParams>() == 712);
+const _: () = assert!(size_of::<GpuParams>() == 736);
 // WD_BFR_BINS in propagate.cu.
 const _: () = assert!(crate::birefringence::BFR_TABLE_BINS == 512);
 // WD_Z_BINS in propagate.cu.
@@ -136,7 +143,7 @@ const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 18] = [
+pub const LAYOUT: [usize; 19] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -155,6 +162,7 @@ pub const LAYOUT: [usize; 18] = [
     offset_of!(GpuParams, bfr_p),
     offset_of!(GpuParams, lut2_dz),
     offset_of!(GpuParams, bfr_table),
+    offset_of!(GpuParams, hole_r),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -427,6 +435,10 @@ pub fn upload(
             put!(f32s, bfr_table, Vec::<f32>::new());
         }
     }
+    if let Some(h) = &m.hole {
+        (p.hole_r, p.hole_sca, p.hole_abs, p.hole_g, p.hole_f_sl) = (h.radius, h.sca, h.abs, h.g, h.f_sl);
+        p.has_hole = 1;
+    }
     p.hmin = m.hmin;
     p.dh = m.dh;
     p.inv_dh = 1.0 / m.dh;
@@ -616,6 +628,9 @@ fn run_on(
     if m.bfr.is_some() && !defines.iter().any(|d| d == "WD_BFR") {
         defines.push("WD_BFR".into());
     }
+    if m.hole.is_some() && !defines.iter().any(|d| d == "WD_HOLE") {
+        defines.push("WD_HOLE".into());
+    }
     let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
     let res = cuda::resources(&func)?;
     if opts.block as i32 > res.max_threads_per_block {
@@ -718,6 +733,10 @@ pub fn run(m: &Medium, idx: &DomIndex, sources: &[Source], seed: u64, opts: &Gpu
 /// them all; CI runs it with `--compile-only`.
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["propagate", "twin_rng", "twin_physics", "layout"])];
 
+/// Switch sets compiled together on top of the defaults by `warpdrive doctor` (code that exists
+/// only when both are on: birefringence over the bulk part of a segment cut by a hole-ice column).
+pub const COMBINED_SWITCHES: &[&[&str]] = &[&["WD_BFR", "WD_HOLE"]];
+
 /// The switches of the default build, chosen by `warpdrive bench photon --device cuda` on an
 /// H100 (docs/performance/photon.md): per-warp job queue fed by a global counter, 48-register
 /// cap at 5 × 256 threads per SM, resampled float tilt table and factored ice coefficients (fast
@@ -757,6 +776,8 @@ pub const SWITCHES: &[&str] = &[
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).
     "WD_BFR",
+    // Likewise for hole ice (cfg.txt lines 8-12 with a radius above 0, hole.rs).
+    "WD_HOLE",
 ];
 
 #[cfg(test)]

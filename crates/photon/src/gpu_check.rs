@@ -438,3 +438,134 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     ));
     Ok(out)
 }
+
+/// A copy of the shared ice model `model` in a fresh temporary directory with its cfg.txt
+/// rewritten by `edit` (hole-ice checks: the shared models have no hole-ice column).
+fn ice_with_cfg(data: &Path, model: &str, edit: impl Fn(&str) -> String) -> Result<std::path::PathBuf, GpuError> {
+    let io = |e: std::io::Error| GpuError::Other(format!("hole-ice model from {model}: {e}"));
+    let dir = std::env::temp_dir().join(format!("warpdrive-gpu-check-hole-{}-{model}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    for e in std::fs::read_dir(data.join("ice").join(model)).map_err(io)? {
+        let p = e.map_err(io)?.path();
+        if let (true, Some(name)) = (p.is_file(), p.file_name()) {
+            std::fs::copy(&p, dir.join(name)).map_err(io)?;
+        }
+    }
+    let cfg = std::fs::read_to_string(dir.join("cfg.txt")).map_err(io)?;
+    std::fs::write(dir.join("cfg.txt"), edit(&cfg)).map_err(io)?;
+    Ok(dir)
+}
+
+/// The two hole-ice models of [`check_hole_ice`], in temporary directories.
+pub fn hole_models(data: &Path) -> Result<[std::path::PathBuf; 2], GpuError> {
+    let spice = ice_with_cfg(data, "spice_3.2.1", |c| {
+        format!("{c}\n2 # hole ice radius [DOM radii]\n0.5\n20\n0.3\n0.5\n")
+    })?;
+    let ftp = ice_with_cfg(data, "spice_ftp-v3m", |c| {
+        let mut t: String = c
+            .lines()
+            .map(|l| {
+                if l.contains("hole ice radius") {
+                    l.replacen("0.0", "1.0", 1)
+                } else if l.contains("hole ice effective scattering length") {
+                    l.replacen("0.03", "0.3", 1)
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        t.push('\n');
+        t
+    })?;
+    Ok([spice, ftp])
+}
+
+/// Hole ice on the device (`scripts/gpu-check` photon step `photon-hole`, `gpu-check --domain
+/// photon-hole`): precise mode must follow the CPU path photon by photon (≥ 99 % of the photons
+/// with hits identical), as for birefringence, on two models: spice_3.2.1 with columns of
+/// 2 DOM radii (effective scattering 0.5 m, g 0.5, f_SL 0.3, absorption 20 m appended as cfg
+/// lines 8–12), and spice_ftp-v3m (birefringence, 2-D tilt, DOM types) with its own hole-ice
+/// lines turned on (radius 1 DOM radius, effective scattering 0.3 m instead of 0.03 m so photons
+/// do not make thousands of steps inside). The 10 TeV reference cascade, seed 20261122.
+pub fn check_hole_ice(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
+    let [spice, ftp] = hole_models(data)?;
+    let input = data.join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
+    let text = std::fs::read_to_string(&input).map_err(|e| GpuError::Other(format!("{}: {e}", input.display())))?;
+    let seed = 20261122;
+    let precise = GpuOptions {
+        devices: vec![ordinal],
+        precise: true,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    for (label, dir) in [
+        ("spice_3.2.1 + columns of 2 DOM radii", &spice),
+        ("spice_ftp-v3m + columns of 1 DOM radius, birefringence", &ftp),
+    ] {
+        let det = Detector::build(&DetectorOptions {
+            ice_dir: Some(dir.clone()),
+            ..Default::default()
+        })
+        .map_err(|e| GpuError::Other(e.to_string()))?;
+        let Some(h) = det.medium.hole else {
+            return Err(GpuError::Other(format!("{label}: hole ice not on (cfg.txt of {})", dir.display())));
+        };
+        log(&format!("{label}: {h:?}"));
+        let specs = parse_f2k(&input, &text, &det.yield_)
+            .map_err(|e| GpuError::Other(e.to_string()))?
+            .specs;
+        let sources = realise(&specs, seed);
+        let cpu = crate::propagate::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
+        let (gp, sp) = gpu::run(&det.medium, &det.index, &sources, seed, &precise)?;
+        let (same, total) = photon_agreement(&cpu, &gp);
+        let frac = same as f64 / total.max(1) as f64;
+        out.push(check(
+            &format!("precise, hole ice ({label}): photon-by-photon CPU = GPU"),
+            frac >= 0.99 && total > 0,
+            format!(
+                "{same} of {total} photons with hits identical ({:.3} %); CPU {} raw hits, GPU {}; kernel {:.3} s",
+                100.0 * frac,
+                cpu.len(),
+                gp.len(),
+                sp.kernel_seconds
+            ),
+        ));
+        log(&format!("{:?}", out.last()));
+    }
+    let _ = std::fs::remove_dir_all(&spice);
+    let _ = std::fs::remove_dir_all(&ftp);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The models of the device check have hole ice on (and spice_ftp-v3m keeps birefringence).
+    #[test]
+    fn hole_models_have_columns() {
+        let [a, b] = hole_models(&crate::test_data::data_dir()).unwrap();
+        for (dir, radius, bfr) in [(&a, 2.0 * 0.1651, false), (&b, 0.1651, true)] {
+            let det = Detector::build(&DetectorOptions {
+                ice_dir: Some(dir.clone()),
+                ..Default::default()
+            })
+            .unwrap();
+            let h = det.medium.hole.expect("hole ice on");
+            assert!((f64::from(h.radius) - radius).abs() < 1e-6, "{h:?}");
+            assert_eq!(det.medium.bfr.is_some(), bfr);
+            assert!(det.unsupported.is_empty(), "{:?}", det.unsupported);
+        }
+        // ftp: 0.3 m effective scattering with g 0.9 → 1/(0.3·0.1) /m.
+        let det = Detector::build(&DetectorOptions {
+            ice_dir: Some(b.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!((det.medium.hole.unwrap().sca - 1.0 / 0.03).abs() < 1e-3);
+        let _ = std::fs::remove_dir_all(&a);
+        let _ = std::fs::remove_dir_all(&b);
+    }
+}

@@ -15,6 +15,7 @@ pub mod geometry;
 pub mod gpu;
 pub mod gpu_check;
 pub mod hits;
+pub mod hole;
 pub mod ice;
 pub mod medium;
 pub mod optics;

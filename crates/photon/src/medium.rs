@@ -4,6 +4,7 @@
 
 use crate::birefringence::Birefringence;
 use crate::config::Config;
+use crate::hole::HoleParams;
 use crate::ice::Layers;
 use crate::optics;
 use crate::spectrum::Spectrum;
@@ -187,6 +188,9 @@ pub struct Medium {
     /// Birefringence (cfg lines 17–28): the diffusion along the path; its s_eff is taken out of
     /// `sca` and `layer_factors` (photon-ppc-phase2.md §1).
     pub bfr: Option<Birefringence>,
+    /// Explicit hole ice (cfg lines 8–12 with a radius above 0, `hole.rs`): the column's
+    /// coefficients and phase function. Its radius is also in `DomIndex::hole_radius`.
+    pub hole: Option<HoleParams>,
 }
 
 impl Medium {
@@ -292,6 +296,7 @@ impl Medium {
             layer_factors,
             slice_factors,
             bfr,
+            hole: HoleParams::from_config(cfg.hole_ice),
         }
     }
 

@@ -7,7 +7,8 @@
 //! does not depend on which thread runs it. Stream layout: the emission's draws, TOT and the
 //! first SCA in order; then per segment one whole Philox block for the birefringent deflection
 //! (only with birefringence) and one per scattering (its three uniforms and the next segment's
-//! SCA), the rest of the emission's last block left unused.
+//! SCA), the rest of the emission's last block left unused. With hole ice (`hole.rs`) a segment
+//! may end cut at a column's edge: it draws no scattering block (the depths left carry over).
 
 use rayon::prelude::*;
 use warpdrive_core::progress::Progress;
@@ -17,7 +18,7 @@ use warpdrive_core::RandomStream;
 use crate::collision::DomIndex;
 use crate::medium::Medium;
 use crate::scatter::{scatter, scattering_cosine};
-use crate::source::{emit, tags, Source};
+use crate::source::{emit, tags, Photon, Source};
 
 /// A hit as produced by the propagation, before the CPU-side acceptance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -104,6 +105,188 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
     }
 }
 
+/// Optical depths (scattering, absorption × `abs_factor`) accumulated over the path length
+/// `len` from tilt-corrected height `zp` along direction cosine `nz`: the bulk ice a segment
+/// crosses before it enters a hole-ice column (`hole.rs`). The same layers and boundaries as
+/// [`layer_walk`]; per layer s·dl and a·dl, the last layer the part of `len` left.
+#[inline]
+#[must_use]
+pub fn layer_depths(m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_factor: f32) -> (f32, f32) {
+    let base = slice as usize * m.n_layers;
+    let mut j = m.layer_of(zp);
+    let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
+    let inv_nz = 1.0 / nz;
+    let mut dl = if nz == 0.0 || j == last {
+        f32::INFINITY
+    } else {
+        ((m.hmin + (j as f32 + half) * m.dh - zp) * inv_nz).max(0.0)
+    };
+    let dl_layer = m.dh * inv_nz.abs();
+    let (mut left, mut xs, mut xa) = (len, 0.0f32, 0.0f32);
+    loop {
+        let s = m.sca[base + j];
+        let a = m.abs[base + j] * abs_factor;
+        if left <= dl {
+            return (xs + s * left, xa + a * left);
+        }
+        xs += s * dl;
+        xa += a * dl;
+        left -= dl;
+        if half > 0.0 {
+            j += 1;
+        } else {
+            j -= 1;
+        }
+        dl = if j == last { f32::INFINITY } else { dl_layer };
+    }
+}
+
+/// A photon between segments: position, direction, time, wavelength slice, the absorption depth
+/// left, the next segment's scattering depth, the DOM hit last (not hit again on the next
+/// segment) and the number of hits recorded so far.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PhotonState {
+    pub photon: Photon,
+    pub tot: f32,
+    pub sca_depth: f32,
+    pub skip: Option<u32>,
+    pub seq: u32,
+}
+
+impl PhotonState {
+    /// The state after emission: the absorption budget TOT and the first SCA, in this order.
+    pub fn start(photon: Photon, rng: &mut RandomStream) -> Self {
+        let tot = rng.exponential();
+        let sca_depth = rng.exponential();
+        Self {
+            photon,
+            tot,
+            sca_depth,
+            skip: None,
+            seq: 0,
+        }
+    }
+}
+
+/// How a segment ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentEnd {
+    /// The absorption depth ran out.
+    Absorbed,
+    /// A DOM was hit with oversize 1 (the photon ends there).
+    Killed,
+    /// The photon scattered, in the bulk ice or inside a hole-ice column.
+    Scattered { in_hole: bool },
+    /// Cut where it leaves a hole-ice column: the next segment continues with the depths left
+    /// (no scattering, no random numbers).
+    Cut,
+}
+
+/// One segment of a photon (spec §3.5, hole ice photon-ppc-phase2.md §2): layer walk, hole-ice
+/// column, DOM collisions (hits appended to `out`), advance, birefringence, scattering.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn step(
+    m: &Medium,
+    doms: &DomIndex,
+    src: &Source,
+    photon_id: u64,
+    source_ord: u32,
+    st: &mut PhotonState,
+    rng: &mut RandomStream,
+    out: &mut Vec<RawHit>,
+) -> SegmentEnd {
+    let p = &mut st.photon;
+    let ocm = m.slices[p.slice as usize].ocm;
+    let zp = p.pos[2] - m.tilt.zshift(f64::from(p.pos[0]), f64::from(p.pos[1]), f64::from(p.pos[2])) as f32;
+    let nr = m.anisotropy.as_ref().map_or(1.0, |a| a.absorption_factor(p.dir));
+    let seg = layer_walk(m, p.slice, zp, p.dir[2], st.sca_depth, st.tot, nr);
+    // Hole ice: the bulk segment cut where it enters a column; inside, the column's coefficients.
+    let (mut len, mut tot, mut end) = (seg.length, seg.tot, SegmentEnd::Scattered { in_hole: false });
+    let (mut bulk_len, mut entered) = (seg.length, false);
+    let mut sca_left = 0.0f32;
+    if let Some(h) = &m.hole {
+        if let Some((t_in, t_out)) = doms.hole_span(p.pos, p.dir, seg.length) {
+            let (xs, xa) = layer_depths(m, p.slice, zp, p.dir[2], t_in, nr);
+            let (s, t) = ((st.sca_depth - xs).max(0.0), (st.tot - xa).max(0.0));
+            // Distances to scattering and to absorption at the column's coefficients.
+            let (ls, la) = (s / h.sca, t / h.abs);
+            (bulk_len, entered) = (t_in, true);
+            if la <= ls && t_in + la <= t_out {
+                (len, tot) = (t_in + la, 0.0);
+            } else if ls < la && t_in + ls <= t_out {
+                (len, tot) = (t_in + ls, t - h.abs * ls);
+                end = SegmentEnd::Scattered { in_hole: true };
+            } else {
+                let d = t_out - t_in;
+                (len, tot) = (t_out, t - h.abs * d);
+                sca_left = (s - h.sca * d).max(0.0);
+                end = SegmentEnd::Cut;
+            }
+        }
+    }
+    st.tot = tot;
+    let hit = doms.first_hit(p.pos, p.dir, len, st.skip);
+    st.skip = None;
+    if let Some(c) = hit {
+        if src.own_dom != Some(c.dom) {
+            out.push(RawHit {
+                photon: photon_id,
+                source: source_ord,
+                seq: st.seq,
+                dom: c.dom,
+                time: p.time + c.h * ocm,
+                slice: p.slice,
+                dir: p.dir,
+                impact: c.impact,
+            });
+            st.seq += 1;
+        }
+        if doms.oversize <= 1.0 {
+            return SegmentEnd::Killed;
+        }
+        st.skip = Some(c.dom);
+    }
+    if tot <= 0.0 {
+        return SegmentEnd::Absorbed;
+    }
+    p.pos = [p.pos[0] + len * p.dir[0], p.pos[1] + len * p.dir[1], p.pos[2] + len * p.dir[2]];
+    p.time += len * ocm;
+    // Birefringence (photon-ppc-phase2.md §1): one whole block (four uniforms, two normal
+    // pairs) per segment for the deflection and the curved path's end-point shift. With hole ice
+    // only the bulk part diffuses, and the path is curved only when the segment stayed in the
+    // bulk (as PPC).
+    if let Some(b) = &m.bfr {
+        if bulk_len > 0.0 {
+            let (ra, rb) = b.path_integrals(m.hmin, m.dh, zp, p.dir[2], bulk_len);
+            let u = rng.block4().map(u32_to_unit_f32);
+            let (dir, shift) = b.deflect(p.dir, bulk_len, ra, rb, u);
+            if !entered {
+                p.pos = [p.pos[0] + shift[0], p.pos[1] + shift[1], p.pos[2] + shift[2]];
+            }
+            p.dir = dir;
+        }
+    }
+    let in_hole = match end {
+        SegmentEnd::Cut => {
+            st.sca_depth = sca_left;
+            return end;
+        }
+        SegmentEnd::Scattered { in_hole } => in_hole,
+        _ => false,
+    };
+    // One whole block per scattering: its three uniforms and the next segment's depth.
+    let w = rng.block4();
+    let (u1, u2, u3) = (u32_to_unit_f32(w[0]), u32_to_unit_f32(w[1]), u32_to_unit_f32(w[2]));
+    st.sca_depth = -u32_to_unit_f32(w[3]).ln();
+    p.dir = match (&m.hole, in_hole) {
+        // Inside a column: its own phase function, no SPICE anisotropy.
+        (Some(h), true) => scatter(p.dir, scattering_cosine(h.g, h.f_sl, u1, u2), u3, None),
+        _ => scatter(p.dir, scattering_cosine(m.g, m.f_sl, u1, u2), u3, m.anisotropy.as_ref()),
+    };
+    end
+}
+
 /// Propagate one photon and append its hits to `out`.
 pub fn propagate_photon(
     m: &Medium,
@@ -114,65 +297,13 @@ pub fn propagate_photon(
     rng: &mut RandomStream,
     out: &mut Vec<RawHit>,
 ) {
-    let mut p = emit(src, m, rng);
-    let ocm = m.slices[p.slice as usize].ocm;
-    let mut tot = rng.exponential();
-    let mut sca_depth = rng.exponential();
-    let mut skip: Option<u32> = None;
-    let mut seq = 0u32;
-    let kill_on_hit = doms.oversize <= 1.0;
+    let p = emit(src, m, rng);
+    let mut st = PhotonState::start(p, rng);
     for _ in 0..MAX_SEGMENTS {
-        let zp = p.pos[2] - m.tilt.zshift(f64::from(p.pos[0]), f64::from(p.pos[1]), f64::from(p.pos[2])) as f32;
-        let nr = m.anisotropy.as_ref().map_or(1.0, |a| a.absorption_factor(p.dir));
-        let seg = layer_walk(m, p.slice, zp, p.dir[2], sca_depth, tot, nr);
-        tot = seg.tot;
-        let hit = doms.first_hit(p.pos, p.dir, seg.length, skip);
-        skip = None;
-        if let Some(c) = hit {
-            if src.own_dom != Some(c.dom) {
-                out.push(RawHit {
-                    photon: photon_id,
-                    source: source_ord,
-                    seq,
-                    dom: c.dom,
-                    time: p.time + c.h * ocm,
-                    slice: p.slice,
-                    dir: p.dir,
-                    impact: c.impact,
-                });
-                seq += 1;
-            }
-            if kill_on_hit {
-                return;
-            }
-            skip = Some(c.dom);
+        match step(m, doms, src, photon_id, source_ord, &mut st, rng, out) {
+            SegmentEnd::Absorbed | SegmentEnd::Killed => return,
+            SegmentEnd::Scattered { .. } | SegmentEnd::Cut => {}
         }
-        if tot <= 0.0 {
-            return;
-        }
-        p.pos = [
-            p.pos[0] + seg.length * p.dir[0],
-            p.pos[1] + seg.length * p.dir[1],
-            p.pos[2] + seg.length * p.dir[2],
-        ];
-        p.time += seg.length * ocm;
-        // Birefringence (photon-ppc-phase2.md §1): one whole block (four uniforms, two normal
-        // pairs) per segment for the deflection and the curved path's end-point shift.
-        if let Some(b) = &m.bfr {
-            if seg.length > 0.0 {
-                let (ra, rb) = b.path_integrals(m.hmin, m.dh, zp, p.dir[2], seg.length);
-                let u = rng.block4().map(u32_to_unit_f32);
-                let (dir, shift) = b.deflect(p.dir, seg.length, ra, rb, u);
-                p.pos = [p.pos[0] + shift[0], p.pos[1] + shift[1], p.pos[2] + shift[2]];
-                p.dir = dir;
-            }
-        }
-        // One whole block per scattering: its three uniforms and the next segment's depth.
-        let w = rng.block4();
-        let (u1, u2, u3) = (u32_to_unit_f32(w[0]), u32_to_unit_f32(w[1]), u32_to_unit_f32(w[2]));
-        sca_depth = -u32_to_unit_f32(w[3]).ln();
-        let cos_t = scattering_cosine(m.g, m.f_sl, u1, u2);
-        p.dir = scatter(p.dir, cos_t, u3, m.anisotropy.as_ref());
     }
 }
 
