@@ -192,6 +192,12 @@ pub fn em(a: &EmArgs, force: bool) -> Result<()> {
 
 #[derive(Args)]
 pub struct BenchEm {
+    /// Problem: kn (the Klein–Nishina mini-app) or testem3 (EM showers in Geant4's TestEm3, 1 and 10 GeV e⁻).
+    #[arg(long, default_value = "kn")]
+    problem: String,
+    /// testem3: events per energy.
+    #[arg(long, default_value_t = 200)]
+    events: u64,
     /// Tracks (the spec's benchmark: 8 388 608 on a GPU).
     #[arg(long, default_value_t = 1 << 18)]
     tracks: u64,
@@ -208,6 +214,11 @@ pub struct BenchEm {
 
 pub fn bench(b: &BenchEm) -> Result<()> {
     crate::bench::check_threads(&b.threads)?;
+    match b.problem.as_str() {
+        "kn" => {}
+        "testem3" => return crate::em_shower::bench_testem3(b.events, &b.threads, &b.device, &b.json),
+        p => bail!("--problem {p}: expected kn or testem3"),
+    }
     let physics = PhysicsList::compton_only(&Material::aluminium());
     let grid = TallyGrid::new(0.0, 1.0, 2048).map_err(anyhow::Error::msg)?;
     let opts = RunOptions::new(100.0, b.tracks, 12345, grid).map_err(anyhow::Error::msg)?;

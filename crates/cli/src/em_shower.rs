@@ -270,3 +270,56 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
     );
     Ok(())
 }
+
+/// `warpdrive bench em --problem testem3`: events/s and track-steps/s of 1 GeV and 10 GeV e⁻ in
+/// TestEm3 per thread count (CPU; the GPU path of showers does not exist yet).
+pub fn bench_testem3(events: u64, threads: &[usize], device: &str, json: &std::path::Path) -> Result<()> {
+    if events == 0 {
+        bail!("--events must be at least 1");
+    }
+    if device != "cpu" {
+        eprintln!("note: --device {device}: EM showers have no GPU path yet (issue #15); timing the CPU");
+    }
+    let mut threads = threads.to_vec();
+    if threads.is_empty() {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        threads = if n > 1 { vec![1, n] } else { vec![1] };
+    }
+    let t0 = Instant::now();
+    let phys = ShowerPhysics::testem3();
+    println!(
+        "warpdrive bench em --problem testem3: {events} events per energy, e⁻ into TestEm3 (tables built in {:.2} s)",
+        t0.elapsed().as_secs_f64()
+    );
+    println!(
+        "{:>10} {:>8} {:>10} {:>12} {:>16} {:>14} {:>20}",
+        "energy", "threads", "seconds", "events/s", "events/s/core", "track-steps/s", "track-steps/s/core"
+    );
+    let mut rows = Vec::new();
+    for energy in [1000.0, 10000.0] {
+        let primary = Primary::testem3(Particle::Electron, energy);
+        for &n in &threads {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build()?;
+            let t = Instant::now();
+            let r = pool.install(|| run(&phys, &primary, events, 1, &Progress::hidden()));
+            let s = t.elapsed().as_secs_f64();
+            let (ev, st) = (events as f64 / s, r.total_steps() as f64 / s);
+            println!(
+                "{:>7} MeV {n:>8} {s:>10.2} {ev:>12.2} {:>16.2} {st:>14.3e} {:>20.3e}",
+                energy,
+                ev / n as f64,
+                st / n as f64
+            );
+            rows.push(
+                serde_json::json!({"energy_mev": energy, "threads": n, "events": events, "seconds": s,
+                "events_per_s": ev, "events_per_s_per_core": ev / n as f64, "track_steps": r.total_steps(),
+                "track_steps_per_s": st, "track_steps_per_s_per_core": st / n as f64}),
+            );
+        }
+    }
+    println!("reference: Geant4 10.3 TestEm3.out, 100 events of 1 GeV e⁻: 2.35 s user time on one core (2017) = 42.5 events/s");
+    let out = serde_json::json!({"benchmark": "em-testem3-cpu", "runs": rows, "geant4_10_3_events_per_s_1gev_one_core": 42.5,
+        "version": env!("CARGO_PKG_VERSION")});
+    warpdrive_core::table::write_atomic(json, (serde_json::to_string_pretty(&out)? + "\n").as_bytes())?;
+    Ok(())
+}
