@@ -1,5 +1,5 @@
-//! `warpdrive.em`: the Klein–Nishina mini-app (`warpdrive em`). Later EM problems (showers,
-//! calorimeters) get their own functions beside `em_run`.
+//! `warpdrive.em`: the Klein–Nishina mini-app (`warpdrive em`, [`em_run`]) and EM showers in a
+//! layered calorimeter (`warpdrive em testem3|calorimeter`, [`em_shower`]).
 
 use crate::errors;
 use pyo3::prelude::*;
@@ -105,4 +105,145 @@ pub fn em_run(
         device,
         material: material.name.clone(),
     })
+}
+
+/// The result of an EM shower run (`warpdrive em testem3` / `em calorimeter`).
+#[pyclass(module = "warpdrive._warpdrive", frozen)]
+pub struct ShowerResult {
+    run: warpdrive_em::shower::run::ShowerRun,
+    phys: warpdrive_em::shower::transport::ShowerPhysics,
+    device: String,
+}
+
+#[pymethods]
+impl ShowerResult {
+    /// `profile.parquet`'s columns.
+    fn profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
+        crate::photon::columns(py, warpdrive_em::shower::output::profile_table(&self.run, &self.phys, &[]))
+    }
+
+    /// `events.parquet`'s columns.
+    fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
+        crate::photon::columns(py, warpdrive_em::shower::output::events_table(&self.run, &self.phys, &[]))
+    }
+
+    /// Per material: (name, mean [MeV], error of the mean [MeV], RMS [MeV]).
+    fn materials(&self) -> Vec<(String, f64, f64, f64)> {
+        self.run
+            .per_material(&self.phys)
+            .into_iter()
+            .map(|m| (m.name, m.edep_mean_mev, m.edep_mean_error_mev, m.edep_rms_mev))
+            .collect()
+    }
+
+    /// Mean created γ, e⁻, e⁺ per event.
+    fn created(&self) -> [f64; 3] {
+        self.run.created()
+    }
+
+    /// Mean created secondaries per event by process: (process, number).
+    fn created_by(&self) -> Vec<(String, f64)> {
+        warpdrive_em::shower::transport::CREATORS
+            .iter()
+            .zip(self.run.created_by())
+            .map(|(k, v)| ((*k).to_string(), v))
+            .collect()
+    }
+
+    /// Mean charged and neutral steps per event.
+    fn steps(&self) -> (f64, f64) {
+        self.run.steps()
+    }
+
+    /// Mean charged track length per event per material [cm]: (name, length).
+    fn track_length(&self) -> Vec<(String, f64)> {
+        self.phys
+            .calorimeter
+            .materials
+            .iter()
+            .map(|m| m.name.clone())
+            .zip(self.run.track_length())
+            .collect()
+    }
+
+    #[getter]
+    fn escaped(&self) -> f64 {
+        self.run.escaped()
+    }
+
+    #[getter]
+    fn worst_balance(&self) -> f64 {
+        self.run.worst_balance()
+    }
+
+    #[getter]
+    fn checksum(&self) -> String {
+        format!("{:016x}", self.run.checksum())
+    }
+
+    #[getter]
+    fn events_count(&self) -> usize {
+        self.run.events.len()
+    }
+
+    #[getter]
+    fn calorimeter(&self) -> String {
+        self.phys.calorimeter.name.clone()
+    }
+
+    #[getter]
+    fn device(&self) -> String {
+        self.device.clone()
+    }
+}
+
+/// `warpdrive em testem3` (`calorimeter` None) or `em calorimeter FILE`: `events` events of a
+/// `primary` ("e-", "e+", "gamma") of kinetic `energy` MeV, production cut `cut_mm` [mm].
+#[pyfunction]
+#[pyo3(signature = (calorimeter, primary, energy, events, seed, cut_mm, device, threads, progress))]
+#[allow(clippy::too_many_arguments)]
+pub fn em_shower(
+    py: Python<'_>,
+    calorimeter: Option<&str>,
+    primary: &str,
+    energy: f64,
+    events: u64,
+    seed: u64,
+    cut_mm: f64,
+    device: &str,
+    threads: Option<usize>,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ShowerResult> {
+    use warpdrive_em::shower::{cuts::RangeCuts, geometry::Calorimeter, tables::TableOptions, transport, Particle};
+    let particle = match primary {
+        "e-" | "electron" => Particle::Electron,
+        "e+" | "positron" => Particle::Positron,
+        "gamma" | "photon" => Particle::Gamma,
+        _ => return Err(errors::value(format!("primary '{primary}': use e-, e+ or gamma"))),
+    };
+    if !(energy.is_finite() && energy > 0.0 && energy <= 1e7) {
+        return Err(errors::value(format!("energy {energy} MeV: must be in (0, 1e7] MeV")));
+    }
+    if !(cut_mm.is_finite() && cut_mm > 0.0 && cut_mm <= 1e4) {
+        return Err(errors::value(format!("cut_mm {cut_mm}: must be in (0, 1e4] mm")));
+    }
+    if events == 0 {
+        return Err(errors::value("events must be at least 1".to_string()));
+    }
+    if !matches!(device, "cpu" | "auto") {
+        return Err(errors::value(format!(
+            "device '{device}': EM showers run on the CPU only so far (issue #15); use device='cpu'"
+        )));
+    }
+    let cal = match calorimeter {
+        Some(f) => Calorimeter::from_toml(std::path::Path::new(f)).map_err(|e| errors::input(&e))?,
+        None => Calorimeter::testem3(),
+    };
+    let prim = transport::Primary::testem3(particle, energy);
+    let (run, phys, device) = crate::run::run(py, threads, progress, events, |p| {
+        let phys = transport::ShowerPhysics::build(cal, RangeCuts::uniform(cut_mm / 10.0), TableOptions::default());
+        let r = warpdrive_em::shower::run::run(&phys, &prim, events, seed, p);
+        (r, phys, format!("cpu ({} threads)", rayon::current_num_threads()))
+    })?;
+    Ok(ShowerResult { run, phys, device })
 }

@@ -23,6 +23,8 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<beam::BeamLattice>()?;
     m.add_class::<em::EmRun>()?;
     m.add_function(wrap_pyfunction!(em::em_run, m)?)?;
+    m.add_class::<em::ShowerResult>()?;
+    m.add_function(wrap_pyfunction!(em::em_shower, m)?)?;
     m.add("BEAM_DEFAULT_MIN_BLOCKS", warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)?;
     m.add_function(wrap_pyfunction!(sky::sky_autocorr, m)?)?;
     m.add_function(wrap_pyfunction!(spline::spline_unfold, m)?)?;

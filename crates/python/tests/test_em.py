@@ -33,3 +33,40 @@ def test_bad_inputs(tmp_path):
         em.run(tracks=10, tally_bins=0)
     with pytest.raises(ValueError, match="expected auto, cpu, cuda"):
         em.run(tracks=10, device="npu")
+
+
+def test_testem3_equals_cli(cli, tmp_path):
+    out = tmp_path / "t3"
+    r_cli = cli("em", "testem3", "--events", 20, "--seed", 5, "--energy", 300, "--device", "cpu", "-o", out)
+    r = em.testem3(energy=300, events=20, seed=5, threads=1)
+    for name, f in (("profile", "profile.parquet"), ("events", "events.parquet")):
+        ref = pq.read_table(out / f)
+        got = getattr(r, name)
+        assert got.column_names == ref.column_names, name
+        for c in ref.column_names:
+            assert same_bits(got[c].to_numpy(), ref[c].to_numpy()), (name, c)
+    import json
+    s = json.loads((out / "summary.json").read_text())
+    assert s["result_checksum"] == r.checksum
+    assert set(r.materials) == {"Lead", "liquidArgon"}
+    for n, v in r.materials.items():
+        assert v["edep_mean_mev"] == s["materials"][n]["edep_mean_mev"]
+    assert r.created == pytest.approx({k: s["created_per_event"][k] for k in ("gamma", "e-", "e+")}, rel=0, abs=0)
+    assert r.worst_balance < 1e-9 and 0 < r.escaped < 300
+    # Thread count changes nothing.
+    assert em.testem3(energy=300, events=20, seed=5, threads=2).checksum == r.checksum
+
+
+def test_calorimeter_file_and_bad_inputs(tmp_path):
+    f = tmp_path / "cal.toml"
+    f.write_text('name = "thin"\nrepeat = 2\ntransverse = 10.0\n[[layers]]\nmaterial = "Lead"\nthickness = 0.5\n')
+    r = em.calorimeter(f, primary="gamma", energy=10, events=5, seed=1)
+    assert r.calorimeter == "thin" and list(r.materials) == ["Lead"] and r.profile.num_rows == 2
+    with pytest.raises(FileNotFoundError):
+        em.calorimeter(tmp_path / "missing.toml", events=1)
+    with pytest.raises(ValueError):
+        em.testem3(primary="muon", events=1)
+    with pytest.raises(ValueError):
+        em.testem3(energy=-1, events=1)
+    with pytest.raises(ValueError, match="CPU only"):
+        em.testem3(events=1, device="cuda")

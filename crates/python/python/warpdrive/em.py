@@ -1,5 +1,5 @@
-"""EM transport: the Klein–Nishina mini-app (``warpdrive em``). Shower and calorimeter problems
-will get their own functions here as the library grows them."""
+"""EM transport: the Klein–Nishina mini-app (:func:`run`, ``warpdrive em``) and EM showers in a
+layered calorimeter (:func:`testem3`, :func:`calorimeter`; ``warpdrive em testem3|calorimeter``)."""
 
 from . import _arrow, _progress, _warpdrive
 
@@ -36,3 +36,58 @@ def run(energy=100.0, tracks=1 << 20, seed=12345, material="aluminium", tally_fr
     finally:
         close()
     return EmResult(r)
+
+
+class ShowerResult:
+    """The result of :func:`testem3` / :func:`calorimeter` (the CLI's ``em testem3`` / ``em calorimeter``):
+
+    * ``materials``: dict name → dict(``edep_mean_mev``, ``edep_mean_error_mev``, ``edep_rms_mev``)
+      per event;
+    * ``profile`` (pyarrow.Table, the CLI's ``profile.parquet``: one row per slab) and ``events``
+      (pyarrow.Table, ``events.parquet``: one row per event);
+    * ``created`` (dict γ/e⁻/e⁺ per event), ``created_by`` (dict process → number per event),
+      ``steps`` (charged, neutral per event), ``track_length`` (dict material → cm per event),
+      ``escaped`` [MeV per event], ``worst_balance``, ``checksum`` (as the CLI prints), ``device``.
+    """
+
+    def __init__(self, r):
+        meta = {"warpdrive.device": r.device, "em.calorimeter": r.calorimeter}
+        self.profile = _arrow.table(r.profile(), meta)
+        self.events = _arrow.table(r.events(), meta)
+        self.materials = {n: {"edep_mean_mev": m, "edep_mean_error_mev": e, "edep_rms_mev": s}
+                          for n, m, e, s in r.materials()}
+        self.created = dict(zip(("gamma", "e-", "e+"), r.created()))
+        self.created_by = dict(r.created_by())
+        self.steps = dict(zip(("charged", "neutral"), r.steps()))
+        self.track_length = dict(r.track_length())
+        for k in ("escaped", "worst_balance", "checksum", "device", "calorimeter"):
+            setattr(self, k, getattr(r, k))
+        self.n_events = r.events_count
+
+    def __repr__(self):
+        m = ", ".join(f"{n} {v['edep_mean_mev']:.2f} MeV" for n, v in self.materials.items())
+        return f"warpdrive.em.ShowerResult({self.n_events} events in {self.calorimeter}: {m}; {self.device})"
+
+
+def _shower(calorimeter, primary, energy, events, seed, cut_mm, device, threads, progress):
+    cb, close = _progress.callback(progress, events, "events")
+    try:
+        r = _warpdrive.em_shower(calorimeter, str(primary), float(energy), int(events), int(seed), float(cut_mm),
+                                 device, threads, cb)
+    finally:
+        close()
+    return ShowerResult(r)
+
+
+def testem3(primary="e-", energy=1000.0, events=1000, seed=12345, cut_mm=1.0, device="cpu", threads=None,
+            progress=None):
+    """``warpdrive em testem3``: ``events`` showers of a ``primary`` ("e-", "e+", "gamma") of kinetic
+    ``energy`` MeV in Geant4's TestEm3 (50 × [2.3 mm Pb + 5.7 mm liquid Ar]), one production cut of
+    ``cut_mm`` mm. Defaults are the CLI's. CPU only so far."""
+    return _shower(None, primary, energy, events, seed, cut_mm, device, threads, progress)
+
+
+def calorimeter(path, primary="e-", energy=1000.0, events=1000, seed=12345, cut_mm=1.0, device="cpu", threads=None,
+                progress=None):
+    """``warpdrive em calorimeter PATH``: as :func:`testem3` for the layered calorimeter of a TOML file."""
+    return _shower(str(path), primary, energy, events, seed, cut_mm, device, threads, progress)
