@@ -56,7 +56,7 @@ fn amu_light_yield_and_emission_follow_ppc_rules() {
     let low = spec("TR 1 0 amu 0 0 0 0 0 10 1 0", &y);
     assert!((low.mean_photons / (2450.08 / 25.0 * 10.0 * (1.0 + 0.1880 * 0.910 / 0.9216)) - 1.0).abs() < 1e-12);
 
-    let src = &realise(&[s.clone()], 3)[0];
+    let src = &realise(std::slice::from_ref(&s), 3)[0];
     // Poisson draw: within 5σ of the mean.
     assert!(
         (src.photons as f64 - want_mean).abs() < 5.0 * want_mean.sqrt(),
