@@ -54,7 +54,7 @@ const BLOCK: u32 = 128;
 /// Most elements per material the kernel's fixed arrays hold (`WD_MAX_ELEMENTS`).
 pub const MAX_ELEMENTS: usize = 16;
 /// Words (u64) per track in the lists: energy, pos, dir, id, event | slab << 32, particle.
-const TRACK_WORDS: usize = 10;
+pub const TRACK_WORDS: usize = 10;
 /// Largest list capacity (tracks): keeps the 32-bit counters far from wrapping.
 const MAX_CAPACITY: usize = 1 << 27;
 /// Generations after which a batch is declared stuck (a bug guard).
@@ -175,6 +175,8 @@ unsafe impl DeviceRepr for GpuRayleigh {}
 /// Everything the kernel reads, flattened on the host (no device needed: unit-testable).
 #[derive(Clone, Debug, Default)]
 pub struct HostTables {
+    /// The constants the kernel takes from the host: 2π r_e² mc², α r_e², π r_e².
+    pub constants: [f64; 3],
     pub data: Vec<f64>,
     pub materials: Vec<GpuMaterial>,
     pub elements: Vec<GpuElement>,
@@ -204,7 +206,14 @@ impl HostTables {
 
     /// Flatten the physics of `phys`. Errors name what the kernel cannot hold.
     pub fn build(phys: &ShowerPhysics) -> Result<HostTables, String> {
-        let mut t = HostTables::default();
+        let mut t = HostTables {
+            constants: [
+                TWOPI_MC2_RCL2,
+                brems::ALPHA_RE2,
+                std::f64::consts::PI * ELECTRON_RADIUS * ELECTRON_RADIUS,
+            ],
+            ..HostTables::default()
+        };
         let photo_data = PhotoData::builtin();
         let rayleigh_data = RayleighData::builtin();
         // Per-Z tables, once per element used.
@@ -342,7 +351,8 @@ pub fn tally_from_words(w: &[u64], slabs: usize, materials: usize, primary_energ
 }
 
 /// The list words of one track (layout of `WdTrack`).
-fn track_words(particle: Particle, energy: f64, pos: [f64; 3], dir: [f64; 3], id: u64, event: u32, slab: u32) -> [u64; TRACK_WORDS] {
+#[must_use]
+pub fn track_words(particle: Particle, energy: f64, pos: [f64; 3], dir: [f64; 3], id: u64, event: u32, slab: u32) -> [u64; TRACK_WORDS] {
     let p = match particle {
         Particle::Gamma => 0u64,
         Particle::Electron => 1,
@@ -360,6 +370,33 @@ fn track_words(particle: Particle, energy: f64, pos: [f64; 3], dir: [f64; 3], id
         u64::from(event) | (u64::from(slab) << 32),
         p,
     ]
+}
+
+/// The primaries of events `lo..hi` as list words (γ list, e± list; event index relative to
+/// `lo`), and which events' primaries miss the calorimeter (their energy escapes, as on the CPU).
+#[must_use]
+pub fn batch_primaries(phys: &ShowerPhysics, primary: &Primary, lo: u64, hi: u64) -> ([Vec<u64>; 2], Vec<bool>) {
+    let mut missed = vec![false; (hi - lo) as usize];
+    let mut first: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    for (k, ev) in (lo..hi).enumerate() {
+        let (id, start) = primary_start(phys, primary, ev);
+        match start {
+            None => missed[k] = true,
+            Some((pos, slab)) => {
+                let list = usize::from(primary.particle != Particle::Gamma);
+                first[list].extend_from_slice(&track_words(
+                    primary.particle,
+                    primary.energy,
+                    pos,
+                    primary.dir,
+                    id,
+                    k as u32,
+                    slab as u32,
+                ));
+            }
+        }
+    }
+    (first, missed)
 }
 
 /// Sizes of a GPU run; `None` picks them from the device.
@@ -544,7 +581,9 @@ fn run_share(
     }
     todo.reverse();
     while let Some((lo, hi)) = todo.pop() {
-        match run_batch(phys, primary, seed, lo, hi, &mut b, capacity, &st, &photons, &charged, &mut stats)? {
+        match run_batch(
+            phys, tables, primary, seed, lo, hi, &mut b, capacity, &st, &photons, &charged, &mut stats,
+        )? {
             Some(ev) => {
                 progress.add(hi - lo);
                 stats.batches += 1;
@@ -572,6 +611,7 @@ fn run_share(
 #[allow(clippy::too_many_arguments)]
 fn run_batch(
     phys: &ShowerPhysics,
+    tables: &HostTables,
     primary: &Primary,
     seed: u64,
     lo: u64,
@@ -588,27 +628,7 @@ fn run_batch(
     let stride = tally_stride(slabs, n_mat);
     let n = (hi - lo) as usize;
     st.memset_zeros(&mut b.tally.slice_mut(0..stride * n))?;
-    // Primaries (the ones that miss the calorimeter escape, as on the CPU).
-    let mut missed = vec![false; n];
-    let mut first: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
-    for (k, ev) in (lo..hi).enumerate() {
-        let (id, start) = primary_start(phys, primary, ev);
-        match start {
-            None => missed[k] = true,
-            Some((pos, slab)) => {
-                let list = usize::from(primary.particle != Particle::Gamma);
-                first[list].extend_from_slice(&track_words(
-                    primary.particle,
-                    primary.energy,
-                    pos,
-                    primary.dir,
-                    id,
-                    k as u32,
-                    slab as u32,
-                ));
-            }
-        }
-    }
+    let (first, missed) = batch_primaries(phys, primary, lo, hi);
     let mut count = [first[0].len() / TRACK_WORDS, first[1].len() / TRACK_WORDS];
     for (k, f) in first.iter().enumerate() {
         if !f.is_empty() {
@@ -638,9 +658,9 @@ fn run_batch(
             slabs: slabs as u32,
             n_materials: n_mat as u32,
             transverse: cal.transverse,
-            twopi_mc2_rcl2: TWOPI_MC2_RCL2,
-            alpha_re2: brems::ALPHA_RE2,
-            pi_re2: std::f64::consts::PI * ELECTRON_RADIUS * ELECTRON_RADIUS,
+            twopi_mc2_rcl2: tables.constants[0],
+            alpha_re2: tables.constants[1],
+            pi_re2: tables.constants[2],
             seed,
             tally: ptr(&b.tally, st),
             stride: stride as u32,
