@@ -19,6 +19,11 @@ fn kernels() -> Vec<KernelSet> {
             .map(|&(f, s, fs)| (f, s, fs, warpdrive_em::gpu::SWITCHES, false)),
     );
     k.extend(
+        warpdrive_em::shower::gpu::KERNELS
+            .iter()
+            .map(|&(f, s, fs)| (f, s, fs, warpdrive_em::shower::gpu::SWITCHES, false)),
+    );
+    k.extend(
         warpdrive_sky::gpu::KERNELS
             .iter()
             .map(|&(f, s, fs)| (f, s, fs, warpdrive_sky::gpu::SWITCHES, false)),

@@ -95,11 +95,8 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
         bail!("--events must be at least 1");
     }
     let mut outs = crate::outputs(force, &[file.map(PathBuf::as_path)], &[Some(a.output.as_path())])?;
-    // The GPU path of showers does not exist yet: say so instead of silently using the CPU.
-    match a.common.device_name() {
-        "cpu" | "auto" => {}
-        d => bail!("--device {d}: EM showers run on the CPU only so far (the CUDA path of issue #15 is not written yet); use --device cpu"),
-    }
+    // `auto` takes the GPUs when there are any (the CUDA twin of the loop, precise mode).
+    let gpus = crate::devices(&a.common)?;
     let calorimeter = match file {
         Some(f) => Calorimeter::from_toml(f)?,
         None => Calorimeter::testem3(),
@@ -133,13 +130,27 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
     let primary = Primary::testem3(particle, a.energy);
     let progress = Progress::new("events", a.events, "events");
     let t0 = Instant::now();
-    let r = run(&phys, &primary, a.events, a.seed, &progress);
+    let (r, device) = match &gpus {
+        None => (
+            run(&phys, &primary, a.events, a.seed, &progress),
+            format!("cpu ({} threads)", rayon::current_num_threads()),
+        ),
+        Some(d) => {
+            let (r, st) = warpdrive_em::shower::gpu::run_devices(&phys, &primary, a.events, a.seed, d, &progress, &Default::default())?;
+            (
+                r,
+                format!(
+                    "{} (registers {}/{}, {} batches, {} re-runs after full lists, {} generations)",
+                    st.device, st.registers.0, st.registers.1, st.batches, st.reruns, st.generations
+                ),
+            )
+        }
+    };
     drop(progress);
     let secs = t0.elapsed().as_secs_f64();
     let per = r.per_material(&phys);
     let created = r.created();
     let (charged, neutral) = r.steps();
-    let threads = rayon::current_num_threads();
     let is_testem3_reference = file.is_none() && particle == Particle::Electron && a.energy == 1000.0 && a.cut_mm == 1.0;
     let mut materials = serde_json::Map::new();
     for m in &per {
@@ -173,7 +184,7 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
         "result_checksum": format!("{:016x}", r.checksum()),
         "thresholds_kev": phys.materials.iter().map(|m| serde_json::json!({"material": m.material.name,
             "gamma": m.cuts.gamma * 1e3, "e-": m.cuts.electron * 1e3, "e+": m.cuts.positron * 1e3})).collect::<Vec<_>>(),
-        "timings": {"device": format!("cpu ({threads} threads)"), "tables_seconds": build_s, "transport_seconds": secs,
+        "timings": {"device": device, "tables_seconds": build_s, "transport_seconds": secs,
             "events_per_second": a.events as f64 / secs, "track_steps_per_second": r.total_steps() as f64 / secs,
             "total_seconds": start.elapsed().as_secs_f64()},
         "command": command_line(), "version": env!("CARGO_PKG_VERSION"),
@@ -259,7 +270,7 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
         r.escaped()
     );
     println!(
-        "  transport {secs:.2} s on cpu ({threads} threads): {:.1} events/s, {:.3e} track-steps/s; energy balance worst {:.1e}",
+        "  transport {secs:.2} s on {device}: {:.1} events/s, {:.3e} track-steps/s; energy balance worst {:.1e}",
         a.events as f64 / secs,
         r.total_steps() as f64 / secs,
         r.worst_balance()

@@ -1,7 +1,8 @@
 //! Device checks of the EM domain (`warpdrive gpu-check --domain em`): the GPU follows the CPU's
 //! random streams and arithmetic, so the same seed must give (nearly) the same tally; the GPU
 //! profile must meet the Geant4 reference numbers of the CI test; small stacks (many retries)
-//! must not change the GPU result.
+//! must not change the GPU result. Showers ([`shower_checks`]): the GPU twin of the shower loop
+//! against the CPU event by event, overflow re-runs, and the TestEm3 means against Geant4.
 
 use crate::material::Material;
 use crate::physics::PhysicsList;
@@ -20,6 +21,10 @@ fn integrals(r: &RunResult, g: &TallyGrid) -> String {
     )
 }
 
+fn rel(a: f64, b: f64) -> f64 {
+    (a / b - 1.0).abs()
+}
+
 pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {
     let physics = PhysicsList::compton_only(&Material::aluminium());
     let grid = TallyGrid::new(0.0, 1.0, 2048)?;
@@ -33,7 +38,6 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
     let c = run_cpu(&physics, &opts, &hidden);
     let cpu_s = t0.elapsed().as_secs_f64();
     let same_bins = g.tally.iter().zip(&c.tally).filter(|(a, b)| a == b).count();
-    let rel = |a: f64, b: f64| (a / b - 1.0).abs();
     let passed = rel(g.steps as f64, c.steps as f64) < 1e-4 && rel(g.mean_depth(), c.mean_depth()) < 1e-4 && same_bins * 10 > grid.size * 9;
     checks.push(Check {
         name: "em: GPU follows the CPU's random streams (same seed)".into(),
@@ -86,6 +90,126 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
         detail: format!(
             "65 536 tracks: default stacks {} iterations, 0 retries expected ({}); 5 000-slot stacks {} iterations, {} retries; results identical: {same}",
             a.iterations, a.retries, b.iterations, b.retries
+        ),
+    });
+    checks.extend(shower_checks(device, log)?);
+    Ok(checks)
+}
+
+/// Geant4 10.3 TestEm3 (1 GeV e⁻, 1 mm cuts): energy in lead and liquid argon per event [MeV]
+/// and the bounds of crates/em/tests/testem3.rs (2 %, 3 %).
+const G4_TESTEM3: [(&str, f64, f64); 2] = [("Lead", 777.73, 0.02), ("liquidArgon", 211.94, 0.03)];
+
+/// The shower checks: GPU = CPU event by event (every tallied integer), re-runs after full
+/// lists change nothing, and the GPU's TestEm3 means meet the CPU test's Geant4 bounds.
+pub fn shower_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {
+    use crate::shower::gpu::{run_devices, GpuShowerOptions};
+    use crate::shower::run::{event_words, run as run_cpu_showers};
+    use crate::shower::transport::{Primary, ShowerPhysics};
+    use crate::shower::Particle;
+    let hidden = Progress::hidden();
+    let phys = ShowerPhysics::testem3();
+    let primary = Primary::testem3(Particle::Electron, 1000.0);
+    let mut checks = Vec::new();
+    let means = |r: &crate::shower::run::ShowerRun| -> String {
+        let per = r.per_material(&phys);
+        let c = r.created();
+        let (ch, ne) = r.steps();
+        format!(
+            "{} {:.3} MeV, {} {:.3} MeV, created {:.2} γ / {:.2} e- / {:.3} e+, steps {:.1} charged / {:.1} neutral, checksum {:016x}",
+            per[0].name,
+            per[0].edep_mean_mev,
+            per[1].name,
+            per[1].edep_mean_mev,
+            c[0],
+            c[1],
+            c[2],
+            ch,
+            ne,
+            r.checksum()
+        )
+    };
+
+    log("em-shower: 200 events of 1 GeV e- in TestEm3 on GPU and CPU, same seed");
+    let n = 200;
+    let (g, stats) = run_devices(&phys, &primary, n, 2024, &[device], &hidden, &GpuShowerOptions::default()).map_err(|e| e.to_string())?;
+    let t0 = std::time::Instant::now();
+    let c = run_cpu_showers(&phys, &primary, n, 2024, &hidden);
+    let cpu_s = t0.elapsed().as_secs_f64();
+    let same_slabs = g.events.iter().zip(&c.events).filter(|(a, b)| a.edep == b.edep).count();
+    let same_all = g
+        .events
+        .iter()
+        .zip(&c.events)
+        .filter(|(a, b)| event_words(a) == event_words(b))
+        .count();
+    let first_diff = g
+        .events
+        .iter()
+        .zip(&c.events)
+        .position(|(a, b)| event_words(a) != event_words(b))
+        .map_or(String::new(), |k| format!("; first differing event {k}"));
+    checks.push(Check {
+        name: "em-shower: GPU = CPU event by event, bit for bit (200 × 1 GeV e- in TestEm3)".into(),
+        passed: same_slabs == n as usize && same_all == n as usize && g.checksum() == c.checksum(),
+        detail: format!(
+            "{same_slabs} of {n} events with identical per-slab deposits, {same_all} identical in every tallied integer{first_diff}\n\
+             GPU: {}\nCPU: {}\nGPU {:.3} s ({}; registers photons/charged {}/{}, {} batches, {} re-runs, {} generations), CPU {cpu_s:.3} s on {} threads",
+            means(&g),
+            means(&c),
+            stats.seconds,
+            stats.device,
+            stats.registers.0,
+            stats.registers.1,
+            stats.batches,
+            stats.reruns,
+            stats.generations,
+            rayon::current_num_threads()
+        ),
+    });
+
+    log("em-shower: small lists on the GPU (forced re-runs)");
+    let small = GpuShowerOptions {
+        stack_capacity: Some(3000),
+        batch_events: Some(40),
+    };
+    let (s, sst) = run_devices(&phys, &primary, 40, 2024, &[device], &hidden, &small).map_err(|e| e.to_string())?;
+    let same = s.events[..] == g.events[..40];
+    checks.push(Check {
+        name: "em-shower: re-runs after full lists do not change GPU results".into(),
+        passed: same && sst.reruns > 0,
+        detail: format!(
+            "40 events, lists of 3 000 tracks: {} re-runs, {} batches; identical to the default run's first 40 events: {same}",
+            sst.reruns, sst.batches
+        ),
+    });
+
+    log("em-shower: 2 000 events on the GPU against Geant4 10.3");
+    let (r, rst) = run_devices(&phys, &primary, 2000, 7, &[device], &hidden, &GpuShowerOptions::default()).map_err(|e| e.to_string())?;
+    let per = r.per_material(&phys);
+    let mut ok = r.worst_balance() < 1e-9 && r.killed() == 0;
+    let mut parts = Vec::new();
+    for (m, (name, mean, tol)) in per.iter().zip(G4_TESTEM3) {
+        ok &= m.name == name && rel(m.edep_mean_mev, mean) < tol;
+        parts.push(format!(
+            "{name} {:.2} ± {:.2} MeV (Geant4 {mean}, {:+.2} %, bound {:.0} %)",
+            m.edep_mean_mev,
+            m.edep_mean_error_mev,
+            100.0 * (m.edep_mean_mev / mean - 1.0),
+            100.0 * tol
+        ));
+    }
+    checks.push(Check {
+        name: "em-shower: GPU TestEm3 means meet the Geant4 bounds of the CPU test".into(),
+        passed: ok,
+        detail: format!(
+            "2 000 events: {}; worst energy balance {:.1e}, killed {}; {:.3} s, {:.1} events/s, {:.3e} track-steps/s",
+            parts.join(", "),
+            r.worst_balance(),
+            r.killed(),
+            rst.seconds,
+            2000.0 / rst.seconds,
+            r.total_steps() as f64 / rst.seconds
         ),
     });
     Ok(checks)

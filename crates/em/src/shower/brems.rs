@@ -80,7 +80,7 @@ use warpdrive_core::RandomStream;
 pub const COULOMB_CORRECTION_MIN: f64 = 50.0;
 
 /// α r_e² [cm²].
-const ALPHA_RE2: f64 = FINE_STRUCTURE * ELECTRON_RADIUS * ELECTRON_RADIUS;
+pub const ALPHA_RE2: f64 = FINE_STRUCTURE * ELECTRON_RADIUS * ELECTRON_RADIUS;
 
 /// Tsai's nuclear screening function φ₁(γ) (Tsai 1974 eq. 3.38): decreasing in γ.
 #[must_use]

@@ -26,6 +26,9 @@
 //! [`fluctuations`]: restricted-loss straggling; [`run`]: many events and their summary;
 //! [`output`]: profile Parquet and PNG.
 //!
+//! Transport (GPU): [`gpu`] + `kernels/shower.cu` — the same loop, one thread per track, the
+//! tracks of a batch of events generation by generation, integer tallies.
+//!
 //! Units: cm, g, MeV (as the rest of the crate).
 
 pub mod annihilation;
@@ -35,6 +38,7 @@ pub mod delta_ray;
 pub mod density_effect;
 pub mod fluctuations;
 pub mod geometry;
+pub mod gpu;
 pub mod grid;
 pub mod interaction;
 pub mod ionisation;

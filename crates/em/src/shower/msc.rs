@@ -88,6 +88,9 @@ pub const T_LIMIT_MIN: f64 = 1e-6;
 pub const TAIL_SCALE: f64 = 3.0;
 /// λ₁/λ₂ in the small-angle limit, used in Lewis' ⟨r²⟩.
 pub const K_LEWIS: f64 = 3.0;
+/// 2^{1/4}, the factor of the scan in [`geom_to_true`] (the correctly rounded value, equal to
+/// `2f64.powf(0.25)`; a literal so that the CUDA twin uses the same number).
+pub const FOURTH_ROOT_2: f64 = 1.189_207_115_002_721;
 /// Thomas–Fermi radius a_TF = 0.885 a₀ Z^{-1/3}: the 0.885 [Molière 1947].
 const THOMAS_FERMI: f64 = 0.885;
 /// Nuclear radius R = 1.2 A^{1/3} fm [cm].
@@ -339,7 +342,7 @@ pub fn geom_to_true(tables: &MscTables, particle: Particle, t: f64, geom_len: f6
     let (mut best_t, mut best_z) = (lo, z(lo));
     let mut hi = lo;
     loop {
-        let next = (hi * 2f64.powf(0.25)).min(t_cap);
+        let next = (hi * FOURTH_ROOT_2).min(t_cap);
         let zn = z(next);
         if zn >= geom_len {
             lo = hi;

@@ -1,7 +1,7 @@
 //! Outputs of a shower run: the longitudinal profile per slab (Parquet) and per layer (PNG).
 
 use super::run::ShowerRun;
-use super::transport::ShowerPhysics;
+use super::transport::{EventTally, ShowerPhysics};
 use warpdrive_core::plot::plotters::prelude::*;
 use warpdrive_core::plot::{colour, write_png, PlotError, FONT};
 use warpdrive_core::table::{Column, Table};
@@ -17,7 +17,7 @@ pub fn profile_table(run: &ShowerRun, phys: &ShowerPhysics, meta: &[(String, Str
     let events = run.events.len().max(1) as f64;
     let rms: Vec<f64> = (0..n)
         .map(|s| {
-            let v = run.events.iter().map(|e| (e.edep[s] - mean[s]).powi(2)).sum::<f64>() / events;
+            let v = run.events.iter().map(|e| (e.edep_mev(s) - mean[s]).powi(2)).sum::<f64>() / events;
             v.sqrt()
         })
         .collect();
@@ -46,21 +46,10 @@ pub fn events_table(run: &ShowerRun, phys: &ShowerPhysics, meta: &[(String, Stri
     let mut t = Table::default();
     t.push("event", Column::I64((0..run.events.len() as i64).collect()));
     for (m, mat) in cal.materials.iter().enumerate() {
-        let v = run
-            .events
-            .iter()
-            .map(|e| {
-                e.edep
-                    .iter()
-                    .enumerate()
-                    .filter(|(s, _)| cal.material_index(*s) == m)
-                    .map(|(_, d)| d)
-                    .sum::<f64>()
-            })
-            .collect();
+        let v = run.events.iter().map(|e| super::run::edep_in_material(e, cal, m)).collect();
         t.push(&format!("edep_{}_mev", mat.name), Column::F64(v));
     }
-    t.push("escaped_mev", Column::F64(run.events.iter().map(|e| e.escaped).collect()));
+    t.push("escaped_mev", Column::F64(run.events.iter().map(EventTally::escaped_mev).collect()));
     for (k, name) in ["gamma", "electrons", "positrons"].iter().enumerate() {
         t.push(
             &format!("created_{name}"),

@@ -2,7 +2,8 @@
 //! thread count) and what a run reports: per material the energy deposited per event (mean,
 //! RMS), the longitudinal profile per slab, created secondaries and steps per event.
 
-use super::transport::{run_event, EventTally, Primary, ShowerPhysics};
+use super::geometry::Calorimeter;
+use super::transport::{run_event, EventTally, Primary, ShowerPhysics, FIXED_SCALE};
 use rayon::prelude::*;
 use warpdrive_core::progress::Progress;
 
@@ -49,6 +50,35 @@ pub fn run_range(phys: &ShowerPhysics, primary: &Primary, first: u64, n: u64, se
     }
 }
 
+/// Energy deposited in material `m` in one event [MeV] (exact fixed-point sum, converted once).
+#[must_use]
+pub fn edep_in_material(e: &EventTally, cal: &Calorimeter, m: usize) -> f64 {
+    e.edep
+        .iter()
+        .enumerate()
+        .filter(|(s, _)| cal.material_index(*s) == m)
+        .map(|(_, &q)| u128::from(q))
+        .sum::<u128>() as f64
+        / FIXED_SCALE
+}
+
+/// Every integer an event tallied, in a fixed order: deposits per slab, escaped, rest mass
+/// (two's complement), created γ/e⁻/e⁺, by process, charged and neutral steps, track length
+/// per material, killed (the record the checksum hashes and the GPU tally holds).
+#[must_use]
+pub fn event_words(e: &EventTally) -> Vec<u64> {
+    let mut w = e.edep.clone();
+    w.push(e.escaped);
+    w.push(e.rest_mass as u64);
+    w.extend_from_slice(&e.created);
+    w.extend_from_slice(&e.created_by);
+    w.push(e.charged_steps);
+    w.push(e.neutral_steps);
+    w.extend_from_slice(&e.track_length);
+    w.push(e.killed);
+    w
+}
+
 fn mean_rms(x: impl Iterator<Item = f64> + Clone) -> (f64, f64, usize) {
     let n = x.clone().count();
     if n == 0 {
@@ -66,14 +96,7 @@ impl ShowerRun {
         let cal = &phys.calorimeter;
         (0..cal.materials.len())
             .map(|m| {
-                let per_event = self.events.iter().map(move |e| {
-                    e.edep
-                        .iter()
-                        .enumerate()
-                        .filter(|(s, _)| cal.material_index(*s) == m)
-                        .map(|(_, v)| v)
-                        .sum::<f64>()
-                });
+                let per_event = self.events.iter().map(move |e| edep_in_material(e, cal, m));
                 let (mean, rms, n) = mean_rms(per_event);
                 MaterialSummary {
                     name: cal.materials[m].name.clone(),
@@ -90,7 +113,9 @@ impl ShowerRun {
     pub fn profile(&self) -> Vec<f64> {
         let slabs = self.events.first().map_or(0, |e| e.edep.len());
         let n = self.events.len().max(1) as f64;
-        (0..slabs).map(|s| self.events.iter().map(|e| e.edep[s]).sum::<f64>() / n).collect()
+        (0..slabs)
+            .map(|s| self.events.iter().map(|e| u128::from(e.edep[s])).sum::<u128>() as f64 / FIXED_SCALE / n)
+            .collect()
     }
 
     /// Mean number of created γ, e⁻, e⁺ per event.
@@ -115,7 +140,7 @@ impl ShowerRun {
         let n = self.events.len().max(1) as f64;
         let m = self.events.first().map_or(0, |e| e.track_length.len());
         (0..m)
-            .map(|k| self.events.iter().map(|e| e.track_length[k]).sum::<f64>() / n)
+            .map(|k| self.events.iter().map(|e| u128::from(e.track_length[k])).sum::<u128>() as f64 / FIXED_SCALE / n)
             .collect()
     }
 
@@ -138,7 +163,7 @@ impl ShowerRun {
     /// Mean energy leaving the calorimeter per event [MeV].
     #[must_use]
     pub fn escaped(&self) -> f64 {
-        self.events.iter().map(|e| e.escaped).sum::<f64>() / self.events.len().max(1) as f64
+        self.events.iter().map(|e| u128::from(e.escaped)).sum::<u128>() as f64 / FIXED_SCALE / self.events.len().max(1) as f64
     }
 
     /// Largest |E₀ − deposits − escaped − rest mass| / E₀ over the events.
@@ -156,16 +181,17 @@ impl ShowerRun {
         self.events.iter().map(|e| e.killed).sum()
     }
 
-    /// An order-independent checksum of the per-event, per-slab deposits (bit patterns), so two
-    /// runs (threads, devices) can be compared in one number.
+    /// A checksum of everything the events tallied (fixed-point deposits per slab, escaped
+    /// energy, rest mass, created counts, steps, track lengths, killed tracks; FNV-1a over the
+    /// events in order), so two runs (threads, devices) can be compared in one number.
     #[must_use]
     pub fn checksum(&self) -> u64 {
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        let mut h = warpdrive_core::hash::Fnv64::new();
         for e in &self.events {
-            for v in &e.edep {
-                h = (h ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3);
+            for w in event_words(e) {
+                h.write(&w.to_le_bytes());
             }
         }
-        h
+        h.finish()
     }
 }

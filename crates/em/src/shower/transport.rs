@@ -24,7 +24,10 @@
 //!
 //! Bookkeeping per event: energy deposited per slab, kinetic energy that left the calorimeter,
 //! and the net energy turned into rest mass (+2mc² per pair, −2mc² per annihilation), so that
-//! E₀ = deposits + escaped + rest mass holds to rounding ([`EventTally::balance`]).
+//! E₀ = deposits + escaped + rest mass holds to rounding ([`EventTally::balance`]). Energies and
+//! lengths are summed in fixed point ([`FIXED_SCALE`], 2⁻⁴⁰ MeV or cm, every addition rounded):
+//! integer sums do not depend on the order of the additions, so the GPU, which runs an event's
+//! tracks generation by generation in any order, gives the same bits as this LIFO loop.
 
 use super::cuts::{EnergyCuts, RangeCuts};
 use super::fluctuations::{bohr_variance, sample_loss};
@@ -114,21 +117,46 @@ impl Primary {
     }
 }
 
-/// What one event did.
+/// Scale of the fixed-point tallies: energies are counted in units of 2⁻⁴⁰ MeV and lengths in
+/// units of 2⁻⁴⁰ cm (≈ 9.1e-13), each addition rounded to the nearest unit (ties to even), so
+/// that sums are exact integers whatever the order the tracks of an event are processed in
+/// (the CPU's LIFO stack, the GPU's generations). One event and slab holds up to 2⁶⁴ units,
+/// 1.68e7 MeV (the CLI allows primaries up to 1e7 MeV; [`run_event`] asserts the bound).
+pub const FIXED_SCALE: f64 = 1_099_511_627_776.0; // 2^40
+/// Largest primary energy the fixed-point tallies hold without overflow [MeV].
+pub const MAX_PRIMARY_ENERGY: f64 = 1.6e7;
+
+/// `x` (≥ 0, MeV or cm) in fixed point: round(x·2⁴⁰), ties to even (the CUDA twin is
+/// `__double2ull_rn(x * WD_FIXED_SCALE)`; both saturate, negative values and NaN give 0).
+#[inline]
+#[must_use]
+pub fn to_fixed(x: f64) -> u64 {
+    (x * FIXED_SCALE).round_ties_even() as u64
+}
+
+/// A fixed-point value back in MeV or cm.
+#[inline]
+#[must_use]
+pub fn from_fixed(q: u64) -> f64 {
+    q as f64 / FIXED_SCALE
+}
+
+/// What one event did. Energies and lengths are fixed point ([`FIXED_SCALE`]); the `_mev` and
+/// `_cm` accessors convert.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct EventTally {
-    /// Energy deposited per slab [MeV].
-    pub edep: Vec<f64>,
-    /// Kinetic energy carried out of the calorimeter [MeV].
-    pub escaped: f64,
-    /// Net energy turned into rest mass [MeV].
-    pub rest_mass: f64,
+    /// Energy deposited per slab [2⁻⁴⁰ MeV].
+    pub edep: Vec<u64>,
+    /// Kinetic energy carried out of the calorimeter [2⁻⁴⁰ MeV].
+    pub escaped: u64,
+    /// Net energy turned into rest mass [2⁻⁴⁰ MeV] (+2mc² per pair, −2mc² per annihilation).
+    pub rest_mass: i64,
     /// Secondaries created: γ, e⁻, e⁺.
     pub created: [u64; 3],
     pub charged_steps: u64,
     pub neutral_steps: u64,
-    /// True path length of charged particles per material [cm].
-    pub track_length: Vec<f64>,
+    /// True path length of charged particles per material [2⁻⁴⁰ cm].
+    pub track_length: Vec<u64>,
     /// Secondaries created per process, in the order of [`CREATORS`].
     pub created_by: [u64; 7],
     /// Tracks stopped by [`MAX_STEPS_PER_TRACK`] (their energy is deposited; should be 0).
@@ -138,10 +166,67 @@ pub struct EventTally {
 }
 
 impl EventTally {
-    /// E₀ − (deposits + escaped + rest mass): zero up to rounding.
+    /// An empty tally for `slabs` slabs and `materials` materials.
+    #[must_use]
+    pub fn new(slabs: usize, materials: usize, primary_energy: f64) -> Self {
+        EventTally {
+            edep: vec![0; slabs],
+            track_length: vec![0; materials],
+            primary_energy,
+            ..EventTally::default()
+        }
+    }
+
+    /// Energy deposited in a slab [MeV].
+    #[must_use]
+    pub fn edep_mev(&self, slab: usize) -> f64 {
+        from_fixed(self.edep[slab])
+    }
+
+    /// Total energy deposited [MeV] (the exact integer sum, converted once).
+    #[must_use]
+    pub fn edep_total_mev(&self) -> f64 {
+        self.edep.iter().map(|&q| u128::from(q)).sum::<u128>() as f64 / FIXED_SCALE
+    }
+
+    /// Kinetic energy that left the calorimeter [MeV].
+    #[must_use]
+    pub fn escaped_mev(&self) -> f64 {
+        from_fixed(self.escaped)
+    }
+
+    /// Net energy turned into rest mass [MeV].
+    #[must_use]
+    pub fn rest_mass_mev(&self) -> f64 {
+        self.rest_mass as f64 / FIXED_SCALE
+    }
+
+    /// Charged track length in material `m` [cm].
+    #[must_use]
+    pub fn track_length_cm(&self, m: usize) -> f64 {
+        from_fixed(self.track_length[m])
+    }
+
+    /// E₀ − (deposits + escaped + rest mass) [MeV], summed exactly in fixed point and converted
+    /// once. Zero up to (a) the rounding of the floating-point physics (e.g. E − k then k for a
+    /// bremsstrahlung photon), ≲ 1e-12 E₀ per interaction, and (b) the quantisation: every
+    /// fixed-point addition rounds by at most half a unit, 2⁻⁴¹ MeV, and an event makes at most
+    /// one deposit per step plus two per track and one per created pair or annihilation, so
+    /// |(b)| ≤ [`Self::quantisation_bound`] (≈ 6e-9 MeV for a 1 GeV shower in TestEm3, 6e-12
+    /// of E₀). The tests require |balance| < 1e-9 E₀.
     #[must_use]
     pub fn balance(&self) -> f64 {
-        self.primary_energy - (self.edep.iter().sum::<f64>() + self.escaped + self.rest_mass)
+        let deposits = self.edep.iter().map(|&q| i128::from(q)).sum::<i128>();
+        let out = deposits + i128::from(self.escaped) + i128::from(self.rest_mass);
+        self.primary_energy - out as f64 / FIXED_SCALE
+    }
+
+    /// The largest quantisation part of [`Self::balance`] [MeV] (see there).
+    #[must_use]
+    pub fn quantisation_bound(&self) -> f64 {
+        let tracks = 1 + self.created.iter().sum::<u64>();
+        let additions = self.charged_steps + self.neutral_steps + 2 * tracks + self.created_by[3] + self.created_by[6];
+        additions as f64 * 0.5 / FIXED_SCALE
     }
 }
 
@@ -209,7 +294,7 @@ impl Event<'_> {
     fn push(&mut self, parent: &mut Track, s: Secondary, by: Creator) {
         self.tally.created_by[by as usize] += 1;
         parent.children += 1;
-        let id = mix(parent.id ^ mix(parent.children));
+        let id = child_id(parent.id, parent.children);
         self.tally.created[particle_index(s.particle)] += 1;
         self.stack.push(Track {
             particle: s.particle,
@@ -224,7 +309,7 @@ impl Event<'_> {
     }
 
     fn deposit(&mut self, slab: usize, e: f64) {
-        self.tally.edep[slab] += e;
+        self.tally.edep[slab] += to_fixed(e);
     }
 
     fn photon(&mut self, mut t: Track) {
@@ -261,7 +346,7 @@ impl Event<'_> {
                 match next {
                     Next::Slab(s) => t.slab = s,
                     Next::Outside => {
-                        self.tally.escaped += t.energy;
+                        self.tally.escaped += to_fixed(t.energy);
                         return;
                     }
                 }
@@ -309,7 +394,7 @@ impl Event<'_> {
                 }
                 GammaProcess::Conversion => {
                     let pair = pair::sample(&m.material, t.energy, t.dir, &mut t.rng);
-                    self.tally.rest_mass += 2.0 * ELECTRON_MASS;
+                    self.tally.rest_mass += to_fixed(2.0 * ELECTRON_MASS) as i64;
                     for s in pair {
                         self.push(&mut t, s, Creator::Conversion);
                     }
@@ -323,7 +408,7 @@ impl Event<'_> {
     }
 
     fn annihilate_at_rest(&mut self, t: &mut Track) {
-        self.tally.rest_mass -= 2.0 * ELECTRON_MASS;
+        self.tally.rest_mass -= to_fixed(2.0 * ELECTRON_MASS) as i64;
         for s in annihilation::sample_at_rest(&mut t.rng) {
             self.push(t, s, Creator::Annihilation);
         }
@@ -402,7 +487,7 @@ impl Event<'_> {
             };
             let e1 = e0 - loss;
             self.deposit(t.slab, loss);
-            self.tally.track_length[cal.material_index(t.slab)] += t_true;
+            self.tally.track_length[cal.material_index(t.slab)] += to_fixed(t_true);
             // 4. Move and scatter.
             let mut next = Next::Slab(t.slab);
             if crossing {
@@ -434,7 +519,7 @@ impl Event<'_> {
                         continue;
                     }
                     Next::Outside => {
-                        self.tally.escaped += t.energy;
+                        self.tally.escaped += to_fixed(t.energy);
                         return;
                     }
                 }
@@ -479,7 +564,7 @@ impl Event<'_> {
                     }
                 }
                 ChargedProcess::Annihilation => {
-                    self.tally.rest_mass -= 2.0 * ELECTRON_MASS;
+                    self.tally.rest_mass -= to_fixed(2.0 * ELECTRON_MASS) as i64;
                     for s in annihilation::sample_in_flight(e, t.dir, &mut t.rng) {
                         self.push(&mut t, s, Creator::Annihilation);
                     }
@@ -490,32 +575,53 @@ impl Event<'_> {
     }
 }
 
+/// Where the primary of event `event` starts tracking: its id, and its position and slab on
+/// entering the calorimeter (`None` when it misses it: its energy escapes). Shared with the
+/// GPU host code, so both start from the same numbers.
+#[must_use]
+pub fn primary_start(phys: &ShowerPhysics, primary: &Primary, event: u64) -> (u64, Option<([f64; 3], usize)>) {
+    let cal = &phys.calorimeter;
+    let id = mix(event.wrapping_add(0x5eed));
+    let start = match cal.locate_along(primary.pos, primary.dir) {
+        Some(s) => Some((primary.pos, s)),
+        None => cal
+            .distance_to_in(primary.pos, primary.dir)
+            .map(|(d, s)| ([0, 1, 2].map(|k| primary.pos[k] + d * primary.dir[k]), s)),
+    };
+    (id, start)
+}
+
+/// The id of the `ordinal`-th (from 1) secondary of the track with id `parent` (the GPU twin
+/// is `wd_child_id` in kernels/shower.cu).
+#[inline]
+#[must_use]
+pub fn child_id(parent: u64, ordinal: u64) -> u64 {
+    mix(parent ^ mix(ordinal))
+}
+
 /// Simulate event number `event` (its tracks draw from streams keyed by `seed` and ids derived
 /// from `event`).
+///
+/// # Panics
+/// If the primary energy exceeds [`MAX_PRIMARY_ENERGY`] (the fixed-point tallies would overflow).
 #[must_use]
 pub fn run_event(phys: &ShowerPhysics, primary: &Primary, seed: u64, event: u64) -> EventTally {
+    assert!(
+        primary.energy <= MAX_PRIMARY_ENERGY,
+        "primary energy {} MeV above the tallies' limit {MAX_PRIMARY_ENERGY} MeV",
+        primary.energy
+    );
     let cal = &phys.calorimeter;
     let mut ev = Event {
         phys,
         seed,
         stack: Vec::new(),
-        tally: EventTally {
-            edep: vec![0.0; cal.slabs()],
-            track_length: vec![0.0; cal.materials.len()],
-            primary_energy: primary.energy,
-            ..EventTally::default()
-        },
+        tally: EventTally::new(cal.slabs(), cal.materials.len(), primary.energy),
     };
-    let id = mix(event.wrapping_add(0x5eed));
-    let (pos, slab) = match cal.locate_along(primary.pos, primary.dir) {
-        Some(s) => (primary.pos, s),
-        None => match cal.distance_to_in(primary.pos, primary.dir) {
-            Some((d, s)) => ([0, 1, 2].map(|k| primary.pos[k] + d * primary.dir[k]), s),
-            None => {
-                ev.tally.escaped = primary.energy;
-                return ev.tally;
-            }
-        },
+    let (id, start) = primary_start(phys, primary, event);
+    let Some((pos, slab)) = start else {
+        ev.tally.escaped = to_fixed(primary.energy);
+        return ev.tally;
     };
     ev.stack.push(Track {
         particle: primary.particle,

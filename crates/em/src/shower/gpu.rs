@@ -1,0 +1,826 @@
+//! The CUDA path of showers (`kernels/shower.cu`): one thread per track, each track run to its
+//! end as [`super::transport`] runs it on the CPU (same operations in the same order, same
+//! random draws), so that in precise mode every event's tallies can be bit-identical to the
+//! CPU's.
+//!
+//! **Generations.** The host uploads the primaries of a batch of events into two input lists
+//! (γ and e±), launches `photons` and `charged` over them; the kernels append the secondaries
+//! (ids = [`super::transport::child_id`] of the parent id and ordinal, the event index carried
+//! along) to two output lists through atomic counters; the outputs become the next inputs until
+//! both are empty. Processing order differs from the CPU's LIFO stack, but a track's history
+//! depends only on its own start (energy, position, direction, slab, id → random stream), and
+//! the tallies are integers ([`super::transport::FIXED_SCALE`]) summed with integer atomics, so
+//! the result does not depend on the order.
+//!
+//! **Overflow.** The lists are sized from the free device memory ([`GpuShowerOptions`]); when a
+//! generation would overflow them the kernel raises a flag, and the host re-runs the batch with
+//! half the events (tallies cleared first): the result is the same by construction. Re-runs are
+//! counted in [`GpuShowerStats::reruns`].
+//!
+//! **Data.** Per material the log-E grids the CPU reads (Compton, pair, Rayleigh, dE/dx,
+//! range, δ-ray Σ, bremsstrahlung Σ and MSC λ₁ for e⁻ and e⁺), the cuts, the elements (Z,
+//! atom density, and ln Z, Z^{1/3}, f_c(Z) computed here with the host's libm, as the CPU
+//! computes them), and the photoelectric and Rayleigh per-element tables of the elements used —
+//! all flattened into one `f64` array with offsets. The GPU evaluates the same numbers; it
+//! derives none of them.
+//!
+//! **Precision.** Compiled in precise mode (IEEE division and square root, no FMA contraction).
+//! The transcendentals (ln, exp, pow, sin, cos, cbrt, ln_1p, exp_m1) are CUDA's, which can
+//! differ from the host's libm in the last bit; such a difference changes a track's history
+//! from there on, so before the portable `pmath` functions are used on both sides a few events
+//! per hundred may differ from the CPU (statistically equivalent, not bit-identical).
+
+use super::geometry::Calorimeter;
+use super::grid::LogGrid;
+use super::material::coulomb_correction;
+use super::photoelectric::{sauter_shape, PhotoData, N_SHELLS};
+use super::rayleigh::RayleighData;
+use super::run::ShowerRun;
+use super::transport::{primary_start, to_fixed, EventTally, Primary, ShowerPhysics, MAX_PRIMARY_ENERGY};
+use super::{brems, Particle, ELECTRON_RADIUS, TWOPI_MC2_RCL2};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use std::mem::size_of;
+use std::sync::Arc;
+use warpdrive_core::cuda::{self, GpuError};
+use warpdrive_core::progress::Progress;
+
+pub const KERNEL_NAME: &str = "shower.cu";
+pub const KERNEL_SRC: &str = include_str!("../../kernels/shower.cu");
+pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["photons", "charged"])];
+/// Kernel switches (none yet).
+pub const SWITCHES: &[&str] = &[];
+/// Threads per block (the kernels' `__launch_bounds__`).
+const BLOCK: u32 = 128;
+/// Most elements per material the kernel's fixed arrays hold (`WD_MAX_ELEMENTS`).
+pub const MAX_ELEMENTS: usize = 16;
+/// Words (u64) per track in the lists: energy, pos, dir, id, event | slab << 32, particle.
+pub const TRACK_WORDS: usize = 10;
+/// Largest list capacity (tracks): keeps the 32-bit counters far from wrapping.
+const MAX_CAPACITY: usize = 1 << 27;
+/// Generations after which a batch is declared stuck (a bug guard).
+const MAX_GENERATIONS: u64 = 100_000;
+
+/// Twin of `WdGrid`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuGrid {
+    pub off: u32,
+    pub n: u32,
+    pub log_front: f64,
+    pub log_delta: f64,
+}
+const _: () = assert!(size_of::<GpuGrid>() == 24);
+
+/// Twin of `WdElement`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuElement {
+    pub z: f64,
+    pub atom_density: f64,
+    pub ln_z: f64,
+    pub cbrt_z: f64,
+    pub coulomb: f64,
+    pub photo: i32,
+    pub rayleigh: i32,
+}
+const _: () = assert!(size_of::<GpuElement>() == 48);
+
+/// Twin of `WdPhoto`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuPhoto {
+    pub binding: [f64; N_SHELLS],
+    pub omega_k: f64,
+    pub ka_energy: f64,
+    pub ka_rate: f64,
+    pub kb_energy: f64,
+    pub kb_rate: f64,
+    pub sauter_end: f64,
+    pub off: u32,
+    pub n: u32,
+}
+const _: () = assert!(size_of::<GpuPhoto>() == 128);
+
+/// Twin of `WdRayleigh`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuRayleigh {
+    pub off: u32,
+    pub nxs: u32,
+    pub nff: u32,
+    pub pad: u32,
+}
+const _: () = assert!(size_of::<GpuRayleigh>() == 16);
+
+/// Twin of `WdMaterial` (`[0]` e⁻, `[1]` e⁺).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuMaterial {
+    pub compton: GpuGrid,
+    pub pair: GpuGrid,
+    pub rayleigh: GpuGrid,
+    pub dedx: [GpuGrid; 2],
+    pub range: [GpuGrid; 2],
+    pub delta_xs: [GpuGrid; 2],
+    pub brems_xs: [GpuGrid; 2],
+    pub msc: [GpuGrid; 2],
+    pub cut_gamma: f64,
+    pub cut_electron: f64,
+    pub electron_density: f64,
+    pub plasma_energy: f64,
+    pub radiation_length: f64,
+    pub elem_off: u32,
+    pub n_elem: u32,
+}
+const _: () = assert!(size_of::<GpuMaterial>() == 24 * 13 + 48);
+
+/// Twin of `ShowerParams` (device pointers as u64).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct ShowerParams {
+    data: u64,
+    materials: u64,
+    elements: u64,
+    photo: u64,
+    rayleigh: u64,
+    planes: u64,
+    slab_material: u64,
+    slabs: u32,
+    n_materials: u32,
+    transverse: f64,
+    twopi_mc2_rcl2: f64,
+    alpha_re2: f64,
+    pi_re2: f64,
+    seed: u64,
+    tally: u64,
+    stride: u32,
+    capacity: u32,
+    out_gamma: u64,
+    out_charged: u64,
+    out_size: u64,
+    overflow: u64,
+}
+const _: () = assert!(size_of::<ShowerParams>() == 152);
+const _: () = assert!(std::mem::offset_of!(ShowerParams, tally) == 104);
+const _: () = assert!(std::mem::offset_of!(ShowerParams, overflow) == 144);
+
+// SAFETY: plain old data with the kernel's layouts (checked above and by static_assert in
+// shower.cu).
+unsafe impl DeviceRepr for ShowerParams {}
+unsafe impl DeviceRepr for GpuMaterial {}
+unsafe impl DeviceRepr for GpuElement {}
+unsafe impl DeviceRepr for GpuPhoto {}
+unsafe impl DeviceRepr for GpuRayleigh {}
+
+/// Everything the kernel reads, flattened on the host (no device needed: unit-testable).
+#[derive(Clone, Debug, Default)]
+pub struct HostTables {
+    /// The constants the kernel takes from the host: 2π r_e² mc², α r_e², π r_e².
+    pub constants: [f64; 3],
+    pub data: Vec<f64>,
+    pub materials: Vec<GpuMaterial>,
+    pub elements: Vec<GpuElement>,
+    pub photo: Vec<GpuPhoto>,
+    pub rayleigh: Vec<GpuRayleigh>,
+    /// z of every slab boundary (slabs + 1).
+    pub planes: Vec<f64>,
+    pub slab_material: Vec<u32>,
+}
+
+impl HostTables {
+    fn grid(&mut self, g: &LogGrid) -> GpuGrid {
+        let off = self.data.len() as u32;
+        self.data.extend_from_slice(&g.energy);
+        self.data.extend_from_slice(&g.value);
+        GpuGrid {
+            off,
+            n: g.len() as u32,
+            log_front: g.log_front,
+            log_delta: g.log_delta,
+        }
+    }
+
+    fn opt_grid(&mut self, g: Option<&LogGrid>) -> GpuGrid {
+        g.map_or_else(GpuGrid::default, |g| self.grid(g))
+    }
+
+    /// Flatten the physics of `phys`. Errors name what the kernel cannot hold.
+    pub fn build(phys: &ShowerPhysics) -> Result<HostTables, String> {
+        let mut t = HostTables {
+            constants: [
+                TWOPI_MC2_RCL2,
+                brems::ALPHA_RE2,
+                std::f64::consts::PI * ELECTRON_RADIUS * ELECTRON_RADIUS,
+            ],
+            ..HostTables::default()
+        };
+        let photo_data = PhotoData::builtin();
+        let rayleigh_data = RayleighData::builtin();
+        // Per-Z tables, once per element used.
+        let mut photo_of: Vec<(u32, i32)> = Vec::new();
+        let mut rayleigh_of: Vec<(u32, i32)> = Vec::new();
+        for m in &phys.materials {
+            if m.material.elements.len() > MAX_ELEMENTS {
+                return Err(format!(
+                    "material '{}' has {} elements; the GPU path holds at most {MAX_ELEMENTS}",
+                    m.material.name,
+                    m.material.elements.len()
+                ));
+            }
+            let elem_off = t.elements.len() as u32;
+            for (c, &n) in m.material.elements.iter().zip(&m.material.atom_density) {
+                let zi = c.z.round() as u32;
+                let photo = match photo_of.iter().find(|(z, _)| *z == zi) {
+                    Some(&(_, k)) => k,
+                    None => {
+                        let k = photo_data.element(zi).map_or(-1, |el| {
+                            let off = t.data.len() as u32;
+                            t.data.extend_from_slice(&el.energy);
+                            t.data.extend_from_slice(&el.sigma);
+                            for s in &el.shares {
+                                t.data.extend_from_slice(s);
+                            }
+                            let last = el.energy[el.energy.len() - 1];
+                            t.photo.push(GpuPhoto {
+                                binding: el.binding,
+                                omega_k: el.omega_k,
+                                ka_energy: el.k_alpha.0,
+                                ka_rate: el.k_alpha.1,
+                                kb_energy: el.k_beta.0,
+                                kb_rate: el.k_beta.1,
+                                sauter_end: sauter_shape(last, el.binding[0]),
+                                off,
+                                n: el.energy.len() as u32,
+                            });
+                            (t.photo.len() - 1) as i32
+                        });
+                        photo_of.push((zi, k));
+                        k
+                    }
+                };
+                let rayleigh = match rayleigh_of.iter().find(|(z, _)| *z == zi) {
+                    Some(&(_, k)) => k,
+                    None => {
+                        let k = rayleigh_data.element(zi).map_or(-1, |el| {
+                            let off = t.data.len() as u32;
+                            for v in [&el.energy, &el.sigma, &el.x, &el.f2, &el.cum] {
+                                t.data.extend_from_slice(v);
+                            }
+                            t.rayleigh.push(GpuRayleigh {
+                                off,
+                                nxs: el.energy.len() as u32,
+                                nff: el.x.len() as u32,
+                                pad: 0,
+                            });
+                            (t.rayleigh.len() - 1) as i32
+                        });
+                        rayleigh_of.push((zi, k));
+                        k
+                    }
+                };
+                t.elements.push(GpuElement {
+                    z: c.z,
+                    atom_density: n,
+                    ln_z: c.z.ln(),
+                    cbrt_z: c.z.cbrt(),
+                    coulomb: coulomb_correction(c.z),
+                    photo,
+                    rayleigh,
+                });
+            }
+            let mut g = GpuMaterial {
+                compton: t.grid(&m.gamma.compton),
+                pair: t.grid(&m.gamma.pair),
+                rayleigh: t.grid(&m.gamma.rayleigh),
+                cut_gamma: m.cuts.gamma,
+                cut_electron: m.cuts.electron,
+                electron_density: m.material.electron_density,
+                plasma_energy: m.material.plasma_energy,
+                radiation_length: m.msc.radiation_length,
+                elem_off,
+                n_elem: m.material.elements.len() as u32,
+                ..GpuMaterial::default()
+            };
+            for (k, c) in [&m.electron, &m.positron].into_iter().enumerate() {
+                g.dedx[k] = t.grid(&c.eloss.dedx);
+                g.range[k] = t.grid(&c.eloss.range);
+                g.delta_xs[k] = t.opt_grid(c.eloss.xs.as_ref());
+                g.brems_xs[k] = t.opt_grid(c.brems_xs.as_ref());
+            }
+            g.msc[0] = t.grid(&m.msc.electron);
+            g.msc[1] = t.grid(&m.msc.positron);
+            t.materials.push(g);
+        }
+        let cal = &phys.calorimeter;
+        t.planes = planes(cal);
+        t.slab_material = (0..cal.slabs()).map(|s| cal.material_index(s) as u32).collect();
+        if t.data.len() >= u32::MAX as usize {
+            return Err("the physics tables exceed 2³² values".into());
+        }
+        Ok(t)
+    }
+}
+
+fn planes(cal: &Calorimeter) -> Vec<f64> {
+    let n = cal.slabs();
+    let mut p: Vec<f64> = (0..n).map(|s| cal.slab_z(s).0).collect();
+    p.push(cal.slab_z(n - 1).1);
+    p
+}
+
+/// Words per event in the tally (run.rs `event_words`).
+#[must_use]
+pub fn tally_stride(slabs: usize, materials: usize) -> usize {
+    slabs + 14 + materials + 1
+}
+
+/// The event tally from its words (inverse of run.rs `event_words`).
+#[must_use]
+pub fn tally_from_words(w: &[u64], slabs: usize, materials: usize, primary_energy: f64) -> EventTally {
+    let mut e = EventTally::new(slabs, materials, primary_energy);
+    e.edep.copy_from_slice(&w[..slabs]);
+    e.escaped = w[slabs];
+    e.rest_mass = w[slabs + 1] as i64;
+    e.created.copy_from_slice(&w[slabs + 2..slabs + 5]);
+    e.created_by.copy_from_slice(&w[slabs + 5..slabs + 12]);
+    e.charged_steps = w[slabs + 12];
+    e.neutral_steps = w[slabs + 13];
+    e.track_length.copy_from_slice(&w[slabs + 14..slabs + 14 + materials]);
+    e.killed = w[slabs + 14 + materials];
+    e
+}
+
+/// The list words of one track (layout of `WdTrack`).
+#[must_use]
+pub fn track_words(particle: Particle, energy: f64, pos: [f64; 3], dir: [f64; 3], id: u64, event: u32, slab: u32) -> [u64; TRACK_WORDS] {
+    let p = match particle {
+        Particle::Gamma => 0u64,
+        Particle::Electron => 1,
+        Particle::Positron => 2,
+    };
+    [
+        energy.to_bits(),
+        pos[0].to_bits(),
+        pos[1].to_bits(),
+        pos[2].to_bits(),
+        dir[0].to_bits(),
+        dir[1].to_bits(),
+        dir[2].to_bits(),
+        id,
+        u64::from(event) | (u64::from(slab) << 32),
+        p,
+    ]
+}
+
+/// The primaries of events `lo..hi` as list words (γ list, e± list; event index relative to
+/// `lo`), and which events' primaries miss the calorimeter (their energy escapes, as on the CPU).
+#[must_use]
+pub fn batch_primaries(phys: &ShowerPhysics, primary: &Primary, lo: u64, hi: u64) -> ([Vec<u64>; 2], Vec<bool>) {
+    let mut missed = vec![false; (hi - lo) as usize];
+    let mut first: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    for (k, ev) in (lo..hi).enumerate() {
+        let (id, start) = primary_start(phys, primary, ev);
+        match start {
+            None => missed[k] = true,
+            Some((pos, slab)) => {
+                let list = usize::from(primary.particle != Particle::Gamma);
+                first[list].extend_from_slice(&track_words(
+                    primary.particle,
+                    primary.energy,
+                    pos,
+                    primary.dir,
+                    id,
+                    k as u32,
+                    slab as u32,
+                ));
+            }
+        }
+    }
+    (first, missed)
+}
+
+/// Sizes of a GPU run; `None` picks them from the device.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GpuShowerOptions {
+    /// Tracks per list (four lists: γ and e±, in and out). Default: a quarter of the free
+    /// device memory, at most 2²⁷.
+    pub stack_capacity: Option<usize>,
+    /// Events per batch before any re-run. Default: from the capacity and the primary energy.
+    pub batch_events: Option<u64>,
+}
+
+/// Timing and bookkeeping of a GPU run.
+#[derive(Clone, Debug, Default)]
+pub struct GpuShowerStats {
+    pub device: String,
+    pub seconds: f64,
+    /// Batches run to the end, and re-runs of a batch in halves after an overflow.
+    pub batches: u64,
+    pub reruns: u64,
+    /// Generations (pairs of launches) over all batches.
+    pub generations: u64,
+    pub stack_capacity: usize,
+    /// Registers per thread of `photons` and `charged`.
+    pub registers: (i32, i32),
+}
+
+impl GpuShowerStats {
+    fn merge(&mut self, o: &GpuShowerStats) {
+        if !self.device.is_empty() {
+            self.device.push_str(", ");
+        }
+        self.device.push_str(&o.device);
+        self.seconds = self.seconds.max(o.seconds);
+        self.batches += o.batches;
+        self.reruns += o.reruns;
+        self.generations += o.generations;
+        self.stack_capacity = o.stack_capacity;
+        self.registers = o.registers;
+    }
+}
+
+fn ptr<T>(s: &CudaSlice<T>, st: &Arc<CudaStream>) -> u64 {
+    let (p, _sync) = s.device_ptr(st);
+    p
+}
+
+/// Run `events` events on GPU `ordinal` (same events as [`super::run::run`] on the CPU).
+pub fn run(
+    phys: &ShowerPhysics,
+    primary: &Primary,
+    events: u64,
+    seed: u64,
+    ordinal: usize,
+    progress: &Progress,
+) -> Result<(ShowerRun, GpuShowerStats), GpuError> {
+    run_devices(phys, primary, events, seed, &[ordinal], progress, &GpuShowerOptions::default())
+}
+
+/// Run on several GPUs: contiguous shares of the event numbers, one host thread per GPU,
+/// events concatenated in order (the result equals one GPU's).
+pub fn run_devices(
+    phys: &ShowerPhysics,
+    primary: &Primary,
+    events: u64,
+    seed: u64,
+    devices: &[usize],
+    progress: &Progress,
+    opts: &GpuShowerOptions,
+) -> Result<(ShowerRun, GpuShowerStats), GpuError> {
+    if !(primary.energy > 0.0 && primary.energy <= MAX_PRIMARY_ENERGY) {
+        return Err(GpuError::Other(format!(
+            "primary energy {} MeV outside (0, {MAX_PRIMARY_ENERGY}] MeV",
+            primary.energy
+        )));
+    }
+    let tables = HostTables::build(phys).map_err(GpuError::Other)?;
+    let parts = cuda::split_across(devices, events, |&d, share| {
+        run_share(phys, &tables, primary, seed, d, share, progress, opts)
+    });
+    let mut all = ShowerRun {
+        primary: *primary,
+        seed,
+        events: Vec::with_capacity(events as usize),
+    };
+    let mut stats = GpuShowerStats::default();
+    for p in parts {
+        let (ev, st) = p?;
+        all.events.extend(ev);
+        stats.merge(&st);
+    }
+    Ok((all, stats))
+}
+
+/// Device buffers of one run.
+struct Buffers {
+    data: CudaSlice<f64>,
+    materials: CudaSlice<GpuMaterial>,
+    elements: CudaSlice<GpuElement>,
+    photo: CudaSlice<GpuPhoto>,
+    rayleigh: CudaSlice<GpuRayleigh>,
+    planes: CudaSlice<f64>,
+    slab_material: CudaSlice<u32>,
+    tally: CudaSlice<u64>,
+    /// [γ in, e± in, γ out, e± out].
+    lists: [CudaSlice<u64>; 4],
+    counters: CudaSlice<u32>,
+}
+
+/// An empty slice is not allocatable: upload at least one (default) element.
+fn nonempty<T: Clone + Default>(v: &[T]) -> Vec<T> {
+    if v.is_empty() {
+        vec![T::default()]
+    } else {
+        v.to_vec()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_share(
+    phys: &ShowerPhysics,
+    tables: &HostTables,
+    primary: &Primary,
+    seed: u64,
+    ordinal: usize,
+    share: std::ops::Range<u64>,
+    progress: &Progress,
+    opts: &GpuShowerOptions,
+) -> Result<(Vec<EventTally>, GpuShowerStats), GpuError> {
+    let cal = &phys.calorimeter;
+    let (slabs, n_mat) = (cal.slabs(), cal.materials.len());
+    let stride = tally_stride(slabs, n_mat);
+    let gpu = cuda::open(ordinal)?;
+    gpu.ctx.bind_to_thread()?;
+    let (module, photons) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "photons", true, &[])?;
+    let charged = module.load_function("charged")?;
+    let st = gpu.stream.clone();
+    let (free, _total) = gpu.ctx.mem_get_info()?;
+    let capacity = opts
+        .stack_capacity
+        .unwrap_or(free / 4 / (4 * TRACK_WORDS * 8))
+        .clamp(1, MAX_CAPACITY);
+    // A generation of one 1 GeV event in TestEm3 holds a few hundred tracks: budget 2 per MeV.
+    let per_event = (2.0 * primary.energy).max(64.0) as u64;
+    let batch = opts
+        .batch_events
+        .unwrap_or((capacity as u64 / per_event).max(1))
+        .min(capacity as u64)
+        .min((free / 8 / (stride * 8)).max(1) as u64)
+        .max(1);
+    let mut b = Buffers {
+        data: st.clone_htod(&nonempty(&tables.data))?,
+        materials: st.clone_htod(&nonempty(&tables.materials))?,
+        elements: st.clone_htod(&nonempty(&tables.elements))?,
+        photo: st.clone_htod(&nonempty(&tables.photo))?,
+        rayleigh: st.clone_htod(&nonempty(&tables.rayleigh))?,
+        planes: st.clone_htod(&tables.planes)?,
+        slab_material: st.clone_htod(&tables.slab_material)?,
+        tally: st.alloc_zeros::<u64>(stride * batch as usize)?,
+        lists: [
+            st.alloc_zeros::<u64>(capacity * TRACK_WORDS)?,
+            st.alloc_zeros::<u64>(capacity * TRACK_WORDS)?,
+            st.alloc_zeros::<u64>(capacity * TRACK_WORDS)?,
+            st.alloc_zeros::<u64>(capacity * TRACK_WORDS)?,
+        ],
+        counters: st.alloc_zeros::<u32>(3)?,
+    };
+    let mut stats = GpuShowerStats {
+        device: format!("cuda:{ordinal} {}", gpu.name),
+        stack_capacity: capacity,
+        registers: (photons.num_regs().unwrap_or(0), charged.num_regs().unwrap_or(0)),
+        ..Default::default()
+    };
+    let t0 = std::time::Instant::now();
+    let mut out: Vec<EventTally> = Vec::with_capacity((share.end - share.start) as usize);
+    let mut todo: Vec<(u64, u64)> = Vec::new();
+    let mut a = share.start;
+    while a < share.end {
+        let e = (a + batch).min(share.end);
+        todo.push((a, e));
+        a = e;
+    }
+    todo.reverse();
+    while let Some((lo, hi)) = todo.pop() {
+        match run_batch(
+            phys, tables, primary, seed, lo, hi, &mut b, capacity, &st, &photons, &charged, &mut stats,
+        )? {
+            Some(ev) => {
+                progress.add(hi - lo);
+                stats.batches += 1;
+                out.extend(ev);
+            }
+            None => {
+                if hi - lo < 2 {
+                    return Err(GpuError::Other(format!(
+                        "one event needs more than {capacity} tracks in one generation (the shower list capacity); \
+                         free more device memory or lower the primary energy"
+                    )));
+                }
+                let mid = lo + (hi - lo) / 2;
+                todo.push((mid, hi));
+                todo.push((lo, mid));
+                stats.reruns += 1;
+            }
+        }
+    }
+    stats.seconds = t0.elapsed().as_secs_f64();
+    Ok((out, stats))
+}
+
+/// Events `lo..hi` from their primaries to the end; `None` when a list overflowed.
+#[allow(clippy::too_many_arguments)]
+fn run_batch(
+    phys: &ShowerPhysics,
+    tables: &HostTables,
+    primary: &Primary,
+    seed: u64,
+    lo: u64,
+    hi: u64,
+    b: &mut Buffers,
+    capacity: usize,
+    st: &Arc<CudaStream>,
+    photons: &cudarc::driver::CudaFunction,
+    charged: &cudarc::driver::CudaFunction,
+    stats: &mut GpuShowerStats,
+) -> Result<Option<Vec<EventTally>>, GpuError> {
+    let cal = &phys.calorimeter;
+    let (slabs, n_mat) = (cal.slabs(), cal.materials.len());
+    let stride = tally_stride(slabs, n_mat);
+    let n = (hi - lo) as usize;
+    st.memset_zeros(&mut b.tally.slice_mut(0..stride * n))?;
+    let (first, missed) = batch_primaries(phys, primary, lo, hi);
+    let mut count = [first[0].len() / TRACK_WORDS, first[1].len() / TRACK_WORDS];
+    for (k, f) in first.iter().enumerate() {
+        if !f.is_empty() {
+            st.memcpy_htod(f, &mut b.lists[k].slice_mut(0..f.len()))?;
+        }
+    }
+    // Lists: `input` holds the index of the γ input list (0 or 2); the e± list follows it.
+    let mut input = 0usize;
+    let mut generations = 0u64;
+    while count[0] + count[1] > 0 {
+        generations += 1;
+        if generations > MAX_GENERATIONS {
+            return Err(GpuError::Other(format!(
+                "a shower batch did not finish within {MAX_GENERATIONS} generations"
+            )));
+        }
+        st.memset_zeros(&mut b.counters.slice_mut(0..2))?;
+        let output = 2 - input;
+        let p = ShowerParams {
+            data: ptr(&b.data, st),
+            materials: ptr(&b.materials, st),
+            elements: ptr(&b.elements, st),
+            photo: ptr(&b.photo, st),
+            rayleigh: ptr(&b.rayleigh, st),
+            planes: ptr(&b.planes, st),
+            slab_material: ptr(&b.slab_material, st),
+            slabs: slabs as u32,
+            n_materials: n_mat as u32,
+            transverse: cal.transverse,
+            twopi_mc2_rcl2: tables.constants[0],
+            alpha_re2: tables.constants[1],
+            pi_re2: tables.constants[2],
+            seed,
+            tally: ptr(&b.tally, st),
+            stride: stride as u32,
+            capacity: capacity as u32,
+            out_gamma: ptr(&b.lists[output], st),
+            out_charged: ptr(&b.lists[output + 1], st),
+            out_size: ptr(&b.counters, st),
+            overflow: ptr(&b.counters, st) + 8,
+        };
+        for (k, f) in [photons, charged].into_iter().enumerate() {
+            let m = count[k] as u32;
+            if m == 0 {
+                continue;
+            }
+            let input_ptr = ptr(&b.lists[input + k], st);
+            let cfg = LaunchConfig {
+                grid_dim: (m.div_ceil(BLOCK), 1, 1),
+                block_dim: (BLOCK, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            let mut l = st.launch_builder(f);
+            l.arg(&p).arg(&input_ptr).arg(&m);
+            // SAFETY: `p` points at live allocations of `b`; the input list holds `m` tracks;
+            // the kernel writes at most `capacity` tracks per output list and one event record
+            // of `stride` words per event index < n.
+            unsafe { l.launch(cfg) }?;
+        }
+        let c = st.clone_dtoh(&b.counters)?;
+        if c[2] != 0 {
+            // The overflow flag is word 2 (byte 8); clear it for the next batch.
+            st.memset_zeros(&mut b.counters)?;
+            stats.generations += generations;
+            return Ok(None);
+        }
+        count = [c[0] as usize, c[1] as usize];
+        input = output;
+    }
+    stats.generations += generations;
+    let words = st.clone_dtoh(&b.tally.slice(0..stride * n))?;
+    let events = (0..n)
+        .map(|k| {
+            let mut e = tally_from_words(&words[k * stride..(k + 1) * stride], slabs, n_mat, primary.energy);
+            if missed[k] {
+                e.escaped = to_fixed(primary.energy);
+            }
+            e
+        })
+        .collect();
+    Ok(Some(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shower::run::event_words;
+    use warpdrive_core::progress::Progress;
+
+    fn grid_back(t: &HostTables, g: &GpuGrid) -> (Vec<f64>, Vec<f64>) {
+        let (o, n) = (g.off as usize, g.n as usize);
+        (t.data[o..o + n].to_vec(), t.data[o + n..o + 2 * n].to_vec())
+    }
+
+    #[test]
+    fn flattened_tables_hold_the_cpu_numbers() {
+        let phys = ShowerPhysics::testem3();
+        let t = HostTables::build(&phys).unwrap();
+        assert_eq!(t.materials.len(), 2);
+        assert_eq!(t.planes.len(), 101);
+        assert_eq!(t.planes[100], phys.calorimeter.thickness());
+        assert_eq!(t.slab_material[..4], [0, 1, 0, 1]);
+        for (g, m) in t.materials.iter().zip(&phys.materials) {
+            assert_eq!(
+                grid_back(&t, &g.compton),
+                (m.gamma.compton.energy.clone(), m.gamma.compton.value.clone())
+            );
+            assert_eq!(g.compton.log_front, m.gamma.compton.log_front);
+            for (k, c) in [&m.electron, &m.positron].into_iter().enumerate() {
+                assert_eq!(grid_back(&t, &g.range[k]).1, c.eloss.range.value);
+                assert_eq!(grid_back(&t, &g.dedx[k]).1, c.eloss.dedx.value);
+                let xs = c.eloss.xs.as_ref().unwrap();
+                assert_eq!(grid_back(&t, &g.delta_xs[k]), (xs.energy.clone(), xs.value.clone()));
+                let br = c.brems_xs.as_ref().unwrap();
+                assert_eq!(grid_back(&t, &g.brems_xs[k]).0, br.energy);
+            }
+            assert_eq!(grid_back(&t, &g.msc[1]).1, m.msc.positron.value);
+            assert_eq!(g.n_elem, 1);
+            let el = t.elements[g.elem_off as usize];
+            let p = t.photo[el.photo as usize];
+            let src = PhotoData::builtin().element(el.z as u32).unwrap();
+            let (o, n) = (p.off as usize, p.n as usize);
+            assert_eq!(t.data[o..o + n], src.energy[..]);
+            assert_eq!(t.data[o + n..o + 2 * n], src.sigma[..]);
+            assert_eq!(t.data[o + 2 * n + 9 * (n - 1)..o + 11 * n], src.shares[n - 1][..]);
+            let r = t.rayleigh[el.rayleigh as usize];
+            let rs = RayleighData::builtin().element(el.z as u32).unwrap();
+            let o = r.off as usize + 2 * r.nxs as usize + 2 * r.nff as usize;
+            assert_eq!(t.data[o..o + r.nff as usize], rs.cum[..]);
+        }
+    }
+
+    /// The kernel's constants are the Rust ones (parsed from its `#define`s).
+    #[test]
+    fn kernel_constants_match() {
+        use crate::shower::{msc, rayleigh, transport as tr};
+        let def = |name: &str| -> f64 {
+            let line = KERNEL_SRC
+                .lines()
+                .find(|l| l.split_whitespace().nth(1) == Some(name) && l.starts_with("#define"))
+                .unwrap_or_else(|| panic!("{name} not defined"));
+            let v = line
+                .split_whitespace()
+                .nth(2)
+                .unwrap()
+                .trim_end_matches("ull")
+                .trim_end_matches('u');
+            if let Some(h) = v.strip_prefix("0x") {
+                u64::from_str_radix(h, 16).unwrap() as f64
+            } else {
+                v.parse().unwrap()
+            }
+        };
+        let want: [(&str, f64); 20] = [
+            ("WD_TAG_SHOWER", f64::from(tr::TAG_SHOWER)),
+            ("WD_ME", crate::shower::ELECTRON_MASS),
+            ("WD_PI", std::f64::consts::PI),
+            ("WD_TAU", std::f64::consts::TAU),
+            ("WD_FIXED_SCALE", tr::FIXED_SCALE),
+            ("WD_LOWEST_ELECTRON_ENERGY", tr::LOWEST_ELECTRON_ENERGY),
+            ("WD_LOWEST_PHOTON_ENERGY", tr::LOWEST_PHOTON_ENERGY),
+            ("WD_DR_OVER_RANGE", tr::DR_OVER_RANGE),
+            ("WD_FINAL_RANGE", tr::FINAL_RANGE),
+            ("WD_LINEAR_LOSS_LIMIT", tr::LINEAR_LOSS_LIMIT),
+            ("WD_MAX_STEPS", tr::MAX_STEPS_PER_TRACK as f64),
+            ("WD_PUSH", crate::shower::geometry::PUSH),
+            ("WD_SECONDARY_CUTOFF", crate::klein_nishina::SECONDARY_CUTOFF),
+            ("WD_F_RANGE", msc::F_RANGE),
+            ("WD_F_SAFETY", msc::F_SAFETY),
+            ("WD_T_LIMIT_MIN", msc::T_LIMIT_MIN),
+            ("WD_TAIL_SCALE", msc::TAIL_SCALE),
+            ("WD_FOURTH_ROOT_2", 2f64.powf(0.25)),
+            ("WD_HC_KEV_ANGSTROM", rayleigh::HC_KEV_ANGSTROM),
+            ("WD_COULOMB_CORRECTION_MIN", brems::COULOMB_CORRECTION_MIN),
+        ];
+        for (name, v) in want {
+            assert_eq!(def(name), v, "{name}");
+        }
+        assert_eq!(def("WD_K_LEWIS"), msc::K_LEWIS);
+        assert_eq!(def("WD_N_SHELLS") as usize, N_SHELLS);
+        assert_eq!(def("WD_MAX_ELEMENTS") as usize, MAX_ELEMENTS);
+        assert_eq!(msc::FOURTH_ROOT_2, 2f64.powf(0.25));
+    }
+
+    #[test]
+    fn tally_words_round_trip() {
+        let phys = ShowerPhysics::testem3();
+        let r = crate::shower::run::run(&phys, &Primary::testem3(Particle::Positron, 30.0), 3, 5, &Progress::hidden());
+        for e in &r.events {
+            let w = event_words(e);
+            assert_eq!(w.len(), tally_stride(100, 2));
+            assert_eq!(&tally_from_words(&w, 100, 2, e.primary_energy), e);
+        }
+    }
+}

@@ -1,0 +1,204 @@
+// Host build of kernels/shower.cu (tests/shower_host_twin.rs): the kernel's device functions
+// compiled for the CPU with the host's C++ compiler and libm, the CUDA intrinsics it uses
+// replaced by sequential equivalents, driven generation by generation as shower/gpu.rs drives
+// the GPU. With the host's libm the transcendentals are the ones the Rust CPU loop calls, so
+// this checks the translation of the loop and of every interactor, bit for bit, without a GPU.
+//
+//   shower_host_twin TABLES PRIMARIES OUT
+// TABLES: u64 counts (data, materials, elements, photo, rayleigh, planes, slabs), u32 n_materials,
+// u32 stride, f64 transverse, twopi_mc2_rcl2, alpha_re2, pi_re2, u64 seed, u64 events, then the
+// arrays as raw bytes. PRIMARIES: 10 u64 words per track. OUT: events × stride u64.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __launch_bounds__(x)
+
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
+    return (unsigned int)(((unsigned long long)a * b) >> 32);
+}
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+    unsigned long long o = *p;
+    *p = o + v;
+    return o;
+}
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
+    unsigned int o = *p;
+    *p = o + v;
+    return o;
+}
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
+    unsigned int o = *p;
+    *p = v;
+    return o;
+}
+// cvt.rni.u64.f64: round to nearest even, saturating, NaN → 0.
+static inline unsigned long long __double2ull_rn(double x) {
+    if (!(x > 0.0)) return 0ull;
+    if (x >= 18446744073709551616.0) return ~0ull;
+    return (unsigned long long)std::nearbyint(x);
+}
+static inline double __longlong_as_double(long long x) {
+    double d;
+    std::memcpy(&d, &x, 8);
+    return d;
+}
+// A correctly rounded cube root for positive normal x (Rust's f64::cbrt is correctly rounded,
+// glibc's cbrt is within an ulp): start from cbrt(x) and step to the neighbour whose distance to
+// the exact root is smaller, deciding with exact integer arithmetic: x > m³ for the midpoint m
+// of two adjacent doubles a < b, with m = (2A + 1)·2^(e_a − 54) (A the 53-bit significand of a)
+// and x = X·2^(e_x − 53), is (2A + 1)³ vs X·2^s compared as 192-bit integers.
+struct WdU192 {
+    unsigned long long w[3];
+};
+static WdU192 wd_u192(unsigned long long x) { return WdU192{{x, 0ull, 0ull}}; }
+static WdU192 wd_mul64(WdU192 a, unsigned long long b) {
+    WdU192 r;
+    unsigned __int128 carry = 0;
+    for (int i = 0; i < 3; ++i) {
+        unsigned __int128 p = (unsigned __int128)a.w[i] * b + carry;
+        r.w[i] = (unsigned long long)p;
+        carry = p >> 64;
+    }
+    return r;
+}
+static WdU192 wd_shl(WdU192 a, int s) {
+    while (s >= 64) {
+        a.w[2] = a.w[1]; a.w[1] = a.w[0]; a.w[0] = 0ull;
+        s -= 64;
+    }
+    if (s > 0) {
+        a.w[2] = (a.w[2] << s) | (a.w[1] >> (64 - s));
+        a.w[1] = (a.w[1] << s) | (a.w[0] >> (64 - s));
+        a.w[0] <<= s;
+    }
+    return a;
+}
+static int wd_cmp(WdU192 a, WdU192 b) {
+    for (int i = 2; i >= 0; --i) {
+        if (a.w[i] != b.w[i]) return a.w[i] < b.w[i] ? -1 : 1;
+    }
+    return 0;
+}
+// x > ((a + b)/2)³, a < b adjacent positive normal doubles.
+static bool wd_above_mid(double x, double a) {
+    int ea, ex;
+    double fa = std::frexp(a, &ea), fx = std::frexp(x, &ex);
+    unsigned long long A = (unsigned long long)std::ldexp(fa, 53), X = (unsigned long long)std::ldexp(fx, 53);
+    unsigned long long M = 2ull * A + 1ull;
+    WdU192 l = wd_mul64(wd_mul64(wd_u192(M), M), M);
+    int s = (ex - 53) - 3 * (ea - 54);
+    WdU192 r = wd_u192(X);
+    if (s >= 0) r = wd_shl(r, s); else l = wd_shl(l, -s);
+    return wd_cmp(r, l) > 0;
+}
+static double wd_host_cbrt(double x) {
+    if (!(x > 0.0) || !std::isnormal(x)) return std::cbrt(x);
+    double y = std::cbrt(x);
+    for (int k = 0; k < 4; ++k) {
+        if (wd_above_mid(x, y)) { y = std::nextafter(y, 2.0 * y); continue; }
+        double dn = std::nextafter(y, 0.0);
+        if (!wd_above_mid(x, dn)) { y = dn; continue; }
+        break;
+    }
+    return y;
+}
+#define WD_CBRT wd_host_cbrt
+
+struct WdDim3 {
+    unsigned int x, y, z;
+};
+static WdDim3 blockIdx, blockDim, threadIdx;
+
+#include "shower.cu"
+
+template <typename T>
+static std::vector<T> read_array(FILE* f, unsigned long long n) {
+    std::vector<T> v(n > 0 ? n : 1);
+    if (n > 0 && fread(v.data(), sizeof(T), n, f) != n) {
+        fprintf(stderr, "short read\n");
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: shower_host_twin TABLES PRIMARIES OUT\n");
+        return 2;
+    }
+    FILE* f = fopen(argv[1], "rb");
+    if (!f) return 2;
+    unsigned long long c[7];
+    unsigned int nm_stride[2];
+    double consts[4];
+    unsigned long long seed_events[2];
+    if (fread(c, 8, 7, f) != 7 || fread(nm_stride, 4, 2, f) != 2 || fread(consts, 8, 4, f) != 4 || fread(seed_events, 8, 2, f) != 2) return 2;
+    std::vector<double> data = read_array<double>(f, c[0]);
+    std::vector<WdMaterial> materials = read_array<WdMaterial>(f, c[1]);
+    std::vector<WdElement> elements = read_array<WdElement>(f, c[2]);
+    std::vector<WdPhoto> photo = read_array<WdPhoto>(f, c[3]);
+    std::vector<WdRayleigh> rayleigh = read_array<WdRayleigh>(f, c[4]);
+    std::vector<double> planes = read_array<double>(f, c[5]);
+    std::vector<unsigned int> slab_material = read_array<unsigned int>(f, c[6]);
+    fclose(f);
+    unsigned long long events = seed_events[1];
+    unsigned int stride = nm_stride[1];
+    std::vector<unsigned long long> tally(events * stride, 0ull);
+
+    f = fopen(argv[2], "rb");
+    if (!f) return 2;
+    std::vector<WdTrack> lists[2];  // γ, e±
+    WdTrack t;
+    while (fread(&t, sizeof(WdTrack), 1, f) == 1) lists[t.particle == WD_GAMMA ? 0 : 1].push_back(t);
+    fclose(f);
+
+    const size_t capacity = 1 << 22;
+    std::vector<WdTrack> out[2] = {std::vector<WdTrack>(capacity), std::vector<WdTrack>(capacity)};
+    unsigned int counters[3] = {0, 0, 0};
+    ShowerParams P;
+    P.data = data.data();
+    P.materials = materials.data();
+    P.elements = elements.data();
+    P.photo = photo.data();
+    P.rayleigh = rayleigh.data();
+    P.planes = planes.data();
+    P.slab_material = slab_material.data();
+    P.slabs = (unsigned int)c[6];
+    P.n_materials = nm_stride[0];
+    P.transverse = consts[0];
+    P.twopi_mc2_rcl2 = consts[1];
+    P.alpha_re2 = consts[2];
+    P.pi_re2 = consts[3];
+    P.seed = seed_events[0];
+    P.tally = tally.data();
+    P.stride = stride;
+    P.capacity = (unsigned int)capacity;
+    P.out_gamma = out[0].data();
+    P.out_charged = out[1].data();
+    P.out_size = counters;
+    P.overflow = counters + 2;
+    unsigned long long generations = 0;
+    while (!lists[0].empty() || !lists[1].empty()) {
+        counters[0] = counters[1] = 0;
+        for (const WdTrack& x : lists[0]) wd_photon(P, x);
+        for (const WdTrack& x : lists[1]) wd_charged(P, x);
+        if (counters[2]) {
+            fprintf(stderr, "list overflow\n");
+            return 3;
+        }
+        for (int k = 0; k < 2; ++k) lists[k].assign(out[k].begin(), out[k].begin() + counters[k]);
+        generations += 1;
+    }
+    f = fopen(argv[3], "wb");
+    if (!f || fwrite(tally.data(), 8, tally.size(), f) != tally.size()) return 2;
+    fclose(f);
+    printf("%llu events, %llu generations\n", events, generations);
+    return 0;
+}
