@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Shared device headers, embedded so the binary needs no files at run time. Kernel sources
 /// include them with `#include "name"`; [`expand_includes`] splices them in.
-pub const HEADERS: [(&str, &str); 1] = [("philox.cuh", include_str!("../kernels/philox.cuh"))];
+pub const HEADERS: [(&str, &str); 2] = [
+    ("philox.cuh", include_str!("../kernels/philox.cuh")),
+    ("pmath.cuh", include_str!("../kernels/pmath.cuh")),
+];
 
 #[derive(Debug, thiserror::Error)]
 pub enum CudaError {

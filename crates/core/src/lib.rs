@@ -20,6 +20,7 @@ pub mod limits;
 pub mod mutate;
 pub mod output;
 pub mod plot;
+pub mod pmath;
 pub mod progress;
 pub mod rng;
 pub mod stats;

@@ -8,6 +8,7 @@
 // no FMA contraction), so each track follows the CPU's arithmetic step by step; only the last
 // bits of the double-precision log/exp/sqrt/sin/cos can differ from the host's libm.
 #include "philox.cuh"
+#include "pmath.cuh"
 
 #define WD_TAG_TRACK 0x454d0001u
 #define WD_ELECTRON_MASS 0.5109989461
@@ -72,7 +73,7 @@ __device__ __forceinline__ double wd_xs(const EmParams& P, double e) {
     unsigned int n = P.xs_size;
     if (e <= P.xs_energy[0]) return 0u >= P.prime_index ? P.xs_value[0] / P.xs_energy[0] : P.xs_value[0];
     if (e >= P.xs_energy[n - 1]) return n - 1 >= P.prime_index ? P.xs_value[n - 1] / P.xs_energy[n - 1] : P.xs_value[n - 1];
-    unsigned int i = min((unsigned int)((log(e) - P.log_front) / P.log_delta), n - 2);
+    unsigned int i = min((unsigned int)((pm_ln(e) - P.log_front) / P.log_delta), n - 2);
     double e0 = P.xs_energy[i], e1 = P.xs_energy[i + 1];
     double v0 = P.xs_value[i];
     double v1 = P.xs_value[i + 1];
@@ -104,12 +105,12 @@ __device__ __forceinline__ double wd_sample_epsilon(double energy, WdRng& rng, d
     double k = energy / WD_ELECTRON_MASS;
     double eps0 = 1.0 / (1.0 + 2.0 * k);
     double eps0_sq = eps0 * eps0;
-    double alpha1 = -log(eps0);
+    double alpha1 = -pm_ln(eps0);
     double alpha2 = 0.5 * (1.0 - eps0_sq);
     for (;;) {
         double eps, eps_sq;
         if (wd_uniform_f64(rng) * (alpha1 + alpha2) < alpha1) {
-            eps = exp(-alpha1 * wd_uniform_f64(rng));
+            eps = pm_exp(-alpha1 * wd_uniform_f64(rng));
             eps_sq = eps * eps;
         } else {
             eps_sq = eps0_sq + (1.0 - eps0_sq) * wd_uniform_f64(rng);
@@ -179,7 +180,7 @@ extern "C" __global__ void WD_STEP_BOUNDS step(const EmParams P) {
         steps = P.steps[s];
         if (!P.pending[s]) {
             double sigma = wd_xs(P, e);
-            double d = -log(wd_uniform_f64(rng)) / sigma;
+            double d = -pm_ln(wd_uniform_f64(rng)) / sigma;
             x += d * ux; y += d * uy; z += d * uz;
             steps += 1u;
         }
@@ -194,7 +195,7 @@ extern "C" __global__ void WD_STEP_BOUNDS step(const EmParams P) {
             double cos_theta = 1.0 - t;
             double sin_theta = sqrt(fmax(t * (2.0 - t), 0.0));
             double sp, cp;
-            sincos(phi, &sp, &cp);
+            pm_sincos(phi, &sp, &cp);
             nx = ux; ny = uy; nz = uz;
             wd_rotate(sin_theta * cp, sin_theta * sp, cos_theta, nx, ny, nz);
             new_e = eps * e;

@@ -20,6 +20,7 @@
 // numbers (C leaves the order of operands unspecified). Transcendentals go through the wd_*
 // wrappers at the top: plain CUDA math, whose last bit can differ from the host's libm.
 #include "philox.cuh"
+#include "pmath.cuh"
 
 #define WD_TAG_SHOWER 0x454d0002u
 #define WD_ME 0.5109989461
@@ -64,19 +65,15 @@
 #define WD_BY_ANNIHILATION 6
 
 // ---- transcendentals (one place to switch) ----
-__device__ __forceinline__ double wd_ln(double x) { return log(x); }
-__device__ __forceinline__ double wd_exp(double x) { return exp(x); }
-__device__ __forceinline__ double wd_pow(double x, double y) { return pow(x, y); }
-__device__ __forceinline__ double wd_sin(double x) { return sin(x); }
-__device__ __forceinline__ double wd_cos(double x) { return cos(x); }
-// WD_CBRT: the host build of tests/shower_host_twin.cpp puts a correctly rounded cube root here
-// (the Rust side's f64::cbrt is correctly rounded; glibc's is not).
-#ifndef WD_CBRT
-#define WD_CBRT cbrt
-#endif
-__device__ __forceinline__ double wd_cbrt(double x) { return WD_CBRT(x); }
-__device__ __forceinline__ double wd_ln_1p(double x) { return log1p(x); }
-__device__ __forceinline__ double wd_exp_m1(double x) { return expm1(x); }
+// Portable functions (pmath.cuh): the same bits as warpdrive_core::pmath on the host.
+__device__ __forceinline__ double wd_ln(double x) { return pm_ln(x); }
+__device__ __forceinline__ double wd_exp(double x) { return pm_exp(x); }
+__device__ __forceinline__ double wd_pow(double x, double y) { return pm_pow(x, y); }
+__device__ __forceinline__ double wd_sin(double x) { return pm_sin(x); }
+__device__ __forceinline__ double wd_cos(double x) { return pm_cos(x); }
+__device__ __forceinline__ double wd_cbrt(double x) { return pm_cbrt(x); }
+__device__ __forceinline__ double wd_ln_1p(double x) { return pm_ln_1p(x); }
+__device__ __forceinline__ double wd_exp_m1(double x) { return pm_exp_m1(x); }
 
 // ---- data (twins of the #[repr(C)] structs in crates/em/src/shower/gpu.rs) ----
 
@@ -1669,4 +1666,22 @@ extern "C" __global__ void __launch_bounds__(128) charged(const ShowerParams P, 
     unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     wd_charged(P, in[i]);
+}
+
+// warpdrive_core::pmath::evaluate_all on the device: 8 results per argument, compared bit for
+// bit with the host by gpu-check (em: "portable math").
+extern "C" __global__ void twin_pmath(int n, const double* in, double* out) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double x = in[i];
+    double a = fmax(fabs(x), 2.2250738585072014e-308);
+    double* o = out + 8 * (long long)i;
+    o[0] = pm_ln(a);
+    o[1] = pm_exp(x);
+    o[2] = pm_exp_m1(x);
+    o[3] = pm_ln_1p(a);
+    o[4] = pm_pow(a, 0.37);
+    o[5] = pm_sin(x);
+    o[6] = pm_cos(x);
+    o[7] = pm_cbrt(x);
 }

@@ -102,6 +102,55 @@ const G4_TESTEM3: [(&str, f64, f64); 2] = [("Lead", 777.73, 0.02), ("liquidArgon
 
 /// The shower checks: GPU = CPU event by event (every tallied integer), re-runs after full
 /// lists change nothing, and the GPU's TestEm3 means meet the CPU test's Geant4 bounds.
+/// warpdrive_core::pmath on the device against the host, bit for bit, on
+/// `pmath::check_arguments(200 000)` (the functions the shower kernel uses).
+pub fn pmath_check(device: usize) -> Result<Check, String> {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    use warpdrive_core::{cuda, pmath};
+    let go = || -> Result<Check, cuda::CudaError> {
+        let gpu = cuda::open(device)?;
+        let (_m, f) = cuda::load(
+            &gpu,
+            crate::shower::gpu::KERNEL_NAME,
+            crate::shower::gpu::KERNEL_SRC,
+            "twin_pmath",
+            true,
+            &[],
+        )?;
+        let s = &gpu.stream;
+        let args = pmath::check_arguments(200_000);
+        let din = s.clone_htod(&args)?;
+        let mut dout = s.alloc_zeros::<f64>(8 * args.len())?;
+        let n = args.len() as i32;
+        let mut l = s.launch_builder(&f);
+        l.arg(&n).arg(&din).arg(&mut dout);
+        // SAFETY: n inputs and 8·n outputs; the kernel guards i < n.
+        unsafe { l.launch(LaunchConfig::for_num_elems(args.len() as u32)) }?;
+        let out = s.clone_dtoh(&dout)?;
+        let names = ["ln", "exp", "exp_m1", "ln_1p", "pow", "sin", "cos", "cbrt"];
+        let mut bad = [0usize; 8];
+        for (i, &x) in args.iter().enumerate() {
+            for (k, want) in pmath::evaluate_all(x).iter().enumerate() {
+                if want.to_bits() != out[8 * i + k].to_bits() {
+                    bad[k] += 1;
+                }
+            }
+        }
+        let detail = names
+            .iter()
+            .zip(bad)
+            .map(|(n, b)| format!("{n} {b}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        Ok(Check {
+            name: "portable math (pmath): GPU = CPU bit for bit".into(),
+            passed: bad.iter().all(|&b| b == 0),
+            detail: format!("{} arguments; mismatches per function: {detail}", args.len()),
+        })
+    };
+    go().map_err(|e| e.to_string())
+}
+
 pub fn shower_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {
     use crate::shower::gpu::{run_devices, GpuShowerOptions};
     use crate::shower::run::{event_words, run as run_cpu_showers};
@@ -110,7 +159,7 @@ pub fn shower_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Che
     let hidden = Progress::hidden();
     let phys = ShowerPhysics::testem3();
     let primary = Primary::testem3(Particle::Electron, 1000.0);
-    let mut checks = Vec::new();
+    let mut checks = vec![pmath_check(device)?];
     let means = |r: &crate::shower::run::ShowerRun| -> String {
         let per = r.per_material(&phys);
         let c = r.created();

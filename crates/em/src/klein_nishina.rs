@@ -4,6 +4,7 @@
 
 use crate::physics::{Interaction, Secondary};
 use crate::xs::ELECTRON_MASS;
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::RandomStream;
 
 /// Below this kinetic energy the Compton electron is not created: its energy is deposited
@@ -45,11 +46,11 @@ pub fn sample_epsilon(energy: f64, rng: &mut RandomStream) -> (f64, f64) {
     let k = energy / ELECTRON_MASS;
     let eps0 = 1.0 / (1.0 + 2.0 * k);
     let eps0_sq = eps0 * eps0;
-    let alpha1 = -eps0.ln();
+    let alpha1 = -eps0.pln();
     let alpha2 = 0.5 * (1.0 - eps0_sq);
     loop {
         let (eps, eps_sq) = if rng.uniform_f64() * (alpha1 + alpha2) < alpha1 {
-            let e = (-alpha1 * rng.uniform_f64()).exp();
+            let e = (-alpha1 * rng.uniform_f64()).pexp();
             (e, e * e)
         } else {
             let e2 = eps0_sq + (1.0 - eps0_sq) * rng.uniform_f64();
@@ -72,7 +73,7 @@ pub fn interact(energy: f64, dir: [f64; 3], rng: &mut RandomStream) -> Interacti
     let phi = std::f64::consts::TAU * rng.uniform_f64();
     let cos_theta = 1.0 - t;
     let sin_theta = (t * (2.0 - t)).max(0.0).sqrt();
-    let new_dir = rotate([sin_theta * phi.cos(), sin_theta * phi.sin(), cos_theta], dir);
+    let new_dir = rotate([sin_theta * phi.pcos(), sin_theta * phi.psin(), cos_theta], dir);
     let new_energy = eps * energy;
     let electron = energy - new_energy;
     if electron < SECONDARY_CUTOFF {

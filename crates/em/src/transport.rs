@@ -16,6 +16,7 @@
 use crate::physics::PhysicsList;
 use crate::stack::StackAllocator;
 use rayon::prelude::*;
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::progress::Progress;
 use warpdrive_core::RandomStream;
 
@@ -287,7 +288,7 @@ fn run_group(physics: &PhysicsList, opts: &RunOptions, ids: std::ops::Range<u64>
 fn step(t: &mut Track, physics: &PhysicsList, hits: &StackAllocator<Hit>, secondaries: &StackAllocator<crate::physics::Secondary>) -> bool {
     if !t.pending {
         let sigma = physics.total_xs(t.energy);
-        let d = -t.rng.uniform_f64().ln() / sigma;
+        let d = -t.rng.uniform_f64().pln() / sigma;
         for k in 0..3 {
             t.pos[k] += d * t.dir[k];
         }

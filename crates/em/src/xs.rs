@@ -5,6 +5,7 @@
 //! (84 points from 1.389e-4 MeV), values stored as Σ below 1 MeV and as E·Σ from 1 MeV on.
 
 use crate::material::Material;
+use warpdrive_core::pmath::Portable;
 
 /// Electron mass [MeV].
 pub const ELECTRON_MASS: f64 = 0.510_998_946_1;
@@ -118,7 +119,7 @@ impl XsGrid {
         if e >= self.energy[n - 1] {
             return at(n - 1);
         }
-        let i = (((e.ln() - self.log_front) / self.log_delta) as usize).min(n - 2);
+        let i = (((e.pln() - self.log_front) / self.log_delta) as usize).min(n - 2);
         let (e0, e1) = (self.energy[i], self.energy[i + 1]);
         let v0 = self.value[i];
         let mut v1 = self.value[i + 1];

@@ -49,67 +49,11 @@ static inline double __longlong_as_double(long long x) {
     std::memcpy(&d, &x, 8);
     return d;
 }
-// A correctly rounded cube root for positive normal x (Rust's f64::cbrt is correctly rounded,
-// glibc's cbrt is within an ulp): start from cbrt(x) and step to the neighbour whose distance to
-// the exact root is smaller, deciding with exact integer arithmetic: x > m³ for the midpoint m
-// of two adjacent doubles a < b, with m = (2A + 1)·2^(e_a − 54) (A the 53-bit significand of a)
-// and x = X·2^(e_x − 53), is (2A + 1)³ vs X·2^s compared as 192-bit integers.
-struct WdU192 {
-    unsigned long long w[3];
-};
-static WdU192 wd_u192(unsigned long long x) { return WdU192{{x, 0ull, 0ull}}; }
-static WdU192 wd_mul64(WdU192 a, unsigned long long b) {
-    WdU192 r;
-    unsigned __int128 carry = 0;
-    for (int i = 0; i < 3; ++i) {
-        unsigned __int128 p = (unsigned __int128)a.w[i] * b + carry;
-        r.w[i] = (unsigned long long)p;
-        carry = p >> 64;
-    }
-    return r;
+static inline long long __double_as_longlong(double d) {
+    long long x;
+    std::memcpy(&x, &d, 8);
+    return x;
 }
-static WdU192 wd_shl(WdU192 a, int s) {
-    while (s >= 64) {
-        a.w[2] = a.w[1]; a.w[1] = a.w[0]; a.w[0] = 0ull;
-        s -= 64;
-    }
-    if (s > 0) {
-        a.w[2] = (a.w[2] << s) | (a.w[1] >> (64 - s));
-        a.w[1] = (a.w[1] << s) | (a.w[0] >> (64 - s));
-        a.w[0] <<= s;
-    }
-    return a;
-}
-static int wd_cmp(WdU192 a, WdU192 b) {
-    for (int i = 2; i >= 0; --i) {
-        if (a.w[i] != b.w[i]) return a.w[i] < b.w[i] ? -1 : 1;
-    }
-    return 0;
-}
-// x > ((a + b)/2)³, a < b adjacent positive normal doubles.
-static bool wd_above_mid(double x, double a) {
-    int ea, ex;
-    double fa = std::frexp(a, &ea), fx = std::frexp(x, &ex);
-    unsigned long long A = (unsigned long long)std::ldexp(fa, 53), X = (unsigned long long)std::ldexp(fx, 53);
-    unsigned long long M = 2ull * A + 1ull;
-    WdU192 l = wd_mul64(wd_mul64(wd_u192(M), M), M);
-    int s = (ex - 53) - 3 * (ea - 54);
-    WdU192 r = wd_u192(X);
-    if (s >= 0) r = wd_shl(r, s); else l = wd_shl(l, -s);
-    return wd_cmp(r, l) > 0;
-}
-static double wd_host_cbrt(double x) {
-    if (!(x > 0.0) || !std::isnormal(x)) return std::cbrt(x);
-    double y = std::cbrt(x);
-    for (int k = 0; k < 4; ++k) {
-        if (wd_above_mid(x, y)) { y = std::nextafter(y, 2.0 * y); continue; }
-        double dn = std::nextafter(y, 0.0);
-        if (!wd_above_mid(x, dn)) { y = dn; continue; }
-        break;
-    }
-    return y;
-}
-#define WD_CBRT wd_host_cbrt
 
 struct WdDim3 {
     unsigned int x, y, z;

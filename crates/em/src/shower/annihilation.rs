@@ -14,6 +14,7 @@
 use super::interaction::{deflect, isotropic, Secondary};
 use super::material::ShowerMaterial;
 use super::{Particle, ELECTRON_MASS, ELECTRON_RADIUS};
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::RandomStream;
 
 /// Heitler's cross section per electron [cm²] for a positron of kinetic energy `t` [MeV]
@@ -23,7 +24,7 @@ pub fn xs_per_electron(t: f64) -> f64 {
     let tau = t.max(1e-6) / ELECTRON_MASS;
     let s = (tau * (tau + 2.0)).sqrt();
     let pi_re2 = std::f64::consts::PI * ELECTRON_RADIUS * ELECTRON_RADIUS;
-    pi_re2 * ((tau * tau + 6.0 * tau + 6.0) * (tau + 1.0 + s).ln() - (tau + 4.0) * s) / (tau * (tau + 2.0) * (tau + 2.0))
+    pi_re2 * ((tau * tau + 6.0 * tau + 6.0) * (tau + 1.0 + s).pln() - (tau + 4.0) * s) / (tau * (tau + 2.0) * (tau + 2.0))
 }
 
 /// Macroscopic cross section Σ = n_e σ [1/cm].
@@ -41,7 +42,7 @@ pub fn sample_in_flight(t: f64, dir: [f64; 3], rng: &mut RandomStream) -> [Secon
     let (e_min, e_max) = (0.5 * (1.0 - root), 0.5 * (1.0 + root));
     let ratio = e_max / e_min;
     let eps = loop {
-        let e = e_min * ratio.powf(rng.uniform_f64());
+        let e = e_min * ratio.ppowf(rng.uniform_f64());
         let accept = 1.0 - e + (2.0 * gamma * e - 1.0) / (e * tau2 * tau2);
         if rng.uniform_f64() <= accept {
             break e;

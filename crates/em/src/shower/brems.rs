@@ -73,6 +73,7 @@
 use super::interaction::{deflect, Secondary};
 use super::material::{coulomb_correction, ShowerMaterial};
 use super::{Particle, ELECTRON_MASS, ELECTRON_RADIUS, FINE_STRUCTURE};
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::RandomStream;
 
 /// Kinetic energy [MeV] above which the Coulomb correction is applied (Seltzer & Berger 1985:
@@ -85,7 +86,7 @@ pub const ALPHA_RE2: f64 = FINE_STRUCTURE * ELECTRON_RADIUS * ELECTRON_RADIUS;
 /// Tsai's nuclear screening function φ₁(γ) (Tsai 1974 eq. 3.38): decreasing in γ.
 #[must_use]
 pub fn phi1(g: f64) -> f64 {
-    20.863 - 2.0 * (1.0 + (0.55846 * g).powi(2)).ln() - 4.0 * (1.0 - 0.6 * (-0.9 * g).exp() - 0.4 * (-1.5 * g).exp())
+    20.863 - 2.0 * (1.0 + (0.55846 * g).powi(2)).pln() - 4.0 * (1.0 - 0.6 * (-0.9 * g).pexp() - 0.4 * (-1.5 * g).pexp())
 }
 
 /// φ₁(γ) − φ₂(γ) = 2/3 (1 + 6.5 γ + 6 γ²)⁻¹ (Tsai 1974 eq. 3.39): positive, decreasing.
@@ -97,7 +98,7 @@ pub fn phi1_minus_phi2(g: f64) -> f64 {
 /// Tsai's atomic-electron screening function ψ₁(ε) (Tsai 1974 eq. 3.40): decreasing in ε.
 #[must_use]
 pub fn psi1(e: f64) -> f64 {
-    28.340 - 2.0 * (1.0 + (3.621 * e).powi(2)).ln() - 4.0 * (1.0 - 0.7 * (-8.0 * e).exp() - 0.3 * (-29.2 * e).exp())
+    28.340 - 2.0 * (1.0 + (3.621 * e).powi(2)).pln() - 4.0 * (1.0 - 0.7 * (-8.0 * e).pexp() - 0.3 * (-29.2 * e).pexp())
 }
 
 /// ψ₁(ε) − ψ₂(ε) = 2/3 (1 + 40 ε + 400 ε²)⁻¹ (Tsai 1974 eq. 3.41): positive, decreasing.
@@ -127,7 +128,7 @@ pub fn coulomb_term(z: f64, t: f64) -> f64 {
 /// The two screened brackets of Tsai eq. (3.9) at screening variables γ, ε:
 /// (A, B) = (Z²(φ₁ − 4/3 ln Z − 4f) + Z(ψ₁ − 8/3 ln Z), Z²(φ₁ − φ₂) + Z(ψ₁ − ψ₂)).
 fn brackets(z: f64, g: f64, e: f64, fc: f64) -> (f64, f64) {
-    let lnz = z.ln();
+    let lnz = z.pln();
     let a = z * z * (phi1(g) - 4.0 / 3.0 * lnz - 4.0 * fc) + z * (psi1(e) - 8.0 / 3.0 * lnz);
     let b = z * z * phi1_minus_phi2(g) + z * psi1_minus_psi2(e);
     (a, b)
@@ -135,7 +136,7 @@ fn brackets(z: f64, g: f64, e: f64, fc: f64) -> (f64, f64) {
 
 /// Screening variable γ = 100 mc² k/(E E' Z^{1/3}) (ε = γ/Z^{1/3}).
 fn screening_gamma(z: f64, e_tot: f64, k: f64) -> f64 {
-    100.0 * ELECTRON_MASS * k / (e_tot * (e_tot - k) * z.cbrt())
+    100.0 * ELECTRON_MASS * k / (e_tot * (e_tot - k) * z.pcbrt())
 }
 
 /// k dσ/dk per atom [cm²] (Tsai eq. 3.9 with dielectric suppression), 0 outside 0 < k ≤ t.
@@ -147,7 +148,7 @@ pub fn k_dxs_dk(z: f64, t: f64, k: f64, k_p2: f64) -> f64 {
     let e_tot = t + ELECTRON_MASS;
     let y = k / e_tot;
     let g = screening_gamma(z, e_tot, k);
-    let (a, b) = brackets(z, g, g / z.cbrt(), coulomb_term(z, t));
+    let (a, b) = brackets(z, g, g / z.pcbrt(), coulomb_term(z, t));
     let braces = (4.0 / 3.0 - 4.0 / 3.0 * y + y * y) * a + 2.0 / 3.0 * (1.0 - y) * b;
     ALPHA_RE2 * braces.max(0.0) * k * k / (k * k + k_p2)
 }
@@ -207,21 +208,21 @@ fn integrate_spectrum(z: f64, t: f64, k_lo: f64, k_hi: f64, k_p2: f64, moment: i
     // k^p dσ/dk dk = k^p (k dσ/dk) d ln k.
     let low = integrate(
         |lnk| {
-            let k = lnk.exp();
+            let k = lnk.pexp();
             k.powi(moment) * k_dxs_dk(z, t, k, k_p2)
         },
-        k_lo.ln(),
-        split.ln(),
+        k_lo.pln(),
+        split.pln(),
     );
     // u = ln(E − k): dk = −(E − k) du.
     let high = integrate(
         |u| {
-            let ep = u.exp();
+            let ep = u.pexp();
             let k = e_tot - ep;
             k.powi(moment) * k_dxs_dk(z, t, k, k_p2) / k * ep
         },
-        (e_tot - k_hi).ln(),
-        (e_tot - split).ln(),
+        (e_tot - k_hi).pln(),
+        (e_tot - split).pln(),
     );
     low + high
 }
@@ -282,7 +283,7 @@ pub fn majorant(z: f64, t: f64, k_cut: f64) -> f64 {
     let e_tot = t + ELECTRON_MASS;
     let k0 = k_cut.clamp(0.0, t);
     let g0 = screening_gamma(z, e_tot, k0);
-    let (a0, b0) = brackets(z, g0, g0 / z.cbrt(), coulomb_term(z, t));
+    let (a0, b0) = brackets(z, g0, g0 / z.pcbrt(), coulomb_term(z, t));
     let c = |y: f64| 4.0 / 3.0 - 4.0 / 3.0 * y + y * y;
     let (y0, y1) = (k0 / e_tot, t / e_tot);
     ALPHA_RE2 * (c(y0).max(c(y1)) * a0.max(0.0) + 2.0 / 3.0 * (1.0 - y0) * b0)
@@ -304,7 +305,7 @@ pub fn sample_tsai_angle(e_tot: f64, rng: &mut RandomStream) -> f64 {
             3.0 * TSAI_A
         };
         // 1 − r ∈ (0, 1]: the logarithm is finite.
-        let u = -((1.0 - rng.uniform_f64()) * (1.0 - rng.uniform_f64())).ln() / rate;
+        let u = -((1.0 - rng.uniform_f64()) * (1.0 - rng.uniform_f64())).pln() / rate;
         let theta = u * ELECTRON_MASS / e_tot;
         if theta <= std::f64::consts::PI {
             return theta;
@@ -343,9 +344,9 @@ pub fn sample_photon_energy(z: f64, t: f64, k_cut: f64, k_p2: f64, rng: &mut Ran
         "bremsstrahlung photon cut {k_cut} MeV not below T = {t} MeV"
     );
     let bound = majorant(z, t, k_cut);
-    let log_range = (t / k_cut).ln();
+    let log_range = (t / k_cut).pln();
     loop {
-        let k = k_cut * (log_range * rng.uniform_f64()).exp();
+        let k = k_cut * (log_range * rng.uniform_f64()).pexp();
         if rng.uniform_f64() * bound <= k_dxs_dk(z, t, k, k_p2) {
             return k;
         }
@@ -364,7 +365,7 @@ pub fn sample(m: &ShowerMaterial, t: f64, dir: [f64; 3], k_cut: f64, rng: &mut R
     Secondary {
         particle: Particle::Gamma,
         energy: k,
-        dir: deflect(dir, theta.cos(), phi),
+        dir: deflect(dir, theta.pcos(), phi),
     }
 }
 

@@ -16,6 +16,7 @@
 
 use super::material::ShowerMaterial;
 use super::{ELECTRON_MASS, TWOPI_MC2_RCL2};
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::RandomStream;
 
 /// Bohr variance [MeV²] of the restricted loss over a step of `s` [cm] at kinetic energy `t`
@@ -50,7 +51,7 @@ pub fn sample_loss(mean: f64, var: f64, rng: &mut RandomStream) -> f64 {
 pub fn standard_normal(rng: &mut RandomStream) -> f64 {
     let u1 = rng.uniform_f64(); // (0, 1]
     let u2 = rng.uniform_f64();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    (-2.0 * u1.pln()).sqrt() * (std::f64::consts::TAU * u2).pcos()
 }
 
 /// A Gamma(k, 1) deviate: Marsaglia and Tsang (ACM TOMS 26 (2000) 363) for k ≥ 1; for k < 1
@@ -58,7 +59,7 @@ pub fn standard_normal(rng: &mut RandomStream) -> f64 {
 pub fn standard_gamma(k: f64, rng: &mut RandomStream) -> f64 {
     if k < 1.0 {
         let g = standard_gamma(k + 1.0, rng);
-        return g * rng.uniform_f64().powf(1.0 / k);
+        return g * rng.uniform_f64().ppowf(1.0 / k);
     }
     let d = k - 1.0 / 3.0;
     let c = 1.0 / (9.0 * d).sqrt();
@@ -70,7 +71,7 @@ pub fn standard_gamma(k: f64, rng: &mut RandomStream) -> f64 {
         }
         let v = v * v * v;
         let u = rng.uniform_f64();
-        if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+        if u.pln() < 0.5 * x * x + d - d * v + d * v.pln() {
             return d * v;
         }
     }

@@ -42,6 +42,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
 use std::mem::size_of;
 use std::sync::Arc;
 use warpdrive_core::cuda::{self, GpuError};
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::progress::Progress;
 
 pub const KERNEL_NAME: &str = "shower.cu";
@@ -281,8 +282,8 @@ impl HostTables {
                 t.elements.push(GpuElement {
                     z: c.z,
                     atom_density: n,
-                    ln_z: c.z.ln(),
-                    cbrt_z: c.z.cbrt(),
+                    ln_z: c.z.pln(),
+                    cbrt_z: c.z.pcbrt(),
                     coulomb: coulomb_correction(c.z),
                     photo,
                     rayleigh,

@@ -2,6 +2,8 @@
 //! neighbouring points (Celeritas' `XsCalculator` convention, spec §2.3; the same as
 //! [`crate::xs::XsGrid`] without the E·Σ part), clamped to the end values outside.
 
+use warpdrive_core::pmath::Portable;
+
 /// Values on energies E_i = E_0 · exp(i·Δ), i = 0..n.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LogGrid {
@@ -22,9 +24,9 @@ impl LogGrid {
         assert!(e_min > 0.0 && e_max > e_min && bins_per_decade > 0, "bad grid {e_min}..{e_max}");
         let decades = (e_max / e_min).log10();
         let bins = ((bins_per_decade as f64 * decades) - 1e-9).ceil().max(1.0) as usize;
-        let log_front = e_min.ln();
-        let log_delta = (e_max / e_min).ln() / bins as f64;
-        let mut energy: Vec<f64> = (0..=bins).map(|i| (log_front + i as f64 * log_delta).exp()).collect();
+        let log_front = e_min.pln();
+        let log_delta = (e_max / e_min).pln() / bins as f64;
+        let mut energy: Vec<f64> = (0..=bins).map(|i| (log_front + i as f64 * log_delta).pexp()).collect();
         // The ends exactly as asked.
         energy[0] = e_min;
         energy[bins] = e_max;
@@ -63,7 +65,7 @@ impl LogGrid {
     #[must_use]
     pub fn find(&self, e: f64) -> usize {
         let n = self.energy.len();
-        let mut i = (((e.ln() - self.log_front) / self.log_delta).max(0.0) as usize).min(n - 2);
+        let mut i = (((e.pln() - self.log_front) / self.log_delta).max(0.0) as usize).min(n - 2);
         // ln/exp rounding can put e a hair outside the bin the division gives.
         if e < self.energy[i] && i > 0 {
             i -= 1;

@@ -3,6 +3,7 @@
 
 use super::Particle;
 use crate::klein_nishina::rotate;
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::RandomStream;
 
 /// A particle created by an interaction: its kind, kinetic energy [MeV] and unit direction.
@@ -19,7 +20,7 @@ pub struct Secondary {
 #[must_use]
 pub fn deflect(axis: [f64; 3], cos_theta: f64, phi: f64) -> [f64; 3] {
     let sin_theta = (1.0 - cos_theta * cos_theta).max(0.0).sqrt();
-    rotate([sin_theta * phi.cos(), sin_theta * phi.sin(), cos_theta], axis)
+    rotate([sin_theta * phi.pcos(), sin_theta * phi.psin(), cos_theta], axis)
 }
 
 /// A direction drawn uniformly on the unit sphere (two random numbers: cos θ, then φ).
@@ -29,7 +30,7 @@ pub fn isotropic(rng: &mut RandomStream) -> [f64; 3] {
     let cos_theta = 2.0 * rng.uniform_f64() - 1.0;
     let phi = std::f64::consts::TAU * rng.uniform_f64();
     let sin_theta = (1.0 - cos_theta * cos_theta).max(0.0).sqrt();
-    [sin_theta * phi.cos(), sin_theta * phi.sin(), cos_theta]
+    [sin_theta * phi.pcos(), sin_theta * phi.psin(), cos_theta]
 }
 
 #[cfg(test)]

@@ -76,6 +76,7 @@ use super::material::ShowerMaterial;
 use super::tables::TableOptions;
 use super::{Particle, ELECTRON_MASS, ELECTRON_RADIUS, FINE_STRUCTURE, HBAR_C};
 use std::f64::consts::{PI, TAU};
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::RandomStream;
 
 /// f_r of the UseSafety step limit (Geant4 10.3 default `RangeFactor` for e±).
@@ -89,7 +90,7 @@ pub const TAIL_SCALE: f64 = 3.0;
 /// λ₁/λ₂ in the small-angle limit, used in Lewis' ⟨r²⟩.
 pub const K_LEWIS: f64 = 3.0;
 /// 2^{1/4}, the factor of the scan in [`geom_to_true`] (the correctly rounded value, equal to
-/// `2f64.powf(0.25)`; a literal so that the CUDA twin uses the same number).
+/// `2f64.ppowf(0.25)`; a literal so that the CUDA twin uses the same number).
 pub const FOURTH_ROOT_2: f64 = 1.189_207_115_002_721;
 /// Thomas–Fermi radius a_TF = 0.885 a₀ Z^{-1/3}: the 0.885 [Molière 1947].
 const THOMAS_FERMI: f64 = 0.885;
@@ -111,7 +112,7 @@ fn momentum2_beta2(t: f64) -> (f64, f64) {
 #[must_use]
 pub fn screening_parameter(z: f64, t: f64) -> f64 {
     let (p2, b2) = momentum2_beta2(t);
-    let chi0_2 = (FINE_STRUCTURE * ELECTRON_MASS * z.cbrt() / THOMAS_FERMI).powi(2) / p2;
+    let chi0_2 = (FINE_STRUCTURE * ELECTRON_MASS * z.pcbrt() / THOMAS_FERMI).powi(2) / p2;
     0.25 * chi0_2 * (1.13 + 3.76 * (FINE_STRUCTURE * z).powi(2) / b2)
 }
 
@@ -121,7 +122,7 @@ pub fn screening_parameter(z: f64, t: f64) -> f64 {
 #[must_use]
 pub fn nuclear_parameter(a_mass: f64, t: f64) -> f64 {
     let (p2, _) = momentum2_beta2(t);
-    let r = NUCLEAR_R0 * a_mass.cbrt();
+    let r = NUCLEAR_R0 * a_mass.pcbrt();
     1.25 * HBAR_C * HBAR_C / (p2 * r * r)
 }
 
@@ -134,7 +135,7 @@ pub fn transport_integral(screening: f64, nuclear: f64) -> f64 {
     let b = 2.0 * nuclear;
     let p = b * b / ((b - a) * (b - a));
     let q = -a * b / (b - a);
-    p * (2.0 / a).ln_1p() + q * (1.0 / a - 1.0 / (2.0 + a)) - p * (2.0 / b).ln_1p()
+    p * (2.0 / a).pln_1p() + q * (1.0 / a - 1.0 / (2.0 + a)) - p * (2.0 / b).pln_1p()
 }
 
 /// First transport cross section per atom [cm²] of an e⁻ or e⁺ of kinetic energy `t` [MeV] on an
@@ -266,9 +267,9 @@ fn linear_lambda(tables: &MscTables, particle: Particle, t_start: f64, t_end: f6
 #[must_use]
 pub fn mean_cos_linear(l0: f64, alpha: f64, true_len: f64) -> f64 {
     if alpha * true_len < 1e-12 {
-        return (-true_len / l0).exp();
+        return (-true_len / l0).pexp();
     }
-    ((-alpha * true_len).ln_1p() / (alpha * l0)).exp()
+    ((-alpha * true_len).pln_1p() / (alpha * l0)).pexp()
 }
 
 /// Mean geometric path z(t) = [1 − (1 − αt)^w]/(αw), w = 1 + 1/(αλ₁₀) (Urban; PRM "Path length
@@ -277,10 +278,10 @@ pub fn mean_cos_linear(l0: f64, alpha: f64, true_len: f64) -> f64 {
 pub fn geom_linear(l0: f64, alpha: f64, true_len: f64) -> f64 {
     let aw = alpha + 1.0 / l0;
     if alpha * true_len < 1e-12 {
-        return -(-true_len / l0).exp_m1() * l0;
+        return -(-true_len / l0).pexp_m1() * l0;
     }
     let w = aw / alpha;
-    -(w * (-alpha * true_len).ln_1p()).exp_m1() / aw
+    -(w * (-alpha * true_len).pln_1p()).pexp_m1() / aw
 }
 
 /// ⟨cos θ⟩ after a step of true length `true_len` [cm] from kinetic energy `t_start` to `t_end`.
@@ -385,7 +386,7 @@ pub fn highland_theta0(t_start: f64, t_end: f64, true_len: f64, radiation_length
     let (_, b2e) = momentum2_beta2(t_end);
     let beta2 = (b2s * b2e).sqrt();
     let y = true_len / radiation_length;
-    let c = (1.0 + 0.038 * (y / beta2).ln()).max(0.0);
+    let c = (1.0 + 0.038 * (y / beta2).pln()).max(0.0);
     13.6 / (bcp(t_start) * bcp(t_end)).sqrt() * y.sqrt() * c
 }
 
@@ -397,7 +398,7 @@ pub fn core_mean(a: f64) -> f64 {
     } else if a > 300.0 {
         1.0 / a
     } else {
-        1.0 / a - 2.0 / (2.0 * a).exp_m1()
+        1.0 / a - 2.0 / (2.0 * a).pexp_m1()
     }
 }
 
@@ -405,7 +406,7 @@ pub fn core_mean(a: f64) -> f64 {
 #[must_use]
 pub fn tail_mean(c: f64) -> f64 {
     let a = 0.5 * c;
-    c * ((1.0 + a) * (1.0 / a).ln_1p() - 1.0)
+    c * ((1.0 + a) * (1.0 / a).pln_1p() - 1.0)
 }
 
 /// The a of g₁ whose ⟨1 − u⟩ is `d` ∈ (0, 1) (bisection in ln a; core_mean decreases in a).
@@ -414,13 +415,13 @@ pub fn core_a_from_mean(d: f64) -> f64 {
     let (mut lo, mut hi) = (-30.0f64, 60.0f64);
     for _ in 0..200 {
         let mid = 0.5 * (lo + hi);
-        if core_mean(mid.exp()) > d {
+        if core_mean(mid.pexp()) > d {
             lo = mid;
         } else {
             hi = mid;
         }
     }
-    (0.5 * (lo + hi)).exp()
+    (0.5 * (lo + hi)).pexp()
 }
 
 /// Parameters of the angular distribution: p, a of the core, c = b − 1 of the tail.
@@ -442,7 +443,7 @@ pub fn angular_params(d: f64, theta0: f64) -> AngularParams {
     if !(theta0 > 0.0 && theta0 < 0.5 * PI) {
         return pure(d);
     }
-    let a = 0.5 / (1.0 - theta0.cos());
+    let a = 0.5 / (1.0 - theta0.pcos());
     let c = 0.5 * (TAIL_SCALE * theta0).powi(2);
     let (m1, m2) = (core_mean(a), tail_mean(c));
     if m1 <= d && d <= m2 && m2 > m1 {
@@ -463,14 +464,14 @@ pub fn core_mean2(a: f64) -> f64 {
     if a < 1e-3 {
         return 4.0 / 3.0 - 2.0 * a / 3.0;
     }
-    let e = (-2.0 * a).exp();
-    (2.0 / (a * a * a) - e * (4.0 / a + 4.0 / (a * a) + 2.0 / (a * a * a))) * a / -(-2.0 * a).exp_m1()
+    let e = (-2.0 * a).pexp();
+    (2.0 / (a * a * a) - e * (4.0 / a + 4.0 / (a * a) + 2.0 / (a * a * a))) * a / -(-2.0 * a).pexp_m1()
 }
 
 /// ⟨(1 − u)²⟩ of g₂ ∝ 1/(1 − u + c)²: [2 − 2c ln(1 + 2/c) + 2c/(2 + c)]·c(2 + c)/2.
 #[must_use]
 pub fn tail_mean2(c: f64) -> f64 {
-    (2.0 - 2.0 * c * (2.0 / c).ln_1p() + 2.0 * c / (2.0 + c)) * c * (2.0 + c) / 2.0
+    (2.0 - 2.0 * c * (2.0 / c).pln_1p() + 2.0 * c / (2.0 + c)) * c * (2.0 + c) / 2.0
 }
 
 impl AngularParams {
@@ -494,7 +495,7 @@ pub fn sample_cos(params: &AngularParams, rng: &mut RandomStream) -> f64 {
     let AngularParams { p, a, c } = *params;
     let xi = rng.uniform_f64();
     let x = if p >= 1.0 || rng.uniform_f64() <= p {
-        -(-xi * -(-2.0 * a).exp_m1()).ln_1p() / a
+        -(-xi * -(-2.0 * a).pexp_m1()).pln_1p() / a
     } else {
         2.0 * c * xi / (2.0 + c - 2.0 * xi)
     };
@@ -509,7 +510,7 @@ pub fn lateral_r2(l1: f64, k: f64, true_len: f64) -> f64 {
     if tau < 1e-3 {
         return 2.0 * k / 9.0 * true_len * true_len * tau * (1.0 - (k + 1.0) / 4.0 * tau);
     }
-    let r2 = 4.0 * l1 * l1 / 3.0 * (tau - (k + 1.0) / k + k / (k - 1.0) * (-tau).exp() - (-k * tau).exp() / (k * (k - 1.0)));
+    let r2 = 4.0 * l1 * l1 / 3.0 * (tau - (k + 1.0) / k + k / (k - 1.0) * (-tau).pexp() - (-k * tau).pexp() / (k * (k - 1.0)));
     r2.max(0.0)
 }
 
@@ -561,20 +562,20 @@ pub fn sample(
     let mut displacement = [0.0; 3];
     if safety > 0.0 {
         // Effective constant λ₁ with the same ⟨cos θ⟩, τ = −ln⟨cos θ⟩.
-        let tau = -m.ln();
+        let tau = -m.pln();
         let l_eff = true_len / tau;
         let r2 = lateral_r2(l_eff, K_LEWIS, true_len);
         let sin2 = params.mean_sin2();
         let corr = if sin2 > 0.0 { (0.75 * r2 / sin2).sqrt() } else { 0.0 };
         let sigma = (r2 / 8.0).sqrt();
         // Two Gaussians (Box–Muller); uniform_f64 is in (0, 1].
-        let rho = sigma * (-2.0 * rng.uniform_f64().ln()).sqrt();
+        let rho = sigma * (-2.0 * rng.uniform_f64().pln()).sqrt();
         let psi = TAU * rng.uniform_f64();
         let (e1, e2) = perpendicular_basis(dir);
         let dot = new_dir[0] * dir[0] + new_dir[1] * dir[1] + new_dir[2] * dir[2];
         for k in 0..3 {
             let w = new_dir[k] - dot * dir[k];
-            displacement[k] = corr * w + rho * (psi.cos() * e1[k] + psi.sin() * e2[k]);
+            displacement[k] = corr * w + rho * (psi.pcos() * e1[k] + psi.psin() * e2[k]);
         }
         let r = (displacement[0].powi(2) + displacement[1].powi(2) + displacement[2].powi(2)).sqrt();
         let r_max = 0.99 * safety;

@@ -25,6 +25,7 @@ use super::interaction::{deflect, Secondary};
 use super::material::{coulomb_correction, ShowerMaterial};
 use super::photoelectric::close_sum;
 use super::{Particle, ELECTRON_MASS};
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::RandomStream;
 
 /// 1 µb in cm².
@@ -51,7 +52,7 @@ pub fn xs_per_atom(z: f64, e: f64) -> f64 {
     if e <= two_mc2 {
         return 0.0;
     }
-    let x = (e.max(E_LOW) / ELECTRON_MASS).ln();
+    let x = (e.max(E_LOW) / ELECTRON_MASS).pln();
     let (f1, f2, f3) = (poly(&A, x), poly(&B, x), poly(&C, x));
     let mut sigma = (z + 1.0) * (f1 * z + f2 * z * z + f3) * MICROBARN;
     if e < E_LOW {
@@ -71,7 +72,7 @@ pub fn macro_xs(m: &ShowerMaterial, e: f64) -> f64 {
 #[must_use]
 pub fn screen1(delta: f64) -> f64 {
     if delta > 1.4 {
-        42.038 - 8.29 * (delta + 0.958).ln()
+        42.038 - 8.29 * (delta + 0.958).pln()
     } else {
         42.184 - delta * (7.444 - 1.623 * delta)
     }
@@ -81,7 +82,7 @@ pub fn screen1(delta: f64) -> f64 {
 #[must_use]
 pub fn screen2(delta: f64) -> f64 {
     if delta > 1.4 {
-        42.038 - 8.29 * (delta + 0.958).ln()
+        42.038 - 8.29 * (delta + 0.958).pln()
     } else {
         41.326 - delta * (5.848 - 0.902 * delta)
     }
@@ -90,7 +91,7 @@ pub fn screen2(delta: f64) -> f64 {
 /// F(Z) = (8/3) ln Z, plus 8 f_c(Z) above 50 MeV (Coulomb correction).
 #[must_use]
 pub fn f_z(z: f64, e: f64) -> f64 {
-    let f = 8.0 / 3.0 * z.ln();
+    let f = 8.0 / 3.0 * z.pln();
     if e > 50.0 {
         f + 8.0 * coulomb_correction(z)
     } else {
@@ -103,8 +104,8 @@ pub fn f_z(z: f64, e: f64) -> f64 {
 #[must_use]
 pub fn epsilon_min(z: f64, e: f64) -> f64 {
     let eps0 = ELECTRON_MASS / e;
-    let dmin = 4.0 * 136.0 * eps0 / z.cbrt();
-    let dmax = ((42.038 - f_z(z, e)) / 8.29).exp() - 0.958;
+    let dmin = 4.0 * 136.0 * eps0 / z.pcbrt();
+    let dmax = ((42.038 - f_z(z, e)) / 8.29).pexp() - 0.958;
     let eps1 = 0.5 - 0.5 * (1.0 - (dmin / dmax).min(1.0)).sqrt();
     eps0.max(eps1)
 }
@@ -123,7 +124,7 @@ pub fn sample_epsilon(z: f64, e: f64, rng: &mut RandomStream) -> f64 {
         return eps0 + (0.5 - eps0) * rng.uniform_f64();
     }
     let f = f_z(z, e);
-    let screen = 136.0 * eps0 / z.cbrt();
+    let screen = 136.0 * eps0 / z.pcbrt();
     let dmin = 4.0 * screen;
     let eps_min = epsilon_min(z, e);
     let range = 0.5 - eps_min;
@@ -133,7 +134,7 @@ pub fn sample_epsilon(z: f64, e: f64, rng: &mut RandomStream) -> f64 {
     loop {
         let branch1 = n1 > (n1 + n2) * rng.uniform_f64();
         let u = rng.uniform_f64();
-        let eps = if branch1 { 0.5 - range * u.cbrt() } else { eps_min + range * u };
+        let eps = if branch1 { 0.5 - range * u.pcbrt() } else { eps_min + range * u };
         let delta = screen / (eps * (1.0 - eps));
         let g = if branch1 {
             (screen1(delta) - f) / f10
@@ -155,7 +156,7 @@ pub fn sample_tsai_theta(e_total: f64, rng: &mut RandomStream) -> f64 {
     } else {
         3.0 * TSAI_A
     };
-    let u = -(rng.uniform_f64() * rng.uniform_f64()).max(f64::MIN_POSITIVE).ln() / a;
+    let u = -(rng.uniform_f64() * rng.uniform_f64()).max(f64::MIN_POSITIVE).pln() / a;
     (u * ELECTRON_MASS / e_total).min(std::f64::consts::PI)
 }
 
@@ -193,12 +194,12 @@ pub fn sample(m: &ShowerMaterial, e: f64, dir: [f64; 3], rng: &mut RandomStream)
         Secondary {
             particle: Particle::Electron,
             energy: t_minus,
-            dir: deflect(dir, th_minus.cos(), phi),
+            dir: deflect(dir, th_minus.pcos(), phi),
         },
         Secondary {
             particle: Particle::Positron,
             energy: t_plus,
-            dir: deflect(dir, th_plus.cos(), phi + std::f64::consts::PI),
+            dir: deflect(dir, th_plus.pcos(), phi + std::f64::consts::PI),
         },
     ]
 }

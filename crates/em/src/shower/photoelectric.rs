@@ -32,6 +32,7 @@
 //! holds exactly in floating point (summed in that order, absent = 0).
 
 use std::sync::OnceLock;
+use warpdrive_core::pmath::Portable;
 
 use super::interaction::{deflect, isotropic, Secondary};
 use super::material::ShowerMaterial;
@@ -168,8 +169,8 @@ impl ElementPhoto {
         let i = self.interval(e);
         let (x0, x1) = (self.energy[i], self.energy[i + 1]);
         let (y0, y1) = (self.sigma[i], self.sigma[i + 1]);
-        let t = (e / x0).ln() / (x1 / x0).ln();
-        y0 * (y1 / y0).powf(t)
+        let t = (e / x0).pln() / (x1 / x0).pln();
+        y0 * (y1 / y0).ppowf(t)
     }
 
     /// Shell shares at `e` (linear between grid rows, 0 for shells with B > e).
@@ -205,7 +206,7 @@ pub fn sauter_shape(e: f64, b_k: f64) -> f64 {
     let k = e / ELECTRON_MASS;
     let g = 1.0 + (e - b_k).max(1e-9) / ELECTRON_MASS;
     let p = (g * g - 1.0).sqrt();
-    let l = ((g + p) / (g - p)).ln();
+    let l = ((g + p) / (g - p)).pln();
     p.powi(3) / k.powi(5) * (4.0 / 3.0 + g * (g - 2.0) / (g + 1.0) * (1.0 - l / (2.0 * g * p)))
 }
 

@@ -39,6 +39,7 @@
 //! given (tests: Pb 50 and 500 keV).
 
 use std::sync::OnceLock;
+use warpdrive_core::pmath::Portable;
 
 use super::interaction::deflect;
 use super::material::ShowerMaterial;
@@ -160,12 +161,12 @@ fn segment_integral(x0: f64, y0: f64, x1: f64, y1: f64, x: f64) -> f64 {
         return 0.0;
     }
     if is_power_law(x0, y0, y1) {
-        let b1 = (y1 / y0).ln() / (x1 / x0).ln() + 1.0;
-        let l = (x / x0).ln();
+        let b1 = (y1 / y0).pln() / (x1 / x0).pln() + 1.0;
+        let l = (x / x0).pln();
         if b1.abs() < 1e-9 {
             y0 * x0 * l
         } else {
-            y0 * x0 * (b1 * l).exp_m1() / b1
+            y0 * x0 * (b1 * l).pexp_m1() / b1
         }
     } else {
         let s = (y1 - y0) / (x1 - x0);
@@ -180,12 +181,12 @@ fn segment_invert(x0: f64, y0: f64, x1: f64, y1: f64, r: f64) -> f64 {
         return x0;
     }
     let x = if is_power_law(x0, y0, y1) {
-        let b1 = (y1 / y0).ln() / (x1 / x0).ln() + 1.0;
+        let b1 = (y1 / y0).pln() / (x1 / x0).pln() + 1.0;
         let t = r / (y0 * x0);
         if b1.abs() < 1e-9 {
-            x0 * t.exp()
+            x0 * t.pexp()
         } else {
-            x0 * ((b1 * t).ln_1p() / b1).exp()
+            x0 * ((b1 * t).pln_1p() / b1).pexp()
         }
     } else {
         // y0·d + s·d²/2 = r, solved without cancellation.
@@ -211,8 +212,8 @@ impl ElementRayleigh {
         let i = self.energy.partition_point(|&x| x <= e) - 1;
         let (x0, x1) = (self.energy[i], self.energy[i + 1]);
         let (y0, y1) = (self.sigma[i], self.sigma[i + 1]);
-        let t = (e / x0).ln() / (x1 / x0).ln();
-        y0 * (y1 / y0).powf(t)
+        let t = (e / x0).pln() / (x1 / x0).pln();
+        y0 * (y1 / y0).ppowf(t)
     }
 
     /// F²(x), x = q² [1/Å²], with the interpolation used for sampling (0 beyond the table).
@@ -225,7 +226,7 @@ impl ElementRayleigh {
         let i = self.x.partition_point(|&v| v <= x) - 1;
         let (x0, x1, y0, y1) = (self.x[i], self.x[i + 1], self.f2[i], self.f2[i + 1]);
         if is_power_law(x0, y0, y1) {
-            y0 * (x / x0).powf((y1 / y0).ln() / (x1 / x0).ln())
+            y0 * (x / x0).ppowf((y1 / y0).pln() / (x1 / x0).pln())
         } else {
             y0 + (y1 - y0) * (x - x0) / (x1 - x0)
         }

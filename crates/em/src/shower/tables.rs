@@ -19,6 +19,7 @@ use super::grid::LogGrid;
 use super::ionisation::{delta_ray_macro_xs, restricted_dedx, threshold_energy};
 use super::material::ShowerMaterial;
 use super::Particle;
+use warpdrive_core::pmath::Portable;
 
 /// Default bins per decade (see the module doc).
 pub const DEFAULT_BINS_PER_DECADE: usize = 56;
@@ -172,11 +173,11 @@ fn range_grid(dedx: &LogGrid, s: impl Fn(f64) -> f64) -> LogGrid {
     let e0 = dedx.front();
     value.push(2.0 * e0 / dedx.value[0]);
     for i in 0..dedx.len() - 1 {
-        let (u0, u1) = (dedx.energy[i].ln(), dedx.energy[i + 1].ln());
+        let (u0, u1) = (dedx.energy[i].pln(), dedx.energy[i + 1].pln());
         let h = (u1 - u0) / N as f64;
         let integral: f64 = (0..=N)
             .map(|k| {
-                let e = (u0 + k as f64 * h).exp();
+                let e = (u0 + k as f64 * h).pexp();
                 let w = if k == 0 || k == N {
                     1.0
                 } else if k % 2 == 1 {

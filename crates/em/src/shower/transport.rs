@@ -38,6 +38,7 @@ use super::physics::{ChargedProcess, GammaProcess, MaterialPhysics};
 use super::tables::TableOptions;
 use super::{annihilation, brems, delta_ray, msc, pair, photoelectric, rayleigh, Particle, ELECTRON_MASS};
 use crate::klein_nishina;
+use warpdrive_core::pmath::Portable;
 use warpdrive_core::RandomStream;
 
 /// Philox tag of shower tracks.
@@ -272,7 +273,7 @@ fn mix(mut z: u64) -> u64 {
 
 /// A number of mean free paths: −ln u, u ∈ (0, 1].
 fn exp1(rng: &mut RandomStream) -> f64 {
-    -rng.uniform_f64().ln()
+    -rng.uniform_f64().pln()
 }
 
 fn particle_index(p: Particle) -> usize {
