@@ -283,14 +283,16 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
 }
 
 /// `warpdrive bench em --problem testem3`: events/s and track-steps/s of 1 GeV and 10 GeV e⁻ in
-/// TestEm3 per thread count (CPU; the GPU path of showers does not exist yet).
+/// TestEm3 per CPU thread count, and with `--device cuda[:N]` on the GPU (`gpu_events` events per
+/// energy, after a warm-up that compiles the kernel), with the GPU / one-core ratio.
 pub fn bench_testem3(events: u64, threads: &[usize], device: &str, json: &std::path::Path) -> Result<()> {
     if events == 0 {
         bail!("--events must be at least 1");
     }
-    if device != "cpu" {
-        eprintln!("note: --device {device}: EM showers have no GPU path yet (issue #15); timing the CPU");
-    }
+    let gpu = match device {
+        "cpu" => None,
+        d => Some(warpdrive_core::cuda::parse_devices(d)?.first().copied().unwrap_or(0)),
+    };
     let mut threads = threads.to_vec();
     if threads.is_empty() {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -328,8 +330,48 @@ pub fn bench_testem3(events: u64, threads: &[usize], device: &str, json: &std::p
             );
         }
     }
-    println!("reference: Geant4 10.3 TestEm3.out, 100 events of 1 GeV e⁻: 2.35 s user time on one core (2017) = 42.5 events/s");
-    let out = serde_json::json!({"benchmark": "em-testem3-cpu", "runs": rows, "geant4_10_3_events_per_s_1gev_one_core": 42.5,
+    let mut gpu_rows = Vec::new();
+    if let Some(ordinal) = gpu {
+        let gpu_events = events * 50;
+        // Warm-up: kernel compile/load and first touch.
+        let _ = warpdrive_em::shower::gpu::run(
+            &phys,
+            &Primary::testem3(Particle::Electron, 100.0),
+            8,
+            1,
+            ordinal,
+            &Progress::hidden(),
+        )?;
+        println!(
+            "{:>10} {:>28} {:>8} {:>10} {:>12} {:>14} {:>22}",
+            "energy", "device", "events", "seconds", "events/s", "track-steps/s", "× one CPU core"
+        );
+        for energy in [1000.0, 10000.0] {
+            let primary = Primary::testem3(Particle::Electron, energy);
+            let (r, st) = warpdrive_em::shower::gpu::run(&phys, &primary, gpu_events, 1, ordinal, &Progress::hidden())?;
+            let (ev, stp) = (gpu_events as f64 / st.seconds, r.total_steps() as f64 / st.seconds);
+            let one_core = rows
+                .iter()
+                .filter(|x: &&serde_json::Value| x["energy_mev"] == energy && x["threads"] == 1)
+                .map(|x| x["events_per_s"].as_f64().unwrap_or(f64::NAN))
+                .next()
+                .unwrap_or(f64::NAN);
+            println!(
+                "{:>7} MeV {:>28} {gpu_events:>8} {:>10.3} {ev:>12.1} {stp:>14.3e} {:>22.1}",
+                energy,
+                st.device.chars().take(28).collect::<String>(),
+                st.seconds,
+                ev / one_core
+            );
+            gpu_rows.push(
+                serde_json::json!({"energy_mev": energy, "device": st.device, "events": gpu_events, "seconds": st.seconds,
+                "events_per_s": ev, "track_steps_per_s": stp, "registers": [st.registers.0, st.registers.1],
+                "generations": st.generations, "batches": st.batches, "ratio_to_one_cpu_core_here": ev / one_core}),
+            );
+        }
+    }
+    println!("reference: Geant4 10.3 TestEm3.out, 100 events of 1 GeV e⁻: 2.35 s user time on one core (2017) = 42.5 events/s; issue target: GPU ≥ 200 × one CPU core of the same host");
+    let out = serde_json::json!({"benchmark": "em-testem3", "cpu_runs": rows, "gpu_runs": gpu_rows, "geant4_10_3_events_per_s_1gev_one_core": 42.5,
         "version": env!("CARGO_PKG_VERSION")});
     warpdrive_core::table::write_atomic(json, (serde_json::to_string_pretty(&out)? + "\n").as_bytes())?;
     Ok(())

@@ -230,11 +230,7 @@ pub fn em_shower(
     if events == 0 {
         return Err(errors::value("events must be at least 1".to_string()));
     }
-    if !matches!(device, "cpu" | "auto") {
-        return Err(errors::value(format!(
-            "device '{device}': EM showers run on the CPU only so far (issue #15); use device='cpu'"
-        )));
-    }
+    let gpus = crate::run::devices(device)?;
     let cal = match calorimeter {
         Some(f) => Calorimeter::from_toml(std::path::Path::new(f)).map_err(|e| errors::input(&e))?,
         None => Calorimeter::testem3(),
@@ -242,8 +238,15 @@ pub fn em_shower(
     let prim = transport::Primary::testem3(particle, energy);
     let (run, phys, device) = crate::run::run(py, threads, progress, events, |p| {
         let phys = transport::ShowerPhysics::build(cal, RangeCuts::uniform(cut_mm / 10.0), TableOptions::default());
-        let r = warpdrive_em::shower::run::run(&phys, &prim, events, seed, p);
-        (r, phys, format!("cpu ({} threads)", rayon::current_num_threads()))
-    })?;
+        match &gpus {
+            None => {
+                let r = warpdrive_em::shower::run::run(&phys, &prim, events, seed, p);
+                Ok((r, phys, format!("cpu ({} threads)", rayon::current_num_threads())))
+            }
+            Some(d) => warpdrive_em::shower::gpu::run_devices(&phys, &prim, events, seed, d, p, &Default::default())
+                .map(|(r, st)| (r, phys, st.device)),
+        }
+    })?
+    .map_err(|e| errors::gpu(&e))?;
     Ok(ShowerResult { run, phys, device })
 }

@@ -68,5 +68,5 @@ def test_calorimeter_file_and_bad_inputs(tmp_path):
         em.testem3(primary="muon", events=1)
     with pytest.raises(ValueError):
         em.testem3(energy=-1, events=1)
-    with pytest.raises(ValueError, match="CPU only"):
-        em.testem3(events=1, device="cuda")
+    with pytest.raises(ValueError, match="expected auto, cpu, cuda"):
+        em.testem3(events=1, device="npu")

@@ -83,7 +83,8 @@ def testem3(primary="e-", energy=1000.0, events=1000, seed=12345, cut_mm=1.0, de
             progress=None):
     """``warpdrive em testem3``: ``events`` showers of a ``primary`` ("e-", "e+", "gamma") of kinetic
     ``energy`` MeV in Geant4's TestEm3 (50 × [2.3 mm Pb + 5.7 mm liquid Ar]), one production cut of
-    ``cut_mm`` mm. Defaults are the CLI's. CPU only so far."""
+    ``cut_mm`` mm. ``device``: "cpu", "auto", "cuda", "cuda:N" or "cuda:all" (the GPU twin, bit-identical to
+    the CPU). Defaults are the CLI's, except ``device`` ("cpu")."""
     return _shower(None, primary, energy, events, seed, cut_mm, device, threads, progress)
 
 
