@@ -47,37 +47,38 @@ __device__ double pm_ln(double x) {
     double f = m - 1.0;
     double s = f / (2.0 + f);
     double z = s * s;
-    double r = 2.0 / 23.0;
-    r = r * z + 2.0 / 21.0;
-    r = r * z + 2.0 / 19.0;
-    r = r * z + 2.0 / 17.0;
-    r = r * z + 2.0 / 15.0;
-    r = r * z + 2.0 / 13.0;
-    r = r * z + 2.0 / 11.0;
-    r = r * z + 2.0 / 9.0;
-    r = r * z + 2.0 / 7.0;
-    r = r * z + 2.0 / 5.0;
-    r = r * z + 2.0 / 3.0;
-    r *= z;
+    double z2 = z * z;
+    double z4 = z2 * z2;
+    double z8 = z4 * z4;
+    double a0 = 2.0 / 3.0 + 2.0 / 5.0 * z;
+    double a1 = 2.0 / 7.0 + 2.0 / 9.0 * z;
+    double a2 = 2.0 / 11.0 + 2.0 / 13.0 * z;
+    double a3 = 2.0 / 15.0 + 2.0 / 17.0 * z;
+    double a4 = 2.0 / 19.0 + 2.0 / 21.0 * z;
+    double b0 = a0 + a1 * z2;
+    double b1 = a2 + a3 * z2;
+    double b2 = a4 + 2.0 / 23.0 * z2;
+    double r = z * ((b0 + b1 * z4) + b2 * z8);
     double hfsq = 0.5 * f * f;
     double kf = (double)k;
     return kf * PM_LN2_HI - ((hfsq - (s * (hfsq + r) + kf * PM_LN2_LO)) - f);
 }
 
 __device__ __forceinline__ double pm_exp_reduced(double r) {
-    double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    return 1.0 + (r + r * r * p);
+    double r2 = r * r;
+    double r4 = r2 * r2;
+    double r8 = r4 * r4;
+    double a0 = 0.5 + r * (1.0 / 6.0);
+    double a1 = 1.0 / 24.0 + r * (1.0 / 120.0);
+    double a2 = 1.0 / 720.0 + r * (1.0 / 5040.0);
+    double a3 = 1.0 / 40320.0 + r * (1.0 / 362880.0);
+    double a4 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0);
+    double a5 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0);
+    double b0 = a0 + a1 * r2;
+    double b1 = a2 + a3 * r2;
+    double b2 = a4 + a5 * r2;
+    double p = (b0 + b1 * r4) + b2 * r8;
+    return 1.0 + (r + r2 * p);
 }
 
 __device__ double pm_exp(double x) {
@@ -90,20 +91,21 @@ __device__ double pm_exp(double x) {
 }
 
 __device__ __forceinline__ double pm_exp_m1_reduced(double x) {
-    double p = 1.0 / 87178291200.0;
-    p = p * x + 1.0 / 6227020800.0;
-    p = p * x + 1.0 / 479001600.0;
-    p = p * x + 1.0 / 39916800.0;
-    p = p * x + 1.0 / 3628800.0;
-    p = p * x + 1.0 / 362880.0;
-    p = p * x + 1.0 / 40320.0;
-    p = p * x + 1.0 / 5040.0;
-    p = p * x + 1.0 / 720.0;
-    p = p * x + 1.0 / 120.0;
-    p = p * x + 1.0 / 24.0;
-    p = p * x + 1.0 / 6.0;
-    p = p * x + 0.5;
-    return x + x * x * p;
+    double x2 = x * x;
+    double x4 = x2 * x2;
+    double x8 = x4 * x4;
+    double a0 = 0.5 + x * (1.0 / 6.0);
+    double a1 = 1.0 / 24.0 + x * (1.0 / 120.0);
+    double a2 = 1.0 / 720.0 + x * (1.0 / 5040.0);
+    double a3 = 1.0 / 40320.0 + x * (1.0 / 362880.0);
+    double a4 = 1.0 / 3628800.0 + x * (1.0 / 39916800.0);
+    double a5 = 1.0 / 479001600.0 + x * (1.0 / 6227020800.0);
+    double b0 = a0 + a1 * x2;
+    double b1 = a2 + a3 * x2;
+    double b2 = a4 + a5 * x2;
+    double d0 = b0 + b1 * x4;
+    double d1 = b2 + 1.0 / 87178291200.0 * x4;
+    return x + x2 * (d0 + d1 * x8);
 }
 
 __device__ double pm_exp_m1(double x) {
@@ -186,8 +188,26 @@ __device__ void pm_sincos(double x, double* s_out, double* c_out) {
     else { *s_out = -c; *c_out = s; }
 }
 
-__device__ __forceinline__ double pm_sin(double x) { double s, c; pm_sincos(x, &s, &c); return s; }
-__device__ __forceinline__ double pm_cos(double x) { double s, c; pm_sincos(x, &s, &c); return c; }
+__device__ double pm_sin(double x) {
+    if (!pm_isfinite(x)) return __longlong_as_double(0x7ff8000000000000ll);
+    double k = floor(x * PM_TWO_OVER_PI + 0.5);
+    double r = ((x - k * PM_PIO2_1) - k * PM_PIO2_2) - k * PM_PIO2_3;
+    long long q = ((long long)k % 4 + 4) % 4;
+    if (q == 0) return pm_sin_reduced(r);
+    if (q == 1) return pm_cos_reduced(r);
+    if (q == 2) return -pm_sin_reduced(r);
+    return -pm_cos_reduced(r);
+}
+__device__ double pm_cos(double x) {
+    if (!pm_isfinite(x)) return __longlong_as_double(0x7ff8000000000000ll);
+    double k = floor(x * PM_TWO_OVER_PI + 0.5);
+    double r = ((x - k * PM_PIO2_1) - k * PM_PIO2_2) - k * PM_PIO2_3;
+    long long q = ((long long)k % 4 + 4) % 4;
+    if (q == 0) return pm_cos_reduced(r);
+    if (q == 1) return -pm_sin_reduced(r);
+    if (q == 2) return -pm_cos_reduced(r);
+    return pm_sin_reduced(r);
+}
 
 __device__ double pm_cbrt(double x) {
     if (x == 0.0 || !pm_isfinite(x)) return x;

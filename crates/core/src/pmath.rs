@@ -80,41 +80,44 @@ pub fn ln(x: f64) -> f64 {
     let f = m - 1.0;
     let s = f / (2.0 + f);
     let z = s * s;
-    // R(z) = Σ_{i=1}^{11} 2 z^i / (2i + 1), Horner from the highest term.
-    let mut r = 2.0 / 23.0;
-    r = r * z + 2.0 / 21.0;
-    r = r * z + 2.0 / 19.0;
-    r = r * z + 2.0 / 17.0;
-    r = r * z + 2.0 / 15.0;
-    r = r * z + 2.0 / 13.0;
-    r = r * z + 2.0 / 11.0;
-    r = r * z + 2.0 / 9.0;
-    r = r * z + 2.0 / 7.0;
-    r = r * z + 2.0 / 5.0;
-    r = r * z + 2.0 / 3.0;
-    r *= z;
+    // R(z) = z·P(z), P(z) = Σ_{i=0}^{10} 2 z^i / (2i + 3), by Estrin's scheme (pairs, then z², z⁴,
+    // z⁸): a short dependency chain.
+    let z2 = z * z;
+    let z4 = z2 * z2;
+    let z8 = z4 * z4;
+    let a0 = 2.0 / 3.0 + 2.0 / 5.0 * z;
+    let a1 = 2.0 / 7.0 + 2.0 / 9.0 * z;
+    let a2 = 2.0 / 11.0 + 2.0 / 13.0 * z;
+    let a3 = 2.0 / 15.0 + 2.0 / 17.0 * z;
+    let a4 = 2.0 / 19.0 + 2.0 / 21.0 * z;
+    let b0 = a0 + a1 * z2;
+    let b1 = a2 + a3 * z2;
+    let b2 = a4 + 2.0 / 23.0 * z2;
+    let r = z * ((b0 + b1 * z4) + b2 * z8);
     let hfsq = 0.5 * f * f;
     let kf = k as f64;
     kf * LN2_HI - ((hfsq - (s * (hfsq + r) + kf * LN2_LO)) - f)
 }
 
-/// e^r for |r| ≤ 0.35: Taylor series to r¹³/13!.
+/// e^r for |r| ≤ 0.35: Taylor series to r¹³/13!, 1 + r + r²·p(r) with p = Σ_{j=0}^{11} r^j/(j+2)!
+/// by Estrin's scheme.
 #[inline]
 fn exp_reduced(r: f64) -> f64 {
-    let mut p = 1.0 / 6_227_020_800.0; // 1/13!
-    p = p * r + 1.0 / 479_001_600.0;
-    p = p * r + 1.0 / 39_916_800.0;
-    p = p * r + 1.0 / 3_628_800.0;
-    p = p * r + 1.0 / 362_880.0;
-    p = p * r + 1.0 / 40_320.0;
-    p = p * r + 1.0 / 5_040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
+    let r2 = r * r;
+    let r4 = r2 * r2;
+    let r8 = r4 * r4;
+    let a0 = 0.5 + r * (1.0 / 6.0);
+    let a1 = 1.0 / 24.0 + r * (1.0 / 120.0);
+    let a2 = 1.0 / 720.0 + r * (1.0 / 5_040.0);
+    let a3 = 1.0 / 40_320.0 + r * (1.0 / 362_880.0);
+    let a4 = 1.0 / 3_628_800.0 + r * (1.0 / 39_916_800.0);
+    let a5 = 1.0 / 479_001_600.0 + r * (1.0 / 6_227_020_800.0);
+    let b0 = a0 + a1 * r2;
+    let b1 = a2 + a3 * r2;
+    let b2 = a4 + a5 * r2;
+    let p = (b0 + b1 * r4) + b2 * r8;
     // 1 + r + r²·p, the small part first.
-    1.0 + (r + r * r * p)
+    1.0 + (r + r2 * p)
 }
 
 /// e^x (module doc).
@@ -134,23 +137,24 @@ pub fn exp(x: f64) -> f64 {
     scale(exp_reduced(r), k as i64)
 }
 
-/// e^r − 1 for |r| ≤ 0.35: r + r²/2 + … + r¹⁴/14!.
+/// e^r − 1 for |r| ≤ 0.35: r + r²·p(r), p = Σ_{j=0}^{12} r^j/(j+2)! (to r¹⁴/14!), Estrin's scheme.
 #[inline]
 fn exp_m1_reduced(x: f64) -> f64 {
-    let mut p = 1.0 / 87_178_291_200.0; // 1/14!
-    p = p * x + 1.0 / 6_227_020_800.0;
-    p = p * x + 1.0 / 479_001_600.0;
-    p = p * x + 1.0 / 39_916_800.0;
-    p = p * x + 1.0 / 3_628_800.0;
-    p = p * x + 1.0 / 362_880.0;
-    p = p * x + 1.0 / 40_320.0;
-    p = p * x + 1.0 / 5_040.0;
-    p = p * x + 1.0 / 720.0;
-    p = p * x + 1.0 / 120.0;
-    p = p * x + 1.0 / 24.0;
-    p = p * x + 1.0 / 6.0;
-    p = p * x + 0.5;
-    x + x * x * p
+    let x2 = x * x;
+    let x4 = x2 * x2;
+    let x8 = x4 * x4;
+    let a0 = 0.5 + x * (1.0 / 6.0);
+    let a1 = 1.0 / 24.0 + x * (1.0 / 120.0);
+    let a2 = 1.0 / 720.0 + x * (1.0 / 5_040.0);
+    let a3 = 1.0 / 40_320.0 + x * (1.0 / 362_880.0);
+    let a4 = 1.0 / 3_628_800.0 + x * (1.0 / 39_916_800.0);
+    let a5 = 1.0 / 479_001_600.0 + x * (1.0 / 6_227_020_800.0);
+    let b0 = a0 + a1 * x2;
+    let b1 = a2 + a3 * x2;
+    let b2 = a4 + a5 * x2;
+    let d0 = b0 + b1 * x4;
+    let d1 = b2 + 1.0 / 87_178_291_200.0 * x4;
+    x + x2 * (d0 + d1 * x8)
 }
 
 /// e^x − 1, accurate near 0 (module doc).
@@ -262,10 +266,9 @@ pub fn sin_cos(x: f64) -> (f64, f64) {
     if !x.is_finite() {
         return (f64::NAN, f64::NAN);
     }
-    let k = (x * TWO_OVER_PI + 0.5).floor();
-    let r = ((x - k * PIO2_1) - k * PIO2_2) - k * PIO2_3;
+    let (r, q) = reduce_pio2(x);
     let (s, c) = (sin_reduced(r), cos_reduced(r));
-    match (k as i64).rem_euclid(4) {
+    match q {
         0 => (s, c),
         1 => (c, -s),
         2 => (-s, -c),
@@ -273,16 +276,42 @@ pub fn sin_cos(x: f64) -> (f64, f64) {
     }
 }
 
-/// sin x.
-#[must_use]
-pub fn sin(x: f64) -> f64 {
-    sin_cos(x).0
+/// x = k·π/2 + r (module doc) and k mod 4.
+#[inline]
+fn reduce_pio2(x: f64) -> (f64, i64) {
+    let k = (x * TWO_OVER_PI + 0.5).floor();
+    let r = ((x - k * PIO2_1) - k * PIO2_2) - k * PIO2_3;
+    (r, (k as i64).rem_euclid(4))
 }
 
-/// cos x.
+/// sin x (the same bits as `sin_cos(x).0`, one polynomial).
+#[must_use]
+pub fn sin(x: f64) -> f64 {
+    if !x.is_finite() {
+        return f64::NAN;
+    }
+    let (r, q) = reduce_pio2(x);
+    match q {
+        0 => sin_reduced(r),
+        1 => cos_reduced(r),
+        2 => -sin_reduced(r),
+        _ => -cos_reduced(r),
+    }
+}
+
+/// cos x (the same bits as `sin_cos(x).1`, one polynomial).
 #[must_use]
 pub fn cos(x: f64) -> f64 {
-    sin_cos(x).1
+    if !x.is_finite() {
+        return f64::NAN;
+    }
+    let (r, q) = reduce_pio2(x);
+    match q {
+        0 => cos_reduced(r),
+        1 => -sin_reduced(r),
+        2 => -cos_reduced(r),
+        _ => sin_reduced(r),
+    }
 }
 
 /// Cube root (module doc).
@@ -410,7 +439,7 @@ pub fn fingerprint(args: &[f64]) -> u64 {
 }
 
 /// [`fingerprint`] of [`check_arguments`]`(10 000)` (test `bit_patterns_are_pinned`).
-pub const PINNED_FINGERPRINT: u64 = 0x3b6a_a08b_d4c2_538d;
+pub const PINNED_FINGERPRINT: u64 = 0x793d_b455_dbd7_f68f;
 
 #[cfg(test)]
 mod tests {

@@ -218,15 +218,13 @@ __device__ __forceinline__ unsigned int wd_count_lt(const double* a, unsigned in
 // ---- grid.rs ----
 
 __device__ __forceinline__ unsigned int wd_grid_find(const double* en, const WdGrid& g, double e) {
+    // LogGrid::find: log() only estimates the bin, the comparisons decide it (any log will do).
     unsigned int n = g.n;
-    double x = (wd_ln(e) - g.log_front) / g.log_delta;
+    double x = (log(e) - g.log_front) / g.log_delta;
     x = fmax(x, 0.0);
     unsigned int i = x >= (double)(n - 2) ? n - 2 : (unsigned int)x;
-    if (e < en[i] && i > 0) {
-        i -= 1;
-    } else if (e > en[i + 1] && i + 2 < n) {
-        i += 1;
-    }
+    while (i > 0 && e < en[i]) i -= 1;
+    while (i + 2 < n && e >= en[i + 1]) i += 1;
     return i;
 }
 

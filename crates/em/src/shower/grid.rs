@@ -60,16 +60,19 @@ impl LogGrid {
         self.energy[self.energy.len() - 1]
     }
 
-    /// The bin i with E_i ≤ e ≤ E_{i+1}, for e inside the grid (clamped to 0..n − 2).
+    /// The bin i with E_i ≤ e < E_{i+1} (clamped to 0..n − 2). The logarithm only *estimates* i;
+    /// the comparisons with the bin energies decide it, so any logarithm gives the same bin —
+    /// this one is the fast host libm's, the CUDA twin uses the device's (no portable math
+    /// needed: bit-identical bins on both sides by construction).
     #[inline]
     #[must_use]
     pub fn find(&self, e: f64) -> usize {
         let n = self.energy.len();
-        let mut i = (((e.pln() - self.log_front) / self.log_delta).max(0.0) as usize).min(n - 2);
-        // ln/exp rounding can put e a hair outside the bin the division gives.
-        if e < self.energy[i] && i > 0 {
+        let mut i = (((e.ln() - self.log_front) / self.log_delta).max(0.0) as usize).min(n - 2);
+        while i > 0 && e < self.energy[i] {
             i -= 1;
-        } else if e > self.energy[i + 1] && i + 2 < n {
+        }
+        while i + 2 < n && e >= self.energy[i + 1] {
             i += 1;
         }
         i
