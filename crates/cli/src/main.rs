@@ -282,7 +282,13 @@ fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
     let start = Instant::now();
     let mut outs = outputs(
         force,
-        &[a.ice.as_deref(), a.geometry.as_deref(), a.input.as_deref(), a.steps.as_deref(), a.sensors.as_deref()],
+        &[
+            a.ice.as_deref(),
+            a.geometry.as_deref(),
+            a.input.as_deref(),
+            a.steps.as_deref(),
+            a.sensors.as_deref(),
+        ],
         &[Some(a.output.as_path()), a.hit_lines.as_deref()],
     )?;
     let det = Detector::build(&DetectorOptions {

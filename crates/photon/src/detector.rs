@@ -216,14 +216,14 @@ impl Detector {
             Some(sensor_envelope(s, &geometry, &spectrum, rde_ratio.as_ref(), angular.envelope())?)
         } else {
             match (&rde_ratio, geometry.doms.iter().any(|d| d.high_qe)) {
-            (Some(ratio), true) => {
-                let (points, grid) = match opts.wavelength {
-                    Some(w) => (EmissionPoints::wfla(w), Grid::wfla(w)),
-                    None => (EmissionPoints::from_spectrum(&spectrum), Grid::FULL),
-                };
-                Some(Envelope::new(&points, ratio, [type_max(false), type_max(true)], grid))
-            }
-            _ => None,
+                (Some(ratio), true) => {
+                    let (points, grid) = match opts.wavelength {
+                        Some(w) => (EmissionPoints::wfla(w), Grid::wfla(w)),
+                        None => (EmissionPoints::from_spectrum(&spectrum), Grid::FULL),
+                    };
+                    Some(Envelope::new(&points, ratio, [type_max(false), type_max(true)], grid))
+                }
+                _ => None,
             }
         };
         if let Some(s) = &sensors {
@@ -243,11 +243,18 @@ impl Detector {
         let (medium, budget, dom_types) = match &envelope {
             Some(e) => {
                 let n = geometry.doms.iter().filter(|d| d.high_qe).count();
-                description.push(format!(
-                    "DOM types: {} nominal, {n} high-QE (wv.rde); photons for their envelope, ∫ = {:.4} × nominal",
-                    geometry.doms.len() - n,
-                    e.integral()
-                ));
+                if sensors.is_some() {
+                    description.push(format!(
+                        "photons for the envelope of the DOM and module types' acceptances, ∫ = {:.4} × nominal DOM",
+                        e.integral()
+                    ));
+                } else {
+                    description.push(format!(
+                        "DOM types: {} nominal, {n} high-QE (wv.rde); photons for their envelope, ∫ = {:.4} × nominal",
+                        geometry.doms.len() - n,
+                        e.integral()
+                    ));
+                }
                 let medium = Medium::with_quantiles(&layers, &cfg, tilt, |p| e.quantile(p));
                 let dom_types = DomTypes {
                     rde_max: e.rde_max,

@@ -338,7 +338,16 @@ mod tests {
         assert_eq!(t[4], 0.0, "impact θ towards the centre: up, {l}");
         // With multi-PMT modules PPC prints `om_pmt`.
         let mut s = String::new();
-        push_hit_line_for(&mut s, &Hit { string: 12, om: 34, pmt: 17, ..h }, true);
+        push_hit_line_for(
+            &mut s,
+            &Hit {
+                string: 12,
+                om: 34,
+                pmt: 17,
+                ..h
+            },
+            true,
+        );
         assert_eq!(s, l.replacen("HIT 1 2 ", "HIT 12 34_17 ", 1));
         let mut s = String::new();
         push_hit_line_for(&mut s, &h, false);

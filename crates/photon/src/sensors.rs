@@ -209,7 +209,7 @@ pub fn read_conf(path: &Path) -> Result<(Vec<ModuleType>, Vec<String>), InputErr
         if !beta.is_finite() || beta > 1.0 {
             return Err(InputError::new(path, line, "must be at most 1").field("beta"));
         }
-        if !(rr > 0.0 && rr < 10.0) || !(rz.abs() > 0.0 && rz.abs() < 10.0) {
+        if !(rr > 0.0 && rr < 10.0 && rz.abs() > 0.0 && rz.abs() < 10.0) {
             return Err(InputError::new(path, line, "module radii must be non-zero and below 10 m").field("Rr/Rz"));
         }
         let cable_deg = if t.len() == 10 { f(9, "cable")? } else { 0.0 };
@@ -276,7 +276,11 @@ pub fn read_dirs(path: &Path) -> Result<Vec<[f64; 3]>, InputError> {
     for (line, l) in data_lines(&text) {
         let t: Vec<&str> = l.split_whitespace().collect();
         if t.len() != 4 {
-            return Err(InputError::new(path, line, format!("{} columns; expected 4 (index x y z)", t.len())));
+            return Err(InputError::new(
+                path,
+                line,
+                format!("{} columns; expected 4 (index x y z)", t.len()),
+            ));
         }
         if dirs.len() == MAX_DIRS {
             return Err(InputError::new(path, line, format!("more than {MAX_DIRS} directions")));
@@ -305,7 +309,11 @@ pub fn read_map(path: &Path) -> Result<Vec<(usize, i32, i32, i32)>, InputError> 
     for (line, l) in data_lines(&text) {
         let t: Vec<&str> = l.split_whitespace().collect();
         if t.len() != 3 {
-            return Err(InputError::new(path, line, format!("{} columns; expected 3 (string om type)", t.len())));
+            return Err(InputError::new(
+                path,
+                line,
+                format!("{} columns; expected 3 (string om type)", t.len()),
+            ));
         }
         let int = |k: usize, name: &str| -> Result<i32, InputError> {
             let v = parse_i64(path, line, name, Some(t[k]))?;
@@ -492,7 +500,10 @@ mod tests {
     #[test]
     fn cap_response_is_the_caps_projected_area() {
         assert!((cap_response(0.0, 0.3) - 0.65).abs() < 1e-12, "half sphere: (1 + x)/2");
-        assert!((cap_response(1.0, 0.3) - 0.3).abs() < 1e-12 && cap_response(1.0, -0.3) == 0.0, "flat");
+        assert!(
+            (cap_response(1.0, 0.3) - 0.3).abs() < 1e-12 && cap_response(1.0, -0.3) == 0.0,
+            "flat"
+        );
         assert!((cap_response(-2.0, 0.6) - 0.8).abs() < 1e-12, "cylinder");
         let mut rng = RandomStream::new(5, 0, 0);
         let pts: Vec<[f64; 3]> = (0..400_000)
@@ -540,7 +551,10 @@ mod tests {
             ("X 1 1 zero 0.15 0.2 1 180 0\n", ":1: field 'beta'"),
             ("X 1 1 0.5 0 0.2 1 180 0\n", "field 'Rr/Rz'"),
             ("X 1 1 0.5 0.15 0.2 1 180\n", "8 columns"),
-            ("X 1 1 0.5 0.15 0.2 1 180 0\nY 1 1 0.5 0.15 0.2 1 180 0\n", ":2: field 'type': type 1 defined twice"),
+            (
+                "X 1 1 0.5 0.15 0.2 1 180 0\nY 1 1 0.5 0.15 0.2 1 180 0\n",
+                ":2: field 'type': type 1 defined twice",
+            ),
         ] {
             let p = write(&d, "bad.conf", text);
             let e = read_conf(&p).unwrap_err().to_string();
@@ -551,7 +565,10 @@ mod tests {
         let p = write(&d, "om.map", "1 1 2\n1 2\n");
         assert!(read_map(&p).unwrap_err().to_string().contains("om.map:2: 2 columns"));
         let p = write(&d, "om.wv_2.0", "300 1\n400 2\n390 3\n");
-        assert!(EffectiveArea::read(&p).unwrap_err().to_string().contains("om.wv_2.0:3: field 'wavelength'"));
+        assert!(EffectiveArea::read(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("om.wv_2.0:3: field 'wavelength'"));
         let p = write(&d, "om.wv_2.0", "300 1\n400 -2\n");
         assert!(EffectiveArea::read(&p).unwrap_err().to_string().contains(":2: field 'area'"));
         std::fs::remove_dir_all(&d).ok();

@@ -19,9 +19,12 @@ fn run(opts: &DetectorOptions, f2k: &str, seed: u64) -> (Detector, warpdrive_pho
 fn fingerprint(sim: &warpdrive_photon::Simulation) -> (usize, String) {
     let mut h = Fnv64::new();
     for x in &sim.hits {
-        h.write(&x.event.to_le_bytes()).write(&x.source.to_le_bytes()).write(&x.photon.to_le_bytes());
+        h.write(&x.event.to_le_bytes())
+            .write(&x.source.to_le_bytes())
+            .write(&x.photon.to_le_bytes());
         h.write(&x.string.to_le_bytes()).write(&x.om.to_le_bytes());
-        h.write(&x.time.to_bits().to_le_bytes()).write(&x.wavelength.to_bits().to_le_bytes());
+        h.write(&x.time.to_bits().to_le_bytes())
+            .write(&x.wavelength.to_bits().to_le_bytes());
         for v in x.dir.iter().chain(&x.impact) {
             h.write(&v.to_bits().to_le_bytes());
         }
@@ -38,7 +41,10 @@ fn data() -> Option<PathBuf> {
 #[test]
 fn models_without_om_files_are_unchanged() {
     let Some(data) = data() else { return };
-    for (model, want) in [("spice_3.2.1", (1941usize, "8da3e737f782afb7")), ("spice_ftp-v3m", (2719usize, "5d6d7687a72a3df1"))] {
+    for (model, want) in [
+        ("spice_3.2.1", (1941usize, "8da3e737f782afb7")),
+        ("spice_ftp-v3m", (2719usize, "5d6d7687a72a3df1")),
+    ] {
         let (_, sim) = run(
             &DetectorOptions {
                 ice_dir: Some(data.join("ice").join(model)),
@@ -89,7 +95,10 @@ fn upgrade_modules_record_several_pmts() {
             n_degg += 1;
         }
     }
-    eprintln!("{} hits: mDOM {n_mdom} on PMTs {mdom:?}, D-Egg {n_degg} on {degg:?}", sim.hits.len());
+    eprintln!(
+        "{} hits: mDOM {n_mdom} on PMTs {mdom:?}, D-Egg {n_degg} on {degg:?}",
+        sim.hits.len()
+    );
     assert!(mdom.len() >= 12, "{mdom:?}");
     assert_eq!(degg.len(), 2, "{degg:?}");
     let mut line = String::new();
@@ -105,6 +114,9 @@ fn upgrade_modules_record_several_pmts() {
     assert!(det0.sensors.is_none(), "no om.conf in that directory");
     let expect = n_mdom as f64 / 2.2 + n_degg as f64 / 2.8;
     let ratio = sim0.hits.len() as f64 / expect;
-    eprintln!("nominal DOMs: {} hits, {ratio:.3} × the sensor run scaled by the om.wv ratios", sim0.hits.len());
+    eprintln!(
+        "nominal DOMs: {} hits, {ratio:.3} × the sensor run scaled by the om.wv ratios",
+        sim0.hits.len()
+    );
     assert!((0.6..1.6).contains(&ratio), "{ratio}");
 }
