@@ -116,6 +116,9 @@ struct PhotonArgs {
     /// Geometry file (PPC geo-f2k or Prometheus .geo). Default: <ice>/geo-f2k, else a generated 86-string detector.
     #[arg(long)]
     geometry: Option<PathBuf>,
+    /// Multi-PMT module files (om.conf, om.dirs, om.map, om.wv_*; PPC's NEXTGENDIR). Default: the ice directory.
+    #[arg(long)]
+    sensors: Option<PathBuf>,
     /// f2k input with TR lines. Default: one 100 TeV EM cascade at the detector centre.
     #[arg(long, conflicts_with = "steps")]
     input: Option<PathBuf>,
@@ -279,13 +282,20 @@ fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
     let start = Instant::now();
     let mut outs = outputs(
         force,
-        &[a.ice.as_deref(), a.geometry.as_deref(), a.input.as_deref(), a.steps.as_deref()],
+        &[
+            a.ice.as_deref(),
+            a.geometry.as_deref(),
+            a.input.as_deref(),
+            a.steps.as_deref(),
+            a.sensors.as_deref(),
+        ],
         &[Some(a.output.as_path()), a.hit_lines.as_deref()],
     )?;
     let det = Detector::build(&DetectorOptions {
         ice_dir: a.ice.clone(),
         geometry: a.geometry.clone(),
         oversize: a.oversize,
+        sensors: a.sensors.clone(),
         ..Default::default()
     })?;
     for d in &det.description {
@@ -347,7 +357,11 @@ fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
     warpdrive_photon::hits::write_parquet(&sim.hits, &tmp, &meta).with_context(|| format!("writing {}", a.output.display()))?;
     if let Some(p) = &a.hit_lines {
         let tmp = outs.file(p)?;
-        let text: String = sim.hits.iter().map(|h| warpdrive_photon::hits::hit_line(h) + "\n").collect();
+        let mut text = String::with_capacity(sim.hits.len() * 96);
+        for h in &sim.hits {
+            warpdrive_photon::hits::push_hit_line_for(&mut text, h, det.sensors.is_some());
+            text.push('\n');
+        }
         std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {}", p.display()))?;
     }
     outs.commit()?;

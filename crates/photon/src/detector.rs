@@ -11,6 +11,7 @@ use crate::envelope::{EmissionPoints, Envelope, Grid};
 use crate::geometry::Geometry;
 use crate::ice::Layers;
 use crate::medium::Medium;
+use crate::sensors::{EffectiveArea, Sensors};
 use crate::source::{Yield, DPPM};
 use crate::spectrum::{AngularSensitivity, RdeRatio, Spectrum};
 use crate::tilt::Tilt;
@@ -33,6 +34,9 @@ pub struct DetectorOptions {
     pub angular: Option<PathBuf>,
     /// BFRA, BFRB: scales of the birefringence parameters (photon-ppc-phase2.md §1).
     pub bfr_scales: [f64; 2],
+    /// NEXTGENDIR: where `om.conf`, `om.dirs`, `om.map`, `om.wv_*` are read (multi-PMT modules,
+    /// photon-ppc-phase2.md §7); `None` = the ice directory.
+    pub sensors: Option<PathBuf>,
 }
 
 impl Default for DetectorOptions {
@@ -46,6 +50,7 @@ impl Default for DetectorOptions {
             absm: None,
             angular: None,
             bfr_scales: [1.0, 1.0],
+            sensors: None,
         }
     }
 }
@@ -90,6 +95,9 @@ pub struct Detector {
     /// Nominal and high-QE DOMs (wv.rde with eff-f2k type-1 rows): RDE_max per type and each
     /// type's share of the envelope per wavelength slice (`crate::envelope`).
     pub dom_types: Option<DomTypes>,
+    /// Multi-PMT module types and which modules are of them (om.conf, om.map): hits on those
+    /// modules carry a PMT index and HIT lines print `om_pmt`.
+    pub sensors: Option<Sensors>,
     pub yield_: Yield,
     /// What was read, in words, and options present but not simulated.
     pub description: Vec<String>,
@@ -192,30 +200,77 @@ impl Detector {
                 .fold(0.0, f64::max)
         };
         let rde_max = type_max(false).max(type_max(true)).max(f64::MIN_POSITIVE);
-        // Two DOM types: photons for the envelope of their acceptances (photon-ppc-phase2.md §4).
-        let envelope = match (&rde_ratio, geometry.doms.iter().any(|d| d.high_qe)) {
-            (Some(ratio), true) => {
-                let (points, grid) = match opts.wavelength {
-                    Some(w) => (EmissionPoints::wfla(w), Grid::wfla(w)),
-                    None => (EmissionPoints::from_spectrum(&spectrum), Grid::FULL),
-                };
-                Some(Envelope::new(&points, ratio, [type_max(false), type_max(true)], grid))
-            }
-            _ => None,
+        let sensor_dir = opts.sensors.clone().or_else(|| tilt_dir.clone());
+        let mut sensors = match &sensor_dir {
+            Some(d) => Sensors::load(d, &geometry)?,
+            None => None,
         };
+        // Two DOM types: photons for the envelope of their acceptances (photon-ppc-phase2.md §4).
+        let envelope = if let Some(s) = &mut sensors {
+            if opts.wavelength.is_some() {
+                return Err(InputError::file(
+                    s.dir.join("om.conf"),
+                    "multi-PMT modules with WFLA (single wavelength) are not simulated",
+                ));
+            }
+            Some(sensor_envelope(s, &geometry, &spectrum, rde_ratio.as_ref(), angular.envelope())?)
+        } else {
+            match (&rde_ratio, geometry.doms.iter().any(|d| d.high_qe)) {
+                (Some(ratio), true) => {
+                    let (points, grid) = match opts.wavelength {
+                        Some(w) => (EmissionPoints::wfla(w), Grid::wfla(w)),
+                        None => (EmissionPoints::from_spectrum(&spectrum), Grid::FULL),
+                    };
+                    Some(Envelope::new(&points, ratio, [type_max(false), type_max(true)], grid))
+                }
+                _ => None,
+            }
+        };
+        if let Some(s) = &sensors {
+            description.extend(s.notes.iter().cloned());
+            let mut counts = vec![0usize; s.types.len()];
+            for t in s.module_type.iter().flatten() {
+                counts[*t as usize] += 1;
+            }
+            let list: Vec<String> = s
+                .types
+                .iter()
+                .zip(&counts)
+                .map(|(t, n)| format!("{n} {} (type {}, {} PMTs)", t.name, t.id, t.pmts.len()))
+                .collect();
+            description.push(format!("multi-PMT modules ({}): {}", s.dir.display(), list.join(", ")));
+        }
         let (medium, budget, dom_types) = match &envelope {
             Some(e) => {
                 let n = geometry.doms.iter().filter(|d| d.high_qe).count();
-                description.push(format!(
-                    "DOM types: {} nominal, {n} high-QE (wv.rde); photons for their envelope, ∫ = {:.4} × nominal",
-                    geometry.doms.len() - n,
-                    e.integral()
-                ));
+                if sensors.is_some() {
+                    description.push(format!(
+                        "photons for the envelope of the DOM and module types' acceptances, ∫ = {:.4} × nominal DOM",
+                        e.integral()
+                    ));
+                } else {
+                    description.push(format!(
+                        "DOM types: {} nominal, {n} high-QE (wv.rde); photons for their envelope, ∫ = {:.4} × nominal",
+                        geometry.doms.len() - n,
+                        e.integral()
+                    ));
+                }
                 let medium = Medium::with_quantiles(&layers, &cfg, tilt, |p| e.quantile(p));
                 let dom_types = DomTypes {
                     rde_max: e.rde_max,
                     share: e.slice_shares(crate::medium::WNUM),
                 };
+                if let Some(s) = &mut sensors {
+                    let mut k = 0;
+                    for t in &mut s.types {
+                        for q in 0..2 {
+                            if t.rde_max[q] > 0.0 {
+                                t.share[q] = e.share_of(&e.extra[k], crate::medium::WNUM);
+                                k += 1;
+                            }
+                        }
+                    }
+                }
                 (medium, e.integral(), Some(dom_types))
             }
             None => {
@@ -265,10 +320,62 @@ impl Detector {
             angular,
             rde_max,
             dom_types,
+            sensors,
             description,
             unsupported,
         })
     }
+}
+
+/// The photon envelope with multi-PMT module types (photon-ppc-phase2.md §7, `crate::sensors`):
+/// the nominal and high-QE single-PMT DOMs as `crate::envelope`, plus per module type and PMT type
+/// t present (eff-f2k type) EA(λ) × Frank–Tamm × area·F_max/(π R₀²⟨F⟩) × RDE_max / (DPPM · mas)
+/// from `om.wv_<type>.<t>`, in the nominal type's units. Sets each type's `rde_max`.
+fn sensor_envelope(
+    s: &mut Sensors,
+    geometry: &Geometry,
+    spectrum: &Spectrum,
+    ratio: Option<&RdeRatio>,
+    mas: f64,
+) -> Result<Envelope, InputError> {
+    let mut nominal_max = [0.0f64; 2];
+    for (i, d) in geometry.doms.iter().enumerate() {
+        match s.module_type[i] {
+            None => {
+                let q = usize::from(d.high_qe);
+                nominal_max[q] = nominal_max[q].max(d.rde);
+            }
+            Some(t) => {
+                let t = &mut s.types[t as usize];
+                let q = usize::from(d.high_qe);
+                t.rde_max[q] = t.rde_max[q].max(d.rde);
+            }
+        }
+    }
+    let flat = RdeRatio {
+        wavelength: vec![100.0, 2000.0],
+        ratio: vec![1.0, 1.0],
+    };
+    let ratio = match ratio {
+        Some(r) => r,
+        None => {
+            nominal_max[1] = 0.0;
+            &flat
+        }
+    };
+    let grid = Grid::FULL;
+    let base = Envelope::new(&EmissionPoints::from_spectrum(spectrum), ratio, nominal_max, grid);
+    let mut extra = Vec::new();
+    for t in &s.types {
+        for q in 0..2 {
+            if t.rde_max[q] > 0.0 {
+                let ea = EffectiveArea::read(&s.dir.join(format!("om.wv_{}.{q}", t.id)))?;
+                let scale = t.emission_scale() * t.rde_max[q] * grid.bin / (DPPM * mas);
+                extra.push(ea.photons_on(&grid).into_iter().map(|v| v * scale).collect());
+            }
+        }
+    }
+    Ok(base.with_types(extra))
 }
 
 #[cfg(test)]

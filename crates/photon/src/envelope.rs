@@ -125,6 +125,8 @@ pub struct Envelope {
     pub rde_max: [f64; 2],
     /// Per type: density × RDE_max × bin width in each grid bin.
     pub types: [Vec<f64>; 2],
+    /// Further types in the same units (multi-PMT module types, `crate::sensors`).
+    pub extra: Vec<Vec<f64>>,
     /// max over the types, per grid bin, and its cumulative sum (from 0, `grid.n + 1` values).
     pub env: Vec<f64>,
     cumulative: Vec<f64>,
@@ -148,9 +150,28 @@ impl Envelope {
             grid,
             rde_max,
             types,
+            extra: Vec::new(),
             env,
             cumulative,
         }
+    }
+
+    /// The envelope with more types (each density × RDE_max × bin width on `grid`, in the nominal
+    /// type's units): multi-PMT module types (photon-ppc-phase2.md §7).
+    #[must_use]
+    pub fn with_types(mut self, extra: Vec<Vec<f64>>) -> Self {
+        for (k, e) in self.env.iter_mut().enumerate() {
+            for t in &extra {
+                *e = e.max(t[k]);
+            }
+        }
+        self.cumulative.truncate(1);
+        for k in 0..self.env.len() {
+            let c = self.cumulative[k] + self.env[k];
+            self.cumulative.push(c);
+        }
+        self.extra = extra;
+        self
     }
 
     /// ∫ envelope dλ relative to the nominal spectrum's integral: the ppm's factor in place of
@@ -182,6 +203,13 @@ impl Envelope {
     /// r_t(n) of the envelope within the slice (1 where the type is the envelope).
     #[must_use]
     pub fn slice_shares(&self, slices: usize) -> [Vec<f64>; 2] {
+        [self.share_of(&self.types[0], slices), self.share_of(&self.types[1], slices)]
+    }
+
+    /// The share r(n) of the envelope that a type of density `d` (on the grid) holds within each
+    /// of `slices` equal-probability slices.
+    #[must_use]
+    pub fn share_of(&self, d: &[f64], slices: usize) -> Vec<f64> {
         let per_slice = self.integral() / slices as f64;
         let mass = |d: &[f64], a: f64, b: f64| -> f64 {
             // ∫ of the piecewise-constant `d` over grid positions [a, b].
@@ -194,16 +222,13 @@ impl Envelope {
             m += d[ia + 1..ib.min(d.len())].iter().sum::<f64>();
             m
         };
-        let share = |t: usize| -> Vec<f64> {
-            (0..slices)
-                .map(|n| {
-                    let a = self.position(n as f64 / slices as f64);
-                    let b = self.position((n + 1) as f64 / slices as f64);
-                    (mass(&self.types[t], a, b) / per_slice).clamp(0.0, 1.0)
-                })
-                .collect()
-        };
-        [share(0), share(1)]
+        (0..slices)
+            .map(|n| {
+                let a = self.position(n as f64 / slices as f64);
+                let b = self.position((n + 1) as f64 / slices as f64);
+                (mass(d, a, b) / per_slice).clamp(0.0, 1.0)
+            })
+            .collect()
     }
 }
 

@@ -20,6 +20,8 @@ pub struct Hit {
     pub photon: u64,
     pub string: i32,
     pub om: i32,
+    /// PMT index within a multi-PMT module (om.conf order); 0 for single-PMT DOMs.
+    pub pmt: i32,
     /// Arrival time [ns] and wavelength [nm].
     pub time: f32,
     pub wavelength: f32,
@@ -74,12 +76,31 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
         let mut rng = RandomStream::new(seed, tags::ACCEPT | (h.seq << 4), h.photon);
         let dom = &det.geometry.doms[h.dom as usize];
         let wl = det.medium.slices[h.slice as usize].wavelength;
+        // Multi-PMT module (photon-ppc-phase2.md §7): its type's wavelength share and RDE, then
+        // the PMT from the photon direction (crate::sensors); as.dat and cx.dat do not apply.
+        let module = det.sensors.as_ref().and_then(|s| s.module_of(h.dom as usize));
+        let mut pmt = 0;
+        if let Some(m) = module {
+            let p_eff = m.keep(dom.high_qe, dom.rde, h.slice as usize);
+            let (u1, u2) = (f64::from(rng.uniform()), f64::from(rng.uniform()));
+            if u1 > p_eff {
+                continue;
+            }
+            match m.choose(h.dir, dom.cable_deg, u2) {
+                Some(k) => pmt = k as i32,
+                None => continue,
+            }
+        }
         let p_eff = match &det.dom_types {
             Some(t) => t.keep(dom.high_qe, dom.rde, h.slice as usize),
             None => dom.rde / det.rde_max,
         };
-        let (u1, u2) = (f64::from(rng.uniform()), f64::from(rng.uniform()));
-        if u1 > p_eff {
+        let (u1, u2) = if module.is_some() {
+            (0.0, 0.0)
+        } else {
+            (f64::from(rng.uniform()), f64::from(rng.uniform()))
+        };
+        if module.is_none() && u1 > p_eff {
             continue;
         }
         // DOM axis (0, 0, 1): the PMT looks down, so upgoing photons hit head-on (x = +1).
@@ -88,7 +109,9 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
         // point to the centre.
         let axis = dom.axis.unwrap_or([0.0, 0.0, 1.0]);
         let along = |v: [f32; 3]| axis[0] * f64::from(v[0]) + axis[1] * f64::from(v[1]) + axis[2] * f64::from(v[2]);
-        let ok = if det.angular.surface_mode() {
+        let ok = if module.is_some() {
+            true
+        } else if det.angular.surface_mode() {
             -along(h.impact) > det.angular.coeffs[0]
         } else {
             det.angular.mas * u2 < det.angular.acceptance(along(h.dir))
@@ -107,6 +130,7 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
             photon: h.photon,
             string: dom.string,
             om: dom.om,
+            pmt,
             time: h.time,
             wavelength: wl,
             dir: h.dir,
@@ -124,10 +148,20 @@ pub fn hit_line(h: &Hit) -> String {
     s
 }
 
+/// The HIT line for `det`: with multi-PMT modules configured (om.conf), PPC prints the module as
+/// `om_pmt` on every line (`HIT str om_pmt t λ …`, single-PMT DOMs `om_0`).
+pub fn push_hit_line_for(out: &mut String, h: &Hit, with_pmt: bool) {
+    write_line(out, h, with_pmt);
+}
+
 /// Append `h`'s HIT line (without newline) to `out`: `HIT str om t λ θ φ θ' φ'` with six decimals,
 /// the text `format!("{:.6}")` gives, written without the formatting machinery (PPC's files
 /// have millions of lines).
 pub fn push_hit_line(out: &mut String, h: &Hit) {
+    write_line(out, h, false);
+}
+
+fn write_line(out: &mut String, h: &Hit, with_pmt: bool) {
     let (pt, pp) = angles(h.dir);
     // PPC prints the direction from the impact point to the module centre (−impact).
     let (dt, dp) = angles([-h.impact[0], -h.impact[1], -h.impact[2]]);
@@ -135,6 +169,10 @@ pub fn push_hit_line(out: &mut String, h: &Hit) {
     push_int(out, i64::from(h.string));
     out.push(' ');
     push_int(out, i64::from(h.om));
+    if with_pmt {
+        out.push('_');
+        push_int(out, i64::from(h.pmt));
+    }
     for v in [h.time, h.wavelength, pt, pp, dt, dp] {
         out.push(' ');
         push_fixed6(out, v);
@@ -191,6 +229,7 @@ pub fn hits_table(hits: &[Hit], metadata: &[(String, String)]) -> Table {
     t.push("event", col_i32(&|h| h.event));
     t.push("string", col_i32(&|h| h.string));
     t.push("om", col_i32(&|h| h.om));
+    t.push("pmt", col_i32(&|h| h.pmt));
     t.push("time_ns", col_f32(&|h| h.time));
     t.push("wavelength_nm", col_f32(&|h| h.wavelength));
     t.push("photon_theta", col_f32(&|h| angles(h.dir).0));
@@ -287,6 +326,7 @@ mod tests {
             photon: 0,
             string: 1,
             om: 2,
+            pmt: 0,
             time: 10.0,
             wavelength: 400.0,
             dir: [0.0, 0.0, 1.0],
@@ -296,5 +336,21 @@ mod tests {
         let t: Vec<f64> = l.split_whitespace().skip(3).map(|v| v.parse().unwrap()).collect();
         assert_eq!(t[2], 0.0, "photon θ: travelling up");
         assert_eq!(t[4], 0.0, "impact θ towards the centre: up, {l}");
+        // With multi-PMT modules PPC prints `om_pmt`.
+        let mut s = String::new();
+        push_hit_line_for(
+            &mut s,
+            &Hit {
+                string: 12,
+                om: 34,
+                pmt: 17,
+                ..h
+            },
+            true,
+        );
+        assert_eq!(s, l.replacen("HIT 1 2 ", "HIT 12 34_17 ", 1));
+        let mut s = String::new();
+        push_hit_line_for(&mut s, &h, false);
+        assert_eq!(s, l);
     }
 }

@@ -22,6 +22,7 @@ pub mod optics;
 pub mod ppc;
 pub mod propagate;
 pub mod scatter;
+pub mod sensors;
 pub mod source;
 pub mod spectrum;
 mod test_data;

@@ -9,12 +9,11 @@ use warpdrive_core::InputError;
 
 use crate::detector::{Detector, DetectorOptions};
 use crate::f2k::{flasher, parse_f2k, FlasherOptions};
-use crate::hits::push_hit_line;
+use crate::hits::push_hit_line_for;
 
 /// PPC variables that change physics this version does not simulate: reported, never ignored silently.
-pub const UNSUPPORTED_ENV: [&str; 12] = [
+pub const UNSUPPORTED_ENV: [&str; 11] = [
     "TILTMODELDIR",
-    "NEXTGENDIR",
     "FLWL",
     "FZCR",
     "ELEV",
@@ -74,6 +73,7 @@ impl PpcEnv {
         }
         env.detector.absm = num("ABSM")?.map(|v| v != 0.0);
         env.detector.angular = get("PPCHOLEICE").map(PathBuf::from);
+        env.detector.sensors = get("NEXTGENDIR").map(PathBuf::from);
         if let Some(v) = num("FLDR")? {
             env.flasher.fldr = v;
         }
@@ -212,7 +212,7 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
                 if let Some(hits) = c.event.and_then(|e| by_event.get(&e)) {
                     for &i in hits {
                         line.clear();
-                        push_hit_line(&mut line, &sim.hits[i as usize]);
+                        push_hit_line_for(&mut line, &sim.hits[i as usize], det.sensors.is_some());
                         line.push('\n');
                         out.write_all(line.as_bytes())?;
                     }
@@ -234,7 +234,7 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             let mut line = String::with_capacity(128);
             for h in &sim.hits {
                 line.clear();
-                push_hit_line(&mut line, h);
+                push_hit_line_for(&mut line, h, det.sensors.is_some());
                 line.push('\n');
                 out.write_all(line.as_bytes())?;
             }
