@@ -82,11 +82,13 @@ impl MaterialPhysics {
             pair: grid(&|e| pair::macro_xs(material, e)),
             rayleigh: grid(&|e| rayleigh::macro_xs(material, e)),
         };
+        // The tables are pure functions of the material: build e⁻ and e⁺ side by side.
+        let (electron, positron) = rayon::join(|| charged(Particle::Electron), || charged(Particle::Positron));
         MaterialPhysics {
             material: material.clone(),
             cuts,
-            electron: charged(Particle::Electron),
-            positron: charged(Particle::Positron),
+            electron,
+            positron,
             gamma,
             msc: MscTables::build(material, opts),
         }

@@ -68,9 +68,11 @@ pub struct ShowerPhysics {
 impl ShowerPhysics {
     #[must_use]
     pub fn build(calorimeter: Calorimeter, range_cuts: RangeCuts, table_options: TableOptions) -> Self {
+        use rayon::prelude::*;
+        // Materials in parallel (order kept by collect); the tables do not depend on the pool.
         let materials = calorimeter
             .materials
-            .iter()
+            .par_iter()
             .map(|m| MaterialPhysics::build(m, EnergyCuts::new(m, &range_cuts), &table_options))
             .collect();
         ShowerPhysics {
