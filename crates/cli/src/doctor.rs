@@ -160,8 +160,8 @@ pub fn run(compile_only: bool) -> Result<()> {
 
 pub fn gpu_check(device: usize, json: &Path, domain: &str, force: bool) -> Result<()> {
     crate::outputs(force, &[], &[Some(json)])?;
-    if !["all", "photon", "photon-hole", "sky", "em", "spline", "beam"].contains(&domain) {
-        bail!("--domain {domain}: expected all, photon, photon-hole, sky, em, spline or beam");
+    if !["all", "photon", "photon-hole", "photon-flasher", "sky", "em", "spline", "beam"].contains(&domain) {
+        bail!("--domain {domain}: expected all, photon, photon-hole, photon-flasher, sky, em, spline or beam");
     }
     let data = warpdrive_core::data::data_dir();
     let mut checks = Vec::new();
@@ -171,6 +171,12 @@ pub fn gpu_check(device: usize, json: &Path, domain: &str, force: bool) -> Resul
     // Hole ice precise CPU = GPU (a step of its own in scripts/gpu-check photon; not in `all`).
     if domain == "photon-hole" {
         checks.extend(warpdrive_photon::gpu_check::check_hole_ice(&data, device, &mut |s| {
+            eprintln!("{s}")
+        })?);
+    }
+    // Flashers precise CPU = GPU (likewise a step of its own).
+    if domain == "photon-flasher" {
+        checks.extend(warpdrive_photon::gpu_check::check_flashers(&data, device, &mut |s| {
             eprintln!("{s}")
         })?);
     }

@@ -86,8 +86,9 @@ enum Command {
         /// JSON report.
         #[arg(long, default_value = "gpu-check.json")]
         json: PathBuf,
-        /// Which domain's checks: all, photon, sky, em, spline or beam; photon-hole runs only the
-        /// hole-ice precise comparison (scripts/gpu-check photon runs it as a step of its own).
+        /// Which domain's checks: all, photon, sky, em, spline or beam; photon-hole and
+        /// photon-flasher run only the hole-ice or flasher precise comparisons (scripts/gpu-check
+        /// photon runs them as steps of their own).
         #[arg(long, default_value = "all")]
         domain: String,
     },

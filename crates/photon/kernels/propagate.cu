@@ -566,7 +566,7 @@ __device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float 
 }
 #endif
 
-struct Photon { V3 pos, dir; float time; unsigned int slice; };
+struct Photon { V3 pos, dir; float time; unsigned int slice; int killed; };
 
 __device__ __forceinline__ float cascade_xi(float u) {
     const float a = 0.39f, b = 2.61f;
@@ -583,16 +583,68 @@ __device__ __forceinline__ V3 cherenkov(V3 n, float beta, float n_phase, float u
     return rotate(n, c, sqrtf(fmaxf(1.0f - c * c, 0.0f)), u);
 }
 
-// Source record: f64[11] = pos3 dir3 time p0 p1 p2 p3; i32[2] = kind, own_dom.
+// source.rs: Led::azimuth, Led::beam_xi, emit_flasher, meets_cable (photon-ppc-phase2.md §6).
+#define WD_FLZ 0.07735f
+#define WD_FLR (0.119f - 0.008f)
+#define WD_FLB 0.03396f
+#define WD_OMR 0.1651f
+#define WD_CABLE_R 0.023f
+
+__device__ __forceinline__ float led_azimuth(float fldr, float u) {
+    if (fldr < 0.0f) return u * WD_TAU;
+    int n = (int)floorf(fldr / 360.0f) + 1;
+    int k = (int)floorf(u * (float)n);
+    return (fldr + (float)(k * 360 / n)) * (3.14159265358979f / 180.0f);
+}
+
+__device__ float led_beam_xi(float ka, bool tilted, WdRng& rng) {
+    if (ka > 999.0f) {
+        float s1 = tilted ? 0.0185603f : 0.0196242f, s2 = tilted ? 0.0624481f : 0.0750278f;
+        float c1 = tilted ? 0.553192f : 0.606833f, c2 = tilted ? 0.974129f : 0.960863f;
+        float u = wd_uniform(rng);
+        float xi;
+        if (u < c1) {
+            float u1 = wd_uniform(rng), u2 = wd_uniform(rng);
+            float sn, cs;
+            sincosf(WD_TAU * u2, &sn, &cs);
+            xi = s1 * fabsf(sqrtf(-2.0f * logf(u1)) * cs);
+        } else if (u < c2) {
+            xi = -s2 * logf(wd_uniform(rng));
+        } else {
+            xi = 2.0f;
+        }
+        if (xi >= 2.0f) xi = 2.0f * (1.0f - sqrtf(wd_uniform(rng)));
+        return xi;
+    }
+    if (ka > 0.0f) return fminf(-ka * logf(1.0f - (1.0f - wd_uniform(rng)) * (1.0f - expf(-2.0f / ka))), 2.0f);
+    if (ka == -1.0f) return 2.0f * (1.0f - wd_uniform(rng));
+    return 2.0f * (1.0f - sqrtf(wd_uniform(rng)));
+}
+
+__device__ __forceinline__ bool meets_cable(V3 r, V3 n, float phi) {
+    const float dc = WD_OMR + WD_CABLE_R;
+    float sp, cp;
+    sincosf(phi, &sp, &cp);
+    float dx = r.x - dc * cp, dy = r.y - dc * sp;
+    float a = n.x * n.x + n.y * n.y;
+    if (a <= 0.0f) return false;
+    float b = n.x * dx + n.y * dy;
+    float c = dx * dx + dy * dy - WD_CABLE_R * WD_CABLE_R;
+    float d = b * b - a * c;
+    return d >= 0.0f && (-b + sqrtf(d)) / a > 0.0f;
+}
+
+// Source record: f64[14] = pos3 dir3 time p0..p6; i32[2] = kind, own_dom.
 // kind 0 cascade (p0 = profile a, p1 = profile b); 1 track (p0 length, p1 beta, p2 f_direct);
-// 2 isotropic; 3 beam (p3 = ka).
+// 2 isotropic; 3 flasher LED pattern, 4 one tilted flasher LED (p0 = ka, p1 = FLDR,
+// p2 = elevation, p3 = tilted LEDs, p4..p6 = kind 4's LED position relative to the DOM centre).
 #ifdef WD_NOINLINE_EMIT
 __device__ __noinline__
 #else
 __device__
 #endif
 Photon emit(const PhotonParams& P, int s, WdRng& rng) {
-    const double* f = P.src_f64 + 11 * (size_t)s;
+    const double* f = P.src_f64 + 14 * (size_t)s;
     int kind = P.src_i32[2 * s];
     Photon ph;
     unsigned int slice = min((unsigned int)(wd_uniform(rng) * (float)WD_WNUM), (unsigned int)(WD_WNUM - 1));
@@ -601,6 +653,7 @@ Photon emit(const PhotonParams& P, int s, WdRng& rng) {
     V3 p0{(float)f[0], (float)f[1], (float)f[2]};
     float t0 = (float)f[6];
     ph.slice = slice;
+    ph.killed = 0;
     if (kind == 0) {
         float l = (float)(wd_gamma(rng, f[7]) * f[8]);
         float u1 = wd_uniform(rng), u2 = wd_uniform(rng), u3 = wd_uniform(rng);
@@ -624,20 +677,38 @@ Photon emit(const PhotonParams& P, int s, WdRng& rng) {
         sincosf(WD_TAU * u2, &sp, &cp);
         ph.pos = p0; ph.dir = V3{sn * cp, sn * sp, c}; ph.time = t0;
     } else {
-        float u1 = wd_uniform(rng), u2 = wd_uniform(rng);
-        V3 dir;
-        if (f[10] < 0.0) {
-            float c = 2.0f * u1 - 1.0f;
-            float sn = sqrtf(fmaxf(1.0f - c * c, 0.0f));
-            float sp, cp;
-            sincosf(WD_TAU * u2, &sp, &cp);
-            dir = V3{sn * cp, sn * sp, c};
+        // Flasher (source.rs emit_flasher): the LED, the beam's spread, where it leaves the DOM.
+        V3 r;
+        if (kind == 4) {
+            r = V3{(float)f[11], (float)f[12], (float)f[13]};
         } else {
-            float ka = (float)f[10];
-            float xi = fminf(-ka * logf(1.0f - (1.0f - u1) * (1.0f - expf(-2.0f / ka))), 2.0f);
-            dir = deflect(axis, xi, u2);
+            float sa, ca, su, cu;
+            sincosf(led_azimuth((float)f[8], wd_uniform(rng)), &sa, &ca);
+            sincosf((float)f[9], &su, &cu);
+            r = V3{WD_FLR * ca, WD_FLR * sa, WD_FLZ};
+            axis = V3{cu * ca, cu * sa, su};
         }
-        ph.pos = p0; ph.dir = normalize(dir); ph.time = t0;
+        float ka = (float)f[7];
+        V3 n = axis;
+        if (ka != 0.0f) {
+            float xi = led_beam_xi(ka, f[10] != 0.0, rng);
+            n = deflect(axis, xi, wd_uniform(rng));
+        }
+        float t;
+        if (ka > 999.0f) {
+            float b = r.x * n.x + r.y * n.y + r.z * n.z;
+            float c = WD_FLZ * WD_FLZ + WD_FLR * WD_FLR - WD_OMR * WD_OMR;
+            t = sqrtf(b * b - c) - b;
+            r = V3{r.x + t * n.x, r.y + t * n.y, r.z + t * n.z};
+            if (fabsf(r.z) < WD_FLB || (kind == 3 && r.z < 0.0f && wd_uniform(rng) < 0.9f)) ph.killed = 1;
+            if (ka > 1050.0f && meets_cable(r, n, (ka - 1080.0f) * (3.14159265358979f / 180.0f))) ph.killed = 1;
+        } else {
+            r = V3{WD_OMR * n.x, WD_OMR * n.y, WD_OMR * n.z};
+            t = WD_OMR;
+        }
+        ph.pos = V3{p0.x + r.x, p0.y + r.y, p0.z + r.z};
+        ph.dir = n;
+        ph.time = t0 + t / WD_C_VACUUM;
     }
     return ph;
 }
@@ -797,6 +868,9 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
     st.own_dom = P.src_i32[2 * st.s + 1];
     st.ocm = P.slice_ocm[p.slice];
     st.tot = wd_exponential(rng);
+#ifdef WD_FLASHER
+    if (p.killed) st.tot = 0.0f;  // absorbed where it was made (ends at its first step)
+#endif
     st.sca_depth = wd_exponential(rng);
     st.block = rng.block;  // the rest of the current block stays unused (propagate.rs)
     st.skip = -1; st.seq = 0; st.segs = 0;
@@ -804,6 +878,9 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
 
 // One segment of propagate_photon's loop; false when the photon ends.
 __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
+#ifdef WD_FLASHER
+    if (st.tot <= 0.0f) return false;  // a flasher photon absorbed at emission (start)
+#endif
     float sca_depth = st.sca_depth;
     float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
     float nr = absorption_factor(P, st.dir);

@@ -6,7 +6,7 @@ use warpdrive_core::error::{data_lines, parse_f64};
 use warpdrive_core::InputError;
 
 use crate::detector::Detector;
-use crate::source::{track_to_spec, Emission, SourceSpec, Yield, DPPM, MAX_COORD};
+use crate::source::{track_to_spec, Emission, Led, SourceSpec, Yield, DPPM, MAX_COORD};
 
 /// One piece of the f2k text to echo, followed by the hits of `event` if set (PPC prints hits
 /// after an event's `TR` lines, before its `EE`).
@@ -135,15 +135,24 @@ pub fn parse_steps(path: &Path, text: &str) -> Result<Vec<SourceSpec>, InputErro
     Ok(specs)
 }
 
-/// Flasher options (PPC environment FLDR, FWID, OFLA, spec §2.2 and §3.6).
+/// Flasher options (PPC environment FLDR, FWID, OFLA, FZCR, ELEV, FTLT; photon.md §2.2 and §3.6,
+/// photon-ppc-phase2.md §6).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FlasherOptions {
     /// FLDR: x + (n − 1)·360 = n LEDs starting at azimuth x [deg]; negative = azimuthally symmetric.
     pub fldr: f64,
-    /// FWID: beam width [deg]; −1 = isotropic.
+    /// FWID: beam width [deg]; −1 isotropic, other negative values a linear cone, 0 the bare LED
+    /// axis; above 999 the lab-measured profile with the DOM's own geometry (above 1050 with the
+    /// cable at azimuth FWID − 1080°).
     pub fwid: f64,
     /// OFLA=0: let the flasher's own DOM record hits.
     pub own_dom_records: bool,
+    /// FZCR: added to the LED elevation [deg].
+    pub fzcr: f64,
+    /// ELEV: the LED elevation [deg], replacing the LED type's.
+    pub elev: Option<f64>,
+    /// FTLT: the flasher DOM's axis (lab profile, one LED); None: its cx.dat axis, else vertical.
+    pub ftlt: Option<[f64; 3]>,
 }
 
 impl Default for FlasherOptions {
@@ -152,24 +161,37 @@ impl Default for FlasherOptions {
             fldr: -1.0,
             fwid: 9.7,
             own_dom_records: false,
+            fzcr: 0.0,
+            elev: None,
+            ftlt: None,
         }
     }
 }
 
-/// LED offsets on the DOM: height above the centre and radius [m] (spec §3.6).
-const FLZ: f64 = 0.077_35;
-const FLR: f64 = 0.111;
+/// The rotation that takes the vertical (0, 0, 1) to the unit vector `m` (Rodrigues' formula
+/// about the axis z × m), applied to `v`: how PPC tilts a flasher DOM (`flshift`).
+#[must_use]
+pub fn tilt_from_vertical(m: [f64; 3], v: [f64; 3]) -> [f64; 3] {
+    let k = [-m[1], m[0], 0.0]; // z × m
+    let s = (k[0] * k[0] + k[1] * k[1]).sqrt(); // sin of the tilt
+    if s == 0.0 {
+        return if m[2] < 0.0 { [v[0], -v[1], -v[2]] } else { v };
+    }
+    let k = [k[0] / s, k[1] / s, 0.0];
+    let c = m[2];
+    let kv = k[0] * v[0] + k[1] * v[1];
+    let kxv = [k[1] * v[2], -k[0] * v[2], k[0] * v[1] - k[1] * v[0]];
+    [0, 1, 2].map(|i| v[i] * c + kxv[i] * s + k[i] * kv * (1.0 - c))
+}
 
 /// The sources of PPC's flasher mode `ppc str om num`: `num` photons emitted by the LEDs of
-/// module (|str|, om), tilted LEDs (48.1° elevation) when `str` < 0, horizontal (−0.2°) otherwise.
-/// The propagated count is num·ppm/dppm/xR² (spec §3.4). The LEDs share the count evenly.
+/// module (|str|, om), tilted LEDs (48.1° elevation) when `str` < 0, horizontal (−0.2°) otherwise
+/// (photon.md §3.6, photon-ppc-phase2.md §6). The propagated count is num·ppm/dppm/xR² (spec
+/// §3.4); one source, each photon taking one LED of the pattern.
 pub fn flasher(det: &Detector, string: i32, om: i32, num: f64, opts: &FlasherOptions) -> Result<Vec<SourceSpec>, InputError> {
     let arg = Path::new("<command line>");
     if string == 0 {
         return Err(InputError::file(arg, "standard candles (string 0) are not supported").field("str"));
-    }
-    if opts.fwid > 999.0 || opts.fwid < -1.0 {
-        return Err(InputError::file(arg, format!("FWID={} (lab or cone profiles) is not supported", opts.fwid)).field("FWID"));
     }
     if num.is_nan() || num <= 0.0 {
         return Err(InputError::file(arg, format!("{num}: zero photons")).field("num"));
@@ -179,37 +201,52 @@ pub fn flasher(det: &Detector, string: i32, om: i32, num: f64, opts: &FlasherOpt
         .find(string.abs(), om)
         .ok_or_else(|| InputError::file(arg, format!("no module {}-{om} in {}", string.abs(), det.geometry.source)).field("str om"))?;
     let c = det.geometry.doms[dom].pos;
-    let elevation = if string < 0 { 48.1f64 } else { -0.2 }.to_radians();
-    let ka = if opts.fwid < 0.0 { -1.0 } else { opts.fwid.to_radians().powi(2) };
+    let tilted = string < 0;
+    let up = opts.elev.unwrap_or(if tilted { 48.1 } else { -0.2 } + opts.fzcr).to_radians();
+    let ka = if opts.fwid > 999.0 {
+        opts.fwid
+    } else if opts.fwid > 0.0 {
+        opts.fwid.to_radians().powi(2)
+    } else {
+        opts.fwid
+    };
     let photons = num * det.yield_.per_metre() / DPPM;
     crate::source::check_photons(photons).map_err(|m| InputError::file(arg, m).field("num"))?;
-    // LED azimuths: n-fold pattern from FLDR, or 6 LEDs spaced 60° if symmetric.
-    let azimuths: Vec<f64> = if opts.fldr >= 0.0 {
-        let n = (opts.fldr / 360.0).floor() + 1.0;
-        let x = opts.fldr % 360.0;
-        (0..n as usize).map(|k| x + k as f64 * 360.0 / n).collect()
-    } else {
-        (0..6).map(|k| 60.0 * f64::from(k)).collect()
+    let mut led = Led {
+        ka,
+        fldr: opts.fldr,
+        up,
+        tilted,
+        fixed: None,
     };
-    let per_led = photons / azimuths.len() as f64;
-    Ok(azimuths
-        .iter()
-        .map(|az| {
-            let a = az.to_radians();
-            SourceSpec {
-                event: 0,
-                pos: [c[0] + FLR * a.cos(), c[1] + FLR * a.sin(), c[2] + FLZ],
-                dir: [elevation.cos() * a.cos(), elevation.cos() * a.sin(), elevation.sin()],
-                time: 0.0,
-                emission: Emission::Beam { ka },
-                mean_photons: per_led,
-                exact: false,
-                yield_sigma: 0.0,
-                yield_cap: f64::INFINITY,
-                own_dom: (!opts.own_dom_records).then_some(dom as u32),
-            }
-        })
-        .collect())
+    let mut dir = [0.0, 0.0, 1.0];
+    // One LED of a lab-profile flasher: the DOM's tilt (FTLT, else its cx.dat axis, else none)
+    // turns the LED and its position on the DOM (PPC applies no harness cut then).
+    if led.lab() && (0.0..360.0).contains(&opts.fldr) {
+        let m = opts.ftlt.or(det.geometry.doms[dom].axis).unwrap_or([0.0, 0.0, 1.0]);
+        let norm = (m[0] * m[0] + m[1] * m[1] + m[2] * m[2]).sqrt();
+        if !(norm > 0.0 && norm.is_finite()) {
+            return Err(InputError::file(arg, format!("tilt axis ({}, {}, {}) has no direction", m[0], m[1], m[2])).field("FTLT"));
+        }
+        let m = m.map(|x| x / norm);
+        let (sa, ca) = opts.fldr.to_radians().sin_cos();
+        let (su, cu) = up.sin_cos();
+        let (flr, flz) = (f64::from(crate::source::FLR), f64::from(crate::source::FLZ));
+        led.fixed = Some(tilt_from_vertical(m, [flr * ca, flr * sa, flz]));
+        dir = tilt_from_vertical(m, [cu * ca, cu * sa, su]);
+    }
+    Ok(vec![SourceSpec {
+        event: 0,
+        pos: c,
+        dir,
+        time: 0.0,
+        emission: Emission::Flasher(led),
+        mean_photons: photons,
+        exact: false,
+        yield_sigma: 0.0,
+        yield_cap: f64::INFINITY,
+        own_dom: (!opts.own_dom_records).then_some(dom as u32),
+    }])
 }
 
 #[cfg(test)]

@@ -361,17 +361,26 @@ fn nonempty<T: Clone + Default>(v: &[T]) -> Vec<T> {
     }
 }
 
-/// Encode the sources: f64[11] = pos, dir, time, p0..p3; i32[2] = kind, own_dom (see the kernel).
+/// Doubles per source record: pos, dir, time, p0..p6 (see the kernel's `emit`).
+pub const SOURCE_F64: usize = 14;
+
+/// Encode the sources: f64[14] = pos, dir, time, p0..p6; i32[2] = kind, own_dom (see the kernel).
+/// Flashers: kind 3 (LED pattern) or 4 (one tilted LED), p0 = ka, p1 = FLDR, p2 = elevation,
+/// p3 = 1 for tilted LEDs, p4..p6 = the tilted LED's position relative to the DOM centre.
 pub fn encode_sources(sources: &[Source]) -> (Vec<f64>, Vec<i32>, Vec<u64>) {
-    let mut f = Vec::with_capacity(11 * sources.len());
+    let mut f = Vec::with_capacity(SOURCE_F64 * sources.len());
     let mut i = Vec::with_capacity(2 * sources.len());
     let mut offsets = vec![0u64];
     for s in sources {
         let (kind, p) = match s.emission {
-            Emission::Cascade { profile_a, profile_b } => (0, [profile_a, profile_b, 0.0, 0.0]),
-            Emission::Track { length, beta, f_direct } => (1, [length, beta, f_direct, 0.0]),
-            Emission::Isotropic => (2, [0.0; 4]),
-            Emission::Beam { ka } => (3, [0.0, 0.0, 0.0, ka]),
+            Emission::Cascade { profile_a, profile_b } => (0, [profile_a, profile_b, 0.0, 0.0, 0.0, 0.0, 0.0]),
+            Emission::Track { length, beta, f_direct } => (1, [length, beta, f_direct, 0.0, 0.0, 0.0, 0.0]),
+            Emission::Isotropic => (2, [0.0; 7]),
+            Emission::Flasher(led) => {
+                let r = led.fixed.unwrap_or([0.0; 3]);
+                let kind = if led.fixed.is_some() { 4 } else { 3 };
+                (kind, [led.ka, led.fldr, led.up, f64::from(u8::from(led.tilted)), r[0], r[1], r[2]])
+            }
         };
         f.extend_from_slice(&s.pos);
         f.extend_from_slice(&s.dir);
@@ -382,6 +391,13 @@ pub fn encode_sources(sources: &[Source]) -> (Vec<f64>, Vec<i32>, Vec<u64>) {
         offsets.push(offsets.last().copied().unwrap_or(0) + s.photons);
     }
     (f, i, offsets)
+}
+
+/// Whether any source is a lab-profile flasher (its photons can be absorbed where they are
+/// made: the kernel's WD_FLASHER code).
+#[must_use]
+pub fn has_lab_flasher(sources: &[Source]) -> bool {
+    sources.iter().any(|s| matches!(s.emission, Emission::Flasher(l) if l.lab()))
 }
 
 /// Upload medium, geometry and sources to `stream`.
@@ -631,6 +647,9 @@ fn run_on(
     if m.hole.is_some() && !defines.iter().any(|d| d == "WD_HOLE") {
         defines.push("WD_HOLE".into());
     }
+    if has_lab_flasher(sources) && !defines.iter().any(|d| d == "WD_FLASHER") {
+        defines.push("WD_FLASHER".into());
+    }
     let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
     let res = cuda::resources(&func)?;
     if opts.block as i32 > res.max_threads_per_block {
@@ -778,6 +797,8 @@ pub const SWITCHES: &[&str] = &[
     "WD_BFR",
     // Likewise for hole ice (cfg.txt lines 8-12 with a radius above 0, hole.rs).
     "WD_HOLE",
+    // Likewise for runs with a lab-profile flasher (FWID > 999): photons absorbed at emission.
+    "WD_FLASHER",
 ];
 
 #[cfg(test)]

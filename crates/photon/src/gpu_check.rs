@@ -539,6 +539,88 @@ pub fn check_hole_ice(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     Ok(out)
 }
 
+/// The flasher configurations of [`check_flashers`]: (label, ice model, `str`, options).
+#[must_use]
+pub fn flasher_cases() -> Vec<(&'static str, &'static str, i32, crate::f2k::FlasherOptions)> {
+    use crate::f2k::FlasherOptions;
+    vec![
+        ("default beam, any azimuth", "spice_3.2.1", 63, FlasherOptions::default()),
+        (
+            "lab profile, LED ring, cable at 20 deg (FWID 1100)",
+            "spice_ftp-v3m",
+            63,
+            FlasherOptions {
+                fwid: 1100.0,
+                ..Default::default()
+            },
+        ),
+        (
+            "lab profile, tilted LEDs, 4-fold pattern, FZCR -6.1",
+            "spice_ftp-v3m",
+            -63,
+            FlasherOptions {
+                fwid: 1000.0,
+                fldr: 1110.0,
+                fzcr: -6.1,
+                ..Default::default()
+            },
+        ),
+        (
+            "lab profile, one LED of a tilted DOM (FTLT), own DOM records (OFLA=0)",
+            "spice_bfr-v2",
+            63,
+            FlasherOptions {
+                fwid: 2000.0,
+                fldr: 30.0,
+                ftlt: Some([0.1, 0.05, 1.0]),
+                own_dom_records: true,
+                ..Default::default()
+            },
+        ),
+    ]
+}
+
+/// Flashers on the device (`gpu-check --domain photon-flasher`, a step of scripts/gpu-check
+/// photon): precise mode follows the CPU path photon by photon (≥ 99 % of photons with hits
+/// identical) for the default beam and the lab profile with the DOM's own geometry (band,
+/// harness, cable), LED patterns, FZCR and a tilted DOM; 1e8 LED photons each, seed 20261125.
+pub fn check_flashers(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
+    let seed = 20261125;
+    let precise = GpuOptions {
+        devices: vec![ordinal],
+        precise: true,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    for (label, model, string, opts) in flasher_cases() {
+        let det = Detector::build(&DetectorOptions {
+            ice_dir: Some(data.join("ice").join(model)),
+            ..Default::default()
+        })
+        .map_err(|e| GpuError::Other(e.to_string()))?;
+        let specs = crate::f2k::flasher(&det, string, 20, 1e8, &opts).map_err(|e| GpuError::Other(e.to_string()))?;
+        let sources = realise(&specs, seed);
+        let cpu = crate::propagate::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
+        let (gp, sp) = gpu::run(&det.medium, &det.index, &sources, seed, &precise)?;
+        let (same, total) = photon_agreement(&cpu, &gp);
+        let frac = same as f64 / total.max(1) as f64;
+        out.push(check(
+            &format!("precise, flasher {string}-20 in {model} ({label}): photon-by-photon CPU = GPU"),
+            frac >= 0.99 && total > 0,
+            format!(
+                "{same} of {total} photons with hits identical ({:.3} %); CPU {} raw hits, GPU {}; {} photons, kernel {:.3} s",
+                100.0 * frac,
+                cpu.len(),
+                gp.len(),
+                sources.iter().map(|s| s.photons).sum::<u64>(),
+                sp.kernel_seconds
+            ),
+        ));
+        log(&format!("{:?}", out.last()));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

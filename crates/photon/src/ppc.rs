@@ -12,19 +12,7 @@ use crate::f2k::{flasher, parse_f2k, FlasherOptions};
 use crate::hits::push_hit_line_for;
 
 /// PPC variables that change physics this version does not simulate: reported, never ignored silently.
-pub const UNSUPPORTED_ENV: [&str; 11] = [
-    "TILTMODELDIR",
-    "FLWL",
-    "FZCR",
-    "ELEV",
-    "FTLT",
-    "VTHK",
-    "HIFL",
-    "GECO",
-    "HQUO",
-    "BADMP",
-    "NPHO",
-];
+pub const UNSUPPORTED_ENV: [&str; 8] = ["TILTMODELDIR", "FLWL", "VTHK", "HIFL", "GECO", "HQUO", "BADMP", "NPHO"];
 
 /// The PPC settings read from the environment.
 #[derive(Clone, Debug, Default)]
@@ -82,6 +70,21 @@ impl PpcEnv {
         }
         if let Some(v) = num("OFLA")? {
             env.flasher.own_dom_records = v == 0.0;
+        }
+        if let Some(v) = num("FZCR")? {
+            env.flasher.fzcr = v;
+        }
+        env.flasher.elev = num("ELEV")?;
+        // FTLT: "nx ny nz", the flasher DOM's axis; PPC falls back to cx.dat for anything else.
+        if let Some(v) = get("FTLT") {
+            let x: Vec<f64> = v
+                .split_whitespace()
+                .filter_map(|t| t.parse::<f64>().ok())
+                .filter(|x| x.is_finite())
+                .collect();
+            if let [a, b, c] = x[..] {
+                env.flasher.ftlt = Some([a, b, c]);
+            }
         }
         env.seed = num("WARPDRIVE_SEED")?.map(|v| v as u64);
         env.device = get("WARPDRIVE_DEVICE");

@@ -298,7 +298,11 @@ pub fn propagate_photon(
     out: &mut Vec<RawHit>,
 ) {
     let p = emit(src, m, rng);
+    let killed = p.killed;
     let mut st = PhotonState::start(p, rng);
+    if killed {
+        return; // a flasher photon absorbed where it was made (its DOM's band, harness or cable)
+    }
     for _ in 0..MAX_SEGMENTS {
         match step(m, doms, src, photon_id, source_ord, &mut st, rng, out) {
             SegmentEnd::Absorbed | SegmentEnd::Killed => return,

@@ -8,7 +8,7 @@ use warpdrive_core::{InputError, RandomStream};
 
 use crate::medium::{Medium, WNUM};
 use crate::optics::C_VACUUM;
-use crate::scatter::{normalize, rotate};
+use crate::scatter::rotate;
 
 /// Photons per metre for the nominal IceCube DOM (Cherenkov × acceptance folded), PPC `dppm`.
 pub const DPPM: f64 = 2450.08;
@@ -59,9 +59,91 @@ pub enum Emission {
     Track { length: f64, beta: f64, f_direct: f64 },
     /// Isotropic point source.
     Isotropic,
-    /// LED beam: axis given by the source direction, 2-D Gaussian of width² `ka` [rad²]
-    /// (`ka` < 0: isotropic).
-    Beam { ka: f64 },
+    /// A flasher's LEDs on the flasher DOM, whose centre is the source position
+    /// (photon-ppc-phase2.md §6, photon.md §3.6).
+    Flasher(Led),
+}
+
+/// A flasher DOM's LEDs as PPC's `flset` configures them (photon-ppc-phase2.md §6).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Led {
+    /// PPC's `ka` (from FWID): > 999 the lab-measured beam profile with the DOM's own geometry
+    /// (and above 1050 a cable at azimuth ka − 1080°); > 0 a 2-D Gaussian of width² `ka`
+    /// [rad²]; −1 isotropic; other negative values a linear cone; 0 the bare LED axis.
+    pub ka: f64,
+    /// FLDR: below 0 any azimuth (a cylindrically symmetric ring); else n = ⌊fldr/360⌋ + 1 LEDs
+    /// at fldr + k·360/n degrees (PPC's integer division), one chosen per photon.
+    pub fldr: f64,
+    /// LED elevation [rad] (−0.2° horizontal, 48.1° tilted, + FZCR; or ELEV).
+    pub up: f64,
+    /// Tilted LEDs (`str` < 0): the lab profile's tilted-LED constants.
+    pub tilted: bool,
+    /// One LED of a tilted DOM (FTLT or cx.dat, lab profile only): its position relative to the
+    /// DOM centre after the tilt; its axis is the source direction.
+    pub fixed: Option<[f64; 3]>,
+}
+
+/// LED height above and distance from the DOM axis [m], the equatorial band |z| < FLB [m]
+/// through which no light leaves (PPC `flset`/`propagate`, photon-ppc-phase2.md §6).
+pub const FLZ: f32 = 0.077_35;
+pub const FLR: f32 = 0.119 - 0.008;
+pub const FLB: f32 = 0.033_96;
+/// The DOM radius PPC's flasher geometry uses [m].
+const OMR: f32 = crate::geometry::DOM_RADIUS as f32;
+/// Cable radius [m], its axis at OMR + this from the DOM centre (FWID > 1050).
+const CABLE_R: f32 = 0.023;
+
+impl Led {
+    /// Lab-measured profile (FWID > 999).
+    #[must_use]
+    pub fn lab(&self) -> bool {
+        self.ka > 999.0
+    }
+
+    /// Azimuth [rad] of the LED of photon with uniform `u` (PPC: ⌊u·n⌋-th LED, integer degrees
+    /// step 360/n; a uniform azimuth when FLDR < 0).
+    #[must_use]
+    pub fn azimuth(fldr: f32, u: f32) -> f32 {
+        if fldr < 0.0 {
+            return u * std::f32::consts::TAU;
+        }
+        let n = (fldr / 360.0).floor() as i32 + 1;
+        let k = (u * n as f32).floor() as i32;
+        (fldr + (k * 360 / n) as f32) * (std::f32::consts::PI / 180.0)
+    }
+
+    /// ξ = 1 − cos of the photon's angle to the LED axis (PPC `propagate`, flasher branch).
+    /// Lab profile: a mixture of a half-Gaussian of width s1 (fraction C1), an exponential of
+    /// scale s2 (C2 − C1) and a linear cone (the rest), constants per LED type.
+    pub fn beam_xi(ka: f32, tilted: bool, rng: &mut RandomStream) -> f32 {
+        if ka > 999.0 {
+            let (s1, s2, c1, c2) = if tilted {
+                (0.018_560_3, 0.062_448_1, 0.553_192, 0.974_129)
+            } else {
+                (0.019_624_2, 0.075_027_8, 0.606_833, 0.960_863)
+            };
+            let u = rng.uniform();
+            let mut xi = if u < c1 {
+                let (g, _) = crate::birefringence::box_muller(rng.uniform(), rng.uniform());
+                s1 * g.abs()
+            } else if u < c2 {
+                -s2 * rng.uniform().ln()
+            } else {
+                2.0
+            };
+            if xi >= 2.0 {
+                xi = 2.0 * (1.0 - rng.uniform().sqrt());
+            }
+            xi
+        } else if ka > 0.0 {
+            // ξ = min(−ka·ln(1 − (1 − u)(1 − e^(−2/ka))), 2): 2-D Gaussian beam (photon.md §3.6).
+            (-ka * (1.0 - (1.0 - rng.uniform()) * (1.0 - (-2.0 / ka).exp())).ln()).min(2.0)
+        } else if ka == -1.0 {
+            2.0 * (1.0 - rng.uniform())
+        } else {
+            2.0 * (1.0 - rng.uniform().sqrt())
+        }
+    }
 }
 
 /// One light source with a definite photon count (after the Poisson draw).
@@ -374,6 +456,9 @@ pub struct Photon {
     pub dir: [f32; 3],
     pub time: f32,
     pub slice: u32,
+    /// Absorbed where it was made: a lab-profile flasher photon that leaves its DOM through the
+    /// equatorial band, the lower hemisphere's harness or the cable (PPC's `ofla` < −1).
+    pub killed: bool,
 }
 
 /// Sample ξ = 1 − cos of a charged track in a cascade: F(ξ) = (1 − e^(−b ξ^a))/I on [0, 2],
@@ -414,6 +499,7 @@ pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
                 dir: cherenkov(track, 1.0, u3),
                 time: t0 + l / C_VACUUM as f32,
                 slice,
+                killed: false,
             }
         }
         Emission::Track { length, beta, f_direct } => {
@@ -429,6 +515,7 @@ pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
                 dir: cherenkov(track, beta as f32, u3),
                 time: t0 + l / (beta as f32 * C_VACUUM as f32),
                 slice,
+                killed: false,
             }
         }
         Emission::Isotropic => {
@@ -441,29 +528,76 @@ pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
                 dir: [sn * cp, sn * sp, c],
                 time: t0,
                 slice,
+                killed: false,
             }
         }
-        Emission::Beam { ka } => {
-            let (u1, u2) = (rng.uniform(), rng.uniform());
-            let dir = if ka < 0.0 {
-                let c = 2.0 * u1 - 1.0;
-                let sn = (1.0 - c * c).max(0.0).sqrt();
-                let (sp, cp) = (std::f32::consts::TAU * u2).sin_cos();
-                [sn * cp, sn * sp, c]
-            } else {
-                // ξ = min(−ka·ln(1 − (1 − u)(1 − e^(−2/ka))), 2): 2-D Gaussian beam (spec §3.6).
-                let ka = ka as f32;
-                let xi = (-ka * (1.0 - (1.0 - u1) * (1.0 - (-2.0 / ka).exp())).ln()).min(2.0);
-                deflect(axis, xi, u2)
-            };
-            Photon {
-                pos: p0,
-                dir: normalize(dir),
-                time: t0,
-                slice,
-            }
-        }
+        Emission::Flasher(led) => emit_flasher(&led, p0, axis, t0, slice, rng),
     }
+}
+
+/// A flasher photon (PPC `propagate`, flasher branch; photon-ppc-phase2.md §6): the LED (one of
+/// the pattern, or the tilted DOM's one), the beam's spread, and where it leaves the DOM. With
+/// the lab profile the photon starts on the LED, travels to the DOM's sphere and is lost if it
+/// leaves through the equatorial band |z| < FLB, with probability 0.9 through the lower
+/// hemisphere (the harness; untilted DOMs only) and with FWID > 1050 if its horizontal path
+/// meets the cable; otherwise it starts on the sphere along its direction.
+fn emit_flasher(led: &Led, centre: [f32; 3], fixed_axis: [f32; 3], t0: f32, slice: u32, rng: &mut RandomStream) -> Photon {
+    let (mut r, axis) = match led.fixed {
+        Some(r) => ([r[0] as f32, r[1] as f32, r[2] as f32], fixed_axis),
+        None => {
+            let (sa, ca) = Led::azimuth(led.fldr as f32, rng.uniform()).sin_cos();
+            let (su, cu) = (led.up as f32).sin_cos();
+            ([FLR * ca, FLR * sa, FLZ], [cu * ca, cu * sa, su])
+        }
+    };
+    let ka = led.ka as f32;
+    let n = if ka == 0.0 {
+        axis
+    } else {
+        let xi = Led::beam_xi(ka, led.tilted, rng);
+        deflect(axis, xi, rng.uniform())
+    };
+    let mut killed = false;
+    let t = if led.lab() {
+        // From the LED to the sphere of radius OMR: |r + t·n| = OMR.
+        let b = r[0] * n[0] + r[1] * n[1] + r[2] * n[2];
+        let c = FLZ * FLZ + FLR * FLR - OMR * OMR;
+        let t = (b * b - c).sqrt() - b;
+        r = [r[0] + t * n[0], r[1] + t * n[1], r[2] + t * n[2]];
+        if r[2].abs() < FLB || (led.fixed.is_none() && r[2] < 0.0 && rng.uniform() < 0.9) {
+            killed = true;
+        }
+        if ka > 1050.0 && meets_cable(r, n, (ka - 1080.0) * (std::f32::consts::PI / 180.0)) {
+            killed = true;
+        }
+        t
+    } else {
+        r = [OMR * n[0], OMR * n[1], OMR * n[2]];
+        OMR
+    };
+    Photon {
+        pos: [centre[0] + r[0], centre[1] + r[1], centre[2] + r[2]],
+        dir: n,
+        time: t0 + t / C_VACUUM as f32,
+        slice,
+        killed,
+    }
+}
+
+/// Whether the horizontal path from `r` along `n` (relative to the DOM centre) meets the cable,
+/// a vertical cylinder of radius 0.023 m at OMR + 0.023 m from the centre at azimuth `phi`.
+fn meets_cable(r: [f32; 3], n: [f32; 3], phi: f32) -> bool {
+    let dc = OMR + CABLE_R;
+    let (sp, cp) = phi.sin_cos();
+    let (dx, dy) = (r[0] - dc * cp, r[1] - dc * sp);
+    let a = n[0] * n[0] + n[1] * n[1];
+    if a <= 0.0 {
+        return false;
+    }
+    let b = n[0] * dx + n[1] * dy;
+    let c = dx * dx + dy * dy - CABLE_R * CABLE_R;
+    let d = b * b - a * c;
+    d >= 0.0 && (-b + d.sqrt()) / a > 0.0
 }
 
 #[cfg(test)]

@@ -100,6 +100,7 @@ fn follow(det: &Detector, src: &Source, at: [f32; 3], id: u64) -> Track {
         dir: [s * phi.cos(), s * phi.sin(), mu],
         time: 0.0,
         slice: 256,
+        killed: false,
     };
     let mut st = PhotonState::start(photon, &mut rng);
     let radius = f64::from(det.index.hole_radius);
