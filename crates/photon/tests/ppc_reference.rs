@@ -90,7 +90,15 @@ fn cascade_10tev_spice_ftp_v3m_agrees_with_ppc() {
 }
 
 /// PPC's flasher `ppc 63 20 1e8 0` (default FWID 9.7°, and WFLA = 405 nm) in both birefringent
-/// models: total HIT lines within 3 run-to-run σ + 3 % of PPC's four H100 runs each (issue #14).
+/// models: total HIT lines within 3σ + 3 % of the mean of PPC's four H100 runs each (issue #14).
+///
+/// Design: we run 4e8 LED photons (four PPC runs' worth) and compare a quarter of our hits with
+/// PPC's mean, so σ of the difference = σ_run·√(1/4 + 1/4), σ_run the run-to-run σ of one 1e8
+/// run: PPC's sample σ, but at least the Poisson √mean. Flasher hits are over-dispersed (one photon
+/// hits the oversized neighbours 17 m away several times): our own 1e8 runs in spice_ftp-v3m
+/// spread by σ ≈ 40–60 over 4–7 seeds, against √680 = 26 and PPC's four runs' 12.2 (a small-sample
+/// estimate). Comparing one 1e8 run with PPC's σ alone (this test's first form) ignored our own
+/// run's fluctuation; 4e8 photons: 2774, 2675, 2713 hits for three seeds (1.8 % spread = Poisson).
 #[test]
 fn flashers_in_bfr_models_agree_with_ppc() {
     let Some(data) = data() else { return };
@@ -109,12 +117,13 @@ fn flashers_in_bfr_models_agree_with_ppc() {
                 _ => None,
             };
             let env = warpdrive_photon::ppc::PpcEnv::from_env(get).unwrap();
-            let args: Vec<String> = ["63", "20", "1e8", "0"].iter().map(|s| s.to_string()).collect();
+            let args: Vec<String> = ["63", "20", "4e8", "0"].iter().map(|s| s.to_string()).collect();
             let (mut out, mut err) = (Vec::new(), Vec::new());
             warpdrive_photon::ppc::run(&args, &env, &mut std::io::empty(), &mut out, &mut err).unwrap();
-            let ours = String::from_utf8(out).unwrap().lines().filter(|l| l.starts_with("HIT ")).count() as f64;
-            let tol = 3.0 * sd + 0.03 * mean;
-            eprintln!("{model} {kind}: {ours} HIT lines vs PPC {mean:.1} ± {sd:.1} (tolerance ±{tol:.0})");
+            let ours = String::from_utf8(out).unwrap().lines().filter(|l| l.starts_with("HIT ")).count() as f64 / 4.0;
+            let sigma_run = sd.max(mean.sqrt());
+            let tol = 3.0 * sigma_run * (0.25 + 1.0 / totals.len() as f64).sqrt() + 0.03 * mean;
+            eprintln!("{model} {kind}: {ours} HIT lines per 1e8 vs PPC {mean:.1} (run σ {sd:.1}; tolerance ±{tol:.0})");
             assert!((ours - mean).abs() <= tol, "{model} {kind}: {ours} vs {mean:.1} ± {tol:.0}");
         }
     }
