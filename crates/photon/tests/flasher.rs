@@ -167,7 +167,6 @@ fn gaussian_beam_width_and_start_on_the_sphere() {
 /// 100 000 photons each.
 #[test]
 fn lab_profile_is_ppcs_mixture() {
-    let det = detector();
     for (tilted, (s1, s2, c1, c2)) in [
         (false, (0.019_624_2f64, 0.075_027_8f64, 0.606_833f64, 0.960_863f64)),
         (true, (0.018_560_3, 0.062_448_1, 0.553_192, 0.974_129)),
