@@ -82,14 +82,19 @@ struct PhotonParams {
     int lut2_nx, lut2_ny, lut2_nd;
     float lut2_x0, lut2_y0, lut2_inv_dxy, lut2_d0, lut2_dz;
     int lut2_pad[2];
-    // Birefringence widths (σx, σy, μx, 0) at acos|dot| = (k/WD_BFR_BINS)·π/2 (WD_BFR_TABLE, fast mode).
+    // Birefringence widths (σx, σy, μx, 0) at s/(s + c) = k/WD_BFR_BINS (WD_BFR_TABLE, fast mode).
     const float4* bfr_table;
     // Hole ice (hole.rs HoleParams, WD_HOLE): column radius, scattering and absorption
     // coefficients, phase function (g, f_SL); on/off.
     float hole_r, hole_sca, hole_abs, hole_g, hole_f_sl;
     int has_hole;
+    // The 2-D tilt map's own lattice in float (WD_TILT2_LATTICE, gpu.rs tilt2_lattice): per depth
+    // row k and node j·n1 + i the pair (shift at row k, at row k + 1); lattice coordinates
+    // fi = x·lat[0] + y·lat[1] + lat[2], fj = x·lat[3] + y·lat[4] + lat[5]; cuts lat[6], lat[7].
+    const float2* tilt_lat;
+    float lat[8];
 };
-static_assert(sizeof(PhotonParams) == 736, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 776, "PhotonParams layout differs from gpu.rs");
 #define WD_BFR_BINS 512
 #define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
@@ -261,6 +266,9 @@ __device__ double zshift(const PhotonParams& P, double x, double y, double z) {
 // Tilt shift from the resampled float tables (WD_TILT_LUT: the 1-D model, or the 2-D map; falls
 // back to the exact shift when the model has neither). Bilinear on a regular grid: direct indexing, no search, no FP64.
 __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, float y, float z) {
+#ifdef WD_NO_TILT
+    return 0.0f;  // measurement only (scripts/photon-ftp-breakdown): what the tilt costs
+#endif
 #ifdef WD_TILT_LUT
     if (P.lut_n_depth > 1) {
         float fd = fminf(fmaxf(P.lut_d0 - z * P.lut_dz, 0.0f), (float)(P.lut_n_depth - 1));
@@ -272,6 +280,44 @@ __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, flo
         const float2 r1 = ((const float2*)P.tilt_lut)[(i + 1) * P.lut_n_dist + j];
         return (r0.x * (1.0f - b) + r0.y * b) * (1.0f - a) + (r1.x * (1.0f - b) + r1.y * b) * a;
     }
+#ifdef WD_TILT2_LATTICE
+    if (P.lut2_nd > 1) {
+        // 2-D map on its own lattice (tilt.rs Tilt2d::at in float): the hexagon's clamp, the
+        // triangle of the rhombus, three nodes of a 110 kB table (the 13 MB regular grid below
+        // missed L1; docs/performance/photon.md).
+        float fd = fminf(fmaxf(P.lut2_d0 - z * P.lut2_dz, 0.0f), (float)(P.lut2_nd - 1));
+        int k = min((int)fd, P.lut2_nd - 2);
+        float f = fd - (float)k;
+        float fi = x * P.lat[0] + y * P.lat[1] + P.lat[2];
+        float fj = x * P.lat[3] + y * P.lat[4] + P.lat[5];
+        const int n1 = P.t2_n1, n2 = P.t2_n2;
+        // Inside the hexagon (most photons) the clamp below changes nothing: skip it.
+        bool inside = fi >= 0.0f && fi <= (float)(n1 - 1) && fj >= 0.0f && fj <= (float)(n2 - 1) &&
+                      fi - fj <= P.lat[6] - 1.0f && fi - fj >= 1.0f - P.lat[7];
+        for (int it = 0; it < 3 && !inside; ++it) {
+            fi = fminf(fmaxf(fi, 0.0f), (float)(n1 - 1));
+            fj = fminf(fmaxf(fj, 0.0f), (float)(n2 - 1));
+            float d = fi - fj;
+            if (d > P.lat[6] - 1.0f) {
+                float e = (d - (P.lat[6] - 1.0f)) * 0.5f;
+                fi -= e; fj += e;
+            } else if (d < 1.0f - P.lat[7]) {
+                float e = ((1.0f - P.lat[7]) - d) * 0.5f;
+                fi += e; fj -= e;
+            }
+        }
+        int i0 = min((int)floorf(fi), n1 - 2), j0 = min((int)floorf(fj), n2 - 2);
+        float a = fi - (float)i0, b = fj - (float)j0;
+        const float2* t = P.tilt_lat + (size_t)k * (n1 * n2) + j0 * n1 + i0;
+        float2 s00 = t[0], s11 = t[n1 + 1];
+        bool lower = a >= b;
+        float2 sm = lower ? t[1] : t[n1];
+        float w00 = lower ? 1.0f - a : 1.0f - b, wm = lower ? a - b : b - a, w11 = lower ? b : a;
+        float v0 = s00.x * w00 + sm.x * wm + s11.x * w11;
+        float v1 = s00.y * w00 + sm.y * wm + s11.y * w11;
+        return v0 * (1.0f - f) + v1 * f;
+    }
+#endif
     if (P.lut2_nd > 1) {
         // 2-D map: trilinear in (depth row, x, y) on the regular grid (gpu.rs tilt2_lut_error).
         float fd = fminf(fmaxf(P.lut2_d0 - z * P.lut2_dz, 0.0f), (float)(P.lut2_nd - 1));
@@ -740,6 +786,9 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_DYNAMIC           job queue fed 32 photons at a time from a global counter
 //   WD_RNG_WARP          opt-in, changes statistics: the lanes of a warp share the phase-function
 //                        choice of each scattering (random-number blocking per warp)
+//   WD_TILT2_LATTICE     2-D tilt map evaluated in float on its own lattice (110 kB) instead of
+//                        the regular 10 m grid (13 MB) of WD_TILT_LUT (fast mode only)
+//   WD_NO_TILT           measurement only, changes the physics: no tilt shift (what the tilt costs)
 //   WD_BFR               birefringence code compiled in (set by the host for models with it)
 //   WD_BFR_TABLE         birefringence widths from a 513-entry table in the flow angle (fast mode only)
 //   WD_HOLE              hole-ice columns compiled in (set by the host for models with them)
@@ -804,8 +853,9 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
     float dot = P.bfr_ax * n.x + P.bfr_ay * n.y;
     float sra = sqrtf(ra_l);
 #ifdef WD_BFR_TABLE
-    // Widths from the host's table in θ = acos|dot| (birefringence.rs width_table), linear.
-    float f = acosf(fminf(fabsf(dot), 1.0f)) * ((float)WD_BFR_BINS / 1.5707963f);
+    // Widths from the host's table in the pseudo-angle s/(s + c) (birefringence.rs width_table), linear.
+    float tc = fminf(fabsf(dot), 1.0f), ts = sqrtf(fmaxf(1.0f - tc * tc, 0.0f));
+    float f = ts / (ts + tc) * (float)WD_BFR_BINS;
     int j = min((int)f, WD_BFR_BINS - 1);
     float a = f - (float)j;
     float4 w0 = P.bfr_table[j], w1 = P.bfr_table[j + 1];
@@ -1100,6 +1150,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[16] = (const char*)&p.lut2_dz - b;
     out[17] = (const char*)&p.bfr_table - b;
     out[18] = (const char*)&p.hole_r - b;
+    out[19] = (const char*)&p.lat - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

@@ -146,18 +146,29 @@ impl Birefringence {
         ]
     }
 
-    /// [`Self::widths`] at the angle to the flow axis θ = acos|dot| = (k/`BFR_TABLE_BINS`)·π/2,
-    /// k = 0 … BFR_TABLE_BINS, as (σx, σy, μx, 0): the fast kernel's table (WD_BFR_TABLE, linear
-    /// in θ, where sin and cos — and so the widths — are smooth at both ends).
+    /// [`Self::widths`] on the fast kernel's grid (WD_BFR_TABLE), as (σx, σy, μx, 0): linear in
+    /// the pseudo-angle u = s/(s + c) = (k/`BFR_TABLE_BINS`), k = 0 … BFR_TABLE_BINS, with s and c
+    /// the sine and |cosine| of the angle θ to the flow axis (tan θ = u/(1 − u)). u is monotone
+    /// in θ with du/dθ = 1/(s + c)² between 1/2 and 1, so the grid is nearly even in θ, where the
+    /// widths are smooth at both ends, and costs a square root and a division instead of acos.
     #[must_use]
     pub fn width_table(&self) -> Vec<[f32; 4]> {
         (0..=BFR_TABLE_BINS)
             .map(|k| {
-                let theta = k as f64 / BFR_TABLE_BINS as f64 * std::f64::consts::FRAC_PI_2;
+                let u = k as f64 / BFR_TABLE_BINS as f64;
+                let theta = u.atan2(1.0 - u);
                 let w = self.widths(theta.cos() as f32);
                 [w[0], w[1], w[2], 0.0]
             })
             .collect()
+    }
+
+    /// The table position of `dot` (see [`Self::width_table`]): u·BFR_TABLE_BINS.
+    #[must_use]
+    pub fn width_table_position(dot: f32) -> f32 {
+        let c = dot.abs().min(1.0);
+        let s = (1.0 - c * c).max(0.0).sqrt();
+        s / (s + c) * BFR_TABLE_BINS as f32
     }
 
     /// Deflect direction `n` after a segment of length `len` with path integrals (ra_L, rb_L),
@@ -256,7 +267,7 @@ mod tests {
         let scale: Vec<f32> = (0..3).map(|k| t.iter().map(|e| e[k]).fold(0.0, f32::max)).collect();
         for i in 0..10_000 {
             let d = i as f32 / 9_999.0;
-            let f = d.acos() * (BFR_TABLE_BINS as f32 / std::f32::consts::FRAC_PI_2);
+            let f = Birefringence::width_table_position(d);
             let j = (f as usize).min(BFR_TABLE_BINS - 1);
             let a = f - j as f32;
             let exact = b.widths(d);
