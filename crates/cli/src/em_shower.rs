@@ -285,9 +285,9 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
 /// `warpdrive bench em --problem testem3`: events/s and track-steps/s of 1 GeV and 10 GeV e⁻ in
 /// TestEm3 per CPU thread count, and with `--device cuda[:N]` on the GPU (`gpu_events` events per
 /// energy, after a warm-up that compiles the kernel), with the GPU / one-core ratio.
-pub fn bench_testem3(events: u64, threads: &[usize], device: &str, json: &std::path::Path) -> Result<()> {
-    if events == 0 {
-        bail!("--events must be at least 1");
+pub fn bench_testem3(events: u64, gpu_events: u64, threads: &[usize], device: &str, json: &std::path::Path) -> Result<()> {
+    if events == 0 || gpu_events == 0 {
+        bail!("--events and --gpu-events must be at least 1");
     }
     let gpu = match device {
         "cpu" => None,
@@ -332,7 +332,6 @@ pub fn bench_testem3(events: u64, threads: &[usize], device: &str, json: &std::p
     }
     let mut gpu_rows = Vec::new();
     if let Some(ordinal) = gpu {
-        let gpu_events = events * 50;
         // Warm-up: kernel compile/load and first touch.
         let _ = warpdrive_em::shower::gpu::run(
             &phys,

@@ -58,7 +58,7 @@ static inline long long __double_as_longlong(double d) {
 struct WdDim3 {
     unsigned int x, y, z;
 };
-static WdDim3 blockIdx, blockDim, threadIdx;
+static WdDim3 blockIdx, blockDim, threadIdx, gridDim;
 
 #include "shower.cu"
 
@@ -131,8 +131,18 @@ int main(int argc, char** argv) {
     unsigned long long generations = 0;
     while (!lists[0].empty() || !lists[1].empty()) {
         counters[0] = counters[1] = 0;
-        for (const WdTrack& x : lists[0]) wd_photon(P, x);
-        for (const WdTrack& x : lists[1]) wd_charged(P, x);
+        // The kernels themselves, their "threads" run one after the other: 3 blocks of 2, each
+        // taking its grid-stride share of the list track after track (as on the device).
+        gridDim = {3, 1, 1};
+        blockDim = {2, 1, 1};
+        for (unsigned int b = 0; b < gridDim.x; ++b) {
+            for (unsigned int t = 0; t < blockDim.x; ++t) {
+                blockIdx = {b, 0, 0};
+                threadIdx = {t, 0, 0};
+                photons(P, lists[0].data(), (unsigned int)lists[0].size());
+                charged(P, lists[1].data(), (unsigned int)lists[1].size());
+            }
+        }
         if (counters[2]) {
             fprintf(stderr, "list overflow\n");
             return 3;

@@ -1,7 +1,9 @@
-//! The CUDA path of showers (`kernels/shower.cu`): one thread per track, each track run to its
-//! end as [`super::transport`] runs it on the CPU (same operations in the same order, same
-//! random draws), so that in precise mode every event's tallies can be bit-identical to the
-//! CPU's.
+//! The CUDA path of showers (`kernels/shower.cu`): each track runs to its end as
+//! [`super::transport`] runs it on the CPU (same operations in the same order, same random
+//! draws), so that in precise mode every event's tallies can be bit-identical to the CPU's. A
+//! thread advances its track one step per loop iteration and takes the next track of its
+//! grid-stride share as soon as one ends (no lane waits for its warp's longest track); the grid
+//! is the resident block count, and a generation's γ and e± kernels run on two streams.
 //!
 //! **Generations.** The host uploads the primaries of a batch of events into two input lists
 //! (γ and e±), launches `photons` and `charged` over them; the kernels append the secondaries
@@ -505,6 +507,20 @@ struct Buffers {
     /// [γ in, e± in, γ out, e± out].
     lists: [CudaSlice<u64>; 4],
     counters: CudaSlice<u32>,
+    /// Blocks of the (photons, charged) kernels that are resident at once on the device: the
+    /// grid of a launch, whose threads take tracks by a grid-stride loop (see the kernels).
+    resident: [u32; 2],
+    /// A second stream for the charged kernel: a generation's γ and e± lists are independent,
+    /// so each kernel's tail (its last long tracks) runs beside the other kernel's work.
+    side: Arc<CudaStream>,
+}
+
+/// Blocks of `f` resident at once on `gpu`: its SMs × the blocks of `BLOCK` threads that fit
+/// the 64 K registers and 2 048 threads of an SM (no shared memory is used).
+fn resident_blocks(gpu: &cuda::Gpu, f: &cudarc::driver::CudaFunction) -> u32 {
+    let regs = f.num_regs().unwrap_or(128).max(1) as u32;
+    let per_sm = (65_536 / (regs.div_ceil(8) * 8 * BLOCK)).clamp(1, 2048 / BLOCK);
+    gpu.multiprocessors.max(1) as u32 * per_sm
 }
 
 /// An empty slice is not allocatable: upload at least one (default) element.
@@ -564,6 +580,8 @@ fn run_share(
             st.alloc_zeros::<u64>(capacity * TRACK_WORDS)?,
         ],
         counters: st.alloc_zeros::<u32>(3)?,
+        resident: [resident_blocks(&gpu, &photons), resident_blocks(&gpu, &charged)],
+        side: st.fork()?,
     };
     let mut stats = GpuShowerStats {
         device: format!("cuda:{ordinal} {}", gpu.name),
@@ -677,18 +695,30 @@ fn run_batch(
                 continue;
             }
             let input_ptr = ptr(&b.lists[input + k], st);
+            // No more blocks than are resident: each thread runs track after track, a lane whose
+            // track ended taking the next at once (the kernels' grid-stride loop).
             let cfg = LaunchConfig {
-                grid_dim: (m.div_ceil(BLOCK), 1, 1),
+                grid_dim: (m.div_ceil(BLOCK).min(b.resident[k]), 1, 1),
                 block_dim: (BLOCK, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let mut l = st.launch_builder(f);
+            // γ on the main stream, e± on the side stream after everything queued on the main one.
+            let s = if k == 1 {
+                b.side.join(st)?;
+                &b.side
+            } else {
+                st
+            };
+            let mut l = s.launch_builder(f);
             l.arg(&p).arg(&input_ptr).arg(&m);
             // SAFETY: `p` points at live allocations of `b`; the input list holds `m` tracks;
             // the kernel writes at most `capacity` tracks per output list and one event record
-            // of `stride` words per event index < n.
+            // of `stride` words per event index < n. The two kernels share only atomically
+            // updated words (output counters and lists, tallies, the overflow flag).
             unsafe { l.launch(cfg) }?;
         }
+        // The counters are read after both kernels.
+        st.join(&b.side)?;
         let c = st.clone_dtoh(&b.counters)?;
         if c[2] != 0 {
             // The overflow flag is word 2 (byte 8); clear it for the next batch.
