@@ -894,6 +894,17 @@ __device__ double wd_gamma_xs(const ShowerParams& P, const WdMaterial& m, int pr
 // track ended the next track at once (WD_REFILL) instead of idling until the warp's longest
 // track ends; wd_photon runs one track to its end (the host twin's entry point). Same
 // operations in the same order either way.
+// The event record a track tallies into, its children's ordinals counted from 0.
+__device__ __forceinline__ WdEvent wd_event_of(const ShowerParams& P, const WdTrack& t) {
+    WdEvent ev;
+    ev.P = &P;
+    ev.tally = P.tally + (unsigned long long)t.event * P.stride;
+    ev.children = 0ull;
+    ev.id = t.id;
+    ev.event = t.event;
+    return ev;
+}
+
 struct WdPhotonState {
     WdTrack t;
     WdEvent ev;
@@ -904,11 +915,7 @@ struct WdPhotonState {
 
 __device__ void wd_photon_start(const ShowerParams& P, const WdTrack& t, WdPhotonState& s) {
     s.t = t;
-    s.ev.P = &P;
-    s.ev.tally = P.tally + (unsigned long long)t.event * P.stride;
-    s.ev.children = 0ull;
-    s.ev.id = t.id;
-    s.ev.event = t.event;
+    s.ev = wd_event_of(P, t);
     s.rng = wd_rng(P.seed, WD_TAG_SHOWER, t.id);
     s.n_left = wd_exp1(s.rng);
     s.steps = 0ull;
@@ -1572,11 +1579,7 @@ struct WdChargedState {
 
 __device__ void wd_charged_start(const ShowerParams& P, const WdTrack& t, WdChargedState& s) {
     s.t = t;
-    s.ev.P = &P;
-    s.ev.tally = P.tally + (unsigned long long)t.event * P.stride;
-    s.ev.children = 0ull;
-    s.ev.id = t.id;
-    s.ev.event = t.event;
+    s.ev = wd_event_of(P, t);
     s.rng = wd_rng(P.seed, WD_TAG_SHOWER, t.id);
     s.q = t.particle == WD_POSITRON ? 1 : 0;
     s.n_left = wd_exp1(s.rng);

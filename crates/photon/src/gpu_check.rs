@@ -482,6 +482,33 @@ pub fn hole_models(data: &Path) -> Result<[std::path::PathBuf; 2], GpuError> {
     Ok([spice, ftp])
 }
 
+/// Precise mode follows the CPU path photon by photon: ≥ 99 % of the photons with hits have the
+/// same hits (`photon_agreement`). The check named "`name`: photon-by-photon CPU = GPU".
+fn precise_agreement(
+    det: &Detector,
+    sources: &[crate::source::Source],
+    seed: u64,
+    precise: &GpuOptions,
+    name: &str,
+) -> Result<Check, GpuError> {
+    let cpu = crate::propagate::run(&det.medium, &det.index, sources, seed, &Progress::hidden());
+    let (gp, sp) = gpu::run(&det.medium, &det.index, sources, seed, precise)?;
+    let (same, total) = photon_agreement(&cpu, &gp);
+    let frac = same as f64 / total.max(1) as f64;
+    Ok(check(
+        &format!("{name}: photon-by-photon CPU = GPU"),
+        frac >= 0.99 && total > 0,
+        format!(
+            "{same} of {total} photons with hits identical ({:.3} %); CPU {} raw hits, GPU {}; {} photons, kernel {:.3} s",
+            100.0 * frac,
+            cpu.len(),
+            gp.len(),
+            sources.iter().map(|s| s.photons).sum::<u64>(),
+            sp.kernel_seconds
+        ),
+    ))
+}
+
 /// Hole ice on the device (`scripts/gpu-check` photon step `photon-hole`, `gpu-check --domain
 /// photon-hole`): precise mode must follow the CPU path photon by photon (≥ 99 % of the photons
 /// with hits identical), as for birefringence, on two models: spice_3.2.1 with columns of
@@ -517,21 +544,13 @@ pub fn check_hole_ice(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
             .map_err(|e| GpuError::Other(e.to_string()))?
             .specs;
         let sources = realise(&specs, seed);
-        let cpu = crate::propagate::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
-        let (gp, sp) = gpu::run(&det.medium, &det.index, &sources, seed, &precise)?;
-        let (same, total) = photon_agreement(&cpu, &gp);
-        let frac = same as f64 / total.max(1) as f64;
-        out.push(check(
-            &format!("precise, hole ice ({label}): photon-by-photon CPU = GPU"),
-            frac >= 0.99 && total > 0,
-            format!(
-                "{same} of {total} photons with hits identical ({:.3} %); CPU {} raw hits, GPU {}; kernel {:.3} s",
-                100.0 * frac,
-                cpu.len(),
-                gp.len(),
-                sp.kernel_seconds
-            ),
-        ));
+        out.push(precise_agreement(
+            &det,
+            &sources,
+            seed,
+            &precise,
+            &format!("precise, hole ice ({label})"),
+        )?);
         log(&format!("{:?}", out.last()));
     }
     let _ = std::fs::remove_dir_all(&spice);
@@ -600,22 +619,13 @@ pub fn check_flashers(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         .map_err(|e| GpuError::Other(e.to_string()))?;
         let specs = crate::f2k::flasher(&det, string, 20, 1e8, &opts).map_err(|e| GpuError::Other(e.to_string()))?;
         let sources = realise(&specs, seed);
-        let cpu = crate::propagate::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
-        let (gp, sp) = gpu::run(&det.medium, &det.index, &sources, seed, &precise)?;
-        let (same, total) = photon_agreement(&cpu, &gp);
-        let frac = same as f64 / total.max(1) as f64;
-        out.push(check(
-            &format!("precise, flasher {string}-20 in {model} ({label}): photon-by-photon CPU = GPU"),
-            frac >= 0.99 && total > 0,
-            format!(
-                "{same} of {total} photons with hits identical ({:.3} %); CPU {} raw hits, GPU {}; {} photons, kernel {:.3} s",
-                100.0 * frac,
-                cpu.len(),
-                gp.len(),
-                sources.iter().map(|s| s.photons).sum::<u64>(),
-                sp.kernel_seconds
-            ),
-        ));
+        out.push(precise_agreement(
+            &det,
+            &sources,
+            seed,
+            &precise,
+            &format!("precise, flasher {string}-20 in {model} ({label})"),
+        )?);
         log(&format!("{:?}", out.last()));
     }
     Ok(out)
