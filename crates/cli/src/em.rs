@@ -198,9 +198,9 @@ pub struct BenchEm {
     /// testem3: events per energy on the CPU.
     #[arg(long, default_value_t = 200)]
     events: u64,
-    /// testem3: GPU events at 1 GeV, and a tenth of them at 10 GeV (the same number of tracks):
-    /// enough to fill the GPU (a 1 GeV event's first generations hold one track; 2 000 events
-    /// run at 2/3 of the rate of 10 000 on an H100) and one batch at both energies.
+    /// testem3: GPU events at 1 GeV, and 3/10 of them at 10 GeV: enough to fill the GPU (a
+    /// 1 GeV event's first generations hold one track; 2 000 events run at 2/3 of the rate of
+    /// 10 000 on an H100) in one batch at both energies.
     #[arg(long, default_value_t = 10_000)]
     gpu_events: u64,
     /// Tracks (the spec's benchmark: 8 388 608 on a GPU).
