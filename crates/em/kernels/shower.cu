@@ -1708,40 +1708,39 @@ __device__ void wd_charged(const ShowerParams& P, WdTrack t) {
 
 // ---- kernels ----
 
+// The same names for both particle kinds, for wd_run_tracks.
+__device__ __forceinline__ void wd_start(const ShowerParams& P, const WdTrack& t, WdPhotonState& s) { wd_photon_start(P, t, s); }
+__device__ __forceinline__ bool wd_step(const ShowerParams& P, WdPhotonState& s) { return wd_photon_step(P, s); }
+__device__ __forceinline__ void wd_start(const ShowerParams& P, const WdTrack& t, WdChargedState& s) { wd_charged_start(P, t, s); }
+__device__ __forceinline__ bool wd_step(const ShowerParams& P, WdChargedState& s) { return wd_charged_step(P, s); }
+
 // One step per iteration; a lane whose track ended starts the next track of its grid-stride
 // share at once, so the lanes of a warp keep stepping together instead of idling until the
 // warp's longest track ends (one track per thread ran at 1.5–4 active lanes of 32). The host
 // launches no more blocks than are resident (gpu.rs resident_blocks).
-extern "C" __global__ void __launch_bounds__(128) photons(const ShowerParams P, const WdTrack* in, unsigned int n) {
+template <typename State>
+__device__ __forceinline__ void wd_run_tracks(const ShowerParams& P, const WdTrack* in, unsigned int n) {
     const unsigned int stride = gridDim.x * blockDim.x;
     unsigned int next = blockIdx.x * blockDim.x + threadIdx.x;
-    WdPhotonState s;
+    State s;
     bool alive = false;
     for (;;) {
         if (!alive) {
             if (next >= n) break;
-            wd_photon_start(P, in[next], s);
+            wd_start(P, in[next], s);
             next += stride;
             alive = true;
         }
-        alive = wd_photon_step(P, s);
+        alive = wd_step(P, s);
     }
 }
 
+extern "C" __global__ void __launch_bounds__(128) photons(const ShowerParams P, const WdTrack* in, unsigned int n) {
+    wd_run_tracks<WdPhotonState>(P, in, n);
+}
+
 extern "C" __global__ void __launch_bounds__(128) charged(const ShowerParams P, const WdTrack* in, unsigned int n) {
-    const unsigned int stride = gridDim.x * blockDim.x;
-    unsigned int next = blockIdx.x * blockDim.x + threadIdx.x;
-    WdChargedState s;
-    bool alive = false;
-    for (;;) {
-        if (!alive) {
-            if (next >= n) break;
-            wd_charged_start(P, in[next], s);
-            next += stride;
-            alive = true;
-        }
-        alive = wd_charged_step(P, s);
-    }
+    wd_run_tracks<WdChargedState>(P, in, n);
 }
 
 // warpdrive_core::pmath::evaluate_all on the device: 8 results per argument, compared bit for

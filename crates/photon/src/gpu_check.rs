@@ -272,11 +272,7 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     let seed = 20261122;
     let sources = realise(&specs, seed);
     let cpu = crate::propagate::run(&spice.medium, &spice.index, &sources, seed, &Progress::hidden());
-    let precise = GpuOptions {
-        devices: vec![ordinal],
-        precise: true,
-        ..Default::default()
-    };
+    let precise = precise_on(ordinal);
     let (gp, sp) = gpu::run(&spice.medium, &spice.index, &sources, seed, &precise)?;
     let (same, total) = photon_agreement(&cpu, &gp);
     let frac = same as f64 / total.max(1) as f64;
@@ -482,6 +478,15 @@ pub fn hole_models(data: &Path) -> Result<[std::path::PathBuf; 2], GpuError> {
     Ok([spice, ftp])
 }
 
+/// The default kernel in precise mode on GPU `ordinal`.
+fn precise_on(ordinal: usize) -> GpuOptions {
+    GpuOptions {
+        devices: vec![ordinal],
+        precise: true,
+        ..Default::default()
+    }
+}
+
 /// Precise mode follows the CPU path photon by photon: ≥ 99 % of the photons with hits have the
 /// same hits (`photon_agreement`). The check named "`name`: photon-by-photon CPU = GPU".
 fn precise_agreement(
@@ -521,11 +526,7 @@ pub fn check_hole_ice(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     let input = data.join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
     let text = std::fs::read_to_string(&input).map_err(|e| GpuError::Other(format!("{}: {e}", input.display())))?;
     let seed = 20261122;
-    let precise = GpuOptions {
-        devices: vec![ordinal],
-        precise: true,
-        ..Default::default()
-    };
+    let precise = precise_on(ordinal);
     let mut out = Vec::new();
     for (label, dir) in [
         ("spice_3.2.1 + columns of 2 DOM radii", &spice),
@@ -605,11 +606,7 @@ pub fn flasher_cases() -> Vec<(&'static str, &'static str, i32, crate::f2k::Flas
 /// harness, cable), LED patterns, FZCR and a tilted DOM; 1e8 LED photons each, seed 20261125.
 pub fn check_flashers(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
     let seed = 20261125;
-    let precise = GpuOptions {
-        devices: vec![ordinal],
-        precise: true,
-        ..Default::default()
-    };
+    let precise = precise_on(ordinal);
     let mut out = Vec::new();
     for (label, model, string, opts) in flasher_cases() {
         let det = Detector::build(&DetectorOptions {

@@ -75,15 +75,16 @@ impl PpcEnv {
             env.flasher.fzcr = v;
         }
         env.flasher.elev = num("ELEV")?;
-        // FTLT: "nx ny nz", the flasher DOM's axis; PPC falls back to cx.dat for anything else.
+        // FTLT: "nx ny nz", the flasher DOM's axis. PPC silently falls back to cx.dat for anything
+        // else; a typo would change the physics unnoticed, so it is an error here.
         if let Some(v) = get("FTLT") {
-            let x: Vec<f64> = v
+            let x: Vec<Option<f64>> = v
                 .split_whitespace()
-                .filter_map(|t| t.parse::<f64>().ok())
-                .filter(|x| x.is_finite())
+                .map(|t| t.parse::<f64>().ok().filter(|x| x.is_finite()))
                 .collect();
-            if let [a, b, c] = x[..] {
-                env.flasher.ftlt = Some([a, b, c]);
+            match x[..] {
+                [Some(a), Some(b), Some(c)] => env.flasher.ftlt = Some([a, b, c]),
+                _ => return Err(InputError::file("environment", format!("'{v}' is not three numbers nx ny nz")).field("FTLT")),
             }
         }
         env.seed = num("WARPDRIVE_SEED")?.map(|v| v as u64);
