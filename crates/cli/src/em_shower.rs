@@ -14,9 +14,13 @@ use warpdrive_em::shower::tables::TableOptions;
 use warpdrive_em::shower::transport::{Primary, ShowerPhysics};
 use warpdrive_em::shower::Particle;
 
-/// Geant4 10.3 TestEm3 (1 GeV e⁻, 1 mm cuts, emstandard_opt0; $WARPDRIVE_DATA/em/testem3/README.md).
-const G4_TESTEM3: [(&str, f64, f64); 2] = [("Lead", 777.73, 18.97), ("liquidArgon", 211.94, 15.39)];
-const G4_CREATED: [f64; 3] = [291.0, 556.0, 53.4];
+use warpdrive_em::shower::reference::{Testem3Run, BIASED, UNBIASED};
+
+/// Geant4 10.3 TestEm3's numbers for one material, from its analogue and its biased run.
+fn g4_material(name: &str) -> Option<[(f64, f64); 2]> {
+    let find = |run: &Testem3Run| run.edep.iter().find(|(n, _, _)| *n == name).map(|(_, m, r)| (*m, *r));
+    Some([find(&UNBIASED)?, find(&BIASED)?])
+}
 
 #[derive(Subcommand)]
 pub enum ShowerCommand {
@@ -160,9 +164,10 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
             "edep_rms_mev": m.edep_rms_mev, "resolution_percent_sqrt_gev": resolution,
         });
         if is_testem3_reference {
-            if let Some((_, mean, rms)) = G4_TESTEM3.iter().find(|(n, _, _)| *n == m.name) {
+            if let Some([(mean, rms), (b_mean, b_rms)]) = g4_material(&m.name) {
                 v["geant4_10_3"] = serde_json::json!({"edep_mean_mev": mean, "edep_rms_mev": rms,
-                    "mean_ratio": m.edep_mean_mev / mean, "rms_ratio": m.edep_rms_mev / rms});
+                    "mean_ratio": m.edep_mean_mev / mean, "rms_ratio": m.edep_rms_mev / rms,
+                    "secondary_biased_run": {"edep_mean_mev": b_mean, "edep_rms_mev": b_rms}});
             }
         }
         materials.insert(m.name.clone(), v);
@@ -190,7 +195,11 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
         "command": command_line(), "version": env!("CARGO_PKG_VERSION"),
     });
     if is_testem3_reference {
-        summary["created_per_event"]["geant4_10_3"] = serde_json::json!({"gamma": G4_CREATED[0], "e-": G4_CREATED[1], "e+": G4_CREATED[2]});
+        let [g, e, p] = UNBIASED.created;
+        let [bg, be, bp] = BIASED.created;
+        summary["created_per_event"]["geant4_10_3"] = serde_json::json!({"gamma": g, "e-": e, "e+": p,
+            "secondary_biased_run": {"gamma": bg, "e-": be, "e+": bp}});
+        summary["steps_per_event"]["geant4_10_3"] = serde_json::json!({"charged": UNBIASED.steps[0], "neutral": UNBIASED.steps[1]});
     }
     let dir = outs.dir(&a.output)?;
     let meta = vec![
@@ -220,10 +229,8 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
     outs.commit()?;
     for m in &per {
         let reference = if is_testem3_reference {
-            G4_TESTEM3
-                .iter()
-                .find(|(n, _, _)| *n == m.name)
-                .map(|(_, mean, rms)| format!("   (Geant4 10.3: {mean} MeV, RMS {rms} MeV)"))
+            g4_material(&m.name)
+                .map(|[(mean, rms), (b_mean, _)]| format!("   (Geant4 10.3: {mean} MeV, RMS {rms} MeV; biased run {b_mean})"))
                 .unwrap_or_default()
         } else {
             String::new()
@@ -239,9 +246,10 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
         created[1],
         created[2],
         if is_testem3_reference {
-            "   (Geant4 10.3: 291 γ, 556 e-, 53.4 e+)"
+            let [g, e, p] = UNBIASED.created;
+            format!("   (Geant4 10.3: {g} γ, {e} e-, {p} e+)")
         } else {
-            ""
+            String::new()
         }
     );
     let by: Vec<String> = warpdrive_em::shower::transport::CREATORS

@@ -24,7 +24,8 @@
 //! Transport (CPU): [`transport`] — [`transport::ShowerPhysics`] (a calorimeter with the physics
 //! of its materials, [`transport::ShowerPhysics::testem3`]) and the stepping loop of one event;
 //! [`fluctuations`]: restricted-loss straggling; [`run`]: many events and their summary;
-//! [`output`]: profile Parquet and PNG.
+//! [`output`]: profile Parquet and PNG; [`reference`]: Geant4 10.3's TestEm3 numbers (its analogue
+//! and its secondary-biased run) and the bounds.
 //!
 //! Transport (GPU): [`gpu`] + `kernels/shower.cu` — the same loop, one thread per track, the
 //! tracks of a batch of events generation by generation, integer tallies.
@@ -49,6 +50,7 @@ pub mod pair;
 pub mod photoelectric;
 pub mod physics;
 pub mod rayleigh;
+pub mod reference;
 pub mod run;
 pub mod tables;
 pub mod transport;
