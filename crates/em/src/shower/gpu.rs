@@ -657,6 +657,10 @@ fn run_batch(
     // Lists: `input` holds the index of the γ input list (0 or 2); the e± list follows it.
     let mut input = 0usize;
     let mut generations = 0u64;
+    // WARPDRIVE_EM_TRACE=1: one line per generation on stderr (list sizes, wall time), to see
+    // where a batch spends its time.
+    let trace = std::env::var_os("WARPDRIVE_EM_TRACE").is_some_and(|v| v != "0");
+    let mut t_gen = std::time::Instant::now();
     while count[0] + count[1] > 0 {
         generations += 1;
         if generations > MAX_GENERATIONS {
@@ -725,6 +729,15 @@ fn run_batch(
             st.memset_zeros(&mut b.counters)?;
             stats.generations += generations;
             return Ok(None);
+        }
+        if trace {
+            eprintln!(
+                "em trace: events {lo}..{hi} generation {generations}: {} γ + {} e± in, {:.3} ms",
+                count[0],
+                count[1],
+                t_gen.elapsed().as_secs_f64() * 1e3
+            );
+            t_gen = std::time::Instant::now();
         }
         count = [c[0] as usize, c[1] as usize];
         input = output;
