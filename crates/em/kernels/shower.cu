@@ -1190,9 +1190,23 @@ __device__ double wd_highland_theta0(double t_start, double t_end, double true_l
 }
 
 __device__ double wd_core_mean(double a) {
-    if (a < 1e-6) return 1.0 - a / 3.0;
+    if (a < 0.1) {
+        double a2 = a * a;
+        return 1.0 - a * (1.0 / 3.0 - a2 * (1.0 / 45.0 - a2 * (2.0 / 945.0 - a2 * (1.0 / 4725.0 - a2 * (2.0 / 93555.0)))));
+    }
     if (a > 300.0) return 1.0 / a;
     return 1.0 / a - 2.0 / wd_exp_m1(2.0 * a);
+}
+
+// msc.rs core_mean_slope.
+__device__ double wd_core_mean_slope(double a) {
+    if (a < 0.1) {
+        double a2 = a * a;
+        return -1.0 / 3.0 + a2 * (1.0 / 15.0 - a2 * (2.0 / 189.0 - a2 * (1.0 / 675.0)));
+    }
+    if (a > 300.0) return -1.0 / (a * a);
+    double m = wd_exp_m1(-2.0 * a);
+    return 4.0 * wd_exp(-2.0 * a) / (m * m) - 1.0 / (a * a);
 }
 
 __device__ double wd_tail_mean(double c) {
@@ -1200,13 +1214,23 @@ __device__ double wd_tail_mean(double c) {
     return c * ((1.0 + a) * wd_ln_1p(1.0 / a) - 1.0);
 }
 
+// msc.rs core_a_from_mean: Cohen's inverse-Langevin start, then Newton.
+#define WD_CORE_A_MIN 9.357622968840175e-14
+#define WD_CORE_A_MAX 1.1420073898156842e26
 __device__ double wd_core_a_from_mean(double d) {
-    double lo = -30.0, hi = 60.0;
-    for (int k = 0; k < 200; ++k) {
-        double mid = 0.5 * (lo + hi);
-        if (wd_core_mean(wd_exp(mid)) > d) lo = mid; else hi = mid;
+    if (!(d < wd_core_mean(WD_CORE_A_MIN))) return WD_CORE_A_MIN;
+    if (!(d > 1.0 / WD_CORE_A_MAX)) return WD_CORE_A_MAX;
+    if (d <= 1.0 / 300.0) return 1.0 / d;
+    double y = 1.0 - d;
+    double a = y * (3.0 - y * y) / (1.0 - y * y);
+    for (int k = 0; k < 12; ++k) {
+        double step = (wd_core_mean(a) - d) / wd_core_mean_slope(a);
+        double next = wd_clamp(a - step, 0.5 * a, 2.0 * a);
+        bool done = fabs(next - a) <= 4.0 * 2.220446049250313e-16 * a;
+        a = next;
+        if (done) break;
     }
-    return wd_exp(0.5 * (lo + hi));
+    return wd_clamp(a, WD_CORE_A_MIN, WD_CORE_A_MAX);
 }
 
 struct WdAngular {

@@ -390,11 +390,15 @@ pub fn highland_theta0(t_start: f64, t_end: f64, true_len: f64, radiation_length
     13.6 / (bcp(t_start) * bcp(t_end)).sqrt() * y.sqrt() * c
 }
 
-/// ⟨1 − u⟩ of g₁ ∝ exp(−a(1 − u)) on [−1, 1]: 1/a − 2/(e^{2a} − 1) (1 − a/3 for a → 0).
+/// ⟨1 − u⟩ of g₁ ∝ exp(−a(1 − u)) on [−1, 1]: 1/a − 2/(e^{2a} − 1) = 1 − L(a), L the Langevin
+/// function; below a = 0.1 its series 1 − a/3 + a³/45 − 2a⁵/945 + a⁷/4725 − 2a⁹/93555 (next term
+/// < 3e-17 there; the closed form cancels at small a: 1/a and 2/(e^{2a} − 1) agree to 1 − a/3 of
+/// 1/a, leaving an error of ≈ ε/a).
 #[must_use]
 pub fn core_mean(a: f64) -> f64 {
-    if a < 1e-6 {
-        1.0 - a / 3.0
+    if a < 0.1 {
+        let a2 = a * a;
+        1.0 - a * (1.0 / 3.0 - a2 * (1.0 / 45.0 - a2 * (2.0 / 945.0 - a2 * (1.0 / 4725.0 - a2 * (2.0 / 93555.0)))))
     } else if a > 300.0 {
         1.0 / a
     } else {
@@ -409,19 +413,56 @@ pub fn tail_mean(c: f64) -> f64 {
     c * ((1.0 + a) * (1.0 / a).pln_1p() - 1.0)
 }
 
-/// The a of g₁ whose ⟨1 − u⟩ is `d` ∈ (0, 1) (bisection in ln a; core_mean decreases in a).
+/// Limits of the core parameter a: e⁻³⁰ and e⁶⁰ (those of the bisection this replaced).
+const CORE_A_MIN: f64 = 9.357_622_968_840_175e-14;
+const CORE_A_MAX: f64 = 1.142_007_389_815_684_2e26;
+
+/// d⟨1 − u⟩/da of g₁ (see [`core_mean`]): 1/sinh²a − 1/a² (its series −1/3 + a²/15 − 2a⁴/189 +
+/// a⁶/675 below a = 0.1, −1/a² above 300 where core_mean is 1/a). Only Newton's step uses it.
+#[must_use]
+pub fn core_mean_slope(a: f64) -> f64 {
+    if a < 0.1 {
+        let a2 = a * a;
+        -1.0 / 3.0 + a2 * (1.0 / 15.0 - a2 * (2.0 / 189.0 - a2 * (1.0 / 675.0)))
+    } else if a > 300.0 {
+        -1.0 / (a * a)
+    } else {
+        let m = (-2.0 * a).pexp_m1();
+        4.0 * (-2.0 * a).pexp() / (m * m) - 1.0 / (a * a)
+    }
+}
+
+/// The a of g₁ whose ⟨1 − u⟩ is `d` ∈ (0, 1). ⟨1 − u⟩ = 1 − L(a) with L(a) = coth a − 1/a the
+/// Langevin function, so a = L⁻¹(1 − d): start from Cohen's Padé approximant of the inverse
+/// Langevin function, L⁻¹(y) ≈ y(3 − y²)/(1 − y²) (A. Cohen, Rheol. Acta 30 (1991) 270; within
+/// 5 %), then Newton steps on core_mean(a) = d. core_mean is convex and decreasing, so from
+/// the first step on the iterates approach the root from below, monotonically and
+/// quadratically (3–5 steps). a = 1/d exactly where core_mean is 1/a (a > 300); a stays within
+/// [e⁻³⁰, e⁶⁰]. (A 200-step bisection did this before: on the GPU it kept warps at 4 of 32
+/// lanes, docs/performance/em.md.)
 #[must_use]
 pub fn core_a_from_mean(d: f64) -> f64 {
-    let (mut lo, mut hi) = (-30.0f64, 60.0f64);
-    for _ in 0..200 {
-        let mid = 0.5 * (lo + hi);
-        if core_mean(mid.pexp()) > d {
-            lo = mid;
-        } else {
-            hi = mid;
+    if !(d < core_mean(CORE_A_MIN)) {
+        return CORE_A_MIN;
+    }
+    if !(d > 1.0 / CORE_A_MAX) {
+        return CORE_A_MAX;
+    }
+    if d <= 1.0 / 300.0 {
+        return 1.0 / d;
+    }
+    let y = 1.0 - d;
+    let mut a = y * (3.0 - y * y) / (1.0 - y * y);
+    for _ in 0..12 {
+        let step = (core_mean(a) - d) / core_mean_slope(a);
+        let next = (a - step).clamp(0.5 * a, 2.0 * a);
+        let done = (next - a).abs() <= 4.0 * f64::EPSILON * a;
+        a = next;
+        if done {
+            break;
         }
     }
-    (0.5 * (lo + hi)).pexp()
+    a.clamp(CORE_A_MIN, CORE_A_MAX)
 }
 
 /// Parameters of the angular distribution: p, a of the core, c = b − 1 of the tail.
@@ -615,6 +656,56 @@ mod tests {
 
     fn tables(m: &ShowerMaterial) -> MscTables {
         MscTables::build(m, &TableOptions::default())
+    }
+
+    /// The a of core_mean(a) = d by bisection in ln a (what the model used before Newton).
+    fn core_a_by_bisection(d: f64) -> f64 {
+        let (mut lo, mut hi) = (-30.0f64, 60.0f64);
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if core_mean(mid.pexp()) > d {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (0.5 * (lo + hi)).pexp()
+    }
+
+    #[test]
+    fn core_a_from_mean_inverts_core_mean_as_the_bisection_does() {
+        // d from 1e-8 (a = 1e8) to 1 − 1e-12 (a ≈ 3e-12), 4 000 points, and the edges.
+        let mut worst = 0.0f64;
+        for i in 0..=4000 {
+            let x = f64::from(i) / 4000.0;
+            for d in [(1e-8f64).powf(1.0 - x), 1.0 - (1e-12f64).powf(1.0 - x) * 0.999] {
+                let (a, b) = (core_a_from_mean(d), core_a_by_bisection(d));
+                // How well d fixes a: one rounding of d (ε·d) moves the root by ε·d/|slope|;
+                // near d = 1 (a → 0) that is most of a's digits.
+                let conditioning = f64::EPSILON * d / (core_mean_slope(b).abs() * b);
+                worst = worst.max((a / b - 1.0).abs() / (1e-9 + 16.0 * conditioning));
+                // As good a root as the bisection's (core_mean's own rounding limits both).
+                let (ra, rb) = ((core_mean(a) - d).abs(), (core_mean(b) - d).abs());
+                // The closed form's rounding is ≈ ε/a for 0.1 ≤ a ≤ 1, ≈ ε·d elsewhere.
+                let noise = f64::EPSILON * d.max((1.0 / b).min(10.0));
+                assert!(ra <= 2.0 * rb + 4.0 * noise, "d {d}: a {a} (residual {ra}) vs {b} ({rb})");
+            }
+        }
+        assert!(worst < 1.0, "relative difference from the bisection {worst} × (1e-9 + 16 × conditioning)");
+        for d in [0.0, -1.0, 1.0, 2.0, f64::NAN] {
+            assert_eq!(core_a_from_mean(d), core_a_by_bisection(d).clamp(CORE_A_MIN, CORE_A_MAX), "d {d}");
+        }
+        eprintln!("largest relative difference from the bisection: {worst:.2e} × (1e-9 + 16 × conditioning)");
+    }
+
+    #[test]
+    fn core_mean_slope_is_the_derivative() {
+        for a in [1e-3, 0.009, 0.099, 0.101, 0.3, 1.0, 7.0, 299.0, 301.0, 1e4] {
+            let h = 1e-6 * a;
+            let numeric = (core_mean(a + h) - core_mean(a - h)) / (2.0 * h);
+            let s = core_mean_slope(a);
+            assert!((numeric / s - 1.0).abs() < 1e-4, "a {a}: {s} vs numeric {numeric}");
+        }
     }
 
     /// ELSEPA (Salvat, Jablonski & Powell, Comput. Phys. Commun. 165 (2005) 157; DF atom, Fermi
