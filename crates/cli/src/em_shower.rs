@@ -144,8 +144,8 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
             (
                 r,
                 format!(
-                    "{} (registers {}/{}, {} batches, {} re-runs after full lists, {} generations)",
-                    st.device, st.registers.0, st.registers.1, st.batches, st.reruns, st.generations
+                    "{} ({:?} schedule, registers {}/{}, {} batches, {} re-runs after full lists, {} generations)",
+                    st.device, st.schedule, st.registers.0, st.registers.1, st.batches, st.reruns, st.generations
                 ),
             )
         }

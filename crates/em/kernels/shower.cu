@@ -169,10 +169,17 @@ struct ShowerParams {
     unsigned int capacity;             // of each output list
     WdTrack* out_gamma;
     WdTrack* out_charged;
-    unsigned int* out_size;            // [0] γ, [1] e±
+    unsigned int* out_size;            // [0] γ, [1] e± (queue mode: the queues' tails)
     unsigned int* overflow;
+    // Queue mode (kernel `showers`; null in generation mode): out_gamma/out_charged are the two
+    // queues of the whole batch, `queue_ctl` = [head γ, head e±, live tracks], `ready` = 2 ×
+    // capacity publication flags (γ then e±); the first `first[k]` tracks of queue k are the
+    // primaries, published by the host.
+    unsigned int* queue_ctl;
+    unsigned int* ready;
+    unsigned int first[2];
 };
-static_assert(sizeof(ShowerParams) == 152, "ShowerParams size");
+static_assert(sizeof(ShowerParams) == 176, "ShowerParams size");
 
 // ---- small helpers ----
 
@@ -419,6 +426,12 @@ __device__ void wd_push(WdEvent& ev, const double pos[3], unsigned int slab, uns
     t.particle = particle;
     t.pad = 0u;
     (list == 0u ? P.out_gamma : P.out_charged)[slot] = t;
+    if (P.ready) {
+        // Queue mode: count the track as live before its parent can end, then publish it.
+        atomicAdd(P.queue_ctl + 2, 1u);
+        __threadfence();
+        atomicExch(P.ready + list * P.capacity + slot, 1u);
+    }
 }
 
 // transport.rs exp1: −ln u.
@@ -1765,6 +1778,97 @@ extern "C" __global__ void __launch_bounds__(128) photons(const ShowerParams P, 
 
 extern "C" __global__ void __launch_bounds__(128) charged(const ShowerParams P, const WdTrack* in, unsigned int n) {
     wd_run_tracks<WdChargedState>(P, in, n);
+}
+
+// ---- queue mode: the whole batch in one launch ----
+//
+// The generation loop (kernels above) ends every generation with its longest tracks while the
+// rest of the GPU idles (ncu: 4.4 of 32 lanes active, 19–25 launches per batch). Here every
+// track of a batch goes through two queues (γ, e±) that the kernel itself fills: a lane whose
+// track ended claims the next published track at once, whatever its generation. Tracks, ids,
+// draws and integer tallies are those of the generation loop — only the order differs, which
+// changes no result (ids hash the parent's id, tallies are integers).
+//
+// A warp holds tracks of one kind (its `kind`, uniform across the warp, so the γ and e± steps
+// never diverge); when all its lanes are idle it turns to the queue with more unclaimed tracks,
+// and it leaves when no track is live any more. Claims: a lane takes a slot index (atomicAdd on
+// the head) only while head < tail, and waits for the slot's `ready` flag (the producer writes
+// the track, fences, then sets the flag); a slot claimed past the last track is never filled,
+// and its lane leaves with the others when `live` reaches 0 (every pushed track counts as live
+// from before its parent ends until it ends itself). Tracks are read through L2 (__ldcg): an
+// SM's L1 may hold a stale copy of a neighbouring slot's line. Needs every block resident at
+// once (the host launches no more): a waiting lane relies on other lanes to make progress.
+__device__ __forceinline__ unsigned int wd_vload(const unsigned int* p) { return *(const volatile unsigned int*)p; }
+
+__device__ __forceinline__ void wd_load_track(const WdTrack* src, WdTrack& t) {
+    const unsigned long long* w = (const unsigned long long*)src;
+    unsigned long long* o = (unsigned long long*)&t;
+    for (int k = 0; k < 10; ++k) o[k] = __ldcg(w + k);
+}
+
+// Unclaimed published-or-reserved tracks of queue k.
+__device__ __forceinline__ unsigned int wd_queue_available(const ShowerParams& P, unsigned int k) {
+    unsigned int tail = min(wd_vload(P.out_size + k), P.capacity);
+    unsigned int head = wd_vload(P.queue_ctl + k);
+    return tail > head ? tail - head : 0u;
+}
+
+union WdAnyState {
+    WdPhotonState p;
+    WdChargedState c;
+};
+
+extern "C" __global__ void __launch_bounds__(128) showers(const ShowerParams P) {
+    const unsigned int full = 0xffffffffu;
+    const unsigned int lane = threadIdx.x & 31u;
+    WdAnyState s;
+    bool alive = false, pending = false;
+    unsigned int slot = 0u;
+    unsigned int kind = 1u;
+    for (;;) {
+        if (!alive) {
+            if (!pending && wd_queue_available(P, kind) > 0u) {
+                slot = atomicAdd(P.queue_ctl + kind, 1u);
+                pending = true;
+            }
+            if (pending && slot < P.capacity && (slot < P.first[kind] || wd_vload(P.ready + kind * P.capacity + slot) != 0u)) {
+                __threadfence();
+                WdTrack t;
+                wd_load_track((kind == 0u ? P.out_gamma : P.out_charged) + slot, t);
+                if (kind == 0u) wd_photon_start(P, t, s.p); else wd_charged_start(P, t, s.c);
+                alive = true;
+                pending = false;
+            } else if (pending && wd_vload(P.queue_ctl + 2) == 0u) {
+                pending = false;  // a slot past the last track: the batch has ended
+            }
+        }
+        if (__ballot_sync(full, alive || pending) == 0u) {
+            // The whole warp is idle: leave (nothing live), or take the fuller queue.
+            unsigned int next = kind;
+            if (lane == 0u) {
+                if (wd_vload(P.queue_ctl + 2) == 0u) {
+                    next = 2u;
+                } else {
+                    unsigned int a0 = wd_queue_available(P, 0u), a1 = wd_queue_available(P, 1u);
+                    if (a0 > a1) next = 0u;
+                    else if (a1 > a0) next = 1u;
+                    else if (a0 == 0u) __nanosleep(200);
+                }
+            }
+            next = __shfl_sync(full, next, 0);
+            if (next == 2u) break;
+            kind = next;
+            continue;
+        }
+        if (__ballot_sync(full, alive) == 0u) {
+            __nanosleep(100);  // only claimed slots, not yet published: let the producers run
+            continue;
+        }
+        if (alive) {
+            alive = kind == 0u ? wd_photon_step(P, s.p) : wd_charged_step(P, s.c);
+            if (!alive) atomicSub(P.queue_ctl + 2, 1u);
+        }
+    }
 }
 
 // warpdrive_core::pmath::evaluate_all on the device: 8 results per argument, compared bit for

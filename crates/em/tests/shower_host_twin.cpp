@@ -3,11 +3,14 @@
 // replaced by sequential equivalents, driven generation by generation as shower/gpu.rs drives
 // the GPU. With the host's libm the transcendentals are the ones the Rust CPU loop calls, so
 // this checks the translation of the loop and of every interactor, bit for bit, without a GPU.
+// With MODE `queue` it runs the one-launch kernel `showers` instead, with one thread (its
+// queues, claims, publication flags and live count; not the concurrency).
 //
-//   shower_host_twin TABLES PRIMARIES OUT
+//   shower_host_twin TABLES PRIMARIES OUT [generations|queue]
 // TABLES: u64 counts (data, materials, elements, photo, rayleigh, planes, slabs), u32 n_materials,
 // u32 stride, f64 transverse, twopi_mc2_rcl2, alpha_re2, pi_re2, u64 seed, u64 events, then the
 // arrays as raw bytes. PRIMARIES: 10 u64 words per track. OUT: events × stride u64.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +36,18 @@ static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
     *p = o + v;
     return o;
 }
+static inline unsigned int atomicSub(unsigned int* p, unsigned int v) {
+    unsigned int o = *p;
+    *p = o - v;
+    return o;
+}
+// One thread is one warp of one lane; memory is coherent.
+static inline unsigned int __ballot_sync(unsigned int, bool p) { return p ? 1u : 0u; }
+static inline unsigned int __shfl_sync(unsigned int, unsigned int v, int) { return v; }
+static inline void __nanosleep(unsigned int) {}
+static inline void __threadfence() {}
+static inline unsigned long long __ldcg(const unsigned long long* p) { return *p; }
+static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
 static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
     unsigned int o = *p;
     *p = v;
@@ -73,10 +88,11 @@ static std::vector<T> read_array(FILE* f, unsigned long long n) {
 }
 
 int main(int argc, char** argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: shower_host_twin TABLES PRIMARIES OUT\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: shower_host_twin TABLES PRIMARIES OUT [generations|queue]\n");
         return 2;
     }
+    const bool queue = argc == 5 && strcmp(argv[4], "queue") == 0;
     FILE* f = fopen(argv[1], "rb");
     if (!f) return 2;
     unsigned long long c[7];
@@ -128,7 +144,32 @@ int main(int argc, char** argv) {
     P.out_charged = out[1].data();
     P.out_size = counters;
     P.overflow = counters + 2;
+    P.queue_ctl = nullptr;
+    P.ready = nullptr;
+    P.first[0] = P.first[1] = 0u;
     unsigned long long generations = 0;
+    if (queue) {
+        // gpu.rs run_batch_queue: the primaries at the queues' fronts, published by the host.
+        std::vector<unsigned int> ready(2 * capacity, 0u);
+        unsigned int ctl[4] = {0u, 0u, (unsigned int)(lists[0].size() + lists[1].size()), 0u};
+        for (int k = 0; k < 2; ++k) {
+            std::copy(lists[k].begin(), lists[k].end(), out[k].begin());
+            counters[k] = P.first[k] = (unsigned int)lists[k].size();
+            lists[k].clear();
+        }
+        P.queue_ctl = ctl;
+        P.ready = ready.data();
+        gridDim = {1, 1, 1};
+        blockDim = {1, 1, 1};
+        blockIdx = {0, 0, 0};
+        threadIdx = {0, 0, 0};
+        showers(P);
+        if (counters[2] || ctl[2] != 0u) {
+            fprintf(stderr, "queue overflow or tracks left live: %u\n", ctl[2]);
+            return 3;
+        }
+        printf("queue: %u γ and %u e± tracks\n", counters[0], counters[1]);
+    }
     while (!lists[0].empty() || !lists[1].empty()) {
         counters[0] = counters[1] = 0;
         // The kernels themselves, their "threads" run one after the other: 3 blocks of 2, each

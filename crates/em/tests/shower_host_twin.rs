@@ -1,6 +1,7 @@
 //! The CUDA shower kernel compiled for the host (`shower_host_twin.cpp` includes
 //! `kernels/shower.cu` with the few CUDA intrinsics it uses replaced by sequential host code)
-//! and driven generation by generation as `shower::gpu` drives the GPU, against the Rust CPU
+//! and driven as `shower::gpu` drives the GPU (generation by generation, and through the
+//! one-launch queues of the `showers` kernel with one thread), against the Rust CPU
 //! loop: with the host's libm both sides call the same transcendentals, so every event must be
 //! identical in every tallied integer. This checks the translation of the loop and of every
 //! interactor (and the generation order, the ids, the list words, the tables' layout) without a
@@ -57,7 +58,7 @@ fn compile(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Run `events` events of `primary` through the host twin; the events' tallies.
-fn host_twin(exe: &Path, dir: &Path, phys: &ShowerPhysics, primary: &Primary, events: u64, seed: u64) -> Vec<Vec<u64>> {
+fn host_twin(exe: &Path, dir: &Path, phys: &ShowerPhysics, primary: &Primary, events: u64, seed: u64, mode: &str) -> Vec<Vec<u64>> {
     let t = HostTables::build(phys).unwrap();
     let cal = &phys.calorimeter;
     let stride = tally_stride(cal.slabs(), cal.materials.len());
@@ -95,7 +96,7 @@ fn host_twin(exe: &Path, dir: &Path, phys: &ShowerPhysics, primary: &Primary, ev
     let prim = dir.join("primaries.bin");
     std::fs::write(&prim, words).unwrap();
     let out = dir.join("tally.bin");
-    let o = Command::new(exe).arg(&tables).arg(&prim).arg(&out).output().unwrap();
+    let o = Command::new(exe).arg(&tables).arg(&prim).arg(&out).arg(mode).output().unwrap();
     assert!(o.status.success(), "host twin: {}", String::from_utf8_lossy(&o.stderr));
     eprint!("host twin: {}", String::from_utf8_lossy(&o.stdout));
     let raw = std::fs::read(&out).unwrap();
@@ -110,6 +111,9 @@ fn host_twin(exe: &Path, dir: &Path, phys: &ShowerPhysics, primary: &Primary, ev
         })
         .collect()
 }
+
+/// The two schedules of shower::gpu: a launch pair per generation, and the one-launch queues.
+const MODES: [&str; 2] = ["generations", "queue"];
 
 #[test]
 fn host_build_of_the_kernel_equals_the_cpu_loop() {
@@ -126,15 +130,17 @@ fn host_build_of_the_kernel_equals_the_cpu_loop() {
     ] {
         let primary = Primary::testem3(p, e);
         let cpu = run(&phys, &primary, n, 2024, &Progress::hidden());
-        let twin = host_twin(&exe, &dir, &phys, &primary, n, 2024);
-        let same = cpu.events.iter().zip(&twin).filter(|(a, b)| event_words(a) == **b).count();
-        eprintln!("{p:?} {e} MeV: {same} of {n} events identical");
-        if let Some(k) = cpu.events.iter().zip(&twin).position(|(a, b)| event_words(a) != *b) {
-            failures.push(format!(
-                "{p:?} {e} MeV: {same} of {n} identical; event {k} differs:\nCPU  {:?}\ntwin {:?}",
-                event_words(&cpu.events[k]),
-                twin[k]
-            ));
+        for mode in MODES {
+            let twin = host_twin(&exe, &dir, &phys, &primary, n, 2024, mode);
+            let same = cpu.events.iter().zip(&twin).filter(|(a, b)| event_words(a) == **b).count();
+            eprintln!("{mode}: {p:?} {e} MeV: {same} of {n} events identical");
+            if let Some(k) = cpu.events.iter().zip(&twin).position(|(a, b)| event_words(a) != *b) {
+                failures.push(format!(
+                    "{mode}: {p:?} {e} MeV: {same} of {n} identical; event {k} differs:\nCPU  {:?}\ntwin {:?}",
+                    event_words(&cpu.events[k]),
+                    twin[k]
+                ));
+            }
         }
     }
     // Compounds: the element choice of pair production, photo-absorption, Rayleigh scattering and
@@ -149,11 +155,13 @@ fn host_build_of_the_kernel_equals_the_cpu_loop() {
     for (p, e, n) in [(Particle::Electron, 100.0, 6), (Particle::Gamma, 30.0, 10)] {
         let primary = Primary::testem3(p, e);
         let cpu = run(&phys, &primary, n, 77, &Progress::hidden());
-        let twin = host_twin(&exe, &dir, &phys, &primary, n, 77);
-        let same = cpu.events.iter().zip(&twin).filter(|(a, b)| event_words(a) == **b).count();
-        eprintln!("compounds, {p:?} {e} MeV: {same} of {n} events identical");
-        if same != n as usize {
-            failures.push(format!("compounds, {p:?} {e} MeV: {same} of {n} identical"));
+        for mode in MODES {
+            let twin = host_twin(&exe, &dir, &phys, &primary, n, 77, mode);
+            let same = cpu.events.iter().zip(&twin).filter(|(a, b)| event_words(a) == **b).count();
+            eprintln!("{mode}: compounds, {p:?} {e} MeV: {same} of {n} events identical");
+            if same != n as usize {
+                failures.push(format!("{mode}: compounds, {p:?} {e} MeV: {same} of {n} identical"));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

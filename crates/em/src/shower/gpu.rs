@@ -49,7 +49,7 @@ use warpdrive_core::progress::Progress;
 
 pub const KERNEL_NAME: &str = "shower.cu";
 pub const KERNEL_SRC: &str = include_str!("../../kernels/shower.cu");
-pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["photons", "charged"])];
+pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["photons", "charged", "showers"])];
 /// Kernel switches (none yet).
 pub const SWITCHES: &[&str] = &[];
 /// Threads per block (the kernels' `__launch_bounds__`).
@@ -162,8 +162,11 @@ struct ShowerParams {
     out_charged: u64,
     out_size: u64,
     overflow: u64,
+    queue_ctl: u64,
+    ready: u64,
+    first: [u32; 2],
 }
-const _: () = assert!(size_of::<ShowerParams>() == 152);
+const _: () = assert!(size_of::<ShowerParams>() == 176);
 const _: () = assert!(std::mem::offset_of!(ShowerParams, tally) == 104);
 const _: () = assert!(std::mem::offset_of!(ShowerParams, overflow) == 144);
 
@@ -402,14 +405,40 @@ pub fn batch_primaries(phys: &ShowerPhysics, primary: &Primary, lo: u64, hi: u64
     (first, missed)
 }
 
+/// How the tracks of a batch reach the kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Schedule {
+    /// One launch per batch (`showers`): the kernel fills two queues (γ, e±) with the batch's
+    /// secondaries and drains them itself, so no lane waits for a generation to end.
+    #[default]
+    Queue,
+    /// A launch of `photons` and `charged` per generation of secondaries (the first GPU loop).
+    Generations,
+}
+
+impl Schedule {
+    /// `WARPDRIVE_EM_SCHEDULE=queue|generations` (for comparisons); otherwise the default.
+    pub fn from_env() -> Result<Self, GpuError> {
+        match std::env::var("WARPDRIVE_EM_SCHEDULE").as_deref() {
+            Err(_) | Ok("" | "queue") => Ok(Self::Queue),
+            Ok("generations") => Ok(Self::Generations),
+            Ok(other) => Err(GpuError::Other(format!(
+                "WARPDRIVE_EM_SCHEDULE: '{other}' is neither 'queue' nor 'generations'"
+            ))),
+        }
+    }
+}
+
 /// Sizes of a GPU run; `None` picks them from the device.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GpuShowerOptions {
-    /// Tracks per list (four lists: γ and e±, in and out). Default: a quarter of the free
-    /// device memory, at most 2²⁷.
+    /// Tracks per list (generations: four lists, γ and e± in and out; queue: two queues that
+    /// hold every track of a batch). Default: a quarter of the free device memory, at most 2²⁷.
     pub stack_capacity: Option<usize>,
     /// Events per batch before any re-run. Default: from the capacity and the primary energy.
     pub batch_events: Option<u64>,
+    /// Default: [`Schedule::from_env`].
+    pub schedule: Option<Schedule>,
 }
 
 /// Timing and bookkeeping of a GPU run.
@@ -420,11 +449,12 @@ pub struct GpuShowerStats {
     /// Batches run to the end, and re-runs of a batch in halves after an overflow.
     pub batches: u64,
     pub reruns: u64,
-    /// Generations (pairs of launches) over all batches.
+    /// Generations (pairs of launches) over all batches; 0 in queue mode.
     pub generations: u64,
     pub stack_capacity: usize,
-    /// Registers per thread of `photons` and `charged`.
+    /// Registers per thread of `photons` and `charged` (queue mode: of `showers`, twice).
     pub registers: (i32, i32),
+    pub schedule: Schedule,
 }
 
 impl GpuShowerStats {
@@ -439,6 +469,7 @@ impl GpuShowerStats {
         self.generations += o.generations;
         self.stack_capacity = o.stack_capacity;
         self.registers = o.registers;
+        self.schedule = o.schedule;
     }
 }
 
@@ -504,15 +535,59 @@ struct Buffers {
     planes: CudaSlice<f64>,
     slab_material: CudaSlice<u32>,
     tally: CudaSlice<u64>,
-    /// [γ in, e± in, γ out, e± out].
-    lists: [CudaSlice<u64>; 4],
+    /// Generations: [γ in, e± in, γ out, e± out]; queue: [γ queue, e± queue].
+    lists: Vec<CudaSlice<u64>>,
+    /// [γ, e±] list sizes (queue: tails), overflow flag.
     counters: CudaSlice<u32>,
-    /// Blocks of the (photons, charged) kernels that are resident at once on the device: the
-    /// grid of a launch, whose threads take tracks by a grid-stride loop (see the kernels).
+    /// Queue mode: [head γ, head e±, live tracks, 0] and 2 × capacity publication flags.
+    queue_ctl: CudaSlice<u32>,
+    ready: CudaSlice<u32>,
+    /// Blocks of the (photons, charged | showers) kernels that are resident at once on the
+    /// device: the grid of a launch, whose threads take track after track (see the kernels).
     resident: [u32; 2],
     /// A second stream for the charged kernel: a generation's γ and e± lists are independent,
     /// so each kernel's tail (its last long tracks) runs beside the other kernel's work.
     side: Arc<CudaStream>,
+}
+
+impl Buffers {
+    /// The kernel's parameters; secondaries go to lists `output` (γ) and `output + 1` (e±).
+    fn params(
+        &self,
+        tables: &HostTables,
+        cal: &Calorimeter,
+        seed: u64,
+        capacity: usize,
+        output: usize,
+        st: &Arc<CudaStream>,
+    ) -> ShowerParams {
+        ShowerParams {
+            data: ptr(&self.data, st),
+            materials: ptr(&self.materials, st),
+            elements: ptr(&self.elements, st),
+            photo: ptr(&self.photo, st),
+            rayleigh: ptr(&self.rayleigh, st),
+            planes: ptr(&self.planes, st),
+            slab_material: ptr(&self.slab_material, st),
+            slabs: cal.slabs() as u32,
+            n_materials: cal.materials.len() as u32,
+            transverse: cal.transverse,
+            twopi_mc2_rcl2: tables.constants[0],
+            alpha_re2: tables.constants[1],
+            pi_re2: tables.constants[2],
+            seed,
+            tally: ptr(&self.tally, st),
+            stride: tally_stride(cal.slabs(), cal.materials.len()) as u32,
+            capacity: capacity as u32,
+            out_gamma: ptr(&self.lists[output], st),
+            out_charged: ptr(&self.lists[output + 1], st),
+            out_size: ptr(&self.counters, st),
+            overflow: ptr(&self.counters, st) + 8,
+            queue_ctl: 0,
+            ready: 0,
+            first: [0, 0],
+        }
+    }
 }
 
 /// Blocks of `f` resident at once on `gpu`: its SMs × the blocks of `BLOCK` threads that fit
@@ -548,16 +623,30 @@ fn run_share(
     let stride = tally_stride(slabs, n_mat);
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
+    let schedule = match opts.schedule {
+        Some(s) => s,
+        None => Schedule::from_env()?,
+    };
+    let queue = schedule == Schedule::Queue;
     let (module, photons) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "photons", true, &[])?;
     let charged = module.load_function("charged")?;
+    let showers = module.load_function("showers")?;
     let st = gpu.stream.clone();
     let (free, _total) = gpu.ctx.mem_get_info()?;
+    // A quarter of the free memory for the lists (queue: each track also has a 4-byte flag).
+    let (n_lists, track_bytes) = if queue { (2, TRACK_WORDS * 8 + 4) } else { (4, TRACK_WORDS * 8) };
     let capacity = opts
         .stack_capacity
-        .unwrap_or(free / 4 / (4 * TRACK_WORDS * 8))
+        .unwrap_or(free / 4 / (n_lists * track_bytes))
         .clamp(1, MAX_CAPACITY);
-    // A generation of one 1 GeV event in TestEm3 holds a few hundred tracks: budget 2 per MeV.
-    let per_event = (2.0 * primary.energy).max(64.0) as u64;
+    // Tracks per event to budget. Generations: a generation of one 1 GeV event in TestEm3 holds
+    // a few hundred tracks, 2 per MeV. Queue: a queue holds all of an event's tracks of one
+    // kind — TestEm3 makes 0.92 e± and 0.50 γ per MeV of primary energy — 1.25 per MeV.
+    let per_event = if queue {
+        (1.25 * primary.energy).max(64.0)
+    } else {
+        (2.0 * primary.energy).max(64.0)
+    } as u64;
     let batch = opts
         .batch_events
         .unwrap_or((capacity as u64 / per_event).max(1))
@@ -573,20 +662,29 @@ fn run_share(
         planes: st.clone_htod(&tables.planes)?,
         slab_material: st.clone_htod(&tables.slab_material)?,
         tally: st.alloc_zeros::<u64>(stride * batch as usize)?,
-        lists: [
-            st.alloc_zeros::<u64>(capacity * TRACK_WORDS)?,
-            st.alloc_zeros::<u64>(capacity * TRACK_WORDS)?,
-            st.alloc_zeros::<u64>(capacity * TRACK_WORDS)?,
-            st.alloc_zeros::<u64>(capacity * TRACK_WORDS)?,
-        ],
+        lists: (0..n_lists)
+            .map(|_| st.alloc_zeros::<u64>(capacity * TRACK_WORDS))
+            .collect::<Result<_, _>>()?,
         counters: st.alloc_zeros::<u32>(3)?,
-        resident: [resident_blocks(&gpu, &photons), resident_blocks(&gpu, &charged)],
+        queue_ctl: st.alloc_zeros::<u32>(4)?,
+        ready: st.alloc_zeros::<u32>(if queue { 2 * capacity } else { 1 })?,
+        resident: if queue {
+            [resident_blocks(&gpu, &showers); 2]
+        } else {
+            [resident_blocks(&gpu, &photons), resident_blocks(&gpu, &charged)]
+        },
         side: st.fork()?,
+    };
+    let registers = if queue {
+        (showers.num_regs().unwrap_or(0), showers.num_regs().unwrap_or(0))
+    } else {
+        (photons.num_regs().unwrap_or(0), charged.num_regs().unwrap_or(0))
     };
     let mut stats = GpuShowerStats {
         device: format!("cuda:{ordinal} {}", gpu.name),
         stack_capacity: capacity,
-        registers: (photons.num_regs().unwrap_or(0), charged.num_regs().unwrap_or(0)),
+        registers,
+        schedule,
         ..Default::default()
     };
     let t0 = std::time::Instant::now();
@@ -600,9 +698,14 @@ fn run_share(
     }
     todo.reverse();
     while let Some((lo, hi)) = todo.pop() {
-        match run_batch(
-            phys, tables, primary, seed, lo, hi, &mut b, capacity, &st, &photons, &charged, &mut stats,
-        )? {
+        let done = if queue {
+            run_batch_queue(phys, tables, primary, seed, lo, hi, &mut b, capacity, &st, &showers)?
+        } else {
+            run_batch(
+                phys, tables, primary, seed, lo, hi, &mut b, capacity, &st, &photons, &charged, &mut stats,
+            )?
+        };
+        match done {
             Some(ev) => {
                 progress.add(hi - lo);
                 stats.batches += 1;
@@ -670,29 +773,7 @@ fn run_batch(
         }
         st.memset_zeros(&mut b.counters.slice_mut(0..2))?;
         let output = 2 - input;
-        let p = ShowerParams {
-            data: ptr(&b.data, st),
-            materials: ptr(&b.materials, st),
-            elements: ptr(&b.elements, st),
-            photo: ptr(&b.photo, st),
-            rayleigh: ptr(&b.rayleigh, st),
-            planes: ptr(&b.planes, st),
-            slab_material: ptr(&b.slab_material, st),
-            slabs: slabs as u32,
-            n_materials: n_mat as u32,
-            transverse: cal.transverse,
-            twopi_mc2_rcl2: tables.constants[0],
-            alpha_re2: tables.constants[1],
-            pi_re2: tables.constants[2],
-            seed,
-            tally: ptr(&b.tally, st),
-            stride: stride as u32,
-            capacity: capacity as u32,
-            out_gamma: ptr(&b.lists[output], st),
-            out_charged: ptr(&b.lists[output + 1], st),
-            out_size: ptr(&b.counters, st),
-            overflow: ptr(&b.counters, st) + 8,
-        };
+        let p = b.params(tables, cal, seed, capacity, output, st);
         for (k, f) in [photons, charged].into_iter().enumerate() {
             let m = count[k] as u32;
             if m == 0 {
@@ -743,17 +824,91 @@ fn run_batch(
         input = output;
     }
     stats.generations += generations;
-    let words = st.clone_dtoh(&b.tally.slice(0..stride * n))?;
-    let events = (0..n)
-        .map(|k| {
+    Ok(Some(read_events(b, st, cal, primary, &missed)?))
+}
+
+/// The tallies of a finished batch of `missed.len()` events (an event whose primary missed the
+/// calorimeter escaped whole).
+fn read_events(
+    b: &Buffers,
+    st: &Arc<CudaStream>,
+    cal: &Calorimeter,
+    primary: &Primary,
+    missed: &[bool],
+) -> Result<Vec<EventTally>, GpuError> {
+    let (slabs, n_mat) = (cal.slabs(), cal.materials.len());
+    let stride = tally_stride(slabs, n_mat);
+    let words = st.clone_dtoh(&b.tally.slice(0..stride * missed.len()))?;
+    Ok(missed
+        .iter()
+        .enumerate()
+        .map(|(k, &m)| {
             let mut e = tally_from_words(&words[k * stride..(k + 1) * stride], slabs, n_mat, primary.energy);
-            if missed[k] {
+            if m {
                 e.escaped = to_fixed(primary.energy);
             }
             e
         })
-        .collect();
-    Ok(Some(events))
+        .collect())
+}
+
+/// Events `lo..hi` in one launch of `showers` (queue mode, see the kernel); `None` when a
+/// queue overflowed.
+#[allow(clippy::too_many_arguments)]
+fn run_batch_queue(
+    phys: &ShowerPhysics,
+    tables: &HostTables,
+    primary: &Primary,
+    seed: u64,
+    lo: u64,
+    hi: u64,
+    b: &mut Buffers,
+    capacity: usize,
+    st: &Arc<CudaStream>,
+    showers: &cudarc::driver::CudaFunction,
+) -> Result<Option<Vec<EventTally>>, GpuError> {
+    let cal = &phys.calorimeter;
+    let (slabs, n_mat) = (cal.slabs(), cal.materials.len());
+    let stride = tally_stride(slabs, n_mat);
+    let n = (hi - lo) as usize;
+    st.memset_zeros(&mut b.tally.slice_mut(0..stride * n))?;
+    let (first, missed) = batch_primaries(phys, primary, lo, hi);
+    let count = [first[0].len() / TRACK_WORDS, first[1].len() / TRACK_WORDS];
+    if count[0] > capacity || count[1] > capacity {
+        return Ok(None);
+    }
+    for (k, f) in first.iter().enumerate() {
+        if !f.is_empty() {
+            st.memcpy_htod(f, &mut b.lists[k].slice_mut(0..f.len()))?;
+        }
+    }
+    st.memset_zeros(&mut b.ready)?;
+    st.memcpy_htod(&[count[0] as u32, count[1] as u32, 0], &mut b.counters)?;
+    st.memcpy_htod(&[0, 0, (count[0] + count[1]) as u32, 0], &mut b.queue_ctl)?;
+    if count[0] + count[1] > 0 {
+        let mut p = b.params(tables, cal, seed, capacity, 0, st);
+        p.queue_ctl = ptr(&b.queue_ctl, st);
+        p.ready = ptr(&b.ready, st);
+        p.first = [count[0] as u32, count[1] as u32];
+        // Every block resident at once: lanes wait for tracks other lanes publish.
+        let cfg = LaunchConfig {
+            grid_dim: (b.resident[0], 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut l = st.launch_builder(showers);
+        l.arg(&p);
+        // SAFETY: `p` points at live allocations of `b`; the queues hold `capacity` tracks and
+        // `ready` 2 × capacity flags; the kernel writes tracks and flags below `capacity`
+        // only, and one event record of `stride` words per event index < n.
+        unsafe { l.launch(cfg) }?;
+    }
+    let c = st.clone_dtoh(&b.counters)?;
+    if c[2] != 0 {
+        st.memset_zeros(&mut b.counters)?;
+        return Ok(None);
+    }
+    Ok(Some(read_events(b, st, cal, primary, &missed)?))
 }
 
 #[cfg(test)]

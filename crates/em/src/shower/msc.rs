@@ -442,10 +442,10 @@ pub fn core_mean_slope(a: f64) -> f64 {
 /// lanes, docs/performance/em.md.)
 #[must_use]
 pub fn core_a_from_mean(d: f64) -> f64 {
-    if !(d < core_mean(CORE_A_MIN)) {
+    if d.is_nan() || d >= core_mean(CORE_A_MIN) {
         return CORE_A_MIN;
     }
-    if !(d > 1.0 / CORE_A_MAX) {
+    if d <= 1.0 / CORE_A_MAX {
         return CORE_A_MAX;
     }
     if d <= 1.0 / 300.0 {
@@ -691,7 +691,10 @@ mod tests {
                 assert!(ra <= 2.0 * rb + 4.0 * noise, "d {d}: a {a} (residual {ra}) vs {b} ({rb})");
             }
         }
-        assert!(worst < 1.0, "relative difference from the bisection {worst} × (1e-9 + 16 × conditioning)");
+        assert!(
+            worst < 1.0,
+            "relative difference from the bisection {worst} × (1e-9 + 16 × conditioning)"
+        );
         for d in [0.0, -1.0, 1.0, 2.0, f64::NAN] {
             assert_eq!(core_a_from_mean(d), core_a_by_bisection(d).clamp(CORE_A_MIN, CORE_A_MAX), "d {d}");
         }
