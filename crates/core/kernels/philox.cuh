@@ -4,12 +4,18 @@
 // The draws below mirror RandomStream's methods one for one (names and order of draws).
 #pragma once
 
+// Inlined at every draw by default; `#define WD_PHILOX_FN __device__ __noinline__` before the include
+// compiles it once (the shower kernel: instruction-cache pressure).
+#ifndef WD_PHILOX_FN
+#define WD_PHILOX_FN __device__ __forceinline__
+#endif
+
 #define WD_PHILOX_M0 0xD2511F53u
 #define WD_PHILOX_M1 0xCD9E8D57u
 #define WD_PHILOX_W0 0x9E3779B9u
 #define WD_PHILOX_W1 0xBB67AE85u
 
-__device__ __forceinline__ void wd_philox4x32_10(unsigned int c[4], unsigned int k0, unsigned int k1) {
+WD_PHILOX_FN void wd_philox4x32_10(unsigned int c[4], unsigned int k0, unsigned int k1) {
 #pragma unroll
     for (int round = 0; round < 10; ++round) {
         if (round > 0) {

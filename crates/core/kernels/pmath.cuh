@@ -4,6 +4,13 @@
 // See the Rust file for the methods and their accuracy.
 #pragma once
 
+// How the larger functions are compiled: inlined where the compiler likes (default), or, in a
+// kernel with many call sites and divergent lanes, once (`#define PM_FN __device__ __noinline__`
+// before the include: the shower kernel, whose inlined copies overflowed the instruction cache).
+#ifndef PM_FN
+#define PM_FN __device__
+#endif
+
 #define PM_LN2_HI 0.6931471803691238
 #define PM_LN2_LO 1.9082149292705877e-10
 #define PM_INV_LN2 1.4426950408889634
@@ -28,7 +35,7 @@ __device__ __forceinline__ double pm_scale(double x, long long k) {
     return x * pm_pow2(k);
 }
 
-__device__ double pm_ln(double x) {
+PM_FN double pm_ln(double x) {
     if (pm_isnan(x) || x < 0.0) return __longlong_as_double(0x7ff8000000000000ll);
     if (x == 0.0) return -pm_inf();
     if (x == pm_inf()) return x;
@@ -81,7 +88,7 @@ __device__ __forceinline__ double pm_exp_reduced(double r) {
     return 1.0 + (r + r2 * p);
 }
 
-__device__ double pm_exp(double x) {
+PM_FN double pm_exp(double x) {
     if (pm_isnan(x)) return x;
     if (x > 709.782712893384) return pm_inf();
     if (x < -745.1332191019411) return 0.0;
@@ -108,7 +115,7 @@ __device__ __forceinline__ double pm_exp_m1_reduced(double x) {
     return x + x2 * (d0 + d1 * x8);
 }
 
-__device__ double pm_exp_m1(double x) {
+PM_FN double pm_exp_m1(double x) {
     if (pm_isnan(x)) return x;
     if (fabs(x) < 0.34657359027997265) return pm_exp_m1_reduced(x);
     if (fabs(x) > 40.0) return pm_exp(x) - 1.0;
@@ -118,21 +125,21 @@ __device__ double pm_exp_m1(double x) {
     return p * pm_exp_m1_reduced(r) + (p - 1.0);
 }
 
-__device__ double pm_ln_1p(double x) {
+PM_FN double pm_ln_1p(double x) {
     double u = 1.0 + x;
     if (u == 1.0) return x;
     if (u == pm_inf()) return u;
     return pm_ln(u) * x / (u - 1.0);
 }
 
-__device__ double pm_pow(double x, double y) {
+PM_FN double pm_pow(double x, double y) {
     if (y == 0.0) return 1.0;
     if (x == 0.0) return y > 0.0 ? 0.0 : pm_inf();
     if (x == 1.0) return 1.0;
     return pm_exp(y * pm_ln(x));
 }
 
-__device__ double pm_powi(double x, int n) {
+PM_FN double pm_powi(double x, int n) {
     double base = n < 0 ? 1.0 / x : x;
     unsigned int e = n < 0 ? (unsigned int)(-(long long)n) : (unsigned int)n;
     double acc = 1.0;
@@ -172,7 +179,7 @@ __device__ __forceinline__ double pm_cos_reduced(double r) {
     return w + (((1.0 - w) - hz) + z * z * p);
 }
 
-__device__ void pm_sincos(double x, double* s_out, double* c_out) {
+PM_FN void pm_sincos(double x, double* s_out, double* c_out) {
     if (!pm_isfinite(x)) {
         *s_out = __longlong_as_double(0x7ff8000000000000ll);
         *c_out = *s_out;
@@ -188,7 +195,7 @@ __device__ void pm_sincos(double x, double* s_out, double* c_out) {
     else { *s_out = -c; *c_out = s; }
 }
 
-__device__ double pm_sin(double x) {
+PM_FN double pm_sin(double x) {
     if (!pm_isfinite(x)) return __longlong_as_double(0x7ff8000000000000ll);
     double k = floor(x * PM_TWO_OVER_PI + 0.5);
     double r = ((x - k * PM_PIO2_1) - k * PM_PIO2_2) - k * PM_PIO2_3;
@@ -198,7 +205,7 @@ __device__ double pm_sin(double x) {
     if (q == 2) return -pm_sin_reduced(r);
     return -pm_cos_reduced(r);
 }
-__device__ double pm_cos(double x) {
+PM_FN double pm_cos(double x) {
     if (!pm_isfinite(x)) return __longlong_as_double(0x7ff8000000000000ll);
     double k = floor(x * PM_TWO_OVER_PI + 0.5);
     double r = ((x - k * PM_PIO2_1) - k * PM_PIO2_2) - k * PM_PIO2_3;
@@ -209,7 +216,7 @@ __device__ double pm_cos(double x) {
     return pm_sin_reduced(r);
 }
 
-__device__ double pm_cbrt(double x) {
+PM_FN double pm_cbrt(double x) {
     if (x == 0.0 || !pm_isfinite(x)) return x;
     double a = fabs(x);
     unsigned long long bits = (unsigned long long)__double_as_longlong(a);

@@ -19,6 +19,20 @@
 // twin; expressions keep the Rust association order, and no expression draws two random
 // numbers (C leaves the order of operands unspecified). Transcendentals go through the wd_*
 // wrappers at the top: plain CUDA math, whose last bit can differ from the host's libm.
+// Every larger device function is compiled once and called (`__noinline__`), not inlined at
+// each call site: with everything inlined the one-launch kernel was 884 kB of SASS and its warps,
+// whose lanes run different branches, spent 66 % of their cycles waiting for instruction fetch
+// (ncu, H100; docs/performance/em.md). `-DWD_FN=__device__ -DPM_FN=__device__
+// -DWD_PHILOX_FN='__device__ __forceinline__'` restores the inlined build for comparisons.
+#ifndef WD_FN
+#define WD_FN __device__ __noinline__
+#endif
+#ifndef PM_FN
+#define PM_FN __device__ __noinline__
+#endif
+#ifndef WD_PHILOX_FN
+#define WD_PHILOX_FN __device__ __noinline__
+#endif
 #include "philox.cuh"
 #include "pmath.cuh"
 
@@ -236,7 +250,7 @@ __device__ __forceinline__ unsigned int wd_grid_find(const double* en, const WdG
 }
 
 // LogGrid::eval.
-__device__ double wd_grid_eval(const ShowerParams& P, const WdGrid& g, double e) {
+WD_FN double wd_grid_eval(const ShowerParams& P, const WdGrid& g, double e) {
     const double* en = P.data + g.off;
     const double* va = en + g.n;
     unsigned int n = g.n;
@@ -252,19 +266,19 @@ __device__ __forceinline__ double wd_grid_front(const ShowerParams& P, const WdG
 
 // ---- tables.rs IonisationTables ----
 
-__device__ double wd_dedx(const ShowerParams& P, const WdGrid& g, double e) {
+WD_FN double wd_dedx(const ShowerParams& P, const WdGrid& g, double e) {
     double e0 = P.data[g.off];
     if (e < e0) return P.data[g.off + g.n] * sqrt(fmax(e, 0.0) / e0);
     return wd_grid_eval(P, g, e);
 }
 
-__device__ double wd_range(const ShowerParams& P, const WdGrid& g, double e) {
+WD_FN double wd_range(const ShowerParams& P, const WdGrid& g, double e) {
     double e0 = P.data[g.off];
     if (e < e0) return P.data[g.off + g.n] * sqrt(fmax(e, 0.0) / e0);
     return wd_grid_eval(P, g, e);
 }
 
-__device__ double wd_energy_from_range(const ShowerParams& P, const WdGrid& g, double r) {
+WD_FN double wd_energy_from_range(const ShowerParams& P, const WdGrid& g, double r) {
     const double* ev = P.data + g.off;
     const double* rv = ev + g.n;
     unsigned int n = g.n;
@@ -278,7 +292,7 @@ __device__ double wd_energy_from_range(const ShowerParams& P, const WdGrid& g, d
 }
 
 // IonisationTables::macro_xs and the brems table of physics.rs charged_xs: 0 up to the front.
-__device__ double wd_table_xs(const ShowerParams& P, const WdGrid& g, double e) {
+WD_FN double wd_table_xs(const ShowerParams& P, const WdGrid& g, double e) {
     if (g.n == 0) return 0.0;
     if (e > wd_grid_front(P, g)) return wd_grid_eval(P, g, e);
     return 0.0;
@@ -291,7 +305,7 @@ struct WdBoundary {
     int next;  // slab index, -1 outside
 };
 
-__device__ WdBoundary wd_distance_to_boundary(const ShowerParams& P, const double pos[3], const double dir[3], unsigned int slab) {
+WD_FN WdBoundary wd_distance_to_boundary(const ShowerParams& P, const double pos[3], const double dir[3], unsigned int slab) {
     double z_lo = P.planes[slab], z_hi = P.planes[slab + 1];
     WdBoundary best;
     best.distance = WD_INF;
@@ -331,7 +345,7 @@ __device__ __forceinline__ void wd_cross(double pos[3], const double dir[3], con
 }
 
 // Calorimeter::safety.
-__device__ double wd_safety(const ShowerParams& P, const double pos[3], unsigned int slab) {
+WD_FN double wd_safety(const ShowerParams& P, const double pos[3], unsigned int slab) {
     double z_lo = P.planes[slab], z_hi = P.planes[slab + 1];
     double h = 0.5 * P.transverse;
     double s = fmin(pos[2] - z_lo, z_hi - pos[2]);
@@ -342,7 +356,7 @@ __device__ double wd_safety(const ShowerParams& P, const double pos[3], unsigned
 
 // ---- klein_nishina.rs rotate, interaction.rs deflect / isotropic ----
 
-__device__ void wd_rotate(double ux, double uy, double uz, const double axis[3], double out[3]) {
+WD_FN void wd_rotate(double ux, double uy, double uz, const double axis[3], double out[3]) {
     double dx = axis[0], dy = axis[1], dz = axis[2];
     double rho2 = dx * dx + dy * dy;
     double ox, oy, oz;
@@ -360,12 +374,12 @@ __device__ void wd_rotate(double ux, double uy, double uz, const double axis[3],
     out[0] = ox / norm; out[1] = oy / norm; out[2] = oz / norm;
 }
 
-__device__ void wd_deflect(const double axis[3], double cos_theta, double phi, double out[3]) {
+WD_FN void wd_deflect(const double axis[3], double cos_theta, double phi, double out[3]) {
     double sin_theta = sqrt(fmax(1.0 - cos_theta * cos_theta, 0.0));
     wd_rotate(sin_theta * wd_cos(phi), sin_theta * wd_sin(phi), cos_theta, axis, out);
 }
 
-__device__ void wd_isotropic(WdRng& rng, double out[3]) {
+WD_FN void wd_isotropic(WdRng& rng, double out[3]) {
     double cos_theta = 2.0 * wd_uniform_f64(rng) - 1.0;
     double phi = WD_TAU * wd_uniform_f64(rng);
     double sin_theta = sqrt(fmax(1.0 - cos_theta * cos_theta, 0.0));
@@ -404,7 +418,7 @@ __device__ __forceinline__ unsigned int wd_w_length(const ShowerParams& P) { ret
 __device__ __forceinline__ unsigned int wd_w_killed(const ShowerParams& P) { return P.slabs + 14 + P.n_materials; }
 
 // Event::push: count, derive the id, append to the next generation's list.
-__device__ void wd_push(WdEvent& ev, const double pos[3], unsigned int slab, unsigned int particle, double energy, const double dir[3], int by) {
+WD_FN void wd_push(WdEvent& ev, const double pos[3], unsigned int slab, unsigned int particle, double energy, const double dir[3], int by) {
     const ShowerParams& P = *ev.P;
     wd_tally_add(ev, wd_w_by(P) + by, 1ull);
     ev.children += 1ull;
@@ -439,7 +453,7 @@ __device__ __forceinline__ double wd_exp1(WdRng& rng) { return -wd_ln(wd_uniform
 
 // ---- photoelectric.rs ----
 
-__device__ double wd_sauter_shape(double e, double b_k) {
+WD_FN double wd_sauter_shape(double e, double b_k) {
     double k = e / WD_ME;
     double g = 1.0 + fmax(e - b_k, 1e-9) / WD_ME;
     double p = sqrt(g * g - 1.0);
@@ -451,7 +465,7 @@ __device__ double wd_sauter_shape(double e, double b_k) {
 }
 
 // ElementPhoto::xs.
-__device__ double wd_photo_xs(const ShowerParams& P, const WdPhoto& el, double e) {
+WD_FN double wd_photo_xs(const ShowerParams& P, const WdPhoto& el, double e) {
     const double* en = P.data + el.off;
     const double* sg = en + el.n;
     unsigned int n = el.n;
@@ -469,13 +483,13 @@ __device__ double wd_photo_xs(const ShowerParams& P, const WdPhoto& el, double e
 }
 
 // PhotoData::xs_per_atom (0 without data).
-__device__ double wd_photo_xs_atom(const ShowerParams& P, const WdElement& c, double e) {
+WD_FN double wd_photo_xs_atom(const ShowerParams& P, const WdElement& c, double e) {
     if (c.photo < 0) return 0.0;
     return wd_photo_xs(P, P.photo[c.photo], e);
 }
 
 // photoelectric::macro_xs.
-__device__ double wd_photo_macro_xs(const ShowerParams& P, const WdMaterial& m, double e) {
+WD_FN double wd_photo_macro_xs(const ShowerParams& P, const WdMaterial& m, double e) {
     double s = 0.0;
     for (unsigned int i = 0; i < m.n_elem; ++i) {
         const WdElement& c = P.elements[m.elem_off + i];
@@ -485,7 +499,7 @@ __device__ double wd_photo_macro_xs(const ShowerParams& P, const WdMaterial& m, 
 }
 
 // ElementPhoto::shares_at.
-__device__ void wd_shares_at(const ShowerParams& P, const WdPhoto& el, double e, double s[WD_N_SHELLS]) {
+WD_FN void wd_shares_at(const ShowerParams& P, const WdPhoto& el, double e, double s[WD_N_SHELLS]) {
     const double* en = P.data + el.off;
     const double* sh = en + 2 * el.n;
     unsigned int n = el.n;
@@ -507,7 +521,7 @@ __device__ void wd_shares_at(const ShowerParams& P, const WdPhoto& el, double e,
 }
 
 // sample_sauter_cos.
-__device__ double wd_sample_sauter_cos(double t, WdRng& rng) {
+WD_FN double wd_sample_sauter_cos(double t, WdRng& rng) {
     double g = 1.0 + t / WD_ME;
     double beta = sqrt(t * (t + 2.0 * WD_ME)) / (t + WD_ME);
     if (beta < 1e-6) {
@@ -528,7 +542,7 @@ __device__ double wd_sample_sauter_cos(double t, WdRng& rng) {
 }
 
 // close_sum: (a', b', r) with (a' + b') + r == total exactly.
-__device__ void wd_close_sum(double total, double a, double b, double& ao, double& bo, double& ro) {
+WD_FN void wd_close_sum(double total, double a, double b, double& ao, double& bo, double& ro) {
     double u = nextafter(total, WD_INF) - total;
     b = wd_clamp(b, 0.0, total);
     b = round(b / u) * u;
@@ -541,7 +555,7 @@ __device__ void wd_close_sum(double total, double a, double b, double& ao, doubl
 }
 
 // photoelectric.rs pick over n weights (returns -1 for None).
-__device__ int wd_pick(const double* w, int n, WdRng& rng) {
+WD_FN int wd_pick(const double* w, int n, WdRng& rng) {
     double sum = 0.0;
     for (int i = 0; i < n; ++i) sum = sum + w[i];
     if (sum <= 0.0) return -1;
@@ -559,7 +573,7 @@ __device__ int wd_pick(const double* w, int n, WdRng& rng) {
 #define WD_MAX_ELEMENTS 16
 
 // photoelectric::sample, with the loop's use of its products (Event::photon).
-__device__ void wd_photoelectric(WdEvent& ev, const WdMaterial& m, double e, const double dir[3], const double pos[3], unsigned int slab, WdRng& rng) {
+WD_FN void wd_photoelectric(WdEvent& ev, const WdMaterial& m, double e, const double dir[3], const double pos[3], unsigned int slab, WdRng& rng) {
     const ShowerParams& P = *ev.P;
     double w[WD_MAX_ELEMENTS];
     for (unsigned int i = 0; i < m.n_elem; ++i) {
@@ -613,7 +627,7 @@ __device__ void wd_photoelectric(WdEvent& ev, const WdMaterial& m, double e, con
 
 // ---- rayleigh.rs ----
 
-__device__ double wd_rayleigh_xs(const ShowerParams& P, const WdRayleigh& el, double e) {
+WD_FN double wd_rayleigh_xs(const ShowerParams& P, const WdRayleigh& el, double e) {
     const double* en = P.data + el.off;
     const double* sg = en + el.nxs;
     unsigned int n = el.nxs;
@@ -634,7 +648,7 @@ __device__ __forceinline__ bool wd_is_power_law(double x0, double y0, double y1)
     return x0 > 0.0 && y0 > 1e-300 && y1 > 1e-300;
 }
 
-__device__ double wd_segment_integral(double x0, double y0, double x1, double y1, double x) {
+WD_FN double wd_segment_integral(double x0, double y0, double x1, double y1, double x) {
     if (x <= x0) return 0.0;
     if (wd_is_power_law(x0, y0, y1)) {
         double b1 = wd_ln(y1 / y0) / wd_ln(x1 / x0) + 1.0;
@@ -647,7 +661,7 @@ __device__ double wd_segment_integral(double x0, double y0, double x1, double y1
     return y0 * d + 0.5 * s * d * d;
 }
 
-__device__ double wd_segment_invert(double x0, double y0, double x1, double y1, double r) {
+WD_FN double wd_segment_invert(double x0, double y0, double x1, double y1, double r) {
     if (r <= 0.0) return x0;
     double x;
     if (wd_is_power_law(x0, y0, y1)) {
@@ -667,14 +681,14 @@ __device__ double wd_segment_invert(double x0, double y0, double x1, double y1, 
 }
 
 // ElementRayleigh::cumulative.
-__device__ double wd_rayleigh_cumulative(const double* xv, const double* f2, const double* cum, unsigned int n, double x) {
+WD_FN double wd_rayleigh_cumulative(const double* xv, const double* f2, const double* cum, unsigned int n, double x) {
     if (x >= xv[n - 1]) return cum[n - 1];
     unsigned int i = wd_count_le(xv, n, x) - 1;
     return cum[i] + wd_segment_integral(xv[i], f2[i], xv[i + 1], f2[i + 1], x);
 }
 
 // ElementRayleigh::invert_cumulative.
-__device__ double wd_rayleigh_invert(const double* xv, const double* f2, const double* cum, unsigned int n, double c) {
+WD_FN double wd_rayleigh_invert(const double* xv, const double* f2, const double* cum, unsigned int n, double c) {
     unsigned int k = wd_count_le(cum, n, c);
     if (k < 1) k = 1;
     if (k > n - 1) k = n - 1;
@@ -683,7 +697,7 @@ __device__ double wd_rayleigh_invert(const double* xv, const double* f2, const d
 }
 
 // ElementRayleigh::sample_cos.
-__device__ double wd_rayleigh_cos(const ShowerParams& P, const WdRayleigh& el, double e, WdRng& rng) {
+WD_FN double wd_rayleigh_cos(const ShowerParams& P, const WdRayleigh& el, double e, WdRng& rng) {
     const double* xv = P.data + el.off + 2 * el.nxs;
     const double* f2 = xv + el.nff;
     const double* cum = f2 + el.nff;
@@ -699,7 +713,7 @@ __device__ double wd_rayleigh_cos(const ShowerParams& P, const WdRayleigh& el, d
 }
 
 // rayleigh::sample (the photon keeps its energy).
-__device__ void wd_rayleigh(const ShowerParams& P, const WdMaterial& m, double e, double dir[3], WdRng& rng) {
+WD_FN void wd_rayleigh(const ShowerParams& P, const WdMaterial& m, double e, double dir[3], WdRng& rng) {
     double w[WD_MAX_ELEMENTS];
     double sum = 0.0;
     for (unsigned int i = 0; i < m.n_elem; ++i) {
@@ -734,7 +748,7 @@ __device__ __forceinline__ double wd_pair_poly(const double c[6], double x) {
     return acc;
 }
 
-__device__ double wd_pair_xs_atom(double z, double e) {
+WD_FN double wd_pair_xs_atom(double z, double e) {
     const double A[6] = {8.7842e2, -1.9625e3, 1.2949e3, -2.0028e2, 1.2575e1, -2.8333e-1};
     const double B[6] = {-1.0342e1, 1.7692e1, -8.2381, 1.3063, -9.0815e-2, 2.3586e-3};
     const double C[6] = {-4.5263e2, 1.1161e3, -8.6749e2, 2.1773e2, -2.0467e1, 6.5372e-1};
@@ -766,7 +780,7 @@ __device__ __forceinline__ double wd_f_z(const WdElement& c, double e) {
     return f;
 }
 
-__device__ double wd_epsilon_min(const WdElement& c, double e) {
+WD_FN double wd_epsilon_min(const WdElement& c, double e) {
     double eps0 = WD_ME / e;
     double dmin = 4.0 * 136.0 * eps0 / c.cbrt_z;
     double dmax = wd_exp((42.038 - wd_f_z(c, e)) / 8.29) - 0.958;
@@ -774,7 +788,7 @@ __device__ double wd_epsilon_min(const WdElement& c, double e) {
     return fmax(eps0, eps1);
 }
 
-__device__ double wd_pair_epsilon(const WdElement& c, double e, WdRng& rng) {
+WD_FN double wd_pair_epsilon(const WdElement& c, double e, WdRng& rng) {
     double eps0 = WD_ME / e;
     if (e < 2.0) return eps0 + (0.5 - eps0) * wd_uniform_f64(rng);
     double f = wd_f_z(c, e);
@@ -796,7 +810,7 @@ __device__ double wd_pair_epsilon(const WdElement& c, double e, WdRng& rng) {
 }
 
 // pair.rs sample_tsai_theta.
-__device__ double wd_pair_tsai_theta(double e_total, WdRng& rng) {
+WD_FN double wd_pair_tsai_theta(double e_total, WdRng& rng) {
     double a = wd_uniform_f64(rng) < 9.0 / (9.0 + WD_TSAI_D) ? WD_TSAI_A : 3.0 * WD_TSAI_A;
     double u1 = wd_uniform_f64(rng);
     double u2 = wd_uniform_f64(rng);
@@ -805,7 +819,7 @@ __device__ double wd_pair_tsai_theta(double e_total, WdRng& rng) {
 }
 
 // pair::sample with the loop's use (Event::photon, conversion).
-__device__ void wd_conversion(WdEvent& ev, const WdMaterial& m, double e, const double dir[3], const double pos[3], unsigned int slab, WdRng& rng) {
+WD_FN void wd_conversion(WdEvent& ev, const WdMaterial& m, double e, const double dir[3], const double pos[3], unsigned int slab, WdRng& rng) {
     const ShowerParams& P = *ev.P;
     // pick_z
     double w[WD_MAX_ELEMENTS];
@@ -840,7 +854,7 @@ __device__ void wd_conversion(WdEvent& ev, const WdMaterial& m, double e, const 
 
 // ---- klein_nishina.rs ----
 
-__device__ double wd_kn_epsilon(double energy, WdRng& rng, double& t_out) {
+WD_FN double wd_kn_epsilon(double energy, WdRng& rng, double& t_out) {
     double k = energy / WD_ME;
     double eps0 = 1.0 / (1.0 + 2.0 * k);
     double eps0_sq = eps0 * eps0;
@@ -865,7 +879,7 @@ __device__ double wd_kn_epsilon(double energy, WdRng& rng, double& t_out) {
 }
 
 // klein_nishina::interact with the loop's use (Event::photon, Compton).
-__device__ void wd_compton(WdEvent& ev, double& energy, double dir[3], const double pos[3], unsigned int slab, WdRng& rng) {
+WD_FN void wd_compton(WdEvent& ev, double& energy, double dir[3], const double pos[3], unsigned int slab, WdRng& rng) {
     double t;
     double eps = wd_kn_epsilon(energy, rng, t);
     double phi = WD_TAU * wd_uniform_f64(rng);
@@ -892,7 +906,7 @@ __device__ void wd_compton(WdEvent& ev, double& energy, double dir[3], const dou
 
 // ---- physics.rs gamma_xs ----
 
-__device__ double wd_gamma_xs(const ShowerParams& P, const WdMaterial& m, int process, double e) {
+WD_FN double wd_gamma_xs(const ShowerParams& P, const WdMaterial& m, int process, double e) {
     switch (process) {
     case 0: return wd_grid_eval(P, m.compton, e);
     case 1: return wd_photo_macro_xs(P, m, e);
@@ -926,7 +940,7 @@ struct WdPhotonState {
     unsigned long long steps, neutral;
 };
 
-__device__ void wd_photon_start(const ShowerParams& P, const WdTrack& t, WdPhotonState& s) {
+WD_FN void wd_photon_start(const ShowerParams& P, const WdTrack& t, WdPhotonState& s) {
     s.t = t;
     s.ev = wd_event_of(P, t);
     s.rng = wd_rng(P.seed, WD_TAG_SHOWER, t.id);
@@ -999,14 +1013,14 @@ __device__ void wd_photon(const ShowerParams& P, WdTrack t) {
 
 // ---- annihilation.rs ----
 
-__device__ double wd_annihilation_xs(const ShowerParams& P, const WdMaterial& m, double t) {
+WD_FN double wd_annihilation_xs(const ShowerParams& P, const WdMaterial& m, double t) {
     double tau = fmax(t, 1e-6) / WD_ME;
     double s = sqrt(tau * (tau + 2.0));
     double x = (tau * tau + 6.0 * tau + 6.0) * wd_ln(tau + 1.0 + s) - (tau + 4.0) * s;
     return m.electron_density * (P.pi_re2 * x / (tau * (tau + 2.0) * (tau + 2.0)));
 }
 
-__device__ void wd_annihilate_at_rest(WdEvent& ev, const double pos[3], unsigned int slab, WdRng& rng) {
+WD_FN void wd_annihilate_at_rest(WdEvent& ev, const double pos[3], unsigned int slab, WdRng& rng) {
     const ShowerParams& P = *ev.P;
     atomicAdd(ev.tally + wd_w_rest(P), (unsigned long long)(-(long long)wd_fixed(2.0 * WD_ME)));
     double d[3];
@@ -1016,7 +1030,7 @@ __device__ void wd_annihilate_at_rest(WdEvent& ev, const double pos[3], unsigned
     wd_push(ev, pos, slab, WD_GAMMA, WD_ME, back, WD_BY_ANNIHILATION);
 }
 
-__device__ void wd_annihilate_in_flight(WdEvent& ev, double t, const double dir[3], const double pos[3], unsigned int slab, WdRng& rng) {
+WD_FN void wd_annihilate_in_flight(WdEvent& ev, double t, const double dir[3], const double pos[3], unsigned int slab, WdRng& rng) {
     const ShowerParams& P = *ev.P;
     atomicAdd(ev.tally + wd_w_rest(P), (unsigned long long)(-(long long)wd_fixed(2.0 * WD_ME)));
     double tau = t / WD_ME;
@@ -1047,20 +1061,20 @@ __device__ void wd_annihilate_in_flight(WdEvent& ev, double t, const double dir[
 
 // ---- fluctuations.rs ----
 
-__device__ double wd_bohr_variance(const ShowerParams& P, const WdMaterial& m, double t, double t_cut, double s) {
+WD_FN double wd_bohr_variance(const ShowerParams& P, const WdMaterial& m, double t, double t_cut, double s) {
     double gamma = t / WD_ME + 1.0;
     double beta2 = 1.0 - 1.0 / (gamma * gamma);
     return P.twopi_mc2_rcl2 * m.electron_density * s * t_cut * (1.0 - 0.5 * beta2) / beta2;
 }
 
-__device__ double wd_standard_normal(WdRng& rng) {
+WD_FN double wd_standard_normal(WdRng& rng) {
     double u1 = wd_uniform_f64(rng);
     double u2 = wd_uniform_f64(rng);
     return sqrt(-2.0 * wd_ln(u1)) * wd_cos(WD_TAU * u2);
 }
 
 // standard_gamma for k ≥ 1 (Marsaglia–Tsang).
-__device__ double wd_standard_gamma1(double k, WdRng& rng) {
+WD_FN double wd_standard_gamma1(double k, WdRng& rng) {
     double d = k - 1.0 / 3.0;
     double c = 1.0 / sqrt(9.0 * d);
     for (;;) {
@@ -1074,7 +1088,7 @@ __device__ double wd_standard_gamma1(double k, WdRng& rng) {
 }
 
 // standard_gamma: for k < 1 Gamma(k + 1) first, then U^(1/k).
-__device__ double wd_standard_gamma(double k, WdRng& rng) {
+WD_FN double wd_standard_gamma(double k, WdRng& rng) {
     if (k < 1.0) {
         double g = wd_standard_gamma1(k + 1.0, rng);
         return g * wd_pow(wd_uniform_f64(rng), 1.0 / k);
@@ -1082,7 +1096,7 @@ __device__ double wd_standard_gamma(double k, WdRng& rng) {
     return wd_standard_gamma1(k, rng);
 }
 
-__device__ double wd_sample_loss(double mean, double var, WdRng& rng) {
+WD_FN double wd_sample_loss(double mean, double var, WdRng& rng) {
     if (mean <= 0.0 || var <= 0.0) return fmax(mean, 0.0);
     double sigma = sqrt(var);
     if (mean >= 2.0 * sigma) {
@@ -1114,7 +1128,7 @@ struct WdMscState {
     bool initialised;
 };
 
-__device__ double wd_msc_limit_step(const ShowerParams& P, const WdMaterial& m, WdMscState& s, int q, double t, double range, double safety, bool entered) {
+WD_FN double wd_msc_limit_step(const ShowerParams& P, const WdMaterial& m, WdMscState& s, int q, double t, double range, double safety, bool entered) {
     if (entered || !s.initialised) {
         double l1 = wd_lambda1(P, m, q, t);
         s.range_init = fmax(range, l1);
@@ -1125,18 +1139,18 @@ __device__ double wd_msc_limit_step(const ShowerParams& P, const WdMaterial& m, 
     return fmin(s.t_limit, range);
 }
 
-__device__ void wd_linear_lambda(const ShowerParams& P, const WdMaterial& m, int q, double t_start, double t_end, double true_len, double& l0, double& alpha) {
+WD_FN void wd_linear_lambda(const ShowerParams& P, const WdMaterial& m, int q, double t_start, double t_end, double true_len, double& l0, double& alpha) {
     l0 = wd_lambda1(P, m, q, t_start);
     double l1 = wd_lambda1(P, m, q, fmax(t_end, 0.0));
     alpha = (true_len > 0.0 && l1 < l0) ? (l0 - l1) / (true_len * l0) : 0.0;
 }
 
-__device__ double wd_mean_cos_linear(double l0, double alpha, double true_len) {
+WD_FN double wd_mean_cos_linear(double l0, double alpha, double true_len) {
     if (alpha * true_len < 1e-12) return wd_exp(-true_len / l0);
     return wd_exp(wd_ln_1p(-alpha * true_len) / (alpha * l0));
 }
 
-__device__ double wd_geom_linear(double l0, double alpha, double true_len) {
+WD_FN double wd_geom_linear(double l0, double alpha, double true_len) {
     double aw = alpha + 1.0 / l0;
     if (alpha * true_len < 1e-12) return -wd_exp_m1(-true_len / l0) * l0;
     double w = aw / alpha;
@@ -1148,14 +1162,14 @@ __device__ __forceinline__ double wd_end_energy(double t, double true_len, doubl
     return t;
 }
 
-__device__ double wd_true_to_geom(const ShowerParams& P, const WdMaterial& m, int q, double t, double true_len, double range) {
+WD_FN double wd_true_to_geom(const ShowerParams& P, const WdMaterial& m, int q, double t, double true_len, double range) {
     if (true_len <= 0.0) return 0.0;
     double l0, alpha;
     wd_linear_lambda(P, m, q, t, wd_end_energy(t, true_len, range), true_len, l0, alpha);
     return wd_geom_linear(l0, alpha, true_len);
 }
 
-__device__ double wd_geom_to_true(const ShowerParams& P, const WdMaterial& m, int q, double t, double geom_len, double range) {
+WD_FN double wd_geom_to_true(const ShowerParams& P, const WdMaterial& m, int q, double t, double geom_len, double range) {
     if (geom_len <= 0.0) return 0.0;
     double t_cap = range > 0.0 ? range : 1e30;
     if (geom_len >= t_cap) return t_cap;
@@ -1191,7 +1205,7 @@ __device__ double wd_geom_to_true(const ShowerParams& P, const WdMaterial& m, in
     return 0.5 * (lo + hi);
 }
 
-__device__ double wd_highland_theta0(double t_start, double t_end, double true_len, double radiation_length) {
+WD_FN double wd_highland_theta0(double t_start, double t_end, double true_len, double radiation_length) {
     double p2s, b2s, p2e, b2e;
     wd_momentum2_beta2(t_start, p2s, b2s);
     wd_momentum2_beta2(t_end, p2e, b2e);
@@ -1202,7 +1216,7 @@ __device__ double wd_highland_theta0(double t_start, double t_end, double true_l
     return 13.6 / sqrt(bcp_s * bcp_e) * sqrt(y) * c;
 }
 
-__device__ double wd_core_mean(double a) {
+WD_FN double wd_core_mean(double a) {
     if (a < 0.1) {
         double a2 = a * a;
         return 1.0 - a * (1.0 / 3.0 - a2 * (1.0 / 45.0 - a2 * (2.0 / 945.0 - a2 * (1.0 / 4725.0 - a2 * (2.0 / 93555.0)))));
@@ -1212,7 +1226,7 @@ __device__ double wd_core_mean(double a) {
 }
 
 // msc.rs core_mean_slope.
-__device__ double wd_core_mean_slope(double a) {
+WD_FN double wd_core_mean_slope(double a) {
     if (a < 0.1) {
         double a2 = a * a;
         return -1.0 / 3.0 + a2 * (1.0 / 15.0 - a2 * (2.0 / 189.0 - a2 * (1.0 / 675.0)));
@@ -1222,7 +1236,7 @@ __device__ double wd_core_mean_slope(double a) {
     return 4.0 * wd_exp(-2.0 * a) / (m * m) - 1.0 / (a * a);
 }
 
-__device__ double wd_tail_mean(double c) {
+WD_FN double wd_tail_mean(double c) {
     double a = 0.5 * c;
     return c * ((1.0 + a) * wd_ln_1p(1.0 / a) - 1.0);
 }
@@ -1230,7 +1244,7 @@ __device__ double wd_tail_mean(double c) {
 // msc.rs core_a_from_mean: Cohen's inverse-Langevin start, then Newton.
 #define WD_CORE_A_MIN 9.357622968840175e-14
 #define WD_CORE_A_MAX 1.1420073898156842e26
-__device__ double wd_core_a_from_mean(double d) {
+WD_FN double wd_core_a_from_mean(double d) {
     if (!(d < wd_core_mean(WD_CORE_A_MIN))) return WD_CORE_A_MIN;
     if (!(d > 1.0 / WD_CORE_A_MAX)) return WD_CORE_A_MAX;
     if (d <= 1.0 / 300.0) return 1.0 / d;
@@ -1250,7 +1264,7 @@ struct WdAngular {
     double p, a, c;
 };
 
-__device__ WdAngular wd_angular_params(double d, double theta0) {
+WD_FN WdAngular wd_angular_params(double d, double theta0) {
     WdAngular r;
     if (!(theta0 > 0.0 && theta0 < 0.5 * WD_PI)) {
         r.p = 1.0; r.a = wd_core_a_from_mean(d); r.c = 1.0;
@@ -1268,17 +1282,17 @@ __device__ WdAngular wd_angular_params(double d, double theta0) {
     return r;
 }
 
-__device__ double wd_core_mean2(double a) {
+WD_FN double wd_core_mean2(double a) {
     if (a < 1e-3) return 4.0 / 3.0 - 2.0 * a / 3.0;
     double e = wd_exp(-2.0 * a);
     return (2.0 / (a * a * a) - e * (4.0 / a + 4.0 / (a * a) + 2.0 / (a * a * a))) * a / -wd_exp_m1(-2.0 * a);
 }
 
-__device__ double wd_tail_mean2(double c) {
+WD_FN double wd_tail_mean2(double c) {
     return (2.0 - 2.0 * c * wd_ln_1p(2.0 / c) + 2.0 * c / (2.0 + c)) * c * (2.0 + c) / 2.0;
 }
 
-__device__ double wd_mean_sin2(const WdAngular& q) {
+WD_FN double wd_mean_sin2(const WdAngular& q) {
     double m1 = wd_core_mean(q.a);
     double m2 = q.p < 1.0 ? wd_tail_mean(q.c) : 0.0;
     double q1 = wd_core_mean2(q.a);
@@ -1288,7 +1302,7 @@ __device__ double wd_mean_sin2(const WdAngular& q) {
     return fmax(2.0 * mean - mean2, 0.0);
 }
 
-__device__ double wd_msc_sample_cos(const WdAngular& q, WdRng& rng) {
+WD_FN double wd_msc_sample_cos(const WdAngular& q, WdRng& rng) {
     double xi = wd_uniform_f64(rng);
     double x;
     if (q.p >= 1.0 || wd_uniform_f64(rng) <= q.p) {
@@ -1299,14 +1313,14 @@ __device__ double wd_msc_sample_cos(const WdAngular& q, WdRng& rng) {
     return wd_clamp(1.0 - x, -1.0, 1.0);
 }
 
-__device__ double wd_lateral_r2(double l1, double k, double true_len) {
+WD_FN double wd_lateral_r2(double l1, double k, double true_len) {
     double tau = true_len / l1;
     if (tau < 1e-3) return 2.0 * k / 9.0 * true_len * true_len * tau * (1.0 - (k + 1.0) / 4.0 * tau);
     double r2 = 4.0 * l1 * l1 / 3.0 * (tau - (k + 1.0) / k + k / (k - 1.0) * wd_exp(-tau) - wd_exp(-k * tau) / (k * (k - 1.0)));
     return fmax(r2, 0.0);
 }
 
-__device__ void wd_perpendicular_basis(const double d[3], double e1[3], double e2[3]) {
+WD_FN void wd_perpendicular_basis(const double d[3], double e1[3], double e2[3]) {
     double a[3];
     if (fabs(d[0]) < 0.6) { a[0] = 1.0; a[1] = 0.0; a[2] = 0.0; } else { a[0] = 0.0; a[1] = 1.0; a[2] = 0.0; }
     double dot = a[0] * d[0] + a[1] * d[1] + a[2] * d[2];
@@ -1319,7 +1333,7 @@ __device__ void wd_perpendicular_basis(const double d[3], double e1[3], double e
 }
 
 // msc::sample: the new direction into `dir`, the displacement into `disp`.
-__device__ void wd_msc_sample(const ShowerParams& P, const WdMaterial& m, int q, double t_start, double t_end, double true_len, double dir[3], double safety, double disp[3], WdRng& rng) {
+WD_FN void wd_msc_sample(const ShowerParams& P, const WdMaterial& m, int q, double t_start, double t_end, double true_len, double dir[3], double safety, double disp[3], WdRng& rng) {
     disp[0] = 0.0; disp[1] = 0.0; disp[2] = 0.0;
     if (true_len <= 0.0) return;
     double l0, alpha;
@@ -1381,7 +1395,7 @@ __device__ __forceinline__ double wd_bhabha_g(double gamma, double eps) {
     return 1.0 / beta2 - eps * (b1 - eps * (b2 - eps * (b3 - eps * b4)));
 }
 
-__device__ void wd_delta_ray(WdEvent& ev, unsigned int particle, double& t_io, double dir[3], double cut, const double pos[3], unsigned int slab, WdRng& rng) {
+WD_FN void wd_delta_ray(WdEvent& ev, unsigned int particle, double& t_io, double dir[3], double cut, const double pos[3], unsigned int slab, WdRng& rng) {
     double t = t_io;
     bool positron = particle == WD_POSITRON;
     double gamma = t / WD_ME + 1.0;
@@ -1429,7 +1443,7 @@ __device__ __forceinline__ double wd_coulomb_term(const WdElement& c, double t) 
     return t > WD_COULOMB_CORRECTION_MIN ? c.coulomb : 0.0;
 }
 
-__device__ void wd_brackets(const WdElement& c, double g, double e, double fc, double& a, double& b) {
+WD_FN void wd_brackets(const WdElement& c, double g, double e, double fc, double& a, double& b) {
     double z = c.z;
     double lnz = c.ln_z;
     a = z * z * (wd_phi1(g) - 4.0 / 3.0 * lnz - 4.0 * fc) + z * (wd_psi1(e) - 8.0 / 3.0 * lnz);
@@ -1440,7 +1454,7 @@ __device__ __forceinline__ double wd_screening_gamma(const WdElement& c, double 
     return 100.0 * WD_ME * k / (e_tot * (e_tot - k) * c.cbrt_z);
 }
 
-__device__ double wd_k_dxs_dk(const ShowerParams& P, const WdElement& c, double t, double k, double k_p2) {
+WD_FN double wd_k_dxs_dk(const ShowerParams& P, const WdElement& c, double t, double k, double k_p2) {
     if (!(k > 0.0 && k <= t && t > 0.0)) return 0.0;
     double e_tot = t + WD_ME;
     double y = k / e_tot;
@@ -1451,7 +1465,7 @@ __device__ double wd_k_dxs_dk(const ShowerParams& P, const WdElement& c, double 
     return P.alpha_re2 * fmax(braces, 0.0) * k * k / (k * k + k_p2);
 }
 
-__device__ double wd_brems_majorant(const ShowerParams& P, const WdElement& c, double t, double k_cut) {
+WD_FN double wd_brems_majorant(const ShowerParams& P, const WdElement& c, double t, double k_cut) {
     double e_tot = t + WD_ME;
     double k0 = wd_clamp(k_cut, 0.0, t);
     double g0 = wd_screening_gamma(c, e_tot, k0);
@@ -1465,7 +1479,7 @@ __device__ double wd_brems_majorant(const ShowerParams& P, const WdElement& c, d
 
 // brems.rs integrate (composite 8-point Gauss–Legendre); `moment` 0 or 1, `high` selects the
 // integrand in ln(E − k) instead of ln k.
-__device__ double wd_brems_integrand(const ShowerParams& P, const WdElement& c, double t, double k_p2, int moment, bool high, double e_tot, double v) {
+WD_FN double wd_brems_integrand(const ShowerParams& P, const WdElement& c, double t, double k_p2, int moment, bool high, double e_tot, double v) {
     if (!high) {
         double k = wd_exp(v);
         double kp = moment == 1 ? k : 1.0;
@@ -1477,7 +1491,7 @@ __device__ double wd_brems_integrand(const ShowerParams& P, const WdElement& c, 
     return kp * wd_k_dxs_dk(P, c, t, k, k_p2) / k * ep;
 }
 
-__device__ double wd_brems_integrate(const ShowerParams& P, const WdElement& c, double t, double k_p2, int moment, bool high, double e_tot, double a, double b) {
+WD_FN double wd_brems_integrate(const ShowerParams& P, const WdElement& c, double t, double k_p2, int moment, bool high, double e_tot, double a, double b) {
     const double X[4] = {0.18343464249565, 0.525532409916329, 0.796666477413627, 0.960289856497536};
     const double W[4] = {0.362683783378362, 0.313706645877887, 0.222381034453374, 0.101228536290376};
     if (b <= a) return 0.0;
@@ -1499,7 +1513,7 @@ __device__ double wd_brems_integrate(const ShowerParams& P, const WdElement& c, 
 }
 
 // brems.rs xs_per_atom (integrate_spectrum, moment 0, from k_cut to t).
-__device__ double wd_brems_xs_atom(const ShowerParams& P, const WdElement& c, double t, double k_cut, double k_p2) {
+WD_FN double wd_brems_xs_atom(const ShowerParams& P, const WdElement& c, double t, double k_cut, double k_p2) {
     double k_lo = k_cut;
     double k_hi = t;
     if (!(k_hi > k_lo && k_lo > 0.0)) return 0.0;
@@ -1515,7 +1529,7 @@ __device__ __forceinline__ double wd_dielectric_k2(const WdMaterial& m, double t
     return kp * kp;
 }
 
-__device__ double wd_brems_tsai_angle(double e_tot, WdRng& rng) {
+WD_FN double wd_brems_tsai_angle(double e_tot, WdRng& rng) {
     for (;;) {
         double rate = wd_uniform_f64(rng) < 9.0 / (9.0 + WD_TSAI_D) ? WD_TSAI_A : 3.0 * WD_TSAI_A;
         double r1 = 1.0 - wd_uniform_f64(rng);
@@ -1527,7 +1541,7 @@ __device__ double wd_brems_tsai_angle(double e_tot, WdRng& rng) {
 }
 
 // brems::sample with the loop's use: the photon is pushed, the e± loses k.
-__device__ void wd_brems(WdEvent& ev, const WdMaterial& m, double& t_io, const double dir[3], double k_cut, const double pos[3], unsigned int slab, WdRng& rng) {
+WD_FN void wd_brems(WdEvent& ev, const WdMaterial& m, double& t_io, const double dir[3], double k_cut, const double pos[3], unsigned int slab, WdRng& rng) {
     const ShowerParams& P = *ev.P;
     double t = t_io;
     unsigned int idx = 0;
@@ -1566,13 +1580,13 @@ __device__ void wd_brems(WdEvent& ev, const WdMaterial& m, double& t_io, const d
 
 // ---- physics.rs charged_xs / charged_max_xs ----
 
-__device__ double wd_charged_xs(const ShowerParams& P, const WdMaterial& m, int q, int process, double e) {
+WD_FN double wd_charged_xs(const ShowerParams& P, const WdMaterial& m, int q, int process, double e) {
     if (process == 0) return wd_table_xs(P, m.delta_xs[q], e);
     if (process == 1) return wd_table_xs(P, m.brems_xs[q], e);
     return q == 1 ? wd_annihilation_xs(P, m, e) : 0.0;
 }
 
-__device__ double wd_table_max(const ShowerParams& P, const WdGrid& g, double e_lo, double e_hi) {
+WD_FN double wd_table_max(const ShowerParams& P, const WdGrid& g, double e_lo, double e_hi) {
     if (g.n == 0) return 0.0;
     const double* en = P.data + g.off;
     const double* va = en + g.n;
@@ -1588,7 +1602,7 @@ __device__ double wd_table_max(const ShowerParams& P, const WdGrid& g, double e_
     return mx;
 }
 
-__device__ double wd_charged_max_xs(const ShowerParams& P, const WdMaterial& m, int q, double e_lo, double e_hi) {
+WD_FN double wd_charged_max_xs(const ShowerParams& P, const WdMaterial& m, int q, double e_lo, double e_hi) {
     double annih = q == 1 ? wd_annihilation_xs(P, m, e_lo) : 0.0;
     return wd_table_max(P, m.delta_xs[q], e_lo, e_hi) + wd_table_max(P, m.brems_xs[q], e_lo, e_hi) + annih;
 }
@@ -1596,7 +1610,7 @@ __device__ double wd_charged_max_xs(const ShowerParams& P, const WdMaterial& m, 
 // ---- Event::charged ----
 
 // Event::stop: deposit what is left; a positron annihilates at rest.
-__device__ void wd_stop(WdEvent& ev, WdTrack& t, WdRng& rng) {
+WD_FN void wd_stop(WdEvent& ev, WdTrack& t, WdRng& rng) {
     wd_deposit(ev, t.slab, t.energy);
     t.energy = 0.0;
     if (t.particle == WD_POSITRON) wd_annihilate_at_rest(ev, t.pos, t.slab, rng);
@@ -1614,7 +1628,7 @@ struct WdChargedState {
     unsigned long long steps, charged_steps;
 };
 
-__device__ void wd_charged_start(const ShowerParams& P, const WdTrack& t, WdChargedState& s) {
+WD_FN void wd_charged_start(const ShowerParams& P, const WdTrack& t, WdChargedState& s) {
     s.t = t;
     s.ev = wd_event_of(P, t);
     s.rng = wd_rng(P.seed, WD_TAG_SHOWER, t.id);

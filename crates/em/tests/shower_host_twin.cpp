@@ -20,6 +20,7 @@
 
 #define __device__
 #define __forceinline__ inline
+#define __noinline__
 #define __global__
 #define __launch_bounds__(x)
 

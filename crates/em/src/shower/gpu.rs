@@ -628,7 +628,12 @@ fn run_share(
         None => Schedule::from_env()?,
     };
     let queue = schedule == Schedule::Queue;
-    let (module, photons) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "photons", true, &[])?;
+    // WARPDRIVE_EM_KERNEL_DEFINES='A=x;B=y': extra defines, for kernel comparisons on a device
+    // (e.g. the inlined build, kernels/shower.cu WD_FN); results are the same by construction.
+    let defines: Vec<String> = std::env::var("WARPDRIVE_EM_KERNEL_DEFINES")
+        .map(|v| v.split(';').filter(|d| !d.is_empty()).map(str::to_string).collect())
+        .unwrap_or_default();
+    let (module, photons) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "photons", true, &defines)?;
     let charged = module.load_function("charged")?;
     let showers = module.load_function("showers")?;
     let st = gpu.stream.clone();
