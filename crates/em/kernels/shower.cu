@@ -37,6 +37,9 @@
 #include "pmath.cuh"
 
 #define WD_TAG_SHOWER 0x454d0002u
+// Queue mode: word offsets of the heads and of the live count in ShowerParams::queue_ctl.
+#define WD_Q_HEAD(k) (32u * (k))
+#define WD_Q_LIVE 64u
 #define WD_ME 0.5109989461
 #define WD_PI 3.141592653589793
 #define WD_TAU 6.283185307179586
@@ -188,7 +191,8 @@ struct ShowerParams {
     // Queue mode (kernel `showers`; null in generation mode): out_gamma/out_charged are the two
     // queues of the whole batch, `queue_ctl` = [head γ, head e±, live tracks], `ready` = 2 ×
     // capacity publication flags (γ then e±); the first `first[k]` tracks of queue k are the
-    // primaries, published by the host.
+    // primaries, published by the host. The three counters sit on separate 128-byte lines
+    // (WD_Q_HEAD, WD_Q_LIVE): thousands of warps poll them.
     unsigned int* queue_ctl;
     unsigned int* ready;
     unsigned int first[2];
@@ -442,7 +446,7 @@ WD_FN void wd_push(WdEvent& ev, const double pos[3], unsigned int slab, unsigned
     (list == 0u ? P.out_gamma : P.out_charged)[slot] = t;
     if (P.ready) {
         // Queue mode: count the track as live before its parent can end, then publish it.
-        atomicAdd(P.queue_ctl + 2, 1u);
+        atomicAdd(P.queue_ctl + WD_Q_LIVE, 1u);
         __threadfence();
         atomicExch(P.ready + list * P.capacity + slot, 1u);
     }
@@ -1805,10 +1809,11 @@ extern "C" __global__ void __launch_bounds__(128) charged(const ShowerParams P, 
 //
 // A warp holds tracks of one kind (its `kind`, uniform across the warp, so the γ and e± steps
 // never diverge); when all its lanes are idle it turns to the queue with more unclaimed tracks,
-// and it leaves when no track is live any more. Claims: a lane takes a slot index (atomicAdd on
-// the head) only while head < tail, and waits for the slot's `ready` flag (the producer writes
-// the track, fences, then sets the flag); a slot claimed past the last track is never filled,
-// and its lane leaves with the others when `live` reaches 0 (every pushed track counts as live
+// and it leaves when no track is live any more. Claims: the idle lanes of a warp take slot
+// indices together (one atomicAdd on the head, no more than head < tail showed), and a lane
+// waits for its slot's `ready` flag (the producer writes the track, fences, then sets the flag);
+// a slot claimed past the last track is never filled, and its lane leaves with the others
+// when `live` reaches 0 (every pushed track counts as live
 // from before its parent ends until it ends itself). Tracks are read through L2 (__ldcg): an
 // SM's L1 may hold a stale copy of a neighbouring slot's line. Needs every block resident at
 // once (the host launches no more): a waiting lane relies on other lanes to make progress.
@@ -1823,7 +1828,7 @@ __device__ __forceinline__ void wd_load_track(const WdTrack* src, WdTrack& t) {
 // Unclaimed published-or-reserved tracks of queue k.
 __device__ __forceinline__ unsigned int wd_queue_available(const ShowerParams& P, unsigned int k) {
     unsigned int tail = min(wd_vload(P.out_size + k), P.capacity);
-    unsigned int head = wd_vload(P.queue_ctl + k);
+    unsigned int head = wd_vload(P.queue_ctl + WD_Q_HEAD(k));
     return tail > head ? tail - head : 0u;
 }
 
@@ -1840,33 +1845,48 @@ extern "C" __global__ void __launch_bounds__(128) showers(const ShowerParams P) 
     unsigned int slot = 0u;
     unsigned int kind = 1u;
     for (;;) {
-        if (!alive) {
-            if (!pending && wd_queue_available(P, kind) > 0u) {
-                slot = atomicAdd(P.queue_ctl + kind, 1u);
+        // A lane with a claimed slot starts its track once the slot is published.
+        if (pending && slot < P.capacity && (slot < P.first[kind] || wd_vload(P.ready + kind * P.capacity + slot) != 0u)) {
+            __threadfence();
+            WdTrack t;
+            wd_load_track((kind == 0u ? P.out_gamma : P.out_charged) + slot, t);
+            if (kind == 0u) wd_photon_start(P, t, s.p); else wd_charged_start(P, t, s.c);
+            alive = true;
+            pending = false;
+        }
+        // The warp's idle lanes claim slots together: one lane reads the queue and takes as many
+        // as it holds, up to one per idle lane, with one atomicAdd (the counters are hot).
+        const unsigned int idle = __ballot_sync(full, !alive && !pending);
+        if (idle != 0u) {
+            const unsigned int leader = __ffs(idle) - 1u;
+            unsigned int base = 0u, got = 0u;
+            if (lane == leader) {
+                got = min(wd_queue_available(P, kind), (unsigned int)__popc(idle));
+                if (got > 0u) base = atomicAdd(P.queue_ctl + WD_Q_HEAD(kind), got);
+            }
+            base = __shfl_sync(full, base, leader);
+            got = __shfl_sync(full, got, leader);
+            const unsigned int rank = __popc(idle & ((1u << lane) - 1u));
+            if (!alive && !pending && rank < got) {
+                slot = base + rank;
                 pending = true;
             }
-            if (pending && slot < P.capacity && (slot < P.first[kind] || wd_vload(P.ready + kind * P.capacity + slot) != 0u)) {
-                __threadfence();
-                WdTrack t;
-                wd_load_track((kind == 0u ? P.out_gamma : P.out_charged) + slot, t);
-                if (kind == 0u) wd_photon_start(P, t, s.p); else wd_charged_start(P, t, s.c);
-                alive = true;
-                pending = false;
-            } else if (pending && wd_vload(P.queue_ctl + 2) == 0u) {
-                pending = false;  // a slot past the last track: the batch has ended
-            }
         }
-        if (__ballot_sync(full, alive || pending) == 0u) {
-            // The whole warp is idle: leave (nothing live), or take the fuller queue.
+        if (__ballot_sync(full, alive) == 0u) {
+            // No lane has a track: leave when nothing is live any more (a slot still claimed is
+            // past the last track); else, with nothing claimed, turn to the fuller queue; wait.
+            const bool claimed = __ballot_sync(full, pending) != 0u;
             unsigned int next = kind;
             if (lane == 0u) {
-                if (wd_vload(P.queue_ctl + 2) == 0u) {
+                if (wd_vload(P.queue_ctl + WD_Q_LIVE) == 0u) {
                     next = 2u;
-                } else {
+                } else if (!claimed) {
                     unsigned int a0 = wd_queue_available(P, 0u), a1 = wd_queue_available(P, 1u);
                     if (a0 > a1) next = 0u;
                     else if (a1 > a0) next = 1u;
-                    else if (a0 == 0u) __nanosleep(200);
+                    else __nanosleep(200);
+                } else {
+                    __nanosleep(100);
                 }
             }
             next = __shfl_sync(full, next, 0);
@@ -1874,13 +1894,9 @@ extern "C" __global__ void __launch_bounds__(128) showers(const ShowerParams P) 
             kind = next;
             continue;
         }
-        if (__ballot_sync(full, alive) == 0u) {
-            __nanosleep(100);  // only claimed slots, not yet published: let the producers run
-            continue;
-        }
         if (alive) {
             alive = kind == 0u ? wd_photon_step(P, s.p) : wd_charged_step(P, s.c);
-            if (!alive) atomicSub(P.queue_ctl + 2, 1u);
+            if (!alive) atomicSub(P.queue_ctl + WD_Q_LIVE, 1u);
         }
     }
 }

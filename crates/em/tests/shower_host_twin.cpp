@@ -44,7 +44,9 @@ static inline unsigned int atomicSub(unsigned int* p, unsigned int v) {
 }
 // One thread is one warp of one lane; memory is coherent.
 static inline unsigned int __ballot_sync(unsigned int, bool p) { return p ? 1u : 0u; }
-static inline unsigned int __shfl_sync(unsigned int, unsigned int v, int) { return v; }
+static inline unsigned int __shfl_sync(unsigned int, unsigned int v, unsigned int) { return v; }
+static inline int __ffs(unsigned int x) { return x == 0u ? 0 : __builtin_ctz(x) + 1; }
+static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 static inline void __nanosleep(unsigned int) {}
 static inline void __threadfence() {}
 static inline unsigned long long __ldcg(const unsigned long long* p) { return *p; }
@@ -152,7 +154,8 @@ int main(int argc, char** argv) {
     if (queue) {
         // gpu.rs run_batch_queue: the primaries at the queues' fronts, published by the host.
         std::vector<unsigned int> ready(2 * capacity, 0u);
-        unsigned int ctl[4] = {0u, 0u, (unsigned int)(lists[0].size() + lists[1].size()), 0u};
+        unsigned int ctl[96] = {0u};
+        ctl[WD_Q_LIVE] = (unsigned int)(lists[0].size() + lists[1].size());
         for (int k = 0; k < 2; ++k) {
             std::copy(lists[k].begin(), lists[k].end(), out[k].begin());
             counters[k] = P.first[k] = (unsigned int)lists[k].size();
@@ -165,8 +168,8 @@ int main(int argc, char** argv) {
         blockIdx = {0, 0, 0};
         threadIdx = {0, 0, 0};
         showers(P);
-        if (counters[2] || ctl[2] != 0u) {
-            fprintf(stderr, "queue overflow or tracks left live: %u\n", ctl[2]);
+        if (counters[2] || ctl[WD_Q_LIVE] != 0u) {
+            fprintf(stderr, "queue overflow or tracks left live: %u\n", ctl[WD_Q_LIVE]);
             return 3;
         }
         printf("queue: %u γ and %u e± tracks\n", counters[0], counters[1]);

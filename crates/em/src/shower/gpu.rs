@@ -60,6 +60,9 @@ pub const MAX_ELEMENTS: usize = 16;
 pub const TRACK_WORDS: usize = 10;
 /// Largest list capacity (tracks): keeps the 32-bit counters far from wrapping.
 const MAX_CAPACITY: usize = 1 << 27;
+/// Queue mode's control words (kernel WD_Q_HEAD(k) = 32 k, WD_Q_LIVE = 64: one cache line each).
+const QUEUE_CTL_WORDS: usize = 96;
+const QUEUE_LIVE: usize = 64;
 /// Generations after which a batch is declared stuck (a bug guard).
 const MAX_GENERATIONS: u64 = 100_000;
 
@@ -539,7 +542,8 @@ struct Buffers {
     lists: Vec<CudaSlice<u64>>,
     /// [γ, e±] list sizes (queue: tails), overflow flag.
     counters: CudaSlice<u32>,
-    /// Queue mode: [head γ, head e±, live tracks, 0] and 2 × capacity publication flags.
+    /// Queue mode: head γ, head e±, live tracks at words 0, 32, 64 (separate cache lines;
+    /// kernel WD_Q_HEAD, WD_Q_LIVE) and 2 × capacity publication flags.
     queue_ctl: CudaSlice<u32>,
     ready: CudaSlice<u32>,
     /// Blocks of the (photons, charged | showers) kernels that are resident at once on the
@@ -671,7 +675,7 @@ fn run_share(
             .map(|_| st.alloc_zeros::<u64>(capacity * TRACK_WORDS))
             .collect::<Result<_, _>>()?,
         counters: st.alloc_zeros::<u32>(3)?,
-        queue_ctl: st.alloc_zeros::<u32>(4)?,
+        queue_ctl: st.alloc_zeros::<u32>(QUEUE_CTL_WORDS)?,
         ready: st.alloc_zeros::<u32>(if queue { 2 * capacity } else { 1 })?,
         resident: if queue {
             [resident_blocks(&gpu, &showers); 2]
@@ -889,7 +893,9 @@ fn run_batch_queue(
     }
     st.memset_zeros(&mut b.ready)?;
     st.memcpy_htod(&[count[0] as u32, count[1] as u32, 0], &mut b.counters)?;
-    st.memcpy_htod(&[0, 0, (count[0] + count[1]) as u32, 0], &mut b.queue_ctl)?;
+    let mut ctl = [0u32; QUEUE_CTL_WORDS];
+    ctl[QUEUE_LIVE] = (count[0] + count[1]) as u32;
+    st.memcpy_htod(&ctl, &mut b.queue_ctl)?;
     if count[0] + count[1] > 0 {
         let mut p = b.params(tables, cal, seed, capacity, 0, st);
         p.queue_ctl = ptr(&b.queue_ctl, st);
