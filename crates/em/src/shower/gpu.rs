@@ -1,21 +1,27 @@
 //! The CUDA path of showers (`kernels/shower.cu`): each track runs to its end as
 //! [`super::transport`] runs it on the CPU (same operations in the same order, same random
 //! draws), so that in precise mode every event's tallies can be bit-identical to the CPU's. A
-//! thread advances its track one step per loop iteration and takes the next track of its
-//! grid-stride share as soon as one ends (no lane waits for its warp's longest track); the grid
-//! is the resident block count, and a generation's γ and e± kernels run on two streams.
+//! thread advances its track one step per loop iteration and takes another track as soon as
+//! one ends (no lane waits for its warp's longest track).
 //!
-//! **Generations.** The host uploads the primaries of a batch of events into two input lists
-//! (γ and e±), launches `photons` and `charged` over them; the kernels append the secondaries
-//! (ids = [`super::transport::child_id`] of the parent id and ordinal, the event index carried
-//! along) to two output lists through atomic counters; the outputs become the next inputs until
-//! both are empty. Processing order differs from the CPU's LIFO stack, but a track's history
+//! **Queue schedule (default, [`Schedule::Queue`]).** The host uploads the primaries of a batch
+//! of events to the fronts of two queues (γ and e±) and launches `showers` once, with no more
+//! blocks than are resident; the kernel appends every secondary (ids = [`super::transport::child_id`]
+//! of the parent id and ordinal, the event index carried along) to the queue of its kind and
+//! publishes it, and idle lanes claim published tracks whatever their generation, until no track
+//! is live. Each queue holds every track of its kind of the batch.
+//!
+//! **Generation schedule ([`Schedule::Generations`], `WARPDRIVE_EM_SCHEDULE=generations`).**
+//! `photons` and `charged` run over the current γ and e± lists (two streams), appending the
+//! secondaries to two output lists; the outputs become the next inputs until both are empty.
+//!
+//! In both, processing order differs from the CPU's LIFO stack, but a track's history
 //! depends only on its own start (energy, position, direction, slab, id → random stream), and
 //! the tallies are integers ([`super::transport::FIXED_SCALE`]) summed with integer atomics, so
 //! the result does not depend on the order.
 //!
 //! **Overflow.** The lists are sized from the free device memory ([`GpuShowerOptions`]); when a
-//! generation would overflow them the kernel raises a flag, and the host re-runs the batch with
+//! queue or a generation would overflow them the kernel raises a flag, and the host re-runs the batch with
 //! half the events (tallies cleared first): the result is the same by construction. Re-runs are
 //! counted in [`GpuShowerStats::reruns`].
 //!
