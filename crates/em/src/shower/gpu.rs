@@ -744,6 +744,37 @@ fn run_share(
     Ok((out, stats))
 }
 
+/// Primaries uploaded per list (γ, e±), and which events' primaries missed the calorimeter.
+type Uploaded = ([usize; 2], Vec<bool>);
+
+/// Clears the tallies of events `lo..hi` and uploads their primaries to the fronts of lists 0
+/// (γ) and 1 (e±): how many of each, and which events' primaries missed the calorimeter; `None`
+/// when a list cannot hold them.
+fn upload_batch(
+    phys: &ShowerPhysics,
+    primary: &Primary,
+    lo: u64,
+    hi: u64,
+    b: &mut Buffers,
+    capacity: usize,
+    st: &Arc<CudaStream>,
+) -> Result<Option<Uploaded>, GpuError> {
+    let cal = &phys.calorimeter;
+    let stride = tally_stride(cal.slabs(), cal.materials.len());
+    st.memset_zeros(&mut b.tally.slice_mut(0..stride * (hi - lo) as usize))?;
+    let (first, missed) = batch_primaries(phys, primary, lo, hi);
+    let count = [first[0].len() / TRACK_WORDS, first[1].len() / TRACK_WORDS];
+    if count[0] > capacity || count[1] > capacity {
+        return Ok(None);
+    }
+    for (k, f) in first.iter().enumerate() {
+        if !f.is_empty() {
+            st.memcpy_htod(f, &mut b.lists[k].slice_mut(0..f.len()))?;
+        }
+    }
+    Ok(Some((count, missed)))
+}
+
 /// Events `lo..hi` from their primaries to the end; `None` when a list overflowed.
 #[allow(clippy::too_many_arguments)]
 fn run_batch(
@@ -761,17 +792,9 @@ fn run_batch(
     stats: &mut GpuShowerStats,
 ) -> Result<Option<Vec<EventTally>>, GpuError> {
     let cal = &phys.calorimeter;
-    let (slabs, n_mat) = (cal.slabs(), cal.materials.len());
-    let stride = tally_stride(slabs, n_mat);
-    let n = (hi - lo) as usize;
-    st.memset_zeros(&mut b.tally.slice_mut(0..stride * n))?;
-    let (first, missed) = batch_primaries(phys, primary, lo, hi);
-    let mut count = [first[0].len() / TRACK_WORDS, first[1].len() / TRACK_WORDS];
-    for (k, f) in first.iter().enumerate() {
-        if !f.is_empty() {
-            st.memcpy_htod(f, &mut b.lists[k].slice_mut(0..f.len()))?;
-        }
-    }
+    let Some((mut count, missed)) = upload_batch(phys, primary, lo, hi, b, capacity, st)? else {
+        return Ok(None);
+    };
     // Lists: `input` holds the index of the γ input list (0 or 2); the e± list follows it.
     let mut input = 0usize;
     let mut generations = 0u64;
@@ -883,20 +906,9 @@ fn run_batch_queue(
     showers: &cudarc::driver::CudaFunction,
 ) -> Result<Option<Vec<EventTally>>, GpuError> {
     let cal = &phys.calorimeter;
-    let (slabs, n_mat) = (cal.slabs(), cal.materials.len());
-    let stride = tally_stride(slabs, n_mat);
-    let n = (hi - lo) as usize;
-    st.memset_zeros(&mut b.tally.slice_mut(0..stride * n))?;
-    let (first, missed) = batch_primaries(phys, primary, lo, hi);
-    let count = [first[0].len() / TRACK_WORDS, first[1].len() / TRACK_WORDS];
-    if count[0] > capacity || count[1] > capacity {
+    let Some((count, missed)) = upload_batch(phys, primary, lo, hi, b, capacity, st)? else {
         return Ok(None);
-    }
-    for (k, f) in first.iter().enumerate() {
-        if !f.is_empty() {
-            st.memcpy_htod(f, &mut b.lists[k].slice_mut(0..f.len()))?;
-        }
-    }
+    };
     st.memset_zeros(&mut b.ready)?;
     st.memcpy_htod(&[count[0] as u32, count[1] as u32, 0], &mut b.counters)?;
     let mut ctl = [0u32; QUEUE_CTL_WORDS];
