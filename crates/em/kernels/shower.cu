@@ -3,13 +3,15 @@
 // photoelectric.rs, rayleigh.rs, brems.rs, msc.rs, delta_ray.rs, annihilation.rs,
 // fluctuations.rs) and crate::klein_nishina.
 //
-// One thread per track: each thread runs its track to its end exactly as `Event::photon` /
-// `Event::charged` do on the CPU — the same operations in the same order, the same random
-// draws from the track's Philox stream (seed, TAG_SHOWER, id). Tracks are processed
-// generation by generation: the host uploads the primaries of a batch of events, `photons` and
-// `charged` run over the current lists, secondaries are appended (atomic counters) to the next
-// lists, whose ids are the CPU's hash of the parent id and the ordinal. A full output list sets
-// `overflow`, and the host re-runs the batch with half the events.
+// Each track is run to its end exactly as `Event::photon` / `Event::charged` do on the CPU —
+// the same operations in the same order, the same random draws from the track's Philox stream
+// (seed, TAG_SHOWER, id) — one step per loop iteration, a lane taking another track when its
+// own ends. Secondaries get the CPU's ids (a hash of the parent id and the ordinal). Two
+// schedules (shower/gpu.rs `Schedule`): `showers` runs a whole batch of events in one launch
+// through two queues it fills itself (section "queue mode" below; the default); `photons` and
+// `charged` run one generation of secondaries per launch, appending the next generation to
+// output lists. A full list or queue sets `overflow`, and the host re-runs the batch with half
+// the events.
 //
 // Tallies per event are integers (fixed point, 2^-40 MeV or cm per unit, every addition rounded
 // as transport.rs `to_fixed` does), in the order of run.rs `event_words`, so that sums do not
@@ -22,15 +24,13 @@
 // Every larger device function is compiled once and called (`__noinline__`), not inlined at
 // each call site: with everything inlined the one-launch kernel was 884 kB of SASS and its warps,
 // whose lanes run different branches, spent 66 % of their cycles waiting for instruction fetch
-// (ncu, H100; docs/performance/em.md). `-DWD_FN=__device__ -DPM_FN=__device__
-// -DWD_PHILOX_FN='__device__ __forceinline__'` restores the inlined build for comparisons.
-#ifndef WD_FN
+// (ncu, H100; docs/performance/em.md). The switch WD_INLINE restores the inlined build for
+// comparisons (same results).
+#ifdef WD_INLINE
+#define WD_FN __device__
+#else
 #define WD_FN __device__ __noinline__
-#endif
-#ifndef PM_FN
 #define PM_FN __device__ __noinline__
-#endif
-#ifndef WD_PHILOX_FN
 #define WD_PHILOX_FN __device__ __noinline__
 #endif
 #include "philox.cuh"
@@ -1822,7 +1822,7 @@ __device__ __forceinline__ unsigned int wd_vload(const unsigned int* p) { return
 __device__ __forceinline__ void wd_load_track(const WdTrack* src, WdTrack& t) {
     const unsigned long long* w = (const unsigned long long*)src;
     unsigned long long* o = (unsigned long long*)&t;
-    for (int k = 0; k < 10; ++k) o[k] = __ldcg(w + k);
+    for (int k = 0; k < (int)(sizeof(WdTrack) / 8); ++k) o[k] = __ldcg(w + k);
 }
 
 // Unclaimed published-or-reserved tracks of queue k.

@@ -250,3 +250,23 @@ pub fn em_shower(
     .map_err(|e| errors::gpu(&e))?;
     Ok(ShowerResult { run, phys, device })
 }
+
+/// Geant4 10.3's TestEm3 numbers (`warpdrive_em::shower::reference`): per run (analogue, then
+/// secondary-biased) its label, (material, mean, RMS) per material [MeV], created γ/e⁻/e⁺ and
+/// charged/neutral steps per event.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub fn em_testem3_reference() -> Vec<(String, Vec<(String, f64, f64)>, [f64; 3], [f64; 2])> {
+    use warpdrive_em::shower::reference::{BIASED, UNBIASED};
+    [UNBIASED, BIASED]
+        .iter()
+        .map(|r| {
+            (
+                r.label.to_string(),
+                r.edep.iter().map(|(n, m, rms)| ((*n).to_string(), *m, *rms)).collect(),
+                r.created,
+                r.steps,
+            )
+        })
+        .collect()
+}

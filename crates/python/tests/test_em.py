@@ -70,3 +70,12 @@ def test_calorimeter_file_and_bad_inputs(tmp_path):
         em.testem3(energy=-1, events=1)
     with pytest.raises(ValueError, match="expected auto, cpu, cuda"):
         em.testem3(events=1, device="npu")
+
+
+def test_testem3_reference_holds_both_geant4_runs():
+    ref = em.testem3_reference()
+    a, b = ref["analogue"], ref["secondary_biased"]
+    assert a["edep"]["Lead"] == {"mean_mev": 781.04, "rms_mev": 16.68}
+    assert b["edep"]["liquidArgon"] == {"mean_mev": 211.94, "rms_mev": 15.39}
+    assert a["created"] == {"gamma": 510.0, "e-": 873.0, "e+": 53.2}
+    assert b["created"]["gamma"] == 291.0 and a["steps"]["charged"] == 3570.92

@@ -56,8 +56,9 @@ use warpdrive_core::progress::Progress;
 pub const KERNEL_NAME: &str = "shower.cu";
 pub const KERNEL_SRC: &str = include_str!("../../kernels/shower.cu");
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["photons", "charged", "showers"])];
-/// Kernel switches (none yet).
-pub const SWITCHES: &[&str] = &[];
+/// Kernel switches: `WD_INLINE` inlines the device functions (the build before 13a2467; for
+/// comparisons through `WARPDRIVE_EM_KERNEL_DEFINES=WD_INLINE`, same results).
+pub const SWITCHES: &[&str] = &["WD_INLINE"];
 /// Threads per block (the kernels' `__launch_bounds__`).
 const BLOCK: u32 = 128;
 /// Most elements per material the kernel's fixed arrays hold (`WD_MAX_ELEMENTS`).
@@ -562,15 +563,16 @@ struct Buffers {
 
 impl Buffers {
     /// The kernel's parameters; secondaries go to lists `output` (γ) and `output + 1` (e±).
-    fn params(
-        &self,
-        tables: &HostTables,
-        cal: &Calorimeter,
-        seed: u64,
-        capacity: usize,
-        output: usize,
-        st: &Arc<CudaStream>,
-    ) -> ShowerParams {
+    fn params(&self, job: &Job, output: usize) -> ShowerParams {
+        let Job {
+            phys,
+            tables,
+            seed,
+            capacity,
+            st,
+            ..
+        } = *job;
+        let cal = &phys.calorimeter;
         ShowerParams {
             data: ptr(&self.data, st),
             materials: ptr(&self.materials, st),
@@ -638,8 +640,8 @@ fn run_share(
         None => Schedule::from_env()?,
     };
     let queue = schedule == Schedule::Queue;
-    // WARPDRIVE_EM_KERNEL_DEFINES='A=x;B=y': extra defines, for kernel comparisons on a device
-    // (e.g. the inlined build, kernels/shower.cu WD_FN); results are the same by construction.
+    // WARPDRIVE_EM_KERNEL_DEFINES='A;B=y': extra defines, for kernel comparisons on a device
+    // (e.g. the switch WD_INLINE); results are the same by construction.
     let defines: Vec<String> = std::env::var("WARPDRIVE_EM_KERNEL_DEFINES")
         .map(|v| v.split(';').filter(|d| !d.is_empty()).map(str::to_string).collect())
         .unwrap_or_default();
@@ -713,12 +715,18 @@ fn run_share(
     }
     todo.reverse();
     while let Some((lo, hi)) = todo.pop() {
+        let job = Job {
+            phys,
+            tables,
+            primary,
+            seed,
+            capacity,
+            st: &st,
+        };
         let done = if queue {
-            run_batch_queue(phys, tables, primary, seed, lo, hi, &mut b, capacity, &st, &showers)?
+            run_batch_queue(&job, lo, hi, &mut b, &showers)?
         } else {
-            run_batch(
-                phys, tables, primary, seed, lo, hi, &mut b, capacity, &st, &photons, &charged, &mut stats,
-            )?
+            run_batch(&job, lo, hi, &mut b, &photons, &charged, &mut stats)?
         };
         match done {
             Some(ev) => {
@@ -744,21 +752,32 @@ fn run_share(
     Ok((out, stats))
 }
 
+/// What the batches of a run share.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    phys: &'a ShowerPhysics,
+    tables: &'a HostTables,
+    primary: &'a Primary,
+    seed: u64,
+    /// Tracks per list.
+    capacity: usize,
+    st: &'a Arc<CudaStream>,
+}
+
 /// Primaries uploaded per list (γ, e±), and which events' primaries missed the calorimeter.
 type Uploaded = ([usize; 2], Vec<bool>);
 
 /// Clears the tallies of events `lo..hi` and uploads their primaries to the fronts of lists 0
 /// (γ) and 1 (e±): how many of each, and which events' primaries missed the calorimeter; `None`
 /// when a list cannot hold them.
-fn upload_batch(
-    phys: &ShowerPhysics,
-    primary: &Primary,
-    lo: u64,
-    hi: u64,
-    b: &mut Buffers,
-    capacity: usize,
-    st: &Arc<CudaStream>,
-) -> Result<Option<Uploaded>, GpuError> {
+fn upload_batch(job: &Job, lo: u64, hi: u64, b: &mut Buffers) -> Result<Option<Uploaded>, GpuError> {
+    let Job {
+        phys,
+        primary,
+        capacity,
+        st,
+        ..
+    } = *job;
     let cal = &phys.calorimeter;
     let stride = tally_stride(cal.slabs(), cal.materials.len());
     st.memset_zeros(&mut b.tally.slice_mut(0..stride * (hi - lo) as usize))?;
@@ -776,23 +795,18 @@ fn upload_batch(
 }
 
 /// Events `lo..hi` from their primaries to the end; `None` when a list overflowed.
-#[allow(clippy::too_many_arguments)]
 fn run_batch(
-    phys: &ShowerPhysics,
-    tables: &HostTables,
-    primary: &Primary,
-    seed: u64,
+    job: &Job,
     lo: u64,
     hi: u64,
     b: &mut Buffers,
-    capacity: usize,
-    st: &Arc<CudaStream>,
     photons: &cudarc::driver::CudaFunction,
     charged: &cudarc::driver::CudaFunction,
     stats: &mut GpuShowerStats,
 ) -> Result<Option<Vec<EventTally>>, GpuError> {
+    let Job { phys, primary, st, .. } = *job;
     let cal = &phys.calorimeter;
-    let Some((mut count, missed)) = upload_batch(phys, primary, lo, hi, b, capacity, st)? else {
+    let Some((mut count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
     };
     // Lists: `input` holds the index of the γ input list (0 or 2); the e± list follows it.
@@ -811,7 +825,7 @@ fn run_batch(
         }
         st.memset_zeros(&mut b.counters.slice_mut(0..2))?;
         let output = 2 - input;
-        let p = b.params(tables, cal, seed, capacity, output, st);
+        let p = b.params(job, output);
         for (k, f) in [photons, charged].into_iter().enumerate() {
             let m = count[k] as u32;
             if m == 0 {
@@ -892,21 +906,16 @@ fn read_events(
 
 /// Events `lo..hi` in one launch of `showers` (queue mode, see the kernel); `None` when a
 /// queue overflowed.
-#[allow(clippy::too_many_arguments)]
 fn run_batch_queue(
-    phys: &ShowerPhysics,
-    tables: &HostTables,
-    primary: &Primary,
-    seed: u64,
+    job: &Job,
     lo: u64,
     hi: u64,
     b: &mut Buffers,
-    capacity: usize,
-    st: &Arc<CudaStream>,
     showers: &cudarc::driver::CudaFunction,
 ) -> Result<Option<Vec<EventTally>>, GpuError> {
+    let Job { phys, primary, st, .. } = *job;
     let cal = &phys.calorimeter;
-    let Some((count, missed)) = upload_batch(phys, primary, lo, hi, b, capacity, st)? else {
+    let Some((count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
     };
     st.memset_zeros(&mut b.ready)?;
@@ -915,7 +924,7 @@ fn run_batch_queue(
     ctl[QUEUE_LIVE] = (count[0] + count[1]) as u32;
     st.memcpy_htod(&ctl, &mut b.queue_ctl)?;
     if count[0] + count[1] > 0 {
-        let mut p = b.params(tables, cal, seed, capacity, 0, st);
+        let mut p = b.params(job, 0);
         p.queue_ctl = ptr(&b.queue_ctl, st);
         p.ready = ptr(&b.ready, st);
         p.first = [count[0] as u32, count[1] as u32];

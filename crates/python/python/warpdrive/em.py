@@ -1,5 +1,6 @@
 """EM transport: the Klein–Nishina mini-app (:func:`run`, ``warpdrive em``) and EM showers in a
-layered calorimeter (:func:`testem3`, :func:`calorimeter`; ``warpdrive em testem3|calorimeter``)."""
+layered calorimeter (:func:`testem3`, :func:`calorimeter`; ``warpdrive em testem3|calorimeter``), and
+Geant4's TestEm3 numbers to compare with (:func:`testem3_reference`)."""
 
 from . import _arrow, _progress, _warpdrive
 
@@ -92,3 +93,20 @@ def calorimeter(path, primary="e-", energy=1000.0, events=1000, seed=12345, cut_
                 progress=None):
     """``warpdrive em calorimeter PATH``: as :func:`testem3` for the layered calorimeter of a TOML file."""
     return _shower(str(path), primary, energy, events, seed, cut_mm, device, threads, progress)
+
+
+def testem3_reference():
+    """Geant4 10.3's TestEm3 (1 GeV e⁻, 1 mm cuts, ``emstandard_opt0``, 100 events per run), as
+    ``{"analogue": run, "secondary_biased": run}``; each run has ``label``, ``edep`` (per material
+    ``{"mean_mev", "rms_mev"}`` per event), ``created`` (``gamma``, ``e-``, ``e+`` per event) and
+    ``steps`` (``charged``, ``neutral``). TestEm3.out holds both runs; compare RMS values and created
+    counts with the analogue one (the biased run discards soft secondaries; docs/validation/em.md)."""
+    out = {}
+    for key, (label, edep, created, steps) in zip(("analogue", "secondary_biased"), _warpdrive.em_testem3_reference()):
+        out[key] = {
+            "label": label,
+            "edep": {n: {"mean_mev": m, "rms_mev": r} for n, m, r in edep},
+            "created": dict(zip(("gamma", "e-", "e+"), created)),
+            "steps": dict(zip(("charged", "neutral"), steps)),
+        }
+    return out
