@@ -423,7 +423,10 @@ __device__ __forceinline__ bool reaches_axis(float x, float y, float radius, V3 
     return px * px + py * py <= radius * radius;
 }
 
-__device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int si, V3 r, V3 n, float len, int skip, Collision& best) {
+// The DOM radius R [m] (geometry.rs DOM_RADIUS; PPC's OMR).
+#define WD_OMR 0.1651f
+
+__device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int si, V3 r, V3 n, float len, int skip, int own, Collision& best) {
 #ifdef WD_ICE_TABLES
     StringSh str;
     if (P.n_strings <= WD_SHARED_STRINGS) {
@@ -456,10 +459,13 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
         float cx = P.dom_pos[3 * gi], cy = P.dom_pos[3 * gi + 1], cz = P.dom_pos[3 * gi + 2];
         float d0 = cx - r.x, d1 = cy - r.y, d2 = cz - r.z;
         float b_par = d0 * n.x + d1 * n.y + d2 * n.z;
-        float disc = P.r_eff * P.r_eff - (d0 * d0 + d1 * d1 + d2 * d2) + b_par * b_par;
+        // A flasher's own DOM at its real size, every other one oversized (collision.rs).
+        const bool is_own = id == own;
+        const float radius = is_own ? WD_OMR : P.r_eff, xr = is_own ? 1.0f : P.oversize;
+        float disc = radius * radius - (d0 * d0 + d1 * d1 + d2 * d2) + b_par * b_par;
         if (disc < 0.0f) continue;
         float sq = sqrtf(disc);
-        float h = b_par - sq / P.oversize;
+        float h = b_par - sq / xr;
         if (h < 0.0f || h > len || (best.dom >= 0 && best.h <= h)) continue;
         V3 perp{-d0 + b_par * n.x, -d1 + b_par * n.y, -d2 + b_par * n.z};
         best.dom = id;
@@ -486,14 +492,14 @@ __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, floa
     return (int)P.clear_near[c];
 }
 
-__device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int skip) {
+__device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int skip, int own) {
     Collision best;
     best.dom = -1; best.h = 0.0f; best.impact = V3{0.0f, 0.0f, 0.0f};
 #ifdef WD_CLEARANCE
     int near = reachable(P, r, n, len);
     if (near == -2) return best;
     if (near >= 0) {
-        check_string(P, (unsigned int)near, r, n, len, skip, best);
+        check_string(P, (unsigned int)near, r, n, len, skip, own, best);
         return best;
     }
 #endif
@@ -512,10 +518,48 @@ __device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int
                 unsigned int si = P.cell_strings[q];
                 if (multi && si == last) continue;
                 last = si;
-                check_string(P, si, r, n, len, skip, best);
+                check_string(P, si, r, n, len, skip, own, best);
             }
         }
     return best;
+}
+
+// propagate.rs: layer_depths — the optical depths (scattering, absorption × abs_factor) over the
+// path length len from zp along nz, through the layers of layer_walk (the part of a segment
+// before a hole-ice column or a DOM hit).
+__device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float zp, float nz, float len, float abs_factor) {
+#ifdef WD_FACTORED_ICE
+    const float4* layer_tab = (const float4*)P.layer_f;
+    const float4 sf = ((const float4*)P.slice_f)[slice];
+    const float la = sf.x, lk = sf.y, ae = sf.z;
+#else
+    const float* sca = P.sca + (size_t)slice * P.n_layers;
+    const float* ab = P.abs + (size_t)slice * P.n_layers;
+#endif
+    int j = layer_of(P, zp);
+    const int last = nz > 0.0f ? P.n_layers - 1 : 0;
+    const float half = nz > 0.0f ? 0.5f : -0.5f;
+    const float inv_nz = 1.0f / nz;
+    const float inf = __int_as_float(0x7f800000);
+    float dl = (nz == 0.0f || j == last) ? inf : fmaxf((P.hmin + ((float)j + half) * P.dh - zp) * inv_nz, 0.0f);
+    const float dl_layer = P.dh * fabsf(inv_nz);
+    float left = len, xs = 0.0f, xa = 0.0f;
+    for (;;) {
+#ifdef WD_FACTORED_ICE
+        const float4 f = layer_tab[j];
+        float s = f.x + f.y * la;
+        float a = (lk * f.z + ae * f.w) * abs_factor;
+#else
+        float s = sca[j];
+        float a = ab[j] * abs_factor;
+#endif
+        if (left <= dl) return make_float2(xs + s * left, xa + a * left);
+        xs += s * dl;
+        xa += a * dl;
+        left -= dl;
+        j += nz > 0.0f ? 1 : -1;
+        dl = j == last ? inf : dl_layer;
+    }
 }
 
 // source.rs: emit ----------------------------------------------------------------------------
@@ -574,42 +618,6 @@ __device__ bool hole_span(const PhotonParams& P, V3 r, V3 n, float len, float& t
     return found;
 }
 
-// propagate.rs: layer_depths — the optical depths (scattering, absorption × abs_factor) over the
-// path length len from zp along nz, through the layers of layer_walk.
-__device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float zp, float nz, float len, float abs_factor) {
-#ifdef WD_FACTORED_ICE
-    const float4* layer_tab = (const float4*)P.layer_f;
-    const float4 sf = ((const float4*)P.slice_f)[slice];
-    const float la = sf.x, lk = sf.y, ae = sf.z;
-#else
-    const float* sca = P.sca + (size_t)slice * P.n_layers;
-    const float* ab = P.abs + (size_t)slice * P.n_layers;
-#endif
-    int j = layer_of(P, zp);
-    const int last = nz > 0.0f ? P.n_layers - 1 : 0;
-    const float half = nz > 0.0f ? 0.5f : -0.5f;
-    const float inv_nz = 1.0f / nz;
-    const float inf = __int_as_float(0x7f800000);
-    float dl = (nz == 0.0f || j == last) ? inf : fmaxf((P.hmin + ((float)j + half) * P.dh - zp) * inv_nz, 0.0f);
-    const float dl_layer = P.dh * fabsf(inv_nz);
-    float left = len, xs = 0.0f, xa = 0.0f;
-    for (;;) {
-#ifdef WD_FACTORED_ICE
-        const float4 f = layer_tab[j];
-        float s = f.x + f.y * la;
-        float a = (lk * f.z + ae * f.w) * abs_factor;
-#else
-        float s = sca[j];
-        float a = ab[j] * abs_factor;
-#endif
-        if (left <= dl) return make_float2(xs + s * left, xa + a * left);
-        xs += s * dl;
-        xa += a * dl;
-        left -= dl;
-        j += nz > 0.0f ? 1 : -1;
-        dl = j == last ? inf : dl_layer;
-    }
-}
 #endif
 
 struct Photon { V3 pos, dir; float time; unsigned int slice; int killed; };
@@ -633,7 +641,6 @@ __device__ __forceinline__ V3 cherenkov(V3 n, float beta, float n_phase, float u
 #define WD_FLZ 0.07735f
 #define WD_FLR (0.119f - 0.008f)
 #define WD_FLB 0.03396f
-#define WD_OMR 0.1651f
 #define WD_CABLE_R 0.023f
 
 __device__ __forceinline__ float led_azimuth(float fldr, float u) {
@@ -923,7 +930,8 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
 #endif
     st.sca_depth = wd_exponential(rng);
     st.block = rng.block;  // the rest of the current block stays unused (propagate.rs)
-    st.skip = -1; st.seq = 0; st.segs = 0;
+    // A flasher photon starts on its DOM's surface: its first segment does not meet it (PPC: old = fla).
+    st.skip = st.own_dom; st.seq = 0; st.segs = 0;
 }
 
 // One segment of propagate_photon's loop; false when the photon ends.
@@ -965,20 +973,45 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
         }
     }
 #else
-    const float bfr_len = seg.length;
-    const bool curved = true;
+    float bfr_len = seg.length;
+    bool curved = true;
 #endif
-    st.tot = seg.tot;
-    Collision c = first_hit(P, st.pos, st.dir, seg.length, st.skip);
+    Collision c = first_hit(P, st.pos, st.dir, seg.length, st.skip, st.own_dom);
     st.skip = -1;
+    bool at_dom = false;
+    float dom_sca_left = 0.0f;
     if (c.dom >= 0) {
-        if (st.own_dom != c.dom) {
-            record(P, st.id, st.s, st.seq, c.dom, st.time + c.h * st.ocm, st.slice, st.dir, c.impact);
-            st.seq += 1;
-        }
+        // A flasher's own DOM absorbs the photons that come back to it, recording nothing.
+        if (c.dom == st.own_dom) return false;
+        record(P, st.id, st.s, st.seq, c.dom, st.time + c.h * st.ocm, st.slice, st.dir, c.impact);
+        st.seq += 1;
         if (P.oversize <= 1.0f) return false;
+        // Continue after hit (propagate.rs step): the segment ends at the hit, the photon goes on
+        // with the depths left, skipping this DOM until it scatters.
+        float s_left, t_left;
+#ifdef WD_HOLE
+        if (!curved && c.h > bfr_len) {
+            // Inside a hole-ice column: the bulk depths up to its entry, the column's after.
+            float2 x = layer_depths(P, st.slice, zp, st.dir.z, bfr_len, nr);
+            float d = c.h - bfr_len;
+            s_left = fmaxf(sca_depth - x.x, 0.0f) - P.hole_sca * d;
+            t_left = fmaxf(st.tot - x.y, 0.0f) - P.hole_abs * d;
+        } else
+#endif
+        {
+            float2 x = layer_depths(P, st.slice, zp, st.dir.z, c.h, nr);
+            bfr_len = c.h;
+            curved = true;
+            s_left = sca_depth - x.x;
+            t_left = st.tot - x.y;
+        }
+        seg.length = c.h;
+        seg.tot = fmaxf(t_left, 0.0f);
+        dom_sca_left = fmaxf(s_left, 0.0f);
+        at_dom = true;
         st.skip = c.dom;
     }
+    st.tot = seg.tot;
     if (st.tot <= 0.0f) return false;
     st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
     st.time += seg.length * st.ocm;
@@ -997,6 +1030,10 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
         if (curved) st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
     }
 #endif
+    if (at_dom) {
+        st.sca_depth = dom_sca_left;
+        return ++st.segs < WD_MAX_SEGMENTS;
+    }
 #ifdef WD_HOLE
     if (hole_end == 2) {
         st.sca_depth = sca_left;
@@ -1182,7 +1219,7 @@ extern "C" __global__ void twin_physics(const PhotonParams P, int n, const float
     Segment seg = layer_walk(P, (unsigned int)(q[3] * 511.0f), q[6], dir.z, q[7], 3.0f * q[4], absorption_factor(P, dir));
     double zs = zshift(P, 600.0 * (double)q[0], 600.0 * (double)q[1], 500.0 * (double)q[2]);
     V3 r{600.0f * q[0], 600.0f * q[1], 500.0f * q[2]};
-    Collision c = first_hit(P, r, dir, 20.0f * q[5], -1);
+    Collision c = first_hit(P, r, dir, 20.0f * q[5], -1, -1);
     o[0] = cos_t; o[1] = m.x; o[2] = m.y; o[3] = m.z;
     o[4] = seg.length; o[5] = seg.tot; o[6] = (float)zs; o[7] = absorption_factor(P, dir);
     o[8] = (float)c.dom; o[9] = c.h; o[10] = c.impact.x; o[11] = c.impact.y; o[12] = c.impact.z;

@@ -227,16 +227,19 @@ impl DomIndex {
     }
 
     /// The earliest DOM whose pancake the segment r + t·n, t ∈ [0, len], enters; `skip` excludes
-    /// one DOM (the one hit on the previous segment, "continue after hit").
-    pub fn first_hit(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>) -> Option<Collision> {
+    /// one DOM (the one just hit, while the photon continues from the hit: "continue after
+    /// hit"; a flasher photon's own DOM on its first segment). `own`, a flasher's own DOM (PPC's
+    /// `ofla`), is not oversized: it is met at its real radius R, with entry distance b − √D
+    /// (PPC `pro.cu`: xR = 1 for l == ofla).
+    pub fn first_hit(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
         match self.reachable(r, n, len) {
             Reach::None => None,
             Reach::Nearest(si) => {
                 let mut best = None;
-                self.check_string(si as usize, r, n, len, skip, &mut best);
+                self.check_string(si as usize, r, n, len, skip, own, &mut best);
                 best
             }
-            Reach::Unknown => self.grid_search(r, n, len, skip),
+            Reach::Unknown => self.grid_search(r, n, len, skip, own),
         }
     }
 
@@ -265,7 +268,7 @@ impl DomIndex {
     }
 
     /// The search through the cells of the segment's bounding box.
-    pub fn grid_search(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>) -> Option<Collision> {
+    pub fn grid_search(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
         let e = [r[0] + n[0] * len, r[1] + n[1] * len];
         let fx = |x: f32| ((x - self.x0) / self.cell).floor();
         let fy = |y: f32| ((y - self.y0) / self.cell).floor();
@@ -289,7 +292,7 @@ impl DomIndex {
                         continue;
                     }
                     last_string = si;
-                    self.check_string(si as usize, r, n, len, skip, &mut best);
+                    self.check_string(si as usize, r, n, len, skip, own, &mut best);
                 }
             }
         }
@@ -310,7 +313,17 @@ impl DomIndex {
         k
     }
 
-    fn check_string(&self, si: usize, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, best: &mut Option<Collision>) {
+    #[allow(clippy::too_many_arguments)]
+    fn check_string(
+        &self,
+        si: usize,
+        r: [f32; 3],
+        n: [f32; 3],
+        len: f32,
+        skip: Option<u32>,
+        own: Option<u32>,
+        best: &mut Option<Collision>,
+    ) {
         let s = &self.strings[si];
         if !s.reached_by(r, n, len) {
             return;
@@ -330,16 +343,22 @@ impl DomIndex {
             let c = self.pos[gi];
             let d = [c[0] - r[0], c[1] - r[1], c[2] - r[2]];
             let b_par = d[0] * n[0] + d[1] * n[1] + d[2] * n[2];
-            let disc = self.r_eff * self.r_eff - (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) + b_par * b_par;
+            // A flasher's own DOM at its real size, every other one oversized.
+            let (radius, xr) = if own == Some(id) {
+                (DOM_RADIUS as f32, 1.0)
+            } else {
+                (self.r_eff, self.oversize)
+            };
+            let disc = radius * radius - (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) + b_par * b_par;
             if disc < 0.0 {
                 continue;
             }
             let sq = disc.sqrt();
-            let h = b_par - sq / self.oversize;
+            let h = b_par - sq / xr;
             if h < 0.0 || h > len || best.is_some_and(|bh| bh.h <= h) {
                 continue;
             }
-            // Impact direction: perpendicular offset and −√D along n on the oversized sphere.
+            // Impact direction: perpendicular offset and −√D along n on the (oversized) sphere.
             let perp = [-d[0] + b_par * n[0], -d[1] + b_par * n[1], -d[2] + b_par * n[2]];
             let imp = crate::scatter::normalize([perp[0] - sq * n[0], perp[1] - sq * n[1], perp[2] - sq * n[2]]);
             *best = Some(Collision { dom: id, h, impact: imp });
@@ -460,16 +479,28 @@ mod tests {
     fn pancake_entry_distance() {
         let idx = DomIndex::new(&one_dom(10.0), 5.0);
         // Head-on from 10 m: oversized sphere radius 0.8255 m, pancake entry at 10 − 0.8255/5.
-        let c = idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, None).unwrap();
+        let c = idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, None, None).unwrap();
         assert!((c.h - (10.0 - 0.16510)).abs() < 1e-4, "{}", c.h);
         assert!((c.impact[0] + 1.0).abs() < 1e-5);
         // Impact parameter 0.8 m < 0.8255 m still hits; 0.83 m misses.
-        assert!(idx.first_hit([0.0, 0.8, 0.0], [1.0, 0.0, 0.0], 20.0, None).is_some());
-        assert!(idx.first_hit([0.0, 0.83, 0.0], [1.0, 0.0, 0.0], 20.0, None).is_none());
+        assert!(idx.first_hit([0.0, 0.8, 0.0], [1.0, 0.0, 0.0], 20.0, None, None).is_some());
+        assert!(idx.first_hit([0.0, 0.83, 0.0], [1.0, 0.0, 0.0], 20.0, None, None).is_none());
         // Segment too short, wrong direction, skipped DOM.
-        assert!(idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 9.0, None).is_none());
-        assert!(idx.first_hit([0.0, 0.0, 0.0], [-1.0, 0.0, 0.0], 20.0, None).is_none());
-        assert!(idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, Some(0)).is_none());
+        assert!(idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 9.0, None, None).is_none());
+        assert!(idx.first_hit([0.0, 0.0, 0.0], [-1.0, 0.0, 0.0], 20.0, None, None).is_none());
+        assert!(idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, Some(0), None).is_none());
+    }
+
+    /// A flasher's own DOM (PPC's `ofla`) is met at its real radius: head-on at 10 − R, an impact
+    /// parameter of 0.16 m hits, 0.17 m (inside the oversized 0.8255 m) misses.
+    #[test]
+    fn own_dom_is_not_oversized() {
+        let idx = DomIndex::new(&one_dom(10.0), 5.0);
+        let c = idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, None, Some(0)).unwrap();
+        assert!((c.h - (10.0 - 0.16510)).abs() < 1e-4, "{}", c.h);
+        assert!(idx.first_hit([0.0, 0.16, 0.0], [1.0, 0.0, 0.0], 20.0, None, Some(0)).is_some());
+        assert!(idx.first_hit([0.0, 0.17, 0.0], [1.0, 0.0, 0.0], 20.0, None, Some(0)).is_none());
+        assert!(idx.first_hit([0.0, 0.17, 0.0], [1.0, 0.0, 0.0], 20.0, None, None).is_some());
     }
 
     #[test]
@@ -485,7 +516,7 @@ mod tests {
             axis: None,
         });
         let idx = DomIndex::new(&g, 1.0);
-        let c = idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, None).unwrap();
+        let c = idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, None, None).unwrap();
         assert_eq!(c.dom, 1);
     }
 
@@ -535,7 +566,7 @@ mod tests {
                         "a segment reaches a string other than the nearest: r {r:?} n {n:?} len {len}"
                     );
                     // The shortcut's result is the full search's.
-                    assert_eq!(idx.first_hit(r, n, len, None), idx.grid_search(r, n, len, None));
+                    assert_eq!(idx.first_hit(r, n, len, None, None), idx.grid_search(r, n, len, None, None));
                 }
                 Reach::Unknown => {}
             }
@@ -586,7 +617,7 @@ mod tests {
             } else {
                 10.0 + 40.0 * rng.uniform()
             };
-            let fast = idx.first_hit(r, n, len, None).map(|c| c.dom);
+            let fast = idx.first_hit(r, n, len, None, None).map(|c| c.dom);
             let mut brute: Option<(u32, f32)> = None;
             for (i, dd) in g.doms.iter().enumerate() {
                 let dv = [dd.pos[0] as f32 - r[0], dd.pos[1] as f32 - r[1], dd.pos[2] as f32 - r[2]];

@@ -145,7 +145,8 @@ pub struct FlasherOptions {
     /// axis; above 999 the lab-measured profile with the DOM's own geometry (above 1050 with the
     /// cable at azimuth FWID − 1080°).
     pub fwid: f64,
-    /// OFLA=0: let the flasher's own DOM record hits.
+    /// OFLA=0: the flasher's own DOM is an ordinary (oversized) DOM that records hits; otherwise
+    /// it keeps its real size and absorbs the photons that come back to it (PPC `ofla`).
     pub own_dom_records: bool,
     /// FZCR: added to the LED elevation [deg].
     pub fzcr: f64,

@@ -42,7 +42,7 @@ pub fn twin_physics(m: &Medium, idx: &DomIndex, q: &[f32; 8]) -> [f32; 16] {
         .tilt
         .zshift(600.0 * f64::from(q[0]), 600.0 * f64::from(q[1]), 500.0 * f64::from(q[2]));
     let r = [600.0 * q[0], 600.0 * q[1], 500.0 * q[2]];
-    let c = idx.first_hit(r, dir, 20.0 * q[5], None);
+    let c = idx.first_hit(r, dir, 20.0 * q[5], None, None);
     let (dom, h, imp) = c.map_or((-1.0, 0.0, [0.0; 3]), |c| (c.dom as f32, c.h, c.impact));
     [
         cos_t,

@@ -2,13 +2,16 @@
 //!
 //! One photon: absorption budget TOT = −ln u; per segment a scattering depth SCA = −ln u; the
 //! layer walk converts the optical depths into a geometric length through the tilted layers;
-//! the segment is checked for DOM collisions (pancake, continue after hit); then the photon
-//! scatters. Every draw comes from the photon's own Philox stream, so the result of a photon
+//! the segment is checked for DOM collisions (pancake); then the photon scatters. A hit on an
+//! oversized DOM ends the segment at the hit: the photon goes on from there with the depths left,
+//! skipping that DOM until it scatters (PPC's "continue after hit": `old = om`, reset at the next
+//! scattering), so one segment can hit several DOMs and a DOM can be hit again after a scattering.
+//! A flasher's own DOM is not oversized and absorbs the photons that come back to it. Every draw comes from the photon's own Philox stream, so the result of a photon
 //! does not depend on which thread runs it. Stream layout: the emission's draws, TOT and the
 //! first SCA in order; then per segment one whole Philox block for the birefringent deflection
 //! (only with birefringence) and one per scattering (its three uniforms and the next segment's
-//! SCA), the rest of the emission's last block left unused. With hole ice (`hole.rs`) a segment
-//! may end cut at a column's edge: it draws no scattering block (the depths left carry over).
+//! SCA), the rest of the emission's last block left unused. A segment cut at a DOM hit, or with
+//! hole ice (`hole.rs`) at a column's edge, draws no scattering block (the depths left carry over).
 
 use rayon::prelude::*;
 use warpdrive_core::progress::Progress;
@@ -173,13 +176,17 @@ impl PhotonState {
 pub enum SegmentEnd {
     /// The absorption depth ran out.
     Absorbed,
-    /// A DOM was hit with oversize 1 (the photon ends there).
+    /// A DOM was hit with oversize 1 (the photon ends there), or a flasher photon came back to
+    /// its own DOM.
     Killed,
     /// The photon scattered, in the bulk ice or inside a hole-ice column.
     Scattered { in_hole: bool },
     /// Cut where it leaves a hole-ice column: the next segment continues with the depths left
     /// (no scattering, no random numbers).
     Cut,
+    /// Cut where it hit a DOM (oversize > 1): the next segment continues from the hit with the
+    /// depths left (no scattering), skipping that DOM (PPC's "continue after hit").
+    AtDom,
 }
 
 /// One segment of a photon (spec §3.5, hole ice photon-ppc-phase2.md §2): layer walk, hole-ice
@@ -225,28 +232,45 @@ pub fn step(
             }
         }
     }
-    st.tot = tot;
-    let hit = doms.first_hit(p.pos, p.dir, len, st.skip);
+    let hit = doms.first_hit(p.pos, p.dir, len, st.skip, src.own_dom);
     st.skip = None;
     if let Some(c) = hit {
-        if src.own_dom != Some(c.dom) {
-            out.push(RawHit {
-                photon: photon_id,
-                source: source_ord,
-                seq: st.seq,
-                dom: c.dom,
-                time: p.time + c.h * ocm,
-                slice: p.slice,
-                dir: p.dir,
-                impact: c.impact,
-            });
-            st.seq += 1;
+        if src.own_dom == Some(c.dom) {
+            // A flasher's own DOM absorbs the photons that come back to it (PPC: TOT = 0 for
+            // om == ofla), recording nothing.
+            return SegmentEnd::Killed;
         }
+        out.push(RawHit {
+            photon: photon_id,
+            source: source_ord,
+            seq: st.seq,
+            dom: c.dom,
+            time: p.time + c.h * ocm,
+            slice: p.slice,
+            dir: p.dir,
+            impact: c.impact,
+        });
+        st.seq += 1;
         if doms.oversize <= 1.0 {
             return SegmentEnd::Killed;
         }
+        // Continue after hit (PPC `pro.cu`): the segment ends at the hit; the photon goes on
+        // from there with the depths left, skipping this DOM until it scatters, so further
+        // DOMs on the rest of the segment can be hit too.
+        let (s_left, t_left) = if let (true, Some(hole)) = (entered && c.h > bulk_len, &m.hole) {
+            // Inside a hole-ice column: the bulk depths up to its entry, the column's after.
+            let (xs, xa) = layer_depths(m, p.slice, zp, p.dir[2], bulk_len, nr);
+            let d = c.h - bulk_len;
+            ((st.sca_depth - xs).max(0.0) - hole.sca * d, (st.tot - xa).max(0.0) - hole.abs * d)
+        } else {
+            let (xs, xa) = layer_depths(m, p.slice, zp, p.dir[2], c.h, nr);
+            (bulk_len, entered) = (c.h, false);
+            (st.sca_depth - xs, st.tot - xa)
+        };
+        (len, tot, sca_left, end) = (c.h, t_left.max(0.0), s_left.max(0.0), SegmentEnd::AtDom);
         st.skip = Some(c.dom);
     }
+    st.tot = tot;
     if tot <= 0.0 {
         return SegmentEnd::Absorbed;
     }
@@ -268,7 +292,7 @@ pub fn step(
         }
     }
     let in_hole = match end {
-        SegmentEnd::Cut => {
+        SegmentEnd::Cut | SegmentEnd::AtDom => {
             st.sca_depth = sca_left;
             return end;
         }
@@ -300,13 +324,16 @@ pub fn propagate_photon(
     let p = emit(src, m, rng);
     let killed = p.killed;
     let mut st = PhotonState::start(p, rng);
+    // A flasher photon starts on its DOM's surface: its first segment does not meet it (PPC:
+    // `old = fla`).
+    st.skip = src.own_dom;
     if killed {
         return; // a flasher photon absorbed where it was made (its DOM's band, harness or cable)
     }
     for _ in 0..MAX_SEGMENTS {
         match step(m, doms, src, photon_id, source_ord, &mut st, rng, out) {
             SegmentEnd::Absorbed | SegmentEnd::Killed => return,
-            SegmentEnd::Scattered { .. } | SegmentEnd::Cut => {}
+            SegmentEnd::Scattered { .. } | SegmentEnd::Cut | SegmentEnd::AtDom => {}
         }
     }
 }

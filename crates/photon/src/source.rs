@@ -159,7 +159,9 @@ pub struct Source {
     /// Mean photon count before the draw (for reporting) and the count itself.
     pub mean_photons: f64,
     pub photons: u64,
-    /// Hits on this DOM (index into the geometry) are dropped (a flasher's own DOM).
+    /// A flasher's own DOM (index into the geometry; PPC's `ofla`, cleared by OFLA=0): not
+    /// oversized, it absorbs the photons that come back to it without a hit, and a photon's first
+    /// segment, which starts on its surface, does not meet it.
     pub own_dom: Option<u32>,
 }
 

@@ -136,3 +136,78 @@ fn oversize_scales_hit_rate_by_its_square() {
     let se = ratio * (1.0 / n1 + 1.0 / n5).sqrt();
     assert!((ratio - want).abs() < 4.0 * se, "ratio {ratio} vs {want} ± {se}");
 }
+
+/// Continue after hit (PPC `pro.cu`): a hit ends the segment at the hit and the photon goes on
+/// from there, so a DOM behind another one on the same straight path is hit too. Two DOMs at 3 m
+/// and 6 m on the x axis, oversize 5 (radius R' = 0.8255 m), a non-scattering medium absorbing
+/// with a = 0.05 /m, 10⁶ isotropic photons from the origin. The far DOM's cone (half-angle
+/// asin(R'/6) = 7.9°) lies inside the near one's (15.97°): before this rule it got no hit at all.
+/// Expected far-DOM hits: N·½ ∫_{cos α}^{1} e^(−a·h(θ)) dcos θ, h(θ) = D cos θ − √(R'² − D² sin²θ)/xR
+/// (the pancake entry); within 4 Poisson σ. Every photon that hits the far DOM hit the near one
+/// first (hit ordinal 1).
+#[test]
+fn a_photon_goes_on_after_a_hit_and_hits_the_dom_behind() {
+    let (d1, d2, a, xr) = (3.0f64, 6.0f64, 0.05f64, 5.0f64);
+    let m = absorber(a);
+    let mut geo = one_dom(d1);
+    let mut far = geo.doms[0].clone();
+    far.om = 2;
+    far.pos = [d2, 0.0, 0.0];
+    geo.doms.push(far);
+    let idx = DomIndex::new(&geo, xr);
+    let n_photons = 1e6;
+    let sources = realise(&[isotropic(n_photons)], 8);
+    let hits = run(&m, &idx, &sources, 8, &Progress::hidden());
+    let far_hits: Vec<_> = hits.iter().filter(|h| h.dom == 1).collect();
+    let r = xr * DOM_RADIUS;
+    let cos_a = (1.0 - (r / d2).powi(2)).sqrt();
+    let n = 20_000;
+    let mut integral = 0.0;
+    for i in 0..n {
+        let c = cos_a + (1.0 - cos_a) * (i as f64 + 0.5) / n as f64;
+        let h = d2 * c - (r * r - d2 * d2 * (1.0 - c * c)).max(0.0).sqrt() / xr;
+        integral += (-a * h).exp() * (1.0 - cos_a) / n as f64;
+    }
+    let expected = n_photons * 0.5 * integral;
+    let got = far_hits.len() as f64;
+    assert!(
+        (got - expected).abs() < 4.0 * expected.sqrt(),
+        "far-DOM hits {got} vs expected {expected:.1}"
+    );
+    assert!(far_hits.iter().all(|h| h.seq == 1), "the far DOM is always the second hit");
+}
+
+/// A flasher's own DOM (PPC `ofla`): not oversized, and a photon that comes back to it is
+/// absorbed without a hit; with OFLA=0 (no own DOM) the same photon is a hit on the oversized
+/// DOM and goes on. One DOM at (3, 0, 0), a photon from the origin along +x with ample depths.
+#[test]
+fn a_flasher_photon_coming_back_to_its_own_dom_is_absorbed() {
+    use warpdrive_photon::propagate::{step, PhotonState, SegmentEnd};
+    use warpdrive_photon::source::Photon;
+    let m = absorber(0.001);
+    let idx = DomIndex::new(&one_dom(3.0), 5.0);
+    for (own, impact_y, want) in [
+        (Some(0), 0.10f32, SegmentEnd::Killed),
+        (Some(0), 0.30, SegmentEnd::Absorbed), // outside R, inside R': passes, then absorbed
+        (None, 0.30, SegmentEnd::AtDom),
+    ] {
+        let mut spec = isotropic(1.0);
+        spec.own_dom = own;
+        let src = realise(&[spec], 1).remove(0);
+        let photon = Photon {
+            pos: [0.0, impact_y, 0.0],
+            dir: [1.0, 0.0, 0.0],
+            time: 0.0,
+            slice: 0,
+            killed: false,
+        };
+        let mut rng = RandomStream::new(1, 0, 0);
+        let mut st = PhotonState::start(photon, &mut rng);
+        // Absorbed after 10 m (a = 0.001 /m), no scattering (b_e = 1e-9 /m): the DOM comes first.
+        (st.tot, st.sca_depth) = (0.01, 1.0);
+        let mut out = Vec::new();
+        let end = step(&m, &idx, &src, 0, 0, &mut st, &mut rng, &mut out);
+        assert_eq!(end, want, "own {own:?}, impact parameter {impact_y}");
+        assert_eq!(out.len(), usize::from(want == SegmentEnd::AtDom), "hits for own {own:?}");
+    }
+}
