@@ -459,9 +459,13 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
         float cx = P.dom_pos[3 * gi], cy = P.dom_pos[3 * gi + 1], cz = P.dom_pos[3 * gi + 2];
         float d0 = cx - r.x, d1 = cy - r.y, d2 = cz - r.z;
         float b_par = d0 * n.x + d1 * n.y + d2 * n.z;
+#ifdef WD_OWN_DOM
         // A flasher's own DOM at its real size, every other one oversized (collision.rs).
         const bool is_own = id == own;
         const float radius = is_own ? WD_OMR : P.r_eff, xr = is_own ? 1.0f : P.oversize;
+#else
+        const float radius = P.r_eff, xr = P.oversize;
+#endif
         float disc = radius * radius - (d0 * d0 + d1 * d1 + d2 * d2) + b_par * b_par;
         if (disc < 0.0f) continue;
         float sq = sqrtf(disc);
@@ -796,6 +800,9 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_TILT2_LATTICE     2-D tilt map evaluated in float on its own lattice (110 kB) instead of
 //                        the regular 10 m grid (13 MB) of WD_TILT_LUT (fast mode only)
 //   WD_NO_TILT           measurement only, changes the physics: no tilt shift (what the tilt costs)
+//   WD_OWN_DOM           a flasher's own DOM at its real size (set by the host for runs with one)
+//   WD_NO_CONTINUE       measurement only, changes the physics: only the first DOM on a segment
+//                        is searched (the rule before continue after hit; what it costs)
 //   WD_BFR               birefringence code compiled in (set by the host for models with it)
 //   WD_BFR_TABLE         birefringence widths from a 513-entry table in the flow angle (fast mode only)
 //   WD_HOLE              hole-ice columns compiled in (set by the host for models with them)
@@ -973,44 +980,35 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
         }
     }
 #else
-    float bfr_len = seg.length;
-    bool curved = true;
+    const float bfr_len = seg.length;
+    const bool curved = true;
 #endif
-    Collision c = first_hit(P, st.pos, st.dir, seg.length, st.skip, st.own_dom);
-    st.skip = -1;
-    bool at_dom = false;
-    float dom_sca_left = 0.0f;
-    if (c.dom >= 0) {
+    // Every DOM the segment hits, in order (propagate.rs step: continue after hit); the one hit
+    // last is skipped until the next scattering (through a hole-ice cut it stays skipped).
+    // The photon is advanced to each hit and the rest of the segment searched from there, as PPC
+    // does (same straight path and end).
+    int skip = st.skip;
+    for (;;) {
+        Collision c = first_hit(P, st.pos, st.dir, seg.length, skip, st.own_dom);
+        if (c.dom < 0) break;
         // A flasher's own DOM absorbs the photons that come back to it, recording nothing.
         if (c.dom == st.own_dom) return false;
         record(P, st.id, st.s, st.seq, c.dom, st.time + c.h * st.ocm, st.slice, st.dir, c.impact);
         st.seq += 1;
         if (P.oversize <= 1.0f) return false;
-        // Continue after hit (propagate.rs step): the segment ends at the hit, the photon goes on
-        // with the depths left, skipping this DOM until it scatters.
-        float s_left, t_left;
-#ifdef WD_HOLE
-        if (!curved && c.h > bfr_len) {
-            // Inside a hole-ice column: the bulk depths up to its entry, the column's after.
-            float2 x = layer_depths(P, st.slice, zp, st.dir.z, bfr_len, nr);
-            float d = c.h - bfr_len;
-            s_left = fmaxf(sca_depth - x.x, 0.0f) - P.hole_sca * d;
-            t_left = fmaxf(st.tot - x.y, 0.0f) - P.hole_abs * d;
-        } else
+        st.pos = V3{st.pos.x + c.h * st.dir.x, st.pos.y + c.h * st.dir.y, st.pos.z + c.h * st.dir.z};
+        st.time += c.h * st.ocm;
+        seg.length -= c.h;
+        skip = c.dom;
+#ifdef WD_NO_CONTINUE
+        break;
 #endif
-        {
-            float2 x = layer_depths(P, st.slice, zp, st.dir.z, c.h, nr);
-            bfr_len = c.h;
-            curved = true;
-            s_left = sca_depth - x.x;
-            t_left = st.tot - x.y;
-        }
-        seg.length = c.h;
-        seg.tot = fmaxf(t_left, 0.0f);
-        dom_sca_left = fmaxf(s_left, 0.0f);
-        at_dom = true;
-        st.skip = c.dom;
     }
+#ifdef WD_HOLE
+    st.skip = hole_end == 2 ? skip : -1;
+#else
+    st.skip = -1;
+#endif
     st.tot = seg.tot;
     if (st.tot <= 0.0f) return false;
     st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
@@ -1030,10 +1028,6 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
         if (curved) st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
     }
 #endif
-    if (at_dom) {
-        st.sca_depth = dom_sca_left;
-        return ++st.segs < WD_MAX_SEGMENTS;
-    }
 #ifdef WD_HOLE
     if (hole_end == 2) {
         st.sca_depth = sca_left;

@@ -738,6 +738,9 @@ fn run_on(
     if has_lab_flasher(sources) && !defines.iter().any(|d| d == "WD_FLASHER") {
         defines.push("WD_FLASHER".into());
     }
+    if sources.iter().any(|s| s.own_dom.is_some()) && !defines.iter().any(|d| d == "WD_OWN_DOM") {
+        defines.push("WD_OWN_DOM".into());
+    }
     let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
     let res = cuda::resources(&func)?;
     if opts.block as i32 > res.max_threads_per_block {
@@ -845,14 +848,15 @@ pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["pro
 pub const COMBINED_SWITCHES: &[&[&str]] = &[&["WD_BFR", "WD_HOLE"]];
 
 /// The switches of the default build, chosen by `warpdrive bench photon --device cuda` on an
-/// H100 (docs/performance/photon.md): per-warp job queue fed by a global counter, 48-register
-/// cap at 5 × 256 threads per SM, resampled float tilt table and factored ice coefficients (fast
+/// H100 (docs/performance/photon.md): per-warp job queue fed by a global counter, 64-register
+/// cap at 4 × 256 threads per SM (48 at 5 × 256 until the continue-after-hit search: then 0.517
+/// ns/photon against 0.497 at 64), resampled float tilt table and factored ice coefficients (fast
 /// mode only: precise mode drops those two, see [`FAST_ONLY`]), the clearance pre-test of the
 /// collision search, selects instead of branches in the scattering, the layer walk's direction
 /// fixed per segment. All but the two fast-only ones leave every hit bit for bit unchanged.
 pub const DEFAULT_SWITCHES: &[&str] = &[
     "WD_JOBQUEUE",
-    "WD_MIN_BLOCKS=5",
+    "WD_MIN_BLOCKS=4",
     "WD_TILT_LUT",
     "WD_FACTORED_ICE",
     "WD_CLEARANCE",
@@ -884,6 +888,8 @@ pub const SWITCHES: &[&str] = &[
     "WD_TILT2_LATTICE",
     // Measurement only (changes the physics): the tilt shift left out, to time what it costs.
     "WD_NO_TILT",
+    // Measurement only (changes the physics): only the first DOM on a segment is searched.
+    "WD_NO_CONTINUE",
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).
     "WD_BFR",
@@ -891,6 +897,8 @@ pub const SWITCHES: &[&str] = &[
     "WD_HOLE",
     // Likewise for runs with a lab-profile flasher (FWID > 999): photons absorbed at emission.
     "WD_FLASHER",
+    // Likewise for runs with a flasher whose own DOM absorbs (OFLA not 0): that DOM unoversized.
+    "WD_OWN_DOM",
 ];
 
 #[cfg(test)]

@@ -145,8 +145,8 @@ pub fn layer_depths(m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_fact
 }
 
 /// A photon between segments: position, direction, time, wavelength slice, the absorption depth
-/// left, the next segment's scattering depth, the DOM hit last (not hit again on the next
-/// segment) and the number of hits recorded so far.
+/// left, the next segment's scattering depth, the DOM not to meet (the one hit last, until the
+/// photon scatters; a flasher's own DOM on its first segment) and the number of hits so far.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PhotonState {
     pub photon: Photon,
@@ -184,9 +184,6 @@ pub enum SegmentEnd {
     /// Cut where it leaves a hole-ice column: the next segment continues with the depths left
     /// (no scattering, no random numbers).
     Cut,
-    /// Cut where it hit a DOM (oversize > 1): the next segment continues from the hit with the
-    /// depths left (no scattering), skipping that DOM (PPC's "continue after hit").
-    AtDom,
 }
 
 /// One segment of a photon (spec §3.5, hole ice photon-ppc-phase2.md §2): layer walk, hole-ice
@@ -232,9 +229,13 @@ pub fn step(
             }
         }
     }
-    let hit = doms.first_hit(p.pos, p.dir, len, st.skip, src.own_dom);
-    st.skip = None;
-    if let Some(c) = hit {
+    // Every DOM the segment hits, in order (PPC's continue after hit: a hit ends PPC's segment
+    // there and the photon goes on with the depths left, skipping that DOM, so a DOM further on
+    // is hit too). The straight path and its end are the same, so the photon is advanced to each
+    // hit and the rest of the segment searched from there. The DOM hit last is skipped until the
+    // next scattering (PPC: `old = om`, reset when a new SCA is drawn), through a hole-ice cut too.
+    let mut skip = st.skip;
+    while let Some(c) = doms.first_hit(p.pos, p.dir, len, skip, src.own_dom) {
         if src.own_dom == Some(c.dom) {
             // A flasher's own DOM absorbs the photons that come back to it (PPC: TOT = 0 for
             // om == ofla), recording nothing.
@@ -254,22 +255,12 @@ pub fn step(
         if doms.oversize <= 1.0 {
             return SegmentEnd::Killed;
         }
-        // Continue after hit (PPC `pro.cu`): the segment ends at the hit; the photon goes on
-        // from there with the depths left, skipping this DOM until it scatters, so further
-        // DOMs on the rest of the segment can be hit too.
-        let (s_left, t_left) = if let (true, Some(hole)) = (entered && c.h > bulk_len, &m.hole) {
-            // Inside a hole-ice column: the bulk depths up to its entry, the column's after.
-            let (xs, xa) = layer_depths(m, p.slice, zp, p.dir[2], bulk_len, nr);
-            let d = c.h - bulk_len;
-            ((st.sca_depth - xs).max(0.0) - hole.sca * d, (st.tot - xa).max(0.0) - hole.abs * d)
-        } else {
-            let (xs, xa) = layer_depths(m, p.slice, zp, p.dir[2], c.h, nr);
-            (bulk_len, entered) = (c.h, false);
-            (st.sca_depth - xs, st.tot - xa)
-        };
-        (len, tot, sca_left, end) = (c.h, t_left.max(0.0), s_left.max(0.0), SegmentEnd::AtDom);
-        st.skip = Some(c.dom);
+        p.pos = [p.pos[0] + c.h * p.dir[0], p.pos[1] + c.h * p.dir[1], p.pos[2] + c.h * p.dir[2]];
+        p.time += c.h * ocm;
+        len -= c.h;
+        skip = Some(c.dom);
     }
+    st.skip = if end == SegmentEnd::Cut { skip } else { None };
     st.tot = tot;
     if tot <= 0.0 {
         return SegmentEnd::Absorbed;
@@ -292,7 +283,7 @@ pub fn step(
         }
     }
     let in_hole = match end {
-        SegmentEnd::Cut | SegmentEnd::AtDom => {
+        SegmentEnd::Cut => {
             st.sca_depth = sca_left;
             return end;
         }
@@ -333,7 +324,7 @@ pub fn propagate_photon(
     for _ in 0..MAX_SEGMENTS {
         match step(m, doms, src, photon_id, source_ord, &mut st, rng, out) {
             SegmentEnd::Absorbed | SegmentEnd::Killed => return,
-            SegmentEnd::Scattered { .. } | SegmentEnd::Cut | SegmentEnd::AtDom => {}
+            SegmentEnd::Scattered { .. } | SegmentEnd::Cut => {}
         }
     }
 }

@@ -144,9 +144,6 @@ fn follow(det: &Detector, src: &Source, at: [f32; 3], id: u64) -> Track {
                 return t;
             }
             SegmentEnd::Cut => panic!("cut inside the column at r = {r1}"),
-            // A DOM hit inside the column: the photon goes on in the same direction (no
-            // birefringence in spice_3.2.1) with the depths left.
-            SegmentEnd::AtDom => {}
             SegmentEnd::Absorbed | SegmentEnd::Killed => unreachable!("oversize 5 and absorption handled"),
         }
     }
