@@ -93,8 +93,13 @@ struct PhotonParams {
     // fi = x·lat[0] + y·lat[1] + lat[2], fj = x·lat[3] + y·lat[4] + lat[5]; cuts lat[6], lat[7].
     const float2* tilt_lat;
     float lat[8];
+    // Multi-PMT modules' shapes (WD_SHAPES, collision.rs): per DOM in the order of dom_pos its
+    // [R, F] (F = Rz/Rr, < 0 a cylinder), and xR·max(R·|F|) for the z range of the search.
+    const float2* dom_shape;
+    float rz_eff;
+    int shape_pad;
 };
-static_assert(sizeof(PhotonParams) == 776, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 792, "PhotonParams layout differs from gpu.rs");
 #define WD_BFR_BINS 512
 #define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
@@ -426,6 +431,30 @@ __device__ __forceinline__ bool reaches_axis(float x, float y, float radius, V3 
 // The DOM radius R [m] (geometry.rs DOM_RADIUS; PPC's OMR).
 #define WD_OMR 0.1651f
 
+#ifdef WD_SHAPES
+// collision.rs: shaped_entry — the pancake entry h on a module of shape [R, F] oversized by xr
+// (spheroid, or for F < 0 a cylinder's side), d = centre − start, and the entry point on the
+// oversized surface relative to the centre in units of xr·R. Same operations, same order.
+__device__ __forceinline__ bool shaped_entry(float2 shape, float xr, V3 d, V3 n, float& h, V3& impact) {
+    const float radius = shape.x, f = shape.y;
+    const float ff = f > 0.0f ? 1.0f / (f * f) : 0.0f;
+    const float a = n.x * n.x + n.y * n.y + ff * (n.z * n.z);
+    if (a <= 0.0f) return false;
+    const float b = (n.x * d.x + n.y * d.y + ff * (n.z * d.z)) / a;
+    const float c = d.x * d.x + d.y * d.y + ff * (d.z * d.z);
+    const float rr = xr * radius;
+    const float disc = b * b - (c - rr * rr) / a;
+    if (disc < 0.0f) return false;
+    const float sq = sqrtf(disc);
+    const float entry = b - sq;
+    if (f < 0.0f && fabsf(d.z - n.z * entry) >= -(xr * f * radius)) return false;
+    h = b - sq / xr;
+    const float inv = 1.0f / rr;
+    impact = V3{(entry * n.x - d.x) * inv, (entry * n.y - d.y) * inv, (entry * n.z - d.z) * inv};
+    return true;
+}
+#endif
+
 __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int si, V3 r, V3 n, float len, int skip, int own, Collision& best) {
 #ifdef WD_ICE_TABLES
     StringSh str;
@@ -445,7 +474,11 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
 #endif
     if (!reaches_axis(sx, sy, sr, r, n, len)) return;
     float z1 = r.z + n.z * len;
+#ifdef WD_SHAPES
+    float zlo = fminf(r.z, z1) - P.rz_eff, zhi = fmaxf(r.z, z1) + P.rz_eff;
+#else
     float zlo = fminf(r.z, z1) - P.r_eff, zhi = fmaxf(r.z, z1) + P.r_eff;
+#endif
     const float* pos = P.dom_pos + 3 * (size_t)first;
     // The first DOM at or above zlo from the string's z index (collision.rs: first_at_or_above).
     int bin = min(max((int)floorf((zlo - g.x) * g.y), 0), WD_Z_BINS - 1);
@@ -458,6 +491,24 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
         if (id == skip) continue;
         float cx = P.dom_pos[3 * gi], cy = P.dom_pos[3 * gi + 1], cz = P.dom_pos[3 * gi + 2];
         float d0 = cx - r.x, d1 = cy - r.y, d2 = cz - r.z;
+#ifdef WD_SHAPES
+        {
+#ifdef WD_OWN_DOM
+            const float xr = id == own ? 1.0f : P.oversize;
+#else
+            const float xr = P.oversize;
+#endif
+            float h;
+            V3 imp;
+            if (shaped_entry(P.dom_shape[gi], xr, V3{d0, d1, d2}, n, h, imp) && h >= 0.0f && h <= len &&
+                !(best.dom >= 0 && best.h <= h)) {
+                best.dom = id;
+                best.h = h;
+                best.impact = imp;
+            }
+            continue;
+        }
+#endif
         float b_par = d0 * n.x + d1 * n.y + d2 * n.z;
 #ifdef WD_OWN_DOM
         // A flasher's own DOM at its real size, every other one oversized (collision.rs).
@@ -801,6 +852,8 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //                        the regular 10 m grid (13 MB) of WD_TILT_LUT (fast mode only)
 //   WD_NO_TILT           measurement only, changes the physics: no tilt shift (what the tilt costs)
 //   WD_OWN_DOM           a flasher's own DOM at its real size (set by the host for runs with one)
+//   WD_SHAPES            every DOM with its own shape, spheroid or cylinder (set by the host for
+//                        runs with multi-PMT modules)
 //   WD_NO_CONTINUE       measurement only, changes the physics: only the first DOM on a segment
 //                        is searched (the rule before continue after hit; what it costs)
 //   WD_BFR               birefringence code compiled in (set by the host for models with it)
@@ -1182,6 +1235,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[17] = (const char*)&p.bfr_table - b;
     out[18] = (const char*)&p.hole_r - b;
     out[19] = (const char*)&p.lat - b;
+    out[20] = (const char*)&p.rz_eff - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

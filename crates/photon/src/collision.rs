@@ -1,7 +1,10 @@
 //! DOM collision search (spec §3.5 step 3): a uniform x–y cell grid lists the strings whose
 //! cylinder reaches each cell; per string the candidate DOMs come from a binary search in z;
 //! per DOM the "pancake" intersection: impact parameter against the oversized radius xR·R, entry
-//! distance h = b − √D/xR (the DOM squashed by xR along the photon direction).
+//! distance h = b − √D/xR (the DOM squashed by xR along the photon direction). With multi-PMT
+//! modules every DOM has its own shape (PPC `pro.cu`, photon-ppc-phase2.md §7): a spheroid of
+//! equatorial radius R and polar radius F·R (F = Rz/Rr > 0) or a vertical cylinder of radius R and
+//! half-height |F|·R (F < 0, side only), oversized by xR.
 
 use crate::geometry::{Geometry, DOM_RADIUS};
 
@@ -72,6 +75,11 @@ pub struct DomIndex {
     /// Oversized radius xR·R and the oversize factor.
     pub r_eff: f32,
     pub oversize: f32,
+    /// Per DOM (order of `pos`) the module shape [R, F] (see the module comment), or empty when
+    /// every DOM is the nominal sphere (the sphere-only search, bit for bit as before shapes).
+    pub(crate) shape: Vec<[f32; 2]>,
+    /// Half-height of the tallest oversized DOM: xR·max(R·|F|) (`r_eff` without shapes).
+    pub rz_eff: f32,
     /// Radius of the hole-ice column about every string axis [m], 0 without hole ice
     /// (`hole.rs`). String cylinders are at least this wide, so the grid and the clearance
     /// pre-test find the columns as they find the DOMs.
@@ -85,7 +93,8 @@ pub struct Collision {
     pub dom: u32,
     /// Distance along the segment to the pancake's entry point [m].
     pub h: f32,
-    /// Unit vector from the DOM centre to the impact point on the (oversized) sphere.
+    /// The impact point on the (oversized) surface relative to the DOM centre, in units of xR·R:
+    /// a unit vector for spheres.
     pub impact: [f32; 3],
 }
 
@@ -97,7 +106,22 @@ impl DomIndex {
     /// The index with hole-ice columns of `hole_radius` [m] about the string axes (0: none; the
     /// index is then exactly `new`'s).
     pub fn with_hole_ice(geo: &Geometry, oversize: f64, hole_radius: f32) -> Self {
+        Self::build(geo, oversize, hole_radius, None)
+    }
+
+    /// The index with every DOM's shape: `shapes[i]` = [R, F] of `geo.doms[i]` (multi-PMT
+    /// modules; `None`: all nominal spheres). Strings reach out to the widest oversized DOM and
+    /// z ranges to the tallest (PPC's Rr, Rz).
+    pub fn build(geo: &Geometry, oversize: f64, hole_radius: f32, shapes: Option<&[[f64; 2]]>) -> Self {
         let r_eff = (DOM_RADIUS * oversize) as f32;
+        let (reach, rz_eff) = match shapes {
+            Some(sh) => {
+                let r = sh.iter().map(|s| s[0]).fold(DOM_RADIUS, f64::max);
+                let z = sh.iter().map(|s| s[0] * s[1].abs()).fold(DOM_RADIUS, f64::max);
+                ((r * oversize) as f32, (z * oversize) as f32)
+            }
+            None => (r_eff, r_eff),
+        };
         let mut by_string: std::collections::BTreeMap<i32, Vec<usize>> = Default::default();
         for (i, d) in geo.doms.iter().enumerate() {
             by_string.entry(d.string).or_default().push(i);
@@ -115,7 +139,7 @@ impl DomIndex {
             strings.push(StringCol {
                 x: cx as f32,
                 y: cy as f32,
-                r: ((off + 1e-3) as f32 + r_eff).max(hole_radius),
+                r: ((off + 1e-3) as f32 + reach).max(hole_radius),
                 first: pos.len() as u32,
                 count: idx.len() as u32,
             });
@@ -125,6 +149,10 @@ impl DomIndex {
                 id.push(i as u32);
             }
         }
+        let shape = match shapes {
+            Some(sh) => id.iter().map(|&i| [sh[i as usize][0] as f32, sh[i as usize][1] as f32]).collect(),
+            None => Vec::new(),
+        };
         let (z_grid, z_start) = z_index(&strings, &pos);
         let cell = 10.0f32;
         let xmin = strings.iter().map(|s| s.x - s.r).fold(f32::MAX, f32::min) - cell;
@@ -173,6 +201,8 @@ impl DomIndex {
             clear_near,
             r_eff,
             oversize: oversize as f32,
+            shape,
+            rz_eff,
             hole_radius,
         }
     }
@@ -329,7 +359,7 @@ impl DomIndex {
             return;
         }
         let z1 = r[2] + n[2] * len;
-        let (zlo, zhi) = (r[2].min(z1) - self.r_eff, r[2].max(z1) + self.r_eff);
+        let (zlo, zhi) = (r[2].min(z1) - self.rz_eff, r[2].max(z1) + self.rz_eff);
         let doms = &self.pos[s.first as usize..(s.first + s.count) as usize];
         // The DOMs from the first at or above zlo up to zhi (segments are short: zero to a few).
         let a = self.first_at_or_above(si, zlo);
@@ -342,6 +372,15 @@ impl DomIndex {
             }
             let c = self.pos[gi];
             let d = [c[0] - r[0], c[1] - r[1], c[2] - r[2]];
+            if !self.shape.is_empty() {
+                let xr = if own == Some(id) { 1.0 } else { self.oversize };
+                if let Some((h, impact)) = shaped_entry(self.shape[gi], xr, d, n) {
+                    if h >= 0.0 && h <= len && best.is_none_or(|bh| bh.h > h) {
+                        *best = Some(Collision { dom: id, h, impact });
+                    }
+                }
+                continue;
+            }
             let b_par = d[0] * n[0] + d[1] * n[1] + d[2] * n[2];
             // A flasher's own DOM at its real size, every other one oversized.
             let (radius, xr) = if own == Some(id) {
@@ -364,6 +403,43 @@ impl DomIndex {
             *best = Some(Collision { dom: id, h, impact: imp });
         }
     }
+}
+
+/// The pancake entry on a shaped DOM (PPC `pro.cu`): `shape` = [R, F], oversize `xr`, `d` = centre −
+/// segment start, `n` the direction. In the metric that makes the spheroid a sphere (z scaled by
+/// 1/F; the cylinder: z left out), a = |n'|², b = n'·d'/a, D = b² − (|d'|² − (xR·R)²)/a; the oversized
+/// surface is entered at b − √D (a cylinder only within |z| < xR·|F|·R of its centre there), the
+/// pancake at h = b − √D/xR. Returns h and the entry point on the oversized surface relative to the
+/// centre in units of xR·R. The kernel's `shaped_entry` does the same operations in the same order.
+#[inline]
+#[must_use]
+pub fn shaped_entry(shape: [f32; 2], xr: f32, d: [f32; 3], n: [f32; 3]) -> Option<(f32, [f32; 3])> {
+    let [radius, f] = shape;
+    let ff = if f > 0.0 { 1.0 / (f * f) } else { 0.0 };
+    let a = n[0] * n[0] + n[1] * n[1] + ff * (n[2] * n[2]);
+    if a <= 0.0 {
+        return None; // along a cylinder's axis: its side is never met
+    }
+    let b = (n[0] * d[0] + n[1] * d[1] + ff * (n[2] * d[2])) / a;
+    let c = d[0] * d[0] + d[1] * d[1] + ff * (d[2] * d[2]);
+    let rr = xr * radius;
+    let disc = b * b - (c - rr * rr) / a;
+    if disc < 0.0 {
+        return None;
+    }
+    let sq = disc.sqrt();
+    let entry = b - sq;
+    if f < 0.0 && (d[2] - n[2] * entry).abs() >= -(xr * f * radius) {
+        return None;
+    }
+    let h = b - sq / xr;
+    let inv = 1.0 / rr;
+    let impact = [
+        (entry * n[0] - d[0]) * inv,
+        (entry * n[1] - d[1]) * inv,
+        (entry * n[2] - d[2]) * inv,
+    ];
+    Some((h, impact))
 }
 
 /// What the clearance pre-test rules out for a segment.
@@ -489,6 +565,36 @@ mod tests {
         assert!(idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 9.0, None, None).is_none());
         assert!(idx.first_hit([0.0, 0.0, 0.0], [-1.0, 0.0, 0.0], 20.0, None, None).is_none());
         assert!(idx.first_hit([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], 20.0, Some(0), None).is_none());
+    }
+
+    /// The shaped entry (PPC's spheroid/cylinder): the nominal sphere [R₀, 1] gives the sphere
+    /// search's h and impact; a spheroid (Rr 0.2, Rz 0.3, oversize 5) head-on from 10 m is entered
+    /// at 10 − Rz along its axis and 10 − Rr across it (the pancake), at the oversized surface point;
+    /// a cylinder (R 0.2, half-height 0.4) is hit from the side within |z| < xR·0.4 of its centre
+    /// and never along its axis.
+    #[test]
+    fn shaped_entry_of_spheroids_and_cylinders() {
+        let idx = DomIndex::new(&one_dom(10.0), 5.0);
+        for (r, n) in [([0.0, 0.3, 0.1], [1.0, 0.0, 0.0]), ([3.0, -0.2, -5.0], [7.0, 0.3, 5.2])] {
+            let n = crate::scatter::normalize(n);
+            let c = idx.first_hit(r, n, 20.0, None, None).unwrap();
+            let d = [10.0 - r[0], -r[1], -r[2]];
+            let (h, imp) = shaped_entry([DOM_RADIUS as f32, 1.0], 5.0, d, n).unwrap();
+            assert!((h - c.h).abs() < 1e-5, "{h} vs {}", c.h);
+            assert!((0..3).all(|k| (imp[k] - c.impact[k]).abs() < 1e-5), "{imp:?} vs {:?}", c.impact);
+        }
+        let (h, imp) = shaped_entry([0.2, 1.5], 5.0, [0.0, 0.0, 10.0], [0.0, 0.0, 1.0]).unwrap();
+        assert!((h - (10.0 - 0.3)).abs() < 1e-5 && (imp[2] + 1.5).abs() < 1e-5, "{h} {imp:?}");
+        let (h, imp) = shaped_entry([0.2, 1.5], 5.0, [10.0, 0.0, 0.0], [1.0, 0.0, 0.0]).unwrap();
+        assert!((h - (10.0 - 0.2)).abs() < 1e-5 && (imp[0] + 1.0).abs() < 1e-5, "{h} {imp:?}");
+        assert!(shaped_entry([0.2, 1.5], 5.0, [10.0, 0.0, 0.0], [0.0, 1.0, 0.0]).is_none());
+        // Cylinder of half-height 0.4 (F = −2), oversize 5: |z| < 2 m at the oversized entry.
+        assert!(shaped_entry([0.2, -2.0], 5.0, [10.0, 0.0, 1.9], [1.0, 0.0, 0.0]).is_some());
+        assert!(shaped_entry([0.2, -2.0], 5.0, [10.0, 0.0, 2.1], [1.0, 0.0, 0.0]).is_none());
+        assert!(shaped_entry([0.2, -2.0], 5.0, [0.0, 0.0, 10.0], [0.0, 0.0, 1.0]).is_none());
+        let (h, imp) = shaped_entry([0.2, -2.0], 5.0, [10.0, 0.0, 0.5], [1.0, 0.0, 0.0]).unwrap();
+        assert!((h - (10.0 - 0.2)).abs() < 1e-5, "{h}");
+        assert!((imp[0] + 1.0).abs() < 1e-5 && (imp[2] + 0.5).abs() < 1e-5, "{imp:?}");
     }
 
     /// A flasher's own DOM (PPC's `ofla`) is met at its real radius: head-on at 10 − R, an impact

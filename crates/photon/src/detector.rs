@@ -297,7 +297,15 @@ impl Detector {
             "oversize {}, efficiency {}, ppm {:.2} photons/m, f_SL {}, g {}",
             cfg.oversize, cfg.efficiency, ppm, cfg.f_sl, cfg.g
         ));
-        let index = DomIndex::with_hole_ice(&geometry, f64::from(cfg.oversize), medium.hole.map_or(0.0, |h| h.radius));
+        // Multi-PMT modules collide with their own shapes (Rr, Rz); without them every DOM is the
+        // nominal sphere and the search is the sphere-only one.
+        let shapes = sensors.as_ref().map(Sensors::shapes);
+        let index = DomIndex::build(
+            &geometry,
+            f64::from(cfg.oversize),
+            medium.hole.map_or(0.0, |h| h.radius),
+            shapes.as_deref(),
+        );
         if let (Some(h), Some(c)) = (&medium.hole, &cfg.hole_ice) {
             description.push(format!(
                 "hole ice: columns of radius {:.4} m ({} DOM radii) about the strings, effective scattering {} m (f_SL {}, g {}), absorption {} m (cfg.txt lines 8-12)",

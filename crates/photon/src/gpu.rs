@@ -134,8 +134,12 @@ pub struct GpuParams {
     // The 2-D tilt map's lattice in float (WD_TILT2_LATTICE, `tilt2_lattice`).
     pub tilt_lat: u64,
     pub lat: [f32; 8],
+    // Multi-PMT modules' shapes (WD_SHAPES, collision.rs): [R, F] per DOM, xR·max(R·|F|).
+    pub dom_shape: u64,
+    pub rz_eff: f32,
+    pub shape_pad: i32,
 }
-const _: () = assert!(size_of::<GpuParams>() == 776);
+const _: () = assert!(size_of::<GpuParams>() == 792);
 // WD_BFR_BINS in propagate.cu.
 const _: () = assert!(crate::birefringence::BFR_TABLE_BINS == 512);
 // WD_Z_BINS in propagate.cu.
@@ -146,7 +150,7 @@ const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 20] = [
+pub const LAYOUT: [usize; 21] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -167,6 +171,7 @@ pub const LAYOUT: [usize; 20] = [
     offset_of!(GpuParams, bfr_table),
     offset_of!(GpuParams, hole_r),
     offset_of!(GpuParams, lat),
+    offset_of!(GpuParams, rz_eff),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -669,6 +674,10 @@ pub fn upload(
     p.clear_ny = idx.clear_ny as i32;
     p.r_eff = idx.r_eff;
     p.oversize = idx.oversize;
+    if !idx.shape.is_empty() {
+        put!(f32s, dom_shape, idx.shape.concat());
+    }
+    p.rz_eff = idx.rz_eff;
     let (sf, si, offsets) = encode_sources(sources);
     put!(f64s, src_f64, sf);
     put!(i32s, src_i32, si);
@@ -740,6 +749,9 @@ fn run_on(
     }
     if sources.iter().any(|s| s.own_dom.is_some()) && !defines.iter().any(|d| d == "WD_OWN_DOM") {
         defines.push("WD_OWN_DOM".into());
+    }
+    if !idx.shape.is_empty() && !defines.iter().any(|d| d == "WD_SHAPES") {
+        defines.push("WD_SHAPES".into());
     }
     let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
     let res = cuda::resources(&func)?;
@@ -844,8 +856,9 @@ pub fn run(m: &Medium, idx: &DomIndex, sources: &[Source], seed: u64, opts: &Gpu
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["propagate", "twin_rng", "twin_physics", "layout"])];
 
 /// Switch sets compiled together on top of the defaults by `warpdrive doctor` (code that exists
-/// only when both are on: birefringence over the bulk part of a segment cut by a hole-ice column).
-pub const COMBINED_SWITCHES: &[&[&str]] = &[&["WD_BFR", "WD_HOLE"]];
+/// only when both are on: birefringence over the bulk part of a segment cut by a hole-ice column;
+/// a flasher's own DOM among shaped modules).
+pub const COMBINED_SWITCHES: &[&[&str]] = &[&["WD_BFR", "WD_HOLE"], &["WD_SHAPES", "WD_OWN_DOM"]];
 
 /// The switches of the default build, chosen by `warpdrive bench photon --device cuda` on an
 /// H100 (docs/performance/photon.md): per-warp job queue fed by a global counter, 64-register
@@ -899,6 +912,8 @@ pub const SWITCHES: &[&str] = &[
     "WD_FLASHER",
     // Likewise for runs with a flasher whose own DOM absorbs (OFLA not 0): that DOM unoversized.
     "WD_OWN_DOM",
+    // Likewise for runs with multi-PMT modules: every DOM collides with its own shape.
+    "WD_SHAPES",
 ];
 
 #[cfg(test)]

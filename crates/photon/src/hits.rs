@@ -39,14 +39,14 @@ pub fn angles(v: [f32; 3]) -> (f32, f32) {
 /// Radius of the main cable [m] (PPC f2k.cxx; photon-ppc-phase2.md §3).
 pub const CABLE_RADIUS: f32 = 0.023;
 
-/// Does the DOM's cable shadow this hit? The cable is a vertical cylinder of radius 0.023 m whose
-/// axis runs at R + 0.023 m from the DOM centre at azimuth `phi_deg` (dx.dat). The hit is lost if
-/// the photon's path before the impact point R·`impact` (in the horizontal plane) crosses the
-/// cylinder: with d = impact point − cable axis, the larger root h of |d − h·n|² = rc² is positive.
-/// As PPC's f2k.cxx, in f32.
+/// Does the module's cable shadow this hit? The cable is a vertical cylinder of radius 0.023 m
+/// whose axis runs at R + 0.023 m from the module centre at azimuth `phi_deg` (dx.dat), R the
+/// module's (equatorial) radius `r` (the DOM's 0.1651 m). The hit is lost if the photon's path
+/// before the impact point R·`impact` (in the horizontal plane; `impact` in units of the oversized
+/// radius, as the collision gives it) crosses the cylinder: with d = impact point − cable axis, the
+/// larger root h of |d − h·n|² = rc² is positive. As PPC's f2k.cxx, in f32.
 #[must_use]
-pub fn cable_shadows(phi_deg: f64, dir: [f32; 3], impact: [f32; 3]) -> bool {
-    let r = crate::geometry::DOM_RADIUS as f32;
+pub fn cable_shadows(r: f32, phi_deg: f64, dir: [f32; 3], impact: [f32; 3]) -> bool {
     let dc = r + CABLE_RADIUS;
     let phi = (phi_deg as f32).to_radians();
     let drx = r * impact[0] - dc * phi.cos();
@@ -119,7 +119,8 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
         if !ok {
             continue;
         }
-        if dom.cable_deg.is_some_and(|phi| cable_shadows(phi, h.dir, h.impact)) {
+        let radius = module.map_or(crate::geometry::DOM_RADIUS, |m| m.rr) as f32;
+        if dom.cable_deg.is_some_and(|phi| cable_shadows(radius, phi, h.dir, h.impact)) {
             continue;
         }
         let s = &sources[h.source as usize];
@@ -134,10 +135,26 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
             time: h.time,
             wavelength: wl,
             dir: h.dir,
-            impact: h.impact,
+            impact: module.map_or(h.impact, |m| module_impact(h.impact, (m.rz / m.rr) as f32)),
         });
     }
     out
+}
+
+/// A module hit's impact as the direction whose angles PPC prints (f2k.cxx: dθ from the surface
+/// point's height in units of the polar radius, dφ its azimuth): `q` = impact point − centre in
+/// units of the oversized equatorial radius, F = Rz/Rr (< 0: cylinder). cos θ = q_z/F (clamped),
+/// the azimuth of q. For the spheroid this is (q_x, q_y, q_z/F), a unit vector; for F = 1, q.
+#[must_use]
+pub fn module_impact(q: [f32; 3], f: f32) -> [f32; 3] {
+    let c = (q[2] / f).clamp(-1.0, 1.0);
+    let s = (1.0 - c * c).max(0.0).sqrt();
+    let n = q[0].hypot(q[1]);
+    if n > 0.0 {
+        [s * q[0] / n, s * q[1] / n, c]
+    } else {
+        [0.0, 0.0, c]
+    }
 }
 
 /// PPC's output line: `HIT str om time wavelength pθ pφ dθ dφ` (printf `%f`).
@@ -256,22 +273,23 @@ mod tests {
 
     #[test]
     fn cable_shadows_only_photons_that_crossed_it() {
+        const R0: f32 = crate::geometry::DOM_RADIUS as f32;
         // Cable at azimuth 0: its axis at x = R + 0.023 m.
         // A photon travelling −x (coming from +x) hits the +x side: its path crossed the cable.
-        assert!(cable_shadows(0.0, [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]));
+        assert!(cable_shadows(R0, 0.0, [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]));
         // The same photon with the cable on the other side (180°) is not shadowed.
-        assert!(!cable_shadows(180.0, [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]));
+        assert!(!cable_shadows(R0, 180.0, [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]));
         // Coming from −x onto the −x side: the cable is behind the DOM.
-        assert!(!cable_shadows(0.0, [1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]));
+        assert!(!cable_shadows(R0, 0.0, [1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]));
         // Vertical photons never cross a vertical cable; passing 0.1 m beside it neither.
-        assert!(!cable_shadows(0.0, [0.0, 0.0, 1.0], [0.0, 0.0, -1.0]));
-        assert!(!cable_shadows(90.0, [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]));
+        assert!(!cable_shadows(R0, 0.0, [0.0, 0.0, 1.0], [0.0, 0.0, -1.0]));
+        assert!(!cable_shadows(R0, 90.0, [-1.0, 0.0, 0.0], [1.0, 0.0, 0.0]));
         // Negative azimuths as PPC reads them (−90 ≡ 270).
         assert_eq!(
-            cable_shadows(270.0, [0.0, 1.0, 0.0], [0.0, -1.0, 0.0]),
-            cable_shadows((-90.0f64).rem_euclid(360.0), [0.0, 1.0, 0.0], [0.0, -1.0, 0.0])
+            cable_shadows(R0, 270.0, [0.0, 1.0, 0.0], [0.0, -1.0, 0.0]),
+            cable_shadows(R0, (-90.0f64).rem_euclid(360.0), [0.0, 1.0, 0.0], [0.0, -1.0, 0.0])
         );
-        assert!(cable_shadows(270.0, [0.0, 1.0, 0.0], [0.0, -1.0, 0.0]));
+        assert!(cable_shadows(R0, 270.0, [0.0, 1.0, 0.0], [0.0, -1.0, 0.0]));
     }
 
     /// The fast six-decimal formatter writes exactly what `format!("{:.6}")` writes.

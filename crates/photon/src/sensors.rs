@@ -10,20 +10,19 @@
 //! head-on value π R²(1 − β²): β = 1 is a flat cathode (f = max(x, 0)), β = 0 a half sphere
 //! (f = (1 + x)/2); β < −1 selects a cylindrical cathode (f = √(1 − x²)).
 //!
-//! Normalisation. The kernel collides photons with the IceCube DOM's sphere (radius R₀ = 0.1651 m,
-//! × oversize) for every module. With F(n) = Σ_k f(β, −n·m_k) and F_max its largest value, a photon
-//! that reaches a type-m module is kept with probability F(n)/F_max and assigned to PMT k with
-//! probability f_k/F(n): the expected count from a plane wave of direction n is proportional to
-//! F(n), as in PPC, whose spheroid of cross-section A(n) keeps F(n)/(max(F/A)·A(n)) of its photons —
-//! the module's shape only changes how many photons are propagated for nothing and where the
-//! impact point lies, not the expected hits. The direction-averaged effective area of `om.wv` sets
-//! the photon budget of the type: photons per metre ∝ EA(λ) · (Frank–Tamm density) · area · F_max
-//! / (π R₀² · ⟨F⟩), ⟨F⟩ the mean of F over the directions of `om.dirs` (PPC's `fraq`), so that the
-//! module records, averaged over directions, EA(λ) × the photon fluence.
+//! Shape and normalisation (PPC `ini.cxx`/`pro.cu`/`f2k.cxx`). Photons collide with each module's
+//! own surface (`collision::shaped_entry`): a spheroid of equatorial radius Rr and polar radius Rz,
+//! or for Rz < 0 the side of a vertical cylinder of radius Rr and half-height |Rz|, oversized like
+//! the DOMs. With F(n) = Σ_k f(β, −n·m_k), A(n) the module's cross-section seen from n
+//! (`cross_section`) and fx the largest F/A, a photon that reaches the module is kept with
+//! probability F(n)/(fx·A(n)) and assigned to PMT k with probability f_k/F(n): the expected count
+//! from a plane wave of direction n is ∝ A(n)·F/(fx·A) ∝ F(n). The direction-averaged effective
+//! area of `om.wv` sets the photon budget of the type: photons per metre ∝ EA(λ) · (Frank–Tamm
+//! density) · area · fx / ⟨F⟩, ⟨F⟩ the mean of F over the directions of `om.dirs` (PPC's `fraq`),
+//! so that the module records, averaged over directions, EA(λ) × the photon fluence. The hit's
+//! impact point on the surface sets its HIT-line angles and the cable's shadow (PPC's R·r).
 //!
-//! Differences from PPC: the collision surface is R₀'s sphere for every module type (PPC: the
-//! type's spheroid Rr, Rz or cylinder) — same expected hits, arrival times and impact angles of the
-//! sphere (a few cm, ≲ 0.3 ns); F_max is the maximum over `om.dirs` and the reversed PMT axes (PPC:
+//! Differences from PPC: fx is the maximum over `om.dirs` and the reversed PMT axes (PPC:
 //! `om.dirs` only); the WOM (β = −2) transit-time model, `om.conf` type −1 (redefining the nominal
 //! DOM) and WFLA together with multi-PMT types are not simulated (the last is refused).
 
@@ -84,8 +83,9 @@ pub struct ModuleType {
     pub pmts: Vec<[f64; 3]>,
     /// Azimuth of the cable in the module frame [deg] (turned to dx.dat's azimuth).
     pub cable_deg: f64,
-    /// max and mean over directions of F(n) = Σ_k f(β, −n·m_k) (set by `normalise`).
-    pub f_max: f64,
+    /// max over directions of F(n)/A(n) [1/m²] (PPC's `fx`, A the module's projected area) and
+    /// the mean of F(n) (set by `normalise`).
+    pub fx: f64,
     pub f_mean: f64,
     /// Per PMT type (eff-f2k type 0, 1): largest RDE of this type's modules, and the share of the
     /// photon envelope kept per wavelength slice (set by the detector).
@@ -106,27 +106,49 @@ impl ModuleType {
         (0..self.pmts.len()).map(|k| self.pmt_response(k, n)).sum()
     }
 
-    /// F_max and ⟨F⟩ over `dirs` (F_max also over the reversed PMT axes, where F usually peaks).
+    /// The module's cross-section [m²] seen by a photon with direction cosine `nz` to its axis
+    /// (PPC's `xarea`): π Rr √(Rz² sin²θ + Rr² cos²θ) for the spheroid, 2Rr · 2|Rz| · sin θ for the
+    /// cylinder (its side; the ends are not part of the collision surface).
+    #[must_use]
+    pub fn cross_section(&self, nz: f64) -> f64 {
+        let c2 = (nz * nz).min(1.0);
+        if self.rz > 0.0 {
+            std::f64::consts::PI * self.rr * (self.rz * self.rz * (1.0 - c2) + self.rr * self.rr * c2).sqrt()
+        } else {
+            4.0 * self.rr * self.rz.abs() * (1.0 - c2).sqrt()
+        }
+    }
+
+    /// F/A at direction `n` (0 where the cross-section vanishes).
+    fn per_area(&self, n: [f64; 3]) -> f64 {
+        let a = self.cross_section(n[2]);
+        if a > 0.0 {
+            self.response(n) / a
+        } else {
+            0.0
+        }
+    }
+
+    /// fx = max F/A and ⟨F⟩ over `dirs` (fx also over the reversed PMT axes, where F usually peaks).
     pub fn normalise(&mut self, dirs: &[[f64; 3]]) {
         let mut max = 0.0f64;
         let mut sum = 0.0;
         for d in dirs {
-            let f = self.response(*d);
-            max = max.max(f);
-            sum += f;
+            max = max.max(self.per_area(*d));
+            sum += self.response(*d);
         }
         for m in &self.pmts {
-            max = max.max(self.response([-m[0], -m[1], -m[2]]));
+            max = max.max(self.per_area([-m[0], -m[1], -m[2]]));
         }
-        self.f_max = max;
+        self.fx = max;
         self.f_mean = sum / dirs.len().max(1) as f64;
     }
 
-    /// The photon budget's factor [1/m²]: area · F_max / (π R₀² · ⟨F⟩).
+    /// The photon budget's factor [1/m²]: area · fx / ⟨F⟩ (PPC `fraq`: rde = area·fr_flat/sum_ave).
     #[must_use]
     pub fn emission_scale(&self) -> f64 {
         if self.f_mean > 0.0 {
-            self.area * self.f_max / (std::f64::consts::PI * DOM_RADIUS * DOM_RADIUS * self.f_mean)
+            self.area * self.fx / self.f_mean
         } else {
             0.0
         }
@@ -144,9 +166,10 @@ impl ModuleType {
         }
     }
 
-    /// The PMT that records a photon of direction `dir` (detector frame), or None (lost): with
-    /// `u` uniform in (0, 1], the first k whose cumulative Σ_{j≤k} f_j / F_max reaches `u`. With a
-    /// cable azimuth φ (dx.dat) the module is turned by φ − `cable_deg` about z.
+    /// The PMT that records a photon of direction `dir` (detector frame) that reached the module's
+    /// surface, or None (lost): with `u` uniform in (0, 1], the first k whose cumulative
+    /// Σ_{j≤k} f_j / (fx·A(n)) reaches `u` (PPC `getPMT`). With a cable azimuth φ (dx.dat) the
+    /// module is turned by φ − `cable_deg` about z.
     #[must_use]
     pub fn choose(&self, dir: [f32; 3], cable_azimuth_deg: Option<f64>, u: f64) -> Option<usize> {
         let mut n = [f64::from(dir[0]), f64::from(dir[1]), f64::from(dir[2])];
@@ -155,12 +178,13 @@ impl ModuleType {
             let (s, c) = (phi - self.cable_deg).to_radians().sin_cos();
             n = [n[0] * c + n[1] * s, n[1] * c - n[0] * s, n[2]];
         }
-        if self.f_max <= 0.0 {
+        let norm = self.fx * self.cross_section(n[2]);
+        if norm <= 0.0 {
             return None;
         }
         let mut total = 0.0;
         for k in 0..self.pmts.len() {
-            total += self.pmt_response(k, n) / self.f_max;
+            total += self.pmt_response(k, n) / norm;
             if total >= u {
                 return Some(k);
             }
@@ -260,7 +284,7 @@ pub fn read_conf(path: &Path) -> Result<(Vec<ModuleType>, Vec<String>), InputErr
             rz,
             pmts,
             cable_deg,
-            f_max: 0.0,
+            fx: 0.0,
             f_mean: 0.0,
             rde_max: [0.0, 0.0],
             share: [Vec::new(), Vec::new()],
@@ -461,6 +485,15 @@ impl Sensors {
     pub fn module_of(&self, dom: usize) -> Option<&ModuleType> {
         self.module_type.get(dom).copied().flatten().map(|i| &self.types[i as usize])
     }
+
+    /// Per module of the geometry its collision shape [R, F] (PPC: R = Rr, F = Rz/Rr), the
+    /// nominal DOM's sphere [R₀, 1] for single-PMT DOMs (`collision::DomIndex::build`).
+    #[must_use]
+    pub fn shapes(&self) -> Vec<[f64; 2]> {
+        (0..self.module_type.len())
+            .map(|i| self.module_of(i).map_or([DOM_RADIUS, 1.0], |m| [m.rr, m.rz / m.rr]))
+            .collect()
+    }
 }
 
 /// Roughly uniform unit vectors (a Fibonacci lattice of `n` points) for `om.dirs`-like uses.
@@ -615,16 +648,22 @@ mod tests {
         }
     }
 
-    /// Isotropic photons on the module: the fraction kept by each PMT equals the solid-angle
-    /// integral ⟨f_k⟩/F_max (computed on a 20 000-point Fibonacci lattice). 10⁶ photons; each
-    /// fraction (≈ 0.01–0.02 for the mDOM) is checked within 5σ of its binomial error, and the
-    /// total within 5σ.
+    /// Photons of uniformly drawn directions on the module's surface: the fraction kept by each
+    /// PMT equals the solid-angle mean ⟨f_k/(fx·A)⟩ (computed on a 20 000-point Fibonacci
+    /// lattice). 10⁶ photons; each fraction (≈ 0.01–0.02 for the mDOM) is checked within 5σ of its
+    /// binomial error, and the total within 5σ. The lattice mean of F agrees with om.dirs' ⟨F⟩.
     #[test]
     fn isotropic_photons_split_over_pmts_as_the_acceptance_integral() {
         let t = mdom();
         let lattice = fibonacci_directions(20_000);
         let expect: Vec<f64> = (0..t.pmts.len())
-            .map(|k| lattice.iter().map(|n| t.pmt_response(k, *n)).sum::<f64>() / lattice.len() as f64 / t.f_max)
+            .map(|k| {
+                lattice
+                    .iter()
+                    .map(|n| t.pmt_response(k, *n) / (t.fx * t.cross_section(n[2])))
+                    .sum::<f64>()
+                    / lattice.len() as f64
+            })
             .collect();
         let n = 1_000_000;
         let mut counts = vec![0u64; t.pmts.len()];
@@ -644,7 +683,8 @@ mod tests {
         }
         let total: u64 = counts.iter().sum();
         let p: f64 = expect.iter().sum();
-        assert!((p - t.f_mean / t.f_max).abs() < 2e-3, "lattice vs om.dirs mean");
+        let f_lattice = lattice.iter().map(|n| t.response(*n)).sum::<f64>() / lattice.len() as f64;
+        assert!((f_lattice - t.f_mean).abs() < 2e-3 * t.f_mean, "lattice vs om.dirs mean");
         let sigma = (n as f64 * p * (1.0 - p)).sqrt();
         assert!((total as f64 - n as f64 * p).abs() < 5.0 * sigma, "{total} vs {}", n as f64 * p);
     }
