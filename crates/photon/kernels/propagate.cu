@@ -579,44 +579,6 @@ __device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int
     return best;
 }
 
-// propagate.rs: layer_depths — the optical depths (scattering, absorption × abs_factor) over the
-// path length len from zp along nz, through the layers of layer_walk (the part of a segment
-// before a hole-ice column or a DOM hit).
-__device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float zp, float nz, float len, float abs_factor) {
-#ifdef WD_FACTORED_ICE
-    const float4* layer_tab = (const float4*)P.layer_f;
-    const float4 sf = ((const float4*)P.slice_f)[slice];
-    const float la = sf.x, lk = sf.y, ae = sf.z;
-#else
-    const float* sca = P.sca + (size_t)slice * P.n_layers;
-    const float* ab = P.abs + (size_t)slice * P.n_layers;
-#endif
-    int j = layer_of(P, zp);
-    const int last = nz > 0.0f ? P.n_layers - 1 : 0;
-    const float half = nz > 0.0f ? 0.5f : -0.5f;
-    const float inv_nz = 1.0f / nz;
-    const float inf = __int_as_float(0x7f800000);
-    float dl = (nz == 0.0f || j == last) ? inf : fmaxf((P.hmin + ((float)j + half) * P.dh - zp) * inv_nz, 0.0f);
-    const float dl_layer = P.dh * fabsf(inv_nz);
-    float left = len, xs = 0.0f, xa = 0.0f;
-    for (;;) {
-#ifdef WD_FACTORED_ICE
-        const float4 f = layer_tab[j];
-        float s = f.x + f.y * la;
-        float a = (lk * f.z + ae * f.w) * abs_factor;
-#else
-        float s = sca[j];
-        float a = ab[j] * abs_factor;
-#endif
-        if (left <= dl) return make_float2(xs + s * left, xa + a * left);
-        xs += s * dl;
-        xa += a * dl;
-        left -= dl;
-        j += nz > 0.0f ? 1 : -1;
-        dl = j == last ? inf : dl_layer;
-    }
-}
-
 // source.rs: emit ----------------------------------------------------------------------------
 #ifdef WD_HOLE
 // hole.rs: cylinder_span — where the line r + t·n runs inside the vertical cylinder of `radius`
@@ -673,6 +635,42 @@ __device__ bool hole_span(const PhotonParams& P, V3 r, V3 n, float len, float& t
     return found;
 }
 
+// propagate.rs: layer_depths — the optical depths (scattering, absorption × abs_factor) over the
+// path length len from zp along nz, through the layers of layer_walk.
+__device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float zp, float nz, float len, float abs_factor) {
+#ifdef WD_FACTORED_ICE
+    const float4* layer_tab = (const float4*)P.layer_f;
+    const float4 sf = ((const float4*)P.slice_f)[slice];
+    const float la = sf.x, lk = sf.y, ae = sf.z;
+#else
+    const float* sca = P.sca + (size_t)slice * P.n_layers;
+    const float* ab = P.abs + (size_t)slice * P.n_layers;
+#endif
+    int j = layer_of(P, zp);
+    const int last = nz > 0.0f ? P.n_layers - 1 : 0;
+    const float half = nz > 0.0f ? 0.5f : -0.5f;
+    const float inv_nz = 1.0f / nz;
+    const float inf = __int_as_float(0x7f800000);
+    float dl = (nz == 0.0f || j == last) ? inf : fmaxf((P.hmin + ((float)j + half) * P.dh - zp) * inv_nz, 0.0f);
+    const float dl_layer = P.dh * fabsf(inv_nz);
+    float left = len, xs = 0.0f, xa = 0.0f;
+    for (;;) {
+#ifdef WD_FACTORED_ICE
+        const float4 f = layer_tab[j];
+        float s = f.x + f.y * la;
+        float a = (lk * f.z + ae * f.w) * abs_factor;
+#else
+        float s = sca[j];
+        float a = ab[j] * abs_factor;
+#endif
+        if (left <= dl) return make_float2(xs + s * left, xa + a * left);
+        xs += s * dl;
+        xa += a * dl;
+        left -= dl;
+        j += nz > 0.0f ? 1 : -1;
+        dl = j == last ? inf : dl_layer;
+    }
+}
 #endif
 
 struct Photon { V3 pos, dir; float time; unsigned int slice; int killed; };
