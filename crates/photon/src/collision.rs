@@ -99,18 +99,14 @@ pub struct Collision {
 }
 
 impl DomIndex {
+    /// Nominal spheres, no hole ice.
     pub fn new(geo: &Geometry, oversize: f64) -> Self {
-        Self::with_hole_ice(geo, oversize, 0.0)
+        Self::build(geo, oversize, 0.0, None)
     }
 
-    /// The index with hole-ice columns of `hole_radius` [m] about the string axes (0: none; the
-    /// index is then exactly `new`'s).
-    pub fn with_hole_ice(geo: &Geometry, oversize: f64, hole_radius: f32) -> Self {
-        Self::build(geo, oversize, hole_radius, None)
-    }
-
-    /// The index with every DOM's shape: `shapes[i]` = [R, F] of `geo.doms[i]` (multi-PMT
-    /// modules; `None`: all nominal spheres). Strings reach out to the widest oversized DOM and
+    /// The index with hole-ice columns of `hole_radius` [m] about the string axes (0: none) and
+    /// every DOM's shape: `shapes[i]` = [R, F] of `geo.doms[i]` (multi-PMT modules; `None`: all
+    /// nominal spheres, the sphere-only search). Strings reach out to the widest oversized DOM and
     /// z ranges to the tallest (PPC's Rr, Rz).
     pub fn build(geo: &Geometry, oversize: f64, hole_radius: f32, shapes: Option<&[[f64; 2]]>) -> Self {
         let r_eff = (DOM_RADIUS * oversize) as f32;

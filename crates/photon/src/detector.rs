@@ -337,7 +337,7 @@ impl Detector {
 
 /// The photon envelope with multi-PMT module types (photon-ppc-phase2.md §7, `crate::sensors`):
 /// the nominal and high-QE single-PMT DOMs as `crate::envelope`, plus per module type and PMT type
-/// t present (eff-f2k type) EA(λ) × Frank–Tamm × area·F_max/(π R₀²⟨F⟩) × RDE_max / (DPPM · mas)
+/// t present (eff-f2k type) EA(λ) × Frank–Tamm × area·fx/⟨F⟩ × RDE_max / (DPPM · mas)
 /// from `om.wv_<type>.<t>`, in the nominal type's units. Sets each type's `rde_max`.
 fn sensor_envelope(
     s: &mut Sensors,

@@ -2,16 +2,15 @@
 //!
 //! One photon: absorption budget TOT = −ln u; per segment a scattering depth SCA = −ln u; the
 //! layer walk converts the optical depths into a geometric length through the tilted layers;
-//! the segment is checked for DOM collisions (pancake); then the photon scatters. A hit on an
-//! oversized DOM ends the segment at the hit: the photon goes on from there with the depths left,
-//! skipping that DOM until it scatters (PPC's "continue after hit": `old = om`, reset at the next
-//! scattering), so one segment can hit several DOMs and a DOM can be hit again after a scattering.
-//! A flasher's own DOM is not oversized and absorbs the photons that come back to it. Every draw comes from the photon's own Philox stream, so the result of a photon
+//! the segment is checked for DOM collisions (pancake; continue after hit: every DOM along it is
+//! hit in order, the one hit last skipped until the photon next scatters, as PPC's `old`); then the
+//! photon scatters. A flasher's own DOM is not oversized and absorbs the photons that come back to
+//! it. Every draw comes from the photon's own Philox stream, so the result of a photon
 //! does not depend on which thread runs it. Stream layout: the emission's draws, TOT and the
 //! first SCA in order; then per segment one whole Philox block for the birefringent deflection
 //! (only with birefringence) and one per scattering (its three uniforms and the next segment's
-//! SCA), the rest of the emission's last block left unused. A segment cut at a DOM hit, or with
-//! hole ice (`hole.rs`) at a column's edge, draws no scattering block (the depths left carry over).
+//! SCA), the rest of the emission's last block left unused. With hole ice (`hole.rs`) a segment
+//! may end cut at a column's edge: it draws no scattering block (the depths left carry over).
 
 use rayon::prelude::*;
 use warpdrive_core::progress::Progress;

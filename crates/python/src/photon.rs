@@ -22,12 +22,19 @@ pub fn columns(py: Python<'_>, t: Table) -> PyResult<Bound<'_, crate::arrow_c::A
 #[pymethods]
 impl Detector {
     #[new]
-    #[pyo3(signature = (ice=None, geometry=None, oversize=None))]
-    fn new(py: Python<'_>, ice: Option<PathBuf>, geometry: Option<PathBuf>, oversize: Option<u32>) -> PyResult<Self> {
+    #[pyo3(signature = (ice=None, geometry=None, oversize=None, sensors=None))]
+    fn new(
+        py: Python<'_>,
+        ice: Option<PathBuf>,
+        geometry: Option<PathBuf>,
+        oversize: Option<u32>,
+        sensors: Option<PathBuf>,
+    ) -> PyResult<Self> {
         let opts = DetectorOptions {
             ice_dir: ice,
             geometry,
             oversize,
+            sensors,
             ..Default::default()
         };
         let det = py.allow_threads(|| Det::build(&opts)).map_err(|e| errors::input(&e))?;

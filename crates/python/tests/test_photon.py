@@ -1,3 +1,4 @@
+from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
@@ -48,6 +49,19 @@ def test_propagate_real_ice_equals_cli(cli, data, tmp_path):
     cli("photon", "--ice", ice, "--input", src, "--seed", 2, "--device", "cpu", "-o", out)
     got = photon.Detector(ice=ice).propagate(str(src), seed=2, device="cpu")
     assert_same_table(got, pq.read_table(out))
+
+
+def test_multi_pmt_modules_equal_cli(cli, data, tmp_path):
+    """Multi-PMT modules (--sensors) with their own shapes: the same hits, PMT indices included."""
+    sensors = Path(__file__).resolve().parents[3] / "examples" / "photon" / "upgrade-sensors"
+    ice, geo = data / "ice" / "spice_3.2.1", data / "geometry" / "prometheus_upgrade.geo"
+    src = tmp_path / "in.f2k"
+    src.write_text("TR 1 0 e 25 -35 -356 90 0 0 100 0\n")
+    out = tmp_path / "hits.parquet"
+    cli("photon", "--ice", ice, "--geometry", geo, "--sensors", sensors, "--input", src, "--seed", 5, "--device", "cpu", "-o", out)
+    got = photon.Detector(ice=ice, geometry=geo, sensors=sensors).propagate(str(src), seed=5, device="cpu")
+    assert_same_table(got, pq.read_table(out))
+    assert got.num_rows > 0 and max(got.column("pmt").to_pylist()) > 1
 
 
 def test_progress_callback():

@@ -47,17 +47,21 @@ def sources_f2k(type, position, direction, time=None, energy=None, length=None, 
 
 
 class Detector:
-    """Ice and geometry, built and validated once (``--ice``, ``--geometry``, ``--oversize``).
+    """Ice and geometry, built and validated once (``--ice``, ``--geometry``, ``--oversize``,
+    ``--sensors``).
 
     ``ice``: a PPC ice directory (None: built-in homogeneous ice); ``geometry``: geo-f2k or
-    Prometheus ``.geo`` (None: ``<ice>/geo-f2k`` if present, else a generated 86-string detector).
+    Prometheus ``.geo`` (None: ``<ice>/geo-f2k`` if present, else a generated 86-string detector);
+    ``sensors``: a directory with multi-PMT module files (``om.conf``, ``om.map``, ``om.dirs``,
+    ``om.wv_*``; None: the ice directory's, if any). Hits then carry the PMT in the ``pmt`` column.
     """
 
-    def __init__(self, ice=None, geometry=None, oversize=None):
+    def __init__(self, ice=None, geometry=None, oversize=None, sensors=None):
         self._d = _warpdrive.Detector(
             None if ice is None else os.fspath(ice),
             None if geometry is None else os.fspath(geometry),
             oversize,
+            None if sensors is None else os.fspath(sensors),
         )
 
     @property
@@ -106,9 +110,9 @@ class Detector:
         return _arrow.table(cols, meta)
 
 
-def propagate(sources, ice=None, geometry=None, oversize=None, **kw):
-    """One-shot ``Detector(ice, geometry, oversize).propagate(sources, **kw)``."""
-    return Detector(ice, geometry, oversize).propagate(sources, **kw)
+def propagate(sources, ice=None, geometry=None, oversize=None, sensors=None, **kw):
+    """One-shot ``Detector(ice, geometry, oversize, sensors).propagate(sources, **kw)``."""
+    return Detector(ice, geometry, oversize, sensors).propagate(sources, **kw)
 
 
 class PpcRun:
