@@ -200,6 +200,18 @@ impl Detector {
                 .fold(0.0, f64::max)
         };
         let rde_max = type_max(false).max(type_max(true)).max(f64::MIN_POSITIVE);
+        // A sensors directory named by the user (--sensors, NEXTGENDIR, Python's sensors=) must
+        // hold om.conf: a typo would otherwise run without the modules, silently. (PPC reads
+        // NEXTGENDIR's om.conf only if it opens.) The ice directory's om.conf stays optional.
+        if let Some(d) = &opts.sensors {
+            let conf = d.join("om.conf");
+            if !conf.is_file() {
+                return Err(InputError::file(
+                    conf,
+                    "the multi-PMT module file of --sensors / NEXTGENDIR not found",
+                ));
+            }
+        }
         let sensor_dir = opts.sensors.clone().or_else(|| tilt_dir.clone());
         let mut sensors = match &sensor_dir {
             Some(d) => Sensors::load(d, &geometry)?,

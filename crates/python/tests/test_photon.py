@@ -87,6 +87,8 @@ def test_bad_inputs(tmp_path):
         det.propagate(F2K, device="tpu")
     with pytest.raises(FileNotFoundError, match="ice directory not found"):
         photon.Detector(ice=tmp_path / "no-ice")
+    with pytest.raises(FileNotFoundError, match="om.conf: the multi-PMT module file"):
+        photon.Detector(sensors=tmp_path / "no-sensors")
     with pytest.raises(ValueError, match=r"position must be \(N, 3\)"):
         det.propagate(dict(type="e", position=[[0, 0]], direction=[[0, 0]], energy=1))
     with pytest.raises(TypeError):
