@@ -92,6 +92,29 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
             a.iterations, a.retries, b.iterations, b.retries
         ),
     });
+    log("em: 2^18 tracks on every GPU (cuda:all) against one GPU");
+    let all = warpdrive_core::cuda::device_count().map_err(|e| e.to_string())?;
+    checks.push(if all > 1 {
+        let opts = RunOptions::new(100.0, 1 << 18, 12_345, grid)?;
+        let (one, _) = crate::gpu::run(&physics, &opts, device, &hidden).map_err(|e| e.to_string())?;
+        let devices: Vec<usize> = (0..all).collect();
+        let (m, st) = crate::gpu::run_devices(&physics, &opts, &devices, &hidden).map_err(|e| e.to_string())?;
+        let same = m.tally == one.tally && m.steps == one.steps && m.edep_z == one.edep_z && m.secondaries == one.secondaries;
+        Check {
+            name: format!("em: cuda:all ({all} GPUs) = one GPU"),
+            passed: same,
+            detail: format!(
+                "{}: tally, steps, depth and secondaries identical: {same} ({} vs {} steps)",
+                st.device, m.steps, one.steps
+            ),
+        }
+    } else {
+        Check {
+            name: "em: cuda:all = one GPU".into(),
+            passed: true,
+            detail: "skipped: one GPU visible".into(),
+        }
+    });
     checks.extend(shower_checks(device, log)?);
     Ok(checks)
 }
@@ -223,6 +246,34 @@ pub fn shower_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Che
         }
     }
     let g = default_run.expect("the default schedule ran");
+
+    log("em-shower: the same 200 events on every GPU (cuda:all)");
+    let all = warpdrive_core::cuda::device_count().map_err(|e| e.to_string())?;
+    checks.push(if all > 1 {
+        let devices: Vec<usize> = (0..all).collect();
+        let (m, st) = run_devices(&phys, &primary, n, 2024, &devices, &hidden, &GpuShowerOptions::default()).map_err(|e| e.to_string())?;
+        let same = m.events.len() == g.events.len()
+            && m.events.iter().zip(&g.events).all(|(a, b)| event_words(a) == event_words(b))
+            && m.checksum() == g.checksum();
+        Check {
+            name: format!("em-shower: cuda:all ({all} GPUs) = one GPU, event by event"),
+            passed: same,
+            detail: format!(
+                "{} events on {}: every tallied integer identical: {same}; checksums {:016x} / {:016x}; {:.3} s",
+                m.events.len(),
+                st.device,
+                m.checksum(),
+                g.checksum(),
+                st.seconds
+            ),
+        }
+    } else {
+        Check {
+            name: "em-shower: cuda:all = one GPU".into(),
+            passed: true,
+            detail: "skipped: one GPU visible".into(),
+        }
+    });
 
     log("em-shower: small lists on the GPU (forced re-runs)");
     let small = GpuShowerOptions {
