@@ -1844,7 +1844,12 @@ union WdAnyState {
     WdChargedState c;
 };
 
-extern "C" __global__ void __launch_bounds__(128) showers(const ShowerParams P) {
+// Blocks of 128 threads each SM must hold at once (caps the registers: 65 536 / (128 · n));
+// 1 leaves the compiler free (≈ 160 registers, 3 blocks per SM).
+#ifndef WD_SHOWER_MIN_BLOCKS
+#define WD_SHOWER_MIN_BLOCKS 1
+#endif
+extern "C" __global__ void __launch_bounds__(128, WD_SHOWER_MIN_BLOCKS) showers(const ShowerParams P) {
     const unsigned int full = 0xffffffffu;
     const unsigned int lane = threadIdx.x & 31u;
     WdAnyState s;
