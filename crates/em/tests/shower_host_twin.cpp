@@ -22,7 +22,7 @@
 #define __forceinline__ inline
 #define __noinline__
 #define __global__
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 
 static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
     return (unsigned int)(((unsigned long long)a * b) >> 32);
