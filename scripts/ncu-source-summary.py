@@ -42,7 +42,10 @@ def main():
     src = expand(a.kernel, a.headers)
     func, cur = {}, 'top'
     for i, l in enumerate(src, 1):
-        m = re.search(r'(?:__device__|__global__)[^(]*?\b(\w+)\s*\(', l)
+        # Definitions: __device__/__global__ ones, and the EM kernel's macros for them
+        # (WD_FN, PM_FN, WD_PHILOX_FN); __launch_bounds__(...) is not a name.
+        l = re.sub(r'__launch_bounds__\s*\([^)]*\)', '', l)
+        m = re.search(r'^\s*(?:extern\s+"C"\s+)?(?:static\s+)?(?:__device__|__global__|WD_FN|PM_FN|WD_PHILOX_FN)\b[^(=;]*?\b(\w+)\s*\(', l)
         if m and not l.strip().startswith('//'):
             cur = m.group(1)
         func[i] = cur
