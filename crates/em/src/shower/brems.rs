@@ -114,12 +114,40 @@ pub fn dielectric_k2(m: &ShowerMaterial, t: f64) -> f64 {
     kp * kp
 }
 
+/// What the spectrum needs of a nucleus besides Z: ln Z, Z^{1/3} and the Coulomb correction
+/// f_c(Z), computed once per element and not at every evaluation of k dσ/dk (the table
+/// integrals and the rejection loop evaluate it millions of times; the GPU's element records
+/// hold the same three numbers, shower/gpu.rs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Nucleus {
+    pub z: f64,
+    pub ln_z: f64,
+    pub cbrt_z: f64,
+    pub coulomb: f64,
+}
+
+impl Nucleus {
+    #[must_use]
+    pub fn new(z: f64) -> Self {
+        Self {
+            z,
+            ln_z: z.pln(),
+            cbrt_z: z.pcbrt(),
+            coulomb: coulomb_correction(z),
+        }
+    }
+}
+
 /// The Coulomb correction f used at kinetic energy `t`: f_c(Z) above
 /// [`COULOMB_CORRECTION_MIN`], 0 below.
 #[must_use]
 pub fn coulomb_term(z: f64, t: f64) -> f64 {
+    nucleus_coulomb_term(&Nucleus::new(z), t)
+}
+
+fn nucleus_coulomb_term(n: &Nucleus, t: f64) -> f64 {
     if t > COULOMB_CORRECTION_MIN {
-        coulomb_correction(z)
+        n.coulomb
     } else {
         0.0
     }
@@ -127,28 +155,34 @@ pub fn coulomb_term(z: f64, t: f64) -> f64 {
 
 /// The two screened brackets of Tsai eq. (3.9) at screening variables γ, ε:
 /// (A, B) = (Z²(φ₁ − 4/3 ln Z − 4f) + Z(ψ₁ − 8/3 ln Z), Z²(φ₁ − φ₂) + Z(ψ₁ − ψ₂)).
-fn brackets(z: f64, g: f64, e: f64, fc: f64) -> (f64, f64) {
-    let lnz = z.pln();
+fn brackets(n: &Nucleus, g: f64, e: f64, fc: f64) -> (f64, f64) {
+    let (z, lnz) = (n.z, n.ln_z);
     let a = z * z * (phi1(g) - 4.0 / 3.0 * lnz - 4.0 * fc) + z * (psi1(e) - 8.0 / 3.0 * lnz);
     let b = z * z * phi1_minus_phi2(g) + z * psi1_minus_psi2(e);
     (a, b)
 }
 
 /// Screening variable γ = 100 mc² k/(E E' Z^{1/3}) (ε = γ/Z^{1/3}).
-fn screening_gamma(z: f64, e_tot: f64, k: f64) -> f64 {
-    100.0 * ELECTRON_MASS * k / (e_tot * (e_tot - k) * z.pcbrt())
+fn screening_gamma(n: &Nucleus, e_tot: f64, k: f64) -> f64 {
+    100.0 * ELECTRON_MASS * k / (e_tot * (e_tot - k) * n.cbrt_z)
 }
 
 /// k dσ/dk per atom [cm²] (Tsai eq. 3.9 with dielectric suppression), 0 outside 0 < k ≤ t.
 #[must_use]
 pub fn k_dxs_dk(z: f64, t: f64, k: f64, k_p2: f64) -> f64 {
+    nucleus_k_dxs_dk(&Nucleus::new(z), t, k, k_p2)
+}
+
+/// [`k_dxs_dk`] of a nucleus whose constants are computed.
+#[must_use]
+pub fn nucleus_k_dxs_dk(n: &Nucleus, t: f64, k: f64, k_p2: f64) -> f64 {
     if !(k > 0.0 && k <= t && t > 0.0) {
         return 0.0;
     }
     let e_tot = t + ELECTRON_MASS;
     let y = k / e_tot;
-    let g = screening_gamma(z, e_tot, k);
-    let (a, b) = brackets(z, g, g / z.pcbrt(), coulomb_term(z, t));
+    let g = screening_gamma(n, e_tot, k);
+    let (a, b) = brackets(n, g, g / n.cbrt_z, nucleus_coulomb_term(n, t));
     let braces = (4.0 / 3.0 - 4.0 / 3.0 * y + y * y) * a + 2.0 / 3.0 * (1.0 - y) * b;
     ALPHA_RE2 * braces.max(0.0) * k * k / (k * k + k_p2)
 }
@@ -205,11 +239,12 @@ fn integrate_spectrum(z: f64, t: f64, k_lo: f64, k_hi: f64, k_p2: f64, moment: i
     }
     let e_tot = t + ELECTRON_MASS;
     let split = (0.5 * t).clamp(k_lo, k_hi);
+    let n = Nucleus::new(z);
     // k^p dσ/dk dk = k^p (k dσ/dk) d ln k.
     let low = integrate(
         |lnk| {
             let k = lnk.pexp();
-            k.powi(moment) * k_dxs_dk(z, t, k, k_p2)
+            k.powi(moment) * nucleus_k_dxs_dk(&n, t, k, k_p2)
         },
         k_lo.pln(),
         split.pln(),
@@ -219,7 +254,7 @@ fn integrate_spectrum(z: f64, t: f64, k_lo: f64, k_hi: f64, k_p2: f64, moment: i
         |u| {
             let ep = u.pexp();
             let k = e_tot - ep;
-            k.powi(moment) * k_dxs_dk(z, t, k, k_p2) / k * ep
+            k.powi(moment) * nucleus_k_dxs_dk(&n, t, k, k_p2) / k * ep
         },
         (e_tot - k_hi).pln(),
         (e_tot - split).pln(),
@@ -280,10 +315,14 @@ pub fn restricted_loss(m: &ShowerMaterial, t: f64, k_cut: f64) -> f64 {
 /// k dσ/dk ≤ α r_e² [c_max max(A₀, 0) + 2/3 (1 − y₀) B₀].
 #[must_use]
 pub fn majorant(z: f64, t: f64, k_cut: f64) -> f64 {
+    nucleus_majorant(&Nucleus::new(z), t, k_cut)
+}
+
+fn nucleus_majorant(n: &Nucleus, t: f64, k_cut: f64) -> f64 {
     let e_tot = t + ELECTRON_MASS;
     let k0 = k_cut.clamp(0.0, t);
-    let g0 = screening_gamma(z, e_tot, k0);
-    let (a0, b0) = brackets(z, g0, g0 / z.pcbrt(), coulomb_term(z, t));
+    let g0 = screening_gamma(n, e_tot, k0);
+    let (a0, b0) = brackets(n, g0, g0 / n.cbrt_z, nucleus_coulomb_term(n, t));
     let c = |y: f64| 4.0 / 3.0 - 4.0 / 3.0 * y + y * y;
     let (y0, y1) = (k0 / e_tot, t / e_tot);
     ALPHA_RE2 * (c(y0).max(c(y1)) * a0.max(0.0) + 2.0 / 3.0 * (1.0 - y0) * b0)
@@ -343,11 +382,12 @@ pub fn sample_photon_energy(z: f64, t: f64, k_cut: f64, k_p2: f64, rng: &mut Ran
         k_cut > 0.0 && k_cut < t,
         "bremsstrahlung photon cut {k_cut} MeV not below T = {t} MeV"
     );
-    let bound = majorant(z, t, k_cut);
+    let n = Nucleus::new(z);
+    let bound = nucleus_majorant(&n, t, k_cut);
     let log_range = (t / k_cut).pln();
     loop {
         let k = k_cut * (log_range * rng.uniform_f64()).pexp();
-        if rng.uniform_f64() * bound <= k_dxs_dk(z, t, k, k_p2) {
+        if rng.uniform_f64() * bound <= nucleus_k_dxs_dk(&n, t, k, k_p2) {
             return k;
         }
     }

@@ -2,6 +2,7 @@
 //! neighbouring points (Celeritas' `XsCalculator` convention, spec §2.3; the same as
 //! [`crate::xs::XsGrid`] without the E·Σ part), clamped to the end values outside.
 
+use rayon::prelude::*;
 use warpdrive_core::pmath::Portable;
 
 /// Values on energies E_i = E_0 · exp(i·Δ), i = 0..n.
@@ -18,9 +19,10 @@ pub struct LogGrid {
 
 impl LogGrid {
     /// Geant4's binning rule: ⌈bins_per_decade · log₁₀(e_max/e_min)⌉ equal bins in ln E from
-    /// `e_min` to `e_max` (both included), f evaluated at every point.
+    /// `e_min` to `e_max` (both included), f evaluated at every point (in parallel: the points
+    /// are independent, so the values are those of a sequential loop).
     #[must_use]
-    pub fn new(e_min: f64, e_max: f64, bins_per_decade: usize, f: impl Fn(f64) -> f64) -> LogGrid {
+    pub fn new(e_min: f64, e_max: f64, bins_per_decade: usize, f: impl Fn(f64) -> f64 + Sync) -> LogGrid {
         assert!(e_min > 0.0 && e_max > e_min && bins_per_decade > 0, "bad grid {e_min}..{e_max}");
         let decades = (e_max / e_min).log10();
         let bins = ((bins_per_decade as f64 * decades) - 1e-9).ceil().max(1.0) as usize;
@@ -30,7 +32,7 @@ impl LogGrid {
         // The ends exactly as asked.
         energy[0] = e_min;
         energy[bins] = e_max;
-        let value = energy.iter().map(|&e| f(e)).collect();
+        let value = energy.par_iter().map(|&e| f(e)).collect();
         LogGrid {
             log_front,
             log_delta,

@@ -76,7 +76,7 @@ impl MaterialPhysics {
                 .then(|| LogGrid::new(k_cut, opts.e_max, opts.bins_per_decade, |e| brems::macro_xs(material, e, k_cut)));
             ChargedPhysics { eloss, brems_xs }
         };
-        let grid = |f: &dyn Fn(f64) -> f64| LogGrid::new(opts.e_min, opts.e_max, opts.bins_per_decade, f);
+        let grid = |f: &(dyn Fn(f64) -> f64 + Sync)| LogGrid::new(opts.e_min, opts.e_max, opts.bins_per_decade, f);
         let gamma = GammaPhysics {
             compton: grid(&|e| compton_macro_xs(material, e)),
             pair: grid(&|e| pair::macro_xs(material, e)),
