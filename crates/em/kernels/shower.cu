@@ -1658,22 +1658,8 @@ __device__ __forceinline__ bool wd_charged_end(WdChargedState& s) {
     return false;
 }
 
-// WD_RECONVERGE (measurement switch): the lanes that take a charged step are made to run its
-// phases together again (__syncwarp) after each phase's branches. With independent thread
-// scheduling a warp that split at a branch may run the following calls once per group: ncu
-// showed 2-4 active lanes in the step's callees against 17 in the step itself.
-#ifdef WD_RECONVERGE
-#define WD_RECONVERGE_AT(m) __syncwarp(m)
-#else
-#define WD_RECONVERGE_AT(m)
-#endif
-
 // One step of a charged track; false when it has ended (its step count tallied).
 __device__ bool wd_charged_step(const ShowerParams& P, WdChargedState& s) {
-#ifdef WD_RECONVERGE
-    // The lanes converged here that go on past the step's early ends below.
-    const unsigned int together = __ballot_sync(__activemask(), !(s.t.energy < WD_LOWEST_ELECTRON_ENERGY || s.steps + 1ull > WD_MAX_STEPS));
-#endif
     if (s.t.energy < WD_LOWEST_ELECTRON_ENERGY) {
         wd_stop(s.ev, s.t, s.rng);
         return wd_charged_end(s);
@@ -1702,13 +1688,11 @@ __device__ bool wd_charged_step(const ShowerParams& P, WdChargedState& s) {
     double t_disc = sig_max > 0.0 ? s.n_left / sig_max : WD_INF;
     bool discrete = t_disc < t_step;
     if (discrete) t_step = t_disc;
-    WD_RECONVERGE_AT(together);
     // 2. Geometry.
     double z = wd_true_to_geom(P, m, s.q, e0, t_step, range);
     WdBoundary b = wd_distance_to_boundary(P, s.t.pos, s.t.dir, s.t.slab);
     bool crossing = z >= b.distance;
     double t_true = crossing ? fmin(wd_geom_to_true(P, m, s.q, e0, b.distance, range), t_step) : t_step;
-    WD_RECONVERGE_AT(together);
     // 3. Continuous loss.
     double loss;
     if (t_true >= range) {
@@ -1723,7 +1707,6 @@ __device__ bool wd_charged_step(const ShowerParams& P, WdChargedState& s) {
     double e1 = e0 - loss;
     wd_deposit(s.ev, s.t.slab, loss);
     wd_tally_add(s.ev, wd_w_length(P) + mat, wd_fixed(t_true));
-    WD_RECONVERGE_AT(together);
     // 4. Move and scatter.
     int next = (int)s.t.slab;
     if (crossing) {
@@ -1734,7 +1717,6 @@ __device__ bool wd_charged_step(const ShowerParams& P, WdChargedState& s) {
     }
     s.t.energy = e1;
     s.n_left -= t_true * sig_max;
-    WD_RECONVERGE_AT(together);
     if (e1 > 0.0 && t_true > 0.0) {
         double safety_end = crossing ? 0.0 : wd_safety(P, s.t.pos, s.t.slab);
         double disp[3];
