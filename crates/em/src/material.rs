@@ -41,6 +41,12 @@ pub struct Material {
     pub elements: Vec<Component>,
 }
 
+/// Accepted densities [g/cm³] and molar masses [g/mol] of material files (see [`Material::check`]).
+pub const MIN_DENSITY: f64 = 1e-30;
+pub const MAX_DENSITY: f64 = 1000.0;
+pub const MIN_MOLAR_MASS: f64 = 0.5;
+pub const MAX_MOLAR_MASS: f64 = 1000.0;
+
 impl Material {
     /// G4_Al: Z = 13, A = 26.9815385 g/mol, ρ = 2.699 g/cm³ (spec §2.1, Geant4 material table).
     #[must_use]
@@ -84,6 +90,17 @@ impl Material {
         if !(self.density.is_finite() && self.density > 0.0) {
             return Err(("density", format!("density {} g/cm³ must be positive", self.density)));
         }
+        // Beyond these the tables overflow or underflow (found by the EM property tests); real
+        // materials lie far inside (Geant4's G4_Galactic 1e-25, osmium 22.6 g/cm³).
+        if !(MIN_DENSITY..=MAX_DENSITY).contains(&self.density) {
+            return Err((
+                "density",
+                format!(
+                    "density {:e} g/cm³ is outside {MIN_DENSITY:e} to {MAX_DENSITY:e} g/cm³",
+                    self.density
+                ),
+            ));
+        }
         if self.elements.is_empty() {
             return Err(("elements", "a material needs at least one element".into()));
         }
@@ -93,6 +110,12 @@ impl Material {
             }
             if !(e.a.is_finite() && e.a > 0.0) {
                 return Err(("A", format!("A = {} g/mol must be positive", e.a)));
+            }
+            if !(MIN_MOLAR_MASS..=MAX_MOLAR_MASS).contains(&e.a) {
+                return Err((
+                    "A",
+                    format!("A = {:e} g/mol is outside {MIN_MOLAR_MASS} to {MAX_MOLAR_MASS} g/mol", e.a),
+                ));
             }
             if !(e.fraction.is_finite() && e.fraction > 0.0) {
                 return Err(("fraction", format!("mass fraction {} must be positive", e.fraction)));

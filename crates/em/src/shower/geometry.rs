@@ -89,6 +89,10 @@ pub struct Calorimeter {
     planes: Vec<f64>,
 }
 
+/// Most slabs (layers × repeat) a calorimeter may have: 100 × TestEm3's 100. Each slab has its
+/// own tally word per event, on the GPU for every event of a batch.
+pub const MAX_SLABS: usize = 10_000;
+
 impl Calorimeter {
     /// Build from a period of (material, thickness [cm]) layers.
     pub fn new(name: &str, period: Vec<(ShowerMaterial, f64)>, repeat: usize, transverse: f64) -> Result<Calorimeter, (String, String)> {
@@ -124,6 +128,15 @@ impl Calorimeter {
                 material: idx,
                 thickness: t,
             });
+        }
+        // Every slab has its own tally words per event (on the GPU for every event of a batch):
+        // the count comes from the input, so it is bounded before anything is allocated.
+        let slabs = repeat.checked_mul(layers.len()).filter(|&n| n <= MAX_SLABS);
+        if slabs.is_none() {
+            return Err((
+                "repeat".into(),
+                format!("{repeat} × {} layers is more than {MAX_SLABS} slabs", layers.len()),
+            ));
         }
         // Offsets within a period, then k·period + offset: no rounding accumulates over periods.
         let mut offsets = vec![0.0];
