@@ -100,6 +100,35 @@ impl Config {
         if v[1] <= 0.0 {
             return Err(InputError::new(path, line_of(1), "must be positive").field("efficiency"));
         }
+        // Every photon budget scales with it: a typo such as 1e10 would make a run of seconds one
+        // of years (found by the parser property tests; the shared models use 0.94–1.015).
+        if v[1] > 10.0 {
+            return Err(InputError::new(path, line_of(1), format!("{} is above 10", show(v[1]))).field("efficiency"));
+        }
+        // Bounds of the remaining blocks, far outside the fitted models' values (property tests:
+        // beyond them exp() overflows and a photon's direction or position turns NaN):
+        // anisotropy logs |ln k| ≤ 2 (models: ≤ 0.6), old-absorption exponent |x| ≤ 10,
+        // birefringence |p| ≤ 1e9 (models: ≤ 1.5e6) with amplitudes p0, p4, p8 at most 1 (≤ 0.08).
+        let bounded: [(std::ops::Range<usize>, &str, f64); 4] = [
+            (5..7, "anisotropy coefficient (ln k)", 2.0),
+            (12..15, "absorption anisotropy (ln k)", 2.0),
+            (15..16, "old absorption anisotropy scale", 10.0),
+            (16..28, "birefringence parameter", 1e9),
+        ];
+        for (range, field, max) in bounded {
+            for i in range.filter(|&i| i < v.len()) {
+                if v[i].abs() > max {
+                    return Err(InputError::new(path, line_of(i), format!("|{}| is above {}", show(v[i]), show(max))).field(field));
+                }
+            }
+        }
+        for i in [16, 20, 24].into_iter().filter(|&i| i < v.len()) {
+            if v[i].abs() > 1.0 {
+                return Err(
+                    InputError::new(path, line_of(i), format!("amplitude |{}| is above 1", show(v[i]))).field("birefringence parameter")
+                );
+            }
+        }
         if !(0.0..=1.0).contains(&v[2]) {
             return Err(InputError::new(path, line_of(2), "must be in [0, 1]").field("f_SL"));
         }
@@ -126,9 +155,10 @@ impl Config {
                 return Err(InputError::new(path, line_of(7), "must be ≥ 0 (DOM radii)").field("hole ice radius"));
             }
             if v[7] > 0.0 {
-                let checks: [(usize, &str, bool, &str); 4] = [
-                    (8, "hole ice scattering length", v[8] > 0.0, "must be positive [m]"),
-                    (9, "hole ice absorption length", v[9] > 0.0, "must be positive [m]"),
+                let checks: [(usize, &str, bool, &str); 5] = [
+                    (7, "hole ice radius", v[7] <= 100.0, "must be at most 100 DOM radii"),
+                    (8, "hole ice scattering length", v[8] >= 1e-3, "must be at least 1e-3 m"),
+                    (9, "hole ice absorption length", v[9] >= 1e-3, "must be at least 1e-3 m"),
                     (10, "hole ice f_SL", (0.0..=1.0).contains(&v[10]), "must be in [0, 1]"),
                     (11, "hole ice g", v[11] > -1.0 && v[11] < 1.0, "must be in (-1, 1)"),
                 ];
@@ -160,6 +190,15 @@ impl Config {
     /// (Everything cfg.txt holds is simulated now: hole ice since issue #14, `hole.rs`.)
     pub fn unsupported(&self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+/// A number for an error message: plain, or in exponent form when very large or small.
+fn show(x: f64) -> String {
+    if x != 0.0 && !(1e-4..1e6).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
     }
 }
 

@@ -206,6 +206,9 @@ impl Geometry {
             if rde < 0.0 {
                 return Err(InputError::new(path, line, "must not be negative").field("RDE"));
             }
+            if rde > crate::spectrum::MAX_RDE {
+                return Err(InputError::new(path, line, format!("{rde} is above {}", crate::spectrum::MAX_RDE)).field("RDE"));
+            }
             let ty = if t.len() == 4 {
                 parse_i64(path, line, "type", Some(t[3]))?
             } else {

@@ -303,7 +303,15 @@ impl Medium {
     /// Every scattering coefficient positive (with birefringence, the removed s_eff part may
     /// exceed a layer's scattering: PPC stops with "Invalid value of ice parameter").
     pub fn check_scattering(&self) -> Result<(), String> {
-        match self.sca.iter().position(|&s| s.is_nan() || s <= 0.0) {
+        if let Some(i) = self.abs.iter().position(|&a| !(a.is_finite() && a > 0.0)) {
+            return Err(format!(
+                "absorption coefficient {} /m is not positive and finite in layer {} at {:.1} nm: check icemodel.dat, icemodel.par and cfg.txt",
+                self.abs[i],
+                i % self.n_layers,
+                self.slices[i / self.n_layers].wavelength
+            ));
+        }
+        match self.sca.iter().position(|&s| !(s.is_finite() && s > 0.0)) {
             None => Ok(()),
             Some(i) => Err(format!(
                 "scattering coefficient {} /m ≤ 0 in layer {} at {:.1} nm after removing the birefringence part (s_eff {:e} /m × ra): check cfg.txt lines 17-28 and BFRA/BFRB/BFRM",

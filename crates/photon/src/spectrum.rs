@@ -69,6 +69,11 @@ impl Spectrum {
     }
 }
 
+/// Largest relative DOM efficiency accepted from eff-f2k (RDE) and from wv.rde (ratio): the
+/// ice models' values are 0.7–1.94; every photon budget scales with the largest, so a typo such as
+/// 1e10 would turn a run of seconds into one of years (found by the parser property tests).
+pub const MAX_RDE: f64 = 10.0;
+
 /// `wv.rde`: (wavelength [nm], ratio) for high-QE DOMs (eff-f2k type 1).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RdeRatio {
@@ -87,7 +92,11 @@ impl RdeRatio {
                 return Err(InputError::new(path, line, "not increasing").field("wavelength"));
             }
             wavelength.push(w);
-            ratio.push(parse_f64(path, line, "ratio", t.next())?);
+            let r = parse_f64(path, line, "ratio", t.next())?;
+            if !(0.0..=MAX_RDE).contains(&r) {
+                return Err(InputError::new(path, line, format!("{r} is outside 0 to {MAX_RDE}")).field("ratio"));
+            }
+            ratio.push(r);
         }
         if wavelength.is_empty() {
             return Err(InputError::file(path, "empty"));
