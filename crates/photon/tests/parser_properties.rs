@@ -273,3 +273,50 @@ fn every_cfg_value_at_its_extremes() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every number of the mDOM's line of om.conf (type, area, β, Rr, Rz, PMT count, first PMT's
+/// direction, cable azimuth) and of om.wv_1.0's first row, replaced in turn by each extreme
+/// value, on the Upgrade geometry.
+#[test]
+fn every_module_value_at_its_extremes() {
+    let Some(data) = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")) else {
+        return;
+    };
+    let dir = model_copy(&data, "spice_3.2.1", "om-extremes");
+    let sensors = dir.join("sensors");
+    std::fs::create_dir_all(&sensors).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/photon/upgrade-sensors");
+    for n in ["om.conf", "om.map", "om.dirs", "om.wv_1.0", "om.wv_2.0"] {
+        std::fs::copy(example.join(n), sensors.join(n)).unwrap();
+    }
+    let geo = data.join("geometry/prometheus_upgrade.geo");
+    let extremes = ["0", "-1", "1e-30", "1e30", "-1e30", "1e308", "1000000", "-1000000", "4294967297"];
+    // (file, line index among the non-comment lines, number of its fields)
+    for (file, line, fields) in [("om.conf", 0, 10), ("om.conf", 1, 2), ("om.wv_1.0", 0, 2)] {
+        let original = std::fs::read_to_string(sensors.join(file)).unwrap();
+        let lines: Vec<&str> = original.lines().collect();
+        let k = lines.iter().enumerate().filter(|(_, l)| !l.starts_with('#')).nth(line).unwrap().0;
+        for f in 0..fields {
+            for x in extremes {
+                let mut t: Vec<String> = lines[k].split_whitespace().map(str::to_string).collect();
+                if f >= t.len() {
+                    continue;
+                }
+                t[f] = x.to_string();
+                let mut changed: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+                changed[k] = t.join(" ");
+                std::fs::write(sensors.join(file), changed.join("\n") + "\n").unwrap();
+                let o = DetectorOptions {
+                    ice_dir: Some(dir.clone()),
+                    geometry: Some(geo.clone()),
+                    sensors: Some(sensors.clone()),
+                    ..Default::default()
+                };
+                let r = within(LIMIT, move || build_and_propagate(&o));
+                assert!(r.is_ok(), "{file} line {} field {} = {x}: {}", k + 1, f + 1, r.unwrap_err());
+            }
+        }
+        std::fs::write(sensors.join(file), original).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
