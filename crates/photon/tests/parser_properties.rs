@@ -133,7 +133,7 @@ fn build_and_propagate(o: &DetectorOptions) -> Result<(), String> {
 /// Mutate each of `files` (in `dir`) in turn, `cases` times in all; every mutated set must
 /// build a detector with `opts` or fail cleanly, and a built detector must propagate a 1 GeV
 /// cascade near string 80 on the CPU.
-fn mutate_files(dir: &Path, files: &[PathBuf], opts: impl Fn() -> DetectorOptions, cases: u32) {
+fn mutate_files(files: &[PathBuf], opts: impl Fn() -> DetectorOptions, cases: u32) {
     let originals: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
     let mut runner = proptest::test_runner::TestRunner::new(config(cases));
     runner
@@ -147,7 +147,27 @@ fn mutate_files(dir: &Path, files: &[PathBuf], opts: impl Fn() -> DetectorOption
             Ok(())
         })
         .unwrap();
-    let _ = dir;
+}
+
+/// Options for the ice directory `dir` alone.
+fn ice_only(dir: &Path) -> impl Fn() -> DetectorOptions {
+    let d = dir.to_path_buf();
+    move || DetectorOptions {
+        ice_dir: Some(d.clone()),
+        ..Default::default()
+    }
+}
+
+/// The Upgrade example's module files copied into `dir`/sensors; their names and the folder.
+fn upgrade_sensors(dir: &Path) -> ([&'static str; 5], PathBuf) {
+    let sensors = dir.join("sensors");
+    std::fs::create_dir_all(&sensors).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/photon/upgrade-sensors");
+    let names = ["om.conf", "om.map", "om.dirs", "om.wv_1.0", "om.wv_2.0"];
+    for n in names {
+        std::fs::copy(example.join(n), sensors.join(n)).unwrap();
+    }
+    (names, sensors)
 }
 
 #[test]
@@ -170,16 +190,7 @@ fn ftp_ice_directory_mutations_never_panic_or_hang() {
         "as.dat",
     ];
     let files: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
-    let d = dir.clone();
-    mutate_files(
-        &dir,
-        &files,
-        move || DetectorOptions {
-            ice_dir: Some(d.clone()),
-            ..Default::default()
-        },
-        90,
-    );
+    mutate_files(&files, ice_only(&dir), 90);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -197,16 +208,7 @@ fn orientation_and_hole_ice_mutations_never_panic_or_hang() {
     cfg.push_str("\n2\n0.5\n20\n0.3\n0.5\n");
     std::fs::write(dir.join("cfg.txt"), cfg).unwrap();
     let files = vec![dir.join("cx.dat"), dir.join("cfg.txt")];
-    let d = dir.clone();
-    mutate_files(
-        &dir,
-        &files,
-        move || DetectorOptions {
-            ice_dir: Some(d.clone()),
-            ..Default::default()
-        },
-        50,
-    );
+    mutate_files(&files, ice_only(&dir), 50);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -216,19 +218,12 @@ fn sensor_file_mutations_never_panic_or_hang() {
         return;
     };
     let dir = model_copy(&data, "spice_3.2.1", "om");
-    let sensors = dir.join("sensors");
-    std::fs::create_dir_all(&sensors).unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/photon/upgrade-sensors");
-    let names = ["om.conf", "om.map", "om.dirs", "om.wv_1.0", "om.wv_2.0"];
-    for n in names {
-        std::fs::copy(example.join(n), sensors.join(n)).unwrap();
-    }
+    let (names, sensors) = upgrade_sensors(&dir);
     std::fs::copy(data.join("geometry/prometheus_upgrade.geo"), dir.join("upgrade.geo")).unwrap();
     let mut files: Vec<PathBuf> = names.iter().map(|n| sensors.join(n)).collect();
     files.push(dir.join("upgrade.geo"));
     let (d, s, g) = (dir.clone(), sensors.clone(), dir.join("upgrade.geo"));
     mutate_files(
-        &dir,
         &files,
         move || DetectorOptions {
             ice_dir: Some(d.clone()),
@@ -283,12 +278,7 @@ fn every_module_value_at_its_extremes() {
         return;
     };
     let dir = model_copy(&data, "spice_3.2.1", "om-extremes");
-    let sensors = dir.join("sensors");
-    std::fs::create_dir_all(&sensors).unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/photon/upgrade-sensors");
-    for n in ["om.conf", "om.map", "om.dirs", "om.wv_1.0", "om.wv_2.0"] {
-        std::fs::copy(example.join(n), sensors.join(n)).unwrap();
-    }
+    let (_, sensors) = upgrade_sensors(&dir);
     let geo = data.join("geometry/prometheus_upgrade.geo");
     let extremes = ["0", "-1", "1e-30", "1e30", "-1e30", "1e308", "1000000", "-1000000", "4294967297"];
     // (file, line index among the non-comment lines, number of its fields)
