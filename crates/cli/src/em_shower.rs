@@ -105,6 +105,7 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
         Some(f) => Calorimeter::from_toml(f)?,
         None => Calorimeter::testem3(),
     };
+    warpdrive_em::shower::run::check_event_count(&calorimeter, a.events).map_err(|e| anyhow::anyhow!("--events: {e}"))?;
     let cuts = RangeCuts::uniform(a.cut_mm / 10.0);
     let t_build = Instant::now();
     let phys = ShowerPhysics::build(calorimeter, cuts, TableOptions::default());

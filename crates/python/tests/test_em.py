@@ -33,6 +33,13 @@ def test_bad_inputs(tmp_path):
         em.run(tracks=10, tally_bins=0)
     with pytest.raises(ValueError, match="expected auto, cpu, cuda"):
         em.run(tracks=10, device="npu")
+    # Per-event tallies of 1e12 events would take ~1 PB: refused before anything is allocated.
+    with pytest.raises(ValueError, match="per-event tallies"):
+        em.testem3(events=10**12)
+    with pytest.raises(ValueError, match="slabs"):
+        cal = tmp_path / "huge.toml"
+        cal.write_text('repeat = 10000000000\ntransverse = 10.0\n[[layers]]\nmaterial = "Lead"\nthickness = 0.5\n')
+        em.calorimeter(str(cal), events=1)
 
 
 def test_testem3_equals_cli(cli, tmp_path):

@@ -26,6 +26,24 @@ pub struct MaterialSummary {
     pub edep_rms_mev: f64,
 }
 
+/// Most memory the per-event tallies of one run may take: every event keeps its own (for the
+/// RMS per material and events.parquet), so the event count from the input is bounded by it.
+pub const MAX_TALLY_BYTES: u64 = 16 << 30;
+
+/// Whether `events` events of calorimeter `cal` fit [`MAX_TALLY_BYTES`] of per-event tallies;
+/// the error says how much they would take.
+pub fn check_event_count(cal: &Calorimeter, events: u64) -> Result<(), String> {
+    let per = (std::mem::size_of::<EventTally>() + 8 * (cal.slabs() + cal.materials.len())) as u64;
+    match events.checked_mul(per) {
+        Some(b) if b <= MAX_TALLY_BYTES => Ok(()),
+        b => Err(format!(
+            "{events} events × {per} bytes of per-event tallies = {} GiB, more than {} GiB: split the run into jobs with different seeds",
+            b.map_or("> 1.6e10".to_string(), |b| format!("{:.1}", b as f64 / f64::from(1u32 << 30))),
+            MAX_TALLY_BYTES >> 30
+        )),
+    }
+}
+
 /// Run `events` events, event i with index `first + i`.
 #[must_use]
 pub fn run(phys: &ShowerPhysics, primary: &Primary, events: u64, seed: u64, progress: &Progress) -> ShowerRun {
