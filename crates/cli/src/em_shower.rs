@@ -105,7 +105,7 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
         Some(f) => Calorimeter::from_toml(f)?,
         None => Calorimeter::testem3(),
     };
-    warpdrive_em::shower::run::check_event_count(&calorimeter, a.events).map_err(|e| anyhow::anyhow!("--events: {e}"))?;
+    warpdrive_em::shower::run::check_event_count(&calorimeter, a.events, "--events")?;
     let cuts = RangeCuts::uniform(a.cut_mm / 10.0);
     let t_build = Instant::now();
     let phys = ShowerPhysics::build(calorimeter, cuts, TableOptions::default());
@@ -303,6 +303,9 @@ pub fn bench_testem3(events: u64, gpu_events: u64, threads: &[usize], device: &s
         "cpu" => None,
         d => Some(warpdrive_core::cuda::parse_devices(d)?.first().copied().unwrap_or(0)),
     };
+    let cal = Calorimeter::testem3();
+    warpdrive_em::shower::run::check_event_count(&cal, events, "--events")?;
+    warpdrive_em::shower::run::check_event_count(&cal, gpu_events, "--gpu-events")?;
     let mut threads = threads.to_vec();
     if threads.is_empty() {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -110,6 +110,12 @@ pub fn autocorr(a: &AutocorrArgs, force: bool) -> Result<()> {
         if a.synthetic_events < 2 {
             bail!("--synthetic-events must be at least 2");
         }
+        warpdrive_core::limits::check_alloc(
+            "--synthetic-events",
+            a.synthetic_events as u64,
+            std::mem::size_of::<warpdrive_sky::events::Event>() as u64,
+            "generate fewer events",
+        )?;
         eprintln!(
             "events: none given; using a generated isotropic sky of {} events",
             a.synthetic_events

@@ -235,7 +235,7 @@ pub fn em_shower(
         Some(f) => Calorimeter::from_toml(std::path::Path::new(f)).map_err(|e| errors::input(&e))?,
         None => Calorimeter::testem3(),
     };
-    warpdrive_em::shower::run::check_event_count(&cal, events).map_err(|e| errors::value(format!("events: {e}")))?;
+    warpdrive_em::shower::run::check_event_count(&cal, events, "events").map_err(|e| errors::value(e.to_string()))?;
     let prim = transport::Primary::testem3(particle, energy);
     let (run, phys, device) = crate::run::run(py, threads, progress, events, |p| {
         let phys = transport::ShowerPhysics::build(cal, RangeCuts::uniform(cut_mm / 10.0), TableOptions::default());

@@ -33,8 +33,8 @@ def test_bad_inputs(tmp_path):
         em.run(tracks=10, tally_bins=0)
     with pytest.raises(ValueError, match="expected auto, cpu, cuda"):
         em.run(tracks=10, device="npu")
-    # Per-event tallies of 1e12 events would take ~1 PB: refused before anything is allocated.
-    with pytest.raises(ValueError, match="per-event tallies"):
+    # The tallies of 1e12 events would take ~1 PB: refused before anything is allocated.
+    with pytest.raises(ValueError, match="would not fit in the memory available"):
         em.testem3(events=10**12)
     with pytest.raises(ValueError, match="slabs"):
         cal = tmp_path / "huge.toml"

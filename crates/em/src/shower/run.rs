@@ -26,22 +26,22 @@ pub struct MaterialSummary {
     pub edep_rms_mev: f64,
 }
 
-/// Most memory the per-event tallies of one run may take: every event keeps its own (for the
-/// RMS per material and events.parquet), so the event count from the input is bounded by it.
-pub const MAX_TALLY_BYTES: u64 = 16 << 30;
+/// Bytes one event's tally takes in calorimeter `cal` (every event keeps its own, for the RMS per
+/// material and events.parquet).
+#[must_use]
+pub fn event_tally_bytes(cal: &Calorimeter) -> u64 {
+    (std::mem::size_of::<EventTally>() + 8 * (cal.slabs() + cal.materials.len())) as u64
+}
 
-/// Whether `events` events of calorimeter `cal` fit [`MAX_TALLY_BYTES`] of per-event tallies;
-/// the error says how much they would take.
-pub fn check_event_count(cal: &Calorimeter, events: u64) -> Result<(), String> {
-    let per = (std::mem::size_of::<EventTally>() + 8 * (cal.slabs() + cal.materials.len())) as u64;
-    match events.checked_mul(per) {
-        Some(b) if b <= MAX_TALLY_BYTES => Ok(()),
-        b => Err(format!(
-            "{events} events × {per} bytes of per-event tallies = {} GiB, more than {} GiB: split the run into jobs with different seeds",
-            b.map_or("> 1.6e10".to_string(), |b| format!("{:.1}", b as f64 / f64::from(1u32 << 30))),
-            MAX_TALLY_BYTES >> 30
-        )),
-    }
+/// Whether the tallies of `events` events of `cal` fit the memory this process may use
+/// (`warpdrive_core::limits`), checked before anything is allocated; `what` names the option.
+pub fn check_event_count(cal: &Calorimeter, events: u64, what: &str) -> Result<(), warpdrive_core::limits::LimitError> {
+    warpdrive_core::limits::check_alloc(
+        what,
+        events,
+        event_tally_bytes(cal),
+        "run fewer events per run and split the rest into runs with different seeds",
+    )
 }
 
 /// Run `events` events, event i with index `first + i`.
