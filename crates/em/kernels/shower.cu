@@ -543,11 +543,21 @@ WD_FN double wd_sample_sauter_cos(double t, WdRng& rng) {
     }
     double b = 0.5 * g * (g - 1.0) * (g - 2.0);
     double a = 1.0 - beta, c = 1.0 + beta;
+    if (t >= WD_ME) {
+        // SauterEnvelope::high_ratio over the envelope ∝ (x − a)/x³.
+        double v_max = 1.0 - a / c;
+        double bound = (c - a) * (1.0 / a + b);
+        for (;;) {
+            double x = a / (1.0 - v_max * sqrt(wd_uniform_f64(rng)));
+            if (wd_uniform_f64(rng) < (c - x) * (1.0 / x + b) / bound) return wd_clamp((1.0 - x) / beta, -1.0, 1.0);
+        }
+    }
     double ia2 = 1.0 / (a * a), ic2 = 1.0 / (c * c);
     double gmax = b >= 0.0 ? 1.0 + b * c : 1.0 + b * a;
+    double norm = g / (2.0 * (t / WD_ME));
     for (;;) {
         double x = 1.0 / sqrt(ia2 - wd_uniform_f64(rng) * (ia2 - ic2));
-        double acc = (x - a) * (c - x) / (2.0 * beta * x) * (1.0 + b * x) / gmax;
+        double acc = (x - a) * (c - x) / x * norm * (1.0 + b * x) / gmax;
         if (wd_uniform_f64(rng) < acc) return wd_clamp((1.0 - x) / beta, -1.0, 1.0);
     }
 }
@@ -951,8 +961,9 @@ struct WdPhotonState {
     unsigned long long steps, neutral;
 };
 
+// `t` may be `s.t` itself (the kernels load a track straight into its state).
 WD_FN void wd_photon_start(const ShowerParams& P, const WdTrack& t, WdPhotonState& s) {
-    s.t = t;
+    if (&t != &s.t) s.t = t;
     s.ev = wd_event_of(P, t);
     s.rng = wd_rng(P.seed, WD_TAG_SHOWER, t.id);
     s.n_left = wd_exp1(s.rng);
@@ -965,17 +976,26 @@ __device__ __forceinline__ bool wd_photon_end(WdPhotonState& s) {
     return false;
 }
 
-// One step of a photon; false when its track has ended (its step count tallied).
-__device__ bool wd_photon_step(const ShowerParams& P, WdPhotonState& s) {
+// What the first part of a step (`*_along`) leaves to do: nothing more this step, the track
+// has ended, or the discrete interaction of that process index (photons: 0 Compton,
+// 1 photoelectric, 2 conversion, 3 Rayleigh; e±: 0 δ-ray, 1 bremsstrahlung, 2 annihilation).
+#define WD_ACT_NONE -1
+#define WD_ACT_END -2
+
+// A photon's step up to the choice of its interaction (transport.rs Event::photon): the
+// material's cross sections, the boundary or the interaction point, the choice.
+__device__ int wd_photon_along(const ShowerParams& P, WdPhotonState& s) {
     if (s.t.energy < WD_LOWEST_PHOTON_ENERGY) {
         wd_deposit(s.ev, s.t.slab, s.t.energy);
-        return wd_photon_end(s);
+        wd_photon_end(s);
+        return WD_ACT_END;
     }
     s.steps += 1ull;
     if (s.steps > WD_MAX_STEPS) {
         wd_tally_add(s.ev, wd_w_killed(P), 1ull);
         wd_deposit(s.ev, s.t.slab, s.t.energy);
-        return wd_photon_end(s);
+        wd_photon_end(s);
+        return WD_ACT_END;
     }
     s.neutral += 1ull;
     const WdMaterial& m = P.materials[P.slab_material[s.t.slab]];
@@ -989,10 +1009,11 @@ __device__ bool wd_photon_step(const ShowerParams& P, WdPhotonState& s) {
         wd_cross(s.t.pos, s.t.dir, b);
         if (b.next >= 0) {
             s.t.slab = (unsigned int)b.next;
-            return true;
+            return WD_ACT_NONE;
         }
         wd_tally_add(s.ev, wd_w_escaped(P), wd_fixed(s.t.energy));
-        return wd_photon_end(s);
+        wd_photon_end(s);
+        return WD_ACT_END;
     }
     for (int k = 0; k < 3; ++k) s.t.pos[k] += d_int * s.t.dir[k];
     s.n_left = wd_exp1(s.rng);
@@ -1002,6 +1023,12 @@ __device__ bool wd_photon_step(const ShowerParams& P, WdPhotonState& s) {
         if (u < xs[p]) { chosen = p; break; }
         u -= xs[p];
     }
+    return chosen;
+}
+
+// The interaction `chosen` of wd_photon_along; false when the photon has ended.
+__device__ bool wd_photon_interact(const ShowerParams& P, WdPhotonState& s, int chosen) {
+    const WdMaterial& m = P.materials[P.slab_material[s.t.slab]];
     if (chosen == 0) {
         wd_compton(s.ev, s.t.energy, s.t.dir, s.t.pos, s.t.slab, s.rng);
     } else if (chosen == 1) {
@@ -1014,6 +1041,14 @@ __device__ bool wd_photon_step(const ShowerParams& P, WdPhotonState& s) {
         wd_rayleigh(P, m, s.t.energy, s.t.dir, s.rng);
     }
     return true;
+}
+
+// One step of a photon; false when its track has ended (its step count tallied).
+__device__ bool wd_photon_step(const ShowerParams& P, WdPhotonState& s) {
+    int act = wd_photon_along(P, s);
+    if (act == WD_ACT_END) return false;
+    if (act == WD_ACT_NONE) return true;
+    return wd_photon_interact(P, s, act);
 }
 
 __device__ void wd_photon(const ShowerParams& P, WdTrack t) {
@@ -1639,8 +1674,9 @@ struct WdChargedState {
     unsigned long long steps, charged_steps;
 };
 
+// `t` may be `s.t` itself (see wd_photon_start).
 WD_FN void wd_charged_start(const ShowerParams& P, const WdTrack& t, WdChargedState& s) {
-    s.t = t;
+    if (&t != &s.t) s.t = t;
     s.ev = wd_event_of(P, t);
     s.rng = wd_rng(P.seed, WD_TAG_SHOWER, t.id);
     s.q = t.particle == WD_POSITRON ? 1 : 0;
@@ -1658,17 +1694,20 @@ __device__ __forceinline__ bool wd_charged_end(WdChargedState& s) {
     return false;
 }
 
-// One step of a charged track; false when it has ended (its step count tallied).
-__device__ bool wd_charged_step(const ShowerParams& P, WdChargedState& s) {
+// A charged track's step up to the choice of its discrete interaction (transport.rs
+// Event::charged): limits, geometry, continuous loss, move and scatter, the choice.
+__device__ int wd_charged_along(const ShowerParams& P, WdChargedState& s) {
     if (s.t.energy < WD_LOWEST_ELECTRON_ENERGY) {
         wd_stop(s.ev, s.t, s.rng);
-        return wd_charged_end(s);
+        wd_charged_end(s);
+        return WD_ACT_END;
     }
     s.steps += 1ull;
     if (s.steps > WD_MAX_STEPS) {
         wd_tally_add(s.ev, wd_w_killed(P), 1ull);
         wd_stop(s.ev, s.t, s.rng);
-        return wd_charged_end(s);
+        wd_charged_end(s);
+        return WD_ACT_END;
     }
     s.charged_steps += 1ull;
     unsigned int mat = P.slab_material[s.t.slab];
@@ -1729,12 +1768,13 @@ __device__ bool wd_charged_step(const ShowerParams& P, WdChargedState& s) {
         if (next >= 0) {
             s.t.slab = (unsigned int)next;
             s.entered = true;
-            return true;
+            return WD_ACT_NONE;
         }
         wd_tally_add(s.ev, wd_w_escaped(P), wd_fixed(s.t.energy));
-        return wd_charged_end(s);
+        wd_charged_end(s);
+        return WD_ACT_END;
     }
-    if (!discrete || s.t.energy < WD_LOWEST_ELECTRON_ENERGY) return true;
+    if (!discrete || s.t.energy < WD_LOWEST_ELECTRON_ENERGY) return WD_ACT_NONE;
     // 5. Discrete interaction (integral approach).
     s.n_left = wd_exp1(s.rng);
     double e = s.t.energy;
@@ -1742,12 +1782,19 @@ __device__ bool wd_charged_step(const ShowerParams& P, WdChargedState& s) {
     for (int p = 0; p < 3; ++p) xs[p] = wd_charged_xs(P, m, s.q, p, e);
     double total = (xs[0] + xs[1]) + xs[2];
     double u = wd_uniform_f64(s.rng) * sig_max;
-    if (u >= total) return true;  // a fictitious interaction
+    if (u >= total) return WD_ACT_NONE;  // a fictitious interaction
     int chosen = 0;
     for (int p = 0; p < 3; ++p) {
         if (u < xs[p]) { chosen = p; break; }
         u -= xs[p];
     }
+    return chosen;
+}
+
+// The interaction `chosen` of wd_charged_along; false when the track has ended.
+__device__ bool wd_charged_interact(const ShowerParams& P, WdChargedState& s, int chosen) {
+    const WdMaterial& m = P.materials[P.slab_material[s.t.slab]];
+    double e = s.t.energy;
     if (chosen == 0) {
         double cut = m.cut_electron;
         double threshold = s.q == 1 ? cut : 2.0 * cut;
@@ -1762,6 +1809,14 @@ __device__ bool wd_charged_step(const ShowerParams& P, WdChargedState& s) {
     return true;
 }
 
+// One step of a charged track; false when it has ended (its step count tallied).
+__device__ bool wd_charged_step(const ShowerParams& P, WdChargedState& s) {
+    int act = wd_charged_along(P, s);
+    if (act == WD_ACT_END) return false;
+    if (act == WD_ACT_NONE) return true;
+    return wd_charged_interact(P, s, act);
+}
+
 __device__ void wd_charged(const ShowerParams& P, WdTrack t) {
     WdChargedState s;
     wd_charged_start(P, t, s);
@@ -1769,6 +1824,18 @@ __device__ void wd_charged(const ShowerParams& P, WdTrack t) {
 }
 
 // ---- kernels ----
+
+// The kernel's parameters, copied once per block into shared memory. Every device function takes
+// them by reference, and a reference to a kernel parameter makes each thread copy all 176 bytes
+// to its local stack (ptxas: the `showers` frame 848 → 672 bytes with this copy), local memory
+// that competes with the tables for L1.
+__device__ __forceinline__ const ShowerParams& wd_block_params(const ShowerParams& Pk) {
+    __shared__ ShowerParams shared_params;
+    if (threadIdx.x == 0) shared_params = Pk;
+    __syncthreads();
+    return shared_params;
+}
+
 
 // The same names for both particle kinds, for wd_run_tracks.
 __device__ __forceinline__ void wd_start(const ShowerParams& P, const WdTrack& t, WdPhotonState& s) { wd_photon_start(P, t, s); }
@@ -1789,7 +1856,8 @@ __device__ __forceinline__ void wd_run_tracks(const ShowerParams& P, const WdTra
     for (;;) {
         if (!alive) {
             if (next >= n) break;
-            wd_start(P, in[next], s);
+            s.t = in[next];
+            wd_start(P, s.t, s);
             next += stride;
             alive = true;
         }
@@ -1798,11 +1866,11 @@ __device__ __forceinline__ void wd_run_tracks(const ShowerParams& P, const WdTra
 }
 
 extern "C" __global__ void __launch_bounds__(128) photons(const ShowerParams P, const WdTrack* in, unsigned int n) {
-    wd_run_tracks<WdPhotonState>(P, in, n);
+    wd_run_tracks<WdPhotonState>(wd_block_params(P), in, n);
 }
 
 extern "C" __global__ void __launch_bounds__(128) charged(const ShowerParams P, const WdTrack* in, unsigned int n) {
-    wd_run_tracks<WdChargedState>(P, in, n);
+    wd_run_tracks<WdChargedState>(wd_block_params(P), in, n);
 }
 
 // ---- queue mode: the whole batch in one launch ----
@@ -1849,10 +1917,17 @@ union WdAnyState {
 #ifndef WD_SHOWER_MIN_BLOCKS
 #define WD_SHOWER_MIN_BLOCKS 1
 #endif
-extern "C" __global__ void __launch_bounds__(128, WD_SHOWER_MIN_BLOCKS) showers(const ShowerParams P) {
+extern "C" __global__ void __launch_bounds__(128, WD_SHOWER_MIN_BLOCKS) showers(const ShowerParams Pk) {
+    const ShowerParams& P = wd_block_params(Pk);
     const unsigned int full = 0xffffffffu;
     const unsigned int lane = threadIdx.x & 31u;
+#ifdef WD_STATE_SHARED
+    // Measurement switch: the tracks' states in shared memory instead of the local stack.
+    __shared__ WdAnyState states[128];
+    WdAnyState& s = states[threadIdx.x];
+#else
     WdAnyState s;
+#endif
     bool alive = false, pending = false;
     unsigned int slot = 0u;
     unsigned int kind = 1u;
@@ -1860,7 +1935,8 @@ extern "C" __global__ void __launch_bounds__(128, WD_SHOWER_MIN_BLOCKS) showers(
         // A lane with a claimed slot starts its track once the slot is published.
         if (pending && slot < P.capacity && (slot < P.first[kind] || wd_vload(P.ready + kind * P.capacity + slot) != 0u)) {
             __threadfence();
-            WdTrack t;
+            // Straight into the state's track (both states begin with it): no copy in local memory.
+            WdTrack& t = kind == 0u ? s.p.t : s.c.t;
             wd_load_track((kind == 0u ? P.out_gamma : P.out_charged) + slot, t);
             if (kind == 0u) wd_photon_start(P, t, s.p); else wd_charged_start(P, t, s.c);
             alive = true;
@@ -1911,6 +1987,168 @@ extern "C" __global__ void __launch_bounds__(128, WD_SHOWER_MIN_BLOCKS) showers(
             if (!alive) atomicSub(P.queue_ctl + WD_Q_LIVE, 1u);
         }
     }
+}
+
+// ---- phase mode: a launch per step phase over slots of tracks ----
+//
+// The one-launch kernel runs every part of a step in every warp: its lanes' tracks are in
+// different states, so a warp executes the union of their paths, and across the SM the warps
+// fetch instructions from all over a kernel of 280 kB (ncu, H100: 21.5 of 34 cycles per
+// issued instruction stalled on instruction fetch, 10 active lanes per instruction). Here a
+// step is split where the tracks' paths part (Celeritas' step actions): `along_gamma` /
+// `along_charged` run the first part of a step (wd_*_along: limits, geometry, loss, scattering,
+// the choice of the interaction) for every slot of their kind, and append each slot that must
+// interact to its process' list; `interact_gamma` / `interact_charged` then run the
+// interactions list by list, so that a warp's lanes run one interactor together. A slot whose
+// track ended takes the next published track of its queue at the start of `along_*`. The
+// operations and draws of every track are those of wd_*_step, in the same order; only their
+// interleaving across tracks differs, which changes no result (see queue mode).
+struct WdPhaseParams {
+    WdPhotonState* gamma;     // n_slots[0] states
+    WdChargedState* charged;  // n_slots[1] states
+    unsigned int* alive;      // n_slots[0] + n_slots[1] flags (γ slots, then e± slots)
+    unsigned int* list;       // per process (4 γ, then 3 e±): `list_stride` slot indices
+    unsigned int* count;      // per process: entries in its list (zeroed before each iteration)
+    unsigned int n_slots[2];
+    unsigned int list_stride; // max(n_slots)
+    unsigned int pad;
+};
+static_assert(sizeof(WdPhaseParams) == 56, "WdPhaseParams size");
+// shower/gpu.rs PHOTON_STATE_BYTES, CHARGED_STATE_BYTES: the host allocates the slots.
+static_assert(sizeof(WdPhotonState) == 192, "WdPhotonState size");
+static_assert(sizeof(WdChargedState) == 224, "WdChargedState size");
+#define WD_PROCESSES_GAMMA 4
+#define WD_PROCESSES_CHARGED 3
+
+// Claims for the lanes in `need` (one warp) the next tracks of queue k: queue slot or ~0u.
+// One atomicAdd per warp takes as many slots as lanes ask for; those at or past the tail stay
+// unfilled, and `phase_clamp` moves the head back to the tail before anything is pushed to
+// the queue again. The tail does not move while kind k claims: no kernel that claims kind k
+// pushes kind k (along_charged pushes γ only, along_gamma nothing). A compare-and-swap that
+// took only what the queue held serialised thousands of warps on the head (3 × slower).
+__device__ __forceinline__ unsigned int wd_phase_claim(const ShowerParams& P, unsigned int k, bool need) {
+    const unsigned int full = 0xffffffffu;
+    const unsigned int lane = threadIdx.x & 31u;
+    const unsigned int want = __ballot_sync(full, need);
+    if (want == 0u) return ~0u;
+    const unsigned int leader = __ffs(want) - 1u;
+    unsigned int base = 0u, got = 0u;
+    if (lane == leader) {
+        unsigned int tail = min(wd_vload(P.out_size + k), P.capacity);
+        if (wd_vload(P.queue_ctl + WD_Q_HEAD(k)) < tail) {
+            base = atomicAdd(P.queue_ctl + WD_Q_HEAD(k), (unsigned int)__popc(want));
+            got = base < tail ? min(tail - base, (unsigned int)__popc(want)) : 0u;
+        }
+    }
+    base = __shfl_sync(full, base, leader);
+    got = __shfl_sync(full, got, leader);
+    const unsigned int rank = __popc(want & ((1u << lane) - 1u));
+    return need && rank < got ? base + rank : ~0u;
+}
+
+// Tracks that ended in this warp leave the live count with one atomic per warp.
+__device__ __forceinline__ void wd_phase_ended(const ShowerParams& P, bool ended) {
+    const unsigned int n = __popc(__ballot_sync(0xffffffffu, ended));
+    if (n != 0u && (threadIdx.x & 31u) == 0u) atomicSub(P.queue_ctl + WD_Q_LIVE, n);
+}
+
+// Appends slot i to the list of process `act` (if act ≥ 0) with one atomic per warp and process.
+__device__ __forceinline__ void wd_phase_list(const WdPhaseParams& Q, unsigned int first_process, unsigned int n_processes, int act, unsigned int i) {
+    const unsigned int lane = threadIdx.x & 31u;
+    for (unsigned int p = 0u; p < n_processes; ++p) {
+        const unsigned int mine = __ballot_sync(0xffffffffu, act == (int)p);
+        if (mine == 0u) continue;
+        const unsigned int leader = __ffs(mine) - 1u;
+        unsigned int base = 0u;
+        if (lane == leader) base = atomicAdd(Q.count + first_process + p, (unsigned int)__popc(mine));
+        base = __shfl_sync(0xffffffffu, base, leader);
+        if (act == (int)p) Q.list[(first_process + p) * Q.list_stride + base + __popc(mine & ((1u << lane) - 1u))] = i;
+    }
+}
+
+// The first part of a step for every slot of one kind (State: WdPhotonState or WdChargedState).
+// (Every lane of a warp reaches the ballots: the grid is whole blocks, lanes past the slots
+// take part with nothing to do.)
+template <typename State>
+__device__ __forceinline__ void wd_phase_along(const ShowerParams& P, const WdPhaseParams& Q, unsigned int k, State* states, unsigned int first_process, unsigned int n_processes) {
+    const unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool in_range = i < Q.n_slots[k];
+    unsigned int* alive = Q.alive + (k == 0u ? 0u : Q.n_slots[0]) + i;
+    bool live = in_range && *alive != 0u;
+    const unsigned int slot = wd_phase_claim(P, k, in_range && !live);
+    State s;
+    if (slot != ~0u) {
+        wd_load_track((k == 0u ? P.out_gamma : P.out_charged) + slot, s.t);
+        wd_start(P, s.t, s);
+        *alive = 1u;
+        live = true;
+    } else if (live) {
+        s = states[i];
+    }
+    int act = WD_ACT_NONE;
+    if (live) {
+        act = wd_along(P, s);
+        if (act == WD_ACT_END) {
+            *alive = 0u;
+        } else {
+            states[i] = s;
+        }
+    }
+    wd_phase_ended(P, live && act == WD_ACT_END);
+    wd_phase_list(Q, first_process, n_processes, live ? act : WD_ACT_NONE, i);
+}
+
+// The interactions of one kind, list after list: thread j takes the j-th entry of the lists
+// laid end to end, so a warp holds one process but at the lists' joins.
+template <typename State>
+__device__ __forceinline__ void wd_phase_interact(const ShowerParams& P, const WdPhaseParams& Q, unsigned int k, State* states, unsigned int first_process, unsigned int n_processes) {
+    unsigned int j = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned int p = 0u;
+    for (; p < n_processes; ++p) {
+        unsigned int c = Q.count[first_process + p];
+        if (j < c) break;
+        j -= c;
+    }
+    bool ended = false;
+    if (p < n_processes) {
+        const unsigned int i = Q.list[(first_process + p) * Q.list_stride + j];
+        State s = states[i];
+        if (wd_interact(P, s, (int)p)) {
+            states[i] = s;
+        } else {
+            Q.alive[(k == 0u ? 0u : Q.n_slots[0]) + i] = 0u;
+            ended = true;
+        }
+    }
+    wd_phase_ended(P, ended);
+}
+
+__device__ __forceinline__ int wd_along(const ShowerParams& P, WdPhotonState& s) { return wd_photon_along(P, s); }
+__device__ __forceinline__ int wd_along(const ShowerParams& P, WdChargedState& s) { return wd_charged_along(P, s); }
+__device__ __forceinline__ bool wd_interact(const ShowerParams& P, WdPhotonState& s, int p) { return wd_photon_interact(P, s, p); }
+__device__ __forceinline__ bool wd_interact(const ShowerParams& P, WdChargedState& s, int p) { return wd_charged_interact(P, s, p); }
+
+// Launch order per iteration (gpu.rs run_batch_phases): along_charged, along_gamma,
+// phase_clamp, interact_gamma, interact_charged.
+extern "C" __global__ void __launch_bounds__(128) along_gamma(const ShowerParams Pk, const WdPhaseParams Q) {
+    wd_phase_along<WdPhotonState>(wd_block_params(Pk), Q, 0u, Q.gamma, 0u, WD_PROCESSES_GAMMA);
+}
+extern "C" __global__ void __launch_bounds__(128) along_charged(const ShowerParams Pk, const WdPhaseParams Q) {
+    wd_phase_along<WdChargedState>(wd_block_params(Pk), Q, 1u, Q.charged, WD_PROCESSES_GAMMA, WD_PROCESSES_CHARGED);
+}
+// One thread, after both along kernels: each queue's head back to its tail where the claims
+// went past it (wd_phase_claim), before the interactions push to the queues again.
+extern "C" __global__ void phase_clamp(const ShowerParams P) {
+    for (unsigned int k = 0u; k < 2u; ++k) {
+        unsigned int tail = min(P.out_size[k], P.capacity);
+        if (P.queue_ctl[WD_Q_HEAD(k)] > tail) P.queue_ctl[WD_Q_HEAD(k)] = tail;
+    }
+}
+extern "C" __global__ void __launch_bounds__(128) interact_gamma(const ShowerParams Pk, const WdPhaseParams Q) {
+    wd_phase_interact<WdPhotonState>(wd_block_params(Pk), Q, 0u, Q.gamma, 0u, WD_PROCESSES_GAMMA);
+}
+extern "C" __global__ void __launch_bounds__(128) interact_charged(const ShowerParams Pk, const WdPhaseParams Q) {
+    wd_phase_interact<WdChargedState>(wd_block_params(Pk), Q, 1u, Q.charged, WD_PROCESSES_GAMMA, WD_PROCESSES_CHARGED);
 }
 
 // warpdrive_core::pmath::evaluate_all on the device: 8 results per argument, compared bit for

@@ -204,7 +204,7 @@ pub fn shower_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Che
     let c = run_cpu_showers(&phys, &primary, n, 2024, &hidden);
     let cpu_s = t0.elapsed().as_secs_f64();
     let mut default_run = None;
-    for schedule in [Schedule::Queue, Schedule::Generations] {
+    for schedule in [Schedule::Phases, Schedule::Queue, Schedule::Generations] {
         let opts = GpuShowerOptions {
             schedule: Some(schedule),
             ..GpuShowerOptions::default()

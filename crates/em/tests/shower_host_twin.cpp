@@ -4,9 +4,11 @@
 // the GPU. With the host's libm the transcendentals are the ones the Rust CPU loop calls, so
 // this checks the translation of the loop and of every interactor, bit for bit, without a GPU.
 // With MODE `queue` it runs the one-launch kernel `showers` instead, with one thread (its
-// queues, claims, publication flags and live count; not the concurrency).
+// queues, claims, publication flags and live count; not the concurrency); with MODE `phases`
+// the four phase kernels over a few slots per kind, launch after launch, as gpu.rs
+// run_batch_phases does (slots, claims, process lists).
 //
-//   shower_host_twin TABLES PRIMARIES OUT [generations|queue]
+//   shower_host_twin TABLES PRIMARIES OUT [generations|queue|phases]
 // TABLES: u64 counts (data, materials, elements, photo, rayleigh, planes, slabs), u32 n_materials,
 // u32 stride, f64 transverse, twopi_mc2_rcl2, alpha_re2, pi_re2, u64 seed, u64 events, then the
 // arrays as raw bytes. PRIMARIES: 10 u64 words per track. OUT: events × stride u64.
@@ -23,6 +25,9 @@
 #define __noinline__
 #define __global__
 #define __launch_bounds__(...)
+// One thread per block: a block's shared variable is a function's static one.
+#define __shared__ static
+static inline void __syncthreads() {}
 
 static inline unsigned int __umulhi(unsigned int a, unsigned int b) {
     return (unsigned int)(((unsigned long long)a * b) >> 32);
@@ -35,6 +40,11 @@ static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long 
 static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
     unsigned int o = *p;
     *p = o + v;
+    return o;
+}
+static inline unsigned int atomicCAS(unsigned int* p, unsigned int expected, unsigned int v) {
+    unsigned int o = *p;
+    if (o == expected) *p = v;
     return o;
 }
 static inline unsigned int atomicSub(unsigned int* p, unsigned int v) {
@@ -96,10 +106,11 @@ static std::vector<T> read_array(FILE* f, unsigned long long n) {
 
 int main(int argc, char** argv) {
     if (argc != 4 && argc != 5) {
-        fprintf(stderr, "usage: shower_host_twin TABLES PRIMARIES OUT [generations|queue]\n");
+        fprintf(stderr, "usage: shower_host_twin TABLES PRIMARIES OUT [generations|queue|phases]\n");
         return 2;
     }
     const bool queue = argc == 5 && strcmp(argv[4], "queue") == 0;
+    const bool phases = argc == 5 && strcmp(argv[4], "phases") == 0;
     FILE* f = fopen(argv[1], "rb");
     if (!f) return 2;
     unsigned long long c[7];
@@ -177,6 +188,56 @@ int main(int argc, char** argv) {
             return 3;
         }
         printf("queue: %u γ and %u e± tracks\n", counters[0], counters[1]);
+    }
+    if (phases) {
+        // gpu.rs run_batch_phases: the queues as in queue mode, few slots (so that tracks wait in
+        // the queues and slots are reused), and each launch's "threads" one after the other.
+        const unsigned int n = 7;
+        std::vector<unsigned int> ready(2 * capacity, 0u);
+        unsigned int ctl[96] = {0u};
+        ctl[WD_Q_LIVE] = (unsigned int)(lists[0].size() + lists[1].size());
+        for (int k = 0; k < 2; ++k) {
+            std::copy(lists[k].begin(), lists[k].end(), out[k].begin());
+            counters[k] = P.first[k] = (unsigned int)lists[k].size();
+            lists[k].clear();
+        }
+        P.queue_ctl = ctl;
+        P.ready = ready.data();
+        std::vector<WdPhotonState> gamma(n);
+        std::vector<WdChargedState> charged_slots(n);
+        std::vector<unsigned int> alive(2 * n, 0u), list(7 * n, 0u), count(8, 0u);
+        WdPhaseParams Q;
+        Q.gamma = gamma.data();
+        Q.charged = charged_slots.data();
+        Q.alive = alive.data();
+        Q.list = list.data();
+        Q.count = count.data();
+        Q.n_slots[0] = Q.n_slots[1] = n;
+        Q.list_stride = n;
+        Q.pad = 0u;
+        gridDim = {n, 1, 1};
+        blockDim = {1, 1, 1};
+        threadIdx = {0, 0, 0};
+        unsigned long long iterations = 0;
+        while (ctl[WD_Q_LIVE] != 0u && !counters[2]) {
+            std::fill(count.begin(), count.end(), 0u);
+            for (int k = 0; k < 5; ++k) {
+                for (unsigned int i = 0; i < (k == 2 ? 1u : n); ++i) {
+                    blockIdx = {i, 0, 0};
+                    if (k == 0) along_charged(P, Q);
+                    if (k == 1) along_gamma(P, Q);
+                    if (k == 2) phase_clamp(P);
+                    if (k == 3) interact_gamma(P, Q);
+                    if (k == 4) interact_charged(P, Q);
+                }
+            }
+            iterations += 1;
+        }
+        if (counters[2]) {
+            fprintf(stderr, "queue overflow\n");
+            return 3;
+        }
+        printf("phases: %u γ and %u e± tracks, %llu iterations\n", counters[0], counters[1], iterations);
     }
     while (!lists[0].empty() || !lists[1].empty()) {
         counters[0] = counters[1] = 0;

@@ -112,8 +112,9 @@ fn host_twin(exe: &Path, dir: &Path, phys: &ShowerPhysics, primary: &Primary, ev
         .collect()
 }
 
-/// The two schedules of shower::gpu: a launch pair per generation, and the one-launch queues.
-const MODES: [&str; 2] = ["generations", "queue"];
+/// The three schedules of shower::gpu: a launch pair per generation, the one-launch queues, and
+/// the phase launches over slots.
+const MODES: [&str; 3] = ["generations", "queue", "phases"];
 
 #[test]
 fn host_build_of_the_kernel_equals_the_cpu_loop() {

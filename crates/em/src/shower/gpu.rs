@@ -1,21 +1,32 @@
 //! The CUDA path of showers (`kernels/shower.cu`): each track runs to its end as
 //! [`super::transport`] runs it on the CPU (same operations in the same order, same random
-//! draws), so that in precise mode every event's tallies can be bit-identical to the CPU's. A
-//! thread advances its track one step per loop iteration and takes another track as soon as
-//! one ends (no lane waits for its warp's longest track).
+//! draws), so that in precise mode every event's tallies can be bit-identical to the CPU's.
 //!
-//! **Queue schedule (default, [`Schedule::Queue`]).** The host uploads the primaries of a batch
-//! of events to the fronts of two queues (γ and e±) and launches `showers` once, with no more
-//! blocks than are resident; the kernel appends every secondary (ids = [`super::transport::child_id`]
-//! of the parent id and ordinal, the event index carried along) to the queue of its kind and
-//! publishes it, and idle lanes claim published tracks whatever their generation, until no track
-//! is live. Each queue holds every track of its kind of the batch.
+//! **Phase schedule (default, [`Schedule::Phases`]).** The host uploads the primaries of a
+//! batch of events to the fronts of two queues (γ and e±); every secondary is appended to the
+//! queue of its kind (ids = [`super::transport::child_id`] of the parent id and ordinal, the
+//! event index carried along). Tracks are stepped in fixed slots ([`PHASE_SLOTS`] per kind),
+//! five launches per step: `along_charged` and `along_gamma` take a new track from the queue
+//! into each empty slot and run the first part of a step (limits, geometry, continuous loss,
+//! scattering, the choice of the discrete interaction) for every slot, appending the slots that
+//! interact to one list per process; `phase_clamp` settles the queues' heads; `interact_gamma`
+//! and `interact_charged` run the interactions list after list, so that a warp runs one
+//! interactor with all its lanes. The host repeats this until no track is live. Against the
+//! queue schedule on an H100 (1 GeV and 10 GeV e⁻ in TestEm3): 2.6 × and 2.4 × the events per
+//! second — the one-launch kernel's warps spent most cycles waiting for instruction fetch
+//! across its 280 kB of code, with 10 of 32 lanes active (docs/performance/em.md).
+//!
+//! **Queue schedule ([`Schedule::Queue`], `WARPDRIVE_EM_SCHEDULE=queue`).** One launch of
+//! `showers` per batch, with no more blocks than are resident; each thread steps its track one
+//! step per loop iteration, publishes its secondaries, and takes another published track as
+//! soon as its own ends, until no track is live. Each queue holds every track of its kind of
+//! the batch (in the phase schedule too).
 //!
 //! **Generation schedule ([`Schedule::Generations`], `WARPDRIVE_EM_SCHEDULE=generations`).**
 //! `photons` and `charged` run over the current γ and e± lists (two streams), appending the
 //! secondaries to two output lists; the outputs become the next inputs until both are empty.
 //!
-//! In both, processing order differs from the CPU's LIFO stack, but a track's history
+//! In all three, processing order differs from the CPU's LIFO stack, but a track's history
 //! depends only on its own start (energy, position, direction, slab, id → random stream), and
 //! the tallies are integers ([`super::transport::FIXED_SCALE`]) summed with integer atomics, so
 //! the result does not depend on the order.
@@ -180,9 +191,36 @@ const _: () = assert!(size_of::<ShowerParams>() == 176);
 const _: () = assert!(std::mem::offset_of!(ShowerParams, tally) == 104);
 const _: () = assert!(std::mem::offset_of!(ShowerParams, overflow) == 144);
 
+/// Twin of `WdPhaseParams` (phase schedule).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct PhaseParams {
+    gamma: u64,
+    charged: u64,
+    alive: u64,
+    list: u64,
+    count: u64,
+    n_slots: [u32; 2],
+    list_stride: u32,
+    pad: u32,
+}
+const _: () = assert!(size_of::<PhaseParams>() == 56);
+/// Bytes of the kernel's `WdPhotonState` and `WdChargedState` (one per slot; the host only
+/// allocates them), checked against the kernel by the `static_assert`s in shower.cu.
+const PHOTON_STATE_BYTES: usize = 192;
+const CHARGED_STATE_BYTES: usize = 224;
+/// Processes of the phase lists: 4 for γ (Compton, photoelectric, conversion, Rayleigh), 3 for
+/// e± (δ-ray, bremsstrahlung, annihilation), then one spare counter.
+const PHASE_PROCESSES: usize = 7;
+/// Slots per kind of the phase schedule (`WARPDRIVE_EM_SLOTS` overrides, for comparisons).
+const PHASE_SLOTS: usize = 1 << 18;
+/// Iterations between two reads of the live-track count (each read waits for the device).
+const PHASE_POLL: u64 = 16;
+
 // SAFETY: plain old data with the kernel's layouts (checked above and by static_assert in
 // shower.cu).
 unsafe impl DeviceRepr for ShowerParams {}
+unsafe impl DeviceRepr for PhaseParams {}
 unsafe impl DeviceRepr for GpuMaterial {}
 unsafe impl DeviceRepr for GpuElement {}
 unsafe impl DeviceRepr for GpuPhoto {}
@@ -420,20 +458,25 @@ pub fn batch_primaries(phys: &ShowerPhysics, primary: &Primary, lo: u64, hi: u64
 pub enum Schedule {
     /// One launch per batch (`showers`): the kernel fills two queues (γ, e±) with the batch's
     /// secondaries and drains them itself, so no lane waits for a generation to end.
-    #[default]
     Queue,
     /// A launch of `photons` and `charged` per generation of secondaries (the first GPU loop).
     Generations,
+    /// Four launches per step over slots of tracks (`along_gamma`, `along_charged`,
+    /// `interact_gamma`, `interact_charged`): a step's first part for every track, then its
+    /// interactions grouped by process, fed from the same two queues as `Queue`.
+    #[default]
+    Phases,
 }
 
 impl Schedule {
-    /// `WARPDRIVE_EM_SCHEDULE=queue|generations` (for comparisons); otherwise the default.
+    /// `WARPDRIVE_EM_SCHEDULE=queue|generations|phases` (for comparisons); otherwise the default.
     pub fn from_env() -> Result<Self, GpuError> {
         match std::env::var("WARPDRIVE_EM_SCHEDULE").as_deref() {
-            Err(_) | Ok("" | "queue") => Ok(Self::Queue),
+            Err(_) | Ok("" | "phases") => Ok(Self::Phases),
+            Ok("queue") => Ok(Self::Queue),
             Ok("generations") => Ok(Self::Generations),
             Ok(other) => Err(GpuError::Other(format!(
-                "WARPDRIVE_EM_SCHEDULE: '{other}' is neither 'queue' nor 'generations'"
+                "WARPDRIVE_EM_SCHEDULE: '{other}' is none of 'queue', 'generations', 'phases'"
             ))),
         }
     }
@@ -559,6 +602,54 @@ struct Buffers {
     /// A second stream for the charged kernel: a generation's γ and e± lists are independent,
     /// so each kernel's tail (its last long tracks) runs beside the other kernel's work.
     side: Arc<CudaStream>,
+    /// Phase schedule only: the slots and the process lists.
+    phase: Option<PhaseBuffers>,
+}
+
+/// The slots of the phase schedule (`WdPhaseParams`): a state per slot, live flags, and per
+/// process a list of the slots that interact this iteration.
+struct PhaseBuffers {
+    gamma: CudaSlice<u8>,
+    charged: CudaSlice<u8>,
+    alive: CudaSlice<u32>,
+    list: CudaSlice<u32>,
+    count: CudaSlice<u32>,
+    n_slots: [usize; 2],
+}
+
+impl PhaseBuffers {
+    fn new(st: &Arc<CudaStream>) -> Result<Self, GpuError> {
+        let n = match std::env::var("WARPDRIVE_EM_SLOTS") {
+            Ok(v) if !v.trim().is_empty() => v
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=1 << 24).contains(n))
+                .ok_or_else(|| GpuError::Other(format!("WARPDRIVE_EM_SLOTS={v}: expected 1 to 16777216 slots")))?,
+            _ => PHASE_SLOTS,
+        };
+        Ok(Self {
+            gamma: st.alloc_zeros::<u8>(n * PHOTON_STATE_BYTES)?,
+            charged: st.alloc_zeros::<u8>(n * CHARGED_STATE_BYTES)?,
+            alive: st.alloc_zeros::<u32>(2 * n)?,
+            list: st.alloc_zeros::<u32>(PHASE_PROCESSES * n)?,
+            count: st.alloc_zeros::<u32>(PHASE_PROCESSES + 1)?,
+            n_slots: [n, n],
+        })
+    }
+
+    fn params(&self, st: &Arc<CudaStream>) -> PhaseParams {
+        PhaseParams {
+            gamma: ptr(&self.gamma, st),
+            charged: ptr(&self.charged, st),
+            alive: ptr(&self.alive, st),
+            list: ptr(&self.list, st),
+            count: ptr(&self.count, st),
+            n_slots: [self.n_slots[0] as u32, self.n_slots[1] as u32],
+            list_stride: self.n_slots[0].max(self.n_slots[1]) as u32,
+            pad: 0,
+        }
+    }
 }
 
 impl Buffers {
@@ -639,7 +730,8 @@ fn run_share(
         Some(s) => s,
         None => Schedule::from_env()?,
     };
-    let queue = schedule == Schedule::Queue;
+    // Queue and phases: two queues hold every track of a batch.
+    let queue = schedule != Schedule::Generations;
     // WARPDRIVE_EM_KERNEL_DEFINES='A;B=y': extra defines, for kernel comparisons on a device
     // (e.g. the switch WD_INLINE); results are the same by construction.
     let defines: Vec<String> = std::env::var("WARPDRIVE_EM_KERNEL_DEFINES")
@@ -648,6 +740,28 @@ fn run_share(
     let (module, photons) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "photons", true, &defines)?;
     let charged = module.load_function("charged")?;
     let showers = module.load_function("showers")?;
+    // In launch order (run_batch_phases).
+    let phase_fns = [
+        module.load_function("along_charged")?,
+        module.load_function("along_gamma")?,
+        module.load_function("phase_clamp")?,
+        module.load_function("interact_gamma")?,
+        module.load_function("interact_charged")?,
+    ];
+    // WARPDRIVE_EM_CARVEOUT=PERCENT: the kernels' preferred shared-memory share of the unified
+    // L1/shared memory (0 = the largest L1), for comparisons on a device; unset = the driver's choice.
+    if let Ok(v) = std::env::var("WARPDRIVE_EM_CARVEOUT") {
+        let pct: i32 = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|p| (0..=100).contains(p))
+            .ok_or_else(|| GpuError::Other(format!("WARPDRIVE_EM_CARVEOUT={v}: expected a percentage 0-100")))?;
+        let attr = cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+        for f in [&photons, &charged, &showers].into_iter().chain(&phase_fns) {
+            f.set_attribute(attr, pct)?;
+        }
+    }
     let st = gpu.stream.clone();
     let (free, _total) = gpu.ctx.mem_get_info()?;
     // A quarter of the free memory for the lists (queue: each track also has a 4-byte flag).
@@ -691,8 +805,15 @@ fn run_share(
             [resident_blocks(&gpu, &photons), resident_blocks(&gpu, &charged)]
         },
         side: st.fork()?,
+        phase: if schedule == Schedule::Phases {
+            Some(PhaseBuffers::new(&st)?)
+        } else {
+            None
+        },
     };
-    let registers = if queue {
+    let registers = if schedule == Schedule::Phases {
+        (phase_fns[1].num_regs().unwrap_or(0), phase_fns[0].num_regs().unwrap_or(0))
+    } else if queue {
         (showers.num_regs().unwrap_or(0), showers.num_regs().unwrap_or(0))
     } else {
         (photons.num_regs().unwrap_or(0), charged.num_regs().unwrap_or(0))
@@ -723,7 +844,9 @@ fn run_share(
             capacity,
             st: &st,
         };
-        let done = if queue {
+        let done = if schedule == Schedule::Phases {
+            run_batch_phases(&job, lo, hi, &mut b, &phase_fns, &mut stats)?
+        } else if queue {
             run_batch_queue(&job, lo, hi, &mut b, &showers)?
         } else {
             run_batch(&job, lo, hi, &mut b, &photons, &charged, &mut stats)?
@@ -946,6 +1069,86 @@ fn run_batch_queue(
         st.memset_zeros(&mut b.counters)?;
         return Ok(None);
     }
+    Ok(Some(read_events(b, st, cal, primary, &missed)?))
+}
+
+/// Events `lo..hi` in the phase schedule: the queues as in [`run_batch_queue`], then iterations
+/// of five launches (`along_charged`, `along_gamma`, `phase_clamp`, `interact_gamma`,
+/// `interact_charged`; the order matters, see the kernels) until no track is live (read every
+/// [`PHASE_POLL`] iterations); `None` when a queue overflowed.
+fn run_batch_phases(
+    job: &Job,
+    lo: u64,
+    hi: u64,
+    b: &mut Buffers,
+    fns: &[cudarc::driver::CudaFunction; 5],
+    stats: &mut GpuShowerStats,
+) -> Result<Option<Vec<EventTally>>, GpuError> {
+    let Job { phys, primary, st, .. } = *job;
+    let cal = &phys.calorimeter;
+    let Some((count, missed)) = upload_batch(job, lo, hi, b)? else {
+        return Ok(None);
+    };
+    st.memcpy_htod(&[count[0] as u32, count[1] as u32, 0], &mut b.counters)?;
+    let mut ctl = [0u32; QUEUE_CTL_WORDS];
+    ctl[QUEUE_LIVE] = (count[0] + count[1]) as u32;
+    st.memcpy_htod(&ctl, &mut b.queue_ctl)?;
+    let mut p = b.params(job, 0);
+    p.queue_ctl = ptr(&b.queue_ctl, st);
+    p.ready = ptr(&b.ready, st);
+    p.first = [count[0] as u32, count[1] as u32];
+    let Some(ph) = b.phase.as_mut() else {
+        return Err(GpuError::Other("phase schedule without its slots".into()));
+    };
+    // A batch after an overflow may have left slots live.
+    st.memset_zeros(&mut ph.alive)?;
+    let q = ph.params(st);
+    let grid = |n: usize| LaunchConfig {
+        grid_dim: ((n as u32).div_ceil(BLOCK), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let cfgs = [
+        grid(ph.n_slots[1]),
+        grid(ph.n_slots[0]),
+        grid(1),
+        grid(ph.n_slots[0]),
+        grid(ph.n_slots[1]),
+    ];
+    let live_word = b.queue_ctl.slice(QUEUE_LIVE..QUEUE_LIVE + 1);
+    let mut iterations = 0u64;
+    loop {
+        for _ in 0..PHASE_POLL {
+            st.memset_zeros(&mut ph.count)?;
+            for (k, (f, cfg)) in fns.iter().zip(cfgs).enumerate() {
+                let mut l = st.launch_builder(f);
+                l.arg(&p);
+                if k != 2 {
+                    l.arg(&q);
+                }
+                // SAFETY: `p` and `q` point at live allocations of `b`; slot indices stay below
+                // n_slots, list entries below list_stride per process (one per slot), queue
+                // slots below `capacity`, event records below the batch's events.
+                unsafe { l.launch(cfg) }?;
+            }
+        }
+        iterations += PHASE_POLL;
+        let live = st.clone_dtoh(&live_word)?[0];
+        let c = st.clone_dtoh(&b.counters)?;
+        if c[2] != 0 {
+            st.memset_zeros(&mut b.counters)?;
+            return Ok(None);
+        }
+        if live == 0 {
+            break;
+        }
+        if iterations > MAX_GENERATIONS * PHASE_POLL {
+            return Err(GpuError::Other(format!(
+                "phase schedule: {live} tracks still live after {iterations} iterations"
+            )));
+        }
+    }
+    stats.generations += iterations;
     Ok(Some(read_events(b, st, cal, primary, &missed)?))
 }
 
