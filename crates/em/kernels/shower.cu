@@ -1694,9 +1694,19 @@ __device__ __forceinline__ bool wd_charged_end(WdChargedState& s) {
     return false;
 }
 
+// What the two halves of wd_charged_along pass on (the phase schedule keeps it per slot while
+// a step that crosses a boundary waits for its true length, wd_geom_to_true).
+struct WdChargedMid {
+    double e0, range, t_step, z, sig_max;
+    WdBoundary b;
+    unsigned int mat;
+    int crossing, discrete;
+};
+
 // A charged track's step up to the choice of its discrete interaction (transport.rs
-// Event::charged): limits, geometry, continuous loss, move and scatter, the choice.
-__device__ int wd_charged_along(const ShowerParams& P, WdChargedState& s) {
+// Event::charged): limits, geometry, continuous loss, move and scatter, the choice. Its first
+// half ends where a step that crosses a boundary needs its true length.
+__device__ int wd_charged_limits(const ShowerParams& P, WdChargedState& s, WdChargedMid& mid) {
     if (s.t.energy < WD_LOWEST_ELECTRON_ENERGY) {
         wd_stop(s.ev, s.t, s.rng);
         wd_charged_end(s);
@@ -1730,8 +1740,30 @@ __device__ int wd_charged_along(const ShowerParams& P, WdChargedState& s) {
     // 2. Geometry.
     double z = wd_true_to_geom(P, m, s.q, e0, t_step, range);
     WdBoundary b = wd_distance_to_boundary(P, s.t.pos, s.t.dir, s.t.slab);
-    bool crossing = z >= b.distance;
-    double t_true = crossing ? fmin(wd_geom_to_true(P, m, s.q, e0, b.distance, range), t_step) : t_step;
+    mid.e0 = e0;
+    mid.range = range;
+    mid.t_step = t_step;
+    mid.z = z;
+    mid.sig_max = sig_max;
+    mid.b = b;
+    mid.mat = mat;
+    mid.crossing = z >= b.distance;
+    mid.discrete = discrete;
+    return WD_ACT_NONE;
+}
+
+// The true length of a step that crosses a boundary (capped by the step), else the step.
+__device__ __forceinline__ double wd_charged_true_length(const ShowerParams& P, const WdChargedState& s, const WdChargedMid& mid) {
+    return mid.crossing ? fmin(wd_geom_to_true(P, P.materials[mid.mat], s.q, mid.e0, mid.b.distance, mid.range), mid.t_step) : mid.t_step;
+}
+
+// The second half: continuous loss over the true length, move and scatter, the choice.
+__device__ int wd_charged_finish(const ShowerParams& P, WdChargedState& s, const WdChargedMid& mid, double t_true) {
+    const unsigned int mat = mid.mat;
+    const WdMaterial& m = P.materials[mat];
+    const double e0 = mid.e0, range = mid.range, z = mid.z, sig_max = mid.sig_max;
+    const WdBoundary b = mid.b;
+    const bool crossing = mid.crossing != 0, discrete = mid.discrete != 0;
     // 3. Continuous loss.
     double loss;
     if (t_true >= range) {
@@ -1789,6 +1821,12 @@ __device__ int wd_charged_along(const ShowerParams& P, WdChargedState& s) {
         u -= xs[p];
     }
     return chosen;
+}
+
+__device__ int wd_charged_along(const ShowerParams& P, WdChargedState& s) {
+    WdChargedMid mid;
+    if (wd_charged_limits(P, s, mid) == WD_ACT_END) return WD_ACT_END;
+    return wd_charged_finish(P, s, mid, wd_charged_true_length(P, s, mid));
 }
 
 // The interaction `chosen` of wd_charged_along; false when the track has ended.
@@ -2006,19 +2044,23 @@ extern "C" __global__ void __launch_bounds__(128, WD_SHOWER_MIN_BLOCKS) showers(
 struct WdPhaseParams {
     WdPhotonState* gamma;     // n_slots[0] states
     WdChargedState* charged;  // n_slots[1] states
+    WdChargedMid* mid;        // n_slots[1]: a crossing step's first half (cross_charged)
     unsigned int* alive;      // n_slots[0] + n_slots[1] flags (γ slots, then e± slots)
-    unsigned int* list;       // per process (4 γ, then 3 e±): `list_stride` slot indices
-    unsigned int* count;      // per process: entries in its list (zeroed before each iteration)
+    unsigned int* list;       // per process (4 γ, 3 e±, then the crossing e± steps): `list_stride` slots
+    unsigned int* count;      // per list: its entries (zeroed before each iteration)
     unsigned int n_slots[2];
     unsigned int list_stride; // max(n_slots)
     unsigned int pad;
 };
-static_assert(sizeof(WdPhaseParams) == 56, "WdPhaseParams size");
+static_assert(sizeof(WdPhaseParams) == 64, "WdPhaseParams size");
+static_assert(sizeof(WdChargedMid) == 72, "WdChargedMid size");
 // shower/gpu.rs PHOTON_STATE_BYTES, CHARGED_STATE_BYTES: the host allocates the slots.
 static_assert(sizeof(WdPhotonState) == 192, "WdPhotonState size");
 static_assert(sizeof(WdChargedState) == 224, "WdChargedState size");
 #define WD_PROCESSES_GAMMA 4
 #define WD_PROCESSES_CHARGED 3
+// The list of e± slots whose step crosses a boundary (after the 7 process lists).
+#define WD_LIST_CROSSING 7u
 
 // Claims for the lanes in `need` (one warp) the next tracks of queue k: queue slot or ~0u.
 // One atomicAdd per warp takes as many slots as lanes ask for; those at or past the tail stay
@@ -2086,8 +2128,9 @@ __device__ __forceinline__ void wd_phase_along(const ShowerParams& P, const WdPh
         s = states[i];
     }
     int act = WD_ACT_NONE;
+    bool crossing = false;
     if (live) {
-        act = wd_along(P, s);
+        act = wd_along_slot(P, Q, s, i, crossing);
         if (act == WD_ACT_END) {
             *alive = 0u;
         } else {
@@ -2096,6 +2139,30 @@ __device__ __forceinline__ void wd_phase_along(const ShowerParams& P, const WdPh
     }
     wd_phase_ended(P, live && act == WD_ACT_END);
     wd_phase_list(Q, first_process, n_processes, live ? act : WD_ACT_NONE, i);
+    wd_phase_list(Q, WD_LIST_CROSSING, 1u, crossing ? 0 : WD_ACT_NONE, i);
+}
+
+// The e± steps that cross a boundary, set aside by along_charged: the true length of each
+// (a bisection of wd_geom_to_true, ~50 evaluations, which in along_charged ran with a few
+// lanes of a warp while the others waited), then the rest of the step.
+__device__ __forceinline__ void wd_phase_cross(const ShowerParams& P, const WdPhaseParams& Q) {
+    const unsigned int j = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool mine = j < Q.count[WD_LIST_CROSSING];
+    int act = WD_ACT_NONE;
+    unsigned int i = 0u;
+    if (mine) {
+        i = Q.list[WD_LIST_CROSSING * Q.list_stride + j];
+        WdChargedState s = Q.charged[i];
+        const WdChargedMid mid = Q.mid[i];
+        act = wd_charged_finish(P, s, mid, wd_charged_true_length(P, s, mid));
+        if (act == WD_ACT_END) {
+            Q.alive[Q.n_slots[0] + i] = 0u;
+        } else {
+            Q.charged[i] = s;
+        }
+    }
+    wd_phase_ended(P, mine && act == WD_ACT_END);
+    wd_phase_list(Q, WD_PROCESSES_GAMMA, WD_PROCESSES_CHARGED, mine ? act : WD_ACT_NONE, i);
 }
 
 // The interactions of one kind, list after list: thread j takes the j-th entry of the lists
@@ -2123,18 +2190,34 @@ __device__ __forceinline__ void wd_phase_interact(const ShowerParams& P, const W
     wd_phase_ended(P, ended);
 }
 
-__device__ __forceinline__ int wd_along(const ShowerParams& P, WdPhotonState& s) { return wd_photon_along(P, s); }
-__device__ __forceinline__ int wd_along(const ShowerParams& P, WdChargedState& s) { return wd_charged_along(P, s); }
+// The first part of a slot's step; an e± step that crosses a boundary stops before its true
+// length (its first half kept in Q.mid, `crossing` set) and is finished by cross_charged.
+__device__ __forceinline__ int wd_along_slot(const ShowerParams& P, const WdPhaseParams& Q, WdPhotonState& s, unsigned int, bool&) {
+    return wd_photon_along(P, s);
+}
+__device__ __forceinline__ int wd_along_slot(const ShowerParams& P, const WdPhaseParams& Q, WdChargedState& s, unsigned int i, bool& crossing) {
+    WdChargedMid mid;
+    if (wd_charged_limits(P, s, mid) == WD_ACT_END) return WD_ACT_END;
+    if (mid.crossing) {
+        Q.mid[i] = mid;
+        crossing = true;
+        return WD_ACT_NONE;
+    }
+    return wd_charged_finish(P, s, mid, mid.t_step);
+}
 __device__ __forceinline__ bool wd_interact(const ShowerParams& P, WdPhotonState& s, int p) { return wd_photon_interact(P, s, p); }
 __device__ __forceinline__ bool wd_interact(const ShowerParams& P, WdChargedState& s, int p) { return wd_charged_interact(P, s, p); }
 
-// Launch order per iteration (gpu.rs run_batch_phases): along_charged, along_gamma,
-// phase_clamp, interact_gamma, interact_charged.
+// Launch order per iteration (gpu.rs run_batch_phases): along_charged, cross_charged,
+// along_gamma, phase_clamp, interact_gamma, interact_charged.
 extern "C" __global__ void __launch_bounds__(128) along_gamma(const ShowerParams Pk, const WdPhaseParams Q) {
     wd_phase_along<WdPhotonState>(wd_block_params(Pk), Q, 0u, Q.gamma, 0u, WD_PROCESSES_GAMMA);
 }
 extern "C" __global__ void __launch_bounds__(128) along_charged(const ShowerParams Pk, const WdPhaseParams Q) {
     wd_phase_along<WdChargedState>(wd_block_params(Pk), Q, 1u, Q.charged, WD_PROCESSES_GAMMA, WD_PROCESSES_CHARGED);
+}
+extern "C" __global__ void __launch_bounds__(128) cross_charged(const ShowerParams Pk, const WdPhaseParams Q) {
+    wd_phase_cross(wd_block_params(Pk), Q);
 }
 // One thread, after both along kernels: each queue's head back to its tail where the claims
 // went past it (wd_phase_claim), before the interactions push to the queues again.

@@ -5,7 +5,7 @@
 // this checks the translation of the loop and of every interactor, bit for bit, without a GPU.
 // With MODE `queue` it runs the one-launch kernel `showers` instead, with one thread (its
 // queues, claims, publication flags and live count; not the concurrency); with MODE `phases`
-// the four phase kernels over a few slots per kind, launch after launch, as gpu.rs
+// the six phase kernels over a few slots per kind, launch after launch, as gpu.rs
 // run_batch_phases does (slots, claims, process lists).
 //
 //   shower_host_twin TABLES PRIMARIES OUT [generations|queue|phases]
@@ -205,10 +205,12 @@ int main(int argc, char** argv) {
         P.ready = ready.data();
         std::vector<WdPhotonState> gamma(n);
         std::vector<WdChargedState> charged_slots(n);
-        std::vector<unsigned int> alive(2 * n, 0u), list(7 * n, 0u), count(8, 0u);
+        std::vector<WdChargedMid> mid(n);
+        std::vector<unsigned int> alive(2 * n, 0u), list(8 * n, 0u), count(8, 0u);
         WdPhaseParams Q;
         Q.gamma = gamma.data();
         Q.charged = charged_slots.data();
+        Q.mid = mid.data();
         Q.alive = alive.data();
         Q.list = list.data();
         Q.count = count.data();
@@ -221,14 +223,15 @@ int main(int argc, char** argv) {
         unsigned long long iterations = 0;
         while (ctl[WD_Q_LIVE] != 0u && !counters[2]) {
             std::fill(count.begin(), count.end(), 0u);
-            for (int k = 0; k < 5; ++k) {
-                for (unsigned int i = 0; i < (k == 2 ? 1u : n); ++i) {
+            for (int k = 0; k < 6; ++k) {
+                for (unsigned int i = 0; i < (k == 3 ? 1u : n); ++i) {
                     blockIdx = {i, 0, 0};
                     if (k == 0) along_charged(P, Q);
-                    if (k == 1) along_gamma(P, Q);
-                    if (k == 2) phase_clamp(P);
-                    if (k == 3) interact_gamma(P, Q);
-                    if (k == 4) interact_charged(P, Q);
+                    if (k == 1) cross_charged(P, Q);
+                    if (k == 2) along_gamma(P, Q);
+                    if (k == 3) phase_clamp(P);
+                    if (k == 4) interact_gamma(P, Q);
+                    if (k == 5) interact_charged(P, Q);
                 }
             }
             iterations += 1;

@@ -6,12 +6,13 @@
 //! batch of events to the fronts of two queues (γ and e±); every secondary is appended to the
 //! queue of its kind (ids = [`super::transport::child_id`] of the parent id and ordinal, the
 //! event index carried along). Tracks are stepped in fixed slots ([`PHASE_SLOTS`] per kind),
-//! five launches per step: `along_charged` and `along_gamma` take a new track from the queue
+//! six launches per step: `along_charged` and `along_gamma` take a new track from the queue
 //! into each empty slot and run the first part of a step (limits, geometry, continuous loss,
 //! scattering, the choice of the discrete interaction) for every slot, appending the slots that
-//! interact to one list per process; `phase_clamp` settles the queues' heads; `interact_gamma`
-//! and `interact_charged` run the interactions list after list, so that a warp runs one
-//! interactor with all its lanes. The host repeats this until no track is live. Against the
+//! interact to one list per process; an e± step that crosses a boundary is set aside before its
+//! true length (a bisection) and finished by `cross_charged`, all lanes bisecting together;
+//! `phase_clamp` settles the queues' heads; `interact_gamma` and `interact_charged` run the
+//! interactions list after list, so that a warp runs one interactor with all its lanes. The host repeats this until no track is live. Against the
 //! queue schedule on an H100 (1 GeV and 10 GeV e⁻ in TestEm3): 2.6 × and 2.4 × the events per
 //! second — the one-launch kernel's warps spent most cycles waiting for instruction fetch
 //! across its 280 kB of code, with 10 of 32 lanes active (docs/performance/em.md).
@@ -197,6 +198,7 @@ const _: () = assert!(std::mem::offset_of!(ShowerParams, overflow) == 144);
 struct PhaseParams {
     gamma: u64,
     charged: u64,
+    mid: u64,
     alive: u64,
     list: u64,
     count: u64,
@@ -204,16 +206,22 @@ struct PhaseParams {
     list_stride: u32,
     pad: u32,
 }
-const _: () = assert!(size_of::<PhaseParams>() == 56);
+const _: () = assert!(size_of::<PhaseParams>() == 64);
 /// Bytes of the kernel's `WdPhotonState` and `WdChargedState` (one per slot; the host only
 /// allocates them), checked against the kernel by the `static_assert`s in shower.cu.
 const PHOTON_STATE_BYTES: usize = 192;
 const CHARGED_STATE_BYTES: usize = 224;
-/// Processes of the phase lists: 4 for γ (Compton, photoelectric, conversion, Rayleigh), 3 for
-/// e± (δ-ray, bremsstrahlung, annihilation), then one spare counter.
-const PHASE_PROCESSES: usize = 7;
-/// Slots per kind of the phase schedule (`WARPDRIVE_EM_SLOTS` overrides, for comparisons).
-const PHASE_SLOTS: usize = 1 << 18;
+/// Bytes of the kernel's `WdChargedMid` (a crossing e± step's first half, one per e± slot).
+const CHARGED_MID_BYTES: usize = 72;
+/// Lists of the phase schedule: one per process, 4 for γ (Compton, photoelectric, conversion,
+/// Rayleigh) and 3 for e± (δ-ray, bremsstrahlung, annihilation), then the e± steps that cross a
+/// boundary (kernel WD_LIST_CROSSING).
+const PHASE_LISTS: usize = 8;
+/// Slots per kind of the phase schedule (`WARPDRIVE_EM_SLOTS` overrides, for comparisons):
+/// H100, `bench em --problem testem3`, same call: 2¹⁸ 22 438 / 2 675 events/s (1 / 10 GeV),
+/// 2¹⁹ 24 222 / 3 165; 2²⁰ was slower at 1 GeV than 2¹⁸ (docs/performance/em.md). 256 MB of
+/// states.
+const PHASE_SLOTS: usize = 1 << 19;
 /// Iterations between two reads of the live-track count (each read waits for the device).
 const PHASE_POLL: u64 = 16;
 
@@ -611,6 +619,7 @@ struct Buffers {
 struct PhaseBuffers {
     gamma: CudaSlice<u8>,
     charged: CudaSlice<u8>,
+    mid: CudaSlice<u8>,
     alive: CudaSlice<u32>,
     list: CudaSlice<u32>,
     count: CudaSlice<u32>,
@@ -631,9 +640,10 @@ impl PhaseBuffers {
         Ok(Self {
             gamma: st.alloc_zeros::<u8>(n * PHOTON_STATE_BYTES)?,
             charged: st.alloc_zeros::<u8>(n * CHARGED_STATE_BYTES)?,
+            mid: st.alloc_zeros::<u8>(n * CHARGED_MID_BYTES)?,
             alive: st.alloc_zeros::<u32>(2 * n)?,
-            list: st.alloc_zeros::<u32>(PHASE_PROCESSES * n)?,
-            count: st.alloc_zeros::<u32>(PHASE_PROCESSES + 1)?,
+            list: st.alloc_zeros::<u32>(PHASE_LISTS * n)?,
+            count: st.alloc_zeros::<u32>(PHASE_LISTS)?,
             n_slots: [n, n],
         })
     }
@@ -642,6 +652,7 @@ impl PhaseBuffers {
         PhaseParams {
             gamma: ptr(&self.gamma, st),
             charged: ptr(&self.charged, st),
+            mid: ptr(&self.mid, st),
             alive: ptr(&self.alive, st),
             list: ptr(&self.list, st),
             count: ptr(&self.count, st),
@@ -743,6 +754,7 @@ fn run_share(
     // In launch order (run_batch_phases).
     let phase_fns = [
         module.load_function("along_charged")?,
+        module.load_function("cross_charged")?,
         module.load_function("along_gamma")?,
         module.load_function("phase_clamp")?,
         module.load_function("interact_gamma")?,
@@ -812,7 +824,7 @@ fn run_share(
         },
     };
     let registers = if schedule == Schedule::Phases {
-        (phase_fns[1].num_regs().unwrap_or(0), phase_fns[0].num_regs().unwrap_or(0))
+        (phase_fns[2].num_regs().unwrap_or(0), phase_fns[0].num_regs().unwrap_or(0))
     } else if queue {
         (showers.num_regs().unwrap_or(0), showers.num_regs().unwrap_or(0))
     } else {
@@ -1073,15 +1085,15 @@ fn run_batch_queue(
 }
 
 /// Events `lo..hi` in the phase schedule: the queues as in [`run_batch_queue`], then iterations
-/// of five launches (`along_charged`, `along_gamma`, `phase_clamp`, `interact_gamma`,
-/// `interact_charged`; the order matters, see the kernels) until no track is live (read every
-/// [`PHASE_POLL`] iterations); `None` when a queue overflowed.
+/// of six launches (`along_charged`, `cross_charged`, `along_gamma`, `phase_clamp`,
+/// `interact_gamma`, `interact_charged`; the order matters, see the kernels) until no track is
+/// live (read every [`PHASE_POLL`] iterations); `None` when a queue overflowed.
 fn run_batch_phases(
     job: &Job,
     lo: u64,
     hi: u64,
     b: &mut Buffers,
-    fns: &[cudarc::driver::CudaFunction; 5],
+    fns: &[cudarc::driver::CudaFunction; 6],
     stats: &mut GpuShowerStats,
 ) -> Result<Option<Vec<EventTally>>, GpuError> {
     let Job { phys, primary, st, .. } = *job;
@@ -1110,6 +1122,7 @@ fn run_batch_phases(
     };
     let cfgs = [
         grid(ph.n_slots[1]),
+        grid(ph.n_slots[1]),
         grid(ph.n_slots[0]),
         grid(1),
         grid(ph.n_slots[0]),
@@ -1123,7 +1136,8 @@ fn run_batch_phases(
             for (k, (f, cfg)) in fns.iter().zip(cfgs).enumerate() {
                 let mut l = st.launch_builder(f);
                 l.arg(&p);
-                if k != 2 {
+                // phase_clamp takes the queues' parameters only.
+                if k != 3 {
                     l.arg(&q);
                 }
                 // SAFETY: `p` and `q` point at live allocations of `b`; slot indices stay below
