@@ -21,7 +21,7 @@ fn kernels() -> Vec<KernelSet> {
     k.extend(
         warpdrive_em::shower::gpu::KERNELS
             .iter()
-            .map(|&(f, s, fs)| (f, s, fs, warpdrive_em::shower::gpu::SWITCHES, false)),
+            .map(|&(f, s, fs)| (f, s, fs, warpdrive_em::shower::gpu::SWITCHES, true)),
     );
     k.extend(
         warpdrive_sky::gpu::KERNELS

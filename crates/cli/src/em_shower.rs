@@ -9,6 +9,7 @@ use std::time::Instant;
 use warpdrive_core::progress::Progress;
 use warpdrive_em::shower::cuts::RangeCuts;
 use warpdrive_em::shower::geometry::Calorimeter;
+use warpdrive_em::shower::gpu::GpuShowerOptions;
 use warpdrive_em::shower::run::run;
 use warpdrive_em::shower::tables::TableOptions;
 use warpdrive_em::shower::transport::{Primary, ShowerPhysics};
@@ -141,12 +142,23 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
             format!("cpu ({} threads)", rayon::current_num_threads()),
         ),
         Some(d) => {
-            let (r, st) = warpdrive_em::shower::gpu::run_devices(&phys, &primary, a.events, a.seed, d, &progress, &Default::default())?;
+            let opts = GpuShowerOptions {
+                precise: a.common.precise,
+                ..GpuShowerOptions::default()
+            };
+            let (r, st) = warpdrive_em::shower::gpu::run_devices(&phys, &primary, a.events, a.seed, d, &progress, &opts)?;
             (
                 r,
                 format!(
-                    "{} ({:?} schedule, registers {}/{}, {} batches, {} re-runs after full lists, {} generations)",
-                    st.device, st.schedule, st.registers.0, st.registers.1, st.batches, st.reruns, st.generations
+                    "{} ({} mode, {:?} schedule, registers {}/{}, {} batches, {} re-runs after full lists, {} generations)",
+                    st.device,
+                    if st.precise { "precise" } else { "fast" },
+                    st.schedule,
+                    st.registers.0,
+                    st.registers.1,
+                    st.batches,
+                    st.reruns,
+                    st.generations
                 ),
             )
         }
@@ -345,20 +357,29 @@ pub fn bench_testem3(events: u64, gpu_events: u64, threads: &[usize], device: &s
     }
     let mut gpu_rows = Vec::new();
     if let Some(ordinal) = gpu {
-        // Warm-up: kernel compile/load and first touch.
-        let _ = warpdrive_em::shower::gpu::run(
-            &phys,
-            &Primary::testem3(Particle::Electron, 100.0),
-            8,
-            1,
-            ordinal,
-            &Progress::hidden(),
-        )?;
+        // Both GPU modes: fast (the default; CUDA's libm) and precise (bit-identical to the CPU).
+        let modes = [false, true].map(|precise| GpuShowerOptions {
+            precise,
+            ..GpuShowerOptions::default()
+        });
+        for opts in &modes {
+            // Warm-up: kernel compile/load and first touch.
+            let _ = warpdrive_em::shower::gpu::run_devices(
+                &phys,
+                &Primary::testem3(Particle::Electron, 100.0),
+                8,
+                1,
+                &[ordinal],
+                &Progress::hidden(),
+                opts,
+            )?;
+        }
         println!(
-            "{:>10} {:>28} {:>8} {:>10} {:>12} {:>14} {:>22}",
-            "energy", "device", "events", "seconds", "events/s", "track-steps/s", "× one CPU core"
+            "{:>10} {:>8} {:>28} {:>8} {:>10} {:>12} {:>14} {:>22}",
+            "energy", "mode", "device", "events", "seconds", "events/s", "track-steps/s", "× one CPU core"
         );
-        for energy in [1000.0, 10000.0] {
+        for (energy, opts) in [1000.0, 10000.0].into_iter().flat_map(|e| modes.iter().map(move |o| (e, o))) {
+            let mode = if opts.precise { "precise" } else { "fast" };
             let primary = Primary::testem3(Particle::Electron, energy);
             // gpu_events at 1 GeV, 3/10 of them at 10 GeV: as many events as fill the GPU in one
             // batch (an 80 GB H100's lists hold about 3 100 events of 10 GeV; each batch runs its
@@ -368,7 +389,7 @@ pub fn bench_testem3(events: u64, gpu_events: u64, threads: &[usize], device: &s
             } else {
                 gpu_events
             };
-            let (r, st) = warpdrive_em::shower::gpu::run(&phys, &primary, gpu_events, 1, ordinal, &Progress::hidden())?;
+            let (r, st) = warpdrive_em::shower::gpu::run_devices(&phys, &primary, gpu_events, 1, &[ordinal], &Progress::hidden(), opts)?;
             let (ev, stp) = (gpu_events as f64 / st.seconds, r.total_steps() as f64 / st.seconds);
             let one_core = rows
                 .iter()
@@ -377,14 +398,14 @@ pub fn bench_testem3(events: u64, gpu_events: u64, threads: &[usize], device: &s
                 .next()
                 .unwrap_or(f64::NAN);
             println!(
-                "{:>7} MeV {:>28} {gpu_events:>8} {:>10.3} {ev:>12.1} {stp:>14.3e} {:>22.1}",
+                "{:>7} MeV {mode:>8} {:>28} {gpu_events:>8} {:>10.3} {ev:>12.1} {stp:>14.3e} {:>22.1}",
                 energy,
                 st.device.chars().take(28).collect::<String>(),
                 st.seconds,
                 ev / one_core
             );
             gpu_rows.push(
-                serde_json::json!({"energy_mev": energy, "device": st.device, "events": gpu_events, "seconds": st.seconds,
+                serde_json::json!({"energy_mev": energy, "mode": mode, "device": st.device, "events": gpu_events, "seconds": st.seconds,
                 "events_per_s": ev, "track_steps_per_s": stp, "registers": [st.registers.0, st.registers.1],
                 "generations": st.generations, "batches": st.batches, "ratio_to_one_cpu_core_here": ev / one_core}),
             );

@@ -82,7 +82,21 @@
 #define WD_BY_ANNIHILATION 6
 
 // ---- transcendentals (one place to switch) ----
-// Portable functions (pmath.cuh): the same bits as warpdrive_core::pmath on the host.
+#ifdef WD_FAST
+// Fast mode (the default of `warpdrive em testem3|calorimeter --device cuda`; compiled with FMA
+// contraction): CUDA's double-precision libm, which can differ from the host's in the last bit —
+// a track's history then differs from the CPU's from there on (statistically equivalent).
+__device__ __forceinline__ double wd_ln(double x) { return log(x); }
+__device__ __forceinline__ double wd_exp(double x) { return exp(x); }
+__device__ __forceinline__ double wd_pow(double x, double y) { return pow(x, y); }
+__device__ __forceinline__ double wd_sin(double x) { return sin(x); }
+__device__ __forceinline__ double wd_cos(double x) { return cos(x); }
+__device__ __forceinline__ double wd_cbrt(double x) { return cbrt(x); }
+__device__ __forceinline__ double wd_ln_1p(double x) { return log1p(x); }
+__device__ __forceinline__ double wd_exp_m1(double x) { return expm1(x); }
+#else
+// Precise mode (`--precise`): the portable functions (pmath.cuh), the same bits as
+// warpdrive_core::pmath on the host, so that every event equals the CPU's.
 __device__ __forceinline__ double wd_ln(double x) { return pm_ln(x); }
 __device__ __forceinline__ double wd_exp(double x) { return pm_exp(x); }
 __device__ __forceinline__ double wd_pow(double x, double y) { return pm_pow(x, y); }
@@ -91,6 +105,7 @@ __device__ __forceinline__ double wd_cos(double x) { return pm_cos(x); }
 __device__ __forceinline__ double wd_cbrt(double x) { return pm_cbrt(x); }
 __device__ __forceinline__ double wd_ln_1p(double x) { return pm_ln_1p(x); }
 __device__ __forceinline__ double wd_exp_m1(double x) { return pm_exp_m1(x); }
+#endif
 
 // ---- data (twins of the #[repr(C)] structs in crates/em/src/shower/gpu.rs) ----
 

@@ -200,7 +200,7 @@ impl ShowerResult {
 /// `warpdrive em testem3` (`calorimeter` None) or `em calorimeter FILE`: `events` events of a
 /// `primary` ("e-", "e+", "gamma") of kinetic `energy` MeV, production cut `cut_mm` [mm].
 #[pyfunction]
-#[pyo3(signature = (calorimeter, primary, energy, events, seed, cut_mm, device, threads, progress))]
+#[pyo3(signature = (calorimeter, primary, energy, events, seed, cut_mm, device, threads, progress, precise=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn em_shower(
     py: Python<'_>,
@@ -213,6 +213,7 @@ pub fn em_shower(
     device: &str,
     threads: Option<usize>,
     progress: Option<&Bound<'_, PyAny>>,
+    precise: bool,
 ) -> PyResult<ShowerResult> {
     use warpdrive_em::shower::{cuts::RangeCuts, geometry::Calorimeter, tables::TableOptions, transport, Particle};
     let particle = match primary {
@@ -244,8 +245,14 @@ pub fn em_shower(
                 let r = warpdrive_em::shower::run::run(&phys, &prim, events, seed, p);
                 Ok((r, phys, format!("cpu ({} threads)", rayon::current_num_threads())))
             }
-            Some(d) => warpdrive_em::shower::gpu::run_devices(&phys, &prim, events, seed, d, p, &Default::default())
-                .map(|(r, st)| (r, phys, st.device)),
+            Some(d) => {
+                let opts = warpdrive_em::shower::gpu::GpuShowerOptions {
+                    precise,
+                    ..Default::default()
+                };
+                warpdrive_em::shower::gpu::run_devices(&phys, &prim, events, seed, d, p, &opts)
+            }
+            .map(|(r, st)| (r, phys, st.device)),
         }
     })?
     .map_err(|e| errors::gpu(&e))?;

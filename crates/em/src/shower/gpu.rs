@@ -69,8 +69,9 @@ pub const KERNEL_NAME: &str = "shower.cu";
 pub const KERNEL_SRC: &str = include_str!("../../kernels/shower.cu");
 pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["photons", "charged", "showers"])];
 /// Kernel switches: `WD_INLINE` inlines the device functions (the build before 13a2467; for
-/// comparisons through `WARPDRIVE_EM_KERNEL_DEFINES=WD_INLINE`, same results).
-pub const SWITCHES: &[&str] = &["WD_INLINE"];
+/// comparisons through `WARPDRIVE_EM_KERNEL_DEFINES=WD_INLINE`, same results); `WD_FAST` is
+/// the fast mode (CUDA's libm instead of the portable functions; [`GpuShowerOptions::precise`]).
+pub const SWITCHES: &[&str] = &["WD_INLINE", "WD_FAST"];
 /// Threads per block (the kernels' `__launch_bounds__`).
 const BLOCK: u32 = 128;
 /// Most elements per material the kernel's fixed arrays hold (`WD_MAX_ELEMENTS`).
@@ -500,6 +501,11 @@ pub struct GpuShowerOptions {
     pub batch_events: Option<u64>,
     /// Default: [`Schedule::from_env`].
     pub schedule: Option<Schedule>,
+    /// Precise mode: the portable transcendentals and IEEE arithmetic without FMA contraction,
+    /// so that every event is bit-identical to the CPU's. Default (false): fast mode, CUDA's
+    /// libm with contraction — the same physics, histories that part from the CPU's at the first
+    /// last-bit difference (statistically equivalent; `gpu-check em` holds it to the Geant4 bounds).
+    pub precise: bool,
 }
 
 /// Timing and bookkeeping of a GPU run.
@@ -516,6 +522,7 @@ pub struct GpuShowerStats {
     /// Registers per thread of `photons` and `charged` (queue mode: of `showers`, twice).
     pub registers: (i32, i32),
     pub schedule: Schedule,
+    pub precise: bool,
 }
 
 impl GpuShowerStats {
@@ -531,6 +538,7 @@ impl GpuShowerStats {
         self.stack_capacity = o.stack_capacity;
         self.registers = o.registers;
         self.schedule = o.schedule;
+        self.precise = o.precise;
     }
 }
 
@@ -745,10 +753,13 @@ fn run_share(
     let queue = schedule != Schedule::Generations;
     // WARPDRIVE_EM_KERNEL_DEFINES='A;B=y': extra defines, for kernel comparisons on a device
     // (e.g. the switch WD_INLINE); results are the same by construction.
-    let defines: Vec<String> = std::env::var("WARPDRIVE_EM_KERNEL_DEFINES")
+    let mut defines: Vec<String> = std::env::var("WARPDRIVE_EM_KERNEL_DEFINES")
         .map(|v| v.split(';').filter(|d| !d.is_empty()).map(str::to_string).collect())
         .unwrap_or_default();
-    let (module, photons) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "photons", true, &defines)?;
+    if !opts.precise {
+        defines.push("WD_FAST".into());
+    }
+    let (module, photons) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "photons", opts.precise, &defines)?;
     let charged = module.load_function("charged")?;
     let showers = module.load_function("showers")?;
     // In launch order (run_batch_phases).
@@ -835,6 +846,7 @@ fn run_share(
         stack_capacity: capacity,
         registers,
         schedule,
+        precise: opts.precise,
         ..Default::default()
     };
     let t0 = std::time::Instant::now();

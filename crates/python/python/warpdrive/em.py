@@ -70,29 +70,30 @@ class ShowerResult:
         return f"warpdrive.em.ShowerResult({self.n_events} events in {self.calorimeter}: {m}; {self.device})"
 
 
-def _shower(calorimeter, primary, energy, events, seed, cut_mm, device, threads, progress):
+def _shower(calorimeter, primary, energy, events, seed, cut_mm, device, threads, progress, precise):
     cb, close = _progress.callback(progress, events, "events")
     try:
         r = _warpdrive.em_shower(calorimeter, str(primary), float(energy), int(events), int(seed), float(cut_mm),
-                                 device, threads, cb)
+                                 device, threads, cb, bool(precise))
     finally:
         close()
     return ShowerResult(r)
 
 
 def testem3(primary="e-", energy=1000.0, events=1000, seed=12345, cut_mm=1.0, device="cpu", threads=None,
-            progress=None):
+            progress=None, precise=False):
     """``warpdrive em testem3``: ``events`` showers of a ``primary`` ("e-", "e+", "gamma") of kinetic
     ``energy`` MeV in Geant4's TestEm3 (50 × [2.3 mm Pb + 5.7 mm liquid Ar]), one production cut of
-    ``cut_mm`` mm. ``device``: "cpu", "auto", "cuda", "cuda:N" or "cuda:all" (the GPU twin, bit-identical to
-    the CPU). Defaults are the CLI's, except ``device`` ("cpu")."""
-    return _shower(None, primary, energy, events, seed, cut_mm, device, threads, progress)
+    ``cut_mm`` mm. ``device``: "cpu", "auto", "cuda", "cuda:N" or "cuda:all" (the GPU twin). On a GPU,
+    ``precise=True`` makes every event bit-identical to the CPU's (the CLI's ``--precise``); the default fast
+    mode uses CUDA's libm (statistically equivalent). Defaults are the CLI's, except ``device`` ("cpu")."""
+    return _shower(None, primary, energy, events, seed, cut_mm, device, threads, progress, precise)
 
 
 def calorimeter(path, primary="e-", energy=1000.0, events=1000, seed=12345, cut_mm=1.0, device="cpu", threads=None,
-                progress=None):
+                progress=None, precise=False):
     """``warpdrive em calorimeter PATH``: as :func:`testem3` for the layered calorimeter of a TOML file."""
-    return _shower(str(path), primary, energy, events, seed, cut_mm, device, threads, progress)
+    return _shower(str(path), primary, energy, events, seed, cut_mm, device, threads, progress, precise)
 
 
 def testem3_reference():
