@@ -1974,13 +1974,7 @@ extern "C" __global__ void __launch_bounds__(128, WD_SHOWER_MIN_BLOCKS) showers(
     const ShowerParams& P = wd_block_params(Pk);
     const unsigned int full = 0xffffffffu;
     const unsigned int lane = threadIdx.x & 31u;
-#ifdef WD_STATE_SHARED
-    // Measurement switch: the tracks' states in shared memory instead of the local stack.
-    __shared__ WdAnyState states[128];
-    WdAnyState& s = states[threadIdx.x];
-#else
     WdAnyState s;
-#endif
     bool alive = false, pending = false;
     unsigned int slot = 0u;
     unsigned int kind = 1u;

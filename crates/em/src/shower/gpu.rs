@@ -771,20 +771,6 @@ fn run_share(
         module.load_function("interact_gamma")?,
         module.load_function("interact_charged")?,
     ];
-    // WARPDRIVE_EM_CARVEOUT=PERCENT: the kernels' preferred shared-memory share of the unified
-    // L1/shared memory (0 = the largest L1), for comparisons on a device; unset = the driver's choice.
-    if let Ok(v) = std::env::var("WARPDRIVE_EM_CARVEOUT") {
-        let pct: i32 = v
-            .trim()
-            .parse()
-            .ok()
-            .filter(|p| (0..=100).contains(p))
-            .ok_or_else(|| GpuError::Other(format!("WARPDRIVE_EM_CARVEOUT={v}: expected a percentage 0-100")))?;
-        let attr = cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
-        for f in [&photons, &charged, &showers].into_iter().chain(&phase_fns) {
-            f.set_attribute(attr, pct)?;
-        }
-    }
     let st = gpu.stream.clone();
     let (free, _total) = gpu.ctx.mem_get_info()?;
     // A quarter of the free memory for the lists (queue: each track also has a 4-byte flag).
