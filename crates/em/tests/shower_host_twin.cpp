@@ -166,10 +166,12 @@ int main(int argc, char** argv) {
     P.ready = nullptr;
     P.first[0] = P.first[1] = 0u;
     unsigned long long generations = 0;
-    if (queue) {
-        // gpu.rs run_batch_queue: the primaries at the queues' fronts, published by the host.
-        std::vector<unsigned int> ready(2 * capacity, 0u);
-        unsigned int ctl[96] = {0u};
+    // Queue and phases (gpu.rs run_batch_queue, run_batch_phases): the primaries at the queues'
+    // fronts, published by the host.
+    std::vector<unsigned int> ready;
+    unsigned int ctl[96] = {0u};
+    if (queue || phases) {
+        ready.assign(2 * capacity, 0u);
         ctl[WD_Q_LIVE] = (unsigned int)(lists[0].size() + lists[1].size());
         for (int k = 0; k < 2; ++k) {
             std::copy(lists[k].begin(), lists[k].end(), out[k].begin());
@@ -178,6 +180,8 @@ int main(int argc, char** argv) {
         }
         P.queue_ctl = ctl;
         P.ready = ready.data();
+    }
+    if (queue) {
         gridDim = {1, 1, 1};
         blockDim = {1, 1, 1};
         blockIdx = {0, 0, 0};
@@ -190,19 +194,9 @@ int main(int argc, char** argv) {
         printf("queue: %u γ and %u e± tracks\n", counters[0], counters[1]);
     }
     if (phases) {
-        // gpu.rs run_batch_phases: the queues as in queue mode, few slots (so that tracks wait in
-        // the queues and slots are reused), and each launch's "threads" one after the other.
+        // Few slots (so that tracks wait in the queues and slots are reused), and each launch's
+        // "threads" one after the other.
         const unsigned int n = 7;
-        std::vector<unsigned int> ready(2 * capacity, 0u);
-        unsigned int ctl[96] = {0u};
-        ctl[WD_Q_LIVE] = (unsigned int)(lists[0].size() + lists[1].size());
-        for (int k = 0; k < 2; ++k) {
-            std::copy(lists[k].begin(), lists[k].end(), out[k].begin());
-            counters[k] = P.first[k] = (unsigned int)lists[k].size();
-            lists[k].clear();
-        }
-        P.queue_ctl = ctl;
-        P.ready = ready.data();
         std::vector<WdPhotonState> gamma(n);
         std::vector<WdChargedState> charged_slots(n);
         std::vector<WdChargedMid> mid(n);
