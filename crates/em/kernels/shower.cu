@@ -2045,9 +2045,11 @@ extern "C" __global__ void __launch_bounds__(128, WD_SHOWER_MIN_BLOCKS) showers(
 // step is split where the tracks' paths part (Celeritas' step actions): `along_gamma` /
 // `along_charged` run the first part of a step (wd_*_along: limits, geometry, loss, scattering,
 // the choice of the interaction) for every slot of their kind, and append each slot that must
-// interact to its process' list; `interact_gamma` / `interact_charged` then run the
-// interactions list by list, so that a warp's lanes run one interactor together. A slot whose
-// track ended takes the next published track of its queue at the start of `along_*`. The
+// interact to its process' list; an e± step that crosses a boundary stops before its true
+// length and `cross_charged` finishes those steps together; `interact_gamma` /
+// `interact_charged` then run the interactions list by list, so that a warp's lanes run one
+// interactor together. A slot whose track ended takes the next queued track of its kind at
+// the start of `along_*`. The
 // operations and draws of every track are those of wd_*_step, in the same order; only their
 // interleaving across tracks differs, which changes no result (see queue mode).
 struct WdPhaseParams {
