@@ -12,10 +12,11 @@
 //! interact to one list per process; an e± step that crosses a boundary is set aside before its
 //! true length (a bisection) and finished by `cross_charged`, all lanes bisecting together;
 //! `phase_clamp` settles the queues' heads; `interact_gamma` and `interact_charged` run the
-//! interactions list after list, so that a warp runs one interactor with all its lanes. The host repeats this until no track is live. Against the
-//! queue schedule on an H100 (1 GeV and 10 GeV e⁻ in TestEm3): 2.6 × and 2.4 × the events per
-//! second — the one-launch kernel's warps spent most cycles waiting for instruction fetch
-//! across its 280 kB of code, with 10 of 32 lanes active (docs/performance/em.md).
+//! interactions list after list, so that a warp runs one interactor with all its lanes. The
+//! host repeats this until no track is live. Against the queue schedule on an H100 (1 GeV and
+//! 10 GeV e⁻ in TestEm3, precise mode, b39db8f): 3.1 × and 3.3 × the events per second — the
+//! one-launch kernel's warps spent most cycles waiting for instruction fetch across its 280 kB
+//! of code, with 10 of 32 lanes active (docs/performance/em.md).
 //!
 //! **Queue schedule ([`Schedule::Queue`], `WARPDRIVE_EM_SCHEDULE=queue`).** One launch of
 //! `showers` per batch, with no more blocks than are resident; each thread steps its track one
@@ -470,9 +471,10 @@ pub enum Schedule {
     Queue,
     /// A launch of `photons` and `charged` per generation of secondaries (the first GPU loop).
     Generations,
-    /// Four launches per step over slots of tracks (`along_gamma`, `along_charged`,
-    /// `interact_gamma`, `interact_charged`): a step's first part for every track, then its
-    /// interactions grouped by process, fed from the same two queues as `Queue`.
+    /// Six launches per step over slots of tracks (`along_charged`, `cross_charged`,
+    /// `along_gamma`, `phase_clamp`, `interact_gamma`, `interact_charged`): a step's first part
+    /// for every track, then its interactions grouped by process, fed from the same two queues
+    /// as `Queue` (the default).
     #[default]
     Phases,
 }
@@ -1051,16 +1053,8 @@ fn run_batch_queue(
     let Some((count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
     };
-    st.memset_zeros(&mut b.ready)?;
-    st.memcpy_htod(&[count[0] as u32, count[1] as u32, 0], &mut b.counters)?;
-    let mut ctl = [0u32; QUEUE_CTL_WORDS];
-    ctl[QUEUE_LIVE] = (count[0] + count[1]) as u32;
-    st.memcpy_htod(&ctl, &mut b.queue_ctl)?;
+    let p = start_queues(job, b, count)?;
     if count[0] + count[1] > 0 {
-        let mut p = b.params(job, 0);
-        p.queue_ctl = ptr(&b.queue_ctl, st);
-        p.ready = ptr(&b.ready, st);
-        p.first = [count[0] as u32, count[1] as u32];
         // Every block resident at once: lanes wait for tracks other lanes publish.
         let cfg = LaunchConfig {
             grid_dim: (b.resident[0], 1, 1),
@@ -1082,6 +1076,23 @@ fn run_batch_queue(
     Ok(Some(read_events(b, st, cal, primary, &missed)?))
 }
 
+/// The queues of a batch whose primaries [`upload_batch`] put at their fronts (`count` γ and
+/// e±): tails after the primaries, heads at 0, every primary live, no track published yet; the
+/// kernels' parameters for the queue and phase schedules.
+fn start_queues(job: &Job, b: &mut Buffers, count: [usize; 2]) -> Result<ShowerParams, GpuError> {
+    let st = job.st;
+    st.memset_zeros(&mut b.ready)?;
+    st.memcpy_htod(&[count[0] as u32, count[1] as u32, 0], &mut b.counters)?;
+    let mut ctl = [0u32; QUEUE_CTL_WORDS];
+    ctl[QUEUE_LIVE] = (count[0] + count[1]) as u32;
+    st.memcpy_htod(&ctl, &mut b.queue_ctl)?;
+    let mut p = b.params(job, 0);
+    p.queue_ctl = ptr(&b.queue_ctl, st);
+    p.ready = ptr(&b.ready, st);
+    p.first = [count[0] as u32, count[1] as u32];
+    Ok(p)
+}
+
 /// Events `lo..hi` in the phase schedule: the queues as in [`run_batch_queue`], then iterations
 /// of six launches (`along_charged`, `cross_charged`, `along_gamma`, `phase_clamp`,
 /// `interact_gamma`, `interact_charged`; the order matters, see the kernels) until no track is
@@ -1099,14 +1110,7 @@ fn run_batch_phases(
     let Some((count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
     };
-    st.memcpy_htod(&[count[0] as u32, count[1] as u32, 0], &mut b.counters)?;
-    let mut ctl = [0u32; QUEUE_CTL_WORDS];
-    ctl[QUEUE_LIVE] = (count[0] + count[1]) as u32;
-    st.memcpy_htod(&ctl, &mut b.queue_ctl)?;
-    let mut p = b.params(job, 0);
-    p.queue_ctl = ptr(&b.queue_ctl, st);
-    p.ready = ptr(&b.ready, st);
-    p.first = [count[0] as u32, count[1] as u32];
+    let p = start_queues(job, b, count)?;
     let Some(ph) = b.phase.as_mut() else {
         return Err(GpuError::Other("phase schedule without its slots".into()));
     };
