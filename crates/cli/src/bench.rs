@@ -298,7 +298,14 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
         ("… + select scatter".into(), with(&q_select, &base)),
         ("… + dynamic".into(), with(&q_dynamic, &base)),
         ("… + branchless walk".into(), with(&q_walk, &base)),
-        ("default (… + ≤64 regs)".into(), base.clone()),
+        ("default (… + fast arithmetic, ≤48 regs)".into(), base.clone()),
+        (
+            "default, Philox per segment".into(),
+            with(
+                &DEFAULT_SWITCHES.iter().copied().filter(|d| *d != "WD_FAST_RNG").collect::<Vec<_>>(),
+                &base,
+            ),
+        ),
         (
             "default, 2^26 per launch".into(),
             GpuOptions {
@@ -314,7 +321,7 @@ fn gpu(b: &BenchPhoton) -> Result<()> {
             "default + warp RNG (stats!)".into(),
             with(&[DEFAULT_SWITCHES, &["WD_RNG_WARP"]].concat(), &base),
         ),
-        ("default, ≤48 regs".into(), with(&default_with("WD_MIN_BLOCKS=5"), &base)),
+        ("default, ≤64 regs".into(), with(&default_with("WD_MIN_BLOCKS=4"), &base)),
         ("default, ≤40 regs".into(), with(&default_with("WD_MIN_BLOCKS=6"), &base)),
         (
             "default, 128×16/SM".into(),

@@ -67,6 +67,29 @@ __device__ __forceinline__ void wd_block4(unsigned long long seed, unsigned int 
     wd_philox4x32_10(w, (unsigned int)seed, (unsigned int)(seed >> 32));
 }
 
+// Blocks `block` and `block + 1` of the stream at once (a and b, the same words as two
+// wd_block4 calls): the two chains of rounds are independent, so their multiplies interleave.
+__device__ __forceinline__ void wd_block4_pair(unsigned long long seed, unsigned int tag, unsigned long long entity, unsigned int block, unsigned int a[4], unsigned int b[4]) {
+    unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+    a[0] = block; a[1] = tag; a[2] = (unsigned int)entity; a[3] = (unsigned int)(entity >> 32);
+    b[0] = block + 1u; b[1] = a[1]; b[2] = a[2]; b[3] = a[3];
+#pragma unroll
+    for (int round = 0; round < 10; ++round) {
+        if (round > 0) {
+            k0 += WD_PHILOX_W0;
+            k1 += WD_PHILOX_W1;
+        }
+        unsigned int ahi0 = __umulhi(WD_PHILOX_M0, a[0]), alo0 = WD_PHILOX_M0 * a[0];
+        unsigned int bhi0 = __umulhi(WD_PHILOX_M0, b[0]), blo0 = WD_PHILOX_M0 * b[0];
+        unsigned int ahi1 = __umulhi(WD_PHILOX_M1, a[2]), alo1 = WD_PHILOX_M1 * a[2];
+        unsigned int bhi1 = __umulhi(WD_PHILOX_M1, b[2]), blo1 = WD_PHILOX_M1 * b[2];
+        unsigned int an0 = ahi1 ^ a[1] ^ k0, an2 = ahi0 ^ a[3] ^ k1;
+        unsigned int bn0 = bhi1 ^ b[1] ^ k0, bn2 = bhi0 ^ b[3] ^ k1;
+        a[0] = an0; a[1] = alo1; a[2] = an2; a[3] = alo0;
+        b[0] = bn0; b[1] = blo1; b[2] = bn2; b[3] = blo0;
+    }
+}
+
 // Uniform in (0, 1] from one word: ((x >> 8) + 1) * 2^-24.
 __device__ __forceinline__ float wd_u32_to_uniform(unsigned int x) {
     return (float)((x >> 8) + 1u) * (1.0f / 16777216.0f);

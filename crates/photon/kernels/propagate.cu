@@ -66,7 +66,8 @@ struct PhotonParams {
     // Anisotropy constants from the host (medium.rs: squares, inverse_k): 1/k, l = k², 1/l,
     // B2 = Σ 1/l.
     float ik0, ik1, ik2, l0, l1, l2, il0, il1, il2, b2;
-    int aniso_pad[2];
+    int has_sca_aniso;  // k ≠ (1, 1, 1): the scattering anisotropy on (WD_ISO_SCATTER)
+    int aniso_pad;
     // Per-string z index (collision.rs: z_index): [z0, 1/dz] per string, WD_Z_BINS first-DOM
     // entries per string.
     const float* z_grid;
@@ -76,7 +77,8 @@ struct PhotonParams {
     const float* bfr_rb;
     float bfr_p[12];
     float bfr_ax, bfr_ay;
-    int has_bfr, bfr_pad;
+    int has_bfr;
+    float bfr_rb0;  // rb when the same in every layer (WD_BFR_RB_CONST, set by the host), else −1
     // The 2-D tilt map resampled on a regular (depth, x, y) grid (WD_TILT_LUT, gpu.rs tilt2_lut).
     const float* tilt_lut2;
     int lut2_nx, lut2_ny, lut2_nd;
@@ -98,8 +100,11 @@ struct PhotonParams {
     const float2* dom_shape;
     float rz_eff;
     int shape_pad;
+    // The bulk phase functions' constants (WD_FAST_PHASE, gpu.rs phase_constants): simplified
+    // Liu's (1 − g)/(1 + g); Henyey–Greenstein's 1 − g², 1 + g², 1/(2g).
+    float sl_exp, hg[3];
 };
-static_assert(sizeof(PhotonParams) == 792, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 808, "PhotonParams layout differs from gpu.rs");
 #define WD_BFR_BINS 512
 #define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
@@ -146,6 +151,18 @@ __device__ __forceinline__ float scattering_cosine(float g, float f_sl, float u_
 #endif
 }
 
+#ifdef WD_FAST_PHASE
+// scattering_cosine for the bulk ice with g's constants from the host (fast mode): the same
+// formulas without recomputing 1 ± g², 1/(2g) and (1 − g)/(1 + g) each scattering.
+__device__ __forceinline__ float bulk_cosine(const PhotonParams& P, float u_choice, float u) {
+    float sl = fminf(fmaxf(2.0f * powf(u, P.sl_exp) - 1.0f, -1.0f), 1.0f);
+    float s = 2.0f * u - 1.0f;
+    float t = P.hg[0] / (1.0f + P.g * s);
+    float hg = P.hg[2] == 0.0f ? s : fminf(fmaxf((P.hg[1] - t * t) * P.hg[2], -1.0f), 1.0f);
+    return u_choice <= P.f_sl ? sl : hg;
+}
+#endif
+
 // rotate_unnormalised (scatter.rs): e1 in the plane of n and z, e2 horizontal, from
 // s² = nx² + ny²; the x and y axes along the z axis itself (selects, no branch).
 __device__ __forceinline__ V3 rotate_unnormalised(V3 n, float cos_t, float sin_t, float u_phi) {
@@ -175,7 +192,14 @@ __device__ __forceinline__ V3 from_frame(const PhotonParams& P, V3 m) {
 
 __device__ __forceinline__ V3 scatter(const PhotonParams& P, V3 n, float cos_t, float u_phi) {
     float sin_t = sqrtf(fmaxf(1.0f - cos_t * cos_t, 0.0f));
+#ifdef WD_ISO_SCATTER
+    // k = (1, 1, 1) (spice_ftp-v3m, spice_bfr-v2: only the absorption is anisotropic): the frame
+    // change, rescaling and renormalisation below are the identity up to rounding (the rotation's
+    // axes e1, e2 are built relative to z, which the frame's rotation about z leaves alone).
+    if (!P.has_sca_aniso) return rotate(n, cos_t, sin_t, u_phi);
+#else
     if (!P.has_aniso) return rotate(n, cos_t, sin_t, u_phi);
+#endif
     V3 m = to_frame(P, n);
     m = normalize(V3{P.k0 * m.x, P.k1 * m.y, P.k2 * m.z});
     m = rotate_unnormalised(m, cos_t, sin_t, u_phi);  // normalised after the rescaling
@@ -342,7 +366,14 @@ __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, flo
 }
 
 // propagate.rs: layer_walk -------------------------------------------------------------------
+#if defined(WD_BFR) && defined(WD_BFR_WALK)
+// The birefringence's path integrals ∫ra dl, ∫rb dl over the segment summed by the walk itself
+// (the same layers and path lengths as bfr_path, which would walk them a second time).
+#define WD_WALK_BFR 1
+struct Segment { float length, tot, ra, rb; };
+#else
 struct Segment { float length, tot; };
+#endif
 
 #if defined(WD_SHARED_TABLES) && defined(WD_FACTORED_ICE) && defined(WD_JOBQUEUE)
 // Ice and geometry tables in shared memory (filled by the kernel's prologue): the factored ice
@@ -386,6 +417,9 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
     float dl = (nz == 0.0f || j == last) ? inf : fmaxf((P.hmin + ((float)j + half) * P.dh - zp) * inv_nz, 0.0f);
     const float dl_layer = P.dh * fabsf(inv_nz);
     float length = 0.0f;
+#ifdef WD_WALK_BFR
+    float ra = 0.0f, rb = 0.0f;
+#endif
     for (;;) {
 #ifdef WD_FACTORED_ICE
         const float4 f = layer_tab[j];
@@ -397,11 +431,30 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
 #endif
         float sd = s * dl, ad = a * dl;
         if (sca_depth <= sd || tot <= ad) {
+#ifdef WD_WALK_BFR
+            // One exit (the layer's share of the path integrals needs the last length).
+            bool absorbed = tot * s <= sca_depth * a;
+            float l = absorbed ? tot / a : sca_depth / s;
+            ra = fmaxf(ra + l * P.bfr_ra[j], 0.0f);
+#ifdef WD_BFR_RB_CONST
+            rb = P.bfr_rb0 * (length + l);
+#else
+            rb = fmaxf(rb + l * P.bfr_rb[j], 0.0f);
+#endif
+            return Segment{length + l, absorbed ? 0.0f : tot - a * l, ra, rb};
+#else
             // Absorbed if TOT/a ≤ SCA/s (compared without dividing).
             if (tot * s <= sca_depth * a) return Segment{length + tot / a, 0.0f};
             float ls = sca_depth / s;
             return Segment{length + ls, tot - a * ls};
+#endif
         }
+#ifdef WD_WALK_BFR
+        ra += dl * P.bfr_ra[j];
+#ifndef WD_BFR_RB_CONST
+        rb += dl * P.bfr_rb[j];
+#endif
+#endif
         length += dl;
         sca_depth -= sd;
         tot -= ad;
@@ -537,10 +590,18 @@ __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, floa
     // Cell indices; a point left of or below the grid gives a negative index, which the unsigned
     // compares reject together with those beyond it (|coordinates| ≪ 2^31 cells).
     int i = (int)floorf((r.x - P.grid_x0) * P.clear_inv), j = (int)floorf((r.y - P.grid_y0) * P.clear_inv);
-    if ((unsigned int)i >= (unsigned int)P.clear_nx || (unsigned int)j >= (unsigned int)P.clear_ny) return -1;
+    float reach2 = len * len * (n.x * n.x + n.y * n.y);
+    if ((unsigned int)i >= (unsigned int)P.clear_nx || (unsigned int)j >= (unsigned int)P.clear_ny) {
+        // Outside the grid, which holds every string cylinder: nothing within reach unless the
+        // segment gets back to the grid's rectangle (then the full search; a warp would otherwise
+        // run it for any one of its lanes outside, with that lane alone).
+        const float cell = 1.0f / P.clear_inv;
+        float x1 = P.grid_x0 + (float)P.clear_nx * cell, y1 = P.grid_y0 + (float)P.clear_ny * cell;
+        float dx = fmaxf(fmaxf(P.grid_x0 - r.x, r.x - x1), 0.0f), dy = fmaxf(fmaxf(P.grid_y0 - r.y, r.y - y1), 0.0f);
+        return reach2 < dx * dx + dy * dy ? -2 : -1;
+    }
     int c = j * P.clear_nx + i;
     float4 clear = ((const float4*)P.clearance)[c];  // others' bound, nearest string x, y, r + margin
-    float reach2 = len * len * (n.x * n.x + n.y * n.y);
     if (!(clear.x > 0.0f && reach2 < clear.x * clear.x)) return -1;
     // The nearest string: does the segment come within its cylinder (plus the margin)?
     if (!reaches_axis(clear.y, clear.z, clear.w, r, n, len)) return -2;
@@ -673,6 +734,44 @@ __device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float 
 }
 #endif
 
+#ifdef WD_FAST_RNG
+// Fast mode's per-segment random words: MWC64X (D. B. Thomas, "The MWC64X random number
+// generator", 2011: a lag-1 multiply-with-carry x' + c'·2³² = A·x + c with A = 4294883355, period
+// ≈ 2⁶³, output x ⊕ c; passes TestU01's BigCrush), one state per photon seeded from the photon's
+// own Philox stream at emission. One 32 × 32 → 64-bit multiply-add per word instead of a tenth of a
+// Philox4x32-10 block (ten rounds per four words); PPC draws its numbers from a multiply-with-carry
+// generator too. Precise mode keeps the CPU twin's Philox blocks (propagate.rs). Streams of
+// different photons are different starting points of the one sequence: 10⁹ photons × 10³ words
+// overlap with probability ~10¹²/2⁶³ ≈ 10⁻⁷.
+#define WD_MWC_A 4294883355u
+__device__ __forceinline__ void mwc_seed(WdRng& rng, unsigned int& x, unsigned int& c) {
+    x = wd_next_u32(rng);
+    c = wd_next_u32(rng);
+    if (c >= WD_MWC_A - 1u) c -= WD_MWC_A - 1u;  // c < A − 1: never the fixed point (2³² − 1, A − 1)
+    if (x == 0u && c == 0u) c = 1u;             // nor (0, 0)
+}
+__device__ __forceinline__ unsigned int mwc_next(unsigned int& x, unsigned int& c) {
+    unsigned int r = x ^ c;
+    unsigned long long t = (unsigned long long)WD_MWC_A * x + c;
+    x = (unsigned int)t;
+    c = (unsigned int)(t >> 32);
+    return r;
+}
+#endif
+
+#if defined(WD_FAST_RNG) && defined(WD_FAST_GAMMA)
+// With both, the emission draws from the photon's MWC64X stream too, seeded by the first two
+// words of its Philox stream (the float gamma needs no FP64 draws): one Philox block per photon
+// instead of three or more.
+struct MwcRng { unsigned int x, c; };
+__device__ __forceinline__ float wd_uniform(MwcRng& r) { return wd_u32_to_uniform(mwc_next(r.x, r.c)); }
+__device__ __forceinline__ float wd_exponential(MwcRng& r) { return -logf(wd_uniform(r)); }
+typedef MwcRng EmitRng;
+#define WD_EMIT_MWC 1
+#else
+typedef WdRng EmitRng;
+#endif
+
 struct Photon { V3 pos, dir; float time; unsigned int slice; int killed; };
 
 __device__ __forceinline__ float cascade_xi(float u) {
@@ -703,7 +802,7 @@ __device__ __forceinline__ float led_azimuth(float fldr, float u) {
     return (fldr + (float)(k * 360 / n)) * (3.14159265358979f / 180.0f);
 }
 
-__device__ float led_beam_xi(float ka, bool tilted, WdRng& rng) {
+__device__ float led_beam_xi(float ka, bool tilted, EmitRng& rng) {
     if (ka > 999.0f) {
         float s1 = tilted ? 0.0185603f : 0.0196242f, s2 = tilted ? 0.0624481f : 0.0750278f;
         float c1 = tilted ? 0.553192f : 0.606833f, c2 = tilted ? 0.974129f : 0.960863f;
@@ -744,12 +843,35 @@ __device__ __forceinline__ bool meets_cable(V3 r, V3 n, float phi) {
 // kind 0 cascade (p0 = profile a, p1 = profile b); 1 track (p0 length, p1 beta, p2 f_direct);
 // 2 isotropic; 3 flasher LED pattern, 4 one tilted flasher LED (p0 = ka, p1 = FLDR,
 // p2 = elevation, p3 = tilted LEDs, p4..p6 = kind 4's LED position relative to the DOM centre).
+#ifdef WD_FAST_GAMMA
+// Gamma(a, 1) in float (fast mode): Marsaglia & Tsang (ACM TOMS 26, 2000) as wd_gamma, but with
+// 24-bit uniforms and a float Box–Muller instead of the FP64 twin of the CPU's draws (FP64 log,
+// sqrt and cos are long instruction sequences; one gamma per cascade photon).
+__device__ __forceinline__ float gamma_fast(EmitRng& r, float a) {
+    float boost = 1.0f;
+    if (a < 1.0f) {
+        boost = powf(wd_uniform(r), 1.0f / a);
+        a += 1.0f;
+    }
+    const float d = a - 1.0f / 3.0f, c = 1.0f / sqrtf(9.0f * d);
+    for (;;) {
+        float u1 = wd_uniform(r), u2 = wd_uniform(r);
+        float x = sqrtf(-2.0f * logf(u1)) * cosf(WD_TAU * u2);
+        float v = 1.0f + c * x;
+        if (v <= 0.0f) continue;
+        v = v * v * v;
+        float u = wd_uniform(r);
+        if (logf(u) < 0.5f * x * x + d - d * v + d * logf(v)) return d * v * boost;
+    }
+}
+#endif
+
 #ifdef WD_NOINLINE_EMIT
 __device__ __noinline__
 #else
 __device__
 #endif
-Photon emit(const PhotonParams& P, int s, WdRng& rng) {
+Photon emit(const PhotonParams& P, int s, EmitRng& rng) {
     const double* f = P.src_f64 + 14 * (size_t)s;
     int kind = P.src_i32[2 * s];
     Photon ph;
@@ -761,7 +883,11 @@ Photon emit(const PhotonParams& P, int s, WdRng& rng) {
     ph.slice = slice;
     ph.killed = 0;
     if (kind == 0) {
+#ifdef WD_FAST_GAMMA
+        float l = gamma_fast(rng, (float)f[7]) * (float)f[8];
+#else
         float l = (float)(wd_gamma(rng, f[7]) * f[8]);
+#endif
         float u1 = wd_uniform(rng), u2 = wd_uniform(rng), u3 = wd_uniform(rng);
         V3 track = deflect(axis, cascade_xi(u1), u2);
         ph.pos = V3{p0.x + l * axis.x, p0.y + l * axis.y, p0.z + l * axis.z};
@@ -856,7 +982,17 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //                        is searched (the rule before continue after hit; what it costs)
 //   WD_BFR               birefringence code compiled in (set by the host for models with it)
 //   WD_BFR_TABLE         birefringence widths from a 513-entry table in the flow angle (fast mode only)
+//   WD_BFR_RB_CONST      the birefringence's rb the same in every layer (set by the host; WD_BFR_WALK)
 //   WD_HOLE              hole-ice columns compiled in (set by the host for models with them)
+//   WD_BFR_WALK          the birefringence's path integrals summed by the layer walk (fast mode only)
+//   WD_FAST_BFR          birefringence deflection without renormalising its unit vectors (fast only)
+//   WD_ISO_SCATTER       scattering without the anisotropy frame when k = (1, 1, 1) (fast mode only)
+//   WD_FAST_UNIFORM      per-segment uniforms by mantissa placement, 23 bits (fast mode only)
+//   WD_FAST_PHASE        the bulk phase functions with g's constants from the host (fast mode only)
+//   WD_FAST_GAMMA        the cascade's longitudinal gamma draw in float (fast mode only)
+//   WD_PHILOX_PAIR       a segment's two Philox blocks computed together (same words)
+//   WD_FAST_RNG          per-segment words from a per-photon MWC64X stream seeded by its Philox one (fast only)
+//   WD_REFILL=k          job queue: a warp refills its idle lanes only when k of them are idle
 //   WD_SHARED_TABLES     ice tables (factored layers, wavelength slices) and per-string geometry in
 //                        shared memory (job-queue kernel with WD_FACTORED_ICE)
 #ifndef WD_BLOCK
@@ -872,6 +1008,18 @@ __device__ __forceinline__ int source_of(const PhotonParams& P, unsigned long lo
     int lo = 0, hi = P.n_sources;  // largest s with offsets[s] <= id
     while (hi - lo > 1) { int m = (lo + hi) / 2; if (P.src_offsets[m] <= id) lo = m; else hi = m; }
     return lo;
+}
+
+// The per-segment uniforms in (0, 1]: in fast mode (WD_FAST_UNIFORM) 23 bits by placing the
+// word's low 23 bits in a float's mantissa, 2 − [1, 2) (no integer-to-float conversion, a
+// 16-per-clock pipe on sm_90); otherwise the 24-bit conversion of the CPU twin.
+__device__ __forceinline__ float seg_uniform(unsigned int x) {
+#ifdef WD_FAST_UNIFORM
+    // The low 23 bits (both generators pass BigCrush on the whole word): one LOP3 and one FADD.
+    return 2.0f - __uint_as_float(0x3f800000u | (x & 0x007fffffu));
+#else
+    return wd_u32_to_uniform(x);
+#endif
 }
 
 // birefringence.rs: Birefringence::path_integrals -----------------------------------------------
@@ -910,7 +1058,14 @@ __device__ __forceinline__ V3 bfr_stereographic(V3 n, V3 q, V3 p, float a, float
     float c = -k * den;
     a *= den;
     b *= den;
+#ifdef WD_FAST_BFR
+    // (n, q, p) orthonormal: the inverse stereographic projection is a unit vector already
+    // (|m|² = (4k + (1 − k)²)/(1 + k)² = 1); the renormalisation only cleans rounding, which
+    // the next scattering's normalize does as well.
+    return V3{n.x + q.x * a + p.x * b + n.x * c, n.y + q.y * a + p.y * b + n.y * c, n.z + q.z * a + p.z * b + n.z * c};
+#else
     return normalize(V3{n.x + q.x * a + p.x * b + n.x * c, n.y + q.y * a + p.y * b + n.y * c, n.z + q.z * a + p.z * b + n.z * c});
+#endif
 }
 
 // birefringence.rs: Birefringence::deflect (four uniforms from one Philox block).
@@ -947,7 +1102,7 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
     V3 pv{n.y * q.z - n.z * q.y, n.z * q.x - n.x * q.z, n.x * q.y - n.y * q.x};
     float g[4];
     for (int k = 0; k < 2; ++k) {
-        float u1 = wd_u32_to_uniform(w[2 * k]), u2 = wd_u32_to_uniform(w[2 * k + 1]);
+        float u1 = seg_uniform(w[2 * k]), u2 = seg_uniform(w[2 * k + 1]);
         float r = sqrtf(-2.0f * logf(u1));
         float sn, cs;
         sincosf(WD_TAU * u2, &sn, &cs);
@@ -969,7 +1124,11 @@ struct PState {
     unsigned int slice, seq, segs;
     int s, own_dom, skip;
     float sca_depth;  // the next segment's scattering depth (drawn with the previous scattering)
+#ifdef WD_FAST_RNG
+    unsigned int mx, mc;  // the photon's MWC64X state (fast mode: seg_words)
+#else
     unsigned int block;  // next Philox block of the photon's stream (one per scattering)
+#endif
     unsigned long long id;
 };
 
@@ -977,7 +1136,15 @@ struct PState {
 __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long id, PState& st) {
     st.id = id;
     st.s = source_of(P, id);
+#ifdef WD_EMIT_MWC
+    MwcRng rng;
+    {
+        WdRng philox = wd_rng(P.seed, WD_TAG_PHOTON, id);
+        mwc_seed(philox, rng.x, rng.c);
+    }
+#else
     WdRng rng = wd_rng(P.seed, WD_TAG_PHOTON, id);
+#endif
     Photon p = emit(P, st.s, rng);
     st.pos = p.pos; st.dir = p.dir; st.time = p.time; st.slice = p.slice;
     st.own_dom = P.src_i32[2 * st.s + 1];
@@ -987,7 +1154,14 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
     if (p.killed) st.tot = 0.0f;  // absorbed where it was made (ends at its first step)
 #endif
     st.sca_depth = wd_exponential(rng);
+#if defined(WD_EMIT_MWC)
+    st.mx = rng.x;
+    st.mc = rng.c;
+#elif defined(WD_FAST_RNG)
+    mwc_seed(rng, st.mx, st.mc);
+#else
     st.block = rng.block;  // the rest of the current block stays unused (propagate.rs)
+#endif
     // A flasher photon starts on its DOM's surface: its first segment does not meet it (PPC: old = fla).
     st.skip = st.own_dom; st.seq = 0; st.segs = 0;
 }
@@ -1064,16 +1238,36 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     if (st.tot <= 0.0f) return false;
     st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
     st.time += seg.length * st.ocm;
+#if defined(WD_PHILOX_PAIR) && !defined(WD_FAST_RNG)
+    unsigned int ws[4];
+    bool paired = false;
+#endif
 #ifdef WD_BFR
     // Birefringence: one whole block per segment (propagate.rs), before the scattering's.
     // Compiled only for models that have it (gpu.rs run_on sets WD_BFR).
     // With hole ice only the bulk part diffuses, curved only when the segment stayed in the bulk.
     if (P.has_bfr && bfr_len > 0.0f) {
         float ra, rb;
+#ifdef WD_WALK_BFR
+        // The walk's integrals, unless hole ice cut the bulk part short (then walked again).
+        if (curved) { ra = seg.ra; rb = seg.rb; }
+        else bfr_path(P, zp, st.dir.z, bfr_len, ra, rb);
+#else
         bfr_path(P, zp, st.dir.z, bfr_len, ra, rb);
+#endif
         unsigned int wb[4];
+#if defined(WD_FAST_RNG)
+        for (int k = 0; k < 4; ++k) wb[k] = mwc_next(st.mx, st.mc);
+#elif defined(WD_PHILOX_PAIR)
+        // The scattering's block (block + 1) computed beside this one: two independent Philox
+        // chains interleaved (the same words; the scattering below uses them).
+        wd_block4_pair(P.seed, WD_TAG_PHOTON, st.id, st.block, wb, ws);
+        paired = true;
+        st.block += 1;
+#else
         wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, wb);
         st.block += 1;
+#endif
         V3 shift;
         st.dir = bfr_deflect(P, st.dir, bfr_len, ra, rb, wb, shift);
         if (curved) st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
@@ -1087,10 +1281,18 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
 #endif
     // One whole block per scattering: its three uniforms and the next segment's depth.
     unsigned int w[4];
+#if defined(WD_FAST_RNG)
+    for (int k = 0; k < 4; ++k) w[k] = mwc_next(st.mx, st.mc);
+#elif defined(WD_PHILOX_PAIR)
+    if (paired) { w[0] = ws[0]; w[1] = ws[1]; w[2] = ws[2]; w[3] = ws[3]; }
+    else wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, w);
+    st.block += 1;
+#else
     wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, w);
     st.block += 1;
-    float u1 = wd_u32_to_uniform(w[0]), u2 = wd_u32_to_uniform(w[1]), u3 = wd_u32_to_uniform(w[2]);
-    st.sca_depth = -logf(wd_u32_to_uniform(w[3]));
+#endif
+    float u1 = seg_uniform(w[0]), u2 = seg_uniform(w[1]), u3 = seg_uniform(w[2]);
+    st.sca_depth = -logf(seg_uniform(w[3]));
 #ifdef WD_HOLE
     if (hole_end == 1) {
         // Inside a column: its own phase function, no SPICE anisotropy.
@@ -1107,6 +1309,8 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     const unsigned int mask = __activemask();
     u1 = __shfl_sync(mask, u1, __ffs(mask) - 1);
     float cos_t = u1 <= P.f_sl ? simplified_liu(P.g, u2) : henyey_greenstein(P.g, u2);
+#elif defined(WD_FAST_PHASE)
+    float cos_t = bulk_cosine(P, u1, u2);
 #else
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
 #endif
@@ -1152,7 +1356,13 @@ extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
     bool alive = false;
     for (;;) {
         unsigned int idle = __ballot_sync(0xffffffffu, !alive);
+#ifdef WD_REFILL
+        // Refill only when WD_REFILL lanes are idle (fewer, fuller pops; idle lanes wait). All
+        // idle (popc 32) always passes, so the warp still ends.
+        if (__popc(idle) >= WD_REFILL) {
+#else
         if (idle) {
+#endif
             if (qn == 0 && more) {
 #ifdef WD_DYNAMIC
                 // Dynamic distribution: the warp takes the next 32 photon ids from a counter
@@ -1234,6 +1444,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[18] = (const char*)&p.hole_r - b;
     out[19] = (const char*)&p.lat - b;
     out[20] = (const char*)&p.rz_eff - b;
+    out[21] = (const char*)&p.hg - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

@@ -270,17 +270,23 @@ impl DomIndex {
     }
 
     /// The clearance pre-test: which strings the segment's horizontal reach from `r` can get to,
-    /// from the clearances of the cell `r` lies in. Points outside the clearance grid are left
-    /// to the full search.
+    /// from the clearances of the cell `r` lies in. Outside the clearance grid (which holds every
+    /// string cylinder with the cell grid's 10 m margin) nothing is within reach unless the
+    /// segment's horizontal reach gets back to the grid; those few are left to the full search.
     pub fn reachable(&self, r: [f32; 3], n: [f32; 3], len: f32) -> Reach {
         let inv = 1.0 / self.clear_cell;
         let fi = ((r[0] - self.x0) * inv).floor();
         let fj = ((r[1] - self.y0) * inv).floor();
+        let reach2 = len * len * (n[0] * n[0] + n[1] * n[1]);
         if fi < 0.0 || fj < 0.0 || fi >= self.clear_nx as f32 || fj >= self.clear_ny as f32 {
-            return Reach::Unknown;
+            // Horizontal distance from r to the grid's rectangle.
+            let x1 = self.x0 + self.clear_nx as f32 * self.clear_cell;
+            let y1 = self.y0 + self.clear_ny as f32 * self.clear_cell;
+            let dx = (self.x0 - r[0]).max(r[0] - x1).max(0.0);
+            let dy = (self.y0 - r[1]).max(r[1] - y1).max(0.0);
+            return if reach2 < dx * dx + dy * dy { Reach::None } else { Reach::Unknown };
         }
         let c = fj as usize * self.clear_nx + fi as usize;
-        let reach2 = len * len * (n[0] * n[0] + n[1] * n[1]);
         let [others, sx, sy, rm] = self.clearance[c];
         if !(others > 0.0 && reach2 < others * others) {
             return Reach::Unknown;
@@ -641,6 +647,13 @@ mod tests {
                     s.y + 20.0 * (rng.uniform() - 0.5),
                     1000.0 * rng.uniform() - 500.0,
                 ]
+            } else if k % 5 == 1 {
+                // Around and outside the grid (within 60 m of its edge, or inside it).
+                [
+                    idx.x0 - 60.0 + (w + 120.0) * rng.uniform(),
+                    idx.y0 - 60.0 + (h + 120.0) * rng.uniform(),
+                    1000.0 * rng.uniform() - 500.0,
+                ]
             } else {
                 [
                     idx.x0 + w * rng.uniform(),
@@ -649,7 +662,8 @@ mod tests {
                 ]
             };
             let n = crate::scatter::normalize([rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5]);
-            let len = 40.0 * rng.uniform();
+            // Long enough for segments from outside to get back into the grid.
+            let len = if k % 5 == 1 { 100.0 * rng.uniform() } else { 40.0 * rng.uniform() };
             let touches: Vec<bool> = idx.strings.iter().map(|s| s.reached_by(r, n, len)).collect();
             reached += usize::from(touches.iter().any(|&t| t));
             match idx.reachable(r, n, len) {

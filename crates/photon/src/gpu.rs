@@ -101,7 +101,9 @@ pub struct GpuParams {
     pub l: [f32; 3],
     pub inv_l: [f32; 3],
     pub b2: f32,
-    pub aniso_pad: [i32; 2],
+    /// 1 when the scattering anisotropy is on (k ≠ 1, 1, 1); spice_ftp-v3m has only the absorption's.
+    pub has_sca_aniso: i32,
+    pub aniso_pad: i32,
     pub z_grid: u64,
     pub z_start: u64,
     // Birefringence (birefringence.rs): per-layer ra, rb; p0…p11; flow axis; on/off.
@@ -111,7 +113,8 @@ pub struct GpuParams {
     pub bfr_ax: f32,
     pub bfr_ay: f32,
     pub has_bfr: i32,
-    pub bfr_pad: i32,
+    /// rb when it is the same in every layer (the kernel's WD_BFR_RB_CONST), else −1.
+    pub bfr_rb0: f32,
     // The 2-D tilt map resampled on a regular (depth, x, y) grid (WD_TILT_LUT, `tilt2_lut`).
     pub tilt_lut2: u64,
     pub lut2_nx: i32,
@@ -138,8 +141,12 @@ pub struct GpuParams {
     pub dom_shape: u64,
     pub rz_eff: f32,
     pub shape_pad: i32,
+    /// The bulk phase functions' constants (WD_FAST_PHASE, `phase_constants`): (1 − g)/(1 + g) of
+    /// simplified Liu; 1 − g², 1 + g², 1/(2g) of Henyey–Greenstein.
+    pub sl_exp: f32,
+    pub hg: [f32; 3],
 }
-const _: () = assert!(size_of::<GpuParams>() == 792);
+const _: () = assert!(size_of::<GpuParams>() == 808);
 // WD_BFR_BINS in propagate.cu.
 const _: () = assert!(crate::birefringence::BFR_TABLE_BINS == 512);
 // WD_Z_BINS in propagate.cu.
@@ -150,7 +157,7 @@ const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 21] = [
+pub const LAYOUT: [usize; 22] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -172,6 +179,7 @@ pub const LAYOUT: [usize; 21] = [
     offset_of!(GpuParams, hole_r),
     offset_of!(GpuParams, lat),
     offset_of!(GpuParams, rz_eff),
+    offset_of!(GpuParams, hg),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -533,6 +541,7 @@ pub fn upload(
             p.bfr_p = b.p;
             [p.bfr_ax, p.bfr_ay] = b.axis;
             p.has_bfr = 1;
+            p.bfr_rb0 = bfr_rb_const(b).unwrap_or(-1.0);
         }
         None => {
             put!(f32s, bfr_ra, Vec::<f32>::new());
@@ -549,6 +558,7 @@ pub fn upload(
     p.inv_dh = 1.0 / m.dh;
     p.g = m.g;
     p.f_sl = m.f_sl;
+    (p.sl_exp, p.hg) = phase_constants(m.g);
     p.n_layers = m.n_layers as i32;
     if let Some(a) = &m.anisotropy {
         p.has_aniso = 1;
@@ -560,6 +570,7 @@ pub fn upload(
         let (l, il) = a.squares();
         (p.inv_k, p.l, p.inv_l) = (a.inverse_k(), l, il);
         p.b2 = il[0] + il[1] + il[2];
+        p.has_sca_aniso = i32::from(a.k != [1.0; 3]);
         if let Some(k) = a.new_abs {
             p.has_new_abs = 1;
             p.new_abs = k;
@@ -720,6 +731,22 @@ fn to_raw(h: &GpuHit) -> RawHit {
     }
 }
 
+/// The per-segment constants of the bulk phase functions for the fast kernel (WD_FAST_PHASE):
+/// simplified Liu's exponent (1 − g)/(1 + g) and Henyey–Greenstein's 1 − g², 1 + g², 1/(2g)
+/// (spec §3.5; the kernel's `henyey_greenstein` and `simplified_liu` compute them per call).
+fn phase_constants(g: f32) -> (f32, [f32; 3]) {
+    let inv2g = if g.abs() < 1e-6 { 0.0 } else { 1.0 / (2.0 * g) };
+    ((1.0 - g) / (1.0 + g), [1.0 - g * g, 1.0 + g * g, inv2g])
+}
+
+/// The birefringence's rb when every layer has the same (icemodel.dat without an 8th column:
+/// spice_ftp-v3m and spice_bfr-v2): the kernel then takes ∫rb dl = rb·length instead of summing it
+/// layer by layer in the walk (WD_BFR_RB_CONST).
+fn bfr_rb_const(b: &crate::birefringence::Birefringence) -> Option<f32> {
+    let first = *b.rb.first()?;
+    b.rb.iter().all(|&v| v == first && v >= 0.0).then_some(first)
+}
+
 /// Propagate photon ids [lo, hi) on one GPU in batches. Returns raw hits (unsorted) and stats.
 fn run_on(
     gpu: &Gpu,
@@ -740,6 +767,9 @@ fn run_on(
     defines.push(format!("WD_BLOCK={}", opts.block));
     if m.bfr.is_some() && !defines.iter().any(|d| d == "WD_BFR") {
         defines.push("WD_BFR".into());
+    }
+    if m.bfr.as_ref().and_then(bfr_rb_const).is_some() && !defines.iter().any(|d| d == "WD_BFR_RB_CONST") {
+        defines.push("WD_BFR_RB_CONST".into());
     }
     if m.hole.is_some() && !defines.iter().any(|d| d == "WD_HOLE") {
         defines.push("WD_HOLE".into());
@@ -861,15 +891,18 @@ pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["pro
 pub const COMBINED_SWITCHES: &[&[&str]] = &[&["WD_BFR", "WD_HOLE"], &["WD_SHAPES", "WD_OWN_DOM"]];
 
 /// The switches of the default build, chosen by `warpdrive bench photon --device cuda` on an
-/// H100 (docs/performance/photon.md): per-warp job queue fed by a global counter, 64-register
-/// cap at 4 × 256 threads per SM (48 at 5 × 256 until the continue-after-hit search: then 0.517
-/// ns/photon against 0.497 at 64), resampled float tilt table and factored ice coefficients (fast
-/// mode only: precise mode drops those two, see [`FAST_ONLY`]), the clearance pre-test of the
-/// collision search, selects instead of branches in the scattering, the layer walk's direction
-/// fixed per segment. All but the two fast-only ones leave every hit bit for bit unchanged.
+/// H100 (docs/performance/photon.md): per-warp job queue fed by a global counter and refilled when
+/// two lanes are idle, 48-register cap at 5 × 256 threads per SM, resampled float tilt tables and
+/// factored ice coefficients, the clearance pre-test of the collision search, selects instead of
+/// branches in the scattering, the layer walk's direction fixed per segment, and the fast-mode
+/// arithmetic of 2026-11-26: birefringence integrals summed by the walk, no renormalisation of
+/// its unit vectors, no anisotropy frame for k = (1, 1, 1), uniforms by mantissa placement, the
+/// cascade's gamma draw in float, per-photon MWC64X streams for the per-segment words, the phase
+/// functions' constants from the host. Precise mode drops every switch of [`FAST_ONLY`]; the
+/// others leave every hit bit for bit unchanged.
 pub const DEFAULT_SWITCHES: &[&str] = &[
     "WD_JOBQUEUE",
-    "WD_MIN_BLOCKS=4",
+    "WD_MIN_BLOCKS=5",
     "WD_TILT_LUT",
     "WD_FACTORED_ICE",
     "WD_CLEARANCE",
@@ -878,10 +911,31 @@ pub const DEFAULT_SWITCHES: &[&str] = &[
     "WD_BRANCHLESS_WALK",
     "WD_BFR_TABLE",
     "WD_TILT2_LATTICE",
+    "WD_BFR_WALK",
+    "WD_FAST_BFR",
+    "WD_ISO_SCATTER",
+    "WD_FAST_UNIFORM",
+    "WD_FAST_GAMMA",
+    "WD_PHILOX_PAIR",
+    "WD_FAST_RNG",
+    "WD_FAST_PHASE",
+    "WD_REFILL=2",
 ];
 
 /// Switches that change the arithmetic (resampled or refactored tables): fast mode only.
-pub const FAST_ONLY: &[&str] = &["WD_TILT_LUT", "WD_FACTORED_ICE", "WD_BFR_TABLE", "WD_TILT2_LATTICE"];
+pub const FAST_ONLY: &[&str] = &[
+    "WD_TILT_LUT",
+    "WD_FACTORED_ICE",
+    "WD_BFR_TABLE",
+    "WD_TILT2_LATTICE",
+    "WD_BFR_WALK",
+    "WD_FAST_BFR",
+    "WD_ISO_SCATTER",
+    "WD_FAST_UNIFORM",
+    "WD_FAST_GAMMA",
+    "WD_FAST_RNG",
+    "WD_FAST_PHASE",
+];
 
 /// The kernel switches, each compiled by `warpdrive doctor` so CI checks every variant.
 pub const SWITCHES: &[&str] = &[
@@ -899,6 +953,15 @@ pub const SWITCHES: &[&str] = &[
     "WD_RNG_WARP",
     "WD_BFR_TABLE",
     "WD_TILT2_LATTICE",
+    "WD_BFR_WALK",
+    "WD_FAST_BFR",
+    "WD_ISO_SCATTER",
+    "WD_FAST_UNIFORM",
+    "WD_FAST_GAMMA",
+    "WD_PHILOX_PAIR",
+    "WD_REFILL=4",
+    "WD_FAST_RNG",
+    "WD_FAST_PHASE",
     // Measurement only (changes the physics): the tilt shift left out, to time what it costs.
     "WD_NO_TILT",
     // Measurement only (changes the physics): only the first DOM on a segment is searched.
@@ -906,6 +969,8 @@ pub const SWITCHES: &[&str] = &[
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).
     "WD_BFR",
+    // Likewise for birefringence with the same rb in every layer (bfr_rb_const).
+    "WD_BFR_RB_CONST",
     // Likewise for hole ice (cfg.txt lines 8-12 with a radius above 0, hole.rs).
     "WD_HOLE",
     // Likewise for runs with a lab-profile flasher (FWID > 999): photons absorbed at emission.
