@@ -55,6 +55,23 @@ pub fn ppc_bfr_reference_runs(data: &Path, model: &str, kind: &str) -> std::io::
         .collect()
 }
 
+/// Issue #14's flasher criterion: our HIT lines for `factor` times the photons of one of PPC's
+/// runs, scaled to one run (`ours / factor`), within 3 σ_run·√(1/factor + 1/n) + 3 % of the mean
+/// of PPC's n runs; σ_run is PPC's run-to-run σ, at least the Poisson √mean (flasher hits are
+/// over-dispersed: tests/ppc_reference.rs). Returns (passed, a one-line report).
+pub fn flasher_total_agrees(runs: &[Vec<TimedHit>], ours: f64, factor: f64) -> (bool, String) {
+    let totals: Vec<f64> = runs.iter().map(|r| r.len() as f64).collect();
+    let n = totals.len() as f64;
+    let mean = totals.iter().sum::<f64>() / n;
+    let sd = (totals.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let per_run = ours / factor;
+    let tol = 3.0 * sd.max(mean.sqrt()) * (1.0 / factor + 1.0 / n).sqrt() + 0.03 * mean;
+    (
+        (per_run - mean).abs() <= tol,
+        format!("{per_run:.1} HIT lines per PPC run vs PPC {mean:.1} (run σ {sd:.1}; tolerance ±{tol:.0})"),
+    )
+}
+
 /// The outcome of comparing one hit set with reference runs.
 #[derive(Clone, Debug)]
 pub struct Comparison {

@@ -105,9 +105,6 @@ fn flashers_in_bfr_models_agree_with_ppc() {
     for model in ["spice_bfr-v2", "spice_ftp-v3m"] {
         for (kind, wfla) in [("fla", None), ("fla405", Some("405"))] {
             let runs = warpdrive_photon::validate::ppc_bfr_reference_runs(&data, model, kind).unwrap();
-            let totals: Vec<f64> = runs.iter().map(|r| r.len() as f64).collect();
-            let mean = totals.iter().sum::<f64>() / totals.len() as f64;
-            let sd = (totals.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (totals.len() - 1) as f64).sqrt();
             let ice = data.join("ice").join(model).display().to_string();
             let get = |k: &str| match k {
                 "PPCTABLESDIR" => Some(ice.clone()),
@@ -120,11 +117,10 @@ fn flashers_in_bfr_models_agree_with_ppc() {
             let args: Vec<String> = ["63", "20", "4e8", "0"].iter().map(|s| s.to_string()).collect();
             let (mut out, mut err) = (Vec::new(), Vec::new());
             warpdrive_photon::ppc::run(&args, &env, &mut std::io::empty(), &mut out, &mut err).unwrap();
-            let ours = String::from_utf8(out).unwrap().lines().filter(|l| l.starts_with("HIT ")).count() as f64 / 4.0;
-            let sigma_run = sd.max(mean.sqrt());
-            let tol = 3.0 * sigma_run * (0.25 + 1.0 / totals.len() as f64).sqrt() + 0.03 * mean;
-            eprintln!("{model} {kind}: {ours} HIT lines per 1e8 vs PPC {mean:.1} (run σ {sd:.1}; tolerance ±{tol:.0})");
-            assert!((ours - mean).abs() <= tol, "{model} {kind}: {ours} vs {mean:.1} ± {tol:.0}");
+            let ours = String::from_utf8(out).unwrap().lines().filter(|l| l.starts_with("HIT ")).count() as f64;
+            let (ok, report) = warpdrive_photon::validate::flasher_total_agrees(&runs, ours, 4.0);
+            eprintln!("{model} {kind}: {report}");
+            assert!(ok, "{model} {kind}: {report}");
         }
     }
 }
