@@ -103,8 +103,11 @@ struct PhotonParams {
     // The bulk phase functions' constants (WD_FAST_PHASE, gpu.rs phase_constants): simplified
     // Liu's (1 − g)/(1 + g); Henyey–Greenstein's 1 − g², 1 + g², 1/(2g).
     float sl_exp, hg[3];
+    // The clearance grid's second level (collision.rs clear_more): per cell the second to fourth
+    // nearest strings (~0u: none) and, as float bits, the bound on all strings beyond them.
+    const uint4* clear_more;
 };
-static_assert(sizeof(PhotonParams) == 808, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 816, "PhotonParams layout differs from gpu.rs");
 #define WD_BFR_BINS 512
 #define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
@@ -586,7 +589,7 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
 // -2 when no string cylinder is within its horizontal reach, the nearest string's index when only
 // that one can be, -1 when undecided (the full search runs). One 16-byte load and a few
 // operations, the same for most lanes, instead of the divergent loop over cells.
-__device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, float len) {
+__device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, float len, int& cell) {
     // Cell indices; a point left of or below the grid gives a negative index, which the unsigned
     // compares reject together with those beyond it (|coordinates| ≪ 2^31 cells).
     int i = (int)floorf((r.x - P.grid_x0) * P.clear_inv), j = (int)floorf((r.y - P.grid_y0) * P.clear_inv);
@@ -601,8 +604,13 @@ __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, floa
         return reach2 < dx * dx + dy * dy ? -2 : -1;
     }
     int c = j * P.clear_nx + i;
+    cell = c;
     float4 clear = ((const float4*)P.clearance)[c];  // others' bound, nearest string x, y, r + margin
-    if (!(clear.x > 0.0f && reach2 < clear.x * clear.x)) return -1;
+    if (!(clear.x > 0.0f && reach2 < clear.x * clear.x)) {
+        // The second level (Reach::Four): only the four nearest strings within reach?
+        float beyond = __uint_as_float(P.clear_more[c].w);
+        return beyond > 0.0f && reach2 < beyond * beyond ? -3 : -1;
+    }
     // The nearest string: does the segment come within its cylinder (plus the margin)?
     if (!reaches_axis(clear.y, clear.z, clear.w, r, n, len)) return -2;
     return (int)P.clear_near[c];
@@ -612,10 +620,20 @@ __device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int
     Collision best;
     best.dom = -1; best.h = 0.0f; best.impact = V3{0.0f, 0.0f, 0.0f};
 #ifdef WD_CLEARANCE
-    int near = reachable(P, r, n, len);
+    int cell = 0;
+    int near = reachable(P, r, n, len, cell);
     if (near == -2) return best;
     if (near >= 0) {
         check_string(P, (unsigned int)near, r, n, len, skip, own, best);
+        return best;
+    }
+    if (near == -3) {
+        // The four nearest strings, nearest first (collision.rs four_nearest).
+        check_string(P, P.clear_near[cell], r, n, len, skip, own, best);
+        const uint4 m = P.clear_more[cell];
+        const unsigned int more[3] = {m.x, m.y, m.z};
+        for (int k = 0; k < 3; ++k)
+            if (more[k] != 0xffffffffu) check_string(P, more[k], r, n, len, skip, own, best);
         return best;
     }
 #endif
@@ -668,12 +686,29 @@ __device__ __forceinline__ bool cylinder_span(float x, float y, float radius, V3
 // collision.rs: DomIndex::hole_span — the column the segment enters first (strings as first_hit
 // finds them; the string cylinders are at least the column's radius).
 __device__ bool hole_span(const PhotonParams& P, V3 r, V3 n, float len, float& t_in, float& t_out) {
+    bool found = false;
 #ifdef WD_CLEARANCE
-    int near = reachable(P, r, n, len);
+    int cell = 0;
+    int near = reachable(P, r, n, len, cell);
     if (near == -2) return false;
     if (near >= 0) return cylinder_span(P.str_xyr[3 * near], P.str_xyr[3 * near + 1], P.hole_r, r, n, len, t_in, t_out);
+    if (near == -3) {
+        // Columns do not overlap: the earliest entry of the four nearest strings' columns.
+        const uint4 m = P.clear_more[cell];
+        const unsigned int four[4] = {P.clear_near[cell], m.x, m.y, m.z};
+        for (int k = 0; k < 4; ++k) {
+            float a, b;
+            unsigned int si = four[k];
+            if (si != 0xffffffffu && cylinder_span(P.str_xyr[3 * si], P.str_xyr[3 * si + 1], P.hole_r, r, n, len, a, b) &&
+                (!found || a < t_in)) {
+                t_in = a;
+                t_out = b;
+                found = true;
+            }
+        }
+        return found;
+    }
 #endif
-    bool found = false;
     float ex = r.x + n.x * len, ey = r.y + n.y * len;
     float ia = floorf((fminf(r.x, ex) - P.grid_x0) / P.grid_cell), ib = floorf((fmaxf(r.x, ex) - P.grid_x0) / P.grid_cell);
     float ja = floorf((fminf(r.y, ey) - P.grid_y0) / P.grid_cell), jb = floorf((fmaxf(r.y, ey) - P.grid_y0) / P.grid_cell);
@@ -1445,6 +1480,7 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[19] = (const char*)&p.lat - b;
     out[20] = (const char*)&p.rz_eff - b;
     out[21] = (const char*)&p.hg - b;
+    out[22] = (const char*)&p.clear_more - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

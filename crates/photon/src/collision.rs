@@ -72,6 +72,13 @@ pub struct DomIndex {
     pub(crate) clear_ny: usize,
     pub(crate) clearance: Vec<[f32; 4]>,
     pub(crate) clear_near: Vec<u32>,
+    /// The second level for segments the first leaves undecided: per cell the second, third and
+    /// fourth nearest strings (u32::MAX where there are fewer) and, as f32 bits, a lower bound on
+    /// the distance to all strings beyond them. A segment whose horizontal reach is below it can
+    /// only hit the four nearest strings (`Reach::Four`), tested one by one instead of through
+    /// the cells of its bounding box (in the DeepCore region, where strings are 40–70 m apart,
+    /// the first level alone sent one lane in tens through the cell loop, its warp waiting).
+    pub(crate) clear_more: Vec<[u32; 4]>,
     /// Oversized radius xR·R and the oversize factor.
     pub r_eff: f32,
     pub oversize: f32,
@@ -175,7 +182,7 @@ impl DomIndex {
             cell_strings.extend_from_slice(l);
             cell_start.push(cell_strings.len() as u32);
         }
-        let (clear_nx, clear_ny, clearance, clear_near) =
+        let (clear_nx, clear_ny, clearance, clear_near, clear_more) =
             clearance_grid(&strings, xmin, ymin, CLEAR_CELL, nx as f32 * cell, ny as f32 * cell);
         Self {
             strings,
@@ -195,6 +202,7 @@ impl DomIndex {
             clear_ny,
             clearance,
             clear_near,
+            clear_more,
             r_eff,
             oversize: oversize as f32,
             shape,
@@ -215,6 +223,18 @@ impl DomIndex {
         match self.reachable(r, n, len) {
             Reach::None => None,
             Reach::Nearest(si) => span(si as usize),
+            Reach::Four(c) => {
+                // Columns do not overlap: the earliest entry of the four.
+                let mut best: Option<(f32, f32)> = None;
+                for si in self.four_nearest(c) {
+                    if let Some(sp) = span(si as usize) {
+                        if best.is_none_or(|b| sp.0 < b.0) {
+                            best = Some(sp);
+                        }
+                    }
+                }
+                best
+            }
             Reach::Unknown => {
                 let mut best: Option<(f32, f32)> = None;
                 self.visit_cells(r, n, len, |si| {
@@ -265,8 +285,21 @@ impl DomIndex {
                 self.check_string(si as usize, r, n, len, skip, own, &mut best);
                 best
             }
+            Reach::Four(c) => {
+                let mut best = None;
+                for si in self.four_nearest(c) {
+                    self.check_string(si as usize, r, n, len, skip, own, &mut best);
+                }
+                best
+            }
             Reach::Unknown => self.grid_search(r, n, len, skip, own),
         }
+    }
+
+    /// The four strings nearest to clearance cell `c` (fewer when the detector has fewer), nearest first.
+    fn four_nearest(&self, c: u32) -> impl Iterator<Item = u32> + '_ {
+        let m = &self.clear_more[c as usize];
+        std::iter::once(self.clear_near[c as usize]).chain(m[..3].iter().copied().filter(|&si| si != u32::MAX))
     }
 
     /// The clearance pre-test: which strings the segment's horizontal reach from `r` can get to,
@@ -289,7 +322,13 @@ impl DomIndex {
         let c = fj as usize * self.clear_nx + fi as usize;
         let [others, sx, sy, rm] = self.clearance[c];
         if !(others > 0.0 && reach2 < others * others) {
-            return Reach::Unknown;
+            // The second level: only the four nearest strings within reach?
+            let beyond = f32::from_bits(self.clear_more[c][3]);
+            return if beyond > 0.0 && reach2 < beyond * beyond {
+                Reach::Four(c as u32)
+            } else {
+                Reach::Unknown
+            };
         }
         // The nearest string: does the segment come within its cylinder (plus the margin)?
         if reaches_axis(sx, sy, rm, r, n, len) {
@@ -451,6 +490,8 @@ pub enum Reach {
     None,
     /// Only this string (index into the strings) can be within reach.
     Nearest(u32),
+    /// Only the four strings nearest to this clearance cell can be within reach (`clear_more`).
+    Four(u32),
     /// Undecided: the full search runs.
     Unknown,
 }
@@ -490,10 +531,19 @@ const CLEAR_MARGIN: f64 = 0.01;
 /// Clearances of each cell of a grid over [x0, x0 + width) × [y0, y0 + height): for each string
 /// the distance from the cell's rectangle to its axis minus its cylinder radius and the margin;
 /// per cell the string with the smallest (the nearest: its index, x, y and radius + margin
-/// rounded up) and the second smallest distance (a bound for all others, rounded down), in f64
-/// on the host.
+/// rounded up) and the second smallest distance (a bound for all others, rounded down), and the
+/// second level: the second to fourth nearest strings and the fifth smallest distance (a bound
+/// for all beyond the four, rounded down, as f32 bits); in f64 on the host. Ties go to the lower
+/// string index.
 #[allow(clippy::type_complexity)]
-fn clearance_grid(strings: &[StringCol], x0: f32, y0: f32, cell: f32, width: f32, height: f32) -> (usize, usize, Vec<[f32; 4]>, Vec<u32>) {
+fn clearance_grid(
+    strings: &[StringCol],
+    x0: f32,
+    y0: f32,
+    cell: f32,
+    width: f32,
+    height: f32,
+) -> (usize, usize, Vec<[f32; 4]>, Vec<u32>, Vec<[u32; 4]>) {
     let nx = ((width / cell).ceil() as usize).max(1);
     let ny = ((height / cell).ceil() as usize).max(1);
     let c = f64::from(cell);
@@ -505,32 +555,42 @@ fn clearance_grid(strings: &[StringCol], x0: f32, y0: f32, cell: f32, width: f32
             f
         }
     };
-    let (mut clear, mut near) = (Vec::with_capacity(nx * ny), Vec::with_capacity(nx * ny));
+    let (mut clear, mut near, mut more) = (
+        Vec::with_capacity(nx * ny),
+        Vec::with_capacity(nx * ny),
+        Vec::with_capacity(nx * ny),
+    );
+    let mut ds: Vec<(f64, u32)> = Vec::with_capacity(strings.len());
     for j in 0..ny {
         let (ya, yb) = (f64::from(y0) + j as f64 * c, f64::from(y0) + (j + 1) as f64 * c);
         for i in 0..nx {
             let (xa, xb) = (f64::from(x0) + i as f64 * c, f64::from(x0) + (i + 1) as f64 * c);
-            let (mut first, mut second, mut nearest) = (f64::INFINITY, f64::INFINITY, 0u32);
-            // (`first` picks the nearest string; its own clearance is tested exactly per point.)
+            ds.clear();
             for (si, s) in strings.iter().enumerate() {
                 let (sx, sy) = (f64::from(s.x), f64::from(s.y));
                 let dx = (xa - sx).max(sx - xb).max(0.0);
                 let dy = (ya - sy).max(sy - yb).max(0.0);
-                let d = dx.hypot(dy) - f64::from(s.r) - CLEAR_MARGIN;
-                if d < first {
-                    (second, first, nearest) = (first, d, si as u32);
-                } else if d < second {
-                    second = d;
-                }
+                ds.push((dx.hypot(dy) - f64::from(s.r) - CLEAR_MARGIN, si as u32));
             }
-            // No strings at all: nothing within reach anywhere.
+            // The five nearest in order ((distance, index): ties to the lower index).
+            let order = |a: &(f64, u32), b: &(f64, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+            let k = ds.len().min(5);
+            if ds.len() > 5 {
+                ds.select_nth_unstable_by(4, order);
+            }
+            ds[..k].sort_by(order);
+            let at = |q: usize| ds.get(q).copied().unwrap_or((f64::INFINITY, u32::MAX));
+            // (the nearest's own clearance is tested exactly per point; no strings at all:
+            // nothing within reach anywhere.)
+            let nearest = at(0).1.min(strings.len().saturating_sub(1) as u32);
             let (sx, sy, sr) = strings.get(nearest as usize).map_or((0.0, 0.0, 0.0), |s| (s.x, s.y, s.r));
             let rm = -down(-(f64::from(sr) + CLEAR_MARGIN));
-            clear.push([down(second), sx, sy, rm]);
-            near.push(nearest);
+            clear.push([down(at(1).0), sx, sy, rm]);
+            near.push(if strings.is_empty() { 0 } else { nearest });
+            more.push([at(1).1, at(2).1, at(3).1, down(at(4).0).to_bits()]);
         }
     }
-    (nx, ny, clear, near)
+    (nx, ny, clear, near, more)
 }
 
 #[cfg(test)]
@@ -639,6 +699,7 @@ mod tests {
         let mut rng = warpdrive_core::RandomStream::new(11, 0, 0);
         let (w, h) = (idx.nx as f32 * idx.cell, idx.ny as f32 * idx.cell);
         let (mut cleared, mut nearest, mut reached, total) = (0usize, 0usize, 0usize, 200_000usize);
+        let (mut four, mut unknown) = (0usize, 0usize);
         for k in 0..total {
             let r = if k % 5 == 0 {
                 let s = &idx.strings[(rng.next_u32() as usize) % idx.strings.len()];
@@ -684,13 +745,34 @@ mod tests {
                     // The shortcut's result is the full search's.
                     assert_eq!(idx.first_hit(r, n, len, None, None), idx.grid_search(r, n, len, None, None));
                 }
-                Reach::Unknown => {}
+                Reach::Four(c) => {
+                    four += 1;
+                    let listed: Vec<u32> = idx.four_nearest(c).collect();
+                    let others = touches.iter().enumerate().any(|(k, &t)| t && !listed.contains(&(k as u32)));
+                    assert!(
+                        !others,
+                        "a segment reaches a string beyond the four nearest {listed:?}: r {r:?} n {n:?} len {len}"
+                    );
+                    assert_eq!(idx.first_hit(r, n, len, None, None), idx.grid_search(r, n, len, None, None));
+                }
+                Reach::Unknown => {
+                    // (Counted for points inside the grid: outside, long segments that get back
+                    // to it go to the full search by design.)
+                    let inside = (0.0..w).contains(&(r[0] - idx.x0)) && (0.0..h).contains(&(r[1] - idx.y0));
+                    unknown += usize::from(inside);
+                }
             }
         }
         // IceCube strings are 125 m apart: most random segments are far from all of them.
         assert!(reached > 100, "test exercises cylinders: {reached}");
         assert!(cleared > total * 8 / 10, "pre-test decisive for {cleared} of {total}");
         assert!(nearest > 1000, "nearest-string shortcut exercised: {nearest}");
+        eprintln!("cleared {cleared}, nearest {nearest}, four nearest {four}, undecided inside the grid {unknown} of {total}");
+        assert!(four > 1000, "four-nearest level exercised: {four}");
+        assert!(
+            4 * unknown < four,
+            "the second level decides most of what the first leaves inside the grid: {four} vs {unknown}"
+        );
     }
 
     /// The z index gives the binary search's answer for any height, on and between DOMs.

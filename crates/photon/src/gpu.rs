@@ -145,8 +145,10 @@ pub struct GpuParams {
     /// simplified Liu; 1 − g², 1 + g², 1/(2g) of Henyey–Greenstein.
     pub sl_exp: f32,
     pub hg: [f32; 3],
+    /// The clearance grid's second level (collision.rs `clear_more`), uint4 per cell.
+    pub clear_more: u64,
 }
-const _: () = assert!(size_of::<GpuParams>() == 808);
+const _: () = assert!(size_of::<GpuParams>() == 816);
 // WD_BFR_BINS in propagate.cu.
 const _: () = assert!(crate::birefringence::BFR_TABLE_BINS == 512);
 // WD_Z_BINS in propagate.cu.
@@ -157,7 +159,7 @@ const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 22] = [
+pub const LAYOUT: [usize; 23] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -180,6 +182,7 @@ pub const LAYOUT: [usize; 22] = [
     offset_of!(GpuParams, lat),
     offset_of!(GpuParams, rz_eff),
     offset_of!(GpuParams, hg),
+    offset_of!(GpuParams, clear_more),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -680,6 +683,7 @@ pub fn upload(
     p.grid_ny = idx.ny as i32;
     put!(f32s, clearance, idx.clearance.concat());
     put!(u32s, clear_near, idx.clear_near);
+    put!(u32s, clear_more, idx.clear_more.concat());
     p.clear_inv = 1.0 / idx.clear_cell;
     p.clear_nx = idx.clear_nx as i32;
     p.clear_ny = idx.clear_ny as i32;
