@@ -12,6 +12,9 @@
 #define WD_WNUM 512
 #define WD_TAG_PHOTON 2u
 #define WD_MAX_SEGMENTS (1u << 20)
+// Hits one segment may record (propagate.rs MAX_HITS_PER_SEGMENT): coincident modules of a
+// malformed geometry would otherwise hold a photon at one point, recording hits without end.
+#define WD_MAX_SEGMENT_HITS 64
 #define WD_ZOFF 1948.07
 #define WD_TAU 6.283185307179586f
 #define WD_C_VACUUM 0.29979246f
@@ -1248,7 +1251,7 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     // The photon is advanced to each hit and the rest of the segment searched from there, as PPC
     // does (same straight path and end).
     int skip = st.skip;
-    for (;;) {
+    for (int k = 0; k < WD_MAX_SEGMENT_HITS; ++k) {
         Collision c = first_hit(P, st.pos, st.dir, seg.length, skip, st.own_dom);
         if (c.dom < 0) break;
         // A flasher's own DOM absorbs the photons that come back to it, recording nothing.

@@ -990,6 +990,13 @@ mod tests {
     use super::*;
     use crate::test_data::data_dir;
 
+    /// The kernel's per-segment hit cap is the CPU path's (precise mode follows it photon by photon).
+    #[test]
+    fn kernel_hit_cap_is_the_cpu_one() {
+        let line = format!("#define WD_MAX_SEGMENT_HITS {}", crate::propagate::MAX_HITS_PER_SEGMENT);
+        assert!(KERNEL_SRC.contains(&line), "propagate.cu lacks {line:?}");
+    }
+
     /// The resampled tilt tables' accuracy (fast mode only; precise mode evaluates the exact map):
     /// spice_3.2.1's 1-D model and spice_ftp-v3m's 2-D map within 0.25 m of the exact shift over
     /// the detector (layer thickness 10 m; the 1-D LUT measured 9.5 cm on the H100 host).

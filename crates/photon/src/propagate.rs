@@ -42,6 +42,11 @@ pub struct RawHit {
 /// Upper bound on the scatterings of one photon (a safety net; absorption ends photons long before).
 pub const MAX_SEGMENTS: u32 = 1 << 20;
 
+/// Hits one segment may record (continue after hit; the kernel's WD_MAX_SEGMENT_HITS). A real
+/// detector gives a few at most; coincident modules in a malformed geometry would otherwise hold
+/// the photon at one point, recording hits without end.
+pub const MAX_HITS_PER_SEGMENT: u32 = 64;
+
 /// Result of the layer walk for one segment.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Segment {
@@ -234,7 +239,10 @@ pub fn step(
     // hit and the rest of the segment searched from there. The DOM hit last is skipped until the
     // next scattering (PPC: `old = om`, reset when a new SCA is drawn), through a hole-ice cut too.
     let mut skip = st.skip;
-    while let Some(c) = doms.first_hit(p.pos, p.dir, len, skip, src.own_dom) {
+    for _ in 0..MAX_HITS_PER_SEGMENT {
+        let Some(c) = doms.first_hit(p.pos, p.dir, len, skip, src.own_dom) else {
+            break;
+        };
         if src.own_dom == Some(c.dom) {
             // A flasher's own DOM absorbs the photons that come back to it (PPC: TOT = 0 for
             // om == ofla), recording nothing.

@@ -288,3 +288,35 @@ fn solid_angle(shape: [f64; 2], c: [f64; 3]) -> f64 {
     }
     sum / (k * k) as f64 * std::f64::consts::TAU * (1.0 - cos_max)
 }
+
+/// Continue after hit must end even when DOMs coincide (a malformed geometry with a module listed
+/// twice at one position): the photon, advanced to one module's entry point, finds the other's
+/// entry at distance 0 ahead, and back, without moving. Each segment records at most
+/// `propagate::MAX_HITS_PER_SEGMENT` hits (the kernel's WD_MAX_SEGMENT_HITS) and the run ends.
+/// Two modules at (3, 0, 0), oversize 5, 10⁵ isotropic photons in a non-scattering absorber.
+#[test]
+fn coincident_doms_do_not_trap_a_photon() {
+    let m = absorber(0.05);
+    let mut geo = one_dom(3.0);
+    let mut twin = geo.doms[0].clone();
+    twin.om = 2;
+    geo.doms.push(twin);
+    let idx = DomIndex::new(&geo, 5.0);
+    let sources = realise(&[isotropic(1e5)], 9);
+    let hits = run(&m, &idx, &sources, 9, &Progress::hidden());
+    assert!(!hits.is_empty());
+    let mut per_photon: std::collections::HashMap<u64, u32> = Default::default();
+    for h in &hits {
+        *per_photon.entry(h.photon).or_default() += 1;
+    }
+    let most = per_photon.values().copied().max().unwrap_or(0);
+    eprintln!(
+        "{} hits, {} photons with hits, at most {most} per photon",
+        hits.len(),
+        per_photon.len()
+    );
+    assert!(
+        most <= warpdrive_photon::propagate::MAX_HITS_PER_SEGMENT,
+        "{most} hits on one photon"
+    );
+}
