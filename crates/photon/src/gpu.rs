@@ -990,6 +990,17 @@ mod tests {
     use super::*;
     use crate::test_data::data_dir;
 
+    /// The switch lists agree: every default and every fast-only switch is one `warpdrive doctor`
+    /// compiles (by name; `WD_MIN_BLOCKS=…` and `WD_REFILL=…` take any value).
+    #[test]
+    fn switch_lists_agree() {
+        let name = |d: &str| d.split('=').next().unwrap_or(d).to_string();
+        let known: Vec<String> = SWITCHES.iter().map(|d| name(d)).collect();
+        for d in DEFAULT_SWITCHES.iter().chain(FAST_ONLY) {
+            assert!(known.contains(&name(d)), "{d} is not in SWITCHES");
+        }
+    }
+
     /// The kernel's per-segment hit cap is the CPU path's (precise mode follows it photon by photon).
     #[test]
     fn kernel_hit_cap_is_the_cpu_one() {
