@@ -775,6 +775,44 @@ mod tests {
         );
     }
 
+    /// `hole_span` through the clearance levels gives what testing every string's column gives
+    /// (the earliest entry): random segments over and around the grid, many of them long enough to
+    /// leave the first level undecided (then the four nearest strings, or the cells).
+    #[test]
+    fn hole_span_equals_every_column_tested() {
+        let g = Geometry::icecube_like();
+        let idx = DomIndex::build(&g, 5.0, 0.3, None);
+        let mut rng = warpdrive_core::RandomStream::new(13, 0, 0);
+        let (w, h) = (idx.nx as f32 * idx.cell, idx.ny as f32 * idx.cell);
+        let mut found = 0;
+        for k in 0..100_000 {
+            // Every other segment starts within 2 m of a string axis.
+            let r = if k % 2 == 0 {
+                let s = &idx.strings[(rng.next_u32() as usize) % idx.strings.len()];
+                [s.x + 4.0 * (rng.uniform() - 0.5), s.y + 4.0 * (rng.uniform() - 0.5), 0.0]
+            } else {
+                [
+                    idx.x0 - 60.0 + (w + 120.0) * rng.uniform(),
+                    idx.y0 - 60.0 + (h + 120.0) * rng.uniform(),
+                    0.0,
+                ]
+            };
+            let n = crate::scatter::normalize([rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5]);
+            let len = 120.0 * rng.uniform();
+            let mut want: Option<(f32, f32)> = None;
+            for s in &idx.strings {
+                if let Some(sp) = crate::hole::cylinder_span(s.x, s.y, 0.3, r, n, len) {
+                    if want.is_none_or(|b| sp.0 < b.0) {
+                        want = Some(sp);
+                    }
+                }
+            }
+            found += usize::from(want.is_some());
+            assert_eq!(idx.hole_span(r, n, len), want, "r {r:?} n {n:?} len {len}");
+        }
+        assert!(found > 1000, "columns met: {found}");
+    }
+
     /// The z index gives the binary search's answer for any height, on and between DOMs.
     #[test]
     fn z_index_matches_binary_search() {
