@@ -779,8 +779,10 @@ __device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float 
 // own Philox stream at emission. One 32 × 32 → 64-bit multiply-add per word instead of a tenth of a
 // Philox4x32-10 block (ten rounds per four words); PPC draws its numbers from a multiply-with-carry
 // generator too. Precise mode keeps the CPU twin's Philox blocks (propagate.rs). Streams of
-// different photons are different starting points of the one sequence: 10⁹ photons × 10³ words
-// overlap with probability ~10¹²/2⁶³ ≈ 10⁻⁷.
+// different photons are random starting points of the one sequence (period P ≈ 2⁶³): among
+// N = 10⁹ photons of L = 10³ words, about N²L/P ≈ 100 pairs share a stretch of numbers — the same
+// words drawn by two photons in different places and states, 2·10⁻⁷ of the photons, far below
+// what any check resolves (PPC instead gives each thread its own multiplier).
 #define WD_MWC_A 4294883355u
 __device__ __forceinline__ void mwc_seed(WdRng& rng, unsigned int& x, unsigned int& c) {
     x = wd_next_u32(rng);
