@@ -17,7 +17,7 @@ use crate::medium::Medium;
 use crate::propagate::{layer_walk, RawHit};
 use crate::scatter::{henyey_greenstein, normalize, scatter, scattering_cosine, simplified_liu};
 use crate::source::{cascade_xi, realise};
-use crate::validate::{compare, ppc_reference_runs, TimedHit};
+use crate::validate::{compare, ppc_reference_runs, timed_hits};
 
 /// One line of the check report.
 pub use warpdrive_core::check::Check;
@@ -382,13 +382,7 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
             gf == gf2
         ),
     ));
-    let timed = |raw: &[RawHit]| -> Vec<TimedHit> {
-        crate::hits::accept(&spice, raw, &sources, seed)
-            .iter()
-            .map(|h| ((h.string, h.om), f64::from(h.time)))
-            .collect()
-    };
-    let tf = timed(&gf);
+    let tf = timed_hits(&crate::hits::accept(&spice, &gf, &sources, seed));
     // Fast mode draws its own random numbers (WD_FAST_RNG: per-photon MWC64X streams), so fast
     // and precise runs are independent samples; one 10 TeV cascade (≈ 20 000 hits) against one
     // would be a weak two-sample test that fails by chance in ~6 % of calls (six tests at 1 %).
@@ -402,11 +396,7 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
             let src = realise(fspecs, s);
             for (opts, into) in [(&fast, &mut fast_hits), (&precise, &mut precise_hits)] {
                 let (raw, _) = gpu::run(&det.medium, &det.index, &src, s, opts)?;
-                into.extend(
-                    crate::hits::accept(det, &raw, &src, s)
-                        .iter()
-                        .map(|h| ((h.string, h.om), f64::from(h.time))),
-                );
+                into.extend(timed_hits(&crate::hits::accept(det, &raw, &src, s)));
             }
         }
         let c = compare(&fast_hits, &[precise_hits], 3.0, 0.02, 20, 5);
@@ -436,10 +426,7 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
             .specs;
         let src = realise(&specs, seed + 1);
         let (raw, _) = gpu::run(&det.medium, &det.index, &src, seed + 1, &fast)?;
-        let hits: Vec<TimedHit> = crate::hits::accept(&det, &raw, &src, seed + 1)
-            .iter()
-            .map(|h| ((h.string, h.om), f64::from(h.time)))
-            .collect();
+        let hits = timed_hits(&crate::hits::accept(&det, &raw, &src, seed + 1));
         let runs = crate::validate::ppc_bfr_reference_runs(data, model, "e10").map_err(|e| GpuError::Other(e.to_string()))?;
         let c = compare(&hits, &runs, 3.0, 0.02, 20, 5);
         out.push(check(
@@ -655,20 +642,8 @@ pub fn check_flashers(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     // as the CPU test tests/ppc_reference.rs applies it.
     for model in ["spice_bfr-v2", "spice_ftp-v3m"] {
         for (kind, wfla) in [("fla", None), ("fla405", Some("405"))] {
-            let runs = crate::validate::ppc_bfr_reference_runs(data, model, kind).map_err(|e| GpuError::Other(e.to_string()))?;
-            let ice = data.join("ice").join(model).display().to_string();
-            let get = |k: &str| match k {
-                "PPCTABLESDIR" => Some(ice.clone()),
-                "WARPDRIVE_SEED" => Some(seed.to_string()),
-                "WFLA" => wfla.map(str::to_string),
-                _ => None,
-            };
-            let env = crate::ppc::PpcEnv::from_env(get).map_err(|e| GpuError::Other(e.to_string()))?;
-            let args: Vec<String> = ["63", "20", "4e8", &ordinal.to_string()].iter().map(|s| s.to_string()).collect();
-            let (mut text, mut err) = (Vec::new(), Vec::new());
-            crate::ppc::run(&args, &env, &mut std::io::empty(), &mut text, &mut err).map_err(|e| GpuError::Other(e.to_string()))?;
-            let lines = String::from_utf8_lossy(&text).lines().filter(|l| l.starts_with("HIT ")).count() as f64;
-            let (ok, report) = crate::validate::flasher_total_agrees(&runs, lines, 4.0);
+            let (ok, report) = crate::validate::ppc_flasher_vs_reference(data, model, kind, wfla, None, &ordinal.to_string(), seed)
+                .map_err(GpuError::Other)?;
             out.push(check(&format!("fast, flasher 63-20 in {model} ({kind}) vs PPC"), ok, report));
             log(&format!("{:?}", out.last()));
         }

@@ -55,6 +55,43 @@ pub fn ppc_bfr_reference_runs(data: &Path, model: &str, kind: &str) -> std::io::
         .collect()
 }
 
+/// Accepted hits as (DOM, time) pairs, the form `compare` takes.
+#[must_use]
+pub fn timed_hits(hits: &[crate::hits::Hit]) -> Vec<TimedHit> {
+    hits.iter().map(|h| ((h.string, h.om), f64::from(h.time))).collect()
+}
+
+/// PPC's flasher `ppc 63 20 4e8 <gpu>` (four of PPC's 1e8-photon runs' worth) in `model`, with
+/// `WFLA` if given, `WARPDRIVE_DEVICE` = `device` if given and `WARPDRIVE_SEED` = `seed`, through
+/// warpdrive's PPC front end, against PPC's four H100 runs of `kind` ("fla", "fla405") with
+/// [`flasher_total_agrees`]. The CPU test (tests/ppc_reference.rs) and the device check
+/// (`gpu_check::check_flashers`) both run it.
+pub fn ppc_flasher_vs_reference(
+    data: &Path,
+    model: &str,
+    kind: &str,
+    wfla: Option<&str>,
+    device: Option<&str>,
+    gpu: &str,
+    seed: u64,
+) -> Result<(bool, String), String> {
+    let runs = ppc_bfr_reference_runs(data, model, kind).map_err(|e| format!("{model} {kind}: {e}"))?;
+    let ice = data.join("ice").join(model).display().to_string();
+    let get = |k: &str| match k {
+        "PPCTABLESDIR" => Some(ice.clone()),
+        "WARPDRIVE_DEVICE" => device.map(str::to_string),
+        "WARPDRIVE_SEED" => Some(seed.to_string()),
+        "WFLA" => wfla.map(str::to_string),
+        _ => None,
+    };
+    let env = crate::ppc::PpcEnv::from_env(get).map_err(|e| e.to_string())?;
+    let args: Vec<String> = ["63", "20", "4e8", gpu].iter().map(|s| (*s).to_string()).collect();
+    let (mut text, mut err) = (Vec::new(), Vec::new());
+    crate::ppc::run(&args, &env, &mut std::io::empty(), &mut text, &mut err).map_err(|e| e.to_string())?;
+    let lines = String::from_utf8_lossy(&text).lines().filter(|l| l.starts_with("HIT ")).count() as f64;
+    Ok(flasher_total_agrees(&runs, lines, 4.0))
+}
+
 /// Issue #14's flasher criterion: our HIT lines for `factor` times the photons of one of PPC's
 /// runs, scaled to one run (`ours / factor`), within 3 σ_run·√(1/factor + 1/n) + 3 % of the mean
 /// of PPC's n runs; σ_run is PPC's run-to-run σ, at least the Poisson √mean (flasher hits are

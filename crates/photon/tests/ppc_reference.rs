@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use warpdrive_core::progress::Progress;
 use warpdrive_photon::detector::{Detector, DetectorOptions};
 use warpdrive_photon::f2k::parse_f2k;
-use warpdrive_photon::validate::{compare, ppc_reference_runs, TimedHit};
+use warpdrive_photon::validate::{compare, ppc_reference_runs, timed_hits};
 
 fn data() -> Option<PathBuf> {
     warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR"))
@@ -28,7 +28,7 @@ fn cascade_10tev_spice321_agrees_with_ppc() {
     let input = data.join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
     let f2k = parse_f2k(&input, &std::fs::read_to_string(&input).unwrap(), &det.yield_).unwrap();
     let sim = warpdrive_photon::simulate(&det, &f2k.specs, 20261122, &Progress::hidden());
-    let ours: Vec<TimedHit> = sim.hits.iter().map(|h| ((h.string, h.om), f64::from(h.time))).collect();
+    let ours = timed_hits(&sim.hits);
     let c = compare(&ours, &runs, 3.0, 0.02, 20, 5);
     eprintln!("photons {} raw hits {}\n{}", sim.photons, sim.raw_hits, c.report());
     for (k, x, y) in &c.brightest {
@@ -60,7 +60,7 @@ fn bfr_model_agrees_with_ppc(model: &str) {
     let input = data.join("reference/ppc_bfr_h100_2026/input_cascade_10TeV.f2k");
     let f2k = parse_f2k(&input, &std::fs::read_to_string(&input).unwrap(), &det.yield_).unwrap();
     let sim = warpdrive_photon::simulate(&det, &f2k.specs, 20261124, &Progress::hidden());
-    let ours: Vec<TimedHit> = sim.hits.iter().map(|h| ((h.string, h.om), f64::from(h.time))).collect();
+    let ours = timed_hits(&sim.hits);
     let c = compare(&ours, &runs, 3.0, 0.02, 20, 5);
     eprintln!("{model}: photons {} raw hits {}\n{}", sim.photons, sim.raw_hits, c.report());
     for (k, x, y) in &c.brightest {
@@ -104,21 +104,8 @@ fn flashers_in_bfr_models_agree_with_ppc() {
     let Some(data) = data() else { return };
     for model in ["spice_bfr-v2", "spice_ftp-v3m"] {
         for (kind, wfla) in [("fla", None), ("fla405", Some("405"))] {
-            let runs = warpdrive_photon::validate::ppc_bfr_reference_runs(&data, model, kind).unwrap();
-            let ice = data.join("ice").join(model).display().to_string();
-            let get = |k: &str| match k {
-                "PPCTABLESDIR" => Some(ice.clone()),
-                "WARPDRIVE_DEVICE" => Some("cpu".to_string()),
-                "WARPDRIVE_SEED" => Some("20261124".to_string()),
-                "WFLA" => wfla.map(str::to_string),
-                _ => None,
-            };
-            let env = warpdrive_photon::ppc::PpcEnv::from_env(get).unwrap();
-            let args: Vec<String> = ["63", "20", "4e8", "0"].iter().map(|s| s.to_string()).collect();
-            let (mut out, mut err) = (Vec::new(), Vec::new());
-            warpdrive_photon::ppc::run(&args, &env, &mut std::io::empty(), &mut out, &mut err).unwrap();
-            let ours = String::from_utf8(out).unwrap().lines().filter(|l| l.starts_with("HIT ")).count() as f64;
-            let (ok, report) = warpdrive_photon::validate::flasher_total_agrees(&runs, ours, 4.0);
+            let (ok, report) =
+                warpdrive_photon::validate::ppc_flasher_vs_reference(&data, model, kind, wfla, Some("cpu"), "0", 20261124).unwrap();
             eprintln!("{model} {kind}: {report}");
             assert!(ok, "{model} {kind}: {report}");
         }
