@@ -10,7 +10,6 @@ use warpdrive_beam::lattice::Lattice;
 use warpdrive_beam::lsc::Histogram;
 use warpdrive_beam::program::{Program, Step};
 use warpdrive_beam::track::{track, Backend, CpuBackend, TrackOptions, WatchEvent};
-use warpdrive_core::progress::Progress;
 use warpdrive_core::table::{Column, Table};
 
 #[derive(Subcommand)]
@@ -260,7 +259,7 @@ fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
         n,
         a.passes
     );
-    let progress = Progress::new("passes", u64::from(a.passes), "passes");
+    let (progress, _bar) = crate::progress_bar("passes", u64::from(a.passes), "passes");
     let root = a.lattice.file_stem().map_or("beam".into(), |s| s.to_string_lossy().into_owned());
     let mut moments_rows: Vec<(String, u32, f64, Moments)> = Vec::new();
     // WATCH file names used at more than one place of the line (their files get `-atK`).

@@ -111,7 +111,7 @@ pub fn em(a: &EmArgs, force: bool) -> Result<()> {
         "em: {} photons of {} MeV along +z in {} (ρ = {} g/cm³), Compton only, kill below 10 keV",
         a.tracks, a.energy, material.name, material.density
     );
-    let progress = Progress::new("tracks", a.tracks, "tracks");
+    let (progress, _bar) = crate::progress_bar("tracks", a.tracks, "tracks");
     let t0 = Instant::now();
     let (r, device) = match &gpus {
         None => (

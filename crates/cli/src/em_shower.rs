@@ -134,7 +134,7 @@ fn shower(a: &ShowerArgs, file: Option<&PathBuf>, force: bool) -> Result<()> {
         );
     }
     let primary = Primary::testem3(particle, a.energy);
-    let progress = Progress::new("events", a.events, "events");
+    let (progress, _bar) = crate::progress_bar("events", a.events, "events");
     let t0 = Instant::now();
     let (r, device) = match &gpus {
         None => (

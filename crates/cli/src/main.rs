@@ -4,7 +4,9 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
+use warpdrive_core::engine::{Cancel, Control, Device, Error as EngineError, ParamError, Style};
 use warpdrive_core::output::Outputs;
 use warpdrive_core::progress::Progress;
 use warpdrive_photon::detector::{Detector, DetectorOptions};
@@ -148,23 +150,49 @@ struct PhotonArgs {
     common: CommonArgs,
 }
 
+/// The process's cancellation token: the signal thread raises it on SIGINT/SIGTERM, and every
+/// run's [`Control`] shares it.
+fn process_cancel() -> &'static Cancel {
+    static TOKEN: OnceLock<Cancel> = OnceLock::new();
+    TOKEN.get_or_init(Cancel::new)
+}
+
 fn main() {
+    warpdrive_core::output::install_signal_cleanup(process_cancel().clone());
     let cli = Cli::parse();
     let code = match run(cli) {
         Ok(()) => 0,
         Err(e) => match warpdrive_core::output::signal() {
             // Stopped early by SIGINT/SIGTERM: the staged outputs are already removed.
             Some(sig) => {
-                eprintln!("interrupted by signal {sig}: nothing written");
+                eprintln!("interrupted by signal {sig}: {}", warpdrive_core::output::interrupted_message());
                 128 + sig
             }
             None => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", message(&e));
                 1
             }
         },
     };
     std::process::exit(code);
+}
+
+/// An error's message as the command line shows it: the context chain, with the engine's
+/// parameter names spelled as options (`--tally-width`, not `tally_width`).
+fn message(e: &anyhow::Error) -> String {
+    let mut parts = Vec::new();
+    for cause in e.chain() {
+        if let Some(p) = cause.downcast_ref::<ParamError>() {
+            parts.push(p.render(Style::Cli));
+            break;
+        }
+        if let Some(x) = cause.downcast_ref::<EngineError>() {
+            parts.push(x.render(Style::Cli));
+            break;
+        }
+        parts.push(cause.to_string());
+    }
+    parts.join(": ")
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -184,10 +212,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Sky {
             what: sky::SkyCommand::Autocorr(a),
-        } => {
-            let pool = thread_pool(&a.common)?;
-            pool.install(|| sky::autocorr(&a, force))
-        }
+        } => sky::autocorr(&a, force),
         Command::Spline { what } => spline::run(what, force),
         Command::Beam { what } => beam::run(what, force),
         Command::Merge(a) => sky::merge(&a, force),
@@ -230,6 +255,28 @@ impl CommonArgs {
     pub fn device_name(&self) -> &str {
         &self.device
     }
+
+    /// The run's [`Control`]: device, threads and precise mode of these options, the process's
+    /// cancellation token, notes printed on stderr.
+    pub fn control(&self) -> Result<Control> {
+        let device: Device = self.device.parse()?;
+        let c = Control::new()
+            .with_cancel(process_cancel().clone())
+            .device(device)
+            .threads(self.threads)
+            .precise(self.precise)
+            .on_note(Arc::new(|m: &str| eprintln!("{m}")));
+        c.check_threads()?;
+        Ok(c)
+    }
+}
+
+/// A progress counter with a terminal bar (for commands not yet on the engine API).
+pub fn progress_bar(label: &str, total: u64, unit: &str) -> (Progress, warpdrive_core::progress::Bar) {
+    let p = Progress::hidden();
+    p.begin(label, total, unit);
+    let bar = warpdrive_core::progress::Bar::show(&p);
+    (p, bar)
 }
 
 /// Build the rayon pool for the CPU path.
@@ -327,7 +374,7 @@ fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
         }
     }
     let backend = backend(&a.common)?;
-    let progress = Progress::new("propagating", expected.round() as u64, "photons");
+    let (progress, _bar) = crate::progress_bar("propagating", expected.round() as u64, "photons");
     let t0 = Instant::now();
     let (sim, gpu_stats) = warpdrive_photon::simulate_on(&det, &specs, a.seed, &backend, &progress)?;
     drop(progress);

@@ -1,18 +1,18 @@
 //! `warpdrive sky autocorr`, `warpdrive merge` and `warpdrive bench sky`: argument parsing and
 //! output only; the analysis lives in warpdrive-sky.
 
-use crate::{command_line, devices, CommonArgs};
-use anyhow::{bail, Context, Result};
+use crate::{command_line, CommonArgs};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use warpdrive_core::progress::Progress;
+use warpdrive_core::engine::Control;
+use warpdrive_core::progress::{Bar, Progress};
 use warpdrive_sky::bins::AngularBins;
-use warpdrive_sky::cuts::{EnergyCut, Region};
-use warpdrive_sky::events::{read_all, synthetic, ColumnNames};
-use warpdrive_sky::output::{self, RunInfo};
-use warpdrive_sky::trials::Background;
-use warpdrive_sky::{Backend, Settings};
+use warpdrive_sky::cuts::Region;
+use warpdrive_sky::engine::{self, Autocorr, AutocorrOptions, AutocorrResult, Bins, Events};
+use warpdrive_sky::events::{read_all, ColumnNames};
+use warpdrive_sky::Settings;
 
 #[derive(Subcommand)]
 pub enum SkyCommand {
@@ -85,124 +85,72 @@ pub struct AutocorrArgs {
     pub common: CommonArgs,
 }
 
-/// The sky back end of `--device`.
-fn backend(c: &CommonArgs) -> Result<Backend> {
-    Ok(match devices(c)? {
-        None => Backend::Cpu,
-        Some(d) => Backend::Cuda(d),
-    })
-}
-
-fn region(a: &AutocorrArgs) -> Result<Region> {
-    warpdrive_sky::setup::region(&a.hemisphere, a.dec_min, a.dec_max).map_err(anyhow::Error::msg)
-}
-
-pub fn bins(edges: &[f64], n: usize, width: f64) -> Result<AngularBins> {
-    warpdrive_sky::setup::bins(edges, n, width).map_err(anyhow::Error::msg)
-}
-
 pub fn autocorr(a: &AutocorrArgs, force: bool) -> Result<()> {
-    let start = Instant::now();
-    let inputs: Vec<Option<&Path>> = a.files.iter().map(|p| Some(p.as_path())).collect();
-    let mut outs = crate::outputs(force, &inputs, &[Some(a.output.as_path())])?;
-    let names = ColumnNames::default().with(a.ra_column.as_deref(), a.dec_column.as_deref(), a.energy_column.as_deref());
-    let (events, source) = if a.files.is_empty() {
-        if a.synthetic_events < 2 {
-            bail!("--synthetic-events must be at least 2");
-        }
-        warpdrive_core::limits::check_alloc(
-            "--synthetic-events",
-            a.synthetic_events as u64,
-            std::mem::size_of::<warpdrive_sky::events::Event>() as u64,
-            "generate fewer events",
-        )?;
-        eprintln!(
-            "events: none given; using a generated isotropic sky of {} events",
-            a.synthetic_events
-        );
-        (
-            synthetic(a.synthetic_events, a.seed),
-            format!("synthetic isotropic sky, {} events, seed {}", a.synthetic_events, a.seed),
-        )
+    let ctl = a.common.control()?;
+    let events = if a.files.is_empty() {
+        Events::Synthetic(a.synthetic_events)
     } else {
-        let files: Vec<String> = a.files.iter().map(|p| p.display().to_string()).collect();
-        (read_all(&a.files, &names)?, files.join(" + "))
+        Events::Files {
+            paths: a.files.clone(),
+            columns: ColumnNames::default().with(a.ra_column.as_deref(), a.dec_column.as_deref(), a.energy_column.as_deref()),
+        }
     };
-    let region = region(a)?;
-    let cuts: Vec<EnergyCut> = warpdrive_sky::setup::cuts(&a.cuts).map_err(anyhow::Error::msg)?;
-    let range = warpdrive_sky::job_range(a.trials, a.jobs, a.job_index).map_err(anyhow::Error::msg)?;
-    let (ra_grid_deg, detected) = warpdrive_sky::setup::ra_grid(&a.ra_grid, &events, &region).map_err(anyhow::Error::msg)?;
-    if let (Some(q), true) = (ra_grid_deg, detected) {
-        eprintln!("RA grid: every right ascension is a multiple of {q}°; scrambled ones are rounded to it too (--ra-grid off: continuous)");
-    }
-    let st = Settings {
-        region,
-        cuts,
-        bins: bins(&a.edges, a.bins, a.bin_width)?,
+    let opts = AutocorrOptions {
+        hemisphere: a.hemisphere.parse()?,
+        dec_min: a.dec_min,
+        dec_max: a.dec_max,
+        cuts: a
+            .cuts
+            .iter()
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| engine::parse_cut(c))
+            .collect::<Result<_, _>>()?,
+        bins: if a.edges.is_empty() {
+            Bins::Uniform {
+                n: a.bins,
+                width: a.bin_width,
+            }
+        } else {
+            Bins::Edges(a.edges.clone())
+        },
+        trials: a.trials,
         seed: a.seed,
-        total_trials: a.trials,
-        trials: range.clone(),
-        description: format!(
-            "{source}; declination {}° to {}°; scrambled RA {}",
-            region.dec_min,
-            region.dec_max,
-            ra_grid_deg.map_or("continuous".to_string(), |q| format!("on a {q}° grid"))
-        ),
-        ra_grid_deg,
+        jobs: a.jobs,
+        job_index: a.job_index,
+        ra_grid: a.ra_grid.parse()?,
     };
-    let backend = backend(&a.common)?;
-    let t0 = Instant::now();
-    let (sample, info) = warpdrive_sky::prepare(&events, &st).map_err(anyhow::Error::msg)?;
-    let observed_s = t0.elapsed().as_secs_f64();
+    let req = Autocorr::new(events, &opts)?;
+    let out = engine::prepare_output(&a.output, force, req.inputs())?;
+    let st = req.settings();
+    let _bar = Bar::show(&ctl.progress);
+    let r = req.run(&ctl)?;
+    drop(_bar);
     println!(
         "events:          {} selected of {} ({})",
-        sample.len(),
-        events.len(),
+        r.info.n_events,
+        req.events(),
         st.description
     );
-    for c in 0..info.cut_labels.len() {
+    for c in 0..r.info.cut_labels.len() {
         let t = if c == 0 {
             String::new()
         } else {
-            format!(", E >= {}", info.thresholds[c])
+            format!(", E >= {}", r.info.thresholds[c])
         };
-        println!("cut {c}:           {} ({} events{t})", info.cut_labels[c], info.cut_events[c]);
+        println!("cut {c}:           {} ({} events{t})", r.info.cut_labels[c], r.info.cut_events[c]);
     }
-    let device = match &backend {
-        Backend::Cpu => format!("cpu ({} threads)", rayon::current_num_threads()),
-        Backend::Cuda(d) => d.iter().map(|i| format!("cuda:{i}")).collect::<Vec<_>>().join(","),
-    };
-    let n = range.end - range.start;
-    let progress = Progress::new("trials", n, "trials");
-    let t1 = Instant::now();
-    let bg = warpdrive_sky::run_trials(&sample, a.seed, range.clone(), &backend, &progress).map_err(anyhow::Error::msg)?;
-    drop(progress);
-    let trials_s = t1.elapsed().as_secs_f64();
-    // Facts of the run that depend on the machine (device, threads, timings) go to run.json, so
-    // that the data files of identical results are identical bytes on any machine.
-    let run = serde_json::json!({
-        "command": command_line(),
-        "version": env!("CARGO_PKG_VERSION"),
-        "job": { "jobs": a.jobs, "index": a.job_index },
-    });
-    let environment = serde_json::json!({
-        "device": device,
-        "observed_seconds": observed_s,
-        "trial_seconds": trials_s,
-        "ms_per_trial": if n > 0 { 1e3 * trials_s / n as f64 } else { 0.0 },
-        "candidate_pairs_per_trial_dec_window": sample.window_pairs(),
-        "total_seconds": start.elapsed().as_secs_f64(),
-    });
-    let dir = outs.dir(&a.output)?;
-    write_outputs(&dir, &a.output, &info, &bg, run, environment, !a.no_plot)?;
-    outs.commit()?;
+    r.save(out, !a.no_plot, &command_line())?;
+    print_result(&r, &a.output, !a.no_plot);
+    let n = st.trials.end - st.trials.start;
     println!(
-        "trials:          {} ({}..{} of {}) in {trials_s:.2} s = {:.3} ms/trial on {device}",
+        "trials:          {} ({}..{} of {}) in {:.2} s = {:.3} ms/trial on {}",
         n,
-        range.start,
-        range.end,
+        st.trials.start,
+        st.trials.end,
         a.trials,
-        if n > 0 { 1e3 * trials_s / n as f64 } else { 0.0 }
+        r.trial_seconds,
+        if n > 0 { 1e3 * r.trial_seconds / n as f64 } else { 0.0 },
+        r.device
     );
     if a.jobs > 1 {
         println!(
@@ -213,30 +161,11 @@ pub fn autocorr(a: &AutocorrArgs, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// Write tables, JSON and plot into `dir` (the staged temporary of `shown`), and print the
-/// result lines. `environment` (device, timings) goes to `run.json` beside the data.
-fn write_outputs(
-    dir: &Path,
-    shown: &Path,
-    info: &RunInfo,
-    bg: &Background,
-    run: serde_json::Value,
-    environment: serde_json::Value,
-    plot: bool,
-) -> Result<()> {
-    let meta = vec![
-        ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-        ("warpdrive.command".to_string(), command_line()),
-    ];
-    let rows = output::write_tables(dir, info, bg, &meta).map_err(anyhow::Error::msg)?;
-    let post = warpdrive_sky::analysis::post_trial(&info.observed, bg);
-    let json = output::summary_json(info, &rows, post.as_ref(), run);
-    std::fs::write(dir.join("summary.json"), json.as_bytes()).with_context(|| format!("writing {}", shown.display()))?;
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&environment)? + "\n")
-        .with_context(|| format!("writing {}", shown.display()))?;
-    if plot {
-        warpdrive_sky::plot::draw(&dir.join("autocorr.png"), info, &rows, bg)?;
-    }
+/// Print the result lines of a run or a merge.
+fn print_result(r: &AutocorrResult, shown: &Path, plot: bool) {
+    let (info, bg) = (&r.info, &r.bg);
+    let rows = r.rows();
+    let post = r.post_trial();
     let nb = info.edges_deg.len();
     println!(
         "{:<16} {:>12} {:>14} {:>9} {:>10}",
@@ -291,7 +220,6 @@ fn write_outputs(
         shown.display(),
         if plot { ", autocorr.png" } else { "" }
     );
-    Ok(())
 }
 
 #[derive(Args)]
@@ -311,23 +239,12 @@ pub struct MergeArgs {
 }
 
 pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
-    let inputs: Vec<Option<&Path>> = a.jobs.iter().map(|p| Some(p.as_path())).collect();
-    let mut outs = crate::outputs(force, &inputs, &[Some(a.output.as_path())])?;
-    let (info, bg) = output::merge(&a.jobs, a.partial).map_err(anyhow::Error::msg)?;
-    println!("merged:          {} job directories, {} trials", a.jobs.len(), bg.trials);
-    let run =
-        serde_json::json!({ "merged_from": a.jobs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(), "command": command_line() });
-    let dir = outs.dir(&a.output)?;
-    write_outputs(
-        &dir,
-        &a.output,
-        &info,
-        &bg,
-        run,
-        serde_json::json!({ "device": "merge" }),
-        !a.no_plot,
-    )?;
-    outs.commit()?;
+    let ctl = Control::new();
+    let out = engine::prepare_output(&a.output, force, &a.jobs)?;
+    let r = AutocorrResult::merge(&a.jobs, a.partial, &ctl)?;
+    println!("merged:          {} job directories, {} trials", a.jobs.len(), r.bg.trials);
+    r.save(out, !a.no_plot, &command_line())?;
+    print_result(&r, &a.output, !a.no_plot);
     Ok(())
 }
 

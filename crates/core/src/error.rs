@@ -72,9 +72,10 @@ pub fn parse_i64(path: &Path, line: usize, field: &str, token: Option<&str>) -> 
         .map_err(|_| InputError::new(path, line, format!("'{token}' is not an integer")).field(field))
 }
 
-/// Read a whole text file, turning I/O failures into an [`InputError`] naming the file.
+/// Read a whole text file through the bounded reader ([`crate::input::read_text`]: file type
+/// and size checked, UTF-8, a byte-order mark removed), errors naming the file.
 pub fn read_text(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))
+    crate::input::read_text(path)
 }
 
 /// The non-empty lines of a text file with `#` comments removed, as (1-based line number, text).

@@ -8,14 +8,19 @@
 //! * [`error`] — input errors that name file, line and field.
 //! * [`plot`] — PNG plots with a built-in font.
 //! * [`hash`] — FNV-1a 64 for cache keys, fingerprints and checksums.
+//! * [`engine`] — the run API the front ends share: `Control` (device, threads, cancellation,
+//!   progress), `Error` by kind, `ParamError` named as each front end spells it.
+//! * [`input`] — the bounded reader every input goes through.
 //! * [`output`] — the output discipline: no output over an input, temporaries renamed whole, `--force`, signal cleanup.
 
 pub mod check;
 pub mod cuda;
 pub mod data;
 pub mod device;
+pub mod engine;
 pub mod error;
 pub mod hash;
+pub mod input;
 pub mod limits;
 pub mod mutate;
 pub mod output;

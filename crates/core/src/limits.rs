@@ -7,7 +7,7 @@
 //! larger than that cannot succeed, and one close to it would push the machine into swap.
 
 /// Why a requested size was refused.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[error("{what}: {count} × {bytes_each} bytes = {need} would not fit in the memory available ({budget}); {advice}")]
 pub struct LimitError {
     pub what: String,
@@ -16,6 +16,21 @@ pub struct LimitError {
     pub need: String,
     pub budget: String,
     pub advice: String,
+}
+
+impl LimitError {
+    /// The message with `what` spelled as the front end spells parameters when it is one (a
+    /// bare snake_case name such as `synthetic_events`; other texts name files or fields).
+    pub fn render(&self, style: crate::engine::Style) -> String {
+        let is_param = !self.what.is_empty() && self.what.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if is_param {
+            let mut e = self.clone();
+            e.what = style.name(&self.what);
+            e.to_string()
+        } else {
+            self.to_string()
+        }
+    }
 }
 
 /// Bytes in a human unit (GiB with three digits).

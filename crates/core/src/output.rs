@@ -174,7 +174,7 @@ impl Kind {
     }
 }
 
-struct Staged {
+struct Entry {
     dest: PathBuf,
     tmp: PathBuf,
     kind: Kind,
@@ -216,14 +216,25 @@ pub fn signal() -> Option<i32> {
     }
 }
 
-/// How long the signal thread lets the main thread unwind before it cleans up and exits.
-const SIGNAL_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+/// How long the signal thread lets the run stop by itself (its loops poll the cancellation
+/// token, so it returns `Cancelled` and drops its temporaries) before it removes them and exits.
+const SIGNAL_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Install, once per process, a thread that on SIGINT/SIGTERM sets [`interrupted`], removes every
-/// registered temporary and exits with 128 + signal. The handler itself only flags (signal-hook's
-/// self-pipe); the work happens on the thread. Temporaries are removed under the registry lock,
-/// so a commit in progress finishes first.
-pub fn install_signal_cleanup() {
+/// Outputs committed by this process (for the message of a signal that came too late to stop
+/// the run).
+static COMMITTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Install, once per process, a thread that on SIGINT/SIGTERM sets [`interrupted`] and raises
+/// `cancel` (the run's token: its loops stop, it returns `Cancelled`, its temporaries are
+/// dropped and the front end exits with 128 + signal). If the run has not ended after a grace
+/// period, the thread removes every registered temporary itself and exits with 128 + signal.
+/// The handler itself only flags (signal-hook's self-pipe); the work happens on the thread.
+/// Temporaries are removed under the registry lock, so a commit in progress finishes first, and
+/// the message then names what it committed.
+///
+/// Only the command line calls this: a library must not take SIGINT from its host (Python's
+/// Ctrl-C reaches a run through its own watcher and the same token).
+pub fn install_signal_cleanup(cancel: crate::engine::Cancel) {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         #[cfg(unix)]
@@ -235,30 +246,47 @@ pub fn install_signal_cleanup() {
             let _ = std::thread::Builder::new().name("warpdrive-signals".into()).spawn(move || {
                 if let Some(sig) = signals.forever().next() {
                     SIGNAL.store(sig, Ordering::SeqCst);
+                    cancel.cancel();
                     std::thread::sleep(SIGNAL_GRACE);
                     let temps = lock_temporaries();
                     for t in temps.iter() {
                         remove_any(t);
                     }
                     let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
-                    eprintln!("interrupted ({name}): temporary outputs removed, nothing written");
+                    eprintln!("interrupted ({name}): {}", interrupted_message());
                     std::process::exit(128 + sig);
                 }
             });
         }
+        #[cfg(not(unix))]
+        let _ = cancel;
     });
+}
+
+/// What an interrupted process left: the outputs it committed before the signal stopped it (a
+/// signal during the final commit lets the commit finish), else nothing.
+pub fn interrupted_message() -> String {
+    let done = COMMITTED.lock().unwrap_or_else(|e| e.into_inner());
+    if done.is_empty() {
+        "temporary outputs removed, nothing written".to_string()
+    } else {
+        let names: Vec<String> = done.iter().map(|p| p.display().to_string()).collect();
+        format!(
+            "{} written completely before the signal; temporary outputs removed",
+            names.join(", ")
+        )
+    }
 }
 
 /// The outputs of one run, staged in temporaries and committed together.
 pub struct Outputs {
     force: bool,
-    staged: Vec<Staged>,
+    staged: Vec<Entry>,
 }
 
 impl Outputs {
-    /// `force`: replace existing outputs (the CLI's `--force`). Installs the signal cleanup.
+    /// `force`: replace existing outputs (the CLI's `--force`).
     pub fn new(force: bool) -> Self {
-        install_signal_cleanup();
         Self { force, staged: Vec::new() }
     }
 
@@ -322,7 +350,7 @@ impl Outputs {
         if kind == Kind::Dir {
             std::fs::create_dir(&tmp).map_err(io(&tmp))?;
         }
-        self.staged.push(Staged {
+        self.staged.push(Entry {
             dest: dest.to_path_buf(),
             tmp: tmp.clone(),
             kind,
@@ -367,8 +395,56 @@ impl Outputs {
                 std::fs::rename(&s.tmp, &s.dest).map_err(io(&s.dest))?;
             }
             temps.retain(|t| t != &s.tmp);
+            COMMITTED.lock().unwrap_or_else(|e| e.into_inner()).push(s.dest.clone());
         }
         Ok(())
+    }
+}
+
+/// One output prepared before the work: checked against the inputs and `force`, its temporary
+/// created now (so an unwritable location fails before any computing), filled by the run and
+/// made visible by [`Staged::commit`]; dropped uncommitted, it leaves nothing.
+pub struct Staged {
+    outs: Outputs,
+    tmp: PathBuf,
+    dest: PathBuf,
+}
+
+impl Staged {
+    fn new(dest: &Path, force: bool, inputs: &[&Path], kind: Kind) -> Result<Self, OutputError> {
+        let mut outs = Outputs::new(force);
+        outs.check(inputs, &[dest])?;
+        let tmp = outs.stage(dest, kind)?;
+        Ok(Self {
+            outs,
+            tmp,
+            dest: dest.to_path_buf(),
+        })
+    }
+
+    /// A directory output (replaced as a whole with `force`).
+    pub fn dir(dest: &Path, force: bool, inputs: &[&Path]) -> Result<Self, OutputError> {
+        Self::new(dest, force, inputs, Kind::Dir)
+    }
+
+    /// A file output.
+    pub fn file(dest: &Path, force: bool, inputs: &[&Path]) -> Result<Self, OutputError> {
+        Self::new(dest, force, inputs, Kind::File)
+    }
+
+    /// Where to write now (the temporary).
+    pub fn path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Where the output appears on commit.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Make the output visible, whole.
+    pub fn commit(self) -> Result<(), OutputError> {
+        self.outs.commit()
     }
 }
 

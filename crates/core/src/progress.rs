@@ -1,64 +1,135 @@
-//! Progress reporting for long runs: a one-line bar on stderr when stderr is a terminal,
-//! nothing otherwise (batch jobs keep clean logs). Workers call [`Progress::add`] from any
-//! thread; a render thread redraws at most five times a second.
+//! Progress of a run, and the request to stop it.
+//!
+//! [`Progress`] is a cheap, cloneable handle shared by the engine's loops and the front end that
+//! watches them: workers call [`Progress::add`] from any thread and poll
+//! [`Progress::should_stop`] between work items (a batch, a trial, an event, a pass); the front
+//! end reads [`Progress::done`]/[`Progress::total`] and asks for a stop with
+//! [`crate::engine::Cancel::cancel`]. The handle holds the run's cancellation flag, so every loop
+//! that already reports progress can also stop early without another argument.
+//!
+//! [`Bar`] draws a one-line bar on stderr while it lives, when stderr is a terminal and
+//! `WARPDRIVE_PROGRESS` is not `0` (batch jobs keep clean logs); the CLI shows one per run, the
+//! Python package turns the same counter into its callback or a tqdm bar.
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-struct Shared {
+#[derive(Default)]
+struct State {
     done: AtomicU64,
-    stop: AtomicBool,
+    total: AtomicU64,
+    /// (label, unit) of the current phase.
+    phase: Mutex<(String, String)>,
 }
 
-/// A progress counter towards `total` units of `unit`.
+/// The progress counter of one run (see the module documentation).
+#[derive(Clone)]
 pub struct Progress {
-    shared: Arc<Shared>,
-    render: Option<JoinHandle<()>>,
+    state: Arc<State>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self::hidden()
+    }
 }
 
 impl Progress {
-    /// A bar if stderr is a terminal and `WARPDRIVE_PROGRESS` is not `0`; silent otherwise.
-    pub fn new(label: &str, total: u64, unit: &str) -> Self {
-        let visible = std::io::stderr().is_terminal() && std::env::var("WARPDRIVE_PROGRESS").map_or(true, |v| v != "0");
-        Self::with_visibility(label, total, unit, visible)
-    }
-
-    /// A progress counter that never draws (libraries and tests).
+    /// A counter with its own stop flag that nobody raises (tests, benchmarks, library calls
+    /// that need no control).
     pub fn hidden() -> Self {
-        Self::with_visibility("", 0, "", false)
+        Self::with_stop(Arc::new(AtomicBool::new(false)))
     }
 
-    fn with_visibility(label: &str, total: u64, unit: &str, visible: bool) -> Self {
-        let shared = Arc::new(Shared {
-            done: AtomicU64::new(0),
-            stop: AtomicBool::new(false),
-        });
-        let render = visible.then(|| {
-            let shared = Arc::clone(&shared);
-            let (label, unit) = (label.to_string(), unit.to_string());
-            std::thread::spawn(move || {
-                let start = Instant::now();
-                while !shared.stop.load(Ordering::Relaxed) {
-                    draw(&label, &unit, shared.done.load(Ordering::Relaxed), total, start);
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-                draw(&label, &unit, shared.done.load(Ordering::Relaxed), total, start);
-                eprintln!();
-            })
-        });
-        Self { shared, render }
+    /// A counter whose [`should_stop`](Self::should_stop) reads `stop`.
+    pub(crate) fn with_stop(stop: Arc<AtomicBool>) -> Self {
+        Self {
+            state: Arc::new(State::default()),
+            stop,
+        }
+    }
+
+    /// Start a phase of `total` units of `unit` (the count restarts at 0): `begin("trials",
+    /// 1000, "trials")`.
+    pub fn begin(&self, label: &str, total: u64, unit: &str) {
+        *self.state.phase.lock().unwrap_or_else(|e| e.into_inner()) = (label.to_string(), unit.to_string());
+        self.state.total.store(total, Ordering::Relaxed);
+        self.state.done.store(0, Ordering::Relaxed);
     }
 
     /// Record `n` more units done.
     pub fn add(&self, n: u64) {
-        self.shared.done.fetch_add(n, Ordering::Relaxed);
+        self.state.done.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Units done in the current phase.
     pub fn done(&self) -> u64 {
-        self.shared.done.load(Ordering::Relaxed)
+        self.state.done.load(Ordering::Relaxed)
+    }
+
+    /// Units expected in the current phase (may be an estimate, e.g. a mean photon count).
+    pub fn total(&self) -> u64 {
+        self.state.total.load(Ordering::Relaxed)
+    }
+
+    /// (label, unit) of the current phase.
+    pub fn phase(&self) -> (String, String) {
+        self.state.phase.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// True once the run was asked to stop (Ctrl-C, a signal, a callback that said so): loops
+    /// return early, and the engine turns that into [`crate::engine::Error::Cancelled`], so a
+    /// partial result never reaches an output.
+    pub fn should_stop(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// A terminal progress bar over a [`Progress`], drawn at most five times a second while it
+/// lives (nothing when stderr is not a terminal or `WARPDRIVE_PROGRESS=0`).
+pub struct Bar {
+    stop: Arc<AtomicBool>,
+    render: Option<JoinHandle<()>>,
+}
+
+impl Bar {
+    /// Draw `progress` until the bar is dropped.
+    pub fn show(progress: &Progress) -> Self {
+        let visible = std::io::stderr().is_terminal() && std::env::var("WARPDRIVE_PROGRESS").map_or(true, |v| v != "0");
+        let stop = Arc::new(AtomicBool::new(false));
+        let render = visible.then(|| {
+            let (p, stop) = (progress.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut start = Instant::now();
+                let mut shown = String::new();
+                let mut drawn = false;
+                while !stop.load(Ordering::Relaxed) {
+                    let (label, unit) = p.phase();
+                    if label != shown {
+                        if drawn {
+                            eprintln!();
+                        }
+                        start = Instant::now();
+                        shown = label.clone();
+                    }
+                    if !label.is_empty() {
+                        draw(&label, &unit, p.done(), p.total(), start);
+                        drawn = true;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                if drawn {
+                    let (label, unit) = p.phase();
+                    draw(&label, &unit, p.done(), p.total(), start);
+                    eprintln!();
+                }
+            })
+        });
+        Self { stop, render }
     }
 }
 
@@ -79,9 +150,9 @@ fn draw(label: &str, unit: &str, done: u64, total: u64, start: Instant) {
     let _ = err.flush();
 }
 
-impl Drop for Progress {
+impl Drop for Bar {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
+        self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.render.take() {
             let _ = h.join();
         }
@@ -90,14 +161,22 @@ impl Drop for Progress {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn counts_from_many_threads() {
-        let p = super::Progress::hidden();
+        let p = Progress::hidden();
+        p.begin("x", 4000, "items");
         std::thread::scope(|s| {
             for _ in 0..4 {
-                s.spawn(|| (0..1000).for_each(|_| p.add(1)));
+                let p = p.clone();
+                s.spawn(move || (0..1000).for_each(|_| p.add(1)));
             }
         });
         assert_eq!(p.done(), 4000);
+        assert_eq!(p.total(), 4000);
+        p.begin("y", 7, "things");
+        assert_eq!((p.done(), p.phase().0.as_str()), (0, "y"));
+        assert!(!p.should_stop());
     }
 }

@@ -128,7 +128,7 @@ fn simulate(
 ) -> Result<crate::Simulation, PpcError> {
     crate::source::check_total(specs).map_err(PpcError::Usage)?;
     let t = std::time::Instant::now();
-    let (sim, stats) = crate::simulate_on(det, specs, seed, backend, &Progress::new("photons", 0, "photons"))?;
+    let (sim, stats) = crate::simulate_on(det, specs, seed, backend, &Progress::hidden())?;
     writeln!(
         err,
         "photons: {}  hits: {} before DOM acceptance, {} after (HIT lines)",

@@ -115,7 +115,7 @@ impl BeamLattice {
             min_blocks,
         };
         let program = &self.program;
-        let result = crate::run::run(py, threads, progress, u64::from(passes), |prog| {
+        let result = crate::run::legacy(py, threads, progress, u64::from(passes), |prog| {
             let (mut backend, device) = setup::make_backend(program, particles, reference, &o)?;
             let mut watches: Vec<Watch> = Vec::new();
             track(

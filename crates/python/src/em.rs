@@ -92,7 +92,7 @@ pub fn em_run(
     let opts = RunOptions::new(energy, tracks, seed, grid).map_err(errors::value)?;
     let gpus = crate::run::devices(device)?;
     let physics = PhysicsList::compton_only(&material);
-    let (r, device) = crate::run::run(py, threads, progress, tracks, |p| match &gpus {
+    let (r, device) = crate::run::legacy(py, threads, progress, tracks, |p| match &gpus {
         None => Ok((run(&physics, &opts, p), format!("cpu ({} threads)", rayon::current_num_threads()))),
         Some(d) => {
             warpdrive_em::gpu::run_devices(&physics, &opts, d, p).map(|(r, st)| (r, format!("{} ({} registers)", st.device, st.registers)))
@@ -238,7 +238,7 @@ pub fn em_shower(
     };
     warpdrive_em::shower::run::check_event_count(&cal, events, "events").map_err(|e| errors::value(e.to_string()))?;
     let prim = transport::Primary::testem3(particle, energy);
-    let (run, phys, device) = crate::run::run(py, threads, progress, events, |p| {
+    let (run, phys, device) = crate::run::legacy(py, threads, progress, events, |p| {
         let phys = transport::ShowerPhysics::build(cal, RangeCuts::uniform(cut_mm / 10.0), TableOptions::default());
         match &gpus {
             None => {

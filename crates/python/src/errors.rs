@@ -1,9 +1,18 @@
-//! Library errors → Python exceptions, carrying the messages the CLI prints.
+//! Library errors → Python exceptions, with parameters spelled as Python keywords.
 
-use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyException, PyFileExistsError, PyFileNotFoundError, PyMemoryError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::PyErr;
 use warpdrive_core::cuda::{CudaError, GpuError};
+use warpdrive_core::engine::{Error as EngineError, ParamError, Style};
+use warpdrive_core::output::OutputError;
 use warpdrive_core::InputError;
+
+pyo3::create_exception!(
+    warpdrive,
+    Cancelled,
+    PyException,
+    "A run stopped before it finished because its progress callback returned False; nothing was written."
+);
 
 /// Bad input: `FileNotFoundError` when a named file or directory is missing, else `ValueError`.
 pub fn input(e: &InputError) -> PyErr {
@@ -12,6 +21,37 @@ pub fn input(e: &InputError) -> PyErr {
         PyFileNotFoundError::new_err(e.to_string())
     } else {
         PyValueError::new_err(e.to_string())
+    }
+}
+
+/// A request value: `ValueError` naming the keyword argument.
+pub fn param(e: &ParamError) -> PyErr {
+    PyValueError::new_err(e.render(Style::Python))
+}
+
+/// An output: `FileExistsError` for an existing output without `force=True`, else `OSError`.
+pub fn output(e: &OutputError) -> PyErr {
+    let m = e.to_string().replace("pass --force", "pass force=True");
+    match e {
+        OutputError::Exists { .. } => PyFileExistsError::new_err(m),
+        OutputError::SameAsInput { .. }
+        | OutputError::InsideInput { .. }
+        | OutputError::ContainsInput { .. }
+        | OutputError::Duplicate { .. } => PyValueError::new_err(m),
+        _ => PyOSError::new_err(m),
+    }
+}
+
+/// An engine error by kind.
+pub fn engine(e: &EngineError) -> PyErr {
+    match e {
+        EngineError::Param(p) => param(p),
+        EngineError::Input(i) => input(i),
+        EngineError::Limit(l) => PyMemoryError::new_err(l.render(Style::Python)),
+        EngineError::Output(o) => output(o),
+        EngineError::Device(g) => gpu(g),
+        EngineError::Cancelled(c) => Cancelled::new_err(c.to_string()),
+        EngineError::Failed(m) => PyValueError::new_err(m.clone()),
     }
 }
 
@@ -34,4 +74,9 @@ pub fn gpu(e: &GpuError) -> PyErr {
 
 pub fn value(m: impl Into<String>) -> PyErr {
     PyValueError::new_err(m.into())
+}
+
+/// A non-negative integer argument: `ValueError` naming it (pyo3 alone raises `OverflowError`).
+pub fn count(name: &str, v: i64) -> Result<u64, PyErr> {
+    u64::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} must be a non-negative integer, got {v}")))
 }

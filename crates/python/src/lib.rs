@@ -16,6 +16,7 @@ mod spline;
 #[pymodule]
 fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("Cancelled", m.py().get_type::<errors::Cancelled>())?;
     m.add_class::<spline::SplineTable>()?;
     m.add_class::<arrow_c::ArrowTable>()?;
     m.add_class::<photon::Detector>()?;

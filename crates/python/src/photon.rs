@@ -108,7 +108,7 @@ impl Detector {
             }),
         };
         let total = expected.round() as u64;
-        let (sim, stats) = crate::run::run(py, threads, progress, total, |p| {
+        let (sim, stats) = crate::run::legacy(py, threads, progress, total, |p| {
             warpdrive_photon::simulate_on(det, &specs, seed, &backend, p)
         })?
         .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
@@ -139,7 +139,7 @@ pub fn ppc_run(
     use warpdrive_photon::ppc::{run, PpcEnv, PpcError};
     let env = PpcEnv::from_env(|k| env.get(k).cloned()).map_err(|e| errors::input(&e))?;
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let r = crate::run::run(py, threads, None, 0, |_| {
+    let r = crate::run::legacy(py, threads, None, 0, |_| {
         run(&args, &env, &mut stdin.as_slice(), &mut out, &mut err)
     })?;
     let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();

@@ -1,24 +1,22 @@
-//! `warpdrive.sky`: two-point autocorrelation with scrambled trials (`warpdrive sky autocorr`).
+//! `warpdrive.sky`: two-point autocorrelation with scrambled trials (`warpdrive sky autocorr`),
+//! a translation of keyword arguments into `warpdrive_sky::engine::Autocorr`.
 
 use crate::errors;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use std::path::{Path, PathBuf};
-use warpdrive_sky::output::{self, RunInfo};
-use warpdrive_sky::trials::Background;
-use warpdrive_sky::{setup, Backend, Settings};
+use std::path::PathBuf;
+use warpdrive_sky::engine::{self, Autocorr, AutocorrOptions, AutocorrResult, Bins, Events};
+use warpdrive_sky::events::ColumnNames;
 
 /// The observed counts, the background distributions of the trials and the analysis of one run.
 #[pyclass(module = "warpdrive._warpdrive", frozen)]
 pub struct SkyRun {
-    info: RunInfo,
-    bg: Background,
-    device: String,
+    r: AutocorrResult,
+    inputs: Vec<PathBuf>,
 }
 
-fn value_err(m: String) -> PyErr {
-    errors::value(m)
-}
+/// (count values, trials with that count).
+type Distribution<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
 
 fn meta(device: &str) -> Vec<(String, String)> {
     vec![
@@ -30,116 +28,142 @@ fn meta(device: &str) -> Vec<(String, String)> {
 
 #[pymethods]
 impl SkyRun {
-    /// (counts, background) as lists of (name, array): the columns of `counts.parquet` and
-    /// `background.parquet`.
+    /// (counts, background): the tables of `counts.parquet` and `background.parquet`.
     fn tables<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, crate::arrow_c::ArrowTable>, Bound<'py, crate::arrow_c::ArrowTable>)> {
-        let (_, t, b) = output::tables(&self.info, &self.bg, &meta(&self.device));
+        let (_, t, b) = warpdrive_sky::output::tables(&self.r.info, &self.r.bg, &meta(&self.r.device));
         Ok((crate::photon::columns(py, t)?, crate::photon::columns(py, b)?))
     }
 
-    /// Write `counts.parquet` and `background.parquet` into `dir` as the CLI does.
-    fn to_parquet(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
-        let m = meta(&self.device);
-        py.allow_threads(|| output::write_tables(&dir, &self.info, &self.bg, &m))
-            .map(|_| ())
-            .map_err(pyo3::exceptions::PyOSError::new_err)
+    /// Write the run's output directory as the CLI does (`counts.parquet`, `background.parquet`,
+    /// `summary.json`, `run.json`, `autocorr.png` with `plot`); an existing `dir` is refused
+    /// unless `force`.
+    #[pyo3(signature = (dir, force=false, plot=false))]
+    fn save(&self, py: Python<'_>, dir: PathBuf, force: bool, plot: bool) -> PyResult<()> {
+        py.allow_threads(|| {
+            let out = engine::prepare_output(&dir, force, &self.inputs)?;
+            self.r.save(out, plot, "python: warpdrive.sky.autocorr")
+        })
+        .map_err(|e| errors::engine(&e))
+    }
+
+    /// (count values, number of trials with that count) of one (cut, bin).
+    fn background_distribution<'py>(&self, py: Python<'py>, cut: i64, bin: i64) -> PyResult<Distribution<'py>> {
+        let (c, n) = self
+            .r
+            .background_distribution(errors::count("cut", cut)? as usize, errors::count("bin", bin)? as usize)
+            .map_err(|e| errors::param(&e))?;
+        Ok((c.into_pyarray(py), n.into_pyarray(py)))
     }
 
     #[getter]
     fn observed<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<u64>> {
-        self.info.observed.clone().into_pyarray(py)
+        self.r.info.observed.clone().into_pyarray(py)
     }
 
     #[getter]
     fn edges_deg(&self) -> Vec<f64> {
-        self.info.edges_deg.clone()
+        self.r.info.edges_deg.clone()
     }
 
     #[getter]
     fn cut_labels(&self) -> Vec<String> {
-        self.info.cut_labels.clone()
+        self.r.info.cut_labels.clone()
     }
 
     #[getter]
     fn cut_events(&self) -> Vec<u64> {
-        self.info.cut_events.clone()
+        self.r.info.cut_events.clone()
     }
 
     #[getter]
     fn trials(&self) -> u64 {
-        self.bg.trials
+        self.r.bg.trials
     }
 
     #[getter]
     fn device(&self) -> String {
-        self.device.clone()
+        self.r.device.clone()
     }
 
     #[getter]
     fn description(&self) -> String {
-        self.info.description.clone()
+        self.r.info.description.clone()
     }
 }
 
-/// `warpdrive sky autocorr` on events given as arrays.
+/// `warpdrive sky autocorr` on arrays (`ra`, `dec`, `energy`), files (`files`, with optional
+/// column names) or a generated sky (`synthetic_events`).
 #[pyfunction]
-#[pyo3(signature = (ra, dec, energy, hemisphere, dec_min, dec_max, cuts, bins, bin_width, edges, trials, seed, ra_grid, device, threads, progress))]
+#[pyo3(signature = (ra, dec, energy, files, columns, synthetic_events, hemisphere, dec_min, dec_max, cuts, bins, bin_width, edges, trials, seed, jobs, job_index, ra_grid, device, threads, progress))]
 #[allow(clippy::too_many_arguments)]
 pub fn sky_autocorr(
     py: Python<'_>,
-    ra: PyReadonlyArray1<'_, f64>,
-    dec: PyReadonlyArray1<'_, f64>,
-    energy: PyReadonlyArray1<'_, f64>,
+    ra: Option<PyReadonlyArray1<'_, f64>>,
+    dec: Option<PyReadonlyArray1<'_, f64>>,
+    energy: Option<PyReadonlyArray1<'_, f64>>,
+    files: Option<Vec<PathBuf>>,
+    columns: (Option<String>, Option<String>, Option<String>),
+    synthetic_events: Option<i64>,
     hemisphere: &str,
     dec_min: Option<f64>,
     dec_max: Option<f64>,
     cuts: Vec<String>,
-    bins: usize,
+    bins: i64,
     bin_width: f64,
-    edges: Vec<f64>,
-    trials: u64,
-    seed: u64,
+    edges: Option<Vec<f64>>,
+    trials: i64,
+    seed: i64,
+    jobs: i64,
+    job_index: i64,
     ra_grid: &str,
     device: &str,
-    threads: Option<usize>,
+    threads: Option<i64>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<SkyRun> {
-    let label = Path::new("<arrays>");
-    let events =
-        warpdrive_sky::events::from_arrays(label, ra.as_slice()?, dec.as_slice()?, energy.as_slice()?).map_err(|e| errors::input(&e))?;
-    let region = setup::region(hemisphere, dec_min, dec_max).map_err(value_err)?;
-    let cuts = setup::cuts(&cuts).map_err(value_err)?;
-    let range = warpdrive_sky::job_range(trials, 1, 0).map_err(value_err)?;
-    let (ra_grid_deg, _) = setup::ra_grid(ra_grid, &events, &region).map_err(value_err)?;
-    let st = Settings {
-        region,
-        cuts,
-        bins: setup::bins(&edges, bins, bin_width).map_err(value_err)?,
-        seed,
-        total_trials: trials,
-        trials: range.clone(),
-        description: format!(
-            "arrays, {} events; declination {}° to {}°; scrambled RA {}",
-            events.len(),
-            region.dec_min,
-            region.dec_max,
-            ra_grid_deg.map_or("continuous".to_string(), |q| format!("on a {q}° grid"))
-        ),
-        ra_grid_deg,
+    let events = match (ra, dec, files, synthetic_events) {
+        (Some(ra), Some(dec), None, None) => Events::Arrays {
+            ra: ra.as_slice()?.to_vec(),
+            dec: dec.as_slice()?.to_vec(),
+            energy: energy.map(|e| e.as_slice().map(<[f64]>::to_vec)).transpose()?,
+        },
+        (None, None, Some(paths), None) => Events::Files {
+            paths,
+            columns: ColumnNames::default().with(columns.0.as_deref(), columns.1.as_deref(), columns.2.as_deref()),
+        },
+        (None, None, None, Some(n)) => Events::Synthetic(errors::count("synthetic_events", n)? as usize),
+        _ => {
+            return Err(errors::value(
+                "give the events as ra= and dec= arrays, as files=, or as synthetic_events= (one of them)",
+            ))
+        }
     };
-    let backend = match crate::run::devices(device)? {
-        None => Backend::Cpu,
-        Some(d) => Backend::Cuda(d),
+    let opts = AutocorrOptions {
+        hemisphere: hemisphere.parse().map_err(|e| errors::param(&e))?,
+        dec_min,
+        dec_max,
+        cuts: cuts
+            .iter()
+            .map(|c| engine::parse_cut(c))
+            .collect::<Result<_, _>>()
+            .map_err(|e| errors::param(&e))?,
+        bins: match edges {
+            None => Bins::Uniform {
+                n: errors::count("bins", bins)? as usize,
+                width: bin_width,
+            },
+            Some(e) => Bins::Edges(e),
+        },
+        trials: errors::count("trials", trials)?,
+        seed: errors::count("seed", seed)?,
+        jobs: errors::count("jobs", jobs)?,
+        job_index: errors::count("job_index", job_index)?,
+        ra_grid: ra_grid.parse().map_err(|e| errors::param(&e))?,
     };
-    let (info, bg, device) = crate::run::run(py, threads, progress, trials, |p| {
-        let (sample, info) = warpdrive_sky::prepare(&events, &st)?;
-        let device = match &backend {
-            Backend::Cpu => format!("cpu ({} threads)", rayon::current_num_threads()),
-            Backend::Cuda(d) => d.iter().map(|i| format!("cuda:{i}")).collect::<Vec<_>>().join(","),
-        };
-        let bg = warpdrive_sky::run_trials(&sample, seed, range.clone(), &backend, p)?;
-        Ok::<_, String>((info, bg, device))
-    })?
-    .map_err(value_err)?;
-    Ok(SkyRun { info, bg, device })
+    let (ctl, notes) = crate::run::control(device, threads, false)?;
+    let req = py.allow_threads(|| Autocorr::new(events, &opts)).map_err(|e| errors::engine(&e))?;
+    let r = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+    Ok(SkyRun {
+        r,
+        inputs: req.inputs().to_vec(),
+    })
 }

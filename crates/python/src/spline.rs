@@ -95,7 +95,7 @@ impl SplineTable {
         };
         let table = &self.table;
         let (values, _how) =
-            crate::run::run(py, threads, None, 0, |_| evaluate_points(table, flat, &opts))?.map_err(|e| errors::gpu(&e))?;
+            crate::run::legacy(py, threads, None, 0, |_| evaluate_points(table, flat, &opts))?.map_err(|e| errors::gpu(&e))?;
         let arr: Bound<'py, PyArray1<f64>> = values.into_pyarray(py);
         if gradient {
             Ok(arr.reshape([n, nd + 1])?.into_any())
@@ -169,7 +169,7 @@ pub fn spline_unfold<'py>(
         _ => return Err(errors::value("give the event as a Parquet path or as pulse arrays, not both")),
     }
     .map_err(|e| errors::input(&e))?;
-    let u = crate::run::run(py, threads, None, 0, |_| unfold_event(&model, &geo, &h, &ev, &opts))?.map_err(|e| unfold_error(&e))?;
+    let u = crate::run::legacy(py, threads, None, 0, |_| unfold_event(&model, &geo, &h, &ev, &opts))?.map_err(|e| unfold_error(&e))?;
     let out = PyDict::new(py);
     let n = u.cols;
     let s = &u.solution;

@@ -153,6 +153,27 @@ impl SkyGpu {
         Ok(out)
     }
 
+    /// The background of the trials in `range` (`total`: trials of the whole run, which decides
+    /// whether per-trial counts are kept), folded batch by batch so that memory does not grow
+    /// with the trial count; stops after the current batch when `progress` says so.
+    pub fn trial_background(&mut self, seed: u64, range: Range<u64>, total: u64, progress: &Progress) -> Result<Background, GpuError> {
+        self.gpu.ctx.bind_to_thread()?;
+        let h = (self.levels * self.bins) as usize;
+        let mut bg = Background::for_trials(h, total);
+        let mut first = range.start;
+        while first < range.end && !progress.should_stop() {
+            let count = (range.end - first).min(u64::from(self.batch)) as u32;
+            self.launch(seed, first, count)?;
+            let diff = self.gpu.stream.clone_dtoh(&self.hist.slice(0..h * count as usize))?;
+            for t in 0..count as usize {
+                bg.add(&cumulative(&diff[t * h..(t + 1) * h], self.levels as usize, self.bins as usize));
+            }
+            progress.add(u64::from(count));
+            first += u64::from(count);
+        }
+        Ok(bg)
+    }
+
     /// The unit vectors and levels (x, y, z, level per sorted event) of one trial, for the
     /// twin check against `sphere::unit_vector_turn(trials::trial_turn(..))`.
     pub fn trial_vectors(&mut self, seed: u64, trial: u64) -> Result<Vec<f64>, GpuError> {
@@ -173,16 +194,16 @@ impl SkyGpu {
 }
 
 /// Run trials `range` on the GPUs `devices` (contiguous shares, merged in trial order, so the
-/// result does not depend on the number of devices).
+/// result does not depend on the number of devices). Stops early, with a partial background,
+/// when `progress` says so.
 pub fn run_trials(devices: &[usize], s: &Sample, seed: u64, range: Range<u64>, progress: &Progress) -> Result<Background, GpuError> {
-    let results = cuda::split_across(devices, range.end - range.start, |&d, share| {
-        SkyGpu::new(d, s)?.trial_counts(seed, range.start + share.start..range.start + share.end, progress)
+    let total = range.end - range.start;
+    let results = cuda::split_across(devices, total, |&d, share| {
+        SkyGpu::new(d, s)?.trial_background(seed, range.start + share.start..range.start + share.end, total, progress)
     });
-    let mut bg = Background::for_trials(s.hist_len(), range.end - range.start);
+    let mut bg = Background::for_trials(s.hist_len(), total);
     for r in results {
-        for c in r? {
-            bg.add(&c);
-        }
+        bg.append(r?);
     }
     Ok(bg)
 }

@@ -14,6 +14,7 @@ pub mod analysis;
 pub mod bins;
 pub mod count;
 pub mod cuts;
+pub mod engine;
 pub mod events;
 pub mod gpu;
 pub mod gpu_check;

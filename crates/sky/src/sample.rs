@@ -134,10 +134,16 @@ pub fn detect_ra_grid(ra_deg: &[f64]) -> Option<f64> {
     })
 }
 
-/// Declination bands of height θ (so partners lie in the same or the next band), with their RA
-/// windows and cell counts.
+/// The most declination bands of the CPU cell list. Bands taller than θ only cost comparisons
+/// (partners still lie in the same or the next band; the chord test decides), so this bounds
+/// memory for tiny bins (`--bin-width 5e-324` asked for 1.8e8 bands, 10 GiB) without changing a
+/// count.
+pub const MAX_BANDS: usize = 1 << 16;
+
+/// Declination bands of height θ (at least 180°/[`MAX_BANDS`]; partners lie in the same or the
+/// next band), with their RA windows and cell counts (at most about two per event of the band).
 fn bands(dec: &[f64], theta: f64) -> Vec<Band> {
-    let height = theta.max(1e-6);
+    let height = theta.max(180.0 / MAX_BANDS as f64);
     let nb = ((180.0 / height).floor() as usize).max(1);
     let band_of = |d: f64| ((((d + 90.0) / height).floor()) as usize).min(nb - 1);
     let edge_abs = |b: usize| {
@@ -162,7 +168,9 @@ fn bands(dec: &[f64], theta: f64) -> Vec<Band> {
     for b in 0..nb {
         let prev = if b > 0 { out[b - 1].window_next } else { 0.0 };
         let w = out[b].window_same.max(out[b].window_next).max(prev);
-        out[b].cells = ((1.0 / w).floor() as usize).max(1);
+        // Fewer cells than 1/w only widen them (still ≥ the window): at most 2·events + 1.
+        let events = out[b].end - out[b].start;
+        out[b].cells = ((1.0 / w).floor().min((2 * events + 1) as f64) as usize).max(1);
     }
     out
 }

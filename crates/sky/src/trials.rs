@@ -115,8 +115,9 @@ impl Background {
 
     /// Add another run's distributions (same cuts and bins). Per-trial counts are dropped.
     pub fn merge(&mut self, other: &Background) {
+        let kept = std::mem::take(&mut self.kept);
         self.keep = false;
-        self.kept.clear();
+        drop(kept);
         assert_eq!(self.freq.len(), other.freq.len());
         for (m, o) in self.freq.iter_mut().zip(&other.freq) {
             for (&c, &n) in o {
@@ -124,6 +125,19 @@ impl Background {
             }
         }
         self.trials += other.trials;
+    }
+
+    /// Append the trials that follow this run's (the next GPU's share): per-trial counts stay
+    /// when both kept them, so the result equals one run over both ranges.
+    pub fn append(&mut self, other: Background) {
+        if self.keep && other.keep {
+            let kept = other.kept.clone();
+            self.merge(&other);
+            self.keep = true;
+            self.kept.extend(kept);
+        } else {
+            self.merge(&other);
+        }
     }
 
     /// Mean and standard deviation (n − 1 normalisation) of cell `k`.
@@ -153,7 +167,8 @@ impl Background {
     }
 }
 
-/// Run trials `range` on the CPU (rayon over trials, one worker scratch per thread).
+/// Run trials `range` on the CPU (rayon over trials, one worker scratch per thread). Stops
+/// early, with a partial background, when `progress` says so.
 #[must_use]
 pub fn run_cpu(s: &Sample, seed: u64, range: Range<u64>, progress: &Progress) -> Background {
     let mut bg = Background::for_trials(s.hist_len(), range.end - range.start);
@@ -166,12 +181,19 @@ pub fn run_cpu(s: &Sample, seed: u64, range: Range<u64>, progress: &Progress) ->
             .map_init(
                 || (Workspace::default(), Vec::new()),
                 |(ws, turns), k| {
+                    if progress.should_stop() {
+                        return Vec::new();
+                    }
                     let c = trial_counts(s, seed, k, ws, turns);
                     progress.add(1);
                     c
                 },
             )
             .collect();
+        if progress.should_stop() {
+            // Stopped: the caller discards this partial background (engine: `Cancelled`).
+            return bg;
+        }
         for c in &counts {
             bg.add(c);
         }

@@ -9,7 +9,7 @@ Every computing call takes ``device="auto"|"cpu"|"cuda"|"cuda:N"|"cuda:all"`` an
 the GIL is released while it computes.
 """
 
-from ._warpdrive import __version__
+from ._warpdrive import Cancelled, __version__
 from . import beam, em, photon, sky, spline
 
-__all__ = ["__version__", "beam", "em", "photon", "sky", "spline"]
+__all__ = ["Cancelled", "__version__", "beam", "em", "photon", "sky", "spline"]
