@@ -203,6 +203,32 @@ mod tests {
         assert_eq!(s.bands[0].cells, 2);
     }
 
+    /// `--bin-width 5e-324` asked for 1.8e8 bands (10 GiB) before the band and cell caps; the
+    /// capped cell list still counts exactly (here: against the brute force, with bins wide
+    /// enough to hold pairs, and with the tiny bins that hold none).
+    #[test]
+    fn tiny_and_capped_bins_stay_bounded_and_exact() {
+        let ev = crate::events::synthetic(3000, 5);
+        for bins in [
+            AngularBins::uniform(20, 5e-324).unwrap(),
+            AngularBins::uniform(4, 1e-3).unwrap(),
+            AngularBins::uniform(3, 2.0).unwrap(),
+        ] {
+            let c = cuts::resolve(&ev, &cuts::default_cuts()).unwrap();
+            let s = Sample::new(&ev, bins.clone(), c).unwrap();
+            assert!(s.bands.len() <= MAX_BANDS, "{} bands", s.bands.len());
+            let cells: usize = s.bands.iter().map(|b| b.cells).sum();
+            assert!(cells <= 2 * s.len() + s.bands.len(), "{cells} cells");
+            let mut levels = vec![0u8; ev.len()];
+            let thresholds = &s.cuts.thresholds;
+            for (l, e) in levels.iter_mut().zip(&ev) {
+                *l = thresholds.iter().filter(|&&t| e.energy >= t).count() as u8;
+            }
+            let brute = crate::count::brute_force(&ev, &levels, s.cuts.levels(), &bins);
+            assert_eq!(crate::count::observed(&s), brute, "bins {:?}", &bins.edges_deg[..2]);
+        }
+    }
+
     #[test]
     fn ra_window_is_conservative() {
         // Brute force: the largest |Δα| at which two points at |δ| ≤ 60° are within 5°.
