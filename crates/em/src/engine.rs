@@ -262,7 +262,10 @@ impl KleinNishina {
         if e > MAX_PHOTON_ENERGY {
             return Err(ParamError::new(
                 "energy",
-                format!("{} MeV: above the cross-section table (at most {MAX_PHOTON_ENERGY:e} MeV = 100 TeV)", num(e)),
+                format!(
+                    "{} MeV: above the cross-section table (at most {MAX_PHOTON_ENERGY:e} MeV = 100 TeV)",
+                    num(e)
+                ),
             )
             .into());
         }
@@ -535,7 +538,11 @@ impl Shower {
     /// tallies and tables; nothing runs yet.
     pub fn new(calorimeter: CalorimeterChoice, o: &ShowerOptions) -> Result<Self> {
         if !(o.energy.is_finite() && o.energy > 0.0 && o.energy <= MAX_SHOWER_ENERGY) {
-            return Err(ParamError::new("energy", format!("{} MeV: must be in (0, {MAX_SHOWER_ENERGY:e}] MeV", num(o.energy))).into());
+            return Err(ParamError::new(
+                "energy",
+                format!("{} MeV: must be in (0, {MAX_SHOWER_ENERGY:e}] MeV", num(o.energy)),
+            )
+            .into());
         }
         if !(o.cut_mm.is_finite() && o.cut_mm > 0.0 && o.cut_mm <= MAX_CUT_MM) {
             return Err(ParamError::new("cut_mm", format!("{} mm: must be in (0, {MAX_CUT_MM:e}] mm", num(o.cut_mm))).into());
@@ -595,7 +602,10 @@ impl Shower {
             ctl.progress.begin("events", o.events, "events");
             let t1 = Instant::now();
             let (run, device) = match &gpus {
-                None => (crate::shower::run::run(&phys, &self.primary, o.events, o.seed, &ctl.progress), cpu_device()),
+                None => (
+                    crate::shower::run::run(&phys, &self.primary, o.events, o.seed, &ctl.progress),
+                    cpu_device(),
+                ),
                 Some(d) => {
                     let g = GpuShowerOptions {
                         precise: ctl.precise,
@@ -912,7 +922,11 @@ mod cache {
                 Slot::Building => {}
             }
             ctl.check()?;
-            state = slot.1.wait_timeout(state, Duration::from_millis(20)).unwrap_or_else(|e| e.into_inner()).0;
+            state = slot
+                .1
+                .wait_timeout(state, Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 }
@@ -949,15 +963,27 @@ mod tests {
         );
         assert_eq!(cli(kn(|o| o.tracks = 0).unwrap_err()), "--tracks must be at least 1");
         assert_eq!(cli(kn(|o| o.tally_bins = 0).unwrap_err()), "--tally-bins must be at least 1");
-        assert_eq!(cli(kn(|o| o.tally_width = 0.0).unwrap_err()), "--tally-width 0 cm: must be at least 1e-6 cm");
-        assert_eq!(cli(kn(|o| o.tally_width = 5e-324).unwrap_err()), "--tally-width 5e-324 cm: must be at least 1e-6 cm");
-        assert_eq!(cli(kn(|o| o.tally_front = f64::NAN).unwrap_err()), "--tally-front NaN cm: must be finite");
+        assert_eq!(
+            cli(kn(|o| o.tally_width = 0.0).unwrap_err()),
+            "--tally-width 0 cm: must be at least 1e-6 cm"
+        );
+        assert_eq!(
+            cli(kn(|o| o.tally_width = 5e-324).unwrap_err()),
+            "--tally-width 5e-324 cm: must be at least 1e-6 cm"
+        );
+        assert_eq!(
+            cli(kn(|o| o.tally_front = f64::NAN).unwrap_err()),
+            "--tally-front NaN cm: must be finite"
+        );
         assert_eq!(cli(kn(|o| o.slots = Some(0)).unwrap_err()), "--slots must be at least 1");
         assert_eq!(
             cli(kn(|o| o.stack_capacity = Some(1 << 33)).unwrap_err()),
             "--stack-capacity 8589934592: at most 4294967295"
         );
-        assert_eq!(cli(kn(|o| o.tally_bins = 1 << 40).unwrap_err()), "--tally-bins 1099511627776: at most 4294967295");
+        assert_eq!(
+            cli(kn(|o| o.tally_bins = 1 << 40).unwrap_err()),
+            "--tally-bins 1099511627776: at most 4294967295"
+        );
         let e = kn(|o| o.tally_bins = 4_000_000_000).unwrap_err();
         assert!(matches!(e, Error::Limit(_)), "{e}");
         assert!(cli(e).starts_with("--tally-bins: 4000000000 × "));
@@ -991,7 +1017,12 @@ mod tests {
         .unwrap()
         .run(&cpu())
         .unwrap();
-        assert!(pb.result.mean_depth() < 0.5 * a.result.mean_depth(), "{} {}", pb.result.mean_depth(), a.result.mean_depth());
+        assert!(
+            pb.result.mean_depth() < 0.5 * a.result.mean_depth(),
+            "{} {}",
+            pb.result.mean_depth(),
+            a.result.mean_depth()
+        );
     }
 
     #[test]
@@ -1031,7 +1062,10 @@ mod tests {
         let out = d.join("out");
         let notes = r.save(prepare_output(&out, false, req.inputs()).unwrap(), true, "test").unwrap();
         assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(notes[0].starts_with("edep.png not drawn: the z axis would run from 0 to inf"), "{notes:?}");
+        assert!(
+            notes[0].starts_with("edep.png not drawn: the z axis would run from 0 to inf"),
+            "{notes:?}"
+        );
         assert!(out.join("edep.parquet").is_file() && out.join("summary.json").is_file());
         assert!(!out.join("edep.png").exists());
         let left: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -1051,12 +1085,24 @@ mod tests {
 
     #[test]
     fn shower_options_are_checked_with_their_names() {
-        assert_eq!(cli(shower(|o| o.energy = 0.0).unwrap_err()), "--energy 0 MeV: must be in (0, 1e7] MeV");
-        assert_eq!(cli(shower(|o| o.cut_mm = f64::INFINITY).unwrap_err()), "--cut-mm inf mm: must be in (0, 1e4] mm");
-        assert_eq!(shower(|o| o.events = 0).unwrap_err().render(Style::Python), "events must be at least 1");
+        assert_eq!(
+            cli(shower(|o| o.energy = 0.0).unwrap_err()),
+            "--energy 0 MeV: must be in (0, 1e7] MeV"
+        );
+        assert_eq!(
+            cli(shower(|o| o.cut_mm = f64::INFINITY).unwrap_err()),
+            "--cut-mm inf mm: must be in (0, 1e4] mm"
+        );
+        assert_eq!(
+            shower(|o| o.events = 0).unwrap_err().render(Style::Python),
+            "events must be at least 1"
+        );
         let e = shower(|o| o.events = 1 << 50).unwrap_err();
         assert!(cli(e).starts_with("--events: 1125899906842624 × 992 bytes"));
-        assert_eq!("muon".parse::<Particle>().unwrap_err().render(Style::Python), "primary 'muon': expected e-, e+ or gamma");
+        assert_eq!(
+            "muon".parse::<Particle>().unwrap_err().render(Style::Python),
+            "primary 'muon': expected e-, e+ or gamma"
+        );
         assert_eq!("gamma".parse::<Particle>().unwrap(), Particle::Gamma);
         let e = Shower::new(CalorimeterChoice::File("missing.toml".into()), &ShowerOptions::default()).unwrap_err();
         assert!(matches!(e, Error::Input(_)), "{e}");
@@ -1135,7 +1181,8 @@ mod tests {
         for threads in [1, 2] {
             let r = req.run(&cpu().threads(Some(threads))).unwrap();
             let out = d.join(format!("t{threads}"));
-            r.save(prepare_output(&out, false, req.inputs()).unwrap(), false, "same command").unwrap();
+            r.save(prepare_output(&out, false, req.inputs()).unwrap(), false, "same command")
+                .unwrap();
             let read = |n: &str| std::fs::read(out.join(n)).unwrap();
             files.push([read("summary.json"), read("profile.parquet"), read("events.parquet")]);
             let env: serde_json::Value = serde_json::from_slice(&read("run.json")).unwrap();

@@ -51,8 +51,7 @@ impl TallyGrid {
         }
         // One 64-bit fixed-point tally per bin per task in flight, and the profile: check the
         // bin count against the memory available before any array is made.
-        warpdrive_core::limits::check_alloc("tally_bins", size as u64, 4 * 8, "use fewer, wider bins")
-            .map_err(|e| e.to_string())?;
+        warpdrive_core::limits::check_alloc("tally_bins", size as u64, 4 * 8, "use fewer, wider bins").map_err(|e| e.to_string())?;
         Ok(Self { front, delta, size })
     }
 
