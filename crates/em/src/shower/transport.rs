@@ -654,7 +654,7 @@ pub fn run_event_or_stop(phys: &ShowerPhysics, primary: &Primary, seed: u64, eve
     let mut popped = 0u64;
     while let Some(t) = ev.stack.pop() {
         popped += 1;
-        if popped % STOP_POLL_TRACKS == 0 && stop() {
+        if popped.is_multiple_of(STOP_POLL_TRACKS) && stop() {
             return None;
         }
         match t.particle {
