@@ -1,15 +1,16 @@
-//! `warpdrive em` and `warpdrive bench em`: argument parsing and output only; the physics lives
-//! in warpdrive-em.
+//! `warpdrive em` and `warpdrive bench em`: argument parsing and output only; the run is
+//! `warpdrive_em::engine::KleinNishina`.
 
-use crate::{command_line, devices, CommonArgs};
-use anyhow::{bail, Context, Result};
+use crate::{command_line, CommonArgs};
+use anyhow::{bail, Result};
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
-use warpdrive_core::progress::Progress;
+use warpdrive_core::progress::{Bar, Progress};
+use warpdrive_em::engine::{self, KleinNishina, KleinNishinaOptions, MaterialChoice};
 use warpdrive_em::material::Material;
 use warpdrive_em::physics::PhysicsList;
-use warpdrive_em::transport::{run, RunOptions, RunResult, TallyGrid};
+use warpdrive_em::transport::{run, RunOptions, TallyGrid};
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -26,162 +27,85 @@ pub struct EmArgs {
     /// Random seed (track i draws from the Philox stream (seed, i)).
     #[arg(long, default_value_t = 12345)]
     seed: u64,
-    /// Material: 'aluminium' (built in, G4_Al) or a TOML file (docs/em.md).
-    #[arg(long, default_value = "aluminium")]
+    /// Material: a built-in NIST name (G4_Al, G4_Pb, G4_lAr, G4_WATER, G4_AIR, … ; 'aluminium' is
+    /// G4_Al; the list is in docs/em.md) or a TOML file.
+    #[arg(long, default_value = "G4_Al")]
     material: String,
     /// Tally: lower edge of the first z bin [cm].
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     tally_front: f64,
-    /// Tally: bin width [cm].
+    /// Tally: bin width [cm] (at least 1e-6).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     tally_width: f64,
     /// Tally: number of bins.
     #[arg(long, default_value_t = 2048)]
-    tally_bins: usize,
+    tally_bins: u64,
     /// Track slots in flight at once.
     #[arg(long)]
-    slots: Option<usize>,
+    slots: Option<u64>,
     /// Capacity of the hit and secondary stacks per iteration (default: one per slot).
     #[arg(long)]
-    stack_capacity: Option<u32>,
+    stack_capacity: Option<u64>,
     /// Overlay a reference profile on the plot (one MeV/cm value per 1-cm bin per line, e.g.
     /// $WARPDRIVE_DATA/em/g4-edep-100MeV-60k-1.0cm.txt).
     #[arg(long)]
     compare: Option<PathBuf>,
-    /// Output directory (edep.parquet, edep.png, summary.json).
+    /// Output directory (edep.parquet, edep.png, summary.json, run.json).
     #[arg(long, short, default_value = "em-out")]
     output: PathBuf,
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
-/// The summary numbers printed and written to summary.json.
-fn summary(r: &RunResult, grid: &TallyGrid) -> serde_json::Value {
-    serde_json::json!({
-        "tracks": r.tracks,
-        "steps": r.steps,
-        "steps_per_track": r.steps_per_track(),
-        "mean_deposition_depth_cm": r.mean_depth(),
-        "energy_beyond_cm_mev": {
-            "100": r.energy_beyond(grid, 100.0),
-            "200": r.energy_beyond(grid, 200.0),
-            "500": r.energy_beyond(grid, 500.0),
-        },
-        "energy_deposited_per_primary_mev": r.profile().iter().sum::<f64>(),
-        "secondaries": r.secondaries,
-        "iterations": r.iterations,
-        "retries_after_full_stacks": r.retries,
-        "result_checksum": r.checksum(),
-    })
-}
-
 pub fn em(a: &EmArgs, force: bool) -> Result<()> {
-    let start = Instant::now();
-    let material_file = Path::new(&a.material);
-    let mut outs = crate::outputs(
-        force,
-        &[a.compare.as_deref(), material_file.exists().then_some(material_file)],
-        &[Some(a.output.as_path())],
-    )?;
-    let material = Material::from_name_or_file(&a.material)?;
-    let grid = TallyGrid::new(a.tally_front, a.tally_width, a.tally_bins).map_err(anyhow::Error::msg)?;
-    let mut opts = RunOptions::new(a.energy, a.tracks, a.seed, grid).map_err(anyhow::Error::msg)?;
-    if let Some(s) = a.slots {
-        if s == 0 {
-            bail!("--slots must be at least 1");
-        }
-        opts.slots = s;
-        opts.hit_capacity = s as u32;
-        opts.secondary_capacity = s as u32;
-    }
-    if let Some(c) = a.stack_capacity {
-        if c == 0 {
-            bail!("--stack-capacity must be at least 1");
-        }
-        opts.hit_capacity = c;
-        opts.secondary_capacity = c;
-    }
-    let gpus = devices(&a.common)?;
-    let reference = match &a.compare {
-        Some(p) => Some(warpdrive_em::output::read_profile(p)?),
-        None => None,
+    let ctl = a.common.control()?;
+    let opts = KleinNishinaOptions {
+        energy: a.energy,
+        tracks: a.tracks,
+        seed: a.seed,
+        material: MaterialChoice::parse(&a.material),
+        tally_front: a.tally_front,
+        tally_width: a.tally_width,
+        tally_bins: a.tally_bins,
+        slots: a.slots,
+        stack_capacity: a.stack_capacity,
+        compare: a.compare.clone(),
     };
-    let physics = PhysicsList::compton_only(&material);
+    let req = KleinNishina::new(&opts)?;
+    let out = engine::prepare_output(&a.output, force, req.inputs())?;
+    let m = req.material();
     println!(
         "em: {} photons of {} MeV along +z in {} (ρ = {} g/cm³), Compton only, kill below 10 keV",
-        a.tracks, a.energy, material.name, material.density
+        a.tracks, a.energy, m.name, m.density
     );
-    let (progress, _bar) = crate::progress_bar("tracks", a.tracks, "tracks");
-    let t0 = Instant::now();
-    let (r, device) = match &gpus {
-        None => (
-            run(&physics, &opts, &progress),
-            format!("cpu ({} threads)", rayon::current_num_threads()),
-        ),
-        Some(d) => {
-            let (r, st) = warpdrive_em::gpu::run_devices(&physics, &opts, d, &progress)?;
-            (r, format!("{} ({} registers)", st.device, st.registers))
-        }
-    };
-    drop(progress);
-    let secs = t0.elapsed().as_secs_f64();
-    let mut s = summary(&r, &grid);
-    s["run"] = serde_json::json!({
-        "energy_mev": a.energy, "material": material.name, "seed": a.seed,
-        "command": command_line(), "version": env!("CARGO_PKG_VERSION"),
-        "tally": {"front_cm": grid.front, "width_cm": grid.delta, "bins": grid.size},
-    });
-    // Machine-dependent facts go to run.json, so identical results give identical data files.
-    let environment = serde_json::json!({
-        "device": device, "transport_seconds": secs, "track_steps_per_second": r.steps as f64 / secs,
-        "total_seconds": start.elapsed().as_secs_f64(),
-    });
-    let dir = outs.dir(&a.output)?;
-    let meta = vec![
-        ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-        ("warpdrive.command".to_string(), command_line()),
-        ("warpdrive.seed".to_string(), a.seed.to_string()),
-        ("em.tracks".to_string(), a.tracks.to_string()),
-        ("em.energy_mev".to_string(), a.energy.to_string()),
-        ("em.material".to_string(), material.name.clone()),
-    ];
-    warpdrive_em::output::write_profile(&dir.join("edep.parquet"), &grid, &r, &meta).map_err(anyhow::Error::msg)?;
-    let title = format!("{} MeV photons in {}: energy deposition", a.energy, material.name);
-    let label = a.compare.as_ref().map(|p| {
-        p.file_name()
-            .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
-    });
-    warpdrive_em::output::plot_profile(
-        &dir.join("edep.png"),
-        &grid,
-        &r,
-        &title,
-        reference.as_ref().map(|v| (label.as_deref().unwrap_or("reference"), v.as_slice())),
-    )?;
-    std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&s)? + "\n")
-        .with_context(|| format!("writing {}", a.output.display()))?;
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&environment)? + "\n")
-        .with_context(|| format!("writing {}", a.output.display()))?;
-    outs.commit()?;
+    let bar = Bar::show(&ctl.progress);
+    let r = req.run(&ctl)?;
+    drop(bar);
+    for note in r.save(out, true, &command_line())? {
+        eprintln!("warning: {note}");
+    }
+    let res = &r.result;
     println!(
         "steps:           {} ({:.3} per track); result checksum {}",
-        r.steps,
-        r.steps_per_track(),
-        r.checksum()
+        res.steps,
+        res.steps_per_track(),
+        res.checksum()
     );
     println!(
         "mean depth:      {:.2} cm (Geant4 reference for 100 MeV in Al: 176.06 cm)",
-        r.mean_depth()
+        res.mean_depth()
     );
     println!(
         "beyond 100/200/500 cm: {:.3} / {:.3} / {:.3} MeV per primary (Geant4: 57.95 / 32.77 / 5.40)",
-        r.energy_beyond(&grid, 100.0),
-        r.energy_beyond(&grid, 200.0),
-        r.energy_beyond(&grid, 500.0)
+        r.energy_beyond(100.0),
+        r.energy_beyond(200.0),
+        r.energy_beyond(500.0)
     );
     println!(
-        "transport:       {secs:.2} s, {:.3e} track-steps/s on {device}",
-        r.steps as f64 / secs
+        "transport:       {:.2} s, {:.3e} track-steps/s on {}",
+        r.seconds,
+        r.track_steps_per_second(),
+        r.device
     );
     println!(
         "output:          {}/{{edep.parquet, edep.png, summary.json, run.json}}",

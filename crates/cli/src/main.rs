@@ -217,14 +217,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Beam { what } => beam::run(what, force),
         Command::Merge(a) => sky::merge(&a, force),
         Command::Em(a) => match &a.shower {
-            Some(cmd) => {
-                let pool = thread_pool(cmd.common())?;
-                pool.install(|| em_shower::run_command(cmd, force))
-            }
-            None => {
-                let pool = thread_pool(&a.common)?;
-                pool.install(|| em::em(&a, force))
-            }
+            Some(cmd) => em_shower::run_command(cmd, force),
+            None => em::em(&a, force),
         },
         Command::Bench { what } => bench::run(what, force),
         Command::Doctor { compile_only } => doctor::run(compile_only),

@@ -1,49 +1,151 @@
 //! End-to-end tests of `warpdrive em`: outputs, thread independence and bad input.
 
 mod common;
-use common::bin;
+use common::{bin, run_ok, scratch};
+
+/// The files of an output directory that hold only what the request determines.
+fn data_files(dir: &std::path::Path, names: &[&str]) -> Vec<Vec<u8>> {
+    names.iter().map(|n| std::fs::read(dir.join(n)).unwrap()).collect()
+}
 
 #[test]
 fn em_writes_profile_plot_and_summary_independent_of_threads() {
-    let dir = std::env::temp_dir().join(format!("warpdrive-em-{}", std::process::id()));
-    let mut profiles = Vec::new();
+    let dir = scratch("em", "threads");
+    let mut files = Vec::new();
+    // The same command in two directories (run metadata holds the command line, which leaves
+    // out --threads).
     for t in ["1", "2"] {
-        let out = dir.join(format!("t{t}"));
-        let o = bin()
-            .args([
-                "em",
-                "--device",
-                "cpu",
-                "--tracks",
-                "2000",
-                "--threads",
-                t,
-                "--stack-capacity",
-                "300",
-                "-o",
-            ])
-            .arg(&out)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let cwd = dir.join(format!("t{t}"));
+        std::fs::create_dir(&cwd).unwrap();
+        let out = cwd.join("out");
+        run_ok(bin().current_dir(&cwd).args([
+            "em",
+            "--device",
+            "cpu",
+            "--tracks",
+            "2000",
+            "--threads",
+            t,
+            "--stack-capacity",
+            "300",
+            "-o",
+            "out",
+        ]));
         assert!(out.join("edep.png").is_file());
         let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
         assert_eq!(s["tracks"], 2000);
         assert!(s["steps_per_track"].as_f64().unwrap() > 50.0);
-        profiles.push(warpdrive_core::table::read_parquet(&out.join("edep.parquet")).unwrap().columns);
+        let env: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+        assert_eq!(env["device"], format!("cpu ({t} threads)"));
+        files.push(data_files(&out, &["summary.json", "edep.parquet"]));
     }
-    assert_eq!(profiles[0], profiles[1]);
+    assert!(files[0] == files[1], "summary.json or edep.parquet differ between 1 and 2 threads");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue #36 item 12: `em testem3`'s summary.json held timings and thread counts, so identical
+/// runs differed; the machine facts are in run.json now.
+#[test]
+fn testem3_data_files_are_identical_for_any_thread_count() {
+    let dir = scratch("em", "testem3-threads");
+    let mut files = Vec::new();
+    for t in ["1", "2"] {
+        let cwd = dir.join(format!("t{t}"));
+        std::fs::create_dir(&cwd).unwrap();
+        let out = cwd.join("out");
+        run_ok(bin().current_dir(&cwd).args([
+            "em",
+            "testem3",
+            "--device",
+            "cpu",
+            "--events",
+            "3",
+            "--energy",
+            "100",
+            "--threads",
+            t,
+            "-o",
+            "out",
+        ]));
+        let env: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+        assert_eq!(env["device"], format!("cpu ({t} threads)"));
+        assert!(env["transport_seconds"].as_f64().is_some() && env["tables_seconds"].as_f64().is_some());
+        files.push(data_files(&out, &["summary.json", "profile.parquet", "events.parquet"]));
+    }
+    assert!(
+        files[0] == files[1],
+        "summary.json or a Parquet file differs between 1 and 2 threads"
+    );
+    let s: serde_json::Value = serde_json::from_slice(&files[0][0]).unwrap();
+    assert!(s.get("timings").is_none() && s.get("command").is_none(), "{s}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue #36 item 8: a 1e308 cm bin made the plot's axis infinite and plotters spun forever.
+/// The run ends, says the plot was skipped, and writes the rest.
+#[test]
+fn an_infinite_plot_axis_is_skipped_with_a_warning() {
+    let dir = scratch("em", "inf-axis");
+    let out = dir.join("out");
+    let o = run_ok(
+        bin()
+            .args(["em", "--device", "cpu", "--tracks", "500", "--tally-width", "1e308", "-o"])
+            .arg(&out),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning: edep.png not drawn: the z axis would run from 0 to inf"),
+        "{err}"
+    );
+    assert!(out.join("edep.parquet").is_file() && out.join("summary.json").is_file());
+    assert!(!out.join("edep.png").exists());
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("out")], "temporaries left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn nist_materials_by_name() {
+    let dir = scratch("em", "nist");
+    let out = dir.join("pb");
+    let o = run_ok(
+        bin()
+            .args(["em", "--device", "cpu", "--tracks", "500", "--material", "G4_Pb", "-o"])
+            .arg(&out),
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("in G4_Pb (ρ = 11.35 g/cm³)"));
+    let cal = dir.join("c.toml");
+    std::fs::write(
+        &cal,
+        "repeat = 3\ntransverse = 10.0\n[[layers]]\nmaterial = \"G4_W\"\nthickness = 0.35\n[[layers]]\nmaterial = \"G4_PLASTIC_SC_VINYLTOLUENE\"\nthickness = 0.5\n",
+    )
+    .unwrap();
+    let out = dir.join("cal");
+    run_ok(
+        bin()
+            .args(["em", "calorimeter"])
+            .arg(&cal)
+            .args(["--device", "cpu", "--events", "2", "--energy", "50", "-o"])
+            .arg(&out),
+    );
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let names: Vec<&String> = s["materials"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["G4_PLASTIC_SC_VINYLTOLUENE", "G4_W"]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn bad_inputs_fail_cleanly() {
-    let dir = std::env::temp_dir().join(format!("warpdrive-em-bad-{}", std::process::id()));
+    let dir = scratch("em", "bad");
     let cases: [(&[&str], &str); 5] = [
-        (&["--material", "unobtainium"], "unknown material"),
-        (&["--energy", "-5"], "must be positive"),
-        (&["--tally-bins", "0"], "tally grid is empty"),
-        (&["--tracks", "0"], "zero tracks"),
-        (&["--tally-width", "0"], "bin width"),
+        (
+            &["--material", "unobtainium"],
+            "--material 'unobtainium': neither a built-in material",
+        ),
+        (&["--energy", "-5"], "--energy -5 MeV: must be positive"),
+        (&["--tally-bins", "0"], "--tally-bins must be at least 1"),
+        (&["--tracks", "0"], "--tracks must be at least 1"),
+        (&["--tally-width", "0"], "--tally-width 0 cm: must be at least 1e-6 cm"),
     ];
     for (args, needle) in cases {
         let out = dir.join("out");
@@ -59,4 +161,5 @@ fn bad_inputs_fail_cleanly() {
         assert!(err.contains(needle), "expected '{needle}' in: {err}");
         assert!(!out.join("edep.parquet").exists());
     }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,6 +1,13 @@
 //! PNG plots of run outputs. Drawing uses `plotters` with a font compiled into the binary
 //! (Ubuntu Light from `epaint_default_fonts`), so plots render the same on a batch node without
 //! system fonts. Files are written to a temporary name and renamed when complete.
+//!
+//! Axis ranges come from run outputs, which can be anything a user's options make them (a tally
+//! bin of 1e308 cm, a profile that overflows to infinity). plotters spins forever or allocates
+//! without bound on a non-finite axis, so every plotted range goes through [`axis`] or
+//! [`log_axis`]: a range that is not finite (or empty) makes [`write_png`] return a
+//! [`PlotError`] with `skipped` set — nothing written — and the caller goes on without the plot
+//! and tells the user why.
 
 use plotters::prelude::*;
 use std::path::Path;
@@ -24,6 +31,44 @@ fn register_font() {
 pub struct PlotError {
     pub path: String,
     pub message: String,
+    /// The plot was not drawn because an axis range is not finite ([`axis`]): nothing was
+    /// written, and the run's other outputs are still valid.
+    pub skipped: bool,
+}
+
+/// An axis range that cannot be drawn (see the module documentation).
+#[derive(Debug, thiserror::Error)]
+#[error("the {axis} axis would run from {lo} to {hi}, not a finite range")]
+pub struct NotFinite {
+    pub axis: String,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// `lo..hi` for a linear axis when both ends are finite and `lo < hi`.
+pub fn axis(name: &str, lo: f64, hi: f64) -> Result<std::ops::Range<f64>, NotFinite> {
+    if lo.is_finite() && hi.is_finite() && lo < hi {
+        Ok(lo..hi)
+    } else {
+        Err(NotFinite {
+            axis: name.to_string(),
+            lo,
+            hi,
+        })
+    }
+}
+
+/// `lo..hi` for a logarithmic axis: as [`axis`], and `lo > 0`.
+pub fn log_axis(name: &str, lo: f64, hi: f64) -> Result<std::ops::Range<f64>, NotFinite> {
+    if lo > 0.0 {
+        axis(name, lo, hi)
+    } else {
+        Err(NotFinite {
+            axis: name.to_string(),
+            lo,
+            hi,
+        })
+    }
 }
 
 /// The drawing area handed to a plot function.
@@ -36,25 +81,27 @@ pub fn write_png(
     draw: impl FnOnce(&Area) -> Result<(), Box<dyn std::error::Error>>,
 ) -> Result<(), PlotError> {
     register_font();
-    let err = |m: String| PlotError {
+    let err = |m: String, skipped: bool| PlotError {
         path: path.display().to_string(),
         message: m,
+        skipped,
     };
     // The encoder picks the format from the extension, so the temporary keeps `.png`.
     let name = path.file_name().map_or_else(|| "plot".into(), |n| n.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(".{name}.tmp-{}.png", std::process::id()));
     let result = (|| {
         let area = BitMapBackend::new(&tmp, (width, height)).into_drawing_area();
-        area.fill(&WHITE).map_err(|e| e.to_string())?;
-        draw(&area).map_err(|e| e.to_string())?;
-        area.present().map_err(|e| e.to_string())?;
-        Ok::<(), String>(())
+        area.fill(&WHITE).map_err(|e| (e.to_string(), false))?;
+        // An axis that [`axis`] refused: the plot is skipped, not failed.
+        draw(&area).map_err(|e| (e.to_string(), e.downcast_ref::<NotFinite>().is_some()))?;
+        area.present().map_err(|e| (e.to_string(), false))?;
+        Ok::<(), (String, bool)>(())
     })();
-    match result.and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string())) {
+    match result.and_then(|()| std::fs::rename(&tmp, path).map_err(|e| (e.to_string(), false))) {
         Ok(()) => Ok(()),
-        Err(m) => {
+        Err((m, skipped)) => {
             let _ = std::fs::remove_file(&tmp);
-            Err(err(m))
+            Err(err(m, skipped))
         }
     }
 }
@@ -96,5 +143,30 @@ mod tests {
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_non_finite_axis_skips_the_plot_and_writes_nothing() {
+        let dir = std::env::temp_dir().join(format!("wd-plot-skip-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.png");
+        for (x, y) in [
+            ((0.0, f64::INFINITY), (0.0, 1.0)),
+            ((0.0, 1.0), (1e-7, f64::INFINITY)),
+            ((f64::NAN, 1.0), (0.0, 1.0)),
+            ((1.0, 1.0), (0.0, 1.0)),
+        ] {
+            let e = write_png(&path, (320, 200), |area| {
+                let mut chart = ChartBuilder::on(area).build_cartesian_2d(axis("x", x.0, x.1)?, log_axis("y", y.0, y.1)?)?;
+                chart.configure_mesh().draw()?;
+                Ok(())
+            })
+            .unwrap_err();
+            assert!(e.skipped, "{x:?} {y:?}: {e}");
+            assert!(e.to_string().contains("not a finite range"), "{e}");
+        }
+        assert!(log_axis("y", 0.0, 1.0).is_err());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "a skipped plot left a file");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

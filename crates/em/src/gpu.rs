@@ -171,6 +171,10 @@ fn run_share(
     state[13] = ptr(&electrons, &st);
     let mut first = share.start;
     while first < share.end {
+        // Asked to stop: the rest is skipped; the caller discards the partial result.
+        if progress.should_stop() {
+            break;
+        }
         let n = (share.end - first).min(slots as u64) as usize;
         let p = EmParams {
             xs_energy: ptr(&xs_energy, &st),
@@ -243,6 +247,9 @@ fn run_share(
             // SAFETY: as above.
             unsafe { l.launch(one) }?;
             let Some(t) = t else { continue };
+            if progress.should_stop() {
+                break;
+            }
             let alive_now = t[2];
             let done = n as u64 - alive_now;
             progress.add(done - done_before);

@@ -6,10 +6,12 @@
 //! State and loop: [`transport`] (track slots, [`stack`] allocators for hits and secondaries,
 //! the fixed-point tally).
 
+pub mod engine;
 pub mod gpu;
 pub mod gpu_check;
 pub mod klein_nishina;
 pub mod material;
+pub mod nist;
 pub mod output;
 pub mod physics;
 pub mod shower;

@@ -1,5 +1,6 @@
-//! Materials: density and elements by mass fraction (spec §2.1). Aluminium (G4_Al) is built in;
-//! others come from a small TOML file:
+//! Materials: density and elements by mass fraction (spec §2.1). The NIST materials of
+//! [`crate::nist`] are built in (`G4_Al`, the spec's aluminium, `G4_Pb`, `G4_WATER`, …); others come
+//! from a small TOML file:
 //!
 //! ```toml
 //! name = "water"
@@ -62,15 +63,30 @@ impl Material {
         }
     }
 
-    /// A built-in material by name (`aluminium`, `Al`, `G4_Al`) or a TOML file.
+    /// A built-in material by its Geant4 NIST name ([`crate::nist`]: `G4_Al`, `G4_Pb`,
+    /// `G4_WATER`, …; `aluminium`/`Al` are G4_Al), else a TOML file.
     pub fn from_name_or_file(spec: &str) -> Result<Material, InputError> {
-        match spec {
-            "aluminium" | "aluminum" | "Al" | "G4_Al" => Ok(Self::aluminium()),
-            _ if spec.ends_with(".toml") || Path::new(spec).is_file() => Self::from_toml(Path::new(spec)),
-            _ => Err(InputError::file(
-                spec,
-                "unknown material: the built-in one is 'aluminium'; others are given as a TOML file (see docs/em.md)",
-            )),
+        if let Some(m) = Self::builtin(spec) {
+            return Ok(m);
+        }
+        if spec.ends_with(".toml") || Path::new(spec).is_file() {
+            return Self::from_toml(Path::new(spec));
+        }
+        Err(InputError::file(
+            spec,
+            format!(
+                "unknown material: built in are {} ('aluminium' is G4_Al); others are given as a TOML file (see docs/em.md)",
+                crate::nist::NAMES
+            ),
+        ))
+    }
+
+    /// The built-in material of this name, if there is one.
+    #[must_use]
+    pub fn builtin(name: &str) -> Option<Material> {
+        match name {
+            "aluminium" | "aluminum" | "Al" => Some(Self::aluminium()),
+            _ => crate::nist::find(name).map(crate::nist::NistMaterial::material),
         }
     }
 

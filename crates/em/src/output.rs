@@ -3,7 +3,7 @@
 use crate::transport::{RunResult, TallyGrid};
 use std::path::Path;
 use warpdrive_core::plot::plotters::prelude::*;
-use warpdrive_core::plot::{colour, write_png, PlotError, FONT};
+use warpdrive_core::plot::{axis, colour, log_axis, write_png, PlotError, FONT};
 use warpdrive_core::table::{Column, Table};
 
 /// A reference profile: one value per line (e.g. Geant4's MeV/cm per 1-cm bin), `#` comments
@@ -42,19 +42,23 @@ pub fn profile_table(grid: &TallyGrid, r: &RunResult, meta: &[(String, String)])
 }
 
 /// `edep.png`: MeV/cm per primary vs z (log scale), with an optional reference profile
-/// (label, MeV/cm per 1-cm bin from z = 0, e.g. Geant4's).
+/// (label, MeV/cm per 1-cm bin from z = 0, e.g. Geant4's). An axis that would not be finite
+/// gives a [`PlotError`] with `skipped` set and no file.
 pub fn plot_profile(path: &Path, grid: &TallyGrid, r: &RunResult, title: &str, reference: Option<(&str, &[f64])>) -> Result<(), PlotError> {
     let p: Vec<f64> = r.profile().iter().map(|e| e / grid.delta).collect();
     write_png(path, (1000, 620), |area| {
         let xmax = grid.front + grid.size as f64 * grid.delta;
         let ymax = p.iter().copied().fold(1e-6, f64::max) * 2.0;
         let ymin = (ymax * 1e-6).max(1e-7);
+        // Ranges from the user's tally options: not finite (a 1e308 cm bin) → the plot is skipped.
+        let x = axis("z", grid.front, xmax)?;
+        let y = log_axis("energy", ymin, ymax)?;
         let mut ch = ChartBuilder::on(area)
             .caption(title, (FONT, 20))
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(75)
-            .build_cartesian_2d(grid.front..xmax, (ymin..ymax).log_scale())?;
+            .build_cartesian_2d(x, y.log_scale())?;
         ch.configure_mesh()
             .x_desc("z [cm]")
             .y_desc("energy deposited [MeV/cm per primary]")

@@ -51,8 +51,7 @@ impl TallyGrid {
         }
         // One 64-bit fixed-point tally per bin per task in flight, and the profile: check the
         // bin count against the memory available before any array is made.
-        warpdrive_core::limits::check_alloc("--tally-bins", size as u64, 4 * 8, "use fewer, wider bins (--tally-width)")
-            .map_err(|e| e.to_string())?;
+        warpdrive_core::limits::check_alloc("tally_bins", size as u64, 4 * 8, "use fewer, wider bins").map_err(|e| e.to_string())?;
         Ok(Self { front, delta, size })
     }
 
@@ -209,7 +208,10 @@ struct Hit {
     edep: f64,
 }
 
-/// Run `opts.tracks` primaries through the physics list on the CPU.
+/// Run `opts.tracks` primaries through the physics list on the CPU. Groups of at most 4 096
+/// tracks (a few hundredths of a second each) poll `progress.should_stop()`: once it is true the
+/// remaining groups are skipped and the result is partial (callers that can be stopped must
+/// check their token afterwards, as `engine::KleinNishina::run` does).
 pub fn run(physics: &PhysicsList, opts: &RunOptions, progress: &Progress) -> RunResult {
     // Work is cut into groups of track ids; each rayon task runs its group to the end with its
     // own slots, stacks and tally (no shared counters between threads), and the integer results
@@ -218,11 +220,16 @@ pub fn run(physics: &PhysicsList, opts: &RunOptions, progress: &Progress) -> Run
     let groups = opts.tracks.div_ceil(group);
     let mut res = (0..groups)
         .into_par_iter()
-        .map(|g| {
+        .filter_map(|g| {
+            // Asked to stop (Ctrl-C, a signal, a callback): the remaining groups are skipped and
+            // the caller discards the partial result (the engine returns `Cancelled`).
+            if progress.should_stop() {
+                return None;
+            }
             let ids = g * group..((g + 1) * group).min(opts.tracks);
             let r = run_group(physics, opts, ids);
             progress.add(r.tracks);
-            r
+            Some(r)
         })
         .reduce(
             || RunResult {

@@ -1,136 +1,183 @@
-//! `warpdrive.em`: the Klein–Nishina mini-app (`warpdrive em`, [`em_run`]) and EM showers in a
-//! layered calorimeter (`warpdrive em testem3|calorimeter`, [`em_shower`]).
+//! `warpdrive.em`: the Klein–Nishina mini-app ([`em_run`], `warpdrive em`) and EM showers in a
+//! layered calorimeter ([`em_shower`], `warpdrive em testem3|calorimeter`), translations of
+//! keyword arguments into `warpdrive_em::engine::KleinNishina` and `Shower`.
 
 use crate::errors;
+use crate::run::{control, run};
 use pyo3::prelude::*;
-use warpdrive_em::material::Material;
-use warpdrive_em::physics::PhysicsList;
-use warpdrive_em::transport::{run, RunOptions, RunResult, TallyGrid};
+use std::path::PathBuf;
+use warpdrive_em::engine::{
+    self, CalorimeterChoice, KleinNishina, KleinNishinaOptions, KleinNishinaResult, MaterialChoice, Shower, ShowerOptions,
+};
 
-/// The result of one run: integrals, the depth profile and the checksum the CLI prints.
+/// How the Python runs name themselves in the Parquet metadata and `run.json`.
+const RUN_COMMAND: &str = "python: warpdrive.em.run";
+const SHOWER_COMMAND: &str = "python: warpdrive.em.testem3/calorimeter";
+
+/// An optional non-negative integer argument.
+fn count(name: &str, v: Option<i64>) -> PyResult<Option<u64>> {
+    v.map(|v| errors::count(name, v)).transpose()
+}
+
+/// The result of one mini-app run: integrals, the depth profile and the checksum the CLI prints.
 #[pyclass(module = "warpdrive._warpdrive", frozen)]
 pub struct EmRun {
-    r: RunResult,
-    grid: TallyGrid,
-    device: String,
-    material: String,
+    r: KleinNishinaResult,
+    inputs: Vec<PathBuf>,
 }
 
 #[pymethods]
 impl EmRun {
     /// `edep.parquet`'s columns as (name, array) pairs.
     fn profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
-        crate::photon::columns(py, warpdrive_em::output::profile_table(&self.grid, &self.r, &[]))
+        crate::photon::columns(py, self.r.profile_table(RUN_COMMAND))
     }
 
     /// Energy deposited beyond depth `z` [cm], MeV per primary.
     fn energy_beyond(&self, z: f64) -> f64 {
-        self.r.energy_beyond(&self.grid, z)
+        self.r.energy_beyond(z)
+    }
+
+    /// Write the CLI's output directory (`edep.parquet`, `summary.json`, `run.json`, `edep.png`
+    /// with `plot`); an existing `dir` is refused unless `force`. Returns notes (a plot skipped).
+    #[pyo3(signature = (dir, force=false, plot=false))]
+    fn save(&self, py: Python<'_>, dir: PathBuf, force: bool, plot: bool) -> PyResult<Vec<String>> {
+        py.allow_threads(|| {
+            let out = engine::prepare_output(&dir, force, &self.inputs)?;
+            self.r.save(out, plot, RUN_COMMAND)
+        })
+        .map_err(|e| errors::engine(&e))
     }
 
     #[getter]
     fn mean_depth(&self) -> f64 {
-        self.r.mean_depth()
+        self.r.result.mean_depth()
     }
 
     #[getter]
     fn checksum(&self) -> String {
-        self.r.checksum()
+        self.r.result.checksum()
     }
 
     #[getter]
     fn tracks(&self) -> u64 {
-        self.r.tracks
+        self.r.result.tracks
     }
 
     #[getter]
     fn steps(&self) -> u64 {
-        self.r.steps
+        self.r.result.steps
     }
 
     #[getter]
     fn secondaries(&self) -> u64 {
-        self.r.secondaries
+        self.r.result.secondaries
     }
 
     #[getter]
     fn retries(&self) -> u64 {
-        self.r.retries
+        self.r.result.retries
     }
 
     #[getter]
     fn device(&self) -> String {
-        self.device.clone()
+        self.r.device.clone()
     }
 
     #[getter]
     fn material(&self) -> String {
-        self.material.clone()
+        self.r.material.clone()
+    }
+
+    #[getter]
+    fn seconds(&self) -> f64 {
+        self.r.seconds
     }
 }
 
-/// `warpdrive em`: `tracks` photons of `energy` MeV along +z in `material` (a built-in name or
-/// a TOML file), Compton scattering only, energy deposition tallied in depth bins.
+/// `warpdrive em`: `tracks` photons of `energy` MeV along +z in `material` (a built-in NIST
+/// name or a TOML file), Compton scattering only, energy deposition tallied in depth bins.
 #[pyfunction]
-#[pyo3(signature = (energy, tracks, seed, material, tally_front, tally_width, tally_bins, device, threads, progress))]
+#[pyo3(signature = (energy, tracks, seed, material, tally_front, tally_width, tally_bins, slots, stack_capacity, compare, device, threads, progress))]
 #[allow(clippy::too_many_arguments)]
 pub fn em_run(
     py: Python<'_>,
     energy: f64,
-    tracks: u64,
-    seed: u64,
+    tracks: i64,
+    seed: i64,
     material: &str,
     tally_front: f64,
     tally_width: f64,
-    tally_bins: usize,
+    tally_bins: i64,
+    slots: Option<i64>,
+    stack_capacity: Option<i64>,
+    compare: Option<PathBuf>,
     device: &str,
-    threads: Option<usize>,
+    threads: Option<i64>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<EmRun> {
-    let material = Material::from_name_or_file(material).map_err(|e| errors::input(&e))?;
-    let grid = TallyGrid::new(tally_front, tally_width, tally_bins).map_err(errors::value)?;
-    let opts = RunOptions::new(energy, tracks, seed, grid).map_err(errors::value)?;
-    let gpus = crate::run::devices(device)?;
-    let physics = PhysicsList::compton_only(&material);
-    let (r, device) = crate::run::legacy(py, threads, progress, tracks, |p| match &gpus {
-        None => Ok((run(&physics, &opts, p), format!("cpu ({} threads)", rayon::current_num_threads()))),
-        Some(d) => {
-            warpdrive_em::gpu::run_devices(&physics, &opts, d, p).map(|(r, st)| (r, format!("{} ({} registers)", st.device, st.registers)))
-        }
-    })?
-    .map_err(|e| errors::gpu(&e))?;
+    let opts = KleinNishinaOptions {
+        energy,
+        tracks: errors::count("tracks", tracks)?,
+        seed: errors::count("seed", seed)?,
+        material: MaterialChoice::parse(material),
+        tally_front,
+        tally_width,
+        tally_bins: errors::count("tally_bins", tally_bins)?,
+        slots: count("slots", slots)?,
+        stack_capacity: count("stack_capacity", stack_capacity)?,
+        compare,
+    };
+    let (ctl, notes) = control(device, threads, false)?;
+    let req = KleinNishina::new(&opts).map_err(|e| errors::engine(&e))?;
+    let r = run(py, &ctl, &notes, progress, || req.run(&ctl))?;
     Ok(EmRun {
         r,
-        grid,
-        device,
-        material: material.name.clone(),
+        inputs: req.inputs().to_vec(),
     })
+}
+
+/// The names of the built-in materials (Geant4's NIST names).
+#[pyfunction]
+pub fn em_materials() -> Vec<&'static str> {
+    warpdrive_em::nist::MATERIALS.iter().map(|m| m.name).collect()
 }
 
 /// The result of an EM shower run (`warpdrive em testem3` / `em calorimeter`).
 #[pyclass(module = "warpdrive._warpdrive", frozen)]
 pub struct ShowerResult {
-    run: warpdrive_em::shower::run::ShowerRun,
-    phys: warpdrive_em::shower::transport::ShowerPhysics,
-    device: String,
+    r: engine::ShowerResult,
+    inputs: Vec<PathBuf>,
 }
 
 #[pymethods]
 impl ShowerResult {
     /// `profile.parquet`'s columns.
     fn profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
-        crate::photon::columns(py, warpdrive_em::shower::output::profile_table(&self.run, &self.phys, &[]))
+        crate::photon::columns(py, self.r.profile_table(SHOWER_COMMAND))
     }
 
     /// `events.parquet`'s columns.
     fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
-        crate::photon::columns(py, warpdrive_em::shower::output::events_table(&self.run, &self.phys, &[]))
+        crate::photon::columns(py, self.r.events_table(SHOWER_COMMAND))
+    }
+
+    /// Write the CLI's output directory (`profile.parquet`, `events.parquet`, `summary.json`,
+    /// `run.json`, `profile.png` with `plot`); an existing `dir` is refused unless `force`.
+    /// Returns notes (a plot skipped).
+    #[pyo3(signature = (dir, force=false, plot=false))]
+    fn save(&self, py: Python<'_>, dir: PathBuf, force: bool, plot: bool) -> PyResult<Vec<String>> {
+        py.allow_threads(|| {
+            let out = engine::prepare_output(&dir, force, &self.inputs)?;
+            self.r.save(out, plot, SHOWER_COMMAND)
+        })
+        .map_err(|e| errors::engine(&e))
     }
 
     /// Per material: (name, mean [MeV], error of the mean [MeV], RMS [MeV]).
     fn materials(&self) -> Vec<(String, f64, f64, f64)> {
-        self.run
-            .per_material(&self.phys)
+        self.r
+            .per_material()
             .into_iter()
             .map(|m| (m.name, m.edep_mean_mev, m.edep_mean_error_mev, m.edep_rms_mev))
             .collect()
@@ -138,62 +185,79 @@ impl ShowerResult {
 
     /// Mean created γ, e⁻, e⁺ per event.
     fn created(&self) -> [f64; 3] {
-        self.run.created()
+        self.r.run.created()
     }
 
     /// Mean created secondaries per event by process: (process, number).
     fn created_by(&self) -> Vec<(String, f64)> {
         warpdrive_em::shower::transport::CREATORS
             .iter()
-            .zip(self.run.created_by())
+            .zip(self.r.run.created_by())
             .map(|(k, v)| ((*k).to_string(), v))
             .collect()
     }
 
     /// Mean charged and neutral steps per event.
     fn steps(&self) -> (f64, f64) {
-        self.run.steps()
+        self.r.run.steps()
     }
 
     /// Mean charged track length per event per material [cm]: (name, length).
     fn track_length(&self) -> Vec<(String, f64)> {
-        self.phys
+        self.r
+            .physics
             .calorimeter
             .materials
             .iter()
             .map(|m| m.name.clone())
-            .zip(self.run.track_length())
+            .zip(self.r.run.track_length())
             .collect()
     }
 
     #[getter]
     fn escaped(&self) -> f64 {
-        self.run.escaped()
+        self.r.run.escaped()
     }
 
     #[getter]
     fn worst_balance(&self) -> f64 {
-        self.run.worst_balance()
+        self.r.run.worst_balance()
     }
 
     #[getter]
     fn checksum(&self) -> String {
-        format!("{:016x}", self.run.checksum())
+        format!("{:016x}", self.r.run.checksum())
     }
 
     #[getter]
     fn events_count(&self) -> usize {
-        self.run.events.len()
+        self.r.run.events.len()
     }
 
     #[getter]
     fn calorimeter(&self) -> String {
-        self.phys.calorimeter.name.clone()
+        self.r.physics.calorimeter.name.clone()
     }
 
     #[getter]
     fn device(&self) -> String {
-        self.device.clone()
+        self.r.device.clone()
+    }
+
+    /// Whether the tables came from this process's cache (an earlier run of the same set-up).
+    #[getter]
+    fn tables_cached(&self) -> bool {
+        self.r.tables_cached
+    }
+
+    #[getter]
+    fn tables_seconds(&self) -> f64 {
+        self.r.tables_seconds
+    }
+
+    #[getter]
+    fn transport_seconds(&self) -> f64 {
+        self.r.transport_seconds
     }
 }
 
@@ -204,59 +268,32 @@ impl ShowerResult {
 #[allow(clippy::too_many_arguments)]
 pub fn em_shower(
     py: Python<'_>,
-    calorimeter: Option<&str>,
+    calorimeter: Option<PathBuf>,
     primary: &str,
     energy: f64,
-    events: u64,
-    seed: u64,
+    events: i64,
+    seed: i64,
     cut_mm: f64,
     device: &str,
-    threads: Option<usize>,
+    threads: Option<i64>,
     progress: Option<&Bound<'_, PyAny>>,
     precise: bool,
 ) -> PyResult<ShowerResult> {
-    use warpdrive_em::shower::{cuts::RangeCuts, geometry::Calorimeter, tables::TableOptions, transport, Particle};
-    let particle = match primary {
-        "e-" | "electron" => Particle::Electron,
-        "e+" | "positron" => Particle::Positron,
-        "gamma" | "photon" => Particle::Gamma,
-        _ => return Err(errors::value(format!("primary '{primary}': use e-, e+ or gamma"))),
+    let opts = ShowerOptions {
+        primary: primary.parse().map_err(|e| errors::param(&e))?,
+        energy,
+        events: errors::count("events", events)?,
+        seed: errors::count("seed", seed)?,
+        cut_mm,
     };
-    if !(energy.is_finite() && energy > 0.0 && energy <= 1e7) {
-        return Err(errors::value(format!("energy {energy} MeV: must be in (0, 1e7] MeV")));
-    }
-    if !(cut_mm.is_finite() && cut_mm > 0.0 && cut_mm <= 1e4) {
-        return Err(errors::value(format!("cut_mm {cut_mm}: must be in (0, 1e4] mm")));
-    }
-    if events == 0 {
-        return Err(errors::value("events must be at least 1".to_string()));
-    }
-    let gpus = crate::run::devices(device)?;
-    let cal = match calorimeter {
-        Some(f) => Calorimeter::from_toml(std::path::Path::new(f)).map_err(|e| errors::input(&e))?,
-        None => Calorimeter::testem3(),
-    };
-    warpdrive_em::shower::run::check_event_count(&cal, events, "events").map_err(|e| errors::value(e.to_string()))?;
-    let prim = transport::Primary::testem3(particle, energy);
-    let (run, phys, device) = crate::run::legacy(py, threads, progress, events, |p| {
-        let phys = transport::ShowerPhysics::build(cal, RangeCuts::uniform(cut_mm / 10.0), TableOptions::default());
-        match &gpus {
-            None => {
-                let r = warpdrive_em::shower::run::run(&phys, &prim, events, seed, p);
-                Ok((r, phys, format!("cpu ({} threads)", rayon::current_num_threads())))
-            }
-            Some(d) => {
-                let opts = warpdrive_em::shower::gpu::GpuShowerOptions {
-                    precise,
-                    ..Default::default()
-                };
-                warpdrive_em::shower::gpu::run_devices(&phys, &prim, events, seed, d, p, &opts)
-            }
-            .map(|(r, st)| (r, phys, st.device)),
-        }
-    })?
-    .map_err(|e| errors::gpu(&e))?;
-    Ok(ShowerResult { run, phys, device })
+    let cal = calorimeter.map_or(CalorimeterChoice::Testem3, CalorimeterChoice::File);
+    let (ctl, notes) = control(device, threads, precise)?;
+    let req = Shower::new(cal, &opts).map_err(|e| errors::engine(&e))?;
+    let r = run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+    Ok(ShowerResult {
+        r,
+        inputs: req.inputs().to_vec(),
+    })
 }
 
 /// Geant4 10.3's TestEm3 numbers (`warpdrive_em::shower::reference`): per run (analogue, then

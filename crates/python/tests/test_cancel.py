@@ -17,6 +17,26 @@ LONG_CALLS = {
     "sky.autocorr": "from warpdrive import sky\n"
                     "print('started', flush=True)\n"
                     "sky.autocorr(synthetic_events=20000, trials=10**7, device='cpu', threads=1)\n",
+    "em.run": "from warpdrive import em\n"
+              "print('started', flush=True)\n"
+              "em.run(tracks=10**9, device='cpu', threads=1)\n",
+    # Stopped while the shower tables are built (the first seconds of a process's first call) …
+    "em.testem3 (tables)": "from warpdrive import em\n"
+                           "print('started', flush=True)\n"
+                           "em.testem3(events=10**5, device='cpu', threads=1)\n",
+    # … and in the events, the tables found in the cache.
+    "em.testem3 (events)": "from warpdrive import em\n"
+                           "em.testem3(events=1, energy=10, device='cpu')\n"
+                           "print('started', flush=True)\n"
+                           "em.testem3(events=10**5, device='cpu', threads=1)\n",
+    # Stopped inside a 100 GeV event (minutes each): the loop polls every 1 024 tracks.
+    "em.calorimeter": "import pathlib, tempfile\n"
+                      "from warpdrive import em\n"
+                      "f = pathlib.Path(tempfile.mkdtemp()) / 'cal.toml'\n"
+                      "f.write_text('repeat = 20\\ntransverse = 20.0\\n[[layers]]\\nmaterial = \"G4_Fe\"\\nthickness = 1.0\\n')\n"
+                      "em.calorimeter(f, energy=10, events=1, device='cpu')\n"
+                      "print('started', flush=True)\n"
+                      "em.calorimeter(f, energy=1e5, events=10**4, device='cpu', threads=1)\n",
 }
 
 

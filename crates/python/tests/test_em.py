@@ -1,10 +1,35 @@
+import json
 import re
+import time
 
 import pyarrow.parquet as pq
 import pytest
 
 from conftest import same_bits
 from warpdrive import em
+
+
+def same_parquet(a, b):
+    """Two Parquet files hold the same columns bit for bit and the same run metadata (the command
+    line that asked for them aside)."""
+    ta, tb = pq.read_table(a), pq.read_table(b)
+    assert ta.column_names == tb.column_names
+    for c in tb.column_names:
+        assert same_bits(ta[c].to_numpy(), tb[c].to_numpy()), (a.name, c)
+    ma, mb = (dict(t.schema.metadata) for t in (ta, tb))
+    for m in (ma, mb):
+        assert m.pop(b"warpdrive.command")
+    assert ma == mb, a.name
+
+
+def same_directories(py_out, cli_out, parquet, identical):
+    """The Python and CLI output directories hold the same files; `identical` ones byte for byte
+    (run.json holds device, timings and the command, and differs)."""
+    assert sorted(p.name for p in py_out.iterdir()) == sorted(p.name for p in cli_out.iterdir())
+    for name in parquet:
+        same_parquet(py_out / name, cli_out / name)
+    for name in identical:
+        assert (py_out / name).read_bytes() == (cli_out / name).read_bytes(), name
 
 
 def test_run_equals_cli(cli, tmp_path):
@@ -18,41 +43,26 @@ def test_run_equals_cli(cli, tmp_path):
     assert re.search(r"checksum (\S+)", r_cli.stdout).group(1) == r.checksum
     assert f"{r.mean_depth:.2f} cm" in r_cli.stdout
     assert r.tracks == 20000 and r.steps > r.tracks
+    # The same directory as the CLI's.
+    mine = tmp_path / "py"
+    r.to_parquet(mine, plot=True)
+    same_directories(mine, out, ["edep.parquet"], ["summary.json", "edep.png"])
+    with pytest.raises(FileExistsError, match="force=True"):
+        r.to_parquet(mine)
     # Thread count changes nothing.
     assert em.run(energy=50, tracks=20000, seed=3, device="cpu", threads=2).checksum == r.checksum
 
 
-def test_bad_inputs(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        em.run(tracks=10, material=str(tmp_path / "missing.toml"))
-    with pytest.raises(ValueError):
-        em.run(tracks=10, material="unobtainium")
-    with pytest.raises(ValueError):
-        em.run(tracks=10, energy=-1)
-    with pytest.raises(ValueError):
-        em.run(tracks=10, tally_bins=0)
-    with pytest.raises(ValueError, match="expected auto, cpu, cuda"):
-        em.run(tracks=10, device="npu")
-    # The tallies of 1e12 events would take ~1 PB: refused before anything is allocated.
-    with pytest.raises(ValueError, match="would not fit in the memory available"):
-        em.testem3(events=10**12)
-    with pytest.raises(ValueError, match="slabs"):
-        cal = tmp_path / "huge.toml"
-        cal.write_text('repeat = 10000000000\ntransverse = 10.0\n[[layers]]\nmaterial = "Lead"\nthickness = 0.5\n')
-        em.calorimeter(str(cal), events=1)
-
-
 def test_testem3_equals_cli(cli, tmp_path):
     out = tmp_path / "t3"
-    r_cli = cli("em", "testem3", "--events", 20, "--seed", 5, "--energy", 300, "--device", "cpu", "-o", out)
-    r = em.testem3(energy=300, events=20, seed=5, threads=1)
+    cli("em", "testem3", "--events", 20, "--seed", 5, "--energy", 300, "--device", "cpu", "-o", out)
+    r = em.testem3(energy=300, events=20, seed=5, device="cpu", threads=1)
     for name, f in (("profile", "profile.parquet"), ("events", "events.parquet")):
         ref = pq.read_table(out / f)
         got = getattr(r, name)
         assert got.column_names == ref.column_names, name
         for c in ref.column_names:
             assert same_bits(got[c].to_numpy(), ref[c].to_numpy()), (name, c)
-    import json
     s = json.loads((out / "summary.json").read_text())
     assert s["result_checksum"] == r.checksum
     assert set(r.materials) == {"Lead", "liquidArgon"}
@@ -60,22 +70,103 @@ def test_testem3_equals_cli(cli, tmp_path):
         assert v["edep_mean_mev"] == s["materials"][n]["edep_mean_mev"]
     assert r.created == pytest.approx({k: s["created_per_event"][k] for k in ("gamma", "e-", "e+")}, rel=0, abs=0)
     assert r.worst_balance < 1e-9 and 0 < r.escaped < 300
+    mine = tmp_path / "py"
+    r.to_parquet(mine, plot=True)
+    same_directories(mine, out, ["profile.parquet", "events.parquet"], ["summary.json", "profile.png"])
     # Thread count changes nothing, nor does precise=True on the CPU (it selects the GPU's build).
-    assert em.testem3(energy=300, events=20, seed=5, threads=2).checksum == r.checksum
-    assert em.testem3(energy=300, events=20, seed=5, threads=1, precise=True).checksum == r.checksum
+    assert em.testem3(energy=300, events=20, seed=5, device="cpu", threads=2).checksum == r.checksum
+    assert em.testem3(energy=300, events=20, seed=5, device="cpu", threads=1, precise=True).checksum == r.checksum
+
+
+def test_calorimeter_with_nist_materials_equals_cli(cli, tmp_path):
+    f = tmp_path / "cal.toml"
+    f.write_text('name = "W-scint"\nrepeat = 4\ntransverse = 20.0\n[[layers]]\nmaterial = "G4_W"\nthickness = 0.35\n'
+                 '[[layers]]\nmaterial = "G4_PLASTIC_SC_VINYLTOLUENE"\nthickness = 0.5\n')
+    out = tmp_path / "cli"
+    cli("em", "calorimeter", f, "--primary", "gamma", "--events", 6, "--seed", 2, "--energy", 200, "--cut-mm", 0.7,
+        "--device", "cpu", "-o", out)
+    r = em.calorimeter(f, primary="gamma", events=6, seed=2, energy=200, cut_mm=0.7, device="cpu")
+    assert list(r.materials) == ["G4_W", "G4_PLASTIC_SC_VINYLTOLUENE"]
+    mine = tmp_path / "py"
+    r.to_parquet(mine, plot=True)
+    same_directories(mine, out, ["profile.parquet", "events.parquet"], ["summary.json", "profile.png"])
+
+
+def test_testem3_tables_are_built_once_per_process():
+    # A cut no other test uses: the first call builds the tables, the second finds them.
+    a = em.testem3(energy=100, events=2, cut_mm=0.93, device="cpu")
+    t0 = time.monotonic()
+    b = em.testem3(energy=100, events=2, seed=7, cut_mm=0.93, device="cpu")
+    seconds = time.monotonic() - t0
+    assert not a.tables_cached and b.tables_cached
+    assert b.tables_seconds < 0.05 and seconds < 1.0, (b.tables_seconds, seconds)
+    # Another cut is another set-up.
+    assert not em.testem3(energy=100, events=1, cut_mm=0.94, device="cpu").tables_cached
+
+
+def test_nist_materials():
+    assert {"G4_Al", "G4_Pb", "G4_lAr", "G4_WATER", "G4_AIR", "G4_BGO"} <= set(em.MATERIALS)
+    w = em.run(tracks=500, material="G4_WATER", device="cpu")
+    pb = em.run(tracks=500, material="G4_Pb", device="cpu")
+    assert w.material == "G4_WATER" and pb.material == "G4_Pb"
+    assert pb.mean_depth < w.mean_depth / 5
+    assert em.run(tracks=500, material="aluminium", device="cpu").checksum == em.run(tracks=500, device="cpu").checksum
+
+
+def test_an_infinite_plot_axis_is_skipped_with_a_warning(tmp_path):
+    r = em.run(tracks=300, tally_width=1e308, device="cpu")
+    with pytest.warns(UserWarning, match="edep.png not drawn: the z axis would run from 0 to inf"):
+        r.to_parquet(tmp_path / "out", plot=True)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["edep.parquet", "run.json", "summary.json"]
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        em.run(tracks=10, material=str(tmp_path / "missing.toml"))
+    with pytest.raises(ValueError, match="^material 'unobtainium': neither a built-in material"):
+        em.run(tracks=10, material="unobtainium")
+    with pytest.raises(ValueError, match="^energy -1 MeV: must be positive"):
+        em.run(tracks=10, energy=-1)
+    with pytest.raises(ValueError, match="^tally_bins must be at least 1"):
+        em.run(tracks=10, tally_bins=0)
+    with pytest.raises(ValueError, match="^tally_width 5e-324 cm: must be at least 1e-6 cm"):
+        em.run(tracks=10, tally_width=5e-324)
+    with pytest.raises(ValueError, match="^slots must be at least 1"):
+        em.run(tracks=10, slots=0)
+    with pytest.raises(ValueError, match="expected auto, cpu, cuda"):
+        em.run(tracks=10, device="npu")
+    # The tallies of 1e12 events would take ~1 PB: refused before anything is allocated.
+    with pytest.raises(MemoryError, match="^events: 1000000000000 × 992 bytes = .* would not fit in the memory available"):
+        em.testem3(events=10**12)
+    with pytest.raises(ValueError, match="slabs"):
+        cal = tmp_path / "huge.toml"
+        cal.write_text('repeat = 10000000000\ntransverse = 10.0\n[[layers]]\nmaterial = "Lead"\nthickness = 0.5\n')
+        em.calorimeter(str(cal), events=1)
+
+
+def test_negative_ints_are_value_errors_naming_the_argument():
+    for call, name in ((lambda: em.run(tracks=-1), "tracks"), (lambda: em.run(tracks=10, seed=-3), "seed"),
+                       (lambda: em.run(tracks=10, tally_bins=-5), "tally_bins"),
+                       (lambda: em.run(tracks=10, stack_capacity=-1), "stack_capacity"),
+                       (lambda: em.testem3(events=-2), "events"), (lambda: em.testem3(events=1, seed=-1), "seed"),
+                       (lambda: em.testem3(events=1, threads=-1), "threads")):
+        with pytest.raises(ValueError, match=f"^{name} must be"):
+            call()
 
 
 def test_calorimeter_file_and_bad_inputs(tmp_path):
     f = tmp_path / "cal.toml"
     f.write_text('name = "thin"\nrepeat = 2\ntransverse = 10.0\n[[layers]]\nmaterial = "Lead"\nthickness = 0.5\n')
-    r = em.calorimeter(f, primary="gamma", energy=10, events=5, seed=1)
+    r = em.calorimeter(f, primary="gamma", energy=10, events=5, seed=1, device="cpu")
     assert r.calorimeter == "thin" and list(r.materials) == ["Lead"] and r.profile.num_rows == 2
     with pytest.raises(FileNotFoundError):
         em.calorimeter(tmp_path / "missing.toml", events=1)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^primary 'muon': expected e-, e\\+ or gamma"):
         em.testem3(primary="muon", events=1)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^energy -1 MeV: must be in"):
         em.testem3(energy=-1, events=1)
+    with pytest.raises(ValueError, match="^cut_mm 0 mm: must be in"):
+        em.testem3(cut_mm=0, events=1)
     with pytest.raises(ValueError, match="expected auto, cpu, cuda"):
         em.testem3(events=1, device="npu")
 

@@ -848,6 +848,10 @@ fn run_share(
     }
     todo.reverse();
     while let Some((lo, hi)) = todo.pop() {
+        // Asked to stop: the remaining batches are skipped; the caller discards the result.
+        if progress.should_stop() {
+            break;
+        }
         let job = Job {
             phys,
             tables,

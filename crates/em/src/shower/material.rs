@@ -3,7 +3,8 @@
 //! Sternheimer density-effect parameters.
 //!
 //! Built in: TestEm3's `Lead` (Z = 82, A = 207.19 g/mol, 11.35 g/cm³, I = 823 eV) and
-//! `liquidArgon` (Z = 18, A = 39.95 g/mol, 1.390 g/cm³, I = 188 eV). Others from TOML:
+//! `liquidArgon` (Z = 18, A = 39.95 g/mol, 1.390 g/cm³, I = 188 eV), and the NIST materials of
+//! [`crate::nist`] (`G4_Pb`, `G4_lAr`, `G4_WATER`, …). Others from TOML:
 //!
 //! ```toml
 //! name = "water"
@@ -146,15 +147,22 @@ impl ShowerMaterial {
         .expect("built-in material")
     }
 
-    /// A built-in material by name (`Lead`/`Pb`, `liquidArgon`/`lAr`), else a TOML file.
+    /// A built-in material by name — TestEm3's `Lead`/`Pb` and `liquidArgon`/`lAr`, or a Geant4
+    /// NIST name of [`crate::nist`] (`G4_Pb`, `G4_lAr`, `G4_WATER`, …) — else a TOML file.
     pub fn from_name_or_file(spec: &str) -> Result<ShowerMaterial, InputError> {
+        if let Some(m) = crate::nist::find(spec) {
+            return Ok(m.shower_material());
+        }
         match spec {
             "Lead" | "lead" | "Pb" => Ok(Self::lead()),
             "liquidArgon" | "lAr" | "LAr" | "liquid_argon" => Ok(Self::liquid_argon()),
             _ if spec.ends_with(".toml") || Path::new(spec).is_file() => Self::from_toml(Path::new(spec)),
             _ => Err(InputError::file(
                 spec,
-                "unknown shower material: built in are 'Lead' and 'liquidArgon'; others are given as a TOML file",
+                format!(
+                    "unknown shower material: built in are TestEm3's 'Lead' and 'liquidArgon' and {}; others are given as a TOML file",
+                    crate::nist::NAMES
+                ),
             )),
         }
     }

@@ -3,7 +3,7 @@
 use super::run::ShowerRun;
 use super::transport::{EventTally, ShowerPhysics};
 use warpdrive_core::plot::plotters::prelude::*;
-use warpdrive_core::plot::{colour, write_png, PlotError, FONT};
+use warpdrive_core::plot::{axis, colour, write_png, PlotError, FONT};
 use warpdrive_core::table::{Column, Table};
 
 /// `profile.parquet`: one row per slab — slab, layer (period) number, position in the period,
@@ -86,12 +86,13 @@ pub fn plot_profile(path: &std::path::Path, run: &ShowerRun, phys: &ShowerPhysic
     }
     write_png(path, (1000, 620), |area| {
         let ymax = per[nm].iter().copied().fold(1e-9, f64::max) * 1.1;
+        let (x, y) = (axis("layer", 0.0, layers as f64)?, axis("energy", 0.0, ymax)?);
         let mut ch = ChartBuilder::on(area)
             .caption(title, (FONT, 20))
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(75)
-            .build_cartesian_2d(0f64..layers as f64, 0f64..ymax)?;
+            .build_cartesian_2d(x, y)?;
         ch.configure_mesh()
             .x_desc("layer")
             .y_desc("energy deposited per event [MeV]")

@@ -3,7 +3,7 @@
 //! RMS), the longitudinal profile per slab, created secondaries and steps per event.
 
 use super::geometry::Calorimeter;
-use super::transport::{run_event, EventTally, Primary, ShowerPhysics, FIXED_SCALE};
+use super::transport::{run_event_or_stop, EventTally, Primary, ShowerPhysics, FIXED_SCALE};
 use rayon::prelude::*;
 use warpdrive_core::progress::Progress;
 
@@ -51,14 +51,23 @@ pub fn run(phys: &ShowerPhysics, primary: &Primary, events: u64, seed: u64, prog
 }
 
 /// Events `first .. first + n` (so a run can be split into pieces with the same result).
+///
+/// Every event polls `progress.should_stop()` (before it starts and every
+/// [`super::transport::STOP_POLL_TRACKS`] tracks); once it is true the remaining events are
+/// skipped and the run holds fewer than `n` events (callers that can be stopped check their
+/// token afterwards and discard it, as `engine::Shower::run` does).
 #[must_use]
 pub fn run_range(phys: &ShowerPhysics, primary: &Primary, first: u64, n: u64, seed: u64, progress: &Progress) -> ShowerRun {
+    let stop = || progress.should_stop();
     let events = (first..first + n)
         .into_par_iter()
-        .map(|i| {
-            let t = run_event(phys, primary, seed, i);
+        .filter_map(|i| {
+            if stop() {
+                return None;
+            }
+            let t = run_event_or_stop(phys, primary, seed, i, &stop)?;
             progress.add(1);
-            t
+            Some(t)
         })
         .collect();
     ShowerRun {

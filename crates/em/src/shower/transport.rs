@@ -609,6 +609,21 @@ pub fn child_id(parent: u64, ordinal: u64) -> u64 {
 /// If the primary energy exceeds [`MAX_PRIMARY_ENERGY`] (the fixed-point tallies would overflow).
 #[must_use]
 pub fn run_event(phys: &ShowerPhysics, primary: &Primary, seed: u64, event: u64) -> EventTally {
+    run_event_or_stop(phys, primary, seed, event, &|| false).expect("never asked to stop")
+}
+
+/// Tracks popped between two polls of the stop request in [`run_event_or_stop`]: a 10 TeV event
+/// has ~10⁷ tracks and takes minutes, so a run must be able to stop inside an event; 1 024
+/// tracks are a few milliseconds of work.
+pub const STOP_POLL_TRACKS: u64 = 1024;
+
+/// [`run_event`] that polls `stop` every [`STOP_POLL_TRACKS`] tracks and gives up (`None`) once it
+/// returns true; otherwise the same tally as [`run_event`].
+///
+/// # Panics
+/// If the primary energy exceeds [`MAX_PRIMARY_ENERGY`] (the fixed-point tallies would overflow).
+#[must_use]
+pub fn run_event_or_stop(phys: &ShowerPhysics, primary: &Primary, seed: u64, event: u64, stop: &dyn Fn() -> bool) -> Option<EventTally> {
     assert!(
         primary.energy <= MAX_PRIMARY_ENERGY,
         "primary energy {} MeV above the tallies' limit {MAX_PRIMARY_ENERGY} MeV",
@@ -624,7 +639,7 @@ pub fn run_event(phys: &ShowerPhysics, primary: &Primary, seed: u64, event: u64)
     let (id, start) = primary_start(phys, primary, event);
     let Some((pos, slab)) = start else {
         ev.tally.escaped = to_fixed(primary.energy);
-        return ev.tally;
+        return Some(ev.tally);
     };
     ev.stack.push(Track {
         particle: primary.particle,
@@ -636,11 +651,16 @@ pub fn run_event(phys: &ShowerPhysics, primary: &Primary, seed: u64, event: u64)
         children: 0,
         rng: RandomStream::new(seed, TAG_SHOWER, id),
     });
+    let mut popped = 0u64;
     while let Some(t) = ev.stack.pop() {
+        popped += 1;
+        if popped.is_multiple_of(STOP_POLL_TRACKS) && stop() {
+            return None;
+        }
         match t.particle {
             Particle::Gamma => ev.photon(t),
             _ => ev.charged(t),
         }
     }
-    ev.tally
+    Some(ev.tally)
 }

@@ -1,39 +1,81 @@
 """EM transport: the Klein–Nishina mini-app (:func:`run`, ``warpdrive em``) and EM showers in a
 layered calorimeter (:func:`testem3`, :func:`calorimeter`; ``warpdrive em testem3|calorimeter``), and
-Geant4's TestEm3 numbers to compare with (:func:`testem3_reference`)."""
+Geant4's TestEm3 numbers to compare with (:func:`testem3_reference`).
+
+Materials are named as in Geant4 (:data:`MATERIALS`: ``"G4_Pb"``, ``"G4_lAr"``, ``"G4_WATER"``, …)
+or given as TOML files (docs/em.md). Every long call stops on Ctrl-C within about a second
+(``KeyboardInterrupt``) or when its ``progress`` callback returns ``False`` (``warpdrive.Cancelled``);
+nothing is written then. The shower tables are built once per process and set-up (calorimeter and
+cut): a second call with the same set-up starts at once (``ShowerResult.tables_cached``).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Callable, Optional, Union
 
 from . import _arrow, _progress, _warpdrive
+
+__all__ = ["MATERIALS", "EmResult", "ShowerResult", "run", "testem3", "calorimeter", "testem3_reference"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Progress = Union[None, bool, Callable[[int, int], Any]]
+
+#: The built-in materials (Geant4's NIST names), usable as ``material=`` of :func:`run` and in
+#: calorimeter files; ``"aluminium"`` is ``"G4_Al"``.
+MATERIALS: tuple[str, ...] = tuple(_warpdrive.em_materials())
+
+
+def _warn(notes: list[str]) -> None:
+    for n in notes:
+        warnings.warn(n, stacklevel=3)
 
 
 class EmResult:
     """The result of :func:`run`: ``profile`` (pyarrow.Table, the CLI's ``edep.parquet``:
     bin, z_low_cm, z_high_cm, edep_mev, edep_mev_per_cm), ``edep_mev_per_cm`` (NumPy), integrals
     (``tracks``, ``steps``, ``secondaries``, ``retries``, ``mean_depth`` [cm]), ``checksum`` (the
-    one the CLI prints) and ``energy_beyond(z_cm)`` [MeV per primary]."""
+    one the CLI prints), ``device``, ``seconds`` (transport time) and ``energy_beyond(z_cm)`` [MeV
+    per primary]."""
 
-    def __init__(self, r):
+    def __init__(self, r: Any) -> None:
         self._r = r
-        self.profile = _arrow.table(r.profile(), {"warpdrive.device": r.device, "em.material": r.material})
+        self.profile = _arrow.table(r.profile(), {"warpdrive.device": r.device})
         self.edep_mev_per_cm = self.profile["edep_mev_per_cm"].to_numpy()
-        for k in ("tracks", "steps", "secondaries", "retries", "mean_depth", "checksum", "device", "material"):
+        for k in ("tracks", "steps", "secondaries", "retries", "mean_depth", "checksum", "device", "material", "seconds"):
             setattr(self, k, getattr(r, k))
 
-    def energy_beyond(self, z_cm):
+    def energy_beyond(self, z_cm: float) -> float:
         return self._r.energy_beyond(float(z_cm))
 
-    def __repr__(self):
+    def to_parquet(self, dir: PathLike, force: bool = False, plot: bool = False) -> None:
+        """Write the CLI's output directory: ``edep.parquet``, ``summary.json``, ``run.json`` (and
+        ``edep.png`` with ``plot=True``; a plot whose axes would not be finite is skipped with a
+        warning). The directory appears whole or not at all; an existing one raises
+        ``FileExistsError`` unless ``force=True``."""
+        _warn(self._r.save(os.fspath(dir), force, plot))
+
+    def __repr__(self) -> str:
         return f"warpdrive.em.EmResult({self.tracks} tracks in {self.material}, mean depth {self.mean_depth:.2f} cm, {self.device})"
 
 
-def run(energy=100.0, tracks=1 << 20, seed=12345, material="aluminium", tally_front=0.0, tally_width=1.0,
-        tally_bins=2048, device="auto", threads=None, progress=None):
-    """``warpdrive em``: ``tracks`` photons of ``energy`` MeV along +z in ``material`` (a built-in
-    name or a TOML file), Compton scattering, deposits tallied in ``tally_bins`` bins of
-    ``tally_width`` cm from ``tally_front`` cm. Defaults are the CLI's."""
+def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, material: PathLike = "G4_Al",
+        tally_front: float = 0.0, tally_width: float = 1.0, tally_bins: int = 2048, device: str = "auto",
+        threads: Optional[int] = None, progress: Progress = None, *, slots: Optional[int] = None,
+        stack_capacity: Optional[int] = None, compare: Optional[PathLike] = None) -> EmResult:
+    """``warpdrive em``: ``tracks`` photons of ``energy`` MeV along +z in ``material`` (a name of
+    :data:`MATERIALS` or a TOML file), Compton scattering, deposits tallied in ``tally_bins`` bins of
+    ``tally_width`` cm from ``tally_front`` cm. ``slots``, ``stack_capacity`` and ``compare`` (a
+    reference profile for the plot of :meth:`EmResult.to_parquet`) as the CLI's options; defaults are
+    the CLI's."""
     cb, close = _progress.callback(progress, tracks, "tracks")
     try:
-        r = _warpdrive.em_run(float(energy), int(tracks), int(seed), str(material), float(tally_front),
-                              float(tally_width), int(tally_bins), device, threads, cb)
+        r = _warpdrive.em_run(float(energy), int(tracks), int(seed), os.fspath(material), float(tally_front),
+                              float(tally_width), int(tally_bins), None if slots is None else int(slots),
+                              None if stack_capacity is None else int(stack_capacity),
+                              None if compare is None else os.fspath(compare), device,
+                              None if threads is None else int(threads), cb)
     finally:
         close()
     return EmResult(r)
@@ -48,11 +90,13 @@ class ShowerResult:
       (pyarrow.Table, ``events.parquet``: one row per event);
     * ``created`` (dict γ/e⁻/e⁺ per event), ``created_by`` (dict process → number per event),
       ``steps`` (charged, neutral per event), ``track_length`` (dict material → cm per event),
-      ``escaped`` [MeV per event], ``worst_balance``, ``checksum`` (as the CLI prints), ``device``.
+      ``escaped`` [MeV per event], ``worst_balance``, ``checksum`` (as the CLI prints), ``device``;
+    * ``tables_cached`` (the tables came from an earlier call), ``tables_seconds``, ``transport_seconds``.
     """
 
-    def __init__(self, r):
-        meta = {"warpdrive.device": r.device, "em.calorimeter": r.calorimeter}
+    def __init__(self, r: Any) -> None:
+        self._r = r
+        meta = {"warpdrive.device": r.device}
         self.profile = _arrow.table(r.profile(), meta)
         self.events = _arrow.table(r.events(), meta)
         self.materials = {n: {"edep_mean_mev": m, "edep_mean_error_mev": e, "edep_rms_mev": s}
@@ -61,42 +105,56 @@ class ShowerResult:
         self.created_by = dict(r.created_by())
         self.steps = dict(zip(("charged", "neutral"), r.steps()))
         self.track_length = dict(r.track_length())
-        for k in ("escaped", "worst_balance", "checksum", "device", "calorimeter"):
+        for k in ("escaped", "worst_balance", "checksum", "device", "calorimeter", "tables_cached", "tables_seconds",
+                  "transport_seconds"):
             setattr(self, k, getattr(r, k))
         self.n_events = r.events_count
 
-    def __repr__(self):
+    def to_parquet(self, dir: PathLike, force: bool = False, plot: bool = False) -> None:
+        """Write the CLI's output directory: ``profile.parquet``, ``events.parquet``,
+        ``summary.json``, ``run.json`` (and ``profile.png`` with ``plot=True``). The directory appears
+        whole or not at all; an existing one raises ``FileExistsError`` unless ``force=True``."""
+        _warn(self._r.save(os.fspath(dir), force, plot))
+
+    def __repr__(self) -> str:
         m = ", ".join(f"{n} {v['edep_mean_mev']:.2f} MeV" for n, v in self.materials.items())
         return f"warpdrive.em.ShowerResult({self.n_events} events in {self.calorimeter}: {m}; {self.device})"
 
 
-def _shower(calorimeter, primary, energy, events, seed, cut_mm, device, threads, progress, precise):
+def _shower(calorimeter: Optional[PathLike], primary: str, energy: float, events: int, seed: int, cut_mm: float,
+            device: str, threads: Optional[int], progress: Progress, precise: bool) -> ShowerResult:
     cb, close = _progress.callback(progress, events, "events")
     try:
-        r = _warpdrive.em_shower(calorimeter, str(primary), float(energy), int(events), int(seed), float(cut_mm),
-                                 device, threads, cb, bool(precise))
+        r = _warpdrive.em_shower(None if calorimeter is None else os.fspath(calorimeter), str(primary), float(energy),
+                                 int(events), int(seed), float(cut_mm), device,
+                                 None if threads is None else int(threads), cb, bool(precise))
     finally:
         close()
     return ShowerResult(r)
 
 
-def testem3(primary="e-", energy=1000.0, events=1000, seed=12345, cut_mm=1.0, device="cpu", threads=None,
-            progress=None, precise=False):
+def testem3(primary: str = "e-", energy: float = 1000.0, events: int = 1000, seed: int = 12345, cut_mm: float = 1.0,
+            device: str = "auto", threads: Optional[int] = None, progress: Progress = None,
+            precise: bool = False) -> ShowerResult:
     """``warpdrive em testem3``: ``events`` showers of a ``primary`` ("e-", "e+", "gamma") of kinetic
     ``energy`` MeV in Geant4's TestEm3 (50 × [2.3 mm Pb + 5.7 mm liquid Ar]), one production cut of
-    ``cut_mm`` mm. ``device``: "cpu", "auto", "cuda", "cuda:N" or "cuda:all" (the GPU twin). On a GPU,
-    ``precise=True`` makes every event bit-identical to the CPU's (the CLI's ``--precise``); the default fast
-    mode uses CUDA's libm (statistically equivalent). Defaults are the CLI's, except ``device`` ("cpu")."""
+    ``cut_mm`` mm. ``device``: "auto" (the GPUs when CUDA works, else the CPU), "cpu", "cuda", "cuda:N"
+    or "cuda:all" (the GPU twin). On a GPU, ``precise=True`` makes every event bit-identical to the
+    CPU's (the CLI's ``--precise``); the default fast mode uses CUDA's libm (statistically
+    equivalent). Defaults are the CLI's."""
     return _shower(None, primary, energy, events, seed, cut_mm, device, threads, progress, precise)
 
 
-def calorimeter(path, primary="e-", energy=1000.0, events=1000, seed=12345, cut_mm=1.0, device="cpu", threads=None,
-                progress=None, precise=False):
-    """``warpdrive em calorimeter PATH``: as :func:`testem3` for the layered calorimeter of a TOML file."""
-    return _shower(str(path), primary, energy, events, seed, cut_mm, device, threads, progress, precise)
+def calorimeter(path: PathLike, primary: str = "e-", energy: float = 1000.0, events: int = 1000, seed: int = 12345,
+                cut_mm: float = 1.0, device: str = "auto", threads: Optional[int] = None, progress: Progress = None,
+                precise: bool = False) -> ShowerResult:
+    """``warpdrive em calorimeter PATH``: as :func:`testem3` for the layered calorimeter of a TOML
+    file (layers name materials of :data:`MATERIALS`, TestEm3's ``Lead``/``liquidArgon``, or material
+    files)."""
+    return _shower(path, primary, energy, events, seed, cut_mm, device, threads, progress, precise)
 
 
-def testem3_reference():
+def testem3_reference() -> dict[str, dict[str, Any]]:
     """Geant4 10.3's TestEm3 (1 GeV e⁻, 1 mm cuts, ``emstandard_opt0``, 100 events per run), as
     ``{"analogue": run, "secondary_biased": run}``; each run has ``label``, ``edep`` (per material
     ``{"mean_mev", "rms_mev"}`` per event), ``created`` (``gamma``, ``e-``, ``e+`` per event) and

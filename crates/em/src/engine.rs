@@ -1,0 +1,1206 @@
+//! The EM runs as library calls (DESIGN.md §2, `warpdrive_core::engine`): typed, validated
+//! requests built from typed values, run under a [`Control`], whose results write their output
+//! directories with the output discipline. `warpdrive em`, `warpdrive em testem3|calorimeter`
+//! and `warpdrive.em.run/testem3/calorimeter` only translate their arguments into these calls.
+//!
+//! * [`KleinNishina`] — the mini-app: photons of one energy in one material, Compton only, the
+//!   energy deposition tallied along z ([`KleinNishinaResult::save`]: `edep.parquet`,
+//!   `edep.png`, `summary.json`, `run.json`).
+//! * [`Shower`] — EM showers in TestEm3 or a calorimeter file ([`ShowerResult::save`]:
+//!   `profile.parquet`, `events.parquet`, `profile.png`, `summary.json`, `run.json`). The
+//!   shower tables (seconds to build) are kept per process, keyed by what determines them
+//!   (calorimeter, cuts, table options), so a second run with the same set-up starts at once.
+//!
+//! Constructors check every option and budget every size derived from them (tally bins, event
+//! tallies, material tables) before anything is allocated; `run` polls the cancellation token
+//! (CPU: every group of 4 096 tracks, every event and every 1 024 tracks of an event; GPU:
+//! between batches) and returns [`Error::Cancelled`], so a partial result never reaches an
+//! output. Data files hold only what the request determines; the device, threads, timings and the
+//! command line go to `run.json`.
+
+use crate::material::Material;
+use crate::physics::PhysicsList;
+use crate::shower::cuts::RangeCuts;
+use crate::shower::geometry::Calorimeter;
+use crate::shower::gpu::GpuShowerOptions;
+use crate::shower::reference::{Testem3Run, BIASED, UNBIASED};
+use crate::shower::run::{MaterialSummary, ShowerRun};
+use crate::shower::tables::TableOptions;
+use crate::shower::transport::{Primary, ShowerPhysics, CREATORS};
+use crate::shower::Particle;
+use crate::transport::{RunOptions, RunResult, TallyGrid};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use warpdrive_core::engine::{Control, Error, ParamError, Result};
+use warpdrive_core::limits::check_alloc;
+use warpdrive_core::output::Staged;
+use warpdrive_core::plot::PlotError;
+use warpdrive_core::table::Table;
+
+// ---------------------------------------------------------------------------------------------
+// Shared by both runs
+// ---------------------------------------------------------------------------------------------
+
+/// Prepare a run's output directory before it computes: checked against the inputs and `force`,
+/// its temporary created now, so an unwritable location fails before any work.
+pub fn prepare_output(dir: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    Ok(Staged::dir(dir, force, &inputs)?)
+}
+
+/// A number as a person writes it: `5e-324`, `1e308`, `0.5`, `2048` (Rust's `{}` spells out
+/// every digit of 5e-324).
+fn num(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e16).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// The CPU threads of the current pool, as `run.json` reports them.
+fn cpu_device() -> String {
+    format!("cpu ({} threads)", rayon::current_num_threads())
+}
+
+fn write_json(dir: &Path, name: &str, value: &serde_json::Value, shown: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Failed(e.to_string()))? + "\n";
+    std::fs::write(dir.join(name), text).map_err(|e| Error::Failed(format!("{}: writing {name}: {e}", shown.display())))
+}
+
+fn write_table(dir: &Path, name: &str, t: &Table, shown: &Path) -> Result<()> {
+    t.write_parquet(&dir.join(name))
+        .map_err(|e| Error::Failed(format!("{}: writing {name}: {e}", shown.display())))
+}
+
+/// A plot whose axis ranges are not finite is skipped with a note (the data files are complete
+/// without it); any other plotting failure is an error.
+fn plot_or_note(name: &str, drawn: std::result::Result<(), PlotError>, notes: &mut Vec<String>) -> Result<()> {
+    match drawn {
+        Ok(()) => Ok(()),
+        Err(e) if e.skipped => {
+            notes.push(format!("{name} not drawn: {} (the other outputs are complete)", e.message));
+            Ok(())
+        }
+        Err(e) => Err(Error::Failed(format!("{name}: {}", e.message))),
+    }
+}
+
+/// Run metadata of the Parquet files: what the request determines, and how it was asked for.
+fn metadata(command: &str, pairs: &[(&str, String)]) -> Vec<(String, String)> {
+    let mut m = vec![
+        ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+        ("warpdrive.command".to_string(), command.to_string()),
+    ];
+    m.extend(pairs.iter().map(|(k, v)| ((*k).to_string(), v.clone())));
+    m
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Klein–Nishina mini-app
+// ---------------------------------------------------------------------------------------------
+
+/// The highest photon energy of the Compton cross-section table [MeV] (100 TeV).
+pub const MAX_PHOTON_ENERGY: f64 = 1e8;
+/// The narrowest tally bin [cm]: deposits are interaction points, so finer bins resolve nothing,
+/// and below ~1e-300 cm the per-cm column would overflow to infinity.
+pub const MIN_TALLY_WIDTH: f64 = 1e-6;
+/// Most slots and stack entries: the GPU counts them in 32 bits.
+pub const MAX_SLOTS: u64 = u32::MAX as u64;
+/// `--material` / `material=`: a built-in material (NIST name, [`crate::nist`]) or a TOML file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MaterialChoice {
+    Named(String),
+    File(PathBuf),
+}
+
+impl Default for MaterialChoice {
+    fn default() -> Self {
+        MaterialChoice::Named("G4_Al".into())
+    }
+}
+
+impl MaterialChoice {
+    /// What the user typed: a built-in name (`G4_Pb`, `aluminium`, …) if there is one of that
+    /// name, else a file path.
+    #[must_use]
+    pub fn parse(text: &str) -> Self {
+        if Material::builtin(text).is_some() {
+            MaterialChoice::Named(text.to_string())
+        } else {
+            MaterialChoice::File(PathBuf::from(text))
+        }
+    }
+
+    fn unknown(what: &str) -> ParamError {
+        ParamError::new(
+            "material",
+            format!(
+                "'{what}': neither a built-in material ({}; 'aluminium' is G4_Al) nor a TOML file (docs/em.md)",
+                crate::nist::NAMES
+            ),
+        )
+    }
+
+    /// The material, and the file it was read from.
+    fn load(&self) -> Result<(Material, Option<PathBuf>)> {
+        match self {
+            MaterialChoice::Named(n) => Material::builtin(n).map(|m| (m, None)).ok_or_else(|| Self::unknown(n).into()),
+            MaterialChoice::File(p) => {
+                let looks_like_file = p.extension().is_some_and(|e| e == "toml") || p.is_file();
+                if !looks_like_file {
+                    return Err(Self::unknown(&p.display().to_string()).into());
+                }
+                Ok((Material::from_toml(p)?, Some(p.clone())))
+            }
+        }
+    }
+}
+
+/// The options of one mini-app run; `Default` is the command line's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KleinNishinaOptions {
+    /// Primary photon energy [MeV] (photons start at the origin along +z).
+    pub energy: f64,
+    pub tracks: u64,
+    /// Track i draws from the Philox stream (seed, i).
+    pub seed: u64,
+    pub material: MaterialChoice,
+    /// Lower edge of the first z bin [cm].
+    pub tally_front: f64,
+    /// Bin width [cm].
+    pub tally_width: f64,
+    pub tally_bins: u64,
+    /// Track slots in flight at once (default: min(tracks, 2²³)).
+    pub slots: Option<u64>,
+    /// Capacity of the hit and secondary stacks per iteration (default: one per slot).
+    pub stack_capacity: Option<u64>,
+    /// A reference profile to overlay on the plot (one MeV/cm value per 1-cm bin per line).
+    pub compare: Option<PathBuf>,
+}
+
+impl Default for KleinNishinaOptions {
+    fn default() -> Self {
+        Self {
+            energy: 100.0,
+            tracks: 1 << 20,
+            seed: 12345,
+            material: MaterialChoice::default(),
+            tally_front: 0.0,
+            tally_width: 1.0,
+            tally_bins: 2048,
+            slots: None,
+            stack_capacity: None,
+            compare: None,
+        }
+    }
+}
+
+/// A reference profile and the label it is plotted with.
+#[derive(Clone, Debug, PartialEq)]
+struct Reference {
+    label: String,
+    values: Vec<f64>,
+}
+
+/// A validated mini-app run.
+#[derive(Clone, Debug)]
+pub struct KleinNishina {
+    material: Material,
+    opts: RunOptions,
+    inputs: Vec<PathBuf>,
+    reference: Option<Reference>,
+}
+
+/// Host bytes per tally bin: one 64-bit tally per CPU worker, the profile's five columns and the
+/// plot's points.
+fn tally_bytes_per_bin(workers: u64) -> u64 {
+    8 * workers + 5 * 8 + 2 * 8
+}
+
+fn check_tally(o: &KleinNishinaOptions) -> Result<TallyGrid> {
+    if !o.tally_front.is_finite() {
+        return Err(ParamError::new("tally_front", format!("{} cm: must be finite", num(o.tally_front))).into());
+    }
+    let w = o.tally_width;
+    if !w.is_finite() {
+        return Err(ParamError::new("tally_width", format!("{} cm: must be finite", num(w))).into());
+    }
+    if w < MIN_TALLY_WIDTH {
+        return Err(ParamError::new("tally_width", format!("{} cm: must be at least {MIN_TALLY_WIDTH:e} cm", num(w))).into());
+    }
+    if o.tally_bins == 0 {
+        return Err(ParamError::new("tally_bins", "must be at least 1").into());
+    }
+    if o.tally_bins > u64::from(u32::MAX) {
+        return Err(ParamError::new("tally_bins", format!("{}: at most {}", o.tally_bins, u32::MAX)).into());
+    }
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    check_alloc("tally_bins", o.tally_bins, tally_bytes_per_bin(workers), "use fewer, wider bins")?;
+    TallyGrid::new(o.tally_front, w, o.tally_bins as usize).map_err(Error::Failed)
+}
+
+fn check_count(param: &'static str, v: Option<u64>) -> Result<Option<u32>> {
+    match v {
+        None => Ok(None),
+        Some(0) => Err(ParamError::new(param, "must be at least 1").into()),
+        Some(n) if n > MAX_SLOTS => Err(ParamError::new(param, format!("{n}: at most {MAX_SLOTS}")).into()),
+        Some(n) => Ok(Some(n as u32)),
+    }
+}
+
+impl KleinNishina {
+    /// Check every option, read the material and the comparison file, and budget the tally;
+    /// nothing runs yet.
+    pub fn new(o: &KleinNishinaOptions) -> Result<Self> {
+        let e = o.energy;
+        if !(e.is_finite() && e > 0.0) {
+            return Err(ParamError::new("energy", format!("{} MeV: must be positive", num(e))).into());
+        }
+        if e > MAX_PHOTON_ENERGY {
+            return Err(ParamError::new(
+                "energy",
+                format!(
+                    "{} MeV: above the cross-section table (at most {MAX_PHOTON_ENERGY:e} MeV = 100 TeV)",
+                    num(e)
+                ),
+            )
+            .into());
+        }
+        if o.tracks == 0 {
+            return Err(ParamError::new("tracks", "must be at least 1").into());
+        }
+        let grid = check_tally(o)?;
+        let slots = check_count("slots", o.slots)?;
+        let capacity = check_count("stack_capacity", o.stack_capacity)?;
+        let mut opts = RunOptions::new(e, o.tracks, o.seed, grid).map_err(Error::Failed)?;
+        if let Some(s) = slots {
+            opts.slots = s as usize;
+            opts.hit_capacity = s;
+            opts.secondary_capacity = s;
+        }
+        if let Some(c) = capacity {
+            opts.hit_capacity = c;
+            opts.secondary_capacity = c;
+        }
+        let (material, file) = o.material.load()?;
+        let mut inputs: Vec<PathBuf> = file.into_iter().collect();
+        let reference = match &o.compare {
+            None => None,
+            Some(p) => {
+                let values = crate::output::read_profile(p)?;
+                inputs.push(p.clone());
+                let label = p
+                    .file_name()
+                    .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned());
+                Some(Reference { label, values })
+            }
+        };
+        Ok(Self {
+            material,
+            opts,
+            inputs,
+            reference,
+        })
+    }
+
+    /// The files the run reads (outputs must not replace or contain them).
+    pub fn inputs(&self) -> &[PathBuf] {
+        &self.inputs
+    }
+
+    pub fn material(&self) -> &Material {
+        &self.material
+    }
+
+    /// Energy, tracks, seed, tally, slots and stack capacities as the transport loop takes them.
+    pub fn options(&self) -> &RunOptions {
+        &self.opts
+    }
+
+    /// Transport the photons on the control's device (the CPU, or the GPUs: the track ids split
+    /// across them, integer tallies added, so the result equals the CPU's) and threads. Returns
+    /// [`Error::Cancelled`] when the token is raised (within a group of 4 096 tracks on the CPU,
+    /// a batch on a GPU).
+    pub fn run(&self, ctl: &Control) -> Result<KleinNishinaResult> {
+        let gpus = ctl.gpus()?;
+        let physics = PhysicsList::compton_only(&self.material);
+        ctl.install(|| {
+            ctl.progress.begin("tracks", self.opts.tracks, "tracks");
+            let t0 = Instant::now();
+            let (result, device) = match &gpus {
+                None => (crate::transport::run(&physics, &self.opts, &ctl.progress), cpu_device()),
+                Some(d) => {
+                    let (r, st) = crate::gpu::run_devices(&physics, &self.opts, d, &ctl.progress)?;
+                    (r, format!("{} ({} registers)", st.device, st.registers))
+                }
+            };
+            ctl.check()?;
+            Ok(KleinNishinaResult {
+                result,
+                grid: self.opts.tally,
+                device,
+                seconds: t0.elapsed().as_secs_f64(),
+                material: self.material.name.clone(),
+                density: self.material.density,
+                energy: self.opts.energy,
+                seed: self.opts.seed,
+                reference: self.reference.clone(),
+            })
+        })?
+    }
+}
+
+/// The integrals, the tally and how a mini-app run was computed.
+#[derive(Clone, Debug)]
+pub struct KleinNishinaResult {
+    pub result: RunResult,
+    pub grid: TallyGrid,
+    /// Where it ran (`cpu (2 threads)`, `cuda:0 … (40 registers)`).
+    pub device: String,
+    /// Transport time [s].
+    pub seconds: f64,
+    pub material: String,
+    /// Density of the material [g/cm³].
+    pub density: f64,
+    pub energy: f64,
+    pub seed: u64,
+    reference: Option<Reference>,
+}
+
+impl KleinNishinaResult {
+    /// Energy per primary deposited in bins at or beyond `z` [MeV].
+    #[must_use]
+    pub fn energy_beyond(&self, z: f64) -> f64 {
+        self.result.energy_beyond(&self.grid, z)
+    }
+
+    #[must_use]
+    pub fn track_steps_per_second(&self) -> f64 {
+        self.result.steps as f64 / self.seconds
+    }
+
+    /// `summary.json`: only what the request determines (equal for equal requests on any
+    /// device or thread count).
+    #[must_use]
+    pub fn summary(&self) -> serde_json::Value {
+        let r = &self.result;
+        json!({
+            "tracks": r.tracks,
+            "steps": r.steps,
+            "steps_per_track": r.steps_per_track(),
+            "mean_deposition_depth_cm": r.mean_depth(),
+            "energy_beyond_cm_mev": {
+                "100": self.energy_beyond(100.0),
+                "200": self.energy_beyond(200.0),
+                "500": self.energy_beyond(500.0),
+            },
+            "energy_deposited_per_primary_mev": r.profile().iter().sum::<f64>(),
+            "secondaries": r.secondaries,
+            "result_checksum": r.checksum(),
+            "run": {
+                "energy_mev": self.energy, "material": self.material, "seed": self.seed,
+                "tally": {"front_cm": self.grid.front, "width_cm": self.grid.delta, "bins": self.grid.size},
+            },
+        })
+    }
+
+    /// `run.json`: how this run was computed (device, timings, loop iterations and stack
+    /// retries — which depend on the device's batching, not the result —, command, version).
+    #[must_use]
+    pub fn environment(&self, command: &str) -> serde_json::Value {
+        json!({
+            "device": self.device,
+            "transport_seconds": self.seconds,
+            "track_steps_per_second": self.track_steps_per_second(),
+            "iterations": self.result.iterations,
+            "retries_after_full_stacks": self.result.retries,
+            "command": command,
+            "version": env!("CARGO_PKG_VERSION"),
+        })
+    }
+
+    /// `edep.parquet`'s table, with the run metadata.
+    #[must_use]
+    pub fn profile_table(&self, command: &str) -> Table {
+        let meta = metadata(
+            command,
+            &[
+                ("warpdrive.seed", self.seed.to_string()),
+                ("em.tracks", self.result.tracks.to_string()),
+                ("em.energy_mev", self.energy.to_string()),
+                ("em.material", self.material.clone()),
+            ],
+        );
+        crate::output::profile_table(&self.grid, &self.result, &meta)
+    }
+
+    /// Write `edep.parquet`, `summary.json`, `run.json` and, if `plot`, `edep.png` into the
+    /// prepared directory and commit it whole. Returns notes for the user (a plot skipped
+    /// because its axes would not be finite).
+    pub fn save(&self, out: Staged, plot: bool, command: &str) -> Result<Vec<String>> {
+        let dir = out.path().to_path_buf();
+        let shown = out.dest().to_path_buf();
+        let mut notes = Vec::new();
+        write_table(&dir, "edep.parquet", &self.profile_table(command), &shown)?;
+        if plot {
+            let title = format!("{} MeV photons in {}: energy deposition", self.energy, self.material);
+            let reference = self.reference.as_ref().map(|r| (r.label.as_str(), r.values.as_slice()));
+            let drawn = crate::output::plot_profile(&dir.join("edep.png"), &self.grid, &self.result, &title, reference);
+            plot_or_note("edep.png", drawn, &mut notes)?;
+        }
+        write_json(&dir, "summary.json", &self.summary(), &shown)?;
+        write_json(&dir, "run.json", &self.environment(command), &shown)?;
+        out.commit()?;
+        Ok(notes)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// EM showers in a calorimeter
+// ---------------------------------------------------------------------------------------------
+
+/// The highest primary kinetic energy [MeV] (the fixed-point event tallies hold 1.6e7 MeV).
+pub const MAX_SHOWER_ENERGY: f64 = 1e7;
+/// The largest production cut [mm].
+pub const MAX_CUT_MM: f64 = 1e4;
+
+/// `--primary` / `primary=`.
+impl std::str::FromStr for Particle {
+    type Err = ParamError;
+    fn from_str(s: &str) -> Result<Self, ParamError> {
+        match s {
+            "e-" | "electron" => Ok(Particle::Electron),
+            "e+" | "positron" => Ok(Particle::Positron),
+            "gamma" | "photon" => Ok(Particle::Gamma),
+            _ => Err(ParamError::new("primary", format!("'{s}': expected e-, e+ or gamma"))),
+        }
+    }
+}
+
+/// The calorimeter of a shower run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum CalorimeterChoice {
+    /// Geant4's TestEm3: 50 × [2.3 mm lead + 5.7 mm liquid argon], 40 cm wide.
+    #[default]
+    Testem3,
+    /// A calorimeter TOML file (docs/em.md).
+    File(PathBuf),
+}
+
+/// The options of one shower run; `Default` is the command line's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShowerOptions {
+    pub primary: Particle,
+    /// Primary kinetic energy [MeV].
+    pub energy: f64,
+    pub events: u64,
+    pub seed: u64,
+    /// One production cut for γ, e⁻ and e⁺, as a range [mm].
+    pub cut_mm: f64,
+}
+
+impl Default for ShowerOptions {
+    fn default() -> Self {
+        Self {
+            primary: Particle::Electron,
+            energy: 1000.0,
+            events: 1000,
+            seed: 12345,
+            cut_mm: 1.0,
+        }
+    }
+}
+
+/// Host bytes of one material's shower tables (about 16 log-E grids of energies and values;
+/// twice for the copy the GPU's flat tables are made from).
+fn table_bytes_per_material(t: &TableOptions) -> u64 {
+    let points = (t.bins_per_decade as f64 * (t.e_max / t.e_min).log10()).ceil() as u64 + 1;
+    2 * 16 * points * 16
+}
+
+/// A validated shower run.
+#[derive(Clone, Debug)]
+pub struct Shower {
+    calorimeter: Calorimeter,
+    testem3: bool,
+    cuts: RangeCuts,
+    tables: TableOptions,
+    primary: Primary,
+    opts: ShowerOptions,
+    inputs: Vec<PathBuf>,
+}
+
+impl Shower {
+    /// Check every option, read the calorimeter (and its material files) and budget the event
+    /// tallies and tables; nothing runs yet.
+    pub fn new(calorimeter: CalorimeterChoice, o: &ShowerOptions) -> Result<Self> {
+        if !(o.energy.is_finite() && o.energy > 0.0 && o.energy <= MAX_SHOWER_ENERGY) {
+            return Err(ParamError::new(
+                "energy",
+                format!("{} MeV: must be in (0, {MAX_SHOWER_ENERGY:e}] MeV", num(o.energy)),
+            )
+            .into());
+        }
+        if !(o.cut_mm.is_finite() && o.cut_mm > 0.0 && o.cut_mm <= MAX_CUT_MM) {
+            return Err(ParamError::new("cut_mm", format!("{} mm: must be in (0, {MAX_CUT_MM:e}] mm", num(o.cut_mm))).into());
+        }
+        if o.events == 0 {
+            return Err(ParamError::new("events", "must be at least 1").into());
+        }
+        let (cal, inputs, testem3) = match calorimeter {
+            CalorimeterChoice::Testem3 => (Calorimeter::testem3(), Vec::new(), true),
+            CalorimeterChoice::File(f) => (Calorimeter::from_toml(&f)?, vec![f], false),
+        };
+        crate::shower::run::check_event_count(&cal, o.events, "events")?;
+        let tables = TableOptions::default();
+        check_alloc(
+            "the calorimeter's material tables",
+            cal.materials.len() as u64,
+            table_bytes_per_material(&tables),
+            "use fewer distinct materials",
+        )?;
+        Ok(Self {
+            calorimeter: cal,
+            testem3,
+            cuts: RangeCuts::uniform(o.cut_mm / 10.0),
+            tables,
+            primary: Primary::testem3(o.primary, o.energy),
+            opts: o.clone(),
+            inputs,
+        })
+    }
+
+    /// The files the run reads (outputs must not replace or contain them).
+    pub fn inputs(&self) -> &[PathBuf] {
+        &self.inputs
+    }
+
+    pub fn calorimeter(&self) -> &Calorimeter {
+        &self.calorimeter
+    }
+
+    pub fn options(&self) -> &ShowerOptions {
+        &self.opts
+    }
+
+    /// Build (or find in this process's cache) the tables, then run the events on the
+    /// control's device — the CPU, or the CUDA twin (`ctl.precise`: every event bit-identical to
+    /// the CPU's) — and threads. Returns [`Error::Cancelled`] when the token is raised (while the
+    /// tables are built, within an event on the CPU, between batches on a GPU).
+    pub fn run(&self, ctl: &Control) -> Result<ShowerResult> {
+        let gpus = ctl.gpus()?;
+        ctl.install(|| {
+            let t0 = Instant::now();
+            ctl.progress.begin("tables", self.calorimeter.materials.len() as u64, "materials");
+            let (phys, tables_cached) = cache::physics(&self.calorimeter, self.cuts, self.tables, ctl)?;
+            ctl.progress.add(self.calorimeter.materials.len() as u64);
+            let tables_seconds = t0.elapsed().as_secs_f64();
+            let o = &self.opts;
+            ctl.progress.begin("events", o.events, "events");
+            let t1 = Instant::now();
+            let (run, device) = match &gpus {
+                None => (
+                    crate::shower::run::run(&phys, &self.primary, o.events, o.seed, &ctl.progress),
+                    cpu_device(),
+                ),
+                Some(d) => {
+                    let g = GpuShowerOptions {
+                        precise: ctl.precise,
+                        ..GpuShowerOptions::default()
+                    };
+                    let (r, st) = crate::shower::gpu::run_devices(&phys, &self.primary, o.events, o.seed, d, &ctl.progress, &g)?;
+                    let device = format!(
+                        "{} ({} mode, {:?} schedule, registers {}/{}, {} batches, {} re-runs after full lists, {} generations)",
+                        st.device,
+                        if st.precise { "precise" } else { "fast" },
+                        st.schedule,
+                        st.registers.0,
+                        st.registers.1,
+                        st.batches,
+                        st.reruns,
+                        st.generations
+                    );
+                    (r, device)
+                }
+            };
+            ctl.check()?;
+            Ok(ShowerResult {
+                run,
+                physics: phys,
+                device,
+                tables_seconds,
+                tables_cached,
+                transport_seconds: t1.elapsed().as_secs_f64(),
+                opts: o.clone(),
+                testem3: self.testem3,
+            })
+        })?
+    }
+}
+
+/// Geant4 10.3 TestEm3's numbers for one material: (mean, RMS) of its analogue run, then of its
+/// secondary-biased run.
+fn g4_material(name: &str) -> Option<[(f64, f64); 2]> {
+    let find = |run: &Testem3Run| run.edep.iter().find(|(n, _, _)| *n == name).map(|(_, m, r)| (*m, *r));
+    Some([find(&UNBIASED)?, find(&BIASED)?])
+}
+
+/// The events of a shower run, the physics they ran with and how they were computed.
+#[derive(Clone, Debug)]
+pub struct ShowerResult {
+    pub run: ShowerRun,
+    pub physics: Arc<ShowerPhysics>,
+    /// Where it ran (`cpu (2 threads)`, `cuda:0 … (precise mode, …)`).
+    pub device: String,
+    /// Time to build the tables (or find them in the cache) [s].
+    pub tables_seconds: f64,
+    /// The tables were built before in this process (or were being built by another run).
+    pub tables_cached: bool,
+    /// Time of the events [s].
+    pub transport_seconds: f64,
+    pub opts: ShowerOptions,
+    testem3: bool,
+}
+
+impl ShowerResult {
+    /// 1 GeV e⁻ in TestEm3 with 1 mm cuts: the set-up Geant4 10.3's numbers are for.
+    #[must_use]
+    pub fn is_testem3_reference(&self) -> bool {
+        self.testem3 && self.opts.primary == Particle::Electron && self.opts.energy == 1000.0 && self.opts.cut_mm == 1.0
+    }
+
+    /// Geant4 10.3's (mean, RMS) per event of material `name` in its analogue and its biased
+    /// run, for the reference set-up only.
+    #[must_use]
+    pub fn geant4(&self, name: &str) -> Option<[(f64, f64); 2]> {
+        if self.is_testem3_reference() {
+            g4_material(name)
+        } else {
+            None
+        }
+    }
+
+    /// Per material of the calorimeter: energy per event.
+    #[must_use]
+    pub fn per_material(&self) -> Vec<MaterialSummary> {
+        self.run.per_material(&self.physics)
+    }
+
+    #[must_use]
+    pub fn events_per_second(&self) -> f64 {
+        self.opts.events as f64 / self.transport_seconds
+    }
+
+    #[must_use]
+    pub fn track_steps_per_second(&self) -> f64 {
+        self.run.total_steps() as f64 / self.transport_seconds
+    }
+
+    /// `summary.json`: only what the request determines (equal for equal requests on one
+    /// device, any thread count).
+    #[must_use]
+    pub fn summary(&self) -> serde_json::Value {
+        let (r, cal, o) = (&self.run, &self.physics.calorimeter, &self.opts);
+        let reference = self.is_testem3_reference();
+        let mut materials = serde_json::Map::new();
+        for m in self.per_material() {
+            let resolution = 100.0 * m.edep_rms_mev / m.edep_mean_mev.max(1e-300) * (o.energy / 1000.0).sqrt();
+            let mut v = json!({
+                "edep_mean_mev": m.edep_mean_mev, "edep_mean_error_mev": m.edep_mean_error_mev,
+                "edep_rms_mev": m.edep_rms_mev, "resolution_percent_sqrt_gev": resolution,
+            });
+            if let Some([(mean, rms), (b_mean, b_rms)]) = self.geant4(&m.name) {
+                v["geant4_10_3"] = json!({"edep_mean_mev": mean, "edep_rms_mev": rms,
+                    "mean_ratio": m.edep_mean_mev / mean, "rms_ratio": m.edep_rms_mev / rms,
+                    "secondary_biased_run": {"edep_mean_mev": b_mean, "edep_rms_mev": b_rms}});
+            }
+            materials.insert(m.name.clone(), v);
+        }
+        let created = r.created();
+        let (charged, neutral) = r.steps();
+        let mut s = json!({
+            "calorimeter": cal.name, "layers": cal.repeat, "slabs": cal.slabs(), "transverse_cm": cal.transverse,
+            "primary": {"particle": o.primary.name(), "energy_mev": o.energy},
+            "events": o.events, "seed": o.seed, "cut_mm": o.cut_mm,
+            "materials": materials,
+            "created_per_event": {"gamma": created[0], "e-": created[1], "e+": created[2]},
+            "charged_track_length_cm_per_event": cal.materials.iter().zip(r.track_length())
+                .map(|(m, v)| (m.name.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "created_per_event_by_process": CREATORS.iter().zip(r.created_by())
+                .map(|(k, v)| ((*k).to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "steps_per_event": {"charged": charged, "neutral": neutral},
+            "escaped_mev_per_event": r.escaped(),
+            "worst_energy_balance_relative": r.worst_balance(),
+            "killed_tracks": r.killed(),
+            "result_checksum": format!("{:016x}", r.checksum()),
+            "thresholds_kev": self.physics.materials.iter().map(|m| json!({"material": m.material.name,
+                "gamma": m.cuts.gamma * 1e3, "e-": m.cuts.electron * 1e3, "e+": m.cuts.positron * 1e3})).collect::<Vec<_>>(),
+        });
+        if reference {
+            let [g, e, p] = UNBIASED.created;
+            let [bg, be, bp] = BIASED.created;
+            s["created_per_event"]["geant4_10_3"] = json!({"gamma": g, "e-": e, "e+": p,
+                "secondary_biased_run": {"gamma": bg, "e-": be, "e+": bp}});
+            s["steps_per_event"]["geant4_10_3"] = json!({"charged": UNBIASED.steps[0], "neutral": UNBIASED.steps[1]});
+        }
+        s
+    }
+
+    /// `run.json`: how this run was computed (device, threads, timings, whether the tables came
+    /// from the cache, command, version).
+    #[must_use]
+    pub fn environment(&self, command: &str) -> serde_json::Value {
+        json!({
+            "device": self.device,
+            "tables_seconds": self.tables_seconds,
+            "tables_cached": self.tables_cached,
+            "transport_seconds": self.transport_seconds,
+            "events_per_second": self.events_per_second(),
+            "track_steps_per_second": self.track_steps_per_second(),
+            "command": command,
+            "version": env!("CARGO_PKG_VERSION"),
+        })
+    }
+
+    fn metadata(&self, command: &str) -> Vec<(String, String)> {
+        let o = &self.opts;
+        metadata(
+            command,
+            &[
+                ("warpdrive.seed", o.seed.to_string()),
+                ("em.events", o.events.to_string()),
+                ("em.primary", format!("{} {} MeV", o.primary.name(), o.energy)),
+                ("em.calorimeter", self.physics.calorimeter.name.clone()),
+            ],
+        )
+    }
+
+    /// `profile.parquet`'s table (one row per slab).
+    #[must_use]
+    pub fn profile_table(&self, command: &str) -> Table {
+        crate::shower::output::profile_table(&self.run, &self.physics, &self.metadata(command))
+    }
+
+    /// `events.parquet`'s table (one row per event).
+    #[must_use]
+    pub fn events_table(&self, command: &str) -> Table {
+        crate::shower::output::events_table(&self.run, &self.physics, &self.metadata(command))
+    }
+
+    /// Write `profile.parquet`, `events.parquet`, `summary.json`, `run.json` and, if `plot`,
+    /// `profile.png` into the prepared directory and commit it whole. Returns notes for the user
+    /// (a plot skipped because its axes would not be finite).
+    pub fn save(&self, out: Staged, plot: bool, command: &str) -> Result<Vec<String>> {
+        let dir = out.path().to_path_buf();
+        let shown = out.dest().to_path_buf();
+        let mut notes = Vec::new();
+        write_table(&dir, "profile.parquet", &self.profile_table(command), &shown)?;
+        write_table(&dir, "events.parquet", &self.events_table(command), &shown)?;
+        if plot {
+            let o = &self.opts;
+            let title = format!(
+                "{} MeV {} in {}: energy per layer ({} events)",
+                o.energy,
+                o.primary.name(),
+                self.physics.calorimeter.name,
+                o.events
+            );
+            let drawn = crate::shower::output::plot_profile(&dir.join("profile.png"), &self.run, &self.physics, &title);
+            plot_or_note("profile.png", drawn, &mut notes)?;
+        }
+        write_json(&dir, "summary.json", &self.summary(), &shown)?;
+        write_json(&dir, "run.json", &self.environment(command), &shown)?;
+        out.commit()?;
+        Ok(notes)
+    }
+}
+
+/// The shower tables of this process, kept for the next run with the same set-up.
+mod cache {
+    use super::{Calorimeter, Control, Error, RangeCuts, Result, ShowerPhysics, TableOptions};
+    use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+    use std::time::Duration;
+
+    /// Set-ups kept (the least recently used is dropped): TestEm3's tables take ~0.3 MB.
+    pub const CAPACITY: usize = 4;
+
+    /// What determines the tables.
+    type Key = (Calorimeter, RangeCuts, TableOptions);
+
+    enum Slot {
+        Building,
+        Ready(Arc<ShowerPhysics>),
+        Failed(String),
+    }
+
+    type Shared = Arc<(Mutex<Slot>, Condvar)>;
+
+    struct Entry {
+        key: Key,
+        slot: Shared,
+    }
+
+    static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+    fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The entry for `key` (moved to the most recent place) and whether it is new.
+    fn entry(key: &Key) -> (Shared, bool) {
+        let mut c = lock(&CACHE);
+        if let Some(i) = c.iter().position(|e| e.key == *key) {
+            let e = c.remove(i);
+            let slot = Arc::clone(&e.slot);
+            c.push(e);
+            return (slot, false);
+        }
+        let slot: Shared = Arc::new((Mutex::new(Slot::Building), Condvar::new()));
+        c.push(Entry {
+            key: key.clone(),
+            slot: Arc::clone(&slot),
+        });
+        if c.len() > CAPACITY {
+            c.remove(0);
+        }
+        (slot, true)
+    }
+
+    fn forget(slot: &Shared) {
+        lock(&CACHE).retain(|e| !Arc::ptr_eq(&e.slot, slot));
+    }
+
+    fn finish(slot: &Shared, state: Slot) {
+        *lock(&slot.0) = state;
+        slot.1.notify_all();
+    }
+
+    /// Build the tables on a thread of their own, on a pool of `threads` workers. A run that is
+    /// cancelled meanwhile returns at once; the build goes on and fills the cache for the next
+    /// run (it cannot be stopped half-way, and its result is valid).
+    fn spawn_build(key: Key, slot: Shared, threads: Option<usize>) -> Result<()> {
+        let s = Arc::clone(&slot);
+        let spawned = std::thread::Builder::new().name("warpdrive-em-tables".into()).spawn(move || {
+            let (cal, cuts, tables) = key;
+            let build = move || ShowerPhysics::build(cal, cuts, tables);
+            let pool = threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok());
+            let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match pool {
+                Some(p) => p.install(build),
+                None => build(),
+            }));
+            match built {
+                Ok(p) => finish(&s, Slot::Ready(Arc::new(p))),
+                Err(_) => {
+                    forget(&s);
+                    finish(&s, Slot::Failed("building the shower tables panicked".into()));
+                }
+            }
+        });
+        spawned.map(|_| ()).map_err(|e| {
+            forget(&slot);
+            finish(&slot, Slot::Failed(format!("cannot start the table build: {e}")));
+            Error::Failed(format!("cannot start the table build: {e}"))
+        })
+    }
+
+    /// The tables of this set-up, and whether they were built (or being built) before this call.
+    /// Waits for a build in progress, polling the cancellation token.
+    pub fn physics(cal: &Calorimeter, cuts: RangeCuts, tables: TableOptions, ctl: &Control) -> Result<(Arc<ShowerPhysics>, bool)> {
+        let key: Key = (cal.clone(), cuts, tables);
+        let (slot, fresh) = entry(&key);
+        if fresh {
+            spawn_build(key, Arc::clone(&slot), ctl.threads)?;
+        }
+        let mut state = lock(&slot.0);
+        loop {
+            match &*state {
+                Slot::Ready(p) => return Ok((Arc::clone(p), !fresh)),
+                Slot::Failed(m) => return Err(Error::Failed(m.clone())),
+                Slot::Building => {}
+            }
+            ctl.check()?;
+            state = slot
+                .1
+                .wait_timeout(state, Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warpdrive_core::engine::{Device, Style};
+
+    fn cpu() -> Control {
+        Control::new().device(Device::Cpu)
+    }
+
+    fn kn(f: impl FnOnce(&mut KleinNishinaOptions)) -> Result<KleinNishina> {
+        let mut o = KleinNishinaOptions {
+            tracks: 2000,
+            ..Default::default()
+        };
+        f(&mut o);
+        KleinNishina::new(&o)
+    }
+
+    fn cli(e: Error) -> String {
+        e.render(Style::Cli)
+    }
+
+    #[test]
+    fn mini_app_options_are_checked_with_their_names() {
+        assert_eq!(cli(kn(|o| o.energy = -1.0).unwrap_err()), "--energy -1 MeV: must be positive");
+        assert_eq!(cli(kn(|o| o.energy = f64::NAN).unwrap_err()), "--energy NaN MeV: must be positive");
+        assert_eq!(
+            cli(kn(|o| o.energy = 1e20).unwrap_err()),
+            "--energy 1e20 MeV: above the cross-section table (at most 1e8 MeV = 100 TeV)"
+        );
+        assert_eq!(cli(kn(|o| o.tracks = 0).unwrap_err()), "--tracks must be at least 1");
+        assert_eq!(cli(kn(|o| o.tally_bins = 0).unwrap_err()), "--tally-bins must be at least 1");
+        assert_eq!(
+            cli(kn(|o| o.tally_width = 0.0).unwrap_err()),
+            "--tally-width 0 cm: must be at least 1e-6 cm"
+        );
+        assert_eq!(
+            cli(kn(|o| o.tally_width = 5e-324).unwrap_err()),
+            "--tally-width 5e-324 cm: must be at least 1e-6 cm"
+        );
+        assert_eq!(
+            cli(kn(|o| o.tally_front = f64::NAN).unwrap_err()),
+            "--tally-front NaN cm: must be finite"
+        );
+        assert_eq!(cli(kn(|o| o.slots = Some(0)).unwrap_err()), "--slots must be at least 1");
+        assert_eq!(
+            cli(kn(|o| o.stack_capacity = Some(1 << 33)).unwrap_err()),
+            "--stack-capacity 8589934592: at most 4294967295"
+        );
+        assert_eq!(
+            cli(kn(|o| o.tally_bins = 1 << 40).unwrap_err()),
+            "--tally-bins 1099511627776: at most 4294967295"
+        );
+        let e = kn(|o| o.tally_bins = 4_000_000_000).unwrap_err();
+        assert!(matches!(e, Error::Limit(_)), "{e}");
+        assert!(cli(e).starts_with("--tally-bins: 4000000000 × "));
+        let e = kn(|o| o.material = MaterialChoice::parse("unobtainium")).unwrap_err();
+        assert!(cli(e).starts_with("--material 'unobtainium': neither a built-in material (G4_Be, G4_C, G4_Al"));
+        let e = kn(|o| o.material = MaterialChoice::parse("missing.toml")).unwrap_err();
+        assert!(matches!(e, Error::Input(_)), "{e}");
+    }
+
+    #[test]
+    fn nist_materials_reach_the_mini_app() {
+        for (name, density) in [("G4_Pb", 11.35), ("G4_WATER", 1.0), ("G4_lAr", 1.396), ("aluminium", 2.699)] {
+            let r = kn(|o| o.material = MaterialChoice::parse(name)).unwrap();
+            assert_eq!(r.material().density, density, "{name}");
+        }
+        // G4_Al by name is the material the mini-app always had.
+        let a = kn(|o| o.tracks = 300).unwrap().run(&cpu()).unwrap();
+        let b = kn(|o| {
+            o.tracks = 300;
+            o.material = MaterialChoice::parse("aluminium")
+        })
+        .unwrap()
+        .run(&cpu())
+        .unwrap();
+        assert_eq!(a.result.checksum(), b.result.checksum());
+        // Lead stops photons sooner than aluminium.
+        let pb = kn(|o| {
+            o.tracks = 300;
+            o.material = MaterialChoice::parse("G4_Pb")
+        })
+        .unwrap()
+        .run(&cpu())
+        .unwrap();
+        assert!(
+            pb.result.mean_depth() < 0.5 * a.result.mean_depth(),
+            "{} {}",
+            pb.result.mean_depth(),
+            a.result.mean_depth()
+        );
+    }
+
+    #[test]
+    fn a_raised_token_cancels_the_mini_app() {
+        let req = kn(|o| o.tracks = 1 << 26).unwrap();
+        let ctl = cpu().threads(Some(1));
+        let token = ctl.cancel.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            token.cancel();
+        });
+        let t0 = Instant::now();
+        let r = req.run(&ctl);
+        t.join().unwrap();
+        assert!(matches!(r, Err(Error::Cancelled(_))), "{r:?}");
+        assert!(t0.elapsed().as_secs_f64() < 1.5, "took {:?}", t0.elapsed());
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("wd-em-engine-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Issue #36 item 8: a 1e308 cm bin makes the z axis infinite; plotters then spun forever.
+    /// The run completes, the plot is skipped with a note, the data files are written.
+    #[test]
+    fn an_infinite_plot_axis_skips_the_plot_with_a_note() {
+        let d = scratch("inf-axis");
+        let req = kn(|o| {
+            o.tracks = 200;
+            o.tally_width = 1e308
+        })
+        .unwrap();
+        let r = req.run(&cpu()).unwrap();
+        let out = d.join("out");
+        let notes = r.save(prepare_output(&out, false, req.inputs()).unwrap(), true, "test").unwrap();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("edep.png not drawn: the z axis would run from 0 to inf"),
+            "{notes:?}"
+        );
+        assert!(out.join("edep.parquet").is_file() && out.join("summary.json").is_file());
+        assert!(!out.join("edep.png").exists());
+        let left: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("out")]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn shower(f: impl FnOnce(&mut ShowerOptions)) -> Result<Shower> {
+        let mut o = ShowerOptions {
+            events: 2,
+            energy: 50.0,
+            ..Default::default()
+        };
+        f(&mut o);
+        Shower::new(CalorimeterChoice::Testem3, &o)
+    }
+
+    #[test]
+    fn shower_options_are_checked_with_their_names() {
+        assert_eq!(
+            cli(shower(|o| o.energy = 0.0).unwrap_err()),
+            "--energy 0 MeV: must be in (0, 1e7] MeV"
+        );
+        assert_eq!(
+            cli(shower(|o| o.cut_mm = f64::INFINITY).unwrap_err()),
+            "--cut-mm inf mm: must be in (0, 1e4] mm"
+        );
+        assert_eq!(
+            shower(|o| o.events = 0).unwrap_err().render(Style::Python),
+            "events must be at least 1"
+        );
+        let e = shower(|o| o.events = 1 << 50).unwrap_err();
+        assert!(cli(e).starts_with("--events: 1125899906842624 × 992 bytes"));
+        assert_eq!(
+            "muon".parse::<Particle>().unwrap_err().render(Style::Python),
+            "primary 'muon': expected e-, e+ or gamma"
+        );
+        assert_eq!("gamma".parse::<Particle>().unwrap(), Particle::Gamma);
+        let e = Shower::new(CalorimeterChoice::File("missing.toml".into()), &ShowerOptions::default()).unwrap_err();
+        assert!(matches!(e, Error::Input(_)), "{e}");
+    }
+
+    /// The tables are built once per set-up and process: the second run finds them; another cut
+    /// is another set-up.
+    #[test]
+    fn shower_tables_are_cached_per_set_up() {
+        let thin = |cut_mm: f64| {
+            let cal = Calorimeter::new("thin", vec![(crate::shower::material::ShowerMaterial::lead(), 0.5)], 2, 10.0).unwrap();
+            let o = ShowerOptions {
+                events: 2,
+                energy: 20.0,
+                cut_mm,
+                ..Default::default()
+            };
+            let mut s = shower(|_| {}).unwrap();
+            s.calorimeter = cal;
+            s.testem3 = false;
+            s.cuts = RangeCuts::uniform(o.cut_mm / 10.0);
+            s.primary = Primary::testem3(o.primary, o.energy);
+            s.opts = o;
+            s
+        };
+        let a = thin(0.9).run(&cpu()).unwrap();
+        let b = thin(0.9).run(&cpu()).unwrap();
+        let c = thin(0.8).run(&cpu()).unwrap();
+        assert!(!a.tables_cached && b.tables_cached && !c.tables_cached);
+        assert!(Arc::ptr_eq(&a.physics, &b.physics));
+        assert_eq!(a.run.checksum(), b.run.checksum());
+        assert!(b.tables_seconds < 0.05, "{}", b.tables_seconds);
+    }
+
+    #[test]
+    fn a_raised_token_cancels_a_shower_run_in_its_table_build_and_its_events() {
+        // A cut no other test uses: the first run finds no tables and is cancelled while they
+        // are built; the second finds them and is cancelled in its events.
+        for warm in [false, true] {
+            let req = shower(|o| {
+                o.events = 100_000;
+                o.energy = 1000.0;
+                o.cut_mm = 0.77
+            })
+            .unwrap();
+            if warm {
+                shower(|o| {
+                    o.events = 1;
+                    o.cut_mm = 0.77
+                })
+                .unwrap()
+                .run(&cpu())
+                .unwrap();
+            }
+            let ctl = cpu().threads(Some(1));
+            let token = ctl.cancel.clone();
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                token.cancel();
+            });
+            let t0 = Instant::now();
+            let r = req.run(&ctl);
+            t.join().unwrap();
+            assert!(matches!(r, Err(Error::Cancelled(_))), "warm {warm}: {r:?}");
+            assert!(t0.elapsed().as_secs_f64() < 1.3, "warm {warm}: took {:?}", t0.elapsed());
+        }
+    }
+
+    /// Issue #36 item 12: summary.json and the Parquet files hold only what the request
+    /// determines; two thread counts give the same bytes, and the timings are in run.json.
+    #[test]
+    fn shower_data_files_do_not_depend_on_threads() {
+        let d = scratch("threads");
+        let req = shower(|o| o.events = 3).unwrap();
+        let mut files = Vec::new();
+        for threads in [1, 2] {
+            let r = req.run(&cpu().threads(Some(threads))).unwrap();
+            let out = d.join(format!("t{threads}"));
+            r.save(prepare_output(&out, false, req.inputs()).unwrap(), false, "same command")
+                .unwrap();
+            let read = |n: &str| std::fs::read(out.join(n)).unwrap();
+            files.push([read("summary.json"), read("profile.parquet"), read("events.parquet")]);
+            let env: serde_json::Value = serde_json::from_slice(&read("run.json")).unwrap();
+            assert!(env["device"].as_str().unwrap().contains(&format!("{threads} threads")));
+            assert!(env["transport_seconds"].as_f64().is_some());
+        }
+        assert!(files[0] == files[1], "data files differ between 1 and 2 threads");
+        let s: serde_json::Value = serde_json::from_slice(&files[0][0]).unwrap();
+        assert!(s.get("timings").is_none() && s.get("command").is_none());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn nist_materials_build_shower_tables() {
+        let lead = crate::nist::find("G4_Pb").unwrap().shower_material();
+        assert_eq!(crate::shower::material::ShowerMaterial::from_name_or_file("G4_Pb").unwrap(), lead);
+        // Same element, density and I as TestEm3's Lead up to the molar mass (207.2 vs 207.19).
+        let t3 = crate::shower::material::ShowerMaterial::lead();
+        assert!((lead.radiation_length / t3.radiation_length - 1.0).abs() < 1e-4);
+    }
+}
