@@ -187,7 +187,7 @@ fn main() {
     let code = match result {
         Ok(()) => 0,
         // The reader of what this command streams to stdout went away: stop quietly, with the
-        // status of a process ended by SIGPIPE, as `cat` or `head`'s other writers do.
+        // status a Unix tool killed by SIGPIPE has (128 + 13).
         Err(e) if closed_pipe(&e) => 128 + 13,
         Err(e) => {
             eprintln!("error: {}", message(&e));
