@@ -21,10 +21,10 @@ pub enum BeamCommand {
 #[derive(Args, Clone)]
 pub struct BeamArgs {
     /// Reference momentum β0γ0 (ELEGANT's p_central, units of m c).
-    #[arg(long, default_value_t = 1956.951, conflicts_with = "momentum", allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1956.951, conflicts_with = "momentum", allow_hyphen_values = true)]
     p_central: f64,
     /// Reference momentum [MeV/c] (instead of --p-central).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     momentum: Option<f64>,
     /// Particle species: electron or proton.
     #[arg(long, default_value = "electron")]
@@ -36,34 +36,34 @@ pub struct BeamArgs {
     #[arg(long, default_value_t = 100_000)]
     particles: usize,
     /// Twiss β_x at the start [m].
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
     beta_x: f64,
     /// Twiss α_x at the start.
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     alpha_x: f64,
     /// Geometric RMS emittance [m rad].
-    #[arg(long, default_value_t = 1e-9, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1e-9, allow_hyphen_values = true)]
     emit_x: f64,
     /// Twiss β_y at the start [m].
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
     beta_y: f64,
     /// Twiss α_y at the start.
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     alpha_y: f64,
     /// Geometric RMS emittance ε_y [m rad].
-    #[arg(long, default_value_t = 1e-9, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1e-9, allow_hyphen_values = true)]
     emit_y: f64,
     /// RMS bunch length [m].
-    #[arg(long, default_value_t = 1e-3, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1e-3, allow_hyphen_values = true)]
     sigma_s: f64,
     /// RMS momentum spread.
-    #[arg(long, default_value_t = 1e-3, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1e-3, allow_hyphen_values = true)]
     sigma_delta: f64,
     /// Random seed of the Gaussian beam (particle i uses Philox stream (seed, i)).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Bunch charge [C] (a CHARGE element overrides it).
-    #[arg(long, default_value_t = 1e-9, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1e-9, allow_hyphen_values = true)]
     charge: f64,
 }
 
@@ -136,7 +136,7 @@ pub struct TrackArgs {
     #[arg(long, default_value_t = 1)]
     passes: u32,
     /// Half-width of a square aperture checked after every element [m] (default: none; NaN and ∞ are always lost).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     aperture: Option<f64>,
     /// LSC charge histogram: sort, block-atomic (default) or block-sort-scan.
     #[arg(long, default_value = "block-atomic")]

@@ -29,7 +29,7 @@ pub struct BenchPhoton {
     #[arg(long)]
     ice: Option<PathBuf>,
     /// Cascade energy [GeV].
-    #[arg(long, default_value_t = 1e5, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1e5, allow_hyphen_values = true)]
     energy: f64,
     /// Thread counts to time (default: 1 and all cores).
     #[arg(long, value_delimiter = ',')]

@@ -35,7 +35,7 @@ pub struct EmArgs {
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     tally_front: f64,
     /// Tally: bin width [cm] (at least 1e-6).
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     tally_width: f64,
     /// Tally: number of bins.
     #[arg(long, default_value_t = 2048)]

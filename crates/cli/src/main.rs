@@ -13,6 +13,23 @@ use warpdrive_photon::detector::{Detector, DetectorOptions};
 use warpdrive_photon::source::{track_to_spec, SourceSpec};
 use warpdrive_photon::Backend;
 
+/// `println!` for this crate: a line on stdout that is dropped when stdout cannot take it (a
+/// reader that went away, `warpdrive … | head -1`). std's macro panics there, which would end
+/// the run before its outputs are committed; these lines only describe the results, so the run
+/// goes on. Defined before the modules, so every `println!` of this crate is this one.
+macro_rules! println {
+    ($($arg:tt)*) => {
+        $crate::say(&mut ::std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` for this crate: as its `println!`, on stderr.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {
+        $crate::say(&mut ::std::io::stderr(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod beam;
 mod bench;
 mod doctor;
@@ -129,7 +146,7 @@ struct PhotonArgs {
     #[arg(long)]
     steps: Option<PathBuf>,
     /// Energy of the default cascade [GeV].
-    #[arg(long, default_value_t = 1e5, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 1e5, allow_hyphen_values = true)]
     energy: f64,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
@@ -160,21 +177,41 @@ fn process_cancel() -> &'static Cancel {
 fn main() {
     warpdrive_core::output::install_signal_cleanup(process_cancel().clone());
     let cli = Cli::parse();
-    let code = match run(cli) {
+    let result = run(cli);
+    // A run that ends after SIGINT/SIGTERM — stopped by it, or finished while it came (during
+    // the final commit) — ends as the signal thread would: temporaries removed, a line saying
+    // what was written completely, exit 128 + signal.
+    if let Some(sig) = warpdrive_core::output::signal() {
+        warpdrive_core::output::exit_interrupted(sig);
+    }
+    let code = match result {
         Ok(()) => 0,
-        Err(e) => match warpdrive_core::output::signal() {
-            // Stopped early by SIGINT/SIGTERM: the staged outputs are already removed.
-            Some(sig) => {
-                eprintln!("interrupted by signal {sig}: {}", warpdrive_core::output::interrupted_message());
-                128 + sig
-            }
-            None => {
-                eprintln!("error: {}", message(&e));
-                1
-            }
-        },
+        // The reader of what this command streams to stdout went away: stop quietly, with the
+        // status a Unix tool killed by SIGPIPE has (128 + 13).
+        Err(e) if closed_pipe(&e) => 128 + 13,
+        Err(e) => {
+            eprintln!("error: {}", message(&e));
+            1
+        }
     };
     std::process::exit(code);
+}
+
+/// Write a line of this crate's `println!`/`eprintln!`, dropping it if the stream is closed.
+fn say(out: &mut impl std::io::Write, line: std::fmt::Arguments) {
+    let _ = out.write_fmt(line);
+}
+
+/// Whether an error comes from writing to a pipe whose reader has gone (PPC's front end wraps
+/// its I/O errors transparently, so they are not a link of the chain of their own).
+fn closed_pipe(e: &anyhow::Error) -> bool {
+    use warpdrive_photon::ppc::PpcError;
+    e.chain()
+        .filter_map(|c| match c.downcast_ref::<PpcError>() {
+            Some(PpcError::Io(io)) => Some(io),
+            _ => c.downcast_ref::<std::io::Error>(),
+        })
+        .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// An error's message as the command line shows it: the context chain, with the engine's
@@ -286,17 +323,20 @@ pub fn thread_pool(c: &CommonArgs) -> Result<rayon::ThreadPool> {
 }
 
 /// The command line for run metadata, without `--threads` (which must not change the output).
+/// Arguments are taken as the operating system gives them (bytes on Unix): one that is not
+/// UTF-8 (a file name) is written with U+FFFD in place of the bytes it cannot show.
 pub fn command_line() -> String {
     let mut out = Vec::new();
     let mut skip = false;
-    for a in std::env::args() {
+    for a in std::env::args_os() {
+        let a = a.to_string_lossy();
         if std::mem::take(&mut skip) {
             continue;
         }
         if a == "--threads" {
             skip = true;
         } else if !a.starts_with("--threads=") {
-            out.push(a);
+            out.push(a.into_owned());
         }
     }
     out.join(" ")
@@ -434,7 +474,7 @@ fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::Cli;
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser};
 
     /// The CLI convention (ARCHITECTURE.md): every argument of every command has help text.
     #[test]
@@ -456,6 +496,40 @@ mod tests {
         let mut missing = Vec::new();
         walk(&Cli::command(), "warpdrive", &mut missing);
         assert!(missing.is_empty(), "arguments without help text:\n{}", missing.join("\n"));
+    }
+
+    /// Numeric options take `-nan`, `-inf` and negative numbers as their values, so the range
+    /// checks report them (issue #36: `--energy -nan` was "unexpected argument '-n'").
+    #[test]
+    fn numeric_options_take_values_that_start_with_a_minus() {
+        use std::any::TypeId;
+        fn walk(cmd: &clap::Command, path: Vec<String>, bad: &mut Vec<String>) {
+            let numeric = [TypeId::of::<f64>(), TypeId::of::<f32>(), TypeId::of::<i64>(), TypeId::of::<i32>()];
+            for a in cmd.get_arguments() {
+                let Some(long) = a.get_long() else { continue };
+                let t = a.get_value_parser().type_id();
+                if !numeric.iter().any(|id| t == *id) {
+                    continue;
+                }
+                for v in ["-nan", "-inf", "-1"] {
+                    let mut args = path.clone();
+                    args.extend([format!("--{long}"), v.to_string()]);
+                    if let Err(e) = Cli::try_parse_from(&args) {
+                        if e.kind() == clap::error::ErrorKind::UnknownArgument {
+                            bad.push(args.join(" "));
+                        }
+                    }
+                }
+            }
+            for s in cmd.get_subcommands() {
+                let mut p = path.clone();
+                p.push(s.get_name().to_string());
+                walk(s, p, bad);
+            }
+        }
+        let mut bad = Vec::new();
+        walk(&Cli::command(), vec!["warpdrive".into()], &mut bad);
+        assert!(bad.is_empty(), "values refused as unknown arguments:\n{}", bad.join("\n"));
     }
 
     #[test]

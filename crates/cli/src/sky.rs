@@ -42,10 +42,10 @@ pub struct AutocorrArgs {
     #[arg(long, default_value_t = 20)]
     bins: usize,
     /// Width of the angular bins [deg].
-    #[arg(long, default_value_t = 0.25, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.25, allow_hyphen_values = true)]
     bin_width: f64,
     /// Explicit upper bin edges [deg] instead of --bins/--bin-width, e.g. 0.5,1,2,5.
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     edges: Vec<f64>,
     /// Scrambled trials of the whole analysis (all jobs).
     #[arg(long, default_value_t = 1000)]

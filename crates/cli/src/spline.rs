@@ -76,10 +76,10 @@ pub struct ModelArgs {
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true, num_args = 1, conflicts_with = "cascade")]
     track: Vec<f64>,
     /// Segment length along the track [m].
-    #[arg(long, default_value_t = 15.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 15.0, allow_hyphen_values = true)]
     spacing: f64,
     /// Dark rate per DOM [Hz].
-    #[arg(long, default_value_t = 500.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 500.0, allow_hyphen_values = true)]
     noise_rate: f64,
 }
 
@@ -88,7 +88,7 @@ pub struct SimulateArgs {
     #[command(flatten)]
     model: ModelArgs,
     /// Energy per source [GeV], comma separated (one value: the same for every source).
-    #[arg(long, value_delimiter = ',', required = true, allow_negative_numbers = true)]
+    #[arg(long, value_delimiter = ',', required = true, allow_hyphen_values = true)]
     energy: Vec<f64>,
     /// Readout window start,end [ns].
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true, default_value = "-1000,9000")]
@@ -116,14 +116,14 @@ pub struct UnfoldArgs {
     #[arg(long, default_value = "newton")]
     solver: String,
     /// Millipede's ShowerRegularization λ [GeV⁻²]: penalty λ Σ E² (1e-9 ≈ a 22 TeV Gaussian prior width).
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     regularization: f64,
     /// Close a time bin once it holds this many PE (≤ 0: one bin per DOM).
-    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 5.0, allow_hyphen_values = true)]
     photons_per_bin: f64,
     /// newton/pcg: stop when every free source's |∂lnL/∂E| / Σ_i Λ_i (a relative change of its expected
     /// charge) is below this.
-    #[arg(long, default_value_t = SolveOptions::default().tolerance, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = SolveOptions::default().tolerance, allow_hyphen_values = true)]
     tolerance: f64,
     /// Iteration limit of the solver (newton/pcg iterations after the NNLS start).
     #[arg(long, default_value_t = SolveOptions::default().max_iterations)]

@@ -1,8 +1,12 @@
 //! Column tables written as Apache Parquet with run metadata (DESIGN.md §6).
 //!
-//! Files are written to a temporary name beside the target and renamed when complete, so a
-//! failed run never leaves a partial file under the requested name.
+//! A table is written whole or not at all, with one staging level (rule 5 of
+//! [`crate::output`]): a path that is a command's staged output, or lies inside a staged output
+//! directory, is written in place — the command commits it; any other path is staged here
+//! (`.NAME.tmp-PID` beside it, registered for the signal thread) and renamed over the name when
+//! complete, so a failed write never leaves a partial file under the requested name.
 
+use crate::output::{is_staged, OutputError, Outputs};
 use parquet::basic::Compression;
 use parquet::data_type::{DoubleType, FloatType, Int32Type, Int64Type};
 use parquet::file::properties::WriterProperties;
@@ -75,6 +79,8 @@ pub enum TableError {
     Corrupt { path: PathBuf },
     #[error("column '{name}' has {len} rows, expected {expected}")]
     Ragged { name: String, len: usize, expected: usize },
+    #[error(transparent)]
+    Output(#[from] OutputError),
 }
 
 /// Rows per Parquet row group.
@@ -103,7 +109,8 @@ impl Table {
         self.metadata.push((key.to_string(), value.into()));
     }
 
-    /// Write the table to `path` atomically (temporary file, then rename).
+    /// Write the table to `path` whole: in place when `path` is (inside) a staged output, else
+    /// through a temporary renamed over `path` (an existing file is replaced).
     pub fn write_parquet(&self, path: &Path) -> Result<(), TableError> {
         let rows = self.rows();
         for (name, c) in &self.columns {
@@ -115,18 +122,13 @@ impl Table {
                 });
             }
         }
-        let tmp = temp_name(path);
-        let result = self.write_to(&tmp, rows);
-        match result {
-            Ok(()) => std::fs::rename(&tmp, path).map_err(|source| TableError::Io {
-                path: path.to_path_buf(),
-                source,
-            }),
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                Err(e)
-            }
+        if is_staged(path) {
+            return self.write_to(path, rows);
         }
+        let mut out = Outputs::replacing();
+        let tmp = out.file(path)?;
+        self.write_to(&tmp, rows)?;
+        Ok(out.commit()?)
     }
 
     fn write_to(&self, tmp: &Path, rows: usize) -> Result<(), TableError> {
@@ -180,19 +182,16 @@ impl Table {
     }
 }
 
-/// `dir/.name.tmp-PID` beside the target, so the rename stays on one file system.
-pub fn temp_name(path: &Path) -> PathBuf {
-    let name = path.file_name().map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
-}
-
-/// Write a text file atomically (temporary file, then rename).
+/// Write a file whole, like [`Table::write_parquet`]: in place when `path` is (inside) a
+/// staged output, else through a temporary renamed over `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = temp_name(path);
+    if is_staged(path) {
+        return std::fs::write(path, bytes);
+    }
+    let mut out = Outputs::replacing();
+    let tmp = out.file(path).map_err(std::io::Error::other)?;
     std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    out.commit().map_err(std::io::Error::other)
 }
 
 /// Read back a Parquet file as columns (used by tests and `warpdrive` tools that merge files).
@@ -254,32 +253,80 @@ fn read_parquet_unguarded(path: &Path) -> Result<Table, TableError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn round_trip_with_metadata() {
-        let dir = std::env::temp_dir().join(format!("wd-table-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("t.parquet");
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("wd-table-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn names(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn table() -> Table {
         let mut t = Table::default();
         t.push("a", Column::I32(vec![1, 2, 3]));
         t.push("b", Column::F64(vec![0.5, 1.5, -2.0]));
         t.push("c", Column::F32(vec![1.0, 2.0, 3.0]));
         t.push("d", Column::I64(vec![7, 8, 1 << 40]));
         t.meta("seed", "42");
+        t
+    }
+
+    #[test]
+    fn round_trip_with_metadata() {
+        let dir = scratch("round");
+        let path = dir.join("t.parquet");
+        let t = table();
         t.write_parquet(&path).unwrap();
         let back = read_parquet(&path).unwrap();
         assert_eq!(back.columns, t.columns);
         assert!(back.metadata.contains(&("seed".into(), "42".into())));
-        assert!(!temp_name(&path).exists());
+        // Written on its own: atomic replacement, no temporary left.
+        std::fs::write(&path, "an earlier file").unwrap();
+        t.write_parquet(&path).unwrap();
+        assert_eq!(read_parquet(&path).unwrap().columns, t.columns);
+        write_atomic(&dir.join("x.json"), b"{}").unwrap();
+        assert_eq!(names(&dir), ["t.parquet", "x.json"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// One staging level: a staged output (here with a name so long that a second
+    /// `.NAME.tmp-PID` around its temporary could not exist) is written in place.
+    #[test]
+    fn staged_outputs_are_written_in_place() {
+        let dir = scratch("staged");
+        let dest = dir.join(format!("{}.parquet", "h".repeat(228)));
+        let mut outs = Outputs::new(false);
+        let tmp = outs.file(&dest).unwrap();
+        let inner = outs.dir(&dir.join("out")).unwrap();
+        let entries = names(&dir);
+        table().write_parquet(&tmp).unwrap();
+        table().write_parquet(&inner.join("t.parquet")).unwrap();
+        write_atomic(&inner.join("s.json"), b"{}").unwrap();
+        assert_eq!(names(&dir), entries, "a second staging level");
+        assert_eq!(names(&inner), ["s.json", "t.parquet"]);
+        outs.commit().unwrap();
+        assert_eq!(read_parquet(&dest).unwrap().columns, table().columns);
+        assert!(dir.join("out/t.parquet").is_file());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn ragged_table_is_rejected_and_leaves_no_file() {
-        let path = std::env::temp_dir().join(format!("wd-ragged-{}.parquet", std::process::id()));
+        let dir = scratch("ragged");
+        let path = dir.join("r.parquet");
         let mut t = Table::default();
         t.push("a", Column::I32(vec![1, 2]));
         t.push("b", Column::I32(vec![1]));
         assert!(matches!(t.write_parquet(&path), Err(TableError::Ragged { .. })));
-        assert!(!path.exists());
+        assert!(names(&dir).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
