@@ -121,12 +121,22 @@ pub const DEFAULT_ENERGY_GEV: f64 = 1e5;
 /// Bytes a source takes while a run holds it: the request, the drawn source and its GPU record.
 const BYTES_PER_SOURCE: u64 = (std::mem::size_of::<SourceSpec>() + std::mem::size_of::<source::Source>() + 64) as u64;
 
-/// " of source 3:" when there are several sources, else nothing (messages index from 0).
+/// "of source 3: " before a message when there are several sources, else nothing (sources are
+/// counted from 0, as Python indexes them).
 fn which(i: usize, n: usize) -> String {
     if n > 1 {
-        format!(" of source {i}:")
+        format!("of source {i}: ")
     } else {
         String::new()
+    }
+}
+
+/// The numbers of source `i` in an option holding `width` numbers per source, or one set for all.
+fn nth(v: &[f64], width: usize, i: usize) -> &[f64] {
+    if v.len() == width {
+        v
+    } else {
+        &v[i * width..(i + 1) * width]
     }
 }
 
@@ -182,13 +192,8 @@ impl TypedSources {
             }
         }
         warpdrive_core::limits::check_alloc("the typed sources", n as u64, BYTES_PER_SOURCE, "propagate fewer sources per run")?;
-        let pick = |v: &Option<Vec<f64>>, width: usize, i: usize, default: &[f64]| -> Vec<f64> {
-            match v {
-                None => default.to_vec(),
-                Some(v) if v.len() == width => v.clone(),
-                Some(v) => v[i * width..(i + 1) * width].to_vec(),
-            }
-        };
+        // One number of source `i` of a one-number option, or the default cascade's.
+        let one = |v: &Option<Vec<f64>>, i: usize, default: f64| v.as_deref().map_or(default, |v| nth(v, 1, i)[0]);
         (0..n)
             .map(|i| {
                 let particle = match &self.particle {
@@ -198,16 +203,22 @@ impl TypedSources {
                         name.resolve().ok_or_else(|| unknown_particle(name, i, n))?
                     }
                 };
-                let pos = pick(&self.position, 3, i, &[0.0; 3]);
-                let dir = pick(&self.direction, 2, i, &[180.0, 0.0]);
+                let position = self.position.as_deref().map_or([0.0; 3], |v| {
+                    let p = nth(v, 3, i);
+                    [p[0], p[1], p[2]]
+                });
+                let [zenith, azimuth] = self.direction.as_deref().map_or([180.0, 0.0], |v| {
+                    let d = nth(v, 2, i);
+                    [d[0], d[1]]
+                });
                 Ok(Primary {
                     particle,
-                    position: [pos[0], pos[1], pos[2]],
-                    zenith: dir[0],
-                    azimuth: dir[1],
-                    length: pick(&self.length, 1, i, &[0.0])[0],
-                    energy: pick(&self.energy, 1, i, &[DEFAULT_ENERGY_GEV])[0],
-                    time: pick(&self.time, 1, i, &[0.0])[0],
+                    position,
+                    zenith,
+                    azimuth,
+                    length: one(&self.length, i, 0.0),
+                    energy: one(&self.energy, i, DEFAULT_ENERGY_GEV),
+                    time: one(&self.time, i, 0.0),
                 })
             })
             .collect()
@@ -216,18 +227,13 @@ impl TypedSources {
 
 fn unknown_particle(name: &ParticleName, i: usize, n: usize) -> Error {
     let pdg: Vec<String> = Particle::PDG_NAMES.iter().map(|(n, c, _)| format!("{n} ({c})")).collect();
-    ParamError::new(
-        "particle",
-        format!(
-            "{} {name}: unknown (f2k names: {}; PDG names and codes: {})",
-            which(i, n),
-            Particle::F2K_NAMES.join(" "),
-            pdg.join(", ")
-        )
-        .trim_start()
-        .to_string(),
-    )
-    .into()
+    let text = format!(
+        "{}{name}: unknown (f2k names: {}; PDG names and codes: {})",
+        which(i, n),
+        Particle::F2K_NAMES.join(" "),
+        pdg.join(", ")
+    );
+    ParamError::new("particle", text).into()
 }
 
 /// The parameter that holds an f2k field of a typed source.
@@ -242,9 +248,7 @@ fn param_of(field: &str) -> &'static str {
 }
 
 fn typed_error(e: FieldError, i: usize, n: usize) -> Error {
-    let at = which(i, n);
-    let text = if at.is_empty() { e.message } else { format!("{at} {}", e.message) };
-    ParamError::new(param_of(e.field), text.trim_start().to_string()).into()
+    ParamError::new(param_of(e.field), format!("{}{}", which(i, n), e.message)).into()
 }
 
 /// Where the photons come from, as a front end received it: at most one of an f2k file

@@ -209,8 +209,8 @@ pub fn particle_aliases() -> Vec<(&'static str, i64, &'static str)> {
 }
 
 /// PPC's command line (`warpdrive ppc ARGS`) with `env` as its environment (PPCTABLESDIR, WFLA,
-/// FLDR, …, WARPDRIVE_SEED, WARPDRIVE_DEVICE) and `stdin` (bytes) or the file `stdin_path` (read
-/// through the bounded input reader) as its standard input, under a control of `threads`
+/// FLDR, …, WARPDRIVE_SEED, WARPDRIVE_DEVICE) and `stdin` (bytes) or the text file `stdin_path`
+/// (read through the bounded input reader: a NUL byte stops it) as its standard input, under a control of `threads`
 /// (Ctrl-C and `progress` stop it). Returns (stdout, stderr) as the command writes them; errors
 /// are raised with the command's message.
 #[pyfunction]
@@ -230,8 +230,9 @@ pub fn ppc_run(
     let (ctl, notes) = crate::run::control("auto", threads, false)?;
     let stdin = match stdin_path {
         Some(p) => py
-            .allow_threads(|| warpdrive_core::input::read_bytes(&p))
-            .map_err(|e| errors::input(&e))?,
+            .allow_threads(|| warpdrive_core::input::read_text(&p))
+            .map_err(|e| errors::input(&e))?
+            .into_bytes(),
         None => stdin,
     };
     let (r, out, err) = crate::run::run(py, &ctl, &notes, progress, || {

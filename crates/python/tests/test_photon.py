@@ -279,3 +279,13 @@ def test_ppc_bad_inputs(data, tmp_path):
         photon.ppc(0, stdin=PPC_F2K, env={"PPCTABLESDIR": str(tmp_path / "none"), "WARPDRIVE_DEVICE": "cpu"})
     with pytest.raises(ValueError, match="not a HIT line"):
         photon.PpcRun("HIT 1 2 x\n", "").hits()
+    # A path as stdin goes through the bounded reader: an endless device fails at once.
+    with pytest.raises(ValueError, match=r"/dev/zero: binary data, not text \(a NUL byte at offset 0\)"):
+        photon.ppc(0, stdin=Path("/dev/zero"), env={"PPCTABLESDIR": ice, "WARPDRIVE_DEVICE": "cpu"})
+
+
+def test_ppc_stdin_from_a_path(data, tmp_path):
+    env = {"PPCTABLESDIR": str(data / "ice" / "spice_3.2.1"), "WARPDRIVE_SEED": "5", "WARPDRIVE_DEVICE": "cpu"}
+    src = tmp_path / "in.f2k"
+    src.write_text(PPC_F2K)
+    assert photon.ppc(0, stdin=src, env=env).stdout == photon.ppc(0, stdin=PPC_F2K, env=env).stdout
