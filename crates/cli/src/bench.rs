@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use warpdrive_core::progress::Progress;
 use warpdrive_photon::detector::{Detector, DetectorOptions};
-use warpdrive_photon::source::track_to_spec;
+use warpdrive_photon::source::{Particle, Primary, SourceSpec};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
@@ -161,9 +161,8 @@ pub fn run(cmd: BenchCommand, force: bool) -> Result<()> {
         ..Default::default()
     })
     .with_context(|| "the benchmark needs the spice_3.2.1 ice directory (set WARPDRIVE_DATA or --ice)")?;
-    let line = format!("TR 1 0 e 0 0 -400 180 0 0 {} 0", b.energy);
-    let t: Vec<&str> = line.split_whitespace().collect();
-    let specs = vec![track_to_spec(std::path::Path::new("<bench>"), 1, 0, &t, &det.yield_)?];
+    let cascade = Primary::cascade(Particle::Electron, [0.0, 0.0, -400.0], [180.0, 0.0], b.energy, 0.0);
+    let specs = vec![SourceSpec::new(&cascade, 0, &det.yield_).map_err(|e| anyhow::anyhow!("--energy: {}", e.message))?];
     check_threads(&b.threads)?;
     let mut threads = b.threads.clone();
     if threads.is_empty() {
@@ -218,7 +217,7 @@ pub fn run(cmd: BenchCommand, force: bool) -> Result<()> {
 
 /// The shuffled workload: cascades with log-uniform energies 10 GeV – 100 TeV at random places
 /// and directions inside the detector, in random order (sources of very different photon counts).
-fn shuffled(det: &Detector, n: usize, seed: u64) -> Result<Vec<warpdrive_photon::source::SourceSpec>> {
+fn shuffled(det: &Detector, n: usize, seed: u64) -> Result<Vec<SourceSpec>> {
     let mut r = warpdrive_core::RandomStream::new(seed, 99, 0);
     (0..n)
         .map(|_| {
@@ -229,9 +228,8 @@ fn shuffled(det: &Detector, n: usize, seed: u64) -> Result<Vec<warpdrive_photon:
                 1000.0 * r.uniform_f64() - 500.0,
             );
             let (zen, azi) = ((2.0 * r.uniform_f64() - 1.0).acos().to_degrees(), 360.0 * r.uniform_f64());
-            let line = format!("TR 1 0 e {x} {y} {z} {zen} {azi} 0 {e} 0");
-            let t: Vec<&str> = line.split_whitespace().collect();
-            Ok(track_to_spec(std::path::Path::new("<shuffled>"), 1, 0, &t, &det.yield_)?)
+            let cascade = Primary::cascade(Particle::Electron, [x, y, z], [zen, azi], e, 0.0);
+            SourceSpec::new(&cascade, 0, &det.yield_).map_err(|e| anyhow::anyhow!("shuffled source: {}", e.message))
         })
         .collect()
 }

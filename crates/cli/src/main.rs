@@ -1,16 +1,13 @@
 //! The `warpdrive` command line: argument parsing and output only; the physics lives in the
 //! domain crates.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 use warpdrive_core::engine::{Cancel, Control, Device, Error as EngineError, ParamError, Style};
 use warpdrive_core::output::Outputs;
 use warpdrive_core::progress::Progress;
-use warpdrive_photon::detector::{Detector, DetectorOptions};
-use warpdrive_photon::source::{track_to_spec, SourceSpec};
 use warpdrive_photon::Backend;
 
 /// `println!` for this crate: a line on stdout that is dropped when stdout cannot take it (a
@@ -35,6 +32,7 @@ mod bench;
 mod doctor;
 mod em;
 mod em_shower;
+mod photon;
 mod sky;
 mod spline;
 
@@ -56,7 +54,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Propagate optical photons through ice to optical modules (PPC physics).
-    Photon(PhotonArgs),
+    Photon(photon::PhotonArgs),
     /// PPC-compatible mode: `warpdrive ppc [args]` takes PPC's arguments, environment and stdin.
     Ppc {
         /// PPC's arguments: none (list tables and devices); `- [X Y]` (print the ice table at x, y);
@@ -128,45 +126,6 @@ pub struct CommonArgs {
     precise: bool,
 }
 
-#[derive(Args)]
-struct PhotonArgs {
-    /// PPC ice directory (cfg.txt, icemodel.dat, icemodel.par, wv.dat, as.dat, ...). Default: built-in homogeneous ice.
-    #[arg(long)]
-    ice: Option<PathBuf>,
-    /// Geometry file (PPC geo-f2k or Prometheus .geo). Default: <ice>/geo-f2k, else a generated 86-string detector.
-    #[arg(long)]
-    geometry: Option<PathBuf>,
-    /// Multi-PMT module files (om.conf, om.dirs, om.map, om.wv_*; PPC's NEXTGENDIR). Default: the ice directory.
-    #[arg(long)]
-    sensors: Option<PathBuf>,
-    /// f2k input with TR lines. Default: one 100 TeV EM cascade at the detector centre.
-    #[arg(long, conflicts_with = "steps")]
-    input: Option<PathBuf>,
-    /// Step file: `x y z t theta phi length beta photons` per line.
-    #[arg(long)]
-    steps: Option<PathBuf>,
-    /// Energy of the default cascade [GeV].
-    #[arg(long, default_value_t = 1e5, allow_hyphen_values = true)]
-    energy: f64,
-    /// Random seed.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Refuse to run if more than this many photons would be propagated.
-    #[arg(long)]
-    max_photons: Option<u64>,
-    /// DOM oversize factor (overrides cfg.txt).
-    #[arg(long)]
-    oversize: Option<u32>,
-    /// Output Parquet file.
-    #[arg(long, short, default_value = "photon-hits.parquet")]
-    output: PathBuf,
-    /// Also write PPC `HIT` lines to this file.
-    #[arg(long)]
-    hit_lines: Option<PathBuf>,
-    #[command(flatten)]
-    common: CommonArgs,
-}
-
 /// The process's cancellation token: the signal thread raises it on SIGINT/SIGTERM, and every
 /// run's [`Control`] shares it.
 fn process_cancel() -> &'static Cancel {
@@ -235,18 +194,8 @@ fn message(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<()> {
     let force = cli.force;
     match cli.command {
-        Command::Photon(a) => {
-            let pool = thread_pool(&a.common)?;
-            pool.install(|| photon(&a, force))
-        }
-        Command::Ppc { args } => {
-            let env = warpdrive_photon::ppc::PpcEnv::from_env(|k| std::env::var(k).ok())?;
-            let stdin = std::io::stdin();
-            let mut stdin = stdin.lock();
-            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            warpdrive_photon::ppc::run(&args, &env, &mut stdin, &mut out, &mut std::io::stderr())?;
-            Ok(())
-        }
+        Command::Photon(a) => photon::run(&a, force),
+        Command::Ppc { args } => photon::ppc(&args),
         Command::Sky {
             what: sky::SkyCommand::Autocorr(a),
         } => sky::autocorr(&a, force),
@@ -342,13 +291,6 @@ pub fn command_line() -> String {
     out.join(" ")
 }
 
-/// The default source: one EM cascade of `energy` GeV at the detector centre, moving up.
-pub fn default_cascade(det: &Detector, energy: f64) -> Result<Vec<SourceSpec>> {
-    let line = format!("TR 1 0 e 0 0 0 180 0 0 {energy} 0");
-    let t: Vec<&str> = line.split_whitespace().collect();
-    Ok(vec![track_to_spec(Path::new("<default cascade>"), 1, 0, &t, &det.yield_)?])
-}
-
 /// The output discipline of `warpdrive_core::output` for one command: refuse outputs that are,
 /// or lie inside, an input (or contain one), and existing outputs without `--force`, before any
 /// work is done. Stage each output with `file`/`dir`, write there, then `commit`.
@@ -358,117 +300,6 @@ pub fn outputs(force: bool, inputs: &[Option<&Path>], outputs: &[Option<&Path>])
     let o = Outputs::new(force);
     o.check(&ins, &outs)?;
     Ok(o)
-}
-
-fn photon(a: &PhotonArgs, force: bool) -> Result<()> {
-    let start = Instant::now();
-    let mut outs = outputs(
-        force,
-        &[
-            a.ice.as_deref(),
-            a.geometry.as_deref(),
-            a.input.as_deref(),
-            a.steps.as_deref(),
-            a.sensors.as_deref(),
-        ],
-        &[Some(a.output.as_path()), a.hit_lines.as_deref()],
-    )?;
-    let det = Detector::build(&DetectorOptions {
-        ice_dir: a.ice.clone(),
-        geometry: a.geometry.clone(),
-        oversize: a.oversize,
-        sensors: a.sensors.clone(),
-        ..Default::default()
-    })?;
-    for d in &det.description {
-        eprintln!("{d}");
-    }
-    for u in &det.unsupported {
-        eprintln!("warning: {u}");
-    }
-    let mut f2k_events = None;
-    let (specs, input) = if let Some(p) = &a.input {
-        let text = warpdrive_core::error::read_text(p)?;
-        let f = warpdrive_photon::f2k::parse_f2k(p, &text, &det.yield_)?;
-        f2k_events = Some(f.event_numbers.iter().map(i32::to_string).collect::<Vec<_>>().join(","));
-        (f.specs, p.display().to_string())
-    } else if let Some(p) = &a.steps {
-        let text = warpdrive_core::error::read_text(p)?;
-        (warpdrive_photon::f2k::parse_steps(p, &text)?, p.display().to_string())
-    } else {
-        (
-            default_cascade(&det, a.energy)?,
-            format!("default: {} GeV EM cascade at (0,0,0)", a.energy),
-        )
-    };
-    let expected = warpdrive_photon::source::check_total(&specs).map_err(anyhow::Error::msg)?;
-    if let Some(max) = a.max_photons {
-        if expected > max as f64 {
-            bail!("the sources need about {expected:.3e} photons, more than --max-photons {max}");
-        }
-    }
-    let backend = backend(&a.common)?;
-    let (progress, _bar) = crate::progress_bar("propagating", expected.round() as u64, "photons");
-    let t0 = Instant::now();
-    let (sim, gpu_stats) = warpdrive_photon::simulate_on(&det, &specs, a.seed, &backend, &progress)?;
-    drop(progress);
-    let device = match (&backend, &gpu_stats) {
-        (Backend::Cuda(o), Some(s)) => format!("{}{}", s.devices.join(", "), if o.precise { " (precise)" } else { "" }),
-        _ => "cpu".to_string(),
-    };
-    let secs = t0.elapsed().as_secs_f64();
-    if sim.photons == 0 {
-        bail!("the sources produced zero photons");
-    }
-    let meta = vec![
-        ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-        ("warpdrive.command".to_string(), command_line()),
-        ("warpdrive.seed".to_string(), a.seed.to_string()),
-        ("warpdrive.device".to_string(), device.clone()),
-        ("warpdrive.ice".to_string(), det.ice.clone()),
-        ("warpdrive.geometry".to_string(), det.geometry.source.clone()),
-        ("warpdrive.input".to_string(), input),
-        ("warpdrive.photons".to_string(), sim.photons.to_string()),
-    ];
-    let mut meta = meta;
-    if let Some(ev) = f2k_events {
-        // The `event` column is the block ordinal; these are the blocks' `EM` numbers in order.
-        meta.push(("warpdrive.f2k_events".to_string(), ev));
-    }
-    let tmp = outs.file(&a.output)?;
-    warpdrive_photon::hits::write_parquet(&sim.hits, &tmp, &meta).with_context(|| format!("writing {}", a.output.display()))?;
-    if let Some(p) = &a.hit_lines {
-        let tmp = outs.file(p)?;
-        let mut text = String::with_capacity(sim.hits.len() * 96);
-        for h in &sim.hits {
-            warpdrive_photon::hits::push_hit_line_for(&mut text, h, det.sensors.is_some());
-            text.push('\n');
-        }
-        std::fs::write(&tmp, text.as_bytes()).with_context(|| format!("writing {}", p.display()))?;
-    }
-    outs.commit()?;
-    println!("sources:        {}", sim.sources.len());
-    println!("photons:        {}", sim.photons);
-    println!("hits:           {} (before acceptance: {})", sim.hits.len(), sim.raw_hits);
-    match &gpu_stats {
-        Some(g) => println!(
-            "propagation:    {secs:.2} s ({:.3} s in kernels, {:.3} ns/photon) on {device}",
-            g.kernel_seconds,
-            1e9 * g.kernel_seconds / sim.photons as f64
-        ),
-        None => println!(
-            "propagation:    {secs:.2} s, {:.0} ns/photon, {:.3e} photons/s on {} threads",
-            1e9 * secs / sim.photons as f64,
-            sim.photons as f64 / secs,
-            rayon::current_num_threads()
-        ),
-    }
-    println!("output:         {}", a.output.display());
-    if let Some(p) = &a.hit_lines {
-        println!("HIT lines:      {}", p.display());
-    }
-    println!("total time:     {:.2} s", start.elapsed().as_secs_f64());
-    Ok(())
 }
 
 #[cfg(test)]

@@ -24,6 +24,10 @@ pub struct HoleIce {
     pub g: f64,
 }
 
+/// The largest DOM oversize factor accepted, wherever it comes from (cfg.txt line 1, OVSZ,
+/// `--oversize`, Python's `oversize=`).
+pub const MAX_OVERSIZE: u32 = 1000;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// DOM oversize factor xR (rounded to an integer, as PPC does).
@@ -94,8 +98,8 @@ impl Config {
             ));
         }
         let oversize = v[0].round();
-        if !(1.0..=1000.0).contains(&oversize) {
-            return Err(InputError::new(path, line_of(0), format!("{} must be between 1 and 1000", v[0])).field("oversize"));
+        if !(1.0..=f64::from(MAX_OVERSIZE)).contains(&oversize) {
+            return Err(InputError::new(path, line_of(0), format!("{} must be between 1 and {MAX_OVERSIZE}", v[0])).field("oversize"));
         }
         if v[1] <= 0.0 {
             return Err(InputError::new(path, line_of(1), "must be positive").field("efficiency"));

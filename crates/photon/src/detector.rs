@@ -102,6 +102,8 @@ pub struct Detector {
     /// What was read, in words, and options present but not simulated.
     pub description: Vec<String>,
     pub unsupported: Vec<String>,
+    /// The files and directories it was built from (no output may replace or lie in them).
+    pub inputs: Vec<PathBuf>,
 }
 
 /// Oversized module surfaces of one string must not overlap: a photon inside two of them at
@@ -231,6 +233,14 @@ impl Detector {
             Some(d) => Tilt::read_dir(d, |s| geometry.string_xy(s))?,
             None => Tilt::None,
         };
+        description.push(match (&tilt, &tilt_dir) {
+            (Tilt::None, None) => "tilt: none (built-in ice)".to_string(),
+            (Tilt::None, Some(d)) => format!("tilt: none (no tilt.par + tilt.dat or tilt.set + tilt.map in {})", d.display()),
+            (Tilt::OneD(_), Some(d)) if d.join("tilt.set").is_file() => {
+                format!("tilt: {} (tilt.set + tilt.map are there too and not used)", tilt.describe())
+            }
+            _ => format!("tilt: {}", tilt.describe()),
+        });
         let type_max = |high: bool| {
             geometry
                 .doms
@@ -406,7 +416,29 @@ impl Detector {
             sensors,
             description,
             unsupported,
+            inputs: opts.inputs(),
         })
+    }
+
+    /// Strings with at least one module.
+    #[must_use]
+    pub fn strings(&self) -> usize {
+        let mut s: Vec<i32> = self.geometry.doms.iter().map(|d| d.string).collect();
+        s.sort_unstable();
+        s.dedup();
+        s.len()
+    }
+}
+
+impl DetectorOptions {
+    /// The files and directories these options name (ice, geometry, sensors, angular file).
+    #[must_use]
+    pub fn inputs(&self) -> Vec<PathBuf> {
+        [&self.ice_dir, &self.geometry, &self.sensors, &self.angular]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
     }
 }
 

@@ -2,13 +2,16 @@
 //! anisotropic ice to optical modules, with PPC-equivalent physics (shared/specs/photon.md).
 //!
 //! Data flow: [`detector::Detector`] (ice + geometry params) and [`source::SourceSpec`]s (from
-//! f2k, steps or flashers) → [`source::realise`] (photon counts) → [`propagate::run`] (raw hits,
-//! rayon over photons) → [`hits::accept`] (CPU-side acceptance) → Parquet or `HIT` lines.
+//! f2k, steps, typed sources or flashers) → [`source::realise`] (photon counts) →
+//! [`propagate::run`] (raw hits, rayon over photons) or [`gpu::run`] → [`hits::accept`] (CPU-side
+//! acceptance) → Parquet or `HIT` lines. Front ends use [`engine`]: a validated request run under
+//! a `Control` (device, threads, progress, cancellation).
 
 pub mod birefringence;
 pub mod collision;
 pub mod config;
 pub mod detector;
+pub mod engine;
 pub mod envelope;
 pub mod f2k;
 pub mod geometry;
@@ -51,37 +54,9 @@ pub enum Backend {
     Cuda(gpu::GpuOptions),
 }
 
-/// [`simulate`] on a chosen back end; returns the GPU statistics when run on GPUs.
-pub fn simulate_on(
-    det: &detector::Detector,
-    specs: &[source::SourceSpec],
-    seed: u64,
-    backend: &Backend,
-    progress: &Progress,
-) -> Result<(Simulation, Option<gpu::GpuStats>), gpu::GpuError> {
-    match backend {
-        Backend::Cpu => Ok((simulate(det, specs, seed, progress), None)),
-        Backend::Cuda(opts) => {
-            let sources = source::realise(specs, seed);
-            let photons = sources.iter().fold(0u64, |t, s| t.saturating_add(s.photons));
-            let (raw, stats) = gpu::run(&det.medium, &det.index, &sources, seed, opts)?;
-            progress.add(photons);
-            let hits = hits::accept(det, &raw, &sources, seed);
-            Ok((
-                Simulation {
-                    sources,
-                    photons,
-                    raw_hits: raw.len(),
-                    hits,
-                },
-                Some(stats),
-            ))
-        }
-    }
-}
-
-/// Draw photon counts, propagate, apply the acceptance. Deterministic in `seed` for any number
-/// of rayon threads.
+/// Draw photon counts, propagate on the CPU, apply the acceptance. Deterministic in `seed` for any
+/// number of rayon threads. (Tests and benchmarks; runs for users go through [`engine`], which
+/// also runs on GPUs and can be stopped.)
 pub fn simulate(det: &detector::Detector, specs: &[source::SourceSpec], seed: u64, progress: &Progress) -> Simulation {
     let sources = source::realise(specs, seed);
     let photons = sources.iter().fold(0u64, |t, s| t.saturating_add(s.photons));

@@ -2,9 +2,9 @@
 //! variables, f2k on standard input and `HIT` lines on standard output, so scripts that call
 //! `ppc` (Prometheus, DirectFit) can switch binaries.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
-use warpdrive_core::progress::Progress;
+use warpdrive_core::engine::{Control, Error as EngineError};
 use warpdrive_core::InputError;
 
 use crate::detector::{Detector, DetectorOptions};
@@ -105,8 +105,9 @@ pub enum PpcError {
     Input(#[from] InputError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// The run: the device, a cancellation, the photon total.
     #[error(transparent)]
-    Gpu(#[from] crate::gpu::GpuError),
+    Engine(#[from] EngineError),
     #[error("{0}")]
     Usage(String),
 }
@@ -117,18 +118,20 @@ const USAGE: &str = "usage: warpdrive ppc                  list tables and devic
        warpdrive ppc <gpu>            propagate f2k events from stdin, HIT lines to stdout
        warpdrive ppc <str> <om> <num> <gpu>   flasher (num may be x*y)";
 
-/// Check the run's photon total, propagate, and say on stderr how many photons ran and how many
-/// hits there were before and after the DOM acceptance (the HIT lines are the latter).
+/// Check the run's photon total, propagate under `ctl` (progress, cancellation), and say on
+/// stderr how many photons ran and how many hits there were before and after the DOM acceptance
+/// (the HIT lines are the latter).
 fn simulate(
     det: &Detector,
     specs: &[crate::source::SourceSpec],
     seed: u64,
     backend: &crate::Backend,
+    ctl: &Control,
     err: &mut dyn Write,
 ) -> Result<crate::Simulation, PpcError> {
     crate::source::check_total(specs).map_err(PpcError::Usage)?;
     let t = std::time::Instant::now();
-    let (sim, stats) = crate::simulate_on(det, specs, seed, backend, &Progress::hidden())?;
+    let (sim, stats) = ctl.install(|| crate::engine::simulate(det, specs, seed, backend, ctl))??;
     writeln!(
         err,
         "photons: {}  hits: {} before DOM acceptance, {} after (HIT lines)",
@@ -141,8 +144,83 @@ fn simulate(
     Ok(sim)
 }
 
-/// Run PPC's `main` with `args` (without the program name). Returns the process exit code.
-pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), PpcError> {
+/// The longest line the `=` mode reads (a line is three numbers).
+const MAX_LINE: u64 = 1 << 16;
+
+/// Standard input as text, within the bounds every input has (`warpdrive_core::input`): at most
+/// the input budget, stopping at the first NUL byte (`/dev/zero` fails at once), UTF-8, a
+/// byte-order mark removed.
+fn read_stdin(stdin: &mut dyn BufRead) -> Result<String, PpcError> {
+    let path = Path::new("<stdin>");
+    let limit = warpdrive_core::input::budget();
+    let mut buf = Vec::new();
+    loop {
+        let chunk = match stdin.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        if let Some(at) = chunk.iter().position(|&b| b == 0) {
+            let at = buf.len() + at;
+            return Err(InputError::file(path, format!("binary data, not text (a NUL byte at offset {at})")).into());
+        }
+        if (buf.len() + chunk.len()) as u64 > limit {
+            return Err(InputError::file(
+                path,
+                format!(
+                    "more than the {} an input may have here (memory budget; WARPDRIVE_MAX_MEMORY raises it)",
+                    warpdrive_core::limits::human(limit as f64)
+                ),
+            )
+            .into());
+        }
+        buf.extend_from_slice(chunk);
+        let n = chunk.len();
+        stdin.consume(n);
+    }
+    Ok(warpdrive_core::input::text_from_bytes(path, buf)?)
+}
+
+/// The next line of standard input for the `=` mode (without its newline), `None` at the end;
+/// a line longer than [`MAX_LINE`] or with a NUL byte is an error, so an endless stream cannot
+/// grow the process.
+fn read_line(stdin: &mut dyn BufRead, number: usize) -> Result<Option<String>, PpcError> {
+    let mut line = Vec::new();
+    stdin.take(MAX_LINE + 1).read_until(b'\n', &mut line)?;
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let path = Path::new("<stdin>");
+    if line.len() as u64 > MAX_LINE {
+        return Err(InputError::new(path, number, format!("longer than {MAX_LINE} bytes")).into());
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    if line.contains(&0) {
+        return Err(InputError::new(path, number, "binary data, not text (a NUL byte)").into());
+    }
+    String::from_utf8(line)
+        .map(Some)
+        .map_err(|_| InputError::new(path, number, "not UTF-8 text").into())
+}
+
+/// Run PPC's `main` with `args` (without the program name) under `ctl`: its CPU threads, its
+/// progress counter (photons) and its cancellation token, which stops a propagation within one
+/// chunk of photons (CPU) or one batch (GPU) with `EngineError::Cancelled` before anything is
+/// written. The device is PPC's choice (the `<gpu>` argument and `WARPDRIVE_DEVICE`), not the
+/// control's.
+pub fn run(
+    args: &[String],
+    env: &PpcEnv,
+    stdin: &mut dyn BufRead,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    ctl: &Control,
+) -> Result<(), PpcError> {
     for v in &env.ignored {
         writeln!(err, "warning: {v} is set but not supported by warpdrive; it has no effect")?;
     }
@@ -173,11 +251,12 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             ] {
                 writeln!(err, "  {f:<14} {}", if dir.join(f).is_file() { "found" } else { "-" })?;
             }
-            writeln!(
-                err,
-                "devices: CPU, {} threads (CUDA devices: not available in this build)",
-                rayon::current_num_threads()
-            )?;
+            let gpus = match warpdrive_core::cuda::usable_devices() {
+                Ok(n) => format!("{n} usable"),
+                Err(why) => format!("none ({why})"),
+            };
+            let threads = ctl.threads.unwrap_or_else(rayon::current_num_threads);
+            writeln!(err, "devices: CPU, {threads} threads; CUDA GPUs: {gpus}")?;
             Ok(())
         }
         [m, rest @ ..] if m == "-" => {
@@ -187,8 +266,10 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
         }
         [m] if m == "=" => {
             let det = build(env, err)?;
-            for line in stdin.lines() {
-                let line = line?;
+            let mut number = 0;
+            while let Some(line) = read_line(stdin, number + 1)? {
+                number += 1;
+                ctl.check().map_err(EngineError::from)?;
                 let v: Vec<f64> = line.split_whitespace().filter_map(|t| t.parse().ok()).collect();
                 if v.len() == 3 {
                     let s = det.medium.tilt.zshift(v[0], v[1], v[2]);
@@ -200,11 +281,10 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
         [gpu] => {
             let seed = env.seed.unwrap_or(parse_u64(gpu, "gpu")?);
             let det = build(env, err)?;
-            let mut text = String::new();
-            stdin.read_to_string(&mut text)?;
+            let text = read_stdin(stdin)?;
             let f2k = parse_f2k(Path::new("<stdin>"), &text, &det.yield_)?;
-            let backend = backend(env, gpu, err)?;
-            let sim = simulate(&det, &f2k.specs, seed, &backend, err)?;
+            let backend = backend(env, gpu, ctl, err)?;
+            let sim = simulate(&det, &f2k.specs, seed, &backend, ctl, err)?;
             let t_out = std::time::Instant::now();
             let mut by_event: std::collections::BTreeMap<i32, Vec<u32>> = Default::default();
             for (i, h) in sim.hits.iter().enumerate() {
@@ -233,8 +313,8 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
             let seed = env.seed.unwrap_or(parse_u64(gpu, "gpu")?);
             let det = build(env, err)?;
             let specs = flasher(&det, string, om, num, &env.flasher)?;
-            let backend = backend(env, gpu, err)?;
-            let sim = simulate(&det, &specs, seed, &backend, err)?;
+            let backend = backend(env, gpu, ctl, err)?;
+            let sim = simulate(&det, &specs, seed, &backend, ctl, err)?;
             let mut line = String::with_capacity(128);
             for h in &sim.hits {
                 line.clear();
@@ -250,7 +330,7 @@ pub fn run(args: &[String], env: &PpcEnv, stdin: &mut dyn BufRead, out: &mut dyn
 
 /// PPC's `<gpu>` argument names the device: cuda:<gpu> when the driver, a GPU and NVRTC are
 /// there (unless WARPDRIVE_DEVICE=cpu), else the CPU. The seed does not depend on the device.
-fn backend(env: &PpcEnv, gpu: &str, err: &mut dyn Write) -> Result<crate::Backend, PpcError> {
+fn backend(env: &PpcEnv, gpu: &str, ctl: &Control, err: &mut dyn Write) -> Result<crate::Backend, PpcError> {
     use warpdrive_core::cuda;
     let usable = match env.device.as_deref() {
         Some("cpu") => Err("WARPDRIVE_DEVICE=cpu".to_string()),
@@ -265,7 +345,8 @@ fn backend(env: &PpcEnv, gpu: &str, err: &mut dyn Write) -> Result<crate::Backen
         }))
     } else {
         let why = usable.err().unwrap_or_default();
-        writeln!(err, "device: cpu, {} threads ({why})", rayon::current_num_threads())?;
+        let threads = ctl.threads.unwrap_or_else(rayon::current_num_threads);
+        writeln!(err, "device: cpu, {threads} threads ({why})")?;
         Ok(crate::Backend::Cpu)
     }
 }
@@ -377,8 +458,49 @@ mod tests {
         let args: Vec<String> = vec!["1".into(), "2".into()];
         let (mut o, mut e) = (Vec::new(), Vec::new());
         assert!(matches!(
-            run(&args, &env, &mut std::io::empty(), &mut o, &mut e),
+            run(&args, &env, &mut std::io::empty(), &mut o, &mut e, &Control::new()),
             Err(PpcError::Usage(_))
         ));
+    }
+
+    /// Standard input goes through the input bounds: a NUL byte (`/dev/zero`) stops the read at
+    /// once, and the `=` mode reads lines of bounded length.
+    #[test]
+    fn stdin_is_bounded() {
+        let e = read_stdin(&mut &b"TR 1 0 e 0 0 0 180 0 0 10 0\n\0\0"[..]).unwrap_err().to_string();
+        assert_eq!(e, "<stdin>: binary data, not text (a NUL byte at offset 28)");
+        assert_eq!(read_stdin(&mut &b"\xEF\xBB\xBFEM 1\n"[..]).unwrap(), "EM 1\n");
+        let mut zeros = std::io::BufReader::new(std::io::repeat(0).take(1 << 30));
+        let e = read_line(&mut zeros, 1).unwrap_err().to_string();
+        assert!(e.contains("<stdin>:1: longer than 65536 bytes"), "{e}");
+        let mut two = &b"1 2 3\n4 5 6"[..];
+        assert_eq!(read_line(&mut two, 1).unwrap().as_deref(), Some("1 2 3"));
+        assert_eq!(read_line(&mut two, 2).unwrap().as_deref(), Some("4 5 6"));
+        assert_eq!(read_line(&mut two, 3).unwrap(), None);
+    }
+
+    /// A raised token stops the propagation: nothing is written to stdout.
+    #[test]
+    fn cancelled_run_writes_nothing() {
+        let dir = crate::test_data::data_dir().join("ice/spice_3.2.1");
+        let env = PpcEnv::from_env(|k| match k {
+            "PPCTABLESDIR" => Some(dir.display().to_string()),
+            "WARPDRIVE_DEVICE" => Some("cpu".to_string()),
+            _ => None,
+        })
+        .unwrap();
+        let ctl = Control::new();
+        ctl.cancel.cancel();
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        let r = run(
+            &["0".to_string()],
+            &env,
+            &mut &b"TR 1 0 e 0 0 -400 180 0 0 1e6 0\n"[..],
+            &mut o,
+            &mut e,
+            &ctl,
+        );
+        assert!(matches!(r, Err(PpcError::Engine(EngineError::Cancelled(_)))), "{r:?}");
+        assert!(o.is_empty());
     }
 }

@@ -341,6 +341,10 @@ const CHUNK: u64 = 4096;
 
 /// Propagate every photon of `sources` with `seed` on the current rayon pool. Hits come back in
 /// canonical order (photon id, then hit ordinal), identical for any number of threads.
+///
+/// Each chunk of [`CHUNK`] photons (milliseconds of work) first asks `progress` whether to stop;
+/// once it says so the remaining chunks are skipped and the hits are incomplete: the caller
+/// (`crate::engine`) then reports the run as cancelled and never writes them.
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
     // Global photon ids: source s owns [offset[s], offset[s] + photons). Counts are checked
     // when the sources are built (source::check_photons, total_photons); saturate regardless.
@@ -362,6 +366,9 @@ pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress:
         let parts: Vec<Vec<RawHit>> = (first..last)
             .into_par_iter()
             .map(|c| {
+                if progress.should_stop() {
+                    return Vec::new();
+                }
                 let (lo, hi) = (c * CHUNK, (c.saturating_add(1).saturating_mul(CHUNK)).min(total));
                 let mut out = Vec::new();
                 let mut s = offsets.partition_point(|&o| o <= lo) - 1;
@@ -377,6 +384,9 @@ pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress:
             })
             .collect();
         hits.extend(parts.into_iter().flatten());
+        if progress.should_stop() {
+            break;
+        }
         first = last;
     }
     hits

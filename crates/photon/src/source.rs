@@ -36,6 +36,12 @@ pub enum Particle {
 }
 
 impl Particle {
+    /// The particle names of f2k `TR` lines (spec §2.3).
+    pub const F2K_NAMES: [&'static str; 12] = [
+        "amu", "amu+", "amu-", "e", "e-", "e+", "delta", "brems", "epair", "hadr", "munu", "ph",
+    ];
+
+    /// An f2k particle name (spec §2.3).
     pub fn from_name(name: &str) -> Option<Self> {
         Some(match name {
             "amu" | "amu+" | "amu-" => Particle::Muon,
@@ -45,6 +51,43 @@ impl Particle {
             "ph" => Particle::Photons,
             _ => return None,
         })
+    }
+
+    /// PDG-style names accepted for typed sources besides the f2k names, and what they are
+    /// simulated as (docs/photon.md has the table): PPC's f2k reader knows only the kinds of
+    /// [`Particle`], so γ takes the e⁻ cascade profile and π⁻ the π⁺ hadron parameters (PPC's
+    /// library has rows of their own for them, photon-ppc-phase2.md §8, not used here).
+    pub const PDG_NAMES: [(&'static str, i64, Particle); 7] = [
+        ("e-", 11, Particle::Electron),
+        ("e+", -11, Particle::Positron),
+        ("gamma", 22, Particle::Electron),
+        ("mu-", 13, Particle::Muon),
+        ("mu+", -13, Particle::Muon),
+        ("pi+", 211, Particle::Hadron),
+        ("pi-", -211, Particle::Hadron),
+    ];
+
+    /// An f2k name or a PDG-style name of [`Particle::PDG_NAMES`].
+    pub fn from_alias(name: &str) -> Option<Self> {
+        Self::from_name(name).or_else(|| Self::PDG_NAMES.iter().find(|(n, _, _)| *n == name).map(|(_, _, p)| *p))
+    }
+
+    /// A PDG Monte Carlo particle code of [`Particle::PDG_NAMES`] (11 = e⁻, −11 = e⁺, 22 = γ,
+    /// ±13 = μ∓, ±211 = π±).
+    pub fn from_pdg(code: i64) -> Option<Self> {
+        Self::PDG_NAMES.iter().find(|(_, c, _)| *c == code).map(|(_, _, p)| *p)
+    }
+
+    /// The f2k name PPC writes for this kind.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Particle::Muon => "amu",
+            Particle::Electron => "e",
+            Particle::Positron => "e+",
+            Particle::Hadron => "hadr",
+            Particle::Photons => "ph",
+        }
     }
 }
 
@@ -265,6 +308,185 @@ pub struct SourceSpec {
     pub own_dom: Option<u32>,
 }
 
+/// A light source as typed values: the fields of an f2k `TR` line (spec §2.3) without the text.
+/// The f2k reader, the default cascade and Python's arrays all build these, and
+/// [`SourceSpec::new`] checks and turns them into source requests, so every front end applies
+/// the same rules.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Primary {
+    pub particle: Particle,
+    /// Position [m], IceCube coordinates (z = 0 at the detector centre).
+    pub position: [f64; 3],
+    /// f2k zenith and azimuth [deg]: where the particle comes from (zenith 180° moves up).
+    pub zenith: f64,
+    pub azimuth: f64,
+    /// Segment length [m]: muon segments need one; 0 elsewhere.
+    pub length: f64,
+    /// Energy [GeV]; for [`Particle::Photons`] the photon count.
+    pub energy: f64,
+    /// Time [ns].
+    pub time: f64,
+}
+
+impl Primary {
+    /// A cascade (`Electron`, `Positron` or `Hadron`) of `energy` GeV at `position`, coming
+    /// from f2k `direction` = [zenith, azimuth] in degrees, at `time` ns.
+    #[must_use]
+    pub fn cascade(particle: Particle, position: [f64; 3], direction: [f64; 2], energy: f64, time: f64) -> Self {
+        Self {
+            particle,
+            position,
+            zenith: direction[0],
+            azimuth: direction[1],
+            length: 0.0,
+            energy,
+            time,
+        }
+    }
+
+    /// A bare muon segment of `length` m starting at `position` (pre-sliced, as PPC's `amu`).
+    #[must_use]
+    pub fn track(position: [f64; 3], direction: [f64; 2], length: f64, energy: f64, time: f64) -> Self {
+        Self {
+            particle: Particle::Muon,
+            position,
+            zenith: direction[0],
+            azimuth: direction[1],
+            length,
+            energy,
+            time,
+        }
+    }
+
+    /// The default source of `warpdrive photon`: an EM cascade of `energy` GeV at the detector
+    /// centre, moving up (f2k zenith 180°).
+    #[must_use]
+    pub fn default_cascade(energy: f64) -> Self {
+        Self::cascade(Particle::Electron, [0.0; 3], [180.0, 0.0], energy, 0.0)
+    }
+}
+
+impl std::fmt::Display for Primary {
+    /// One line for run descriptions: `e 1000 GeV at (0, 0, -400) m, zenith 180°, azimuth 0°, t 0 ns`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [x, y, z] = self.position;
+        match self.particle {
+            Particle::Photons => write!(f, "{} photons", self.energy)?,
+            p => write!(f, "{} {} GeV", p.name(), self.energy)?,
+        }
+        write!(f, " at ({x}, {y}, {z}) m, zenith {}°, azimuth {}°", self.zenith, self.azimuth)?;
+        if self.particle == Particle::Muon {
+            write!(f, ", length {} m", self.length)?;
+        }
+        write!(f, ", t {} ns", self.time)
+    }
+}
+
+/// A source value that cannot be used: which field and why. The f2k reader adds the file and
+/// line, the engine the parameter's name as the front end spells it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// The f2k field name (`x`, `zenith`, `energy`, …).
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl FieldError {
+    fn new(field: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+impl SourceSpec {
+    /// Check a typed source and compute its photon budget (spec §3.4) for a detector of yield
+    /// `y`; `event` keys its hits. All numbers must be finite, the position within
+    /// ±[`MAX_COORD`], the energy in (0, [`MAX_ENERGY_GEV`]], a muon segment's length positive,
+    /// and the photon count within [`MAX_PHOTONS_PER_SOURCE`].
+    pub fn new(p: &Primary, event: i32, y: &Yield) -> Result<Self, FieldError> {
+        let fields = [
+            ("x", p.position[0]),
+            ("y", p.position[1]),
+            ("z", p.position[2]),
+            ("zenith", p.zenith),
+            ("azimuth", p.azimuth),
+            ("length", p.length),
+            ("energy", p.energy),
+            ("time", p.time),
+        ];
+        for (field, v) in fields {
+            if !v.is_finite() {
+                return Err(FieldError::new(field, format!("{v}: must be a finite number")));
+            }
+        }
+        for (field, v) in &fields[..3] {
+            if v.abs() > MAX_COORD {
+                return Err(FieldError::new(field, format!("{v} m is out of range (|{field}| ≤ {MAX_COORD} m)")));
+            }
+        }
+        let energy = p.energy;
+        if energy <= 0.0 {
+            return Err(FieldError::new("energy", format!("{energy}: must be positive (zero photons)")));
+        }
+        if energy > MAX_ENERGY_GEV {
+            return Err(FieldError::new(
+                "energy",
+                format!("{energy:e} GeV: above {MAX_ENERGY_GEV:e} GeV (10²² eV, beyond any observed particle); check the unit (GeV)"),
+            ));
+        }
+        let mut spec = SourceSpec {
+            event,
+            pos: p.position,
+            dir: f2k_direction(p.zenith, p.azimuth),
+            time: p.time,
+            emission: Emission::Isotropic,
+            mean_photons: 0.0,
+            exact: false,
+            yield_sigma: 0.0,
+            yield_cap: f64::INFINITY,
+            own_dom: None,
+        };
+        match p.particle {
+            Particle::Muon => {
+                if p.length <= 0.0 {
+                    return Err(FieldError::new(
+                        "length",
+                        "muon segments need a positive length (pre-sliced tracks)",
+                    ));
+                }
+                let (l, f_direct) = muon_length(p.length, energy);
+                spec.emission = Emission::Track {
+                    length: p.length,
+                    beta: 1.0,
+                    f_direct,
+                };
+                spec.mean_photons = l * y.per_metre();
+            }
+            particle @ (Particle::Electron | Particle::Positron | Particle::Hadron) => {
+                spec.emission = Emission::Cascade {
+                    profile_a: profile_a(particle, energy),
+                    profile_b: profile_b(particle),
+                };
+                spec.mean_photons = em_cascade_length(energy) * y.per_metre();
+                if particle == Particle::Hadron {
+                    let (fr, sigma) = hadron_fraction(energy);
+                    spec.mean_photons *= fr;
+                    spec.yield_sigma = sigma / fr;
+                    spec.yield_cap = HADRON_FRACTION_MAX / fr;
+                }
+            }
+            Particle::Photons => {
+                spec.mean_photons = energy.round();
+                spec.exact = true;
+            }
+        }
+        check_photons(spec.mean_photons).map_err(|m| FieldError::new("energy", m))?;
+        Ok(spec)
+    }
+}
+
 /// One f2k `TR` line turned into a source request. `line` and `path` are for error messages.
 pub fn track_to_spec(path: &Path, line: usize, event: i32, tokens: &[&str], y: &Yield) -> Result<SourceSpec, InputError> {
     if tokens.len() != 12 {
@@ -282,78 +504,21 @@ pub fn track_to_spec(path: &Path, line: usize, event: i32, tokens: &[&str], y: &
         InputError::new(
             path,
             line,
-            format!("unknown particle '{name}' (known: amu amu+ amu- e e- e+ delta brems epair hadr munu ph)"),
+            format!("unknown particle '{name}' (known: {})", Particle::F2K_NAMES.join(" ")),
         )
         .field("name")
     })?;
     let f = |i: usize, field: &str| parse_f64(path, line, field, Some(tokens[i]));
-    let pos = [f(4, "x")?, f(5, "y")?, f(6, "z")?];
-    for (k, n) in ["x", "y", "z"].iter().enumerate() {
-        if pos[k].abs() > MAX_COORD {
-            return Err(InputError::new(path, line, format!("{} m is out of range (|{n}| ≤ {MAX_COORD} m)", pos[k])).field(*n));
-        }
-    }
-    let (zen, azi) = (f(7, "zenith")?, f(8, "azimuth")?);
-    let length = if tokens[9] == "?" { 0.0 } else { f(9, "length")? };
-    let energy = f(10, "energy")?;
-    let time = f(11, "time")?;
-    if energy <= 0.0 {
-        return Err(InputError::new(path, line, format!("{energy}: must be positive (zero photons)")).field("energy"));
-    }
-    if energy > MAX_ENERGY_GEV {
-        return Err(InputError::new(
-            path,
-            line,
-            format!("{energy:e} GeV: above {MAX_ENERGY_GEV:e} GeV (10²² eV, beyond any observed particle); check the unit (GeV)"),
-        )
-        .field("energy"));
-    }
-    let dir = f2k_direction(zen, azi);
-    let mut spec = SourceSpec {
-        event,
-        pos,
-        dir,
-        time,
-        emission: Emission::Isotropic,
-        mean_photons: 0.0,
-        exact: false,
-        yield_sigma: 0.0,
-        yield_cap: f64::INFINITY,
-        own_dom: None,
+    let primary = Primary {
+        particle,
+        position: [f(4, "x")?, f(5, "y")?, f(6, "z")?],
+        zenith: f(7, "zenith")?,
+        azimuth: f(8, "azimuth")?,
+        length: if tokens[9] == "?" { 0.0 } else { f(9, "length")? },
+        energy: f(10, "energy")?,
+        time: f(11, "time")?,
     };
-    match particle {
-        Particle::Muon => {
-            if length <= 0.0 {
-                return Err(InputError::new(path, line, "muon segments need a positive length (pre-sliced tracks)").field("length"));
-            }
-            let (l, f_direct) = muon_length(length, energy);
-            spec.emission = Emission::Track {
-                length,
-                beta: 1.0,
-                f_direct,
-            };
-            spec.mean_photons = l * y.per_metre();
-        }
-        Particle::Electron | Particle::Positron | Particle::Hadron => {
-            spec.emission = Emission::Cascade {
-                profile_a: profile_a(particle, energy),
-                profile_b: profile_b(particle),
-            };
-            spec.mean_photons = em_cascade_length(energy) * y.per_metre();
-            if particle == Particle::Hadron {
-                let (fr, sigma) = hadron_fraction(energy);
-                spec.mean_photons *= fr;
-                spec.yield_sigma = sigma / fr;
-                spec.yield_cap = HADRON_FRACTION_MAX / fr;
-            }
-        }
-        Particle::Photons => {
-            spec.mean_photons = energy.round();
-            spec.exact = true;
-        }
-    }
-    check_photons(spec.mean_photons).map_err(|m| InputError::new(path, line, m).field("energy"))?;
-    Ok(spec)
+    SourceSpec::new(&primary, event, y).map_err(|e| InputError::new(path, line, e.message).field(e.field))
 }
 
 /// The highest source energy accepted [GeV]: 10²² eV, above every particle ever observed.
@@ -385,7 +550,7 @@ pub fn check_total(specs: &[SourceSpec]) -> Result<f64, String> {
         Ok(total)
     } else {
         Err(format!(
-            "the sources need about {total:.3e} photons, more than the limit of {MAX_PHOTONS_PER_RUN:e} per run; split the input into several runs (--jobs)"
+            "the sources need about {total:.3e} photons, more than the limit of {MAX_PHOTONS_PER_RUN:e} per run; split the sources into several runs"
         ))
     }
 }
@@ -712,6 +877,73 @@ mod tests {
         let i = 1.0 - (-ANG_B * 2f64.powf(ANG_A)).exp();
         let t = warpdrive_core::stats::ks_one_sample(&xs, |x| (1.0 - (-ANG_B * x.max(0.0).powf(ANG_A)).exp()) / i);
         assert!(t.p_value > 0.01, "{t:?}");
+    }
+
+    /// A typed source is the f2k line with the same numbers: the same request, field by field
+    /// (the CLI's default cascade and Python's arrays no longer go through text).
+    #[test]
+    fn typed_sources_equal_their_f2k_lines() {
+        let y = Yield {
+            ppm: 1000.0,
+            oversize: 5.0,
+        };
+        let line = |s: &str| track_to_spec(Path::new("t.f2k"), 1, 0, &s.split_whitespace().collect::<Vec<_>>(), &y).unwrap();
+        let typed = |p: Primary| SourceSpec::new(&p, 0, &y).unwrap();
+        assert_eq!(typed(Primary::default_cascade(1e5)), line("TR 1 0 e 0 0 0 180 0 0 100000 0"));
+        assert_eq!(
+            typed(Primary::cascade(Particle::Hadron, [20.0, -30.0, 50.0], [90.0, 45.0], 500.0, 10.0)),
+            line("TR 1 0 hadr 20 -30 50 90 45 0 500 10")
+        );
+        assert_eq!(
+            typed(Primary::track([1.5, 2.0, -400.0], [30.0, 200.0], 12.5, 1e4, 3.0)),
+            line("TR 1 0 amu 1.5 2 -400 30 200 12.5 10000 3")
+        );
+        let ph = Primary {
+            particle: Particle::Photons,
+            ..Primary::cascade(Particle::Photons, [0.0; 3], [0.0, 0.0], 2000.0, 0.0)
+        };
+        assert_eq!(typed(ph), line("TR 1 0 ph 0 0 0 0 0 0 2000 0"));
+    }
+
+    /// Typed values are checked as the f2k reader checks text, and non-finite numbers (which
+    /// text parsing refuses earlier) are refused by field.
+    #[test]
+    fn typed_sources_are_checked_by_field() {
+        let y = Yield {
+            ppm: 1000.0,
+            oversize: 5.0,
+        };
+        let err = |p: Primary| SourceSpec::new(&p, 0, &y).unwrap_err();
+        let e = err(Primary::default_cascade(f64::NAN));
+        assert_eq!((e.field, e.message.as_str()), ("energy", "NaN: must be a finite number"));
+        let e = err(Primary::default_cascade(-5.0));
+        assert_eq!((e.field, e.message.as_str()), ("energy", "-5: must be positive (zero photons)"));
+        let e = err(Primary::cascade(Particle::Electron, [0.0, 2e5, 0.0], [0.0, 0.0], 1.0, 0.0));
+        assert_eq!((e.field, e.message.as_str()), ("y", "200000 m is out of range (|y| ≤ 100000 m)"));
+        let e = err(Primary::cascade(Particle::Electron, [0.0; 3], [f64::INFINITY, 0.0], 1.0, 0.0));
+        assert_eq!(e.field, "zenith");
+        let e = err(Primary::track([0.0; 3], [0.0, 0.0], 0.0, 1.0, 0.0));
+        assert_eq!(e.field, "length");
+        assert_eq!(err(Primary::default_cascade(1e14)).field, "energy");
+    }
+
+    /// PDG-style aliases map to the kinds the f2k reader knows; f2k names stay PPC's.
+    #[test]
+    fn pdg_aliases() {
+        assert_eq!(Particle::from_alias("e-"), Some(Particle::Electron));
+        assert_eq!(Particle::from_alias("gamma"), Some(Particle::Electron));
+        assert_eq!(Particle::from_alias("mu+"), Some(Particle::Muon));
+        assert_eq!(Particle::from_alias("pi-"), Some(Particle::Hadron));
+        assert_eq!(Particle::from_alias("hadr"), Some(Particle::Hadron));
+        assert_eq!(Particle::from_alias("tau"), None);
+        assert_eq!(Particle::from_name("gamma"), None, "f2k files keep PPC's names");
+        assert_eq!(Particle::from_pdg(-11), Some(Particle::Positron));
+        assert_eq!(Particle::from_pdg(211), Some(Particle::Hadron));
+        assert_eq!(Particle::from_pdg(13), Some(Particle::Muon));
+        assert_eq!(Particle::from_pdg(2212), None);
+        for n in Particle::F2K_NAMES {
+            assert_eq!(Particle::from_name(Particle::from_name(n).unwrap().name()), Particle::from_name(n));
+        }
     }
 
     #[test]

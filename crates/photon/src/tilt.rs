@@ -120,17 +120,36 @@ pub enum Tilt {
 }
 
 impl Tilt {
-    /// Read the tilt files of `dir`, if any. `string_xy` gives the mean (x, y) of a string.
+    /// Read the tilt files of `dir`, if any: `tilt.par` + `tilt.dat` (1-D) or `tilt.set` +
+    /// `tilt.map` (2-D). One file of a pair without the other is an error naming the missing
+    /// file: it is a broken model, and running untilted would change every hit time silently
+    /// (issue #36: 106 hits instead of 98). `string_xy` gives the mean (x, y) of a string.
     pub fn read_dir(dir: &Path, string_xy: impl Fn(i32) -> Option<[f64; 2]>) -> Result<Self, InputError> {
         let (par, dat) = (dir.join("tilt.par"), dir.join("tilt.dat"));
-        if par.is_file() && dat.is_file() {
+        let (set, map) = (dir.join("tilt.set"), dir.join("tilt.map"));
+        let one_d = both_or_neither(&par, &dat, "1-D")?;
+        let two_d = both_or_neither(&set, &map, "2-D")?;
+        if one_d {
             return Ok(Tilt::OneD(read_1d(&par, &dat, string_xy)?));
         }
-        let (set, map) = (dir.join("tilt.set"), dir.join("tilt.map"));
-        if set.is_file() && map.is_file() {
+        if two_d {
             return Ok(Tilt::TwoD(read_2d(&set, &map)?));
         }
         Ok(Tilt::None)
+    }
+
+    /// The tilt model in words, for the detector description.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            Tilt::None => "none".to_string(),
+            Tilt::OneD(t) => format!(
+                "1-D (tilt.par + tilt.dat: {} strings along 225°, {} depths)",
+                t.strings.len(),
+                t.depths.len()
+            ),
+            Tilt::TwoD(t) => format!("2-D (tilt.set + tilt.map: {} lattice nodes, {} depths)", t.nodes, t.depths.len()),
+        }
     }
 
     /// Depth shift of the layers at IceCube position (x, y, z) [m]; the layer lookup uses
@@ -161,6 +180,27 @@ impl Tilt1d {
         let (j, fj) = bracket(&self.distances, self.distance(x, y));
         let row = |r: &Vec<f64>| r[j] * (1.0 - fj) + r[j + 1] * fj;
         row(&self.shifts[i]) * (1.0 - fi) + row(&self.shifts[i + 1]) * fi
+    }
+}
+
+/// Whether a pair of tilt files is there: both (true), neither (false), or one without the other
+/// (an error naming the missing one).
+fn both_or_neither(a: &Path, b: &Path, model: &str) -> Result<bool, InputError> {
+    let name = |p: &Path| p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    match (a.is_file(), b.is_file()) {
+        (true, true) => Ok(true),
+        (false, false) => Ok(false),
+        (has_a, _) => {
+            let (there, missing) = if has_a { (a, b) } else { (b, a) };
+            Err(InputError::file(
+                missing,
+                format!(
+                    "not found, but {} is there: the {model} tilt model needs both files (remove {} for untilted ice)",
+                    name(there),
+                    name(there)
+                ),
+            ))
+        }
     }
 }
 
@@ -361,6 +401,30 @@ mod tests {
         assert!(m.zshift(5000.0, -5000.0, z0).is_finite());
         // String 36's real position (geo-f2k) is within a few metres of node (5,4): shift ≈ 0.
         assert!(m.zshift(46.29, -34.88, z0).abs() < 0.5, "{}", m.zshift(46.29, -34.88, z0));
+    }
+
+    /// Regression (issue #36 item 10): half of a tilt model is an error naming the missing file,
+    /// not an untilted run.
+    #[test]
+    fn half_a_tilt_model_names_the_missing_file() {
+        let d = scratch_dir("tilthalf1", &[("tilt.par", "1 -10\n2 10\n")]);
+        let e = Tilt::read_dir(&d, s86).unwrap_err().to_string();
+        assert!(
+            e.contains("tilt.dat: not found, but tilt.par is there: the 1-D tilt model needs both"),
+            "{e}"
+        );
+        let d = scratch_dir("tilthalf2", &[("tilt.dat", "1200 0 1\n1210 0 1\n")]);
+        let e = Tilt::read_dir(&d, s86).unwrap_err().to_string();
+        assert!(e.contains("tilt.par: not found, but tilt.dat is there"), "{e}");
+        let d = scratch_dir("tilthalf3", &[("tilt.map", "1200 0\n")]);
+        let e = Tilt::read_dir(&d, s86).unwrap_err().to_string();
+        assert!(e.contains("tilt.set: not found, but tilt.map is there: the 2-D tilt model"), "{e}");
+        let d = scratch_dir("tilthalf4", &[("tilt.set", "9.3 0 1 2 1\n129.3 0 1 2 1\n")]);
+        assert!(Tilt::read_dir(&d, s86).unwrap_err().to_string().contains("tilt.map: not found"));
+        let d = scratch_dir("tiltnone", &[("cfg.txt", "5\n")]);
+        assert_eq!(Tilt::read_dir(&d, s86).unwrap(), Tilt::None);
+        let one = Tilt::read_dir(&data_dir().join("ice/spice_3.2.1"), s86).unwrap();
+        assert_eq!(one.describe(), "1-D (tilt.par + tilt.dat: 6 strings along 225°, 125 depths)");
     }
 
     #[test]

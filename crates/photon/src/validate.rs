@@ -87,7 +87,8 @@ pub fn ppc_flasher_vs_reference(
     let env = crate::ppc::PpcEnv::from_env(get).map_err(|e| e.to_string())?;
     let args: Vec<String> = ["63", "20", "4e8", gpu].iter().map(|s| (*s).to_string()).collect();
     let (mut text, mut err) = (Vec::new(), Vec::new());
-    crate::ppc::run(&args, &env, &mut std::io::empty(), &mut text, &mut err).map_err(|e| e.to_string())?;
+    let ctl = warpdrive_core::engine::Control::new();
+    crate::ppc::run(&args, &env, &mut std::io::empty(), &mut text, &mut err, &ctl).map_err(|e| e.to_string())?;
     let lines = String::from_utf8_lossy(&text).lines().filter(|l| l.starts_with("HIT ")).count() as f64;
     Ok(flasher_total_agrees(&runs, lines, 4.0))
 }

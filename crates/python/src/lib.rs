@@ -33,5 +33,6 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spline::spline_unfold, m)?)?;
     m.add_function(wrap_pyfunction!(photon::ppc_run, m)?)?;
     m.add_function(wrap_pyfunction!(photon::ppc_hits, m)?)?;
+    m.add("PHOTON_PARTICLE_ALIASES", photon::particle_aliases())?;
     Ok(())
 }

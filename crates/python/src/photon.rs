@@ -1,16 +1,20 @@
-//! `warpdrive.photon`: the detector (ice + geometry) and propagation (`warpdrive photon`).
+//! `warpdrive.photon`: the detector and propagation (`warpdrive photon`) and the PPC mode
+//! (`warpdrive ppc`), translations of keyword arguments into `warpdrive_photon::engine` calls.
 
 use crate::errors;
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use std::path::PathBuf;
+use std::sync::Arc;
 use warpdrive_core::table::{Column, Table};
-use warpdrive_photon::detector::{Detector as Det, DetectorOptions};
-use warpdrive_photon::Backend;
+use warpdrive_photon::detector::Detector as Det;
+use warpdrive_photon::engine::{self, DetectorSpec, ParticleName, Propagate, PropagateOptions, SourceOptions, TypedSources};
 
-/// Ice and geometry built and validated once (`--ice`, `--geometry`, `--oversize`).
+/// Ice, geometry and modules built and validated once (`--ice`, `--geometry`, `--sensors`,
+/// `--oversize`).
 #[pyclass(module = "warpdrive._warpdrive", frozen)]
 pub struct Detector {
-    det: Det,
+    det: Arc<Det>,
 }
 
 /// A library table for Python: exported through the Arrow C data interface ([`crate::arrow_c`]);
@@ -18,6 +22,33 @@ pub struct Detector {
 pub fn columns(py: Python<'_>, t: Table) -> PyResult<Bound<'_, crate::arrow_c::ArrowTable>> {
     Bound::new(py, crate::arrow_c::ArrowTable::new(t))
 }
+
+/// A particle as Python gives it: a PDG code or a name.
+#[derive(FromPyObject)]
+pub enum ParticleArg {
+    Code(i64),
+    Name(String),
+}
+
+/// (N, `width`) float64 rows as the flat list the request takes.
+fn rows(name: &str, a: Option<PyReadonlyArray2<'_, f64>>, width: usize, what: &str) -> PyResult<Option<Vec<f64>>> {
+    let Some(a) = a else { return Ok(None) };
+    if a.shape()[1] != width {
+        return Err(errors::value(format!(
+            "{name} must be (N, {width}) {what}, got shape {:?}",
+            a.shape()
+        )));
+    }
+    Ok(Some(a.as_array().iter().copied().collect()))
+}
+
+fn values(a: Option<PyReadonlyArray1<'_, f64>>) -> Option<Vec<f64>> {
+    a.map(|a| a.as_array().to_vec())
+}
+
+/// What `Detector.propagate` returns: the hit table, its metadata, the device, photons
+/// propagated and seconds.
+type Propagated<'py> = (Bound<'py, crate::arrow_c::ArrowTable>, Vec<(String, String)>, String, u64, f64);
 
 #[pymethods]
 impl Detector {
@@ -27,18 +58,17 @@ impl Detector {
         py: Python<'_>,
         ice: Option<PathBuf>,
         geometry: Option<PathBuf>,
-        oversize: Option<u32>,
+        oversize: Option<i64>,
         sensors: Option<PathBuf>,
     ) -> PyResult<Self> {
-        let opts = DetectorOptions {
-            ice_dir: ice,
+        let spec = DetectorSpec {
+            ice,
             geometry,
-            oversize,
             sensors,
-            ..Default::default()
+            oversize: oversize.map(|o| errors::count("oversize", o)).transpose()?,
         };
-        let det = py.allow_threads(|| Det::build(&opts)).map_err(|e| errors::input(&e))?;
-        Ok(Self { det })
+        let det = py.allow_threads(|| engine::detector(&spec)).map_err(|e| errors::engine(&e))?;
+        Ok(Self { det: Arc::new(det) })
     }
 
     /// What the CLI prints about the model on stderr (description, then unsupported options).
@@ -57,96 +87,164 @@ impl Detector {
         self.det.ice.clone()
     }
 
+    /// Where the geometry comes from (a file, or the generated detector).
     #[getter]
-    fn geometry(&self) -> String {
+    fn geometry_source(&self) -> String {
         self.det.geometry.source.clone()
     }
 
-    /// Propagate the sources of f2k text, or of the f2k file `label` when `f2k` is None
-    /// (`label` names the input in errors, as the CLI names the file). Returns (columns, photons, device): the hit table's columns in Parquet order as
-    /// (name, array) pairs, photons propagated, and the device description of the metadata.
-    #[pyo3(signature = (f2k, label, seed=1, device="auto", threads=None, precise=false, max_photons=None, progress=None))]
+    /// The modules: string, om, x, y, z [m] (IceCube coordinates), in the geometry's order.
+    fn geometry_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
+        let d = &self.det.geometry.doms;
+        let mut t = Table::default();
+        t.push("string", Column::I32(d.iter().map(|m| m.string).collect()));
+        t.push("om", Column::I32(d.iter().map(|m| m.om).collect()));
+        for (k, name) in ["x", "y", "z"].iter().enumerate() {
+            t.push(name, Column::F64(d.iter().map(|m| m.pos[k]).collect()));
+        }
+        columns(py, t)
+    }
+
+    #[getter]
+    fn doms(&self) -> usize {
+        self.det.geometry.doms.len()
+    }
+
+    #[getter]
+    fn strings(&self) -> usize {
+        self.det.strings()
+    }
+
+    /// The tilt model in words (`none`, `1-D (…)`, `2-D (…)`).
+    #[getter]
+    fn tilt(&self) -> String {
+        self.det.medium.tilt.describe()
+    }
+
+    /// The multi-PMT module directory, if any.
+    #[getter]
+    fn sensors(&self) -> Option<String> {
+        self.det.sensors.as_ref().map(|s| s.dir.display().to_string())
+    }
+
+    /// `warpdrive photon` on this detector: the sources as one of `input` (f2k file), `f2k`
+    /// (f2k text), `steps` (step file) or the typed arrays; the outputs written by the library
+    /// when `output`/`hit_lines` are given.
+    #[pyo3(signature = (input, f2k, steps, particle, position, direction, energy, time, length, seed, max_photons, output, hit_lines, force, device, threads, precise, progress))]
     #[allow(clippy::too_many_arguments)]
-    fn propagate_f2k<'py>(
+    fn propagate<'py>(
         &self,
         py: Python<'py>,
-        f2k: Option<&str>,
-        label: PathBuf,
-        seed: u64,
+        input: Option<PathBuf>,
+        f2k: Option<String>,
+        steps: Option<PathBuf>,
+        particle: Option<Vec<ParticleArg>>,
+        position: Option<PyReadonlyArray2<'py, f64>>,
+        direction: Option<PyReadonlyArray2<'py, f64>>,
+        energy: Option<PyReadonlyArray1<'py, f64>>,
+        time: Option<PyReadonlyArray1<'py, f64>>,
+        length: Option<PyReadonlyArray1<'py, f64>>,
+        seed: i64,
+        max_photons: Option<i64>,
+        output: Option<PathBuf>,
+        hit_lines: Option<PathBuf>,
+        force: bool,
         device: &str,
-        threads: Option<usize>,
+        threads: Option<i64>,
         precise: bool,
-        max_photons: Option<u64>,
         progress: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, crate::arrow_c::ArrowTable>, u64, String)> {
-        let det = &self.det;
-        let read;
-        let f2k = match f2k {
-            Some(t) => t,
-            None => {
-                read = warpdrive_core::error::read_text(&label).map_err(|e| errors::input(&e))?;
-                read.as_str()
-            }
+    ) -> PyResult<Propagated<'py>> {
+        let particle = particle.map(|p| {
+            p.into_iter()
+                .map(|a| match a {
+                    ParticleArg::Code(c) => ParticleName::Pdg(c),
+                    ParticleArg::Name(n) => ParticleName::Name(n),
+                })
+                .collect()
+        });
+        let sources = SourceOptions {
+            input,
+            f2k,
+            steps,
+            typed: TypedSources {
+                particle,
+                position: rows("position", position, 3, "[m]")?,
+                direction: rows("direction", direction, 2, "f2k zenith and azimuth [deg]")?,
+                energy: values(energy),
+                time: values(time),
+                length: values(length),
+            },
         };
-        let specs = warpdrive_photon::f2k::parse_f2k(&label, f2k, &det.yield_)
-            .map_err(|e| errors::input(&e))?
-            .specs;
-        let expected: f64 = specs.iter().map(|s| s.mean_photons).sum();
-        if let Some(max) = max_photons {
-            if expected > max as f64 {
-                return Err(errors::value(format!(
-                    "the sources need about {expected:.3e} photons, more than max_photons {max}"
-                )));
-            }
+        let opts = PropagateOptions {
+            seed: errors::count("seed", seed)?,
+            max_photons: max_photons.map(|m| errors::count("max_photons", m)).transpose()?,
+        };
+        let (ctl, notes) = crate::run::control(device, threads, precise)?;
+        let det = Arc::clone(&self.det);
+        let req = py
+            .allow_threads(|| Propagate::new(det, sources, &opts))
+            .map_err(|e| errors::engine(&e))?;
+        let outs = if output.is_some() || hit_lines.is_some() {
+            let staged = py.allow_threads(|| engine::prepare_outputs(output.as_deref(), hit_lines.as_deref(), force, req.inputs()));
+            Some(staged.map_err(|e| errors::engine(&e))?)
+        } else {
+            None
+        };
+        let r = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+        if let Some(outs) = outs {
+            py.allow_threads(|| r.save(outs)).map_err(|e| errors::engine(&e))?;
         }
-        let backend = match crate::run::devices(device)? {
-            None => Backend::Cpu,
-            Some(devices) => Backend::Cuda(warpdrive_photon::gpu::GpuOptions {
-                devices,
-                precise,
-                ..Default::default()
-            }),
-        };
-        let total = expected.round() as u64;
-        let (sim, stats) = crate::run::legacy(py, threads, progress, total, |p| {
-            warpdrive_photon::simulate_on(det, &specs, seed, &backend, p)
-        })?
-        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
-        if sim.photons == 0 {
-            return Err(errors::value("the sources produced zero photons"));
-        }
-        let how = match (&backend, &stats) {
-            (Backend::Cuda(o), Some(s)) => format!("{}{}", s.devices.join(", "), if o.precise { " (precise)" } else { "" }),
-            _ => "cpu".to_string(),
-        };
-        let t = warpdrive_photon::hits::hits_table(&sim.hits, &[]);
-        Ok((columns(py, t)?, sim.photons, how))
+        let meta = r.metadata().to_vec();
+        Ok((columns(py, r.table())?, meta, r.device.clone(), r.sim.photons, r.seconds))
     }
 }
 
+/// The particle names and PDG codes typed sources accept besides the f2k names: (name, code,
+/// the f2k kind simulated).
+pub fn particle_aliases() -> Vec<(&'static str, i64, &'static str)> {
+    warpdrive_photon::source::Particle::PDG_NAMES
+        .iter()
+        .map(|(n, c, p)| (*n, *c, p.name()))
+        .collect()
+}
+
 /// PPC's command line (`warpdrive ppc ARGS`) with `env` as its environment (PPCTABLESDIR, WFLA,
-/// FLDR, …, WARPDRIVE_SEED, WARPDRIVE_DEVICE) and `stdin` as its standard input. Returns
-/// (stdout, stderr) as the command writes them; errors are raised with the command's message.
+/// FLDR, …, WARPDRIVE_SEED, WARPDRIVE_DEVICE) and `stdin` (bytes) or the text file `stdin_path`
+/// (read through the bounded input reader: a NUL byte stops it) as its standard input, under a control of `threads`
+/// (Ctrl-C and `progress` stop it). Returns (stdout, stderr) as the command writes them; errors
+/// are raised with the command's message.
 #[pyfunction]
-#[pyo3(signature = (args, env, stdin, threads=None))]
+#[pyo3(signature = (args, env, stdin, stdin_path=None, threads=None, progress=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn ppc_run(
     py: Python<'_>,
     args: Vec<String>,
     env: std::collections::HashMap<String, String>,
     stdin: Vec<u8>,
-    threads: Option<usize>,
+    stdin_path: Option<PathBuf>,
+    threads: Option<i64>,
+    progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(String, String)> {
     use warpdrive_photon::ppc::{run, PpcEnv, PpcError};
     let env = PpcEnv::from_env(|k| env.get(k).cloned()).map_err(|e| errors::input(&e))?;
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let r = crate::run::legacy(py, threads, None, 0, |_| {
-        run(&args, &env, &mut stdin.as_slice(), &mut out, &mut err)
+    let (ctl, notes) = crate::run::control("auto", threads, false)?;
+    let stdin = match stdin_path {
+        Some(p) => py
+            .allow_threads(|| warpdrive_core::input::read_text(&p))
+            .map_err(|e| errors::input(&e))?
+            .into_bytes(),
+        None => stdin,
+    };
+    let (r, out, err) = crate::run::run(py, &ctl, &notes, progress, || {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let r = run(&args, &env, &mut stdin.as_slice(), &mut out, &mut err, &ctl);
+        Ok((r, out, err))
     })?;
     let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
     match r {
         Ok(()) => Ok((text(out), text(err))),
         Err(PpcError::Input(e)) => Err(errors::input(&e)),
-        Err(PpcError::Gpu(e)) => Err(errors::gpu(&e)),
+        Err(PpcError::Engine(e)) => Err(errors::engine(&e)),
         Err(PpcError::Usage(m)) => Err(errors::value(m)),
         Err(PpcError::Io(e)) => Err(pyo3::exceptions::PyOSError::new_err(e.to_string())),
     }

@@ -2,6 +2,7 @@
 process in a long call must end it with KeyboardInterrupt within 2 s, leaving no output."""
 
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -10,7 +11,10 @@ import time
 import pytest
 
 import warpdrive
+from conftest import ROOT
 from warpdrive import sky
+
+DATA = pathlib.Path(os.environ.get("WARPDRIVE_DATA", ROOT.parent / "shared" / "data"))
 
 # Each snippet prints "started" right before its long call (minutes of work without a stop).
 LONG_CALLS = {
@@ -37,6 +41,15 @@ LONG_CALLS = {
                       "em.calorimeter(f, energy=10, events=1, device='cpu')\n"
                       "print('started', flush=True)\n"
                       "em.calorimeter(f, energy=1e5, events=10**4, device='cpu', threads=1)\n",
+    # A 10^8 GeV cascade in the built-in ice: 5e10 photons, days on one thread.
+    "photon.propagate": "from warpdrive import photon\n"
+                        "print('started', flush=True)\n"
+                        "photon.propagate(energy=1e8, device='cpu', threads=1, output='hits.parquet')\n",
+    # PPC mode, the same cascade on stdin, in SPICE 3.2.1.
+    "photon.ppc": "from warpdrive import photon\n"
+                  f"env = {{'PPCTABLESDIR': {str(DATA / 'ice' / 'spice_3.2.1')!r}, 'WARPDRIVE_DEVICE': 'cpu'}}\n"
+                  "print('started', flush=True)\n"
+                  "photon.ppc(0, stdin='TR 1 0 e 0 0 -400 180 0 0 1e8 0\\n', env=env, threads=1)\n",
 }
 
 

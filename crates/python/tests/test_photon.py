@@ -1,4 +1,6 @@
 from pathlib import Path
+
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -27,8 +29,9 @@ def test_propagate_equals_cli(cli, tmp_path):
     assert_same_table(got, ref)
     meta = {k.decode(): v.decode() for k, v in got.schema.metadata.items()}
     refmeta = {k.decode(): v.decode() for k, v in ref.schema.metadata.items()}
-    for k in ["warpdrive.seed", "warpdrive.device", "warpdrive.ice", "warpdrive.geometry", "warpdrive.photons"]:
-        assert meta[k] == refmeta[k], k
+    assert meta == refmeta
+    # Only what the inputs and the seed determine: no device, no command line.
+    assert "warpdrive.device" not in meta and "warpdrive.command" not in meta
     # The same sources as text and as arrays: the same hits; a thread count changes nothing.
     assert_same_table(photon.propagate(F2K, seed=11, device="cpu", threads=1), ref)
     arrays = dict(
@@ -71,6 +74,135 @@ def test_progress_callback():
     assert all(a[0] <= b[0] for a, b in zip(calls, calls[1:]))
 
 
+def run_both(cli, tmp_path, name, cli_args, **py):
+    """The same request through the CLI and Python (outputs written by the library): the
+    Parquet files and the HIT lines, as bytes."""
+    out, lines = tmp_path / f"{name}-cli.parquet", tmp_path / f"{name}-cli.hits"
+    cli("photon", *cli_args, "--device", "cpu", "-o", out, "--hit-lines", lines)
+    pout, plines = tmp_path / f"{name}-py.parquet", tmp_path / f"{name}-py.hits"
+    table = photon.Detector(oversize=py.pop("oversize", None)).propagate(
+        **py, device="cpu", output=pout, hit_lines=plines)
+    assert table.num_rows > 0
+    return (out.read_bytes(), lines.read_bytes()), (pout.read_bytes(), plines.read_bytes()), table
+
+
+def test_default_cascade_gives_the_cli_file_byte_for_byte(cli, tmp_path):
+    """No sources at all: the default 100 TeV cascade (oversize 50 keeps it to 5e5 photons)."""
+    ref, got, table = run_both(cli, tmp_path, "default", ["--oversize", 50, "--seed", 4], oversize=50, seed=4)
+    assert got == ref
+    meta = table.schema.metadata
+    assert meta[b"warpdrive.input"] == b"e 100000 GeV at (0, 0, 0) m, zenith 180\xc2\xb0, azimuth 0\xc2\xb0, t 0 ns"
+    assert pq.read_table(tmp_path / "default-py.parquet").equals(table)
+
+
+def test_f2k_input_gives_the_cli_file_byte_for_byte(cli, tmp_path):
+    src = tmp_path / "in.f2k"
+    src.write_text("EM 7 1 1970 0 0 0\n" + F2K + "EE\n")
+    ref, got, _ = run_both(cli, tmp_path, "f2k", ["--input", src, "--seed", 3], input=src, seed=3)
+    assert got == ref
+    # The positional shorthand is the same request.
+    again = tmp_path / "again.parquet"
+    photon.Detector().propagate(src, seed=3, device="cpu", output=again)
+    assert again.read_bytes() == ref[0]
+
+
+def test_typed_sources_give_the_cli_file_byte_for_byte(cli, tmp_path):
+    """Arrays in Python, comma lists on the command line; PDG codes and names are the f2k kinds."""
+    ref, got, table = run_both(
+        cli, tmp_path, "typed",
+        ["--particle", "e,hadr", "--position", "0,0,0,20,-30,50", "--direction", "180,0,90,45",
+         "--energy", "1000,500", "--time", "0,10", "--seed", 11],
+        particle=[11, "pi+"], position=np.array([[0, 0, 0], [20, -30, 50]]), direction=[[180, 0], [90, 45]],
+        energy=[1000, 500], time=[0, 10], seed=11)
+    assert got == ref
+    # The same sources as f2k text: the same hits (the input's description differs).
+    text = photon.propagate(F2K, seed=11, device="cpu")
+    assert_same_table(table, text)
+
+
+def test_python_errors_name_python_arguments(tmp_path):
+    det = photon.Detector()
+    src = tmp_path / "in.f2k"
+    src.write_text(F2K)
+    with pytest.raises(ValueError, match=r"^input cannot be given together with energy: give one kind of source$"):
+        det.propagate(input=src, energy=10)
+    with pytest.raises(ValueError, match=r"^f2k cannot be given together with steps"):
+        det.propagate(F2K, steps=src)
+    with pytest.raises(ValueError, match=r"^energy -5: must be positive \(zero photons\)$"):
+        det.propagate(energy=-5)
+    with pytest.raises(ValueError, match=r"^energy of source 1: -1: must be positive"):
+        det.propagate(energy=[10, -1])
+    with pytest.raises(ValueError, match=r"^particle 'tau': unknown \(f2k names: amu"):
+        det.propagate(particle="tau", energy=10)
+    with pytest.raises(ValueError, match=r"^particle 2212: unknown"):
+        det.propagate(particle=2212, energy=10)
+    with pytest.raises(ValueError, match=r"^time has 2 sources but energy has 3"):
+        det.propagate(energy=[1, 2, 3], time=[0, 1])
+    with pytest.raises(ValueError, match=r"^length muon segments need a positive length"):
+        det.propagate(particle="mu-", energy=100)
+    with pytest.raises(ValueError, match=r"^max_photons 10: the sources need about"):
+        det.propagate(energy=1000, max_photons=10)
+    with pytest.raises(ValueError, match=r"^seed must be a non-negative integer, got -1$"):
+        det.propagate(energy=10, seed=-1)
+    with pytest.raises(ValueError, match=r"^oversize 0: must be between 1 and 1000$"):
+        photon.Detector(oversize=0)
+    with pytest.raises(ValueError, match=r"oversize must be a non-negative integer"):
+        photon.Detector(oversize=-3)
+    with pytest.raises(TypeError, match="got input twice"):
+        det.propagate(src, input=src)
+    out = tmp_path / "h.parquet"
+    out.write_text("earlier")
+    with pytest.raises(FileExistsError, match="pass force=True"):
+        det.propagate(energy=10, output=out)
+    assert out.read_text() == "earlier"
+    with pytest.raises(ValueError, match="the output is the input"):
+        det.propagate(input=src, output=src)
+
+
+def test_muon_segment_and_aliases():
+    """A muon segment given as numbers; mu- and 13 are the f2k `amu`."""
+    det = photon.Detector()
+    a = det.propagate(particle="mu-", position=[0, 0, -100], direction=[180, 0], length=50, energy=1e3, seed=2,
+                      device="cpu")
+    b = det.propagate(particle=13, position=[0, 0, -100], direction=[180, 0], length=50, energy=1e3, seed=2,
+                      device="cpu")
+    c = det.propagate("TR 1 0 amu 0 0 -100 180 0 50 1000 0\n", seed=2, device="cpu")
+    assert a.num_rows > 0
+    assert_same_table(a, b)
+    assert_same_table(a, c)
+    assert a.schema.metadata == b.schema.metadata
+    names = {n: kind for n, _, kind in photon.PARTICLE_ALIASES}
+    assert names["gamma"] == "e" and names["pi-"] == "hadr" and names["mu+"] == "amu"
+
+
+def test_detector_geometry_table_and_repr(data):
+    det = photon.Detector()
+    g = det.geometry
+    assert g.column_names == ["string", "om", "x", "y", "z"]
+    assert g.num_rows == det.doms == 5160 and det.strings == 86
+    assert str(g.schema.field("string").type) == "int32" and str(g.schema.field("z").type) == "double"
+    assert "86-string" in det.geometry_source
+    assert repr(det) == ("warpdrive.photon.Detector(ice='built-in', 5160 DOMs on 86 strings, tilt none, "
+                         "sensors none)")
+    ice = photon.Detector(ice=data / "ice" / "spice_3.2.1")
+    assert ice.tilt == "1-D (tilt.par + tilt.dat: 6 strings along 225°, 125 depths)"
+    assert "tilt: 1-D" in " ".join(ice.description)
+    assert "tilt 1-D (tilt.par + tilt.dat" in repr(ice) and "5160 DOMs on 86 strings" in repr(ice)
+    row = ice.geometry.slice(0, 1).to_pylist()[0]
+    assert (row["string"], row["om"]) == (1, 1) and row["z"] > 400
+
+
+def test_half_a_tilt_model_is_an_error(data, tmp_path):
+    """Regression (issue #36 item 10): tilt.par without tilt.dat ran untilted."""
+    import shutil
+
+    ice = tmp_path / "ice"
+    shutil.copytree(data / "ice" / "spice_3.2.1", ice)
+    (ice / "tilt.dat").unlink()
+    with pytest.raises(ValueError, match=r"tilt.dat: not found, but tilt.par is there"):
+        photon.Detector(ice=ice)
+
+
 def test_bad_inputs(tmp_path):
     det = photon.Detector()
     with pytest.raises(FileNotFoundError, match="missing.f2k"):
@@ -81,7 +213,7 @@ def test_bad_inputs(tmp_path):
         det.propagate("TR 1 0 e 0 0 0 180 0 0\n")
     with pytest.raises(ValueError, match="energy"):
         det.propagate("TR 1 0 e 0 0 0 180 0 0 -5 0\n")
-    with pytest.raises(ValueError, match="max_photons"):
+    with pytest.raises(ValueError, match="^max_photons 10: "):
         det.propagate(F2K, max_photons=10)
     with pytest.raises(ValueError, match="expected auto, cpu, cuda"):
         det.propagate(F2K, device="tpu")
@@ -147,3 +279,13 @@ def test_ppc_bad_inputs(data, tmp_path):
         photon.ppc(0, stdin=PPC_F2K, env={"PPCTABLESDIR": str(tmp_path / "none"), "WARPDRIVE_DEVICE": "cpu"})
     with pytest.raises(ValueError, match="not a HIT line"):
         photon.PpcRun("HIT 1 2 x\n", "").hits()
+    # A path as stdin goes through the bounded reader: an endless device fails at once.
+    with pytest.raises(ValueError, match=r"/dev/zero: binary data, not text \(a NUL byte at offset 0\)"):
+        photon.ppc(0, stdin=Path("/dev/zero"), env={"PPCTABLESDIR": ice, "WARPDRIVE_DEVICE": "cpu"})
+
+
+def test_ppc_stdin_from_a_path(data, tmp_path):
+    env = {"PPCTABLESDIR": str(data / "ice" / "spice_3.2.1"), "WARPDRIVE_SEED": "5", "WARPDRIVE_DEVICE": "cpu"}
+    src = tmp_path / "in.f2k"
+    src.write_text(PPC_F2K)
+    assert photon.ppc(0, stdin=src, env=env).stdout == photon.ppc(0, stdin=PPC_F2K, env=env).stdout

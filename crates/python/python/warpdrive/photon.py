@@ -1,21 +1,36 @@
 """Optical photon propagation in ice (``warpdrive photon``) and the PPC mode (``warpdrive ppc``)."""
 
+from __future__ import annotations
+
+import logging
 import os
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _arrow, _progress, _warpdrive
 
+__all__ = ["Detector", "PARTICLE_ALIASES", "PpcRun", "ppc", "propagate", "sources_f2k"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+Progress = Union[None, bool, Callable[[int, int], Any]]
+
+#: PDG-style names and codes typed sources accept besides PPC's f2k names, and the f2k kind each
+#: is simulated as: ``(name, PDG code, f2k kind)`` (docs/photon.md has the table).
+PARTICLE_ALIASES: list[tuple[str, int, str]] = list(_warpdrive.PHOTON_PARTICLE_ALIASES)
+
+_log = logging.getLogger("warpdrive")
+
 
 def sources_f2k(type, position, direction, time=None, energy=None, length=None, event=0):
-    """f2k text (``TR`` lines) for arrays of sources, parsed by propagate exactly as the CLI
-    parses an f2k file.
+    """f2k text (``TR`` lines) for arrays of sources, e.g. to write a file that PPC reads.
+    (:meth:`Detector.propagate` takes the arrays themselves: ``particle=``, ``position=``, …)
 
-    ``type``: particle names of f2k (``e``, ``hadr``, ``amu``, ...), one per source or one for all;
+    ``type``: f2k particle names (``e``, ``hadr``, ``amu``, ...), one per source or one for all;
     ``position``: (N, 3) [m]; ``direction``: (N, 2) f2k zenith and azimuth [degrees];
     ``time`` [ns], ``energy`` [GeV], ``length`` [m] (muon segments): (N,) or scalars.
-    Numbers are written with Python's shortest round-trip ``repr``, so the values the library
-    reads are the floats given.
+    Numbers are written with Python's shortest round-trip ``repr``, so a reader gets the floats
+    given.
     """
     pos = np.atleast_2d(np.asarray(position, dtype=np.float64))
     n = pos.shape[0]
@@ -30,8 +45,7 @@ def sources_f2k(type, position, direction, time=None, energy=None, length=None, 
             if default is None:
                 raise ValueError(f"{name} is required")
             v = default
-        a = np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
-        return a
+        return np.broadcast_to(np.asarray(v, dtype=np.float64), (n,))
 
     t, e, ln = col(time, "time", 0.0), col(energy, "energy"), col(length, "length", 0.0)
     types = [type] * n if isinstance(type, str) else list(type)
@@ -46,9 +60,46 @@ def sources_f2k(type, position, direction, time=None, energy=None, length=None, 
     return "\n".join(lines) + "\n"
 
 
+def _rows(name: str, v: Any, width: int) -> Optional[np.ndarray]:
+    """(N, width) float64 rows; one row may be given flat."""
+    if v is None:
+        return None
+    a = np.asarray(v, dtype=np.float64)
+    if a.ndim == 1:
+        a = a.reshape(1, -1)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be ({width},) or (N, {width}), got shape {a.shape}")
+    return np.ascontiguousarray(a)
+
+
+def _column(name: str, v: Any) -> Optional[np.ndarray]:
+    """One float64 per source (a scalar: one for all)."""
+    if v is None:
+        return None
+    a = np.atleast_1d(np.asarray(v, dtype=np.float64))
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a number or a one-dimensional array, got shape {a.shape}")
+    return np.ascontiguousarray(a)
+
+
+def _particles(v: Any) -> Optional[list]:
+    """Names and PDG codes, one for all or one per source."""
+    if v is None:
+        return None
+    if isinstance(v, (str, int, np.integer)):
+        v = [v]
+    return [int(p) if isinstance(p, (int, np.integer)) else str(p) for p in v]
+
+
+def _is_path(s: Any) -> bool:
+    return isinstance(s, os.PathLike) or (
+        isinstance(s, str) and "\n" not in s and not s.lstrip().startswith(("TR ", "EM "))
+    )
+
+
 class Detector:
-    """Ice and geometry, built and validated once (``--ice``, ``--geometry``, ``--oversize``,
-    ``--sensors``).
+    """Ice, geometry and modules, built and validated once (``--ice``, ``--geometry``,
+    ``--oversize``, ``--sensors``).
 
     ``ice``: a PPC ice directory (None: built-in homogeneous ice); ``geometry``: geo-f2k or
     Prometheus ``.geo`` (None: ``<ice>/geo-f2k`` if present, else a generated 86-string detector);
@@ -56,7 +107,8 @@ class Detector:
     ``om.wv_*``; None: the ice directory's, if any). Hits then carry the PMT in the ``pmt`` column.
     """
 
-    def __init__(self, ice=None, geometry=None, oversize=None, sensors=None):
+    def __init__(self, ice: Optional[PathLike] = None, geometry: Optional[PathLike] = None,
+                 oversize: Optional[int] = None, sensors: Optional[PathLike] = None) -> None:
         self._d = _warpdrive.Detector(
             None if ice is None else os.fspath(ice),
             None if geometry is None else os.fspath(geometry),
@@ -65,52 +117,115 @@ class Detector:
         )
 
     @property
-    def description(self):
-        """The lines the CLI prints about the model."""
+    def description(self) -> list[str]:
+        """The lines the CLI prints about the model (ice, tilt model, geometry, oversize, …)."""
         return self._d.description
 
     @property
-    def warnings(self):
+    def warnings(self) -> list[str]:
         """Options of the model that are read but not applied (the CLI's ``warning:`` lines)."""
         return self._d.warnings
 
-    def propagate(self, sources, seed=1, device="auto", threads=None, precise=False, max_photons=None, progress=None):
-        """Propagate ``sources`` and return the hits as a ``pyarrow.Table`` with the columns of
-        ``warpdrive photon``'s Parquet file (docs/photon.md) and its run metadata.
+    @property
+    def ice(self) -> str:
+        """The ice directory, or ``"built-in"``."""
+        return self._d.ice
 
-        ``sources``: a path to an f2k file (``os.PathLike``, or a ``str`` naming an existing file),
-        f2k text (a ``str`` with ``TR`` lines), or a dict of arrays for :func:`sources_f2k`.
-        ``progress``: None (tqdm on a terminal if installed), False, True or ``f(done, total)``.
+    @property
+    def geometry(self):
+        """The modules as a ``pyarrow.Table``: ``string``, ``om`` (int32), ``x``, ``y``, ``z`` [m]."""
+        return _arrow.table(self._d.geometry_table(), {"warpdrive.geometry": self._d.geometry_source})
+
+    @property
+    def geometry_source(self) -> str:
+        """Where the geometry comes from: its file, or the generated detector."""
+        return self._d.geometry_source
+
+    @property
+    def doms(self) -> int:
+        """Number of optical modules."""
+        return self._d.doms
+
+    @property
+    def strings(self) -> int:
+        """Number of strings with at least one module."""
+        return self._d.strings
+
+    @property
+    def tilt(self) -> str:
+        """The tilt model in use: ``none``, ``1-D (tilt.par + tilt.dat …)`` or ``2-D (…)``."""
+        return self._d.tilt
+
+    @property
+    def sensors(self) -> Optional[str]:
+        """The multi-PMT module directory, or None."""
+        return self._d.sensors
+
+    def __repr__(self) -> str:
+        return (f"warpdrive.photon.Detector(ice={self.ice!r}, {self.doms} DOMs on {self.strings} strings, "
+                f"tilt {self.tilt}, sensors {self.sensors or 'none'})")
+
+    def propagate(self, sources: Any = None, *, input: Optional[PathLike] = None, f2k: Optional[str] = None,
+                  steps: Optional[PathLike] = None, particle: Any = None, position: Any = None,
+                  direction: Any = None, energy: Any = None, time: Any = None, length: Any = None,
+                  seed: int = 1, max_photons: Optional[int] = None, output: Optional[PathLike] = None,
+                  hit_lines: Optional[PathLike] = None, force: bool = False, device: str = "auto",
+                  threads: Optional[int] = None, precise: bool = False, progress: Progress = None):
+        """``warpdrive photon`` on this detector: the hits as a ``pyarrow.Table`` with the
+        columns and key/value metadata of its Parquet file (docs/photon.md).
+
+        The sources are one of (as the CLI's options of the same names):
+
+        * ``input``: an f2k file; ``steps``: a step file; ``f2k``: f2k text;
+        * typed sources: ``particle`` (f2k names, PDG names or codes, see
+          :data:`PARTICLE_ALIASES`), ``position`` (N, 3) [m], ``direction`` (N, 2) f2k zenith and
+          azimuth [deg], ``energy`` [GeV], ``time`` [ns], ``length`` [m]: each one value for all
+          sources or one per source; one not given takes the default cascade's value (``e``,
+          10⁵ GeV at the origin moving up, zenith 180°);
+        * nothing: the default cascade.
+
+        ``sources`` is a shorthand: a path (``input``), f2k text (``f2k``) or a dict of the typed
+        keywords (``type`` is ``particle``). ``output``/``hit_lines`` write the Parquet file and
+        PPC's ``HIT`` lines as the CLI does (an existing file raises ``FileExistsError`` unless
+        ``force=True``). ``progress``: None (tqdm on a terminal if installed), False, True or
+        ``f(done, total)`` (return False to stop: ``warpdrive.Cancelled``). Ctrl-C stops the run
+        within about a second (``KeyboardInterrupt``); nothing is written then.
         """
-        if isinstance(sources, dict):
-            text, label = sources_f2k(**sources), "<arrays>"
-        elif isinstance(sources, os.PathLike) or (
-            isinstance(sources, str) and "\n" not in sources and not sources.lstrip().startswith(("TR ", "EM "))
-        ):
-            text, label = None, os.fspath(sources)
-        elif isinstance(sources, str):
-            text, label = sources, "<f2k text>"
-        else:
-            raise TypeError("sources: an f2k path, f2k text or a dict of arrays")
+        kw = dict(input=input, f2k=f2k, steps=steps, particle=particle, position=position, direction=direction,
+                  energy=energy, time=time, length=length)
+        if sources is not None:
+            if isinstance(sources, dict):
+                given = {("particle" if k == "type" else k): v for k, v in sources.items()}
+                unknown = sorted(set(given) - {"particle", "position", "direction", "energy", "time", "length"})
+                if unknown:
+                    raise TypeError(f"sources: unknown keys {unknown} (particle or type, position, direction, energy, time, length)")
+            elif _is_path(sources):
+                given = {"input": sources}
+            elif isinstance(sources, str):
+                given = {"f2k": sources}
+            else:
+                raise TypeError("sources: an f2k path, f2k text or a dict of arrays")
+            twice = sorted(k for k in given if kw[k] is not None)
+            if twice:
+                raise TypeError(f"propagate() got {twice[0]} twice: in sources and as {twice[0]}=")
+            kw.update(given)
         cb, close = _progress.callback(progress, None, "propagating")
         try:
-            cols, photons, how = self._d.propagate_f2k(text, label, seed, device, threads, precise, max_photons, cb)
+            cols, meta, device_used, photons, seconds = self._d.propagate(
+                None if kw["input"] is None else os.fspath(kw["input"]), kw["f2k"],
+                None if kw["steps"] is None else os.fspath(kw["steps"]), _particles(kw["particle"]),
+                _rows("position", kw["position"], 3), _rows("direction", kw["direction"], 2),
+                _column("energy", kw["energy"]), _column("time", kw["time"]), _column("length", kw["length"]),
+                seed, max_photons, None if output is None else os.fspath(output),
+                None if hit_lines is None else os.fspath(hit_lines), force, device, threads, precise, cb)
         finally:
             close()
-        meta = {
-            "warpdrive.version": _warpdrive.__version__,
-            "warpdrive.command": f"python: warpdrive.photon.Detector.propagate(seed={seed}, device={device!r})",
-            "warpdrive.seed": seed,
-            "warpdrive.device": how,
-            "warpdrive.ice": self._d.ice,
-            "warpdrive.geometry": self._d.geometry,
-            "warpdrive.input": label,
-            "warpdrive.photons": photons,
-        }
-        return _arrow.table(cols, meta)
+        _log.info("propagated %d photons on %s in %.2f s", photons, device_used, seconds)
+        return _arrow.table(cols, dict(meta))
 
 
-def propagate(sources, ice=None, geometry=None, oversize=None, sensors=None, **kw):
+def propagate(sources: Any = None, ice: Optional[PathLike] = None, geometry: Optional[PathLike] = None,
+              oversize: Optional[int] = None, sensors: Optional[PathLike] = None, **kw: Any):
     """One-shot ``Detector(ice, geometry, oversize, sensors).propagate(sources, **kw)``."""
     return Detector(ice, geometry, oversize, sensors).propagate(sources, **kw)
 
@@ -133,23 +248,28 @@ class PpcRun:
         return f"<warpdrive.photon.PpcRun {self.stdout.count(chr(10))} stdout lines>"
 
 
-def ppc(*args, stdin="", env=None, threads=None):
+def ppc(*args: Any, stdin: Union[str, bytes, PathLike] = "", env: Optional[dict] = None,
+        threads: Optional[int] = None, progress: Progress = None) -> PpcRun:
     """PPC's command line, as ``warpdrive ppc ARGS`` (docs/photon.md, "PPC mode").
 
     ``args``: PPC's arguments (``0`` to propagate the f2k events of ``stdin`` on GPU 0 or the
     CPU; ``str, om, num, gpu`` for a flasher; none to list the tables); ``stdin``: f2k text or
     a path-like naming an f2k file; ``env``: PPC's environment variables (``PPCTABLESDIR``,
     ``WFLA``, ``FLDR``, ``FWID``, ``WARPDRIVE_SEED``, ``WARPDRIVE_DEVICE``, …; None: this
-    process's ``os.environ``). Returns a :class:`PpcRun`.
+    process's ``os.environ``); ``threads``: CPU worker threads (None: all cores); ``progress``
+    as :meth:`Detector.propagate`'s. Ctrl-C stops a propagation within about a second
+    (``KeyboardInterrupt``). Returns a :class:`PpcRun`.
 
     >>> r = ppc(0, stdin=open("event.f2k").read(), env={"PPCTABLESDIR": ice})   # doctest: +SKIP
     >>> r.hits().to_pandas().groupby(["string", "om"]).size()                    # doctest: +SKIP
     """
-    if isinstance(stdin, os.PathLike):
-        with open(stdin, "rb") as f:
-            data = f.read()
-    else:
-        data = stdin.encode() if isinstance(stdin, str) else bytes(stdin)
+    path = os.fspath(stdin) if isinstance(stdin, os.PathLike) else None
+    data = b"" if path is not None else stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     env = dict(os.environ if env is None else env)
-    out, log = _warpdrive.ppc_run([str(a) for a in args], {str(k): str(v) for k, v in env.items()}, data, threads)
+    cb, close = _progress.callback(progress, None, "propagating")
+    try:
+        out, log = _warpdrive.ppc_run([str(a) for a in args], {str(k): str(v) for k, v in env.items()}, data, path,
+                                      threads, cb)
+    finally:
+        close()
     return PpcRun(out, log)

@@ -1,0 +1,163 @@
+//! `warpdrive photon` and `warpdrive ppc`: argument parsing and output only; the requests, their
+//! checks and the propagation live in `warpdrive_photon::engine`.
+
+use crate::CommonArgs;
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+use warpdrive_core::engine::Control;
+use warpdrive_core::progress::Bar;
+use warpdrive_photon::engine::{
+    self, DetectorSpec, ParticleName, Propagate, PropagateOptions, PropagateResult, SourceOptions, TypedSources,
+};
+
+#[derive(Args)]
+pub struct PhotonArgs {
+    /// PPC ice directory (cfg.txt, icemodel.dat, icemodel.par, wv.dat, as.dat, ...). Default: built-in homogeneous ice.
+    #[arg(long)]
+    ice: Option<PathBuf>,
+    /// Geometry file (PPC geo-f2k or Prometheus .geo). Default: <ice>/geo-f2k, else a generated 86-string detector.
+    #[arg(long)]
+    geometry: Option<PathBuf>,
+    /// Multi-PMT module files (om.conf, om.dirs, om.map, om.wv_*; PPC's NEXTGENDIR). Default: the ice directory.
+    #[arg(long)]
+    sensors: Option<PathBuf>,
+    /// f2k input with TR lines. Default: the typed source of --particle, --position, --direction,
+    /// --energy, --time, --length (one 100 TeV EM cascade at the detector centre, moving up).
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Step file: `x y z t theta phi length beta photons` per line.
+    #[arg(long)]
+    steps: Option<PathBuf>,
+    /// Particle of the typed sources, comma-separated (one for all or one per source): an f2k
+    /// name (e, e+, hadr, amu, ph, ...) or a PDG name or code (e-, e+, gamma, mu-, mu+, pi+, pi-;
+    /// 11, -11, 22, 13, -13, 211, -211; docs/photon.md). Default: e.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    particle: Option<Vec<String>>,
+    /// Position of the typed sources [m]: x,y,z (one triple for all or one per source). Default: 0,0,0.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    position: Option<Vec<f64>>,
+    /// Direction of the typed sources as f2k zenith,azimuth [deg] (where the particle comes
+    /// from). Default: 180,0 (moving up).
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    direction: Option<Vec<f64>>,
+    /// Energy of the typed sources [GeV] (for `ph`: the photon count). Default: 100000.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    energy: Option<Vec<f64>>,
+    /// Time of the typed sources [ns]. Default: 0.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    time: Option<Vec<f64>>,
+    /// Length of the typed sources [m] (muon segments need one). Default: 0.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    length: Option<Vec<f64>>,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Refuse to run if more than this many photons would be propagated.
+    #[arg(long)]
+    max_photons: Option<u64>,
+    /// DOM oversize factor (overrides cfg.txt).
+    #[arg(long)]
+    oversize: Option<u64>,
+    /// Output Parquet file.
+    #[arg(long, short, default_value = "photon-hits.parquet")]
+    output: PathBuf,
+    /// Also write PPC `HIT` lines to this file.
+    #[arg(long)]
+    hit_lines: Option<PathBuf>,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// `warpdrive photon`.
+pub fn run(a: &PhotonArgs, force: bool) -> Result<()> {
+    let start = Instant::now();
+    let ctl = a.common.control()?;
+    let spec = DetectorSpec {
+        ice: a.ice.clone(),
+        geometry: a.geometry.clone(),
+        sensors: a.sensors.clone(),
+        oversize: a.oversize,
+    };
+    let sources = SourceOptions {
+        input: a.input.clone(),
+        f2k: None,
+        steps: a.steps.clone(),
+        typed: TypedSources {
+            particle: a
+                .particle
+                .as_ref()
+                .map(|p| p.iter().map(|n| ParticleName::from(n.as_str())).collect()),
+            position: a.position.clone(),
+            direction: a.direction.clone(),
+            energy: a.energy.clone(),
+            time: a.time.clone(),
+            length: a.length.clone(),
+        },
+    };
+    let mut inputs = spec.inputs();
+    inputs.extend(sources.inputs());
+    let outs = engine::prepare_outputs(Some(&a.output), a.hit_lines.as_deref(), force, &inputs)?;
+    let det = engine::detector(&spec)?;
+    for d in &det.description {
+        eprintln!("{d}");
+    }
+    for u in &det.unsupported {
+        eprintln!("warning: {u}");
+    }
+    let opts = PropagateOptions {
+        seed: a.seed,
+        max_photons: a.max_photons,
+    };
+    let req = Propagate::new(Arc::new(det), sources, &opts)?;
+    let bar = Bar::show(&ctl.progress);
+    let r = req.run(&ctl)?;
+    drop(bar);
+    r.save(outs)?;
+    print_summary(&r, a);
+    println!("total time:     {:.2} s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn print_summary(r: &PropagateResult, a: &PhotonArgs) {
+    let sim = &r.sim;
+    println!("sources:        {}", sim.sources.len());
+    println!("photons:        {}", sim.photons);
+    println!("hits:           {} (before acceptance: {})", sim.hits.len(), sim.raw_hits);
+    match &r.gpu {
+        Some(g) => println!(
+            "propagation:    {:.2} s ({:.3} s in kernels, {:.3} ns/photon) on {}",
+            r.seconds,
+            g.kernel_seconds,
+            1e9 * g.kernel_seconds / sim.photons as f64,
+            r.device
+        ),
+        None => println!(
+            "propagation:    {:.2} s, {:.0} ns/photon, {:.3e} photons/s on {}",
+            r.seconds,
+            1e9 * r.seconds / sim.photons as f64,
+            sim.photons as f64 / r.seconds,
+            r.device
+        ),
+    }
+    println!("output:         {}", a.output.display());
+    if let Some(p) = &a.hit_lines {
+        println!("HIT lines:      {}", p.display());
+    }
+}
+
+/// `warpdrive ppc ARGS`: PPC's modes with its environment and standard streams, under the
+/// process's cancellation token (SIGINT/SIGTERM stop a propagation before anything is printed).
+pub fn ppc(args: &[String]) -> Result<()> {
+    let env = warpdrive_photon::ppc::PpcEnv::from_env(|k| std::env::var(k).ok())?;
+    let ctl = Control::new()
+        .with_cancel(crate::process_cancel().clone())
+        .on_note(Arc::new(|m: &str| eprintln!("{m}")));
+    let mut stdin = std::io::stdin().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let _bar = Bar::show(&ctl.progress);
+    warpdrive_photon::ppc::run(args, &env, &mut stdin, &mut out, &mut std::io::stderr(), &ctl)?;
+    Ok(())
+}
