@@ -380,6 +380,11 @@ fn file_name(p: &Path) -> String {
 /// `moments.parquet`: one row per watch record (pass, s, alive, mean and RMS of the six
 /// coordinates, emittances); the element names in the metadata.
 pub fn write_moments(path: &Path, rows: &[MomentsRow]) -> Result<(), String> {
+    moments_table(rows).write_parquet(path).map_err(|e| e.to_string())
+}
+
+/// The table of [`write_moments`].
+pub fn moments_table(rows: &[MomentsRow]) -> Table {
     let mut t = Table::default();
     t.push("pass", Column::I64(rows.iter().map(|r| i64::from(r.pass)).collect()));
     t.push("s", Column::F64(rows.iter().map(|r| r.s).collect()));
@@ -392,7 +397,7 @@ pub fn write_moments(path: &Path, rows: &[MomentsRow]) -> Result<(), String> {
     t.push("emittance_x", Column::F64(rows.iter().map(|r| r.moments.emittance(0)).collect()));
     t.push("emittance_y", Column::F64(rows.iter().map(|r| r.moments.emittance(1)).collect()));
     t.meta("elements", rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(","));
-    t.write_parquet(path).map_err(|e| e.to_string())
+    t
 }
 
 #[cfg(test)]
