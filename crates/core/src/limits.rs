@@ -133,8 +133,14 @@ mod tests {
         // Parameters in the advice are spelled as the front end spells them.
         let mut e = check_alloc("watch", u64::MAX, 8, "turn them off ({watch}=off) or use {watch_every}").unwrap_err();
         e.budget = "1 B".into();
-        assert!(e.render(crate::engine::Style::Cli).ends_with("(1 B); turn them off (--watch=off) or use --watch-every"));
-        assert!(e.render(crate::engine::Style::Python).starts_with("watch: 18446744073709551615 × 8"));
-        assert!(e.render(crate::engine::Style::Python).ends_with("turn them off (watch=off) or use watch_every"));
+        assert!(e
+            .render(crate::engine::Style::Cli)
+            .ends_with("(1 B); turn them off (--watch=off) or use --watch-every"));
+        assert!(e
+            .render(crate::engine::Style::Python)
+            .starts_with("watch: 18446744073709551615 × 8"));
+        assert!(e
+            .render(crate::engine::Style::Python)
+            .ends_with("turn them off (watch=off) or use watch_every"));
     }
 }
