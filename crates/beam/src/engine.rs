@@ -40,7 +40,7 @@ pub struct Line {
 
 fn lattice_error(e: LatticeError) -> Error {
     match e.limit {
-        Some(l) => Error::Limit(l),
+        Some(l) => Error::Limit(*l),
         None => Error::Input(InputError::new(&*e.origin.file, e.origin.line, e.message)),
     }
 }
@@ -384,7 +384,7 @@ impl Bunch {
                     "track fewer particles per run and split the beam over runs with different seeds",
                 )?;
                 let p = gaussian(&spec);
-                if let Some(i) = (0..p.len()).find(|&i| !(1.0 + p.delta[i] > 0.0)) {
+                if let Some(i) = (0..p.len()).find(|&i| p.delta[i].is_nan() || p.delta[i] <= -1.0) {
                     return Err(ParamError::new(
                         "sigma_delta",
                         format!(

@@ -33,7 +33,7 @@ pub struct LatticeError {
     pub origin: Origin,
     pub message: String,
     /// Set when the expanded line would not fit in the memory budget (the message is its text).
-    pub limit: Option<LimitError>,
+    pub limit: Option<Box<LimitError>>,
 }
 
 impl LatticeError {
@@ -468,7 +468,7 @@ pub fn parse(text: &str, file: &str, use_line: Option<&str>) -> Result<Lattice, 
         return Err(LatticeError {
             origin: root.origin.clone(),
             message,
-            limit: Some(e),
+            limit: Some(Box::new(e)),
         });
     }
     let mut names = Vec::new();

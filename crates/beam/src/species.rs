@@ -21,7 +21,7 @@ pub const MUON_MASS_EV: f64 = 105.658_375_5e6;
 /// Charged pion rest energy [eV] (PDG 2022).
 pub const PION_MASS_EV: f64 = 139.570_39e6;
 /// Deuteron rest energy [eV] (CODATA 2018).
-pub const DEUTERON_MASS_EV: f64 = 1875.612_942_57e6;
+pub const DEUTERON_MASS_EV: f64 = 1_875.612_942_57e6;
 
 /// The named species: (names accepted, rest energy [eV], charge [e]). The first name is the
 /// one shown.

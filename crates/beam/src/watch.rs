@@ -77,7 +77,7 @@ impl Default for PassSelection {
 impl PassSelection {
     pub fn contains(&self, pass: u32) -> bool {
         match self {
-            Self::Every(k) => pass % k == 0,
+            Self::Every(k) => pass.is_multiple_of(*k),
             Self::List(l) => l.binary_search(&pass).is_ok(),
         }
     }
@@ -89,7 +89,7 @@ impl PassSelection {
                 let step = lcm(u64::from(*k), u64::from(interval));
                 u64::from(passes).div_ceil(step)
             }
-            Self::List(l) => l.iter().filter(|&&p| p < passes && p % interval == 0).count() as u64,
+            Self::List(l) => l.iter().filter(|&&p| p < passes && p.is_multiple_of(interval)).count() as u64,
         }
     }
 }
@@ -409,7 +409,12 @@ mod tests {
         // Every pass, every 3rd, with a WATCH INTERVAL of 2: passes 0, 6, 12, 18 of 20.
         assert_eq!(PassSelection::Every(1).count(2000, 1), 2000);
         assert_eq!(PassSelection::Every(3).count(20, 2), 4);
-        assert_eq!((0..20).filter(|&p| p % 2 == 0 && PassSelection::Every(3).contains(p)).count(), 4);
+        assert_eq!(
+            (0..20u32)
+                .filter(|&p| p.is_multiple_of(2) && PassSelection::Every(3).contains(p))
+                .count(),
+            4
+        );
         let l = PassSelection::List(vec![0, 5, 10, 30]);
         assert_eq!(l.count(20, 1), 3);
         assert_eq!(l.count(20, 5), 3);
