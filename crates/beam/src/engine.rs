@@ -552,7 +552,7 @@ fn fits(what: &str, count: u64, bytes_each: u64, already: u64, advice: String) -
                 .map_or_else(|| "more than 16 EiB".to_string(), |n| limits::human(n as f64)),
             budget: limits::human(budget as f64)
                 + &if already > 0 {
-                    format!(", less {} for the particles and moments", limits::human(already as f64))
+                    format!(", less {} for the rest of the run", limits::human(already as f64))
                 } else {
                     String::new()
                 },
