@@ -1,28 +1,49 @@
 //! Particles (spec §1, §5): ELEGANT's six coordinates in double precision, struct-of-arrays,
 //! with a loss flag per particle; Gaussian beams from Twiss parameters drawn from Philox streams
-//! keyed by particle index (the same beam on every device and thread count); Parquet in and out.
+//! keyed by particle index (the same beam on every device and thread count); Parquet out (files
+//! in: [`crate::beam_file`]).
 
-use std::path::Path;
+use crate::species::Species;
 use warpdrive_core::rng::RandomStream;
 use warpdrive_core::table::{Column, Table};
 
+pub use crate::species::{ELECTRON_MASS_EV, PROTON_MASS_EV};
+
 /// Speed of light [m/s].
 pub const C_LIGHT: f64 = 299_792_458.0;
-/// Electron rest energy [eV].
-pub const ELECTRON_MASS_EV: f64 = 0.510_998_950_00e6;
-/// Proton rest energy [eV].
-pub const PROTON_MASS_EV: f64 = 938.272_088_16e6;
 
-/// The reference particle: rest energy and central momentum β0γ0 (ELEGANT's p_central).
+/// The reference particle: rest energy, charge and central momentum β0γ0 (ELEGANT's p_central).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Reference {
     /// m c² [eV].
     pub mass_ev: f64,
     /// p0 / (m c).
     pub p_central: f64,
+    /// Charge of each particle in units of e (signed).
+    pub charge: f64,
 }
 
 impl Reference {
+    /// The reference of `species` at β0γ0 = `p_central`.
+    pub fn new(species: &Species, p_central: f64) -> Self {
+        Self {
+            mass_ev: species.mass_ev,
+            p_central,
+            charge: species.charge,
+        }
+    }
+
+    /// An electron at β0γ0 = `p_central`.
+    pub fn electron(p_central: f64) -> Self {
+        Self::new(&Species::electron(), p_central)
+    }
+
+    /// m c² / |q| [eV per unit charge]: an energy gain of |q|·V eV is V/(m c²/|q|) in units of
+    /// m c² (for |q| = 1 exactly V/m c², bit for bit what the GPU's kick computes).
+    pub fn mass_per_charge(&self) -> f64 {
+        self.mass_ev / self.charge.abs()
+    }
+
     pub fn gamma(&self) -> f64 {
         (1.0 + self.p_central * self.p_central).sqrt()
     }
@@ -105,11 +126,6 @@ impl Particles {
     pub fn alive(&self) -> usize {
         self.lost_at.iter().filter(|&&l| l == 0).count()
     }
-
-    /// Flag NaN or infinite particles (read from a file, say) as lost before element 0.
-    pub fn nan_particles(&self) -> Vec<usize> {
-        (0..self.len()).filter(|&i| !self.get(i).iter().all(|v| v.is_finite())).collect()
-    }
 }
 
 /// Twiss parameters and emittance of one transverse plane.
@@ -165,82 +181,6 @@ pub fn gaussian(spec: &BeamSpec) -> Particles {
         p.set(i, z);
     }
     p
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum BeamError {
-    #[error("{path}: {message}")]
-    File { path: String, message: String },
-}
-
-/// Read particles from Parquet: columns x, xp, y, yp, then `s` or `t` [s] and `delta` or `p`
-/// (βγ); `t` and `p` are converted with the reference.
-pub fn read_parquet(path: &Path, reference: &Reference) -> Result<Particles, BeamError> {
-    let err = |m: String| BeamError::File {
-        path: path.display().to_string(),
-        message: m,
-    };
-    let t = warpdrive_core::table::read_parquet(path).map_err(|e| err(e.to_string()))?;
-    let col = |n: &str| t.column(n).map(Column::to_f64);
-    let need = |n: &str| col(n).ok_or_else(|| err(format!("column '{n}' is missing (need x, xp, y, yp, s or t, delta or p)")));
-    from_columns(
-        [need("x")?, need("xp")?, need("y")?, need("yp")?],
-        (col("s"), col("t")),
-        (col("delta"), col("p")),
-        reference,
-    )
-    .map_err(err)
-}
-
-/// Particles from coordinate columns: x, xp, y, yp, then `s` or else `t` [s], and `delta` or else
-/// `p` (βγ), `t` and `p` converted with the reference (ELEGANT's coordinates are x, xp, y, yp, t,
-/// p). Rows with a NaN or infinite coordinate are an error naming the first (0-based).
-pub fn from_columns(
-    xy: [Vec<f64>; 4],
-    (s, t): (Option<Vec<f64>>, Option<Vec<f64>>),
-    (delta, mom): (Option<Vec<f64>>, Option<Vec<f64>>),
-    reference: &Reference,
-) -> Result<Particles, String> {
-    let [x, xp, y, yp] = xy;
-    let n = x.len();
-    let mut p = Particles {
-        x,
-        xp,
-        y,
-        yp,
-        ..Default::default()
-    };
-    p.delta = match (delta, mom) {
-        (Some(d), _) => d,
-        (None, Some(pp)) => pp.iter().map(|v| v / reference.p_central - 1.0).collect(),
-        (None, None) => return Err("column 'delta' or 'p' is missing".into()),
-    };
-    p.s = match (s, t) {
-        (Some(s), _) => s,
-        (None, Some(tt)) => tt
-            .iter()
-            .zip(&p.delta)
-            .map(|(t, d)| t * beta_of(reference.p_central, *d) * C_LIGHT)
-            .collect(),
-        (None, None) => return Err("column 's' or 't' is missing".into()),
-    };
-    if [p.xp.len(), p.y.len(), p.yp.len(), p.s.len(), p.delta.len()]
-        .iter()
-        .any(|&l| l != n)
-    {
-        return Err("coordinate columns differ in length".into());
-    }
-    p.lost_at = vec![0; n];
-    p.lost_pass = vec![0; n];
-    let bad = p.nan_particles();
-    if let Some(i) = bad.first() {
-        return Err(format!(
-            "row {i}: particle has a NaN or infinite coordinate {:?} ({} such rows)",
-            p.get(*i),
-            bad.len()
-        ));
-    }
-    Ok(p)
 }
 
 /// Particle coordinates and loss flags as a table (columns x, xp, y, yp, s, delta, t, p,

@@ -603,7 +603,9 @@ impl GpuBackend {
             high0: params.high_cutoff.0,
             high1: params.high_cutoff.1,
             p0: self.reference.p_central,
-            mass_ev: self.reference.mass_ev,
+            // m c²/|q|: the kernel's ΔE = −V/mass_ev is then the kick of a particle of charge q
+            // (for |q| = 1 the same value, so GPU = CPU bit for bit as before).
+            mass_ev: self.reference.mass_per_charge(),
             bins: b32,
             interpolate: u32::from(params.interpolate),
         };

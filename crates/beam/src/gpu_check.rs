@@ -5,7 +5,7 @@
 //! * LSC: every GPU histogram strategy gives the CPU's integer histogram; a line of quadrupoles
 //!   and LSCDRIFTs tracked on GPU and CPU agrees to FFT rounding (δ, s) with cuFFT in use.
 
-use crate::beam::{gaussian, BeamSpec, Particles, Plane, Reference, ELECTRON_MASS_EV};
+use crate::beam::{gaussian, BeamSpec, Particles, Plane, Reference};
 use crate::gpu::{GpuBackend, GpuOptions};
 use crate::lattice::parse;
 use crate::lsc::{self, Histogram};
@@ -45,13 +45,7 @@ pub fn check_beam_spec(n: usize) -> BeamSpec {
 }
 
 fn beam(n: usize, p_central: f64) -> (Particles, Reference) {
-    (
-        gaussian(&check_beam_spec(n)),
-        Reference {
-            mass_ev: ELECTRON_MASS_EV,
-            p_central,
-        },
-    )
+    (gaussian(&check_beam_spec(n)), Reference::electron(p_central))
 }
 
 fn opts(passes: u32, aperture: f64, histogram: Histogram, reference: Reference) -> TrackOptions {

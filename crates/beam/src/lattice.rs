@@ -11,11 +11,13 @@ use crate::map::Element;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
+use warpdrive_core::limits::LimitError;
 
-/// Where a definition came from.
+/// Where a definition came from (the file name is shared by every element of the line).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Origin {
-    pub file: String,
+    pub file: Arc<str>,
     pub line: usize,
 }
 
@@ -30,6 +32,18 @@ impl fmt::Display for Origin {
 pub struct LatticeError {
     pub origin: Origin,
     pub message: String,
+    /// Set when the expanded line would not fit in the memory budget (the message is its text).
+    pub limit: Option<Box<LimitError>>,
+}
+
+impl LatticeError {
+    fn new(origin: Origin, message: String) -> Self {
+        Self {
+            origin,
+            message,
+            limit: None,
+        }
+    }
 }
 
 /// Parameters of an LSCDRIFT element (spec §3). Filter cutoffs are fractions of the Nyquist
@@ -133,14 +147,18 @@ impl Lattice {
         self.elements.iter().map(Placed::length).sum()
     }
 
-    /// Read a `.lte` file and expand `line` (else the `USE`d or last-defined line).
+    /// Read a `.lte` file through the bounded reader (a device such as `/dev/zero` or a file
+    /// larger than the memory budget is refused, not read until the kernel kills the process)
+    /// and expand `line` (else the `USE`d or last-defined line).
     pub fn read(path: &Path, line: Option<&str>) -> Result<Lattice, LatticeError> {
-        let text = std::fs::read_to_string(path).map_err(|e| LatticeError {
-            origin: Origin {
-                file: path.display().to_string(),
-                line: 0,
-            },
-            message: format!("cannot read: {e}"),
+        let text = warpdrive_core::input::read_text(path).map_err(|e| {
+            LatticeError::new(
+                Origin {
+                    file: path.display().to_string().into(),
+                    line: e.line,
+                },
+                e.message,
+            )
         })?;
         parse(&text, &path.display().to_string(), line)
     }
@@ -298,11 +316,12 @@ fn parse_number(s: &str) -> Option<f64> {
 
 /// Parse the text of a `.lte` file (`file` names it in errors).
 pub fn parse(text: &str, file: &str, use_line: Option<&str>) -> Result<Lattice, LatticeError> {
+    let file: Arc<str> = file.into();
     let at = |line: usize| Origin {
-        file: file.to_string(),
+        file: Arc::clone(&file),
         line,
     };
-    let err = |line: usize, message: String| LatticeError { origin: at(line), message };
+    let err = |line: usize, message: String| LatticeError::new(at(line), message);
     let mut elements: HashMap<String, ElementDef> = HashMap::new();
     let mut lines: HashMap<String, LineDef> = HashMap::new();
     let mut last_line: Option<String> = None;
@@ -414,13 +433,42 @@ pub fn parse(text: &str, file: &str, use_line: Option<&str>) -> Result<Lattice, 
     let mut memo = HashMap::new();
     let total = expanded_len(&root.items, &lines, &mut memo, &mut vec![chosen.0.clone()]);
     if total > MAX_EXPANDED_ELEMENTS {
-        return Err(LatticeError {
-            origin: root.origin.clone(),
-            message: format!(
+        return Err(LatticeError::new(
+            root.origin.clone(),
+            format!(
                 "line {} expands to {} elements, more than the limit of {MAX_EXPANDED_ELEMENTS}; use fewer repetitions (passes are `--passes`)",
                 chosen.0,
                 if total == u128::MAX { "too many".to_string() } else { total.to_string() }
             ),
+        ));
+    }
+    // Under the cap, an expanded element still costs a few hundred bytes (its placement, name
+    // and compiled step): budget them before they are built, so a 38-byte `LINE=(9000000*D)`
+    // is refused on a small machine instead of taking gigabytes.
+    let longest = elements
+        .iter()
+        .flat_map(|(name, def)| {
+            let texts = def.params.iter().map(|(_, v)| match v {
+                Value::Text(t) => t.len(),
+                Value::Number(_) => 0,
+            });
+            std::iter::once(name.len()).chain(texts)
+        })
+        .max()
+        .unwrap_or(0);
+    if let Err(mut e) = warpdrive_core::limits::check_alloc(
+        "",
+        total as u64,
+        bytes_per_element(longest),
+        "use fewer repetitions in the line and more passes ({passes}) instead",
+    ) {
+        e.what = format!("line {} expands to {total} elements", chosen.0);
+        let message = e.render(warpdrive_core::engine::Style::Python);
+        e.what = format!("{}: {}", root.origin, e.what);
+        return Err(LatticeError {
+            origin: root.origin.clone(),
+            message,
+            limit: Some(Box::new(e)),
         });
     }
     let mut names = Vec::new();
@@ -517,6 +565,19 @@ pub const MAX_ELEMENT_LENGTH: f64 = 1e6;
 /// The most elements a beamline may expand to (one pass; more turns are `--passes`).
 pub const MAX_EXPANDED_ELEMENTS: u128 = 10_000_000;
 
+/// Host memory of one expanded element from parsing to tracking, without its texts: its
+/// [`Placed`] entry and the expansion's name list, and in the compiled [`crate::program::Program`]
+/// its step, position and name (maps are shared between copies of an element), with the slack of
+/// vectors grown by doubling. An upper bound measured with a counting allocator in
+/// `tests/lattice_memory.rs`, which fails if it is not.
+pub const BYTES_PER_ELEMENT: u64 = 560;
+
+/// [`BYTES_PER_ELEMENT`] plus five copies of the element's longest text (its name, or a WATCH
+/// file name) of `longest` bytes, each a heap block rounded up to 16 bytes.
+pub fn bytes_per_element(longest: usize) -> u64 {
+    BYTES_PER_ELEMENT + 5 * (longest as u64).div_ceil(16) * 16
+}
+
 /// The number of elements `items` expand to, saturating, computed per line once (memo) without
 /// materialising anything. Unknown names count as one element and cycles as none: `expand`
 /// reports both with their place.
@@ -575,10 +636,10 @@ fn expand(
                 for _ in 0..*times {
                     if let Some(l) = lines.get(name) {
                         if stack.contains(name) {
-                            return Err(LatticeError {
-                                origin: l.origin.clone(),
-                                message: format!("line {name} contains itself ({} → {name})", stack.join(" → ")),
-                            });
+                            return Err(LatticeError::new(
+                                l.origin.clone(),
+                                format!("line {name} contains itself ({} → {name})", stack.join(" → ")),
+                            ));
                         }
                         stack.push(name.clone());
                         expand(&l.items, reversed ^ r, lines, elements, stack, out, &l.origin)?;
@@ -586,10 +647,10 @@ fn expand(
                     } else if elements.contains_key(name) {
                         out.push(name.clone());
                     } else {
-                        return Err(LatticeError {
-                            origin: origin.clone(),
-                            message: format!("line {}: {name} is neither an element nor a line", stack.last().map_or("", |s| s)),
-                        });
+                        return Err(LatticeError::new(
+                            origin.clone(),
+                            format!("line {}: {name} is neither an element nor a line", stack.last().map_or("", |s| s)),
+                        ));
                     }
                 }
             }
@@ -600,10 +661,7 @@ fn expand(
 
 /// Turn a definition into what the tracker runs, checking every parameter.
 fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
-    let err = |m: String| LatticeError {
-        origin: def.origin.clone(),
-        message: format!("element {name} ({}): {m}", def.kind),
-    };
+    let err = |m: String| LatticeError::new(def.origin.clone(), format!("element {name} ({}): {m}", def.kind));
     let get = |p: &str| def.params.iter().find(|(q, _)| q == p).map(|(_, v)| v);
     let num = |p: &str, default: f64| -> Result<f64, LatticeError> {
         match get(p) {

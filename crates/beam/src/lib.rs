@@ -6,14 +6,19 @@
 //!   and the collective/output steps between them, with the CPU map loops.
 //! * [`beam`]: particles (struct-of-arrays, loss flags), Gaussian beams from Twiss parameters,
 //!   Parquet in/out, moments; [`lsc`] and [`bessel`]: longitudinal space charge.
-//! * [`track`]: the tracking driver (passes, watch points) over a CPU or GPU back end;
-//!   [`gpu`]: generated map kernels and the LSC kernels; [`optics`]: linear envelope for plots.
+//! * [`track`]: the tracking driver (passes, watch points, progress and cancellation) over a
+//!   CPU or GPU back end; [`gpu`]: generated map kernels and the LSC kernels; [`optics`]: linear
+//!   envelope for plots; [`watch`]: which watch records a run keeps and where they go.
+//! * [`engine`]: the runs as library calls shared by the CLI and Python (`Line`, `Bunch`,
+//!   `Track`); [`beam_file`]: beam files and arrays checked into particles; [`species`].
 
 // Index loops mirror the matrix notation R_ij, T_ijk of the spec.
 #![allow(clippy::needless_range_loop)]
 
 pub mod beam;
+pub mod beam_file;
 pub mod bessel;
+pub mod engine;
 pub mod exact;
 pub mod gpu;
 pub mod gpu_check;
@@ -22,8 +27,9 @@ pub mod lsc;
 pub mod map;
 pub mod optics;
 pub mod program;
-pub mod setup;
+pub mod species;
 pub mod tpsa;
 pub mod track;
+pub mod watch;
 
 pub use map::{Element, Map2};

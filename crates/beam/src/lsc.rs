@@ -227,13 +227,14 @@ pub fn interpolate(v: &[f64], t: f64, tmin: f64, dt: f64, linear: bool) -> f64 {
     v[b] * (1.0 - f) + v[b + 1] * f
 }
 
-/// Step 10: new (δ, s) after an energy change of −V eV.
+/// Step 10: new (δ, s) after an energy change of −|q|·V eV (a particle of charge q in the field
+/// of its own bunch, whose charge has the same sign).
 #[inline]
 pub fn kick(s: f64, delta: f64, volts: f64, reference: &Reference) -> (f64, f64) {
     let p0 = reference.p_central;
     let p = p0 * (1.0 + delta);
     let e = (1.0 + p * p).sqrt(); // E/mc²
-    let de = -volts / reference.mass_ev;
+    let de = -volts / reference.mass_per_charge();
     let p_new = (p * p + de * (2.0 * e + de)).sqrt();
     let beta = p / e;
     let beta_new = p_new / (1.0 + p_new * p_new).sqrt();
@@ -362,10 +363,7 @@ mod tests {
 
     #[test]
     fn kick_is_exact_energy_change() {
-        let r = Reference {
-            mass_ev: crate::beam::ELECTRON_MASS_EV,
-            p_central: 3.0,
-        };
+        let r = Reference::electron(3.0);
         let (d, s) = kick(2.0, 0.01, -1000.0, &r); // gains 1 keV
         let e = |d: f64| r.mass_ev * (1.0 + (3.0 * (1.0 + d)).powi(2)).sqrt();
         assert!((e(d) - e(0.01) - 1000.0).abs() < 1e-6);
@@ -374,5 +372,19 @@ mod tests {
             p / (1.0 + p * p).sqrt()
         };
         assert!((s / beta(d) - 2.0 / beta(0.01)).abs() < 1e-15, "t continuous");
+    }
+
+    /// A particle of charge q gains q·V: a doubly charged ion (alpha particle) in −1 kV of its
+    /// own bunch's field gains 2 keV; an antiproton (|q| = 1) the same as a proton.
+    #[test]
+    fn kick_scales_with_the_charge_number() {
+        let alpha = crate::species::Species::custom(3727.379e6, 2.0).unwrap();
+        let r = Reference::new(&alpha, 0.5);
+        let (d, _) = kick(1.0, 0.0, -1000.0, &r);
+        let e = |d: f64| r.mass_ev * (1.0 + (0.5 * (1.0 + d)).powi(2)).sqrt();
+        assert!((e(d) - e(0.0) - 2000.0).abs() < 1e-6, "{}", e(d) - e(0.0));
+        let p = Reference::new(&"proton".parse().unwrap(), 0.5);
+        let pbar = Reference::new(&"antiproton".parse().unwrap(), 0.5);
+        assert_eq!(kick(1.0, 0.0, -1000.0, &p), kick(1.0, 0.0, -1000.0, &pbar));
     }
 }

@@ -7,7 +7,9 @@ use crate::map::Element;
 use std::path::Path;
 
 /// (s [m], σx [m], σy [m]) along the line from the initial moments `sigma0` (first pass).
+/// The slice map of each distinct element is computed once.
 pub fn envelope(lattice: &Lattice, sigma0: &[[f64; 6]; 6], slices_per_metre: f64) -> Vec<(f64, f64, f64)> {
+    let mut slice_maps: std::collections::HashMap<&str, [[f64; 6]; 6]> = Default::default();
     let mut sig = *sigma0;
     let mut s = 0.0;
     let mut out = vec![(0.0, sig[0][0].max(0.0).sqrt(), sig[2][2].max(0.0).sqrt())];
@@ -29,7 +31,7 @@ pub fn envelope(lattice: &Lattice, sigma0: &[[f64; 6]; 6], slices_per_metre: f64
             Element::Sext { k2, .. } => Element::Sext { l: l / n as f64, k2 },
             Element::Marker => Element::Marker,
         };
-        let r = piece.map2_with(tilt, 1).r;
+        let r = *slice_maps.entry(e.name.as_str()).or_insert_with(|| piece.map2_with(tilt, 1).r);
         for _ in 0..n {
             sig = transport(&r, &sig);
             s += l / n as f64;

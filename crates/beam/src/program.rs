@@ -6,6 +6,8 @@
 
 use crate::lattice::{Kind, Lattice, LscParams};
 use crate::map::{Element, Map2};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// One output coordinate of a map: z_i ← c + Σ r_j z_j + Σ t_jk z_j z_k, summed in this order,
 /// starting from the first non-zero term (so a row z_i ← z_i costs nothing).
@@ -83,11 +85,10 @@ pub fn exact_drift(z: &mut [f64; 6], l: f64) {
     z[4] += l * path;
 }
 
-/// An element of a run. (A lattice has few of these; boxing the map would buy nothing.)
-#[allow(clippy::large_enum_variant)]
+/// An element of a run. Copies of one element share its map.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunItem {
-    Map { element: usize, map: Compact },
+    Map { element: usize, map: Arc<Compact> },
     ExactDrift { element: usize, l: f64 },
 }
 
@@ -143,7 +144,11 @@ pub struct Program {
 }
 
 impl Program {
+    /// Compile the line: the map of each distinct element is computed once (a line of a
+    /// million copies of one drift costs one map, not a million) and shared by its copies.
     pub fn compile(lattice: &Lattice) -> Program {
+        let mut maps: HashMap<&str, Arc<Compact>> = HashMap::new();
+        let mut half_drifts: HashMap<&str, Arc<Compact>> = HashMap::new();
         let mut steps = Vec::new();
         let mut run: Vec<RunItem> = Vec::new();
         let mut positions = Vec::with_capacity(lattice.elements.len());
@@ -159,7 +164,10 @@ impl Program {
             match &e.kind {
                 Kind::Map { element, tilt, order } => run.push(RunItem::Map {
                     element: k,
-                    map: Compact::from_map(&element.map2_with(*tilt, *order)),
+                    map: Arc::clone(
+                        maps.entry(e.name.as_str())
+                            .or_insert_with(|| Arc::new(Compact::from_map(&element.map2_with(*tilt, *order)))),
+                    ),
                 }),
                 Kind::ExactDrift { l } => run.push(RunItem::ExactDrift { element: k, l: *l }),
                 Kind::Marker => {}
@@ -180,7 +188,11 @@ impl Program {
                         params: *p,
                         half_drift: vec![RunItem::Map {
                             element: k,
-                            map: Compact::from_map(&Element::Drift { l: 0.5 * p.l }.map2()),
+                            map: Arc::clone(
+                                half_drifts
+                                    .entry(e.name.as_str())
+                                    .or_insert_with(|| Arc::new(Compact::from_map(&Element::Drift { l: 0.5 * p.l }.map2()))),
+                            ),
                         }],
                     });
                 }
@@ -231,18 +243,47 @@ pub const CHUNK: usize = 512;
 /// with that element and keeps its coordinates there.
 pub fn run_chunk(
     items: &[RunItem],
-    mut z: [&mut [f64]; 6],
+    z: [&mut [f64]; 6],
     lost_at: &mut [u32],
     lost_pass: &mut [u32],
     passes: std::ops::Range<u32>,
     aperture: f64,
 ) {
-    for pass in passes {
-        run_chunk_pass(items, &mut z, lost_at, lost_pass, pass, aperture);
-    }
+    run_chunk_until(items, z, lost_at, lost_pass, passes, aperture, &|| false);
 }
 
-fn run_chunk_pass(items: &[RunItem], z: &mut [&mut [f64]; 6], lost_at: &mut [u32], lost_pass: &mut [u32], pass: u32, aperture: f64) {
+/// Elements applied between two polls of the stop flag: 4096 elements of a 512-particle chunk
+/// are a few milliseconds, so a run over a line of millions of elements stops within that.
+pub const STOP_POLL_ELEMENTS: usize = 4096;
+
+/// [`run_chunk`] that polls `stop` every [`STOP_POLL_ELEMENTS`] elements and returns `false`
+/// (coordinates part-way through the run, to be discarded) when it says so.
+pub fn run_chunk_until(
+    items: &[RunItem],
+    mut z: [&mut [f64]; 6],
+    lost_at: &mut [u32],
+    lost_pass: &mut [u32],
+    passes: std::ops::Range<u32>,
+    aperture: f64,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> bool {
+    for pass in passes {
+        if !run_chunk_pass(items, &mut z, lost_at, lost_pass, pass, aperture, stop) {
+            return false;
+        }
+    }
+    true
+}
+
+fn run_chunk_pass(
+    items: &[RunItem],
+    z: &mut [&mut [f64]; 6],
+    lost_at: &mut [u32],
+    lost_pass: &mut [u32],
+    pass: u32,
+    aperture: f64,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> bool {
     let n = lost_at.len();
     // Coordinates of particles that must not move: lost before or during this run.
     let mut frozen: Vec<(usize, [f64; 6])> = (0..n)
@@ -250,7 +291,10 @@ fn run_chunk_pass(items: &[RunItem], z: &mut [&mut [f64]; 6], lost_at: &mut [u32
         .map(|p| (p, std::array::from_fn(|i| z[i][p])))
         .collect();
     let mut tmp = [[0.0f64; CHUNK]; 6];
-    for item in items {
+    for (k, item) in items.iter().enumerate() {
+        if k % STOP_POLL_ELEMENTS == STOP_POLL_ELEMENTS - 1 && stop() {
+            return false;
+        }
         match item {
             RunItem::Map { map, .. } => {
                 let mut changed = [false; 6];
@@ -326,10 +370,24 @@ fn run_chunk_pass(items: &[RunItem], z: &mut [&mut [f64]; 6], lost_at: &mut [u32
             z[i][p] = q[i];
         }
     }
+    true
 }
 
 /// Apply a run to all particles with rayon, chunk by chunk.
 pub fn run_cpu(items: &[RunItem], p: &mut crate::beam::Particles, passes: std::ops::Range<u32>, aperture: f64) {
+    run_cpu_until(items, p, passes, aperture, &|| false);
+}
+
+/// [`run_cpu`] that stops early when `stop` says so (polled before each chunk and every
+/// [`STOP_POLL_ELEMENTS`] elements within one); returns `false` then, with the particles part-way
+/// through the run (the caller discards them).
+pub fn run_cpu_until(
+    items: &[RunItem],
+    p: &mut crate::beam::Particles,
+    passes: std::ops::Range<u32>,
+    aperture: f64,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> bool {
     use rayon::prelude::*;
     let crate::beam::Particles {
         x,
@@ -349,7 +407,7 @@ pub fn run_cpu(items: &[RunItem], p: &mut crate::beam::Particles, passes: std::o
         .zip(delta.par_chunks_mut(CHUNK))
         .zip(lost_at.par_chunks_mut(CHUNK))
         .zip(lost_pass.par_chunks_mut(CHUNK))
-        .for_each(|(((((((x, xp), y), yp), s), d), la), lp)| {
-            run_chunk(items, [x, xp, y, yp, s, d], la, lp, passes.clone(), aperture);
-        });
+        .all(|(((((((x, xp), y), yp), s), d), la), lp)| {
+            !stop() && run_chunk_until(items, [x, xp, y, yp, s, d], la, lp, passes.clone(), aperture, stop)
+        })
 }

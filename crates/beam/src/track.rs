@@ -3,7 +3,8 @@
 
 use crate::beam::{Moments, Particles, Reference};
 use crate::lsc::{Histogram, LscStats};
-use crate::program::{run_cpu, Program, RunItem, Step};
+use crate::program::{run_cpu, run_cpu_until, Program, RunItem, Step};
+use warpdrive_core::progress::Progress;
 
 /// How to track.
 #[derive(Clone, Copy, Debug)]
@@ -21,6 +22,18 @@ pub struct TrackOptions {
 pub trait Backend {
     /// Apply a run of map elements for `passes` (first pass index `passes.start`).
     fn run(&mut self, step: usize, items: &[RunItem], passes: std::ops::Range<u32>) -> Result<(), String>;
+    /// [`Backend::run`] that may stop early when `stop` says so (`Ok(false)`: the particles are
+    /// part-way through the run). By default the whole run is one uninterruptible call.
+    fn run_until(
+        &mut self,
+        step: usize,
+        items: &[RunItem],
+        passes: std::ops::Range<u32>,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<bool, String> {
+        let _ = stop;
+        self.run(step, items, passes).map(|()| true)
+    }
     /// One LSCDRIFT: half drift, kick, half drift.
     fn lsc(
         &mut self,
@@ -45,9 +58,27 @@ pub struct WatchEvent<'a> {
     pub moments: Moments,
 }
 
+/// Why tracking stopped early.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TrackError {
+    /// The progress counter's stop flag was raised (Ctrl-C, a signal, a callback).
+    #[error("cancelled")]
+    Cancelled,
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<String> for TrackError {
+    fn from(m: String) -> Self {
+        TrackError::Failed(m)
+    }
+}
+
 /// Track `opts.passes` passes. `on_watch` gets every watch point record (WATCH INTERVAL
 /// honoured); `on_pass` is called after each pass (progress). Returns the LSC statistics of the
-/// last pass, per LSC element.
+/// last pass, per LSC element. A line of map elements only runs all its passes in one call of
+/// the back end (one launch on the GPU). Nothing stops it: runs that can be cancelled use
+/// [`track_controlled`].
 pub fn track(
     program: &Program,
     backend: &mut dyn Backend,
@@ -55,10 +86,74 @@ pub fn track(
     on_watch: &mut dyn FnMut(WatchEvent) -> Result<(), String>,
     on_pass: &mut dyn FnMut(u32),
 ) -> Result<Vec<LscStats>, String> {
-    // A line of map elements only: every pass in one run (one launch on the GPU).
+    let progress = Progress::hidden();
+    let control = Control {
+        progress: &progress,
+        watch_at: &|_| true,
+        first_batch: opts.passes.max(1),
+    };
+    track_controlled(program, backend, opts, &control, on_watch, on_pass).map_err(|e| e.to_string())
+}
+
+/// How a run is watched and stopped, for [`track_controlled`].
+pub struct Control<'a> {
+    /// Counts passes; its stop flag is polled before every step, before every chunk of
+    /// particles and every few thousand elements within one (CPU).
+    pub progress: &'a Progress,
+    /// Whether watch points act at a pass (on top of each WATCH's INTERVAL).
+    pub watch_at: &'a dyn Fn(u32) -> bool,
+    /// Passes in the first call of a line of map elements only; later calls are sized to take
+    /// about [`BATCH_SECONDS`] each, so progress moves and a stop is seen between them (a GPU
+    /// launch cannot be interrupted). Batching does not change any result: each pass is applied
+    /// with its own index, in order.
+    pub first_batch: u32,
+}
+
+/// Target duration of one batch of passes of a map-only line [s].
+pub const BATCH_SECONDS: f64 = 0.2;
+
+/// The next batch size after `passes` passes took `seconds`: about [`BATCH_SECONDS`] worth,
+/// at most twice the last one, at least one pass.
+fn next_batch(passes: u32, seconds: f64) -> u32 {
+    let target = if seconds > 0.0 {
+        (f64::from(passes) * BATCH_SECONDS / seconds).floor()
+    } else {
+        f64::INFINITY
+    };
+    target.clamp(1.0, 2.0 * f64::from(passes)).min(f64::from(u32::MAX)) as u32
+}
+
+/// [`track`] under a [`Control`]: progress counted in passes, watch points limited to chosen
+/// passes, and [`TrackError::Cancelled`] soon after the progress counter's stop flag is raised
+/// (the particles are then part-way through a pass and must be discarded).
+pub fn track_controlled(
+    program: &Program,
+    backend: &mut dyn Backend,
+    opts: &TrackOptions,
+    control: &Control,
+    on_watch: &mut dyn FnMut(WatchEvent) -> Result<(), String>,
+    on_pass: &mut dyn FnMut(u32),
+) -> Result<Vec<LscStats>, TrackError> {
+    let progress = control.progress;
+    let stop = || progress.should_stop();
+    let check = || if stop() { Err(TrackError::Cancelled) } else { Ok(()) };
+    // A line of map elements only: passes in batches (one launch each on the GPU).
     if let [Step::Run(items)] = program.steps.as_slice() {
-        backend.run(0, items, 0..opts.passes)?;
-        on_pass(opts.passes);
+        let mut pass = 0;
+        let mut batch = control.first_batch.max(1);
+        while pass < opts.passes {
+            check()?;
+            let n = batch.min(opts.passes - pass);
+            let t0 = std::time::Instant::now();
+            if !backend.run_until(0, items, pass..pass + n, &stop)? {
+                return Err(TrackError::Cancelled);
+            }
+            pass += n;
+            progress.add(u64::from(n));
+            on_pass(pass);
+            batch = next_batch(n, t0.elapsed().as_secs_f64());
+        }
+        check()?;
         return Ok(Vec::new());
     }
     let mut charge = opts.charge;
@@ -66,8 +161,13 @@ pub fn track(
     for pass in 0..opts.passes {
         last.clear();
         for (k, step) in program.steps.iter().enumerate() {
+            check()?;
             match step {
-                Step::Run(items) => backend.run(k, items, pass..pass + 1)?,
+                Step::Run(items) => {
+                    if !backend.run_until(k, items, pass..pass + 1, &stop)? {
+                        return Err(TrackError::Cancelled);
+                    }
+                }
                 Step::Charge { total } => charge = *total,
                 Step::Lsc { params, half_drift, .. } => last.push(backend.lsc(k, params, half_drift, charge, pass)?),
                 Step::Watch {
@@ -76,7 +176,7 @@ pub fn track(
                     filename,
                     interval,
                 } => {
-                    if pass % interval == 0 {
+                    if pass % interval == 0 && (control.watch_at)(pass) {
                         let p = backend.particles()?;
                         let moments = Moments::of(&p);
                         on_watch(WatchEvent {
@@ -92,8 +192,10 @@ pub fn track(
                 }
             }
         }
+        progress.add(1);
         on_pass(pass + 1);
     }
+    check()?;
     Ok(last)
 }
 
@@ -109,6 +211,16 @@ impl Backend for CpuBackend {
     fn run(&mut self, _step: usize, items: &[RunItem], passes: std::ops::Range<u32>) -> Result<(), String> {
         run_cpu(items, &mut self.particles, passes, self.aperture);
         Ok(())
+    }
+
+    fn run_until(
+        &mut self,
+        _step: usize,
+        items: &[RunItem],
+        passes: std::ops::Range<u32>,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<bool, String> {
+        Ok(run_cpu_until(items, &mut self.particles, passes, self.aperture, stop))
     }
 
     fn lsc(

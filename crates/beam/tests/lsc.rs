@@ -7,7 +7,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use std::f64::consts::PI;
-use warpdrive_beam::beam::{Particles, Reference, C_LIGHT, ELECTRON_MASS_EV};
+use warpdrive_beam::beam::{Particles, Reference, C_LIGHT};
 use warpdrive_beam::lattice::{parse, LscParams};
 use warpdrive_beam::lsc::{self, impedance_per_length, Histogram};
 use warpdrive_beam::program::Program;
@@ -83,10 +83,7 @@ fn fit(points: &[(f64, f64)], basis: &dyn Fn(f64) -> Vec<f64>) -> Vec<f64> {
 /// the bunch ends. Thresholds: amplitude within 1 %, in-phase part below 1 % of it.
 #[test]
 fn energy_modulation_of_a_density_modulation() {
-    let reference = Reference {
-        mass_ev: ELECTRON_MASS_EV,
-        p_central: 10.0,
-    };
+    let reference = Reference::electron(10.0);
     let (lambda, periods, a, sigma, current) = (300e-6, 32.0, 0.1, 1e-3 / 1.7, 10.0);
     let tau = lambda / (reference.beta() * C_LIGHT);
     let mut p = coasting(400_000, &reference, tau, periods, a, sigma);
@@ -129,10 +126,7 @@ fn energy_modulation_of_a_density_modulation() {
 /// plasma period) must give k_p within 1 %.
 #[test]
 fn plasma_oscillation_wavenumber() {
-    let reference = Reference {
-        mass_ev: ELECTRON_MASS_EV,
-        p_central: 2.0,
-    };
+    let reference = Reference::electron(2.0);
     let (lambda, periods, a, sigma, current) = (1e-3, 64.0, 0.02, 1e-3 / 1.7, 1.0);
     let (beta, gamma) = (reference.beta(), reference.gamma());
     let tau = lambda / (beta * C_LIGHT);
@@ -197,10 +191,7 @@ fn plasma_oscillation_wavenumber() {
 /// All three histogram strategies give identical integer histograms of a real beam.
 #[test]
 fn histogram_strategies_identical_on_a_beam() {
-    let reference = Reference {
-        mass_ev: ELECTRON_MASS_EV,
-        p_central: 100.0,
-    };
+    let reference = Reference::electron(100.0);
     let beam = warpdrive_beam::beam::gaussian(&warpdrive_beam::beam::BeamSpec {
         x: warpdrive_beam::beam::Plane {
             beta: 5.0,

@@ -2,7 +2,7 @@
 //! maps, fused passes equal pass-by-pass tracking, losses are flagged (never dropped), tilts
 //! rotate maps, and Gaussian beams have the requested Twiss moments.
 
-use warpdrive_beam::beam::{gaussian, BeamSpec, Moments, Particles, Reference, ELECTRON_MASS_EV};
+use warpdrive_beam::beam::{gaussian, BeamSpec, Moments, Particles, Reference};
 use warpdrive_beam::lattice::{parse, Kind};
 use warpdrive_beam::lsc::Histogram;
 use warpdrive_beam::program::{run_cpu, Compact, Program, Step};
@@ -17,10 +17,7 @@ fn spec(n: usize) -> BeamSpec {
 }
 
 fn reference() -> Reference {
-    Reference {
-        mass_ev: ELECTRON_MASS_EV,
-        p_central: 1000.0,
-    }
+    Reference::electron(1000.0)
 }
 
 /// Each element's map (Ok), exact drift length (Err) or nothing.

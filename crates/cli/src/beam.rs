@@ -1,16 +1,19 @@
 //! `warpdrive beam track` and `warpdrive bench beam`: ELEGANT-style tracking of `.lte` lattices.
+//! `beam track` translates its options into `warpdrive_beam::engine::Track` and prints the
+//! result; validation, budgets, devices and outputs live in the library.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
-use warpdrive_beam::beam::{gaussian, read_parquet, to_table, BeamSpec, Moments, Particles, Plane, Reference};
+use warpdrive_beam::beam::{gaussian, BeamSpec, Plane, Reference};
+use warpdrive_beam::engine::{self, BeamSource, GaussianOptions, Line, ReferenceOptions, Track, TrackOptions};
 use warpdrive_beam::gpu::{GpuBackend, GpuOptions};
-use warpdrive_beam::lattice::Lattice;
 use warpdrive_beam::lsc::Histogram;
-use warpdrive_beam::program::{Program, Step};
-use warpdrive_beam::track::{track, Backend, CpuBackend, TrackOptions, WatchEvent};
-use warpdrive_core::table::{Column, Table};
+use warpdrive_beam::program::Program;
+use warpdrive_beam::track::{track, Backend, CpuBackend, TrackOptions as DriverOptions};
+use warpdrive_core::progress::Bar;
 
 #[derive(Subcommand)]
 pub enum BeamCommand {
@@ -20,40 +23,53 @@ pub enum BeamCommand {
 
 #[derive(Args, Clone)]
 pub struct BeamArgs {
-    /// Reference momentum β0γ0 (ELEGANT's p_central, units of m c).
-    #[arg(long, default_value_t = 1956.951, conflicts_with = "momentum", allow_hyphen_values = true)]
-    p_central: f64,
+    /// Reference momentum β0γ0 (ELEGANT's p_central, units of m c) [default: 1956.951].
+    #[arg(long, conflicts_with = "momentum", allow_hyphen_values = true)]
+    p_central: Option<f64>,
     /// Reference momentum [MeV/c] (instead of --p-central).
     #[arg(long, allow_hyphen_values = true)]
     momentum: Option<f64>,
-    /// Particle species: electron or proton.
-    #[arg(long, default_value = "electron")]
-    particle: String,
-    /// Read particles from Parquet (columns x, xp, y, yp, s or t, delta or p) instead of a Gaussian beam.
+    /// Particle species: electron, positron, proton, antiproton, muon, antimuon, pi+, pi-,
+    /// deuteron [default: electron]; or give --mass (and --particle-charge) for another.
+    #[arg(long)]
+    particle: Option<String>,
+    /// Rest mass of a custom species [MeV/c²].
+    #[arg(long, allow_hyphen_values = true)]
+    mass: Option<f64>,
+    /// Charge number of a custom species [e] [default: 1].
+    #[arg(long, allow_hyphen_values = true)]
+    particle_charge: Option<f64>,
+    /// Read particles from Parquet or CSV (columns x, xp, y, yp, s or t, delta or p) instead of a Gaussian beam.
     #[arg(long)]
     beam: Option<PathBuf>,
     /// Gaussian beam: number of particles.
     #[arg(long, default_value_t = 100_000)]
-    particles: usize,
+    particles: u64,
     /// Twiss β_x at the start [m].
     #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
     beta_x: f64,
     /// Twiss α_x at the start.
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     alpha_x: f64,
-    /// Geometric RMS emittance [m rad].
-    #[arg(long, default_value_t = 1e-9, allow_hyphen_values = true)]
-    emit_x: f64,
+    /// Geometric RMS emittance ε_x [m rad] [default: 1e-9].
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "nemit_x")]
+    emit_x: Option<f64>,
+    /// Normalised RMS emittance β0γ0 ε_x [m rad] (instead of --emit-x).
+    #[arg(long, allow_hyphen_values = true)]
+    nemit_x: Option<f64>,
     /// Twiss β_y at the start [m].
     #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
     beta_y: f64,
     /// Twiss α_y at the start.
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     alpha_y: f64,
-    /// Geometric RMS emittance ε_y [m rad].
-    #[arg(long, default_value_t = 1e-9, allow_hyphen_values = true)]
-    emit_y: f64,
-    /// RMS bunch length [m].
+    /// Geometric RMS emittance ε_y [m rad] [default: 1e-9].
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "nemit_y")]
+    emit_y: Option<f64>,
+    /// Normalised RMS emittance β0γ0 ε_y [m rad] (instead of --emit-y).
+    #[arg(long, allow_hyphen_values = true)]
+    nemit_y: Option<f64>,
+    /// RMS bunch length [m] (xtrack's σ_z).
     #[arg(long, default_value_t = 1e-3, allow_hyphen_values = true)]
     sigma_s: f64,
     /// RMS momentum spread.
@@ -68,59 +84,33 @@ pub struct BeamArgs {
 }
 
 impl BeamArgs {
-    fn reference(&self) -> Result<Reference> {
-        warpdrive_beam::setup::reference(&self.particle, self.p_central, self.momentum).map_err(anyhow::Error::msg)
+    fn reference(&self) -> Result<ReferenceOptions> {
+        Ok(ReferenceOptions {
+            particle: self.particle.as_deref().map(engine::species).transpose()?,
+            mass: self.mass,
+            particle_charge: self.particle_charge,
+            p_central: self.p_central,
+            momentum: self.momentum,
+        })
     }
 
-    fn particles(&self, reference: &Reference) -> Result<Particles> {
-        if let Some(path) = &self.beam {
-            return Ok(read_parquet(path, reference)?);
-        }
-        for (name, v) in [("beta-x", self.beta_x), ("beta-y", self.beta_y)] {
-            if !positive(v) {
-                bail!("--{name} must be positive (got {v})");
-            }
-        }
-        for (name, v) in [
-            ("emit-x", self.emit_x),
-            ("emit-y", self.emit_y),
-            ("sigma-s", self.sigma_s),
-            ("sigma-delta", self.sigma_delta),
-        ] {
-            if !(v == 0.0 || positive(v)) {
-                bail!("--{name} must be ≥ 0 (got {v})");
-            }
-        }
-        if self.particles == 0 {
-            bail!("--particles must be at least 1");
-        }
-        // Six f64 coordinates and two u32 loss flags per particle, on the host twice (the beam
-        // and the final copy written out).
-        warpdrive_core::limits::check_alloc(
-            "--particles",
-            self.particles as u64,
-            2 * (6 * 8 + 2 * 4),
-            "track fewer particles per run and split the beam into several runs with different --seed",
-        )?;
-        Ok(gaussian(&self.spec()))
-    }
-
-    fn spec(&self) -> BeamSpec {
-        BeamSpec {
-            x: Plane {
-                beta: self.beta_x,
-                alpha: self.alpha_x,
-                emittance: self.emit_x,
-            },
-            y: Plane {
-                beta: self.beta_y,
-                alpha: self.alpha_y,
-                emittance: self.emit_y,
-            },
-            sigma_s: self.sigma_s,
-            sigma_delta: self.sigma_delta,
-            particles: self.particles,
-            seed: self.seed,
+    fn source(&self) -> BeamSource {
+        match &self.beam {
+            Some(path) => BeamSource::File(path.clone()),
+            None => BeamSource::Gaussian(GaussianOptions {
+                particles: self.particles,
+                beta_x: self.beta_x,
+                alpha_x: self.alpha_x,
+                emit_x: self.emit_x,
+                nemit_x: self.nemit_x,
+                beta_y: self.beta_y,
+                alpha_y: self.alpha_y,
+                emit_y: self.emit_y,
+                nemit_y: self.nemit_y,
+                sigma_s: self.sigma_s,
+                sigma_delta: self.sigma_delta,
+                seed: self.seed,
+            }),
         }
     }
 }
@@ -134,7 +124,7 @@ pub struct TrackArgs {
     line: Option<String>,
     /// Number of passes (turns) through the line.
     #[arg(long, default_value_t = 1)]
-    passes: u32,
+    passes: u64,
     /// Half-width of a square aperture checked after every element [m] (default: none; NaN and ∞ are always lost).
     #[arg(long, allow_hyphen_values = true)]
     aperture: Option<f64>,
@@ -147,7 +137,20 @@ pub struct TrackArgs {
     /// GPU: 256-thread blocks per multiprocessor the map kernels are compiled for (0: compiler's choice).
     #[arg(long, default_value_t = warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)]
     min_blocks: u32,
-    /// Output directory (final.parquet, watch files, moments.parquet, sizes.png).
+    /// Watch-point records: files (one Parquet file per record), stream (one Parquet file per
+    /// watch point, a row group per record) or off (no records, no moments).
+    #[arg(long, default_value = "files")]
+    watch: String,
+    /// Watch points act every k-th pass (on top of each WATCH's INTERVAL).
+    #[arg(long, default_value_t = 1, conflicts_with = "watch_passes")]
+    watch_every: u64,
+    /// Watch points act at these passes only (0-based), e.g. 0,100,1999.
+    #[arg(long, value_delimiter = ',')]
+    watch_passes: Option<Vec<u64>>,
+    /// Record only these particles (0-based rows of the beam), e.g. 0,1,2; moments use all.
+    #[arg(long, value_delimiter = ',')]
+    watch_particles: Option<Vec<u64>>,
+    /// Output directory (final.parquet, watch files, moments.parquet, sizes.png, run.json).
     #[arg(long, short, default_value = "beam-out")]
     output: PathBuf,
     /// Do not draw sizes.png.
@@ -161,174 +164,60 @@ pub struct TrackArgs {
 
 pub fn run(cmd: BeamCommand, force: bool) -> Result<()> {
     match cmd {
-        BeamCommand::Track(a) => {
-            let pool = crate::thread_pool(&a.common)?;
-            pool.install(|| track_cmd(&a, force))
-        }
+        BeamCommand::Track(a) => track_cmd(&a, force),
     }
 }
-
-fn histogram_arg(s: &str) -> Result<Histogram> {
-    warpdrive_beam::setup::histogram(s).map_err(anyhow::Error::msg)
-}
-
-/// A back end for `--device`: the CPU, or one GPU (beam tracking uses one device).
-#[allow(clippy::too_many_arguments)]
-fn make_backend(
-    common: &crate::CommonArgs,
-    program: &Program,
-    particles: Particles,
-    reference: Reference,
-    aperture: f64,
-    histogram: Histogram,
-    per_element: bool,
-    min_blocks: u32,
-) -> Result<(Box<dyn Backend>, String)> {
-    let o = warpdrive_beam::setup::BackendOptions {
-        devices: crate::devices(common)?,
-        precise: common.precise,
-        aperture,
-        histogram,
-        per_element,
-        min_blocks,
-    };
-    warpdrive_beam::setup::make_backend(program, particles, reference, &o).map_err(anyhow::Error::msg)
-}
-
-/// Watch-point output above which `beam track` warns before running [bytes].
-const WATCH_WARN_BYTES: f64 = 1e9;
 
 fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
     let start = Instant::now();
-    let mut outs = crate::outputs(
-        force,
-        &[Some(a.lattice.as_path()), a.beam.beam.as_deref()],
-        &[Some(a.output.as_path())],
-    )?;
-    let lattice = Lattice::read(&a.lattice, a.line.as_deref())?;
-    let program = Program::compile(&lattice);
-    let reference = a.beam.reference()?;
-    let histogram = histogram_arg(&a.histogram)?;
-    let aperture = a.aperture.unwrap_or(f64::INFINITY);
-    if !(aperture == f64::INFINITY || positive(aperture)) {
-        bail!("--aperture must be positive");
-    }
-    if a.passes == 0 {
-        bail!("--passes must be at least 1");
-    }
-    let particles = a.beam.particles(&reference)?;
-    let n = particles.len();
-    let initial = Moments::of(&particles);
-    // Watch points write every particle at every `interval`-th pass: say before the run when that
-    // adds up to a lot (about 7 Parquet columns of 8 bytes per particle, before compression).
-    let watch_bytes: f64 = program
-        .steps
-        .iter()
-        .map(|s| match s {
-            Step::Watch { interval, .. } => f64::from(a.passes.div_ceil((*interval).max(1))) * n as f64 * 56.0,
-            _ => 0.0,
-        })
-        .sum();
-    if watch_bytes > WATCH_WARN_BYTES {
-        eprintln!(
-            "warning: the watch points will write about {} ({} particles × passes × watch points); use WATCH's INTERVAL or fewer --passes to write less",
-            warpdrive_core::limits::human(watch_bytes),
-            n
-        );
-    }
-    // Everything is written into a staged directory that replaces the output only when the run
-    // succeeded (no partial watch files, no stale files of an earlier run).
-    let dir = outs.dir(&a.output)?;
-    let (mut backend, device) = make_backend(
-        &a.common,
-        &program,
-        particles,
-        reference,
-        aperture,
-        histogram,
-        a.launch_per_element,
-        a.min_blocks,
-    )?;
+    let ctl = a.common.control()?;
+    let inputs: Vec<PathBuf> = [Some(a.lattice.clone()), a.beam.beam.clone()].into_iter().flatten().collect();
+    // The output directory is checked and staged first: an unwritable or existing output fails
+    // before any work, and the staged directory vanishes if anything below fails.
+    let out = engine::prepare_output(&a.output, force, &inputs)?;
+    let line = Arc::new(Line::read(&a.lattice, a.line.as_deref())?);
+    let opts = TrackOptions {
+        passes: a.passes,
+        aperture: a.aperture,
+        charge: a.beam.charge,
+        histogram: engine::histogram(&a.histogram)?,
+        launch_per_element: a.launch_per_element,
+        min_blocks: a.min_blocks,
+        watch: engine::watch_mode(&a.watch)?,
+        watch_every: a.watch_every,
+        watch_passes: a.watch_passes.clone(),
+        watch_particles: a.watch_particles.clone(),
+        output: true,
+        plot: !a.no_plot,
+        command: crate::command_line(),
+    };
+    let req = Track::new(Arc::clone(&line), a.beam.source(), &a.beam.reference()?, &opts)?;
+    let n = req.bunch().len();
+    let program = line.program();
     let (flops, nmaps) = program.map_flops();
     eprintln!(
-        "beam: {} elements ({} map elements, {} flops per particle and pass), {:.3} m, {} particles, {} passes on {device}",
-        lattice.elements.len(),
-        nmaps,
-        flops,
-        program.length,
-        n,
-        a.passes
+        "beam: {} elements ({nmaps} map elements, {flops} flops per particle and pass), {:.3} m, {n} particles ({}), {} passes",
+        line.elements(),
+        line.length(),
+        req.bunch().species.name,
+        req.passes()
     );
-    let (progress, _bar) = crate::progress_bar("passes", u64::from(a.passes), "passes");
-    let root = a.lattice.file_stem().map_or("beam".into(), |s| s.to_string_lossy().into_owned());
-    let mut moments_rows: Vec<(String, u32, f64, Moments)> = Vec::new();
-    // WATCH file names used at more than one place of the line (their files get `-atK`).
-    let mut uses: std::collections::HashMap<&str, usize> = Default::default();
-    for s in &program.steps {
-        if let Step::Watch { filename, .. } = s {
-            *uses.entry(filename.as_str()).or_default() += 1;
-        }
-    }
-    let shared_names: std::collections::HashSet<&str> = uses.into_iter().filter(|(_, n)| *n > 1).map(|(f, _)| f).collect();
-    let mut watch_sizes = Vec::new();
-    let mut written = Vec::new();
-    let out = dir.clone();
-    let t0 = Instant::now();
-    let lsc_stats = track(
-        &program,
-        backend.as_mut(),
-        &TrackOptions {
-            passes: a.passes,
-            aperture,
-            histogram,
-            charge: a.beam.charge,
-            reference,
-        },
-        &mut |ev: WatchEvent| {
-            let shared = shared_names.contains(ev.filename);
-            let file = watch_file(&out, ev.filename, &root, ev.pass, a.passes, shared.then_some(ev.element));
-            let mut t = to_table(ev.particles, &reference);
-            t.meta("element", ev.name);
-            t.meta("pass", ev.pass.to_string());
-            t.meta("s", ev.position.to_string());
-            t.write_parquet(&file).map_err(|e| e.to_string())?;
-            written.push(file);
-            if warpdrive_core::output::interrupted() {
-                return Err("interrupted".to_string());
-            }
-            if ev.pass == 0 {
-                watch_sizes.push((ev.position, ev.moments.rms(0), ev.moments.rms(2), ev.name.to_string()));
-            }
-            moments_rows.push((ev.name.to_string(), ev.pass, ev.position, ev.moments));
-            Ok(())
-        },
-        &mut |p| progress.add(u64::from(p) - progress.done()),
-    )
-    .map_err(|e| anyhow::anyhow!(e))?;
-    let tracking = t0.elapsed().as_secs_f64();
-    let fin = backend.particles().map_err(|e| anyhow::anyhow!(e))?;
-    let mut t = to_table(&fin, &reference);
-    t.meta("command", crate::command_line());
-    t.meta("lattice", a.lattice.display().to_string());
-    t.meta("line", &lattice.line);
-    t.meta("passes", a.passes.to_string());
-    t.meta("p_central", reference.p_central.to_string());
-    t.write_parquet(&dir.join("final.parquet"))?;
-    write_moments(&dir.join("moments.parquet"), &moments_rows)?;
-    let last = Moments::of(&fin);
-    let lost = n - last.alive;
+    let bar = Bar::show(&ctl.progress);
+    let r = req.run(&ctl, Some(out))?;
+    drop(bar);
     println!(
-        "line {} ({} elements, {:.4} m), {n} particles, {} passes on {device}",
-        lattice.line,
-        lattice.elements.len(),
-        program.length,
-        a.passes
+        "line {} ({} elements, {:.4} m), {n} particles, {} passes on {}",
+        line.line_name(),
+        line.elements(),
+        line.length(),
+        req.passes(),
+        r.device
     );
     println!(
         "{:<12} {:>14} {:>14} {:>14} {:>14} {:>12}",
         "", "σx [m]", "σy [m]", "εx [m rad]", "εy [m rad]", "σδ"
     );
-    for (label, m) in [("initial", &initial), ("final", &last)] {
+    for (label, m) in [("initial", &r.initial), ("final", &r.last)] {
         println!(
             "{label:<12} {:>14.6e} {:>14.6e} {:>14.6e} {:>14.6e} {:>12.4e}",
             m.rms(0),
@@ -338,22 +227,17 @@ fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
             m.rms(5)
         );
     }
-    if lost > 0 {
-        let mut by: std::collections::BTreeMap<u32, usize> = Default::default();
-        fin.lost_at.iter().filter(|&&l| l > 0).for_each(|&l| *by.entry(l).or_default() += 1);
-        let list: Vec<String> = by
-            .iter()
-            .take(8)
-            .map(|(e, c)| format!("{} ×{c}", program.names[*e as usize - 1]))
-            .collect();
+    if r.lost() > 0 {
+        let list: Vec<String> = r.lost_by_element.iter().take(8).map(|(e, c)| format!("{e} ×{c}")).collect();
         println!(
-            "lost: {lost} particles (flagged in final.parquet: lost_at, lost_pass) — {}",
+            "lost: {} particles (flagged in final.parquet: lost_at, lost_pass) — {}",
+            r.lost(),
             list.join(", ")
         );
     } else {
         println!("lost: none");
     }
-    for (k, s) in lsc_stats.iter().enumerate().take(3) {
+    for (k, s) in r.lsc.iter().enumerate().take(3) {
         println!(
             "LSC kick {k} (last pass): peak current {:.4e} A, r_b {:.3e} m, max |V| {:.4e} V",
             s.peak_current,
@@ -361,65 +245,22 @@ fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
             s.voltage.iter().fold(0.0f64, |m, v| m.max(v.abs()))
         );
     }
-    let rate = n as f64 * f64::from(a.passes) * nmaps as f64 / tracking;
+    let rate = n as f64 * f64::from(req.passes()) * nmaps as f64 / r.tracking_seconds;
     println!(
-        "tracking: {tracking:.3} s ({rate:.3e} particle-elements/s); total {:.2} s",
+        "tracking: {:.3} s ({rate:.3e} particle-elements/s); total {:.2} s",
+        r.tracking_seconds,
         start.elapsed().as_secs_f64()
     );
-    if !a.no_plot {
-        let env = warpdrive_beam::optics::envelope(&lattice, &initial.sigma, 50.0);
-        let png = dir.join("sizes.png");
-        warpdrive_beam::optics::plot_sizes(&png, &format!("Beam sizes along {}", lattice.line), &env, &watch_sizes)?;
-        written.push(png);
+    let mut files = vec!["final.parquet".to_string()];
+    if !r.moments.is_empty() {
+        files.push("moments.parquet".into());
     }
-    outs.commit()?;
-    println!(
-        "wrote {} (final.parquet, moments.parquet{}{})",
-        a.output.display(),
-        if written.is_empty() { "" } else { ", " },
-        written
-            .iter()
-            .filter_map(|p| p.file_name())
-            .map(|f| f.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    Ok(())
-}
-
-/// ELEGANT-style file name: `%s` → the lattice's stem; `.parquet` replaces any extension;
-/// with several passes the pass number is appended, and the element index where one file name
-/// is used at several places of the line.
-fn watch_file(dir: &Path, filename: &str, root: &str, pass: u32, passes: u32, element: Option<usize>) -> PathBuf {
-    let name = filename.replace("%s", root);
-    let stem = Path::new(&name)
-        .file_stem()
-        .map_or(name.clone(), |s| s.to_string_lossy().into_owned());
-    let mut stem: String = stem.chars().map(|c| if c == '/' || c == '\\' { '_' } else { c }).collect();
-    if let Some(e) = element {
-        stem = format!("{stem}-at{e}");
+    files.extend(r.written.iter().cloned());
+    if a.output.join("sizes.png").exists() {
+        files.push("sizes.png".into());
     }
-    if passes > 1 {
-        dir.join(format!("{stem}-pass{pass:05}.parquet"))
-    } else {
-        dir.join(format!("{stem}.parquet"))
-    }
-}
-
-fn write_moments(path: &Path, rows: &[(String, u32, f64, Moments)]) -> Result<()> {
-    let mut t = Table::default();
-    t.push("pass", Column::I64(rows.iter().map(|r| i64::from(r.1)).collect()));
-    t.push("s", Column::F64(rows.iter().map(|r| r.2).collect()));
-    t.push("alive", Column::I64(rows.iter().map(|r| r.3.alive as i64).collect()));
-    let names = ["x", "xp", "y", "yp", "s", "delta"];
-    for (k, n) in names.iter().enumerate() {
-        t.push(&format!("mean_{n}"), Column::F64(rows.iter().map(|r| r.3.mean[k]).collect()));
-        t.push(&format!("sigma_{n}"), Column::F64(rows.iter().map(|r| r.3.rms(k)).collect()));
-    }
-    t.push("emittance_x", Column::F64(rows.iter().map(|r| r.3.emittance(0)).collect()));
-    t.push("emittance_y", Column::F64(rows.iter().map(|r| r.3.emittance(1)).collect()));
-    t.meta("elements", rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>().join(","));
-    t.write_parquet(path)?;
+    files.push("run.json".into());
+    println!("wrote {} ({})", a.output.display(), files.join(", "));
     Ok(())
 }
 
@@ -448,23 +289,20 @@ pub struct BenchBeam {
     pub(crate) json: PathBuf,
 }
 
-fn bench_beam_args(n: usize) -> BeamArgs {
-    BeamArgs {
-        p_central: 1956.951,
-        momentum: None,
-        particle: "electron".into(),
-        beam: None,
-        particles: n,
-        beta_x: 3.0,
-        alpha_x: 0.0,
-        emit_x: 1e-8,
-        beta_y: 3.0,
-        alpha_y: 0.0,
-        emit_y: 1e-8,
+/// The benchmark beam: 1 GeV/c electrons, β = 3 m, ε = 1e-8 m rad in both planes.
+fn bench_spec(n: usize) -> BeamSpec {
+    let plane = Plane {
+        beta: 3.0,
+        alpha: 0.0,
+        emittance: 1e-8,
+    };
+    BeamSpec {
+        x: plane,
+        y: plane,
         sigma_s: 1e-3,
         sigma_delta: 1e-3,
+        particles: n,
         seed: 1,
-        charge: 1e-9,
     }
 }
 
@@ -484,13 +322,13 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
     println!("benchmark line: 10 FODO cells = 20 quadrupoles (L 0.2 m) + 20 drifts (0.8 m); {flops} flops per particle and pass in {nmaps} map elements ({:.1} per element)", flops as f64 / nmaps as f64);
     report.insert("flops_per_particle_pass".into(), serde_json::json!(flops));
     report.insert("map_elements".into(), serde_json::json!(nmaps));
-    let reference = bench_beam_args(1).reference()?;
+    let reference = Reference::electron(engine::DEFAULT_P_CENTRAL);
     let time_run = |backend: &mut dyn Backend, program: &Program, passes: u32| -> Result<f64> {
         let t = Instant::now();
         track(
             program,
             backend,
-            &TrackOptions {
+            &DriverOptions {
                 passes,
                 aperture: f64::INFINITY,
                 histogram: Histogram::BlockAtomic,
@@ -519,7 +357,7 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
         } else {
             b.threads.clone()
         };
-        let beam = gaussian(&bench_beam_args(b.cpu_particles).spec());
+        let beam = gaussian(&bench_spec(b.cpu_particles));
         for &t in &threads {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
             for &passes in &b.passes {
@@ -557,7 +395,7 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
         }
     } else {
         let d = warpdrive_core::cuda::parse_devices(&b.device)?;
-        let beam = gaussian(&bench_beam_args(b.particles).spec());
+        let beam = gaussian(&bench_spec(b.particles));
         // (precise, one launch per element, blocks per SM)
         let mut configs: Vec<(bool, bool, u32)> = vec![(false, false, 0), (false, true, 0), (true, false, 0), (true, true, 0)];
         configs.extend([2, 3, 4].map(|m| (false, false, m)));
@@ -643,9 +481,4 @@ pub fn bench(b: &BenchBeam) -> Result<()> {
     )?;
     println!("wrote {}", b.json.display());
     Ok(())
-}
-
-/// A positive, finite number (NaN is not).
-fn positive(v: f64) -> bool {
-    v > 0.0 && v.is_finite()
 }

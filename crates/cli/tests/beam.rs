@@ -142,3 +142,109 @@ fn bad_lattices_name_file_and_line() {
         assert!(err.contains(&format!("bad{k}.lte{at}")) && err.contains(what), "{err}");
     }
 }
+
+/// Issue #36 item 13: a CSV beam read through the bounded reader — a UTF-8 byte-order mark is
+/// not part of the first column's name — gives the same particles as the same beam in Parquet.
+#[test]
+fn csv_beam_with_a_byte_order_mark_equals_parquet() {
+    let d = scratch("beam", "csv-bom");
+    let lte = d.join("fodo.lte");
+    std::fs::write(&lte, LATTICE).unwrap();
+    let rows = [[1e-3, 0.0, -2e-4, 1e-5, 0.0, 1956.951], [0.0, 2e-5, 0.0, 0.0, 1e-12, 1958.0]];
+    let mut csv = b"\xEF\xBB\xBFx,xp,y,yp,t,p\n".to_vec();
+    for r in rows {
+        let line: Vec<String> = r.iter().map(|v| format!("{v:e}")).collect();
+        csv.extend_from_slice((line.join(",") + "\n").as_bytes());
+    }
+    let csv_path = d.join("beam.csv");
+    std::fs::write(&csv_path, csv).unwrap();
+    let mut t = Table::default();
+    for (k, c) in ["x", "xp", "y", "yp", "t", "p"].iter().enumerate() {
+        t.push(c, Column::F64(rows.iter().map(|r| r[k]).collect()));
+    }
+    let pq_path = d.join("beam.parquet");
+    t.write_parquet(&pq_path).unwrap();
+    let mut finals = Vec::new();
+    for (src, out) in [(&csv_path, "out-csv"), (&pq_path, "out-pq")] {
+        let out = d.join(out);
+        run_ok(
+            bin()
+                .args(["beam", "track"])
+                .arg(&lte)
+                .arg("--beam")
+                .arg(src)
+                .args(["--device", "cpu", "--no-plot", "-o"])
+                .arg(&out),
+        );
+        finals.push(std::fs::read(out.join("final.parquet")).unwrap());
+    }
+    assert_eq!(finals[0], finals[1], "CSV and Parquet beams give different bytes");
+}
+
+/// Issue #28: watch points streamed to one Parquet file per watch point (a row group per
+/// record) hold exactly the records of the one-file-per-record layout; `--watch off` writes
+/// none; `--watch-every`, `--watch-passes` and `--watch-particles` choose what is recorded.
+#[test]
+fn watch_modes_and_selections() {
+    let d = scratch("beam", "watch");
+    let lte = d.join("fodo.lte");
+    std::fs::write(&lte, LATTICE).unwrap();
+    let track = |out: &str, extra: &[&str]| {
+        let out = d.join(out);
+        run_ok(
+            bin()
+                .args(["beam", "track"])
+                .arg(&lte)
+                .args([
+                    "--device",
+                    "cpu",
+                    "--particles",
+                    "300",
+                    "--passes",
+                    "4",
+                    "--p-central",
+                    "50",
+                    "--no-plot",
+                ])
+                .args(extra)
+                .arg("-o")
+                .arg(&out),
+        );
+        out
+    };
+    let files = track("files", &[]);
+    let stream = track("stream", &["--watch", "stream"]);
+    let s = read_parquet(&stream.join("fodo-w1.parquet")).unwrap();
+    assert_eq!(s.rows(), 4 * 300);
+    for pass in 0..4 {
+        let f = read_parquet(&files.join(format!("fodo-w1-pass{pass:05}.parquet"))).unwrap();
+        let rows: Vec<usize> = (0..s.rows()).filter(|&i| col(&s, "pass")[i] == pass as f64).collect();
+        for c in ["particle", "x", "xp", "y", "yp", "s", "delta", "t", "p", "lost_at", "lost_pass"] {
+            let want = col(&f, c);
+            let got: Vec<f64> = rows.iter().map(|&i| col(&s, c)[i]).collect();
+            assert_eq!(got, want, "pass {pass}, column {c}");
+        }
+    }
+    assert_eq!(
+        std::fs::read(files.join("final.parquet")).unwrap(),
+        std::fs::read(stream.join("final.parquet")).unwrap()
+    );
+    let off = track("off", &["--watch", "off"]);
+    let mut names: Vec<String> = std::fs::read_dir(&off)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["final.parquet", "run.json"]);
+    let some = track(
+        "some",
+        &["--watch", "stream", "--watch-passes", "3,1", "--watch-particles", "7,2,7"],
+    );
+    let t = read_parquet(&some.join("fodo-w1.parquet")).unwrap();
+    assert_eq!(col(&t, "pass"), vec![1.0, 1.0, 3.0, 3.0]);
+    assert_eq!(col(&t, "particle"), vec![2.0, 7.0, 2.0, 7.0]);
+    let m = read_parquet(&some.join("moments.parquet")).unwrap();
+    assert_eq!(col(&m, "pass"), vec![1.0, 3.0]);
+    let every = track("every", &["--watch-every", "3"]);
+    assert!(every.join("fodo-w1-pass00003.parquet").exists() && !every.join("fodo-w1-pass00001.parquet").exists());
+}

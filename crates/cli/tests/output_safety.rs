@@ -291,6 +291,9 @@ fn interrupted_runs_leave_nothing() {
                 "2000",
                 "--passes",
                 "100000000",
+                // The moments of 1e8 watch records would not fit in memory (refused up front).
+                "--watch-every",
+                "1000",
                 "--no-plot",
             ])
             .arg("-o")

@@ -21,15 +21,20 @@ pub struct LimitError {
 impl LimitError {
     /// The message with `what` spelled as the front end spells parameters when it is one (a
     /// bare snake_case name such as `synthetic_events`; other texts name files or fields).
+    /// Parameters named in the advice as `{snake_name}` are spelled the same way (`use fewer
+    /// repetitions and more passes ({passes})` reads `(--passes)` on the command line).
     pub fn render(&self, style: crate::engine::Style) -> String {
         let is_param = !self.what.is_empty() && self.what.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        let mut e = self.clone();
         if is_param {
-            let mut e = self.clone();
             e.what = style.name(&self.what);
-            e.to_string()
-        } else {
-            self.to_string()
         }
+        if self.advice.contains('{') {
+            // The advice as a ParamError text after a dummy name, with that name cut off again.
+            let rendered = crate::engine::ParamError::new("x", format!(",{}", self.advice)).render(style);
+            e.advice = rendered[style.name("x").len() + 1..].to_string();
+        }
+        e.to_string()
     }
 }
 
@@ -125,5 +130,17 @@ mod tests {
             .to_string();
         assert!(e.starts_with("--tally-bins: 1000000000000 × 8 bytes = 7.276 TiB"), "{e}");
         assert!(check_alloc("--n", u64::MAX, 8, "").unwrap_err().to_string().contains("16 EiB"));
+        // Parameters in the advice are spelled as the front end spells them.
+        let mut e = check_alloc("watch", u64::MAX, 8, "turn them off ({watch}=off) or use {watch_every}").unwrap_err();
+        e.budget = "1 B".into();
+        assert!(e
+            .render(crate::engine::Style::Cli)
+            .ends_with("(1 B); turn them off (--watch=off) or use --watch-every"));
+        assert!(e
+            .render(crate::engine::Style::Python)
+            .starts_with("watch: 18446744073709551615 × 8"));
+        assert!(e
+            .render(crate::engine::Style::Python)
+            .ends_with("turn them off (watch=off) or use watch_every"));
     }
 }

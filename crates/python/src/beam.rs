@@ -1,153 +1,339 @@
-//! `warpdrive.beam`: ELEGANT-style tracking of `.lte` lattices (`warpdrive beam track`).
+//! `warpdrive.beam`: ELEGANT-style tracking of `.lte` lattices (`warpdrive beam track`), a
+//! translation of keyword arguments into `warpdrive_beam::engine` (`Line`, `Bunch`, `Track`).
 
 use crate::errors;
-use numpy::{PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError};
+use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use std::path::PathBuf;
-use warpdrive_beam::beam::{from_columns, to_table};
-use warpdrive_beam::lattice::Lattice;
-use warpdrive_beam::program::Program;
-use warpdrive_beam::setup::{self, BackendOptions};
-use warpdrive_beam::track::{track, TrackOptions, WatchEvent};
-use warpdrive_core::table::Table;
+use std::sync::Arc;
+use warpdrive_beam::beam_file::{Coordinates, Longitudinal, Momentum, Origin};
+use warpdrive_beam::engine::{self, BeamSource, Bunch, GaussianOptions, Line, ReferenceOptions, Track, TrackOptions};
 
-/// A lattice read from an `.lte` file and compiled once.
+/// A lattice read from an `.lte` file (or text) and compiled once.
 #[pyclass(module = "warpdrive._warpdrive", frozen)]
 pub struct BeamLattice {
-    lattice: Lattice,
-    program: Program,
+    line: Arc<Line>,
 }
 
-/// One watch-point record: element index, name, pass, position s [m], particle columns.
-type Watch = (usize, String, u32, f64, Table);
+/// Particles with their species and reference momentum (checked).
+#[pyclass(module = "warpdrive._warpdrive", frozen)]
+pub struct BeamParticles {
+    bunch: Arc<Bunch>,
+}
+
+/// The species and momentum keywords as the engine's options.
+fn reference(
+    particle: Option<&str>,
+    mass: Option<f64>,
+    particle_charge: Option<f64>,
+    p_central: Option<f64>,
+    momentum: Option<f64>,
+) -> PyResult<ReferenceOptions> {
+    Ok(ReferenceOptions {
+        particle: particle.map(engine::species).transpose().map_err(|e| errors::param(&e))?,
+        mass,
+        particle_charge,
+        p_central,
+        momentum,
+    })
+}
+
+/// An (N, 6) array as coordinates: ELEGANT's (x, xp, y, yp, t, p) with `elegant`, else
+/// (x, xp, y, yp, s, δ); rows are named as rows of `particles`.
+fn coordinates(coords: &PyReadonlyArray2<'_, f64>, elegant: bool) -> PyResult<Coordinates> {
+    if coords.shape()[1] != 6 {
+        return Err(errors::value(format!(
+            "particles must be an (N, 6) array, got {:?}",
+            coords.shape()
+        )));
+    }
+    let a = coords.as_array();
+    let col = |k: usize| a.column(k).to_vec();
+    Ok(Coordinates {
+        x: col(0),
+        xp: col(1),
+        y: col(2),
+        yp: col(3),
+        longitudinal: if elegant {
+            Longitudinal::T(col(4))
+        } else {
+            Longitudinal::S(col(4))
+        },
+        momentum: if elegant { Momentum::P(col(5)) } else { Momentum::Delta(col(5)) },
+        origin: Origin::Arrays("particles".into()),
+    })
+}
+
+fn bunch(py: Python<'_>, source: BeamSource, r: &ReferenceOptions) -> PyResult<BeamParticles> {
+    let bunch = py.allow_threads(|| Bunch::new(source, r)).map_err(|e| errors::engine(&e))?;
+    Ok(BeamParticles { bunch: Arc::new(bunch) })
+}
+
+/// `Particles.gaussian`: the CLI's Gaussian beam (`--particles`, Twiss options, `--seed`).
+#[pyfunction]
+#[pyo3(signature = (particles, beta_x, alpha_x, emit_x, nemit_x, beta_y, alpha_y, emit_y, nemit_y, sigma_s, sigma_delta, seed, particle, mass, particle_charge, p_central, momentum))]
+#[allow(clippy::too_many_arguments)]
+pub fn beam_gaussian(
+    py: Python<'_>,
+    particles: i64,
+    beta_x: f64,
+    alpha_x: f64,
+    emit_x: Option<f64>,
+    nemit_x: Option<f64>,
+    beta_y: f64,
+    alpha_y: f64,
+    emit_y: Option<f64>,
+    nemit_y: Option<f64>,
+    sigma_s: f64,
+    sigma_delta: f64,
+    seed: i64,
+    particle: Option<&str>,
+    mass: Option<f64>,
+    particle_charge: Option<f64>,
+    p_central: Option<f64>,
+    momentum: Option<f64>,
+) -> PyResult<BeamParticles> {
+    let g = GaussianOptions {
+        particles: errors::count("particles", particles)?,
+        beta_x,
+        alpha_x,
+        emit_x,
+        nemit_x,
+        beta_y,
+        alpha_y,
+        emit_y,
+        nemit_y,
+        sigma_s,
+        sigma_delta,
+        seed: errors::count("seed", seed)?,
+    };
+    let r = reference(particle, mass, particle_charge, p_central, momentum)?;
+    bunch(py, BeamSource::Gaussian(g), &r)
+}
+
+/// `Particles(coords)` and `Particles.from_file(path)`.
+#[pyfunction]
+#[pyo3(signature = (coords, elegant, path, particle, mass, particle_charge, p_central, momentum))]
+#[allow(clippy::too_many_arguments)]
+pub fn beam_particles(
+    py: Python<'_>,
+    coords: Option<PyReadonlyArray2<'_, f64>>,
+    elegant: bool,
+    path: Option<PathBuf>,
+    particle: Option<&str>,
+    mass: Option<f64>,
+    particle_charge: Option<f64>,
+    p_central: Option<f64>,
+    momentum: Option<f64>,
+) -> PyResult<BeamParticles> {
+    let r = reference(particle, mass, particle_charge, p_central, momentum)?;
+    let source = match (coords, path) {
+        (Some(c), None) => BeamSource::Coordinates(coordinates(&c, elegant)?),
+        (None, Some(p)) => BeamSource::File(p),
+        _ => {
+            return Err(errors::value(
+                "give the particles as an (N, 6) array or as a file path (one of them)",
+            ))
+        }
+    };
+    bunch(py, source, &r)
+}
+
+#[pymethods]
+impl BeamParticles {
+    /// (N, 6) coordinates: ELEGANT's (x, xp, y, yp, t [s], p) with `elegant`, else
+    /// (x, xp, y, yp, s [m], δ).
+    fn coords<'py>(&self, py: Python<'py>, elegant: bool) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let t = warpdrive_beam::beam::to_table(&self.bunch.particles, &self.bunch.reference);
+        let names = if elegant {
+            ["x", "xp", "y", "yp", "t", "p"]
+        } else {
+            ["x", "xp", "y", "yp", "s", "delta"]
+        };
+        let cols: Vec<Vec<f64>> = names.iter().map(|n| t.column(n).map(|c| c.to_f64()).unwrap_or_default()).collect();
+        let n = self.bunch.len();
+        let flat: Vec<f64> = (0..n).flat_map(|i| cols.iter().map(move |c| c[i])).collect();
+        flat.into_pyarray(py).reshape([n, 6])
+    }
+
+    /// The particles as a table (x, xp, y, yp, s, delta, t, p, lost_at, lost_pass).
+    fn table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
+        crate::photon::columns(py, warpdrive_beam::beam::to_table(&self.bunch.particles, &self.bunch.reference))
+    }
+
+    fn __len__(&self) -> usize {
+        self.bunch.len()
+    }
+
+    #[getter]
+    fn particle(&self) -> String {
+        self.bunch.species.name.clone()
+    }
+
+    /// Rest mass [MeV/c²].
+    #[getter]
+    fn mass(&self) -> f64 {
+        self.bunch.species.mass_ev / 1e6
+    }
+
+    /// Charge number [e].
+    #[getter]
+    fn particle_charge(&self) -> f64 {
+        self.bunch.species.charge
+    }
+
+    #[getter]
+    fn p_central(&self) -> f64 {
+        self.bunch.reference.p_central
+    }
+
+    #[getter]
+    fn description(&self) -> String {
+        self.bunch.description.clone()
+    }
+}
+
+/// (final table, watch records as (element, name, pass, s, table), moments table, device,
+/// lost by element, LSC peak currents of the last pass, tracking seconds).
+type TrackResult<'py> = (
+    Bound<'py, crate::arrow_c::ArrowTable>,
+    Bound<'py, PyList>,
+    Bound<'py, crate::arrow_c::ArrowTable>,
+    String,
+    Vec<(String, usize)>,
+    Vec<f64>,
+    f64,
+);
+
+fn pass_list(name: &str, v: Option<Vec<i64>>) -> PyResult<Option<Vec<u64>>> {
+    v.map(|l| l.into_iter().map(|x| errors::count(name, x)).collect()).transpose()
+}
 
 #[pymethods]
 impl BeamLattice {
-    #[staticmethod]
-    #[pyo3(signature = (path, line=None))]
-    fn from_lte(path: PathBuf, line: Option<&str>) -> PyResult<Self> {
-        let lattice = Lattice::read(&path, line).map_err(|e| {
-            let m = e.to_string();
-            if m.contains("cannot read") && m.contains("No such file") {
-                PyFileNotFoundError::new_err(m)
-            } else {
-                errors::value(m)
-            }
-        })?;
-        let program = Program::compile(&lattice);
-        Ok(Self { lattice, program })
+    /// Read `path` (or parse `text`, called `name` in messages) and use `line` (default: the
+    /// file's USE, else its last line).
+    #[new]
+    #[pyo3(signature = (path=None, line=None, text=None, name=None))]
+    fn new(py: Python<'_>, path: Option<PathBuf>, line: Option<String>, text: Option<String>, name: Option<String>) -> PyResult<Self> {
+        let line = py
+            .allow_threads(|| match (path, text) {
+                (Some(p), None) => Ok(Line::read(&p, line.as_deref())),
+                (None, Some(t)) => Ok(Line::parse(&t, name.as_deref().unwrap_or("<text>"), line.as_deref())),
+                _ => Err(()),
+            })
+            .map_err(|()| errors::value("give a lattice file path or text= (one of them)"))?
+            .map_err(|e| errors::engine(&e))?;
+        Ok(Self { line: Arc::new(line) })
     }
 
     #[getter]
     fn line(&self) -> String {
-        self.lattice.line.clone()
+        self.line.line_name().to_string()
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.line.name().to_string()
+    }
+
+    #[getter]
+    fn path(&self) -> Option<PathBuf> {
+        self.line.path().map(PathBuf::from)
     }
 
     #[getter]
     fn length(&self) -> f64 {
-        self.program.length
+        self.line.length()
     }
 
     #[getter]
     fn n_elements(&self) -> usize {
-        self.lattice.elements.len()
+        self.line.elements()
     }
 
-    /// Track `coords` (N, 6): ELEGANT's (x, xp, y, yp, t [s], p = βγ) with `elegant`, else
-    /// (x, xp, y, yp, s [m], δ). Returns (final columns, watch records, device): columns as
-    /// (name, array) pairs of `final.parquet` (x, xp, y, yp, s, delta, t, p, lost_at, lost_pass).
-    #[pyo3(signature = (coords, elegant, passes, particle, p_central, momentum, aperture, charge, histogram, device, threads, precise, per_element, min_blocks, progress))]
+    /// `warpdrive beam track` on `beam` (a `BeamParticles`) or `coords` (an (N, 6) array in the
+    /// `elegant` or warpdrive convention); `output` writes the CLI's directory.
+    #[pyo3(signature = (beam, coords, elegant, passes, particle, mass, particle_charge, p_central, momentum, aperture, charge, histogram, launch_per_element, min_blocks, watch, watch_every, watch_passes, watch_particles, output, force, plot, device, threads, precise, progress))]
     #[allow(clippy::too_many_arguments)]
     fn track<'py>(
         &self,
         py: Python<'py>,
-        coords: PyReadonlyArray2<'py, f64>,
+        beam: Option<Bound<'py, BeamParticles>>,
+        coords: Option<PyReadonlyArray2<'py, f64>>,
         elegant: bool,
-        passes: u32,
-        particle: &str,
-        p_central: f64,
+        passes: i64,
+        particle: Option<&str>,
+        mass: Option<f64>,
+        particle_charge: Option<f64>,
+        p_central: Option<f64>,
         momentum: Option<f64>,
         aperture: Option<f64>,
         charge: f64,
         histogram: &str,
+        launch_per_element: bool,
+        min_blocks: i64,
+        watch: &str,
+        watch_every: i64,
+        watch_passes: Option<Vec<i64>>,
+        watch_particles: Option<Vec<i64>>,
+        output: Option<PathBuf>,
+        force: bool,
+        plot: bool,
         device: &str,
-        threads: Option<usize>,
+        threads: Option<i64>,
         precise: bool,
-        per_element: bool,
-        min_blocks: u32,
         progress: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, crate::arrow_c::ArrowTable>, Bound<'py, PyList>, String)> {
-        if coords.shape()[1] != 6 {
-            return Err(errors::value(format!(
-                "particles must be an (N, 6) array, got {:?}",
-                coords.shape()
-            )));
-        }
-        let reference = setup::reference(particle, p_central, momentum).map_err(errors::value)?;
-        let histogram = setup::histogram(histogram).map_err(errors::value)?;
-        let aperture = aperture.unwrap_or(f64::INFINITY);
-        if !(aperture == f64::INFINITY || (aperture > 0.0 && aperture.is_finite())) {
-            return Err(errors::value("--aperture must be positive"));
-        }
-        if passes == 0 {
-            return Err(errors::value("--passes must be at least 1"));
-        }
-        let a = coords.as_array();
-        let col = |k: usize| a.column(k).to_vec();
-        let (st, dp) = if elegant {
-            ((None, Some(col(4))), (None, Some(col(5))))
-        } else {
-            ((Some(col(4)), None), (Some(col(5)), None))
+    ) -> PyResult<TrackResult<'py>> {
+        let source = match (beam, coords) {
+            (Some(b), None) => BeamSource::Bunch(Arc::clone(&b.get().bunch)),
+            (None, Some(c)) => BeamSource::Coordinates(coordinates(&c, elegant)?),
+            _ => return Err(errors::value("give the particles as Particles or as an (N, 6) array (one of them)")),
         };
-        let particles =
-            from_columns([col(0), col(1), col(2), col(3)], st, dp, &reference).map_err(|m| errors::value(format!("particles: {m}")))?;
-        if particles.is_empty() {
-            return Err(errors::value("--particles must be at least 1"));
-        }
-        let o = BackendOptions {
-            devices: crate::run::devices(device)?,
-            precise,
+        let r = reference(particle, mass, particle_charge, p_central, momentum)?;
+        let min_blocks = u32::try_from(errors::count("min_blocks", min_blocks)?).unwrap_or(u32::MAX);
+        let opts = TrackOptions {
+            passes: errors::count("passes", passes)?,
             aperture,
-            histogram,
-            per_element,
+            charge,
+            histogram: engine::histogram(histogram).map_err(|e| errors::param(&e))?,
+            launch_per_element,
             min_blocks,
+            watch: engine::watch_mode(watch).map_err(|e| errors::param(&e))?,
+            watch_every: errors::count("watch_every", watch_every)?,
+            watch_passes: pass_list("watch_passes", watch_passes)?,
+            watch_particles: pass_list("watch_particles", watch_particles)?,
+            output: output.is_some(),
+            plot,
+            command: "python: warpdrive.beam.Lattice.track".into(),
         };
-        let program = &self.program;
-        let result = crate::run::legacy(py, threads, progress, u64::from(passes), |prog| {
-            let (mut backend, device) = setup::make_backend(program, particles, reference, &o)?;
-            let mut watches: Vec<Watch> = Vec::new();
-            track(
-                program,
-                backend.as_mut(),
-                &TrackOptions {
-                    passes,
-                    aperture,
-                    histogram,
-                    charge,
-                    reference,
-                },
-                &mut |ev: WatchEvent| {
-                    watches.push((
-                        ev.element,
-                        ev.name.to_string(),
-                        ev.pass,
-                        ev.position,
-                        to_table(ev.particles, &reference),
-                    ));
-                    Ok(())
-                },
-                &mut |p| prog.add(u64::from(p) - prog.done()),
-            )?;
-            let fin = backend.particles()?;
-            Ok::<_, String>((to_table(&fin, &reference), watches, device))
-        })?;
-        let (fin, watches, device) = result.map_err(PyRuntimeError::new_err)?;
-        let out = PyList::empty(py);
-        for (element, name, pass, s, t) in watches {
-            out.append((element, name, pass, s, crate::photon::columns(py, t)?))?;
+        let (ctl, notes) = crate::run::control(device, threads, precise)?;
+        let line = Arc::clone(&self.line);
+        let req = py
+            .allow_threads(|| Track::new(line, source, &r, &opts))
+            .map_err(|e| errors::engine(&e))?;
+        let out = match &output {
+            None => None,
+            Some(dir) => Some(
+                py.allow_threads(|| engine::prepare_output(dir, force, &req.inputs()))
+                    .map_err(|e| errors::engine(&e))?,
+            ),
+        };
+        let mut t = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl, out))?;
+        let records = PyList::empty(py);
+        for w in std::mem::take(&mut t.records) {
+            records.append((w.element, w.name, w.pass, w.s, crate::photon::columns(py, w.table)?))?;
         }
-        Ok((crate::photon::columns(py, fin)?, out, device))
+        let moments = warpdrive_beam::watch::moments_table(&t.moments);
+        Ok((
+            crate::photon::columns(py, t.final_table())?,
+            records,
+            crate::photon::columns(py, moments)?,
+            t.device.clone(),
+            t.lost_by_element.clone(),
+            t.lsc.iter().map(|s| s.peak_current).collect(),
+            t.tracking_seconds,
+        ))
     }
 }

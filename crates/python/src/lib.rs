@@ -22,6 +22,9 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<photon::Detector>()?;
     m.add_class::<sky::SkyRun>()?;
     m.add_class::<beam::BeamLattice>()?;
+    m.add_class::<beam::BeamParticles>()?;
+    m.add_function(wrap_pyfunction!(beam::beam_gaussian, m)?)?;
+    m.add_function(wrap_pyfunction!(beam::beam_particles, m)?)?;
     m.add_class::<em::EmRun>()?;
     m.add_function(wrap_pyfunction!(em::em_run, m)?)?;
     m.add_class::<em::ShowerResult>()?;

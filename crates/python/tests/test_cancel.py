@@ -18,6 +18,19 @@ DATA = pathlib.Path(os.environ.get("WARPDRIVE_DATA", ROOT.parent / "shared" / "d
 
 # Each snippet prints "started" right before its long call (minutes of work without a stop).
 LONG_CALLS = {
+    # A map-only line (passes in batches) writing an output directory: nothing may be left.
+    "beam.Lattice.track": "from warpdrive import beam\n"
+                          "lat = beam.Lattice(text='Q: QUAD, L=0.2, K1=1.5\\nD: DRIF, L=0.8\\nA: LINE=(Q, D, Q, D)\\n')\n"
+                          "p = beam.Particles.gaussian(100_000)\n"
+                          "print('started', flush=True)\n"
+                          "lat.track(p, passes=10**9, watch='off', output='out', device='cpu', threads=1)\n",
+    # Watch points and space charge: a pass of several steps.
+    "beam.Lattice.track (LSC, watch)": "from warpdrive import beam\n"
+                                       "lat = beam.Lattice(text='C: CHARGE, TOTAL=1e-9\\nW: WATCH, FILENAME=\"w\"\\n"
+                                       "L: LSCDRIFT, L=0.5, BINS=256\\nA: LINE=(C, L, W)\\n')\n"
+                                       "p = beam.Particles.gaussian(200_000)\n"
+                                       "print('started', flush=True)\n"
+                                       "lat.track(p, passes=10**6, watch_every=10**5, watch_particles=[0], device='cpu', threads=1)\n",
     "sky.autocorr": "from warpdrive import sky\n"
                     "print('started', flush=True)\n"
                     "sky.autocorr(synthetic_events=20000, trials=10**7, device='cpu', threads=1)\n",

@@ -1,90 +1,256 @@
-"""ELEGANT-style beam tracking of ``.lte`` lattices (``warpdrive beam track``)."""
+"""ELEGANT-style beam tracking of ``.lte`` lattices (``warpdrive beam track``).
+
+``Lattice`` reads and compiles a lattice once; ``Particles`` is a checked beam with its species
+and reference momentum (a matched Gaussian bunch from Twiss parameters, an array or a file);
+``Lattice.track`` tracks it and returns a ``Tracked``. Keyword names are the command line's
+long options with ``-`` replaced by ``_``.
+"""
+
+from __future__ import annotations
 
 import os
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _arrow, _progress, _warpdrive
 
+__all__ = ["COLUMNS", "Lattice", "Particles", "Tracked", "SPECIES"]
+
+#: ELEGANT's coordinate columns (``coords="elegant"``): x, xp, y, yp, t [s], p (βγ).
 COLUMNS = ("x", "xp", "y", "yp", "t", "p")
+#: warpdrive's (``coords="warpdrive"``): x, xp, y, yp, s [m], δ.
+WARPDRIVE_COLUMNS = ("x", "xp", "y", "yp", "s", "delta")
+#: Species known by name (``particle=``); others by ``mass=`` [MeV/c²] and ``particle_charge=``.
+SPECIES = ("electron", "positron", "proton", "antiproton", "muon", "antimuon", "pi+", "pi-", "deuteron")
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _convention(coords: str) -> bool:
+    if coords not in ("elegant", "warpdrive"):
+        raise ValueError(f"coords={coords!r}: expected 'elegant' or 'warpdrive'")
+    return coords == "elegant"
+
+
+def _array(particles: Any) -> np.ndarray:
+    z = np.ascontiguousarray(np.asarray(particles, dtype=np.float64))
+    if z.ndim != 2 or z.shape[1] != 6:
+        raise ValueError(f"particles must be an (N, 6) array, got shape {z.shape}")
+    return z
+
+
+class Particles:
+    """A beam: coordinates of N particles, their species and the reference momentum.
+
+    ``Particles(coords, coords="elegant", particle="electron", p_central=1956.951)`` checks an
+    (N, 6) array (ELEGANT's x, xp, y, yp, t [s], p = βγ, or with ``coords="warpdrive"`` x, xp,
+    y, yp, s [m], δ): a row with NaN or ∞, or with a momentum p ≤ 0 (an unfilled column), raises
+    ``ValueError`` naming it. The species is ``particle=`` (one of ``SPECIES``) or ``mass=``
+    [MeV/c²] with ``particle_charge=`` [e]; the reference ``p_central=`` (β0γ0) or
+    ``momentum=`` [MeV/c]. See :meth:`gaussian` and :meth:`from_file` for the other sources.
+    """
+
+    def __init__(self, coords: Any = None, *, convention: str = "elegant", particle: Optional[str] = None,
+                 mass: Optional[float] = None, particle_charge: Optional[float] = None,
+                 p_central: Optional[float] = None, momentum: Optional[float] = None, _native: Any = None) -> None:
+        if _native is None:
+            if coords is None:
+                raise ValueError("give the coordinates as an (N, 6) array (or use Particles.gaussian / Particles.from_file)")
+            _native = _warpdrive.beam_particles(_array(coords), _convention(convention), None, particle, mass,
+                                                particle_charge, p_central, momentum)
+        self._p = _native
+
+    @classmethod
+    def gaussian(cls, particles: int = 100_000, *, beta_x: float = 10.0, alpha_x: float = 0.0,
+                 emit_x: Optional[float] = None, nemit_x: Optional[float] = None, beta_y: float = 10.0,
+                 alpha_y: float = 0.0, emit_y: Optional[float] = None, nemit_y: Optional[float] = None,
+                 sigma_s: float = 1e-3, sigma_delta: float = 1e-3, seed: int = 1, particle: Optional[str] = None,
+                 mass: Optional[float] = None, particle_charge: Optional[float] = None,
+                 p_central: Optional[float] = None, momentum: Optional[float] = None) -> "Particles":
+        """A Gaussian bunch matched to Twiss parameters, the CLI's ``--particles`` beam.
+
+        Per plane β [m], α and the geometric RMS emittance ``emit_`` [m rad] (default 1e-9) or
+        the normalised one ``nemit_`` (β0γ0 ε, xtrack's ``nemitt``); ``sigma_s`` [m] is the RMS
+        bunch length (xtrack's σ_z), ``sigma_delta`` the RMS momentum spread. Particle i draws
+        from Philox stream (seed, i): the same particles as ``warpdrive beam track --seed`` on
+        any device and thread count.
+        """
+        return cls(_native=_warpdrive.beam_gaussian(particles, float(beta_x), float(alpha_x), emit_x, nemit_x,
+                                                    float(beta_y), float(alpha_y), emit_y, nemit_y, float(sigma_s),
+                                                    float(sigma_delta), seed, particle, mass, particle_charge,
+                                                    p_central, momentum))
+
+    @classmethod
+    def from_file(cls, path: PathLike, *, particle: Optional[str] = None, mass: Optional[float] = None,
+                  particle_charge: Optional[float] = None, p_central: Optional[float] = None,
+                  momentum: Optional[float] = None) -> "Particles":
+        """Particles from Parquet or CSV (columns x, xp, y, yp, s or t, delta or p), the CLI's
+        ``--beam``: text columns, nulls, empty files and bad rows raise ``ValueError`` naming
+        the file, column and row; a missing file ``FileNotFoundError``."""
+        return cls(_native=_warpdrive.beam_particles(None, True, os.fspath(path), particle, mass, particle_charge,
+                                                     p_central, momentum))
+
+    def coords(self, convention: str = "elegant") -> np.ndarray:
+        """(N, 6) coordinates in ``convention`` (``"elegant"`` or ``"warpdrive"``)."""
+        return self._p.coords(_convention(convention))
+
+    def to_arrow(self) -> Any:
+        """The particles as a ``pyarrow.Table`` (x, xp, y, yp, s, delta, t, p, lost_at, lost_pass)."""
+        return _arrow.table(self._p.table(), {})
+
+    def __len__(self) -> int:
+        return len(self._p)
+
+    @property
+    def particle(self) -> str:
+        """Species name (``custom`` for a given mass and charge)."""
+        return self._p.particle
+
+    @property
+    def mass(self) -> float:
+        """Rest mass [MeV/c²]."""
+        return self._p.mass
+
+    @property
+    def particle_charge(self) -> float:
+        """Charge number [e]."""
+        return self._p.particle_charge
+
+    @property
+    def p_central(self) -> float:
+        """Reference β0γ0."""
+        return self._p.p_central
+
+    def __repr__(self) -> str:
+        return (f"warpdrive.beam.Particles({len(self)} {self.particle}s, m = {self.mass:.6g} MeV/c², "
+                f"q = {self.particle_charge:+g} e, p_central = {self.p_central:.6g}; {self._p.description})")
 
 
 class Tracked:
     """The result of :meth:`Lattice.track`.
 
-    ``particles``: (N, 6) final coordinates in the input's convention (ELEGANT's x, xp, y, yp,
-    t [s], p = βγ by default); ``lost_at`` (element index + 1 where a particle was lost, 0 if it
-    survived), ``lost_pass``; ``table``: the CLI's ``final.parquet`` as a pyarrow.Table (x, xp, y,
-    yp, s, delta, t, p, lost_at, lost_pass); ``watch``: one dict per watch-point record
-    (element, name, pass, s, particles (N, 6), table).
+    ``particles``: (N, 6) final coordinates in the input's convention; ``lost_at`` (element index
+    + 1 where a particle was lost, 0 if it survived), ``lost_pass``, ``alive``; ``table``: the
+    CLI's ``final.parquet`` as a ``pyarrow.Table``; ``moments``: ``moments.parquet`` (one row per
+    watch event); ``watch``: the records kept with ``watch="memory"``, one dict per watch point
+    and pass (element, name, pass_, s, particles (rows, 6), ids, table); ``lost_by_element``;
+    ``lsc_peak_current`` [A] of each LSCDRIFT in the last pass; ``device``.
     """
 
-    def __init__(self, cols, watches, device, coords):
-        self.device = device
+    def __init__(self, result: tuple, coords: str) -> None:
+        cols, watches, moments, device, lost, lsc, seconds = result
+        self.device: str = device
         self.table = _arrow.table(cols, {"warpdrive.device": device})
+        self.moments = _arrow.table(moments, {})
         self.particles = self._coords(self.table, coords)
         self.lost_at = self.table["lost_at"].to_numpy()
         self.lost_pass = self.table["lost_pass"].to_numpy()
         self.alive = self.lost_at == 0
-        self.watch = []
+        self.lost_by_element: list[tuple[str, int]] = list(lost)
+        self.lsc_peak_current: list[float] = list(lsc)
+        self.tracking_seconds: float = seconds
+        self.watch: list[dict[str, Any]] = []
         for element, name, pas, s, wcols in watches:
             t = _arrow.table(wcols, {"element": name, "pass": pas, "s": s})
-            self.watch.append(dict(element=element, name=name, pass_=pas, s=s, particles=self._coords(t, coords), table=t))
+            self.watch.append(dict(element=element, name=name, pass_=pas, s=s, particles=self._coords(t, coords),
+                                   ids=t["particle"].to_numpy(), table=t))
 
     @staticmethod
-    def _coords(t, coords):
-        names = COLUMNS if coords == "elegant" else ("x", "xp", "y", "yp", "s", "delta")
+    def _coords(t: Any, coords: str) -> np.ndarray:
+        names = COLUMNS if coords == "elegant" else WARPDRIVE_COLUMNS
         return np.column_stack([t[n].to_numpy() for n in names])
 
-    def __repr__(self):
-        return f"warpdrive.beam.Tracked({len(self.particles)} particles, {int(self.alive.sum())} alive, {len(self.watch)} watch records, {self.device})"
+    def __repr__(self) -> str:
+        return (f"warpdrive.beam.Tracked({len(self.particles)} particles, {int(self.alive.sum())} alive, "
+                f"{len(self.watch)} watch records in memory, {self.device})")
 
 
 class Lattice:
-    """An ELEGANT ``.lte`` lattice, parsed, checked and compiled once."""
+    """An ELEGANT ``.lte`` lattice, parsed, checked and compiled once.
 
-    def __init__(self, native):
-        self._l = native
+    ``Lattice("fodo.lte", line=None)`` reads a file (a missing one raises
+    ``FileNotFoundError``, a bad one ``ValueError`` naming the file, line and parameter);
+    ``Lattice(text="...")`` parses text. ``line`` picks the beamline (default: the file's USE,
+    else its last line).
+    """
+
+    def __init__(self, path: Optional[PathLike] = None, line: Optional[str] = None, *, text: Optional[str] = None,
+                 name: Optional[str] = None) -> None:
+        if (path is None) == (text is None):
+            raise TypeError("Lattice() takes a lattice file path or text= (one of them)")
+        self._l = _warpdrive.BeamLattice(None if path is None else os.fspath(path), line, text, name)
 
     @classmethod
-    def from_lte(cls, path, line=None):
+    def from_lte(cls, path: PathLike, line: Optional[str] = None) -> "Lattice":
         """Read ``path`` and use ``line`` (default: the file's USE, else its last line)."""
-        return cls(_warpdrive.BeamLattice.from_lte(os.fspath(path), line))
+        return cls(path, line)
 
     @property
-    def line(self):
+    def line(self) -> str:
+        """The name of the beamline used."""
         return self._l.line
 
     @property
-    def length(self):
+    def length(self) -> float:
         """Length of the line [m]."""
         return self._l.length
 
-    def __repr__(self):
-        return f"warpdrive.beam.Lattice(line={self.line!r}, {self._l.n_elements} elements, {self.length:.4f} m)"
+    @property
+    def n_elements(self) -> int:
+        """Elements of the expanded line."""
+        return self._l.n_elements
 
-    def track(self, particles, passes=1, coords="elegant", particle="electron", p_central=1956.951, momentum=None,
-              aperture=None, charge=1e-9, histogram="block-atomic", device="auto", threads=None, precise=False,
-              launch_per_element=False, min_blocks=None, progress=None):
-        """Track ``particles`` (N, 6) float64 through ``passes`` passes, as ``warpdrive beam track``.
+    def __repr__(self) -> str:
+        return f"warpdrive.beam.Lattice(line={self.line!r}, {self.n_elements} elements, {self.length:.4f} m)"
 
-        ``coords="elegant"``: columns x, xp, y, yp, t [s], p (βγ) — ELEGANT's; ``"warpdrive"``:
-        x, xp, y, yp, s [m], δ. Options as the CLI's: ``particle`` (electron, proton),
-        ``p_central`` (βγ) or ``momentum`` [MeV/c], ``aperture`` [m], ``charge`` [C],
-        ``histogram``, ``launch_per_element``, ``min_blocks``.
+    def track(self, particles: Any, passes: int = 1, *, coords: str = "elegant", particle: Optional[str] = None,
+              mass: Optional[float] = None, particle_charge: Optional[float] = None,
+              p_central: Optional[float] = None, momentum: Optional[float] = None, aperture: Optional[float] = None,
+              charge: float = 1e-9, histogram: str = "block-atomic", launch_per_element: bool = False,
+              min_blocks: Optional[int] = None, watch: Optional[str] = None, watch_every: int = 1,
+              watch_passes: Optional[Sequence[int]] = None, watch_particles: Optional[Sequence[int]] = None,
+              output: Optional[PathLike] = None, force: bool = False, plot: bool = False, device: str = "auto",
+              threads: Optional[int] = None, precise: bool = False,
+              progress: Union[None, bool, Callable[[int, int], Any]] = None) -> Tracked:
+        """Track ``particles`` through ``passes`` passes, as ``warpdrive beam track``.
+
+        ``particles`` is a :class:`Particles` (its species and momentum are used) or an (N, 6)
+        float64 array in ``coords`` (``"elegant"``: x, xp, y, yp, t [s], p = βγ; ``"warpdrive"``:
+        x, xp, y, yp, s [m], δ) with ``particle``/``mass``/``particle_charge`` and
+        ``p_central``/``momentum`` as :class:`Particles` takes them. Options as the CLI's:
+        ``aperture`` [m], ``charge`` [C], ``histogram``, ``launch_per_element``, ``min_blocks``.
+
+        Watch points: ``watch="memory"`` (default without ``output``) keeps the records in
+        ``Tracked.watch``, budgeted before the run (too many raise ``MemoryError`` saying how to
+        keep fewer); ``"files"`` (default with ``output``) and ``"stream"`` write them to Parquet
+        in ``output`` (one file per record, or one per watch point with a row group per record);
+        ``"off"`` records nothing. ``watch_every=k`` or ``watch_passes=[...]`` choose the passes,
+        ``watch_particles=[...]`` the particles (rows of the beam).
+
+        ``output=DIR`` writes the CLI's directory (``final.parquet``, ``moments.parquet``, watch
+        files, ``run.json``, and ``sizes.png`` with ``plot=True``), whole or not at all; an
+        existing one raises ``FileExistsError`` unless ``force=True``. Ctrl-C stops the run within
+        about a second (``KeyboardInterrupt``), as does a ``progress(done, total)`` callback that
+        returns ``False`` (``warpdrive.Cancelled``); nothing is written then.
         """
-        if coords not in ("elegant", "warpdrive"):
-            raise ValueError(f"coords={coords!r}: expected 'elegant' or 'warpdrive'")
-        z = np.asarray(particles, dtype=np.float64)
-        if z.ndim != 2 or z.shape[1] != 6:
-            raise ValueError(f"particles must be an (N, 6) array, got shape {z.shape}")
+        elegant = _convention(coords)
+        if isinstance(particles, Particles):
+            beam, arr = particles._p, None
+        else:
+            beam, arr = None, _array(particles)
+        if watch is None:
+            watch = "memory" if output is None else "files"
         if min_blocks is None:
             min_blocks = _warpdrive.BEAM_DEFAULT_MIN_BLOCKS
         cb, close = _progress.callback(progress, passes, "passes")
         try:
-            cols, watches, dev = self._l.track(z, coords == "elegant", int(passes), particle, float(p_central),
-                                               momentum, aperture, float(charge), histogram, device, threads, precise,
-                                               launch_per_element, int(min_blocks), cb)
+            result = self._l.track(beam, arr, elegant, passes, particle, mass, particle_charge, p_central, momentum,
+                                   aperture, float(charge), histogram, launch_per_element, min_blocks, watch,
+                                   watch_every, None if watch_passes is None else [int(p) for p in watch_passes],
+                                   None if watch_particles is None else [int(i) for i in watch_particles],
+                                   None if output is None else os.fspath(output), force, plot, device, threads,
+                                   precise, cb)
         finally:
             close()
-        return Tracked(cols, watches, dev, coords)
+        return Tracked(result, coords)

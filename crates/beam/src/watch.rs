@@ -1,0 +1,437 @@
+//! Watch points: which records a run keeps, and where they go.
+//!
+//! A WATCH element records the particles each pass (every INTERVAL-th). Kept naively, that is
+//! every particle at every pass: 2·10⁵ particles × 2000 passes is 35 GB. A run therefore says
+//! what it wants ([`WatchOptions`]): no records at all ([`WatchMode::Off`]), records only at
+//! chosen passes (every k-th, or a list) and of chosen particles, and where they go: kept in
+//! memory for the caller ([`WatchMode::Memory`], budgeted before the run), one Parquet file per
+//! record in the output directory ([`WatchMode::Files`], ELEGANT's habit), or one Parquet file
+//! per watch point with a row group appended as each record comes ([`WatchMode::Stream`]): both
+//! hold one record in memory at a time, and the directory appears whole only at the end.
+
+use crate::beam::{Moments, Particles, Reference};
+use crate::track::WatchEvent;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use warpdrive_core::table::{Column, Table};
+
+/// Where watch-point records go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WatchMode {
+    /// Watch points do nothing (no records, no moments, no copies of the particles).
+    Off,
+    /// Records are kept in memory and returned with the result.
+    Memory,
+    /// One Parquet file per record in the output directory (`NAME-passNNNNN.parquet`).
+    #[default]
+    Files,
+    /// One Parquet file per watch point in the output directory, a row group per record.
+    Stream,
+}
+
+impl FromStr for WatchMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Self::Off),
+            "memory" => Ok(Self::Memory),
+            "files" => Ok(Self::Files),
+            "stream" => Ok(Self::Stream),
+            _ => Err(format!("'{s}': expected files, stream, memory or off")),
+        }
+    }
+}
+
+impl WatchMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Memory => "memory",
+            Self::Files => "files",
+            Self::Stream => "stream",
+        }
+    }
+
+    /// Whether records are written into an output directory.
+    pub fn needs_directory(self) -> bool {
+        matches!(self, Self::Files | Self::Stream)
+    }
+}
+
+/// The passes at which watch points act (on top of each WATCH's INTERVAL).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PassSelection {
+    /// Every k-th pass, from pass 0.
+    Every(u32),
+    /// These passes (sorted, no repeats).
+    List(Vec<u32>),
+}
+
+impl Default for PassSelection {
+    fn default() -> Self {
+        Self::Every(1)
+    }
+}
+
+impl PassSelection {
+    pub fn contains(&self, pass: u32) -> bool {
+        match self {
+            Self::Every(k) => pass.is_multiple_of(*k),
+            Self::List(l) => l.binary_search(&pass).is_ok(),
+        }
+    }
+
+    /// Passes below `passes` at which a WATCH with `interval` records.
+    pub fn count(&self, passes: u32, interval: u32) -> u64 {
+        match self {
+            Self::Every(k) => {
+                let step = lcm(u64::from(*k), u64::from(interval));
+                u64::from(passes).div_ceil(step)
+            }
+            Self::List(l) => l.iter().filter(|&&p| p < passes && p.is_multiple_of(interval)).count() as u64,
+        }
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    a / gcd(a, b) * b
+}
+
+/// What the watch points of a run record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchOptions {
+    pub mode: WatchMode,
+    pub passes: PassSelection,
+    /// The particles (0-based rows of the beam, sorted, no repeats) whose coordinates are
+    /// recorded; `None`: all. Moments are always those of every surviving particle.
+    pub particles: Option<Vec<u32>>,
+}
+
+/// One watch-point record kept in memory.
+#[derive(Clone, Debug)]
+pub struct WatchRecord {
+    /// Index of the WATCH element in the line.
+    pub element: usize,
+    pub name: String,
+    pub pass: u32,
+    /// Position along the line [m].
+    pub s: f64,
+    /// Columns particle, x, xp, y, yp, s, delta, t, p, lost_at, lost_pass.
+    pub table: Table,
+}
+
+/// Moments of one watch record (a row of `moments.parquet`).
+#[derive(Clone, Debug)]
+pub struct MomentsRow {
+    pub name: String,
+    pub pass: u32,
+    pub s: f64,
+    pub moments: Moments,
+}
+
+/// Columns of a watch record's table per particle: an id, ten coordinates and flags.
+pub const RECORD_COLUMNS: u64 = 11;
+
+/// The coordinates of the chosen particles as a table: particle (0-based row of the beam), x,
+/// xp, y, yp, s, delta, t, p, lost_at, lost_pass.
+pub fn record_table(p: &Particles, ids: Option<&[u32]>, reference: &Reference) -> Table {
+    let full = crate::beam::to_table(p, reference);
+    let Some(ids) = ids else {
+        let mut t = Table::default();
+        t.push("particle", Column::I64((0..p.len() as i64).collect()));
+        t.columns.extend(full.columns);
+        return t;
+    };
+    let mut t = Table::default();
+    t.push("particle", Column::I64(ids.iter().map(|&i| i64::from(i)).collect()));
+    for (name, c) in full.columns {
+        let pick = match &c {
+            Column::F64(v) => Column::F64(ids.iter().map(|&i| v[i as usize]).collect()),
+            Column::I64(v) => Column::I64(ids.iter().map(|&i| v[i as usize]).collect()),
+            Column::F32(v) => Column::F32(ids.iter().map(|&i| v[i as usize]).collect()),
+            Column::I32(v) => Column::I32(ids.iter().map(|&i| v[i as usize]).collect()),
+        };
+        t.push(&name, pick);
+    }
+    t
+}
+
+/// ELEGANT-style file name of a watch point: `%s` → the lattice's stem, `.parquet` replacing
+/// any extension, path separators replaced, `-atK` where one file name is used at several
+/// places of the line, and (files mode, several passes) `-passNNNNN`.
+pub fn watch_file(dir: &Path, filename: &str, root: &str, pass: Option<u32>, element: Option<usize>) -> PathBuf {
+    let name = filename.replace("%s", root);
+    let stem = Path::new(&name)
+        .file_stem()
+        .map_or(name.clone(), |s| s.to_string_lossy().into_owned());
+    let mut stem: String = stem.chars().map(|c| if c == '/' || c == '\\' { '_' } else { c }).collect();
+    if let Some(e) = element {
+        stem = format!("{stem}-at{e}");
+    }
+    match pass {
+        Some(p) => dir.join(format!("{stem}-pass{p:05}.parquet")),
+        None => dir.join(format!("{stem}.parquet")),
+    }
+}
+
+/// A Parquet file written a row group at a time (the streamed watch file of one watch point).
+struct Stream {
+    writer: parquet::file::writer::SerializedFileWriter<std::fs::File>,
+    path: PathBuf,
+}
+
+impl Stream {
+    fn create(path: &Path, first: &Table) -> Result<Self, String> {
+        use parquet::basic::Compression;
+        use parquet::file::properties::WriterProperties;
+        use parquet::format::KeyValue;
+        use std::sync::Arc;
+        let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let fields: String = first
+            .columns
+            .iter()
+            .map(|(n, c)| {
+                let t = match c {
+                    Column::I32(_) => "INT32",
+                    Column::I64(_) => "INT64",
+                    Column::F32(_) => "FLOAT",
+                    Column::F64(_) => "DOUBLE",
+                };
+                format!("REQUIRED {t} {n};")
+            })
+            .collect();
+        let schema = parquet::schema::parser::parse_message_type(&format!("message table {{ {fields} }}")).map_err(|e| fail(&e))?;
+        let kv = first.metadata.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())).collect();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_key_value_metadata(Some(kv))
+            .build();
+        let file = std::fs::File::create(path).map_err(|e| fail(&e))?;
+        let writer = parquet::file::writer::SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props)).map_err(|e| fail(&e))?;
+        Ok(Self {
+            writer,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Append `t` (same columns as the first table) as one row group.
+    fn append(&mut self, t: &Table) -> Result<(), String> {
+        use parquet::data_type::{DoubleType, FloatType, Int32Type, Int64Type};
+        let fail = |e: parquet::errors::ParquetError| format!("{}: {e}", self.path.display());
+        let mut group = self.writer.next_row_group().map_err(fail)?;
+        let mut i = 0;
+        while let Some(mut col) = group.next_column().map_err(fail)? {
+            match &t.columns[i].1 {
+                Column::I32(v) => col.typed::<Int32Type>().write_batch(v, None, None),
+                Column::I64(v) => col.typed::<Int64Type>().write_batch(v, None, None),
+                Column::F32(v) => col.typed::<FloatType>().write_batch(v, None, None),
+                Column::F64(v) => col.typed::<DoubleType>().write_batch(v, None, None),
+            }
+            .map_err(fail)?;
+            col.close().map_err(fail)?;
+            i += 1;
+        }
+        group.close().map_err(fail)?;
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(), String> {
+        let path = self.path;
+        self.writer.close().map(|_| ()).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// Takes the watch events of a run and sends each record where the options say.
+pub struct Recorder<'a> {
+    opts: &'a WatchOptions,
+    reference: Reference,
+    passes: u32,
+    /// The output directory being filled (files and stream modes).
+    dir: Option<PathBuf>,
+    /// `%s` of WATCH file names.
+    root: String,
+    /// WATCH file names used at more than one place of the line.
+    shared: HashSet<String>,
+    streams: HashMap<usize, Stream>,
+    /// Records kept (memory mode).
+    pub records: Vec<WatchRecord>,
+    pub moments: Vec<MomentsRow>,
+    /// (s, σx, σy, name) at the watch points in the first pass recorded (for the plot).
+    pub sizes: Vec<crate::optics::WatchSize>,
+    /// Files written, in order.
+    pub written: Vec<String>,
+    first_pass: Option<u32>,
+}
+
+impl<'a> Recorder<'a> {
+    /// A recorder for a run of `passes` over `program`; `dir` is the output directory being
+    /// filled (needed by the files and stream modes), `root` the lattice's stem.
+    pub fn new(
+        opts: &'a WatchOptions,
+        program: &crate::program::Program,
+        reference: Reference,
+        passes: u32,
+        dir: Option<&Path>,
+        root: &str,
+    ) -> Self {
+        let mut uses: HashMap<&str, usize> = HashMap::new();
+        for s in &program.steps {
+            if let crate::program::Step::Watch { filename, .. } = s {
+                *uses.entry(filename.as_str()).or_default() += 1;
+            }
+        }
+        Self {
+            opts,
+            reference,
+            passes,
+            dir: dir.map(Path::to_path_buf),
+            root: root.to_string(),
+            shared: uses.into_iter().filter(|(_, n)| *n > 1).map(|(f, _)| f.to_string()).collect(),
+            streams: HashMap::new(),
+            records: Vec::new(),
+            moments: Vec::new(),
+            sizes: Vec::new(),
+            written: Vec::new(),
+            first_pass: None,
+        }
+    }
+
+    /// Take one watch event.
+    pub fn record(&mut self, ev: WatchEvent) -> Result<(), String> {
+        if self.opts.mode == WatchMode::Off {
+            return Ok(());
+        }
+        let first = *self.first_pass.get_or_insert(ev.pass);
+        if ev.pass == first {
+            self.sizes
+                .push((ev.position, ev.moments.rms(0), ev.moments.rms(2), ev.name.to_string()));
+        }
+        self.moments.push(MomentsRow {
+            name: ev.name.to_string(),
+            pass: ev.pass,
+            s: ev.position,
+            moments: ev.moments,
+        });
+        let mut table = record_table(ev.particles, self.opts.particles.as_deref(), &self.reference);
+        let element = self.shared.contains(ev.filename).then_some(ev.element);
+        match self.opts.mode {
+            WatchMode::Off => {}
+            WatchMode::Memory => self.records.push(WatchRecord {
+                element: ev.element,
+                name: ev.name.to_string(),
+                pass: ev.pass,
+                s: ev.position,
+                table,
+            }),
+            WatchMode::Files => {
+                let dir = self.dir.as_deref().ok_or("watch files need an output directory")?;
+                let file = watch_file(dir, ev.filename, &self.root, (self.passes > 1).then_some(ev.pass), element);
+                table.meta("element", ev.name);
+                table.meta("pass", ev.pass.to_string());
+                table.meta("s", ev.position.to_string());
+                table.write_parquet(&file).map_err(|e| e.to_string())?;
+                self.written.push(file_name(&file));
+            }
+            WatchMode::Stream => {
+                let dir = self.dir.as_deref().ok_or("streamed watch files need an output directory")?;
+                let n = table.rows();
+                table
+                    .columns
+                    .insert(0, ("pass".to_string(), Column::I64(vec![i64::from(ev.pass); n])));
+                if !self.streams.contains_key(&ev.element) {
+                    let file = watch_file(dir, ev.filename, &self.root, None, element);
+                    table.meta("element", ev.name);
+                    table.meta("s", ev.position.to_string());
+                    self.written.push(file_name(&file));
+                    self.streams.insert(ev.element, Stream::create(&file, &table)?);
+                }
+                if let Some(s) = self.streams.get_mut(&ev.element) {
+                    s.append(&table)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Close the streamed files (their footers are written now).
+    pub fn finish(&mut self) -> Result<(), String> {
+        let mut streams: Vec<(usize, Stream)> = self.streams.drain().collect();
+        streams.sort_by_key(|(e, _)| *e);
+        for (_, s) in streams {
+            s.finish()?;
+        }
+        Ok(())
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned())
+}
+
+/// `moments.parquet`: one row per watch record (pass, s, alive, mean and RMS of the six
+/// coordinates, emittances); the element names in the metadata.
+pub fn write_moments(path: &Path, rows: &[MomentsRow]) -> Result<(), String> {
+    moments_table(rows).write_parquet(path).map_err(|e| e.to_string())
+}
+
+/// The table of [`write_moments`].
+pub fn moments_table(rows: &[MomentsRow]) -> Table {
+    let mut t = Table::default();
+    t.push("pass", Column::I64(rows.iter().map(|r| i64::from(r.pass)).collect()));
+    t.push("s", Column::F64(rows.iter().map(|r| r.s).collect()));
+    t.push("alive", Column::I64(rows.iter().map(|r| r.moments.alive as i64).collect()));
+    let names = ["x", "xp", "y", "yp", "s", "delta"];
+    for (k, n) in names.iter().enumerate() {
+        t.push(&format!("mean_{n}"), Column::F64(rows.iter().map(|r| r.moments.mean[k]).collect()));
+        t.push(&format!("sigma_{n}"), Column::F64(rows.iter().map(|r| r.moments.rms(k)).collect()));
+    }
+    t.push("emittance_x", Column::F64(rows.iter().map(|r| r.moments.emittance(0)).collect()));
+    t.push("emittance_y", Column::F64(rows.iter().map(|r| r.moments.emittance(1)).collect()));
+    t.meta("elements", rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(","));
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_selections_count_what_they_keep() {
+        // Every pass, every 3rd, with a WATCH INTERVAL of 2: passes 0, 6, 12, 18 of 20.
+        assert_eq!(PassSelection::Every(1).count(2000, 1), 2000);
+        assert_eq!(PassSelection::Every(3).count(20, 2), 4);
+        assert_eq!(
+            (0..20u32)
+                .filter(|&p| p.is_multiple_of(2) && PassSelection::Every(3).contains(p))
+                .count(),
+            4
+        );
+        let l = PassSelection::List(vec![0, 5, 10, 30]);
+        assert_eq!(l.count(20, 1), 3);
+        assert_eq!(l.count(20, 5), 3);
+        assert_eq!(l.count(20, 2), 2);
+        assert!(l.contains(10) && !l.contains(11));
+        assert!("stream".parse::<WatchMode>().is_ok() && "all".parse::<WatchMode>().is_err());
+    }
+
+    #[test]
+    fn records_of_chosen_particles() {
+        let mut p = Particles::with_len(5);
+        p.x = vec![0.0, 1.0, 2.0, 3.0, 4.0];
+        let r = Reference::electron(10.0);
+        let t = record_table(&p, Some(&[1, 4]), &r);
+        assert_eq!(t.column("particle"), Some(&Column::I64(vec![1, 4])));
+        assert_eq!(t.column("x"), Some(&Column::F64(vec![1.0, 4.0])));
+        assert_eq!(t.columns.len() as u64, RECORD_COLUMNS);
+        assert_eq!(record_table(&p, None, &r).rows(), 5);
+    }
+}
