@@ -424,28 +424,25 @@ impl AutocorrResult {
         Ok((m.keys().copied().collect(), m.values().copied().collect()))
     }
 
-    /// Write `counts.parquet`, `background.parquet`, `summary.json`, `run.json` (machine facts:
-    /// device, timings) and, if `plot`, `autocorr.png` into the prepared directory and commit it
-    /// whole. `command` says how the run was asked for (metadata).
+    /// Write `counts.parquet`, `background.parquet`, `summary.json`, `run.json` and, if `plot`,
+    /// `autocorr.png` into the prepared directory and commit it whole. The data files hold only
+    /// what the events, options and seed determine (the same bytes from the CLI and from
+    /// Python); `command` (how the run was asked for), the device and the timings go to
+    /// `run.json`.
     pub fn save(&self, out: Staged, plot: bool, command: &str) -> Result<()> {
         let dir = out.path().to_path_buf();
-        let meta = vec![
-            ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-            ("warpdrive.command".to_string(), command.to_string()),
-        ];
+        let meta = vec![("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string())];
         let shown = out.dest().display().to_string();
         let fail = |e: String| Error::Failed(format!("{shown}: {e}"));
         let rows = output::write_tables(&dir, &self.info, &self.bg, &meta).map_err(fail)?;
         let run = if self.merged_from.is_empty() {
             serde_json::json!({
-                "command": command,
                 "version": env!("CARGO_PKG_VERSION"),
                 "job": { "jobs": self.jobs, "index": self.job_index },
             })
         } else {
             serde_json::json!({
                 "merged_from": self.merged_from.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-                "command": command,
             })
         };
         let post = self.post_trial();
@@ -456,6 +453,7 @@ impl AutocorrResult {
         let n = self.bg.trials;
         let environment = if self.merged_from.is_empty() {
             serde_json::json!({
+                "command": command,
                 "device": self.device,
                 "observed_seconds": self.observed_seconds,
                 "trial_seconds": self.trial_seconds,
@@ -463,7 +461,7 @@ impl AutocorrResult {
                 "candidate_pairs_per_trial_dec_window": self.window_pairs,
             })
         } else {
-            serde_json::json!({ "device": "merge" })
+            serde_json::json!({ "command": command, "device": "merge" })
         };
         write("run.json", &(serde_json::to_string_pretty(&environment).unwrap_or_default() + "\n"))?;
         if plot {
