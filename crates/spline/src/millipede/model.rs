@@ -6,6 +6,7 @@
 //! of the delay after the direct time t_geo = r·n_group/c, one timing evaluation per bin edge.
 
 use crate::SplineTable;
+use warpdrive_core::progress::Progress;
 
 /// Speed of light in vacuum [m/ns].
 pub const C_VACUUM: f64 = 0.299_792_458;
@@ -248,6 +249,12 @@ pub fn dom_response(model: &Model, d: &DomBins, edges: &[f64], s: &Source, out: 
 
 /// Build Λ on the CPU (all cores; wrap in a one-thread rayon pool to measure one core).
 pub fn response(model: &Model, bins: &Bins, sources: &[Source]) -> Response {
+    response_with(model, bins, sources, &Progress::hidden())
+}
+
+/// [`response`] counting DOMs done on `progress`; once it says stop the remaining DOMs are
+/// skipped (their rows stay 0: the caller's run is cancelled, the matrix never used).
+pub fn response_with(model: &Model, bins: &Bins, sources: &[Source], progress: &Progress) -> Response {
     use rayon::prelude::*;
     let cols = sources.len();
     let mut values = vec![0.0; bins.rows() * cols];
@@ -260,14 +267,22 @@ pub fn response(model: &Model, bins: &Bins, sources: &[Source]) -> Response {
         rest = tail;
     }
     blocks.into_par_iter().with_min_len(16).for_each(|(d, block)| {
+        if progress.should_stop() {
+            return;
+        }
         let edges = &bins.edges[d.first_edge..d.first_edge + d.rows + 1];
         let mut col = vec![0.0; d.rows];
         for (j, s) in sources.iter().enumerate() {
+            // A DOM of a long track may take a while: poll the stop request along it too.
+            if j % 256 == 255 && progress.should_stop() {
+                return;
+            }
             dom_response(model, d, edges, s, &mut col);
             for (q, v) in col.iter().enumerate() {
                 block[q * cols + j] = *v;
             }
         }
+        progress.add(1);
     });
     Response {
         rows: bins.rows(),
