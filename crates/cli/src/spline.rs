@@ -296,8 +296,13 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
         println!("{j:>6} {d:>9.1} {e:>12.1} {s:>10.1}");
     }
     let (total, total_sigma) = u.total();
+    let total = if total_sigma.is_nan() {
+        format!("{total:.1} GeV (every source at E = 0: no uncertainty of the total)")
+    } else {
+        format!("{total:.1} ± {total_sigma:.1} GeV")
+    };
     println!(
-        "total {total:.1} ± {total_sigma:.1} GeV; ln L = {:.2}, χ² = {:.1} over {} rows; {} {} iterations{} ({}) in {:.2} s; Λ built on {} in {:.3} s; {:.2} s in all -> {}",
+        "total {total}; ln L = {:.2}, χ² = {:.1} over {} rows; {} {} iterations{} ({}) in {:.2} s; Λ built on {} in {:.3} s; {:.2} s in all -> {}",
         sol.log_likelihood,
         sol.chi2,
         u.rows,

@@ -141,6 +141,9 @@ pub enum Points<'a> {
     File { path: PathBuf, columns: Vec<String> },
     /// Coordinates in memory, row-major, `shape = [points, coordinates per point]`.
     Rows { values: &'a [f64], shape: [usize; 2] },
+    /// One array per coordinate (photospline's form), `shape = [ndim, points]`: unambiguous
+    /// whatever the number of points (copied into rows).
+    Coordinates { values: &'a [f64], shape: [usize; 2] },
 }
 
 /// What is computed at each point.
@@ -156,6 +159,16 @@ pub enum Quantity {
 }
 
 impl Quantity {
+    /// The value, the gradient, or the partial derivative of photospline's bitmask
+    /// ([`Quantity::from_bitmask`]); `gradient` and a non-zero `derivatives` exclude each other.
+    pub fn new(gradient: bool, derivatives: i64, ndim: usize) -> Result<Self, ParamError> {
+        match (gradient, derivatives) {
+            (true, 0) => Ok(Quantity::Gradient),
+            (true, _) => Err(ParamError::new("gradient", "cannot be given together with {derivatives}")),
+            (false, mask) => Self::from_bitmask(mask, ndim),
+        }
+    }
+
     /// photospline's derivative bitmask (bit d: differentiate once along dimension d): 0 is the
     /// value, a single bit a first partial derivative. Mixed and higher derivatives are refused
     /// (the evaluator computes first derivatives only).
@@ -259,6 +272,18 @@ impl<'a> Eval<'a> {
                     return Err(Error::Failed(format!("{} values for shape {shape:?}", values.len())));
                 }
                 ((0..nd).map(|d| format!("x{d}")).collect(), Cow::Borrowed(values), None, Vec::new())
+            }
+            Points::Coordinates { values, shape } => {
+                let [k, n] = shape;
+                if k != nd {
+                    return Err(ParamError::new("coords", format!("has {k} coordinate arrays for a {nd}-D table")).into());
+                }
+                if values.len() != k * n {
+                    return Err(Error::Failed(format!("{} values for shape {shape:?}", values.len())));
+                }
+                warpdrive_core::limits::check_alloc("coords", n as u64, 8 * nd as u64, "evaluate fewer points per call")?;
+                let rows: Vec<f64> = (0..n).flat_map(|i| (0..nd).map(move |d| values[d * n + i])).collect();
+                ((0..nd).map(|d| format!("x{d}")).collect(), Cow::Owned(rows), None, Vec::new())
             }
         };
         points::check_results(coords.len() / nd, per)?;
@@ -902,6 +927,12 @@ impl Unfold {
                     r.sources.len()
                 ));
             }
+            if r.all_at_bound() {
+                ctl.note(&format!(
+                    "warning: every one of the {} sources unfolded to E = 0 (the bound): the event shows no light beyond noise for this hypothesis, and the total has no uncertainty from the covariance (per-source sigma: the one-parameter curvature)",
+                    r.sources.len()
+                ));
+            }
             if !r.solution.converged {
                 ctl.note(&format!(
                     "warning: the solver stopped at its iteration limit ({}) before reaching the tolerance {:e}",
@@ -970,10 +1001,22 @@ impl UnfoldResult {
             .collect()
     }
 
-    /// Σ E and its 1σ from the covariance [GeV].
+    /// Σ E and its 1σ from the covariance [GeV]. When every source sits at the bound E = 0 the
+    /// covariance (of the sources with E > 0) is empty and says nothing about the total: σ is
+    /// then NaN (`null` in summary.json), never a misleading "0 ± 0".
     pub fn total(&self) -> (f64, f64) {
         let s = &self.solution;
-        (s.energy.iter().sum(), s.covariance.iter().sum::<f64>().max(0.0).sqrt())
+        let sigma = if self.all_at_bound() {
+            f64::NAN
+        } else {
+            s.covariance.iter().sum::<f64>().max(0.0).sqrt()
+        };
+        (s.energy.iter().sum(), sigma)
+    }
+
+    /// Every source unfolded to E = 0 (the data show no light beyond noise for this hypothesis).
+    pub fn all_at_bound(&self) -> bool {
+        self.solution.energy.iter().all(|&e| e == 0.0)
     }
 
     /// The request as a `warpdrive spline unfold` command line.

@@ -155,9 +155,13 @@ impl Model {
     }
 
     /// Probability that a photon's delay after the direct time is ≤ `delay` [ns]: 0 before the
-    /// table's time range, 1 after it, the table value clamped to [0, 1] inside.
+    /// table's time range, 1 after it, the table value clamped to [0, 1] inside. Without a
+    /// timing table every photon arrives at the direct time: a step from 0 to 1 at delay 0 (so
+    /// an amplitude-only event has its light in the window, not only noise).
     pub fn cdf(&self, x: &[f64; 3], delay: f64) -> f64 {
-        let Some(t) = &self.timing else { return 1.0 };
+        let Some(t) = &self.timing else {
+            return if delay >= 0.0 { 1.0 } else { 0.0 };
+        };
         let e = t.extents[3];
         if delay < e[0] {
             return 0.0;
