@@ -204,6 +204,8 @@ fn write_info(out: &mut impl Write, path: &Path, t: &SplineTable) -> std::io::Re
 
 fn eval(a: &EvalArgs, force: bool) -> Result<()> {
     let ctl = a.common.control()?;
+    // The output is checked (and staged) before any input is read.
+    let out = engine::prepare_file(&a.output, force, &[a.table.clone(), a.points.clone()])?;
     let table = engine::read_table(&a.table)?;
     let opts = EvalOptions {
         quantity: if a.gradient { Quantity::Gradient } else { Quantity::Value },
@@ -214,7 +216,6 @@ fn eval(a: &EvalArgs, force: bool) -> Result<()> {
         columns: a.columns.clone(),
     };
     let req = Eval::new(&table, Some(&a.table), points, opts)?;
-    let out = engine::prepare_file(&a.output, force, &req.inputs())?;
     let bar = Bar::show(&ctl.progress);
     let r = req.run(&ctl)?;
     drop(bar);
@@ -249,14 +250,15 @@ impl ModelArgs {
 
 fn simulate(a: &SimulateArgs, force: bool) -> Result<()> {
     let ctl = a.common.control()?;
+    let model = a.model.options();
+    let out = engine::prepare_file(&a.output, force, &model.files.paths())?;
     let req = Simulate::new(&SimulateOptions {
-        model: a.model.options(),
+        model,
         energy: a.energy.clone(),
         window: a.window.clone(),
         seed: a.seed,
         event: a.event,
     })?;
-    let out = engine::prepare_file(&a.output, force, req.inputs())?;
     let bar = Bar::show(&ctl.progress);
     let r = req.run(&ctl)?;
     drop(bar);
@@ -284,8 +286,10 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
         tolerance: a.tolerance,
         max_iterations: a.max_iterations,
     };
+    let mut inputs = opts.model.files.paths();
+    inputs.push(a.event.clone());
+    let out = engine::prepare_dir(&a.output, force, &inputs)?;
     let req = Unfold::new(EventInput::File(a.event.clone()), &opts)?;
-    let out = engine::prepare_dir(&a.output, force, req.inputs())?;
     let bar = Bar::show(&ctl.progress);
     let u = req.run(&ctl)?;
     drop(bar);

@@ -156,12 +156,17 @@ pub fn read_parquet_or_text(path: &Path) -> Result<TableOrText, InputError> {
     }
 }
 
-/// Read a Parquet file once (bounded) and decode it.
+/// Read a Parquet file once (bounded) and decode it; anything else is refused at its first
+/// four bytes.
 pub fn read_parquet(path: &Path) -> Result<Table, InputError> {
-    match read_parquet_or_text(path)? {
-        TableOrText::Parquet(t) => Ok(t),
-        TableOrText::Text(_) => Err(InputError::file(path, "not a Parquet file (does not start with PAR1)")),
-    }
+    let (bytes, _) = read_sniffed(path, 4, warpdrive_core::input::budget(), |head| {
+        if head == b"PAR1" {
+            Ok(Format::Binary)
+        } else {
+            Err("not a Parquet file (does not start with PAR1)".to_string())
+        }
+    })?;
+    parquet_from_bytes(path, bytes)
 }
 
 /// Decode Parquet bytes into columns (INT32, INT64, FLOAT, DOUBLE; other types read as empty
@@ -240,6 +245,8 @@ mod tests {
         assert_eq!(e, "/dev/zero: not a FITS file (does not start with SIMPLE =)");
         let e = read_parquet_or_text(Path::new("/dev/zero")).err().unwrap().to_string();
         assert_eq!(e, "/dev/zero: binary data, not text (a NUL byte at offset 0)");
+        let e = read_parquet(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(e, "/dev/zero: not a Parquet file (does not start with PAR1)");
         assert!(t0.elapsed().as_secs_f64() < 1.0, "{:?}", t0.elapsed());
     }
 

@@ -51,6 +51,19 @@ fn with_hint(e: InputError, default: bool) -> InputError {
     }
 }
 
+impl ModelFiles {
+    /// The files a model of these options reads (defaults resolved): the inputs no output may
+    /// replace, known before anything is read.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        let mut out = vec![resolve(self.amplitude.as_deref(), DEFAULT_AMPLITUDE).0];
+        if !self.amplitude_only {
+            out.push(resolve(self.timing.as_deref(), DEFAULT_TIMING).0);
+        }
+        out.push(resolve(self.geometry.as_deref(), DEFAULT_GEOMETRY).0);
+        out
+    }
+}
+
 /// The tables (checked as a model: 3-D amplitude, 4-D timing) and the geometry, and the
 /// files read (inputs no output may replace).
 pub fn load(files: &ModelFiles) -> Result<(Model, Geometry, Vec<PathBuf>), Error> {
