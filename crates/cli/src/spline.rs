@@ -5,7 +5,6 @@
 use crate::{command_line, CommonArgs};
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use warpdrive_core::progress::Bar;
@@ -152,32 +151,21 @@ pub fn run(cmd: SplineCommand, force: bool) -> Result<()> {
     }
 }
 
-/// Print a table's description; a closed pipe (`| head`) ends it quietly.
 fn info(path: &Path) -> Result<()> {
     let t = engine::read_table(path)?;
-    match write_info(&mut std::io::stdout().lock(), path, &t) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
-}
-
-fn write_info(out: &mut impl Write, path: &Path, t: &SplineTable) -> std::io::Result<()> {
-    writeln!(
-        out,
+    println!(
         "{}: {}-D photospline table, {} coefficients ({:.1} MB as float32)",
         path.display(),
         t.ndim(),
         t.coefficients.len(),
         4e-6 * t.coefficients.len() as f64
-    )?;
-    writeln!(
-        out,
+    );
+    println!(
         "{:<4} {:>6} {:>6} {:>7} {:>14} {:>14} {:>8}",
         "dim", "order", "coeffs", "knots", "extent lo", "extent hi", "period"
-    )?;
+    );
     for d in 0..t.ndim() {
-        writeln!(
-            out,
+        println!(
             "{:<4} {:>6} {:>6} {:>7} {:>14.6} {:>14.6} {:>8}",
             d,
             t.order[d],
@@ -186,18 +174,18 @@ fn write_info(out: &mut impl Write, path: &Path, t: &SplineTable) -> std::io::Re
             t.extents[d][0],
             t.extents[d][1],
             t.periods[d]
-        )?;
+        );
     }
     if !t.extents_in_file {
-        writeln!(out, "(no EXTENTS in the file: extents from the knots)")?;
+        println!("(no EXTENTS in the file: extents from the knots)");
     }
-    writeln!(out, "coefficients per evaluation: {}", t.support_size())?;
+    println!("coefficients per evaluation: {}", t.support_size());
     let bad = t.non_finite_coefficients();
     if bad > 0 {
-        writeln!(out, "warning: {bad} coefficients are not finite")?;
+        println!("warning: {bad} coefficients are not finite");
     }
     for (k, v) in &t.aux {
-        writeln!(out, "aux {k} = {}", v.text())?;
+        println!("aux {k} = {}", v.text());
     }
     Ok(())
 }

@@ -294,3 +294,59 @@ fn a_fine_track_is_refused_before_allocating() {
     assert!(t0.elapsed().as_secs_f64() < 20.0, "took {:?}", t0.elapsed());
     assert!(!out.exists());
 }
+
+/// Ctrl-C stops an unfolding itself (its loops poll the token; the signal thread's forced exit
+/// after its grace period of a second is not needed), leaving no output.
+#[test]
+fn sigint_stops_an_unfolding_within_a_second() {
+    let Some(data) = data() else { return };
+    let dir = scratch("spline", "sigint");
+    let event = dir.join("event.parquet");
+    run_ok(
+        bin()
+            .env("WARPDRIVE_DATA", &data)
+            .args(["spline", "simulate", "--cascade", "10,20,-300,60,30,0", "--energy", "100", "-o"])
+            .arg(&event),
+    );
+    let out = dir.join("u");
+    // A 1 km track in 1 m segments on one thread: the response matrix alone takes seconds.
+    let child = bin()
+        .env("WARPDRIVE_DATA", &data)
+        .args([
+            "spline",
+            "unfold",
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+            "--track",
+            "-500,0,-250,90,180,0,1000",
+        ])
+        .args(["--spacing", "1", "--event"])
+        .arg(&event)
+        .arg("-o")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let t0 = std::time::Instant::now();
+    assert!(Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted (SIGINT): temporary outputs removed, nothing written"),
+        "{err}"
+    );
+    // Within the signal thread's grace period: the run stopped itself, it was not forced out.
+    assert!(t0.elapsed().as_secs_f64() < 1.0, "took {:?} to stop", t0.elapsed());
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [std::ffi::OsString::from("event.parquet")]);
+}
