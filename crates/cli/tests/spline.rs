@@ -291,6 +291,7 @@ fn a_fine_track_is_refused_before_allocating() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.starts_with("error: --spacing: 40000 × "), "{err}");
     assert!(err.contains("would not fit in the memory available (4.000 GiB)"), "{err}");
+    assert!(err.trim_end().ends_with("use a larger --spacing or a shorter --track"), "{err}");
     assert!(t0.elapsed().as_secs_f64() < 20.0, "took {:?}", t0.elapsed());
     assert!(!out.exists());
 }

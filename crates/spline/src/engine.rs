@@ -643,7 +643,7 @@ impl Simulate {
                 "energy",
                 bound.min(u64::MAX as f64) as u64,
                 PULSE_BYTES,
-                "each photoelectron is a pulse of the event: simulate a lower energy",
+                "each photoelectron is a pulse of the event: simulate a lower {energy}",
             )?;
             ctl.progress.begin("drawing", doms, "DOMs");
             let event = generate_with(&s.model, &s.geo, &s.sources, &self.energy, &self.synth, self.event, &ctl.progress);
@@ -822,7 +822,7 @@ impl Unfold {
             what,
             cols as u64,
             bytes_per_segment(rows, cols),
-            "the response matrix (data rows × segments) and the solver's segment × segment matrices grow with the number of segments: use a larger spacing or a shorter track",
+            "the response matrix (data rows × segments) and the solver's segment × segment matrices grow with the number of segments: use a larger {spacing} or a shorter {track}",
         )?;
         let mut inputs = setup.inputs.clone();
         let event_label = label.display().to_string();
