@@ -1,19 +1,23 @@
-//! `warpdrive spline {info,eval,simulate,unfold}` and `warpdrive bench spline`: argument parsing
-//! and output only; tables, evaluation and unfolding live in warpdrive-spline.
+//! `warpdrive spline {info,eval,simulate,unfold}` and `warpdrive bench spline`: arguments
+//! translated into `warpdrive_spline::engine` requests, results printed; tables, evaluation,
+//! unfolding, checks and outputs live in warpdrive-spline.
 
-use crate::{command_line, devices, CommonArgs};
-use anyhow::{bail, Context, Result};
+use crate::{command_line, CommonArgs};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use warpdrive_core::table::{read_parquet, Column, Table};
+use warpdrive_core::progress::Bar;
 use warpdrive_photon::geometry::Geometry;
+use warpdrive_spline::engine::{
+    self, Eval, EvalOptions, EventInput, ModelOptions, Points, Quantity, Simulate, SimulateOptions, Unfold, UnfoldOptions,
+};
 use warpdrive_spline::eval::uniform_points;
-use warpdrive_spline::millipede::event::{Binning, Event};
+use warpdrive_spline::millipede::event::Binning;
 use warpdrive_spline::millipede::model::{direction, response, Hypothesis, Model, Source};
 use warpdrive_spline::millipede::solve::{unfold as solve, SolveOptions, Solver};
 use warpdrive_spline::millipede::synth::{generate, SynthOptions};
-use warpdrive_spline::millipede::unfold::{unfold_event, UnfoldOptions};
+use warpdrive_spline::millipede::unfold::{load, ModelFiles};
 use warpdrive_spline::SplineTable;
 
 #[derive(Subcommand)]
@@ -102,6 +106,9 @@ pub struct SimulateArgs {
     /// Output file (Parquet): the event (string, om, time, charge) with the window and true energies in its metadata.
     #[arg(long, short, default_value = "event.parquet")]
     output: PathBuf,
+    /// The event is drawn on the CPU (--threads); a GPU --device is noted and not used.
+    #[command(flatten)]
+    pub common: CommonArgs,
 }
 
 #[derive(Args)]
@@ -126,8 +133,8 @@ pub struct UnfoldArgs {
     #[arg(long, default_value_t = SolveOptions::default().tolerance, allow_hyphen_values = true)]
     tolerance: f64,
     /// Iteration limit of the solver (newton/pcg iterations after the NNLS start).
-    #[arg(long, default_value_t = SolveOptions::default().max_iterations)]
-    max_iterations: usize,
+    #[arg(long, default_value_t = SolveOptions::default().max_iterations as u64)]
+    max_iterations: u64,
     /// Output directory (energies.parquet, summary.json, energies.png).
     #[arg(long, short, default_value = "unfold-out")]
     output: PathBuf,
@@ -138,14 +145,14 @@ pub struct UnfoldArgs {
 pub fn run(cmd: SplineCommand, force: bool) -> Result<()> {
     match cmd {
         SplineCommand::Info { table } => info(&table),
-        SplineCommand::Eval(a) => crate::thread_pool(&a.common)?.install(|| eval(&a, force)),
+        SplineCommand::Eval(a) => eval(&a, force),
         SplineCommand::Simulate(a) => simulate(&a, force),
-        SplineCommand::Unfold(a) => crate::thread_pool(&a.common)?.install(|| unfold(&a, force)),
+        SplineCommand::Unfold(a) => unfold(&a, force),
     }
 }
 
 fn info(path: &Path) -> Result<()> {
-    let t = SplineTable::read(path)?;
+    let t = engine::read_table(path)?;
     println!(
         "{}: {}-D photospline table, {} coefficients ({:.1} MB as float32)",
         path.display(),
@@ -173,7 +180,7 @@ fn info(path: &Path) -> Result<()> {
         println!("(no EXTENTS in the file: extents from the knots)");
     }
     println!("coefficients per evaluation: {}", t.support_size());
-    let bad = t.coefficients.iter().filter(|c| !c.is_finite()).count();
+    let bad = t.non_finite_coefficients();
     if bad > 0 {
         println!("warning: {bad} coefficients are not finite");
     }
@@ -183,179 +190,74 @@ fn info(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Coordinates of a points file: Parquet or CSV (optional header), one column per dimension.
-fn read_points(path: &Path, ndim: usize, columns: &[String]) -> Result<(Vec<String>, Vec<Vec<f64>>)> {
-    let is_parquet = std::fs::File::open(path)
-        .and_then(|mut f| {
-            let mut m = [0u8; 4];
-            std::io::Read::read_exact(&mut f, &mut m).map(|()| &m == b"PAR1")
-        })
-        .unwrap_or(false);
-    let (names, cols): (Vec<String>, Vec<Vec<f64>>) = if is_parquet {
-        let t = read_parquet(path)?;
-        (
-            t.columns.iter().map(|(n, _)| n.clone()).collect(),
-            t.columns.iter().map(|(_, c)| c.to_f64()).collect(),
-        )
-    } else {
-        let text = warpdrive_core::error::read_text(path)?;
-        let mut lines = warpdrive_core::error::data_lines(&text).peekable();
-        let first = lines.peek().map(|(_, l)| l.to_string()).unwrap_or_default();
-        let header = first.split(',').any(|f| f.trim().parse::<f64>().is_err());
-        let names: Vec<String> = if header {
-            lines.next();
-            first.split(',').map(|s| s.trim().to_string()).collect()
-        } else {
-            (0..first.split(',').count()).map(|i| format!("x{i}")).collect()
-        };
-        let mut cols = vec![Vec::new(); names.len()];
-        for (i, l) in lines {
-            let f: Vec<&str> = l.split(',').collect();
-            if f.len() != names.len() {
-                bail!("{}:{i}: {} fields, expected {}", path.display(), f.len(), names.len());
-            }
-            for (k, v) in f.iter().enumerate() {
-                cols[k].push(warpdrive_core::error::parse_f64(path, i, &names[k], Some(v.trim()))?);
-            }
-        }
-        (names, cols)
-    };
-    let pick: Vec<usize> = if columns.is_empty() {
-        if names.len() != ndim {
-            bail!(
-                "{}: {} columns ({}) for a {ndim}-D table; name the coordinates with --columns",
-                path.display(),
-                names.len(),
-                names.join(", ")
-            );
-        }
-        (0..ndim).collect()
-    } else {
-        if columns.len() != ndim {
-            bail!("--columns names {} columns for a {ndim}-D table", columns.len());
-        }
-        columns
-            .iter()
-            .map(|c| {
-                names
-                    .iter()
-                    .position(|n| n == c)
-                    .with_context(|| format!("{}: no column '{c}' (have {})", path.display(), names.join(", ")))
-            })
-            .collect::<Result<_>>()?
-    };
-    Ok((
-        pick.iter().map(|&i| names[i].clone()).collect(),
-        pick.iter().map(|&i| cols[i].clone()).collect(),
-    ))
-}
-
 fn eval(a: &EvalArgs, force: bool) -> Result<()> {
-    let mut outs = crate::outputs(
-        force,
-        &[Some(a.table.as_path()), Some(a.points.as_path())],
-        &[Some(a.output.as_path())],
-    )?;
-    let t = SplineTable::read(&a.table)?;
-    let nd = t.ndim();
-    let (names, cols) = read_points(&a.points, nd, &a.columns)?;
-    let n = cols[0].len();
-    let flat: Vec<f64> = (0..n).flat_map(|i| cols.iter().map(move |c| c[i])).collect();
-    let per = if a.gradient { nd + 1 } else { 1 };
-    let start = Instant::now();
-    let (values, how) = warpdrive_spline::points::evaluate_points(
-        &t,
-        &flat,
-        &warpdrive_spline::points::PointsOptions {
-            gradient: a.gradient,
-            devices: devices(&a.common)?,
-            window: !a.standard_layout,
-            precise: a.common.precise,
-        },
-    )?;
-    let mut out = Table::default();
-    for (name, c) in names.iter().zip(&cols) {
-        out.push(name, Column::F64(c.clone()));
-    }
-    out.push("value", Column::F64((0..n).map(|i| values[i * per]).collect()));
-    if a.gradient {
-        for d in 0..nd {
-            out.push(&format!("grad{d}"), Column::F64((0..n).map(|i| values[i * per + 1 + d]).collect()));
-        }
-    }
-    out.meta("table", a.table.display().to_string());
-    out.meta("command", command_line());
-    out.meta("device", how.clone());
-    out.write_parquet(&outs.file(&a.output)?)?;
-    outs.commit()?;
+    let ctl = a.common.control()?;
+    // The output is checked (and staged) before any input is read.
+    let out = engine::prepare_file(&a.output, force, &[a.table.clone(), a.points.clone()])?;
+    let table = engine::read_table(&a.table)?;
+    let opts = EvalOptions {
+        quantity: if a.gradient { Quantity::Gradient } else { Quantity::Value },
+        standard_layout: a.standard_layout,
+    };
+    let points = Points::File {
+        path: a.points.clone(),
+        columns: a.columns.clone(),
+    };
+    let req = Eval::new(&table, Some(&a.table), points, opts)?;
+    let bar = Bar::show(&ctl.progress);
+    let r = req.run(&ctl)?;
+    drop(bar);
+    r.save(&req, out)?;
     println!(
-        "{n} points evaluated on {how} in {:.3} s -> {}",
-        start.elapsed().as_secs_f64(),
+        "{} points evaluated on {} in {:.3} s -> {}",
+        req.points(),
+        r.device,
+        r.seconds,
         a.output.display()
     );
     Ok(())
 }
 
-fn model_and_geometry(m: &ModelArgs) -> Result<(Model, Geometry)> {
-    Ok(warpdrive_spline::millipede::unfold::model_and_geometry(
-        m.amplitude.as_deref(),
-        m.timing.as_deref(),
-        m.amplitude_only,
-        m.geometry.as_deref(),
-        |n| eprintln!("note: {n}"),
-    )?)
-}
-
-fn hypothesis(m: &ModelArgs) -> Result<Hypothesis> {
-    Ok(Hypothesis::from_numbers(&m.cascade, &m.track, m.spacing)?)
-}
-
 impl ModelArgs {
-    /// The table and geometry files given on the command line (inputs no output may replace).
-    fn inputs(&self) -> [Option<&Path>; 3] {
-        [self.amplitude.as_deref(), self.timing.as_deref(), self.geometry.as_deref()]
+    /// The engine's model options of these arguments.
+    fn options(&self) -> ModelOptions {
+        ModelOptions {
+            files: ModelFiles {
+                amplitude: self.amplitude.clone(),
+                timing: self.timing.clone(),
+                amplitude_only: self.amplitude_only,
+                geometry: self.geometry.clone(),
+            },
+            cascade: (!self.cascade.is_empty()).then(|| self.cascade.clone()),
+            track: (!self.track.is_empty()).then(|| self.track.clone()),
+            spacing: self.spacing,
+            noise_rate: self.noise_rate,
+        }
     }
 }
-
-/// The highest energy per source `spline simulate` accepts [GeV].
-const MAX_SIMULATE_ENERGY_GEV: f64 = 1e9;
 
 fn simulate(a: &SimulateArgs, force: bool) -> Result<()> {
-    let mut outs = crate::outputs(force, &a.model.inputs(), &[Some(a.output.as_path())])?;
-    let (model, geo) = model_and_geometry(&a.model)?;
-    let sources = hypothesis(&a.model)?.sources();
-    let energy: Vec<f64> = match a.energy.len() {
-        1 => vec![a.energy[0]; sources.len()],
-        n if n == sources.len() => a.energy.clone(),
-        n => bail!("--energy has {n} values for {} sources", sources.len()),
-    };
-    if energy.iter().any(|e| !(e.is_finite() && *e >= 0.0)) {
-        bail!("--energy values must be finite and ≥ 0");
-    }
-    // Every photoelectron is drawn one by one: bound the energy so an event stays within ~1e9 PE.
-    if let Some(e) = energy.iter().find(|&&e| e > MAX_SIMULATE_ENERGY_GEV) {
-        bail!("--energy {e:e} GeV: above {MAX_SIMULATE_ENERGY_GEV:e} GeV per source (1 EeV; each photoelectron is drawn, so an event would not finish); check the unit (GeV)");
-    }
-    if a.window.len() != 2 || a.window[1] <= a.window[0] {
-        bail!("--window takes start,end with end > start");
-    }
-    let opts = SynthOptions {
-        window: [a.window[0], a.window[1]],
-        noise_rate_hz: a.model.noise_rate,
+    let ctl = a.common.control()?;
+    let model = a.model.options();
+    let out = engine::prepare_file(&a.output, force, &model.files.paths())?;
+    let req = Simulate::new(&SimulateOptions {
+        model,
+        energy: a.energy.clone(),
+        window: a.window.clone(),
         seed: a.seed,
-    };
-    let ev = generate(&model, &geo, &sources, &energy, &opts, a.event);
-    let mut t = ev.to_table();
-    t.meta("true_energy", energy.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(","));
-    t.meta("command", command_line());
-    t.write_parquet(&outs.file(&a.output)?)?;
-    outs.commit()?;
+        event: a.event,
+    })?;
+    let bar = Bar::show(&ctl.progress);
+    let r = req.run(&ctl)?;
+    drop(bar);
+    r.save(out)?;
+    let ev = &r.event;
     println!(
         "{} pulses ({} PE) on {} DOMs from {} sources -> {}",
         ev.pulses.len(),
         ev.total_charge(),
         ev.hit_doms(),
-        sources.len(),
+        r.sources,
         a.output.display()
     );
     Ok(())
@@ -363,73 +265,36 @@ fn simulate(a: &SimulateArgs, force: bool) -> Result<()> {
 
 fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
     let start = Instant::now();
-    let [amp, tim, geo] = a.model.inputs();
-    let mut outs = crate::outputs(force, &[amp, tim, geo, Some(a.event.as_path())], &[Some(a.output.as_path())])?;
-    let (model, geo) = model_and_geometry(&a.model)?;
-    let h = hypothesis(&a.model)?;
+    let ctl = a.common.control()?;
     let opts = UnfoldOptions {
-        solve: SolveOptions {
-            solver: a.solver.parse().map_err(anyhow::Error::msg)?,
-            regularization: a.regularization,
-            tolerance: a.tolerance,
-            max_iterations: a.max_iterations,
-        },
-        binning: Binning {
-            photons_per_bin: a.photons_per_bin,
-            noise_rate_hz: a.model.noise_rate,
-        },
-        device: devices(&a.common)?.map(|d| d[0]),
-        precise: a.common.precise,
+        model: a.model.options(),
+        solver: engine::parse_solver(&a.solver)?,
+        regularization: a.regularization,
+        photons_per_bin: a.photons_per_bin,
+        tolerance: a.tolerance,
+        max_iterations: a.max_iterations,
     };
-    opts.check()?;
-    let ev = Event::read(&a.event)?;
-    let u = unfold_event(&model, &geo, &h, &ev, &opts)?;
+    let mut inputs = opts.model.files.paths();
+    inputs.push(a.event.clone());
+    let out = engine::prepare_dir(&a.output, force, &inputs)?;
+    let req = Unfold::new(EventInput::File(a.event.clone()), &opts)?;
+    let bar = Bar::show(&ctl.progress);
+    let u = req.run(&ctl)?;
+    drop(bar);
+    u.save(out, true, &command_line())?;
     let sol = &u.solution;
-    let blind = u.blind();
-    if !blind.is_empty() {
-        eprintln!(
-            "warning: {} of {} sources expect < 1 PE per PeV (outside the table or far from every DOM): {:?}; their energies are unconstrained — shorten the hypothesis or use --regularization",
-            blind.len(),
-            u.sources.len(),
-            blind
-        );
-    }
-    let dir = outs.dir(&a.output)?;
-    let mut t = u.energies_table();
-    t.meta("command", command_line());
-    t.write_parquet(&dir.join("energies.parquet"))?;
-    let (total, total_sigma) = u.total();
-    let summary = serde_json::json!({
-        "event": a.event.display().to_string(),
-        "solver": a.solver,
-        "regularization": a.regularization,
-        "tolerance": a.tolerance,
-        "converged": sol.converged,
-        "iterations": sol.iterations,
-        "nnls_start_iterations": sol.start_iterations,
-        "solve_seconds": u.solve_seconds,
-        "rows": u.rows,
-        "sources": u.cols,
-        "hit_doms": u.hit_doms,
-        "charge_pe": u.charge_pe,
-        "total_energy_gev": total,
-        "total_energy_sigma_gev": total_sigma,
-        "log_likelihood": sol.log_likelihood,
-        "chi2": sol.chi2,
-        "response_device": u.device,
-        "response_seconds": u.response_seconds,
-        "seconds": start.elapsed().as_secs_f64(),
-        "command": command_line(),
-    });
-    std::fs::write(dir.join("summary.json"), format!("{summary:#}\n")).with_context(|| format!("writing {}", a.output.display()))?;
-    plot_energies(&dir.join("energies.png"), &u.distances, &sol.energy, &sol.sigma)?;
-    outs.commit()?;
     println!("{:>6} {:>9} {:>12} {:>10}", "source", "dist [m]", "energy [GeV]", "sigma");
     for (j, ((d, e), s)) in u.distances.iter().zip(&sol.energy).zip(&sol.sigma).enumerate() {
         println!("{j:>6} {d:>9.1} {e:>12.1} {s:>10.1}");
     }
+    let (total, total_sigma) = u.total();
+    let total = if total_sigma.is_nan() {
+        format!("{total:.1} GeV (every source at E = 0: no uncertainty of the total)")
+    } else {
+        format!("{total:.1} ± {total_sigma:.1} GeV")
+    };
     println!(
-        "total {total:.1} ± {total_sigma:.1} GeV; ln L = {:.2}, χ² = {:.1} over {} rows; {} {} iterations{} ({}) in {:.2} s; Λ built on {} in {:.3} s -> {}",
+        "total {total}; ln L = {:.2}, χ² = {:.1} over {} rows; {} {} iterations{} ({}) in {:.2} s; Λ built on {} in {:.3} s; {:.2} s in all -> {}",
         sol.log_likelihood,
         sol.chi2,
         u.rows,
@@ -440,50 +305,9 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
         u.solve_seconds,
         u.device,
         u.response_seconds,
+        start.elapsed().as_secs_f64(),
         a.output.display()
     );
-    if !sol.converged {
-        eprintln!(
-            "warning: the solver stopped at --max-iterations {} before reaching --tolerance {:e}",
-            a.max_iterations, a.tolerance
-        );
-    }
-    Ok(())
-}
-
-fn plot_energies(path: &Path, along: &[f64], e: &[f64], s: &[f64]) -> Result<()> {
-    use warpdrive_core::plot::plotters::prelude::*;
-    use warpdrive_core::plot::{colour, write_png, FONT};
-    let top = e
-        .iter()
-        .zip(s)
-        .map(|(a, b)| a + if b.is_finite() { *b } else { 0.0 })
-        .fold(1.0f64, f64::max)
-        * 1.1;
-    let (lo, hi) = (
-        along.first().copied().unwrap_or(0.0) - 10.0,
-        along.last().copied().unwrap_or(0.0) + 10.0,
-    );
-    write_png(path, (900, 500), |area| {
-        let mut ch = ChartBuilder::on(area)
-            .caption("Millipede unfolding: energy per source", (FONT, 22))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(lo..hi, 0.0..top)?;
-        ch.configure_mesh()
-            .x_desc("distance along the track [m]")
-            .y_desc("energy [GeV]")
-            .label_style((FONT, 14))
-            .draw()?;
-        let c = colour(0);
-        ch.draw_series(along.iter().zip(e).zip(s).map(|((x, y), sg)| {
-            let sg = if sg.is_finite() { *sg } else { 0.0 };
-            PathElement::new(vec![(*x, (y - sg).max(0.0)), (*x, y + sg)], c.stroke_width(2))
-        }))?;
-        ch.draw_series(along.iter().zip(e).map(|(x, y)| Circle::new((*x, *y), 4, c.filled())))?;
-        Ok(())
-    })?;
     Ok(())
 }
 
@@ -589,16 +413,7 @@ pub fn bench(b: &BenchSpline) -> Result<()> {
         }
     }
     // Response matrix: 5 160 DOMs × 100 segments.
-    let (model, geo) = model_and_geometry(&ModelArgs {
-        amplitude: None,
-        timing: None,
-        amplitude_only: false,
-        geometry: None,
-        cascade: vec![],
-        track: vec![],
-        spacing: 10.0,
-        noise_rate: 500.0,
-    })?;
+    let (model, geo, _) = load(&ModelFiles::default())?;
     let (sources, bins) = bench_event(&model, &geo);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
     let t0 = Instant::now();

@@ -1,6 +1,7 @@
 //! End-to-end tests of `warpdrive spline`: info, eval (CSV in, Parquet out, values equal to the
-//! library's), simulate → unfold on the CPU (every solver, energies near the truth and never
-//! negative, one and two threads identical), and bad input failing cleanly.
+//! library's; points from a FIFO), simulate → unfold on the CPU (every solver, energies near the
+//! truth and never negative; one and two threads give byte-identical data files, machine facts
+//! only in run.json), the memory guard of long tracks, and bad input failing cleanly.
 
 mod common;
 use common::{bin, data, run_ok, scratch};
@@ -120,6 +121,23 @@ fn simulate_then_unfold_a_cascade_with_every_solver() {
     // Newton = PCG well inside the uncertainty.
     assert!((e - 5000.0).abs() < 4.0 * s, "newton {e} ± {s}");
     assert_eq!(results[0].1, results[1].1, "threads changed the result");
+    // Issue #36 item 12: the data files of identical runs with different --threads are
+    // byte-identical; device, threads and timings are in run.json only.
+    let (one, two) = (dir.join("newton-1"), dir.join("newton-2"));
+    for f in ["energies.parquet", "summary.json", "energies.png"] {
+        assert_eq!(
+            std::fs::read(one.join(f)).unwrap(),
+            std::fs::read(two.join(f)).unwrap(),
+            "{f} differs with --threads"
+        );
+    }
+    let summary = std::fs::read_to_string(one.join("summary.json")).unwrap();
+    for machine in ["seconds", "device", "threads", "invocation"] {
+        assert!(!summary.contains(machine), "summary.json holds '{machine}': {summary}");
+    }
+    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(one.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["response_device"], "cpu (1 threads)");
+    assert!(run["solve_seconds"].as_f64().is_some());
     assert!((results[2].1 - e).abs() < 1e-3 * s, "pcg {} vs newton {e}", results[2].1);
     // NNLS (Neyman χ²) is a different estimator: same ballpark only.
     assert!((results[3].1 - e).abs() < 0.3 * e, "nnls {} vs {e}", results[3].1);
@@ -184,4 +202,152 @@ fn bad_inputs_fail_cleanly() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("lbfgs"), "{err}");
+}
+
+#[test]
+fn simulate_does_not_depend_on_threads() {
+    let Some(data) = data() else { return };
+    let dir = scratch("spline", "sim-threads");
+    let mut files = Vec::new();
+    for threads in ["1", "2"] {
+        let out = dir.join(format!("event-{threads}.parquet"));
+        run_ok(
+            bin()
+                .env("WARPDRIVE_DATA", &data)
+                .args(["spline", "simulate", "--track", "-500,0,-250,90,180,0,1000", "--spacing", "50"])
+                .args(["--energy", "3000", "--seed", "9", "--threads", threads, "-o"])
+                .arg(&out),
+        );
+        files.push(std::fs::read(&out).unwrap());
+    }
+    assert_eq!(files[0], files[1], "the event file differs with --threads");
+}
+
+/// Issue #36 item 9: CSV points from a FIFO keep their first bytes (the format sniff used to
+/// open the file a second time and lose the 4 bytes it read: `radius` became `us`).
+#[cfg(unix)]
+#[test]
+fn points_from_a_fifo_keep_their_header() {
+    let Some(data) = data() else { return };
+    let dir = scratch("spline", "fifo");
+    let fifo = dir.join("points.csv");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, "radius,phi,cos_theta\n50,0,0\n300,90,0.5\n").unwrap())
+    };
+    let out = dir.join("values.parquet");
+    run_ok(
+        bin()
+            .args(["spline", "eval", "--device", "cpu", "--points"])
+            .arg(&fifo)
+            .arg("-o")
+            .arg(&out)
+            .arg(ems(&data, "abs")),
+    );
+    writer.join().unwrap();
+    let t = read_parquet(&out).unwrap();
+    let names: Vec<&str> = t.columns.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["radius", "phi", "cos_theta", "value"]);
+    assert_eq!(t.column("radius").unwrap().to_f64(), [50.0, 300.0]);
+}
+
+/// Issue #28: `spline.unfold(spacing=0.01)` on a 400 m track was killed by the kernel; the
+/// response matrix and the solver's matrices are now budgeted before anything is allocated.
+#[test]
+fn a_fine_track_is_refused_before_allocating() {
+    let Some(data) = data() else { return };
+    let dir = scratch("spline", "budget");
+    let event = dir.join("event.parquet");
+    let track = "-100,0,-250,80,10,0,400";
+    run_ok(
+        bin()
+            .env("WARPDRIVE_DATA", &data)
+            .args(["spline", "simulate", "--track", track, "--spacing", "40", "--energy", "1000", "-o"])
+            .arg(&event),
+    );
+    let out = dir.join("u");
+    let t0 = std::time::Instant::now();
+    let o = bin()
+        .env("WARPDRIVE_DATA", &data)
+        .env("WARPDRIVE_MAX_MEMORY", "4G")
+        .args([
+            "spline",
+            "unfold",
+            "--device",
+            "cpu",
+            "--track",
+            track,
+            "--spacing",
+            "0.01",
+            "--event",
+        ])
+        .arg(&event)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("error: --spacing: 40000 × "), "{err}");
+    assert!(err.contains("would not fit in the memory available (4.000 GiB)"), "{err}");
+    assert!(err.trim_end().ends_with("use a larger --spacing or a shorter --track"), "{err}");
+    assert!(t0.elapsed().as_secs_f64() < 20.0, "took {:?}", t0.elapsed());
+    assert!(!out.exists());
+}
+
+/// Ctrl-C stops an unfolding itself (its loops poll the token; the signal thread's forced exit
+/// after its grace period of a second is not needed), leaving no output.
+#[test]
+fn sigint_stops_an_unfolding_within_a_second() {
+    let Some(data) = data() else { return };
+    let dir = scratch("spline", "sigint");
+    let event = dir.join("event.parquet");
+    run_ok(
+        bin()
+            .env("WARPDRIVE_DATA", &data)
+            .args(["spline", "simulate", "--cascade", "10,20,-300,60,30,0", "--energy", "100", "-o"])
+            .arg(&event),
+    );
+    let out = dir.join("u");
+    // A 1 km track in 1 m segments on one thread: the response matrix alone takes seconds.
+    let child = bin()
+        .env("WARPDRIVE_DATA", &data)
+        .args([
+            "spline",
+            "unfold",
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+            "--track",
+            "-500,0,-250,90,180,0,1000",
+        ])
+        .args(["--spacing", "1", "--event"])
+        .arg(&event)
+        .arg("-o")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let t0 = std::time::Instant::now();
+    assert!(Command::new("kill")
+        .arg("-INT")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted (SIGINT): temporary outputs removed, nothing written"),
+        "{err}"
+    );
+    // Within the signal thread's grace period: the run stopped itself, it was not forced out.
+    assert!(t0.elapsed().as_secs_f64() < 1.0, "took {:?} to stop", t0.elapsed());
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, [std::ffi::OsString::from("event.parquet")]);
 }

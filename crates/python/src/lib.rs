@@ -34,6 +34,9 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BEAM_DEFAULT_MIN_BLOCKS", warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)?;
     m.add_function(wrap_pyfunction!(sky::sky_autocorr, m)?)?;
     m.add_function(wrap_pyfunction!(spline::spline_unfold, m)?)?;
+    m.add_class::<spline::UnfoldRun>()?;
+    m.add_function(wrap_pyfunction!(spline::spline_simulate, m)?)?;
+    m.add_class::<spline::SimulatedEvent>()?;
     m.add_function(wrap_pyfunction!(photon::ppc_run, m)?)?;
     m.add_function(wrap_pyfunction!(photon::ppc_hits, m)?)?;
     m.add("PHOTON_PARTICLE_ALIASES", photon::particle_aliases())?;

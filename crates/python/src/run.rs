@@ -121,6 +121,9 @@ pub fn run<R: Send>(
 }
 
 /// The rayon pool of `threads=` (None: all cores), with the CLI's check.
+// No caller left since the spline domain moved to the engine API; kept until the legacy
+// helpers are removed together (issue #28).
+#[allow(dead_code)]
 pub fn pool(threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
     let mut b = rayon::ThreadPoolBuilder::new();
     if let Some(n) = threads {
@@ -133,6 +136,9 @@ pub fn pool(threads: Option<usize>) -> PyResult<rayon::ThreadPool> {
 }
 
 /// The GPU ordinals of `device=` (None: the CPU path), resolved as the CLI resolves `--device`.
+// No caller left since the spline domain moved to the engine API; kept until the legacy
+// helpers are removed together (issue #28).
+#[allow(dead_code)]
 pub fn devices(device: &str) -> PyResult<Option<Vec<usize>>> {
     warpdrive_core::device::resolve(device, |_| {}).map_err(|e| crate::errors::cuda(&e))
 }
@@ -140,6 +146,9 @@ pub fn devices(device: &str) -> PyResult<Option<Vec<usize>>> {
 /// Calls not yet on the engine API: `work` on the pool of `threads` without the GIL, progress
 /// polled into `progress(done, total)`, Ctrl-C checked (the work is not stopped, its result is
 /// dropped).
+// No caller left since the spline domain moved to the engine API; kept until the legacy
+// helpers are removed together (issue #28).
+#[allow(dead_code)]
 pub fn legacy<R: Send>(
     py: Python<'_>,
     threads: Option<usize>,

@@ -1,30 +1,83 @@
-//! `warpdrive.spline`: photospline tables (`warpdrive spline info|eval`).
+//! `warpdrive.spline`: photospline tables and Millipede (`warpdrive spline info|eval|simulate|
+//! unfold`), a translation of keyword arguments into `warpdrive_spline::engine` requests.
 
 use crate::errors;
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
-use std::path::{Path, PathBuf};
-use warpdrive_spline::millipede::event::{Binning, Event};
-use warpdrive_spline::millipede::model::Hypothesis;
-use warpdrive_spline::millipede::solve::SolveOptions;
-use warpdrive_spline::millipede::unfold::{model_and_geometry, unfold_event, UnfoldError, UnfoldOptions};
-use warpdrive_spline::points::{evaluate_points, PointsOptions};
+use pyo3::types::PyBytes;
+use std::path::PathBuf;
+use warpdrive_spline::engine::{
+    self, Eval, EvalOptions, EventInput, Grid, ModelOptions, Points, Quantity, Simulate, SimulateOptions, SimulateResult, Unfold,
+    UnfoldOptions, UnfoldResult,
+};
+use warpdrive_spline::millipede::unfold::ModelFiles;
 use warpdrive_spline::SplineTable as Table;
 
 /// A photospline table read once (`warpdrive spline info`).
 #[pyclass(module = "warpdrive._warpdrive", frozen)]
 pub struct SplineTable {
     table: Table,
-    path: PathBuf,
+    /// The file it was read from (None: made from FITS bytes, e.g. unpickled).
+    path: Option<PathBuf>,
+}
+
+/// A C-contiguous 2-D float64 array as a slice (read in place), or its copy in row-major order
+/// (a Fortran-order array's memory is column-major).
+fn row_major<'a>(a: &'a PyReadonlyArray2<'_, f64>, owned: &'a mut Vec<f64>) -> &'a [f64] {
+    match a.as_slice() {
+        Ok(s) if a.is_c_contiguous() => s,
+        _ => {
+            *owned = a.as_array().iter().copied().collect();
+            owned
+        }
+    }
+}
+
+impl SplineTable {
+    /// Evaluate `points` (`Points::Rows` or `Points::Coordinates` of `values`) and hand the
+    /// values to NumPy without a copy.
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate<'py>(
+        &self,
+        py: Python<'py>,
+        points: Points<'_>,
+        gradient: bool,
+        derivatives: i64,
+        device: &str,
+        threads: Option<i64>,
+        precise: bool,
+        standard_layout: bool,
+        progress: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let (ctl, notes) = crate::run::control(device, threads, precise)?;
+        let quantity = Quantity::new(gradient, derivatives, self.table.ndim()).map_err(|e| errors::param(&e))?;
+        let opts = EvalOptions { quantity, standard_layout };
+        let req = Eval::new(&self.table, self.path.as_deref(), points, opts).map_err(|e| errors::engine(&e))?;
+        let r = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+        Ok(r.values.into_pyarray(py))
+    }
 }
 
 #[pymethods]
 impl SplineTable {
     #[new]
-    fn new(path: PathBuf) -> PyResult<Self> {
-        let table = Table::read(&path).map_err(|e| errors::input(&e))?;
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let table = py.allow_threads(|| engine::read_table(&path)).map_err(|e| errors::engine(&e))?;
+        Ok(Self { table, path: Some(path) })
+    }
+
+    /// A table from the bytes of a FITS file (`path` only names it in errors and reprs).
+    #[staticmethod]
+    #[pyo3(signature = (data, path=None))]
+    fn from_fits(data: &[u8], path: Option<PathBuf>) -> PyResult<Self> {
+        let label = path.clone().unwrap_or_else(|| PathBuf::from("<fits bytes>"));
+        let table = Table::from_bytes(&label, data).map_err(|e| errors::input(&e))?;
         Ok(Self { table, path })
+    }
+
+    /// The table as FITS bytes in photospline's layout (what pickling stores).
+    fn to_fits<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.table.to_fits())
     }
 
     #[getter]
@@ -48,88 +101,305 @@ impl SplineTable {
     }
 
     #[getter]
-    fn path(&self) -> PathBuf {
+    fn periods(&self) -> Vec<f64> {
+        self.table.periods.clone()
+    }
+
+    /// Coefficients per dimension (the shape of the coefficient array).
+    #[getter]
+    fn naxes(&self) -> Vec<usize> {
+        self.table.naxes.clone()
+    }
+
+    /// The float32 coefficients in the table's shape (C order, dimension 0 slowest).
+    #[getter]
+    fn coefficients<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let a = self.table.coefficients.clone().into_pyarray(py);
+        Ok(a.reshape(self.table.naxes.clone())?.into_any())
+    }
+
+    /// Auxiliary header keys and their values as text.
+    #[getter]
+    fn aux(&self) -> Vec<(String, String)> {
+        self.table.aux.iter().map(|(k, v)| (k.clone(), v.text())).collect()
+    }
+
+    #[getter]
+    fn path(&self) -> Option<PathBuf> {
         self.path.clone()
     }
 
-    /// Evaluate at `points` (N, ndim) float64. Returns (N,) values, or with `gradient` an
-    /// (N, ndim + 1) array: value then ∂/∂x_d per row (the layout the library computes; the Python
-    /// wrapper hands out views of it). C-contiguous input is read in place.
+    /// Evaluate at `points`, rows of (N, ndim) float64: (N,) values, or (N, ndim + 1) numbers
+    /// (value, then ∂/∂x_d) with `gradient`, or (N,) partial derivatives for the bitmask
+    /// `derivatives`. A C-contiguous array is read in place.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (points, gradient=false, device="auto", threads=None, precise=false, standard_layout=false))]
+    #[pyo3(signature = (points, gradient=false, derivatives=0, device="auto", threads=None, precise=false, standard_layout=false, progress=None))]
     fn eval<'py>(
         &self,
         py: Python<'py>,
         points: PyReadonlyArray2<'py, f64>,
         gradient: bool,
+        derivatives: i64,
         device: &str,
-        threads: Option<usize>,
+        threads: Option<i64>,
         precise: bool,
         standard_layout: bool,
+        progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let nd = self.table.ndim();
-        let shape = points.shape();
-        if shape[1] != nd {
-            return Err(errors::value(format!(
-                "points have {} columns for a {nd}-D table ({})",
-                shape[1],
-                self.path.display()
-            )));
-        }
-        let n = shape[0];
-        let owned;
-        // `as_slice` also accepts Fortran order, whose memory is column-major: only a
-        // C-contiguous array is read in place, anything else is copied in row-major order.
-        let flat: &[f64] = match points.as_slice() {
-            Ok(s) if points.is_c_contiguous() => s,
-            _ => {
-                owned = points.as_array().iter().copied().collect::<Vec<f64>>();
-                &owned
-            }
-        };
-        let opts = PointsOptions {
+        let shape = [points.shape()[0], points.shape()[1]];
+        let mut owned = Vec::new();
+        let values = row_major(&points, &mut owned);
+        let v = self.evaluate(
+            py,
+            Points::Rows { values, shape },
             gradient,
-            devices: crate::run::devices(device)?,
-            window: !standard_layout,
+            derivatives,
+            device,
+            threads,
             precise,
-        };
-        let table = &self.table;
-        let (values, _how) =
-            crate::run::legacy(py, threads, None, 0, |_| evaluate_points(table, flat, &opts))?.map_err(|e| errors::gpu(&e))?;
-        let arr: Bound<'py, PyArray1<f64>> = values.into_pyarray(py);
+            standard_layout,
+            progress,
+        )?;
         if gradient {
-            Ok(arr.reshape([n, nd + 1])?.into_any())
+            Ok(v.reshape([shape[0], self.table.ndim() + 1])?.into_any())
         } else {
-            Ok(arr.into_any())
+            Ok(v.into_any())
         }
     }
+
+    /// Evaluate at one array per coordinate, `coords` of shape (ndim, N) (photospline's form):
+    /// (N,) values, or partial derivatives for the bitmask `derivatives`.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (coords, derivatives=0, device="auto", threads=None, precise=false, standard_layout=false, progress=None))]
+    fn eval_coordinates<'py>(
+        &self,
+        py: Python<'py>,
+        coords: PyReadonlyArray2<'py, f64>,
+        derivatives: i64,
+        device: &str,
+        threads: Option<i64>,
+        precise: bool,
+        standard_layout: bool,
+        progress: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let shape = [coords.shape()[0], coords.shape()[1]];
+        let mut owned = Vec::new();
+        let values = row_major(&coords, &mut owned);
+        self.evaluate(
+            py,
+            Points::Coordinates { values, shape },
+            false,
+            derivatives,
+            device,
+            threads,
+            precise,
+            standard_layout,
+            progress,
+        )
+    }
+
+    /// Values on the outer-product grid of `axes` (one 1-D array per dimension), in the grid's
+    /// shape (C order).
+    #[pyo3(signature = (axes, threads=None, progress=None))]
+    fn grideval<'py>(
+        &self,
+        py: Python<'py>,
+        axes: Vec<Vec<f64>>,
+        threads: Option<i64>,
+        progress: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (ctl, notes) = crate::run::control("cpu", threads, false)?;
+        let req = Grid::new(&self.table, axes).map_err(|e| errors::engine(&e))?;
+        let v = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+        Ok(v.into_pyarray(py).reshape(req.shape())?.into_any())
+    }
 }
+
+/// The model and hypothesis keywords shared by `simulate` and `unfold`.
+#[allow(clippy::too_many_arguments)]
+fn model(
+    cascade: Option<Vec<f64>>,
+    track: Option<Vec<f64>>,
+    spacing: f64,
+    amplitude: Option<PathBuf>,
+    timing: Option<PathBuf>,
+    amplitude_only: bool,
+    geometry: Option<PathBuf>,
+    noise_rate: f64,
+) -> ModelOptions {
+    ModelOptions {
+        files: ModelFiles {
+            amplitude,
+            timing,
+            amplitude_only,
+            geometry,
+        },
+        cascade,
+        track,
+        spacing,
+        noise_rate,
+    }
+}
+
+/// A synthetic event (`warpdrive spline simulate`).
+#[pyclass(module = "warpdrive._warpdrive", frozen)]
+pub struct SimulatedEvent {
+    r: SimulateResult,
+    inputs: Vec<PathBuf>,
+}
+
+#[pymethods]
+impl SimulatedEvent {
+    /// The event table of the CLI's output file (string, om, time, charge; window, true
+    /// energies and the request in its metadata).
+    fn table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
+        crate::photon::columns(py, self.r.table())
+    }
+
+    /// Write the CLI's Parquet file; an existing `path` is refused unless `force`.
+    #[pyo3(signature = (path, force=false))]
+    fn save(&self, py: Python<'_>, path: PathBuf, force: bool) -> PyResult<()> {
+        py.allow_threads(|| {
+            let out = engine::prepare_file(&path, force, &self.inputs)?;
+            self.r.save(out)
+        })
+        .map_err(|e| errors::engine(&e))
+    }
+
+    #[getter]
+    fn window(&self) -> (f64, f64) {
+        (self.r.event.window[0], self.r.event.window[1])
+    }
+
+    #[getter]
+    fn true_energy(&self) -> Vec<f64> {
+        self.r.true_energy.clone()
+    }
+
+    #[getter]
+    fn total_charge(&self) -> f64 {
+        self.r.event.total_charge()
+    }
+
+    #[getter]
+    fn hit_doms(&self) -> usize {
+        self.r.event.hit_doms()
+    }
+
+    #[getter]
+    fn pulses(&self) -> usize {
+        self.r.event.pulses.len()
+    }
+}
+
+/// `warpdrive spline simulate`.
+#[pyfunction]
+#[pyo3(signature = (cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, energy, window, seed, event, device, threads, progress))]
+#[allow(clippy::too_many_arguments)]
+pub fn spline_simulate(
+    py: Python<'_>,
+    cascade: Option<Vec<f64>>,
+    track: Option<Vec<f64>>,
+    spacing: f64,
+    amplitude: Option<PathBuf>,
+    timing: Option<PathBuf>,
+    amplitude_only: bool,
+    geometry: Option<PathBuf>,
+    noise_rate: f64,
+    energy: Vec<f64>,
+    window: Vec<f64>,
+    seed: i64,
+    event: i64,
+    device: &str,
+    threads: Option<i64>,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<SimulatedEvent> {
+    let opts = SimulateOptions {
+        model: model(cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate),
+        energy,
+        window,
+        seed: errors::count("seed", seed)?,
+        event: errors::count("event", event)?,
+    };
+    let (ctl, notes) = crate::run::control(device, threads, false)?;
+    let req = py.allow_threads(|| Simulate::new(&opts)).map_err(|e| errors::engine(&e))?;
+    let r = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+    Ok(SimulatedEvent {
+        r,
+        inputs: req.inputs().to_vec(),
+    })
+}
+
+/// An unfolded event (`warpdrive spline unfold`).
+#[pyclass(module = "warpdrive._warpdrive", frozen)]
+pub struct UnfoldRun {
+    r: UnfoldResult,
+    inputs: Vec<PathBuf>,
+}
+
+#[pymethods]
+impl UnfoldRun {
+    /// The table of the CLI's energies.parquet.
+    fn energies<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
+        crate::photon::columns(py, self.r.energies_table())
+    }
+
+    /// F⁻¹ on the sources with E > 0, (n, n).
+    fn covariance<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.r.cols;
+        Ok(self.r.solution.covariance.clone().into_pyarray(py).reshape([n, n])?.into_any())
+    }
+
+    /// Photo-electrons per GeV of each source (Σ_i Λ_ij).
+    fn pe_per_gev<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        self.r.solution.pe_per_gev.clone().into_pyarray(py)
+    }
+
+    /// Sources no DOM sees (< 1 PE per PeV).
+    fn blind(&self) -> Vec<usize> {
+        self.r.blind()
+    }
+
+    /// The CLI's summary.json (the request's and the fit's numbers), as JSON text.
+    fn summary_json(&self) -> String {
+        format!("{:#}", self.r.summary())
+    }
+
+    /// The CLI's run.json (device, timings), as JSON text.
+    fn run_json(&self) -> String {
+        format!("{:#}", self.r.run_info(INVOCATION))
+    }
+
+    /// Write the CLI's output directory; an existing `dir` is refused unless `force`.
+    #[pyo3(signature = (dir, force=false, plot=true))]
+    fn save(&self, py: Python<'_>, dir: PathBuf, force: bool, plot: bool) -> PyResult<()> {
+        py.allow_threads(|| {
+            let out = engine::prepare_dir(&dir, force, &self.inputs)?;
+            self.r.save(out, plot, INVOCATION)
+        })
+        .map_err(|e| errors::engine(&e))
+    }
+}
+
+/// How run.json names a Python call.
+const INVOCATION: &str = "python: warpdrive.spline.unfold";
 
 /// An event's (string, om, time, charge) columns from Python.
 type PulseColumns = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
 
-fn unfold_error(e: &UnfoldError) -> PyErr {
-    match e {
-        UnfoldError::Input(m) => errors::value(m.clone()),
-        UnfoldError::File(e) => errors::input(e),
-        UnfoldError::Gpu(e) => errors::gpu(e),
-    }
-}
-
 /// Millipede (`warpdrive spline unfold`): the event from the Parquet file `event` or from the
 /// columns `pulses` = (string, om, time, charge) with `window` (None: the default around the
-/// pulses). Returns a dict: the energies table's columns as (name, array) pairs under `columns`,
-/// the covariance (n, n) and the fit's numbers under the summary.json keys.
+/// pulses).
 #[pyfunction]
-#[pyo3(signature = (event, pulses, window, cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, solver, regularization, photons_per_bin, tolerance, max_iterations, device, threads, precise))]
+#[pyo3(signature = (event, pulses, window, cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, solver, regularization, photons_per_bin, tolerance, max_iterations, device, threads, precise, progress))]
 #[allow(clippy::too_many_arguments)]
-pub fn spline_unfold<'py>(
-    py: Python<'py>,
+pub fn spline_unfold(
+    py: Python<'_>,
     event: Option<PathBuf>,
     pulses: Option<PulseColumns>,
     window: Option<(f64, f64)>,
-    cascade: Vec<f64>,
-    track: Vec<f64>,
+    cascade: Option<Vec<f64>>,
+    track: Option<Vec<f64>>,
     spacing: f64,
     amplitude: Option<PathBuf>,
     timing: Option<PathBuf>,
@@ -140,57 +410,36 @@ pub fn spline_unfold<'py>(
     regularization: f64,
     photons_per_bin: f64,
     tolerance: f64,
-    max_iterations: usize,
+    max_iterations: i64,
     device: &str,
-    threads: Option<usize>,
+    threads: Option<i64>,
     precise: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let (model, geo) = model_and_geometry(amplitude.as_deref(), timing.as_deref(), amplitude_only, geometry.as_deref(), |_| {})
-        .map_err(|e| unfold_error(&e))?;
-    let h = Hypothesis::from_numbers(&cascade, &track, spacing).map_err(|e| unfold_error(&e))?;
-    let opts = UnfoldOptions {
-        solve: SolveOptions {
-            solver: solver.parse().map_err(errors::value)?,
-            regularization,
-            tolerance,
-            max_iterations,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<UnfoldRun> {
+    let input = match (event, pulses) {
+        (Some(path), None) => EventInput::File(path),
+        (None, Some((string, om, time, charge))) => EventInput::Pulses {
+            string,
+            om,
+            time,
+            charge,
+            window: window.map(|(a, b)| [a, b]),
         },
-        binning: Binning {
-            photons_per_bin,
-            noise_rate_hz: noise_rate,
-        },
-        device: crate::run::devices(device)?.map(|d| d[0]),
-        precise,
-    };
-    opts.check().map_err(|e| unfold_error(&e))?;
-    let ev = match (event, pulses) {
-        (Some(path), None) => Event::read(&path),
-        (None, Some((s, o, t, q))) => Event::from_columns(Path::new("<arrays>"), &s, &o, &t, &q, window.map(|(a, b)| [a, b])),
         _ => return Err(errors::value("give the event as a Parquet path or as pulse arrays, not both")),
-    }
-    .map_err(|e| errors::input(&e))?;
-    let u = crate::run::legacy(py, threads, None, 0, |_| unfold_event(&model, &geo, &h, &ev, &opts))?.map_err(|e| unfold_error(&e))?;
-    let out = PyDict::new(py);
-    let n = u.cols;
-    let s = &u.solution;
-    let (total, sigma) = u.total();
-    out.set_item("columns", crate::photon::columns(py, u.energies_table())?)?;
-    out.set_item("covariance", s.covariance.clone().into_pyarray(py).reshape([n, n])?)?;
-    out.set_item("pe_per_gev", s.pe_per_gev.clone().into_pyarray(py))?;
-    out.set_item("blind", u.blind())?;
-    out.set_item("converged", s.converged)?;
-    out.set_item("iterations", s.iterations)?;
-    out.set_item("nnls_start_iterations", s.start_iterations)?;
-    out.set_item("log_likelihood", s.log_likelihood)?;
-    out.set_item("chi2", s.chi2)?;
-    out.set_item("rows", u.rows)?;
-    out.set_item("sources", n)?;
-    out.set_item("hit_doms", u.hit_doms)?;
-    out.set_item("charge_pe", u.charge_pe)?;
-    out.set_item("total_energy_gev", total)?;
-    out.set_item("total_energy_sigma_gev", sigma)?;
-    out.set_item("response_device", u.device.clone())?;
-    out.set_item("response_seconds", u.response_seconds)?;
-    out.set_item("solve_seconds", u.solve_seconds)?;
-    Ok(out)
+    };
+    let opts = UnfoldOptions {
+        model: model(cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate),
+        solver: engine::parse_solver(solver).map_err(|e| errors::param(&e))?,
+        regularization,
+        photons_per_bin,
+        tolerance,
+        max_iterations: errors::count("max_iterations", max_iterations)?,
+    };
+    let (ctl, notes) = crate::run::control(device, threads, precise)?;
+    let req = py.allow_threads(|| Unfold::new(input, &opts)).map_err(|e| errors::engine(&e))?;
+    let r = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+    Ok(UnfoldRun {
+        r,
+        inputs: req.inputs().to_vec(),
+    })
 }

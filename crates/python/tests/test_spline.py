@@ -1,4 +1,8 @@
+import inspect
 import json
+import pickle
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
 
 import numpy as np
 import pyarrow as pa
@@ -6,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import same_bits
+import warpdrive
 from warpdrive import spline
 
 TABLES = ["splines/nuflux/H3a_SIBYLL23C_conv_numu.fits", "splines/ngc1068_kde/bg_2d_photospline.fits"]
@@ -55,7 +60,7 @@ def test_bad_inputs(data, tmp_path):
     with pytest.raises(ValueError):
         spline.Table(bad)
     t = spline.Table(data / TABLES[0])
-    with pytest.raises(ValueError, match="columns"):
+    with pytest.raises(ValueError, match="points have 3 columns for a 2-D table"):
         t.eval(np.zeros((3, t.ndim + 1)))
     with pytest.raises(ValueError):
         t.eval(np.zeros(3))
@@ -73,29 +78,41 @@ TRACK = (-100.0, 0.0, -250.0, 80.0, 10.0, 0.0, 400.0)
     "hyp, extra",
     [({"cascade": CASCADE}, {}), ({"track": TRACK, "spacing": 40.0}, {"solver": "pcg", "regularization": 1e-9})],
 )
-def test_unfold_equals_cli(cli, data, tmp_path, hyp, extra):
+def test_simulate_and_unfold_equal_cli_byte_for_byte(cli, data, tmp_path, hyp, extra):
     flag, nums = next((k, v) for k, v in hyp.items() if k in ("cascade", "track"))
     csv = ",".join(repr(x) for x in nums)
+    spacing = ["--spacing", repr(hyp["spacing"])] if "spacing" in hyp else []
+    # simulate: the CLI's event file and Python's are the same bytes (the request is recorded as
+    # its equivalent command line, the same from both front ends).
     ev = tmp_path / "event.parquet"
-    cli("spline", "simulate", f"--{flag}", csv, "--energy", "5000", "--seed", "3", "-o", ev)
-    args = ["spline", "unfold", "--event", ev, f"--{flag}", csv, "-o", tmp_path / "u"]
-    if "spacing" in hyp:
-        args += ["--spacing", repr(hyp["spacing"])]
+    cli("spline", "simulate", f"--{flag}", csv, *spacing, "--energy", "5000", "--seed", "3", "-o", ev)
+    sim = spline.simulate(5000, **hyp, seed=3)
+    mine = tmp_path / "event-py.parquet"
+    sim.to_parquet(mine)
+    assert mine.read_bytes() == ev.read_bytes()
+    assert sim.table().equals(pq.read_table(ev))
+    with pytest.raises(FileExistsError, match="force=True"):
+        sim.to_parquet(mine)
+    # unfold: the output directory's data files are the same bytes; run.json holds the machine.
+    args = ["spline", "unfold", "--event", ev, f"--{flag}", csv, *spacing, "-o", tmp_path / "u"]
     for k, v in extra.items():
         args += [f"--{k}", str(v)]
     cli(*args)
-    ref = pq.read_table(tmp_path / "u" / "energies.parquet")
+    u = spline.unfold(str(ev), **hyp, **extra)
+    u.to_dir(tmp_path / "u-py")
+    for f in ("energies.parquet", "summary.json", "energies.png"):
+        assert (tmp_path / "u-py" / f).read_bytes() == (tmp_path / "u" / f).read_bytes(), f
     summary = json.loads((tmp_path / "u" / "summary.json").read_text())
-    # From the Parquet path and from the columns (a pyarrow table with the window metadata).
-    for event in (ev, pq.read_table(ev)):
-        u = spline.unfold(event, **hyp, **extra)
-        t = u.table()
+    assert u.summary == summary
+    assert set(u.run) == set(json.loads((tmp_path / "u" / "run.json").read_text()))
+    # The same event as a table (from the file, or the simulate() result): the same energies.
+    ref = pq.read_table(tmp_path / "u" / "energies.parquet")
+    for event in (pq.read_table(ev), sim):
+        t = spline.unfold(event, **hyp, **extra).table()
         assert t.column_names == ref.column_names
         for name in ref.column_names:
             assert same_bits(t[name].to_numpy(), ref[name].to_numpy()), name
-        for k in ("iterations", "log_likelihood", "chi2", "rows", "total_energy_gev", "total_energy_sigma_gev", "converged"):
-            assert u.summary[k] == summary[k], k
-        assert u.covariance.shape == (len(u.energy), len(u.energy))
+    assert u.covariance.shape == (len(u.energy), len(u.energy))
     if flag == "cascade":
         # The simulated 5 TeV cascade is found again within its uncertainty (5σ).
         assert abs(u.total_energy - 5000.0) < 5 * u.total_energy_sigma
@@ -105,19 +122,19 @@ def test_unfold_dict_and_bad_inputs(data, tmp_path):
     pulses = {"string": [36, 36], "om": [30, 31], "time": [100.0, 150.0], "charge": [1.0, 2.0], "window": (-1000.0, 9000.0)}
     u = spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0))
     assert len(u.energy) == 1 and u.energy[0] >= 0 and u.rows > 2
-    with pytest.raises(ValueError, match="give the hypothesis"):
+    with pytest.raises(ValueError, match=r"^cascade \(x,y,z,zenith,azimuth,t\) or track .* is needed"):
         spline.unfold(pulses)
-    with pytest.raises(ValueError, match="--cascade takes 6 finite numbers"):
+    with pytest.raises(ValueError, match="^cascade takes 6 finite numbers"):
         spline.unfold(pulses, cascade=(0, 0, float("nan"), 0, 0, 0))
-    with pytest.raises(ValueError, match="segments, more than the limit"):
+    with pytest.raises(ValueError, match="^track length 1000000000 m / spacing 1 m = 1e9 segments, more than the limit"):
         spline.unfold(pulses, track=(0, 0, 0, 0, 0, 0, 1e9), spacing=1.0)
-    with pytest.raises(ValueError, match="regularization"):
+    with pytest.raises(ValueError, match="^regularization -1: must be finite"):
         spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0), regularization=-1)
     with pytest.raises(ValueError, match="outside the readout window"):
         spline.unfold(dict(pulses, window=(0.0, 120.0)), cascade=(0, 0, -300, 0, 0, 0))
     with pytest.raises(ValueError, match="charge"):
         spline.unfold(dict(pulses, charge=[1.0, -1.0]), cascade=(0, 0, -300, 0, 0, 0))
-    with pytest.raises(ValueError, match="solver"):
+    with pytest.raises(ValueError, match="^solver: unknown solver 'magic'"):
         spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0), solver="magic")
     with pytest.raises(FileNotFoundError):
         spline.unfold(tmp_path / "missing.parquet", cascade=(0, 0, -300, 0, 0, 0))
@@ -125,3 +142,117 @@ def test_unfold_dict_and_bad_inputs(data, tmp_path):
         spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0), amplitude=tmp_path / "missing.fits")
     with pytest.raises(ValueError, match="not in the geometry|geometry"):
         spline.unfold(dict(pulses, string=[99, 99]), cascade=(0, 0, -300, 0, 0, 0))
+
+    with pytest.raises(ValueError, match="^cascade cannot be given together with track"):
+        spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0), track=(0, 0, 0, 0, 0, 0, 100))
+    with pytest.raises(ValueError, match="^max_iterations must be a non-negative integer, got -1"):
+        spline.unfold(pulses, cascade=(0, 0, -300, 0, 0, 0), max_iterations=-1)
+    with pytest.raises(ValueError, match="^seed must be a non-negative integer"):
+        spline.simulate(100, cascade=(0, 0, -300, 0, 0, 0), seed=-1)
+    with pytest.raises(ValueError, match="^energy has 2 values for 1 sources"):
+        spline.simulate([1, 2], cascade=(0, 0, -300, 0, 0, 0))
+
+
+def test_unfold_that_no_dom_sees_raises(data):
+    # Issue #28: this used to report "total 0.0 ± 0.0 GeV, converged".
+    pulses = {"string": [36], "om": [30], "time": [100.0], "charge": [1.0], "window": (-1000.0, 9000.0)}
+    with pytest.raises(ValueError, match="^cascade is seen by no DOM"):
+        spline.unfold(pulses, cascade=(1e5, 0, 0, 0, 0, 0), device="cpu")
+    with pytest.raises(ValueError, match="^track is seen by no DOM: each of its 10 segments"):
+        spline.unfold(pulses, track=(1e5, 0, 0, 0, 0, 0, 100), spacing=10, device="cpu")
+    # Seen, but no light: every energy at the bound, and no fake "± 0" for the total.
+    empty = {"string": [], "om": [], "time": [], "charge": [], "window": (-1000.0, 9000.0)}
+    u = spline.unfold(empty, cascade=(10, 20, -300, 60, 30, 0), device="cpu")
+    assert list(u.energy) == [0.0] and u.total_energy_sigma is None
+    assert "every source at E = 0" in repr(u)
+
+
+def test_unfold_of_a_fine_track_is_refused_before_allocating(data, monkeypatch):
+    # Issue #28: spacing=0.01 on a 400 m track was killed by the kernel (OOM).
+    monkeypatch.setenv("WARPDRIVE_MAX_MEMORY", "4G")
+    pulses = {"string": [36], "om": [30], "time": [100.0], "charge": [1.0], "window": (-1000.0, 9000.0)}
+    with pytest.raises(MemoryError, match=r"^spacing: 40000 × \d+ bytes = .* would not fit .*use a larger spacing"):
+        spline.unfold(pulses, track=TRACK, spacing=0.01, device="cpu")
+
+
+def test_progress_callback_stops_an_unfolding(data):
+    pulses = {"string": [36], "om": [30], "time": [100.0], "charge": [1.0], "window": (-1000.0, 9000.0)}
+    calls = []
+
+    def stop(done, total):
+        calls.append((done, total))
+        return False
+
+    with pytest.raises(warpdrive.Cancelled):
+        spline.unfold(pulses, track=(-500, 0, -250, 90, 180, 0, 1000), spacing=1.0, device="cpu", threads=1, progress=stop)
+    assert len(calls) == 1
+
+
+def test_eval_refuses_ambiguous_shapes(data):
+    # Issue #28: Table.eval([xs, ys]) — photospline's one array per coordinate — was read as
+    # two points when N equals ndim.
+    t = spline.Table(data / TABLES[1])
+    assert t.ndim == 2
+    xs, ys = np.array([1.0, 1.5]), np.array([-0.5, 0.2])
+    with pytest.raises(ValueError, match=r"^points of shape \(2, 2\) for a 2-D table are ambiguous"):
+        t.eval([xs, ys])
+    with pytest.raises(ValueError, match="looks like one array per coordinate"):
+        t.eval([np.r_[xs, 2.0], np.r_[ys, 0.0]])
+    rows = np.column_stack([np.r_[xs, 2.0], np.r_[ys, 0.0]])
+    ref = t.eval(rows, device="cpu")
+    assert same_bits(t(rows[:, 0], rows[:, 1], device="cpu"), ref)
+    assert same_bits(t([rows[:, 0], rows[:, 1]], device="cpu"), ref)
+    assert same_bits(t(*rows[:2].T, device="cpu"), ref[:2])
+
+
+def test_photospline_surface(data):
+    t = spline.Table(data / TABLES[0])
+    nd = t.ndim
+    assert t.order == [len(k) - n - 1 for k, n in zip(t.knots, t.coefficients.shape)]
+    assert t.coefficients.dtype == np.float32 and t.coefficients.ndim == nd
+    assert all(isinstance(k, np.ndarray) for k in t.knots) and len(t.extents) == nd
+    p = points(t, 300)
+    ref_v, ref_g = t.eval(p, gradient=True, device="cpu")
+    # evaluate_simple / __call__: one array per coordinate, broadcast, derivative bitmask.
+    assert same_bits(t.evaluate_simple([p[:, 0], p[:, 1]], device="cpu"), np.ascontiguousarray(ref_v))
+    for d in range(nd):
+        assert same_bits(t.evaluate_simple([p[:, 0], p[:, 1]], 1 << d, device="cpu"), np.ascontiguousarray(ref_g[:, d]))
+    with pytest.raises(ValueError, match="^derivatives 3 asks for a mixed derivative"):
+        t.evaluate_simple([p[:, 0], p[:, 1]], 3)
+    with pytest.raises(ValueError, match="^derivatives 4: a bitmask of the table's 2 dimensions"):
+        t(p[:, 0], p[:, 1], derivatives=4)
+    with pytest.raises(ValueError, match="^coords has 3 coordinate arrays for a 2-D table"):
+        t(p[:, 0], p[:, 1], p[:, 1])
+    x, y = p[:4, 0], p[:3, 1]
+    grid = t(x[:, None], y[None, :], device="cpu")
+    assert grid.shape == (4, 3)
+    assert isinstance(t(float(x[0]), float(y[0]), device="cpu"), float)
+    # grideval: the outer-product grid, the same numbers as point by point.
+    g = t.grideval([x, y])
+    assert g.shape == (4, 3) and same_bits(g, grid)
+    with pytest.raises(ValueError, match=r"coords\[1\] must be a one-dimensional array"):
+        t.grideval([x, np.zeros((2, 2))])
+
+
+def _eval_in_child(table, pts):
+    return table.eval(pts, device="cpu")
+
+
+def test_tables_pickle_through_their_fits_bytes(data, tmp_path):
+    t = spline.Table(data / TABLES[0])
+    p = points(t, 500)
+    u = pickle.loads(pickle.dumps(t))
+    assert u.path == t.path and u.order == t.order and u.extents == t.extents
+    assert all(np.array_equal(a, b) for a, b in zip(u.knots, t.knots))
+    assert same_bits(u.coefficients, t.coefficients)
+    assert same_bits(u.eval(p, device="cpu"), t.eval(p, device="cpu"))
+    # Across processes (multiprocessing, dask and joblib pickle their arguments).
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
+        assert same_bits(ex.submit(_eval_in_child, t, p).result(), t.eval(p, device="cpu"))
+
+
+def test_one_default_device_and_documented_precision():
+    for f in (spline.Table.eval, spline.Table.evaluate_simple, spline.simulate, spline.unfold):
+        assert inspect.signature(f).parameters["device"].default == "auto", f
+    doc = spline.Table.eval.__doc__
+    assert 'device="auto"' in doc and "float32" in doc and "float64" in doc

@@ -17,6 +17,7 @@
 //! the table's float32.
 
 use crate::table::{SplineTable, MAX_DIM, MAX_ORDER};
+use warpdrive_core::progress::Progress;
 
 const W: usize = MAX_ORDER as usize + 1;
 
@@ -320,6 +321,13 @@ impl SplineTable {
     /// Values on the tensor grid `axes[0] × axes[1] × …` (C order, last axis fastest); the
     /// basis of each grid coordinate is computed once.
     pub fn grid(&self, axes: &[Vec<f64>]) -> Vec<f64> {
+        self.grid_with(axes, &Progress::hidden())
+    }
+
+    /// [`SplineTable::grid`] on all cores, one row of the last axis per work item, counted on
+    /// `progress`; once it says stop the remaining rows stay 0 (the caller's run is cancelled).
+    pub fn grid_with(&self, axes: &[Vec<f64>], progress: &Progress) -> Vec<f64> {
+        use rayon::prelude::*;
         let nd = self.ndim();
         assert_eq!(axes.len(), nd, "{} grid axes for a {nd}-D table", axes.len());
         let located: Vec<Vec<Locate>> = (0..nd)
@@ -331,29 +339,39 @@ impl SplineTable {
             })
             .collect();
         let total: usize = axes.iter().map(Vec::len).product();
-        let mut out = Vec::with_capacity(total);
-        let mut idx = vec![0usize; nd];
-        for _ in 0..total {
-            let mut p = Point {
-                basis: [Basis::default(); MAX_DIM],
-            };
-            let mut known = None;
-            for d in 0..nd {
-                match located[d][idx[d]] {
-                    Locate::Inside(b) => p.basis[d] = b,
-                    Locate::Outside => known = known.or(Some(0.0)),
-                    Locate::NotANumber => known = Some(f64::NAN),
-                }
-            }
-            out.push(known.unwrap_or_else(|| self.contract(&p)));
-            for d in (0..nd).rev() {
-                idx[d] += 1;
-                if idx[d] < axes[d].len() {
-                    break;
-                }
-                idx[d] = 0;
-            }
+        let row = axes[nd - 1].len();
+        let mut out = vec![0.0; total];
+        if total == 0 {
+            return out;
         }
+        out.par_chunks_mut(row).enumerate().for_each(|(r, values)| {
+            if progress.should_stop() {
+                return;
+            }
+            // The grid index of this row's leading dimensions (C order).
+            let mut idx = [0usize; MAX_DIM];
+            let mut rest = r;
+            for d in (0..nd - 1).rev() {
+                idx[d] = rest % axes[d].len();
+                rest /= axes[d].len();
+            }
+            for (q, v) in values.iter_mut().enumerate() {
+                idx[nd - 1] = q;
+                let mut p = Point {
+                    basis: [Basis::default(); MAX_DIM],
+                };
+                let mut known = None;
+                for d in 0..nd {
+                    match located[d][idx[d]] {
+                        Locate::Inside(b) => p.basis[d] = b,
+                        Locate::Outside => known = known.or(Some(0.0)),
+                        Locate::NotANumber => known = Some(f64::NAN),
+                    }
+                }
+                *v = known.unwrap_or_else(|| self.contract(&p));
+            }
+            progress.add(1);
+        });
         out
     }
 }

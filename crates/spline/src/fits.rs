@@ -9,7 +9,8 @@ use std::path::Path;
 use warpdrive_core::InputError;
 
 const BLOCK: usize = 2880;
-const CARD: usize = 80;
+/// Bytes of one header card.
+pub(crate) const CARD: usize = 80;
 
 /// A header value as written on its card.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,9 +146,10 @@ fn int_key(path: &Path, cards: &[Card], key: &str, at: usize) -> Result<i64, Inp
     }
 }
 
-/// Read every HDU of a FITS file.
+/// Read every HDU of a FITS file, through the bounded reader ([`crate::files::read_fits`]:
+/// read once, refused at its first card unless it is FITS, at most the memory budget).
 pub fn read(path: &Path) -> Result<Vec<Hdu>, InputError> {
-    let bytes = std::fs::read(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
+    let bytes = crate::files::read_fits(path)?;
     parse(path, &bytes)
 }
 

@@ -164,13 +164,30 @@ fn fastest_of(st: &Arc<CudaStream>, repeats: usize, mut launch: impl FnMut() -> 
 }
 
 /// Evaluate `points` (row-major, ndim each) on GPU `ordinal`: one float per point, or
-/// ndim + 1 (value, gradient) with `opts.gradient`.
+/// ndim + 1 (value, gradient) with `opts.gradient`, in one batch (benchmarks and checks; runs
+/// go through [`evaluate_chunked`]).
 pub fn evaluate(t: &SplineTable, points: &[f64], ordinal: usize, opts: &EvalOptions) -> Result<(Vec<f32>, EvalStats), GpuError> {
+    evaluate_chunked(t, points, ordinal, opts, usize::MAX, |_| true)
+}
+
+/// Evaluate `points` in batches of at most `chunk` points (upload, launch, download each), so
+/// the device holds a bounded buffer whatever the number of points and the caller hears after
+/// every batch: `after(points done in it)` returning false stops before the next batch (the
+/// result then holds only the batches done). Table, kernel and buffers are set up once.
+pub fn evaluate_chunked(
+    t: &SplineTable,
+    points: &[f64],
+    ordinal: usize,
+    opts: &EvalOptions,
+    chunk: usize,
+    mut after: impl FnMut(usize) -> bool,
+) -> Result<(Vec<f32>, EvalStats), GpuError> {
     let nd = t.ndim();
     if !points.len().is_multiple_of(nd) {
         return Err(GpuError::Other(format!("{} coordinates are not a multiple of {nd}", points.len())));
     }
     let n = points.len() / nd;
+    let batch = chunk.clamp(1, n.max(1));
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
     let defs = defines(&[orders_define("WD_ORDERS", t)], opts.window, opts.gradient);
@@ -179,40 +196,47 @@ pub fn evaluate(t: &SplineTable, points: &[f64], ordinal: usize, opts: &EvalOpti
     let st = gpu.stream.clone();
     let table = upload(&st, t, opts.window)?;
     let per = if opts.gradient { nd + 1 } else { 1 };
-    let t0 = Instant::now();
-    let x = st.clone_htod(points)?;
-    st.synchronize()?;
-    let upload_s = t0.elapsed().as_secs_f64();
-    let mut out = st.alloc_zeros::<f32>((n * per).max(1))?;
-    let cfg = LaunchConfig {
-        grid_dim: ((n as u32).div_ceil(BLOCK).max(1), 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
+    let mut x = st.alloc_zeros::<f64>(batch * nd)?;
+    let mut out = st.alloc_zeros::<f32>(batch * per)?;
+    let mut values = vec![0f32; n * per];
+    let mut stats = EvalStats {
+        device: gpu.name.clone(),
+        registers: res.registers,
+        local_bytes: res.local_bytes,
+        layout_bytes: table.layout_bytes,
+        ..Default::default()
     };
-    let count = n as u64;
-    let best = fastest_of(&st, opts.repeats, || {
-        let mut l = st.launch_builder(&f);
-        l.arg(&table.dev).arg(&x).arg(&count).arg(&mut out);
-        // SAFETY: `x` holds n·nd doubles, `out` n·per floats; the table's arrays are alive.
-        unsafe { l.launch(cfg) }?;
-        Ok(())
-    })?;
-    let t2 = Instant::now();
-    let mut v = st.clone_dtoh(&out)?;
-    v.truncate(n * per);
-    let download_s = t2.elapsed().as_secs_f64();
-    Ok((
-        v,
-        EvalStats {
-            device: gpu.name.clone(),
-            kernel_s: best,
-            upload_s,
-            download_s,
-            registers: res.registers,
-            local_bytes: res.local_bytes,
-            layout_bytes: table.layout_bytes,
-        },
-    ))
+    let mut done = 0;
+    while done < n {
+        let m = batch.min(n - done);
+        let t0 = Instant::now();
+        st.memcpy_htod(&points[done * nd..(done + m) * nd], &mut x)?;
+        st.synchronize()?;
+        stats.upload_s += t0.elapsed().as_secs_f64();
+        let cfg = LaunchConfig {
+            grid_dim: ((m as u32).div_ceil(BLOCK).max(1), 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let count = m as u64;
+        stats.kernel_s += fastest_of(&st, opts.repeats, || {
+            let mut l = st.launch_builder(&f);
+            l.arg(&table.dev).arg(&x).arg(&count).arg(&mut out);
+            // SAFETY: `x` holds at least m·nd doubles, `out` m·per floats; the table's arrays are alive.
+            unsafe { l.launch(cfg) }?;
+            Ok(())
+        })?;
+        let t2 = Instant::now();
+        st.memcpy_dtoh(&out.slice(0..m * per), &mut values[done * per..(done + m) * per])?;
+        st.synchronize()?;
+        stats.download_s += t2.elapsed().as_secs_f64();
+        done += m;
+        if !after(m) {
+            values.truncate(done * per);
+            break;
+        }
+    }
+    Ok((values, stats))
 }
 
 /// Build Λ on GPU `ordinal` (same rows and columns as [`crate::millipede::model::response`]);

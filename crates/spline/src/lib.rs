@@ -7,12 +7,18 @@
 //! * [`millipede`] — response matrices, binning, NNLS/PCG Poisson unfolding, synthetic events.
 //! * [`gpu`] — the CUDA evaluator and response-matrix builder (`kernels/spline.cu`).
 //! * [`layout`] — coefficient layouts for the GPU (photospline's, and a redundant window copy).
+//! * [`engine`] — the runs as validated requests (`Eval`, `Grid`, `Simulate`, `Unfold`) that the
+//!   CLI and the Python package share.
+//! * [`files`] — every input read once through a bounded reader that sniffs the format.
+//! * [`points`] — points files, and evaluation in chunks with progress and cancellation.
 
 // The evaluators and solvers index several arrays by one dimension/source index, as the
 // equations do; iterator chains would hide that.
 #![allow(clippy::needless_range_loop)]
 
+pub mod engine;
 pub mod eval;
+pub mod files;
 pub mod fits;
 pub mod gpu;
 pub mod gpu_check;

@@ -289,6 +289,11 @@ impl SplineTable {
         warpdrive_core::table::write_atomic(path, &self.to_fits())
     }
 
+    /// Coefficients that are NaN or infinite (a table to warn about).
+    pub fn non_finite_coefficients(&self) -> usize {
+        self.coefficients.iter().filter(|c| !c.is_finite()).count()
+    }
+
     /// Coefficients touched by one evaluation: Π (order+1).
     pub fn support_size(&self) -> usize {
         self.order.iter().map(|&o| o as usize + 1).product()

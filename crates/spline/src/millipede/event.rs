@@ -9,7 +9,7 @@
 
 use super::model::{Bins, DomBins};
 use std::path::Path;
-use warpdrive_core::table::{read_parquet, Column, Table};
+use warpdrive_core::table::{Column, Table};
 use warpdrive_core::InputError;
 use warpdrive_photon::geometry::Geometry;
 
@@ -47,8 +47,9 @@ impl Default for Binning {
 }
 
 impl Event {
+    /// Read an event file once, through the bounded reader ([`crate::files::read_parquet`]).
     pub fn read(path: &Path) -> Result<Self, InputError> {
-        let t = read_parquet(path).map_err(|e| InputError::file(path, e.to_string()))?;
+        let t = crate::files::read_parquet(path)?;
         let col = |name: &str| -> Result<Vec<f64>, InputError> {
             t.column(name).map(Column::to_f64).ok_or_else(|| {
                 let have: Vec<&str> = t.columns.iter().map(|(n, _)| n.as_str()).collect();

@@ -6,6 +6,7 @@
 //! of the delay after the direct time t_geo = r·n_group/c, one timing evaluation per bin edge.
 
 use crate::SplineTable;
+use warpdrive_core::progress::Progress;
 
 /// Speed of light in vacuum [m/ns].
 pub const C_VACUUM: f64 = 0.299_792_458;
@@ -154,9 +155,13 @@ impl Model {
     }
 
     /// Probability that a photon's delay after the direct time is ≤ `delay` [ns]: 0 before the
-    /// table's time range, 1 after it, the table value clamped to [0, 1] inside.
+    /// table's time range, 1 after it, the table value clamped to [0, 1] inside. Without a
+    /// timing table every photon arrives at the direct time: a step from 0 to 1 at delay 0 (so
+    /// an amplitude-only event has its light in the window, not only noise).
     pub fn cdf(&self, x: &[f64; 3], delay: f64) -> f64 {
-        let Some(t) = &self.timing else { return 1.0 };
+        let Some(t) = &self.timing else {
+            return if delay >= 0.0 { 1.0 } else { 0.0 };
+        };
         let e = t.extents[3];
         if delay < e[0] {
             return 0.0;
@@ -248,6 +253,12 @@ pub fn dom_response(model: &Model, d: &DomBins, edges: &[f64], s: &Source, out: 
 
 /// Build Λ on the CPU (all cores; wrap in a one-thread rayon pool to measure one core).
 pub fn response(model: &Model, bins: &Bins, sources: &[Source]) -> Response {
+    response_with(model, bins, sources, &Progress::hidden())
+}
+
+/// [`response`] counting DOMs done on `progress`; once it says stop the remaining DOMs are
+/// skipped (their rows stay 0: the caller's run is cancelled, the matrix never used).
+pub fn response_with(model: &Model, bins: &Bins, sources: &[Source], progress: &Progress) -> Response {
     use rayon::prelude::*;
     let cols = sources.len();
     let mut values = vec![0.0; bins.rows() * cols];
@@ -260,14 +271,22 @@ pub fn response(model: &Model, bins: &Bins, sources: &[Source]) -> Response {
         rest = tail;
     }
     blocks.into_par_iter().with_min_len(16).for_each(|(d, block)| {
+        if progress.should_stop() {
+            return;
+        }
         let edges = &bins.edges[d.first_edge..d.first_edge + d.rows + 1];
         let mut col = vec![0.0; d.rows];
         for (j, s) in sources.iter().enumerate() {
+            // A DOM of a long track may take a while: poll the stop request along it too.
+            if j % 256 == 255 && progress.should_stop() {
+                return;
+            }
             dom_response(model, d, edges, s, &mut col);
             for (q, v) in col.iter().enumerate() {
                 block[q * cols + j] = *v;
             }
         }
+        progress.add(1);
     });
     Response {
         rows: bins.rows(),

@@ -13,8 +13,13 @@
 //!
 //! PCG and Newton start from the NNLS solution. Uncertainties come from the Fisher matrix
 //! F = Λᵀ diag(k/μ²) Λ (the Hessian of −ln L, spec §2.1), inverted on the sources with E > 0.
+//!
+//! Every loop that can run long — solver iterations, Gram-matrix rows, Cholesky rows — polls
+//! the run's [`Progress::should_stop`]; once it is raised the solvers return at once with what
+//! they have (the caller turns that into `Cancelled`, so it is never reported as a result).
 
 use rayon::prelude::*;
+use warpdrive_core::progress::Progress;
 
 use super::model::Response;
 
@@ -93,9 +98,15 @@ fn ln_gamma1(k: f64) -> f64 {
     warpdrive_core::stats::ln_gamma(k + 1.0)
 }
 
-/// Cholesky solve of a symmetric positive definite n×n system (row-major); `None` if not PD.
-fn cholesky_solve(a: &[f64], n: usize, b: &[f64]) -> Option<Vec<f64>> {
-    let l = cholesky(a, n)?;
+/// Cholesky solve of a symmetric positive definite n×n system (row-major); `None` if not PD
+/// or stopped.
+fn cholesky_solve(a: &[f64], n: usize, b: &[f64], stop: &Progress) -> Option<Vec<f64>> {
+    let l = cholesky(a, n, stop)?;
+    Some(triangular_solve(&l, n, b))
+}
+
+/// Solve L Lᵀ y = b with the Cholesky factor `l` (forward, then back substitution).
+fn triangular_solve(l: &[f64], n: usize, b: &[f64]) -> Vec<f64> {
     let mut y = b.to_vec();
     for i in 0..n {
         for j in 0..i {
@@ -109,12 +120,17 @@ fn cholesky_solve(a: &[f64], n: usize, b: &[f64]) -> Option<Vec<f64>> {
         }
         y[i] /= l[i * n + i];
     }
-    Some(y)
+    y
 }
 
-fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
+/// The Cholesky factor L (lower, row-major) of a symmetric positive definite matrix; `None` if
+/// it is not positive definite or the run was asked to stop (polled per row: O(n²) work each).
+fn cholesky(a: &[f64], n: usize, stop: &Progress) -> Option<Vec<f64>> {
     let mut l = vec![0.0; n * n];
     for i in 0..n {
+        if stop.should_stop() {
+            return None;
+        }
         for j in 0..=i {
             let mut s = a[i * n + j];
             for k in 0..j {
@@ -137,8 +153,9 @@ fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
 /// the normal equations A = Λᵀ W Λ + λ I, c = Λᵀ W b.
 pub fn nnls(pb: &Problem, max_iterations: usize) -> (Vec<f64>, usize) {
     let n = pb.cols();
+    let stop = &pb.progress;
     let w: Vec<f64> = pb.k.iter().map(|k| 1.0 / k.max(1.0)).collect();
-    let mut a = pb.sparse.gram(&w);
+    let mut a = pb.sparse.gram(&w, stop);
     (0..n).for_each(|p| a[p * n + p] += pb.lam);
     let wb: Vec<f64> = (0..w.len()).map(|i| w[i] * (pb.k[i] - pb.noise[i])).collect();
     let c = pb.sparse.tmul(&wb);
@@ -155,7 +172,7 @@ pub fn nnls(pb: &Problem, max_iterations: usize) -> (Vec<f64>, usize) {
             .map(|(p, q)| a[p * n + q])
             .collect();
         let rhs: Vec<f64> = idx.iter().map(|&p| c[p]).collect();
-        let z = cholesky_solve(&sub, m, &rhs).unwrap_or_else(|| vec![0.0; m]);
+        let z = cholesky_solve(&sub, m, &rhs, stop).unwrap_or_else(|| vec![0.0; m]);
         let mut full = vec![0.0; n];
         for (t, &p) in idx.iter().enumerate() {
             full[p] = z[t];
@@ -164,6 +181,9 @@ pub fn nnls(pb: &Problem, max_iterations: usize) -> (Vec<f64>, usize) {
     };
     let mut iterations = 0;
     loop {
+        if stop.should_stop() {
+            break;
+        }
         let w = grad(&x);
         let Some(j) = (0..n)
             .filter(|&p| !passive[p] && w[p] > 1e-12 * scale)
@@ -175,8 +195,12 @@ pub fn nnls(pb: &Problem, max_iterations: usize) -> (Vec<f64>, usize) {
             break;
         }
         iterations += 1;
+        stop.add(1);
         passive[j] = true;
         loop {
+            if stop.should_stop() {
+                break;
+            }
             let z = solve_passive(&passive);
             if (0..n).filter(|&p| passive[p]).all(|p| z[p] > 0.0) {
                 x = z;
@@ -278,15 +302,16 @@ impl SparseRows {
         g
     }
 
-    /// Λᵀ diag(w) Λ (n × n, row-major, symmetric).
-    fn gram(&self, w: &[f64]) -> Vec<f64> {
+    /// Λᵀ diag(w) Λ (n × n, row-major, symmetric); rows are skipped once `stop` says so (the
+    /// matrix is then incomplete and the caller's run is cancelled).
+    fn gram(&self, w: &[f64], stop: &Progress) -> Vec<f64> {
         let n = self.cols;
         let partial: Vec<Vec<f64>> = (0..self.rows().div_ceil(ROW_BLOCK))
             .into_par_iter()
             .map(|b| {
                 let mut h = vec![0.0; n * n];
                 for i in b * ROW_BLOCK..((b + 1) * ROW_BLOCK).min(self.rows()) {
-                    if w[i] == 0.0 {
+                    if w[i] == 0.0 || stop.should_stop() {
                         continue;
                     }
                     let (lo, hi) = (self.start[i], self.start[i + 1]);
@@ -323,10 +348,17 @@ pub struct Problem<'a> {
     noise: &'a [f64],
     /// Regularisation λ [GeV⁻²].
     lam: f64,
+    /// The run's progress: iterations are counted on it and its stop request is polled.
+    progress: Progress,
 }
 
 impl<'a> Problem<'a> {
     pub fn new(l: &Response, k: &'a [f64], noise: &'a [f64], lam: f64) -> Self {
+        Self::with_progress(l, k, noise, lam, Progress::hidden())
+    }
+
+    /// A problem whose solvers count iterations on `progress` and stop when it says so.
+    pub fn with_progress(l: &Response, k: &'a [f64], noise: &'a [f64], lam: f64, progress: Progress) -> Self {
         let sparse = SparseRows::new(l);
         let colsum = sparse.tmul(&vec![1.0; l.rows]);
         Self {
@@ -335,6 +367,7 @@ impl<'a> Problem<'a> {
             k,
             noise,
             lam,
+            progress,
         }
     }
 
@@ -362,7 +395,7 @@ impl<'a> Problem<'a> {
     pub fn fisher(&self, mu: &[f64]) -> Vec<f64> {
         let n = self.cols();
         let w: Vec<f64> = self.k.iter().zip(mu).map(|(k, m)| k / (m * m)).collect();
-        let mut f = self.sparse.gram(&w);
+        let mut f = self.sparse.gram(&w, &self.progress);
         (0..n).for_each(|p| f[p * n + p] += 2.0 * self.lam);
         f
     }
@@ -475,6 +508,10 @@ pub fn pcg_poisson(pb: &Problem, start: &[f64], opts: &SolveOptions) -> (Vec<f64
     let mut v_prev = vec![0.0; n];
     let mut restart = true;
     for it in 0..opts.max_iterations {
+        if pb.progress.should_stop() {
+            return (x, it, false);
+        }
+        pb.progress.add(1);
         let g = pb.gradient(&x, &mu);
         let (free, done) = pb.free_set(&x, &g, opts.tolerance);
         if done {
@@ -524,6 +561,10 @@ pub fn newton_poisson(pb: &Problem, start: &[f64], opts: &SolveOptions) -> (Vec<
     let mut mu = pb.expectation(&x);
     let eps = pb.eps();
     for it in 0..opts.max_iterations {
+        if pb.progress.should_stop() {
+            return (x, it, false);
+        }
+        pb.progress.add(1);
         let g = pb.gradient(&x, &mu);
         let (free, done) = pb.free_set(&x, &g, opts.tolerance);
         if done {
@@ -532,7 +573,7 @@ pub fn newton_poisson(pb: &Problem, start: &[f64], opts: &SolveOptions) -> (Vec<
         let mut free = free;
         let d = loop {
             let gf: Vec<f64> = (0..n).map(|j| if free[j] { g[j] } else { 0.0 }).collect();
-            let d = match cholesky_solve(&pb.hessian(&mu, &free), n, &gf) {
+            let d = match cholesky_solve(&pb.hessian(&mu, &free), n, &gf, &pb.progress) {
                 Some(d) if d.iter().zip(&gf).map(|(a, b)| a * b).sum::<f64>() > 0.0 => d,
                 _ => (0..n).map(|j| gf[j] * (x[j] + eps) / pb.colsum[j].max(1e-300)).collect(),
             };
@@ -552,8 +593,9 @@ pub fn newton_poisson(pb: &Problem, start: &[f64], opts: &SolveOptions) -> (Vec<
 }
 
 /// Covariance F⁻¹ on the free block (sources with E_j > 0; rows and columns of the others are
-/// 0) and 1σ uncertainties: √(F⁻¹)_jj there, 1/√F_jj for sources at zero (∞ if unseen).
-pub fn covariance(f: &[f64], n: usize, energy: &[f64]) -> (Vec<f64>, Vec<f64>) {
+/// 0) and 1σ uncertainties: √(F⁻¹)_jj there, 1/√F_jj for sources at zero (∞ if unseen). The
+/// block is factored once and its inverse solved column by column (O(m³), polled for a stop).
+pub fn covariance(f: &[f64], n: usize, energy: &[f64], stop: &Progress) -> (Vec<f64>, Vec<f64>) {
     let free: Vec<usize> = (0..n).filter(|&j| energy[j] > 0.0 && f[j * n + j] > 0.0).collect();
     let m = free.len();
     let sub: Vec<f64> = free
@@ -571,11 +613,14 @@ pub fn covariance(f: &[f64], n: usize, energy: &[f64]) -> (Vec<f64>, Vec<f64>) {
         })
         .collect();
     let mut cov = vec![0.0; n * n];
-    if m > 0 {
+    if let Some(l) = cholesky(&sub, m, stop).filter(|_| m > 0) {
         for (t, &j) in free.iter().enumerate() {
+            if stop.should_stop() {
+                break;
+            }
             let mut e = vec![0.0; m];
             e[t] = 1.0;
-            let Some(col) = cholesky_solve(&sub, m, &e) else { break };
+            let col = triangular_solve(&l, m, &e);
             for (u, &i) in free.iter().enumerate() {
                 cov[i * n + j] = col[u];
             }
@@ -588,7 +633,13 @@ pub fn covariance(f: &[f64], n: usize, energy: &[f64]) -> (Vec<f64>, Vec<f64>) {
 /// Unfold: NNLS start, then (for [`Solver::Pcg`] and [`Solver::Newton`]) the Poisson likelihood
 /// maximum.
 pub fn unfold(l: &Response, k: &[f64], noise: &[f64], opts: &SolveOptions) -> Solution {
-    let pb = Problem::new(l, k, noise, opts.regularization);
+    unfold_with(l, k, noise, opts, &Progress::hidden())
+}
+
+/// [`unfold`] counting solver iterations on `progress` and returning early (an unfinished
+/// solution, `converged` false) once it says stop; the caller checks its token.
+pub fn unfold_with(l: &Response, k: &[f64], noise: &[f64], opts: &SolveOptions, progress: &Progress) -> Solution {
+    let pb = Problem::with_progress(l, k, noise, opts.regularization, progress.clone());
     let (start, nnls_it) = nnls(&pb, 10 * l.cols + 10);
     let (energy, iterations, converged) = match opts.solver {
         Solver::Nnls => (start.clone(), nnls_it, true),
@@ -599,7 +650,7 @@ pub fn unfold(l: &Response, k: &[f64], noise: &[f64], opts: &SolveOptions) -> So
     };
     let start_iterations = if opts.solver == Solver::Nnls { 0 } else { nnls_it };
     let f = pb.fisher(&pb.expectation(&energy));
-    let (covariance, sigma) = covariance(&f, l.cols, &energy);
+    let (covariance, sigma) = covariance(&f, l.cols, &energy, progress);
     let (log_likelihood, chi2) = pb.fit_statistics(&energy);
     let log_likelihood = log_likelihood - opts.regularization * energy.iter().map(|e| e * e).sum::<f64>();
     Solution {

@@ -7,6 +7,7 @@
 use super::event::{Event, Pulse};
 use super::model::{table_coordinates, Model, Source};
 use rayon::prelude::*;
+use warpdrive_core::progress::Progress;
 use warpdrive_core::RandomStream;
 use warpdrive_photon::geometry::Geometry;
 
@@ -45,8 +46,77 @@ impl Default for SynthOptions {
     }
 }
 
+/// What one DOM sees of one source: its table coordinates, the direct-light arrival time, the
+/// readout window as delays after it with the CDF there, and the mean photo-electrons.
+struct Seen {
+    x: [f64; 3],
+    t0: f64,
+    delays: [f64; 2],
+    cdf: [f64; 2],
+    mean: f64,
+}
+
+fn seen(model: &Model, pos: [f64; 3], rde: f64, s: &Source, energy: f64, window: [f64; 2]) -> Option<Seen> {
+    if energy <= 0.0 {
+        return None;
+    }
+    let x = table_coordinates(pos, s);
+    let amp = model.amplitude(&x) * rde;
+    if amp == 0.0 {
+        return None;
+    }
+    let t0 = s.time + model.t_geo(x[0]);
+    let delays = [window[0] - t0, window[1] - t0];
+    let cdf = [model.cdf(&x, delays[0]), model.cdf(&x, delays[1])];
+    Some(Seen {
+        x,
+        t0,
+        delays,
+        cdf,
+        mean: energy * amp * (cdf[1] - cdf[0]).max(0.0),
+    })
+}
+
+/// The mean number of pulses of an event (photo-electrons of every source at every DOM inside
+/// the window, plus dark noise): what the draw will allocate, known before drawing. Counts DOMs
+/// on `progress` and returns early (a partial sum) once it says stop.
+pub fn expected_pulses(model: &Model, geo: &Geometry, sources: &[Source], energy: &[f64], opts: &SynthOptions, progress: &Progress) -> f64 {
+    let w = opts.window;
+    let noise = opts.noise_rate_hz * 1e-9 * (w[1] - w[0]);
+    geo.doms
+        .par_iter()
+        .map(|dom| {
+            if progress.should_stop() {
+                return 0.0;
+            }
+            let light: f64 = sources
+                .iter()
+                .zip(energy)
+                .filter_map(|(s, &e)| seen(model, dom.pos, dom.rde, s, e, w))
+                .map(|v| v.mean)
+                .sum();
+            progress.add(1);
+            light + noise
+        })
+        .sum()
+}
+
 /// Draw event number `event` (`energy[j]` GeV for `sources[j]`).
 pub fn generate(model: &Model, geo: &Geometry, sources: &[Source], energy: &[f64], opts: &SynthOptions, event: u64) -> Event {
+    generate_with(model, geo, sources, energy, opts, event, &Progress::hidden())
+}
+
+/// [`generate`] counting DOMs done on `progress`; once it says stop, the remaining draws are
+/// skipped (the event is then incomplete: the caller's run is cancelled).
+pub fn generate_with(
+    model: &Model,
+    geo: &Geometry,
+    sources: &[Source],
+    energy: &[f64],
+    opts: &SynthOptions,
+    event: u64,
+    progress: &Progress,
+) -> Event {
     let SynthOptions {
         window,
         noise_rate_hz,
@@ -65,33 +135,33 @@ pub fn generate(model: &Model, geo: &Geometry, sources: &[Source], energy: &[f64
                 time: t,
                 charge: 1.0,
             };
+            if progress.should_stop() {
+                return out.into_iter();
+            }
             for (s, &e) in sources.iter().zip(energy) {
-                if e <= 0.0 {
+                let Some(v) = seen(model, dom.pos, dom.rde, s, e, window) else {
                     continue;
-                }
-                let x = table_coordinates(dom.pos, s);
-                let amp = model.amplitude(&x) * dom.rde;
-                if amp == 0.0 {
-                    continue;
-                }
-                let t0 = s.time + model.t_geo(x[0]);
-                let (lo, hi) = (window[0] - t0, window[1] - t0);
-                let (c_lo, c_hi) = (model.cdf(&x, lo), model.cdf(&x, hi));
-                let n = rng.poisson(e * amp * (c_hi - c_lo).max(0.0));
-                for _ in 0..n {
-                    let u = c_lo + (c_hi - c_lo) * rng.uniform_f64();
+                };
+                let n = rng.poisson(v.mean);
+                for k in 0..n {
+                    // A DOM next to a PeV cascade draws millions: poll the stop request here too.
+                    if k % 4096 == 4095 && progress.should_stop() {
+                        return out.into_iter();
+                    }
+                    let u = v.cdf[0] + (v.cdf[1] - v.cdf[0]) * rng.uniform_f64();
                     let delay = if model.timing.is_some() {
-                        invert(model, &x, u, lo, hi)
+                        invert(model, &v.x, u, v.delays[0], v.delays[1])
                     } else {
                         0.0
                     };
-                    out.push(pulse((t0 + delay).clamp(window[0], window[1])));
+                    out.push(pulse((v.t0 + delay).clamp(window[0], window[1])));
                 }
             }
             let n = rng.poisson(noise_rate_hz * 1e-9 * (window[1] - window[0]));
             for _ in 0..n {
                 out.push(pulse(window[0] + (window[1] - window[0]) * rng.uniform_f64()));
             }
+            progress.add(1);
             out.into_iter()
         })
         .collect();
