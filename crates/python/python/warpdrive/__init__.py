@@ -13,8 +13,11 @@ dask, joblib). Optional extras: ``warpdrive[pandas]`` (``to_pandas()``), ``warpd
 (the example gallery), ``warpdrive[progress]`` (tqdm bars), ``warpdrive[test]``.
 """
 
-from . import beam, em, photon, sky, spline
-from ._warpdrive import Cancelled, __version__
+from . import _warpdrive, beam, em, photon, sky, spline
+from ._warpdrive import Cancelled
+
+#: The package's version (the Rust workspace's; the same as ``warpdrive --version``).
+__version__: str = _warpdrive.__version__
 
 __all__ = ["Cancelled", "__version__", "beam", "em", "photon", "sky", "spline"]
 

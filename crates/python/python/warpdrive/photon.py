@@ -294,7 +294,7 @@ def ppc(*args: Any, stdin: Union[str, bytes, PathLike] = "", env: Optional[Mappi
     (``KeyboardInterrupt``). Returns a :class:`PpcRun`.
 
     >>> r = ppc(0, stdin=open("event.f2k").read(), env={"PPCTABLESDIR": ice})   # doctest: +SKIP
-    >>> r.hits().to_pandas().groupby(["string", "om"]).size()                    # doctest: +SKIP
+    >>> r.hits().to_pandas().groupby(["string", "om"]).size()   # needs warpdrive[pandas]; doctest: +SKIP
     """
     path = os.fspath(stdin) if isinstance(stdin, os.PathLike) else None
     data = b"" if isinstance(stdin, os.PathLike) else stdin.encode() if isinstance(stdin, str) else bytes(stdin)
