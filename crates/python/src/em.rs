@@ -108,7 +108,7 @@ impl EmRun {
     fn tally(&self) -> EmTally {
         EmTally {
             result: self.r.result.clone(),
-            grid: self.r.grid.clone(),
+            grid: self.r.grid,
         }
     }
 }
