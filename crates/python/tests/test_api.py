@@ -241,3 +241,13 @@ def test_gallery_examples_name_the_extras_they_need(example):
     for m in sorted(third_party - base):
         assert m in EXTRA_OF, f"{example.name} imports {m}, which no extra installs"
         assert EXTRA_OF[m] in named, f'{example.name} needs {m}: its docstring must say pip install "warpdrive[{EXTRA_OF[m]}]"'
+
+
+def test_a_bar_without_tqdm_names_the_extra(monkeypatch):
+    from warpdrive import sky
+
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # as if not installed
+    with pytest.raises(ImportError, match=r'pip install "warpdrive\[progress\]"'):
+        sky.autocorr(synthetic_events=100, trials=1, bins=2, device="cpu", progress=True)
+    # progress=None stays silent without it.
+    assert sky.autocorr(synthetic_events=100, trials=1, bins=2, device="cpu").trials == 1

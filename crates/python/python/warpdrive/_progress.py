@@ -28,9 +28,9 @@ def callback(progress: Progress, total: Optional[int], desc: str) -> tuple[Optio
     try:
         # Imported by name: tqdm is optional (the `progress` extra) and ships no type hints.
         tqdm: Any = importlib.import_module("tqdm.auto").tqdm
-    except ImportError:
+    except ImportError as e:
         if progress is True:
-            raise
+            raise ImportError('progress=True draws a tqdm bar: pip install "warpdrive[progress]" (or pass a callable)') from e
         return None, _silent
     # disable=None: tqdm draws only on a terminal, as the CLI's bar does.
     bar = tqdm(total=total, desc=desc, unit=("photons" if desc == "propagating" else desc),
