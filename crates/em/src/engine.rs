@@ -88,12 +88,10 @@ fn plot_or_note(name: &str, drawn: std::result::Result<(), PlotError>, notes: &m
     }
 }
 
-/// Run metadata of the Parquet files: what the request determines, and how it was asked for.
-fn metadata(command: &str, pairs: &[(&str, String)]) -> Vec<(String, String)> {
-    let mut m = vec![
-        ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-        ("warpdrive.command".to_string(), command.to_string()),
-    ];
+/// Run metadata of the Parquet files: only what the request determines, so that the same request
+/// from the CLI and from Python gives the same bytes (how it was asked for goes to `run.json`).
+fn metadata(pairs: &[(&str, String)]) -> Vec<(String, String)> {
+    let mut m = vec![("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string())];
     m.extend(pairs.iter().map(|(k, v)| ((*k).to_string(), v.clone())));
     m
 }
@@ -424,16 +422,13 @@ impl KleinNishinaResult {
 
     /// `edep.parquet`'s table, with the run metadata.
     #[must_use]
-    pub fn profile_table(&self, command: &str) -> Table {
-        let meta = metadata(
-            command,
-            &[
-                ("warpdrive.seed", self.seed.to_string()),
-                ("em.tracks", self.result.tracks.to_string()),
-                ("em.energy_mev", self.energy.to_string()),
-                ("em.material", self.material.clone()),
-            ],
-        );
+    pub fn profile_table(&self) -> Table {
+        let meta = metadata(&[
+            ("warpdrive.seed", self.seed.to_string()),
+            ("em.tracks", self.result.tracks.to_string()),
+            ("em.energy_mev", self.energy.to_string()),
+            ("em.material", self.material.clone()),
+        ]);
         crate::output::profile_table(&self.grid, &self.result, &meta)
     }
 
@@ -444,7 +439,7 @@ impl KleinNishinaResult {
         let dir = out.path().to_path_buf();
         let shown = out.dest().to_path_buf();
         let mut notes = Vec::new();
-        write_table(&dir, "edep.parquet", &self.profile_table(command), &shown)?;
+        write_table(&dir, "edep.parquet", &self.profile_table(), &shown)?;
         if plot {
             let title = format!("{} MeV photons in {}: energy deposition", self.energy, self.material);
             let reference = self.reference.as_ref().map(|r| (r.label.as_str(), r.values.as_slice()));
@@ -765,29 +760,26 @@ impl ShowerResult {
         })
     }
 
-    fn metadata(&self, command: &str) -> Vec<(String, String)> {
+    fn metadata(&self) -> Vec<(String, String)> {
         let o = &self.opts;
-        metadata(
-            command,
-            &[
-                ("warpdrive.seed", o.seed.to_string()),
-                ("em.events", o.events.to_string()),
-                ("em.primary", format!("{} {} MeV", o.primary.name(), o.energy)),
-                ("em.calorimeter", self.physics.calorimeter.name.clone()),
-            ],
-        )
+        metadata(&[
+            ("warpdrive.seed", o.seed.to_string()),
+            ("em.events", o.events.to_string()),
+            ("em.primary", format!("{} {} MeV", o.primary.name(), o.energy)),
+            ("em.calorimeter", self.physics.calorimeter.name.clone()),
+        ])
     }
 
     /// `profile.parquet`'s table (one row per slab).
     #[must_use]
-    pub fn profile_table(&self, command: &str) -> Table {
-        crate::shower::output::profile_table(&self.run, &self.physics, &self.metadata(command))
+    pub fn profile_table(&self) -> Table {
+        crate::shower::output::profile_table(&self.run, &self.physics, &self.metadata())
     }
 
     /// `events.parquet`'s table (one row per event).
     #[must_use]
-    pub fn events_table(&self, command: &str) -> Table {
-        crate::shower::output::events_table(&self.run, &self.physics, &self.metadata(command))
+    pub fn events_table(&self) -> Table {
+        crate::shower::output::events_table(&self.run, &self.physics, &self.metadata())
     }
 
     /// Write `profile.parquet`, `events.parquet`, `summary.json`, `run.json` and, if `plot`,
@@ -797,8 +789,8 @@ impl ShowerResult {
         let dir = out.path().to_path_buf();
         let shown = out.dest().to_path_buf();
         let mut notes = Vec::new();
-        write_table(&dir, "profile.parquet", &self.profile_table(command), &shown)?;
-        write_table(&dir, "events.parquet", &self.events_table(command), &shown)?;
+        write_table(&dir, "profile.parquet", &self.profile_table(), &shown)?;
+        write_table(&dir, "events.parquet", &self.events_table(), &shown)?;
         if plot {
             let o = &self.opts;
             let title = format!(

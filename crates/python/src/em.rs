@@ -35,7 +35,7 @@ pub struct EmRun {
 impl EmRun {
     /// `edep.parquet`'s columns as (name, array) pairs.
     fn profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
-        crate::photon::columns(py, self.r.profile_table(RUN_COMMAND))
+        crate::photon::columns(py, self.r.profile_table())
     }
 
     /// Energy deposited beyond depth `z` [cm], MeV per primary.
@@ -232,12 +232,12 @@ pub struct ShowerResult {
 impl ShowerResult {
     /// `profile.parquet`'s columns.
     fn profile<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
-        crate::photon::columns(py, self.r.profile_table(SHOWER_COMMAND))
+        crate::photon::columns(py, self.r.profile_table())
     }
 
     /// `events.parquet`'s columns.
     fn events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
-        crate::photon::columns(py, self.r.events_table(SHOWER_COMMAND))
+        crate::photon::columns(py, self.r.events_table())
     }
 
     /// Write the CLI's output directory (`profile.parquet`, `events.parquet`, `summary.json`,
