@@ -1,6 +1,8 @@
 """Beam tracking of a FODO line with phase-space plots (ELEGANT coordinates in and out).
 
     python examples/python/beam_fodo.py [out.png]
+
+Needs matplotlib: pip install "warpdrive[plot]".
 """
 
 import os

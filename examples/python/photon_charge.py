@@ -1,6 +1,8 @@
 """Photon hits -> per-DOM charge: a 10 TeV cascade in SPICE 3.2.1 (PPC's reference input).
 
     python examples/python/photon_charge.py [out.png]      (WARPDRIVE_DATA: the shared data)
+
+Needs matplotlib: pip install "warpdrive[plot]".
 """
 
 import os

@@ -1,6 +1,8 @@
 """Sky autocorrelation of IceCube's public IC86-2011 up-going events with a TS plot.
 
     python examples/python/sky_ts.py [out.png]      (WARPDRIVE_DATA: the shared data)
+
+Needs matplotlib: pip install "warpdrive[plot]".
 """
 
 import os

@@ -1,6 +1,8 @@
 """Spline evaluation on a grid: a 2-D photospline table (conventional numu flux) over its extents.
 
     python examples/python/spline_grid.py [out.png]      (WARPDRIVE_DATA: the shared data)
+
+Needs matplotlib: pip install "warpdrive[plot]".
 """
 
 import os

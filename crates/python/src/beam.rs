@@ -2,13 +2,16 @@
 //! translation of keyword arguments into `warpdrive_beam::engine` (`Line`, `Bunch`, `Track`).
 
 use crate::errors;
-use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
+use crate::state::{item, State};
+use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyDict, PyList, PyTuple};
 use std::path::PathBuf;
 use std::sync::Arc;
+use warpdrive_beam::beam::{Particles, Reference};
 use warpdrive_beam::beam_file::{Coordinates, Longitudinal, Momentum, Origin};
 use warpdrive_beam::engine::{self, BeamSource, Bunch, GaussianOptions, Line, ReferenceOptions, Track, TrackOptions};
+use warpdrive_beam::species::Species;
 
 /// A lattice read from an `.lte` file (or text) and compiled once.
 #[pyclass(module = "warpdrive._warpdrive", frozen)]
@@ -191,6 +194,61 @@ impl BeamParticles {
     #[getter]
     fn description(&self) -> String {
         self.bunch.description.clone()
+    }
+
+    /// Pickling: the particles' columns (NumPy), species, reference and origin, rebuilt by
+    /// `from_state` bit for bit.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let (b, p) = (&*self.bunch, &self.bunch.particles);
+        let mut s = State::new(py);
+        for (name, col) in [
+            ("x", &p.x),
+            ("xp", &p.xp),
+            ("y", &p.y),
+            ("yp", &p.yp),
+            ("s", &p.s),
+            ("delta", &p.delta),
+        ] {
+            s.set(name, col.clone().into_pyarray(py))?;
+        }
+        s.set("lost_at", p.lost_at.clone().into_pyarray(py))?
+            .set("lost_pass", p.lost_pass.clone().into_pyarray(py))?
+            .set("species", (&b.species.name, b.species.mass_ev, b.species.charge))?
+            .set("reference", (b.reference.mass_ev, b.reference.p_central, b.reference.charge))?
+            .set("path", &b.path)?
+            .set("description", &b.description)?;
+        let restore = py.get_type::<Self>().getattr("from_state")?;
+        Ok((restore, PyTuple::new(py, [s.into_dict()])?))
+    }
+
+    /// The particles from the values of `__reduce__`.
+    #[staticmethod]
+    fn from_state(state: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let f64s = |key: &str| -> PyResult<Vec<f64>> { Ok(item::<PyReadonlyArray1<'_, f64>>(state, key)?.as_slice()?.to_vec()) };
+        let u32s = |key: &str| -> PyResult<Vec<u32>> { Ok(item::<PyReadonlyArray1<'_, u32>>(state, key)?.as_slice()?.to_vec()) };
+        let (name, mass_ev, charge): (String, f64, f64) = item(state, "species")?;
+        let (ref_mass_ev, p_central, ref_charge): (f64, f64, f64) = item(state, "reference")?;
+        let bunch = Bunch {
+            particles: Particles {
+                x: f64s("x")?,
+                xp: f64s("xp")?,
+                y: f64s("y")?,
+                yp: f64s("yp")?,
+                s: f64s("s")?,
+                delta: f64s("delta")?,
+                lost_at: u32s("lost_at")?,
+                lost_pass: u32s("lost_pass")?,
+            },
+            species: Species { name, mass_ev, charge },
+            reference: Reference {
+                mass_ev: ref_mass_ev,
+                p_central,
+                charge: ref_charge,
+            },
+            path: item(state, "path")?,
+            description: item(state, "description")?,
+        };
+        Ok(Self { bunch: Arc::new(bunch) })
     }
 }
 

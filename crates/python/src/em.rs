@@ -4,11 +4,16 @@
 
 use crate::errors;
 use crate::run::{control, run};
+use crate::saved::{capture, SavedOutput};
+use crate::state::{item, State};
+use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
 use warpdrive_em::engine::{
     self, CalorimeterChoice, KleinNishina, KleinNishinaOptions, KleinNishinaResult, MaterialChoice, Shower, ShowerOptions,
 };
+use warpdrive_em::transport::{RunResult, TallyGrid};
 
 /// How the Python runs name themselves in the Parquet metadata and `run.json`.
 const RUN_COMMAND: &str = "python: warpdrive.em.run";
@@ -92,6 +97,79 @@ impl EmRun {
     #[getter]
     fn seconds(&self) -> f64 {
         self.r.seconds
+    }
+
+    /// The output directory `save` writes (with its plot), captured for pickling.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<SavedOutput> {
+        capture(py, true, &self.inputs, |out| self.r.save(out, true, RUN_COMMAND))
+    }
+
+    /// The depth tally alone (what `energy_beyond` needs), picklable.
+    fn tally(&self) -> EmTally {
+        EmTally {
+            result: self.r.result.clone(),
+            grid: self.r.grid,
+        }
+    }
+}
+
+/// The fixed-point depth tally of a mini-app run and its grid: `energy_beyond` of a result
+/// that was pickled (the tally pickles as its integers, so nothing is rounded).
+#[pyclass(module = "warpdrive._warpdrive", frozen)]
+pub struct EmTally {
+    result: RunResult,
+    grid: TallyGrid,
+}
+
+#[pymethods]
+impl EmTally {
+    /// Energy deposited beyond depth `z` [cm], MeV per primary.
+    fn energy_beyond(&self, z: f64) -> f64 {
+        self.result.energy_beyond(&self.grid, z)
+    }
+
+    /// Pickling: the tally's integers and the grid, rebuilt by `from_state`.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let r = &self.result;
+        let mut s = State::new(py);
+        s.set("tracks", r.tracks)?
+            .set("steps", r.steps)?
+            .set("iterations", r.iterations)?
+            .set("retries", r.retries)?
+            .set("secondaries", r.secondaries)?
+            .set("tally", r.tally.clone().into_pyarray(py))?
+            .set("edep_total", r.edep_total.to_le_bytes().to_vec())?
+            .set("edep_z", r.edep_z.to_le_bytes().to_vec())?
+            .set("front", self.grid.front)?
+            .set("delta", self.grid.delta)?
+            .set("size", self.grid.size)?;
+        let restore = py.get_type::<Self>().getattr("from_state")?;
+        Ok((restore, PyTuple::new(py, [s.into_dict()])?))
+    }
+
+    /// The tally from the values of `__reduce__`.
+    #[staticmethod]
+    fn from_state(state: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let bytes16 = |key: &str| -> PyResult<[u8; 16]> {
+            let v: Vec<u8> = item(state, key)?;
+            v.try_into()
+                .map_err(|_| errors::value(format!("pickled tally: {key} is not 16 bytes")))
+        };
+        let tally: PyReadonlyArray1<'_, u64> = item(state, "tally")?;
+        let grid = TallyGrid::new(item(state, "front")?, item(state, "delta")?, item(state, "size")?).map_err(errors::value)?;
+        Ok(Self {
+            result: RunResult {
+                tracks: item(state, "tracks")?,
+                steps: item(state, "steps")?,
+                iterations: item(state, "iterations")?,
+                retries: item(state, "retries")?,
+                secondaries: item(state, "secondaries")?,
+                tally: tally.as_slice()?.to_vec(),
+                edep_total: u128::from_le_bytes(bytes16("edep_total")?),
+                edep_z: i128::from_le_bytes(bytes16("edep_z")?),
+            },
+            grid,
+        })
     }
 }
 
@@ -258,6 +336,11 @@ impl ShowerResult {
     #[getter]
     fn transport_seconds(&self) -> f64 {
         self.r.transport_seconds
+    }
+
+    /// The output directory `save` writes (with its plot), captured for pickling.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<SavedOutput> {
+        capture(py, true, &self.inputs, |out| self.r.save(out, true, SHOWER_COMMAND))
     }
 }
 

@@ -10,8 +10,10 @@ mod em;
 mod errors;
 mod photon;
 mod run;
+mod saved;
 mod sky;
 mod spline;
+mod state;
 
 #[pymodule]
 fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -26,6 +28,8 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(beam::beam_gaussian, m)?)?;
     m.add_function(wrap_pyfunction!(beam::beam_particles, m)?)?;
     m.add_class::<em::EmRun>()?;
+    m.add_class::<em::EmTally>()?;
+    m.add_class::<saved::SavedOutput>()?;
     m.add_function(wrap_pyfunction!(em::em_run, m)?)?;
     m.add_class::<em::ShowerResult>()?;
     m.add_function(wrap_pyfunction!(em::em_shower, m)?)?;

@@ -2,11 +2,15 @@
 //! a translation of keyword arguments into `warpdrive_sky::engine::Autocorr`.
 
 use crate::errors;
+use crate::state::{item, State};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
 use warpdrive_sky::engine::{self, Autocorr, AutocorrOptions, AutocorrResult, Bins, Events};
 use warpdrive_sky::events::ColumnNames;
+use warpdrive_sky::output::RunInfo;
+use warpdrive_sky::trials::Background;
 
 /// The observed counts, the background distributions of the trials and the analysis of one run.
 #[pyclass(module = "warpdrive._warpdrive", frozen)]
@@ -88,6 +92,95 @@ impl SkyRun {
     #[getter]
     fn description(&self) -> String {
         self.r.info.description.clone()
+    }
+
+    /// Pickling: the run as plain values, rebuilt by [`SkyRun::from_state`] (the same tables,
+    /// distributions and output files in another process).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let restore = py.get_type::<Self>().getattr("from_state")?;
+        Ok((restore, PyTuple::new(py, [self.state(py)?])?))
+    }
+
+    /// The run from the values of `__reduce__`.
+    #[staticmethod]
+    fn from_state(state: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let info = RunInfo {
+            config: item(state, "config")?,
+            seed: item(state, "seed")?,
+            total_trials: item(state, "total_trials")?,
+            trials: item::<Vec<(u64, u64)>>(state, "trials")?.into_iter().map(|(a, b)| a..b).collect(),
+            edges_deg: item(state, "edges_deg")?,
+            cut_labels: item(state, "cut_labels")?,
+            thresholds: item(state, "thresholds")?,
+            cut_events: item(state, "cut_events")?,
+            n_events: item(state, "n_events")?,
+            description: item(state, "description")?,
+            observed: item(state, "observed")?,
+        };
+        let freq: Vec<Vec<(u64, u64)>> = item(state, "bg_freq")?;
+        let mut bg = Background::new(freq.len());
+        bg.trials = item(state, "bg_trials")?;
+        bg.freq = freq.into_iter().map(|m| m.into_iter().collect()).collect();
+        let width: usize = item(state, "bg_kept_width")?;
+        let kept: PyReadonlyArray1<'_, u64> = item(state, "bg_kept")?;
+        bg.kept = match width {
+            0 => Vec::new(),
+            w => kept.as_slice()?.chunks(w).map(<[u64]>::to_vec).collect(),
+        };
+        let r = AutocorrResult {
+            info,
+            bg,
+            device: item(state, "device")?,
+            observed_seconds: item(state, "observed_seconds")?,
+            trial_seconds: item(state, "trial_seconds")?,
+            window_pairs: item(state, "window_pairs")?,
+            jobs: item(state, "jobs")?,
+            job_index: item(state, "job_index")?,
+            merged_from: item(state, "merged_from")?,
+        };
+        Ok(Self {
+            r,
+            inputs: item(state, "inputs")?,
+        })
+    }
+}
+
+impl SkyRun {
+    /// Every field of the result as a dict of plain values (the trials' kept counts as one
+    /// NumPy array of rows of `bg_kept_width`).
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (i, b) = (&self.r.info, &self.r.bg);
+        let mut s = State::new(py);
+        s.set("config", &i.config)?
+            .set("seed", i.seed)?
+            .set("total_trials", i.total_trials)?
+            .set("trials", i.trials.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>())?
+            .set("edges_deg", &i.edges_deg)?
+            .set("cut_labels", &i.cut_labels)?
+            .set("thresholds", &i.thresholds)?
+            .set("cut_events", &i.cut_events)?
+            .set("n_events", i.n_events)?
+            .set("description", &i.description)?
+            .set("observed", &i.observed)?
+            .set("bg_trials", b.trials)?
+            .set(
+                "bg_freq",
+                b.freq
+                    .iter()
+                    .map(|m| m.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>())
+                    .collect::<Vec<_>>(),
+            )?
+            .set("bg_kept_width", b.kept.first().map_or(0, Vec::len))?
+            .set("bg_kept", b.kept.concat().into_pyarray(py))?
+            .set("device", &self.r.device)?
+            .set("observed_seconds", self.r.observed_seconds)?
+            .set("trial_seconds", self.r.trial_seconds)?
+            .set("window_pairs", self.r.window_pairs)?
+            .set("jobs", self.r.jobs)?
+            .set("job_index", self.r.job_index)?
+            .set("merged_from", &self.r.merged_from)?
+            .set("inputs", &self.inputs)?;
+        Ok(s.into_dict())
     }
 }
 

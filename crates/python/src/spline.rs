@@ -2,6 +2,7 @@
 //! unfold`), a translation of keyword arguments into `warpdrive_spline::engine` requests.
 
 use crate::errors;
+use crate::saved::{capture, SavedOutput};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -290,6 +291,11 @@ impl SimulatedEvent {
     fn pulses(&self) -> usize {
         self.r.event.pulses.len()
     }
+
+    /// The event file `save` writes, captured for pickling.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<SavedOutput> {
+        capture(py, false, &self.inputs, |out| self.r.save(out).map(|()| Vec::new()))
+    }
 }
 
 /// `warpdrive spline simulate`.
@@ -378,6 +384,13 @@ impl UnfoldRun {
             self.r.save(out, plot, INVOCATION)
         })
         .map_err(|e| errors::engine(&e))
+    }
+
+    /// The output directory `save` writes (with its plot), captured for pickling.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<SavedOutput> {
+        capture(py, true, &self.inputs, |out| {
+            self.r.save(out, true, INVOCATION).map(|()| Vec::new())
+        })
     }
 }
 

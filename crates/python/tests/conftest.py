@@ -76,3 +76,11 @@ def same_bits(a, b):
 
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.fixture(scope="session")
+def public_objects(data):
+    """One instance of every public class (public_objects.py): reprs, docs and pickling tests."""
+    import public_objects
+
+    return public_objects.build(data)

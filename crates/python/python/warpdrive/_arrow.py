@@ -6,11 +6,23 @@ vectors. ``pa.record_batch`` imports it without copying; the buffers are freed w
 pyarrow object using them goes.
 """
 
+from __future__ import annotations
+
+from typing import Any, Mapping
+
 import pyarrow as pa
 
+__all__ = ["table"]
 
-def table(exported, metadata):
+
+def table(exported: Any, metadata: Mapping[str, object]) -> pa.Table:
+    """A ``pyarrow.Table`` of an exported library table, with ``metadata`` added to its own."""
     batch = pa.record_batch(exported)
     meta = dict(batch.schema.metadata or {})
     meta.update({str(k).encode(): str(v).encode() for k, v in metadata.items()})
     return pa.Table.from_batches([batch]).replace_schema_metadata(meta)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``): what completion offers."""
+    return list(__all__)

@@ -9,31 +9,35 @@ long options with ``-`` replaced by ``_``.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
 
 from . import _arrow, _progress, _warpdrive
+from ._types import Float64Array, Int64Array, PathLike, Progress
 
-__all__ = ["COLUMNS", "Lattice", "Particles", "Tracked", "SPECIES"]
+__all__ = ["COLUMNS", "WARPDRIVE_COLUMNS", "Lattice", "Particles", "Tracked", "SPECIES"]
 
 #: ELEGANT's coordinate columns (``coords="elegant"``): x, xp, y, yp, t [s], p (βγ).
-COLUMNS = ("x", "xp", "y", "yp", "t", "p")
+COLUMNS: tuple[str, ...] = ("x", "xp", "y", "yp", "t", "p")
 #: warpdrive's (``coords="warpdrive"``): x, xp, y, yp, s [m], δ.
-WARPDRIVE_COLUMNS = ("x", "xp", "y", "yp", "s", "delta")
+WARPDRIVE_COLUMNS: tuple[str, ...] = ("x", "xp", "y", "yp", "s", "delta")
 #: Species known by name (``particle=``); others by ``mass=`` [MeV/c²] and ``particle_charge=``.
-SPECIES = ("electron", "positron", "proton", "antiproton", "muon", "antimuon", "pi+", "pi-", "deuteron")
-
-PathLike = Union[str, "os.PathLike[str]"]
+SPECIES: tuple[str, ...] = ("electron", "positron", "proton", "antiproton", "muon", "antimuon", "pi+", "pi-",
+                            "deuteron")
 
 
 def _convention(coords: str) -> bool:
+    """True for ELEGANT's coordinates, False for warpdrive's; anything else raises ``ValueError``."""
     if coords not in ("elegant", "warpdrive"):
         raise ValueError(f"coords={coords!r}: expected 'elegant' or 'warpdrive'")
     return coords == "elegant"
 
 
-def _array(particles: Any) -> np.ndarray:
+def _array(particles: npt.ArrayLike) -> Float64Array:
+    """An (N, 6) C-contiguous float64 array of coordinates."""
     z = np.ascontiguousarray(np.asarray(particles, dtype=np.float64))
     if z.ndim != 2 or z.shape[1] != 6:
         raise ValueError(f"particles must be an (N, 6) array, got shape {z.shape}")
@@ -49,11 +53,17 @@ class Particles:
     ``ValueError`` naming it. The species is ``particle=`` (one of ``SPECIES``) or ``mass=``
     [MeV/c²] with ``particle_charge=`` [e]; the reference ``p_central=`` (β0γ0) or
     ``momentum=`` [MeV/c]. See :meth:`gaussian` and :meth:`from_file` for the other sources.
+
+    Picklable: the pickle holds the coordinates bit for bit, the species, the reference and how
+    the beam was made.
     """
 
-    def __init__(self, coords: Any = None, *, convention: str = "elegant", particle: Optional[str] = None,
-                 mass: Optional[float] = None, particle_charge: Optional[float] = None,
-                 p_central: Optional[float] = None, momentum: Optional[float] = None, _native: Any = None) -> None:
+    _p: _warpdrive.BeamParticles
+
+    def __init__(self, coords: Optional[npt.ArrayLike] = None, *, convention: str = "elegant",
+                 particle: Optional[str] = None, mass: Optional[float] = None,
+                 particle_charge: Optional[float] = None, p_central: Optional[float] = None,
+                 momentum: Optional[float] = None, _native: Optional[_warpdrive.BeamParticles] = None) -> None:
         if _native is None:
             if coords is None:
                 raise ValueError("give the coordinates as an (N, 6) array (or use Particles.gaussian / Particles.from_file)")
@@ -67,7 +77,7 @@ class Particles:
                  alpha_y: float = 0.0, emit_y: Optional[float] = None, nemit_y: Optional[float] = None,
                  sigma_s: float = 1e-3, sigma_delta: float = 1e-3, seed: int = 1, particle: Optional[str] = None,
                  mass: Optional[float] = None, particle_charge: Optional[float] = None,
-                 p_central: Optional[float] = None, momentum: Optional[float] = None) -> "Particles":
+                 p_central: Optional[float] = None, momentum: Optional[float] = None) -> Particles:
         """A Gaussian bunch matched to Twiss parameters, the CLI's ``--particles`` beam.
 
         Per plane β [m], α and the geometric RMS emittance ``emit_`` [m rad] (default 1e-9) or
@@ -84,22 +94,23 @@ class Particles:
     @classmethod
     def from_file(cls, path: PathLike, *, particle: Optional[str] = None, mass: Optional[float] = None,
                   particle_charge: Optional[float] = None, p_central: Optional[float] = None,
-                  momentum: Optional[float] = None) -> "Particles":
+                  momentum: Optional[float] = None) -> Particles:
         """Particles from Parquet or CSV (columns x, xp, y, yp, s or t, delta or p), the CLI's
         ``--beam``: text columns, nulls, empty files and bad rows raise ``ValueError`` naming
         the file, column and row; a missing file ``FileNotFoundError``."""
         return cls(_native=_warpdrive.beam_particles(None, True, os.fspath(path), particle, mass, particle_charge,
                                                      p_central, momentum))
 
-    def coords(self, convention: str = "elegant") -> np.ndarray:
+    def coords(self, convention: str = "elegant") -> Float64Array:
         """(N, 6) coordinates in ``convention`` (``"elegant"`` or ``"warpdrive"``)."""
         return self._p.coords(_convention(convention))
 
-    def to_arrow(self) -> Any:
+    def to_arrow(self) -> pa.Table:
         """The particles as a ``pyarrow.Table`` (x, xp, y, yp, s, delta, t, p, lost_at, lost_pass)."""
         return _arrow.table(self._p.table(), {})
 
     def __len__(self) -> int:
+        """Number of particles."""
         return len(self._p)
 
     @property
@@ -122,6 +133,11 @@ class Particles:
         """Reference β0γ0."""
         return self._p.p_central
 
+    @property
+    def description(self) -> str:
+        """How the particles were made (a Gaussian beam and its seed, a file, arrays)."""
+        return self._p.description
+
     def __repr__(self) -> str:
         return (f"warpdrive.beam.Particles({len(self)} {self.particle}s, m = {self.mass:.6g} MeV/c², "
                 f"q = {self.particle_charge:+g} e, p_central = {self.p_central:.6g}; {self._p.description})")
@@ -135,18 +151,20 @@ class Tracked:
     CLI's ``final.parquet`` as a ``pyarrow.Table``; ``moments``: ``moments.parquet`` (one row per
     watch event); ``watch``: the records kept with ``watch="memory"``, one dict per watch point
     and pass (element, name, pass_, s, particles (rows, 6), ids, table); ``lost_by_element``;
-    ``lsc_peak_current`` [A] of each LSCDRIFT in the last pass; ``device``.
+    ``lsc_peak_current`` [A] of each LSCDRIFT in the last pass; ``tracking_seconds``; ``device``.
+
+    Picklable (NumPy arrays and pyarrow tables only).
     """
 
-    def __init__(self, result: tuple, coords: str) -> None:
+    def __init__(self, result: _warpdrive._TrackResult, coords: str) -> None:
         cols, watches, moments, device, lost, lsc, seconds = result
         self.device: str = device
-        self.table = _arrow.table(cols, {"warpdrive.device": device})
-        self.moments = _arrow.table(moments, {})
-        self.particles = self._coords(self.table, coords)
-        self.lost_at = self.table["lost_at"].to_numpy()
-        self.lost_pass = self.table["lost_pass"].to_numpy()
-        self.alive = self.lost_at == 0
+        self.table: pa.Table = _arrow.table(cols, {"warpdrive.device": device})
+        self.moments: pa.Table = _arrow.table(moments, {})
+        self.particles: Float64Array = self._coords(self.table, coords)
+        self.lost_at: Int64Array = self.table["lost_at"].to_numpy()
+        self.lost_pass: Int64Array = self.table["lost_pass"].to_numpy()
+        self.alive: npt.NDArray[np.bool_] = self.lost_at == 0
         self.lost_by_element: list[tuple[str, int]] = list(lost)
         self.lsc_peak_current: list[float] = list(lsc)
         self.tracking_seconds: float = seconds
@@ -157,12 +175,16 @@ class Tracked:
                                    ids=t["particle"].to_numpy(), table=t))
 
     @staticmethod
-    def _coords(t: Any, coords: str) -> np.ndarray:
+    def _coords(t: pa.Table, coords: str) -> Float64Array:
+        """The (N, 6) coordinates of a final or watch table in ``coords``' convention."""
         names = COLUMNS if coords == "elegant" else WARPDRIVE_COLUMNS
         return np.column_stack([t[n].to_numpy() for n in names])
 
     def __repr__(self) -> str:
-        return (f"warpdrive.beam.Tracked({len(self.particles)} particles, {int(self.alive.sum())} alive, "
+        lost = ", ".join(f"{n} at {e}" for e, n in self.lost_by_element[:3])
+        more = ", …" if len(self.lost_by_element) > 3 else ""
+        return (f"warpdrive.beam.Tracked({len(self.particles)} particles, {int(self.alive.sum())} alive"
+                f"{f' (lost: {lost}{more})' if lost else ''}, {self.moments.num_rows} moment rows, "
                 f"{len(self.watch)} watch records in memory, {self.device})")
 
 
@@ -173,16 +195,24 @@ class Lattice:
     ``FileNotFoundError``, a bad one ``ValueError`` naming the file, line and parameter);
     ``Lattice(text="...")`` parses text. ``line`` picks the beamline (default: the file's USE,
     else its last line).
+
+    Picklable: it is rebuilt from its construction arguments on unpickling (a lattice file is
+    read again where it is unpickled; a lattice of ``text=`` carries its text).
     """
 
     def __init__(self, path: Optional[PathLike] = None, line: Optional[str] = None, *, text: Optional[str] = None,
                  name: Optional[str] = None) -> None:
         if (path is None) == (text is None):
             raise TypeError("Lattice() takes a lattice file path or text= (one of them)")
-        self._l = _warpdrive.BeamLattice(None if path is None else os.fspath(path), line, text, name)
+        self._args = (None if path is None else os.fspath(path), line, text, name)
+        self._l = _warpdrive.BeamLattice(*self._args)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the construction arguments (the file is read again on unpickling)."""
+        return (_lattice, self._args)
 
     @classmethod
-    def from_lte(cls, path: PathLike, line: Optional[str] = None) -> "Lattice":
+    def from_lte(cls, path: PathLike, line: Optional[str] = None) -> Lattice:
         """Read ``path`` and use ``line`` (default: the file's USE, else its last line)."""
         return cls(path, line)
 
@@ -201,18 +231,23 @@ class Lattice:
         """Elements of the expanded line."""
         return self._l.n_elements
 
-    def __repr__(self) -> str:
-        return f"warpdrive.beam.Lattice(line={self.line!r}, {self.n_elements} elements, {self.length:.4f} m)"
+    @property
+    def path(self) -> Optional[str]:
+        """The lattice file (None for a lattice of ``text=``)."""
+        return self._args[0]
 
-    def track(self, particles: Any, passes: int = 1, *, coords: str = "elegant", particle: Optional[str] = None,
+    def __repr__(self) -> str:
+        source = repr(self.path) if self.path is not None else f"text={self._l.name!r}"
+        return f"warpdrive.beam.Lattice({source}, line={self.line!r}, {self.n_elements} elements, {self.length:.4f} m)"
+
+    def track(self, particles: Union[Particles, npt.ArrayLike], passes: int = 1, *, coords: str = "elegant", particle: Optional[str] = None,
               mass: Optional[float] = None, particle_charge: Optional[float] = None,
               p_central: Optional[float] = None, momentum: Optional[float] = None, aperture: Optional[float] = None,
               charge: float = 1e-9, histogram: str = "block-atomic", launch_per_element: bool = False,
               min_blocks: Optional[int] = None, watch: Optional[str] = None, watch_every: int = 1,
               watch_passes: Optional[Sequence[int]] = None, watch_particles: Optional[Sequence[int]] = None,
               output: Optional[PathLike] = None, force: bool = False, plot: bool = False, device: str = "auto",
-              threads: Optional[int] = None, precise: bool = False,
-              progress: Union[None, bool, Callable[[int, int], Any]] = None) -> Tracked:
+              threads: Optional[int] = None, precise: bool = False, progress: Progress = None) -> Tracked:
         """Track ``particles`` through ``passes`` passes, as ``warpdrive beam track``.
 
         ``particles`` is a :class:`Particles` (its species and momentum are used) or an (N, 6)
@@ -235,10 +270,12 @@ class Lattice:
         returns ``False`` (``warpdrive.Cancelled``); nothing is written then.
         """
         elegant = _convention(coords)
+        beam: Optional[_warpdrive.BeamParticles] = None
+        arr: Optional[Float64Array] = None
         if isinstance(particles, Particles):
-            beam, arr = particles._p, None
+            beam = particles._p
         else:
-            beam, arr = None, _array(particles)
+            arr = _array(particles)
         if watch is None:
             watch = "memory" if output is None else "files"
         if min_blocks is None:
@@ -254,3 +291,13 @@ class Lattice:
         finally:
             close()
         return Tracked(result, coords)
+
+
+def _lattice(path: Optional[str], line: Optional[str], text: Optional[str], name: Optional[str]) -> Lattice:
+    """Rebuild a pickled :class:`Lattice` from its construction arguments."""
+    return Lattice(path, line, text=text, name=name)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``): what completion offers."""
+    return list(__all__)

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
-from . import _arrow, _progress, _warpdrive
+import pyarrow as pa
+
+from . import _arrow, _pickling, _progress, _warpdrive
+from ._types import Float64Array, PathLike, Progress
 
 __all__ = ["MATERIALS", "EmResult", "ShowerResult", "run", "testem3", "calorimeter", "testem3_reference"]
-
-PathLike = Union[str, "os.PathLike[str]"]
-Progress = Union[None, bool, Callable[[int, int], Any]]
 
 #: The built-in materials (Geant4's NIST names), usable as ``material=`` of :func:`run` and in
 #: calorimeter files; ``"aluminium"`` is ``"G4_Al"``.
@@ -28,6 +28,7 @@ MATERIALS: tuple[str, ...] = tuple(_warpdrive.em_materials())
 
 
 def _warn(notes: list[str]) -> None:
+    """Notes of a ``save`` (a plot skipped) as ``UserWarning``s at the caller's line."""
     for n in notes:
         warnings.warn(n, stacklevel=3)
 
@@ -36,18 +37,35 @@ class EmResult:
     """The result of :func:`run`: ``profile`` (pyarrow.Table, the CLI's ``edep.parquet``:
     bin, z_low_cm, z_high_cm, edep_mev, edep_mev_per_cm), ``edep_mev_per_cm`` (NumPy), integrals
     (``tracks``, ``steps``, ``secondaries``, ``retries``, ``mean_depth`` [cm]), ``checksum`` (the
-    one the CLI prints), ``device``, ``seconds`` (transport time) and ``energy_beyond(z_cm)`` [MeV
-    per primary]."""
+    one the CLI prints), ``material``, ``device``, ``seconds`` (transport time) and
+    ``energy_beyond(z_cm)`` [MeV per primary].
 
-    def __init__(self, r: Any) -> None:
+    Picklable: the pickle holds these values, the fixed-point tally and the bytes of the output
+    directory (plot included), so an unpickled result gives the same numbers and writes the same
+    files."""
+
+    _r: Union[_warpdrive.EmRun, _warpdrive.SavedOutput]
+    tracks: int
+    steps: int
+    secondaries: int
+    retries: int
+    mean_depth: float
+    checksum: str
+    device: str
+    material: str
+    seconds: float
+
+    def __init__(self, r: _warpdrive.EmRun) -> None:
         self._r = r
-        self.profile = _arrow.table(r.profile(), {"warpdrive.device": r.device})
-        self.edep_mev_per_cm = self.profile["edep_mev_per_cm"].to_numpy()
+        self._tally = r.tally()
+        self.profile: pa.Table = _arrow.table(r.profile(), {"warpdrive.device": r.device})
+        self.edep_mev_per_cm: Float64Array = self.profile["edep_mev_per_cm"].to_numpy()
         for k in ("tracks", "steps", "secondaries", "retries", "mean_depth", "checksum", "device", "material", "seconds"):
             setattr(self, k, getattr(r, k))
 
     def energy_beyond(self, z_cm: float) -> float:
-        return self._r.energy_beyond(float(z_cm))
+        """Energy deposited in the tally bins at or beyond depth ``z_cm`` [cm], MeV per primary."""
+        return self._tally.energy_beyond(float(z_cm))
 
     def to_parquet(self, dir: PathLike, force: bool = False, plot: bool = False) -> None:
         """Write the CLI's output directory: ``edep.parquet``, ``summary.json``, ``run.json`` (and
@@ -56,8 +74,13 @@ class EmResult:
         ``FileExistsError`` unless ``force=True``."""
         _warn(self._r.save(os.fspath(dir), force, plot))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle with the output directory's bytes in place of the native result."""
+        return _pickling.state_with_saved_output(self, "_r")
+
     def __repr__(self) -> str:
-        return f"warpdrive.em.EmResult({self.tracks} tracks in {self.material}, mean depth {self.mean_depth:.2f} cm, {self.device})"
+        return (f"warpdrive.em.EmResult({self.tracks} tracks in {self.material}, {len(self.edep_mev_per_cm)} depth bins, "
+                f"mean depth {self.mean_depth:.2f} cm, checksum {self.checksum}, {self.device})")
 
 
 def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, material: PathLike = "G4_Al",
@@ -91,30 +114,48 @@ class ShowerResult:
     * ``created`` (dict γ/e⁻/e⁺ per event), ``created_by`` (dict process → number per event),
       ``steps`` (charged, neutral per event), ``track_length`` (dict material → cm per event),
       ``escaped`` [MeV per event], ``worst_balance``, ``checksum`` (as the CLI prints), ``device``;
-    * ``tables_cached`` (the tables came from an earlier call), ``tables_seconds``, ``transport_seconds``.
+    * ``calorimeter`` (its name), ``n_events``, ``tables_cached`` (the tables came from an earlier
+      call), ``tables_seconds``, ``transport_seconds``.
+
+    Picklable: the pickle holds these values and the bytes of the output directory (plot
+    included), so an unpickled result writes the same files.
     """
 
-    def __init__(self, r: Any) -> None:
+    _r: Union[_warpdrive.ShowerResult, _warpdrive.SavedOutput]
+    escaped: float
+    worst_balance: float
+    checksum: str
+    device: str
+    calorimeter: str
+    tables_cached: bool
+    tables_seconds: float
+    transport_seconds: float
+
+    def __init__(self, r: _warpdrive.ShowerResult) -> None:
         self._r = r
         meta = {"warpdrive.device": r.device}
-        self.profile = _arrow.table(r.profile(), meta)
-        self.events = _arrow.table(r.events(), meta)
-        self.materials = {n: {"edep_mean_mev": m, "edep_mean_error_mev": e, "edep_rms_mev": s}
-                          for n, m, e, s in r.materials()}
-        self.created = dict(zip(("gamma", "e-", "e+"), r.created()))
-        self.created_by = dict(r.created_by())
-        self.steps = dict(zip(("charged", "neutral"), r.steps()))
-        self.track_length = dict(r.track_length())
+        self.profile: pa.Table = _arrow.table(r.profile(), meta)
+        self.events: pa.Table = _arrow.table(r.events(), meta)
+        self.materials: dict[str, dict[str, float]] = {
+            n: {"edep_mean_mev": m, "edep_mean_error_mev": e, "edep_rms_mev": s} for n, m, e, s in r.materials()}
+        self.created: dict[str, float] = dict(zip(("gamma", "e-", "e+"), r.created()))
+        self.created_by: dict[str, float] = dict(r.created_by())
+        self.steps: dict[str, float] = dict(zip(("charged", "neutral"), r.steps()))
+        self.track_length: dict[str, float] = dict(r.track_length())
         for k in ("escaped", "worst_balance", "checksum", "device", "calorimeter", "tables_cached", "tables_seconds",
                   "transport_seconds"):
             setattr(self, k, getattr(r, k))
-        self.n_events = r.events_count
+        self.n_events: int = r.events_count
 
     def to_parquet(self, dir: PathLike, force: bool = False, plot: bool = False) -> None:
         """Write the CLI's output directory: ``profile.parquet``, ``events.parquet``,
         ``summary.json``, ``run.json`` (and ``profile.png`` with ``plot=True``). The directory appears
         whole or not at all; an existing one raises ``FileExistsError`` unless ``force=True``."""
         _warn(self._r.save(os.fspath(dir), force, plot))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle with the output directory's bytes in place of the native result."""
+        return _pickling.state_with_saved_output(self, "_r")
 
     def __repr__(self) -> str:
         m = ", ".join(f"{n} {v['edep_mean_mev']:.2f} MeV" for n, v in self.materials.items())
@@ -123,6 +164,7 @@ class ShowerResult:
 
 def _shower(calorimeter: Optional[PathLike], primary: str, energy: float, events: int, seed: int, cut_mm: float,
             device: str, threads: Optional[int], progress: Progress, precise: bool) -> ShowerResult:
+    """The shower run of :func:`testem3` (``calorimeter`` None) and :func:`calorimeter`."""
     cb, close = _progress.callback(progress, events, "events")
     try:
         r = _warpdrive.em_shower(None if calorimeter is None else os.fspath(calorimeter), str(primary), float(energy),
@@ -160,7 +202,7 @@ def testem3_reference() -> dict[str, dict[str, Any]]:
     ``{"mean_mev", "rms_mev"}`` per event), ``created`` (``gamma``, ``e-``, ``e+`` per event) and
     ``steps`` (``charged``, ``neutral``). TestEm3.out holds both runs; compare RMS values and created
     counts with the analogue one (the biased run discards soft secondaries; docs/validation/em.md)."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for key, (label, edep, created, steps) in zip(("analogue", "secondary_biased"), _warpdrive.em_testem3_reference()):
         out[key] = {
             "label": label,
@@ -169,3 +211,8 @@ def testem3_reference() -> dict[str, dict[str, Any]]:
             "steps": dict(zip(("charged", "neutral"), steps)),
         }
     return out
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``): what completion offers."""
+    return list(__all__)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
 
 from . import _arrow, _progress, _warpdrive
+from ._types import Float64Array, PathLike, Progress
 
 __all__ = ["Detector", "PARTICLE_ALIASES", "PpcRun", "ppc", "propagate", "sources_f2k"]
 
-PathLike = Union[str, "os.PathLike[str]"]
-Progress = Union[None, bool, Callable[[int, int], Any]]
+#: A particle of typed sources: an f2k or PDG name, or a PDG code.
+_Particle = Union[str, int, np.integer[Any]]
 
 #: PDG-style names and codes typed sources accept besides PPC's f2k names, and the f2k kind each
 #: is simulated as: ``(name, PDG code, f2k kind)`` (docs/photon.md has the table).
@@ -22,7 +25,9 @@ PARTICLE_ALIASES: list[tuple[str, int, str]] = list(_warpdrive.PHOTON_PARTICLE_A
 _log = logging.getLogger("warpdrive")
 
 
-def sources_f2k(type, position, direction, time=None, energy=None, length=None, event=0):
+def sources_f2k(type: Union[str, Sequence[str]], position: npt.ArrayLike, direction: npt.ArrayLike,
+                time: Optional[npt.ArrayLike] = None, energy: Optional[npt.ArrayLike] = None,
+                length: Optional[npt.ArrayLike] = None, event: int = 0) -> str:
     """f2k text (``TR`` lines) for arrays of sources, e.g. to write a file that PPC reads.
     (:meth:`Detector.propagate` takes the arrays themselves: ``particle=``, ``position=``, …)
 
@@ -40,7 +45,8 @@ def sources_f2k(type, position, direction, time=None, energy=None, length=None, 
     if d.shape != (n, 2):
         raise ValueError(f"direction must be (N, 2) f2k zenith/azimuth in degrees, got {d.shape}")
 
-    def col(v, name, default=None):
+    def col(v: Optional[npt.ArrayLike], name: str, default: Optional[float] = None) -> Float64Array:
+        """One float64 per source (a scalar: one for all); None takes ``default`` or is an error."""
         if v is None:
             if default is None:
                 raise ValueError(f"{name} is required")
@@ -60,7 +66,7 @@ def sources_f2k(type, position, direction, time=None, energy=None, length=None, 
     return "\n".join(lines) + "\n"
 
 
-def _rows(name: str, v: Any, width: int) -> Optional[np.ndarray]:
+def _rows(name: str, v: Optional[npt.ArrayLike], width: int) -> Optional[Float64Array]:
     """(N, width) float64 rows; one row may be given flat."""
     if v is None:
         return None
@@ -72,7 +78,7 @@ def _rows(name: str, v: Any, width: int) -> Optional[np.ndarray]:
     return np.ascontiguousarray(a)
 
 
-def _column(name: str, v: Any) -> Optional[np.ndarray]:
+def _column(name: str, v: Optional[npt.ArrayLike]) -> Optional[Float64Array]:
     """One float64 per source (a scalar: one for all)."""
     if v is None:
         return None
@@ -82,7 +88,7 @@ def _column(name: str, v: Any) -> Optional[np.ndarray]:
     return np.ascontiguousarray(a)
 
 
-def _particles(v: Any) -> Optional[list]:
+def _particles(v: Union[None, _Particle, Sequence[_Particle]]) -> Optional[list[Union[int, str]]]:
     """Names and PDG codes, one for all or one per source."""
     if v is None:
         return None
@@ -91,7 +97,8 @@ def _particles(v: Any) -> Optional[list]:
     return [int(p) if isinstance(p, (int, np.integer)) else str(p) for p in v]
 
 
-def _is_path(s: Any) -> bool:
+def _is_path(s: object) -> bool:
+    """A path-like, or a one-line string that is not f2k text."""
     return isinstance(s, os.PathLike) or (
         isinstance(s, str) and "\n" not in s and not s.lstrip().startswith(("TR ", "EM "))
     )
@@ -105,16 +112,24 @@ class Detector:
     Prometheus ``.geo`` (None: ``<ice>/geo-f2k`` if present, else a generated 86-string detector);
     ``sensors``: a directory with multi-PMT module files (``om.conf``, ``om.map``, ``om.dirs``,
     ``om.wv_*``; None: the ice directory's, if any). Hits then carry the PMT in the ``pmt`` column.
+
+    Picklable: a detector is rebuilt from its construction arguments on unpickling (the ice,
+    geometry and sensor files are read again where it is unpickled, so they must be there too).
     """
 
     def __init__(self, ice: Optional[PathLike] = None, geometry: Optional[PathLike] = None,
                  oversize: Optional[int] = None, sensors: Optional[PathLike] = None) -> None:
-        self._d = _warpdrive.Detector(
+        self._args = (
             None if ice is None else os.fspath(ice),
             None if geometry is None else os.fspath(geometry),
             oversize,
             None if sensors is None else os.fspath(sensors),
         )
+        self._d = _warpdrive.Detector(*self._args)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the construction arguments (the model is built again on unpickling)."""
+        return (Detector, self._args)
 
     @property
     def description(self) -> list[str]:
@@ -132,7 +147,7 @@ class Detector:
         return self._d.ice
 
     @property
-    def geometry(self):
+    def geometry(self) -> pa.Table:
         """The modules as a ``pyarrow.Table``: ``string``, ``om`` (int32), ``x``, ``y``, ``z`` [m]."""
         return _arrow.table(self._d.geometry_table(), {"warpdrive.geometry": self._d.geometry_source})
 
@@ -165,12 +180,15 @@ class Detector:
         return (f"warpdrive.photon.Detector(ice={self.ice!r}, {self.doms} DOMs on {self.strings} strings, "
                 f"tilt {self.tilt}, sensors {self.sensors or 'none'})")
 
-    def propagate(self, sources: Any = None, *, input: Optional[PathLike] = None, f2k: Optional[str] = None,
-                  steps: Optional[PathLike] = None, particle: Any = None, position: Any = None,
-                  direction: Any = None, energy: Any = None, time: Any = None, length: Any = None,
-                  seed: int = 1, max_photons: Optional[int] = None, output: Optional[PathLike] = None,
-                  hit_lines: Optional[PathLike] = None, force: bool = False, device: str = "auto",
-                  threads: Optional[int] = None, precise: bool = False, progress: Progress = None):
+    def propagate(self, sources: Union[None, PathLike, str, Mapping[str, Any]] = None, *,
+                  input: Optional[PathLike] = None, f2k: Optional[str] = None, steps: Optional[PathLike] = None,
+                  particle: Union[None, _Particle, Sequence[_Particle]] = None,
+                  position: Optional[npt.ArrayLike] = None, direction: Optional[npt.ArrayLike] = None,
+                  energy: Optional[npt.ArrayLike] = None, time: Optional[npt.ArrayLike] = None,
+                  length: Optional[npt.ArrayLike] = None, seed: int = 1, max_photons: Optional[int] = None,
+                  output: Optional[PathLike] = None, hit_lines: Optional[PathLike] = None, force: bool = False,
+                  device: str = "auto", threads: Optional[int] = None, precise: bool = False,
+                  progress: Progress = None) -> pa.Table:
         """``warpdrive photon`` on this detector: the hits as a ``pyarrow.Table`` with the
         columns and key/value metadata of its Parquet file (docs/photon.md).
 
@@ -191,10 +209,11 @@ class Detector:
         ``f(done, total)`` (return False to stop: ``warpdrive.Cancelled``). Ctrl-C stops the run
         within about a second (``KeyboardInterrupt``); nothing is written then.
         """
-        kw = dict(input=input, f2k=f2k, steps=steps, particle=particle, position=position, direction=direction,
-                  energy=energy, time=time, length=length)
+        kw: dict[str, Any] = dict(input=input, f2k=f2k, steps=steps, particle=particle, position=position,
+                                  direction=direction, energy=energy, time=time, length=length)
         if sources is not None:
-            if isinstance(sources, dict):
+            given: dict[str, Any]
+            if isinstance(sources, Mapping):
                 given = {("particle" if k == "type" else k): v for k, v in sources.items()}
                 unknown = sorted(set(given) - {"particle", "position", "direction", "energy", "time", "length"})
                 if unknown:
@@ -224,31 +243,45 @@ class Detector:
         return _arrow.table(cols, dict(meta))
 
 
-def propagate(sources: Any = None, ice: Optional[PathLike] = None, geometry: Optional[PathLike] = None,
-              oversize: Optional[int] = None, sensors: Optional[PathLike] = None, **kw: Any):
-    """One-shot ``Detector(ice, geometry, oversize, sensors).propagate(sources, **kw)``."""
-    return Detector(ice, geometry, oversize, sensors).propagate(sources, **kw)
+def propagate(sources: Union[None, PathLike, str, Mapping[str, Any]] = None, ice: Optional[PathLike] = None,
+              geometry: Optional[PathLike] = None, oversize: Optional[int] = None, sensors: Optional[PathLike] = None,
+              *, input: Optional[PathLike] = None, f2k: Optional[str] = None, steps: Optional[PathLike] = None,
+              particle: Union[None, _Particle, Sequence[_Particle]] = None, position: Optional[npt.ArrayLike] = None,
+              direction: Optional[npt.ArrayLike] = None, energy: Optional[npt.ArrayLike] = None,
+              time: Optional[npt.ArrayLike] = None, length: Optional[npt.ArrayLike] = None, seed: int = 1,
+              max_photons: Optional[int] = None, output: Optional[PathLike] = None,
+              hit_lines: Optional[PathLike] = None, force: bool = False, device: str = "auto",
+              threads: Optional[int] = None, precise: bool = False, progress: Progress = None) -> pa.Table:
+    """One-shot ``Detector(ice, geometry, oversize, sensors).propagate(sources, ...)``: the
+    keywords after ``sensors`` as :meth:`Detector.propagate`'s."""
+    return Detector(ice, geometry, oversize, sensors).propagate(
+        sources, input=input, f2k=f2k, steps=steps, particle=particle, position=position, direction=direction,
+        energy=energy, time=time, length=length, seed=seed, max_photons=max_photons, output=output,
+        hit_lines=hit_lines, force=force, device=device, threads=threads, precise=precise, progress=progress)
 
 
 class PpcRun:
     """What ``warpdrive ppc`` wrote: ``stdout`` (the f2k text with HIT lines, the ice table, …)
-    and ``log`` (its stderr: tables, ppm, photon and hit counts)."""
+    and ``log`` (its stderr: tables, ppm, photon and hit counts). Picklable (two strings)."""
 
-    def __init__(self, stdout, log):
+    def __init__(self, stdout: str, log: str) -> None:
         self.stdout = stdout
         self.log = log
 
-    def hits(self):
+    def hits(self) -> pa.Table:
         """The HIT lines as a ``pyarrow.Table``: ``block`` (ordinal of the ``EM … EE`` block from 0,
         -1 for flasher hits), ``string``, ``om``, ``time`` [ns], ``wavelength`` [nm],
         ``photon_theta``/``photon_phi`` and ``impact_theta``/``impact_phi`` [rad] as PPC prints them."""
         return _arrow.table(_warpdrive.ppc_hits(self.stdout), {"warpdrive.command": "python: warpdrive.photon.ppc"})
 
-    def __repr__(self):
-        return f"<warpdrive.photon.PpcRun {self.stdout.count(chr(10))} stdout lines>"
+    def __repr__(self) -> str:
+        lines = self.stdout.splitlines()
+        hits = sum(1 for line in lines if line.startswith("HIT "))
+        blocks = sum(1 for line in lines if line.startswith("EM "))
+        return f"<warpdrive.photon.PpcRun {len(lines)} stdout lines: {blocks} EM blocks, {hits} HIT lines>"
 
 
-def ppc(*args: Any, stdin: Union[str, bytes, PathLike] = "", env: Optional[dict] = None,
+def ppc(*args: Any, stdin: Union[str, bytes, PathLike] = "", env: Optional[Mapping[str, str]] = None,
         threads: Optional[int] = None, progress: Progress = None) -> PpcRun:
     """PPC's command line, as ``warpdrive ppc ARGS`` (docs/photon.md, "PPC mode").
 
@@ -261,10 +294,10 @@ def ppc(*args: Any, stdin: Union[str, bytes, PathLike] = "", env: Optional[dict]
     (``KeyboardInterrupt``). Returns a :class:`PpcRun`.
 
     >>> r = ppc(0, stdin=open("event.f2k").read(), env={"PPCTABLESDIR": ice})   # doctest: +SKIP
-    >>> r.hits().to_pandas().groupby(["string", "om"]).size()                    # doctest: +SKIP
+    >>> r.hits().to_pandas().groupby(["string", "om"]).size()   # needs warpdrive[pandas]; doctest: +SKIP
     """
     path = os.fspath(stdin) if isinstance(stdin, os.PathLike) else None
-    data = b"" if path is not None else stdin.encode() if isinstance(stdin, str) else bytes(stdin)
+    data = b"" if isinstance(stdin, os.PathLike) else stdin.encode() if isinstance(stdin, str) else bytes(stdin)
     env = dict(os.environ if env is None else env)
     cb, close = _progress.callback(progress, None, "propagating")
     try:
@@ -273,3 +306,8 @@ def ppc(*args: Any, stdin: Union[str, bytes, PathLike] = "", env: Optional[dict]
     finally:
         close()
     return PpcRun(out, log)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``): what completion offers."""
+    return list(__all__)

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _arrow, _progress, _warpdrive
+from ._types import Float64Array, PathLike, Progress
 
 __all__ = ["Autocorr", "autocorr", "DEFAULT_CUTS"]
 
-DEFAULT_CUTS = ("top:0.1", "top:0.01", "top:0.001")
+#: The energy cuts of ``cuts=None``: the most energetic 10 %, 1 % and 0.1 % of the events (the
+#: cut "all" is always analysed too).
+DEFAULT_CUTS: tuple[str, ...] = ("top:0.1", "top:0.01", "top:0.001")
 
-PathLike = Union[str, "os.PathLike[str]"]
+#: Unsigned counts, as the library counts them.
+_Counts = npt.NDArray[np.uint64]
 
 
 class Autocorr:
@@ -22,26 +27,37 @@ class Autocorr:
     ``counts`` and ``background`` are ``pyarrow.Table`` with the columns of the CLI's
     ``counts.parquet`` and ``background.parquet``; ``observed``, ``ts``, ``bg_mean``, ``bg_std``,
     ``p_trials``, ``p_gauss`` and ``p_gamma`` are (cuts, bins) arrays; ``edges_deg`` the bin
-    edges, ``cut_labels`` the cuts.
+    edges, ``cut_labels`` the cuts, ``cut_events`` the events in each cut, ``trials`` the number
+    of scrambled trials and ``device`` where they ran.
+
+    Picklable (the run's counts, distributions and timings; the unpickled result gives the same
+    tables and writes the same files).
     """
 
-    def __init__(self, run: Any) -> None:
+    ts: Float64Array
+    bg_mean: Float64Array
+    bg_std: Float64Array
+    p_trials: Float64Array
+    p_gauss: Float64Array
+    p_gamma: Float64Array
+
+    def __init__(self, run: _warpdrive.SkyRun) -> None:
         self._run = run
         counts, background = run.tables()
         meta = {"warpdrive.device": run.device}
         self.counts = _arrow.table(counts, meta)
         self.background = _arrow.table(background, meta)
-        self.edges_deg = np.asarray(run.edges_deg)
+        self.edges_deg: Float64Array = np.asarray(run.edges_deg, dtype=np.float64)
         self.cut_labels: list[str] = list(run.cut_labels)
         self.cut_events: list[int] = list(run.cut_events)
         self.trials: int = run.trials
         self.device: str = run.device
         shape = (len(self.cut_labels), len(self.edges_deg))
-        self.observed = run.observed.reshape(shape)
+        self.observed: _Counts = run.observed.reshape(shape)
         for name in ("ts", "bg_mean", "bg_std", "p_trials", "p_gauss", "p_gamma"):
             setattr(self, name, self.counts[name].to_numpy().reshape(shape))
 
-    def background_distribution(self, cut: Union[int, str], bin: int) -> tuple[np.ndarray, np.ndarray]:
+    def background_distribution(self, cut: Union[int, str], bin: int) -> tuple[_Counts, _Counts]:
         """(count values, number of trials with that count) of one (cut, bin).
 
         ``cut`` is an index into ``cut_labels`` or one of the labels (``"all"``, ``"top 10%"``…);
@@ -62,11 +78,18 @@ class Autocorr:
         """
         self._run.save(os.fspath(dir), force, plot)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the native run (its counts, distributions and timings)."""
+        return (Autocorr, (self._run,))
+
     def __repr__(self) -> str:
-        return f"warpdrive.sky.Autocorr({len(self.cut_labels)} cuts x {len(self.edges_deg)} bins, {self.trials} trials on {self.device})"
+        cuts = ", ".join(f"{label} ({n} events)" for label, n in zip(self.cut_labels, self.cut_events))
+        return (f"warpdrive.sky.Autocorr({len(self.cut_labels)} cuts x {len(self.edges_deg)} bins up to "
+                f"{self.edges_deg[-1]:g} deg, {self.trials} trials on {self.device}; cuts {cuts})")
 
 
-def _floats(name: str, v: Any) -> Optional[np.ndarray]:
+def _floats(name: str, v: Optional[npt.ArrayLike]) -> Optional[Float64Array]:
+    """A one-dimensional float64 array, contiguous (None stays None)."""
     if v is None:
         return None
     a = np.asarray(v, dtype=np.float64)
@@ -75,13 +98,15 @@ def _floats(name: str, v: Any) -> Optional[np.ndarray]:
     return np.ascontiguousarray(a)
 
 
-def autocorr(ra: Any = None, dec: Any = None, energy: Any = None, *, files: Optional[Sequence[PathLike]] = None,
+def autocorr(ra: Optional[npt.ArrayLike] = None, dec: Optional[npt.ArrayLike] = None,
+             energy: Optional[npt.ArrayLike] = None, *, files: Union[None, PathLike, Sequence[PathLike]] = None,
              ra_column: Optional[str] = None, dec_column: Optional[str] = None, energy_column: Optional[str] = None,
-             synthetic_events: Optional[int] = None, bins: int = 20, bin_width: float = 0.25, edges: Any = None,
+             synthetic_events: Optional[int] = None, bins: int = 20, bin_width: float = 0.25,
+             edges: Optional[npt.ArrayLike] = None,
              trials: int = 1000, seed: int = 1, hemisphere: str = "all", dec_min: Optional[float] = None,
              dec_max: Optional[float] = None, cuts: Optional[Sequence[str]] = None, ra_grid: Union[str, float] = "auto",
              jobs: int = 1, job_index: int = 0, device: str = "auto", threads: Optional[int] = None,
-             progress: Union[None, bool, Callable[[int, int], Any]] = None) -> Autocorr:
+             progress: Progress = None) -> Autocorr:
     """``warpdrive sky autocorr`` on arrays of right ascension and declination [deg] and an
     energy proxy (only its order matters; without it, pass ``cuts=[]``: only the cut "all"),
     on event ``files`` (IceCube text releases, CSV, Parquet; columns by name as the CLI's
@@ -95,7 +120,11 @@ def autocorr(ra: Any = None, dec: Any = None, energy: Any = None, *, files: Opti
     if energy is None and cuts is None and files is None and synthetic_events is None:
         cuts = []
     cut_list = [str(c) for c in (DEFAULT_CUTS if cuts is None else cuts)]
-    file_list = None if files is None else [os.fspath(f) for f in ([files] if isinstance(files, (str, os.PathLike)) else files)]
+    file_list: Optional[list[str]] = None
+    if isinstance(files, (str, os.PathLike)):
+        file_list = [os.fspath(files)]
+    elif files is not None:
+        file_list = [os.fspath(f) for f in files]
     cb, close = _progress.callback(progress, trials, "trials")
     try:
         run = _warpdrive.sky_autocorr(_floats("ra", ra), _floats("dec", dec), _floats("energy", energy), file_list,
@@ -106,3 +135,8 @@ def autocorr(ra: Any = None, dec: Any = None, energy: Any = None, *, files: Opti
     finally:
         close()
     return Autocorr(run)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``): what completion offers."""
+    return list(__all__)

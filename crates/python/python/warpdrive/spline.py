@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Literal, Mapping, Optional, Sequence, Union, overload
 
 import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
 
-from . import _arrow, _progress, _warpdrive
+from . import _arrow, _pickling, _progress, _warpdrive
+from ._types import Float64Array, PathLike, Progress
 
 __all__ = ["Table", "Event", "Unfolding", "simulate", "unfold"]
 
-PathLike = Union[str, "os.PathLike[str]"]
-Progress = Union[None, bool, Callable[[int, int], Any]]
 
-
-def _table_from_fits(data: bytes, path: Optional[str]) -> "Table":
+def _table_from_fits(data: bytes, path: Optional[str]) -> Table:
     """Rebuild a pickled :class:`Table` from its FITS bytes."""
     t = Table.__new__(Table)
     t._t = _warpdrive.SplineTable.from_fits(data, path)
@@ -47,7 +47,7 @@ class Table:
     unpickled table needs no access to the file; ``path`` keeps the original name as a label.
     """
 
-    _t: Any
+    _t: _warpdrive.SplineTable
 
     def __init__(self, path: PathLike) -> None:
         self._t = _warpdrive.SplineTable(os.fspath(path))
@@ -68,12 +68,12 @@ class Table:
         return self._t.order
 
     @property
-    def knots(self) -> list[np.ndarray]:
+    def knots(self) -> list[Float64Array]:
         """The knot vector of each dimension."""
-        return [np.asarray(k) for k in self._t.knots]
+        return [np.asarray(k, dtype=np.float64) for k in self._t.knots]
 
     @property
-    def coefficients(self) -> np.ndarray:
+    def coefficients(self) -> npt.NDArray[np.float32]:
         """The float32 coefficients in the table's shape (dimension 0 slowest); a copy."""
         return self._t.coefficients
 
@@ -94,17 +94,36 @@ class Table:
         return None if p is None else os.fspath(p)
 
     def __repr__(self) -> str:
-        return f"warpdrive.spline.Table({self.path!r}, ndim={self.ndim}, order={self.order})"
+        extents = ", ".join(f"[{lo:g}, {hi:g}]" for lo, hi in self.extents)
+        return (f"warpdrive.spline.Table({self.path!r}, ndim={self.ndim}, order={self.order}, "
+                f"coefficients {'x'.join(map(str, self._t.naxes))}, extents {extents})")
 
     def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the table's FITS bytes (and its path as a label)."""
         return (_table_from_fits, (self._t.to_fits(), self.path))
 
     def to_fits(self) -> bytes:
         """The table as FITS bytes, in photospline's layout."""
         return self._t.to_fits()
 
-    def eval(self, points: Any, gradient: bool = False, device: str = "auto", threads: Optional[int] = None,
-             precise: bool = False, standard_layout: bool = False, progress: Progress = False) -> Any:
+    @overload
+    def eval(self, points: npt.ArrayLike, gradient: Literal[False] = False, device: str = "auto",
+             threads: Optional[int] = None, precise: bool = False, standard_layout: bool = False,
+             progress: Progress = False) -> Float64Array: ...
+
+    @overload
+    def eval(self, points: npt.ArrayLike, gradient: Literal[True], device: str = "auto",
+             threads: Optional[int] = None, precise: bool = False, standard_layout: bool = False,
+             progress: Progress = False) -> tuple[Float64Array, Float64Array]: ...
+
+    @overload
+    def eval(self, points: npt.ArrayLike, gradient: bool = False, device: str = "auto",
+             threads: Optional[int] = None, precise: bool = False, standard_layout: bool = False,
+             progress: Progress = False) -> Union[Float64Array, tuple[Float64Array, Float64Array]]: ...
+
+    def eval(self, points: npt.ArrayLike, gradient: bool = False, device: str = "auto", threads: Optional[int] = None,
+             precise: bool = False, standard_layout: bool = False,
+             progress: Progress = False) -> Union[Float64Array, tuple[Float64Array, Float64Array]]:
         """Evaluate at ``points``: **rows** of shape (N, ndim), as ``warpdrive spline eval --points``.
 
         Returns the (N,) values, or with ``gradient=True`` a pair (values (N,), gradients
@@ -131,9 +150,9 @@ class Table:
             return out[:, 0], out[:, 1:]
         return out
 
-    def evaluate_simple(self, coords: Sequence[Any], derivatives: int = 0, device: str = "auto",
+    def evaluate_simple(self, coords: Sequence[npt.ArrayLike], derivatives: int = 0, device: str = "auto",
                         threads: Optional[int] = None, precise: bool = False, standard_layout: bool = False,
-                        progress: Progress = False) -> Any:
+                        progress: Progress = False) -> Union[float, Float64Array]:
         """photospline's ``evaluate_simple``: one array (or number) per coordinate, broadcast
         together with NumPy's rules; returns the values in the broadcast shape (a float for
         scalars).
@@ -153,14 +172,18 @@ class Table:
         v = v.reshape(shape)
         return float(v) if v.ndim == 0 else v
 
-    def __call__(self, *coords: Any, derivatives: int = 0, **kwargs: Any) -> Any:
+    def __call__(self, *coords: npt.ArrayLike, derivatives: int = 0, device: str = "auto",
+                 threads: Optional[int] = None, precise: bool = False, standard_layout: bool = False,
+                 progress: Progress = False) -> Union[float, Float64Array]:
         """``t(x0, x1, …)`` or ``t([x0, x1, …])``: :meth:`evaluate_simple` of one array per
-        coordinate (broadcast)."""
+        coordinate (broadcast); the keywords as :meth:`evaluate_simple`'s."""
         if len(coords) == 1 and self.ndim > 1:
-            coords = tuple(coords[0])
-        return self.evaluate_simple(coords, derivatives, **kwargs)
+            coords = tuple(coords[0])  # type: ignore[arg-type]  # one sequence of per-coordinate arrays
+        return self.evaluate_simple(coords, derivatives, device=device, threads=threads, precise=precise,
+                                    standard_layout=standard_layout, progress=progress)
 
-    def grideval(self, coords: Sequence[Any], threads: Optional[int] = None, progress: Progress = False) -> np.ndarray:
+    def grideval(self, coords: Sequence[npt.ArrayLike], threads: Optional[int] = None,
+                 progress: Progress = False) -> Float64Array:
         """photospline's ``grideval``: values on the outer-product grid of ``coords`` (one 1-D
         array per dimension), shape ``(len(coords[0]), len(coords[1]), …)``; on the CPU."""
         axes = []
@@ -176,11 +199,18 @@ class Table:
             close()
 
 
-def _floats(v: Any) -> Optional[list[float]]:
-    return None if v is None else [float(x) for x in np.asarray(v, dtype=np.float64).ravel()]
+def _float_list(v: npt.ArrayLike) -> list[float]:
+    """A number or numbers as a list of floats."""
+    return [float(x) for x in np.asarray(v, dtype=np.float64).ravel()]
+
+
+def _floats(v: Optional[npt.ArrayLike]) -> Optional[list[float]]:
+    """A number or numbers as a list of floats (None stays None)."""
+    return None if v is None else _float_list(v)
 
 
 def _fspath(p: Optional[PathLike]) -> Optional[str]:
+    """A path-like as ``str`` (None stays None)."""
     return None if p is None else os.fspath(p)
 
 
@@ -188,23 +218,33 @@ class Event:
     """A synthetic event (:func:`simulate`): ``table()`` is the CLI's event file as a
     ``pyarrow.Table`` (string, om, time, charge; window, true energies and the request in its
     metadata), ``to_parquet`` writes it; ``window``, ``true_energy``, ``total_charge``,
-    ``hit_doms``, ``pulses``. Pass it (or its table) to :func:`unfold`."""
+    ``hit_doms``, ``pulses``. Pass it (or its table) to :func:`unfold`.
 
-    def __init__(self, native: Any) -> None:
+    Picklable: the pickle holds the table and the event file's bytes, so an unpickled event
+    writes the same file."""
+
+    _e: Union[_warpdrive.SimulatedEvent, _warpdrive.SavedOutput]
+
+    def __init__(self, native: _warpdrive.SimulatedEvent) -> None:
         self._e = native
+        self._table: pa.Table = _arrow.table(native.table(), {})
         self.window: tuple[float, float] = native.window
         self.true_energy: list[float] = native.true_energy
         self.total_charge: float = native.total_charge
         self.hit_doms: int = native.hit_doms
         self.pulses: int = native.pulses
 
-    def table(self) -> Any:
+    def table(self) -> pa.Table:
         """The event as a ``pyarrow.Table`` (the CLI's ``event.parquet``)."""
-        return _arrow.table(self._e.table(), {})
+        return self._table
 
     def to_parquet(self, path: PathLike, force: bool = False) -> None:
         """Write the CLI's event file; an existing file raises ``FileExistsError`` unless ``force=True``."""
         self._e.save(os.fspath(path), force)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle with the event file's bytes in place of the native event."""
+        return _pickling.state_with_saved_output(self, "_e")
 
     def __repr__(self) -> str:
         return (f"<warpdrive.spline.Event {self.pulses} pulses, {self.total_charge:.0f} PE on {self.hit_doms} DOMs, "
@@ -227,7 +267,7 @@ def simulate(energy: Union[float, Sequence[float]], cascade: Optional[Sequence[f
     try:
         native = _warpdrive.spline_simulate(_floats(cascade), _floats(track), float(spacing), _fspath(amplitude),
                                             _fspath(timing), bool(amplitude_only), _fspath(geometry), float(noise_rate),
-                                            _floats(energy), _floats(window), seed, event, device, threads, cb)
+                                            _float_list(energy), _float_list(window), seed, event, device, threads, cb)
     finally:
         close()
     return Event(native)
@@ -242,16 +282,33 @@ class Unfolding:
     ``total_energy_sigma``, ``converged``, ``iterations``, ``log_likelihood``, ``chi2``,
     ``rows``, ``summary`` (the CLI's summary.json: the request's and the fit's numbers) and
     ``run`` (run.json: device, timings).
+
+    Picklable: the pickle holds these values and the bytes of the output directory (plot
+    included), so an unpickled result's :meth:`to_dir` writes the same files.
     """
 
-    def __init__(self, native: Any) -> None:
+    _u: Union[_warpdrive.UnfoldRun, _warpdrive.SavedOutput]
+    energy: Float64Array
+    sigma: Float64Array
+    distance: Float64Array
+    x: Float64Array
+    y: Float64Array
+    z: Float64Array
+    time: Float64Array
+    converged: bool
+    iterations: int
+    log_likelihood: float
+    chi2: float
+    rows: int
+
+    def __init__(self, native: _warpdrive.UnfoldRun) -> None:
         self._u = native
-        self._table = _arrow.table(native.energies(), {})
+        self._table: pa.Table = _arrow.table(native.energies(), {})
         for name in self._table.column_names:
             if name != "source":
                 setattr(self, name, self._table[name].to_numpy())
-        self.covariance: np.ndarray = native.covariance()
-        self.pe_per_gev: np.ndarray = native.pe_per_gev()
+        self.covariance: Float64Array = native.covariance()
+        self.pe_per_gev: Float64Array = native.pe_per_gev()
         self.blind: list[int] = native.blind()
         self.summary: dict[str, Any] = json.loads(native.summary_json())
         self.run: dict[str, Any] = json.loads(native.run_json())
@@ -261,9 +318,13 @@ class Unfolding:
         for k in ("converged", "iterations", "log_likelihood", "chi2", "rows"):
             setattr(self, k, self.summary[k])
 
-    def table(self) -> Any:
+    def table(self) -> pa.Table:
         """The energies as a ``pyarrow.Table`` with the columns of the CLI's energies.parquet."""
         return self._table
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle with the output directory's bytes in place of the native result."""
+        return _pickling.state_with_saved_output(self, "_u")
 
     def to_dir(self, dir: PathLike, force: bool = False, plot: bool = True) -> None:
         """Write the CLI's output directory: ``energies.parquet``, ``summary.json``, ``run.json``
@@ -272,14 +333,20 @@ class Unfolding:
         self._u.save(os.fspath(dir), force, plot)
 
     def __repr__(self) -> str:
-        n = len(self.energy)  # type: ignore[attr-defined]
+        n = len(self.energy)
         total = (f"{self.total_energy:.1f} GeV (every source at E = 0)" if self.total_energy_sigma is None
                  else f"{self.total_energy:.1f} ± {self.total_energy_sigma:.1f} GeV")
-        return f"<warpdrive.spline.Unfolding {n} sources, total {total}, {'converged' if self.converged else 'NOT converged'}>"  # type: ignore[attr-defined]
+        state = "converged" if self.converged else "NOT converged"
+        return (f"<warpdrive.spline.Unfolding {n} sources, total {total}, {state} after {self.iterations} "
+                f"iterations, {len(self.blind)} blind>")
 
 
-def unfold(event: Any, cascade: Optional[Sequence[float]] = None, track: Optional[Sequence[float]] = None,
-           spacing: float = 15.0, amplitude: Optional[PathLike] = None, timing: Optional[PathLike] = None,
+#: An event's (string, om, time, charge) columns.
+_PulseColumns = tuple[list[float], list[float], list[float], list[float]]
+
+
+def unfold(event: Union[PathLike, Event, pa.Table, Mapping[str, Any]], cascade: Optional[Sequence[float]] = None,
+           track: Optional[Sequence[float]] = None, spacing: float = 15.0, amplitude: Optional[PathLike] = None, timing: Optional[PathLike] = None,
            amplitude_only: bool = False, geometry: Optional[PathLike] = None, noise_rate: float = 500.0,
            solver: str = "newton", regularization: float = 0.0, photons_per_bin: float = 5.0,
            tolerance: float = 1e-9, max_iterations: int = 20000, device: str = "auto", threads: Optional[int] = None,
@@ -296,16 +363,20 @@ def unfold(event: Any, cascade: Optional[Sequence[float]] = None, track: Optiona
     checked first (``MemoryError`` with advice); Ctrl-C stops it within about a second.
     Returns an :class:`Unfolding`.
     """
-    path, pulses, window = None, None, None
+    path: Optional[str] = None
+    pulses: Optional[_PulseColumns] = None
+    window: Optional[tuple[float, float]] = None
     if isinstance(event, Event):
         event = event.table()
     if isinstance(event, (str, os.PathLike)):
         path = os.fspath(event)
     else:
         get = event.column if hasattr(event, "column") and not isinstance(event, dict) else event.__getitem__
-        pulses = tuple(np.asarray(get(k), dtype=np.float64).tolist() for k in ("string", "om", "time", "charge"))
+        string, om, time, charge = (np.asarray(get(k), dtype=np.float64).tolist() for k in ("string", "om", "time", "charge"))
+        pulses = (string, om, time, charge)
         if isinstance(event, dict) and event.get("window") is not None:
-            window = tuple(float(w) for w in event["window"])
+            start, end = (float(w) for w in event["window"])
+            window = (start, end)
         elif hasattr(event, "schema") and event.schema.metadata:
             m = event.schema.metadata
             if b"window_start" in m and b"window_end" in m:
@@ -319,3 +390,8 @@ def unfold(event: Any, cascade: Optional[Sequence[float]] = None, track: Optiona
     finally:
         close()
     return Unfolding(native)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``): what completion offers."""
+    return list(__all__)
