@@ -15,9 +15,11 @@ pyo3::create_exception!(
 );
 
 /// Bad input: `FileNotFoundError` when a named file or directory is missing, else `ValueError`.
+/// The readers say so as "No such file", "… not found", or "not found, but …" (one file of a
+/// pair that needs both, such as tilt.par without tilt.dat).
 pub fn input(e: &InputError) -> PyErr {
     let m = &e.message;
-    if m.contains("No such file") || m.ends_with("not found") {
+    if m.contains("No such file") || m.ends_with("not found") || m.starts_with("not found") {
         PyFileNotFoundError::new_err(e.to_string())
     } else {
         PyValueError::new_err(e.to_string())
