@@ -1,7 +1,7 @@
 //! `warpdrive.spline`: photospline tables and Millipede (`warpdrive spline info|eval|simulate|
 //! unfold`), a translation of keyword arguments into `warpdrive_spline::engine` requests.
 
-use crate::errors;
+use crate::errors::{self, Count};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -44,7 +44,7 @@ impl SplineTable {
         gradient: bool,
         derivatives: i64,
         device: &str,
-        threads: Option<i64>,
+        threads: Option<Count>,
         precise: bool,
         standard_layout: bool,
         progress: Option<&Bound<'py, PyAny>>,
@@ -141,7 +141,7 @@ impl SplineTable {
         gradient: bool,
         derivatives: i64,
         device: &str,
-        threads: Option<i64>,
+        threads: Option<Count>,
         precise: bool,
         standard_layout: bool,
         progress: Option<&Bound<'py, PyAny>>,
@@ -177,7 +177,7 @@ impl SplineTable {
         coords: PyReadonlyArray2<'py, f64>,
         derivatives: i64,
         device: &str,
-        threads: Option<i64>,
+        threads: Option<Count>,
         precise: bool,
         standard_layout: bool,
         progress: Option<&Bound<'py, PyAny>>,
@@ -205,7 +205,7 @@ impl SplineTable {
         &self,
         py: Python<'py>,
         axes: Vec<Vec<f64>>,
-        threads: Option<i64>,
+        threads: Option<Count>,
         progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (ctl, notes) = crate::run::control("cpu", threads, false)?;
@@ -308,10 +308,10 @@ pub fn spline_simulate(
     noise_rate: f64,
     energy: Vec<f64>,
     window: Vec<f64>,
-    seed: i64,
-    event: i64,
+    seed: Count,
+    event: Count,
     device: &str,
-    threads: Option<i64>,
+    threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<SimulatedEvent> {
     let opts = SimulateOptions {
@@ -410,9 +410,9 @@ pub fn spline_unfold(
     regularization: f64,
     photons_per_bin: f64,
     tolerance: f64,
-    max_iterations: i64,
+    max_iterations: Count,
     device: &str,
-    threads: Option<i64>,
+    threads: Option<Count>,
     precise: bool,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<UnfoldRun> {
