@@ -83,6 +83,11 @@ PYTHON_MESSAGE: dict[tuple[str, str], tuple[type, str]] = {
     # A Python int of any size is a valid int: its range is the library's to check (issue #28:
     # ValueError for out-of-range ints, never OverflowError).
     ("sky", "--trials beyond u64"): (ValueError, "trials 99999999999999999999: at most 18446744073709551615"),
+    # Python takes positions as an (N, 3) array (one position flat) and the binding turns it into
+    # the engine's flat list, naming the shape when a row is not x, y, z: a flat list of 6 numbers
+    # would otherwise pass as two positions, a guess NumPy users do not expect. The CLI's comma
+    # list has no shape, so the engine counts its numbers ("--position has 2 numbers").
+    ("photon", "position with two numbers"): (ValueError, "position must be (N, 3) [m], got shape [1, 2]"),
 }
 
 
@@ -395,7 +400,7 @@ def snapshot(d: pathlib.Path) -> dict[str, bytes]:
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.file}: {c.name}" for c in CASES])
 def test_bad_input_fails_cleanly_in_python(case: Case, data, tmp_path, monkeypatch):
     if case.key in NO_PYTHON_EQUIVALENT:
-        pytest.skip(f"no Python equivalent: {NO_PYTHON_EQUIVALENT[case.key]}")
+        pytest.skip(f"no Python equivalent for {case.file}: {case.name!r}: {NO_PYTHON_EQUIVALENT[case.key]}")
     monkeypatch.setenv("WARPDRIVE_DATA", str(data))
     for k, v in expand_env(case).items():
         monkeypatch.setenv(k, v)
@@ -428,3 +433,28 @@ def test_corpus_coverage(capsys):
         print(f"\nbad-input corpus through Python: {run} of {len(CASES)} cases run "
               f"({run / len(CASES):.0%}), {len(NO_PYTHON_EQUIVALENT)} without a Python equivalent (pytest -rs lists them)")
     assert run >= MIN_SHARE * len(CASES), f"only {run} of {len(CASES)} cases run through Python"
+
+
+# The corpus's `--trials 99999999999999999999` in every binding: an int argument of any size is
+# checked by the library, never refused by the conversion with OverflowError (issue #28).
+BIG = 10**20
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sky.autocorr(synthetic_events=100, device="cpu", threads=BIG), f"threads {BIG}: at most 18446744073709551615"),
+    (lambda: photon.propagate(seed=BIG, device="cpu"), f"seed {BIG}: at most"),
+    (lambda: photon.Detector(oversize=-BIG), f"oversize must be a non-negative integer, got {-BIG}"),
+    (lambda: em.run(tracks=BIG, device="cpu"), f"tracks {BIG}: at most"),
+    (lambda: em.testem3(events=BIG, device="cpu"), f"events {BIG}: at most"),
+    (lambda: beam.Particles.gaussian(particles=BIG), f"particles {BIG}: at most"),
+    (lambda: spline.simulate(100.0, cascade=(0,) * 6, event=BIG, device="cpu"), f"event {BIG}: at most"),
+], ids=["threads", "photon seed", "oversize", "em tracks", "testem3 events", "beam particles", "spline event"])
+def test_ints_beyond_64_bits_are_value_errors(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()
+
+
+def test_seed_takes_every_64_bit_value():
+    """`--seed 18446744073709551615` is a valid seed on the command line, and so in Python."""
+    p = beam.Particles.gaussian(particles=4, seed=2**64 - 1)
+    assert len(p) == 4
