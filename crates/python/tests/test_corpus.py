@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -397,17 +398,39 @@ def snapshot(d: pathlib.Path) -> dict[str, bytes]:
 
 # ---- the tests -----------------------------------------------------------------------------------
 
+def write_files(case: Case, d: pathlib.Path) -> None:
+    for name, text in case.files.items():
+        p = d / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def cli_error(cli_path: str, case: Case, data: pathlib.Path, d: pathlib.Path) -> str:
+    """The first `error:` line of the case's command line, run in `d` (the message in full: the
+    corpus keeps only the part that matters to the CLI)."""
+    write_files(case, d)
+    env = dict(os.environ, WARPDRIVE_DATA=str(data), **expand_env(case))
+    r = subprocess.run([cli_path, *(a.replace("$DATA", str(data)) for a in case.args)], cwd=d, env=env,
+                       input=(case.stdin or "").encode(), capture_output=True, timeout=60)
+    lines = r.stderr.decode(errors="replace").splitlines()
+    return in_case_dir(next((line for line in lines if line.startswith("error: ")), "")[len("error: "):], d)
+
+
+def in_case_dir(message: str, d: pathlib.Path) -> str:
+    """A message with the case directory's absolute path (a message may name it) as `<case>`."""
+    for path in {str(d.resolve()), str(d)}:
+        message = message.replace(path, "<case>")
+    return message
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.file}: {c.name}" for c in CASES])
-def test_bad_input_fails_cleanly_in_python(case: Case, data, tmp_path, monkeypatch):
+def test_bad_input_fails_cleanly_in_python(case: Case, data, cli_path, tmp_path_factory, tmp_path, monkeypatch):
     if case.key in NO_PYTHON_EQUIVALENT:
         pytest.skip(f"no Python equivalent for {case.file}: {case.name!r}: {NO_PYTHON_EQUIVALENT[case.key]}")
     monkeypatch.setenv("WARPDRIVE_DATA", str(data))
     for k, v in expand_env(case).items():
         monkeypatch.setenv(k, v)
-    for name, text in case.files.items():
-        p = tmp_path / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+    write_files(case, tmp_path)
     monkeypatch.chdir(tmp_path)
     call = translate(case, data)
     before = snapshot(tmp_path)
@@ -421,6 +444,11 @@ def test_bad_input_fails_cleanly_in_python(case: Case, data, tmp_path, monkeypat
     assert type(got) is cls and text in str(got), (
         f"expected {cls.__name__} containing {text!r}, got {type(got).__name__}: {got}")
     assert snapshot(tmp_path) == before, "files were created, changed or removed"
+    if case.key not in PYTHON_MESSAGE:
+        # The same message as the command line's, in full, parameters spelled as in Python.
+        cli = python_spelling(cli_error(cli_path, case, data, tmp_path_factory.mktemp("cli")))
+        mine = in_case_dir(str(got).splitlines()[0], tmp_path)
+        assert mine == cli, f"Python and the CLI word it differently:\n  python: {mine}\n  cli:    {cli}"
 
 
 def test_corpus_coverage(capsys):
