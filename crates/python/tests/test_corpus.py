@@ -78,11 +78,11 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
                                               "(Unfolding.to_dir), and the case's event file is not an event",
 }
 
-#: (file, case name) → (class, message) where Python's own text is the right one: the CLI's
-#: message comes from its argument parser (clap), which Python does not have.
+#: (file, case name) → (class, message) where Python's own text is the right one (each says why).
 PYTHON_MESSAGE: dict[tuple[str, str], tuple[type, str]] = {
-    # A Python int of any size is a valid int: its range is the library's to check (issue #28:
-    # ValueError for out-of-range ints, never OverflowError).
+    # The CLI's message comes from its argument parser (clap: "invalid value ... for '--trials
+    # <TRIALS>'"). A Python int of any size is a valid int: its range is the library's to check
+    # (issue #28: ValueError for out-of-range ints, never OverflowError).
     ("sky", "--trials beyond u64"): (ValueError, "trials 99999999999999999999: at most 18446744073709551615"),
     # Python takes positions as an (N, 3) array (one position flat) and the binding turns it into
     # the engine's flat list, naming the shape when a row is not x, y, z: a flat list of 6 numbers
@@ -327,25 +327,33 @@ def beam_call(o: Options) -> Callable[[], Any]:
     return call
 
 
+#: Command → the translation of its options into the Python call.
+TRANSLATIONS: dict[tuple[str, ...], Callable[[Options, Case], Callable[[], Any]]] = {
+    ("photon",): lambda o, case: photon_call(o),
+    ("ppc",): ppc_call,
+    ("sky", "autocorr"): lambda o, case: sky_call(o),
+    ("em",): lambda o, case: em_call(o),
+    ("em", "testem3"): lambda o, case: shower_call(o, calorimeter=False),
+    ("em", "calorimeter"): lambda o, case: shower_call(o, calorimeter=True),
+    ("spline", "info"): lambda o, case: spline_info_call(o),
+    ("spline", "simulate"): lambda o, case: spline_simulate_call(o),
+    ("spline", "unfold"): lambda o, case: spline_unfold_call(o),
+    ("beam", "track"): lambda o, case: beam_call(o),
+}
+
+
 def translate(case: Case, data: pathlib.Path) -> Callable[[], Any]:
     """The Python call of a case's command line."""
     words = [a.replace("$DATA", str(data)) for a in case.args]
-    command = next(c for c in COMMANDS if tuple(words[:len(c)]) == c)
-    o = Options([] if command == ("ppc",) else words[len(command):])
+    command = next((c for c in COMMANDS if tuple(words[:len(c)]) == c), tuple(words[:1]))
+    assert command in TRANSLATIONS, (
+        f"no Python translation of `warpdrive {' '.join(command)}`: add one, or list the case in NO_PYTHON_EQUIVALENT")
     if command == ("ppc",):
+        o = Options([])  # PPC's own arguments, positional
         o.positional = words[1:]
-    call = {
-        ("photon",): lambda: photon_call(o),
-        ("ppc",): lambda: ppc_call(o, case),
-        ("sky", "autocorr"): lambda: sky_call(o),
-        ("em",): lambda: em_call(o),
-        ("em", "testem3"): lambda: shower_call(o, calorimeter=False),
-        ("em", "calorimeter"): lambda: shower_call(o, calorimeter=True),
-        ("spline", "info"): lambda: spline_info_call(o),
-        ("spline", "simulate"): lambda: spline_simulate_call(o),
-        ("spline", "unfold"): lambda: spline_unfold_call(o),
-        ("beam", "track"): lambda: beam_call(o),
-    }[command]()
+    else:
+        o = Options(words[len(command):])
+    call = TRANSLATIONS[command](o, case)
     assert not o.untaken(), f"no Python translation for {o.untaken()} of {' '.join(case.args)}"
     return call
 
