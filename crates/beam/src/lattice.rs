@@ -429,14 +429,15 @@ pub fn parse(text: &str, file: &str, use_line: Option<&str>) -> Result<Lattice, 
         return Err(err(chosen.1, format!("line {} is not defined", chosen.0)));
     };
     // Bound the expansion before it is materialised: `LINE=(1000000000*D)` must be an error
-    // in microseconds, not gigabytes and minutes later.
+    // in microseconds, not gigabytes and minutes later. The advice names no option: the CLI
+    // (`--passes`) and Python (`passes=`) read the same text.
     let mut memo = HashMap::new();
     let total = expanded_len(&root.items, &lines, &mut memo, &mut vec![chosen.0.clone()]);
     if total > MAX_EXPANDED_ELEMENTS {
         return Err(LatticeError::new(
             root.origin.clone(),
             format!(
-                "line {} expands to {} elements, more than the limit of {MAX_EXPANDED_ELEMENTS}; use fewer repetitions (passes are `--passes`)",
+                "line {} expands to {} elements, more than the limit of {MAX_EXPANDED_ELEMENTS}; use fewer repetitions in the line and more passes instead",
                 chosen.0,
                 if total == u128::MAX { "too many".to_string() } else { total.to_string() }
             ),

@@ -253,12 +253,13 @@ impl Detector {
         // A sensors directory named by the user (--sensors, NEXTGENDIR, Python's sensors=) must
         // hold om.conf: a typo would otherwise run without the modules, silently. (PPC reads
         // NEXTGENDIR's om.conf only if it opens.) The ice directory's om.conf stays optional.
+        // The message names no option: every front end reads it (`--sensors`, `sensors=`).
         if let Some(d) = &opts.sensors {
             let conf = d.join("om.conf");
             if !conf.is_file() {
                 return Err(InputError::file(
                     conf,
-                    "the multi-PMT module file of --sensors / NEXTGENDIR not found",
+                    "the multi-PMT module file of the sensors directory (NEXTGENDIR in PPC mode) not found",
                 ));
             }
         }

@@ -1,7 +1,7 @@
 //! `warpdrive.beam`: ELEGANT-style tracking of `.lte` lattices (`warpdrive beam track`), a
 //! translation of keyword arguments into `warpdrive_beam::engine` (`Line`, `Bunch`, `Track`).
 
-use crate::errors;
+use crate::errors::{self, Count};
 use crate::state::{item, State};
 use numpy::{IntoPyArray, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -79,7 +79,7 @@ fn bunch(py: Python<'_>, source: BeamSource, r: &ReferenceOptions) -> PyResult<B
 #[allow(clippy::too_many_arguments)]
 pub fn beam_gaussian(
     py: Python<'_>,
-    particles: i64,
+    particles: Count,
     beta_x: f64,
     alpha_x: f64,
     emit_x: Option<f64>,
@@ -90,7 +90,7 @@ pub fn beam_gaussian(
     nemit_y: Option<f64>,
     sigma_s: f64,
     sigma_delta: f64,
-    seed: i64,
+    seed: Count,
     particle: Option<&str>,
     mass: Option<f64>,
     particle_charge: Option<f64>,
@@ -264,7 +264,7 @@ type TrackResult<'py> = (
     f64,
 );
 
-fn pass_list(name: &str, v: Option<Vec<i64>>) -> PyResult<Option<Vec<u64>>> {
+fn pass_list(name: &str, v: Option<Vec<Count>>) -> PyResult<Option<Vec<u64>>> {
     v.map(|l| l.into_iter().map(|x| errors::count(name, x)).collect()).transpose()
 }
 
@@ -321,7 +321,7 @@ impl BeamLattice {
         beam: Option<Bound<'py, BeamParticles>>,
         coords: Option<PyReadonlyArray2<'py, f64>>,
         elegant: bool,
-        passes: i64,
+        passes: Count,
         particle: Option<&str>,
         mass: Option<f64>,
         particle_charge: Option<f64>,
@@ -331,16 +331,16 @@ impl BeamLattice {
         charge: f64,
         histogram: &str,
         launch_per_element: bool,
-        min_blocks: i64,
+        min_blocks: Count,
         watch: &str,
-        watch_every: i64,
-        watch_passes: Option<Vec<i64>>,
-        watch_particles: Option<Vec<i64>>,
+        watch_every: Count,
+        watch_passes: Option<Vec<Count>>,
+        watch_particles: Option<Vec<Count>>,
         output: Option<PathBuf>,
         force: bool,
         plot: bool,
         device: &str,
-        threads: Option<i64>,
+        threads: Option<Count>,
         precise: bool,
         progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<TrackResult<'py>> {

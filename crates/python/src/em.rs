@@ -2,7 +2,7 @@
 //! layered calorimeter ([`em_shower`], `warpdrive em testem3|calorimeter`), translations of
 //! keyword arguments into `warpdrive_em::engine::KleinNishina` and `Shower`.
 
-use crate::errors;
+use crate::errors::{self, Count};
 use crate::run::{control, run};
 use crate::saved::{capture, SavedOutput};
 use crate::state::{item, State};
@@ -20,7 +20,7 @@ const RUN_COMMAND: &str = "python: warpdrive.em.run";
 const SHOWER_COMMAND: &str = "python: warpdrive.em.testem3/calorimeter";
 
 /// An optional non-negative integer argument.
-fn count(name: &str, v: Option<i64>) -> PyResult<Option<u64>> {
+fn count(name: &str, v: Option<Count>) -> PyResult<Option<u64>> {
     v.map(|v| errors::count(name, v)).transpose()
 }
 
@@ -181,17 +181,17 @@ impl EmTally {
 pub fn em_run(
     py: Python<'_>,
     energy: f64,
-    tracks: i64,
-    seed: i64,
+    tracks: Count,
+    seed: Count,
     material: &str,
     tally_front: f64,
     tally_width: f64,
-    tally_bins: i64,
-    slots: Option<i64>,
-    stack_capacity: Option<i64>,
+    tally_bins: Count,
+    slots: Option<Count>,
+    stack_capacity: Option<Count>,
     compare: Option<PathBuf>,
     device: &str,
-    threads: Option<i64>,
+    threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<EmRun> {
     let opts = KleinNishinaOptions {
@@ -354,11 +354,11 @@ pub fn em_shower(
     calorimeter: Option<PathBuf>,
     primary: &str,
     energy: f64,
-    events: i64,
-    seed: i64,
+    events: Count,
+    seed: Count,
     cut_mm: f64,
     device: &str,
-    threads: Option<i64>,
+    threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
     precise: bool,
 ) -> PyResult<ShowerResult> {

@@ -1,7 +1,9 @@
 //! Library errors → Python exceptions, with parameters spelled as Python keywords.
 
-use pyo3::exceptions::{PyException, PyFileExistsError, PyFileNotFoundError, PyMemoryError, PyOSError, PyRuntimeError, PyValueError};
-use pyo3::PyErr;
+use pyo3::exceptions::{
+    PyException, PyFileExistsError, PyFileNotFoundError, PyMemoryError, PyOSError, PyOverflowError, PyRuntimeError, PyValueError,
+};
+use pyo3::prelude::*;
 use warpdrive_core::cuda::{CudaError, GpuError};
 use warpdrive_core::engine::{Error as EngineError, ParamError, Style};
 use warpdrive_core::output::OutputError;
@@ -15,9 +17,11 @@ pyo3::create_exception!(
 );
 
 /// Bad input: `FileNotFoundError` when a named file or directory is missing, else `ValueError`.
+/// The readers say so as "No such file", "… not found", or "not found, but …" (one file of a
+/// pair that needs both, such as tilt.par without tilt.dat).
 pub fn input(e: &InputError) -> PyErr {
     let m = &e.message;
-    if m.contains("No such file") || m.ends_with("not found") {
+    if m.contains("No such file") || m.ends_with("not found") || m.starts_with("not found") {
         PyFileNotFoundError::new_err(e.to_string())
     } else {
         PyValueError::new_err(e.to_string())
@@ -76,7 +80,31 @@ pub fn value(m: impl Into<String>) -> PyErr {
     PyValueError::new_err(m.into())
 }
 
-/// A non-negative integer argument: `ValueError` naming it (pyo3 alone raises `OverflowError`).
-pub fn count(name: &str, v: i64) -> Result<u64, PyErr> {
-    u64::try_from(v).map_err(|_| PyValueError::new_err(format!("{name} must be a non-negative integer, got {v}")))
+/// A non-negative integer argument of any size, as Python gave it: a `u64`, or the text of an
+/// int that is negative or beyond 64 bits. pyo3's conversion to a Rust integer raises
+/// `OverflowError` for those; [`count`] raises `ValueError` naming the argument instead (issue
+/// #28: "ValueError for negative or out-of-range ints"), so `trials=10**20` reads as the range
+/// check it is.
+pub struct Count(Result<u64, String>);
+
+impl<'py> FromPyObject<'py> for Count {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        match ob.extract::<u64>() {
+            Ok(v) => Ok(Count(Ok(v))),
+            Err(e) if e.is_instance_of::<PyOverflowError>(ob.py()) => Ok(Count(Err(ob.str()?.to_string()))),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A non-negative integer argument: `ValueError` naming it when it is negative or does not fit
+/// in 64 bits.
+pub fn count(name: &str, v: Count) -> Result<u64, PyErr> {
+    v.0.map_err(|text| {
+        if text.starts_with('-') {
+            PyValueError::new_err(format!("{name} must be a non-negative integer, got {text}"))
+        } else {
+            PyValueError::new_err(format!("{name} {text}: at most {}", u64::MAX))
+        }
+    })
 }

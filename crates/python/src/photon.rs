@@ -1,7 +1,7 @@
 //! `warpdrive.photon`: the detector and propagation (`warpdrive photon`) and the PPC mode
 //! (`warpdrive ppc`), translations of keyword arguments into `warpdrive_photon::engine` calls.
 
-use crate::errors;
+use crate::errors::{self, Count};
 use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -58,7 +58,7 @@ impl Detector {
         py: Python<'_>,
         ice: Option<PathBuf>,
         geometry: Option<PathBuf>,
-        oversize: Option<i64>,
+        oversize: Option<Count>,
         sensors: Option<PathBuf>,
     ) -> PyResult<Self> {
         let spec = DetectorSpec {
@@ -144,13 +144,13 @@ impl Detector {
         energy: Option<PyReadonlyArray1<'py, f64>>,
         time: Option<PyReadonlyArray1<'py, f64>>,
         length: Option<PyReadonlyArray1<'py, f64>>,
-        seed: i64,
-        max_photons: Option<i64>,
+        seed: Count,
+        max_photons: Option<Count>,
         output: Option<PathBuf>,
         hit_lines: Option<PathBuf>,
         force: bool,
         device: &str,
-        threads: Option<i64>,
+        threads: Option<Count>,
         precise: bool,
         progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Propagated<'py>> {
@@ -222,7 +222,7 @@ pub fn ppc_run(
     env: std::collections::HashMap<String, String>,
     stdin: Vec<u8>,
     stdin_path: Option<PathBuf>,
-    threads: Option<i64>,
+    threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(String, String)> {
     use warpdrive_photon::ppc::{run, PpcEnv, PpcError};

@@ -8,6 +8,7 @@
 //! callback that returns `False` stops the run with `warpdrive.Cancelled`; one that raises stops
 //! it with its exception).
 
+use crate::errors::Count;
 use pyo3::prelude::*;
 use pyo3::types::PyBool;
 use std::sync::{Arc, Mutex};
@@ -15,14 +16,14 @@ use std::time::{Duration, Instant};
 use warpdrive_core::engine::{Control, Device, Error as EngineError};
 
 /// The [`Control`] of a Python call: `device=` as the CLI's `--device`, `threads=` (None: all
-/// cores), `precise=`; the engine's notes go to the `warpdrive` logger.
-pub fn control(device: &str, threads: Option<i64>, precise: bool) -> PyResult<(Control, Notes)> {
+/// cores; its range is the engine's check, as for `--threads`), `precise=`; the engine's notes
+/// go to the `warpdrive` logger.
+pub fn control(device: &str, threads: Option<Count>, precise: bool) -> PyResult<(Control, Notes)> {
     let device: Device = device.parse().map_err(|e| crate::errors::param(&e))?;
-    let threads = match threads {
-        None => None,
-        Some(n) if n < 1 => return Err(crate::errors::value(format!("threads must be at least 1, got {n}"))),
-        Some(n) => Some(n as usize),
-    };
+    let threads = threads
+        .map(|n| crate::errors::count("threads", n))
+        .transpose()?
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let notes = Notes::default();
     let sink = Arc::clone(&notes.0);
     let ctl = Control::new()

@@ -1,7 +1,7 @@
 //! `warpdrive.sky`: two-point autocorrelation with scrambled trials (`warpdrive sky autocorr`),
 //! a translation of keyword arguments into `warpdrive_sky::engine::Autocorr`.
 
-use crate::errors;
+use crate::errors::{self, Count};
 use crate::state::{item, State};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -51,7 +51,7 @@ impl SkyRun {
     }
 
     /// (count values, number of trials with that count) of one (cut, bin).
-    fn background_distribution<'py>(&self, py: Python<'py>, cut: i64, bin: i64) -> PyResult<Distribution<'py>> {
+    fn background_distribution<'py>(&self, py: Python<'py>, cut: Count, bin: Count) -> PyResult<Distribution<'py>> {
         let (c, n) = self
             .r
             .background_distribution(errors::count("cut", cut)? as usize, errors::count("bin", bin)? as usize)
@@ -196,21 +196,21 @@ pub fn sky_autocorr(
     energy: Option<PyReadonlyArray1<'_, f64>>,
     files: Option<Vec<PathBuf>>,
     columns: (Option<String>, Option<String>, Option<String>),
-    synthetic_events: Option<i64>,
+    synthetic_events: Option<Count>,
     hemisphere: &str,
     dec_min: Option<f64>,
     dec_max: Option<f64>,
     cuts: Vec<String>,
-    bins: i64,
+    bins: Count,
     bin_width: f64,
     edges: Option<Vec<f64>>,
-    trials: i64,
-    seed: i64,
-    jobs: i64,
-    job_index: i64,
+    trials: Count,
+    seed: Count,
+    jobs: Count,
+    job_index: Count,
     ra_grid: &str,
     device: &str,
-    threads: Option<i64>,
+    threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<SkyRun> {
     let events = match (ra, dec, files, synthetic_events) {

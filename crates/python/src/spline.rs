@@ -1,7 +1,7 @@
 //! `warpdrive.spline`: photospline tables and Millipede (`warpdrive spline info|eval|simulate|
 //! unfold`), a translation of keyword arguments into `warpdrive_spline::engine` requests.
 
-use crate::errors;
+use crate::errors::{self, Count};
 use crate::saved::{capture, SavedOutput};
 use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -45,7 +45,7 @@ impl SplineTable {
         gradient: bool,
         derivatives: i64,
         device: &str,
-        threads: Option<i64>,
+        threads: Option<Count>,
         precise: bool,
         standard_layout: bool,
         progress: Option<&Bound<'py, PyAny>>,
@@ -142,7 +142,7 @@ impl SplineTable {
         gradient: bool,
         derivatives: i64,
         device: &str,
-        threads: Option<i64>,
+        threads: Option<Count>,
         precise: bool,
         standard_layout: bool,
         progress: Option<&Bound<'py, PyAny>>,
@@ -178,7 +178,7 @@ impl SplineTable {
         coords: PyReadonlyArray2<'py, f64>,
         derivatives: i64,
         device: &str,
-        threads: Option<i64>,
+        threads: Option<Count>,
         precise: bool,
         standard_layout: bool,
         progress: Option<&Bound<'py, PyAny>>,
@@ -206,7 +206,7 @@ impl SplineTable {
         &self,
         py: Python<'py>,
         axes: Vec<Vec<f64>>,
-        threads: Option<i64>,
+        threads: Option<Count>,
         progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let (ctl, notes) = crate::run::control("cpu", threads, false)?;
@@ -314,10 +314,10 @@ pub fn spline_simulate(
     noise_rate: f64,
     energy: Vec<f64>,
     window: Vec<f64>,
-    seed: i64,
-    event: i64,
+    seed: Count,
+    event: Count,
     device: &str,
-    threads: Option<i64>,
+    threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<SimulatedEvent> {
     let opts = SimulateOptions {
@@ -423,9 +423,9 @@ pub fn spline_unfold(
     regularization: f64,
     photons_per_bin: f64,
     tolerance: f64,
-    max_iterations: i64,
+    max_iterations: Count,
     device: &str,
-    threads: Option<i64>,
+    threads: Option<Count>,
     precise: bool,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<UnfoldRun> {

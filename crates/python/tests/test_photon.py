@@ -199,7 +199,9 @@ def test_half_a_tilt_model_is_an_error(data, tmp_path):
     ice = tmp_path / "ice"
     shutil.copytree(data / "ice" / "spice_3.2.1", ice)
     (ice / "tilt.dat").unlink()
-    with pytest.raises(ValueError, match=r"tilt.dat: not found, but tilt.par is there"):
+    # A missing file of the pair: FileNotFoundError, as every missing input (the CLI's corpus in
+    # Python, test_corpus.py).
+    with pytest.raises(FileNotFoundError, match=r"tilt.dat: not found, but tilt.par is there"):
         photon.Detector(ice=ice)
 
 
