@@ -917,7 +917,7 @@ impl Track {
     /// Fill the output directory: `final.parquet`, `moments.parquet` (when watch points
     /// acted), `sizes.png` (when asked and drawable) and `run.json` (machine facts).
     fn save(&self, t: &Tracked, dir: &Path) -> Result<()> {
-        let fail = |e: String| Error::Failed(format!("{}: {e}", dir.display()));
+        let fail = |e: String| Error::Failed(format!("{}: {e}", warpdrive_core::output::shown(dir).display()));
         t.final_table()
             .write_parquet(&dir.join("final.parquet"))
             .map_err(|e| fail(e.to_string()))?;
@@ -977,12 +977,8 @@ fn watch_cost(program: &Program, passes: u32, watch: &WatchOptions, particles: u
     }
 }
 
-/// Prepare the output directory of a run before it computes (checked against the inputs and
-/// `force`; its temporary created, so an unwritable location fails now).
-pub fn prepare_output(dir: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
-    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    Ok(Staged::dir(dir, force, &inputs)?)
-}
+/// Prepare a run's output directory before it computes (the output discipline).
+pub use warpdrive_core::engine::prepare_dir as prepare_output;
 
 /// The result of a run.
 #[derive(Clone, Debug)]

@@ -2,6 +2,7 @@
 
 use anyhow::{bail, Result};
 use std::path::Path;
+use warpdrive_core::check::{report_json, Suite};
 use warpdrive_core::cuda::{self, KernelOptions};
 
 /// All kernel sources of all domains: (file, source, functions, feature switches), and whether
@@ -158,51 +159,29 @@ pub fn run(compile_only: bool) -> Result<()> {
     Ok(())
 }
 
+/// `warpdrive gpu-check`: the device checks of the chosen domains, a line per check, the JSON
+/// report (staged before the checks run), exit 1 if any failed.
 pub fn gpu_check(device: usize, json: &Path, domain: &str, force: bool) -> Result<()> {
-    crate::outputs(force, &[], &[Some(json)])?;
-    if !["all", "photon", "photon-hole", "photon-flasher", "sky", "em", "spline", "beam"].contains(&domain) {
-        bail!("--domain {domain}: expected all, photon, photon-hole, photon-flasher, sky, em, spline or beam");
-    }
+    let suite: Suite = domain.parse()?;
+    let out = warpdrive_core::engine::prepare_file(json, force, &[])?;
     let data = warpdrive_core::data::data_dir();
+    let domains = [
+        warpdrive_photon::gpu_check::run_suite,
+        warpdrive_em::gpu_check::run_suite,
+        warpdrive_sky::gpu_check::run_suite,
+        warpdrive_spline::gpu_check::run_suite,
+        warpdrive_beam::gpu_check::run_suite,
+    ];
     let mut checks = Vec::new();
-    if domain == "all" || domain == "photon" {
-        checks.extend(warpdrive_photon::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}"))?);
+    for run in domains {
+        checks.extend(run(suite, &data, device, &mut |s| eprintln!("{s}"))?);
     }
-    // Hole ice precise CPU = GPU (a step of its own in scripts/gpu-check photon; not in `all`).
-    if domain == "photon-hole" {
-        checks.extend(warpdrive_photon::gpu_check::check_hole_ice(&data, device, &mut |s| {
-            eprintln!("{s}")
-        })?);
-    }
-    // Flashers precise CPU = GPU (likewise a step of its own).
-    if domain == "photon-flasher" {
-        checks.extend(warpdrive_photon::gpu_check::check_flashers(&data, device, &mut |s| {
-            eprintln!("{s}")
-        })?);
-    }
-    if domain == "all" || domain == "em" {
-        checks.extend(warpdrive_em::gpu_check::run_all(device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
-    }
-    if domain == "all" || domain == "sky" {
-        checks.extend(warpdrive_sky::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
-    }
-    if domain == "all" || domain == "spline" {
-        checks.extend(warpdrive_spline::gpu_check::run_all(&data, device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
-    }
-    if domain == "all" || domain == "beam" {
-        checks.extend(warpdrive_beam::gpu_check::run_all(device, &mut |s| eprintln!("{s}")).map_err(anyhow::Error::msg)?);
-    }
-    let mut rows = Vec::new();
     println!("{:<55} result", "check");
     for c in &checks {
         println!("{:<55} {}", c.name, if c.passed { "PASS" } else { "FAIL" });
         println!("    {}", c.detail.trim_end().replace('\n', "\n    "));
-        rows.push(format!(
-            "{{\"name\":{:?},\"passed\":{},\"detail\":{:?}}}",
-            c.name, c.passed, c.detail
-        ));
     }
-    warpdrive_core::table::write_atomic(json, format!("[{}]\n", rows.join(",\n")).as_bytes())?;
+    out.write(report_json(&checks).as_bytes())?;
     let failed = checks.iter().filter(|c| !c.passed).count();
     println!("gpu-check: {} passed, {failed} failed", checks.len() - failed);
     if failed > 0 {

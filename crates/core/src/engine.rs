@@ -19,9 +19,10 @@
 use crate::cuda::{CudaError, GpuError};
 use crate::error::InputError;
 use crate::limits::LimitError;
-use crate::output::OutputError;
+use crate::output::{OutputError, Staged};
 use crate::progress::Progress;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -359,6 +360,20 @@ impl Control {
             .map_err(|e| Error::Failed(format!("cannot start {} worker threads: {e}", self.threads.unwrap_or(0))))?;
         Ok(pool.install(work))
     }
+}
+
+/// Prepare a run's file output before it computes: checked against the inputs and `force`, its
+/// temporary created now, so an unusable location fails before any work (the output
+/// discipline, [`crate::output`]).
+pub fn prepare_file(path: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    Ok(Staged::file(path, force, &inputs)?)
+}
+
+/// Prepare a run's output directory before it computes (see [`prepare_file`]).
+pub fn prepare_dir(path: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    Ok(Staged::dir(path, force, &inputs)?)
 }
 
 #[cfg(test)]

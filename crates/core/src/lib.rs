@@ -13,10 +13,10 @@
 //! * [`input`] — the bounded reader every input goes through.
 //! * [`output`] — the output discipline: no output over an input, temporaries renamed whole, `--force`, signal cleanup.
 
+pub mod bench;
 pub mod check;
 pub mod cuda;
 pub mod data;
-pub mod device;
 pub mod engine;
 pub mod error;
 pub mod hash;

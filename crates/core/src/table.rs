@@ -8,7 +8,7 @@
 
 use crate::error::InputError;
 use crate::input::{read_sniffed, Format};
-use crate::output::{is_staged, OutputError, Outputs};
+use crate::output::{is_staged, shown, OutputError, Outputs};
 use parquet::basic::Compression;
 use parquet::data_type::{DoubleType, FloatType, Int32Type, Int64Type};
 use parquet::file::properties::WriterProperties;
@@ -143,10 +143,7 @@ impl Table {
     }
 
     fn write_to(&self, tmp: &Path, rows: usize) -> Result<(), TableError> {
-        let pq = |source| TableError::Parquet {
-            path: tmp.to_path_buf(),
-            source,
-        };
+        let pq = |source| TableError::Parquet { path: shown(tmp), source };
         let fields: String = self
             .columns
             .iter()
@@ -160,10 +157,7 @@ impl Table {
                 .set_key_value_metadata(Some(kv))
                 .build(),
         );
-        let file = std::fs::File::create(tmp).map_err(|source| TableError::Io {
-            path: tmp.to_path_buf(),
-            source,
-        })?;
+        let file = std::fs::File::create(tmp).map_err(|source| TableError::Io { path: shown(tmp), source })?;
         let mut writer = SerializedFileWriter::new(file, schema, props).map_err(pq)?;
         let mut start = 0;
         loop {

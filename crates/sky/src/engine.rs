@@ -368,12 +368,8 @@ pub struct AutocorrResult {
     pub merged_from: Vec<PathBuf>,
 }
 
-/// Prepare the output directory of a run before it computes (checked against the inputs and
-/// `force`; its temporary created, so an unwritable location fails now).
-pub fn prepare_output(dir: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
-    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    Ok(Staged::dir(dir, force, &inputs)?)
-}
+/// Prepare a run's output directory before it computes (the output discipline).
+pub use warpdrive_core::engine::prepare_dir as prepare_output;
 
 impl AutocorrResult {
     /// Combine job directories (`--jobs N --job-index I`) into the result of one run.
