@@ -770,6 +770,58 @@ fn signal_during_commit_reports_what_was_committed() {
     }
 }
 
+/// The JSON report of `bench` (and `gpu-check`, which stages it the same way) is staged before
+/// the work: a file that appears at its name while the benchmark runs is not replaced without
+/// `--force` (issue #36: the report was checked at the start and written over at the end).
+#[test]
+fn bench_report_that_appears_during_the_run_is_kept() {
+    let d = scratch("safety", "bench-json");
+    let json = d.join("bench.json");
+    let bench = || {
+        let mut c = bin();
+        c.args(["bench", "em", "--device", "cpu", "--tracks", "2000", "--threads", "1", "--json"])
+            .arg(&json)
+            .env(PAUSE, "1500");
+        c
+    };
+    let mut r = Watched::spawn(&mut bench());
+    assert!(r.wait_for("test pause: commit", Duration::from_secs(60)), "{}", r.seen.join("\n"));
+    std::fs::write(&json, "another run's report").unwrap();
+    let (status, err) = r.finish();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        error_line(&err).contains("exists (another run wrote it while this one was working); pass --force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), "another run's report");
+    no_temporaries(&d);
+    // With --force the report replaces it.
+    run_ok(bench().arg("--force").env_remove(PAUSE));
+    assert!(std::fs::read_to_string(&json).unwrap().contains("\"em-kn-cpu\""));
+    no_temporaries(&d);
+}
+
+/// `em --material` takes a path byte for byte: a TOML file whose name is not UTF-8 is read
+/// (clap refused the argument before, exit 2), and its errors name it.
+#[test]
+fn em_material_file_with_a_non_utf8_name() {
+    let d = scratch("safety", "material");
+    let name = std::ffi::OsString::from_vec(b"m\xff.toml".to_vec());
+    let toml = "name = \"x\"\ndensity = -1\n[[elements]]\nZ = 1\nA = 1\nfraction = 1\n";
+    std::fs::write(d.join(&name), toml).unwrap();
+    let o = bin()
+        .args(["em", "--device", "cpu", "--material"])
+        .arg(d.join(&name))
+        .arg("-o")
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(error_line(&err).contains("m\u{FFFD}.toml: field 'density'"), "{err}");
+    assert!(!d.join("out").exists());
+}
+
 /// A legal 250-byte output name works: one staging level, a short enough temporary name.
 #[test]
 fn long_output_names_are_staged_once() {
@@ -894,8 +946,12 @@ fn full_and_read_only_file_systems() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(error_line(&err).contains("No space left on device"), "{err}");
     assert!(
-        error_line(&err).contains(&small.display().to_string()),
-        "the message names no file: {err}"
+        error_line(&err).contains(&out.display().to_string()),
+        "the message does not name the output: {err}"
+    );
+    assert!(
+        !error_line(&err).contains(".tmp-"),
+        "the message names the staged temporary, not the output: {err}"
     );
     assert_eq!(snapshot(&small), before, "the earlier output changed or temporaries were left");
 }

@@ -17,6 +17,7 @@ pub mod bench;
 pub mod check;
 pub mod cuda;
 pub mod data;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod hash;

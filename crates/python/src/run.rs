@@ -18,11 +18,11 @@ use warpdrive_core::engine::{Control, Device, Error as EngineError};
 /// cores), `precise=`; the engine's notes go to the `warpdrive` logger.
 pub fn control(device: &str, threads: Option<i64>, precise: bool) -> PyResult<(Control, Notes)> {
     let device: Device = device.parse().map_err(|e| crate::errors::param(&e))?;
-    let threads = match threads {
-        None => None,
-        Some(n) if n < 1 => return Err(crate::errors::value(format!("threads must be at least 1, got {n}"))),
-        Some(n) => Some(n as usize),
-    };
+    // A negative int cannot become the engine's count; its range (at least 1, at most
+    // MAX_THREADS) is the engine's check below.
+    let threads = threads
+        .map(|n| usize::try_from(n).map_err(|_| crate::errors::value(format!("threads must be at least 1, got {n}"))))
+        .transpose()?;
     let notes = Notes::default();
     let sink = Arc::clone(&notes.0);
     let ctl = Control::new()
