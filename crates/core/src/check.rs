@@ -56,6 +56,16 @@ impl Suite {
     }
 }
 
+/// The checks of one `part` of a suite: `run`'s when the suite holds the part, else none
+/// (each domain's `gpu_check::run_suite`).
+pub fn part(suite: Suite, part: Suite, run: impl FnOnce() -> Result<Vec<Check>, String>) -> Result<Vec<Check>, crate::engine::Error> {
+    if suite.runs(part) {
+        run().map_err(crate::engine::Error::Failed)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
 /// The `gpu-check` report: every check's name, result and numbers, one JSON object a line.
 pub fn report_json(checks: &[Check]) -> String {
     let rows: Vec<String> = checks

@@ -161,6 +161,16 @@ impl Cancel {
         self.0.load(Ordering::SeqCst)
     }
 
+    /// Raise the token after `delay`, from a thread of its own (a time limit; the tests of
+    /// every engine's cancellation).
+    pub fn after(&self, delay: std::time::Duration) -> std::thread::JoinHandle<()> {
+        let token = self.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            token.cancel();
+        })
+    }
+
     /// `Err(Cancelled)` once raised.
     pub fn check(&self) -> Result<(), Cancelled> {
         if self.is_cancelled() {
@@ -404,8 +414,7 @@ mod tests {
     fn cancel_reaches_the_progress_counter() {
         let c = Control::new();
         assert!(!c.progress.should_stop());
-        let token = c.cancel.clone();
-        std::thread::spawn(move || token.cancel()).join().unwrap();
+        c.cancel.after(std::time::Duration::ZERO).join().unwrap();
         assert!(c.progress.should_stop());
         assert_eq!(c.check(), Err(Cancelled));
     }

@@ -1025,11 +1025,7 @@ mod tests {
     fn a_raised_token_cancels_the_mini_app() {
         let req = kn(|o| o.tracks = 1 << 26).unwrap();
         let ctl = cpu().threads(Some(1));
-        let token = ctl.cancel.clone();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            token.cancel();
-        });
+        let t = ctl.cancel.after(std::time::Duration::from_millis(200));
         let t0 = Instant::now();
         let r = req.run(&ctl);
         t.join().unwrap();
@@ -1154,11 +1150,7 @@ mod tests {
                 .unwrap();
             }
             let ctl = cpu().threads(Some(1));
-            let token = ctl.cancel.clone();
-            let t = std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(300));
-                token.cancel();
-            });
+            let t = ctl.cancel.after(std::time::Duration::from_millis(300));
             let t0 = Instant::now();
             let r = req.run(&ctl);
             t.join().unwrap();

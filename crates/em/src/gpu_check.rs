@@ -33,10 +33,7 @@ pub fn run_suite(
     device: usize,
     log: &mut dyn FnMut(&str),
 ) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
-    if !suite.runs(Suite::Em) {
-        return Ok(Vec::new());
-    }
-    run_all(device, log).map_err(warpdrive_core::engine::Error::Failed)
+    warpdrive_core::check::part(suite, Suite::Em, || run_all(device, log))
 }
 
 pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {

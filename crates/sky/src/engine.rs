@@ -506,11 +506,7 @@ mod tests {
         };
         let req = Autocorr::new(sky(2000), &o).unwrap();
         let ctl = Control::new().device(warpdrive_core::engine::Device::Cpu).threads(Some(1));
-        let token = ctl.cancel.clone();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            token.cancel();
-        });
+        let t = ctl.cancel.after(std::time::Duration::from_millis(200));
         let t0 = Instant::now();
         let r = req.run(&ctl);
         t.join().unwrap();

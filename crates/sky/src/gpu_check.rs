@@ -20,10 +20,7 @@ pub const SEED: u64 = 20_261_122;
 
 /// The sky checks of a `gpu-check` suite ([`run_all`] when the suite holds them).
 pub fn run_suite(suite: Suite, data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
-    if !suite.runs(Suite::Sky) {
-        return Ok(Vec::new());
-    }
-    run_all(data, device, log).map_err(warpdrive_core::engine::Error::Failed)
+    warpdrive_core::check::part(suite, Suite::Sky, || run_all(data, device, log))
 }
 
 pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {

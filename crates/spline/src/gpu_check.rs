@@ -51,10 +51,7 @@ fn points(t: &SplineTable, n: usize, seed: u64) -> Vec<f64> {
 
 /// The spline checks of a `gpu-check` suite ([`run_all`] when the suite holds them).
 pub fn run_suite(suite: Suite, data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
-    if !suite.runs(Suite::Spline) {
-        return Ok(Vec::new());
-    }
-    run_all(data, device, log).map_err(warpdrive_core::engine::Error::Failed)
+    warpdrive_core::check::part(suite, Suite::Spline, || run_all(data, device, log))
 }
 
 pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {

@@ -212,13 +212,7 @@ mod tests {
     use super::*;
 
     fn table() -> SplineTable {
-        SplineTable::new(
-            vec![1, 2],
-            vec![vec![0.0, 1.0, 2.0, 3.0], vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]],
-            vec![2, 3],
-            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-        )
-        .unwrap()
+        crate::table::small_2d()
     }
 
     #[test]
