@@ -46,6 +46,19 @@ fn refused(dir: &Path, c: &mut Command, first_line: &str) {
     assert_eq!(snapshot(dir), before, "{c:?} created, changed or removed files");
 }
 
+/// `beam track` of 500 particles through `lte` for `passes` passes into `out` (no plot).
+fn small_beam(lte: &Path, out: &Path, passes: &str, force: bool) -> Command {
+    let mut c = bin();
+    c.args(["beam", "track"])
+        .arg(lte)
+        .args(["--device", "cpu", "--particles", "500", "--passes", passes, "--no-plot"]);
+    if force {
+        c.arg("--force");
+    }
+    c.arg("-o").arg(out);
+    c
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -237,17 +250,7 @@ fn existing_directories_are_replaced_whole_with_force() {
         "Q1: QUAD, L=0.2, K1=1.5\nD: DRIF, L=0.5\nW: WATCH, FILENAME=\"%s-w.sdds\"\nL: LINE=(Q1, D, W)\n",
     );
     let beam_out = d.join("beam");
-    let beam = |passes: &str, force: bool| {
-        let mut c = bin();
-        c.args(["beam", "track"])
-            .arg(&lte)
-            .args(["--device", "cpu", "--particles", "500", "--passes", passes, "--no-plot"]);
-        if force {
-            c.arg("--force");
-        }
-        c.arg("-o").arg(&beam_out);
-        c
-    };
+    let beam = |passes: &str, force: bool| small_beam(&lte, &beam_out, passes, force);
     run_ok(&mut beam("3", false));
     let names = |dir: &Path| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -314,8 +317,7 @@ fn interrupted_runs_leave_nothing() {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        let st = Command::new("kill").arg(signal).arg(child.id().to_string()).status().unwrap();
-        assert!(st.success());
+        common::signal(child.id(), signal);
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(code), "{}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(snapshot(&d), before, "an interrupted run left files behind");
@@ -347,12 +349,7 @@ fn signal_thread_stops_a_busy_run() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
     let t0 = std::time::Instant::now();
-    assert!(Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap()
-        .success());
+    common::signal(child.id(), "-TERM");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(143), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(t0.elapsed().as_secs_f64() < 5.0, "took {:?} to stop", t0.elapsed());
@@ -428,8 +425,7 @@ impl Watched {
     }
 
     fn signal(&self, sig: &str) {
-        let st = Command::new("kill").arg(sig).arg(self.child.id().to_string()).status().unwrap();
-        assert!(st.success(), "kill {sig} failed");
+        common::signal(self.child.id(), sig);
     }
 
     /// Wait for the end (killed after 120 s); the exit status and all of stderr.
@@ -928,17 +924,7 @@ fn full_and_read_only_file_systems() {
         "Q1: QUAD, L=0.2, K1=1.5\nD: DRIF, L=0.5\nW: WATCH, FILENAME=\"%s-w.sdds\"\nL: LINE=(Q1, D, W)\n",
     );
     let out = small.join("beam");
-    let beam = |passes: &str, force: bool| {
-        let mut c = bin();
-        c.args(["beam", "track"])
-            .arg(&lte)
-            .args(["--device", "cpu", "--particles", "500", "--passes", passes, "--no-plot"]);
-        if force {
-            c.arg("--force");
-        }
-        c.arg("-o").arg(&out);
-        c
-    };
+    let beam = |passes: &str, force: bool| small_beam(&lte, &out, passes, force);
     run_ok(&mut beam("1", false));
     let before = snapshot(&small);
     let o = beam("100", true).output().unwrap();

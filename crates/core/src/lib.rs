@@ -31,6 +31,8 @@ pub mod progress;
 pub mod rng;
 pub mod stats;
 pub mod table;
+#[cfg(test)]
+mod test_support;
 
 pub use error::InputError;
 pub use rng::{Philox4x32, RandomStream};

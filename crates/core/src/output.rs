@@ -1071,21 +1071,10 @@ impl Drop for Outputs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::names;
 
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("wd-output-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
-    fn names(d: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
+    fn scratch(name: &str) -> std::path::PathBuf {
+        crate::test_support::scratch("output", name)
     }
 
     /// A PID no process has: that of a child that exited and was reaped.
