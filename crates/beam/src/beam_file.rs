@@ -12,6 +12,7 @@
 use crate::beam::{beta_of, Particles, Reference, C_LIGHT};
 use std::path::{Path, PathBuf};
 use warpdrive_core::error::InputError;
+use warpdrive_core::table::{read_parquet_or_text, Column, ParquetFile, ParquetOrText};
 
 /// Path length [m] or arrival time [s] of each particle.
 #[derive(Clone, Debug, PartialEq)]
@@ -187,21 +188,22 @@ const WANTED: [&str; 8] = ["x", "xp", "y", "yp", "s", "t", "delta", "p"];
 
 /// Read a beam file (Parquet or CSV, sniffed) into unchecked coordinates.
 pub fn read(path: &Path) -> Result<Coordinates, InputError> {
-    let (bytes, _) = warpdrive_core::input::read_bytes_kind(path)?;
-    let (found, columns, origin) = if bytes.starts_with(b"PAR1") {
-        let (found, columns) = parquet_columns(path, bytes)?;
-        (found, columns, Origin::Parquet(path.to_path_buf()))
-    } else {
-        let text = warpdrive_core::input::text_from_bytes(path, bytes)?;
-        let (found, columns, lines) = csv_columns(path, &text)?;
-        (
-            found,
-            columns,
-            Origin::Csv {
-                path: path.to_path_buf(),
-                lines,
-            },
-        )
+    let (found, columns, origin) = match read_parquet_or_text(path)? {
+        ParquetOrText::Parquet(file) => {
+            let (found, columns) = parquet_columns(path, &file)?;
+            (found, columns, Origin::Parquet(path.to_path_buf()))
+        }
+        ParquetOrText::Text(text) => {
+            let (found, columns, lines) = csv_columns(path, &text)?;
+            (
+                found,
+                columns,
+                Origin::Csv {
+                    path: path.to_path_buf(),
+                    lines,
+                },
+            )
+        }
     };
     let mut columns: Vec<Option<Vec<f64>>> = columns;
     let mut take = |name: &str| WANTED.iter().position(|w| *w == name).and_then(|k| columns[k].take());
@@ -258,110 +260,29 @@ fn check_rows(path: &Path, rows: u64) -> Result<(), InputError> {
 /// (all column names, the wanted columns in [`WANTED`] order) of a Parquet file.
 type Found = (Vec<String>, Vec<Option<Vec<f64>>>);
 
-fn parquet_columns(path: &Path, bytes: Vec<u8>) -> Result<Found, InputError> {
-    // The parquet crate can panic on corrupted pages (see warpdrive_core::table::read_parquet):
-    // such a file is an input error, not a crash. The default panic message is held back while
-    // decoding so the user sees one clean error.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parquet_columns_unguarded(path, bytes)));
-    std::panic::set_hook(hook);
-    result.unwrap_or_else(|_| Err(InputError::file(path, "corrupt Parquet file (its pages cannot be decoded)")))
-}
-
-fn parquet_columns_unguarded(path: &Path, bytes: Vec<u8>) -> Result<Found, InputError> {
-    use parquet::basic::Type;
-    use parquet::column::reader::ColumnReader;
-    use parquet::file::reader::{FileReader, SerializedFileReader};
-    let bad = |e: parquet::errors::ParquetError| InputError::file(path, format!("not a readable Parquet file: {e}"));
-    let reader = SerializedFileReader::new(bytes::Bytes::from(bytes)).map_err(bad)?;
-    let meta = reader.metadata();
-    let schema = meta.file_metadata().schema_descr();
-    let names: Vec<String> = (0..schema.num_columns()).map(|i| schema.column(i).path().string()).collect();
-    let rows = u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0);
+fn parquet_columns(path: &Path, file: &ParquetFile) -> Result<Found, InputError> {
+    let names = file.names();
+    let rows = file.rows();
     if rows == 0 {
         return Err(InputError::file(path, "no particles (zero rows): a beam needs at least one"));
     }
     check_rows(path, rows)?;
     let mut out: Vec<Option<Vec<f64>>> = vec![None; WANTED.len()];
     for (k, want) in WANTED.iter().enumerate() {
-        let Some(idx) = names.iter().position(|n| n == want) else {
-            continue;
-        };
-        let col = schema.column(idx);
-        let field = |m: String| InputError::file(path, m).field(*want);
-        if col.max_rep_level() > 0 {
-            return Err(field("is a list column; expected one number per row".into()));
+        if let Some(idx) = names.iter().position(|n| n == want) {
+            let column = file.columns(&[idx]).map_err(with_coordinate_advice)?;
+            out[k] = column.into_iter().next().map(Column::into_f64);
         }
-        match col.physical_type() {
-            Type::INT32 | Type::INT64 | Type::FLOAT | Type::DOUBLE => {}
-            other => {
-                let what = if other == Type::BYTE_ARRAY {
-                    "text".to_string()
-                } else {
-                    format!("{other} values")
-                };
-                return Err(field(format!("holds {what}, not numbers")));
-            }
-        }
-        let max_def = col.max_def_level();
-        let mut values = Vec::with_capacity(rows as usize);
-        for g in 0..meta.num_row_groups() {
-            let group = reader.get_row_group(g).map_err(bad)?;
-            let n = usize::try_from(group.metadata().num_rows()).unwrap_or(0);
-            let first = values.len();
-            let null = match group.get_column_reader(idx).map_err(bad)? {
-                ColumnReader::DoubleColumnReader(mut r) => read_typed(&mut r, n, max_def, |v| v, &mut values),
-                ColumnReader::FloatColumnReader(mut r) => read_typed(&mut r, n, max_def, f64::from, &mut values),
-                ColumnReader::Int32ColumnReader(mut r) => read_typed(&mut r, n, max_def, f64::from, &mut values),
-                ColumnReader::Int64ColumnReader(mut r) => read_typed(&mut r, n, max_def, |v| v as f64, &mut values),
-                _ => unreachable!("physical type checked above"),
-            }
-            .map_err(bad)?;
-            if let Some(at) = null {
-                return Err(field(format!(
-                    "row {}: null (a missing value); every particle needs all six coordinates",
-                    first + at
-                )));
-            }
-        }
-        if values.len() as u64 != rows {
-            return Err(field(format!("has {} values for {rows} rows", values.len())));
-        }
-        out[k] = Some(values);
     }
     Ok((names, out))
 }
 
-/// Read the `rows` values of one column chunk into `out`; `Ok(Some(i))` for the first null
-/// (row `i` of this chunk).
-fn read_typed<T: parquet::data_type::DataType>(
-    r: &mut parquet::column::reader::ColumnReaderImpl<T>,
-    rows: usize,
-    max_def: i16,
-    conv: impl Fn(T::T) -> f64,
-    out: &mut Vec<f64>,
-) -> parquet::errors::Result<Option<usize>> {
-    const BATCH: usize = 1 << 16;
-    let (mut vals, mut defs) = (Vec::with_capacity(BATCH.min(rows)), Vec::with_capacity(BATCH.min(rows)));
-    let mut done = 0;
-    while done < rows {
-        vals.clear();
-        defs.clear();
-        let want = BATCH.min(rows - done);
-        let (records, _, _) = r.read_records(want, (max_def > 0).then_some(&mut defs), None, &mut vals)?;
-        if records == 0 {
-            break;
-        }
-        if max_def > 0 {
-            if let Some(k) = defs.iter().position(|&d| d < max_def) {
-                return Ok(Some(done + k));
-            }
-        }
-        out.extend(vals.drain(..).map(&conv));
-        done += records;
+/// A null in a coordinate column says what a particle needs, as a missing CSV field does.
+fn with_coordinate_advice(mut e: InputError) -> InputError {
+    if e.message.ends_with("null (a missing value)") {
+        e.message.push_str("; every particle needs all six coordinates");
     }
-    Ok(None)
+    e
 }
 
 /// (header names, the wanted columns in [`WANTED`] order, the line of each row) of CSV text.

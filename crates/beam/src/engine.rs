@@ -537,30 +537,6 @@ pub struct Track {
     notes: Vec<String>,
 }
 
-/// Refuse unless `count × bytes_each` more bytes fit beside `already` [bytes] in the budget.
-fn fits(what: &str, count: u64, bytes_each: u64, already: u64, advice: String) -> Result<(), LimitError> {
-    let budget = limits::memory_budget();
-    let need = count.checked_mul(bytes_each).and_then(|n| n.checked_add(already));
-    match need {
-        Some(n) if n <= budget => Ok(()),
-        _ => Err(LimitError {
-            what: what.to_string(),
-            count,
-            bytes_each,
-            need: count
-                .checked_mul(bytes_each)
-                .map_or_else(|| "more than 16 EiB".to_string(), |n| limits::human(n as f64)),
-            budget: limits::human(budget as f64)
-                + &if already > 0 {
-                    format!(", less {} for the rest of the run", limits::human(already as f64))
-                } else {
-                    String::new()
-                },
-            advice,
-        }),
-    }
-}
-
 fn pass_number(param: &'static str, v: u64) -> Result<u32, ParamError> {
     u32::try_from(v).map_err(|_| ParamError::new(param, format!("{v}: at most {}", u32::MAX)))
 }
@@ -695,12 +671,12 @@ impl Track {
             .saturating_mul(RUN_BYTES_PER_PARTICLE)
             .saturating_add(max_bins * LSC_BYTES_PER_BIN)
             .saturating_add(record_buffer);
-        fits(
+        limits::check_alloc_beside(
             "the beam",
             n,
             RUN_BYTES_PER_PARTICLE,
             working - n * RUN_BYTES_PER_PARTICLE,
-            "track fewer particles per run".into(),
+            "track fewer particles per run",
         )?;
         let advice = |what: &str| {
             format!(
@@ -708,22 +684,22 @@ impl Track {
             )
         };
         let records = self.cost.records;
-        fits(
+        limits::check_alloc_beside(
             "watch",
             records,
             MOMENTS_ROW_BYTES,
             working,
-            advice(&format!("these are the beam moments of {records} watch records")),
+            &advice(&format!("these are the beam moments of {records} watch records")),
         )?;
         if self.watch.mode == WatchMode::Memory {
             let rows = records.saturating_mul(self.cost.rows);
             let already = working.saturating_add(records.saturating_mul(MOMENTS_ROW_BYTES + RECORD_BYTES));
-            fits(
+            limits::check_alloc_beside(
                 "watch",
                 rows,
                 watch::RECORD_COLUMNS * 8,
                 already,
-                format!(
+                &format!(
                     "these are {records} watch records of {} particles kept in memory; record fewer particles ({{watch_particles}}), watch points every k-th pass ({{watch_every}}) or at chosen passes ({{watch_passes}}), none ({{watch}}=off), or stream them to Parquet files in an output directory ({{watch}}=stream with {{output}})",
                     self.cost.rows
                 ),
@@ -917,7 +893,7 @@ impl Track {
     /// Fill the output directory: `final.parquet`, `moments.parquet` (when watch points
     /// acted), `sizes.png` (when asked and drawable) and `run.json` (machine facts).
     fn save(&self, t: &Tracked, dir: &Path) -> Result<()> {
-        let fail = |e: String| Error::Failed(format!("{}: {e}", dir.display()));
+        let fail = |e: String| Error::Failed(format!("{}: {e}", warpdrive_core::output::shown(dir).display()));
         t.final_table()
             .write_parquet(&dir.join("final.parquet"))
             .map_err(|e| fail(e.to_string()))?;
@@ -977,12 +953,8 @@ fn watch_cost(program: &Program, passes: u32, watch: &WatchOptions, particles: u
     }
 }
 
-/// Prepare the output directory of a run before it computes (checked against the inputs and
-/// `force`; its temporary created, so an unwritable location fails now).
-pub fn prepare_output(dir: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
-    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    Ok(Staged::dir(dir, force, &inputs)?)
-}
+/// Prepare a run's output directory before it computes (the output discipline).
+pub use warpdrive_core::engine::prepare_dir as prepare_output;
 
 /// The result of a run.
 #[derive(Clone, Debug)]
@@ -1281,11 +1253,7 @@ mod tests {
             };
             let t = Track::new(line(text), gauss(20_000), &ReferenceOptions::default(), &o).unwrap();
             let ctl = cpu();
-            let token = ctl.cancel.clone();
-            let stopper = std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(300));
-                token.cancel();
-            });
+            let stopper = ctl.cancel.after(std::time::Duration::from_millis(300));
             let t0 = Instant::now();
             let r = t.run(&ctl, None);
             stopper.join().unwrap();

@@ -729,3 +729,15 @@ pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
         })
         .collect()
 }
+
+/// The builds `warpdrive doctor` checks: the LSC kernels, then the map kernels generated for
+/// the lines of [`doctor_sources`] (fast and precise).
+pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
+    let mut sets = warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, true);
+    sets.extend(
+        doctor_sources()
+            .into_iter()
+            .map(|(file, src, functions)| warpdrive_core::doctor::KernelSet::generated(file, src, functions)),
+    );
+    sets
+}

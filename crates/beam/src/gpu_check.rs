@@ -11,7 +11,8 @@ use crate::lattice::parse;
 use crate::lsc::{self, Histogram};
 use crate::program::Program;
 use crate::track::{track, Backend, CpuBackend, TrackOptions};
-use warpdrive_core::check::Check;
+use std::path::Path;
+use warpdrive_core::check::{Check, Suite};
 
 /// A line with every element kind the GPU code generates (tilted sextupole, exact drift,
 /// first-order quadrupole, marker, watch, LSCDRIFT, charge).
@@ -95,6 +96,16 @@ fn worst_relative(a: &Particles, b: &Particles) -> f64 {
         }
     }
     worst
+}
+
+/// The beam checks of a `gpu-check` suite ([`run_all`] when the suite holds them).
+pub fn run_suite(
+    suite: Suite,
+    _data: &Path,
+    device: usize,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
+    warpdrive_core::check::part(suite, Suite::Beam, || run_all(device, log))
 }
 
 pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {

@@ -17,6 +17,7 @@
 
 pub mod beam;
 pub mod beam_file;
+pub mod bench;
 pub mod bessel;
 pub mod engine;
 pub mod exact;

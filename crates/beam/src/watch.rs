@@ -14,6 +14,7 @@ use crate::track::WatchEvent;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use warpdrive_core::output::shown;
 use warpdrive_core::table::{Column, Table};
 
 /// Where watch-point records go.
@@ -195,7 +196,7 @@ impl Stream {
         use parquet::file::properties::WriterProperties;
         use parquet::format::KeyValue;
         use std::sync::Arc;
-        let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", shown(path).display());
         let fields: String = first
             .columns
             .iter()
@@ -226,7 +227,7 @@ impl Stream {
     /// Append `t` (same columns as the first table) as one row group.
     fn append(&mut self, t: &Table) -> Result<(), String> {
         use parquet::data_type::{DoubleType, FloatType, Int32Type, Int64Type};
-        let fail = |e: parquet::errors::ParquetError| format!("{}: {e}", self.path.display());
+        let fail = |e: parquet::errors::ParquetError| format!("{}: {e}", shown(&self.path).display());
         let mut group = self.writer.next_row_group().map_err(fail)?;
         let mut i = 0;
         while let Some(mut col) = group.next_column().map_err(fail)? {
@@ -246,7 +247,10 @@ impl Stream {
 
     fn finish(self) -> Result<(), String> {
         let path = self.path;
-        self.writer.close().map(|_| ()).map_err(|e| format!("{}: {e}", path.display()))
+        self.writer
+            .close()
+            .map(|_| ())
+            .map_err(|e| format!("{}: {e}", shown(&path).display()))
     }
 }
 

@@ -1,16 +1,12 @@
-//! `warpdrive em` and `warpdrive bench em`: argument parsing and output only; the run is
+//! `warpdrive em`: argument parsing and output only; the run is
 //! `warpdrive_em::engine::KleinNishina`.
 
 use crate::{command_line, CommonArgs};
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
-use std::time::Instant;
-use warpdrive_core::progress::{Bar, Progress};
+use warpdrive_core::progress::Bar;
 use warpdrive_em::engine::{self, KleinNishina, KleinNishinaOptions, MaterialChoice};
-use warpdrive_em::material::Material;
-use warpdrive_em::physics::PhysicsList;
-use warpdrive_em::transport::{run, RunOptions, TallyGrid};
 
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -30,7 +26,7 @@ pub struct EmArgs {
     /// Material: a built-in NIST name (G4_Al, G4_Pb, G4_lAr, G4_WATER, G4_AIR, … ; 'aluminium' is
     /// G4_Al; the list is in docs/em.md) or a TOML file.
     #[arg(long, default_value = "G4_Al")]
-    material: String,
+    material: std::ffi::OsString,
     /// Tally: lower edge of the first z bin [cm].
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     tally_front: f64,
@@ -111,134 +107,5 @@ pub fn em(a: &EmArgs, force: bool) -> Result<()> {
         "output:          {}/{{edep.parquet, edep.png, summary.json, run.json}}",
         a.output.display()
     );
-    Ok(())
-}
-
-#[derive(Args)]
-pub struct BenchEm {
-    /// Problem: kn (the Klein–Nishina mini-app) or testem3 (EM showers in Geant4's TestEm3, 1 and 10 GeV e⁻).
-    #[arg(long, default_value = "kn")]
-    problem: String,
-    /// testem3: events per energy on the CPU.
-    #[arg(long, default_value_t = 200)]
-    events: u64,
-    /// testem3: GPU events at 1 GeV, and 3/10 of them at 10 GeV: enough to fill the GPU (a
-    /// 1 GeV event's first generations hold one track; 2 000 events run at 2/3 of the rate of
-    /// 10 000 on an H100) in one batch at both energies.
-    #[arg(long, default_value_t = 10_000)]
-    gpu_events: u64,
-    /// Tracks (the spec's benchmark: 8 388 608 on a GPU).
-    #[arg(long, default_value_t = 1 << 18)]
-    tracks: u64,
-    /// CPU thread counts to time (default: 1 and all cores).
-    #[arg(long, value_delimiter = ',')]
-    threads: Vec<usize>,
-    /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
-    #[arg(long, default_value = "auto")]
-    pub(crate) device: String,
-    /// JSON result file.
-    #[arg(long, default_value = "bench-em.json")]
-    pub(crate) json: PathBuf,
-}
-
-pub fn bench(b: &BenchEm) -> Result<()> {
-    crate::bench::check_threads(&b.threads)?;
-    match b.problem.as_str() {
-        "kn" => {}
-        "testem3" => return crate::em_shower::bench_testem3(b.events, b.gpu_events, &b.threads, &b.device, &b.json),
-        p => bail!("--problem {p}: expected kn or testem3"),
-    }
-    let physics = PhysicsList::compton_only(&Material::aluminium());
-    let grid = TallyGrid::new(0.0, 1.0, 2048).map_err(anyhow::Error::msg)?;
-    let opts = RunOptions::new(100.0, b.tracks, 12345, grid).map_err(anyhow::Error::msg)?;
-    if b.device != "cpu" {
-        let ordinal = warpdrive_core::cuda::parse_devices(&b.device)?.first().copied().unwrap_or(0);
-        // Warm-up (compile/load, first touch), then the timed run.
-        let warm = RunOptions::new(100.0, 4096, 1, grid).map_err(anyhow::Error::msg)?;
-        let _ = warpdrive_em::gpu::run(&physics, &warm, ordinal, &Progress::hidden())?;
-        let mut rows = Vec::new();
-        let mut name = String::new();
-        println!(
-            "{:>10} {:>12} {:>11} {:>10} {:>16}",
-            "slots", "steps", "iterations", "seconds", "track-steps/s"
-        );
-        for slots in [1u64 << 18, 1 << 19, 1 << 20, 1 << 21, 1 << 22, b.tracks.min(1 << 24)] {
-            if slots > b.tracks || rows.iter().any(|r: &serde_json::Value| r["slots"] == slots) {
-                continue;
-            }
-            let mut opts = opts.clone();
-            opts.slots = slots as usize;
-            opts.hit_capacity = slots as u32;
-            opts.secondary_capacity = slots as u32;
-            let (r, st) = warpdrive_em::gpu::run(&physics, &opts, ordinal, &Progress::hidden())?;
-            let rate = r.steps as f64 / st.seconds;
-            println!(
-                "{slots:>10} {:>12} {:>11} {:>10.4} {rate:>16.3e}",
-                r.steps, r.iterations, st.seconds
-            );
-            name = format!(
-                "{}, default build {:?}: step kernel {} registers",
-                st.device,
-                warpdrive_em::gpu::DEFAULT_SWITCHES,
-                st.registers
-            );
-            rows.push(serde_json::json!({"slots": slots, "steps": r.steps, "iterations": r.iterations, "seconds": st.seconds, "steps_per_s": rate, "registers": st.registers}));
-        }
-        // The default build against the build without its switches, at the default slots.
-        {
-            let (r, st) = warpdrive_em::gpu::run_with(&physics, &opts, ordinal, &Progress::hidden(), &[])?;
-            let rate = r.steps as f64 / st.seconds;
-            println!(
-                "{:>10} {:>12} {:>11} {:>10.4} {rate:>16.3e}  without {:?} ({} registers)",
-                opts.slots,
-                r.steps,
-                r.iterations,
-                st.seconds,
-                warpdrive_em::gpu::DEFAULT_SWITCHES,
-                st.registers
-            );
-            rows.push(
-                serde_json::json!({"slots": opts.slots, "switches": "none", "steps": r.steps, "iterations": r.iterations,
-                "seconds": st.seconds, "steps_per_s": rate, "registers": st.registers}),
-            );
-        }
-        println!(
-            "{name}; {} tracks of 100 MeV in aluminium; time = host wall clock of the whole loop",
-            b.tracks
-        );
-        println!("references: Celeritas mini-app on a V100 5.70e8 track-steps/s; issue target on one H100 2.5e9");
-        let json = serde_json::json!({"benchmark": "em-kn-gpu", "device": name, "tracks": b.tracks, "runs": rows,
-            "celeritas_v100_steps_per_s": 5.70e8, "version": env!("CARGO_PKG_VERSION")});
-        warpdrive_core::table::write_atomic(&b.json, (serde_json::to_string_pretty(&json)? + "\n").as_bytes())?;
-        return Ok(());
-    }
-    let mut threads = b.threads.clone();
-    if threads.is_empty() {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        threads = if n > 1 { vec![1, n] } else { vec![1] };
-    }
-    println!(
-        "warpdrive bench em: {} photons of 100 MeV in aluminium (Klein–Nishina mini-app)",
-        b.tracks
-    );
-    println!(
-        "{:>8} {:>12} {:>10} {:>16} {:>22}",
-        "threads", "steps", "seconds", "track-steps/s", "track-steps/s/core"
-    );
-    let mut rows = Vec::new();
-    for &n in &threads {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(n).build()?;
-        let t0 = Instant::now();
-        let r = pool.install(|| run(&physics, &opts, &Progress::hidden()));
-        let s = t0.elapsed().as_secs_f64();
-        let rate = r.steps as f64 / s;
-        println!("{n:>8} {:>12} {s:>10.2} {rate:>16.3e} {:>22.3e}", r.steps, rate / n as f64);
-        rows.push(
-            serde_json::json!({"threads": n, "steps": r.steps, "seconds": s, "steps_per_s": rate, "steps_per_s_per_core": rate / n as f64}),
-        );
-    }
-    println!("reference: Celeritas host-demo-interactor 3.67e6 track-steps/s on one core of this VM kind (spec §3.1)");
-    let json = serde_json::json!({"benchmark": "em-kn-cpu", "tracks": b.tracks, "runs": rows, "celeritas_host_steps_per_s_per_core": 3.67e6, "version": env!("CARGO_PKG_VERSION")});
-    warpdrive_core::table::write_atomic(&b.json, (serde_json::to_string_pretty(&json)? + "\n").as_bytes())?;
     Ok(())
 }

@@ -1,14 +1,11 @@
 //! The `warpdrive` command line: argument parsing and output only; the physics lives in the
 //! domain crates.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use warpdrive_core::engine::{Cancel, Control, Device, Error as EngineError, ParamError, Style};
-use warpdrive_core::output::Outputs;
-use warpdrive_core::progress::Progress;
-use warpdrive_photon::Backend;
 
 /// `println!` for this crate: a line on stdout that is dropped when stdout cannot take it (a
 /// reader that went away, `warpdrive … | head -1`). std's macro panics there, which would end
@@ -212,63 +209,24 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
-/// Resolve `--device` to GPU ordinals (`None` = the CPU): `auto` takes all GPUs when the driver,
-/// a GPU and NVRTC are there, else the CPU with one line on stderr saying why.
-pub fn devices(c: &CommonArgs) -> Result<Option<Vec<usize>>> {
-    Ok(warpdrive_core::device::resolve(&c.device, |why| eprintln!("device: cpu ({why})"))?)
-}
-
-/// The photon back end of `--device`.
-pub fn backend(c: &CommonArgs) -> Result<Backend> {
-    Ok(match devices(c)? {
-        None => Backend::Cpu,
-        Some(devices) => Backend::Cuda(warpdrive_photon::gpu::GpuOptions {
-            devices,
-            precise: c.precise,
-            ..Default::default()
-        }),
-    })
-}
-
 impl CommonArgs {
-    /// `--device` as given.
-    pub fn device_name(&self) -> &str {
-        &self.device
-    }
-
     /// The run's [`Control`]: device, threads and precise mode of these options, the process's
     /// cancellation token, notes printed on stderr.
     pub fn control(&self) -> Result<Control> {
         let device: Device = self.device.parse()?;
-        let c = Control::new()
-            .with_cancel(process_cancel().clone())
-            .device(device)
-            .threads(self.threads)
-            .precise(self.precise)
-            .on_note(Arc::new(|m: &str| eprintln!("{m}")));
+        let c = process_control().device(device).threads(self.threads).precise(self.precise);
         c.check_threads()?;
         Ok(c)
     }
 }
 
-/// A progress counter with a terminal bar (for commands not yet on the engine API).
-pub fn progress_bar(label: &str, total: u64, unit: &str) -> (Progress, warpdrive_core::progress::Bar) {
-    let p = Progress::hidden();
-    p.begin(label, total, unit);
-    let bar = warpdrive_core::progress::Bar::show(&p);
-    (p, bar)
-}
-
-/// Build the rayon pool for the CPU path.
-pub fn thread_pool(c: &CommonArgs) -> Result<rayon::ThreadPool> {
-    let mut b = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = c.threads {
-        if n == 0 {
-            bail!("--threads must be at least 1");
-        }
-        b = b.num_threads(n);
-    }
-    Ok(b.build()?)
+/// The [`Control`] every command starts from: the process's cancellation token (raised by the
+/// signal thread on SIGINT/SIGTERM) and the engine's notes on stderr; [`CommonArgs::control`]
+/// adds the device, threads and precise mode.
+pub fn process_control() -> Control {
+    Control::new()
+        .with_cancel(process_cancel().clone())
+        .on_note(Arc::new(|m: &str| eprintln!("{m}")))
 }
 
 /// The command line for run metadata, without `--threads` (which must not change the output).
@@ -289,17 +247,6 @@ pub fn command_line() -> String {
         }
     }
     out.join(" ")
-}
-
-/// The output discipline of `warpdrive_core::output` for one command: refuse outputs that are,
-/// or lie inside, an input (or contain one), and existing outputs without `--force`, before any
-/// work is done. Stage each output with `file`/`dir`, write there, then `commit`.
-pub fn outputs(force: bool, inputs: &[Option<&Path>], outputs: &[Option<&Path>]) -> Result<Outputs> {
-    let ins: Vec<&Path> = inputs.iter().flatten().copied().collect();
-    let outs: Vec<&Path> = outputs.iter().flatten().copied().collect();
-    let o = Outputs::new(force);
-    o.check(&ins, &outs)?;
-    Ok(o)
 }
 
 #[cfg(test)]

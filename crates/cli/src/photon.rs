@@ -7,7 +7,6 @@ use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
-use warpdrive_core::engine::Control;
 use warpdrive_core::progress::Bar;
 use warpdrive_photon::engine::{
     self, DetectorSpec, ParticleName, Propagate, PropagateOptions, PropagateResult, SourceOptions, TypedSources,
@@ -152,9 +151,7 @@ fn print_summary(r: &PropagateResult, a: &PhotonArgs) {
 /// process's cancellation token (SIGINT/SIGTERM stop a propagation before anything is printed).
 pub fn ppc(args: &[String]) -> Result<()> {
     let env = warpdrive_photon::ppc::PpcEnv::from_env(|k| std::env::var(k).ok())?;
-    let ctl = Control::new()
-        .with_cancel(crate::process_cancel().clone())
-        .on_note(Arc::new(|m: &str| eprintln!("{m}")));
+    let ctl = crate::process_control();
     let mut stdin = std::io::stdin().lock();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let _bar = Bar::show(&ctl.progress);

@@ -1,18 +1,13 @@
-//! `warpdrive sky autocorr`, `warpdrive merge` and `warpdrive bench sky`: argument parsing and
-//! output only; the analysis lives in warpdrive-sky.
+//! `warpdrive sky autocorr` and `warpdrive merge`: argument parsing and output only; the
+//! analysis lives in warpdrive-sky.
 
 use crate::{command_line, CommonArgs};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
-use warpdrive_core::engine::Control;
-use warpdrive_core::progress::{Bar, Progress};
-use warpdrive_sky::bins::AngularBins;
-use warpdrive_sky::cuts::Region;
+use warpdrive_core::progress::Bar;
 use warpdrive_sky::engine::{self, Autocorr, AutocorrOptions, AutocorrResult, Bins, Events};
-use warpdrive_sky::events::{read_all, ColumnNames};
-use warpdrive_sky::Settings;
+use warpdrive_sky::events::ColumnNames;
 
 #[derive(Subcommand)]
 pub enum SkyCommand {
@@ -239,118 +234,11 @@ pub struct MergeArgs {
 }
 
 pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
-    let ctl = Control::new();
+    let ctl = crate::process_control();
     let out = engine::prepare_output(&a.output, force, &a.jobs)?;
     let r = AutocorrResult::merge(&a.jobs, a.partial, &ctl)?;
     println!("merged:          {} job directories, {} trials", a.jobs.len(), r.bg.trials);
     r.save(out, !a.no_plot, &command_line())?;
     print_result(&r, &a.output, !a.no_plot);
-    Ok(())
-}
-
-#[derive(Args)]
-pub struct BenchSky {
-    /// Event files (default: both IC86-2011 samples, $WARPDRIVE_DATA/events/ic86_2011_ps_release).
-    pub(crate) files: Vec<PathBuf>,
-    /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
-    #[arg(long, default_value = "auto")]
-    pub(crate) device: String,
-    /// Trials to time (GPU: at least two batches are run and the first is not timed).
-    #[arg(long, default_value_t = 0)]
-    trials: u64,
-    /// CPU thread counts to time (default: 1 and all cores).
-    #[arg(long, value_delimiter = ',')]
-    threads: Vec<usize>,
-    /// JSON result file.
-    #[arg(long, default_value = "bench-sky.json")]
-    pub(crate) json: PathBuf,
-}
-
-pub fn bench(b: &BenchSky) -> Result<()> {
-    crate::bench::check_threads(&b.threads)?;
-    let files = if b.files.is_empty() {
-        let d = warpdrive_core::data::data_dir().join("events/ic86_2011_ps_release");
-        vec![d.join("upgoing_events.txt"), d.join("downgoing_events.txt")]
-    } else {
-        b.files.clone()
-    };
-    let events = read_all(&files, &ColumnNames::default()).context("the benchmark reads the IC86-2011 events (set WARPDRIVE_DATA)")?;
-    let st = Settings {
-        region: Region::ALL,
-        cuts: warpdrive_sky::cuts::default_cuts(),
-        bins: AngularBins::uniform(20, 0.25).map_err(anyhow::Error::msg)?,
-        seed: 1,
-        total_trials: 0,
-        trials: 0..0,
-        description: String::new(),
-        ra_grid_deg: warpdrive_sky::sample::detect_ra_grid(&events.iter().map(|e| e.ra).collect::<Vec<_>>()),
-    };
-    let (s, _) = warpdrive_sky::prepare(&events, &st).map_err(anyhow::Error::msg)?;
-    println!(
-        "warpdrive bench sky: {} events, 20 bins of 0.25°, 4 energy cuts; {:.3e} candidate pairs per trial in the declination windows",
-        s.len(),
-        s.window_pairs() as f64
-    );
-    println!(
-        "{:<48} {:>8} {:>12} {:>14} {:>16}",
-        "device (kernel time unless 'end to end')", "trials", "seconds", "ms/trial", "trials/day"
-    );
-    let mut rows = Vec::new();
-    let mut row = |dev: String, n: u64, secs: f64| {
-        let ms = 1e3 * secs / n as f64;
-        println!("{dev:<48} {n:>8} {secs:>12.3} {ms:>14.3} {:>16.3e}", 86_400e3 / ms);
-        rows.push(serde_json::json!({"device": dev, "trials": n, "seconds": secs, "ms_per_trial": ms, "trials_per_day": 86_400e3 / ms}));
-    };
-    let mut device_name = String::from("cpu");
-    if b.device == "cpu" {
-        let mut threads = b.threads.clone();
-        if threads.is_empty() {
-            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-            threads = if n > 1 { vec![1, n] } else { vec![1] };
-        }
-        for &t in &threads {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build()?;
-            let n = if b.trials > 0 { b.trials } else { 4 * t as u64 };
-            let t0 = Instant::now();
-            let _ = pool.install(|| warpdrive_sky::trials::run_cpu(&s, 1, 0..n, &Progress::hidden()));
-            row(format!("cpu, {t} thread(s)"), n, t0.elapsed().as_secs_f64());
-        }
-    } else {
-        let ordinal = warpdrive_core::cuda::parse_devices(&b.device)?.first().copied().unwrap_or(0);
-        for switch in std::iter::once(None).chain(warpdrive_sky::gpu::SWITCHES.iter().map(Some)) {
-            let defines: Vec<String> = switch.iter().map(|d| d.to_string()).collect();
-            let mut g = warpdrive_sky::gpu::SkyGpu::with_switches(ordinal, &s, &defines)?;
-            let batch = u64::from(g.batch);
-            g.time_batch(1, 0, g.batch)?; // warm-up (module load, first-touch)
-            let n = if b.trials > 0 {
-                b.trials.div_ceil(batch) * batch
-            } else {
-                4 * batch
-            };
-            let mut secs = 0.0;
-            let mut first = batch;
-            while first < batch + n {
-                secs += g.time_batch(1, first, g.batch)?;
-                first += batch;
-            }
-            let label = switch.map_or(format!("default, batch {batch}"), |d| format!("-D{d}"));
-            row(format!("{} {label}", g.gpu.name), n, secs);
-        }
-        let mut g = warpdrive_sky::gpu::SkyGpu::new(ordinal, &s)?;
-        device_name = g.gpu.name.clone();
-        let n = if b.trials > 0 { b.trials } else { 256 };
-        // Through the full path (launches, copies, host histograms): what a user run sees.
-        let t0 = Instant::now();
-        let _ = g.trial_counts(1, 0..n, &Progress::hidden())?;
-        row(format!("{}, end to end", g.gpu.name), n, t0.elapsed().as_secs_f64());
-    }
-    println!("references (spec §3-4): thesis GTX Titan 0.7 s/trial; Corrfunc 0.49 s per count on one CPU core of this VM kind");
-    let json = serde_json::json!({
-        "benchmark": "sky-autocorr", "events": s.len(), "bins": 20, "cuts": 4, "device": device_name,
-        "candidate_pairs_per_trial": s.window_pairs(), "version": env!("CARGO_PKG_VERSION"), "runs": rows,
-        "references": {"thesis_gtx_titan_s_per_trial": 0.7, "corrfunc_one_core_s_per_count": 0.49},
-    });
-    warpdrive_core::table::write_atomic(&b.json, (serde_json::to_string_pretty(&json)? + "\n").as_bytes())?;
-    println!("JSON: {}", b.json.display());
     Ok(())
 }

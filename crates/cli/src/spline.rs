@@ -1,6 +1,6 @@
-//! `warpdrive spline {info,eval,simulate,unfold}` and `warpdrive bench spline`: arguments
-//! translated into `warpdrive_spline::engine` requests, results printed; tables, evaluation,
-//! unfolding, checks and outputs live in warpdrive-spline.
+//! `warpdrive spline {info,eval,simulate,unfold}`: arguments translated into
+//! `warpdrive_spline::engine` requests, results printed; tables, evaluation, unfolding, checks
+//! and outputs live in warpdrive-spline.
 
 use crate::{command_line, CommonArgs};
 use anyhow::Result;
@@ -8,17 +8,11 @@ use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use warpdrive_core::progress::Bar;
-use warpdrive_photon::geometry::Geometry;
 use warpdrive_spline::engine::{
     self, Eval, EvalOptions, EventInput, ModelOptions, Points, Quantity, Simulate, SimulateOptions, Unfold, UnfoldOptions,
 };
-use warpdrive_spline::eval::uniform_points;
-use warpdrive_spline::millipede::event::Binning;
-use warpdrive_spline::millipede::model::{direction, response, Hypothesis, Model, Source};
-use warpdrive_spline::millipede::solve::{unfold as solve, SolveOptions, Solver};
-use warpdrive_spline::millipede::synth::{generate, SynthOptions};
-use warpdrive_spline::millipede::unfold::{load, ModelFiles};
-use warpdrive_spline::SplineTable;
+use warpdrive_spline::millipede::solve::SolveOptions;
+use warpdrive_spline::millipede::unfold::ModelFiles;
 
 #[derive(Subcommand)]
 pub enum SplineCommand {
@@ -308,192 +302,5 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
         start.elapsed().as_secs_f64(),
         a.output.display()
     );
-    Ok(())
-}
-
-#[derive(Args)]
-pub struct BenchSpline {
-    /// Random points per batch.
-    #[arg(long, default_value_t = 10_000_000)]
-    points: usize,
-    /// Points for the CPU timings (the rate is per point; default 10^6).
-    #[arg(long, default_value_t = 1_000_000)]
-    cpu_points: usize,
-    /// auto (a GPU if CUDA works, else the CPU), cpu, or cuda / cuda:N (cuda:all where the benchmark supports it).
-    #[arg(long, default_value = "auto")]
-    pub(crate) device: String,
-    /// JSON result file.
-    #[arg(long, default_value = "bench-spline.json")]
-    pub(crate) json: PathBuf,
-}
-
-/// The benchmark event: a 1 km track of 100 segments of 10 m through the detector, 10 TeV each,
-/// binned at 5 PE per bin on the 5 160 DOMs of the IceCube geometry.
-fn bench_event(model: &Model, geo: &Geometry) -> (Vec<Source>, warpdrive_spline::millipede::model::Bins) {
-    let h = Hypothesis::Track {
-        vertex: [450.0, 250.0, 400.0],
-        dir: direction(0.9, 0.5),
-        time: 0.0,
-        length: 1000.0,
-        spacing: 10.0,
-    };
-    let sources = h.sources();
-    let e = vec![10_000.0; sources.len()];
-    let ev = generate(model, geo, &sources, &e, &SynthOptions::default(), 0);
-    let bins = ev.bin(geo, &Binning::default()).expect("bench geometry has every DOM");
-    (sources, bins)
-}
-
-pub fn bench(b: &BenchSpline) -> Result<()> {
-    let data = warpdrive_core::data::data_dir();
-    let ems = data.join("splines/icetray_photospline_ems");
-    let tables = [
-        ("amplitude 3-D", ems.join("ems_z0_a0.pt.abs.fits")),
-        ("timing 4-D", ems.join("ems_z0_a0.pt.prob.fits")),
-    ];
-    let mut rows = Vec::new();
-    let mut report = serde_json::Map::new();
-    let gpu = if b.device == "cpu" {
-        None
-    } else {
-        Some(warpdrive_core::cuda::parse_devices(&b.device)?[0])
-    };
-    for (label, path) in &tables {
-        let t = SplineTable::read(path)?;
-        let n_cpu = b.cpu_points;
-        let pts = uniform_points(&t, n_cpu, 1);
-        for threads in [1, rayon::current_num_threads()] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-            for grad in [false, true] {
-                let t0 = Instant::now();
-                let v = pool.install(|| if grad { t.gradient_many(&pts) } else { t.evaluate_many(&pts) });
-                let s = t0.elapsed().as_secs_f64();
-                std::hint::black_box(v);
-                let rate = n_cpu as f64 / s;
-                rows.push(format!(
-                    "{label:<14} cpu {threads:>2} thread(s) {:<9} {rate:>12.3e} evals/s",
-                    if grad { "gradient" } else { "value" }
-                ));
-                report.insert(
-                    format!("{label} cpu{threads} {}", if grad { "gradient" } else { "value" }),
-                    serde_json::json!(rate),
-                );
-            }
-        }
-        if let Some(dev) = gpu {
-            let pts = uniform_points(&t, b.points, 2);
-            for window in [false, true] {
-                for grad in [false, true] {
-                    let opts = warpdrive_spline::gpu::EvalOptions {
-                        window,
-                        gradient: grad,
-                        repeats: 5,
-                        precise: false,
-                    };
-                    let (_, st) = warpdrive_spline::gpu::evaluate(&t, &pts, dev, &opts)?;
-                    let rate = b.points as f64 / st.kernel_s;
-                    let name = format!(
-                        "{label} gpu {}{}",
-                        if window { "window" } else { "standard" },
-                        if grad { " gradient" } else { " value" }
-                    );
-                    rows.push(format!(
-                        "{name:<40} {rate:>12.3e} evals/s (kernel {:.3} ms, upload {:.1} ms, download {:.1} ms, {} regs, {} B local, coefficients {:.1} kB vs {:.1} kB)",
-                        1e3 * st.kernel_s,
-                        1e3 * st.upload_s,
-                        1e3 * st.download_s,
-                        st.registers,
-                        st.local_bytes,
-                        st.layout_bytes as f64 / 1e3,
-                        4e-3 * t.coefficients.len() as f64
-                    ));
-                    report.insert(name, serde_json::json!({"evals_per_s": rate, "kernel_s": st.kernel_s, "upload_s": st.upload_s, "download_s": st.download_s, "registers": st.registers, "coefficient_bytes": st.layout_bytes}));
-                }
-            }
-        }
-    }
-    // Response matrix: 5 160 DOMs × 100 segments.
-    let (model, geo, _) = load(&ModelFiles::default())?;
-    let (sources, bins) = bench_event(&model, &geo);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
-    let t0 = Instant::now();
-    let l_cpu = pool.install(|| response(&model, &bins, &sources));
-    let cpu_s = t0.elapsed().as_secs_f64();
-    let edges = bins.edges.len();
-    rows.push(format!(
-        "response {} DOMs × {} segments ({} rows, {} bin edges): cpu 1 thread {:.3} s",
-        bins.doms.len(),
-        sources.len(),
-        bins.rows(),
-        edges,
-        cpu_s
-    ));
-    report.insert("response cpu1 s".into(), serde_json::json!(cpu_s));
-    if let Some(dev) = gpu {
-        for window in [false, true] {
-            let (l, st) = warpdrive_spline::gpu::response(
-                &model,
-                &bins,
-                &sources,
-                dev,
-                &warpdrive_spline::gpu::EvalOptions {
-                    window,
-                    repeats: 5,
-                    ..Default::default()
-                },
-            )?;
-            let worst = l
-                .values
-                .iter()
-                .zip(&l_cpu.values)
-                .map(|(a, c)| (a - c).abs())
-                .fold(0.0f64, f64::max);
-            let scale = l_cpu.values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            rows.push(format!(
-                "response gpu {:<8} kernel {:.3} ms (+ upload {:.2} ms, download {:.2} ms) = {:.0}× one core (kernel), {:.0}× with transfers; max |ΔΛ| {:.2e} of max Λ {:.2e}; {} regs",
-                if window { "window" } else { "standard" },
-                1e3 * st.kernel_s,
-                1e3 * st.upload_s,
-                1e3 * st.download_s,
-                cpu_s / st.kernel_s,
-                cpu_s / (st.kernel_s + st.upload_s + st.download_s),
-                worst,
-                scale,
-                st.registers
-            ));
-            report.insert(format!("response gpu {}", if window { "window" } else { "standard" }), serde_json::json!({"kernel_s": st.kernel_s, "upload_s": st.upload_s, "download_s": st.download_s, "speedup_kernel": cpu_s / st.kernel_s}));
-        }
-    }
-    // Unfolding that Λ: the solvers on one thread and on all cores.
-    let all = rayon::current_num_threads();
-    for solver in [Solver::Newton, Solver::Pcg, Solver::Nnls] {
-        for threads in [1, all] {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-            let t0 = Instant::now();
-            let opts = SolveOptions {
-                solver,
-                ..Default::default()
-            };
-            let sol = pool.install(|| solve(&l_cpu, &bins.charge, &bins.noise, &opts));
-            let s = t0.elapsed().as_secs_f64();
-            let name = format!("unfold {solver:?} {threads} thread(s)").to_lowercase();
-            rows.push(format!(
-                "{name:<40} {s:>8.3} s ({} iterations after {} of NNLS, {}; total {:.1} TeV)",
-                sol.iterations,
-                sol.start_iterations,
-                if sol.converged { "converged" } else { "NOT converged" },
-                sol.energy.iter().sum::<f64>() / 1e3
-            ));
-            report.insert(
-                name,
-                serde_json::json!({"seconds": s, "iterations": sol.iterations, "converged": sol.converged}),
-            );
-        }
-    }
-    for r in &rows {
-        println!("{r}");
-    }
-    report.insert("command".into(), serde_json::json!(command_line()));
-    warpdrive_core::table::write_atomic(&b.json, format!("{:#}\n", serde_json::Value::Object(report)).as_bytes())?;
     Ok(())
 }

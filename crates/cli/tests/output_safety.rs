@@ -46,6 +46,19 @@ fn refused(dir: &Path, c: &mut Command, first_line: &str) {
     assert_eq!(snapshot(dir), before, "{c:?} created, changed or removed files");
 }
 
+/// `beam track` of 500 particles through `lte` for `passes` passes into `out` (no plot).
+fn small_beam(lte: &Path, out: &Path, passes: &str, force: bool) -> Command {
+    let mut c = bin();
+    c.args(["beam", "track"])
+        .arg(lte)
+        .args(["--device", "cpu", "--particles", "500", "--passes", passes, "--no-plot"]);
+    if force {
+        c.arg("--force");
+    }
+    c.arg("-o").arg(out);
+    c
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -237,17 +250,7 @@ fn existing_directories_are_replaced_whole_with_force() {
         "Q1: QUAD, L=0.2, K1=1.5\nD: DRIF, L=0.5\nW: WATCH, FILENAME=\"%s-w.sdds\"\nL: LINE=(Q1, D, W)\n",
     );
     let beam_out = d.join("beam");
-    let beam = |passes: &str, force: bool| {
-        let mut c = bin();
-        c.args(["beam", "track"])
-            .arg(&lte)
-            .args(["--device", "cpu", "--particles", "500", "--passes", passes, "--no-plot"]);
-        if force {
-            c.arg("--force");
-        }
-        c.arg("-o").arg(&beam_out);
-        c
-    };
+    let beam = |passes: &str, force: bool| small_beam(&lte, &beam_out, passes, force);
     run_ok(&mut beam("3", false));
     let names = |dir: &Path| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -314,8 +317,7 @@ fn interrupted_runs_leave_nothing() {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        let st = Command::new("kill").arg(signal).arg(child.id().to_string()).status().unwrap();
-        assert!(st.success());
+        common::signal(child.id(), signal);
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(code), "{}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(snapshot(&d), before, "an interrupted run left files behind");
@@ -347,12 +349,7 @@ fn signal_thread_stops_a_busy_run() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
     let t0 = std::time::Instant::now();
-    assert!(Command::new("kill")
-        .arg("-TERM")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap()
-        .success());
+    common::signal(child.id(), "-TERM");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(143), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(t0.elapsed().as_secs_f64() < 5.0, "took {:?} to stop", t0.elapsed());
@@ -428,8 +425,7 @@ impl Watched {
     }
 
     fn signal(&self, sig: &str) {
-        let st = Command::new("kill").arg(sig).arg(self.child.id().to_string()).status().unwrap();
-        assert!(st.success(), "kill {sig} failed");
+        common::signal(self.child.id(), sig);
     }
 
     /// Wait for the end (killed after 120 s); the exit status and all of stderr.
@@ -770,6 +766,58 @@ fn signal_during_commit_reports_what_was_committed() {
     }
 }
 
+/// The JSON report of `bench` (and `gpu-check`, which stages it the same way) is staged before
+/// the work: a file that appears at its name while the benchmark runs is not replaced without
+/// `--force` (issue #36: the report was checked at the start and written over at the end).
+#[test]
+fn bench_report_that_appears_during_the_run_is_kept() {
+    let d = scratch("safety", "bench-json");
+    let json = d.join("bench.json");
+    let bench = || {
+        let mut c = bin();
+        c.args(["bench", "em", "--device", "cpu", "--tracks", "2000", "--threads", "1", "--json"])
+            .arg(&json)
+            .env(PAUSE, "1500");
+        c
+    };
+    let mut r = Watched::spawn(&mut bench());
+    assert!(r.wait_for("test pause: commit", Duration::from_secs(60)), "{}", r.seen.join("\n"));
+    std::fs::write(&json, "another run's report").unwrap();
+    let (status, err) = r.finish();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        error_line(&err).contains("exists (another run wrote it while this one was working); pass --force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&json).unwrap(), "another run's report");
+    no_temporaries(&d);
+    // With --force the report replaces it.
+    run_ok(bench().arg("--force").env_remove(PAUSE));
+    assert!(std::fs::read_to_string(&json).unwrap().contains("\"em-kn-cpu\""));
+    no_temporaries(&d);
+}
+
+/// `em --material` takes a path byte for byte: a TOML file whose name is not UTF-8 is read
+/// (clap refused the argument before, exit 2), and its errors name it.
+#[test]
+fn em_material_file_with_a_non_utf8_name() {
+    let d = scratch("safety", "material");
+    let name = std::ffi::OsString::from_vec(b"m\xff.toml".to_vec());
+    let toml = "name = \"x\"\ndensity = -1\n[[elements]]\nZ = 1\nA = 1\nfraction = 1\n";
+    std::fs::write(d.join(&name), toml).unwrap();
+    let o = bin()
+        .args(["em", "--device", "cpu", "--material"])
+        .arg(d.join(&name))
+        .arg("-o")
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(error_line(&err).contains("m\u{FFFD}.toml: field 'density'"), "{err}");
+    assert!(!d.join("out").exists());
+}
+
 /// A legal 250-byte output name works: one staging level, a short enough temporary name.
 #[test]
 fn long_output_names_are_staged_once() {
@@ -876,17 +924,7 @@ fn full_and_read_only_file_systems() {
         "Q1: QUAD, L=0.2, K1=1.5\nD: DRIF, L=0.5\nW: WATCH, FILENAME=\"%s-w.sdds\"\nL: LINE=(Q1, D, W)\n",
     );
     let out = small.join("beam");
-    let beam = |passes: &str, force: bool| {
-        let mut c = bin();
-        c.args(["beam", "track"])
-            .arg(&lte)
-            .args(["--device", "cpu", "--particles", "500", "--passes", passes, "--no-plot"]);
-        if force {
-            c.arg("--force");
-        }
-        c.arg("-o").arg(&out);
-        c
-    };
+    let beam = |passes: &str, force: bool| small_beam(&lte, &out, passes, force);
     run_ok(&mut beam("1", false));
     let before = snapshot(&small);
     let o = beam("100", true).output().unwrap();
@@ -894,8 +932,12 @@ fn full_and_read_only_file_systems() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(error_line(&err).contains("No space left on device"), "{err}");
     assert!(
-        error_line(&err).contains(&small.display().to_string()),
-        "the message names no file: {err}"
+        error_line(&err).contains(&out.display().to_string()),
+        "the message does not name the output: {err}"
+    );
+    assert!(
+        !error_line(&err).contains(".tmp-"),
+        "the message names the staged temporary, not the output: {err}"
     );
     assert_eq!(snapshot(&small), before, "the earlier output changed or temporaries were left");
 }

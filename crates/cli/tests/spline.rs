@@ -333,12 +333,7 @@ fn sigint_stops_an_unfolding_within_a_second() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let t0 = std::time::Instant::now();
-    assert!(Command::new("kill")
-        .arg("-INT")
-        .arg(child.id().to_string())
-        .status()
-        .unwrap()
-        .success());
+    common::signal(child.id(), "-INT");
     let o = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");

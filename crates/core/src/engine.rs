@@ -19,9 +19,10 @@
 use crate::cuda::{CudaError, GpuError};
 use crate::error::InputError;
 use crate::limits::LimitError;
-use crate::output::OutputError;
+use crate::output::{OutputError, Staged};
 use crate::progress::Progress;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -158,6 +159,16 @@ impl Cancel {
 
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
+    }
+
+    /// Raise the token after `delay`, from a thread of its own (a time limit; the tests of
+    /// every engine's cancellation).
+    pub fn after(&self, delay: std::time::Duration) -> std::thread::JoinHandle<()> {
+        let token = self.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            token.cancel();
+        })
     }
 
     /// `Err(Cancelled)` once raised.
@@ -361,6 +372,20 @@ impl Control {
     }
 }
 
+/// Prepare a run's file output before it computes: checked against the inputs and `force`, its
+/// temporary created now, so an unusable location fails before any work (the output
+/// discipline, [`crate::output`]).
+pub fn prepare_file(path: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    Ok(Staged::file(path, force, &inputs)?)
+}
+
+/// Prepare a run's output directory before it computes (see [`prepare_file`]).
+pub fn prepare_dir(path: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
+    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    Ok(Staged::dir(path, force, &inputs)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,8 +414,7 @@ mod tests {
     fn cancel_reaches_the_progress_counter() {
         let c = Control::new();
         assert!(!c.progress.should_stop());
-        let token = c.cancel.clone();
-        std::thread::spawn(move || token.cancel()).join().unwrap();
+        c.cancel.after(std::time::Duration::ZERO).join().unwrap();
         assert!(c.progress.should_stop());
         assert_eq!(c.check(), Err(Cancelled));
     }

@@ -13,10 +13,11 @@
 //! * [`input`] — the bounded reader every input goes through.
 //! * [`output`] — the output discipline: no output over an input, temporaries renamed whole, `--force`, signal cleanup.
 
+pub mod bench;
 pub mod check;
 pub mod cuda;
 pub mod data;
-pub mod device;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod hash;
@@ -30,6 +31,8 @@ pub mod progress;
 pub mod rng;
 pub mod stats;
 pub mod table;
+#[cfg(test)]
+mod test_support;
 
 pub use error::InputError;
 pub use rng::{Philox4x32, RandomStream};

@@ -99,16 +99,27 @@ pub fn memory_budget() -> u64 {
 /// Check that `count` items of `bytes_each` bytes fit in the budget. `what` names the input the
 /// count comes from (an option or a file and field); `advice` says what to do instead.
 pub fn check_alloc(what: &str, count: u64, bytes_each: u64, advice: &str) -> Result<(), LimitError> {
+    check_alloc_beside(what, count, bytes_each, 0, advice)
+}
+
+/// [`check_alloc`] for an allocation made beside `already` bytes the same run holds (a beam's
+/// working set beside its watch records): the message says how much the rest of the run takes.
+pub fn check_alloc_beside(what: &str, count: u64, bytes_each: u64, already: u64, advice: &str) -> Result<(), LimitError> {
     let need = count.checked_mul(bytes_each);
     let budget = memory_budget();
-    match need {
+    match need.and_then(|n| n.checked_add(already)) {
         Some(n) if n <= budget => Ok(()),
         _ => Err(LimitError {
             what: what.to_string(),
             count,
             bytes_each,
             need: need.map_or_else(|| "more than 16 EiB".to_string(), |n| human(n as f64)),
-            budget: human(budget as f64),
+            budget: human(budget as f64)
+                + &if already > 0 {
+                    format!(", less {} for the rest of the run", human(already as f64))
+                } else {
+                    String::new()
+                },
             advice: advice.to_string(),
         }),
     }

@@ -545,9 +545,35 @@ fn lock_temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     TEMPORARIES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The destination of each staged temporary of this process (absolute temporary, the output as
+/// it was named), for [`shown`].
+static DESTINATIONS: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+
+fn lock_destinations() -> std::sync::MutexGuard<'static, Vec<(PathBuf, PathBuf)>> {
+    DESTINATIONS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn forget(temps: &mut Vec<PathBuf>, tmp: &Path) {
     let abs = absolute(tmp);
     temps.retain(|t| *t != abs);
+    lock_destinations().retain(|(t, _)| *t != abs);
+}
+
+/// How messages show `path`: a path inside a staged temporary of this process is shown inside
+/// the output it becomes (`out/final.parquet`, not `.out.tmp-PID/final.parquet`), so a write
+/// error (a full disk) names what the user asked for; any other path as it is.
+pub fn shown(path: &Path) -> PathBuf {
+    let abs = absolute(path);
+    for (tmp, dest) in lock_destinations().iter() {
+        if let Ok(rest) = abs.strip_prefix(tmp) {
+            return if rest.as_os_str().is_empty() {
+                dest.clone()
+            } else {
+                dest.join(rest)
+            };
+        }
+    }
+    path.to_path_buf()
 }
 
 fn remove_any(p: &Path) {
@@ -635,8 +661,13 @@ pub fn exit_interrupted(sig: i32) -> ! {
         libc::SIGTERM => "SIGTERM",
         _ => "signal",
     };
-    // Written without panicking: stderr may be closed.
-    let _ = writeln!(std::io::stderr(), "interrupted ({name}): {}", interrupted_message());
+    // Written without panicking (stderr may be closed), as the process's last line: an open
+    // progress bar line is ended first, and the stderr lock is kept until the exit, so no other
+    // thread's output (a bar frame, a note) follows the message without a newline.
+    let mut err = std::io::stderr().lock();
+    crate::progress::end_bars(&mut err);
+    let _ = writeln!(err, "interrupted ({name}): {}", interrupted_message());
+    let _ = err.flush();
     std::process::exit(128 + sig)
 }
 
@@ -902,6 +933,7 @@ impl Outputs {
             });
         }
         lock_temporaries().push(absolute(&tmp));
+        lock_destinations().push((absolute(&tmp), dest.to_path_buf()));
         let created = match kind {
             Kind::File => std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map(Some),
             Kind::Dir => std::fs::create_dir(&tmp).map(|()| File::open(&tmp).ok()),
@@ -1017,6 +1049,13 @@ impl Staged {
     pub fn commit(self) -> Result<(), OutputError> {
         self.outs.commit()
     }
+
+    /// A file output written whole from `bytes` and committed (a report, a small file); a write
+    /// error names the output, not its temporary.
+    pub fn write(self, bytes: &[u8]) -> Result<(), OutputError> {
+        std::fs::write(&self.tmp, bytes).map_err(io(&self.dest))?;
+        self.commit()
+    }
 }
 
 impl Drop for Outputs {
@@ -1032,21 +1071,10 @@ impl Drop for Outputs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::names;
 
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("wd-output-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
-    fn names(d: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
+    fn scratch(name: &str) -> std::path::PathBuf {
+        crate::test_support::scratch("output", name)
     }
 
     /// A PID no process has: that of a child that exited and was reaped.
@@ -1336,6 +1364,21 @@ mod tests {
         assert!(!is_staged(&d.join("out")) && !is_staged(&d));
         outs.commit().unwrap();
         assert!(!is_staged(&dir.join("x.parquet")));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Messages name the output a staged path becomes, not its temporary.
+    #[test]
+    fn staged_paths_are_shown_as_their_outputs() {
+        let d = scratch("shown");
+        let dest = d.join("out");
+        let mut outs = Outputs::new(false);
+        let tmp = outs.dir(&dest).unwrap();
+        assert_eq!(shown(&tmp.join("final.parquet")), dest.join("final.parquet"));
+        assert_eq!(shown(&tmp), dest);
+        assert_eq!(shown(&d.join("other")), d.join("other"));
+        drop(outs);
+        assert_eq!(shown(&tmp.join("final.parquet")), tmp.join("final.parquet"));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -82,7 +82,7 @@ pub fn write_png(
 ) -> Result<(), PlotError> {
     register_font();
     let err = |m: String, skipped: bool| PlotError {
-        path: path.display().to_string(),
+        path: crate::output::shown(path).display().to_string(),
         message: m,
         skipped,
     };

@@ -106,48 +106,77 @@ impl Bar {
             std::thread::spawn(move || {
                 let mut start = Instant::now();
                 let mut shown = String::new();
-                let mut drawn = false;
                 while !stop.load(Ordering::Relaxed) {
                     let (label, unit) = p.phase();
                     if label != shown {
-                        if drawn {
-                            eprintln!();
-                        }
+                        end_line(&mut std::io::stderr().lock());
                         start = Instant::now();
                         shown = label.clone();
                     }
                     if !label.is_empty() {
                         draw(&label, &unit, p.done(), p.total(), start);
-                        drawn = true;
                     }
                     std::thread::sleep(Duration::from_millis(200));
                 }
-                if drawn {
-                    let (label, unit) = p.phase();
+                let (label, unit) = p.phase();
+                if !label.is_empty() {
                     draw(&label, &unit, p.done(), p.total(), start);
-                    eprintln!();
                 }
+                end_line(&mut std::io::stderr().lock());
             })
         });
         Self { stop, render }
     }
 }
 
+/// A bar line is on stderr without its newline.
+static LINE_OPEN: AtomicBool = AtomicBool::new(false);
+/// The process is ending ([`end_bars`]): bars draw nothing more.
+static ENDED: AtomicBool = AtomicBool::new(false);
+
+/// End an open bar line with its newline (under the stderr lock the caller holds).
+fn end_line(err: &mut impl Write) {
+    if LINE_OPEN.swap(false, Ordering::SeqCst) {
+        let _ = err.write_all(b"\n");
+        let _ = err.flush();
+    }
+}
+
+/// Before the process's last line on stderr (`interrupted (SIGINT): …`, written under the same
+/// lock): end an open bar line, so the message starts a line of its own, and stop every bar,
+/// so no bar is drawn after the message (where the next output would run onto it).
+pub fn end_bars(err: &mut impl Write) {
+    ENDED.store(true, Ordering::SeqCst);
+    end_line(err);
+}
+
 fn draw(label: &str, unit: &str, done: u64, total: u64, start: Instant) {
+    let mut err = std::io::stderr().lock();
+    draw_to(&mut err, &bar_text(label, unit, done, total, start));
+}
+
+/// Write one frame of a bar (`\r` and the bar, no newline) unless bars have ended.
+fn draw_to(err: &mut impl Write, text: &str) {
+    if ENDED.load(Ordering::SeqCst) {
+        return;
+    }
+    let _ = write!(err, "\r{text}");
+    let _ = err.flush();
+    LINE_OPEN.store(true, Ordering::SeqCst);
+}
+
+fn bar_text(label: &str, unit: &str, done: u64, total: u64, start: Instant) -> String {
     let frac = if total > 0 { (done as f64 / total as f64).min(1.0) } else { 0.0 };
     let width = 30;
     let filled = (frac * width as f64) as usize;
     let secs = start.elapsed().as_secs_f64();
     let eta = if frac > 0.0 { secs * (1.0 - frac) / frac } else { f64::NAN };
-    let mut err = std::io::stderr().lock();
-    let _ = write!(
-        err,
-        "\r{label} [{}{}] {:5.1}% {done}/{total} {unit}  {secs:.0}s elapsed, ~{eta:.0}s left ",
+    format!(
+        "{label} [{}{}] {:5.1}% {done}/{total} {unit}  {secs:.0}s elapsed, ~{eta:.0}s left ",
         "#".repeat(filled),
         " ".repeat(width - filled),
         100.0 * frac
-    );
-    let _ = err.flush();
+    )
 }
 
 impl Drop for Bar {
@@ -178,5 +207,20 @@ mod tests {
         p.begin("y", 7, "things");
         assert_eq!((p.done(), p.phase().0.as_str()), (0, "y"));
         assert!(!p.should_stop());
+    }
+
+    /// The process's last line is never glued to a bar: an open bar line is ended first, and
+    /// no bar frame comes after it.
+    #[test]
+    fn bars_end_before_the_last_line() {
+        let mut err = Vec::new();
+        draw_to(&mut err, "x [#   ]");
+        end_bars(&mut err);
+        let _ = writeln!(err, "interrupted (SIGINT): nothing written");
+        draw_to(&mut err, "x [##  ]");
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "\rx [#   ]\ninterrupted (SIGINT): nothing written\n"
+        );
     }
 }

@@ -6,10 +6,13 @@
 //! (`.NAME.tmp-PID` beside it, registered for the signal thread) and renamed over the name when
 //! complete, so a failed write never leaves a partial file under the requested name.
 
-use crate::output::{is_staged, OutputError, Outputs};
+use crate::error::InputError;
+use crate::input::{read_sniffed, Format};
+use crate::output::{is_staged, shown, OutputError, Outputs};
 use parquet::basic::Compression;
 use parquet::data_type::{DoubleType, FloatType, Int32Type, Int64Type};
 use parquet::file::properties::WriterProperties;
+use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::format::KeyValue;
 use parquet::schema::parser::parse_message_type;
@@ -49,6 +52,14 @@ impl Column {
         }
     }
 
+    /// The values as f64, without a copy when they are f64 already.
+    pub fn into_f64(self) -> Vec<f64> {
+        match self {
+            Column::F64(v) => v,
+            other => other.to_f64(),
+        }
+    }
+
     fn parquet_type(&self) -> &'static str {
         match self {
             Column::I32(_) => "INT32",
@@ -75,8 +86,8 @@ pub enum TableError {
         path: PathBuf,
         source: parquet::errors::ParquetError,
     },
-    #[error("{path}: corrupt Parquet file (its pages cannot be decoded)")]
-    Corrupt { path: PathBuf },
+    #[error(transparent)]
+    Input(#[from] InputError),
     #[error("column '{name}' has {len} rows, expected {expected}")]
     Ragged { name: String, len: usize, expected: usize },
     #[error(transparent)]
@@ -132,10 +143,7 @@ impl Table {
     }
 
     fn write_to(&self, tmp: &Path, rows: usize) -> Result<(), TableError> {
-        let pq = |source| TableError::Parquet {
-            path: tmp.to_path_buf(),
-            source,
-        };
+        let pq = |source| TableError::Parquet { path: shown(tmp), source };
         let fields: String = self
             .columns
             .iter()
@@ -149,10 +157,7 @@ impl Table {
                 .set_key_value_metadata(Some(kv))
                 .build(),
         );
-        let file = std::fs::File::create(tmp).map_err(|source| TableError::Io {
-            path: tmp.to_path_buf(),
-            source,
-        })?;
+        let file = std::fs::File::create(tmp).map_err(|source| TableError::Io { path: shown(tmp), source })?;
         let mut writer = SerializedFileWriter::new(file, schema, props).map_err(pq)?;
         let mut start = 0;
         loop {
@@ -194,79 +199,218 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     out.commit().map_err(std::io::Error::other)
 }
 
-/// Read back a Parquet file as columns (used by tests and `warpdrive` tools that merge files).
-pub fn read_parquet(path: &Path) -> Result<Table, TableError> {
-    // The parquet crate can panic on corrupted files (index out of bounds in its RLE decoder,
-    // found by the parsers' property tests): such a file is an input error, not a crash. The
-    // default panic message is held back while reading so the user sees one clean error.
+// ---------------------------------------------------------------------------------------------
+// Reading: every Parquet input goes through the bounded reader and is decoded from its bytes.
+// ---------------------------------------------------------------------------------------------
+
+/// Run a decoding step of the parquet crate, which can panic on corrupt pages (index out of
+/// bounds in its RLE decoder, found by the parsers' property tests): such input is an error
+/// naming the file, not a crash. The default panic message is held back meanwhile, so the user
+/// sees one clean error.
+fn guarded<R>(path: &Path, step: impl FnOnce() -> Result<R, InputError>) -> Result<R, InputError> {
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
-    let result = std::panic::catch_unwind(|| read_parquet_unguarded(path));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(step));
     std::panic::set_hook(hook);
-    result.unwrap_or_else(|_| Err(TableError::Corrupt { path: path.to_path_buf() }))
+    result.unwrap_or_else(|_| Err(InputError::file(path, "corrupt Parquet file (its pages cannot be decoded)")))
 }
 
-fn read_parquet_unguarded(path: &Path) -> Result<Table, TableError> {
-    use parquet::file::reader::{FileReader, SerializedFileReader};
-    use parquet::record::Field;
-    let pq = |source| TableError::Parquet {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(|source| TableError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let reader = SerializedFileReader::new(file).map_err(pq)?;
-    let meta = reader.metadata().file_metadata();
-    let mut table = Table::default();
-    if let Some(kv) = meta.key_value_metadata() {
-        for e in kv {
-            table.meta(&e.key, e.value.clone().unwrap_or_default());
+fn unreadable(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> InputError + '_ {
+    move |e| InputError::file(path, format!("not a readable Parquet file: {e}"))
+}
+
+/// A Parquet input read whole (bounded) with its footer decoded; its columns are decoded on
+/// demand ([`ParquetFile::columns`]), so a reader budgets and decodes only what it uses.
+pub struct ParquetFile {
+    path: PathBuf,
+    reader: SerializedFileReader<bytes::Bytes>,
+}
+
+impl ParquetFile {
+    /// Read `path` once through the bounded reader; anything that does not start with `PAR1`
+    /// is refused at its first four bytes.
+    pub fn read(path: &Path) -> Result<Self, InputError> {
+        let (bytes, _) = read_sniffed(path, 4, crate::input::budget(), |head| {
+            if head == b"PAR1" {
+                Ok(Format::Binary)
+            } else {
+                Err("not a Parquet file (does not start with PAR1)".to_string())
+            }
+        })?;
+        Self::from_bytes(path, bytes)
+    }
+
+    /// Decode the footer of Parquet `bytes` read from `path` (which errors name).
+    pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Self, InputError> {
+        let reader = guarded(path, || {
+            SerializedFileReader::new(bytes::Bytes::from(bytes)).map_err(unreadable(path))
+        })?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            reader,
+        })
+    }
+
+    /// The names of the columns, in file order.
+    pub fn names(&self) -> Vec<String> {
+        let schema = self.reader.metadata().file_metadata().schema_descr();
+        (0..schema.num_columns()).map(|i| schema.column(i).path().string()).collect()
+    }
+
+    /// The rows the footer announces.
+    pub fn rows(&self) -> u64 {
+        u64::try_from(self.reader.metadata().file_metadata().num_rows()).unwrap_or(0)
+    }
+
+    /// The key/value metadata.
+    pub fn metadata(&self) -> Vec<(String, String)> {
+        let meta = self.reader.metadata().file_metadata();
+        meta.key_value_metadata()
+            .map(|kv| kv.iter().map(|e| (e.key.clone(), e.value.clone().unwrap_or_default())).collect())
+            .unwrap_or_default()
+    }
+
+    /// Decode the columns at `which` (indices into [`ParquetFile::names`]): budgeted before
+    /// anything is decoded; a column that holds text or lists, or a null, is an error naming
+    /// the column (and the row).
+    pub fn columns(&self, which: &[usize]) -> Result<Vec<Column>, InputError> {
+        let path = self.path.as_path();
+        let rows = self.rows();
+        crate::limits::check_alloc(
+            &format!("{}: {} columns × {rows} rows", path.display(), which.len()),
+            rows.saturating_mul(which.len() as u64),
+            8,
+            "split the file",
+        )
+        .map_err(|e| InputError::file(path, e.to_string()))?;
+        which.iter().map(|&i| guarded(path, || self.column(i))).collect()
+    }
+
+    /// Every column and the metadata as a [`Table`].
+    pub fn table(&self) -> Result<Table, InputError> {
+        let names = self.names();
+        let columns = self.columns(&(0..names.len()).collect::<Vec<_>>())?;
+        Ok(Table {
+            columns: names.into_iter().zip(columns).collect(),
+            metadata: self.metadata(),
+        })
+    }
+
+    fn column(&self, idx: usize) -> Result<Column, InputError> {
+        use parquet::basic::Type;
+        let path = self.path.as_path();
+        let meta = self.reader.metadata();
+        let desc = meta.file_metadata().schema_descr().column(idx);
+        let field = |m: String| InputError::file(path, m).field(desc.path().string());
+        if desc.max_rep_level() > 0 {
+            return Err(field("is a list column; expected one number per row".into()));
         }
-    }
-    for f in meta.schema_descr().columns() {
-        let col = match f.physical_type() {
-            parquet::basic::Type::INT32 => Column::I32(vec![]),
-            parquet::basic::Type::INT64 => Column::I64(vec![]),
-            parquet::basic::Type::FLOAT => Column::F32(vec![]),
-            _ => Column::F64(vec![]),
+        let rows = usize::try_from(self.rows()).unwrap_or(usize::MAX);
+        let mut col = match desc.physical_type() {
+            Type::INT32 => Column::I32(Vec::with_capacity(rows)),
+            Type::INT64 => Column::I64(Vec::with_capacity(rows)),
+            Type::FLOAT => Column::F32(Vec::with_capacity(rows)),
+            Type::DOUBLE => Column::F64(Vec::with_capacity(rows)),
+            Type::BYTE_ARRAY => return Err(field("holds text, not numbers".into())),
+            other => return Err(field(format!("holds {other} values, not numbers"))),
         };
-        table.push(f.name(), col);
-    }
-    for row in reader.get_row_iter(None).map_err(pq)? {
-        let row = row.map_err(pq)?;
-        for (i, (_, field)) in row.get_column_iter().enumerate() {
-            match (&mut table.columns[i].1, field) {
-                (Column::I32(v), Field::Int(x)) => v.push(*x),
-                (Column::I64(v), Field::Long(x)) => v.push(*x),
-                (Column::F32(v), Field::Float(x)) => v.push(*x),
-                (Column::F64(v), Field::Double(x)) => v.push(*x),
-                _ => {}
+        let max_def = desc.max_def_level();
+        for g in 0..meta.num_row_groups() {
+            let group = self.reader.get_row_group(g).map_err(unreadable(path))?;
+            let n = usize::try_from(group.metadata().num_rows()).unwrap_or(0);
+            let first = col.len();
+            let reader = group.get_column_reader(idx).map_err(unreadable(path))?;
+            if let Some(at) = read_chunk(reader, n, max_def, &mut col).map_err(unreadable(path))? {
+                return Err(field(format!("row {}: null (a missing value)", first + at)));
             }
         }
+        if col.len() != rows {
+            return Err(field(format!("has {} values for {rows} rows", col.len())));
+        }
+        Ok(col)
     }
-    Ok(table)
+}
+
+/// Read the `rows` values of one column chunk onto `out` (of the chunk's type); `Ok(Some(i))`
+/// at the first null (row `i` of this chunk).
+fn read_chunk(
+    reader: parquet::column::reader::ColumnReader,
+    rows: usize,
+    max_def: i16,
+    out: &mut Column,
+) -> parquet::errors::Result<Option<usize>> {
+    use parquet::column::reader::ColumnReader as R;
+    match (reader, out) {
+        (R::Int32ColumnReader(mut r), Column::I32(v)) => read_values(&mut r, rows, max_def, v),
+        (R::Int64ColumnReader(mut r), Column::I64(v)) => read_values(&mut r, rows, max_def, v),
+        (R::FloatColumnReader(mut r), Column::F32(v)) => read_values(&mut r, rows, max_def, v),
+        (R::DoubleColumnReader(mut r), Column::F64(v)) => read_values(&mut r, rows, max_def, v),
+        _ => Err(parquet::errors::ParquetError::General(
+            "a column chunk's type differs from its schema".into(),
+        )),
+    }
+}
+
+fn read_values<T: parquet::data_type::DataType>(
+    r: &mut parquet::column::reader::ColumnReaderImpl<T>,
+    rows: usize,
+    max_def: i16,
+    out: &mut Vec<T::T>,
+) -> parquet::errors::Result<Option<usize>> {
+    const BATCH: usize = 1 << 16;
+    let mut defs = Vec::with_capacity(BATCH.min(rows));
+    let mut done = 0;
+    while done < rows {
+        defs.clear();
+        let before = out.len();
+        let want = BATCH.min(rows - done);
+        let (records, _, _) = r.read_records(want, (max_def > 0).then_some(&mut defs), None, out)?;
+        if records == 0 {
+            break;
+        }
+        if max_def > 0 {
+            if let Some(k) = defs.iter().position(|&d| d < max_def) {
+                out.truncate(before);
+                return Ok(Some(done + k));
+            }
+        }
+        done += records;
+    }
+    Ok(None)
+}
+
+/// A Parquet file or text, as the first bytes of an input say: inputs that take either (CSV
+/// points, beam files) are read once through [`read_parquet_or_text`].
+pub enum ParquetOrText {
+    Parquet(ParquetFile),
+    Text(String),
+}
+
+/// Read `path` once and decode it as Parquet when it starts with `PAR1`, else as text
+/// ([`crate::input::text_from_bytes`]: UTF-8, no NUL bytes, the byte-order mark removed).
+pub fn read_parquet_or_text(path: &Path) -> Result<ParquetOrText, InputError> {
+    let (bytes, format) = read_sniffed(path, 4, crate::input::budget(), |head| {
+        Ok(if head == b"PAR1" { Format::Binary } else { Format::Text })
+    })?;
+    match format {
+        Format::Binary => Ok(ParquetOrText::Parquet(ParquetFile::from_bytes(path, bytes)?)),
+        Format::Text => Ok(ParquetOrText::Text(crate::input::text_from_bytes(path, bytes)?)),
+    }
+}
+
+/// Read a Parquet file whole as a [`Table`] through the bounded reader (reading back outputs,
+/// merging job directories).
+pub fn read_parquet(path: &Path) -> Result<Table, TableError> {
+    Ok(ParquetFile::read(path)?.table()?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::names;
 
-    fn scratch(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("wd-table-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
-    fn names(d: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(d)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
+    fn scratch(name: &str) -> std::path::PathBuf {
+        crate::test_support::scratch("table", name)
     }
 
     fn table() -> Table {
@@ -327,6 +471,77 @@ mod tests {
         t.push("b", Column::I32(vec![1]));
         assert!(matches!(t.write_parquet(&path), Err(TableError::Ragged { .. })));
         assert!(names(&dir).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A file with a nullable double column `x` (a null at `null_at`) and a text column `name`.
+    fn nullable_and_text(path: &Path, rows: usize, null_at: Option<usize>) {
+        use parquet::data_type::{ByteArray, ByteArrayType};
+        let schema = "message t { OPTIONAL DOUBLE x; REQUIRED BINARY name (UTF8); }";
+        let schema = Arc::new(parse_message_type(schema).unwrap());
+        let props = Arc::new(WriterProperties::builder().build());
+        let mut w = SerializedFileWriter::new(std::fs::File::create(path).unwrap(), schema, props).unwrap();
+        let mut g = w.next_row_group().unwrap();
+        let mut x = g.next_column().unwrap().unwrap();
+        let defs: Vec<i16> = (0..rows).map(|i| i16::from(Some(i) != null_at)).collect();
+        let vals: Vec<f64> = (0..rows).filter(|i| Some(*i) != null_at).map(|i| i as f64).collect();
+        x.typed::<DoubleType>().write_batch(&vals, Some(&defs), None).unwrap();
+        x.close().unwrap();
+        let mut name = g.next_column().unwrap().unwrap();
+        let text: Vec<ByteArray> = (0..rows).map(|i| ByteArray::from(format!("p{i}").as_str())).collect();
+        name.typed::<ByteArrayType>().write_batch(&text, None, None).unwrap();
+        name.close().unwrap();
+        g.close().unwrap();
+        w.close().unwrap();
+    }
+
+    /// Columns are decoded on demand: a null or a text column is an error naming the column
+    /// (and the row) when that column is asked for, not before.
+    #[test]
+    fn nulls_and_text_columns_are_named() {
+        let dir = scratch("nulls");
+        let p = dir.join("t.parquet");
+        nullable_and_text(&p, 5, None);
+        let f = ParquetFile::read(&p).unwrap();
+        assert_eq!((f.names(), f.rows()), (vec!["x".to_string(), "name".to_string()], 5));
+        assert_eq!(f.columns(&[0]).unwrap(), [Column::F64(vec![0.0, 1.0, 2.0, 3.0, 4.0])]);
+        let e = f.columns(&[1]).unwrap_err().to_string();
+        assert_eq!(e, format!("{}: field 'name': holds text, not numbers", p.display()));
+        nullable_and_text(&p, 5, Some(3));
+        let e = ParquetFile::read(&p).unwrap().columns(&[0]).unwrap_err().to_string();
+        assert_eq!(e, format!("{}: field 'x': row 3: null (a missing value)", p.display()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Parquet inputs go through the bounded reader: what is not Parquet is refused at its
+    /// first bytes, garbage with the magic number is an error, and a FIFO named `x.parquet`
+    /// is read like a file (it used to fail with a seek error).
+    #[test]
+    fn parquet_inputs_are_read_once_and_bounded() {
+        let dir = scratch("bounded");
+        let p = dir.join("t.parquet");
+        std::fs::write(&p, "a,b\n1,2\n").unwrap();
+        let e = read_parquet(&p).unwrap_err().to_string();
+        assert_eq!(e, format!("{}: not a Parquet file (does not start with PAR1)", p.display()));
+        std::fs::write(&p, b"PAR1junkPAR1").unwrap();
+        let e = read_parquet(&p).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: not a readable Parquet file: ", p.display())), "{e}");
+        let written = dir.join("w.parquet");
+        table().write_parquet(&written).unwrap();
+        let bytes = std::fs::read(&written).unwrap();
+        let fifo = dir.join("x.parquet");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(&fifo, bytes).unwrap())
+        };
+        let back = read_parquet(&fifo).unwrap();
+        writer.join().unwrap();
+        assert_eq!(back.columns, table().columns);
+        match read_parquet_or_text(&written).unwrap() {
+            ParquetOrText::Parquet(f) => assert_eq!(f.table().unwrap().columns, table().columns),
+            ParquetOrText::Text(_) => panic!("read as text"),
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

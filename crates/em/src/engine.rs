@@ -43,12 +43,8 @@ use warpdrive_core::table::Table;
 // Shared by both runs
 // ---------------------------------------------------------------------------------------------
 
-/// Prepare a run's output directory before it computes: checked against the inputs and `force`,
-/// its temporary created now, so an unwritable location fails before any work.
-pub fn prepare_output(dir: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
-    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    Ok(Staged::dir(dir, force, &inputs)?)
-}
+/// Prepare a run's output directory before it computes (the output discipline).
+pub use warpdrive_core::engine::prepare_dir as prepare_output;
 
 /// A number as a person writes it: `5e-324`, `1e308`, `0.5`, `2048` (Rust's `{}` spells out
 /// every digit of 5e-324).
@@ -122,13 +118,13 @@ impl Default for MaterialChoice {
 
 impl MaterialChoice {
     /// What the user typed: a built-in name (`G4_Pb`, `aluminium`, …) if there is one of that
-    /// name, else a file path.
+    /// name, else a file path, taken byte for byte (a TOML file whose name is not UTF-8 works).
     #[must_use]
-    pub fn parse(text: &str) -> Self {
-        if Material::builtin(text).is_some() {
-            MaterialChoice::Named(text.to_string())
-        } else {
-            MaterialChoice::File(PathBuf::from(text))
+    pub fn parse(text: impl AsRef<std::ffi::OsStr>) -> Self {
+        let text = text.as_ref();
+        match text.to_str().filter(|name| Material::builtin(name).is_some()) {
+            Some(name) => MaterialChoice::Named(name.to_string()),
+            None => MaterialChoice::File(PathBuf::from(text)),
         }
     }
 
@@ -1021,11 +1017,7 @@ mod tests {
     fn a_raised_token_cancels_the_mini_app() {
         let req = kn(|o| o.tracks = 1 << 26).unwrap();
         let ctl = cpu().threads(Some(1));
-        let token = ctl.cancel.clone();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            token.cancel();
-        });
+        let t = ctl.cancel.after(std::time::Duration::from_millis(200));
         let t0 = Instant::now();
         let r = req.run(&ctl);
         t.join().unwrap();
@@ -1150,11 +1142,7 @@ mod tests {
                 .unwrap();
             }
             let ctl = cpu().threads(Some(1));
-            let token = ctl.cancel.clone();
-            let t = std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(300));
-                token.cancel();
-            });
+            let t = ctl.cancel.after(std::time::Duration::from_millis(300));
             let t0 = Instant::now();
             let r = req.run(&ctl);
             t.join().unwrap();

@@ -282,3 +282,8 @@ fn run_share(
         },
     ))
 }
+
+/// The builds `warpdrive doctor` checks (precise only: the CPU and GPU tallies must match).
+pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
+    warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, false)
+}

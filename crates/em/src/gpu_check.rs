@@ -7,7 +7,8 @@
 use crate::material::Material;
 use crate::physics::PhysicsList;
 use crate::transport::{run as run_cpu, RunOptions, RunResult, TallyGrid};
-use warpdrive_core::check::Check;
+use std::path::Path;
+use warpdrive_core::check::{Check, Suite};
 use warpdrive_core::progress::Progress;
 
 fn integrals(r: &RunResult, g: &TallyGrid) -> String {
@@ -23,6 +24,16 @@ fn integrals(r: &RunResult, g: &TallyGrid) -> String {
 
 fn rel(a: f64, b: f64) -> f64 {
     (a / b - 1.0).abs()
+}
+
+/// The EM checks of a `gpu-check` suite ([`run_all`] when the suite holds them).
+pub fn run_suite(
+    suite: Suite,
+    _data: &Path,
+    device: usize,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
+    warpdrive_core::check::part(suite, Suite::Em, || run_all(device, log))
 }
 
 pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {

@@ -6,6 +6,7 @@
 //! State and loop: [`transport`] (track slots, [`stack`] allocators for hits and secondaries,
 //! the fixed-point tally).
 
+pub mod bench;
 pub mod engine;
 pub mod gpu;
 pub mod gpu_check;

@@ -1008,6 +1008,25 @@ pub const SWITCHES: &[&str] = &[
     "WD_SHAPES",
 ];
 
+/// The builds `warpdrive doctor` checks: fast and precise; without a GPU no switches, each
+/// switch alone, the default combination, it with each switch it lacks, and the combined sets.
+pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
+    let mut sets = warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, true);
+    let name = |d: &str| d.split('=').next().unwrap_or(d).to_string();
+    let owned = |v: Vec<&str>| v.into_iter().map(str::to_string).collect::<Vec<_>>();
+    for set in &mut sets {
+        set.variants.push(owned(DEFAULT_SWITCHES.to_vec()));
+        for extra in SWITCHES.iter().filter(|s| !DEFAULT_SWITCHES.iter().any(|d| name(d) == name(s))) {
+            set.variants.push(owned(DEFAULT_SWITCHES.iter().copied().chain([*extra]).collect()));
+        }
+        for combined in COMBINED_SWITCHES {
+            set.variants
+                .push(owned(DEFAULT_SWITCHES.iter().chain(combined.iter()).copied().collect()));
+        }
+    }
+    sets
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@ use crate::source::{cascade_xi, realise};
 use crate::validate::{compare, ppc_reference_runs, timed_hits};
 
 /// One line of the check report.
-pub use warpdrive_core::check::Check;
+pub use warpdrive_core::check::{Check, Suite};
 
 fn check(name: &str, passed: bool, detail: String) -> Check {
     Check {
@@ -229,6 +229,27 @@ pub fn photon_agreement(a: &[RawHit], b: &[RawHit]) -> (usize, usize) {
         })
         .count();
     (same, keys.len())
+}
+
+/// The photon checks of a `gpu-check` suite: the whole domain's ([`run_all`]), or only the
+/// hole-ice or flasher precise comparison (steps of their own in `scripts/gpu-check photon`).
+pub fn run_suite(
+    suite: Suite,
+    data: &Path,
+    ordinal: usize,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
+    let mut checks = Vec::new();
+    if suite.runs(Suite::Photon) {
+        checks.extend(run_all(data, ordinal, log)?);
+    }
+    if suite.runs(Suite::PhotonHole) {
+        checks.extend(check_hole_ice(data, ordinal, log)?);
+    }
+    if suite.runs(Suite::PhotonFlasher) {
+        checks.extend(check_flashers(data, ordinal, log)?);
+    }
+    Ok(checks)
 }
 
 /// Run every check on device `ordinal` with the shared data in `data`. Returns the report lines.

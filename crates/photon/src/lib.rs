@@ -7,6 +7,7 @@
 //! acceptance) → Parquet or `HIT` lines. Front ends use [`engine`]: a validated request run under
 //! a `Control` (device, threads, progress, cancellation).
 
+pub mod bench;
 pub mod birefringence;
 pub mod collision;
 pub mod config;

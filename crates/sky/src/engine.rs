@@ -368,12 +368,8 @@ pub struct AutocorrResult {
     pub merged_from: Vec<PathBuf>,
 }
 
-/// Prepare the output directory of a run before it computes (checked against the inputs and
-/// `force`; its temporary created, so an unwritable location fails now).
-pub fn prepare_output(dir: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
-    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    Ok(Staged::dir(dir, force, &inputs)?)
-}
+/// Prepare a run's output directory before it computes (the output discipline).
+pub use warpdrive_core::engine::prepare_dir as prepare_output;
 
 impl AutocorrResult {
     /// Combine job directories (`--jobs N --job-index I`) into the result of one run.
@@ -510,11 +506,7 @@ mod tests {
         };
         let req = Autocorr::new(sky(2000), &o).unwrap();
         let ctl = Control::new().device(warpdrive_core::engine::Device::Cpu).threads(Some(1));
-        let token = ctl.cancel.clone();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            token.cancel();
-        });
+        let t = ctl.cancel.after(std::time::Duration::from_millis(200));
         let t0 = Instant::now();
         let r = req.run(&ctl);
         t.join().unwrap();

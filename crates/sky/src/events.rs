@@ -1,9 +1,9 @@
 //! Event lists: right ascension, declination and an energy proxy per event.
 //!
-//! Readers (chosen by extension):
-//! * `.parquet` — columns by name (numeric);
-//! * `.csv` — comma-separated with a header line;
-//! * anything else — whitespace-separated text with a header line, e.g. IceCube's public
+//! Every file is read once through the bounded reader, whose first bytes choose the format:
+//! * Parquet (a file that starts with `PAR1`, whatever its name) — columns by name (numeric);
+//! * text named `.csv` — comma-separated with a header line;
+//! * other text — whitespace-separated with a header line, e.g. IceCube's public
 //!   point-source releases (`MJD log10(E) ang_err RA Dec`, the IC86-2011 files in
 //!   `shared/data/events`) and the TXS 0506+056 windows (`MJD Ra_deg Dec_deg Unc_deg log10(Ereco)`).
 //!
@@ -12,8 +12,9 @@
 //! NaN, or a declination outside ±90° is an error naming file, line and column.
 
 use std::path::{Path, PathBuf};
-use warpdrive_core::error::{read_text, InputError};
+use warpdrive_core::error::InputError;
 use warpdrive_core::rng::RandomStream;
+use warpdrive_core::table::{read_parquet_or_text, ParquetFile, ParquetOrText};
 
 /// One event: where it came from on the sky and its energy proxy.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,13 +114,12 @@ pub fn from_arrays(label: &Path, ra: &[f64], dec: &[f64], energy: &[f64]) -> Res
         .collect()
 }
 
-/// Read one event file (format by extension, see the module documentation).
+/// Read one event file (the format as the module documentation says).
 pub fn read_events(path: &Path, names: &ColumnNames) -> Result<Vec<Event>, InputError> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-    let events = if ext == "parquet" {
-        read_parquet_events(path, names)?
-    } else {
-        read_text_events(path, names, ext == "csv")?
+    let events = match read_parquet_or_text(path)? {
+        ParquetOrText::Parquet(file) => parquet_events(path, &file, names)?,
+        ParquetOrText::Text(text) => text_events(path, &text, names, ext == "csv")?,
     };
     if events.is_empty() {
         return Err(InputError::file(path, "no events in the file"));
@@ -127,8 +127,7 @@ pub fn read_events(path: &Path, names: &ColumnNames) -> Result<Vec<Event>, Input
     Ok(events)
 }
 
-fn read_text_events(path: &Path, names: &ColumnNames, csv: bool) -> Result<Vec<Event>, InputError> {
-    let text = read_text(path)?;
+fn text_events(path: &Path, text: &str, names: &ColumnNames, csv: bool) -> Result<Vec<Event>, InputError> {
     let split = |l: &str| -> Vec<String> {
         if csv {
             l.split(',').map(|t| t.trim().trim_matches('"').to_string()).collect()
@@ -174,17 +173,15 @@ fn read_text_events(path: &Path, names: &ColumnNames, csv: bool) -> Result<Vec<E
     Ok(out)
 }
 
-fn read_parquet_events(path: &Path, names: &ColumnNames) -> Result<Vec<Event>, InputError> {
-    use warpdrive_core::table::read_parquet;
-    let table = read_parquet(path).map_err(|e| InputError::file(path, e.to_string()))?;
-    let header: Vec<String> = table.columns.iter().map(|(n, _)| n.clone()).collect();
+fn parquet_events(path: &Path, file: &ParquetFile, names: &ColumnNames) -> Result<Vec<Event>, InputError> {
+    let header = file.names();
     let ci = [
         find_column(path, &header, &names.ra, "right-ascension")?,
         find_column(path, &header, &names.dec, "declination")?,
         find_column(path, &header, &names.energy, "energy")?,
     ];
-    let as_f64 = |k: usize| -> Vec<f64> { table.columns[ci[k]].1.to_f64() };
-    let (ra, dec, e) = (as_f64(0), as_f64(1), as_f64(2));
+    let cols: Vec<Vec<f64>> = file.columns(&ci)?.into_iter().map(|c| c.into_f64()).collect();
+    let (ra, dec, e) = (&cols[0], &cols[1], &cols[2]);
     let cn = [header[ci[0]].as_str(), header[ci[1]].as_str(), header[ci[2]].as_str()];
     (0..ra.len())
         .map(|r| {

@@ -207,3 +207,8 @@ pub fn run_trials(devices: &[usize], s: &Sample, seed: u64, range: Range<u64>, p
     }
     Ok(bg)
 }
+
+/// The builds `warpdrive doctor` checks (precise only: CPU and GPU counts must match).
+pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
+    warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, false)
+}

@@ -13,10 +13,15 @@ use std::path::Path;
 use warpdrive_core::progress::Progress;
 use warpdrive_core::Philox4x32;
 
-pub use warpdrive_core::check::Check;
+pub use warpdrive_core::check::{Check, Suite};
 
 /// Seed of the checks.
 pub const SEED: u64 = 20_261_122;
+
+/// The sky checks of a `gpu-check` suite ([`run_all`] when the suite holds them).
+pub fn run_suite(suite: Suite, data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
+    warpdrive_core::check::part(suite, Suite::Sky, || run_all(data, device, log))
+}
 
 pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {
     let dir = data.join("events/ic86_2011_ps_release");

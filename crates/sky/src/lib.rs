@@ -11,6 +11,7 @@
 //! [`bins`].
 
 pub mod analysis;
+pub mod bench;
 pub mod bins;
 pub mod count;
 pub mod cuts;

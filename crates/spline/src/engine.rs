@@ -33,18 +33,7 @@ pub fn read_table(path: &Path) -> Result<SplineTable> {
     Ok(SplineTable::read(path)?)
 }
 
-/// Prepare a file output before the run (checked against `inputs` and `force`, its temporary
-/// created, so an unwritable location fails now).
-pub fn prepare_file(path: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
-    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    Ok(Staged::file(path, force, &inputs)?)
-}
-
-/// Prepare a directory output before the run (see [`prepare_file`]).
-pub fn prepare_dir(path: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
-    let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
-    Ok(Staged::dir(path, force, &inputs)?)
-}
+pub use warpdrive_core::engine::{prepare_dir, prepare_file};
 
 // ---------------------------------------------------------------------------------------------
 // The request as a command line (metadata of data files).
@@ -1109,13 +1098,7 @@ mod tests {
     use warpdrive_core::engine::Style;
 
     fn table() -> SplineTable {
-        SplineTable::new(
-            vec![1, 2],
-            vec![vec![0.0, 1.0, 2.0, 3.0], vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]],
-            vec![2, 3],
-            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-        )
-        .unwrap()
+        crate::table::small_2d()
     }
 
     #[test]

@@ -334,3 +334,8 @@ pub fn response(
         },
     ))
 }
+
+/// The builds `warpdrive doctor` checks (fast and precise).
+pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
+    warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, true)
+}

@@ -14,7 +14,7 @@ use crate::millipede::solve::{unfold, SolveOptions};
 use crate::millipede::synth::{generate, SynthOptions};
 use crate::SplineTable;
 use std::path::{Path, PathBuf};
-use warpdrive_core::check::Check;
+use warpdrive_core::check::{Check, Suite};
 use warpdrive_photon::geometry::Geometry;
 
 const VALUE_TOL: f64 = 1e-5;
@@ -47,6 +47,11 @@ fn points(t: &SplineTable, n: usize, seed: u64) -> Vec<f64> {
     }
     p[nd] = f64::NAN;
     p
+}
+
+/// The spline checks of a `gpu-check` suite ([`run_all`] when the suite holds them).
+pub fn run_suite(suite: Suite, data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
+    warpdrive_core::check::part(suite, Suite::Spline, || run_all(data, device, log))
 }
 
 pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {

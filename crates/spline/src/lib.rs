@@ -16,6 +16,7 @@
 // equations do; iterator chains would hide that.
 #![allow(clippy::needless_range_loop)]
 
+pub mod bench;
 pub mod engine;
 pub mod eval;
 pub mod files;

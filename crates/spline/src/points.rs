@@ -2,18 +2,18 @@
 //! `warpdrive spline eval` and Python's `Table.eval` (through [`crate::engine::Eval`]).
 //!
 //! Points files are CSV (an optional header; `#` comments) or Parquet, one column per
-//! coordinate, read once through [`crate::files`]. Evaluation goes in work items of
+//! coordinate, read once through `warpdrive_core::table::read_parquet_or_text`. Evaluation goes in work items of
 //! [`CPU_CHUNK`] points on the CPU and batches of [`GPU_CHUNK`] points on a GPU; after each the
 //! progress counter advances and a raised cancellation token stops the rest (the caller then
 //! returns `Cancelled`, so a partial result never reaches an output).
 
-use crate::files::{read_parquet_or_text, TableOrText};
 use crate::gpu::{self, EvalOptions};
 use crate::SplineTable;
 use std::path::Path;
 use warpdrive_core::cuda::GpuError;
 use warpdrive_core::engine::{Error, ParamError};
 use warpdrive_core::progress::Progress;
+use warpdrive_core::table::{read_parquet_or_text, Column, ParquetOrText};
 use warpdrive_core::InputError;
 
 /// Points per CPU work item (a few milliseconds of work on the 4-D timing table).
@@ -36,19 +36,38 @@ fn bytes_per_point(columns: usize, ndim: usize) -> u64 {
 
 /// Read the points of a CSV or Parquet file for a `ndim`-D table: the columns named in
 /// `columns` (in that order), or all columns when it is empty (then there must be `ndim`).
+/// A Parquet file's chosen columns alone are budgeted and decoded.
 pub fn read_points(path: &Path, ndim: usize, columns: &[String]) -> Result<PointsFile, Error> {
     if !columns.is_empty() && columns.len() != ndim {
         return Err(ParamError::new("columns", format!("names {} columns for a {ndim}-D table", columns.len())).into());
     }
-    let (names, cols) = match read_parquet_or_text(path)? {
-        TableOrText::Parquet(t) => {
-            let names: Vec<String> = t.columns.iter().map(|(n, _)| n.clone()).collect();
-            let cols: Vec<Vec<f64>> = t.columns.iter().map(|(_, c)| c.to_f64()).collect();
-            (names, cols)
+    let (names, pick, cols) = match read_parquet_or_text(path)? {
+        ParquetOrText::Parquet(f) => {
+            let names = f.names();
+            let pick = pick_columns(path, &names, ndim, columns)?;
+            check_points(path, f.rows(), pick.len(), ndim)?;
+            let cols: Vec<Vec<f64>> = f.columns(&pick)?.into_iter().map(Column::into_f64).collect();
+            (names, pick, cols)
         }
-        TableOrText::Text(text) => read_csv(path, &text, ndim)?,
+        ParquetOrText::Text(text) => {
+            let (names, mut all) = read_csv(path, &text, ndim)?;
+            let pick = pick_columns(path, &names, ndim, columns)?;
+            let cols = pick.iter().map(|&i| std::mem::take(&mut all[i])).collect();
+            (names, pick, cols)
+        }
     };
-    let pick: Vec<usize> = if columns.is_empty() {
+    let n = cols.first().map_or(0, Vec::len);
+    let coords = (0..n).flat_map(|i| cols.iter().map(move |c| c[i])).collect();
+    Ok(PointsFile {
+        names: pick.iter().map(|&i| names[i].clone()).collect(),
+        coords,
+    })
+}
+
+/// The columns that hold the coordinates: those named (in that order), or all of them when
+/// none is named (then there must be `ndim`).
+fn pick_columns(path: &Path, names: &[String], ndim: usize, columns: &[String]) -> Result<Vec<usize>, InputError> {
+    if columns.is_empty() {
         if names.len() != ndim {
             return Err(InputError::file(
                 path,
@@ -57,30 +76,30 @@ pub fn read_points(path: &Path, ndim: usize, columns: &[String]) -> Result<Point
                     names.len(),
                     names.join(", ")
                 ),
-            )
-            .into());
+            ));
         }
-        (0..ndim).collect()
-    } else {
-        columns
-            .iter()
-            .map(|c| {
-                names
-                    .iter()
-                    .position(|n| n == c)
-                    .ok_or_else(|| InputError::file(path, format!("no column '{c}' (have {})", names.join(", "))))
-            })
-            .collect::<Result<_, _>>()?
-    };
-    let n = cols.first().map_or(0, Vec::len);
-    let coords = (0..n)
-        .flat_map(|i| pick.iter().map(move |&c| (c, i)))
-        .map(|(c, i)| cols[c][i])
-        .collect();
-    Ok(PointsFile {
-        names: pick.iter().map(|&i| names[i].clone()).collect(),
-        coords,
-    })
+        return Ok((0..ndim).collect());
+    }
+    columns
+        .iter()
+        .map(|c| {
+            names
+                .iter()
+                .position(|n| n == c)
+                .ok_or_else(|| InputError::file(path, format!("no column '{c}' (have {})", names.join(", "))))
+        })
+        .collect()
+}
+
+/// Budget `rows` points of a file with `columns` columns before they are decoded.
+fn check_points(path: &Path, rows: u64, columns: usize, ndim: usize) -> Result<(), Error> {
+    warpdrive_core::limits::check_alloc(
+        &format!("{}: {rows} points", path.display()),
+        rows,
+        bytes_per_point(columns, ndim),
+        "split the points file into smaller ones",
+    )?;
+    Ok(())
 }
 
 /// CSV points: a header when any field of the first data line is not a number (else the
@@ -97,12 +116,7 @@ fn read_csv(path: &Path, text: &str, ndim: usize) -> Result<(Vec<String>, Vec<Ve
     };
     // Budget the columns before parsing: a short number ("0,") becomes 8 bytes.
     let rows = warpdrive_core::error::data_lines(text).count() as u64;
-    warpdrive_core::limits::check_alloc(
-        &format!("{}: {rows} points", path.display()),
-        rows,
-        bytes_per_point(names.len(), ndim),
-        "split the points file into smaller ones",
-    )?;
+    check_points(path, rows, names.len(), ndim)?;
     let mut cols = vec![Vec::with_capacity(rows as usize); names.len()];
     for (i, l) in lines {
         let f: Vec<&str> = l.split(',').collect();
@@ -198,13 +212,7 @@ mod tests {
     use super::*;
 
     fn table() -> SplineTable {
-        SplineTable::new(
-            vec![1, 2],
-            vec![vec![0.0, 1.0, 2.0, 3.0], vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]],
-            vec![2, 3],
-            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-        )
-        .unwrap()
+        crate::table::small_2d()
     }
 
     #[test]

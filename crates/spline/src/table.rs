@@ -305,6 +305,18 @@ impl SplineTable {
     }
 }
 
+/// A small 2-D table (orders 1 and 2, 2 × 3 coefficients) for the crate's unit tests.
+#[cfg(test)]
+pub(crate) fn small_2d() -> SplineTable {
+    SplineTable::new(
+        vec![1, 2],
+        vec![vec![0.0, 1.0, 2.0, 3.0], vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]],
+        vec![2, 3],
+        vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+    )
+    .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,3 +37,9 @@ pub fn run_ok(c: &mut Command) -> Output {
     );
     o
 }
+
+/// Send `sig` (`-INT`, `-TERM`, `-KILL`) to process `pid` with kill(1).
+pub fn signal(pid: u32, sig: &str) {
+    let st = Command::new("kill").arg(sig).arg(pid.to_string()).status().unwrap();
+    assert!(st.success(), "kill {sig} {pid} failed");
+}

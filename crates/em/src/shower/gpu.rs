@@ -1172,6 +1172,11 @@ fn run_batch_phases(
     Ok(Some(read_events(b, st, cal, primary, &missed)?))
 }
 
+/// The builds `warpdrive doctor` checks (fast and precise).
+pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
+    warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@
 
 use super::model::{Bins, DomBins};
 use std::path::Path;
-use warpdrive_core::table::{Column, Table};
+use warpdrive_core::table::{Column, ParquetFile, Table};
 use warpdrive_core::InputError;
 use warpdrive_photon::geometry::Geometry;
 
@@ -47,18 +47,25 @@ impl Default for Binning {
 }
 
 impl Event {
-    /// Read an event file once, through the bounded reader ([`crate::files::read_parquet`]).
+    /// Read an event file once, through the bounded reader
+    /// (`warpdrive_core::table::ParquetFile`), decoding only the four columns it uses.
     pub fn read(path: &Path) -> Result<Self, InputError> {
-        let t = crate::files::read_parquet(path)?;
-        let col = |name: &str| -> Result<Vec<f64>, InputError> {
-            t.column(name).map(Column::to_f64).ok_or_else(|| {
-                let have: Vec<&str> = t.columns.iter().map(|(n, _)| n.as_str()).collect();
-                InputError::file(path, format!("no column '{name}' (columns: {})", have.join(", "))).field(name)
-            })
+        let f = ParquetFile::read(path)?;
+        let names = f.names();
+        let index = |name: &str| -> Result<usize, InputError> {
+            names
+                .iter()
+                .position(|n| n == name)
+                .ok_or_else(|| InputError::file(path, format!("no column '{name}' (columns: {})", names.join(", "))).field(name))
         };
-        let (s, o, tm, q) = (col("string")?, col("om")?, col("time")?, col("charge")?);
+        let which = [index("string")?, index("om")?, index("time")?, index("charge")?];
+        let c: Vec<Vec<f64>> = f.columns(&which)?.into_iter().map(Column::into_f64).collect();
+        let metadata = f.metadata();
         let meta = |k: &str| -> Result<Option<f64>, InputError> {
-            t.meta_value(k)
+            metadata
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v)
                 .map(|v| {
                     v.parse::<f64>()
                         .map_err(|_| InputError::file(path, format!("metadata {k} = '{v}' is not a number")).field(k))
@@ -69,7 +76,7 @@ impl Event {
             (Some(a), Some(b)) => Some([a, b]),
             _ => None,
         };
-        Self::from_columns(path, &s, &o, &tm, &q, window)
+        Self::from_columns(path, &c[0], &c[1], &c[2], &c[3], window)
     }
 
     /// An event from its columns (string, om, time [ns], charge [PE]) and readout window (None:

@@ -1,0 +1,365 @@
+//! `warpdrive bench em` as a library call: the Klein–Nishina mini-app (track-steps per second
+//! per CPU thread count, or on a GPU per slot count and without the default switches) and
+//! Geant4's TestEm3 (events and track-steps per second of 1 and 10 GeV e⁻ per thread count, and
+//! on a GPU in fast and precise mode against one CPU core). docs/performance/em.md cites both
+//! reports.
+
+use crate::material::Material;
+use crate::physics::PhysicsList;
+use crate::shower::geometry::Calorimeter;
+use crate::shower::gpu::GpuShowerOptions;
+use crate::shower::run::check_event_count;
+use crate::shower::transport::{Primary, ShowerPhysics};
+use crate::shower::Particle;
+use crate::transport::{RunOptions, TallyGrid};
+use std::time::Instant;
+use warpdrive_core::bench::{self, BenchReport, Lines};
+use warpdrive_core::engine::{Control, Error, ParamError, Result};
+use warpdrive_core::progress::Progress;
+
+/// Which benchmark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Problem {
+    /// The Klein–Nishina mini-app: photons of 100 MeV in aluminium.
+    #[default]
+    Kn,
+    /// EM showers of 1 and 10 GeV e⁻ in Geant4's TestEm3.
+    Testem3,
+}
+
+impl std::str::FromStr for Problem {
+    type Err = ParamError;
+    fn from_str(s: &str) -> Result<Self, ParamError> {
+        match s {
+            "kn" => Ok(Problem::Kn),
+            "testem3" => Ok(Problem::Testem3),
+            p => Err(ParamError::new("problem", format!("{p}: expected kn or testem3"))),
+        }
+    }
+}
+
+/// What to time; `Default` is the command line's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BenchOptions {
+    pub problem: Problem,
+    /// testem3: events per energy on the CPU.
+    pub events: u64,
+    /// testem3: GPU events at 1 GeV (3/10 of them at 10 GeV).
+    pub gpu_events: u64,
+    /// kn: photons (the spec's benchmark: 8 388 608 on a GPU).
+    pub tracks: u64,
+    /// CPU thread counts (empty: 1 and all cores).
+    pub threads: Vec<usize>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        Self {
+            problem: Problem::Kn,
+            events: 200,
+            gpu_events: 10_000,
+            tracks: 1 << 18,
+            threads: Vec::new(),
+        }
+    }
+}
+
+fn json_text(v: &serde_json::Value) -> Result<BenchReport> {
+    Ok(BenchReport {
+        json: serde_json::to_string_pretty(v).map_err(|e| Error::Failed(e.to_string()))? + "\n",
+    })
+}
+
+/// Time the benchmark on the control's device (`auto`: the first GPU if CUDA works, else the
+/// CPU), printing each row to `lines` as it is measured.
+pub fn run(o: &BenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport> {
+    let threads = bench::thread_counts(&o.threads)?;
+    match o.problem {
+        Problem::Kn => kn(o, &threads, ctl, lines),
+        Problem::Testem3 => testem3(o, &threads, ctl, lines),
+    }
+}
+
+/// The mini-app's run: 100 MeV photons in aluminium, 1-cm bins, seed 12345.
+fn kn_options(tracks: u64) -> Result<RunOptions> {
+    if tracks == 0 {
+        return Err(ParamError::new("tracks", "must be at least 1").into());
+    }
+    let grid = TallyGrid::new(0.0, 1.0, 2048).map_err(Error::Failed)?;
+    RunOptions::new(100.0, tracks, 12345, grid).map_err(Error::Failed)
+}
+
+fn kn(o: &BenchOptions, threads: &[usize], ctl: &Control, lines: Lines) -> Result<BenchReport> {
+    let opts = kn_options(o.tracks)?;
+    let physics = PhysicsList::compton_only(&Material::aluminium());
+    if let Some(d) = bench::gpus(ctl)? {
+        return kn_gpu(o, &physics, &opts, d[0], ctl, lines);
+    }
+    lines(&format!(
+        "warpdrive bench em: {} photons of 100 MeV in aluminium (Klein–Nishina mini-app)",
+        o.tracks
+    ));
+    lines(&format!(
+        "{:>8} {:>12} {:>10} {:>16} {:>22}",
+        "threads", "steps", "seconds", "track-steps/s", "track-steps/s/core"
+    ));
+    let mut rows = Vec::new();
+    for &n in threads {
+        let (r, s) = bench::timed(ctl, n, || crate::transport::run(&physics, &opts, &ctl.progress))?;
+        ctl.check()?;
+        let rate = r.steps as f64 / s;
+        lines(&format!(
+            "{n:>8} {:>12} {s:>10.2} {rate:>16.3e} {:>22.3e}",
+            r.steps,
+            rate / n as f64
+        ));
+        rows.push(
+            serde_json::json!({"threads": n, "steps": r.steps, "seconds": s, "steps_per_s": rate, "steps_per_s_per_core": rate / n as f64}),
+        );
+    }
+    lines("reference: Celeritas host-demo-interactor 3.67e6 track-steps/s on one core of this VM kind (spec §3.1)");
+    json_text(
+        &serde_json::json!({"benchmark": "em-kn-cpu", "tracks": o.tracks, "runs": rows, "celeritas_host_steps_per_s_per_core": 3.67e6, "version": env!("CARGO_PKG_VERSION")}),
+    )
+}
+
+/// The mini-app on one GPU: slot counts from 2^18 to all tracks (at most 2^24), then the
+/// default build against the build without its switches at the default slots.
+fn kn_gpu(o: &BenchOptions, physics: &PhysicsList, opts: &RunOptions, ordinal: usize, ctl: &Control, lines: Lines) -> Result<BenchReport> {
+    // Warm-up (compile/load, first touch), then the timed runs.
+    let warm = RunOptions::new(100.0, 4096, 1, opts.tally).map_err(Error::Failed)?;
+    let _ = crate::gpu::run(physics, &warm, ordinal, &Progress::hidden())?;
+    let mut rows = Vec::new();
+    let mut name = String::new();
+    lines(&format!(
+        "{:>10} {:>12} {:>11} {:>10} {:>16}",
+        "slots", "steps", "iterations", "seconds", "track-steps/s"
+    ));
+    for slots in [1u64 << 18, 1 << 19, 1 << 20, 1 << 21, 1 << 22, o.tracks.min(1 << 24)] {
+        if slots > o.tracks || rows.iter().any(|r: &serde_json::Value| r["slots"] == slots) {
+            continue;
+        }
+        ctl.check()?;
+        let mut opts = opts.clone();
+        opts.slots = slots as usize;
+        opts.hit_capacity = slots as u32;
+        opts.secondary_capacity = slots as u32;
+        let (r, st) = crate::gpu::run(physics, &opts, ordinal, &ctl.progress)?;
+        ctl.check()?;
+        let rate = r.steps as f64 / st.seconds;
+        lines(&format!(
+            "{slots:>10} {:>12} {:>11} {:>10.4} {rate:>16.3e}",
+            r.steps, r.iterations, st.seconds
+        ));
+        name = format!(
+            "{}, default build {:?}: step kernel {} registers",
+            st.device,
+            crate::gpu::DEFAULT_SWITCHES,
+            st.registers
+        );
+        rows.push(serde_json::json!({"slots": slots, "steps": r.steps, "iterations": r.iterations, "seconds": st.seconds, "steps_per_s": rate, "registers": st.registers}));
+    }
+    ctl.check()?;
+    let (r, st) = crate::gpu::run_with(physics, opts, ordinal, &ctl.progress, &[])?;
+    ctl.check()?;
+    let rate = r.steps as f64 / st.seconds;
+    lines(&format!(
+        "{:>10} {:>12} {:>11} {:>10.4} {rate:>16.3e}  without {:?} ({} registers)",
+        opts.slots,
+        r.steps,
+        r.iterations,
+        st.seconds,
+        crate::gpu::DEFAULT_SWITCHES,
+        st.registers
+    ));
+    rows.push(
+        serde_json::json!({"slots": opts.slots, "switches": "none", "steps": r.steps, "iterations": r.iterations,
+        "seconds": st.seconds, "steps_per_s": rate, "registers": st.registers}),
+    );
+    lines(&format!(
+        "{name}; {} tracks of 100 MeV in aluminium; time = host wall clock of the whole loop",
+        o.tracks
+    ));
+    lines("references: Celeritas mini-app on a V100 5.70e8 track-steps/s; issue target on one H100 2.5e9");
+    json_text(
+        &serde_json::json!({"benchmark": "em-kn-gpu", "device": name, "tracks": o.tracks, "runs": rows,
+        "celeritas_v100_steps_per_s": 5.70e8, "version": env!("CARGO_PKG_VERSION")}),
+    )
+}
+
+/// Events per energy: at least 1 each, and their tallies within the memory budget.
+fn check_events(o: &BenchOptions, cal: &Calorimeter) -> Result<()> {
+    for (param, n) in [("events", o.events), ("gpu_events", o.gpu_events)] {
+        if n == 0 {
+            return Err(ParamError::new(param, "must be at least 1").into());
+        }
+        check_event_count(cal, n, param)?;
+    }
+    Ok(())
+}
+
+/// TestEm3 per CPU thread count, and on the GPU (`gpu_events` events at 1 GeV and 3/10 of them
+/// at 10 GeV, after a warm-up that compiles the kernel), with the GPU / one-core ratio.
+fn testem3(o: &BenchOptions, threads: &[usize], ctl: &Control, lines: Lines) -> Result<BenchReport> {
+    check_events(o, &Calorimeter::testem3())?;
+    let gpu = bench::gpus(ctl)?.map(|d| d[0]);
+    let events = o.events;
+    let t0 = Instant::now();
+    let phys = ShowerPhysics::testem3();
+    lines(&format!(
+        "warpdrive bench em --problem testem3: {events} events per energy, e⁻ into TestEm3 (tables built in {:.2} s)",
+        t0.elapsed().as_secs_f64()
+    ));
+    lines(&format!(
+        "{:>10} {:>8} {:>10} {:>12} {:>16} {:>14} {:>20}",
+        "energy", "threads", "seconds", "events/s", "events/s/core", "track-steps/s", "track-steps/s/core"
+    ));
+    let mut rows = Vec::new();
+    for energy in [1000.0, 10000.0] {
+        let primary = Primary::testem3(Particle::Electron, energy);
+        for &n in threads {
+            let (r, s) = bench::timed(ctl, n, || crate::shower::run::run(&phys, &primary, events, 1, &ctl.progress))?;
+            ctl.check()?;
+            let (ev, st) = (events as f64 / s, r.total_steps() as f64 / s);
+            lines(&format!(
+                "{:>7} MeV {n:>8} {s:>10.2} {ev:>12.2} {:>16.2} {st:>14.3e} {:>20.3e}",
+                energy,
+                ev / n as f64,
+                st / n as f64
+            ));
+            rows.push(
+                serde_json::json!({"energy_mev": energy, "threads": n, "events": events, "seconds": s,
+                "events_per_s": ev, "events_per_s_per_core": ev / n as f64, "track_steps": r.total_steps(),
+                "track_steps_per_s": st, "track_steps_per_s_per_core": st / n as f64}),
+            );
+        }
+    }
+    let gpu_rows = match gpu {
+        Some(ordinal) => testem3_gpu(o.gpu_events, &phys, ordinal, &rows, ctl, lines)?,
+        None => Vec::new(),
+    };
+    lines(
+        "reference: Geant4 10.3 TestEm3.out, 100 events of 1 GeV e⁻ on one core (2017): 2.68 s user time = 37.3 events/s \
+         (analogue run; 2.35 s = 42.5 events/s with secondary biasing); issue target: GPU ≥ 200 × one CPU core of the same host",
+    );
+    json_text(
+        &serde_json::json!({"benchmark": "em-testem3", "cpu_runs": rows, "gpu_runs": gpu_rows, "geant4_10_3_events_per_s_1gev_one_core": 42.5,
+        "geant4_10_3_events_per_s_1gev_one_core_analogue_run": 37.3,
+        "version": env!("CARGO_PKG_VERSION")}),
+    )
+}
+
+/// Both GPU modes — fast (the default; CUDA's libm) and precise (bit-identical to the CPU) — at
+/// 1 and 10 GeV, with the ratio to the one-thread CPU rows.
+fn testem3_gpu(
+    gpu_events: u64,
+    phys: &ShowerPhysics,
+    ordinal: usize,
+    cpu_rows: &[serde_json::Value],
+    ctl: &Control,
+    lines: Lines,
+) -> Result<Vec<serde_json::Value>> {
+    let modes = [false, true].map(|precise| GpuShowerOptions {
+        precise,
+        ..GpuShowerOptions::default()
+    });
+    for opts in &modes {
+        // Warm-up: kernel compile/load and first touch.
+        let warm = Primary::testem3(Particle::Electron, 100.0);
+        let _ = crate::shower::gpu::run_devices(phys, &warm, 8, 1, &[ordinal], &Progress::hidden(), opts)?;
+    }
+    lines(&format!(
+        "{:>10} {:>8} {:>28} {:>8} {:>10} {:>12} {:>14} {:>22}",
+        "energy", "mode", "device", "events", "seconds", "events/s", "track-steps/s", "× one CPU core"
+    ));
+    let mut rows = Vec::new();
+    for (energy, opts) in [1000.0, 10000.0].into_iter().flat_map(|e| modes.iter().map(move |o| (e, o))) {
+        ctl.check()?;
+        let mode = if opts.precise { "precise" } else { "fast" };
+        let primary = Primary::testem3(Particle::Electron, energy);
+        // gpu_events at 1 GeV, 3/10 of them at 10 GeV: as many events as fill the GPU in one
+        // batch (an 80 GB H100's lists hold about 3 100 events of 10 GeV; each batch runs its
+        // own 20-odd generations, whose last tracks set much of the time).
+        let n = if energy > 1000.0 {
+            (gpu_events * 3 / 10).max(1)
+        } else {
+            gpu_events
+        };
+        let (r, st) = crate::shower::gpu::run_devices(phys, &primary, n, 1, &[ordinal], &ctl.progress, opts)?;
+        ctl.check()?;
+        let (ev, stp) = (n as f64 / st.seconds, r.total_steps() as f64 / st.seconds);
+        let one_core = cpu_rows
+            .iter()
+            .filter(|x| x["energy_mev"] == energy && x["threads"] == 1)
+            .map(|x| x["events_per_s"].as_f64().unwrap_or(f64::NAN))
+            .next()
+            .unwrap_or(f64::NAN);
+        lines(&format!(
+            "{:>7} MeV {mode:>8} {:>28} {n:>8} {:>10.3} {ev:>12.1} {stp:>14.3e} {:>22.1}",
+            energy,
+            st.device.chars().take(28).collect::<String>(),
+            st.seconds,
+            ev / one_core
+        ));
+        rows.push(
+            serde_json::json!({"energy_mev": energy, "mode": mode, "device": st.device, "events": n, "seconds": st.seconds,
+            "events_per_s": ev, "track_steps_per_s": stp, "registers": [st.registers.0, st.registers.1],
+            "generations": st.generations, "batches": st.batches, "ratio_to_one_cpu_core_here": ev / one_core}),
+        );
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warpdrive_core::engine::{Device, Style};
+
+    fn refused(o: BenchOptions) -> String {
+        run(&o, &Control::new().device(Device::Cpu), &mut |_| {})
+            .unwrap_err()
+            .render(Style::Cli)
+    }
+
+    #[test]
+    fn options_are_checked_with_their_names() {
+        assert_eq!(
+            "lead".parse::<Problem>().unwrap_err().render(Style::Cli),
+            "--problem lead: expected kn or testem3"
+        );
+        let testem3 = |events, gpu_events| BenchOptions {
+            problem: Problem::Testem3,
+            events,
+            gpu_events,
+            ..Default::default()
+        };
+        assert_eq!(refused(testem3(0, 10)), "--events must be at least 1");
+        assert_eq!(refused(testem3(2, 0)), "--gpu-events must be at least 1");
+        assert!(
+            refused(testem3(2, 1 << 50)).starts_with("--gpu-events: "),
+            "{}",
+            refused(testem3(2, 1 << 50))
+        );
+        let kn = BenchOptions {
+            tracks: 0,
+            ..Default::default()
+        };
+        assert_eq!(refused(kn), "--tracks must be at least 1");
+    }
+
+    #[test]
+    fn the_mini_app_is_timed_per_thread_count() {
+        let o = BenchOptions {
+            tracks: 2000,
+            threads: vec![1, 2],
+            ..Default::default()
+        };
+        let mut printed = Vec::new();
+        let r = run(&o, &Control::new().device(Device::Cpu), &mut |l| printed.push(l.to_string())).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&r.json).unwrap();
+        assert_eq!((v["benchmark"].as_str(), v["tracks"].as_u64()), (Some("em-kn-cpu"), Some(2000)));
+        assert_eq!(v["runs"][1]["threads"], 2);
+        assert_eq!(v["runs"][0]["steps"], v["runs"][1]["steps"], "the thread count changed the physics");
+        assert!(printed[0].starts_with("warpdrive bench em: 2000 photons"), "{printed:?}");
+    }
+}

@@ -1,0 +1,493 @@
+//! `warpdrive bench photon` as a library call: the spec's CPU benchmark (100 TeV EM cascade at
+//! (0,0,−400) in spice_3.2.1, oversize 5) timed per thread count, and on a GPU the balanced
+//! (PPC's 20 × 100 TeV cascades) and shuffled workloads for the steps of the optimisation
+//! history and the launch configurations (docs/performance/photon.md cites both reports).
+
+use crate::detector::{Detector, DetectorOptions};
+use crate::gpu::{GpuOptions, DEFAULT_SWITCHES};
+use crate::source::{Particle, Primary, Source, SourceSpec};
+use std::path::PathBuf;
+use warpdrive_core::bench::{self, BenchReport, Lines};
+use warpdrive_core::engine::{Control, Error, ParamError, Result};
+
+/// What to time; `Default` is the command line's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchOptions {
+    /// PPC ice directory (default: `$WARPDRIVE_DATA/ice/spice_3.2.1`).
+    pub ice: Option<PathBuf>,
+    /// Cascade energy of the CPU benchmark [GeV].
+    pub energy: f64,
+    /// CPU thread counts (empty: 1 and all cores).
+    pub threads: Vec<usize>,
+    pub seed: u64,
+    /// GPU: the balanced workload's f2k file (default: PPC's 20 × 100 TeV cascades).
+    pub input: Option<PathBuf>,
+    /// GPU: cascades of the shuffled workload.
+    pub shuffled_sources: usize,
+    /// GPU: configurations to time instead of the built-in table ([`parse_config`]).
+    pub configs: Vec<String>,
+    /// GPU: workloads (`balanced`, `shuffled`).
+    pub workloads: Vec<String>,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        Self {
+            ice: None,
+            energy: 1e5,
+            threads: Vec::new(),
+            seed: 1,
+            input: None,
+            shuffled_sources: 400,
+            configs: Vec::new(),
+            workloads: vec!["balanced".into(), "shuffled".into()],
+        }
+    }
+}
+
+impl BenchOptions {
+    /// The files the benchmark may read (its report must not replace them).
+    pub fn inputs(&self) -> Vec<PathBuf> {
+        self.ice.iter().chain(&self.input).cloned().collect()
+    }
+}
+
+/// A GPU workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Workload {
+    /// PPC's benchmark input: sources of equal size.
+    Balanced,
+    /// Cascades of log-uniform energies at random places and directions, in random order.
+    Shuffled,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Balanced => "balanced",
+            Workload::Shuffled => "shuffled",
+        }
+    }
+}
+
+fn workload(w: &str) -> Result<Workload, ParamError> {
+    match w {
+        "balanced" => Ok(Workload::Balanced),
+        "shuffled" => Ok(Workload::Shuffled),
+        _ => Err(ParamError::new(
+            "workloads",
+            format!(": unknown workload {w:?} (expected balanced, shuffled)"),
+        )),
+    }
+}
+
+/// A `config` string as GPU options on top of `base`: comma-separated kernel switches (`WD_…`,
+/// see propagate.cu), `default` for the default switches, `-WD_…` to drop one given before,
+/// `block=N` and `per-sm=N` for the launch shape, `batch=K` for 2^K photons per launch,
+/// `precise` for the precise build.
+pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamError> {
+    let mut o = GpuOptions {
+        defines: Vec::new(),
+        ..base.clone()
+    };
+    for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let number = |v: &str| -> Result<u32, ParamError> {
+            v.parse()
+                .map_err(|_| ParamError::new("config", format!("{text:?}: {item:?} needs a whole number")))
+        };
+        match item.split_once('=') {
+            _ if item == "default" => o.defines.extend(DEFAULT_SWITCHES.iter().map(|d| d.to_string())),
+            _ if item == "precise" => o.precise = true,
+            Some(("block", v)) => o.block = number(v)?,
+            Some(("per-sm", v)) => o.blocks_per_sm = number(v)?,
+            Some(("batch", v)) => o.batch = 1u64 << number(v)?.min(40),
+            _ if item.starts_with("WD_") => o.defines.push(item.to_string()),
+            _ if item.starts_with("-WD_") => {
+                let name = &item[1..];
+                o.defines.retain(|d| d.split('=').next() != Some(name));
+            }
+            _ => {
+                return Err(ParamError::new(
+                    "config",
+                    format!(
+                        "{text:?}: unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, block=N, per-sm=N, batch=K)"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// A checked benchmark: the detector built, the options parsed.
+pub struct Bench {
+    det: Detector,
+    ice: PathBuf,
+    opts: BenchOptions,
+    /// The CPU benchmark's cascade.
+    cascade: Vec<SourceSpec>,
+    /// `None`: the built-in table of GPU configurations.
+    configs: Option<Vec<(String, GpuOptions)>>,
+    workloads: Vec<Workload>,
+}
+
+impl Bench {
+    /// Check every option and build the detector; nothing is timed yet.
+    pub fn new(o: &BenchOptions) -> Result<Self> {
+        bench::thread_counts(&o.threads)?;
+        let workloads = o.workloads.iter().map(|w| workload(w)).collect::<Result<Vec<_>, _>>()?;
+        let configs = if o.configs.is_empty() {
+            None
+        } else {
+            Some(
+                o.configs
+                    .iter()
+                    .map(|c| Ok((c.clone(), parse_config(c, &GpuOptions::default())?)))
+                    .collect::<Result<Vec<_>, ParamError>>()?,
+            )
+        };
+        warpdrive_core::limits::check_alloc(
+            "shuffled_sources",
+            o.shuffled_sources as u64,
+            2 * std::mem::size_of::<Source>() as u64,
+            "time fewer cascades",
+        )?;
+        let ice = o
+            .ice
+            .clone()
+            .unwrap_or_else(|| warpdrive_core::data::data_dir().join("ice/spice_3.2.1"));
+        let det = Detector::build(&DetectorOptions {
+            ice_dir: Some(ice.clone()),
+            ..Default::default()
+        })
+        .map_err(|e| {
+            Error::Failed(format!(
+                "the benchmark needs the spice_3.2.1 ice directory (set WARPDRIVE_DATA or give the ice directory): {e}"
+            ))
+        })?;
+        let primary = Primary::cascade(Particle::Electron, [0.0, 0.0, -400.0], [180.0, 0.0], o.energy, 0.0);
+        let spec = SourceSpec::new(&primary, 0, &det.yield_).map_err(|e| ParamError::new("energy", format!(": {}", e.message)))?;
+        Ok(Self {
+            det,
+            ice,
+            opts: o.clone(),
+            cascade: vec![spec],
+            configs,
+            workloads,
+        })
+    }
+
+    /// Time the benchmark on the control's device (`auto`: the first GPU if CUDA works, else
+    /// the CPU), printing each row to `lines` as it is measured.
+    pub fn run(&self, ctl: &Control, lines: Lines) -> Result<BenchReport> {
+        match bench::gpus(ctl)? {
+            None => self.cpu(ctl, lines),
+            Some(devices) => self.gpu(&devices, ctl, lines),
+        }
+    }
+
+    fn cpu(&self, ctl: &Control, lines: Lines) -> Result<BenchReport> {
+        let (o, det) = (&self.opts, &self.det);
+        lines(&format!(
+            "warpdrive bench photon: {} GeV EM cascade at (0,0,-400), {}, oversize {}",
+            o.energy,
+            self.ice.display(),
+            det.cfg.oversize
+        ));
+        lines(&format!(
+            "{:>8} {:>12} {:>12} {:>14} {:>16} {:>10}",
+            "threads", "photons", "seconds", "ns/photon", "ns/photon/core", "photons/s"
+        ));
+        let mut rows = Vec::new();
+        for n in bench::thread_counts(&o.threads)? {
+            let (sim, s) = bench::timed(ctl, n, || crate::simulate(det, &self.cascade, o.seed, &ctl.progress))?;
+            ctl.check()?;
+            let ns = 1e9 * s / sim.photons as f64;
+            lines(&format!(
+                "{n:>8} {:>12} {s:>12.2} {ns:>14.1} {:>16.1} {:>10.3e}",
+                sim.photons,
+                ns * n as f64,
+                sim.photons as f64 / s
+            ));
+            rows.push(format!(
+                "{{\"threads\":{n},\"photons\":{},\"hits\":{},\"seconds\":{s:.4},\"ns_per_photon\":{ns:.2},\"ns_per_photon_core\":{:.2},\"photons_per_s\":{:.4e}}}",
+                sim.photons,
+                sim.hits.len(),
+                ns * n as f64,
+                sim.photons as f64 / s
+            ));
+        }
+        lines("PPC CPU build reference: 7460 ns/photon on one Xeon core (spec §5.1).");
+        Ok(BenchReport {
+            json: format!(
+                "{{\"benchmark\":\"photon-cpu\",\"energy_gev\":{},\"ice\":\"{}\",\"version\":\"{}\",\"ppc_cpu_ns_per_photon_one_xeon_core\":7460,\"runs\":[{}]}}\n",
+                o.energy,
+                self.ice.display(),
+                env!("CARGO_PKG_VERSION"),
+                rows.join(",")
+            ),
+        })
+    }
+
+    /// The shuffled workload: cascades with log-uniform energies 10 GeV – 100 TeV at random
+    /// places and directions inside the detector, in random order (sources of very different
+    /// photon counts).
+    fn shuffled(&self) -> Result<Vec<SourceSpec>> {
+        let mut r = warpdrive_core::RandomStream::new(self.opts.seed, 99, 0);
+        (0..self.opts.shuffled_sources)
+            .map(|_| {
+                let e = 10f64 * 1e4f64.powf(r.uniform_f64());
+                let (x, y, z) = (
+                    1000.0 * r.uniform_f64() - 500.0,
+                    1000.0 * r.uniform_f64() - 500.0,
+                    1000.0 * r.uniform_f64() - 500.0,
+                );
+                let (zen, azi) = ((2.0 * r.uniform_f64() - 1.0).acos().to_degrees(), 360.0 * r.uniform_f64());
+                let cascade = Primary::cascade(Particle::Electron, [x, y, z], [zen, azi], e, 0.0);
+                SourceSpec::new(&cascade, 0, &self.det.yield_).map_err(|e| Error::Failed(format!("shuffled source: {}", e.message)))
+            })
+            .collect()
+    }
+
+    /// The sources of each workload, drawn from the seed.
+    fn workloads(&self) -> Result<Vec<(&'static str, Vec<Source>)>> {
+        let seed = self.opts.seed;
+        let mut out = Vec::new();
+        for &w in &self.workloads {
+            let specs = match w {
+                Workload::Balanced => {
+                    let input =
+                        self.opts.input.clone().unwrap_or_else(|| {
+                            warpdrive_core::data::data_dir().join("reference/ppc_h100_2026/input_cascades_20x100TeV.f2k")
+                        });
+                    let text = warpdrive_core::input::read_text(&input)?;
+                    crate::f2k::parse_f2k(&input, &text, &self.det.yield_)?.specs
+                }
+                Workload::Shuffled => self.shuffled()?,
+            };
+            out.push((w.name(), crate::source::realise(&specs, seed)));
+        }
+        Ok(out)
+    }
+
+    /// Each step of the optimisation history (docs/performance/photon.md), then the default and
+    /// its launch shapes, then the precise build; or the configurations asked for.
+    fn configs(&self, devices: &[usize]) -> Vec<(String, GpuOptions)> {
+        let base = GpuOptions {
+            devices: devices.to_vec(),
+            ..Default::default()
+        };
+        let mut configs = match &self.configs {
+            Some(asked) => asked
+                .iter()
+                .map(|(label, o)| {
+                    (
+                        label.clone(),
+                        GpuOptions {
+                            devices: devices.to_vec(),
+                            ..o.clone()
+                        },
+                    )
+                })
+                .collect(),
+            None => history(&base),
+        };
+        if devices.len() > 1 {
+            configs.push((
+                "fast, first GPU only".into(),
+                GpuOptions {
+                    devices: vec![devices[0]],
+                    ..base
+                },
+            ));
+        }
+        configs
+    }
+
+    /// GPU benchmarks: time = kernel time (launch to synchronize, like PPC's "device time");
+    /// photons counted as PPC counts them.
+    fn gpu(&self, devices: &[usize], ctl: &Control, lines: Lines) -> Result<BenchReport> {
+        let (o, det) = (&self.opts, &self.det);
+        let workloads = self.workloads()?;
+        let configs = self.configs(devices);
+        if let crate::tilt::Tilt::OneD(t) = &det.medium.tilt {
+            if let Some(e) = crate::gpu::tilt_lut_error(t, 100_000) {
+                lines(&format!(
+                    "tilt LUT ({} distances): largest |Δ zshift| over 1e5 random points = {e:.2e} m",
+                    crate::gpu::TILT_LUT_DIST
+                ));
+            }
+        }
+        if let crate::tilt::Tilt::TwoD(t) = &det.medium.tilt {
+            if let Some(e) = crate::gpu::tilt2_lut_error(t, 100_000) {
+                lines(&format!(
+                    "2-D tilt LUT ({} m grid): largest |Δ zshift| over 1e5 random points = {e:.2e} m",
+                    crate::gpu::TILT2_LUT_STEP
+                ));
+            }
+        }
+        let device: Vec<String> = devices.iter().map(|d| format!("cuda:{d}")).collect();
+        lines(&format!(
+            "warpdrive bench photon --device {}: {}, oversize {}",
+            device.join(","),
+            self.ice.display(),
+            det.cfg.oversize
+        ));
+        lines(&format!(
+            "{:<10} {:<22} {:>12} {:>10} {:>10} {:>11} {:>11} {:>5} {:>6}",
+            "workload", "switches", "photons", "kernel s", "wall s", "ns/photon", "photons/s", "regs", "local"
+        ));
+        let mut rows = Vec::new();
+        for (name, sources) in &workloads {
+            let photons: u64 = sources.iter().map(|s| s.photons).sum();
+            for (label, opts) in &configs {
+                ctl.check()?;
+                // Warm-up (compilation, module load) outside the timing.
+                let warm: Vec<Source> = sources
+                    .iter()
+                    .take(1)
+                    .cloned()
+                    .map(|mut s| {
+                        s.photons = s.photons.min(1 << 16);
+                        s
+                    })
+                    .collect();
+                crate::gpu::run(&det.medium, &det.index, &warm, o.seed, opts)?;
+                let (hits, st) = crate::gpu::run(&det.medium, &det.index, sources, o.seed, opts)?;
+                let ns = 1e9 * st.kernel_seconds / photons as f64;
+                lines(&format!(
+                    "{name:<10} {label:<32} {photons:>12} {:>10.4} {:>10.3} {ns:>11.3} {:>11.3e} {:>5} {:>6}",
+                    st.kernel_seconds,
+                    st.wall_seconds,
+                    photons as f64 / st.kernel_seconds,
+                    st.registers,
+                    st.local_bytes
+                ));
+                rows.push(format!(
+                    "{{\"workload\":\"{name}\",\"switches\":\"{label}\",\"photons\":{photons},\"raw_hits\":{},\"kernel_seconds\":{:.6},\"wall_seconds\":{:.6},\"ns_per_photon\":{ns:.4},\"registers\":{},\"local_bytes\":{},\"devices\":{:?}}}",
+                    hits.len(),
+                    st.kernel_seconds,
+                    st.wall_seconds,
+                    st.registers,
+                    st.local_bytes,
+                    st.devices
+                ));
+            }
+        }
+        lines("PPC on one H100 (spec §5.1): 0.97 ns/photon, 1.03e9 photons/s on the balanced workload; target 0.5 ns/photon.");
+        Ok(BenchReport {
+            json: format!("[{}]\n", rows.join(",\n")),
+        })
+    }
+}
+
+/// The built-in GPU configurations: the optimisation history, the default and its variants.
+fn history(base: &GpuOptions) -> Vec<(String, GpuOptions)> {
+    let with = |d: &[&str], o: &GpuOptions| GpuOptions {
+        defines: d.iter().map(|x| (*x).to_string()).collect(),
+        ..o.clone()
+    };
+    let q = ["WD_JOBQUEUE", "WD_TILT_LUT", "WD_MIN_BLOCKS=4", "WD_FACTORED_ICE"];
+    let q_clear = [&q[..], &["WD_CLEARANCE"]].concat();
+    let q_select = [&q_clear[..], &["WD_SELECT_SCATTER"]].concat();
+    let q_dynamic = [&q_select[..], &["WD_DYNAMIC"]].concat();
+    let q_walk = [&q_dynamic[..], &["WD_BRANCHLESS_WALK"]].concat();
+    fn default_with(min_blocks: &'static str) -> Vec<&'static str> {
+        DEFAULT_SWITCHES
+            .iter()
+            .map(|&d| if d.starts_with("WD_MIN_BLOCKS=") { min_blocks } else { d })
+            .collect()
+    }
+    vec![
+        ("fast, no switches".into(), with(&[], base)),
+        ("≤64 regs".into(), with(&["WD_MIN_BLOCKS=4"], base)),
+        ("≤64 regs + LUT".into(), with(&["WD_MIN_BLOCKS=4", "WD_TILT_LUT"], base)),
+        ("job queue".into(), with(&["WD_JOBQUEUE"], base)),
+        ("job queue + LUT".into(), with(&["WD_JOBQUEUE", "WD_TILT_LUT"], base)),
+        ("queue+LUT+≤64".into(), with(&q[..3], base)),
+        ("queue+LUT+≤64+factored".into(), with(&q, base)),
+        ("… + clearance".into(), with(&q_clear, base)),
+        ("… + select scatter".into(), with(&q_select, base)),
+        ("… + dynamic".into(), with(&q_dynamic, base)),
+        ("… + branchless walk".into(), with(&q_walk, base)),
+        ("default (… + fast arithmetic, ≤48 regs)".into(), base.clone()),
+        (
+            "default, Philox per segment".into(),
+            with(
+                &DEFAULT_SWITCHES.iter().copied().filter(|d| *d != "WD_FAST_RNG").collect::<Vec<_>>(),
+                base,
+            ),
+        ),
+        (
+            "default, 2^26 per launch".into(),
+            GpuOptions {
+                batch: 1 << 26,
+                ..base.clone()
+            },
+        ),
+        (
+            "default + shared tables".into(),
+            with(&[DEFAULT_SWITCHES, &["WD_SHARED_TABLES"]].concat(), base),
+        ),
+        (
+            "default + warp RNG (stats!)".into(),
+            with(&[DEFAULT_SWITCHES, &["WD_RNG_WARP"]].concat(), base),
+        ),
+        ("default, ≤64 regs".into(), with(&default_with("WD_MIN_BLOCKS=4"), base)),
+        ("default, ≤40 regs".into(), with(&default_with("WD_MIN_BLOCKS=6"), base)),
+        (
+            "default, 128×16/SM".into(),
+            GpuOptions {
+                block: 128,
+                ..with(&default_with("WD_MIN_BLOCKS=10"), base)
+            },
+        ),
+        (
+            "precise (default switches)".into(),
+            GpuOptions {
+                precise: true,
+                ..base.clone()
+            },
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warpdrive_core::engine::Style;
+
+    #[test]
+    fn options_are_checked_before_the_work() {
+        let bad = |o: BenchOptions| Bench::new(&o).err().map(|e| e.render(Style::Cli)).unwrap_or_default();
+        let e = bad(BenchOptions {
+            threads: vec![2, 0],
+            ..Default::default()
+        });
+        assert_eq!(e, "--threads: every thread count must be at least 1");
+        let e = bad(BenchOptions {
+            workloads: vec!["uniform".into()],
+            ..Default::default()
+        });
+        assert_eq!(e, "--workloads: unknown workload \"uniform\" (expected balanced, shuffled)");
+        let e = bad(BenchOptions {
+            configs: vec!["block=x".into()],
+            ..Default::default()
+        });
+        assert_eq!(e, "--config \"block=x\": \"block=x\" needs a whole number");
+        let e = bad(BenchOptions {
+            shuffled_sources: usize::MAX,
+            ..Default::default()
+        });
+        assert!(e.starts_with("--shuffled-sources: "), "{e}");
+    }
+
+    #[test]
+    fn configs_are_switch_sets() {
+        let base = GpuOptions::default();
+        let o = parse_config("default,-WD_FAST_RNG,block=128,batch=20,precise", &base).unwrap();
+        assert!(o.precise && o.block == 128 && o.batch == 1 << 20);
+        assert!(!o.defines.iter().any(|d| d == "WD_FAST_RNG"));
+        assert_eq!(o.defines.len(), DEFAULT_SWITCHES.len() - 1);
+    }
+}
