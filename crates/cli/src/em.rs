@@ -87,15 +87,23 @@ pub fn em(a: &EmArgs, force: bool) -> Result<()> {
         res.steps_per_track(),
         res.checksum()
     );
+    // Geant4's numbers beside ours only when this is their case (100 MeV photons in aluminium).
+    let g4 = r.geant4_reference();
     println!(
-        "mean depth:      {:.2} cm (Geant4 reference for 100 MeV in Al: 176.06 cm)",
-        res.mean_depth()
+        "mean depth:      {:.2} cm{}",
+        res.mean_depth(),
+        g4.map_or(String::new(), |g| format!(" (Geant4 for 100 MeV in Al: {:.2} cm)", g.mean_depth_cm))
     );
+    let [g100, g200, g500] = g4.map_or([None; 3], |g| g.beyond_mev.map(|(_, e)| Some(e)));
     println!(
-        "beyond 100/200/500 cm: {:.3} / {:.3} / {:.3} MeV per primary (Geant4: 57.95 / 32.77 / 5.40)",
+        "beyond 100/200/500 cm: {:.3} / {:.3} / {:.3} MeV per primary{}",
         r.energy_beyond(100.0),
         r.energy_beyond(200.0),
-        r.energy_beyond(500.0)
+        r.energy_beyond(500.0),
+        match (g100, g200, g500) {
+            (Some(x), Some(y), Some(z)) => format!(" (Geant4: {x:.2} / {y:.2} / {z:.2})"),
+            _ => String::new(),
+        }
     );
     println!(
         "transport:       {:.2} s, {:.3e} track-steps/s on {}",

@@ -48,11 +48,6 @@ const RULES: &[(&str, &str)] = &[
 /// every range.
 const ALLOWED: &[(&str, &str, &str)] = &[
     (
-        "python/src/run.rs",
-        "must be",
-        "threads= is a Python int: a negative one cannot become the engine's usize (its range is Control::check_threads')",
-    ),
-    (
         "python/src/errors.rs",
         "must be",
         "counts are Python ints: a negative one cannot become the engine's u64 (pyo3 alone raises OverflowError)",

@@ -29,6 +29,7 @@ pub mod plot;
 pub mod pmath;
 pub mod progress;
 pub mod rng;
+pub mod snapshot;
 pub mod stats;
 pub mod table;
 #[cfg(test)]

@@ -52,7 +52,7 @@ struct EmParams {
     unsigned int secondary_capacity;
     // Results: tally (fixed point) and totals.
     unsigned long long* tally;
-    unsigned long long* totals;  // [0] Σ edep q, [1] Σ edep·z q (two's complement), [2] alive, [3] steps, [4] electrons, [5] retries
+    unsigned long long* totals;  // [0] Σ edep q, [1] Σ edep·z q low 64 bits, [2] alive, [3] steps, [4] electrons, [5] retries, [6] Σ edep·z q high 64 bits
 };
 // Must match EmParams in crates/em/src/gpu.rs.
 static_assert(sizeof(EmParams) == 256, "EmParams size");
@@ -66,6 +66,43 @@ __device__ __forceinline__ unsigned long long wd_warp_sum(unsigned long long v) 
         v += o;
     }
     return v;
+}
+
+// Σ edep·z in fixed point is a 128-bit two's-complement integer, as the CPU's i128: in the
+// unbounded medium one 100 TeV photon deposits beyond 2⁶³ units (transport.rs MOMENT_SCALE).
+// Integer additions modulo 2¹²⁸ give the CPU's sum in any order.
+struct WdI128 {
+    unsigned long long lo, hi;
+};
+// The integer value of a double that is already whole (|m| < 2¹²⁷): exact, as Rust's `as i128`.
+// a − h·2⁶⁴ is exact: it is a multiple of a's ulp below 2⁶⁴, so it needs at most 53 bits.
+__device__ __forceinline__ WdI128 wd_i128(double m) {
+    double a = fabs(m);
+    double h = floor(a * 0x1p-64);
+    WdI128 v = {(unsigned long long)(a - h * 0x1p64), (unsigned long long)h};
+    if (m < 0.0) {  // −(hi·2⁶⁴ + lo) = ~hi·2⁶⁴ + ~lo + 1, the carry into hi when lo was 0
+        v.lo = ~v.lo + 1ull;
+        v.hi = ~v.hi + (v.lo == 0ull ? 1ull : 0ull);
+    }
+    return v;
+}
+__device__ __forceinline__ void wd_i128_add(WdI128& s, WdI128 v) {
+    s.lo += v.lo;
+    s.hi += v.hi + (s.lo < v.lo ? 1ull : 0ull);
+}
+__device__ __forceinline__ WdI128 wd_warp_sum_i128(WdI128 v) {
+    for (int off = 16; off > 0; off >>= 1) {
+        WdI128 o = {__shfl_down_sync(0xffffffffu, v.lo, off), __shfl_down_sync(0xffffffffu, v.hi, off)};
+        wd_i128_add(v, o);
+    }
+    return v;
+}
+// One 128-bit atomic addition from two 64-bit ones: the low word's atomic returns the value it
+// added to, so its carry is known exactly and goes to the high word.
+__device__ __forceinline__ void wd_atomic_add_i128(unsigned long long* lo, unsigned long long* hi, WdI128 v) {
+    unsigned long long old = atomicAdd(lo, v.lo);
+    unsigned long long carry = old + v.lo < old ? 1ull : 0ull;
+    if (v.hi + carry) atomicAdd(hi, v.hi + carry);
 }
 
 // XsGrid::eval.
@@ -262,7 +299,8 @@ extern "C" __global__ void __launch_bounds__(256) bin_hits(const EmParams P) {
         for (unsigned int k = threadIdx.x; k < P.tally_size; k += blockDim.x) s_tally[k] = 0ull;
     __syncthreads();
     unsigned int n = min(*P.hit_size, P.hit_capacity);
-    unsigned long long sum_q = 0, sum_m = 0;
+    unsigned long long sum_q = 0;
+    WdI128 sum_m = {0ull, 0ull};
     for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         double2 h = P.hits[i];
         double b = floor((h.x - P.tally_front) / P.tally_delta);
@@ -270,13 +308,13 @@ extern "C" __global__ void __launch_bounds__(256) bin_hits(const EmParams P) {
         unsigned long long q = (unsigned long long)round(h.y * WD_EDEP_SCALE);
         if (shared) atomicAdd(&s_tally[bin], q); else atomicAdd(&P.tally[bin], q);
         sum_q += q;
-        sum_m += (unsigned long long)(long long)round(h.y * h.x * WD_MOMENT_SCALE);
+        wd_i128_add(sum_m, wd_i128(round(h.y * h.x * WD_MOMENT_SCALE)));
     }
     sum_q = wd_warp_sum(sum_q);
-    sum_m = wd_warp_sum(sum_m);
+    sum_m = wd_warp_sum_i128(sum_m);
     if ((threadIdx.x & 31u) == 0u) {
         if (sum_q) atomicAdd(&P.totals[0], sum_q);
-        if (sum_m) atomicAdd(&P.totals[1], sum_m);
+        if (sum_m.lo | sum_m.hi) wd_atomic_add_i128(&P.totals[1], &P.totals[6], sum_m);
     }
     __syncthreads();
     if (shared)

@@ -266,6 +266,23 @@ impl KleinNishina {
         if o.tracks == 0 {
             return Err(ParamError::new("tracks", "must be at least 1").into());
         }
+        // Every deposit is counted in 64-bit fixed point (2⁻³⁰ MeV, transport::EDEP_SCALE): one
+        // bin, and the total, hold at most 2⁶⁴·2⁻³⁰ MeV. A run whose energy could exceed it would
+        // wrap silently, so it is refused (tracks × energy is what all bins together can receive).
+        let deposit = o.tracks as f64 * e;
+        if deposit > crate::transport::MAX_DEPOSIT {
+            return Err(ParamError::new(
+                "tracks",
+                format!(
+                    "{} × {} MeV = {deposit:.3e} MeV: the fixed-point tallies hold at most {:.3e} MeV per run; \
+                     use fewer tracks and add runs of different seeds",
+                    o.tracks,
+                    num(e),
+                    crate::transport::MAX_DEPOSIT
+                ),
+            )
+            .into());
+        }
         let grid = check_tally(o)?;
         let slots = check_count("slots", o.slots)?;
         let capacity = check_count("stack_capacity", o.stack_capacity)?;
@@ -364,7 +381,30 @@ pub struct KleinNishinaResult {
     reference: Option<Reference>,
 }
 
+/// Geant4's numbers for the mini-app's reference case, 100 MeV photons in aluminium, Compton
+/// only (spec em.md §4.1, 60 000 events).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Geant4MiniApp {
+    /// Mean deposition depth [cm].
+    pub mean_depth_cm: f64,
+    /// Energy per primary deposited beyond 100, 200 and 500 cm [MeV].
+    pub beyond_mev: [(f64, f64); 3],
+    pub steps_per_track: f64,
+}
+
+pub const GEANT4_100MEV_AL: Geant4MiniApp = Geant4MiniApp {
+    mean_depth_cm: 176.06,
+    beyond_mev: [(100.0, 57.95), (200.0, 32.77), (500.0, 5.40)],
+    steps_per_track: 57.24,
+};
+
 impl KleinNishinaResult {
+    /// Geant4's numbers when this run is their case (100 MeV photons in G4_Al), else None.
+    #[must_use]
+    pub fn geant4_reference(&self) -> Option<Geant4MiniApp> {
+        (self.energy == 100.0 && self.material == "G4_Al").then_some(GEANT4_100MEV_AL)
+    }
+
     /// Energy per primary deposited in bins at or beyond `z` [MeV].
     #[must_use]
     pub fn energy_beyond(&self, z: f64) -> f64 {
@@ -950,6 +990,21 @@ mod tests {
             "--energy 1e20 MeV: above the cross-section table (at most 1e8 MeV = 100 TeV)"
         );
         assert_eq!(cli(kn(|o| o.tracks = 0).unwrap_err()), "--tracks must be at least 1");
+        // 2⁶⁴·2⁻³⁰ MeV = 1.718e10 MeV fit the tallies: 171 photons of 100 TeV do, 172 do not.
+        assert!(kn(|o| {
+            o.energy = 1e8;
+            o.tracks = 171
+        })
+        .is_ok());
+        let e = cli(kn(|o| {
+            o.energy = 1e8;
+            o.tracks = 172
+        })
+        .unwrap_err());
+        assert!(
+            e.starts_with("--tracks 172 × 100000000 MeV = 1.720e10 MeV: the fixed-point tallies hold at most 1.718e10 MeV"),
+            "{e}"
+        );
         assert_eq!(cli(kn(|o| o.tally_bins = 0).unwrap_err()), "--tally-bins must be at least 1");
         assert_eq!(
             cli(kn(|o| o.tally_width = 0.0).unwrap_err()),

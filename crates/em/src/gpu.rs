@@ -142,7 +142,7 @@ fn run_share(
     let hit_size = st.alloc_zeros::<u32>(1)?;
     let secondary_size = st.alloc_zeros::<u32>(1)?;
     let tally = st.alloc_zeros::<u64>(opts.tally.size)?;
-    let totals = st.alloc_zeros::<u64>(6)?;
+    let totals = st.alloc_zeros::<u64>(7)?;
     let t0 = std::time::Instant::now();
     let mut res = RunResult {
         tally: vec![0; opts.tally.size],
@@ -268,7 +268,8 @@ fn run_share(
     let tally_h = st.clone_dtoh(&tally)?;
     res.tally.copy_from_slice(&tally_h);
     res.edep_total = u128::from(t[0]);
-    res.edep_z = i128::from(t[1] as i64);
+    // Σ edep·z: a 128-bit two's-complement sum, low word in [1], high word in [6].
+    res.edep_z = ((u128::from(t[6]) << 64) | u128::from(t[1])) as i128;
     res.steps = t[3];
     res.secondaries = t[4];
     res.retries = t[5];

@@ -71,11 +71,10 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
     log("em: 2^22 tracks on the GPU against Geant4");
     let opts = RunOptions::new(100.0, 1 << 22, 2026, grid)?;
     let (g, stats) = crate::gpu::run(&physics, &opts, device, &hidden).map_err(|e| e.to_string())?;
-    let ok = rel(g.mean_depth(), 176.06) < 0.005
-        && rel(g.energy_beyond(&grid, 100.0), 57.95) < 0.02
-        && rel(g.energy_beyond(&grid, 200.0), 32.77) < 0.02
-        && rel(g.energy_beyond(&grid, 500.0), 5.40) < 0.02
-        && rel(g.steps_per_track(), 57.24) < 0.01;
+    let g4 = crate::engine::GEANT4_100MEV_AL;
+    let ok = rel(g.mean_depth(), g4.mean_depth_cm) < 0.005
+        && g4.beyond_mev.iter().all(|&(z, e)| rel(g.energy_beyond(&grid, z), e) < 0.02)
+        && rel(g.steps_per_track(), g4.steps_per_track) < 0.01;
     checks.push(Check {
         name: "em: GPU profile meets the Geant4 reference (CI thresholds)".into(),
         passed: ok,

@@ -26,7 +26,11 @@ pub const KILL_ENERGY: f64 = 0.01;
 pub const TAG_TRACK: u32 = 0x454d_0001;
 /// Fixed-point unit of deposited energy: 2⁻³⁰ MeV.
 pub const EDEP_SCALE: f64 = (1u64 << 30) as f64;
-/// Fixed-point unit of Σ E·z: 2⁻²⁰ MeV·cm.
+/// The most energy one run may deposit [MeV]: a tally bin and the total are 64-bit counts of
+/// EDEP_SCALE units.
+pub const MAX_DEPOSIT: f64 = u64::MAX as f64 / EDEP_SCALE;
+/// Fixed-point unit of Σ E·z: 2⁻²⁰ MeV·cm (summed as 128-bit integers: in the unbounded medium a
+/// 100 TeV photon's deposits alone can exceed 2⁶³ units).
 pub const MOMENT_SCALE: f64 = (1u64 << 20) as f64;
 
 /// Uniform z bins of the energy-deposition tally; deposits outside go to the first/last bin.

@@ -131,7 +131,7 @@ fn check_oversized_overlap(geometry: &Geometry, shapes: &[[f64; 2]], oversize: f
         let dxy = (b.pos[0] - a.pos[0]).hypot(b.pos[1] - a.pos[1]);
         if dz < ea + eb && dxy < ra + rb {
             return Err(format!(
-                "oversized modules overlap: string {} modules {} and {} are {dz:.3} m apart, their surfaces at oversize {oversize} reach {:.3} m; lower the oversize (cfg.txt line 1, OVSZ, --oversize) or the module size (om.conf Rr, Rz)",
+                "oversized modules overlap: string {} modules {} and {} are {dz:.3} m apart, their surfaces at oversize {oversize} reach {:.3} m; lower the oversize (cfg.txt line 1, OVSZ, or the run's oversize option) or the module size (om.conf Rr, Rz)",
                 a.string,
                 a.om,
                 b.om,

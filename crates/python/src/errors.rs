@@ -35,7 +35,7 @@ pub fn param(e: &ParamError) -> PyErr {
 
 /// An output: `FileExistsError` for an existing output without `force=True`, else `OSError`.
 pub fn output(e: &OutputError) -> PyErr {
-    let m = e.to_string().replace("pass --force", "pass force=True");
+    let m = e.to_string().replace("--force", "force=True");
     match e {
         OutputError::Exists { .. } => PyFileExistsError::new_err(m),
         OutputError::SameAsInput { .. }

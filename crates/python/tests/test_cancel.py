@@ -37,7 +37,7 @@ LONG_CALLS = {
                     "sky.autocorr(synthetic_events=20000, trials=10**7, device='cpu', threads=1)\n",
     "em.run": "from warpdrive import em\n"
               "print('started', flush=True)\n"
-              "em.run(tracks=10**9, device='cpu', threads=1)\n",
+              "em.run(tracks=10**9, energy=10.0, device='cpu', threads=1)\n",
     # Stopped while the shower tables are built (the first seconds of a process's first call) …
     "em.testem3 (tables)": "from warpdrive import em\n"
                            "print('started', flush=True)\n"

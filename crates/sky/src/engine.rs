@@ -267,7 +267,7 @@ impl Autocorr {
         };
         if let (Some(q), true) = (ra_grid_deg, detected) {
             notes.push(format!(
-                "RA grid: every right ascension is a multiple of {q}°; scrambled ones are rounded to it too (--ra-grid off: continuous)"
+                "RA grid: every right ascension is a multiple of {q}°; scrambled ones are rounded to it too (an RA grid of `off` keeps them continuous)"
             ));
         }
         let range = crate::job_range(o.trials, o.jobs, o.job_index).map_err(Error::Failed)?;

@@ -60,7 +60,7 @@ impl SkyGpu {
     pub fn with_switches(ordinal: usize, s: &Sample, defines: &[String]) -> Result<SkyGpu, GpuError> {
         if s.hist_len() > MAX_HIST {
             return Err(GpuError::Other(format!(
-                "{} cuts × {} bins = {} histogram cells: the GPU kernel holds at most {MAX_HIST} (use --device cpu)",
+                "{} cuts × {} bins = {} histogram cells: the GPU kernel holds at most {MAX_HIST} (run it on the CPU device)",
                 s.cuts.levels(),
                 s.bins.len(),
                 s.hist_len()
