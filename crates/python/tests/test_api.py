@@ -246,7 +246,9 @@ def test_gallery_examples_name_the_extras_they_need(example):
 def test_a_bar_without_tqdm_names_the_extra(monkeypatch):
     from warpdrive import sky
 
-    monkeypatch.setitem(sys.modules, "tqdm", None)  # as if not installed
+    # As if not installed (tqdm.auto too: an earlier test may have imported it).
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
     with pytest.raises(ImportError, match=r'pip install "warpdrive\[progress\]"'):
         sky.autocorr(synthetic_events=100, trials=1, bins=2, device="cpu", progress=True)
     # progress=None stays silent without it.

@@ -47,14 +47,26 @@ _CLAP = "a command-line syntax error of clap (exit 2): Python's call syntax has 
 _EVAL = ("spline eval reads its points from a file and writes a file; Python's Table.eval takes an array of "
          "points (read with pyarrow or NumPy) and returns the values: no points file, no output file")
 _MERGE = "warpdrive merge has no Python function yet (the sky engine's AutocorrResult::merge is not bound)"
+_BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
 NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("cli", "merge -o job0 job0 job1"): _MERGE,
     ("cli", "merge of missing directories"): _MERGE,
     ("cli", "merge of non-result directories"): _MERGE,
     ("cli", "merge without jobs"): _MERGE,
-    ("cli", "bench photon --json over its ice directory"): "bench is a CLI command (its --json report)",
-    ("cli", "bench beam with zero threads"): "bench is a CLI command (its --json report)",
-    ("em", "bench testem3 with 1e12 GPU events"): "bench is a CLI command (its --json report)",
+    ("cli", "bench photon --json over its ice directory"): _BENCH,
+    ("cli", "bench beam with zero threads"): _BENCH,
+    ("cli", "bench sky with zero threads"): _BENCH,
+    ("cli", "bench em with more threads than a run may have"): _BENCH,
+    ("cli", "bench em unknown problem"): _BENCH,
+    ("cli", "bench em with zero tracks"): _BENCH,
+    ("cli", "bench spline with zero CPU points"): _BENCH,
+    ("cli", "bench spline with more CPU points than memory"): _BENCH,
+    ("cli", "bench beam with zero passes"): _BENCH,
+    ("cli", "bench beam with more particles than memory"): _BENCH,
+    ("cli", "bench photon unknown workload"): _BENCH,
+    ("cli", "bench photon configuration with a bad number"): _BENCH,
+    ("cli", "bench report over an existing file"): _BENCH,
+    ("em", "bench testem3 with 1e12 GPU events"): _BENCH,
     ("cli", "gpu-check unknown domain"): "gpu-check is a CLI command",
     ("cli", "unknown command"): "a command name: Python has no commands (an unknown attribute is Python's own error)",
     ("cli", "--threads not a number"): _CLAP + " (threads='many' is a TypeError, as for any int argument)",
