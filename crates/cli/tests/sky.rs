@@ -106,7 +106,7 @@ fn jobs_merge_into_one_run_and_threads_do_not_matter() {
         .args([&jobs[0], &jobs[1], &other])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&o.stderr).contains("different analyses"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a different analysis than"));
 }
 
 #[test]

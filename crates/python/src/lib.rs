@@ -37,6 +37,7 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(em::em_materials, m)?)?;
     m.add("BEAM_DEFAULT_MIN_BLOCKS", warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)?;
     m.add_function(wrap_pyfunction!(sky::sky_autocorr, m)?)?;
+    m.add_function(wrap_pyfunction!(sky::sky_merge, m)?)?;
     m.add_function(wrap_pyfunction!(spline::spline_unfold, m)?)?;
     m.add_class::<spline::UnfoldRun>()?;
     m.add_function(wrap_pyfunction!(spline::spline_simulate, m)?)?;

@@ -260,3 +260,13 @@ pub fn sky_autocorr(
         inputs: req.inputs().to_vec(),
     })
 }
+
+/// `warpdrive merge`: the job directories of one split run (`jobs=`/`job_index=`, each written
+/// with `to_parquet`) as one result; `partial` allows jobs that do not cover every trial.
+#[pyfunction]
+#[pyo3(signature = (job_dirs, partial))]
+pub fn sky_merge(py: Python<'_>, job_dirs: Vec<PathBuf>, partial: bool) -> PyResult<SkyRun> {
+    let (ctl, notes) = crate::run::control("cpu", None, false)?;
+    let r = crate::run::run(py, &ctl, &notes, None, || AutocorrResult::merge(&job_dirs, partial, &ctl))?;
+    Ok(SkyRun { r, inputs: job_dirs })
+}

@@ -37,7 +37,7 @@ else:  # the `test` extra installs tomli on Python 3.10
 CORPUS = pathlib.Path(__file__).resolve().parents[3] / "tests" / "bad-input"
 
 #: Boolean options of the CLI (no value); in Python they are ``name=True``.
-FLAGS = {"force", "precise", "gradient", "standard-layout", "amplitude-only", "launch-per-element", "no-plot"}
+FLAGS = {"force", "precise", "gradient", "standard-layout", "amplitude-only", "launch-per-element", "no-plot", "partial"}
 
 #: The least share of the corpus that must run through Python.
 MIN_SHARE = 0.8
@@ -46,13 +46,11 @@ MIN_SHARE = 0.8
 _CLAP = "a command-line syntax error of clap (exit 2): Python's call syntax has no such text"
 _EVAL = ("spline eval reads its points from a file and writes a file; Python's Table.eval takes an array of "
          "points (read with pyarrow or NumPy) and returns the values: no points file, no output file")
-_MERGE = "warpdrive merge has no Python function yet (the sky engine's AutocorrResult::merge is not bound)"
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
 NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
-    ("cli", "merge -o job0 job0 job1"): _MERGE,
-    ("cli", "merge of missing directories"): _MERGE,
-    ("cli", "merge of non-result directories"): _MERGE,
-    ("cli", "merge without jobs"): _MERGE,
+    ("cli", "merge -o job0 job0 job1"): "the output is written after the merge in Python (Autocorr.to_parquet), "
+                                        "and the case's job directories are not results",
+    ("cli", "merge without jobs"): _CLAP,
     ("cli", "bench photon --json over its ice directory"): _BENCH,
     ("cli", "bench beam with zero threads"): _BENCH,
     ("cli", "bench sky with zero threads"): _BENCH,
@@ -136,7 +134,8 @@ CASES = corpus()
 
 #: Subcommand paths, longest first.
 COMMANDS = [("sky", "autocorr"), ("em", "testem3"), ("em", "calorimeter"), ("spline", "info"), ("spline", "eval"),
-            ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("photon",), ("ppc",), ("em",)]
+            ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("photon",), ("ppc",), ("em",),
+            ("merge",)]
 
 
 class Options:
@@ -257,6 +256,12 @@ def sky_call(o: Options) -> Callable[[], Any]:
     return lambda: sky.autocorr(**kw).to_parquet(out, force=force, plot=plot)
 
 
+def merge_call(o: Options) -> Callable[[], Any]:
+    jobs, partial = o.positional, o.take("partial", default=False)
+    out, force, plot = o.take("output"), o.take("force", default=False), not o.take("no-plot")
+    return lambda: sky.merge(jobs, partial=partial).to_parquet(out, force=force, plot=plot)
+
+
 def ra_grid(s: str) -> Any:
     return s if s in ("auto", "off") else number(s)
 
@@ -344,6 +349,7 @@ TRANSLATIONS: dict[tuple[str, ...], Callable[[Options, Case], Callable[[], Any]]
     ("photon",): lambda o, case: photon_call(o),
     ("ppc",): ppc_call,
     ("sky", "autocorr"): lambda o, case: sky_call(o),
+    ("merge",): lambda o, case: merge_call(o),
     ("em",): lambda o, case: em_call(o),
     ("em", "testem3"): lambda o, case: shower_call(o, calorimeter=False),
     ("em", "calorimeter"): lambda o, case: shower_call(o, calorimeter=True),

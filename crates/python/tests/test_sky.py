@@ -116,3 +116,35 @@ def test_files_and_synthetic_events_equal_the_cli(cli, events, tmp_path):
     assert ref.column_names == s.counts.column_names
     for c in ref.column_names:
         assert same_bits(ref[c].to_numpy(), s.counts[c].to_numpy()), c
+
+
+def test_jobs_merge_into_the_unsplit_run_and_equal_the_cli_merge(cli, events, tmp_path):
+    """A run split into jobs (as batch jobs would run it) merges into the unsplit run's tables;
+    the merge equals `warpdrive merge` byte for byte; incomplete, overlapping and missing jobs
+    are refused with the argument or directory named."""
+    _, ra, dec, e = events
+    kw = dict(bins=6, bin_width=0.5, trials=60, seed=8, device="cpu")
+    whole = sky.autocorr(ra, dec, e, **kw)
+    jobs = []
+    for i in range(3):
+        jobs.append(tmp_path / f"job{i}")
+        sky.autocorr(ra, dec, e, jobs=3, job_index=i, **kw).to_parquet(jobs[-1])
+    merged = sky.merge(jobs)
+    assert merged.trials == 60
+    for name in ("counts", "background"):
+        a, b = getattr(merged, name), getattr(whole, name)
+        for c in b.column_names:
+            assert same_bits(a[c].to_numpy(), b[c].to_numpy()), (name, c)
+    merged.to_parquet(tmp_path / "py", plot=True)
+    cli("merge", "-o", tmp_path / "cli", *jobs)
+    for f in ("counts.parquet", "background.parquet", "summary.json", "autocorr.png"):
+        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    with pytest.raises(ValueError, match=r"^partial not given, but the jobs hold trials 0\.\.40 of 0\.\.60"):
+        sky.merge(jobs[:2])
+    assert sky.merge(jobs[:2], partial=True).trials == 40
+    with pytest.raises(ValueError, match="overlap trials"):
+        sky.merge([jobs[0], jobs[0]])
+    with pytest.raises(FileNotFoundError, match="nowhere/counts.parquet: cannot read: No such file"):
+        sky.merge([jobs[0], tmp_path / "nowhere"])
+    with pytest.raises(TypeError, match="a list of job directories"):
+        sky.merge(jobs[0])  # type: ignore[arg-type]

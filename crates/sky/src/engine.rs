@@ -375,7 +375,7 @@ impl AutocorrResult {
     /// Combine job directories (`--jobs N --job-index I`) into the result of one run.
     pub fn merge(jobs: &[PathBuf], partial: bool, ctl: &Control) -> Result<Self> {
         ctl.check()?;
-        let (info, bg) = output::merge(jobs, partial).map_err(Error::Failed)?;
+        let (info, bg) = output::merge(jobs, partial)?;
         Ok(Self {
             info,
             bg,

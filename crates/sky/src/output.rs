@@ -17,7 +17,9 @@ use crate::analysis::{analyse, most_significant, BinResult};
 use crate::trials::Background;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use warpdrive_core::table::{read_parquet, Column, Table};
+use warpdrive_core::engine::{Error, ParamError};
+use warpdrive_core::table::{read_parquet, Column, Table, TableError};
+use warpdrive_core::InputError;
 
 /// What describes a run besides its numbers.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,31 +130,32 @@ pub fn tables(info: &RunInfo, bg: &Background, extra_meta: &[(String, String)]) 
 }
 
 /// Read a run's (or job's) description, observed counts and background back from `dir`.
-pub fn read_run(dir: &Path) -> Result<(RunInfo, Background), String> {
+pub fn read_run(dir: &Path) -> Result<(RunInfo, Background), InputError> {
     let cp = dir.join("counts.parquet");
     let bp = dir.join("background.parquet");
-    let counts = read_parquet(&cp).map_err(|e| e.to_string())?;
-    let back = read_parquet(&bp).map_err(|e| e.to_string())?;
-    let meta = |t: &Table, p: &Path, k: &str| -> Result<String, String> {
+    let counts = read_parquet(&cp).map_err(|e| table_error(&cp, e))?;
+    let back = read_parquet(&bp).map_err(|e| table_error(&bp, e))?;
+    let meta = |t: &Table, p: &Path, k: &str| -> Result<String, InputError> {
         t.metadata
             .iter()
             .find(|(key, _)| key == k)
             .map(|(_, v)| v.clone())
-            .ok_or_else(|| format!("{}: metadata key '{k}' missing (not a warpdrive sky output?)", p.display()))
+            .ok_or_else(|| InputError::new(p, 0, format!("metadata key '{k}' missing (not a warpdrive sky output?)")))
     };
-    let col = |t: &Table, p: &Path, name: &str| -> Result<Column, String> {
+    let col = |t: &Table, p: &Path, name: &str| -> Result<Column, InputError> {
         t.columns
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, c)| c.clone())
-            .ok_or_else(|| format!("{}: column '{name}' missing", p.display()))
+            .ok_or_else(|| InputError::new(p, 0, format!("column '{name}' missing")))
     };
-    let bad = |p: &Path, what: &str| format!("{}: {what}", p.display());
+    let bad = |p: &Path, what: &str| InputError::new(p, 0, what);
     for k in ["sky.config", "sky.trials"] {
         if meta(&counts, &cp, k)? != meta(&back, &bp, k)? {
-            return Err(format!(
-                "{}: counts.parquet and background.parquet are from different runs ({k})",
-                dir.display()
+            return Err(InputError::new(
+                dir,
+                0,
+                format!("counts.parquet and background.parquet are from different runs ({k})"),
             ));
         }
     }
@@ -175,7 +178,7 @@ pub fn read_run(dir: &Path) -> Result<(RunInfo, Background), String> {
     if labels.len() != nc {
         return Err(bad(&cp, "cut labels do not match the cut column"));
     }
-    let num = |k: &str| -> Result<u64, String> {
+    let num = |k: &str| -> Result<u64, InputError> {
         meta(&counts, &cp, k)?
             .parse()
             .map_err(|_| bad(&cp, &format!("metadata '{k}' is not a number")))
@@ -217,29 +220,33 @@ pub fn read_run(dir: &Path) -> Result<(RunInfo, Background), String> {
 }
 
 /// Merge job outputs into one run; `partial` allows trial ranges that do not cover all trials.
-pub fn merge(dirs: &[PathBuf], partial: bool) -> Result<(RunInfo, Background), String> {
+pub fn merge(dirs: &[PathBuf], partial: bool) -> Result<(RunInfo, Background), Error> {
     let mut it = dirs.iter();
-    let first = it.next().ok_or("merge: no job directories given")?;
+    let first = it
+        .next()
+        .ok_or_else(|| ParamError::new("job_dirs", "is empty: give the job directories to merge"))?;
     let (mut info, mut bg) = read_run(first)?;
     for d in it {
         let (i, b) = read_run(d)?;
         if i.config != info.config || i.observed != info.observed || i.edges_deg != info.edges_deg {
-            return Err(format!(
-                "{} and {}: different analyses (events, selection, cuts, bins or seed differ)",
-                first.display(),
-                d.display()
-            ));
+            return Err(InputError::new(
+                d,
+                0,
+                format!(
+                    "a different analysis than {} (events, selection, cuts, bins or seed differ)",
+                    first.display()
+                ),
+            )
+            .into());
         }
         for r in &i.trials {
             if let Some(o) = info.trials.iter().find(|o| o.start < r.end && r.start < o.end) {
-                return Err(format!(
-                    "{}: trials {}..{} overlap trials {}..{} of another job",
-                    d.display(),
-                    r.start,
-                    r.end,
-                    o.start,
-                    o.end
-                ));
+                return Err(InputError::new(
+                    d,
+                    0,
+                    format!("trials {}..{} overlap trials {}..{} of another job", r.start, r.end, o.start, o.end),
+                )
+                .into());
             }
         }
         info.trials.extend(i.trials.iter().cloned());
@@ -256,14 +263,28 @@ pub fn merge(dirs: &[PathBuf], partial: bool) -> Result<(RunInfo, Background), S
     info.trials = merged;
     let complete = info.trials.len() == 1 && info.trials[0] == (0..info.total_trials);
     if !partial && !complete {
-        return Err(format!(
-            "merge: the jobs hold trials {} of 0..{} (pass --partial to merge an incomplete set)",
-            fmt_ranges(&info.trials),
-            info.total_trials
-        ));
+        return Err(ParamError::new(
+            "partial",
+            format!(
+                "not given, but the jobs hold trials {} of 0..{}: give it to merge an incomplete set",
+                fmt_ranges(&info.trials),
+                info.total_trials
+            ),
+        )
+        .into());
     }
     Ok((info, bg))
 }
+/// A Parquet file of a job that cannot be read: the reader's own input error, else the file
+/// and what failed.
+fn table_error(path: &Path, e: TableError) -> InputError {
+    match e {
+        TableError::Input(i) => i,
+        TableError::Io { path, source } => InputError::new(path, 0, format!("cannot read: {source}")),
+        other => InputError::new(path, 0, other.to_string()),
+    }
+}
+
 /// `summary.json`: the run's configuration and the most significant bin (no machine-dependent facts).
 /// `summary.json`: the run's configuration, the most significant bin and timings.
 #[must_use]

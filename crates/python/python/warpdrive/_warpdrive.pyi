@@ -38,6 +38,7 @@ __all__ = [
     "em_materials",
     "BEAM_DEFAULT_MIN_BLOCKS",
     "sky_autocorr",
+    "sky_merge",
     "spline_unfold",
     "UnfoldRun",
     "spline_simulate",
@@ -287,6 +288,8 @@ def sky_autocorr(
     threads: int | None,
     progress: _Progress,
 ) -> SkyRun: ...
+
+def sky_merge(job_dirs: list[str], partial: bool) -> SkyRun: ...
 
 #: What ``BeamLattice.track`` returns: (final table, watch records as (element, name, pass, s,
 #: table), moments table, device, lost by element, LSC peak currents, tracking seconds).

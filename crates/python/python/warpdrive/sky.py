@@ -11,7 +11,7 @@ import numpy.typing as npt
 from . import _arrow, _progress, _warpdrive
 from ._types import Float64Array, PathLike, Progress
 
-__all__ = ["Autocorr", "autocorr", "DEFAULT_CUTS"]
+__all__ = ["Autocorr", "autocorr", "merge", "DEFAULT_CUTS"]
 
 #: The energy cuts of ``cuts=None``: the most energetic 10 %, 1 % and 0.1 % of the events (the
 #: cut "all" is always analysed too).
@@ -135,6 +135,23 @@ def autocorr(ra: Optional[npt.ArrayLike] = None, dec: Optional[npt.ArrayLike] = 
     finally:
         close()
     return Autocorr(run)
+
+
+def merge(job_dirs: Sequence[PathLike], partial: bool = False) -> Autocorr:
+    """``warpdrive merge``: the output directories of one run split into jobs (``jobs=``,
+    ``job_index=``, each written with :meth:`Autocorr.to_parquet`, e.g. by batch jobs) as one
+    result, equal to the unsplit run's. Jobs of different runs, repeated or missing jobs raise
+    ``ValueError`` (missing ones are allowed with ``partial=True``).
+
+    >>> parts = []
+    >>> for i in range(4):                                   # doctest: +SKIP
+    ...     sky.autocorr(ra, dec, energy, trials=1000, jobs=4, job_index=i).to_parquet(f"job{i}")
+    ...     parts.append(f"job{i}")
+    >>> r = sky.merge(parts)                                 # doctest: +SKIP
+    """
+    if isinstance(job_dirs, (str, os.PathLike)):
+        raise TypeError("job_dirs is a list of job directories (one directory needs no merge)")
+    return Autocorr(_warpdrive.sky_merge([os.fspath(d) for d in job_dirs], bool(partial)))
 
 
 def __dir__() -> list[str]:
