@@ -19,9 +19,12 @@ EMS = DATA / "splines" / "icetray_photospline_ems"
 
 # Each snippet prints "started" right before its long call (minutes of work without a stop).
 LONG_CALLS = {
-    # A map-only line (passes in batches) writing an output directory: nothing may be left.
+    # A map-only line (passes in batches) writing an output directory: nothing may be left. A
+    # FODO cell (stable: the particles stay, so every pass costs the same; a line that loses
+    # them all is done in a second on a GPU, whose threads stop at their particle's loss).
     "beam.Lattice.track": "from warpdrive import beam\n"
-                          "lat = beam.Lattice(text='Q: QUAD, L=0.2, K1=1.5\\nD: DRIF, L=0.8\\nA: LINE=(Q, D, Q, D)\\n')\n"
+                          "lat = beam.Lattice(text='QF: QUAD, L=0.2, K1=1.5\\nQD: QUAD, L=0.2, K1=-1.5\\n"
+                          "D: DRIF, L=0.8\\nA: LINE=(QF, D, QD, D)\\n')\n"
                           "p = beam.Particles.gaussian(100_000)\n"
                           "print('started', flush=True)\n"
                           "lat.track(p, passes=10**9, watch='off', output='out', device='cpu', threads=1)\n",

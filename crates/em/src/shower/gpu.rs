@@ -859,6 +859,7 @@ fn run_share(
             seed,
             capacity,
             st: &st,
+            progress,
         };
         let done = if schedule == Schedule::Phases {
             run_batch_phases(&job, lo, hi, &mut b, &phase_fns, &mut stats)?
@@ -867,6 +868,10 @@ fn run_share(
         } else {
             run_batch(&job, lo, hi, &mut b, &photons, &charged, &mut stats)?
         };
+        // Stopped inside the batch: it was abandoned part-way (the caller discards the run).
+        if progress.should_stop() {
+            break;
+        }
         match done {
             Some(ev) => {
                 progress.add(hi - lo);
@@ -901,6 +906,9 @@ struct Job<'a> {
     /// Tracks per list.
     capacity: usize,
     st: &'a Arc<CudaStream>,
+    /// The run's stop flag, polled between generations (a batch of 10 GeV showers takes about a
+    /// second; Ctrl-C must not wait for it).
+    progress: &'a Progress,
 }
 
 /// Primaries uploaded per list (γ, e±), and which events' primaries missed the calorimeter.
@@ -956,6 +964,10 @@ fn run_batch(
     let trace = std::env::var_os("WARPDRIVE_EM_TRACE").is_some_and(|v| v != "0");
     let mut t_gen = std::time::Instant::now();
     while count[0] + count[1] > 0 {
+        // Stopped: the batch is abandoned (its events are not reported; the run is discarded).
+        if job.progress.should_stop() {
+            return Ok(Some(Vec::new()));
+        }
         generations += 1;
         if generations > MAX_GENERATIONS {
             return Err(GpuError::Other(format!(
@@ -1154,6 +1166,11 @@ fn run_batch_phases(
         }
         iterations += PHASE_POLL;
         let live = st.clone_dtoh(&live_word)?[0];
+        // Stopped: the batch is abandoned (its events are not reported; the run is discarded).
+        if job.progress.should_stop() {
+            stats.generations += iterations;
+            return Ok(Some(Vec::new()));
+        }
         let c = st.clone_dtoh(&b.counters)?;
         if c[2] != 0 {
             st.memset_zeros(&mut b.counters)?;
