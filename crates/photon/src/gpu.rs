@@ -904,6 +904,11 @@ pub fn run_with(
         stats.registers = s.registers;
         stats.local_bytes = s.local_bytes;
     }
+    // Stopped: the hits are incomplete and will be discarded; sorting millions of them (a
+    // second for a 10⁸ GeV cascade's first seconds) would only delay the stop.
+    if progress.should_stop() {
+        return Ok((Vec::new(), stats));
+    }
     hits.sort_by_key(|h| (h.photon, h.seq));
     Ok((hits, stats))
 }
