@@ -44,7 +44,7 @@ pts = lo + (hi - lo) * np.random.default_rng(1).random((N, t.ndim))
 cli_rate, py_rate = 0.0, 0.0
 for _ in range(a.repeats):
     js = f"{tmp}/b.json"
-    subprocess.run([exe, "bench", "spline", "--device", "cpu", "--cpu-points", str(N), "--json", js],
+    subprocess.run([exe, "--force", "bench", "spline", "--device", "cpu", "--cpu-points", str(N), "--json", js],
                    check=True, capture_output=True, env=env)
     rep = json.load(open(js))
     key = next(k for k in rep if "amplitude" in k and k.endswith(" value") and "cpu1 " not in k)
@@ -62,7 +62,7 @@ src = f"{data}/reference/ppc_cpu_cascade_10TeV_spice_3.2.1/input_cascade_10TeV.f
 det = photon.Detector(ice=ice)
 cli_s, py_s = float("inf"), float("inf")
 for _ in range(a.repeats):
-    r = subprocess.run([exe, "photon", "--ice", ice, "--input", src, "--seed", "1", "--device", "cpu",
+    r = subprocess.run([exe, "--force", "photon", "--ice", ice, "--input", src, "--seed", "1", "--device", "cpu",
                         "--threads", str(a.threads), "-o", f"{tmp}/h.parquet"], check=True, capture_output=True,
                        text=True, env=env)
     cli_s = min(cli_s, float(re.search(r"propagation:\s+([0-9.]+) s", r.stdout).group(1)))
