@@ -77,6 +77,11 @@ struct WdI128 {
 // The integer value of a double that is already whole (|m| < 2¹²⁷): exact, as Rust's `as i128`.
 // a − h·2⁶⁴ is exact: it is a multiple of a's ulp below 2⁶⁴, so it needs at most 53 bits.
 __device__ __forceinline__ WdI128 wd_i128(double m) {
+    // Almost every deposit: one conversion, sign-extended.
+    if (fabs(m) < 0x1p62) {
+        long long v = (long long)m;
+        return {(unsigned long long)v, v < 0 ? ~0ull : 0ull};
+    }
     double a = fabs(m);
     double h = floor(a * 0x1p-64);
     WdI128 v = {(unsigned long long)(a - h * 0x1p64), (unsigned long long)h};
