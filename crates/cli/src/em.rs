@@ -94,16 +94,15 @@ pub fn em(a: &EmArgs, force: bool) -> Result<()> {
         res.mean_depth(),
         g4.map_or(String::new(), |g| format!(" (Geant4 for 100 MeV in Al: {:.2} cm)", g.mean_depth_cm))
     );
-    let [g100, g200, g500] = g4.map_or([None; 3], |g| g.beyond_mev.map(|(_, e)| Some(e)));
     println!(
         "beyond 100/200/500 cm: {:.3} / {:.3} / {:.3} MeV per primary{}",
         r.energy_beyond(100.0),
         r.energy_beyond(200.0),
         r.energy_beyond(500.0),
-        match (g100, g200, g500) {
-            (Some(x), Some(y), Some(z)) => format!(" (Geant4: {x:.2} / {y:.2} / {z:.2})"),
-            _ => String::new(),
-        }
+        g4.map_or(String::new(), |g| {
+            let [a, b, c] = g.beyond_mev.map(|(_, e)| e);
+            format!(" (Geant4: {a:.2} / {b:.2} / {c:.2})")
+        })
     );
     println!(
         "transport:       {:.2} s, {:.3e} track-steps/s on {}",

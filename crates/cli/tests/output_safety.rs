@@ -330,29 +330,25 @@ fn interrupted_runs_leave_nothing() {
 fn signal_thread_stops_a_busy_run() {
     let d = scratch("safety", "busy");
     let before = snapshot(&d);
-    let child = bin()
-        .args([
-            "sky",
-            "autocorr",
-            "--device",
-            "cpu",
-            "--synthetic-events",
-            "20000",
-            "--trials",
-            "10000000",
-        ])
-        .arg("-o")
-        .arg(d.join("out"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let t0 = std::time::Instant::now();
-    common::signal(child.id(), "-TERM");
-    let o = child.wait_with_output().unwrap();
+    let (o, took) = common::interrupt_after(
+        bin()
+            .args([
+                "sky",
+                "autocorr",
+                "--device",
+                "cpu",
+                "--synthetic-events",
+                "20000",
+                "--trials",
+                "10000000",
+            ])
+            .arg("-o")
+            .arg(d.join("out")),
+        std::time::Duration::from_millis(500),
+        "-TERM",
+    );
     assert_eq!(o.status.code(), Some(143), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(t0.elapsed().as_secs_f64() < 5.0, "took {:?} to stop", t0.elapsed());
+    assert!(took.as_secs_f64() < 5.0, "took {took:?} to stop");
     assert_eq!(snapshot(&d), before);
 }
 

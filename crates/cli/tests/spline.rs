@@ -311,30 +311,26 @@ fn sigint_stops_an_unfolding_within_a_second() {
     );
     let out = dir.join("u");
     // A 1 km track in 1 m segments on one thread: the response matrix alone takes seconds.
-    let child = bin()
-        .env("WARPDRIVE_DATA", &data)
-        .args([
-            "spline",
-            "unfold",
-            "--device",
-            "cpu",
-            "--threads",
-            "1",
-            "--track",
-            "-500,0,-250,90,180,0,1000",
-        ])
-        .args(["--spacing", "1", "--event"])
-        .arg(&event)
-        .arg("-o")
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let t0 = std::time::Instant::now();
-    common::signal(child.id(), "-INT");
-    let o = child.wait_with_output().unwrap();
+    let (o, took) = common::interrupt_after(
+        bin()
+            .env("WARPDRIVE_DATA", &data)
+            .args([
+                "spline",
+                "unfold",
+                "--device",
+                "cpu",
+                "--threads",
+                "1",
+                "--track",
+                "-500,0,-250,90,180,0,1000",
+            ])
+            .args(["--spacing", "1", "--event"])
+            .arg(&event)
+            .arg("-o")
+            .arg(&out),
+        std::time::Duration::from_millis(1500),
+        "-INT",
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(
@@ -342,7 +338,7 @@ fn sigint_stops_an_unfolding_within_a_second() {
         "{err}"
     );
     // Within the signal thread's grace period: the run stopped itself, it was not forced out.
-    assert!(t0.elapsed().as_secs_f64() < 1.0, "took {:?} to stop", t0.elapsed());
+    assert!(took.as_secs_f64() < 1.0, "took {took:?} to stop");
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [std::ffi::OsString::from("event.parquet")]);
 }

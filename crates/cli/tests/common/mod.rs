@@ -43,3 +43,18 @@ pub fn signal(pid: u32, sig: &str) {
     let st = Command::new("kill").arg(sig).arg(pid.to_string()).status().unwrap();
     assert!(st.success(), "kill {sig} {pid} failed");
 }
+
+/// Start `c` (stdout discarded, stderr kept), send it `sig` after `settle`, and return its
+/// output and the time from the signal to its exit.
+pub fn interrupt_after(c: &mut Command, settle: std::time::Duration, sig: &str) -> (Output, std::time::Duration) {
+    let child = c
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(settle);
+    let t0 = std::time::Instant::now();
+    signal(child.id(), sig);
+    let o = child.wait_with_output().unwrap();
+    (o, t0.elapsed())
+}
