@@ -20,10 +20,17 @@
 //! within a bin. The high-QE density of a step is the nominal one times the mean of the `wv.rde`
 //! ratio at the step's two ends.
 //!
-//! Wavelengths are drawn from the envelope's bins (uniform inside a bin). PPC's own inverse
-//! (`irde::binf`) returns the position one bin lower than the bin that holds the quantile, i.e.
-//! its wavelengths sit 1 nm (WFLA: 1 nm of its 1-nm bins) below the quantile; we draw the
-//! quantile itself and record the difference here (an effect of ≲ 1 % on absorption lengths).
+//! Wavelengths are drawn as PPC draws them, through its inverse of the envelope's cumulative
+//! sum (`irde::binf` in PPC's ini.cxx): for a quantile p that lies in grid bin j it returns the
+//! position (j − 1) + f, f the fraction of bin j's mass below p — one bin (1 nm) *below* the
+//! quantile of the tabulated envelope. A slice's ice properties and refractive index are those at
+//! binf((n + ½)/512), its hits' wavelengths uniform between binf(n/512) and binf((n + 1)/512), and a
+//! type's share r_t(n) is its mass over those shifted positions divided by the envelope's mass per
+//! slice — so even with one DOM type r(n) is not 1: below 1 where the envelope rises (the blue
+//! edge), above 1 where it falls (then every hit is kept). We reproduce this because the SPICE ice
+//! models are fitted with PPC, so its effective spectrum is part of their calibration: with the
+//! plain quantile instead, every model gave 0.4–0.5 % more hits than PPC at 10⁷ hits (issue #29,
+//! docs/validation/photon.md). Every DOM-type set-up, one type included, goes through this module.
 
 use crate::spectrum::{RdeRatio, Spectrum};
 
@@ -156,6 +163,12 @@ impl Envelope {
         }
     }
 
+    /// One DOM type whose largest RDE is `rde_max`: the envelope is its acceptance.
+    #[must_use]
+    pub fn one_type(points: &EmissionPoints, rde_max: f64, grid: Grid) -> Self {
+        Self::new(points, &RdeRatio::unit(), [rde_max, 0.0], grid)
+    }
+
     /// The envelope with more types (each density × RDE_max × bin width on `grid`, in the nominal
     /// type's units): multi-PMT module types (photon-ppc-phase2.md §7).
     #[must_use]
@@ -181,19 +194,29 @@ impl Envelope {
         self.cumulative[self.env.len()]
     }
 
-    /// Position in grid bins (0 … n) of the envelope's quantile `p`.
+    /// Position in grid bins of the envelope's quantile `p`, as PPC's `irde::binf` computes it:
+    /// with S_k the normalised cumulative mass of bins 0..=k, skip the empty bins at the start,
+    /// find the first j with S_j ≥ p and return (j − 1) + (p − S_{j−1})/(S_j − S_{j−1}) — one bin
+    /// below the bin that holds p (module docs). Below the first non-empty bin's mass (only where
+    /// bin 0 is not empty, the WFLA grid) the formula extrapolates below `wmin`, as PPC's does.
     fn position(&self, p: f64) -> f64 {
-        let target = p.clamp(0.0, 1.0) * self.integral();
-        let c = &self.cumulative;
-        // The first bin whose upper cumulative reaches the target (skipping empty bins).
-        let mut j = c[1..].partition_point(|&v| v < target).min(self.env.len() - 1);
-        while self.env[j] <= 0.0 && j + 1 < self.env.len() {
+        let n = self.env.len();
+        let total = self.integral();
+        let s = |k: usize| self.cumulative[k + 1] / total;
+        let mut j = 1;
+        while j + 1 < n && s(j) <= 0.0 {
             j += 1;
         }
-        j as f64 + ((target - c[j]) / self.env[j]).clamp(0.0, 1.0)
+        // j − 1 is the last empty bin (or bin 0); search from the bin after it.
+        while j + 1 < n && s(j) < p {
+            j += 1;
+        }
+        let (si, sj) = (s(j - 1), s(j));
+        (j - 1) as f64 + if sj > si { (p - si) / (sj - si) } else { 0.0 }
     }
 
-    /// Wavelength [nm] of quantile `p` of the envelope (uniform inside a grid bin).
+    /// Wavelength [nm] of quantile `p` of the envelope, as PPC's `wav(binf(p))` (uniform inside a
+    /// grid bin, one bin below the plain quantile: module docs).
     #[must_use]
     pub fn quantile(&self, p: f64) -> f64 {
         self.grid.wmin + self.grid.bin * self.position(p)
@@ -207,7 +230,9 @@ impl Envelope {
     }
 
     /// The share r(n) of the envelope that a type of density `d` (on the grid) holds within each
-    /// of `slices` equal-probability slices.
+    /// of `slices` equal-probability slices: its mass between the slice's edges as
+    /// [`Self::position`] gives them, over the envelope's mass per slice (PPC's `rat`). Not
+    /// clamped: a share above 1 keeps every hit, as PPC's `xrnd() < rat·rde/rmax` does.
     #[must_use]
     pub fn share_of(&self, d: &[f64], slices: usize) -> Vec<f64> {
         let per_slice = self.integral() / slices as f64;
@@ -226,7 +251,7 @@ impl Envelope {
             .map(|n| {
                 let a = self.position(n as f64 / slices as f64);
                 let b = self.position((n + 1) as f64 / slices as f64);
-                (mass(d, a, b) / per_slice).clamp(0.0, 1.0)
+                mass(d, a, b) / per_slice
             })
             .collect()
     }
@@ -235,7 +260,7 @@ impl Envelope {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spectrum::AngularSensitivity;
+    use crate::spectrum::{AngularSensitivity, Spectrum};
     use crate::test_data::data_dir;
 
     fn ftp() -> (EmissionPoints, RdeRatio, f64) {
@@ -264,7 +289,9 @@ mod tests {
     }
 
     /// With one type the envelope is that type: the integral is RDE_max (the normal ppm) and
-    /// 0.680 × RDE_max under WFLA (the narrowed grid of medium::wfla_fraction).
+    /// 0.680 × RDE_max under WFLA (the narrowed grid of medium::wfla_fraction). Its shares are
+    /// PPC's: the slices' masses one bin low over the mass per slice — below 1 on the rising blue
+    /// edge, above 1 on the falling red one, averaging 1 less the last bin's mass.
     #[test]
     fn one_type_reduces_to_the_plain_budget() {
         let (pts, r, _) = ftp();
@@ -273,8 +300,50 @@ mod tests {
         let w = Envelope::new(&EmissionPoints::wfla(405.0), &r, [1.35, 0.0], Grid::wfla(405.0));
         assert!((w.integral() - 1.35 * crate::medium::wfla_fraction()).abs() < 1e-12);
         let shares = e.slice_shares(512);
-        assert!(shares[0].iter().all(|&s| (s - 1.0).abs() < 1e-9));
         assert!(shares[1].iter().all(|&s| s == 0.0));
+        let s = &shares[0];
+        assert!(
+            s[0] < 0.9 && s[20] < 0.96 && s[256] > 1.0 && s[511] > 1.03,
+            "{} {} {} {}",
+            s[0],
+            s[20],
+            s[256],
+            s[511]
+        );
+        let last = e.env.iter().rposition(|&v| v > 0.0).unwrap();
+        let mean = s.iter().sum::<f64>() / 512.0;
+        assert!((mean - (1.0 - e.env[last] / e.integral())).abs() < 1e-9, "{mean}");
+    }
+
+    /// PPC's inverse sits one grid bin below the quantile of the tabulated envelope, computed
+    /// here independently from the cumulative sums; under WFLA the line centre moves 1 nm down
+    /// (405 → 404 nm) and the lowest quantiles extrapolate below the grid, as PPC's do.
+    #[test]
+    fn quantiles_one_bin_below_the_envelopes() {
+        let d = data_dir().join("ice/spice_3.2.1");
+        let s = Spectrum::read(&d.join("wv.dat")).unwrap();
+        let e = Envelope::one_type(&EmissionPoints::from_spectrum(&s), 1.0, Grid::FULL);
+        let plain = |p: f64| {
+            let t = p * e.integral();
+            let k = e.cumulative.iter().rposition(|&c| c < t).unwrap();
+            e.grid.wmin + k as f64 + (t - e.cumulative[k]) / e.env[k]
+        };
+        for p in [0.001, 0.1, 0.37, 0.5, 0.8, 0.999] {
+            assert!(
+                (e.quantile(p) - (plain(p) - 1.0)).abs() < 1e-9,
+                "{p}: {} vs {}",
+                e.quantile(p),
+                plain(p)
+            );
+        }
+        // wv.dat starts at 265 nm: its density ramps from 0 at 260 nm, so PPC's spectrum from 259.
+        assert!((e.quantile(0.0) - 259.0).abs() < 1e-9);
+        let w = Envelope::one_type(&EmissionPoints::wfla(405.0), 1.0, Grid::wfla(405.0));
+        assert!((w.quantile(0.5) - 404.0).abs() < 1e-9);
+        assert!((w.quantile(1.0) - 409.0).abs() < 1e-9);
+        // The first bin (400–401 nm) holds 0.0590/0.680 of the line: p below that extrapolates
+        // with the second bin's density, to 400 − 0.0590/0.0650 nm at p = 0.
+        assert!((w.quantile(0.0) - (400.0 - 0.059 / 0.065)).abs() < 1e-9, "{}", w.quantile(0.0));
     }
 
     /// Quantiles and shares are consistent: drawing slices from the envelope and keeping a
@@ -293,9 +362,10 @@ mod tests {
         // Where high-QE dominates (400 nm, ratio 1.36) nominal DOMs keep ~1/1.36 of photons.
         let at = |w: f64| ((e.cumulative[(w - 250.0) as usize] / e.integral()) * slices as f64) as usize;
         assert!((s[0][at(400.0)] - 1.0 / 1.37).abs() < 0.02, "{}", s[0][at(400.0)]);
-        assert!((s[1][at(400.0)] - 1.0).abs() < 1e-9);
+        // High-QE DOMs are the envelope there: share 1 but for the one-bin shift (module docs).
+        assert!((s[1][at(400.0)] - 1.0).abs() < 0.01, "{}", s[1][at(400.0)]);
         assert!(
-            e.quantile(0.0) >= 259.0 && e.quantile(1.0) <= 681.0,
+            e.quantile(0.0) >= 258.0 && e.quantile(1.0) <= 680.0,
             "{} {}",
             e.quantile(0.0),
             e.quantile(1.0)

@@ -1,5 +1,5 @@
 //! Hits after the CPU-side acceptance (spec §2.4, §3.4; cable shadow photon-ppc-phase2.md §3): relative efficiency and wavelength
-//! (`rde/rde_max`, or per DOM type `share_t(slice)·rde/rde_max,t`), angular sensitivity (`mas·u < Σ sᵢxⁱ`), and their outputs: a Parquet
+//! (per DOM type `share_t(slice)·rde/rde_max,t`, `crate::envelope`), angular sensitivity (`mas·u < Σ sᵢxⁱ`), and their outputs: a Parquet
 //! table and PPC's `HIT` lines.
 
 use std::path::Path;
@@ -75,7 +75,6 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
     for h in raw {
         let mut rng = RandomStream::new(seed, tags::ACCEPT | (h.seq << 4), h.photon);
         let dom = &det.geometry.doms[h.dom as usize];
-        let wl = det.medium.slices[h.slice as usize].wavelength;
         // Multi-PMT module (photon-ppc-phase2.md §7): its type's wavelength share and RDE, then
         // the PMT from the photon direction (crate::sensors); as.dat and cx.dat do not apply.
         let module = det.sensors.as_ref().and_then(|s| s.module_of(h.dom as usize));
@@ -91,10 +90,7 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
                 None => continue,
             }
         }
-        let p_eff = match &det.dom_types {
-            Some(t) => t.keep(dom.high_qe, dom.rde, h.slice as usize),
-            None => dom.rde / det.rde_max,
-        };
+        let p_eff = det.dom_types.keep(dom.high_qe, dom.rde, h.slice as usize);
         let (u1, u2) = if module.is_some() {
             (0.0, 0.0)
         } else {
@@ -124,6 +120,9 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
             continue;
         }
         let s = &sources[h.source as usize];
+        // The printed wavelength: uniform within the hit's slice (PPC's wvs[n].x()).
+        let slice = &det.medium.slices[h.slice as usize];
+        let wl = slice.lo + (slice.hi - slice.lo) * rng.uniform();
         out.push(Hit {
             event: s.event,
             source: s.index,

@@ -7,7 +7,6 @@ use crate::config::Config;
 use crate::hole::HoleParams;
 use crate::ice::Layers;
 use crate::optics;
-use crate::spectrum::Spectrum;
 use crate::tilt::Tilt;
 
 /// Number of equal-probability wavelength slices (PPC `WNUM`, spec §3.2).
@@ -16,8 +15,12 @@ pub const WNUM: usize = 512;
 /// One wavelength slice.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Slice {
-    /// Wavelength [nm].
+    /// Wavelength [nm] at which the ice and the refractive index are tabulated.
     pub wavelength: f32,
+    /// The slice's edges [nm]: a hit's wavelength is drawn uniformly between them (PPC prints
+    /// `wvs[n].x()`, uniform in its slice), so outputs carry a continuous spectrum, not 512 values.
+    pub lo: f32,
+    pub hi: f32,
     /// Phase index n_p.
     pub n_phase: f32,
     /// Inverse group velocity n_g/c [ns/m].
@@ -144,25 +147,6 @@ pub fn wfla_fraction() -> f64 {
     wfla_bin_densities().iter().sum::<f64>() * (2.0 * WFLA_GRID_HALF_WIDTH / WFLA_BINS as f64)
 }
 
-/// Quantile p of the WFLA wavelength distribution: the 10 bins of 1 nm over W ± 5 nm with the
-/// densities of [`wfla_bin_densities`], uniform inside a bin (wavelengths only inside W ± 5 nm).
-#[must_use]
-pub fn wfla_quantile(w: f64, p: f64) -> f64 {
-    let d = wfla_bin_densities();
-    let total: f64 = d.iter().sum();
-    let mut acc = 0.0;
-    let width = 2.0 * WFLA_GRID_HALF_WIDTH / WFLA_BINS as f64;
-    for (i, &di) in d.iter().enumerate() {
-        let next = acc + di / total;
-        if p <= next || i == WFLA_BINS - 1 {
-            let f = if di > 0.0 { ((p - acc) * total / di).clamp(0.0, 1.0) } else { 0.0 };
-            return w - WFLA_GRID_HALF_WIDTH + width * (i as f64 + f);
-        }
-        acc = next;
-    }
-    w + WFLA_GRID_HALF_WIDTH
-}
-
 /// Everything the propagation loop reads about the ice.
 #[derive(Clone, Debug)]
 pub struct Medium {
@@ -194,16 +178,9 @@ pub struct Medium {
 }
 
 impl Medium {
-    /// Tabulate `layers` at the `WNUM` equal-probability quantiles of `spectrum`, or of a narrow
-    /// line around `single_wavelength` (PPC's WFLA, see [`wfla_quantile`]).
-    pub fn new(layers: &Layers, cfg: &Config, spectrum: &Spectrum, single_wavelength: Option<f64>, tilt: Tilt) -> Self {
-        Self::tabulate(layers, cfg, tilt, |p| {
-            single_wavelength.map_or_else(|| spectrum.quantile(p), |w| wfla_quantile(w, p))
-        })
-    }
-
-    /// Slice i at wavelength `quantile((i + ½)/WNUM)` of a given distribution (the DOM-type
-    /// envelope of [`crate::envelope`]).
+    /// Slice i at wavelength `quantile((i + ½)/WNUM)` of a given distribution, between
+    /// `quantile(i/WNUM)` and `quantile((i + 1)/WNUM)` (the DOM-type envelope of
+    /// [`crate::envelope`], which every ice set-up uses).
     pub fn with_quantiles(layers: &Layers, cfg: &Config, tilt: Tilt, quantile: impl Fn(f64) -> f64) -> Self {
         Self::tabulate(layers, cfg, tilt, quantile)
     }
@@ -221,6 +198,8 @@ impl Medium {
                 let lu = l * 1e-3;
                 Slice {
                     wavelength: l as f32,
+                    lo: at(i as f64 / WNUM as f64) as f32,
+                    hi: at((i + 1) as f64 / WNUM as f64) as f32,
                     n_phase: optics::n_phase(lu) as f32,
                     ocm: (optics::n_group(lu) / optics::C_VACUUM) as f32,
                 }
@@ -339,24 +318,44 @@ impl Medium {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::envelope::{EmissionPoints, Envelope, Grid};
+    use crate::spectrum::Spectrum;
     use crate::test_data::data_dir;
+
+    /// The medium of one DOM type, as the detector builds it (full spectrum or WFLA line).
+    fn one_type_medium(dir: &std::path::Path, wfla: Option<f64>) -> Medium {
+        let layers = Layers::read_dir(dir, None, None).unwrap();
+        let cfg = Config::read(&dir.join("cfg.txt")).unwrap();
+        let (points, grid) = match wfla {
+            Some(w) => (EmissionPoints::wfla(w), Grid::wfla(w)),
+            None => (
+                EmissionPoints::from_spectrum(&Spectrum::read(&dir.join("wv.dat")).unwrap()),
+                Grid::FULL,
+            ),
+        };
+        let e = Envelope::one_type(&points, 1.0, grid);
+        Medium::with_quantiles(&layers, &cfg, Tilt::None, |p| e.quantile(p))
+    }
 
     #[test]
     fn tables_for_spice_321() {
         let dir = data_dir().join("ice/spice_3.2.1");
-        let layers = Layers::read_dir(&dir, None, None).unwrap();
-        let cfg = Config::read(&dir.join("cfg.txt")).unwrap();
-        let spec = Spectrum::read(&dir.join("wv.dat")).unwrap();
-        let m = Medium::new(&layers, &cfg, &spec, None, Tilt::None);
+        let m = one_type_medium(&dir, None);
         assert_eq!(m.slices.len(), WNUM);
         assert!(m.slices.windows(2).all(|w| w[0].wavelength <= w[1].wavelength));
-        // WFLA 400 nm: slices within 400 ± 5 nm (PPC's narrowed grid), median 400; geometric
-        // scattering at the middle slice = b_e(400)/(1 − g) = 10·b_e(400).
-        let m4 = Medium::new(&layers, &cfg, &spec, Some(400.0), Tilt::None);
-        assert!(m4.slices.iter().all(|s| (395.0..=405.0).contains(&s.wavelength)));
-        assert!((m4.slices[WNUM / 2].wavelength - 400.0).abs() < 0.1);
+        // Slices tile the spectrum: each one's edges hold its wavelength, and meet the next's.
+        assert!(m.slices.iter().all(|s| s.lo <= s.wavelength && s.wavelength <= s.hi));
+        assert!(m.slices.windows(2).all(|w| w[0].hi == w[1].lo));
+        // WFLA 400 nm: slices on PPC's narrowed grid 400 ± 5 nm, taken one 1-nm bin low as PPC's
+        // inverse does (crate::envelope): median 399 nm. Geometric scattering at the middle
+        // slice = b_e(399)/(1 − g) = 10·b_e(400)·(399/400)^−α, b_e(400) = 0.155516 at the top.
+        let m4 = one_type_medium(&dir, Some(400.0));
+        assert!(m4.slices.iter().all(|s| (394.0..=404.0).contains(&s.wavelength)));
+        assert!((m4.slices[WNUM / 2].wavelength - 399.0).abs() < 0.1);
         let top = m4.n_layers - 1;
-        assert!((m4.sca[(WNUM / 2) * m4.n_layers + top] - 1.55516).abs() < 2e-3);
+        let alpha = Layers::read_dir(&dir, None, None).unwrap().par.alpha;
+        let want = 1.55516 * (399.0f64 / 400.0).powf(-alpha);
+        assert!((f64::from(m4.sca[(WNUM / 2) * m4.n_layers + top]) - want).abs() < 2e-3);
         assert!((m4.slices[WNUM / 2].ocm - (1.35611 / 0.299792458) as f32).abs() < 1e-3);
         // Layer lookup: centre of the deepest layer and of the top layer.
         assert_eq!(m.layer_of(m.hmin), 0);
@@ -370,9 +369,7 @@ mod tests {
     fn factored_coefficients_match_tables() {
         for m in ["spice_3.2.1", "spice_bfr-v2"] {
             let dir = data_dir().join("ice").join(m);
-            let layers = Layers::read_dir(&dir, None, None).unwrap();
-            let cfg = Config::read(&dir.join("cfg.txt")).unwrap();
-            let med = Medium::new(&layers, &cfg, &Spectrum::read(&dir.join("wv.dat")).unwrap(), None, Tilt::None);
+            let med = one_type_medium(&dir, None);
             for w in [0, 100, 511] {
                 for j in 0..med.n_layers {
                     let (lf, sf) = (med.layer_factors[j], med.slice_factors[w]);
@@ -387,7 +384,7 @@ mod tests {
     }
 
     /// Regression (issue #14 fix 3): PPC narrows WFLA's grid to W ± 5 nm in 10 bins, with the
-    /// densities and the 0.680 fraction of photon-ppc-phase2.md §5; wavelengths stay inside it.
+    /// densities and the 0.680 fraction of photon-ppc-phase2.md §5 (its wavelengths: crate::envelope).
     #[test]
     fn wfla_line_shape() {
         let d = wfla_bin_densities();
@@ -397,11 +394,6 @@ mod tests {
         assert!((wfla_fraction() - 0.680).abs() < 1e-12);
         // PPC's printed ppm for spice_bfr-v2 at 405 nm: 2282.91 without, 1552.38 with WFLA.
         assert!((2282.91 * wfla_fraction() - 1552.38).abs() < 0.005);
-        assert!((wfla_quantile(405.0, 0.5) - 405.0).abs() < 1e-9);
-        assert!((wfla_quantile(405.0, 0.0) - 400.0).abs() < 1e-9);
-        assert!((wfla_quantile(405.0, 1.0) - 410.0).abs() < 1e-9);
-        // The first bin holds 0.0590/0.680 of the photons: its upper edge is 401 nm.
-        assert!((wfla_quantile(405.0, 0.059 / 0.68) - 401.0).abs() < 1e-9);
     }
 
     /// Absorption anisotropy: isotropic ice gives 1; for SPICE 3.2.1 less absorption along the

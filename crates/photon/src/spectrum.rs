@@ -82,6 +82,15 @@ pub struct RdeRatio {
 }
 
 impl RdeRatio {
+    /// Ratio 1 at every wavelength: the high-QE type of a detector without `wv.rde` (one type).
+    #[must_use]
+    pub fn unit() -> Self {
+        Self {
+            wavelength: vec![0.0],
+            ratio: vec![1.0],
+        }
+    }
+
     pub fn read(path: &Path) -> Result<Self, InputError> {
         let text = read_text(path)?;
         let (mut wavelength, mut ratio) = (Vec::<f64>::new(), Vec::new());
