@@ -81,7 +81,7 @@ struct PhotonParams {
     float bfr_p[12];
     float bfr_ax, bfr_ay;
     int has_bfr;
-    float bfr_rb0;  // rb when the same in every layer (WD_BFR_RB_CONST, set by the host), else −1
+    float bfr_rb0;  // icemodel.dat's rb column when the same in every layer (WD_BFR_RB_CONST, set by the host), else −1
     // The 2-D tilt map resampled on a regular (depth, x, y) grid (WD_TILT_LUT, gpu.rs tilt2_lut).
     const float* tilt_lut2;
     int lut2_nx, lut2_ny, lut2_nd;
@@ -443,7 +443,7 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
             float l = absorbed ? tot / a : sca_depth / s;
             ra = fmaxf(ra + l * P.bfr_ra[j], 0.0f);
 #ifdef WD_BFR_RB_CONST
-            rb = P.bfr_rb0 * (length + l);
+            rb = P.bfr_rb0 * ra;  // rb per layer = ra·c (birefringence.rs)
 #else
             rb = fmaxf(rb + l * P.bfr_rb[j], 0.0f);
 #endif
@@ -734,8 +734,12 @@ __device__ bool hole_span(const PhotonParams& P, V3 r, V3 n, float len, float& t
     return found;
 }
 
+#endif
+
+#if defined(WD_HOLE) || defined(WD_BFR)
 // propagate.rs: layer_depths — the optical depths (scattering, absorption × abs_factor) over the
-// path length len from zp along nz, through the layers of layer_walk.
+// path length len from zp along nz, through the layers of layer_walk (hole ice: up to a column;
+// birefringence: up to a hit).
 __device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float zp, float nz, float len, float abs_factor) {
 #ifdef WD_FACTORED_ICE
     const float4* layer_tab = (const float4*)P.layer_f;
@@ -1022,7 +1026,7 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //                        is searched (the rule before continue after hit; what it costs)
 //   WD_BFR               birefringence code compiled in (set by the host for models with it)
 //   WD_BFR_TABLE         birefringence widths from a 513-entry table in the flow angle (fast mode only)
-//   WD_BFR_RB_CONST      the birefringence's rb the same in every layer (set by the host; WD_BFR_WALK)
+//   WD_BFR_RB_CONST      icemodel.dat's rb column the same c in every layer, so ∫ra·rb = c·∫ra (set by the host; WD_BFR_WALK)
 //   WD_HOLE              hole-ice columns compiled in (set by the host for models with them)
 //   WD_BFR_WALK          the birefringence's path integrals summed by the layer walk (fast mode only)
 //   WD_FAST_BFR          birefringence deflection without renormalising its unit vectors (fast only)
@@ -1263,6 +1267,29 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
         if (P.oversize <= 1.0f) return false;
         st.pos = V3{st.pos.x + c.h * st.dir.x, st.pos.y + c.h * st.dir.y, st.pos.z + c.h * st.dir.z};
         st.time += c.h * st.ocm;
+#ifdef WD_BFR
+        // Birefringence: a hit in the bulk ends the step (propagate.rs step, SegmentEnd::AfterHit):
+        // the depths used up to the hit, the diffusion over that piece, one block of words.
+        if (P.has_bfr && c.h <= bfr_len) {
+            float2 x = layer_depths(P, st.slice, zp, st.dir.z, c.h, nr);
+            st.sca_depth = fmaxf(sca_depth - x.x, 0.0f);
+            st.tot = fmaxf(st.tot - x.y, 0.0f);
+            float ra, rb;
+            bfr_path(P, zp, st.dir.z, c.h, ra, rb);
+            unsigned int wb[4];
+#if defined(WD_FAST_RNG)
+            for (int q = 0; q < 4; ++q) wb[q] = mwc_next(st.mx, st.mc);
+#else
+            wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, wb);
+            st.block += 1;
+#endif
+            V3 shift;
+            st.dir = bfr_deflect(P, st.dir, c.h, ra, rb, wb, shift);
+            st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
+            st.skip = c.dom;
+            return ++st.segs < WD_MAX_SEGMENTS;
+        }
+#endif
         seg.length -= c.h;
         skip = c.dom;
 #ifdef WD_NO_CONTINUE

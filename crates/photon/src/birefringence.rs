@@ -7,8 +7,9 @@
 //!   σx(s) = max(0, p0·exp(−p1·atan(p3·s)^p2)),   σy(s) = max(0, p4·exp(−p5·atan(p7·s)^p6)),
 //!   μx(s, c) = max(0, p8·atan(p11·s·c)·exp(−p9·s + p10·c)),
 //!
-//! and after a segment of length L (through layers with factors ra, rb of icemodel.dat's 7th and
-//! 8th columns, integrated along the path: ra_L, rb_L) the direction is deflected in the frame
+//! and after a segment of length L (through layers with factors ra and ra·rb — icemodel.dat's 7th
+//! column, and its product with the 8th, as PPC's ini.cxx sets `az.rb = ra·rb` — integrated along
+//! the path: ra_L, rb_L) the direction is deflected in the frame
 //! (q, p) perpendicular to n — q the flow axis' part perpendicular to n, turned towards a — by
 //! (u, v) = (√ra_L·σx·g1 + rb_L·μx, √ra_L·σy·g2) with standard normals g1, g2, through the
 //! stereographic map (u/2, v/2) ↦ unit vector. The path is curved: two more normals give the
@@ -35,9 +36,13 @@ pub struct Birefringence {
     pub axis: [f32; 2],
     /// s_eff [1/m] (PPC: "Initialized BFR diffusion patterns; s_eff=…").
     pub s_eff: f64,
-    /// Per layer (0 = deepest) the factors ra and rb (icemodel.dat columns 7 and 8, default 1).
+    /// Per layer (0 = deepest) the factors of the widths, ra (icemodel.dat column 7, default 1),
+    /// and of the mean, ra·rb (column 8, default 1, times ra: PPC's `az.rb = ra·rb`).
     pub ra: Vec<f32>,
     pub rb: Vec<f32>,
+    /// Column 8's value when it is the same c ≥ 0 in every layer (rb = c·ra, so ∫rb = c·∫ra:
+    /// the GPU's `WD_BFR_RB_CONST` path).
+    pub rb_column_const: Option<f32>,
 }
 
 /// s_eff of parameters `p` [1/m] (photon-ppc-phase2.md §1), in f64.
@@ -74,14 +79,23 @@ impl Birefringence {
         let az = cfg.anisotropy.map_or(0.0, |a| a.azimuth_deg).to_radians();
         let n = layers.rows.len();
         // Layer 0 is the deepest row (the last of icemodel.dat).
-        let ra = (0..n).map(|j| layers.rows[n - 1 - j].bfr_ra as f32).collect();
-        let rb = (0..n).map(|j| layers.rows[n - 1 - j].bfr_rb as f32).collect();
+        let row = |j: usize| &layers.rows[n - 1 - j];
+        let ra: Vec<f32> = (0..n).map(|j| row(j).bfr_ra as f32).collect();
+        // PPC multiplies in f32: az.rb = ra·rb.
+        let rb = (0..n).map(|j| ra[j] * row(j).bfr_rb as f32).collect();
+        let first = layers.rows.first().map_or(1.0, |r| r.bfr_rb as f32);
+        let rb_column_const = layers
+            .rows
+            .iter()
+            .all(|r| r.bfr_rb as f32 == first && first >= 0.0)
+            .then_some(first);
         Some(Self {
             p: p.map(|x| x as f32),
             axis: [az.cos() as f32, az.sin() as f32],
             s_eff,
             ra,
             rb,
+            rb_column_const,
         })
     }
 
@@ -292,6 +306,7 @@ mod tests {
             s_eff: 1.0,
             ra: vec![1.0, 2.0, 4.0],
             rb: vec![1.0, 1.0, 1.0],
+            rb_column_const: None,
         };
         // Layers of 10 m centred at 0, 10, 20: boundaries at 5 and 15.
         let (ra, rb) = b.path_integrals(0.0, 10.0, 1.0, 0.0, 7.0);
@@ -310,6 +325,27 @@ mod tests {
     /// the frame axes is σx² + μx²-free variance, i.e. ⟨u²⟩ = ra_L σx² (u = 2 tan(θ/2)·…); here
     /// checked through the direction change's second moments for a photon perpendicular to the
     /// flow (s = 1, c = 0, μx = 0): ⟨Δn_q²⟩ ≈ ra_L σx(1)² and ⟨Δn_p²⟩ ≈ ra_L σy(1)² for small angles.
+    /// The mean's layer factor is ra·rb, as PPC's ini.cxx sets it (`az.rb = ra·rb`): in
+    /// spice_ftp-v3m (no 8th column, rb = 1) it is ra itself, which runs from about 0.8 to 3.3 —
+    /// with rb alone the drift towards the flow axis was half PPC's near the detector's centre.
+    #[test]
+    fn drift_factor_is_ra_times_rb() {
+        let (cfg, layers) = model("spice_ftp-v3m");
+        let b = Birefringence::new(&cfg, &layers, 1.0, 1.0).unwrap();
+        assert_eq!(b.rb, b.ra);
+        assert_eq!(b.rb_column_const, Some(1.0));
+        assert!(b.ra.iter().any(|&r| r > 2.0), "ra varies: the product matters");
+        let mut l = layers.clone();
+        let n = l.rows.len();
+        for (i, r) in l.rows.iter_mut().enumerate() {
+            r.bfr_rb = if i == 0 { 0.5 } else { 2.0 };
+        }
+        let b = Birefringence::new(&cfg, &l, 1.0, 1.0).unwrap();
+        assert_eq!(b.rb_column_const, None);
+        assert_eq!(b.rb[0], b.ra[0] * 2.0);
+        assert_eq!(b.rb[n - 1], b.ra[n - 1] * 0.5, "layer 0 of the tables is the last row");
+    }
+
     #[test]
     fn deflection_variances_follow_sigma() {
         let (cfg, layers) = model("spice_ftp-v3m");

@@ -439,6 +439,34 @@ pub struct GpuStats {
     pub reruns: usize,
     pub registers: i32,
     pub local_bytes: i32,
+    /// Host-side phases [s] (slowest device where per device): opening the devices, loading the
+    /// kernel (NVRTC or the disk cache), uploading the tables, copying hits back and converting
+    /// them, sorting them into canonical order. With `kernel_seconds` they say where a run's wall
+    /// time goes (`warpdrive ppc` prints them).
+    pub open_seconds: f64,
+    pub load_seconds: f64,
+    pub upload_seconds: f64,
+    pub download_seconds: f64,
+    pub sort_seconds: f64,
+    /// The DOM acceptance on the host (set by `crate::engine::simulate`).
+    pub accept_seconds: f64,
+}
+
+impl GpuStats {
+    /// The phases in words, for a run's log.
+    #[must_use]
+    pub fn phases(&self) -> String {
+        format!(
+            "{:.3} s in kernels; devices opened {:.2}, kernel loaded {:.2}, tables uploaded {:.2}, hits copied back {:.2}, sorted {:.2}, accepted {:.2} s",
+            self.kernel_seconds,
+            self.open_seconds,
+            self.load_seconds,
+            self.upload_seconds,
+            self.download_seconds,
+            self.sort_seconds,
+            self.accept_seconds
+        )
+    }
 }
 
 pub use warpdrive_core::cuda::GpuError;
@@ -748,8 +776,7 @@ fn phase_constants(g: f32) -> (f32, [f32; 3]) {
 /// spice_ftp-v3m and spice_bfr-v2): the kernel then takes ∫rb dl = rb·length instead of summing it
 /// layer by layer in the walk (WD_BFR_RB_CONST).
 fn bfr_rb_const(b: &crate::birefringence::Birefringence) -> Option<f32> {
-    let first = *b.rb.first()?;
-    b.rb.iter().all(|&v| v == first && v >= 0.0).then_some(first)
+    b.rb_column_const
 }
 
 /// Propagate photon ids [lo, hi) on one GPU in batches. Returns raw hits (unsorted) and stats.
@@ -792,7 +819,9 @@ fn run_on(
     if !idx.shape.is_empty() && !defines.iter().any(|d| d == "WD_SHAPES") {
         defines.push("WD_SHAPES".into());
     }
+    let t_load = Instant::now();
     let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
+    let load_seconds = t_load.elapsed().as_secs_f64();
     let res = cuda::resources(&func)?;
     if opts.block as i32 > res.max_threads_per_block {
         return Err(GpuError::Other(format!(
@@ -801,7 +830,9 @@ fn run_on(
         )));
     }
     let stream = &gpu.stream;
+    let t_upload = Instant::now();
     let (tables, hits, count) = upload(stream, m, idx, sources, opts.hit_capacity)?;
+    let upload_seconds = t_upload.elapsed().as_secs_f64();
     let grid = (gpu.multiprocessors as u32) * opts.blocks_per_sm;
     let cfg = LaunchConfig {
         grid_dim: (grid, 1, 1),
@@ -813,6 +844,8 @@ fn run_on(
         devices: vec![format!("cuda:{} {}", gpu.ordinal, gpu.name)],
         registers: res.registers,
         local_bytes: res.local_bytes,
+        load_seconds,
+        upload_seconds,
         ..Default::default()
     };
     let wall = Instant::now();
@@ -859,8 +892,10 @@ fn run_on(
             continue;
         }
         if n > 0 {
+            let t_back = Instant::now();
             let h = stream.clone_dtoh(&hits.slice(0..n))?;
             out.extend(h.iter().map(to_raw));
+            stats.download_seconds += t_back.elapsed().as_secs_f64();
         }
         progress.add(b - a);
     }
@@ -886,13 +921,18 @@ pub fn run_with(
     progress: &Progress,
 ) -> Result<(Vec<RawHit>, GpuStats), GpuError> {
     let total: u64 = sources.iter().map(|s| s.photons).sum();
+    let t_open = Instant::now();
     let gpus = opts.devices.iter().map(|&d| cuda::open(d)).collect::<Result<Vec<_>, _>>()?;
+    let open_seconds = t_open.elapsed().as_secs_f64();
     let results = cuda::split_across(&gpus, total, |g, share| {
         g.ctx.bind_to_thread()?;
         run_on(g, m, idx, sources, seed, (share.start, share.end), opts, progress)
     });
     let mut hits = Vec::new();
-    let mut stats = GpuStats::default();
+    let mut stats = GpuStats {
+        open_seconds,
+        ..Default::default()
+    };
     for r in results {
         let (h, s) = r?;
         hits.extend(h);
@@ -903,13 +943,18 @@ pub fn run_with(
         stats.reruns += s.reruns;
         stats.registers = s.registers;
         stats.local_bytes = s.local_bytes;
+        stats.load_seconds = stats.load_seconds.max(s.load_seconds);
+        stats.upload_seconds = stats.upload_seconds.max(s.upload_seconds);
+        stats.download_seconds = stats.download_seconds.max(s.download_seconds);
     }
     // Stopped: the hits are incomplete and will be discarded; sorting millions of them (a
     // second for a 10⁸ GeV cascade's first seconds) would only delay the stop.
     if progress.should_stop() {
         return Ok((Vec::new(), stats));
     }
+    let t_sort = Instant::now();
     hits.sort_by_key(|h| (h.photon, h.seq));
+    stats.sort_seconds = t_sort.elapsed().as_secs_f64();
     Ok((hits, stats))
 }
 
