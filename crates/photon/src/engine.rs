@@ -496,7 +496,7 @@ pub fn simulate(
     let photons = source::total_photons(&sources).map_err(Error::Failed)?;
     ctl.progress.begin("propagating", photons, "photons");
     ctl.check()?;
-    let (raw, stats) = match backend {
+    let (raw, mut stats) = match backend {
         Backend::Cpu => (propagate::run(&det.medium, &det.index, &sources, seed, &ctl.progress), None),
         Backend::Cuda(o) => {
             let (raw, stats) = gpu::run_with(&det.medium, &det.index, &sources, seed, o, &ctl.progress)?;
@@ -504,7 +504,11 @@ pub fn simulate(
         }
     };
     ctl.check()?;
+    let t_accept = std::time::Instant::now();
     let hits = hits::accept(det, &raw, &sources, seed);
+    if let Some(s) = &mut stats {
+        s.accept_seconds = t_accept.elapsed().as_secs_f64();
+    }
     ctl.check()?;
     Ok((
         Simulation {

@@ -139,7 +139,7 @@ fn simulate(
         sim.raw_hits,
         sim.hits.len()
     )?;
-    let kernel = stats.map_or(String::new(), |s| format!(" ({:.3} s in kernels)", s.kernel_seconds));
+    let kernel = stats.map_or(String::new(), |s| format!(" ({})", s.phases()));
     writeln!(err, "propagation and acceptance: {:.2} s{kernel}", t.elapsed().as_secs_f64())?;
     Ok(sim)
 }
