@@ -145,6 +145,7 @@ fn follow(det: &Detector, src: &Source, at: [f32; 3], id: u64) -> Track {
             }
             SegmentEnd::Cut => panic!("cut inside the column at r = {r1}"),
             SegmentEnd::Absorbed | SegmentEnd::Killed => unreachable!("oversize 5 and absorption handled"),
+            SegmentEnd::AfterHit => unreachable!("no birefringence in this model"),
         }
     }
     panic!("photon {id} neither absorbed nor out after 100 000 segments");
