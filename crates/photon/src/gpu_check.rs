@@ -231,6 +231,41 @@ pub fn photon_agreement(a: &[RawHit], b: &[RawHit]) -> (usize, usize) {
     (same, keys.len())
 }
 
+/// For diagnosing a precise comparison (`WARPDRIVE_CHECK_DUMP=DIR`): the hits of every photon
+/// whose CPU and GPU hits differ, both sides (DOM, time, direction, impact), to DIR/<name>.txt.
+/// Best effort: a diagnostic must not fail the check it explains.
+fn dump_differences(dir: &Path, name: &str, cpu: &[RawHit], gpu: &[RawHit]) {
+    use std::fmt::Write as _;
+    let group = |h: &[RawHit]| {
+        let mut m: std::collections::BTreeMap<u64, Vec<RawHit>> = Default::default();
+        for x in h {
+            m.entry(x.photon).or_default().push(*x);
+        }
+        m
+    };
+    let (a, b) = (group(cpu), group(gpu));
+    let keys: std::collections::BTreeSet<u64> = a.keys().chain(b.keys()).copied().collect();
+    let mut text = String::new();
+    for k in keys {
+        let (x, y) = (a.get(&k).cloned().unwrap_or_default(), b.get(&k).cloned().unwrap_or_default());
+        let same = x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| p.dom == q.dom && (p.time - q.time).abs() < 0.01);
+        if !same {
+            let _ = writeln!(text, "photon {k}");
+            for (side, hits) in [("cpu", &x), ("gpu", &y)] {
+                for h in hits {
+                    let _ = writeln!(
+                        text,
+                        "  {side} seq {} dom {} t {:.4} dir {:?} impact {:?}",
+                        h.seq, h.dom, h.time, h.dir, h.impact
+                    );
+                }
+            }
+        }
+    }
+    let file: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let _ = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(dir.join(format!("{file}.txt")), text));
+}
+
 /// The photon checks of a `gpu-check` suite: the whole domain's ([`run_all`]), or only the
 /// hole-ice or flasher precise comparison (steps of their own in `scripts/gpu-check photon`).
 pub fn run_suite(
@@ -533,6 +568,9 @@ fn precise_agreement(
     let (gp, sp) = gpu::run(&det.medium, &det.index, sources, seed, precise)?;
     let (same, total) = photon_agreement(&cpu, &gp);
     let frac = same as f64 / total.max(1) as f64;
+    if let Some(dir) = std::env::var_os("WARPDRIVE_CHECK_DUMP") {
+        dump_differences(Path::new(&dir), name, &cpu, &gp);
+    }
     Ok(check(
         &format!("{name}: photon-by-photon CPU = GPU"),
         frac >= 0.99 && total > 0,

@@ -9,7 +9,7 @@ use warpdrive_core::InputError;
 
 use crate::detector::{Detector, DetectorOptions};
 use crate::f2k::{flasher, parse_f2k, FlasherOptions};
-use crate::hits::push_hit_line_for;
+use crate::hits::{hit_lines, HIT_LINE_WINDOW};
 
 /// PPC variables that change physics this version does not simulate: reported, never ignored silently.
 pub const UNSUPPORTED_ENV: [&str; 8] = ["TILTMODELDIR", "FLWL", "VTHK", "HIFL", "GECO", "HQUO", "BADMP", "NPHO"];
@@ -290,16 +290,10 @@ pub fn run(
             for (i, h) in sim.hits.iter().enumerate() {
                 by_event.entry(h.event).or_default().push(i as u32);
             }
-            let mut line = String::with_capacity(128);
             for c in &f2k.chunks {
                 out.write_all(c.text.as_bytes())?;
                 if let Some(hits) = c.event.and_then(|e| by_event.get(&e)) {
-                    for &i in hits {
-                        line.clear();
-                        push_hit_line_for(&mut line, &sim.hits[i as usize], det.sensors.is_some());
-                        line.push('\n');
-                        out.write_all(line.as_bytes())?;
-                    }
+                    write_hit_lines(out, &sim.hits, hits, det.sensors.is_some(), ctl)?;
                 }
             }
             out.flush()?;
@@ -315,17 +309,23 @@ pub fn run(
             let specs = flasher(&det, string, om, num, &env.flasher)?;
             let backend = backend(env, gpu, ctl, err)?;
             let sim = simulate(&det, &specs, seed, &backend, ctl, err)?;
-            let mut line = String::with_capacity(128);
-            for h in &sim.hits {
-                line.clear();
-                push_hit_line_for(&mut line, h, det.sensors.is_some());
-                line.push('\n');
-                out.write_all(line.as_bytes())?;
-            }
+            let order: Vec<u32> = (0..sim.hits.len() as u32).collect();
+            write_hit_lines(out, &sim.hits, &order, det.sensors.is_some(), ctl)?;
             Ok(())
         }
         _ => Err(PpcError::Usage(USAGE.into())),
     }
+}
+
+/// The HIT lines of `hits[order[…]]` to `out` in that order, formatted a window at a time on
+/// `ctl`'s threads (crate::hits::hit_lines).
+fn write_hit_lines(out: &mut dyn Write, hits: &[crate::hits::Hit], order: &[u32], with_pmt: bool, ctl: &Control) -> Result<(), PpcError> {
+    for window in order.chunks(HIT_LINE_WINDOW) {
+        for text in ctl.install(|| hit_lines(hits, window, with_pmt))? {
+            out.write_all(text.as_bytes())?;
+        }
+    }
+    Ok(())
 }
 
 /// PPC's `<gpu>` argument names the device: cuda:<gpu> when the driver, a GPU and NVRTC are
