@@ -1130,12 +1130,9 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
     const float* p = P.bfr_p;
     float sdt = sqrtf(fmaxf(1.0f - dot * dot, 0.0f));
     float cdt = fabsf(dot);
-    // birefringence.rs widths: arguments in float, the transcendentals in double rounded once,
-    // so that this path and the CPU's agree to the bit but in ~1e-8 of the evaluations.
-    float a = p[3] * sdt, b = p[7] * sdt, c = p[11] * sdt * cdt, e = -p[9] * sdt + p[10] * cdt;
-    float sx = sra * fmaxf((float)((double)p[0] * exp(-(double)p[1] * pow(atan((double)a), (double)p[2]))), 0.0f);
-    float sy = sra * fmaxf((float)((double)p[4] * exp(-(double)p[5] * pow(atan((double)b), (double)p[6]))), 0.0f);
-    float mx = rb_l * fmaxf((float)((double)p[8] * atan((double)c) * exp((double)e)), 0.0f);
+    float sx = sra * fmaxf(p[0] * expf(-p[1] * powf(atanf(p[3] * sdt), p[2])), 0.0f);
+    float sy = sra * fmaxf(p[4] * expf(-p[5] * powf(atanf(p[7] * sdt), p[6])), 0.0f);
+    float mx = rb_l * fmaxf(p[8] * atanf(p[11] * sdt * cdt) * expf(-p[9] * sdt + p[10] * cdt), 0.0f);
 #endif
     V3 q{P.bfr_ax - dot * n.x, P.bfr_ay - dot * n.y, -dot * n.z};
     if (dot < 0.0f) q = V3{-q.x, -q.y, -q.z};

@@ -153,17 +153,10 @@ impl Birefringence {
         let p = &self.p;
         let sdt = (1.0 - dot * dot).max(0.0).sqrt();
         let cdt = dot.abs();
-        // The arguments in f32, the transcendental chain in f64 rounded once to f32: libm's and
-        // CUDA's f32 exp/atan/pow differ by an ulp now and then, and over hundreds of deflections
-        // that drifted precise-mode GPU photons from the CPU's (a few in 100 flasher photons in
-        // spice_ftp-v3m); in f64 both round to the same f32 but in ~1e-8 of the cases.
-        let d = f64::from;
-        let (a, b) = (p[3] * sdt, p[7] * sdt);
-        let (c, e) = (p[11] * sdt * cdt, -p[9] * sdt + p[10] * cdt);
         [
-            ((d(p[0]) * (-d(p[1]) * d(a).atan().powf(d(p[2]))).exp()) as f32).max(0.0),
-            ((d(p[4]) * (-d(p[5]) * d(b).atan().powf(d(p[6]))).exp()) as f32).max(0.0),
-            ((d(p[8]) * d(c).atan() * d(e).exp()) as f32).max(0.0),
+            (p[0] * (-p[1] * (p[3] * sdt).atan().powf(p[2])).exp()).max(0.0),
+            (p[4] * (-p[5] * (p[7] * sdt).atan().powf(p[6])).exp()).max(0.0),
+            (p[8] * (p[11] * sdt * cdt).atan() * (-p[9] * sdt + p[10] * cdt).exp()).max(0.0),
         ]
     }
 
