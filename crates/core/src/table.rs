@@ -400,8 +400,8 @@ pub fn read_parquet_or_text(path: &Path) -> Result<ParquetOrText, InputError> {
 
 /// Read a Parquet file whole as a [`Table`] through the bounded reader (reading back outputs,
 /// merging job directories).
-pub fn read_parquet(path: &Path) -> Result<Table, TableError> {
-    Ok(ParquetFile::read(path)?.table()?)
+pub fn read_parquet(path: &Path) -> Result<Table, InputError> {
+    ParquetFile::read(path)?.table()
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use crate::trials::Background;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use warpdrive_core::engine::{Error, ParamError};
-use warpdrive_core::table::{read_parquet, Column, Table, TableError};
+use warpdrive_core::table::{read_parquet, Column, Table};
 use warpdrive_core::InputError;
 
 /// What describes a run besides its numbers.
@@ -133,8 +133,8 @@ pub fn tables(info: &RunInfo, bg: &Background, extra_meta: &[(String, String)]) 
 pub fn read_run(dir: &Path) -> Result<(RunInfo, Background), InputError> {
     let cp = dir.join("counts.parquet");
     let bp = dir.join("background.parquet");
-    let counts = read_parquet(&cp).map_err(|e| table_error(&cp, e))?;
-    let back = read_parquet(&bp).map_err(|e| table_error(&bp, e))?;
+    let counts = read_parquet(&cp)?;
+    let back = read_parquet(&bp)?;
     let meta = |t: &Table, p: &Path, k: &str| -> Result<String, InputError> {
         t.metadata
             .iter()
@@ -275,18 +275,7 @@ pub fn merge(dirs: &[PathBuf], partial: bool) -> Result<(RunInfo, Background), E
     }
     Ok((info, bg))
 }
-/// A Parquet file of a job that cannot be read: the reader's own input error, else the file
-/// and what failed.
-fn table_error(path: &Path, e: TableError) -> InputError {
-    match e {
-        TableError::Input(i) => i,
-        TableError::Io { path, source } => InputError::new(path, 0, format!("cannot read: {source}")),
-        other => InputError::new(path, 0, other.to_string()),
-    }
-}
-
 /// `summary.json`: the run's configuration and the most significant bin (no machine-dependent facts).
-/// `summary.json`: the run's configuration, the most significant bin and timings.
 #[must_use]
 pub fn summary_json(info: &RunInfo, rows: &[BinResult], post: Option<&crate::analysis::PostTrial>, extra: serde_json::Value) -> String {
     let cuts: Vec<serde_json::Value> = (0..info.cut_labels.len())
