@@ -1210,6 +1210,15 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
     st.skip = st.own_dom; st.seq = 0; st.segs = 0;
 }
 
+#ifdef WD_BFR
+// layer_depths for a hit that ends a birefringent step, out of line: it runs for about one photon
+// in a hundred, and inlined its walk's registers spilled the hot loop. P is the kernel's
+// __grid_constant__ parameter, so passing it by reference makes no copy.
+__device__ __noinline__ float2 depths_to_hit(const PhotonParams& P, unsigned int slice, float zp, float nz, float h, float nr) {
+    return layer_depths(P, slice, zp, nz, h, nr);
+}
+#endif
+
 // One segment of propagate_photon's loop; false when the photon ends.
 __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
 #ifdef WD_FLASHER
@@ -1279,7 +1288,7 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
         // Birefringence: a hit in the bulk ends the step (propagate.rs step, SegmentEnd::AfterHit):
         // the depths used up to the hit; the diffusion over that piece follows below.
         if (P.has_bfr && c.h <= bfr_len) {
-            float2 x = layer_depths(P, st.slice, zp, st.dir.z, c.h, nr);
+            float2 x = depths_to_hit(P, st.slice, zp, st.dir.z, c.h, nr);
             sca_at_hit = fmaxf(sca_depth - x.x, 0.0f);
             seg.tot = fmaxf(st.tot - x.y, 0.0f);
             seg.length = 0.0f;
@@ -1395,7 +1404,7 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
 
 #if defined(WD_NAIVE_LOOP)
 // One whole photon per iteration (a warp waits for its longest photon).
-extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
+extern "C" __global__ void WD_BOUNDS propagate(__grid_constant__ const PhotonParams P) {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long id = P.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; id < P.photon_hi; id += stride) {
         PState st;
@@ -1408,7 +1417,7 @@ extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
 // idle, all 32 lanes emit one photon each into shared memory together (emission runs
 // warp-uniform instead of one lane at a time); idle lanes then pop photons from the queue.
 #define WD_WARPS (WD_BLOCK / 32)
-extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
+extern "C" __global__ void WD_BOUNDS propagate(__grid_constant__ const PhotonParams P) {
     __shared__ PState queue[WD_WARPS][32];
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
 #ifdef WD_ICE_TABLES
@@ -1476,7 +1485,7 @@ extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
 }
 #else
 // Default: one segment per iteration; a lane whose photon ended starts its next photon.
-extern "C" __global__ void WD_BOUNDS propagate(const PhotonParams P) {
+extern "C" __global__ void WD_BOUNDS propagate(__grid_constant__ const PhotonParams P) {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long next = P.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     PState st;
