@@ -12,6 +12,14 @@ use std::process::Command;
 use warpdrive_core::table::read_parquet;
 use warpdrive_spline::SplineTable;
 
+/// `warpdrive spline unfold --device cpu` reading the shared data at `data`: the command every
+/// unfolding test starts from.
+fn unfold_cpu(data: &Path) -> Command {
+    let mut c = bin();
+    c.env("WARPDRIVE_DATA", data).args(["spline", "unfold", "--device", "cpu"]);
+    c
+}
+
 fn ems(dir: &Path, which: &str) -> PathBuf {
     dir.join(format!("splines/icetray_photospline_ems/ems_z0_a0.pt.{which}.fits"))
 }
@@ -86,25 +94,13 @@ fn simulate_then_unfold_a_cascade_with_every_solver() {
     let mut results = Vec::new();
     for (solver, threads) in [("newton", "1"), ("newton", "2"), ("pcg", "2"), ("nnls", "2")] {
         let out = dir.join(format!("{solver}-{threads}"));
-        let mut c = bin();
-        with_data(&mut c);
+        let mut c = unfold_cpu(&data);
         run_ok(
-            c.args([
-                "spline",
-                "unfold",
-                "--device",
-                "cpu",
-                "--cascade",
-                cascade,
-                "--solver",
-                solver,
-                "--threads",
-                threads,
-            ])
-            .arg("--event")
-            .arg(&event)
-            .arg("-o")
-            .arg(&out),
+            c.args(["--cascade", cascade, "--solver", solver, "--threads", threads])
+                .arg("--event")
+                .arg(&event)
+                .arg("-o")
+                .arg(&out),
         );
         let t = read_parquet(&out.join("energies.parquet")).unwrap();
         let (e, s) = (t.column("energy").unwrap().to_f64()[0], t.column("sigma").unwrap().to_f64()[0]);
@@ -172,9 +168,8 @@ fn bad_inputs_fail_cleanly() {
     assert!(err.contains("pts.csv:3"), "{err}");
     assert!(!out.exists());
     // A missing event file and an unknown solver.
-    let o = bin()
-        .env("WARPDRIVE_DATA", &data)
-        .args(["spline", "unfold", "--device", "cpu", "--cascade", "0,0,0,0,0,0", "--event"])
+    let o = unfold_cpu(&data)
+        .args(["--cascade", "0,0,0,0,0,0", "--event"])
         .arg(dir.join("missing.parquet"))
         .arg("-o")
         .arg(dir.join("u"))
@@ -183,19 +178,8 @@ fn bad_inputs_fail_cleanly() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("missing.parquet"), "{err}");
-    let o = bin()
-        .env("WARPDRIVE_DATA", &data)
-        .args([
-            "spline",
-            "unfold",
-            "--device",
-            "cpu",
-            "--solver",
-            "lbfgs",
-            "--cascade",
-            "0,0,0,0,0,0",
-            "--event",
-        ])
+    let o = unfold_cpu(&data)
+        .args(["--solver", "lbfgs", "--cascade", "0,0,0,0,0,0", "--event"])
         .arg(dir.join("missing.parquet"))
         .output()
         .unwrap();
@@ -268,20 +252,9 @@ fn a_fine_track_is_refused_before_allocating() {
     );
     let out = dir.join("u");
     let t0 = std::time::Instant::now();
-    let o = bin()
-        .env("WARPDRIVE_DATA", &data)
+    let o = unfold_cpu(&data)
         .env("WARPDRIVE_MAX_MEMORY", "4G")
-        .args([
-            "spline",
-            "unfold",
-            "--device",
-            "cpu",
-            "--track",
-            track,
-            "--spacing",
-            "0.01",
-            "--event",
-        ])
+        .args(["--track", track, "--spacing", "0.01", "--event"])
         .arg(&event)
         .arg("-o")
         .arg(&out)
@@ -312,18 +285,8 @@ fn sigint_stops_an_unfolding_within_a_second() {
     let out = dir.join("u");
     // A 1 km track in 1 m segments on one thread: the response matrix alone takes seconds.
     let (o, took) = common::interrupt_after(
-        bin()
-            .env("WARPDRIVE_DATA", &data)
-            .args([
-                "spline",
-                "unfold",
-                "--device",
-                "cpu",
-                "--threads",
-                "1",
-                "--track",
-                "-500,0,-250,90,180,0,1000",
-            ])
+        unfold_cpu(&data)
+            .args(["--threads", "1", "--track", "-500,0,-250,90,180,0,1000"])
             .args(["--spacing", "1", "--event"])
             .arg(&event)
             .arg("-o")
