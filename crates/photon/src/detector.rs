@@ -90,8 +90,6 @@ pub struct Detector {
     pub index: DomIndex,
     pub medium: Medium,
     pub angular: AngularSensitivity,
-    /// Largest RDE: the acceptance envelope when all DOMs are of one type.
-    pub rde_max: f64,
     /// Nominal and high-QE DOMs (wv.rde with eff-f2k type-1 rows; otherwise one type, both
     /// entries equal): RDE_max per type and each type's share of the envelope per wavelength
     /// slice (`crate::envelope`).
@@ -409,7 +407,6 @@ impl Detector {
             index,
             medium,
             angular,
-            rde_max,
             dom_types,
             sensors,
             description,
@@ -529,8 +526,8 @@ mod tests {
         .unwrap();
         assert!(bfr.medium.bfr.is_some(), "spice_bfr-v2 has birefringence");
         assert!(bfr.unsupported.is_empty(), "{:?}", bfr.unsupported);
-        assert!((bfr.rde_max - 1.35).abs() < 1e-12, "high-QE RDE from eff-f2k sets the envelope");
-        assert_eq!(bfr.dom_types.rde_max, [1.35; 2], "bfr-v2 has no wv.rde: one DOM type");
+        // High-QE RDE from eff-f2k sets the envelope; no wv.rde: one DOM type.
+        assert_eq!(bfr.dom_types.rde_max, [1.35; 2]);
         assert_eq!(format!("{:.2}", bfr.yield_.ppm), "2282.91", "PPC's printed ppm for spice_bfr-v2");
     }
 

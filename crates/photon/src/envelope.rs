@@ -289,7 +289,7 @@ mod tests {
     }
 
     /// With one type the envelope is that type: the integral is RDE_max (the normal ppm) and
-    /// 0.680 × RDE_max under WFLA (the narrowed grid of medium::wfla_fraction). Its shares are
+    /// 0.680 × RDE_max under WFLA (the share of the line on PPC's narrowed grid). Its shares are
     /// PPC's: the slices' masses one bin low over the mass per slice — below 1 on the rising blue
     /// edge, above 1 on the falling red one, averaging 1 less the last bin's mass.
     #[test]
@@ -298,7 +298,7 @@ mod tests {
         let e = Envelope::new(&pts, &r, [1.35, 0.0], Grid::FULL);
         assert!((e.integral() - 1.35).abs() < 1e-9, "{}", e.integral());
         let w = Envelope::new(&EmissionPoints::wfla(405.0), &r, [1.35, 0.0], Grid::wfla(405.0));
-        assert!((w.integral() - 1.35 * crate::medium::wfla_fraction()).abs() < 1e-12);
+        assert!((w.integral() - 1.35 * 0.680).abs() < 1e-12);
         let shares = e.slice_shares(512);
         assert!(shares[1].iter().all(|&s| s == 0.0));
         let s = &shares[0];
@@ -313,6 +313,26 @@ mod tests {
         let last = e.env.iter().rposition(|&v| v > 0.0).unwrap();
         let mean = s.iter().sum::<f64>() / 512.0;
         assert!((mean - (1.0 - e.env[last] / e.integral())).abs() < 1e-9, "{mean}");
+    }
+
+    /// Regression (issue #14 fix 3): under WFLA PPC narrows the grid to W ± 5 nm in 10 bins of
+    /// 1 nm whose densities are the smoothstep line's 2-nm step densities interpolated at the bin
+    /// centres, 0.0590, 0.0650, 0.0695, 0.0725, 0.0740 per nm and symmetric (photon-ppc-phase2.md
+    /// §5): 0.680 of the line, so the ppm of spice_bfr-v2 at 405 nm is 2282.91 × 0.680 = 1552.38,
+    /// as PPC prints.
+    #[test]
+    fn wfla_line_on_ppcs_narrowed_grid() {
+        let w = Envelope::one_type(&EmissionPoints::wfla(405.0), 1.0, Grid::wfla(405.0));
+        assert_eq!(w.env.len(), 10);
+        for (i, want) in [0.0590, 0.0650, 0.0695, 0.0725, 0.0740].iter().enumerate() {
+            assert!(
+                (w.env[i] - want).abs() < 1e-12 && (w.env[9 - i] - want).abs() < 1e-12,
+                "{:?}",
+                w.env
+            );
+        }
+        assert!((w.integral() - 0.680).abs() < 1e-12);
+        assert!((2282.91 * w.integral() - 1552.38).abs() < 0.005);
     }
 
     /// PPC's inverse sits one grid bin below the quantile of the tabulated envelope, computed

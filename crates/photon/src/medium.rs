@@ -110,43 +110,6 @@ pub fn renormalised_absorption_anisotropy(k: [f64; 3]) -> [f64; 3] {
     }
 }
 
-/// Half width of PPC's WFLA emission line [nm]: a smoothstep CDF from W − 10 to W + 10 nm.
-pub const WFLA_HALF_WIDTH: f64 = 10.0;
-/// Half width of the wavelength grid PPC narrows to under WFLA [nm]: 10 bins of 1 nm.
-pub const WFLA_GRID_HALF_WIDTH: f64 = 5.0;
-/// Bins of the narrowed grid.
-pub const WFLA_BINS: usize = 10;
-
-/// Density [1/nm] of the WFLA line at the centres of the narrowed grid's bins W − 4.5 … W + 4.5
-/// (photon-ppc-phase2.md §5): the smoothstep CDF F(x) = 3x² − 2x³, x = (λ − W + 10)/20, given at
-/// x = 0, 0.1, …, 1, has density ΔF/2 nm on each 2-nm step, placed at the step centres
-/// W − 9, W − 7, …, W + 9; the grid centres interpolate linearly between them. Values
-/// 0.0590, 0.0650, 0.0695, 0.0725, 0.0740, then symmetric.
-#[must_use]
-pub fn wfla_bin_densities() -> [f64; WFLA_BINS] {
-    let cdf = |x: f64| 3.0 * x * x - 2.0 * x * x * x;
-    // Step densities at offsets −9, −7, …, +9 nm from W.
-    let steps: Vec<(f64, f64)> = (0..10)
-        .map(|k| (-9.0 + 2.0 * k as f64, (cdf(0.1 * (k + 1) as f64) - cdf(0.1 * k as f64)) / 2.0))
-        .collect();
-    let mut out = [0.0; WFLA_BINS];
-    for (i, o) in out.iter_mut().enumerate() {
-        let c = -WFLA_GRID_HALF_WIDTH + 0.5 + i as f64;
-        let j = steps.iter().rposition(|&(x, _)| x <= c).unwrap_or(0).min(steps.len() - 2);
-        let ((x0, d0), (x1, d1)) = (steps[j], steps[j + 1]);
-        *o = d0 + (d1 - d0) * (c - x0) / (x1 - x0);
-    }
-    out
-}
-
-/// The fraction of the full WFLA line that PPC's narrowed grid holds: Σ densities × 1 nm = 0.680.
-/// PPC's ppm under WFLA is the normal ppm times this (1552.38 = 2282.91 × 0.680 for spice_bfr-v2
-/// at 405 nm, its logs in shared/data/reference/ppc_bfr_h100_2026).
-#[must_use]
-pub fn wfla_fraction() -> f64 {
-    wfla_bin_densities().iter().sum::<f64>() * (2.0 * WFLA_GRID_HALF_WIDTH / WFLA_BINS as f64)
-}
-
 /// Everything the propagation loop reads about the ice.
 #[derive(Clone, Debug)]
 pub struct Medium {
@@ -381,19 +344,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// Regression (issue #14 fix 3): PPC narrows WFLA's grid to W ± 5 nm in 10 bins, with the
-    /// densities and the 0.680 fraction of photon-ppc-phase2.md §5 (its wavelengths: crate::envelope).
-    #[test]
-    fn wfla_line_shape() {
-        let d = wfla_bin_densities();
-        for (i, want) in [0.0590, 0.0650, 0.0695, 0.0725, 0.0740].iter().enumerate() {
-            assert!((d[i] - want).abs() < 1e-12 && (d[9 - i] - want).abs() < 1e-12, "{d:?}");
-        }
-        assert!((wfla_fraction() - 0.680).abs() < 1e-12);
-        // PPC's printed ppm for spice_bfr-v2 at 405 nm: 2282.91 without, 1552.38 with WFLA.
-        assert!((2282.91 * wfla_fraction() - 1552.38).abs() < 0.005);
     }
 
     /// Absorption anisotropy: isotropic ice gives 1; for SPICE 3.2.1 less absorption along the

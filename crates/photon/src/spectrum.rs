@@ -59,14 +59,6 @@ impl Spectrum {
         cdf.iter_mut().for_each(|c| *c /= tot);
         Self { cdf, wavelength: ws }
     }
-
-    /// Wavelength at cumulative probability p ∈ [0,1] (linear interpolation).
-    #[must_use]
-    pub fn quantile(&self, p: f64) -> f64 {
-        let k = self.cdf.partition_point(|&c| c <= p).clamp(1, self.cdf.len() - 1) - 1;
-        let f = (p - self.cdf[k]) / (self.cdf[k + 1] - self.cdf[k]);
-        self.wavelength[k] + f.clamp(0.0, 1.0) * (self.wavelength[k + 1] - self.wavelength[k])
-    }
 }
 
 /// Largest relative DOM efficiency accepted from eff-f2k (RDE) and from wv.rde (ratio): the
@@ -196,15 +188,17 @@ mod tests {
     use crate::test_data::{data_dir, scratch};
 
     #[test]
-    fn spectrum_quantiles() {
+    fn spectrum_reads_and_builtin_shape() {
         let s = Spectrum::read(&data_dir().join("ice/spice_3.2.1/wv.dat")).unwrap();
         assert_eq!(s.cdf.len(), 42);
-        assert_eq!(s.quantile(0.0), 265.0);
-        assert_eq!(s.quantile(1.0), 675.0);
-        let m = s.quantile(0.5);
-        assert!((350.0..450.0).contains(&m), "median {m}");
+        assert_eq!((s.cdf[0], s.wavelength[0]), (0.0, 265.0));
+        assert_eq!((s.cdf[41], s.wavelength[41]), (1.0, 675.0));
+        // The median lies in the blue: the step where the cumulative passes 0.5.
+        let median = |s: &Spectrum| s.wavelength[s.cdf.partition_point(|&c| c < 0.5)];
+        assert!((350.0..460.0).contains(&median(&s)), "median {}", median(&s));
         let b = Spectrum::builtin();
-        assert!((b.quantile(0.5) - 400.0).abs() < 60.0);
+        assert!(b.cdf.windows(2).all(|w| w[0] <= w[1]) && b.cdf[0] == 0.0 && (b.cdf[41] - 1.0).abs() < 1e-12);
+        assert!((median(&b) - 400.0).abs() < 60.0, "{}", median(&b));
     }
 
     #[test]
