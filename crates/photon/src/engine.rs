@@ -550,10 +550,7 @@ impl PropagateResult {
     #[must_use]
     pub fn hit_lines(&self) -> String {
         let mut text = String::with_capacity(self.sim.hits.len() * 96);
-        for h in &self.sim.hits {
-            hits::push_hit_line_for(&mut text, h, self.with_pmt);
-            text.push('\n');
-        }
+        hits::push_hit_lines(&mut text, &self.sim.hits, self.with_pmt);
         text
     }
 

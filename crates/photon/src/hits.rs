@@ -170,6 +170,14 @@ pub fn push_hit_line_for(out: &mut String, h: &Hit, with_pmt: bool) {
     write_line(out, h, with_pmt);
 }
 
+/// Append the newline-terminated HIT lines of `hits` to `out`, in order, on this thread.
+pub fn push_hit_lines<'a>(out: &mut String, hits: impl IntoIterator<Item = &'a Hit>, with_pmt: bool) {
+    for h in hits {
+        write_line(out, h, with_pmt);
+        out.push('\n');
+    }
+}
+
 /// Lines per window of [`hit_lines`]: a caller formats this many at a time, so memory stays
 /// bounded (~90 MB of text) however many hits a run has.
 pub const HIT_LINE_WINDOW: usize = 1 << 20;
@@ -184,10 +192,7 @@ pub fn hit_lines(hits: &[Hit], order: &[u32], with_pmt: bool) -> Vec<String> {
         .par_chunks(1 << 14)
         .map(|c| {
             let mut s = String::with_capacity(c.len() * 88);
-            for &i in c {
-                write_line(&mut s, &hits[i as usize], with_pmt);
-                s.push('\n');
-            }
+            push_hit_lines(&mut s, c.iter().map(|&i| &hits[i as usize]), with_pmt);
             s
         })
         .collect()
