@@ -206,17 +206,22 @@ pub fn check_physics(gpu: &cuda::Gpu, det: &Detector, label: &str, n: usize) -> 
     ))
 }
 
-/// Group raw hits by photon: (photon → list of (dom, time)).
-fn by_photon(h: &[RawHit]) -> std::collections::BTreeMap<u64, Vec<(u32, f32)>> {
-    let mut m: std::collections::BTreeMap<u64, Vec<(u32, f32)>> = Default::default();
+/// Group raw hits by photon, each photon's in hit order.
+fn by_photon(h: &[RawHit]) -> std::collections::BTreeMap<u64, Vec<RawHit>> {
+    let mut m: std::collections::BTreeMap<u64, Vec<RawHit>> = Default::default();
     for x in h {
-        m.entry(x.photon).or_default().push((x.dom, x.time));
+        m.entry(x.photon).or_default().push(*x);
     }
     m
 }
 
-/// Fraction of photons (with hits on either side) whose hits are the same DOMs in the same order
-/// with times within 0.01 ns.
+/// One photon's hits on two sides are the same: the same DOMs in the same order, times within
+/// 0.01 ns.
+fn same_hits(a: &[RawHit], b: &[RawHit]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.dom == q.dom && (p.time - q.time).abs() < 0.01)
+}
+
+/// Fraction of photons (with hits on either side) whose hits are the same ([`same_hits`]).
 #[must_use]
 pub fn photon_agreement(a: &[RawHit], b: &[RawHit]) -> (usize, usize) {
     let (ma, mb) = (by_photon(a), by_photon(b));
@@ -224,7 +229,7 @@ pub fn photon_agreement(a: &[RawHit], b: &[RawHit]) -> (usize, usize) {
     let same = keys
         .iter()
         .filter(|k| match (ma.get(k), mb.get(k)) {
-            (Some(x), Some(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() < 0.01),
+            (Some(x), Some(y)) => same_hits(x, y),
             _ => false,
         })
         .count();
@@ -232,26 +237,19 @@ pub fn photon_agreement(a: &[RawHit], b: &[RawHit]) -> (usize, usize) {
 }
 
 /// For diagnosing a precise comparison (`WARPDRIVE_CHECK_DUMP=DIR`): the hits of every photon
-/// whose CPU and GPU hits differ, both sides (DOM, time, direction, impact), to DIR/<name>.txt.
-/// Best effort: a diagnostic must not fail the check it explains.
+/// that [`photon_agreement`] counts as different, both sides (DOM, time, direction, impact), to
+/// DIR/<name>.txt. Best effort: a diagnostic must not fail the check it explains.
 fn dump_differences(dir: &Path, name: &str, cpu: &[RawHit], gpu: &[RawHit]) {
     use std::fmt::Write as _;
-    let group = |h: &[RawHit]| {
-        let mut m: std::collections::BTreeMap<u64, Vec<RawHit>> = Default::default();
-        for x in h {
-            m.entry(x.photon).or_default().push(*x);
-        }
-        m
-    };
-    let (a, b) = (group(cpu), group(gpu));
+    let (a, b) = (by_photon(cpu), by_photon(gpu));
     let keys: std::collections::BTreeSet<u64> = a.keys().chain(b.keys()).copied().collect();
+    let none = Vec::new();
     let mut text = String::new();
     for k in keys {
-        let (x, y) = (a.get(&k).cloned().unwrap_or_default(), b.get(&k).cloned().unwrap_or_default());
-        let same = x.len() == y.len() && x.iter().zip(&y).all(|(p, q)| p.dom == q.dom && (p.time - q.time).abs() < 0.01);
-        if !same {
+        let (x, y) = (a.get(&k).unwrap_or(&none), b.get(&k).unwrap_or(&none));
+        if x.is_empty() || y.is_empty() || !same_hits(x, y) {
             let _ = writeln!(text, "photon {k}");
-            for (side, hits) in [("cpu", &x), ("gpu", &y)] {
+            for (side, hits) in [("cpu", x), ("gpu", y)] {
                 for h in hits {
                     let _ = writeln!(
                         text,

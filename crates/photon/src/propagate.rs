@@ -274,23 +274,23 @@ pub fn step(
         // other with one direction, where the deflection after the first (≈ 0.1 rad, moving it
         // ≈ 1 m sideways over 7 m) mostly misses the next: +8 % hits at photon θ < 0.19 rad in
         // spice_ftp-v3m at 10⁷ hits (issue #29). Hits inside a hole-ice column keep the
-        // straight path (the diffusion is over the bulk part only).
-        if let Some(b) = m.bfr.as_ref().filter(|_| c.h <= bulk_len) {
+        // straight path (the diffusion is over the bulk part only). The step then ends below as
+        // any other does: the depths left at the hit, the diffusion over the piece up to it
+        // (curved), no scattering — one diffusion block, as in the kernel.
+        skip = Some(c.dom);
+        if m.bfr.is_some() && c.h <= bulk_len {
             let (xs, xa) = layer_depths(m, p.slice, zp, p.dir[2], c.h, nr);
-            st.sca_depth = (st.sca_depth - xs).max(0.0);
-            st.tot = (st.tot - xa).max(0.0);
-            let (ra, rb) = b.path_integrals(m.hmin, m.dh, zp, p.dir[2], c.h);
-            let u = rng.block4().map(u32_to_unit_f32);
-            let (dir, shift) = b.deflect(p.dir, c.h, ra, rb, u);
-            p.pos = [p.pos[0] + shift[0], p.pos[1] + shift[1], p.pos[2] + shift[2]];
-            p.dir = dir;
-            st.skip = Some(c.dom);
-            return SegmentEnd::AfterHit;
+            (sca_left, tot) = ((st.sca_depth - xs).max(0.0), (st.tot - xa).max(0.0));
+            (len, bulk_len, entered, end) = (0.0, c.h, false, SegmentEnd::AfterHit);
+            break;
         }
         len -= c.h;
-        skip = Some(c.dom);
     }
-    st.skip = if end == SegmentEnd::Cut { skip } else { None };
+    st.skip = if matches!(end, SegmentEnd::Cut | SegmentEnd::AfterHit) {
+        skip
+    } else {
+        None
+    };
     st.tot = tot;
     if tot <= 0.0 {
         return SegmentEnd::Absorbed;
@@ -313,7 +313,7 @@ pub fn step(
         }
     }
     let in_hole = match end {
-        SegmentEnd::Cut => {
+        SegmentEnd::Cut | SegmentEnd::AfterHit => {
             st.sca_depth = sca_left;
             return end;
         }
