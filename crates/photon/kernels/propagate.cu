@@ -1263,9 +1263,9 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
 #endif
 #ifdef WD_BFR
     // A hit that ends a birefringent step (propagate.rs SegmentEnd::AfterHit): the DOM, and the
-    // scattering depth left at the hit. It shares the diffusion below with the step's end (one
-    // copy of bfr_deflect in the loop: a second, inlined at the hit, spilled the hot loop's
-    // registers, 40 → 64 B of local memory and spice_ftp-v3m 0.492 → 0.529 ns/photon).
+    // scattering depth left at the hit. It shares the diffusion below with the step's end: a
+    // second copy of bfr_deflect inlined at the hit spilled the hot loop's registers (local
+    // memory 40 → 64 B; docs/performance/photon.md, issue #29).
     int hit_dom = -1;
     float sca_at_hit = 0.0f;
 #endif

@@ -573,7 +573,7 @@ pub fn upload(
             p.bfr_p = b.p;
             [p.bfr_ax, p.bfr_ay] = b.axis;
             p.has_bfr = 1;
-            p.bfr_rb0 = bfr_rb_const(b).unwrap_or(-1.0);
+            p.bfr_rb0 = b.rb_column_const.unwrap_or(-1.0);
         }
         None => {
             put!(f32s, bfr_ra, Vec::<f32>::new());
@@ -772,13 +772,6 @@ fn phase_constants(g: f32) -> (f32, [f32; 3]) {
     ((1.0 - g) / (1.0 + g), [1.0 - g * g, 1.0 + g * g, inv2g])
 }
 
-/// The birefringence's rb when every layer has the same (icemodel.dat without an 8th column:
-/// spice_ftp-v3m and spice_bfr-v2): the kernel then takes ∫rb dl = rb·length instead of summing it
-/// layer by layer in the walk (WD_BFR_RB_CONST).
-fn bfr_rb_const(b: &crate::birefringence::Birefringence) -> Option<f32> {
-    b.rb_column_const
-}
-
 /// Propagate photon ids [lo, hi) on one GPU in batches. Returns raw hits (unsorted) and stats.
 /// Between batches it adds the batch's photons to `progress` and stops launching once
 /// `progress` asks to stop (the hits are then incomplete; see [`run_with`]).
@@ -804,7 +797,7 @@ fn run_on(
     if m.bfr.is_some() && !defines.iter().any(|d| d == "WD_BFR") {
         defines.push("WD_BFR".into());
     }
-    if m.bfr.as_ref().and_then(bfr_rb_const).is_some() && !defines.iter().any(|d| d == "WD_BFR_RB_CONST") {
+    if m.bfr.as_ref().and_then(|b| b.rb_column_const).is_some() && !defines.iter().any(|d| d == "WD_BFR_RB_CONST") {
         defines.push("WD_BFR_RB_CONST".into());
     }
     if m.hole.is_some() && !defines.iter().any(|d| d == "WD_HOLE") {
@@ -1060,7 +1053,7 @@ pub const SWITCHES: &[&str] = &[
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).
     "WD_BFR",
-    // Likewise for birefringence with the same rb in every layer (bfr_rb_const).
+    // Likewise for birefringence with the same rb in every layer (`Birefringence::rb_column_const`).
     "WD_BFR_RB_CONST",
     // Likewise for hole ice (cfg.txt lines 8-12 with a radius above 0, hole.rs).
     "WD_HOLE",
