@@ -16,6 +16,7 @@
 //! photospline's `ndsplineeval_core`; basis values and sums are double precision, coefficients
 //! the table's float32.
 
+use crate::evaluator::{Axis, Evaluator};
 use crate::table::{SplineTable, MAX_DIM, MAX_ORDER};
 use warpdrive_core::progress::Progress;
 
@@ -140,13 +141,7 @@ pub struct Point {
 impl SplineTable {
     /// Locate `x` on every axis; `Err(value)` when the result is already known (0 outside, NaN).
     pub fn locate(&self, x: &[f64]) -> Result<Point, f64> {
-        assert_eq!(
-            x.len(),
-            self.ndim(),
-            "point has {} coordinates for a {}-D table",
-            x.len(),
-            self.ndim()
-        );
+        self.check_point(x);
         let mut p = Point {
             basis: [Basis::default(); MAX_DIM],
         };
@@ -160,12 +155,30 @@ impl SplineTable {
         Ok(p)
     }
 
-    /// f(x).
+    /// f(x) (through [`Evaluator`]; for many points keep one evaluator, as
+    /// [`SplineTable::evaluate_many`] does).
     pub fn evaluate(&self, x: &[f64]) -> f64 {
+        self.check_point(x);
+        Evaluator::one_off(self).value(x)
+    }
+
+    /// f(x) by the general routine: [`SplineTable::locate`] and the odometer contraction (the
+    /// evaluator's reference in tests).
+    pub fn evaluate_general(&self, x: &[f64]) -> f64 {
         match self.locate(x) {
             Ok(p) => self.contract(&p),
             Err(v) => v,
         }
+    }
+
+    fn check_point(&self, x: &[f64]) {
+        assert_eq!(
+            x.len(),
+            self.ndim(),
+            "point has {} coordinates for a {}-D table",
+            x.len(),
+            self.ndim()
+        );
     }
 
     /// Σ c Π B over the support of a located point: odometer over dimensions 0..n-1, the last
@@ -222,8 +235,23 @@ impl SplineTable {
         false
     }
 
-    /// f(x) and ∇f(x) in one pass (the role of photospline's `ndsplineeval_gradient`).
+    /// f(x) and ∇f(x) in one pass (the role of photospline's `ndsplineeval_gradient`), through
+    /// [`Evaluator`].
     pub fn gradient(&self, x: &[f64]) -> Gradient {
+        self.check_point(x);
+        let nd = self.ndim();
+        let mut v = [0.0; MAX_DIM + 1];
+        Evaluator::one_off(self).gradient(x, &mut v[..=nd]);
+        let mut g = Gradient {
+            value: v[0],
+            ..Default::default()
+        };
+        g.grad[..nd].copy_from_slice(&v[1..=nd]);
+        g
+    }
+
+    /// [`SplineTable::gradient`] by the general routine (the evaluator's reference in tests).
+    pub fn gradient_general(&self, x: &[f64]) -> Gradient {
         self.gradient_with::<false>(x)
     }
 
@@ -291,35 +319,20 @@ impl SplineTable {
         }
     }
 
-    /// Evaluate many points (row-major, `ndim` coordinates each) on all cores.
+    /// Evaluate many points (row-major, `ndim` coordinates each) on all cores, one
+    /// [`Evaluator`] per work item of 4096 points.
     pub fn evaluate_many(&self, points: &[f64]) -> Vec<f64> {
-        use rayon::prelude::*;
-        let nd = self.ndim();
-        assert_eq!(points.len() % nd, 0, "points are not a multiple of {nd} coordinates");
-        points
-            .par_chunks(nd * 1024)
-            .flat_map_iter(|c| c.chunks_exact(nd).map(|x| self.evaluate(x)))
-            .collect()
+        crate::points::evaluate_cpu(self, points, false, &Progress::hidden())
     }
 
     /// Values and gradients of many points: `ndim + 1` numbers per point (value first).
     pub fn gradient_many(&self, points: &[f64]) -> Vec<f64> {
-        use rayon::prelude::*;
-        let nd = self.ndim();
-        assert_eq!(points.len() % nd, 0, "points are not a multiple of {nd} coordinates");
-        points
-            .par_chunks(nd * 1024)
-            .flat_map_iter(|c| {
-                c.chunks_exact(nd).flat_map(|x| {
-                    let g = self.gradient(x);
-                    std::iter::once(g.value).chain(g.grad.into_iter().take(nd)).collect::<Vec<_>>()
-                })
-            })
-            .collect()
+        crate::points::evaluate_cpu(self, points, true, &Progress::hidden())
     }
 
     /// Values on the tensor grid `axes[0] × axes[1] × …` (C order, last axis fastest); the
-    /// basis of each grid coordinate is computed once.
+    /// basis of each grid coordinate is computed once, the contraction is [`Evaluator`]'s (so a
+    /// grid value equals [`SplineTable::evaluate`] at its point).
     pub fn grid(&self, axes: &[Vec<f64>]) -> Vec<f64> {
         self.grid_with(axes, &Progress::hidden())
     }
@@ -330,48 +343,46 @@ impl SplineTable {
         use rayon::prelude::*;
         let nd = self.ndim();
         assert_eq!(axes.len(), nd, "{} grid axes for a {nd}-D table", axes.len());
-        let located: Vec<Vec<Locate>> = (0..nd)
-            .map(|d| {
-                axes[d]
-                    .iter()
-                    .map(|&x| Basis::at(&self.knots[d], self.order[d] as usize, x))
-                    .collect()
-            })
-            .collect();
+        let located: Vec<Vec<Result<Axis, f64>>> = {
+            let e = Evaluator::new(self);
+            (0..nd).map(|d| e.locate_axis(d, &axes[d])).collect()
+        };
         let total: usize = axes.iter().map(Vec::len).product();
         let row = axes[nd - 1].len();
         let mut out = vec![0.0; total];
         if total == 0 {
             return out;
         }
-        out.par_chunks_mut(row).enumerate().for_each(|(r, values)| {
-            if progress.should_stop() {
-                return;
-            }
-            // The grid index of this row's leading dimensions (C order).
-            let mut idx = [0usize; MAX_DIM];
-            let mut rest = r;
-            for d in (0..nd - 1).rev() {
-                idx[d] = rest % axes[d].len();
-                rest /= axes[d].len();
-            }
-            for (q, v) in values.iter_mut().enumerate() {
-                idx[nd - 1] = q;
-                let mut p = Point {
-                    basis: [Basis::default(); MAX_DIM],
-                };
-                let mut known = None;
-                for d in 0..nd {
-                    match located[d][idx[d]] {
-                        Locate::Inside(b) => p.basis[d] = b,
-                        Locate::Outside => known = known.or(Some(0.0)),
-                        Locate::NotANumber => known = Some(f64::NAN),
-                    }
+        out.par_chunks_mut(row).enumerate().for_each_init(
+            || Evaluator::new(self),
+            |e, (r, values)| {
+                if progress.should_stop() {
+                    return;
                 }
-                *v = known.unwrap_or_else(|| self.contract(&p));
-            }
-            progress.add(1);
-        });
+                // The grid index of this row's leading dimensions (C order).
+                let mut idx = [0usize; MAX_DIM];
+                let mut rest = r;
+                for d in (0..nd - 1).rev() {
+                    idx[d] = rest % axes[d].len();
+                    rest /= axes[d].len();
+                }
+                let none = Axis::default();
+                let mut at = [&none; MAX_DIM];
+                for (q, v) in values.iter_mut().enumerate() {
+                    idx[nd - 1] = q;
+                    let mut known = None;
+                    for d in 0..nd {
+                        match &located[d][idx[d]] {
+                            Ok(a) => at[d] = a,
+                            Err(v) if v.is_nan() => known = Some(f64::NAN),
+                            Err(v) => known = known.or(Some(*v)),
+                        }
+                    }
+                    *v = known.unwrap_or_else(|| e.value_at(&at[..nd]));
+                }
+                progress.add(1);
+            },
+        );
         out
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! * [`fits`] — the FITS subset photospline uses (read and write).
 //! * [`table`] — [`SplineTable`]: knots, orders, extents, float32 coefficients, aux keys.
-//! * [`eval`] — value, gradient, batch and grid evaluation on the CPU.
+//! * [`eval`] — value, gradient, batch and grid evaluation on the CPU (the general routine).
+//! * [`evaluator`] — the fast CPU evaluator of many points (cell knot search, de Boor basis, runs).
+//! * [`anchor`] — `bench spline --against photospline`: photospline and warpdrive side by side.
 //! * [`millipede`] — response matrices, binning, NNLS/PCG Poisson unfolding, synthetic events.
 //! * [`gpu`] — the CUDA evaluator and response-matrix builder (`kernels/spline.cu`).
 //! * [`layout`] — coefficient layouts for the GPU (photospline's, and a redundant window copy).
@@ -16,9 +18,11 @@
 // equations do; iterator chains would hide that.
 #![allow(clippy::needless_range_loop)]
 
+pub mod anchor;
 pub mod bench;
 pub mod engine;
 pub mod eval;
+pub mod evaluator;
 pub mod files;
 pub mod fits;
 pub mod gpu;

@@ -7,6 +7,7 @@
 //! progress counter advances and a raised cancellation token stops the rest (the caller then
 //! returns `Cancelled`, so a partial result never reaches an output).
 
+use crate::evaluator::Evaluator;
 use crate::gpu::{self, EvalOptions};
 use crate::SplineTable;
 use std::path::Path;
@@ -179,11 +180,13 @@ pub fn evaluate_points(t: &SplineTable, points: &[f64], opts: &PointsOptions, pr
     }
 }
 
-/// The CPU path: work items of [`CPU_CHUNK`] points on the current rayon pool, each writing its
-/// own slice of the result (value, or value and gradient, per point).
+/// The CPU path: work items of [`CPU_CHUNK`] points on the current rayon pool, each with its
+/// own [`Evaluator`] writing its own slice of the result (value, or value and gradient, per
+/// point).
 pub fn evaluate_cpu(t: &SplineTable, points: &[f64], gradient: bool, progress: &Progress) -> Vec<f64> {
     use rayon::prelude::*;
     let nd = t.ndim();
+    assert_eq!(points.len() % nd, 0, "points are not a multiple of {nd} coordinates");
     let per = if gradient { nd + 1 } else { 1 };
     let mut out = vec![0.0; points.len() / nd * per];
     points
@@ -193,14 +196,11 @@ pub fn evaluate_cpu(t: &SplineTable, points: &[f64], gradient: bool, progress: &
             if progress.should_stop() {
                 return;
             }
-            for (p, v) in x.chunks_exact(nd).zip(o.chunks_exact_mut(per)) {
-                if gradient {
-                    let g = t.gradient(p);
-                    v[0] = g.value;
-                    v[1..].copy_from_slice(&g.grad[..nd]);
-                } else {
-                    v[0] = t.evaluate(p);
-                }
+            let mut e = Evaluator::new(t);
+            if gradient {
+                e.gradients(x, o);
+            } else {
+                e.values(x, o);
             }
             progress.add((x.len() / nd) as u64);
         });

@@ -84,6 +84,9 @@ impl SplineTable {
             if let Some(i) = knots[d].iter().position(|k| !k.is_finite()) {
                 return Err(format!("KNOTS{d}[{i}] is not finite"));
             }
+            if knots[d][0] == knots[d][knots[d].len() - 1] {
+                return Err(format!("KNOTS{d} are all {}: the axis spans no interval", knots[d][0]));
+            }
             if let Some(i) = knots[d].windows(2).position(|w| w[1] < w[0]) {
                 return Err(format!(
                     "KNOTS{d} decreases at index {}: {} then {}",
@@ -327,6 +330,8 @@ mod tests {
         assert!(e.contains("KNOTS0 has 4 knots") && e.contains("expected 5"), "{e}");
         let e = SplineTable::new(vec![1], vec![vec![0.0, 2.0, 1.0, 3.0]], vec![2], vec![0.0; 2]).unwrap_err();
         assert!(e.contains("decreases"), "{e}");
+        let e = SplineTable::new(vec![1], vec![vec![2.0; 4]], vec![2], vec![0.0; 2]).unwrap_err();
+        assert!(e.contains("KNOTS0 are all 2") && e.contains("no interval"), "{e}");
         let t = SplineTable::new(
             vec![1, 2],
             vec![vec![0.0, 1.0, 2.0, 3.0], vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]],
