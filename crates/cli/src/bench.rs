@@ -121,6 +121,14 @@ pub struct BenchSpline {
     /// Points for the CPU timings (the rate is per point; default 10^6).
     #[arg(long, default_value_t = 1_000_000)]
     cpu_points: usize,
+    /// Instead: compare with photospline on the CPU, the same random points of the same tables
+    /// (`--cpu-points` each), its Python module run by --python; run under `taskset -c N` to
+    /// put both on one core.
+    #[arg(long, value_name = "ANCHOR", value_parser = ["photospline"])]
+    against: Option<String>,
+    /// Python interpreter that imports photospline (with --against).
+    #[arg(long, default_value = "python3", requires = "against")]
+    python: PathBuf,
     /// JSON result file.
     #[arg(long, default_value = "bench-spline.json")]
     json: PathBuf,
@@ -221,6 +229,18 @@ fn em(b: &BenchEm, force: bool) -> Result<()> {
 fn spline(b: &BenchSpline, force: bool) -> Result<()> {
     use warpdrive_spline::bench::{run, BenchOptions};
     let ctl = b.common.control()?;
+    if b.against.is_some() {
+        let opts = warpdrive_spline::anchor::AnchorOptions {
+            python: b.python.clone(),
+            points: b.cpu_points,
+            repeats: 3,
+            threads: b.common.threads.clone(),
+            command: crate::command_line(),
+        };
+        let out = prepare_file(&b.json, force, &[])?;
+        let report = warpdrive_spline::anchor::run(&opts, &ctl, &mut print)?;
+        return save(&report, out, &b.json);
+    }
     let opts = BenchOptions {
         points: b.points,
         cpu_points: b.cpu_points,

@@ -305,3 +305,80 @@ fn sigint_stops_an_unfolding_within_a_second() {
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [std::ffi::OsString::from("event.parquet")]);
 }
+
+/// A stand-in for the Python interpreter of `bench spline --against photospline`: it swallows the
+/// points and answers `head` as the first line, then `bytes` zero bytes (the values).
+fn fake_python(dir: &Path, head: &str, bytes: usize) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join("fake-python");
+    std::fs::write(
+        &p,
+        format!("#!/bin/sh\ncat > /dev/null\necho '{head}'\nhead -c {bytes} /dev/zero\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// `bench spline --against photospline`: both sides' rates and their agreement per table in the
+/// report (the anchor's side here a stand-in answering zeros, so the difference is the spline's
+/// own scale); an interpreter that cannot import photospline, or none at all, is a clear error
+/// and leaves no report behind.
+#[test]
+fn bench_against_photospline_reports_both_sides_or_says_what_is_missing() {
+    let Some(data) = data() else { return };
+    let dir = scratch("spline", "anchor");
+    let json = dir.join("anchor.json");
+    let bench = |python: &Path| {
+        let mut c = bin();
+        c.env("WARPDRIVE_DATA", &data)
+            .args([
+                "bench",
+                "spline",
+                "--device",
+                "cpu",
+                "--threads",
+                "1",
+                "--cpu-points",
+                "100",
+                "--against",
+                "photospline",
+                "--python",
+            ])
+            .arg(python)
+            .arg("--json")
+            .arg(&json);
+        c
+    };
+    let fake = fake_python(&dir, r#"{"value_s": 0.01, "gradient_s": 0.02, "version": "stand-in"}"#, 800);
+    let o = run_ok(&mut bench(&fake));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("test_spline_5d") && text.contains("ems_z0_a0.pt.prob"), "{text}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let tables = report["tables"].as_array().unwrap();
+    assert_eq!(tables.len(), 7);
+    for t in tables {
+        assert_eq!(t["photospline"]["value_per_s"].as_f64(), Some(1e4), "{t}");
+        assert_eq!(t["photospline"]["version"], "stand-in");
+        assert!(t["warpdrive"]["threads 1"]["value_per_s"].as_f64().unwrap() > 0.0, "{t}");
+        // Zeros against the spline: a difference of the order of the coefficient scale.
+        assert!(t["max_abs_difference_over_scale"].as_f64().unwrap() > 1e-3, "{t}");
+    }
+    std::fs::remove_file(&json).unwrap();
+
+    let no_module = fake_python(&dir, r#"{"error": "No module named photospline"}"#, 0);
+    let o = bench(&no_module).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("No module named photospline") && err.contains("PYTHONPATH"),
+        "{err}"
+    );
+    assert!(!json.exists());
+    let o = bench(&dir.join("no-such-python")).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("no-such-python") && err.contains("photospline cannot be run"),
+        "{err}"
+    );
+    assert!(!json.exists());
+}
