@@ -377,6 +377,9 @@ impl<'a> Evaluator<'a> {
         if self.nrows > MAX_ROWS {
             return self.table.contract(&self.point());
         }
+        if self.nrows == 1 {
+            return self.contract_one();
+        }
         self.build_rows::<false>();
         match self.table.order[self.table.ndim() - 1] {
             0 => self.contract_rows::<1>(),
@@ -387,6 +390,25 @@ impl<'a> Evaluator<'a> {
             5 => self.contract_rows::<6>(),
             6 => self.contract_rows::<7>(),
             _ => self.contract_rows::<8>(),
+        }
+    }
+
+    /// The value where the support is one run (1-D tables; leading dimensions of degree 0): the
+    /// run's dot product, summed as `contract_rows` sums a single run.
+    fn contract_one(&self) -> f64 {
+        let t = self.table;
+        let last = t.ndim() - 1;
+        let base: usize = (0..=last).map(|d| self.axes[d].start * t.strides[d]).sum();
+        let (c, b) = (&t.coefficients[base..], &self.axes[last].value);
+        0.0 + match t.order[last] {
+            0 => dot::<1>(c, b),
+            1 => dot::<2>(c, b),
+            2 => dot::<3>(c, b),
+            3 => dot::<4>(c, b),
+            4 => dot::<5>(c, b),
+            5 => dot::<6>(c, b),
+            6 => dot::<7>(c, b),
+            _ => dot::<8>(c, b),
         }
     }
 
