@@ -8,6 +8,13 @@
 //! * `run.json` — written by the CLI beside it: device, threads and timings of this run;
 //! * `autocorr.png` — TS vs θ per cut and the trial distributions.
 //!
+//! A signal-injection run (`warpdrive sky inject`) writes `background.parquet` (as above),
+//! `signal.parquet` — the injected trials' distributions (sources, cut, bin, count, trials) —,
+//! `sensitivity.parquet` — one row per (sources, cut, bin): background median, mean, standard
+//! deviation and 3σ/5σ thresholds, signal mean and standard deviation, and the fractions of
+//! signal trials above the median and beyond the thresholds —, `summary.json` (settings,
+//! sensitivity and discovery potentials) and `inject.png`.
+//!
 //! Both Parquet files carry the run description in their key/value metadata (`sky.*` keys);
 //! `warpdrive merge` checks that jobs describe the same analysis and that their trial ranges
 //! do not overlap, adds the background distributions and recomputes everything else, so the
@@ -60,7 +67,7 @@ fn parse_ranges(s: &str) -> Option<Vec<Range<u64>>> {
 }
 
 impl RunInfo {
-    fn metadata(&self, t: &mut Table, extra: &[(String, String)]) {
+    pub(crate) fn metadata(&self, t: &mut Table, extra: &[(String, String)]) {
         t.meta("sky.config", &self.config);
         t.meta("sky.seed", self.seed.to_string());
         t.meta("sky.total_trials", self.total_trials.to_string());
@@ -318,6 +325,130 @@ pub fn summary_json(info: &RunInfo, rows: &[BinResult], post: Option<&crate::ana
             "p": p.p, "n_beyond": p.n_beyond, "trials": p.trials, "smallest_local_p_observed": p.p_min_observed,
         })),
         "run": extra,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+/// Write `background.parquet`, `signal.parquet` and `sensitivity.parquet` of an injection run
+/// into `dir` (module docs).
+pub fn write_injection(
+    dir: &Path,
+    r: &crate::engine::InjectResult,
+    rows: &[crate::sensitivity::Row],
+    extra_meta: &[(String, String)],
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let (_, _, b) = tables(&r.info, &r.bg, extra_meta);
+    b.write_parquet(&dir.join("background.parquet")).map_err(|e| e.to_string())?;
+    let nb = r.info.edges_deg.len();
+    let (mut src, mut cut, mut bin, mut count, mut trials) = (vec![], vec![], vec![], vec![], vec![]);
+    for (&n, sig) in r.sources.iter().zip(&r.signal) {
+        for (k, m) in sig.freq.iter().enumerate() {
+            for (&c, &t) in m {
+                src.push(n as i64);
+                cut.push((k / nb) as i32);
+                bin.push((k % nb) as i32);
+                count.push(c as i64);
+                trials.push(t as i64);
+            }
+        }
+    }
+    let mut t = Table::default();
+    t.push("sources", Column::I64(src));
+    t.push("cut", Column::I32(cut));
+    t.push("bin", Column::I32(bin));
+    t.push("count", Column::I64(count));
+    t.push("trials", Column::I64(trials));
+    r.info.metadata(&mut t, extra_meta);
+    t.write_parquet(&dir.join("signal.parquet")).map_err(|e| e.to_string())?;
+    let mut t = Table::default();
+    let f = |g: fn(&crate::sensitivity::Row) -> f64| Column::F64(rows.iter().map(g).collect());
+    t.push("sources", Column::I64(rows.iter().map(|x| x.sources as i64).collect()));
+    t.push("events_per_source", Column::I64(rows.iter().map(|_| r.per_source as i64).collect()));
+    t.push("cut", Column::I32(rows.iter().map(|x| x.cut as i32).collect()));
+    t.push("bin", Column::I32(rows.iter().map(|x| x.bin as i32).collect()));
+    t.push("theta_deg", f(|x| x.theta_deg));
+    t.push("bg_mean", f(|x| x.bg_mean));
+    t.push("bg_std", f(|x| x.bg_std));
+    t.push("bg_median", Column::I64(rows.iter().map(|x| x.bg_median as i64).collect()));
+    t.push("threshold_3sigma", f(|x| x.threshold_3sigma.count));
+    t.push("threshold_5sigma", f(|x| x.threshold_5sigma.count));
+    t.push(
+        "threshold_from_trials",
+        Column::I32(rows.iter().map(|x| i32::from(x.threshold_5sigma.from_trials)).collect()),
+    );
+    t.push("signal_trials", Column::I64(rows.iter().map(|x| x.signal_trials as i64).collect()));
+    t.push("signal_mean", f(|x| x.signal_mean));
+    t.push("signal_std", f(|x| x.signal_std));
+    t.push("frac_above_median", f(|x| x.frac_median));
+    t.push("frac_3sigma", f(|x| x.frac_3sigma));
+    t.push("frac_5sigma", f(|x| x.frac_5sigma));
+    r.info.metadata(&mut t, extra_meta);
+    t.write_parquet(&dir.join("sensitivity.parquet")).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// `summary.json` of an injection run: settings, per strength the cell with the largest
+/// fraction beyond 5σ, and the sensitivity and discovery potentials (best cell of each).
+#[must_use]
+pub fn injection_json(r: &crate::engine::InjectResult, scan: &crate::sensitivity::Scan) -> String {
+    let nb = r.info.edges_deg.len();
+    let cells = r.info.cut_labels.len() * nb;
+    let rows = r.rows();
+    let cell = |k: usize| serde_json::json!({ "cut": r.info.cut_labels[k / nb], "theta_deg": r.info.edges_deg[k % nb] });
+    let crossing = |c: Option<crate::sensitivity::CellScan>,
+                    g: fn(&crate::sensitivity::CellScan) -> Option<crate::sensitivity::Crossing>| {
+        c.and_then(|c| {
+            g(&c).map(|x| {
+                serde_json::json!({
+                    "cell": cell(c.cell),
+                    "sources": x.strength,
+                    "sources_error": x.error,
+                    "signal_events": x.strength * r.per_source as f64,
+                })
+            })
+        })
+    };
+    let strengths: Vec<serde_json::Value> = r
+        .sources
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let rs = &rows[i * cells..(i + 1) * cells];
+            let best = rs
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.frac_5sigma.total_cmp(&b.1.frac_5sigma).then(b.0.cmp(&a.0)))
+                .map(|(k, x)| {
+                    serde_json::json!({
+                        "cell": cell(k), "frac_5sigma": x.frac_5sigma, "frac_3sigma": x.frac_3sigma,
+                        "frac_above_median": x.frac_median, "threshold_5sigma": x.threshold_5sigma.count,
+                        "threshold_from_trials": x.threshold_5sigma.from_trials,
+                        "signal_mean": x.signal_mean, "bg_mean": x.bg_mean, "bg_std": x.bg_std,
+                    })
+                });
+            serde_json::json!({ "sources": n, "signal_events": n * r.per_source, "trials": r.signal[i].trials, "best_5sigma": best })
+        })
+        .collect();
+    let v = serde_json::json!({
+        "description": r.info.description,
+        "injection": r.description(),
+        "events": r.info.n_events,
+        "seed": r.info.seed,
+        "config": r.info.config,
+        "bins_deg": r.info.edges_deg,
+        "cuts": r.info.cut_labels,
+        "events_per_source": r.per_source,
+        "declination": [r.band.lo, r.band.hi],
+        "spectrum": r.spectrum,
+        "energy_threshold": r.energy_threshold,
+        "tail_events": r.tail_events,
+        "dec_grid_deg": r.dec_grid,
+        "background_trials": r.bg.trials,
+        "strengths": strengths,
+        "sensitivity": crossing(scan.best_sensitivity, |c| c.sensitivity),
+        "discovery_3sigma": crossing(scan.best_discovery_3sigma, |c| c.discovery_3sigma),
+        "discovery_5sigma": crossing(scan.best_discovery_5sigma, |c| c.discovery_5sigma),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
