@@ -6,9 +6,10 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use warpdrive_core::progress::Bar;
-use warpdrive_sky::engine::{self, Autocorr, AutocorrOptions, AutocorrResult, Bins, Events, Inject, InjectOptions};
+use warpdrive_sky::engine::{self, Autocorr, AutocorrOptions, AutocorrResult, Bins, Events, Inject, InjectOptions, InjectResult, Merged};
 use warpdrive_sky::events::ColumnNames;
 use warpdrive_sky::output::RunInfo;
+use warpdrive_sky::sensitivity::{CellScan, Crossing};
 
 #[derive(Subcommand)]
 pub enum SkyCommand {
@@ -206,9 +207,15 @@ pub struct InjectArgs {
     /// Name of the angular-error column [deg] (default: ang_err, AngErr[deg], AngErr, Unc_deg, sigma_deg).
     #[arg(long)]
     ang_err_column: Option<String>,
-    /// Trials: background and, with the same scrambles, each number of sources.
+    /// Trials: background and, with the same scrambles, each number of sources (all jobs).
     #[arg(long, default_value_t = 100)]
     trials: u64,
+    /// Split the trials into this many batch jobs …
+    #[arg(long, default_value_t = 1)]
+    jobs: u64,
+    /// … and run job number I (0-based); combine the outputs with `warpdrive merge`.
+    #[arg(long, default_value_t = 0)]
+    job_index: u64,
     /// Output directory (background.parquet, signal.parquet, sensitivity.parquet, summary.json, inject.png).
     #[arg(long, short, default_value = "inject")]
     output: PathBuf,
@@ -224,7 +231,12 @@ pub fn inject(a: &InjectArgs, force: bool) -> Result<()> {
     let columns = ColumnNames::default().with_ang_err(a.ang_err_column.as_deref());
     let (events, base) = a.sample.options(columns)?;
     let opts = InjectOptions {
-        base: AutocorrOptions { trials: a.trials, ..base },
+        base: AutocorrOptions {
+            trials: a.trials,
+            jobs: a.jobs,
+            job_index: a.job_index,
+            ..base
+        },
         sources: a.sources.clone(),
         events_per_source: a.events_per_source,
         spectrum: a.spectrum,
@@ -245,6 +257,18 @@ pub fn inject(a: &InjectArgs, force: bool) -> Result<()> {
     print_cuts(&r.info);
     println!("injection:       {}", r.description());
     r.save(out, !a.no_plot, &command_line())?;
+    print_injection(&r, &a.output, !a.no_plot);
+    if a.jobs > 1 {
+        println!(
+            "job {} of {}: combine all job directories with `warpdrive merge -o DIR JOBDIR...`",
+            a.job_index, a.jobs
+        );
+    }
+    Ok(())
+}
+
+/// Print the result lines of an injection run or merge.
+fn print_injection(r: &InjectResult, shown: &Path, plot: bool) {
     let rows = r.rows();
     let scan = r.scan();
     let nb = r.info.edges_deg.len();
@@ -280,11 +304,7 @@ pub fn inject(a: &InjectArgs, force: bool) -> Result<()> {
             x.frac_5sigma
         );
     }
-    let show = |what: &str,
-                c: Option<warpdrive_sky::sensitivity::CellScan>,
-                g: fn(&warpdrive_sky::sensitivity::CellScan) -> Option<warpdrive_sky::sensitivity::Crossing>| match c
-        .and_then(|c| g(&c).map(|x| (c.cell, x)))
-    {
+    let show = |what: &str, c: Option<CellScan>, g: fn(&CellScan) -> Option<Crossing>| match c.and_then(|c| g(&c).map(|x| (c.cell, x))) {
         Some((cell, x)) => println!(
             "{what} N = {:.1} ± {:.1} sources ({}, θ <= {}°)",
             x.strength,
@@ -306,11 +326,10 @@ pub fn inject(a: &InjectArgs, force: bool) -> Result<()> {
         r.device
     );
     println!(
-        "output:          {}/{{background,signal,sensitivity}}.parquet, summary.json{}",
-        a.output.display(),
-        if a.no_plot { "" } else { ", inject.png" }
+        "output:          {}/{{counts,background,signal,sensitivity}}.parquet, summary.json{}",
+        shown.display(),
+        if plot { ", inject.png" } else { "" }
     );
-    Ok(())
 }
 
 /// Print the result lines of a run or a merge.
@@ -376,7 +395,7 @@ fn print_result(r: &AutocorrResult, shown: &Path, plot: bool) {
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// Output directories of the jobs (`warpdrive sky autocorr --jobs N --job-index I -o DIR`).
+    /// Output directories of the jobs (`warpdrive sky autocorr|inject --jobs N --job-index I -o DIR`).
     #[arg(required = true)]
     jobs: Vec<PathBuf>,
     /// Output directory of the merged result.
@@ -385,7 +404,7 @@ pub struct MergeArgs {
     /// Allow a set of jobs that does not cover every trial.
     #[arg(long)]
     partial: bool,
-    /// Do not draw autocorr.png.
+    /// Do not draw autocorr.png (inject.png).
     #[arg(long)]
     no_plot: bool,
 }
@@ -393,9 +412,22 @@ pub struct MergeArgs {
 pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
     let ctl = crate::process_control();
     let out = engine::prepare_output(&a.output, force, &a.jobs)?;
-    let r = AutocorrResult::merge(&a.jobs, a.partial, &ctl)?;
-    println!("merged:          {} job directories, {} trials", a.jobs.len(), r.bg.trials);
-    r.save(out, !a.no_plot, &command_line())?;
-    print_result(&r, &a.output, !a.no_plot);
+    match engine::merge(&a.jobs, a.partial, &ctl)? {
+        Merged::Autocorr(r) => {
+            println!("merged:          {} job directories, {} trials", a.jobs.len(), r.bg.trials);
+            r.save(out, !a.no_plot, &command_line())?;
+            print_result(&r, &a.output, !a.no_plot);
+        }
+        Merged::Inject(r) => {
+            println!(
+                "merged:          {} injection job directories, {} trials",
+                a.jobs.len(),
+                r.bg.trials
+            );
+            println!("injection:       {}", r.description());
+            r.save(out, !a.no_plot, &command_line())?;
+            print_injection(&r, &a.output, !a.no_plot);
+        }
+    }
     Ok(())
 }

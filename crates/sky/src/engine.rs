@@ -17,6 +17,7 @@ use std::str::FromStr;
 use std::time::Instant;
 use warpdrive_core::engine::{Control, Device, Error, ParamError, Result};
 use warpdrive_core::output::Staged;
+use warpdrive_core::InputError;
 
 /// Where the events come from.
 #[derive(Clone, Debug)]
@@ -381,6 +382,14 @@ impl AutocorrResult {
     /// Combine job directories (`--jobs N --job-index I`) into the result of one run.
     pub fn merge(jobs: &[PathBuf], partial: bool, ctl: &Control) -> Result<Self> {
         ctl.check()?;
+        if let Some(d) = jobs.iter().find(|d| output::is_injection(d)) {
+            return Err(InputError::new(
+                d,
+                0,
+                "is a signal-injection run (signal.parquet): merge injection jobs with `warpdrive merge`",
+            )
+            .into());
+        }
         let (info, bg) = output::merge(jobs, partial)?;
         Ok(Self {
             info,
@@ -557,9 +566,6 @@ impl Inject {
             )
             .into());
         }
-        if o.base.jobs != 1 || o.base.job_index != 0 {
-            return Err(ParamError::new("jobs", "must be 1: batch jobs are not available for injection yet").into());
-        }
         if o.sources.is_empty() {
             return Err(ParamError::new("sources", "is empty: give at least one number of sources").into());
         }
@@ -735,6 +741,9 @@ impl Inject {
                 dec_grid: self.injection.dec_grid,
                 device: format!("cpu ({} threads)", rayon::current_num_threads()),
                 seconds: t0.elapsed().as_secs_f64(),
+                jobs: self.base.jobs,
+                job_index: self.base.job_index,
+                merged_from: Vec::new(),
             })
         })?
     }
@@ -759,9 +768,73 @@ pub struct InjectResult {
     pub dec_grid: Option<f64>,
     pub device: String,
     pub seconds: f64,
+    pub jobs: u64,
+    pub job_index: u64,
+    /// The job directories of a merged result.
+    pub merged_from: Vec<PathBuf>,
 }
 
 impl InjectResult {
+    /// Combine the job directories of an injection (`--jobs N --job-index I`) into the result
+    /// of one run: the background as [`AutocorrResult::merge`] checks and adds it, the signal
+    /// distributions of every strength added likewise; the jobs must describe the same
+    /// injection (sources, K, band, spectrum, threshold).
+    pub fn merge(jobs: &[PathBuf], partial: bool, ctl: &Control) -> Result<Self> {
+        ctl.check()?;
+        let (info, bg) = output::merge(jobs, partial)?;
+        let first = jobs
+            .first()
+            .ok_or_else(|| ParamError::new("job_dirs", "is empty: give the job directories to merge"))?;
+        let (set, mut signal) = output::read_signal(first, info.cut_labels.len() * info.edges_deg.len())?;
+        for d in &jobs[1..] {
+            let (other, sig) = output::read_signal(d, info.cut_labels.len() * info.edges_deg.len())?;
+            if other != set {
+                return Err(InputError::new(
+                    d,
+                    0,
+                    format!(
+                        "a different injection than {} (sources, events per source, band, spectrum or threshold differ)",
+                        first.display()
+                    ),
+                )
+                .into());
+            }
+            for (a, b) in signal.iter_mut().zip(&sig) {
+                a.merge(b);
+            }
+        }
+        Ok(Self {
+            info,
+            bg,
+            sources: set.sources,
+            signal,
+            per_source: set.per_source,
+            band: set.band,
+            spectrum: set.spectrum,
+            energy_threshold: set.energy_threshold,
+            tail_events: set.tail_events,
+            dec_grid: set.dec_grid,
+            device: "merge".into(),
+            seconds: 0.0,
+            jobs: 1,
+            job_index: 0,
+            merged_from: jobs.to_vec(),
+        })
+    }
+
+    /// The injection's settings as its files record them.
+    pub fn settings(&self) -> output::InjectionSet {
+        output::InjectionSet {
+            sources: self.sources.clone(),
+            per_source: self.per_source,
+            band: self.band,
+            spectrum: self.spectrum,
+            energy_threshold: self.energy_threshold,
+            tail_events: self.tail_events,
+            dec_grid: self.dec_grid,
+        }
+    }
+
     /// One row per (strength, cut, bin): thresholds and signal fractions.
     pub fn rows(&self) -> Vec<crate::sensitivity::Row> {
         crate::sensitivity::rows(&self.info.edges_deg, &self.bg, &self.sources, &self.signal)
@@ -772,30 +845,40 @@ impl InjectResult {
         crate::sensitivity::scan(&self.rows(), &self.sources, self.info.cut_labels.len() * self.info.edges_deg.len())
     }
 
-    /// Write `background.parquet`, `signal.parquet`, `sensitivity.parquet`, `summary.json`,
-    /// `run.json` and, if `plot`, `inject.png` into the prepared directory and commit it whole.
+    /// Write `counts.parquet` and `background.parquet` (as a background run), `signal.parquet`,
+    /// `sensitivity.parquet`, `summary.json`, `run.json` and, if `plot`, `inject.png` into the
+    /// prepared directory and commit it whole. The data files hold only what the events,
+    /// options and seed determine; the command, device and timings go to `run.json`.
     pub fn save(&self, out: Staged, plot: bool, command: &str) -> Result<()> {
         let dir = out.path().to_path_buf();
         let shown = out.dest().display().to_string();
         let fail = |e: String| Error::Failed(format!("{shown}: {e}"));
-        let meta = vec![
-            ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-            ("sky.inject".to_string(), self.description()),
-        ];
+        let mut meta = vec![("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string())];
+        meta.extend(self.settings().metadata());
         let rows = self.rows();
         let scan = self.scan();
+        output::write_tables(&dir, &self.info, &self.bg, &meta).map_err(fail)?;
         output::write_injection(&dir, self, &rows, &meta).map_err(fail)?;
         let json = output::injection_json(self, &scan);
         let write =
             |name: &str, text: &str| std::fs::write(dir.join(name), text.as_bytes()).map_err(|e| fail(format!("writing {name}: {e}")));
         write("summary.json", &json)?;
         let n = self.bg.trials * (1 + self.sources.len() as u64);
-        let environment = serde_json::json!({
-            "command": command,
-            "device": self.device,
-            "seconds": self.seconds,
-            "ms_per_trial": if n > 0 { 1e3 * self.seconds / n as f64 } else { 0.0 },
-        });
+        let environment = if self.merged_from.is_empty() {
+            serde_json::json!({
+                "command": command,
+                "device": self.device,
+                "job": { "jobs": self.jobs, "index": self.job_index },
+                "seconds": self.seconds,
+                "ms_per_trial": if n > 0 { 1e3 * self.seconds / n as f64 } else { 0.0 },
+            })
+        } else {
+            serde_json::json!({
+                "command": command,
+                "device": "merge",
+                "merged_from": self.merged_from.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            })
+        };
         write("run.json", &(serde_json::to_string_pretty(&environment).unwrap_or_default() + "\n"))?;
         if plot {
             crate::plot::draw_injection(&dir.join("inject.png"), self, &rows, &scan).map_err(|e| fail(e.to_string()))?;
@@ -881,4 +964,30 @@ mod tests {
             .starts_with("cut 4: this run has cuts 0..4"));
         assert!(r.background_distribution(0, 20).is_err());
     }
+}
+
+/// A merged result: a background run's or an injection's, as the job directories say.
+#[derive(Clone, Debug)]
+pub enum Merged {
+    Autocorr(AutocorrResult),
+    Inject(InjectResult),
+}
+
+/// Merge job directories of either kind (`warpdrive merge`): injection jobs (with
+/// `signal.parquet`) into an [`InjectResult`], background jobs into an [`AutocorrResult`]; a
+/// mixture is refused.
+pub fn merge(jobs: &[PathBuf], partial: bool, ctl: &Control) -> Result<Merged> {
+    let inject: Vec<bool> = jobs.iter().map(|d| output::is_injection(d)).collect();
+    if inject.iter().all(|&i| i) && !jobs.is_empty() {
+        return Ok(Merged::Inject(InjectResult::merge(jobs, partial, ctl)?));
+    }
+    if let Some(k) = inject.iter().position(|&i| i) {
+        return Err(InputError::new(
+            &jobs[k],
+            0,
+            "is a signal-injection run, the other jobs are background runs: merge each kind on its own",
+        )
+        .into());
+    }
+    Ok(Merged::Autocorr(AutocorrResult::merge(jobs, partial, ctl)?))
 }

@@ -329,8 +329,8 @@ pub fn summary_json(info: &RunInfo, rows: &[BinResult], post: Option<&crate::ana
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }
 
-/// Write `background.parquet`, `signal.parquet` and `sensitivity.parquet` of an injection run
-/// into `dir` (module docs).
+/// Write `signal.parquet` and `sensitivity.parquet` of an injection run into `dir` (module
+/// docs; `counts.parquet` and `background.parquet` are [`write_tables`]').
 pub fn write_injection(
     dir: &Path,
     r: &crate::engine::InjectResult,
@@ -338,8 +338,6 @@ pub fn write_injection(
     extra_meta: &[(String, String)],
 ) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
-    let (_, _, b) = tables(&r.info, &r.bg, extra_meta);
-    b.write_parquet(&dir.join("background.parquet")).map_err(|e| e.to_string())?;
     let nb = r.info.edges_deg.len();
     let (mut src, mut cut, mut bin, mut count, mut trials) = (vec![], vec![], vec![], vec![], vec![]);
     for (&n, sig) in r.sources.iter().zip(&r.signal) {
@@ -360,6 +358,7 @@ pub fn write_injection(
     t.push("count", Column::I64(count));
     t.push("trials", Column::I64(trials));
     r.info.metadata(&mut t, extra_meta);
+    t.meta("sky.n_bins", nb.to_string());
     t.write_parquet(&dir.join("signal.parquet")).map_err(|e| e.to_string())?;
     let mut t = Table::default();
     let f = |g: fn(&crate::sensitivity::Row) -> f64| Column::F64(rows.iter().map(g).collect());
@@ -386,6 +385,126 @@ pub fn write_injection(
     r.info.metadata(&mut t, extra_meta);
     t.write_parquet(&dir.join("sensitivity.parquet")).map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// What an injection's files record about it (`sky.inject.*` metadata): merged jobs must agree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InjectionSet {
+    pub sources: Vec<u64>,
+    pub per_source: u64,
+    pub band: crate::inject::DecBand,
+    pub spectrum: f64,
+    pub energy_threshold: f64,
+    pub tail_events: u64,
+    pub dec_grid: Option<f64>,
+}
+
+impl InjectionSet {
+    /// The `sky.inject.*` key/value metadata (numbers in Rust's shortest round-trip form).
+    #[must_use]
+    pub fn metadata(&self) -> Vec<(String, String)> {
+        let kv = |k: &str, v: String| (format!("sky.inject.{k}"), v);
+        vec![
+            kv("sources", self.sources.iter().map(u64::to_string).collect::<Vec<_>>().join(",")),
+            kv("events_per_source", self.per_source.to_string()),
+            kv("declination", format!("{}:{}", self.band.lo, self.band.hi)),
+            kv("spectrum", self.spectrum.to_string()),
+            kv("energy_threshold", self.energy_threshold.to_string()),
+            kv("tail_events", self.tail_events.to_string()),
+            kv("dec_grid", self.dec_grid.map_or(String::new(), |g| g.to_string())),
+        ]
+    }
+
+    fn from_table(t: &Table, p: &Path) -> Result<Self, InputError> {
+        let get = |k: &str| -> Result<String, InputError> {
+            t.meta_value(&format!("sky.inject.{k}")).map(str::to_string).ok_or_else(|| {
+                InputError::new(
+                    p,
+                    0,
+                    format!("metadata key 'sky.inject.{k}' missing (not a warpdrive sky inject output?)"),
+                )
+            })
+        };
+        let bad = |k: &str| InputError::new(p, 0, format!("metadata 'sky.inject.{k}' is malformed"));
+        let num = |k: &str| -> Result<f64, InputError> { get(k)?.parse().map_err(|_| bad(k)) };
+        let int = |k: &str| -> Result<u64, InputError> { get(k)?.parse().map_err(|_| bad(k)) };
+        let sources = get("sources")?
+            .split(',')
+            .map(|v| v.parse::<u64>().map_err(|_| bad("sources")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let dec = get("declination")?;
+        let (lo, hi) = dec.split_once(':').ok_or_else(|| bad("declination"))?;
+        let grid = get("dec_grid")?;
+        Ok(Self {
+            sources,
+            per_source: int("events_per_source")?,
+            band: crate::inject::DecBand {
+                lo: lo.parse().map_err(|_| bad("declination"))?,
+                hi: hi.parse().map_err(|_| bad("declination"))?,
+            },
+            spectrum: num("spectrum")?,
+            energy_threshold: num("energy_threshold")?,
+            tail_events: int("tail_events")?,
+            dec_grid: if grid.is_empty() {
+                None
+            } else {
+                Some(grid.parse().map_err(|_| bad("dec_grid"))?)
+            },
+        })
+    }
+}
+
+/// Whether `dir` holds an injection run's output.
+#[must_use]
+pub fn is_injection(dir: &Path) -> bool {
+    dir.join("signal.parquet").exists()
+}
+
+/// Read an injection job's `signal.parquet`: its settings and one distribution per strength
+/// (`cells` cells each), every row checked.
+pub fn read_signal(dir: &Path, cells: usize) -> Result<(InjectionSet, Vec<Background>), InputError> {
+    let p = dir.join("signal.parquet");
+    let t = read_parquet(&p)?;
+    let set = InjectionSet::from_table(&t, &p)?;
+    let trials = t
+        .meta_value("sky.trials")
+        .and_then(parse_ranges)
+        .ok_or_else(|| InputError::new(&p, 0, "metadata 'sky.trials' missing or malformed"))?;
+    let n_trials: u64 = trials.iter().map(|r| r.end - r.start).sum();
+    let col = |name: &str| {
+        t.columns
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| InputError::new(&p, 0, format!("column '{name}' missing")))
+    };
+    let (Column::I64(src), Column::I32(cut), Column::I32(bin), Column::I64(count), Column::I64(tr)) =
+        (col("sources")?, col("cut")?, col("bin")?, col("count")?, col("trials")?)
+    else {
+        return Err(InputError::new(&p, 0, "unexpected column types"));
+    };
+    let nb = t
+        .meta_value("sky.n_bins")
+        .and_then(|v| v.parse::<usize>().ok())
+        .ok_or_else(|| InputError::new(&p, 0, "metadata 'sky.n_bins' missing or malformed"))?;
+    let mut sig: Vec<Background> = set.sources.iter().map(|_| Background::new(cells)).collect();
+    for r in 0..src.len() {
+        let s = set.sources.iter().position(|&n| n as i64 == src[r]);
+        let k = cut[r] as usize * nb + bin[r] as usize;
+        match s {
+            Some(s) if cut[r] >= 0 && bin[r] >= 0 && (bin[r] as usize) < nb && k < cells && count[r] >= 0 && tr[r] > 0 => {
+                *sig[s].freq[k].entry(count[r] as u64).or_insert(0) += tr[r] as u64;
+            }
+            _ => return Err(InputError::new(&p, 0, format!("row {} is out of range", r + 1))),
+        }
+    }
+    for b in &mut sig {
+        b.trials = n_trials;
+        if b.freq.iter().any(|m| m.values().sum::<u64>() != n_trials) {
+            return Err(InputError::new(&p, 0, "trial counts do not add up to the trials in the metadata"));
+        }
+    }
+    Ok((set, sig))
 }
 
 /// `summary.json` of an injection run: settings, per strength the cell with the largest

@@ -132,30 +132,20 @@ pub struct Crossing {
 
 /// The strength where the fraction `f` (one per strength, `strengths` ascending, each from
 /// `trials` trials) first reaches `target` (module docs); `None` when the scan does not
-/// bracket it. A strength whose fraction equals the target exactly is returned as is.
+/// bracket it (already reached at the first strength, whose slope the scan cannot tell, or
+/// never reached).
 #[must_use]
 pub fn crossing(strengths: &[f64], f: &[f64], trials: &[u64], target: f64) -> Option<Crossing> {
-    for i in 0..strengths.len() {
-        if f[i] >= target {
-            if i == 0 {
-                return if f[0] == target {
-                    Some(Crossing {
-                        strength: strengths[0],
-                        error: 0.0,
-                    })
-                } else {
-                    None
-                };
-            }
-            let (n0, n1, f0, f1) = (strengths[i - 1], strengths[i], f[i - 1], f[i]);
-            let (dn, df) = (n1 - n0, f1 - f0);
-            let (s0, s1) = (fraction_error(f0, trials[i - 1]), fraction_error(f1, trials[i]));
-            let strength = n0 + (target - f0) * dn / df;
-            let error = dn / (df * df) * ((target - f1).powi(2) * s0 * s0 + (target - f0).powi(2) * s1 * s1).sqrt();
-            return Some(Crossing { strength, error });
-        }
+    let i = f.iter().position(|&x| x >= target)?;
+    if i == 0 {
+        return None;
     }
-    None
+    let (n0, n1, f0, f1) = (strengths[i - 1], strengths[i], f[i - 1], f[i]);
+    let (dn, df) = (n1 - n0, f1 - f0);
+    let (s0, s1) = (fraction_error(f0, trials[i - 1]), fraction_error(f1, trials[i]));
+    let strength = n0 + (target - f0) * dn / df;
+    let error = dn / (df * df) * ((target - f1).powi(2) * s0 * s0 + (target - f0).powi(2) * s1 * s1).sqrt();
+    Some(Crossing { strength, error })
 }
 
 /// The one-sided tail probabilities of the 3σ and 5σ thresholds.
@@ -338,6 +328,13 @@ mod tests {
         let e = 10.0 / 0.16 * (0.01 * 0.0016f64 + 0.09 * 0.0024).sqrt();
         assert!((c.error - e).abs() < 1e-12);
         assert!(crossing(&n, &f, &[100; 3], 0.1).is_none(), "below the first strength");
+        assert!(
+            crossing(&n, &f, &[100; 3], 0.2).is_none(),
+            "reached at the first strength: no slope"
+        );
+        let c = crossing(&n, &f, &[100; 3], 0.6).unwrap();
+        assert_eq!(c.strength, 20.0);
+        assert!((c.error - 10.0 / 0.4 * fraction_error(0.6, 100)).abs() < 1e-12);
         assert!(crossing(&n, &[0.1, 0.2, 0.3], &[100; 3], 0.5).is_none(), "beyond the scan");
     }
 }
