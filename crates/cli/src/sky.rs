@@ -9,7 +9,7 @@ use warpdrive_core::progress::Bar;
 use warpdrive_sky::engine::{self, Autocorr, AutocorrOptions, AutocorrResult, Bins, Events, Inject, InjectOptions, InjectResult, Merged};
 use warpdrive_sky::events::ColumnNames;
 use warpdrive_sky::output::RunInfo;
-use warpdrive_sky::sensitivity::{CellScan, Crossing};
+use warpdrive_sky::sensitivity::{CellScan, Reach};
 
 #[derive(Subcommand)]
 pub enum SkyCommand {
@@ -304,11 +304,17 @@ fn print_injection(r: &InjectResult, shown: &Path, plot: bool) {
             x.frac_5sigma
         );
     }
-    let show = |what: &str, c: Option<CellScan>, g: fn(&CellScan) -> Option<Crossing>| match c.and_then(|c| g(&c).map(|x| (c.cell, x))) {
-        Some((cell, x)) => println!(
+    let show = |what: &str, c: Option<CellScan>, g: fn(&CellScan) -> Reach| match c.map(|c| (c.cell, g(&c))) {
+        Some((cell, Reach::At(x))) => println!(
             "{what} N = {:.1} ± {:.1} sources ({}, θ <= {}°)",
             x.strength,
             x.error,
+            r.info.cut_labels[cell / nb],
+            r.info.edges_deg[cell % nb]
+        ),
+        Some((cell, _)) => println!(
+            "{what} N <= {} sources, at or below the scan's first strength ({}, θ <= {}°)",
+            r.sources[0],
             r.info.cut_labels[cell / nb],
             r.info.edges_deg[cell % nb]
         ),

@@ -532,6 +532,10 @@ impl Default for InjectOptions {
 /// The most strengths one scan takes.
 pub const MAX_STRENGTHS: usize = 64;
 
+/// Memory of one event of an injected trial on one worker thread: the event (40 bytes), its
+/// scrambled RA, and its share of the trial's sample and cell-list workspace (≈ 100 bytes).
+const INJECT_BYTES_PER_EVENT: u64 = 160;
+
 /// A validated signal-injection run: background trials and, for every strength of the scan,
 /// the same trials with N sources of K events injected (`crate::inject`).
 #[derive(Clone, Debug)]
@@ -643,13 +647,9 @@ impl Inject {
                 format!("{}: no selected event at or above it", o.energy_threshold),
             )
         })?;
-        // Per worker thread and trial: the trial's events and its sample (≈ 150 bytes an event).
-        warpdrive_core::limits::check_alloc(
-            "the events of an injected trial",
-            n.saturating_mul(warpdrive_core::engine::MAX_THREADS.min(64) as u64),
-            160,
-            "analyse fewer events or use fewer threads",
-        )?;
+        // Per worker thread and trial: the trial's events and its sample (`INJECT_BYTES_PER_EVENT`);
+        // `run` checks it again for its thread count.
+        warpdrive_core::limits::check_alloc("the events of an injected trial", n, INJECT_BYTES_PER_EVENT, "analyse fewer events")?;
         let decs: Vec<f64> = sel.iter().map(|e| e.dec).collect();
         let dec_grid = crate::sample::detect_ra_grid(&decs);
         Ok(Self {
@@ -716,6 +716,12 @@ impl Inject {
                 events: &sel,
                 sample: &sample,
             };
+            warpdrive_core::limits::check_alloc(
+                "the events of the injected trials on every thread",
+                (sel.len() as u64).saturating_mul(rayon::current_num_threads() as u64),
+                INJECT_BYTES_PER_EVENT,
+                "use fewer threads or analyse fewer events",
+            )?;
             let n = st.trials.end - st.trials.start;
             ctl.progress
                 .begin("trials", n.saturating_mul(1 + self.sources.len() as u64), "trials");

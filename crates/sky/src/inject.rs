@@ -32,6 +32,9 @@
 //!    releases; none for continuous data), so signal events sit on the same lattice as the
 //!    background (docs/sky.md, "RA grid").
 //!
+//! Energy cuts given as top fractions are resolved again on every injected trial's events
+//! ([`trial_cuts`]), as the analysis would resolve them on a sky with signal.
+//!
 //! Signal events keep their displaced positions even where the PSF takes them outside the
 //! analysed region (the sample size stays n). All draws of trial k come from the Philox stream
 //! (seed, [`TAG_INJECT`], k) in the order sources (2 each), replaced events (1 each), signal
@@ -272,6 +275,20 @@ pub struct Selection<'a> {
     pub sample: &'a Sample,
 }
 
+/// The energy cuts of an injected trial: a top-fraction cut is resolved again on the trial's own
+/// events, as the analysis resolves it on whatever sky it is given — so the cut holds ⌈F·n⌉
+/// events (ties kept) with or without signal, and a hard signal spectrum adds pairs only by
+/// clustering, not by enlarging the cut (on the observed sky, scrambles of the data *with* its
+/// signal give the background, so a larger cut population would not show as an excess there
+/// either). A threshold cut stays the threshold. With no signal the cuts are the data's.
+pub fn trial_cuts(data: &ResolvedCuts, events: &[Event]) -> Result<ResolvedCuts, String> {
+    if data.cuts.iter().any(|c| matches!(c, crate::cuts::EnergyCut::TopFraction(_))) {
+        crate::cuts::resolve(events, &data.cuts)
+    } else {
+        Ok(data.clone())
+    }
+}
+
 /// Cumulative counts N[cut][bin] of trial `trial` with `n_sources` sources injected (none:
 /// exactly background trial `trial`).
 pub fn trial_counts(sel: &Selection, inj: &Injection, seed: u64, trial: u64, n_sources: u64) -> Result<Vec<u64>, String> {
@@ -300,7 +317,7 @@ pub fn trial_counts(sel: &Selection, inj: &Injection, seed: u64, trial: u64, n_s
         });
         turns.push(quantize_turn((sg.ra / 360.0).rem_euclid(1.0), s.ra_grid));
     }
-    let cuts: ResolvedCuts = s.cuts.clone();
+    let cuts = trial_cuts(&s.cuts, &events)?;
     let mut t = Sample::new(&events, s.bins.clone(), cuts)?;
     for p in 0..t.len() {
         t.ra_turn[p] = turns[t.order[p] as usize];
@@ -408,6 +425,36 @@ mod tests {
         }
         let mut r = RandomStream::new(5, TAG_INJECT, 0);
         assert_eq!(choose_distinct(&mut r, 4, 4), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn top_fraction_cuts_are_resolved_on_the_trial_and_thresholds_kept() {
+        use crate::cuts::{resolve, EnergyCut};
+        let ev = |e: f64| Event {
+            ra: 0.0,
+            dec: 0.0,
+            energy: e,
+            ang_err: Some(1.0),
+        };
+        let data: Vec<Event> = (0..100).map(|i| ev(f64::from(i))).collect();
+        let cuts = resolve(&data, &[EnergyCut::TopFraction(0.1)]).unwrap();
+        assert_eq!((cuts.thresholds.clone(), cuts.counts.clone()), (vec![90.0], vec![100, 10]));
+        // 20 low events replaced by 20 signal events above every data energy.
+        let mut trial: Vec<Event> = data[20..].to_vec();
+        trial.extend((0..20).map(|i| ev(200.0 + f64::from(i))));
+        let t = trial_cuts(&cuts, &trial).unwrap();
+        assert_eq!(
+            (t.thresholds, t.counts),
+            (vec![210.0], vec![100, 10]),
+            "top 10 % is still 10 events"
+        );
+        let fixed = resolve(&data, &[EnergyCut::Threshold(95.0)]).unwrap();
+        let t = trial_cuts(&fixed, &trial).unwrap();
+        assert_eq!(
+            (t.thresholds, t.counts),
+            (vec![95.0], vec![100, 5]),
+            "a threshold stays (the data's counts)"
+        );
     }
 
     #[test]

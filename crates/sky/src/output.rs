@@ -515,17 +515,21 @@ pub fn injection_json(r: &crate::engine::InjectResult, scan: &crate::sensitivity
     let cells = r.info.cut_labels.len() * nb;
     let rows = r.rows();
     let cell = |k: usize| serde_json::json!({ "cut": r.info.cut_labels[k / nb], "theta_deg": r.info.edges_deg[k % nb] });
-    let crossing = |c: Option<crate::sensitivity::CellScan>,
-                    g: fn(&crate::sensitivity::CellScan) -> Option<crate::sensitivity::Crossing>| {
-        c.and_then(|c| {
-            g(&c).map(|x| {
-                serde_json::json!({
-                    "cell": cell(c.cell),
-                    "sources": x.strength,
-                    "sources_error": x.error,
-                    "signal_events": x.strength * r.per_source as f64,
-                })
-            })
+    // The best cell of one target: its interpolated strength, or "below the scan" (the first
+    // strength already reaches it); null when no cell reaches it within the scan.
+    let crossing = |c: Option<crate::sensitivity::CellScan>, g: fn(&crate::sensitivity::CellScan) -> crate::sensitivity::Reach| {
+        c.map(|c| match g(&c) {
+            crate::sensitivity::Reach::At(x) => serde_json::json!({
+                "cell": cell(c.cell),
+                "sources": x.strength,
+                "sources_error": x.error,
+                "signal_events": x.strength * r.per_source as f64,
+            }),
+            _ => serde_json::json!({
+                "cell": cell(c.cell),
+                "below_scan": true,
+                "sources_below": r.sources.first(),
+            }),
         })
     };
     let strengths: Vec<serde_json::Value> = r

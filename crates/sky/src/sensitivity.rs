@@ -130,22 +130,44 @@ pub struct Crossing {
     pub error: f64,
 }
 
-/// The strength where the fraction `f` (one per strength, `strengths` ascending, each from
-/// `trials` trials) first reaches `target` (module docs); `None` when the scan does not
-/// bracket it (already reached at the first strength, whose slope the scan cannot tell, or
-/// never reached).
+/// How a scanned fraction relates to its target.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Reach {
+    /// Reached already at the scan's first strength: the crossing lies below the scan.
+    Below,
+    /// Reached between two scanned strengths.
+    At(Crossing),
+    /// Not reached at the scan's last strength.
+    Beyond,
+}
+
+impl Reach {
+    #[must_use]
+    pub fn crossing(&self) -> Option<Crossing> {
+        match self {
+            Reach::At(c) => Some(*c),
+            _ => None,
+        }
+    }
+}
+
+/// Where the fraction `f` (one per strength, `strengths` ascending, each from `trials` trials)
+/// first reaches `target` (module docs). Reached at the first strength, whose slope the scan
+/// cannot tell, is [`Reach::Below`].
 #[must_use]
-pub fn crossing(strengths: &[f64], f: &[f64], trials: &[u64], target: f64) -> Option<Crossing> {
-    let i = f.iter().position(|&x| x >= target)?;
+pub fn crossing(strengths: &[f64], f: &[f64], trials: &[u64], target: f64) -> Reach {
+    let Some(i) = f.iter().position(|&x| x >= target) else {
+        return Reach::Beyond;
+    };
     if i == 0 {
-        return None;
+        return Reach::Below;
     }
     let (n0, n1, f0, f1) = (strengths[i - 1], strengths[i], f[i - 1], f[i]);
     let (dn, df) = (n1 - n0, f1 - f0);
     let (s0, s1) = (fraction_error(f0, trials[i - 1]), fraction_error(f1, trials[i]));
     let strength = n0 + (target - f0) * dn / df;
     let error = dn / (df * df) * ((target - f1).powi(2) * s0 * s0 + (target - f0).powi(2) * s1 * s1).sqrt();
-    Some(Crossing { strength, error })
+    Reach::At(Crossing { strength, error })
 }
 
 /// The one-sided tail probabilities of the 3σ and 5σ thresholds.
@@ -223,12 +245,14 @@ pub fn rows(edges_deg: &[f64], bg: &Background, sources: &[u64], signal: &[Backg
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CellScan {
     pub cell: usize,
-    pub sensitivity: Option<Crossing>,
-    pub discovery_3sigma: Option<Crossing>,
-    pub discovery_5sigma: Option<Crossing>,
+    pub sensitivity: Reach,
+    pub discovery_3sigma: Reach,
+    pub discovery_5sigma: Reach,
 }
 
-/// Every cell's crossings and the cell with the smallest strength for each.
+/// Every cell's crossings and, for each, the best cell: one whose crossing lies below the scan
+/// (the one with the largest fraction at the first strength), else the smallest interpolated
+/// strength; `None` when no cell reaches the target within the scan.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scan {
     pub cells: Vec<CellScan>,
@@ -258,21 +282,25 @@ pub fn scan(rows: &[Row], sources: &[u64], cells: usize) -> Scan {
             }
         })
         .collect();
-    let best = |g: fn(&CellScan) -> Option<Crossing>| {
-        cell_scans
+    let first = |k: usize, g: fn(&Row) -> f64| g(&rows[k]);
+    let best = |g: fn(&CellScan) -> Reach, v: fn(&Row) -> f64| {
+        let below = cell_scans
             .iter()
-            .filter(|c| g(c).is_some())
-            .min_by(|a, b| {
-                g(a).map(|x| x.strength)
-                    .unwrap_or(f64::INFINITY)
-                    .total_cmp(&g(b).map(|x| x.strength).unwrap_or(f64::INFINITY))
+            .filter(|c| g(c) == Reach::Below)
+            .max_by(|a, b| first(a.cell, v).total_cmp(&first(b.cell, v)).then(b.cell.cmp(&a.cell)));
+        below
+            .or_else(|| {
+                cell_scans.iter().filter(|c| g(c).crossing().is_some()).min_by(|a, b| {
+                    let s = |c: &CellScan| g(c).crossing().map_or(f64::INFINITY, |x| x.strength);
+                    s(a).total_cmp(&s(b))
+                })
             })
             .copied()
     };
     Scan {
-        best_sensitivity: best(|c| c.sensitivity),
-        best_discovery_3sigma: best(|c| c.discovery_3sigma),
-        best_discovery_5sigma: best(|c| c.discovery_5sigma),
+        best_sensitivity: best(|c| c.sensitivity, |r| r.frac_median),
+        best_discovery_3sigma: best(|c| c.discovery_3sigma, |r| r.frac_3sigma),
+        best_discovery_5sigma: best(|c| c.discovery_5sigma, |r| r.frac_5sigma),
         cells: cell_scans,
     }
 }
@@ -322,19 +350,20 @@ mod tests {
     fn crossing_interpolates_with_its_error() {
         let n = [10.0, 20.0, 30.0];
         let f = [0.2, 0.6, 1.0];
-        let c = crossing(&n, &f, &[100, 100, 100], 0.5).unwrap();
+        let c = crossing(&n, &f, &[100, 100, 100], 0.5).crossing().unwrap();
         assert!((c.strength - 17.5).abs() < 1e-12);
         // ΔN/Δf² = 10/0.16; √((0.1)²·0.0016 + (0.3)²·0.0024) = 0.015620…
         let e = 10.0 / 0.16 * (0.01 * 0.0016f64 + 0.09 * 0.0024).sqrt();
         assert!((c.error - e).abs() < 1e-12);
-        assert!(crossing(&n, &f, &[100; 3], 0.1).is_none(), "below the first strength");
-        assert!(
-            crossing(&n, &f, &[100; 3], 0.2).is_none(),
+        assert_eq!(crossing(&n, &f, &[100; 3], 0.1), Reach::Below, "below the first strength");
+        assert_eq!(
+            crossing(&n, &f, &[100; 3], 0.2),
+            Reach::Below,
             "reached at the first strength: no slope"
         );
-        let c = crossing(&n, &f, &[100; 3], 0.6).unwrap();
+        let c = crossing(&n, &f, &[100; 3], 0.6).crossing().unwrap();
         assert_eq!(c.strength, 20.0);
         assert!((c.error - 10.0 / 0.4 * fraction_error(0.6, 100)).abs() < 1e-12);
-        assert!(crossing(&n, &[0.1, 0.2, 0.3], &[100; 3], 0.5).is_none(), "beyond the scan");
+        assert_eq!(crossing(&n, &[0.1, 0.2, 0.3], &[100; 3], 0.5), Reach::Beyond, "beyond the scan");
     }
 }

@@ -215,7 +215,7 @@ fn a_strong_injection_is_found_at_the_right_angle() {
     assert_eq!(best.frac_5sigma, 1.0, "24 sources × 10 events are found in every trial");
     let scan = r.scan();
     let c = scan.best_discovery_5sigma.expect("a 5σ discovery potential within the scan");
-    let x = c.discovery_5sigma.unwrap();
+    let x = c.discovery_5sigma.crossing().expect("bracketed by the scan");
     let row = &rows[c.cell];
     let p = 1.0 - (-(row.theta_deg / SYNTHETIC_ANG_ERR).powi(2) / 4.0).exp();
     let predicted = (row.threshold_5sigma.count - row.bg_mean) / (45.0 * p);
