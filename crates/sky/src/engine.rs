@@ -712,10 +712,7 @@ impl Inject {
             let (sample, info) = crate::prepare(&self.base.events, st).map_err(Error::Failed)?;
             ctl.check()?;
             let sel: Vec<Event> = self.base.events.iter().copied().filter(|e| st.region.contains(e)).collect();
-            let selection = crate::inject::Selection {
-                events: &sel,
-                sample: &sample,
-            };
+            let selection = crate::inject::Selection::new(&sel, &sample);
             warpdrive_core::limits::check_alloc(
                 "the events of the injected trials on every thread",
                 (sel.len() as u64).saturating_mul(rayon::current_num_threads() as u64),

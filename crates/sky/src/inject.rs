@@ -8,11 +8,18 @@
 //!    signal (N·K = 0) the trial *is* background trial k, count for count.
 //! 2. **Sources.** N positions isotropic in the declination band [δ_lo, δ_hi]: sin δ uniform in
 //!    [sin δ_lo, sin δ_hi] (equal solid angle per sin δ), α uniform in [0°, 360°).
-//! 3. **Replaced events.** N·K distinct events of the selection, drawn uniformly without
-//!    replacement (Floyd's algorithm: Bentley & Floyd, "Programming pearls: a sample of
-//!    brilliance", CACM 30 (1987) 754). Every event is removed with the same probability N·K/n,
-//!    whatever its declination or energy, so the remaining background keeps the sample's
-//!    declination (and energy) distribution: its density is (1 − N·K/n) times the data's.
+//! 3. **Replaced events** (drawn after the signal events, below). For every energy level ℓ
+//!    (the data's cuts: level = number of cut thresholds an energy reaches) as many events of
+//!    level ℓ as signal events landed in it, uniformly without replacement among the
+//!    selection's events of that level (Floyd's algorithm: Bentley & Floyd, "Programming pearls:
+//!    a sample of brilliance", CACM 30 (1987) 754). So every cut holds exactly as many events as
+//!    in the data (the sample's energy distribution is the observed one, signal included, as
+//!    for scrambling), and within each level every event is removed with the same probability,
+//!    whatever its declination: the remaining background keeps each level's declination
+//!    distribution. (Were the replaced events drawn from all levels alike, a hard signal
+//!    spectrum would enlarge the top cuts and add pairs without any clustering.) A level with
+//!    fewer events than signal events in it passes the rest to the next lower level, and what
+//!    no level below can take is drawn uniformly from the events not yet replaced.
 //! 4. **Signal events**, K per source, in source order. Each takes the energy proxy and the
 //!    angular error σ of a data event of the *tail* (the selected events with proxy ≥ the
 //!    injection threshold): a value x is drawn from the power law dN/dE ∝ E^γ of E = 10^x on
@@ -32,13 +39,10 @@
 //!    releases; none for continuous data), so signal events sit on the same lattice as the
 //!    background (docs/sky.md, "RA grid").
 //!
-//! Energy cuts given as top fractions are resolved again on every injected trial's events
-//! ([`trial_cuts`]), as the analysis would resolve them on a sky with signal.
-//!
 //! Signal events keep their displaced positions even where the PSF takes them outside the
 //! analysed region (the sample size stays n). All draws of trial k come from the Philox stream
-//! (seed, [`TAG_INJECT`], k) in the order sources (2 each), replaced events (1 each), signal
-//! events (4 each: spectrum, tie, θ, φ): the result of a trial depends only on the seed, the
+//! (seed, [`TAG_INJECT`], k) in the order sources (2 each), signal events (4 each: spectrum,
+//! tie, θ, φ), replaced events (1 each, levels from the highest down): the result of a trial depends only on the seed, the
 //! trial number, N and K — not on threads, jobs or the other strengths of a scan.
 
 use crate::count;
@@ -227,9 +231,10 @@ pub struct TrialSignal {
 }
 
 impl Injection {
-    /// Draw the signal of trial `trial` with `n_sources` sources among `n` selected events.
+    /// Draw the signal of trial `trial` with `n_sources` sources; `levels` are the selection's
+    /// events of each energy level of `cuts` ([`level_members`]).
     #[must_use]
-    pub fn draw(&self, seed: u64, trial: u64, n_sources: u64, n: u64) -> TrialSignal {
+    pub fn draw(&self, seed: u64, trial: u64, n_sources: u64, levels: &[Vec<u32>], cuts: &ResolvedCuts) -> TrialSignal {
         let mut r = RandomStream::new(seed, TAG_INJECT, trial);
         let (s_lo, s_hi) = (self.band.lo.to_radians().sin(), self.band.hi.to_radians().sin());
         let sources: Vec<(f64, f64)> = (0..n_sources)
@@ -240,7 +245,6 @@ impl Injection {
             })
             .collect();
         let m = n_sources * self.per_source;
-        let replaced = choose_distinct(&mut r, n, m);
         let tail = &self.tail;
         let (lo, hi) = (tail.energy[0], tail.energy[tail.energy.len() - 1]);
         let mut events = Vec::with_capacity(m as usize);
@@ -262,8 +266,49 @@ impl Injection {
                 });
             }
         }
+        let replaced = replaced_events(&mut r, &events, levels, cuts);
         TrialSignal { sources, replaced, events }
     }
+}
+
+/// The selection's events (indices in input order, ascending) of each energy level of `cuts`.
+#[must_use]
+pub fn level_members(events: &[Event], cuts: &ResolvedCuts) -> Vec<Vec<u32>> {
+    let mut out = vec![Vec::new(); cuts.levels()];
+    for (i, e) in events.iter().enumerate() {
+        out[usize::from(cuts.level(e.energy))].push(i as u32);
+    }
+    out
+}
+
+/// The events the signal `events` replace (module docs, step 3), ascending. Needs as many
+/// selected events as signal events.
+fn replaced_events(r: &mut RandomStream, events: &[SignalEvent], levels: &[Vec<u32>], cuts: &ResolvedCuts) -> Vec<u32> {
+    let mut need = vec![0u64; levels.len()];
+    for e in events {
+        need[usize::from(cuts.level(e.energy))] += 1;
+    }
+    let mut out = Vec::with_capacity(events.len());
+    let mut carry = 0u64;
+    for l in (0..levels.len()).rev() {
+        let members = &levels[l];
+        let take = (need[l] + carry).min(members.len() as u64);
+        carry = need[l] + carry - take;
+        out.extend(
+            choose_distinct(r, members.len() as u64, take)
+                .into_iter()
+                .map(|i| members[i as usize]),
+        );
+    }
+    if carry > 0 {
+        out.sort_unstable();
+        let free: Vec<u32> = (0..levels.iter().map(Vec::len).sum::<usize>() as u32)
+            .filter(|i| out.binary_search(i).is_err())
+            .collect();
+        out.extend(choose_distinct(r, free.len() as u64, carry).into_iter().map(|i| free[i as usize]));
+    }
+    out.sort_unstable();
+    out
 }
 
 /// The selection as the trials see it: the selected events in input order (the keys of their
@@ -273,19 +318,18 @@ pub struct Selection<'a> {
     pub events: &'a [Event],
     /// The data's sample (bins, cuts, RA grid).
     pub sample: &'a Sample,
+    /// The events of each energy level ([`level_members`]).
+    pub levels: Vec<Vec<u32>>,
 }
 
-/// The energy cuts of an injected trial: a top-fraction cut is resolved again on the trial's own
-/// events, as the analysis resolves it on whatever sky it is given — so the cut holds ⌈F·n⌉
-/// events (ties kept) with or without signal, and a hard signal spectrum adds pairs only by
-/// clustering, not by enlarging the cut (on the observed sky, scrambles of the data *with* its
-/// signal give the background, so a larger cut population would not show as an excess there
-/// either). A threshold cut stays the threshold. With no signal the cuts are the data's.
-pub fn trial_cuts(data: &ResolvedCuts, events: &[Event]) -> Result<ResolvedCuts, String> {
-    if data.cuts.iter().any(|c| matches!(c, crate::cuts::EnergyCut::TopFraction(_))) {
-        crate::cuts::resolve(events, &data.cuts)
-    } else {
-        Ok(data.clone())
+impl<'a> Selection<'a> {
+    #[must_use]
+    pub fn new(events: &'a [Event], sample: &'a Sample) -> Self {
+        Self {
+            events,
+            sample,
+            levels: level_members(events, &sample.cuts),
+        }
     }
 }
 
@@ -295,7 +339,7 @@ pub fn trial_counts(sel: &Selection, inj: &Injection, seed: u64, trial: u64, n_s
     let s = sel.sample;
     let gen = Philox4x32::new(seed);
     let n = sel.events.len();
-    let signal = inj.draw(seed, trial, n_sources, n as u64);
+    let signal = inj.draw(seed, trial, n_sources, &sel.levels, &s.cuts);
     let mut events: Vec<Event> = Vec::with_capacity(n);
     let mut turns: Vec<f64> = Vec::with_capacity(n);
     let mut next = signal.replaced.iter().peekable();
@@ -317,8 +361,7 @@ pub fn trial_counts(sel: &Selection, inj: &Injection, seed: u64, trial: u64, n_s
         });
         turns.push(quantize_turn((sg.ra / 360.0).rem_euclid(1.0), s.ra_grid));
     }
-    let cuts = trial_cuts(&s.cuts, &events)?;
-    let mut t = Sample::new(&events, s.bins.clone(), cuts)?;
+    let mut t = Sample::new(&events, s.bins.clone(), s.cuts.clone())?;
     for p in 0..t.len() {
         t.ra_turn[p] = turns[t.order[p] as usize];
     }
@@ -428,7 +471,7 @@ mod tests {
     }
 
     #[test]
-    fn top_fraction_cuts_are_resolved_on_the_trial_and_thresholds_kept() {
+    fn replaced_events_come_from_the_signal_events_levels() {
         use crate::cuts::{resolve, EnergyCut};
         let ev = |e: f64| Event {
             ra: 0.0,
@@ -436,25 +479,38 @@ mod tests {
             energy: e,
             ang_err: Some(1.0),
         };
+        // Levels: 0 (E < 90: 90 events), 1 (90 ≤ E < 98: 8), 2 (E ≥ 98: 2).
         let data: Vec<Event> = (0..100).map(|i| ev(f64::from(i))).collect();
-        let cuts = resolve(&data, &[EnergyCut::TopFraction(0.1)]).unwrap();
-        assert_eq!((cuts.thresholds.clone(), cuts.counts.clone()), (vec![90.0], vec![100, 10]));
-        // 20 low events replaced by 20 signal events above every data energy.
-        let mut trial: Vec<Event> = data[20..].to_vec();
-        trial.extend((0..20).map(|i| ev(200.0 + f64::from(i))));
-        let t = trial_cuts(&cuts, &trial).unwrap();
-        assert_eq!(
-            (t.thresholds, t.counts),
-            (vec![210.0], vec![100, 10]),
-            "top 10 % is still 10 events"
-        );
-        let fixed = resolve(&data, &[EnergyCut::Threshold(95.0)]).unwrap();
-        let t = trial_cuts(&fixed, &trial).unwrap();
-        assert_eq!(
-            (t.thresholds, t.counts),
-            (vec![95.0], vec![100, 5]),
-            "a threshold stays (the data's counts)"
-        );
+        let cuts = resolve(&data, &[EnergyCut::TopFraction(0.1), EnergyCut::TopFraction(0.02)]).unwrap();
+        let levels = level_members(&data, &cuts);
+        assert_eq!(levels.iter().map(Vec::len).collect::<Vec<_>>(), vec![90, 8, 2]);
+        let sig = |e: f64| SignalEvent {
+            source: 0,
+            ra: 0.0,
+            dec: 0.0,
+            energy: e,
+            sigma_deg: 1.0,
+            theta_deg: 0.0,
+        };
+        // 3 signal events at level 2 (2 there: 1 passes to level 1), 1 at level 1, 2 at level 0.
+        let events: Vec<SignalEvent> = [99.0, 99.5, 120.0, 95.0, 3.0, 7.5].map(sig).to_vec();
+        for k in 0..200 {
+            let mut r = RandomStream::new(11, TAG_INJECT, k);
+            let rep = replaced_events(&mut r, &events, &levels, &cuts);
+            let per_level = |l: usize| {
+                rep.iter()
+                    .filter(|&&i| usize::from(cuts.level(data[i as usize].energy)) == l)
+                    .count()
+            };
+            assert_eq!((rep.len(), per_level(2), per_level(1), per_level(0)), (6, 2, 2, 2), "{rep:?}");
+            assert!(rep.windows(2).all(|w| w[0] < w[1]));
+        }
+        // A level 0 too small for its signal takes from the events left anywhere.
+        let few: Vec<Vec<u32>> = vec![vec![0], vec![1, 2, 3], vec![4]];
+        let mut r = RandomStream::new(11, TAG_INJECT, 0);
+        let rep = replaced_events(&mut r, &[3.0, 3.0, 3.0].map(sig), &few, &cuts);
+        assert_eq!(rep.len(), 3);
+        assert!(rep.contains(&0) && rep.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

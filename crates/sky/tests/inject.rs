@@ -11,7 +11,7 @@ use warpdrive_sky::count::Workspace;
 use warpdrive_sky::cuts::{resolve, EnergyCut};
 use warpdrive_sky::engine::{Autocorr, AutocorrOptions, Bins, Events, Inject, InjectOptions, RaGrid};
 use warpdrive_sky::events::{read_events, synthetic, ColumnNames, Event, SYNTHETIC_ANG_ERR};
-use warpdrive_sky::inject::{trial_counts, vmf_cdf, DecBand, Injection, Selection, Tail};
+use warpdrive_sky::inject::{level_members, trial_counts, vmf_cdf, DecBand, Injection, Selection, Tail};
 use warpdrive_sky::sample::Sample;
 use warpdrive_sky::sphere::separation_deg;
 
@@ -77,7 +77,7 @@ fn no_signal_is_the_background_run_on_ic86() {
 }
 
 /// Sources are isotropic in the band (KS of sin δ against the uniform law), the replaced events
-/// have the sample's declinations (two-sample KS) and every signal event lies from its source
+/// have the sample's declinations (two-sample KS; one energy level, so drawn from all events) and every signal event lies from its source
 /// at an angle that follows the von Mises–Fisher law of its own angular error: u = F_σ(θ), θ
 /// measured from the positions, is uniform (KS). Fixed seed; each p-value must exceed 10⁻³ (a
 /// PSF off by √2 in σ gives p ≈ 0 with these 20 000 events).
@@ -86,6 +86,9 @@ fn sources_and_signal_events_follow_the_band_and_the_psf() {
     let Some((_, all)) = upgoing() else { return };
     let events: Vec<Event> = all.into_iter().filter(|e| e.dec >= -5.0).collect();
     let threshold = resolve(&events, &[EnergyCut::TopFraction(0.5)]).unwrap().thresholds[0];
+    // One energy level (no cuts): the replaced events are drawn from the whole selection.
+    let no_cuts = resolve(&events, &[]).unwrap();
+    let levels = level_members(&events, &no_cuts);
     let band = DecBand { lo: 10.0, hi: 60.0 };
     let inj = Injection {
         per_source: 5,
@@ -96,7 +99,7 @@ fn sources_and_signal_events_follow_the_band_and_the_psf() {
     };
     let (mut sin_dec, mut replaced_dec, mut u, mut z2) = (vec![], vec![], vec![], vec![]);
     for trial in 0..400 {
-        let s = inj.draw(77, trial, 10, events.len() as u64);
+        let s = inj.draw(77, trial, 10, &levels, &no_cuts);
         assert_eq!(s.replaced.len(), 50);
         for &(_, d) in &s.sources {
             assert!((band.lo..=band.hi).contains(&d), "source at δ = {d}");
@@ -145,10 +148,7 @@ fn same_source_pairs_grow_as_k_squared_with_the_gaussian_psf() {
         for t in 0..trials {
             let events = synthetic(4000, 1000 + t);
             let sample = Sample::new(&events, bins.clone(), resolve(&events, &[]).unwrap()).unwrap();
-            let sel = Selection {
-                events: &events,
-                sample: &sample,
-            };
+            let sel = Selection::new(&events, &sample);
             let inj = Injection {
                 per_source: k,
                 band: DecBand { lo: -90.0, hi: 90.0 },
