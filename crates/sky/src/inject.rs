@@ -8,18 +8,18 @@
 //!    signal (N·K = 0) the trial *is* background trial k, count for count.
 //! 2. **Sources.** N positions isotropic in the declination band [δ_lo, δ_hi]: sin δ uniform in
 //!    [sin δ_lo, sin δ_hi] (equal solid angle per sin δ), α uniform in [0°, 360°).
-//! 3. **Replaced events** (drawn after the signal events, below). For every energy level ℓ
-//!    (the data's cuts: level = number of cut thresholds an energy reaches) as many events of
-//!    level ℓ as signal events landed in it, uniformly without replacement among the
-//!    selection's events of that level (Floyd's algorithm: Bentley & Floyd, "Programming pearls:
-//!    a sample of brilliance", CACM 30 (1987) 754). So every cut holds exactly as many events as
-//!    in the data (the sample's energy distribution is the observed one, signal included, as
-//!    for scrambling), and within each level every event is removed with the same probability,
-//!    whatever its declination: the remaining background keeps each level's declination
-//!    distribution. (Were the replaced events drawn from all levels alike, a hard signal
-//!    spectrum would enlarge the top cuts and add pairs without any clustering.) A level with
-//!    fewer events than signal events in it passes the rest to the next lower level, and what
-//!    no level below can take is drawn uniformly from the events not yet replaced.
+//! 3. **Replaced events** (drawn after the signal events, below). Each signal event replaces a
+//!    selected event of its own energy level (the data's cuts: level = number of cut thresholds
+//!    an energy reaches) and of nearly its declination: the free event of that level nearest to
+//!    a rank drawn uniformly within ±[`REPLACE_WINDOW`] of the signal event's declination rank
+//!    in the level (`replaced_events`). So every cut holds exactly the data's number of events,
+//!    and the declination distribution of every cut — signal included — is the data's up to the
+//!    window's spread: signal takes the place of background where it appears, as it would in the
+//!    detector's fixed acceptance. (Drawn from all events alike, the replaced events would be
+//!    mostly low-energy ones near the horizon while sources are isotropic in sin δ: on the
+//!    up-going sample 100 × 15 events then *removed* 15 000 pairs from N(≤5°), and a hard
+//!    spectrum enlarged the top cuts — excesses and deficits without any clustering.) A level
+//!    with no event left passes to the nearest lower, then higher, level.
 //! 4. **Signal events**, K per source, in source order. Each takes the energy proxy and the
 //!    angular error σ of a data event of the *tail* (the selected events with proxy ≥ the
 //!    injection threshold): a value x is drawn from the power law dN/dE ∝ E^γ of E = 10^x on
@@ -42,7 +42,7 @@
 //! Signal events keep their displaced positions even where the PSF takes them outside the
 //! analysed region (the sample size stays n). All draws of trial k come from the Philox stream
 //! (seed, [`TAG_INJECT`], k) in the order sources (2 each), signal events (4 each: spectrum,
-//! tie, θ, φ), replaced events (1 each, levels from the highest down): the result of a trial depends only on the seed, the
+//! tie, θ, φ), replaced events (1 each, in signal order): the result of a trial depends only on the seed, the
 //! trial number, N and K — not on threads, jobs or the other strengths of a scan.
 
 use crate::count;
@@ -234,7 +234,7 @@ impl Injection {
     /// Draw the signal of trial `trial` with `n_sources` sources; `levels` are the selection's
     /// events of each energy level of `cuts` ([`level_members`]).
     #[must_use]
-    pub fn draw(&self, seed: u64, trial: u64, n_sources: u64, levels: &[Vec<u32>], cuts: &ResolvedCuts) -> TrialSignal {
+    pub fn draw(&self, seed: u64, trial: u64, n_sources: u64, levels: &[Vec<(f64, u32)>], cuts: &ResolvedCuts) -> TrialSignal {
         let mut r = RandomStream::new(seed, TAG_INJECT, trial);
         let (s_lo, s_hi) = (self.band.lo.to_radians().sin(), self.band.hi.to_radians().sin());
         let sources: Vec<(f64, f64)> = (0..n_sources)
@@ -271,41 +271,55 @@ impl Injection {
     }
 }
 
-/// The selection's events (indices in input order, ascending) of each energy level of `cuts`.
+/// The selection's events of each energy level of `cuts`: (declination, index in input order),
+/// sorted by declination (then index).
 #[must_use]
-pub fn level_members(events: &[Event], cuts: &ResolvedCuts) -> Vec<Vec<u32>> {
+pub fn level_members(events: &[Event], cuts: &ResolvedCuts) -> Vec<Vec<(f64, u32)>> {
     let mut out = vec![Vec::new(); cuts.levels()];
     for (i, e) in events.iter().enumerate() {
-        out[usize::from(cuts.level(e.energy))].push(i as u32);
+        out[usize::from(cuts.level(e.energy))].push((e.dec, i as u32));
+    }
+    for l in &mut out {
+        l.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     }
     out
 }
 
-/// The events the signal `events` replace (module docs, step 3), ascending. Needs as many
-/// selected events as signal events.
-fn replaced_events(r: &mut RandomStream, events: &[SignalEvent], levels: &[Vec<u32>], cuts: &ResolvedCuts) -> Vec<u32> {
-    let mut need = vec![0u64; levels.len()];
-    for e in events {
-        need[usize::from(cuts.level(e.energy))] += 1;
-    }
+/// Half-width, in declination rank within a level, of the window a replaced event is drawn from.
+pub const REPLACE_WINDOW: usize = 10;
+
+/// The events the signal `events` replace (module docs, step 3), ascending. For each signal
+/// event in turn: its level (or, when that level has no event left, the nearest lower level,
+/// then the nearest higher one), the rank p its declination has among the level's events, a
+/// rank drawn uniformly in [p − W, p + W] ([`REPLACE_WINDOW`], clamped to the level), and the
+/// free event nearest to that rank (searching up, then down, alternately). One draw per signal
+/// event. Needs as many selected events as signal events.
+fn replaced_events(r: &mut RandomStream, events: &[SignalEvent], levels: &[Vec<(f64, u32)>], cuts: &ResolvedCuts) -> Vec<u32> {
+    let mut taken: Vec<std::collections::HashSet<usize>> = vec![std::collections::HashSet::new(); levels.len()];
     let mut out = Vec::with_capacity(events.len());
-    let mut carry = 0u64;
-    for l in (0..levels.len()).rev() {
-        let members = &levels[l];
-        let take = (need[l] + carry).min(members.len() as u64);
-        carry = need[l] + carry - take;
-        out.extend(
-            choose_distinct(r, members.len() as u64, take)
-                .into_iter()
-                .map(|i| members[i as usize]),
-        );
-    }
-    if carry > 0 {
-        out.sort_unstable();
-        let free: Vec<u32> = (0..levels.iter().map(Vec::len).sum::<usize>() as u32)
-            .filter(|i| out.binary_search(i).is_err())
-            .collect();
-        out.extend(choose_distinct(r, free.len() as u64, carry).into_iter().map(|i| free[i as usize]));
+    let w = REPLACE_WINDOW as f64;
+    for e in events {
+        let u = r.uniform_f64();
+        let own = usize::from(cuts.level(e.energy));
+        let Some(l) = (0..=own)
+            .rev()
+            .chain(own + 1..levels.len())
+            .find(|&l| taken[l].len() < levels[l].len())
+        else {
+            break;
+        };
+        let m = &levels[l];
+        let p = m.partition_point(|&(d, _)| d < e.dec) as f64;
+        let q = (p - w + ((1.0 - u) * (2.0 * w + 1.0)).floor()).clamp(0.0, (m.len() - 1) as f64) as i64;
+        let pick = (0..2 * m.len() as i64)
+            .map(|k| if k % 2 == 0 { q + k / 2 } else { q - (k / 2 + 1) })
+            .filter(|&i| i >= 0 && (i as usize) < m.len())
+            .map(|i| i as usize)
+            .find(|i| !taken[l].contains(i));
+        if let Some(i) = pick {
+            taken[l].insert(i);
+            out.push(m[i].1);
+        }
     }
     out.sort_unstable();
     out
@@ -318,8 +332,8 @@ pub struct Selection<'a> {
     pub events: &'a [Event],
     /// The data's sample (bins, cuts, RA grid).
     pub sample: &'a Sample,
-    /// The events of each energy level ([`level_members`]).
-    pub levels: Vec<Vec<u32>>,
+    /// The events of each energy level, by declination ([`level_members`]).
+    pub levels: Vec<Vec<(f64, u32)>>,
 }
 
 impl<'a> Selection<'a> {
@@ -471,46 +485,59 @@ mod tests {
     }
 
     #[test]
-    fn replaced_events_come_from_the_signal_events_levels() {
+    fn replaced_events_match_the_signal_events_level_and_declination() {
         use crate::cuts::{resolve, EnergyCut};
-        let ev = |e: f64| Event {
-            ra: 0.0,
-            dec: 0.0,
-            energy: e,
-            ang_err: Some(1.0),
-        };
-        // Levels: 0 (E < 90: 90 events), 1 (90 ≤ E < 98: 8), 2 (E ≥ 98: 2).
-        let data: Vec<Event> = (0..100).map(|i| ev(f64::from(i))).collect();
-        let cuts = resolve(&data, &[EnergyCut::TopFraction(0.1), EnergyCut::TopFraction(0.02)]).unwrap();
+        // 1 000 events: energy i mod 100, declination −45° + 0.09°·i.
+        let data: Vec<Event> = (0..1000)
+            .map(|i| Event {
+                ra: 0.0,
+                dec: -45.0 + 0.09 * f64::from(i),
+                energy: f64::from(i % 100),
+                ang_err: Some(1.0),
+            })
+            .collect();
+        // Levels: 0 (E < 90: 900 events), 1 (E ≥ 90: 100).
+        let cuts = resolve(&data, &[EnergyCut::TopFraction(0.1)]).unwrap();
         let levels = level_members(&data, &cuts);
-        assert_eq!(levels.iter().map(Vec::len).collect::<Vec<_>>(), vec![90, 8, 2]);
-        let sig = |e: f64| SignalEvent {
+        assert_eq!((levels[0].len(), levels[1].len()), (900, 100));
+        assert!(levels[1].windows(2).all(|w| w[0].0 <= w[1].0));
+        let sig = |e: f64, dec: f64| SignalEvent {
             source: 0,
             ra: 0.0,
-            dec: 0.0,
+            dec,
             energy: e,
             sigma_deg: 1.0,
             theta_deg: 0.0,
         };
-        // 3 signal events at level 2 (2 there: 1 passes to level 1), 1 at level 1, 2 at level 0.
-        let events: Vec<SignalEvent> = [99.0, 99.5, 120.0, 95.0, 3.0, 7.5].map(sig).to_vec();
-        for k in 0..200 {
+        let events = [sig(95.0, 0.0), sig(95.0, 0.0), sig(3.0, 20.0), sig(120.0, -44.0), sig(3.0, 40.0)];
+        for k in 0..100 {
             let mut r = RandomStream::new(11, TAG_INJECT, k);
             let rep = replaced_events(&mut r, &events, &levels, &cuts);
-            let per_level = |l: usize| {
-                rep.iter()
-                    .filter(|&&i| usize::from(cuts.level(data[i as usize].energy)) == l)
-                    .count()
-            };
-            assert_eq!((rep.len(), per_level(2), per_level(1), per_level(0)), (6, 2, 2, 2), "{rep:?}");
+            assert_eq!(rep.len(), 5);
             assert!(rep.windows(2).all(|w| w[0] < w[1]));
+            let lv: Vec<u8> = rep.iter().map(|&i| cuts.level(data[i as usize].energy)).collect();
+            assert_eq!(lv.iter().filter(|&&l| l == 1).count(), 3, "three signal events of level 1");
+            // Each signal event has a replaced event of its level within W ranks of its own
+            // declination rank (+2: the other events of the level may have taken neighbours).
+            for e in &events {
+                let l = usize::from(cuts.level(e.energy)).min(1);
+                let p = levels[l].partition_point(|&(d, _)| d < e.dec) as i64;
+                assert!(
+                    rep.iter().any(|&i| levels[l]
+                        .iter()
+                        .position(|&(_, j)| j == i)
+                        .is_some_and(|rank| (rank as i64 - p).abs() <= REPLACE_WINDOW as i64 + 2)),
+                    "trial {k}: nothing replaced near δ = {}° in level {l}: {rep:?}",
+                    e.dec
+                );
+            }
         }
-        // A level 0 too small for its signal takes from the events left anywhere.
-        let few: Vec<Vec<u32>> = vec![vec![0], vec![1, 2, 3], vec![4]];
+        // A level with nothing left passes to the next lower one.
+        let two: Vec<Vec<(f64, u32)>> = vec![levels[0].clone(), levels[1][..1].to_vec()];
         let mut r = RandomStream::new(11, TAG_INJECT, 0);
-        let rep = replaced_events(&mut r, &[3.0, 3.0, 3.0].map(sig), &few, &cuts);
-        assert_eq!(rep.len(), 3);
-        assert!(rep.contains(&0) && rep.windows(2).all(|w| w[0] < w[1]));
+        let rep = replaced_events(&mut r, &[sig(95.0, 0.0), sig(95.0, 0.0)], &two, &cuts);
+        let lv: Vec<u8> = rep.iter().map(|&i| cuts.level(data[i as usize].energy)).collect();
+        assert_eq!((rep.len(), lv.iter().filter(|&&l| l == 0).count()), (2, 1));
     }
 
     #[test]
