@@ -277,3 +277,23 @@ fn bad_requests_are_refused_by_the_engine() {
         .render(Style::Cli);
     assert!(e.contains("signal injection runs on the CPU only"), "{e}");
 }
+
+/// A raised token ends an injection run within about a second, with `Cancelled` and no result.
+#[test]
+fn a_raised_token_cancels_the_injection() {
+    let o = InjectOptions {
+        base: AutocorrOptions {
+            trials: 1_000_000,
+            ..AutocorrOptions::default()
+        },
+        ..InjectOptions::default()
+    };
+    let req = Inject::new(Events::Synthetic(3000), &o).unwrap();
+    let ctl = cpu().threads(Some(1));
+    let t = ctl.cancel.after(std::time::Duration::from_millis(300));
+    let t0 = std::time::Instant::now();
+    let r = req.run(&ctl);
+    t.join().unwrap();
+    assert!(matches!(r, Err(warpdrive_core::engine::Error::Cancelled(_))), "{r:?}");
+    assert!(t0.elapsed().as_secs_f64() < 3.0, "took {:?}", t0.elapsed());
+}
