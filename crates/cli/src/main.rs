@@ -196,6 +196,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Sky {
             what: sky::SkyCommand::Autocorr(a),
         } => sky::autocorr(&a, force),
+        Command::Sky {
+            what: sky::SkyCommand::Inject(a),
+        } => sky::inject(&a, force),
         Command::Spline { what } => spline::run(what, force),
         Command::Beam { what } => beam::run(what, force),
         Command::Merge(a) => sky::merge(&a, force),

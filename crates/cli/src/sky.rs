@@ -6,17 +6,23 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use warpdrive_core::progress::Bar;
-use warpdrive_sky::engine::{self, Autocorr, AutocorrOptions, AutocorrResult, Bins, Events};
+use warpdrive_sky::engine::{self, Autocorr, AutocorrOptions, AutocorrResult, Bins, Events, Inject, InjectOptions, InjectResult, Merged};
 use warpdrive_sky::events::ColumnNames;
+use warpdrive_sky::output::RunInfo;
+use warpdrive_sky::sensitivity::{CellScan, Reach};
 
 #[derive(Subcommand)]
 pub enum SkyCommand {
     /// Two-point autocorrelation of event directions with RA-scrambled trials.
     Autocorr(AutocorrArgs),
+    /// Scrambled trials with N point sources of K events injected: TS distributions with
+    /// signal, sensitivity and discovery potential (CPU only).
+    Inject(InjectArgs),
 }
 
+/// What the autocorrelation and the injection read and how they select, cut and bin it.
 #[derive(Args)]
-pub struct AutocorrArgs {
+pub struct SampleArgs {
     /// Event files: IceCube public text releases, CSV or Parquet with named columns (RA and Dec
     /// in degrees, an energy proxy). Several files are analysed together. Default: a generated
     /// isotropic sky (see --synthetic-events).
@@ -42,21 +48,9 @@ pub struct AutocorrArgs {
     /// Explicit upper bin edges [deg] instead of --bins/--bin-width, e.g. 0.5,1,2,5.
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     edges: Vec<f64>,
-    /// Scrambled trials of the whole analysis (all jobs).
-    #[arg(long, default_value_t = 1000)]
-    trials: u64,
     /// Random seed (trial k is the same for a given seed on any device and in any job).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Split the trials into this many batch jobs …
-    #[arg(long, default_value_t = 1)]
-    jobs: u64,
-    /// … and run job number I (0-based); combine the outputs with `warpdrive merge`.
-    #[arg(long, default_value_t = 0)]
-    job_index: u64,
-    /// Output directory (counts.parquet, background.parquet, summary.json, autocorr.png).
-    #[arg(long, short, default_value = "autocorr")]
-    output: PathBuf,
     /// Name of the right-ascension column (default: RA, Ra_deg, ra, …).
     #[arg(long)]
     ra_column: Option<String>,
@@ -73,6 +67,61 @@ pub struct AutocorrArgs {
     /// Size of the generated sky when no file is given.
     #[arg(long, default_value_t = 10_000)]
     synthetic_events: usize,
+}
+
+impl SampleArgs {
+    /// The events and the options they share (trials and jobs are the caller's).
+    fn options(&self, columns: ColumnNames) -> Result<(Events, AutocorrOptions)> {
+        let events = if self.files.is_empty() {
+            Events::Synthetic(self.synthetic_events)
+        } else {
+            Events::Files {
+                paths: self.files.clone(),
+                columns: columns.with(self.ra_column.as_deref(), self.dec_column.as_deref(), self.energy_column.as_deref()),
+            }
+        };
+        let opts = AutocorrOptions {
+            hemisphere: self.hemisphere.parse()?,
+            dec_min: self.dec_min,
+            dec_max: self.dec_max,
+            cuts: self
+                .cuts
+                .iter()
+                .filter(|c| !c.trim().is_empty())
+                .map(|c| engine::parse_cut(c))
+                .collect::<Result<_, _>>()?,
+            bins: if self.edges.is_empty() {
+                Bins::Uniform {
+                    n: self.bins,
+                    width: self.bin_width,
+                }
+            } else {
+                Bins::Edges(self.edges.clone())
+            },
+            seed: self.seed,
+            ra_grid: self.ra_grid.parse()?,
+            ..AutocorrOptions::default()
+        };
+        Ok((events, opts))
+    }
+}
+
+#[derive(Args)]
+pub struct AutocorrArgs {
+    #[command(flatten)]
+    sample: SampleArgs,
+    /// Scrambled trials of the whole analysis (all jobs).
+    #[arg(long, default_value_t = 1000)]
+    trials: u64,
+    /// Split the trials into this many batch jobs …
+    #[arg(long, default_value_t = 1)]
+    jobs: u64,
+    /// … and run job number I (0-based); combine the outputs with `warpdrive merge`.
+    #[arg(long, default_value_t = 0)]
+    job_index: u64,
+    /// Output directory (counts.parquet, background.parquet, summary.json, autocorr.png).
+    #[arg(long, short, default_value = "autocorr")]
+    output: PathBuf,
     /// Do not draw autocorr.png.
     #[arg(long)]
     no_plot: bool,
@@ -82,37 +131,12 @@ pub struct AutocorrArgs {
 
 pub fn autocorr(a: &AutocorrArgs, force: bool) -> Result<()> {
     let ctl = a.common.control()?;
-    let events = if a.files.is_empty() {
-        Events::Synthetic(a.synthetic_events)
-    } else {
-        Events::Files {
-            paths: a.files.clone(),
-            columns: ColumnNames::default().with(a.ra_column.as_deref(), a.dec_column.as_deref(), a.energy_column.as_deref()),
-        }
-    };
+    let (events, base) = a.sample.options(ColumnNames::default())?;
     let opts = AutocorrOptions {
-        hemisphere: a.hemisphere.parse()?,
-        dec_min: a.dec_min,
-        dec_max: a.dec_max,
-        cuts: a
-            .cuts
-            .iter()
-            .filter(|c| !c.trim().is_empty())
-            .map(|c| engine::parse_cut(c))
-            .collect::<Result<_, _>>()?,
-        bins: if a.edges.is_empty() {
-            Bins::Uniform {
-                n: a.bins,
-                width: a.bin_width,
-            }
-        } else {
-            Bins::Edges(a.edges.clone())
-        },
         trials: a.trials,
-        seed: a.seed,
         jobs: a.jobs,
         job_index: a.job_index,
-        ra_grid: a.ra_grid.parse()?,
+        ..base
     };
     let req = Autocorr::new(events, &opts)?;
     let out = engine::prepare_output(&a.output, force, req.inputs())?;
@@ -126,14 +150,7 @@ pub fn autocorr(a: &AutocorrArgs, force: bool) -> Result<()> {
         req.events(),
         st.description
     );
-    for c in 0..r.info.cut_labels.len() {
-        let t = if c == 0 {
-            String::new()
-        } else {
-            format!(", E >= {}", r.info.thresholds[c])
-        };
-        println!("cut {c}:           {} ({} events{t})", r.info.cut_labels[c], r.info.cut_events[c]);
-    }
+    print_cuts(&r.info);
     r.save(out, !a.no_plot, &command_line())?;
     print_result(&r, &a.output, !a.no_plot);
     let n = st.trials.end - st.trials.start;
@@ -154,6 +171,171 @@ pub fn autocorr(a: &AutocorrArgs, force: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn print_cuts(info: &RunInfo) {
+    for c in 0..info.cut_labels.len() {
+        let t = if c == 0 {
+            String::new()
+        } else {
+            format!(", E >= {}", info.thresholds[c])
+        };
+        println!("cut {c}:           {} ({} events{t})", info.cut_labels[c], info.cut_events[c]);
+    }
+}
+
+#[derive(Args)]
+pub struct InjectArgs {
+    #[command(flatten)]
+    sample: SampleArgs,
+    /// Numbers of sources N to inject, one or an increasing list for a scan (e.g. 25,50,100).
+    #[arg(long, value_delimiter = ',', default_value = "10")]
+    sources: Vec<u64>,
+    /// Events per source K (N·K background events of each trial are replaced).
+    #[arg(long, default_value_t = 5)]
+    events_per_source: u64,
+    /// Spectral index γ of the signal, dN/dE ∝ E^γ, applied to 10^(energy proxy).
+    #[arg(long, default_value_t = -2.0, allow_hyphen_values = true)]
+    spectrum: f64,
+    /// Declination band of the sources LO:HI [deg] (default: the selected events' range).
+    #[arg(long, allow_hyphen_values = true)]
+    declination: Option<String>,
+    /// Signal events take energy proxy and angular error from data events at or above this cut
+    /// (top:F, P% or a threshold).
+    #[arg(long, default_value = "top:0.5")]
+    energy_threshold: String,
+    /// Name of the angular-error column [deg] (default: ang_err, AngErr[deg], AngErr, Unc_deg, sigma_deg).
+    #[arg(long)]
+    ang_err_column: Option<String>,
+    /// Trials: background and, with the same scrambles, each number of sources (all jobs).
+    #[arg(long, default_value_t = 100)]
+    trials: u64,
+    /// Split the trials into this many batch jobs …
+    #[arg(long, default_value_t = 1)]
+    jobs: u64,
+    /// … and run job number I (0-based); combine the outputs with `warpdrive merge`.
+    #[arg(long, default_value_t = 0)]
+    job_index: u64,
+    /// Output directory (background.parquet, signal.parquet, sensitivity.parquet, summary.json, inject.png).
+    #[arg(long, short, default_value = "inject")]
+    output: PathBuf,
+    /// Do not draw inject.png.
+    #[arg(long)]
+    no_plot: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+pub fn inject(a: &InjectArgs, force: bool) -> Result<()> {
+    let ctl = a.common.control()?;
+    let columns = ColumnNames::default().with_ang_err(a.ang_err_column.as_deref());
+    let (events, base) = a.sample.options(columns)?;
+    let opts = InjectOptions {
+        base: AutocorrOptions {
+            trials: a.trials,
+            jobs: a.jobs,
+            job_index: a.job_index,
+            ..base
+        },
+        sources: a.sources.clone(),
+        events_per_source: a.events_per_source,
+        spectrum: a.spectrum,
+        declination: a.declination.as_deref().map(str::parse).transpose()?,
+        energy_threshold: engine::parse_cut(&a.energy_threshold)?,
+    };
+    let req = Inject::new(events, &opts)?;
+    let out = engine::prepare_output(&a.output, force, req.inputs())?;
+    let _bar = Bar::show(&ctl.progress);
+    let r = req.run(&ctl)?;
+    drop(_bar);
+    println!(
+        "events:          {} selected of {} ({})",
+        r.info.n_events,
+        req.events(),
+        req.settings().description
+    );
+    print_cuts(&r.info);
+    println!("injection:       {}", r.description());
+    r.save(out, !a.no_plot, &command_line())?;
+    print_injection(&r, &a.output, !a.no_plot);
+    if a.jobs > 1 {
+        println!(
+            "job {} of {}: combine all job directories with `warpdrive merge -o DIR JOBDIR...`",
+            a.job_index, a.jobs
+        );
+    }
+    Ok(())
+}
+
+/// Print the result lines of an injection run or merge.
+fn print_injection(r: &InjectResult, shown: &Path, plot: bool) {
+    let rows = r.rows();
+    let scan = r.scan();
+    let nb = r.info.edges_deg.len();
+    let cells = r.info.cut_labels.len() * nb;
+    let k = warpdrive_sky::plot::injection_cell(&rows, &scan, cells, r.sources.len());
+    println!(
+        "cell:            {}, θ <= {}° (background {:.1} ± {:.1}, median {}, 5σ threshold {:.1}{})",
+        r.info.cut_labels[k / nb],
+        r.info.edges_deg[k % nb],
+        rows[k].bg_mean,
+        rows[k].bg_std,
+        rows[k].bg_median,
+        rows[k].threshold_5sigma.count,
+        if rows[k].threshold_5sigma.from_trials {
+            " from the trials"
+        } else {
+            " from the gamma tail fit"
+        }
+    );
+    println!(
+        "{:>8} {:>8} {:>12} {:>10} {:>10} {:>10}",
+        "sources", "events", "signal mean", "> median", ">= 3σ", ">= 5σ"
+    );
+    for (i, &n) in r.sources.iter().enumerate() {
+        let x = &rows[i * cells + k];
+        println!(
+            "{:>8} {:>8} {:>12.1} {:>10.3} {:>10.3} {:>10.3}",
+            n,
+            n * r.per_source,
+            x.signal_mean,
+            x.frac_median,
+            x.frac_3sigma,
+            x.frac_5sigma
+        );
+    }
+    let show = |what: &str, c: Option<CellScan>, g: fn(&CellScan) -> Reach| match c.map(|c| (c.cell, g(&c))) {
+        Some((cell, Reach::At(x))) => println!(
+            "{what} N = {:.1} ± {:.1} sources ({}, θ <= {}°)",
+            x.strength,
+            x.error,
+            r.info.cut_labels[cell / nb],
+            r.info.edges_deg[cell % nb]
+        ),
+        Some((cell, _)) => println!(
+            "{what} N <= {} sources, at or below the scan's first strength ({}, θ <= {}°)",
+            r.sources[0],
+            r.info.cut_labels[cell / nb],
+            r.info.edges_deg[cell % nb]
+        ),
+        None => println!("{what} not reached within the scan"),
+    };
+    show("sensitivity:     ", scan.best_sensitivity, |c| c.sensitivity);
+    show("discovery 3σ:    ", scan.best_discovery_3sigma, |c| c.discovery_3sigma);
+    show("discovery 5σ:    ", scan.best_discovery_5sigma, |c| c.discovery_5sigma);
+    println!(
+        "trials:          {} background + {} × {} injected in {:.2} s on {}",
+        r.bg.trials,
+        r.sources.len(),
+        r.bg.trials,
+        r.seconds,
+        r.device
+    );
+    println!(
+        "output:          {}/{{counts,background,signal,sensitivity}}.parquet, summary.json{}",
+        shown.display(),
+        if plot { ", inject.png" } else { "" }
+    );
 }
 
 /// Print the result lines of a run or a merge.
@@ -219,7 +401,7 @@ fn print_result(r: &AutocorrResult, shown: &Path, plot: bool) {
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// Output directories of the jobs (`warpdrive sky autocorr --jobs N --job-index I -o DIR`).
+    /// Output directories of the jobs (`warpdrive sky autocorr|inject --jobs N --job-index I -o DIR`).
     #[arg(required = true)]
     jobs: Vec<PathBuf>,
     /// Output directory of the merged result.
@@ -228,7 +410,7 @@ pub struct MergeArgs {
     /// Allow a set of jobs that does not cover every trial.
     #[arg(long)]
     partial: bool,
-    /// Do not draw autocorr.png.
+    /// Do not draw autocorr.png (inject.png).
     #[arg(long)]
     no_plot: bool,
 }
@@ -236,9 +418,22 @@ pub struct MergeArgs {
 pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
     let ctl = crate::process_control();
     let out = engine::prepare_output(&a.output, force, &a.jobs)?;
-    let r = AutocorrResult::merge(&a.jobs, a.partial, &ctl)?;
-    println!("merged:          {} job directories, {} trials", a.jobs.len(), r.bg.trials);
-    r.save(out, !a.no_plot, &command_line())?;
-    print_result(&r, &a.output, !a.no_plot);
+    match engine::merge(&a.jobs, a.partial, &ctl)? {
+        Merged::Autocorr(r) => {
+            println!("merged:          {} job directories, {} trials", a.jobs.len(), r.bg.trials);
+            r.save(out, !a.no_plot, &command_line())?;
+            print_result(&r, &a.output, !a.no_plot);
+        }
+        Merged::Inject(r) => {
+            println!(
+                "merged:          {} injection job directories, {} trials",
+                a.jobs.len(),
+                r.bg.trials
+            );
+            println!("injection:       {}", r.description());
+            r.save(out, !a.no_plot, &command_line())?;
+            print_injection(&r, &a.output, !a.no_plot);
+        }
+    }
     Ok(())
 }

@@ -178,3 +178,161 @@ fn data_files_are_byte_identical_across_thread_counts() {
         assert!(seen[0][k] == seen[1][k], "{f} differs between 1 and 2 threads");
     }
 }
+
+/// `sky inject`: the data files are the same bytes for 1 and 2 threads; with K = 0 every
+/// injected distribution is the background, and the background equals `sky autocorr`'s (same
+/// options, same seed), column for column.
+#[test]
+fn inject_is_thread_independent_and_without_signal_is_the_background() {
+    let dir = scratch("sky", "inject");
+    let common = ["--synthetic-events", "2000", "--trials", "16", "--seed", "9", "--cuts", "top:0.1"];
+    let inject = |out: &Path, extra: &[&str]| {
+        let o = bin()
+            .args(["sky", "inject", "--device", "cpu", "--sources", "3,6"])
+            .args(common)
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let files = ["background.parquet", "signal.parquet", "sensitivity.parquet", "summary.json"];
+    let mut seen = Vec::new();
+    for t in ["1", "2"] {
+        let out = dir.join(format!("t{t}"));
+        inject(&out, &["--events-per-source", "6", "--threads", t]);
+        seen.push(files.map(|f| std::fs::read(out.join(f)).unwrap()));
+        assert!(out.join("inject.png").is_file() && out.join("run.json").is_file());
+    }
+    for (k, f) in files.iter().enumerate() {
+        assert!(seen[0][k] == seen[1][k], "{f} differs between 1 and 2 threads");
+    }
+    let k0 = dir.join("k0");
+    inject(&k0, &["--events-per-source", "0", "--no-plot"]);
+    let bg = dir.join("bg");
+    run(&[&common[..], &["--no-plot"]].concat(), &bg);
+    assert_eq!(
+        columns(&k0.join("background.parquet")),
+        columns(&bg.join("background.parquet")),
+        "inject's background vs autocorr's"
+    );
+    // signal.parquet: (sources, cut, bin, count, trials) = background rows once per strength.
+    let sig = columns(&k0.join("signal.parquet"));
+    let back = columns(&bg.join("background.parquet"));
+    let rows = back[0].1.len();
+    assert_eq!(sig[1].1.len(), 2 * rows);
+    for (i, name) in ["cut", "bin", "count", "trials"].iter().enumerate() {
+        assert_eq!(&sig[i + 1].0, name);
+        assert_eq!(sig[i + 1].1[..rows], back[i].1[..], "{name}, 3 sources");
+        assert_eq!(sig[i + 1].1[rows..], back[i].1[..], "{name}, 6 sources");
+    }
+}
+
+/// Injection batch jobs merge into exactly the single run (every data file column for column,
+/// whatever the job count); a job of another injection (other K) and a mixture with background
+/// jobs are refused.
+#[test]
+fn inject_jobs_merge_into_one_run() {
+    let dir = scratch("sky", "inject-jobs");
+    let common = [
+        "--synthetic-events",
+        "2000",
+        "--trials",
+        "18",
+        "--seed",
+        "4",
+        "--cuts",
+        "top:0.1",
+        "--sources",
+        "2,5",
+        "--no-plot",
+    ];
+    let inject = |out: &Path, extra: &[&str]| {
+        let o = bin()
+            .args(["sky", "inject", "--device", "cpu"])
+            .args(common)
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let single = dir.join("single");
+    inject(&single, &["--events-per-source", "6"]);
+    let files = ["counts.parquet", "background.parquet", "signal.parquet", "sensitivity.parquet"];
+    for jobs in [2, 3] {
+        let dirs: Vec<_> = (0..jobs)
+            .map(|i| {
+                let j = dir.join(format!("job{jobs}-{i}"));
+                inject(
+                    &j,
+                    &[
+                        "--events-per-source",
+                        "6",
+                        "--jobs",
+                        &jobs.to_string(),
+                        "--job-index",
+                        &i.to_string(),
+                    ],
+                );
+                j
+            })
+            .collect();
+        let merged = dir.join(format!("merged{jobs}"));
+        let o = bin().arg("merge").arg("-o").arg(&merged).args(&dirs).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        for f in files {
+            assert_eq!(
+                columns(&single.join(f)),
+                columns(&merged.join(f)),
+                "{f}: {jobs} jobs merged vs one run"
+            );
+        }
+        assert!(merged.join("inject.png").is_file() && merged.join("summary.json").is_file());
+    }
+    let other = dir.join("other-k");
+    inject(&other, &["--events-per-source", "7", "--jobs", "2", "--job-index", "1"]);
+    let o = bin()
+        .arg("merge")
+        .arg("-o")
+        .arg(dir.join("merged-other"))
+        .args([dir.join("job2-0"), other])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("a different injection than"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let bg = dir.join("bg");
+    run(
+        &[
+            "--synthetic-events",
+            "2000",
+            "--trials",
+            "18",
+            "--seed",
+            "4",
+            "--cuts",
+            "top:0.1",
+            "--no-plot",
+            "--jobs",
+            "2",
+            "--job-index",
+            "1",
+        ],
+        &bg,
+    );
+    let o = bin()
+        .arg("merge")
+        .arg("-o")
+        .arg(dir.join("merged-mixed"))
+        .args([dir.join("job2-0"), bg])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("merge each kind on its own"), "{err}");
+    assert!(!dir.join("merged-mixed").exists() && !dir.join("merged-other").exists());
+}

@@ -218,6 +218,7 @@ pub fn sky_autocorr(
             ra: ra.as_slice()?.to_vec(),
             dec: dec.as_slice()?.to_vec(),
             energy: energy.map(|e| e.as_slice().map(<[f64]>::to_vec)).transpose()?,
+            ang_err: None,
         },
         (None, None, Some(paths), None) => Events::Files {
             paths,

@@ -47,6 +47,8 @@ _CLAP = "a command-line syntax error of clap (exit 2): Python's call syntax has 
 _EVAL = ("spline eval reads its points from a file and writes a file; Python's Table.eval takes an array of "
          "points (read with pyarrow or NumPy) and returns the values: no points file, no output file")
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
+_INJECT = ("`sky inject` (issue #35) has no Python binding yet: the engine call warpdrive_sky::engine::Inject "
+           "exists, its binding in crates/python does not")
 NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("cli", "merge -o job0 job0 job1"): "the output is written after the merge in Python (Autocorr.to_parquet), "
                                         "and the case's job directories are not results",
@@ -65,6 +67,18 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("cli", "bench photon configuration with a bad number"): _BENCH,
     ("cli", "bench report over an existing file"): _BENCH,
     ("em", "bench testem3 with 1e12 GPU events"): _BENCH,
+    ("sky", "inject: more events per source than the sample holds"): _INJECT,
+    ("sky", "inject: N·K beyond the sample"): _INJECT,
+    ("sky", "inject: a source band without events"): _INJECT,
+    ("sky", "inject: a source band outside the sky"): _INJECT,
+    ("sky", "inject: a source band that is not LO:HI"): _INJECT,
+    ("sky", "inject: events without an angular-error column"): _INJECT,
+    ("sky", "inject: a named angular-error column that is not there"): _INJECT,
+    ("sky", "inject: a negative angular error"): _INJECT,
+    ("sky", "inject: a scan that is not increasing"): _INJECT,
+    ("sky", "inject: an injection threshold above every event"): _INJECT,
+    ("sky", "inject: a non-finite spectral index"): _INJECT,
+    ("sky", "inject: GPU injection is not implemented and is refused, not replaced"): _INJECT,
     ("cli", "gpu-check unknown domain"): "gpu-check is a CLI command",
     ("cli", "unknown command"): "a command name: Python has no commands (an unknown attribute is Python's own error)",
     ("cli", "--threads not a number"): _CLAP + " (threads='many' is a TypeError, as for any int argument)",

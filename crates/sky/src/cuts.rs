@@ -210,6 +210,7 @@ mod tests {
                 ra: 0.0,
                 dec: 0.0,
                 energy: f64::from(i),
+                ang_err: None,
             })
             .collect();
         let r = resolve(&ev, &[EnergyCut::Threshold(3.0), EnergyCut::TopFraction(0.2)]).unwrap();

@@ -8,14 +8,16 @@ use crate::analysis::{self, BinResult, PostTrial};
 use crate::bins::AngularBins;
 use crate::cuts::{EnergyCut, Region};
 use crate::events::{ColumnNames, Event};
+use crate::inject::DecBand;
 use crate::output::{self, RunInfo};
 use crate::trials::Background;
 use crate::{Backend, Settings};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Instant;
-use warpdrive_core::engine::{Control, Error, ParamError, Result};
+use warpdrive_core::engine::{Control, Device, Error, ParamError, Result};
 use warpdrive_core::output::Staged;
+use warpdrive_core::InputError;
 
 /// Where the events come from.
 #[derive(Clone, Debug)]
@@ -28,6 +30,8 @@ pub enum Events {
         ra: Vec<f64>,
         dec: Vec<f64>,
         energy: Option<Vec<f64>>,
+        /// Angular errors [deg] (needed by signal injection only).
+        ang_err: Option<Vec<f64>>,
     },
     /// A generated isotropic sky of this many events (drawn from the run's seed).
     Synthetic(usize),
@@ -235,7 +239,7 @@ impl Autocorr {
                 inputs = paths;
                 (ev, names.join(" + "), o.cuts.clone())
             }
-            Events::Arrays { ra, dec, energy } => {
+            Events::Arrays { ra, dec, energy, ang_err } => {
                 let label = Path::new("<arrays>");
                 let (energy, cuts) = match energy {
                     Some(e) => (e, o.cuts.clone()),
@@ -244,7 +248,10 @@ impl Autocorr {
                         return Err(ParamError::new("cuts", "need energies ({energy}); pass cuts=[] to analyse all events only").into())
                     }
                 };
-                let ev = crate::events::from_arrays(label, &ra, &dec, &energy)?;
+                let mut ev = crate::events::from_arrays(label, &ra, &dec, &energy)?;
+                if let Some(err) = ang_err {
+                    crate::events::set_ang_err(label, &mut ev, &err)?;
+                }
                 let n = ev.len();
                 (ev, format!("arrays, {n} events"), cuts)
             }
@@ -375,6 +382,14 @@ impl AutocorrResult {
     /// Combine job directories (`--jobs N --job-index I`) into the result of one run.
     pub fn merge(jobs: &[PathBuf], partial: bool, ctl: &Control) -> Result<Self> {
         ctl.check()?;
+        if let Some(d) = jobs.iter().find(|d| output::is_injection(d)) {
+            return Err(InputError::new(
+                d,
+                0,
+                "is a signal-injection run (signal.parquet): merge injection jobs with `warpdrive merge`",
+            )
+            .into());
+        }
         let (info, bg) = output::merge(jobs, partial)?;
         Ok(Self {
             info,
@@ -468,6 +483,428 @@ impl AutocorrResult {
     }
 }
 
+/// `--declination LO:HI` / `declination=(lo, hi)`: the band the injected sources lie in [deg].
+impl FromStr for DecBand {
+    type Err = ParamError;
+    fn from_str(s: &str) -> Result<Self, ParamError> {
+        let bad = || ParamError::new("declination", format!("'{s}': expected LO:HI in degrees, e.g. -5:90"));
+        let (lo, hi) = s.split_once(':').ok_or_else(bad)?;
+        let lo: f64 = lo.trim().parse().map_err(|_| bad())?;
+        let hi: f64 = hi.trim().parse().map_err(|_| bad())?;
+        Ok(DecBand { lo, hi })
+    }
+}
+
+/// The options of a signal-injection run; `Default` is the command line's defaults.
+#[derive(Clone, Debug)]
+pub struct InjectOptions {
+    /// Region, cuts, bins, trials, seed and RA grid, as for the background run.
+    pub base: AutocorrOptions,
+    /// The scan in the number of sources N (ascending; 0 is the background itself).
+    pub sources: Vec<u64>,
+    /// Events per source, K.
+    pub events_per_source: u64,
+    /// Spectral index γ of dN/dE ∝ E^γ of the signal.
+    pub spectrum: f64,
+    /// The sources' declination band (default: the selected events' declination range).
+    pub declination: Option<DecBand>,
+    /// The tail of the data whose energy proxies and angular errors signal events take: events
+    /// at or above this cut (default `top:0.5`, the upper half).
+    pub energy_threshold: EnergyCut,
+}
+
+impl Default for InjectOptions {
+    fn default() -> Self {
+        Self {
+            base: AutocorrOptions {
+                trials: 100,
+                ..AutocorrOptions::default()
+            },
+            sources: vec![10],
+            events_per_source: 5,
+            spectrum: -2.0,
+            declination: None,
+            energy_threshold: EnergyCut::TopFraction(0.5),
+        }
+    }
+}
+
+/// The most strengths one scan takes.
+pub const MAX_STRENGTHS: usize = 64;
+
+/// Memory of one event of an injected trial on one worker thread: the event (40 bytes), its
+/// scrambled RA, and its share of the trial's sample and cell-list workspace (≈ 100 bytes).
+const INJECT_BYTES_PER_EVENT: u64 = 160;
+
+/// A validated signal-injection run: background trials and, for every strength of the scan,
+/// the same trials with N sources of K events injected (`crate::inject`).
+#[derive(Clone, Debug)]
+pub struct Inject {
+    base: Autocorr,
+    sources: Vec<u64>,
+    injection: crate::inject::Injection,
+    energy_threshold: f64,
+}
+
+fn ang_err_columns(events: Events) -> Events {
+    match events {
+        Events::Files { paths, columns } => {
+            let columns = if columns.ang_err.is_some() {
+                columns
+            } else {
+                columns.with_ang_err(None)
+            };
+            Events::Files { paths, columns }
+        }
+        e => e,
+    }
+}
+
+impl Inject {
+    /// Read and check the events (with their angular errors) and every option; nothing runs yet.
+    pub fn new(events: Events, o: &InjectOptions) -> Result<Self> {
+        if let Events::Arrays { ang_err: None, .. } = &events {
+            return Err(ParamError::new(
+                "ang_err",
+                "is needed: signal events are displaced from their sources by the angular errors",
+            )
+            .into());
+        }
+        if o.sources.is_empty() {
+            return Err(ParamError::new("sources", "is empty: give at least one number of sources").into());
+        }
+        if o.sources.len() > MAX_STRENGTHS {
+            return Err(ParamError::new("sources", format!("has {} values: at most {MAX_STRENGTHS}", o.sources.len())).into());
+        }
+        if o.sources.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(ParamError::new("sources", "must be strictly increasing (a scan in the number of sources)").into());
+        }
+        if !o.spectrum.is_finite() {
+            return Err(ParamError::new("spectrum", format!("{}: must be a finite spectral index (e.g. -2)", o.spectrum)).into());
+        }
+        if let Some(b) = o.declination {
+            if !(-90.0..=90.0).contains(&b.lo) || !(-90.0..=90.0).contains(&b.hi) || b.lo > b.hi {
+                return Err(ParamError::new(
+                    "declination",
+                    format!("{}:{}: must be LO:HI with -90 <= LO <= HI <= 90", b.lo, b.hi),
+                )
+                .into());
+            }
+        }
+        let base = Autocorr::new(ang_err_columns(events), &o.base)?;
+        let region = base.settings.region;
+        let sel: Vec<Event> = base.events.iter().copied().filter(|e| region.contains(e)).collect();
+        if sel.len() < 2 {
+            return Err(Error::Failed(format!(
+                "{} event(s) in the selected region (declination {}° to {}°): pair counting needs at least two",
+                sel.len(),
+                region.dec_min,
+                region.dec_max
+            )));
+        }
+        if let Some(e) = sel.iter().find(|e| e.ang_err.is_none()) {
+            return Err(Error::Failed(format!(
+                "the event at RA {}°, Dec {}° has no angular error: signal events are displaced by the events' angular errors",
+                e.ra, e.dec
+            )));
+        }
+        let n = sel.len() as u64;
+        let k = o.events_per_source;
+        if k > n {
+            return Err(ParamError::new("events_per_source", format!("{k}: more than the {n} selected events")).into());
+        }
+        let n_max = *o.sources.last().unwrap_or(&0);
+        match n_max.checked_mul(k) {
+            Some(m) if m <= n => {}
+            _ => {
+                return Err(ParamError::new(
+                    "sources",
+                    format!("{n_max} × {{events_per_source}} {k} signal events: more than the {n} selected events they replace"),
+                )
+                .into())
+            }
+        }
+        let (dmin, dmax) = sel
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), e| (a.min(e.dec), b.max(e.dec)));
+        let band = o.declination.unwrap_or(DecBand { lo: dmin, hi: dmax });
+        if !sel.iter().any(|e| (band.lo..=band.hi).contains(&e.dec)) {
+            return Err(ParamError::new(
+                "declination",
+                format!(
+                    "{}:{}: no selected event lies in this band (the selection spans {dmin}° to {dmax}°); sources must lie where the sample has events",
+                    band.lo, band.hi
+                ),
+            )
+            .into());
+        }
+        let threshold = crate::cuts::resolve(&sel, &[o.energy_threshold])
+            .map_err(|m| ParamError::new("energy_threshold", format!(": {m}")))?
+            .thresholds[0];
+        let tail = crate::inject::Tail::new(&sel, threshold).ok_or_else(|| {
+            ParamError::new(
+                "energy_threshold",
+                format!("{}: no selected event at or above it", o.energy_threshold),
+            )
+        })?;
+        // Per worker thread and trial: the trial's events and its sample (`INJECT_BYTES_PER_EVENT`);
+        // `run` checks it again for its thread count.
+        warpdrive_core::limits::check_alloc("the events of an injected trial", n, INJECT_BYTES_PER_EVENT, "analyse fewer events")?;
+        let decs: Vec<f64> = sel.iter().map(|e| e.dec).collect();
+        let dec_grid = crate::sample::detect_ra_grid(&decs);
+        Ok(Self {
+            base,
+            sources: o.sources.clone(),
+            injection: crate::inject::Injection {
+                per_source: k,
+                band,
+                gamma: o.spectrum,
+                tail,
+                dec_grid,
+            },
+            energy_threshold: threshold,
+        })
+    }
+
+    /// The files the run reads (outputs must not replace or contain them).
+    pub fn inputs(&self) -> &[PathBuf] {
+        self.base.inputs()
+    }
+
+    /// The background run's settings (region, cuts, bins, trials, seed).
+    pub fn settings(&self) -> &Settings {
+        self.base.settings()
+    }
+
+    /// Events read (before the region selects).
+    pub fn events(&self) -> usize {
+        self.base.events()
+    }
+
+    /// What is injected (band, spectrum, tail, grids).
+    pub fn injection(&self) -> &crate::inject::Injection {
+        &self.injection
+    }
+
+    /// Run the background trials and the injected trials of every strength (CPU only: GPU
+    /// injection is not implemented, and a CUDA device is refused rather than replaced).
+    pub fn run(&self, ctl: &Control) -> Result<InjectResult> {
+        match &ctl.device {
+            Device::Cuda(_) | Device::CudaAll => {
+                return Err(ParamError::new(
+                    "device",
+                    format!(
+                        "{}: signal injection runs on the CPU only (GPU injection is not implemented yet); use cpu or auto",
+                        ctl.device
+                    ),
+                )
+                .into())
+            }
+            Device::Auto => ctl.note("device: cpu (signal injection runs on the CPU only)"),
+            Device::Cpu => {}
+        }
+        for n in &self.base.notes {
+            ctl.note(n);
+        }
+        let st = &self.base.settings;
+        ctl.install(|| {
+            let t0 = Instant::now();
+            let (sample, info) = crate::prepare(&self.base.events, st).map_err(Error::Failed)?;
+            ctl.check()?;
+            let sel: Vec<Event> = self.base.events.iter().copied().filter(|e| st.region.contains(e)).collect();
+            let selection = crate::inject::Selection::new(&sel, &sample);
+            warpdrive_core::limits::check_alloc(
+                "the events of the injected trials on every thread",
+                (sel.len() as u64).saturating_mul(rayon::current_num_threads() as u64),
+                INJECT_BYTES_PER_EVENT,
+                "use fewer threads or analyse fewer events",
+            )?;
+            let n = st.trials.end - st.trials.start;
+            ctl.progress
+                .begin("trials", n.saturating_mul(1 + self.sources.len() as u64), "trials");
+            let bg = crate::trials::run_cpu(&sample, st.seed, st.trials.clone(), &ctl.progress);
+            ctl.check()?;
+            let mut signal = Vec::with_capacity(self.sources.len());
+            for &ns in &self.sources {
+                let b = crate::inject::run_cpu(&selection, &self.injection, st.seed, ns, st.trials.clone(), &ctl.progress)
+                    .map_err(Error::Failed)?;
+                ctl.check()?;
+                signal.push(b);
+            }
+            Ok(InjectResult {
+                info,
+                bg,
+                sources: self.sources.clone(),
+                signal,
+                per_source: self.injection.per_source,
+                band: self.injection.band,
+                spectrum: self.injection.gamma,
+                energy_threshold: self.energy_threshold,
+                tail_events: self.injection.tail.energy.len() as u64,
+                dec_grid: self.injection.dec_grid,
+                device: format!("cpu ({} threads)", rayon::current_num_threads()),
+                seconds: t0.elapsed().as_secs_f64(),
+                jobs: self.base.jobs,
+                job_index: self.base.job_index,
+                merged_from: Vec::new(),
+            })
+        })?
+    }
+}
+
+/// The background and injected count distributions of a run, and how they were computed.
+#[derive(Clone, Debug)]
+pub struct InjectResult {
+    /// The data's selection, cuts, bins and observed counts (as a background run's).
+    pub info: RunInfo,
+    pub bg: Background,
+    /// The scan: number of sources of each signal distribution.
+    pub sources: Vec<u64>,
+    /// One count distribution per strength (cut-major cells, as `bg`).
+    pub signal: Vec<Background>,
+    pub per_source: u64,
+    pub band: DecBand,
+    pub spectrum: f64,
+    /// The injection threshold on the energy proxy and the tail events at or above it.
+    pub energy_threshold: f64,
+    pub tail_events: u64,
+    pub dec_grid: Option<f64>,
+    pub device: String,
+    pub seconds: f64,
+    pub jobs: u64,
+    pub job_index: u64,
+    /// The job directories of a merged result.
+    pub merged_from: Vec<PathBuf>,
+}
+
+impl InjectResult {
+    /// Combine the job directories of an injection (`--jobs N --job-index I`) into the result
+    /// of one run: the background as [`AutocorrResult::merge`] checks and adds it, the signal
+    /// distributions of every strength added likewise; the jobs must describe the same
+    /// injection (sources, K, band, spectrum, threshold).
+    pub fn merge(jobs: &[PathBuf], partial: bool, ctl: &Control) -> Result<Self> {
+        ctl.check()?;
+        let (info, bg) = output::merge(jobs, partial)?;
+        let first = jobs
+            .first()
+            .ok_or_else(|| ParamError::new("job_dirs", "is empty: give the job directories to merge"))?;
+        let (set, mut signal) = output::read_signal(first, info.cut_labels.len() * info.edges_deg.len())?;
+        for d in &jobs[1..] {
+            let (other, sig) = output::read_signal(d, info.cut_labels.len() * info.edges_deg.len())?;
+            if other != set {
+                return Err(InputError::new(
+                    d,
+                    0,
+                    format!(
+                        "a different injection than {} (sources, events per source, band, spectrum or threshold differ)",
+                        first.display()
+                    ),
+                )
+                .into());
+            }
+            for (a, b) in signal.iter_mut().zip(&sig) {
+                a.merge(b);
+            }
+        }
+        Ok(Self {
+            info,
+            bg,
+            sources: set.sources,
+            signal,
+            per_source: set.per_source,
+            band: set.band,
+            spectrum: set.spectrum,
+            energy_threshold: set.energy_threshold,
+            tail_events: set.tail_events,
+            dec_grid: set.dec_grid,
+            device: "merge".into(),
+            seconds: 0.0,
+            jobs: 1,
+            job_index: 0,
+            merged_from: jobs.to_vec(),
+        })
+    }
+
+    /// The injection's settings as its files record them.
+    pub fn settings(&self) -> output::InjectionSet {
+        output::InjectionSet {
+            sources: self.sources.clone(),
+            per_source: self.per_source,
+            band: self.band,
+            spectrum: self.spectrum,
+            energy_threshold: self.energy_threshold,
+            tail_events: self.tail_events,
+            dec_grid: self.dec_grid,
+        }
+    }
+
+    /// One row per (strength, cut, bin): thresholds and signal fractions.
+    pub fn rows(&self) -> Vec<crate::sensitivity::Row> {
+        crate::sensitivity::rows(&self.info.edges_deg, &self.bg, &self.sources, &self.signal)
+    }
+
+    /// Sensitivity and discovery potentials, per cell and the best cell of each.
+    pub fn scan(&self) -> crate::sensitivity::Scan {
+        crate::sensitivity::scan(&self.rows(), &self.sources, self.info.cut_labels.len() * self.info.edges_deg.len())
+    }
+
+    /// Write `counts.parquet` and `background.parquet` (as a background run), `signal.parquet`,
+    /// `sensitivity.parquet`, `summary.json`, `run.json` and, if `plot`, `inject.png` into the
+    /// prepared directory and commit it whole. The data files hold only what the events,
+    /// options and seed determine; the command, device and timings go to `run.json`.
+    pub fn save(&self, out: Staged, plot: bool, command: &str) -> Result<()> {
+        let dir = out.path().to_path_buf();
+        let shown = out.dest().display().to_string();
+        let fail = |e: String| Error::Failed(format!("{shown}: {e}"));
+        let mut meta = vec![("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string())];
+        meta.extend(self.settings().metadata());
+        let rows = self.rows();
+        let scan = self.scan();
+        output::write_tables(&dir, &self.info, &self.bg, &meta).map_err(fail)?;
+        output::write_injection(&dir, self, &rows, &meta).map_err(fail)?;
+        let json = output::injection_json(self, &scan);
+        let write =
+            |name: &str, text: &str| std::fs::write(dir.join(name), text.as_bytes()).map_err(|e| fail(format!("writing {name}: {e}")));
+        write("summary.json", &json)?;
+        let n = self.bg.trials * (1 + self.sources.len() as u64);
+        let environment = if self.merged_from.is_empty() {
+            serde_json::json!({
+                "command": command,
+                "device": self.device,
+                "job": { "jobs": self.jobs, "index": self.job_index },
+                "seconds": self.seconds,
+                "ms_per_trial": if n > 0 { 1e3 * self.seconds / n as f64 } else { 0.0 },
+            })
+        } else {
+            serde_json::json!({
+                "command": command,
+                "device": "merge",
+                "merged_from": self.merged_from.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            })
+        };
+        write("run.json", &(serde_json::to_string_pretty(&environment).unwrap_or_default() + "\n"))?;
+        if plot {
+            crate::plot::draw_injection(&dir.join("inject.png"), self, &rows, &scan).map_err(|e| fail(e.to_string()))?;
+        }
+        out.commit()?;
+        Ok(())
+    }
+
+    /// One line describing the injection (also the `sky.inject` metadata).
+    pub fn description(&self) -> String {
+        format!(
+            "{} events per source; sources {}; declination {}° to {}°; spectrum E^{}; energy proxy and angular error from the {} events with proxy >= {}",
+            self.per_source,
+            self.sources.iter().map(u64::to_string).collect::<Vec<_>>().join(","),
+            self.band.lo,
+            self.band.hi,
+            self.spectrum,
+            self.tail_events,
+            self.energy_threshold
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,4 +967,30 @@ mod tests {
             .starts_with("cut 4: this run has cuts 0..4"));
         assert!(r.background_distribution(0, 20).is_err());
     }
+}
+
+/// A merged result: a background run's or an injection's, as the job directories say.
+#[derive(Clone, Debug)]
+pub enum Merged {
+    Autocorr(AutocorrResult),
+    Inject(InjectResult),
+}
+
+/// Merge job directories of either kind (`warpdrive merge`): injection jobs (with
+/// `signal.parquet`) into an [`InjectResult`], background jobs into an [`AutocorrResult`]; a
+/// mixture is refused.
+pub fn merge(jobs: &[PathBuf], partial: bool, ctl: &Control) -> Result<Merged> {
+    let inject: Vec<bool> = jobs.iter().map(|d| output::is_injection(d)).collect();
+    if inject.iter().all(|&i| i) && !jobs.is_empty() {
+        return Ok(Merged::Inject(InjectResult::merge(jobs, partial, ctl)?));
+    }
+    if let Some(k) = inject.iter().position(|&i| i) {
+        return Err(InputError::new(
+            &jobs[k],
+            0,
+            "is a signal-injection run, the other jobs are background runs: merge each kind on its own",
+        )
+        .into());
+    }
+    Ok(Merged::Autocorr(AutocorrResult::merge(jobs, partial, ctl)?))
 }

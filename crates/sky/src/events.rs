@@ -25,15 +25,27 @@ pub struct Event {
     pub dec: f64,
     /// Energy proxy (e.g. log10 of the reconstructed energy); only its order matters.
     pub energy: f64,
+    /// Angular error [deg] (the 1σ of a circular 2-D Gaussian point-spread function, IceCube's
+    /// `ang_err`/`AngErr`), read only when [`ColumnNames::ang_err`] asks for it (signal
+    /// injection); `None` otherwise.
+    pub ang_err: Option<f64>,
 }
 
-/// Which columns hold RA, Dec and energy. Each entry is a list of accepted names.
+/// Which columns hold RA, Dec and energy (and, when asked for, the angular error). Each entry is
+/// a list of accepted names.
 #[derive(Clone, Debug)]
 pub struct ColumnNames {
     pub ra: Vec<String>,
     pub dec: Vec<String>,
     pub energy: Vec<String>,
+    /// The angular-error column: `None` (the autocorrelation) does not read one; `Some(names)`
+    /// (signal injection) requires one of them.
+    pub ang_err: Option<Vec<String>>,
 }
+
+/// Accepted names of the angular-error column [deg]: IceCube's IC86-2011 release (`ang_err`),
+/// the 10-year release (`AngErr[deg]`) and the TXS 0506+056 windows (`Unc_deg`).
+pub const ANG_ERR_NAMES: [&str; 5] = ["ang_err", "AngErr[deg]", "AngErr", "Unc_deg", "sigma_deg"];
 
 impl Default for ColumnNames {
     fn default() -> Self {
@@ -42,6 +54,7 @@ impl Default for ColumnNames {
             ra: v(&["RA", "RA[deg]", "Ra_deg", "ra_deg", "ra"]),
             dec: v(&["Dec", "Dec[deg]", "Dec_deg", "dec_deg", "dec", "decl"]),
             energy: v(&["log10(E)", "log10(E/GeV)", "log10(Ereco)", "logE", "log10_energy", "energy"]),
+            ang_err: None,
         }
     }
 }
@@ -59,6 +72,16 @@ impl ColumnNames {
         if let Some(n) = energy {
             self.energy = vec![n.to_string()];
         }
+        self
+    }
+
+    /// Require an angular-error column: `name`, or one of [`ANG_ERR_NAMES`].
+    #[must_use]
+    pub fn with_ang_err(mut self, name: Option<&str>) -> Self {
+        self.ang_err = Some(match name {
+            Some(n) => vec![n.to_string()],
+            None => ANG_ERR_NAMES.iter().map(|s| s.to_string()).collect(),
+        });
         self
     }
 }
@@ -83,6 +106,14 @@ fn find_column(path: &Path, header: &[String], names: &[String], what: &str) -> 
 
 /// Check one event's values; `line` names the row (text line, or row number for Parquet).
 fn checked_event(path: &Path, line: usize, names: [&str; 3], ra: f64, dec: f64, energy: f64) -> Result<Event, InputError> {
+    checked_event_err(path, line, (names, ""), [ra, dec, energy], None)
+}
+
+/// [`checked_event`] with an angular error [deg] (column `names.1`; `None`: none read), which
+/// must lie in [0, 180].
+fn checked_event_err(path: &Path, line: usize, names: ([&str; 3], &str), v: [f64; 3], ang_err: Option<f64>) -> Result<Event, InputError> {
+    let (names, err_name) = names;
+    let [ra, dec, energy] = v;
     let bad = |field: &str, msg: String| Err(InputError::new(path, line, msg).field(field));
     if !ra.is_finite() {
         return bad(names[0], format!("right ascension {ra} is not finite"));
@@ -93,10 +124,16 @@ fn checked_event(path: &Path, line: usize, names: [&str; 3], ra: f64, dec: f64, 
     if !energy.is_finite() {
         return bad(names[2], format!("energy {energy} is not finite"));
     }
+    if let Some(s) = ang_err {
+        if !(0.0..=180.0).contains(&s) {
+            return bad(err_name, format!("angular error {s} is outside [0, 180] degrees"));
+        }
+    }
     Ok(Event {
         ra: ra.rem_euclid(360.0),
         dec,
         energy,
+        ang_err,
     })
 }
 
@@ -112,6 +149,21 @@ pub fn from_arrays(label: &Path, ra: &[f64], dec: &[f64], energy: &[f64]) -> Res
     (0..ra.len())
         .map(|i| checked_event(label, i + 1, ["ra", "dec", "energy"], ra[i], dec[i], energy[i]))
         .collect()
+}
+
+/// Give `events` (from [`from_arrays`]) the angular errors `ang_err` [deg], checked as a file's
+/// column (finite, in [0, 180]); errors name `label`, the 1-based row and `ang_err`.
+pub fn set_ang_err(label: &Path, events: &mut [Event], ang_err: &[f64]) -> Result<(), InputError> {
+    if ang_err.len() != events.len() {
+        return Err(InputError::file(
+            label,
+            format!("ang_err has {} entries for {} events", ang_err.len(), events.len()),
+        ));
+    }
+    for (i, (e, &s)) in events.iter_mut().zip(ang_err).enumerate() {
+        *e = checked_event_err(label, i + 1, (["ra", "dec", "energy"], "ang_err"), [e.ra, e.dec, e.energy], Some(s))?;
+    }
+    Ok(())
 }
 
 /// Read one event file (the format as the module documentation says).
@@ -149,7 +201,12 @@ fn text_events(path: &Path, text: &str, names: &ColumnNames, csv: bool) -> Resul
         find_column(path, &header, &names.dec, "declination").map_err(err_line)?,
         find_column(path, &header, &names.energy, "energy").map_err(err_line)?,
     ];
+    let ce = match &names.ang_err {
+        Some(n) => Some(find_column(path, &header, n, "angular-error").map_err(err_line)?),
+        None => None,
+    };
     let cn = [header[ci[0]].as_str(), header[ci[1]].as_str(), header[ci[2]].as_str()];
+    let en = ce.map_or("", |c| header[c].as_str());
     let mut out = Vec::new();
     for (i, l) in lines {
         let line = i + 1;
@@ -161,14 +218,20 @@ fn text_events(path: &Path, text: &str, names: &ColumnNames, csv: bool) -> Resul
                 format!("{} fields, the header has {}", t.len(), header.len()),
             ));
         }
+        let number = |c: usize, name: &str| -> Result<f64, InputError> {
+            let tok = t[c].as_str();
+            tok.parse::<f64>()
+                .map_err(|_| InputError::new(path, line, format!("'{tok}' is not a number")).field(name))
+        };
         let mut v = [0.0; 3];
         for k in 0..3 {
-            let tok = t[ci[k]].as_str();
-            v[k] = tok
-                .parse::<f64>()
-                .map_err(|_| InputError::new(path, line, format!("'{tok}' is not a number")).field(cn[k]))?;
+            v[k] = number(ci[k], cn[k])?;
         }
-        out.push(checked_event(path, line, cn, v[0], v[1], v[2])?);
+        let err = match ce {
+            Some(c) => Some(number(c, en)?),
+            None => None,
+        };
+        out.push(checked_event_err(path, line, (cn, en), v, err)?);
     }
     Ok(out)
 }
@@ -180,12 +243,20 @@ fn parquet_events(path: &Path, file: &ParquetFile, names: &ColumnNames) -> Resul
         find_column(path, &header, &names.dec, "declination")?,
         find_column(path, &header, &names.energy, "energy")?,
     ];
-    let cols: Vec<Vec<f64>> = file.columns(&ci)?.into_iter().map(|c| c.into_f64()).collect();
+    let ce = match &names.ang_err {
+        Some(n) => Some(find_column(path, &header, n, "angular-error")?),
+        None => None,
+    };
+    let mut want = ci.to_vec();
+    want.extend(ce);
+    let cols: Vec<Vec<f64>> = file.columns(&want)?.into_iter().map(|c| c.into_f64()).collect();
     let (ra, dec, e) = (&cols[0], &cols[1], &cols[2]);
     let cn = [header[ci[0]].as_str(), header[ci[1]].as_str(), header[ci[2]].as_str()];
+    let en = ce.map_or("", |c| header[c].as_str());
     (0..ra.len())
         .map(|r| {
-            checked_event(path, r + 1, cn, ra[r], dec[r], e[r]).map_err(|e| InputError {
+            let err = cols.get(3).map(|c| c[r]);
+            checked_event_err(path, r + 1, (cn, en), [ra[r], dec[r], e[r]], err).map_err(|e| InputError {
                 message: format!("row {}: {}", r + 1, e.message),
                 line: 0,
                 ..e
@@ -205,7 +276,8 @@ pub fn read_all(paths: &[PathBuf], names: &ColumnNames) -> Result<Vec<Event>, In
 
 /// The built-in sample used when no file is given: `n` events isotropic on the sky (uniform in
 /// RA and sin δ) with a power-law energy proxy log10 E = 2 + Exp(1)/ln 10·1.7 (an E^-2.7-like
-/// falling spectrum), drawn from the Philox stream of `seed`.
+/// falling spectrum), drawn from the Philox stream of `seed`, and an angular error of
+/// [`SYNTHETIC_ANG_ERR`] for every event (what signal injection displaces its events by).
 #[must_use]
 pub fn synthetic(n: usize, seed: u64) -> Vec<Event> {
     const TAG_SYNTHETIC: u32 = 0x5359_0001;
@@ -215,10 +287,18 @@ pub fn synthetic(n: usize, seed: u64) -> Vec<Event> {
             let ra = 360.0 * (1.0 - r.uniform_f64());
             let dec = (2.0 * r.uniform_f64() - 1.0).asin().to_degrees();
             let energy = 2.0 + 1.7 * (-r.uniform_f64().ln()) / std::f64::consts::LN_10;
-            Event { ra, dec, energy }
+            Event {
+                ra,
+                dec,
+                energy,
+                ang_err: Some(SYNTHETIC_ANG_ERR),
+            }
         })
         .collect()
 }
+
+/// The angular error [deg] of every event of the generated sky.
+pub const SYNTHETIC_ANG_ERR: f64 = 1.0;
 
 #[cfg(test)]
 mod tests {
@@ -243,7 +323,8 @@ mod tests {
             Event {
                 ra: 275.1,
                 dec: 39.1,
-                energy: 3.0
+                energy: 3.0,
+                ang_err: None
             }
         );
         assert!((ev[1].ra - 267.5).abs() < 1e-12, "RA wrapped into [0, 360)");
@@ -253,7 +334,8 @@ mod tests {
             Event {
                 ra: 1.0,
                 dec: 2.0,
-                energy: 3.0
+                energy: 3.0,
+                ang_err: None
             }
         );
     }

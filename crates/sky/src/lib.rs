@@ -5,7 +5,9 @@
 //! [`sample`] (sorted by declination, fixed quantities precomputed: the "params") →
 //! [`count`] (exact pair counts on the CPU, cell lists) or [`gpu`] (CUDA, `kernels/autocorr.cu`)
 //! for the observed sky and for every [`trials`] scramble → [`analysis`] (TS, p-values) →
-//! [`output`] (Parquet, JSON, merge of batch jobs) and [`plot`] (PNG).
+//! [`output`] (Parquet, JSON, merge of batch jobs) and [`plot`] (PNG). Signal injection
+//! ([`inject`]) builds trials with point sources in them; [`sensitivity`] turns their count
+//! distributions into sensitivity and discovery potential.
 //!
 //! Geometry lives in [`sphere`] (squared chords, a bit-reproducible sin/cos), the edge rule in
 //! [`bins`].
@@ -19,9 +21,11 @@ pub mod engine;
 pub mod events;
 pub mod gpu;
 pub mod gpu_check;
+pub mod inject;
 pub mod output;
 pub mod plot;
 pub mod sample;
+pub mod sensitivity;
 pub mod setup;
 pub mod sphere;
 pub mod trials;

@@ -8,6 +8,13 @@
 //! * `run.json` — written by the CLI beside it: device, threads and timings of this run;
 //! * `autocorr.png` — TS vs θ per cut and the trial distributions.
 //!
+//! A signal-injection run (`warpdrive sky inject`) writes `background.parquet` (as above),
+//! `signal.parquet` — the injected trials' distributions (sources, cut, bin, count, trials) —,
+//! `sensitivity.parquet` — one row per (sources, cut, bin): background median, mean, standard
+//! deviation and 3σ/5σ thresholds, signal mean and standard deviation, and the fractions of
+//! signal trials above the median and beyond the thresholds —, `summary.json` (settings,
+//! sensitivity and discovery potentials) and `inject.png`.
+//!
 //! Both Parquet files carry the run description in their key/value metadata (`sky.*` keys);
 //! `warpdrive merge` checks that jobs describe the same analysis and that their trial ranges
 //! do not overlap, adds the background distributions and recomputes everything else, so the
@@ -60,7 +67,7 @@ fn parse_ranges(s: &str) -> Option<Vec<Range<u64>>> {
 }
 
 impl RunInfo {
-    fn metadata(&self, t: &mut Table, extra: &[(String, String)]) {
+    pub(crate) fn metadata(&self, t: &mut Table, extra: &[(String, String)]) {
         t.meta("sky.config", &self.config);
         t.meta("sky.seed", self.seed.to_string());
         t.meta("sky.total_trials", self.total_trials.to_string());
@@ -318,6 +325,253 @@ pub fn summary_json(info: &RunInfo, rows: &[BinResult], post: Option<&crate::ana
             "p": p.p, "n_beyond": p.n_beyond, "trials": p.trials, "smallest_local_p_observed": p.p_min_observed,
         })),
         "run": extra,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+/// Write `signal.parquet` and `sensitivity.parquet` of an injection run into `dir` (module
+/// docs; `counts.parquet` and `background.parquet` are [`write_tables`]').
+pub fn write_injection(
+    dir: &Path,
+    r: &crate::engine::InjectResult,
+    rows: &[crate::sensitivity::Row],
+    extra_meta: &[(String, String)],
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let nb = r.info.edges_deg.len();
+    let (mut src, mut cut, mut bin, mut count, mut trials) = (vec![], vec![], vec![], vec![], vec![]);
+    for (&n, sig) in r.sources.iter().zip(&r.signal) {
+        for (k, m) in sig.freq.iter().enumerate() {
+            for (&c, &t) in m {
+                src.push(n as i64);
+                cut.push((k / nb) as i32);
+                bin.push((k % nb) as i32);
+                count.push(c as i64);
+                trials.push(t as i64);
+            }
+        }
+    }
+    let mut t = Table::default();
+    t.push("sources", Column::I64(src));
+    t.push("cut", Column::I32(cut));
+    t.push("bin", Column::I32(bin));
+    t.push("count", Column::I64(count));
+    t.push("trials", Column::I64(trials));
+    r.info.metadata(&mut t, extra_meta);
+    t.meta("sky.n_bins", nb.to_string());
+    t.write_parquet(&dir.join("signal.parquet")).map_err(|e| e.to_string())?;
+    let mut t = Table::default();
+    let f = |g: fn(&crate::sensitivity::Row) -> f64| Column::F64(rows.iter().map(g).collect());
+    t.push("sources", Column::I64(rows.iter().map(|x| x.sources as i64).collect()));
+    t.push("events_per_source", Column::I64(rows.iter().map(|_| r.per_source as i64).collect()));
+    t.push("cut", Column::I32(rows.iter().map(|x| x.cut as i32).collect()));
+    t.push("bin", Column::I32(rows.iter().map(|x| x.bin as i32).collect()));
+    t.push("theta_deg", f(|x| x.theta_deg));
+    t.push("bg_mean", f(|x| x.bg_mean));
+    t.push("bg_std", f(|x| x.bg_std));
+    t.push("bg_median", Column::I64(rows.iter().map(|x| x.bg_median as i64).collect()));
+    t.push("threshold_3sigma", f(|x| x.threshold_3sigma.count));
+    t.push("threshold_5sigma", f(|x| x.threshold_5sigma.count));
+    t.push(
+        "threshold_from_trials",
+        Column::I32(rows.iter().map(|x| i32::from(x.threshold_5sigma.from_trials)).collect()),
+    );
+    t.push("signal_trials", Column::I64(rows.iter().map(|x| x.signal_trials as i64).collect()));
+    t.push("signal_mean", f(|x| x.signal_mean));
+    t.push("signal_std", f(|x| x.signal_std));
+    t.push("frac_above_median", f(|x| x.frac_median));
+    t.push("frac_3sigma", f(|x| x.frac_3sigma));
+    t.push("frac_5sigma", f(|x| x.frac_5sigma));
+    r.info.metadata(&mut t, extra_meta);
+    t.write_parquet(&dir.join("sensitivity.parquet")).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// What an injection's files record about it (`sky.inject.*` metadata): merged jobs must agree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InjectionSet {
+    pub sources: Vec<u64>,
+    pub per_source: u64,
+    pub band: crate::inject::DecBand,
+    pub spectrum: f64,
+    pub energy_threshold: f64,
+    pub tail_events: u64,
+    pub dec_grid: Option<f64>,
+}
+
+impl InjectionSet {
+    /// The `sky.inject.*` key/value metadata (numbers in Rust's shortest round-trip form).
+    #[must_use]
+    pub fn metadata(&self) -> Vec<(String, String)> {
+        let kv = |k: &str, v: String| (format!("sky.inject.{k}"), v);
+        vec![
+            kv("sources", self.sources.iter().map(u64::to_string).collect::<Vec<_>>().join(",")),
+            kv("events_per_source", self.per_source.to_string()),
+            kv("declination", format!("{}:{}", self.band.lo, self.band.hi)),
+            kv("spectrum", self.spectrum.to_string()),
+            kv("energy_threshold", self.energy_threshold.to_string()),
+            kv("tail_events", self.tail_events.to_string()),
+            kv("dec_grid", self.dec_grid.map_or(String::new(), |g| g.to_string())),
+        ]
+    }
+
+    fn from_table(t: &Table, p: &Path) -> Result<Self, InputError> {
+        let get = |k: &str| -> Result<String, InputError> {
+            t.meta_value(&format!("sky.inject.{k}")).map(str::to_string).ok_or_else(|| {
+                InputError::new(
+                    p,
+                    0,
+                    format!("metadata key 'sky.inject.{k}' missing (not a warpdrive sky inject output?)"),
+                )
+            })
+        };
+        let bad = |k: &str| InputError::new(p, 0, format!("metadata 'sky.inject.{k}' is malformed"));
+        let num = |k: &str| -> Result<f64, InputError> { get(k)?.parse().map_err(|_| bad(k)) };
+        let int = |k: &str| -> Result<u64, InputError> { get(k)?.parse().map_err(|_| bad(k)) };
+        let sources = get("sources")?
+            .split(',')
+            .map(|v| v.parse::<u64>().map_err(|_| bad("sources")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let dec = get("declination")?;
+        let (lo, hi) = dec.split_once(':').ok_or_else(|| bad("declination"))?;
+        let grid = get("dec_grid")?;
+        Ok(Self {
+            sources,
+            per_source: int("events_per_source")?,
+            band: crate::inject::DecBand {
+                lo: lo.parse().map_err(|_| bad("declination"))?,
+                hi: hi.parse().map_err(|_| bad("declination"))?,
+            },
+            spectrum: num("spectrum")?,
+            energy_threshold: num("energy_threshold")?,
+            tail_events: int("tail_events")?,
+            dec_grid: if grid.is_empty() {
+                None
+            } else {
+                Some(grid.parse().map_err(|_| bad("dec_grid"))?)
+            },
+        })
+    }
+}
+
+/// Whether `dir` holds an injection run's output.
+#[must_use]
+pub fn is_injection(dir: &Path) -> bool {
+    dir.join("signal.parquet").exists()
+}
+
+/// Read an injection job's `signal.parquet`: its settings and one distribution per strength
+/// (`cells` cells each), every row checked.
+pub fn read_signal(dir: &Path, cells: usize) -> Result<(InjectionSet, Vec<Background>), InputError> {
+    let p = dir.join("signal.parquet");
+    let t = read_parquet(&p)?;
+    let set = InjectionSet::from_table(&t, &p)?;
+    let trials = t
+        .meta_value("sky.trials")
+        .and_then(parse_ranges)
+        .ok_or_else(|| InputError::new(&p, 0, "metadata 'sky.trials' missing or malformed"))?;
+    let n_trials: u64 = trials.iter().map(|r| r.end - r.start).sum();
+    let col = |name: &str| {
+        t.columns
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.clone())
+            .ok_or_else(|| InputError::new(&p, 0, format!("column '{name}' missing")))
+    };
+    let (Column::I64(src), Column::I32(cut), Column::I32(bin), Column::I64(count), Column::I64(tr)) =
+        (col("sources")?, col("cut")?, col("bin")?, col("count")?, col("trials")?)
+    else {
+        return Err(InputError::new(&p, 0, "unexpected column types"));
+    };
+    let nb = t
+        .meta_value("sky.n_bins")
+        .and_then(|v| v.parse::<usize>().ok())
+        .ok_or_else(|| InputError::new(&p, 0, "metadata 'sky.n_bins' missing or malformed"))?;
+    let mut sig: Vec<Background> = set.sources.iter().map(|_| Background::new(cells)).collect();
+    for r in 0..src.len() {
+        let s = set.sources.iter().position(|&n| n as i64 == src[r]);
+        let k = cut[r] as usize * nb + bin[r] as usize;
+        match s {
+            Some(s) if cut[r] >= 0 && bin[r] >= 0 && (bin[r] as usize) < nb && k < cells && count[r] >= 0 && tr[r] > 0 => {
+                *sig[s].freq[k].entry(count[r] as u64).or_insert(0) += tr[r] as u64;
+            }
+            _ => return Err(InputError::new(&p, 0, format!("row {} is out of range", r + 1))),
+        }
+    }
+    for b in &mut sig {
+        b.trials = n_trials;
+        if b.freq.iter().any(|m| m.values().sum::<u64>() != n_trials) {
+            return Err(InputError::new(&p, 0, "trial counts do not add up to the trials in the metadata"));
+        }
+    }
+    Ok((set, sig))
+}
+
+/// `summary.json` of an injection run: settings, per strength the cell with the largest
+/// fraction beyond 5σ, and the sensitivity and discovery potentials (best cell of each).
+#[must_use]
+pub fn injection_json(r: &crate::engine::InjectResult, scan: &crate::sensitivity::Scan) -> String {
+    let nb = r.info.edges_deg.len();
+    let cells = r.info.cut_labels.len() * nb;
+    let rows = r.rows();
+    let cell = |k: usize| serde_json::json!({ "cut": r.info.cut_labels[k / nb], "theta_deg": r.info.edges_deg[k % nb] });
+    // The best cell of one target: its interpolated strength, or "below the scan" (the first
+    // strength already reaches it); null when no cell reaches it within the scan.
+    let crossing = |c: Option<crate::sensitivity::CellScan>, g: fn(&crate::sensitivity::CellScan) -> crate::sensitivity::Reach| {
+        c.map(|c| match g(&c) {
+            crate::sensitivity::Reach::At(x) => serde_json::json!({
+                "cell": cell(c.cell),
+                "sources": x.strength,
+                "sources_error": x.error,
+                "signal_events": x.strength * r.per_source as f64,
+            }),
+            _ => serde_json::json!({
+                "cell": cell(c.cell),
+                "below_scan": true,
+                "sources_below": r.sources.first(),
+            }),
+        })
+    };
+    let strengths: Vec<serde_json::Value> = r
+        .sources
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let rs = &rows[i * cells..(i + 1) * cells];
+            let best = rs
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.frac_5sigma.total_cmp(&b.1.frac_5sigma).then(b.0.cmp(&a.0)))
+                .map(|(k, x)| {
+                    serde_json::json!({
+                        "cell": cell(k), "frac_5sigma": x.frac_5sigma, "frac_3sigma": x.frac_3sigma,
+                        "frac_above_median": x.frac_median, "threshold_5sigma": x.threshold_5sigma.count,
+                        "threshold_from_trials": x.threshold_5sigma.from_trials,
+                        "signal_mean": x.signal_mean, "bg_mean": x.bg_mean, "bg_std": x.bg_std,
+                    })
+                });
+            serde_json::json!({ "sources": n, "signal_events": n * r.per_source, "trials": r.signal[i].trials, "best_5sigma": best })
+        })
+        .collect();
+    let v = serde_json::json!({
+        "description": r.info.description,
+        "injection": r.description(),
+        "events": r.info.n_events,
+        "seed": r.info.seed,
+        "config": r.info.config,
+        "bins_deg": r.info.edges_deg,
+        "cuts": r.info.cut_labels,
+        "events_per_source": r.per_source,
+        "declination": [r.band.lo, r.band.hi],
+        "spectrum": r.spectrum,
+        "energy_threshold": r.energy_threshold,
+        "tail_events": r.tail_events,
+        "dec_grid_deg": r.dec_grid,
+        "background_trials": r.bg.trials,
+        "strengths": strengths,
+        "sensitivity": crossing(scan.best_sensitivity, |c| c.sensitivity),
+        "discovery_3sigma": crossing(scan.best_discovery_3sigma, |c| c.discovery_3sigma),
+        "discovery_5sigma": crossing(scan.best_discovery_5sigma, |c| c.discovery_5sigma),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
 }

@@ -1,9 +1,10 @@
-//! `autocorr.png`: TS vs θ for every energy cut with the trials' ±1σ band, and below it the
+//! `autocorr.png` ([`draw`]) and `inject.png` ([`draw_injection`]). `autocorr.png`: TS vs θ for every energy cut with the trials' ±1σ band, and below it the
 //! background distribution of each cut at its most significant bin with the observed count.
 
 use crate::analysis::BinResult;
 use crate::output::RunInfo;
 use crate::trials::Background;
+use std::collections::BTreeMap;
 use std::path::Path;
 use warpdrive_core::plot::plotters::prelude::*;
 use warpdrive_core::plot::{colour, write_png, PlotError, FONT};
@@ -122,6 +123,156 @@ pub fn draw(path: &Path, info: &RunInfo, rows: &[BinResult], bg: &Background) ->
                 (FONT, 13),
             )))?;
         }
+        Ok(())
+    })
+}
+
+/// One value of a row of an injection run.
+type RowValue = fn(&crate::sensitivity::Row) -> f64;
+
+/// The cell an injection plot shows: the best 5σ discovery cell of the scan, else the cell with
+/// the largest fraction beyond 5σ at the strongest injection (lowest index on ties).
+#[must_use]
+pub fn injection_cell(rows: &[crate::sensitivity::Row], scan: &crate::sensitivity::Scan, cells: usize, strengths: usize) -> usize {
+    if let Some(c) = scan.best_discovery_5sigma {
+        return c.cell;
+    }
+    let last = &rows[(strengths - 1) * cells..strengths * cells];
+    last.iter()
+        .enumerate()
+        .max_by(|a, b| a.1.frac_5sigma.total_cmp(&b.1.frac_5sigma).then(b.0.cmp(&a.0)))
+        .map_or(0, |(k, _)| k)
+}
+
+/// `inject.png` in the style of the seed's Fig. 3: the distributions of TS = N/⟨N_bg⟩ of the
+/// background and of every injected strength in one (cut, bin), with the background's median
+/// and 5σ threshold, and beside it the fractions of signal trials above the median and beyond
+/// 3σ and 5σ against the number of sources (the sensitivity curve).
+pub fn draw_injection(
+    path: &Path,
+    r: &crate::engine::InjectResult,
+    rows: &[crate::sensitivity::Row],
+    scan: &crate::sensitivity::Scan,
+) -> Result<(), PlotError> {
+    use warpdrive_core::plot::{axis, log_axis};
+    let nb = r.info.edges_deg.len();
+    let cells = r.info.cut_labels.len() * nb;
+    let k = injection_cell(rows, scan, cells, r.sources.len());
+    let row0 = &rows[k];
+    let mean = row0.bg_mean;
+    write_png(path, (1400, 600), |root| {
+        let (left, right) = root.split_horizontally(820);
+        let mut dists: Vec<(String, &BTreeMap<u64, u64>, u64)> = vec![("background".to_string(), &r.bg.freq[k], r.bg.trials)];
+        for (i, &n) in r.sources.iter().enumerate() {
+            dists.push((format!("{n} × {} events", r.per_source), &r.signal[i].freq[k], r.signal[i].trials));
+        }
+        let lo = dists.iter().filter_map(|d| d.1.keys().next()).min().copied().unwrap_or(0) as f64;
+        let hi = dists.iter().filter_map(|d| d.1.keys().next_back()).max().copied().unwrap_or(0) as f64;
+        let hi = hi.max(row0.threshold_5sigma.count);
+        let nbins = 60usize;
+        let width = ((hi - lo) / nbins as f64).max(1.0);
+        let tmax = dists.iter().map(|d| d.2).max().unwrap_or(1).max(1) as f64;
+        let xr = axis("TS", (lo - width) / mean, (hi + 2.0 * width) / mean)?;
+        let yr = log_axis("fraction of trials", 0.5 / tmax, 1.5)?;
+        let mut ch = ChartBuilder::on(&left)
+            .caption(
+                format!(
+                    "TS distributions, {}, θ ≤ {}° ({} background trials)",
+                    r.info.cut_labels[k / nb],
+                    r.info.edges_deg[k % nb],
+                    r.bg.trials
+                ),
+                (FONT, 19),
+            )
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(xr, yr.log_scale())?;
+        ch.configure_mesh()
+            .light_line_style(WHITE)
+            .x_desc("TS = N(≤θ) / <N_bg>")
+            .y_desc("fraction of trials")
+            .y_label_formatter(&|v| format!("{v:.0e}"))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .draw()?;
+        for (i, (label, m, t)) in dists.iter().enumerate() {
+            let col = if i == 0 { BLACK } else { colour(i - 1) };
+            let mut h = vec![0u64; nbins + 2];
+            for (&v, &n) in *m {
+                h[(((v as f64 - lo) / width) as usize).min(nbins + 1)] += n;
+            }
+            // A step line; empty bins sit on the axis' floor (the log scale has no zero).
+            let floor = 0.5 / tmax;
+            let pts: Vec<(f64, f64)> = h
+                .iter()
+                .enumerate()
+                .flat_map(|(j, &n)| {
+                    let x0 = (lo + j as f64 * width) / mean;
+                    let f = if n > 0 { n as f64 / *t as f64 } else { floor };
+                    [(x0, f), (x0 + width / mean, f)]
+                })
+                .collect();
+            ch.draw_series(LineSeries::new(pts, col.stroke_width(2)))?
+                .label(label.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2)));
+        }
+        for (x, label) in [
+            (row0.bg_median as f64, "background median"),
+            (row0.threshold_5sigma.count, "background 5σ"),
+        ] {
+            ch.draw_series(LineSeries::new(
+                [(x / mean, 0.5 / tmax), (x / mean, 1.5)],
+                BLACK.mix(0.5).stroke_width(1),
+            ))?;
+            ch.draw_series(std::iter::once(Text::new(label.to_string(), (x / mean, 0.9), (FONT, 12))))?;
+        }
+        ch.configure_series_labels()
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()?;
+
+        let smax = *r.sources.last().unwrap_or(&1) as f64;
+        let mut ch = ChartBuilder::on(&right)
+            .caption("fraction of injected trials vs sources", (FONT, 19))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(axis("sources", 0.0, smax * 1.05)?, 0.0..1.05)?;
+        ch.configure_mesh()
+            .light_line_style(WHITE)
+            .x_desc(format!("sources N ({} events each)", r.per_source))
+            .y_desc("fraction of trials")
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 15))
+            .draw()?;
+        for (t, label) in [(0.9, "90 %"), (0.5, "50 %")] {
+            ch.draw_series(LineSeries::new([(0.0, t), (smax * 1.05, t)], BLACK.mix(0.3)))?;
+            ch.draw_series(std::iter::once(Text::new(label.to_string(), (0.0, t + 0.01), (FONT, 12))))?;
+        }
+        let series: [(&str, RowValue); 3] = [
+            ("> background median", |x| x.frac_median),
+            ("≥ background 3σ", |x| x.frac_3sigma),
+            ("≥ background 5σ", |x| x.frac_5sigma),
+        ];
+        for (j, (label, g)) in series.into_iter().enumerate() {
+            let col = colour(j + 3);
+            let pts: Vec<(f64, f64)> = (0..r.sources.len())
+                .map(|i| (r.sources[i] as f64, g(&rows[i * cells + k])))
+                .collect();
+            ch.draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], col.stroke_width(2)));
+            ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 4, col.filled())))?;
+        }
+        ch.configure_series_labels()
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()?;
         Ok(())
     })
 }

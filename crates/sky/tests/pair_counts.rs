@@ -132,6 +132,7 @@ fn synthetic_skies_poles_wraparound_and_wide_bins() {
             ra,
             dec,
             energy: r.uniform_f64(),
+            ang_err: None,
         });
     }
     for k in 0..300 {
@@ -140,27 +141,32 @@ fn synthetic_skies_poles_wraparound_and_wide_bins() {
             ra: 359.9,
             dec,
             energy: 1.0,
+            ang_err: None,
         });
         ev.push(Event {
             ra: 0.1,
             dec: dec + 0.25,
             energy: 1.0,
+            ang_err: None,
         });
         ev.push(Event {
             ra: 359.9,
             dec,
             energy: 2.0,
+            ang_err: None,
         });
     }
     ev.push(Event {
         ra: 10.0,
         dec: 90.0,
         energy: 0.0,
+        ang_err: None,
     });
     ev.push(Event {
         ra: 200.0,
         dec: 90.0,
         energy: 0.0,
+        ang_err: None,
     });
     let (a, b) = both(&ev, &bins, &cuts);
     assert_eq!(a, b);

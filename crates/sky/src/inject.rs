@@ -1,0 +1,556 @@
+//! Signal injection (issue #35): scrambled trials in which N·K background events are replaced by
+//! K events from each of N point sources, for the test-statistic distributions with signal.
+//!
+//! Trial k of an injection is built from background trial k and the injection stream of k:
+//!
+//! 1. **Background.** Every selected event gets its scrambled right ascension of trial k exactly
+//!    as in a background run ([`crate::trials::trial_turn`], rounded to the RA grid), so with no
+//!    signal (N·K = 0) the trial *is* background trial k, count for count.
+//! 2. **Sources.** N positions isotropic in the declination band [δ_lo, δ_hi]: sin δ uniform in
+//!    [sin δ_lo, sin δ_hi] (equal solid angle per sin δ), α uniform in [0°, 360°).
+//! 3. **Replaced events** (drawn after the signal events, below). Each signal event replaces a
+//!    selected event of its own energy level (the data's cuts: level = number of cut thresholds
+//!    an energy reaches) and of nearly its declination: the free event of that level nearest to
+//!    a rank drawn uniformly within ±[`REPLACE_WINDOW`] of the signal event's declination rank
+//!    in the level (`replaced_events`). So every cut holds exactly the data's number of events,
+//!    and the declination distribution of every cut — signal included — is the data's up to the
+//!    window's spread: signal takes the place of background where it appears, as it would in the
+//!    detector's fixed acceptance. (Drawn from all events alike, the replaced events would be
+//!    mostly low-energy ones near the horizon while sources are isotropic in sin δ: on the
+//!    up-going sample 100 × 15 events then *removed* 15 000 pairs from N(≤5°), and a hard
+//!    spectrum enlarged the top cuts — excesses and deficits without any clustering.) A level
+//!    with no event left passes to the nearest lower, then higher, level.
+//! 4. **Signal events**, K per source, in source order. Each takes the energy proxy and the
+//!    angular error σ of a data event of the *tail* (the selected events with proxy ≥ the
+//!    injection threshold): a value x is drawn from the power law dN/dE ∝ E^γ of E = 10^x on
+//!    [x_thr, x_max] (the tail's proxy range; [`power_law_log10`]) and the tail event whose proxy
+//!    is nearest to x is taken (uniformly among equal proxies). So the signal's proxy follows
+//!    the requested spectrum within the data's range, on the data's own proxy values, and its
+//!    point-spread function is the angular error the data give events of that proxy. (The
+//!    public releases give no detector response, so the proxy stands in for the energy: an
+//!    assumption, stated here and in docs/sky.md.)
+//! 5. **Point-spread function.** The event is displaced from its source by an angle θ drawn from
+//!    the von Mises–Fisher distribution on the sphere with κ = 1/σ² (σ in radians) — the
+//!    spherical form of a circular 2-D Gaussian of standard deviation σ per axis, the model
+//!    behind IceCube's `ang_err` — and a position angle φ uniform in [0, 2π) ([`vmf_angle`],
+//!    [`displace`]).
+//! 6. **Grids.** The signal's right ascension is rounded to the RA grid of the scrambled events
+//!    and its declination to the declination grid of the data (both 0.1° in IceCube's public
+//!    releases; none for continuous data), so signal events sit on the same lattice as the
+//!    background (docs/sky.md, "RA grid").
+//!
+//! Signal events keep their displaced positions even where the PSF takes them outside the
+//! analysed region (the sample size stays n). All draws of trial k come from the Philox stream
+//! (seed, [`TAG_INJECT`], k) in the order sources (2 each), signal events (4 each: spectrum,
+//! tie, θ, φ), replaced events (1 each, in signal order): the result of a trial depends only on the seed, the
+//! trial number, N and K — not on threads, jobs or the other strengths of a scan.
+
+use crate::count;
+use crate::cuts::ResolvedCuts;
+use crate::events::Event;
+use crate::sample::Sample;
+use crate::trials::{quantize_turn, trial_turn, Background};
+use rayon::prelude::*;
+use std::ops::Range;
+use warpdrive_core::progress::Progress;
+use warpdrive_core::rng::{Philox4x32, RandomStream};
+
+/// Stream tag of signal injection ("SK" + 2).
+pub const TAG_INJECT: u32 = 0x534b_0002;
+
+/// A declination band [deg], δ_lo ≤ δ ≤ δ_hi.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DecBand {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// The data events signal energies and angular errors are taken from: the selected events with
+/// proxy ≥ the injection threshold, sorted by proxy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tail {
+    /// Energy proxy (log10 E), ascending.
+    pub energy: Vec<f64>,
+    /// Angular error [deg] of the same events.
+    pub sigma_deg: Vec<f64>,
+}
+
+impl Tail {
+    /// The events of `events` with proxy ≥ `threshold`; `None` when there are none.
+    #[must_use]
+    pub fn new(events: &[Event], threshold: f64) -> Option<Tail> {
+        let mut t: Vec<(f64, f64)> = events
+            .iter()
+            .filter(|e| e.energy >= threshold)
+            .map(|e| (e.energy, e.ang_err.unwrap_or(f64::NAN)))
+            .collect();
+        if t.is_empty() {
+            return None;
+        }
+        t.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        Some(Tail {
+            energy: t.iter().map(|p| p.0).collect(),
+            sigma_deg: t.iter().map(|p| p.1).collect(),
+        })
+    }
+
+    /// Index of a tail event whose proxy is nearest to `x` (ties in distance go to the lower
+    /// value); `u` ∈ (0, 1] picks uniformly among the events with that proxy.
+    #[must_use]
+    pub fn nearest(&self, x: f64, u: f64) -> usize {
+        let e = &self.energy;
+        let p = e.partition_point(|&v| v < x);
+        let v = if p == e.len() || (p > 0 && x - e[p - 1] <= e[p] - x) {
+            e[p - 1]
+        } else {
+            e[p]
+        };
+        let lo = e.partition_point(|&w| w < v);
+        let hi = e.partition_point(|&w| w <= v);
+        lo + (((1.0 - u) * (hi - lo) as f64) as usize).min(hi - lo - 1)
+    }
+}
+
+/// What is injected into every trial (besides N, the strength, which a scan varies).
+#[derive(Clone, Debug)]
+pub struct Injection {
+    /// Events per source, K.
+    pub per_source: u64,
+    /// Declination band of the sources.
+    pub band: DecBand,
+    /// Spectral index γ of dN/dE ∝ E^γ (e.g. −2).
+    pub gamma: f64,
+    pub tail: Tail,
+    /// Declination grid [deg] of the data (None: continuous).
+    pub dec_grid: Option<f64>,
+}
+
+/// Draw x = log10 E for dN/dE ∝ E^γ on [10^lo, 10^hi] by inverting the CDF:
+/// F(E) = (E^a − E_lo^a)/(E_hi^a − E_lo^a), a = γ + 1 ≠ 0, so
+/// x = lo + log10(1 + u·(10^{a(hi−lo)} − 1))/a; for a = 0 (γ = −1) E is log-uniform,
+/// x = lo + u·(hi − lo). `u` ∈ [0, 1].
+#[must_use]
+pub fn power_law_log10(u: f64, gamma: f64, lo: f64, hi: f64) -> f64 {
+    let a = gamma + 1.0;
+    let span = hi - lo;
+    if a.abs() < 1e-12 || span <= 0.0 {
+        return lo + u * span;
+    }
+    let x = lo + (u * (10f64.powf(a * span) - 1.0)).ln_1p() / (a * std::f64::consts::LN_10);
+    x.clamp(lo, hi)
+}
+
+/// The angle θ [rad] between a von Mises–Fisher draw on the sphere S² and its mean direction,
+/// concentration κ = 1/σ² (σ [rad]); `u` ∈ (0, 1]. Wood (1994), "Simulation of the von
+/// Mises Fisher distribution", Commun. Statist. Simul. 23, 157, exact for S²:
+/// W = cos θ = 1 + ln(u + (1 − u)·e^{−2κ})/κ. Written as 1 − cos θ = t = −ln(…)/κ and
+/// θ = 2·asin(√(t/2)), which keeps θ accurate for small σ. For σ → 0 this is the Rayleigh
+/// radius of a circular 2-D Gaussian: P(Θ ≤ θ) = (1 − e^{−κ(1 − cos θ)})/(1 − e^{−2κ})
+/// ≈ 1 − e^{−θ²/2σ²} ([`vmf_cdf`]).
+#[must_use]
+pub fn vmf_angle(u: f64, sigma_rad: f64) -> f64 {
+    if sigma_rad <= 0.0 {
+        return 0.0;
+    }
+    let kappa = 1.0 / (sigma_rad * sigma_rad);
+    let t = (-(u + (1.0 - u) * (-2.0 * kappa).exp()).ln() / kappa).clamp(0.0, 2.0);
+    2.0 * (0.5 * t).sqrt().asin()
+}
+
+/// P(Θ ≤ θ) of [`vmf_angle`]: (1 − e^{−κ(1 − cos θ)})/(1 − e^{−2κ}), κ = 1/σ², with
+/// 1 − cos θ = 2 sin²(θ/2).
+#[must_use]
+pub fn vmf_cdf(theta_rad: f64, sigma_rad: f64) -> f64 {
+    if sigma_rad <= 0.0 {
+        return 1.0;
+    }
+    let kappa = 1.0 / (sigma_rad * sigma_rad);
+    let s = (0.5 * theta_rad).sin();
+    (-kappa * 2.0 * s * s).exp_m1() / (-2.0 * kappa).exp_m1()
+}
+
+/// The point at angular distance θ [rad] from (α, δ) [rad] in position angle φ [rad] (from
+/// north towards east), by the spherical law of cosines for the side and the sine/cosine rules
+/// for the angle at the pole (e.g. Smart, Textbook on Spherical Astronomy, §§ 10–11):
+/// sin δ' = sin δ cos θ + cos δ sin θ cos φ,
+/// Δα = atan2(sin φ sin θ cos δ, cos θ − sin δ sin δ'). Returns (α' ∈ [0, 2π), δ').
+#[must_use]
+pub fn displace(alpha: f64, delta: f64, theta: f64, phi: f64) -> (f64, f64) {
+    let (sd, cd) = delta.sin_cos();
+    let (st, ct) = theta.sin_cos();
+    let sd2 = (sd * ct + cd * st * phi.cos()).clamp(-1.0, 1.0);
+    let dalpha = (phi.sin() * st * cd).atan2(ct - sd * sd2);
+    ((alpha + dalpha).rem_euclid(std::f64::consts::TAU), sd2.asin())
+}
+
+/// `m` distinct indices of 0..n, drawn uniformly (Floyd's algorithm, one draw per index),
+/// ascending. Needs m ≤ n.
+#[must_use]
+pub fn choose_distinct(r: &mut RandomStream, n: u64, m: u64) -> Vec<u32> {
+    let mut chosen = std::collections::HashSet::with_capacity(m as usize);
+    for j in n - m..n {
+        // Uniform integer in [0, j]: ⌊(1 − u)(j + 1)⌋ with u ∈ (0, 1].
+        let t = (((1.0 - r.uniform_f64()) * (j + 1) as f64) as u64).min(j);
+        if !chosen.insert(t) {
+            chosen.insert(j);
+        }
+    }
+    let mut v: Vec<u32> = chosen.into_iter().map(|i| i as u32).collect();
+    v.sort_unstable();
+    v
+}
+
+/// Round `x` to the nearest multiple of `step` (None: unchanged).
+fn on_grid(x: f64, step: Option<f64>) -> f64 {
+    step.map_or(x, |q| (x / q).round() * q)
+}
+
+/// One signal event as drawn, before the grids round its position.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SignalEvent {
+    /// The source it came from (0..N).
+    pub source: u32,
+    /// Position [deg].
+    pub ra: f64,
+    pub dec: f64,
+    /// Energy proxy and angular error [deg] (of the tail event it took them from).
+    pub energy: f64,
+    pub sigma_deg: f64,
+    /// Angle from its source [deg].
+    pub theta_deg: f64,
+}
+
+/// The injection of one trial.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrialSignal {
+    /// Source positions (α, δ) [deg].
+    pub sources: Vec<(f64, f64)>,
+    /// Replaced events: indices into the selection (input order), ascending.
+    pub replaced: Vec<u32>,
+    pub events: Vec<SignalEvent>,
+}
+
+impl Injection {
+    /// Draw the signal of trial `trial` with `n_sources` sources; `levels` are the selection's
+    /// events of each energy level of `cuts` ([`level_members`]).
+    #[must_use]
+    pub fn draw(&self, seed: u64, trial: u64, n_sources: u64, levels: &[Vec<(f64, u32)>], cuts: &ResolvedCuts) -> TrialSignal {
+        let mut r = RandomStream::new(seed, TAG_INJECT, trial);
+        let (s_lo, s_hi) = (self.band.lo.to_radians().sin(), self.band.hi.to_radians().sin());
+        let sources: Vec<(f64, f64)> = (0..n_sources)
+            .map(|_| {
+                let sin_dec = s_lo + (1.0 - r.uniform_f64()) * (s_hi - s_lo);
+                let ra = 360.0 * (1.0 - r.uniform_f64());
+                (ra, sin_dec.clamp(-1.0, 1.0).asin().to_degrees())
+            })
+            .collect();
+        let m = n_sources * self.per_source;
+        let tail = &self.tail;
+        let (lo, hi) = (tail.energy[0], tail.energy[tail.energy.len() - 1]);
+        let mut events = Vec::with_capacity(m as usize);
+        for (s, &(ra, dec)) in sources.iter().enumerate() {
+            for _ in 0..self.per_source {
+                let x = power_law_log10(1.0 - r.uniform_f64(), self.gamma, lo, hi);
+                let i = tail.nearest(x, r.uniform_f64());
+                let sigma = tail.sigma_deg[i];
+                let theta = vmf_angle(r.uniform_f64(), sigma.to_radians());
+                let phi = std::f64::consts::TAU * (1.0 - r.uniform_f64());
+                let (a, d) = displace(ra.to_radians(), dec.to_radians(), theta, phi);
+                events.push(SignalEvent {
+                    source: s as u32,
+                    ra: a.to_degrees(),
+                    dec: d.to_degrees(),
+                    energy: tail.energy[i],
+                    sigma_deg: sigma,
+                    theta_deg: theta.to_degrees(),
+                });
+            }
+        }
+        let replaced = replaced_events(&mut r, &events, levels, cuts);
+        TrialSignal { sources, replaced, events }
+    }
+}
+
+/// The selection's events of each energy level of `cuts`: (declination, index in input order),
+/// sorted by declination (then index).
+#[must_use]
+pub fn level_members(events: &[Event], cuts: &ResolvedCuts) -> Vec<Vec<(f64, u32)>> {
+    let mut out = vec![Vec::new(); cuts.levels()];
+    for (i, e) in events.iter().enumerate() {
+        out[usize::from(cuts.level(e.energy))].push((e.dec, i as u32));
+    }
+    for l in &mut out {
+        l.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    }
+    out
+}
+
+/// Half-width, in declination rank within a level, of the window a replaced event is drawn from.
+pub const REPLACE_WINDOW: usize = 10;
+
+/// The events the signal `events` replace (module docs, step 3), ascending. For each signal
+/// event in turn: its level (or, when that level has no event left, the nearest lower level,
+/// then the nearest higher one), the rank p its declination has among the level's events, a
+/// rank drawn uniformly in [p − W, p + W] ([`REPLACE_WINDOW`], clamped to the level), and the
+/// free event nearest to that rank (searching up, then down, alternately). One draw per signal
+/// event. Needs as many selected events as signal events.
+fn replaced_events(r: &mut RandomStream, events: &[SignalEvent], levels: &[Vec<(f64, u32)>], cuts: &ResolvedCuts) -> Vec<u32> {
+    let mut taken: Vec<std::collections::HashSet<usize>> = vec![std::collections::HashSet::new(); levels.len()];
+    let mut out = Vec::with_capacity(events.len());
+    let w = REPLACE_WINDOW as f64;
+    for e in events {
+        let u = r.uniform_f64();
+        let own = usize::from(cuts.level(e.energy));
+        let Some(l) = (0..=own)
+            .rev()
+            .chain(own + 1..levels.len())
+            .find(|&l| taken[l].len() < levels[l].len())
+        else {
+            break;
+        };
+        let m = &levels[l];
+        let p = m.partition_point(|&(d, _)| d < e.dec) as f64;
+        let q = (p - w + ((1.0 - u) * (2.0 * w + 1.0)).floor()).clamp(0.0, (m.len() - 1) as f64) as i64;
+        let pick = (0..2 * m.len() as i64)
+            .map(|k| if k % 2 == 0 { q + k / 2 } else { q - (k / 2 + 1) })
+            .filter(|&i| i >= 0 && (i as usize) < m.len())
+            .map(|i| i as usize)
+            .find(|i| !taken[l].contains(i));
+        if let Some(i) = pick {
+            taken[l].insert(i);
+            out.push(m[i].1);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The selection as the trials see it: the selected events in input order (the keys of their
+/// scrambling draws) with the resolved cuts, bins and grids of the data's sample.
+#[derive(Clone, Debug)]
+pub struct Selection<'a> {
+    pub events: &'a [Event],
+    /// The data's sample (bins, cuts, RA grid).
+    pub sample: &'a Sample,
+    /// The events of each energy level, by declination ([`level_members`]).
+    pub levels: Vec<Vec<(f64, u32)>>,
+}
+
+impl<'a> Selection<'a> {
+    #[must_use]
+    pub fn new(events: &'a [Event], sample: &'a Sample) -> Self {
+        Self {
+            events,
+            sample,
+            levels: level_members(events, &sample.cuts),
+        }
+    }
+}
+
+/// Cumulative counts N[cut][bin] of trial `trial` with `n_sources` sources injected (none:
+/// exactly background trial `trial`).
+pub fn trial_counts(sel: &Selection, inj: &Injection, seed: u64, trial: u64, n_sources: u64) -> Result<Vec<u64>, String> {
+    let s = sel.sample;
+    let gen = Philox4x32::new(seed);
+    let n = sel.events.len();
+    let signal = inj.draw(seed, trial, n_sources, &sel.levels, &s.cuts);
+    let mut events: Vec<Event> = Vec::with_capacity(n);
+    let mut turns: Vec<f64> = Vec::with_capacity(n);
+    let mut next = signal.replaced.iter().peekable();
+    for (e, ev) in sel.events.iter().enumerate() {
+        if next.peek() == Some(&&(e as u32)) {
+            next.next();
+            continue;
+        }
+        events.push(*ev);
+        turns.push(quantize_turn(trial_turn(&gen, trial, e as u32), s.ra_grid));
+    }
+    for sg in &signal.events {
+        let dec = on_grid(sg.dec, inj.dec_grid).clamp(-90.0, 90.0);
+        events.push(Event {
+            ra: sg.ra,
+            dec,
+            energy: sg.energy,
+            ang_err: Some(sg.sigma_deg),
+        });
+        turns.push(quantize_turn((sg.ra / 360.0).rem_euclid(1.0), s.ra_grid));
+    }
+    let mut t = Sample::new(&events, s.bins.clone(), s.cuts.clone())?;
+    for p in 0..t.len() {
+        t.ra_turn[p] = turns[t.order[p] as usize];
+    }
+    Ok(count::observed(&t))
+}
+
+/// The count distributions of trials `range` with `n_sources` sources on the CPU (rayon over
+/// trials). Stops early, with a partial result the caller discards, when `progress` says so.
+pub fn run_cpu(
+    sel: &Selection,
+    inj: &Injection,
+    seed: u64,
+    n_sources: u64,
+    range: Range<u64>,
+    progress: &Progress,
+) -> Result<Background, String> {
+    let mut bg = Background::new(sel.sample.hist_len());
+    let batch = 64u64;
+    let mut start = range.start;
+    while start < range.end {
+        let end = (start + batch * rayon::current_num_threads() as u64).min(range.end);
+        let counts: Vec<Result<Vec<u64>, String>> = (start..end)
+            .into_par_iter()
+            .map(|k| {
+                if progress.should_stop() {
+                    return Ok(Vec::new());
+                }
+                let c = trial_counts(sel, inj, seed, k, n_sources);
+                progress.add(1);
+                c
+            })
+            .collect();
+        if progress.should_stop() {
+            return Ok(bg);
+        }
+        for c in counts {
+            bg.add(&c?);
+        }
+        start = end;
+    }
+    Ok(bg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn power_law_inverts_its_cdf() {
+        // γ = −2 on [0, 2]: F(x) = (1 − 10^{−x})/(1 − 10^{−2}); the median solves F = 1/2.
+        let x = power_law_log10(0.5, -2.0, 0.0, 2.0);
+        assert!(((1.0 - 10f64.powf(-x)) / 0.99 - 0.5).abs() < 1e-12, "{x}");
+        assert_eq!(power_law_log10(0.0, -2.0, 1.0, 3.0), 1.0);
+        assert!((power_law_log10(1.0, -2.0, 1.0, 3.0) - 3.0).abs() < 1e-12);
+        assert!((power_law_log10(0.25, -1.0, 1.0, 3.0) - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn vmf_angle_inverts_its_cdf() {
+        for sigma in [0.001f64, 0.02, 0.5, 2.0] {
+            for u in [1e-9, 0.1, 0.5, 0.9, 1.0] {
+                let th = vmf_angle(u, sigma);
+                // P(Θ ≤ θ) = 1 − u (u is the upper tail in Wood's form).
+                assert!((vmf_cdf(th, sigma) - (1.0 - u)).abs() < 1e-9, "σ {sigma} u {u} θ {th}");
+            }
+        }
+        // Small σ: the Rayleigh median σ√(2 ln 2).
+        let s = 1e-3;
+        assert!((vmf_angle(0.5, s) / (s * (2.0 * 2f64.ln()).sqrt()) - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn displace_moves_by_theta() {
+        for (a, d, th, ph) in [
+            (0.3, 0.2, 0.01, 1.0),
+            (6.2, -1.5, 0.3, 4.0),
+            (1.0, 1.55, 0.05, 2.5),
+            (2.0, 0.0, 1.0, 0.0),
+        ] {
+            let (a2, d2) = displace(a, d, th, ph);
+            let sep = crate::sphere::separation_deg(a.to_degrees(), d.to_degrees(), a2.to_degrees(), d2.to_degrees());
+            assert!((sep - f64::to_degrees(th)).abs() < 1e-9, "{sep} vs {}", f64::to_degrees(th));
+        }
+        // φ = 0 goes north.
+        let (_, d2) = displace(1.0, 0.2, 0.1, 0.0);
+        assert!((d2 - 0.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn floyd_draws_distinct_uniform_indices() {
+        let mut hits = [0u32; 10];
+        for k in 0..20_000u64 {
+            let mut r = RandomStream::new(5, TAG_INJECT, k);
+            let v = choose_distinct(&mut r, 10, 3);
+            assert_eq!(v.len(), 3);
+            assert!(v.windows(2).all(|w| w[0] < w[1]) && v[2] < 10);
+            for i in v {
+                hits[i as usize] += 1;
+            }
+        }
+        // Each index is chosen with probability 3/10: 6 000 ± 65 of 20 000; allow 5σ.
+        for h in hits {
+            assert!((f64::from(h) - 6000.0).abs() < 5.0 * 64.8, "{hits:?}");
+        }
+        let mut r = RandomStream::new(5, TAG_INJECT, 0);
+        assert_eq!(choose_distinct(&mut r, 4, 4), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn replaced_events_match_the_signal_events_level_and_declination() {
+        use crate::cuts::{resolve, EnergyCut};
+        // 1 000 events: energy i mod 100, declination −45° + 0.09°·i.
+        let data: Vec<Event> = (0..1000)
+            .map(|i| Event {
+                ra: 0.0,
+                dec: -45.0 + 0.09 * f64::from(i),
+                energy: f64::from(i % 100),
+                ang_err: Some(1.0),
+            })
+            .collect();
+        // Levels: 0 (E < 90: 900 events), 1 (E ≥ 90: 100).
+        let cuts = resolve(&data, &[EnergyCut::TopFraction(0.1)]).unwrap();
+        let levels = level_members(&data, &cuts);
+        assert_eq!((levels[0].len(), levels[1].len()), (900, 100));
+        assert!(levels[1].windows(2).all(|w| w[0].0 <= w[1].0));
+        let sig = |e: f64, dec: f64| SignalEvent {
+            source: 0,
+            ra: 0.0,
+            dec,
+            energy: e,
+            sigma_deg: 1.0,
+            theta_deg: 0.0,
+        };
+        let events = [sig(95.0, 0.0), sig(95.0, 0.0), sig(3.0, 20.0), sig(120.0, -44.0), sig(3.0, 40.0)];
+        for k in 0..100 {
+            let mut r = RandomStream::new(11, TAG_INJECT, k);
+            let rep = replaced_events(&mut r, &events, &levels, &cuts);
+            assert_eq!(rep.len(), 5);
+            assert!(rep.windows(2).all(|w| w[0] < w[1]));
+            let lv: Vec<u8> = rep.iter().map(|&i| cuts.level(data[i as usize].energy)).collect();
+            assert_eq!(lv.iter().filter(|&&l| l == 1).count(), 3, "three signal events of level 1");
+            // Each signal event has a replaced event of its level within W ranks of its own
+            // declination rank (+2: the other events of the level may have taken neighbours).
+            for e in &events {
+                let l = usize::from(cuts.level(e.energy)).min(1);
+                let p = levels[l].partition_point(|&(d, _)| d < e.dec) as i64;
+                assert!(
+                    rep.iter().any(|&i| levels[l]
+                        .iter()
+                        .position(|&(_, j)| j == i)
+                        .is_some_and(|rank| (rank as i64 - p).abs() <= REPLACE_WINDOW as i64 + 2)),
+                    "trial {k}: nothing replaced near δ = {}° in level {l}: {rep:?}",
+                    e.dec
+                );
+            }
+        }
+        // A level with nothing left passes to the next lower one.
+        let two: Vec<Vec<(f64, u32)>> = vec![levels[0].clone(), levels[1][..1].to_vec()];
+        let mut r = RandomStream::new(11, TAG_INJECT, 0);
+        let rep = replaced_events(&mut r, &[sig(95.0, 0.0), sig(95.0, 0.0)], &two, &cuts);
+        let lv: Vec<u8> = rep.iter().map(|&i| cuts.level(data[i as usize].energy)).collect();
+        assert_eq!((rep.len(), lv.iter().filter(|&&l| l == 0).count()), (2, 1));
+    }
+
+    #[test]
+    fn nearest_tail_event_takes_ties_uniformly() {
+        let t = Tail {
+            energy: vec![1.0, 2.0, 2.0, 2.0, 3.0],
+            sigma_deg: vec![0.0; 5],
+        };
+        assert_eq!(t.nearest(0.2, 0.5), 0);
+        assert_eq!(t.nearest(9.0, 0.5), 4);
+        assert_eq!(t.nearest(1.4, 0.5), 0);
+        assert_eq!(t.nearest(1.6, 1.0), 1);
+        assert_eq!(t.nearest(1.6, 0.5), 2);
+        assert_eq!(t.nearest(2.2, 1e-9), 3);
+    }
+}
