@@ -183,23 +183,6 @@ pub fn displace(alpha: f64, delta: f64, theta: f64, phi: f64) -> (f64, f64) {
     ((alpha + dalpha).rem_euclid(std::f64::consts::TAU), sd2.asin())
 }
 
-/// `m` distinct indices of 0..n, drawn uniformly (Floyd's algorithm, one draw per index),
-/// ascending. Needs m ≤ n.
-#[must_use]
-pub fn choose_distinct(r: &mut RandomStream, n: u64, m: u64) -> Vec<u32> {
-    let mut chosen = std::collections::HashSet::with_capacity(m as usize);
-    for j in n - m..n {
-        // Uniform integer in [0, j]: ⌊(1 − u)(j + 1)⌋ with u ∈ (0, 1].
-        let t = (((1.0 - r.uniform_f64()) * (j + 1) as f64) as u64).min(j);
-        if !chosen.insert(t) {
-            chosen.insert(j);
-        }
-    }
-    let mut v: Vec<u32> = chosen.into_iter().map(|i| i as u32).collect();
-    v.sort_unstable();
-    v
-}
-
 /// Round `x` to the nearest multiple of `step` (None: unchanged).
 fn on_grid(x: f64, step: Option<f64>) -> f64 {
     step.map_or(x, |q| (x / q).round() * q)
@@ -462,26 +445,6 @@ mod tests {
         // φ = 0 goes north.
         let (_, d2) = displace(1.0, 0.2, 0.1, 0.0);
         assert!((d2 - 0.3).abs() < 1e-12);
-    }
-
-    #[test]
-    fn floyd_draws_distinct_uniform_indices() {
-        let mut hits = [0u32; 10];
-        for k in 0..20_000u64 {
-            let mut r = RandomStream::new(5, TAG_INJECT, k);
-            let v = choose_distinct(&mut r, 10, 3);
-            assert_eq!(v.len(), 3);
-            assert!(v.windows(2).all(|w| w[0] < w[1]) && v[2] < 10);
-            for i in v {
-                hits[i as usize] += 1;
-            }
-        }
-        // Each index is chosen with probability 3/10: 6 000 ± 65 of 20 000; allow 5σ.
-        for h in hits {
-            assert!((f64::from(h) - 6000.0).abs() < 5.0 * 64.8, "{hits:?}");
-        }
-        let mut r = RandomStream::new(5, TAG_INJECT, 0);
-        assert_eq!(choose_distinct(&mut r, 4, 4), vec![0, 1, 2, 3]);
     }
 
     #[test]
