@@ -2,8 +2,8 @@
 //! discovery, NVRTC compilation of kernel sources with the shared headers and a per-process
 //! cache, and launch helpers. A missing driver, GPU or NVRTC is an error, never a panic.
 
+use crate::kernels::{self, Image, Origin};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
-use cudarc::nvrtc::{CompileOptions, Ptx};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -142,8 +142,9 @@ pub fn device_count() -> Result<usize, CudaError> {
 /// Number of GPUs the CUDA path can use, or why it cannot run (no NVRTC, no driver, no device).
 /// The one place `--device auto` and PPC mode decide between GPU and CPU.
 pub fn usable_devices() -> Result<usize, String> {
-    if !nvrtc_present() {
-        return Err("NVRTC not found".into());
+    // Without NVRTC the GPUs still run the builds installed prebuilt (`kernels.rs`).
+    if !nvrtc_present() && !kernels::prebuilt_installed() {
+        return Err("NVRTC not found and no prebuilt kernels installed".into());
     }
     match device_count() {
         Ok(0) => Err("no CUDA device visible".into()),
@@ -226,108 +227,60 @@ pub struct KernelOptions {
     pub defines: Vec<String>,
 }
 
-type Cache = Mutex<HashMap<(String, String, KernelOptions), Ptx>>;
+type Cache = Mutex<HashMap<(String, String, KernelOptions), Image>>;
 
 fn cache() -> &'static Cache {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
-/// Compile `src` (a kernel file's text) with NVRTC, once per process for each
-/// (name, source, options).
-pub fn compile(name: &str, src: &str, opts: &KernelOptions) -> Result<Ptx, CudaError> {
-    let (major, minor) = nvrtc_version()?;
-    if (major, minor) > (13, 0) {
-        return Err(CudaError::NvrtcTooNew {
-            found: format!("{major}.{minor}"),
-        });
-    }
+pub use crate::kernels::{disk_cache_dir, disk_cache_key};
+
+/// The image of a build, from the first place that has it (`kernels.rs`: this process, the
+/// prebuilt images, the disk cache, NVRTC, the prebuilt PTX), and where it came from.
+/// `skip_prebuilt`: a prebuilt image was refused by the driver; look past it.
+pub fn compile_from(name: &str, src: &str, opts: &KernelOptions, skip_prebuilt: bool) -> Result<(Image, Origin), CudaError> {
+    let opts = KernelOptions {
+        defines: kernels::canonical_defines(&opts.defines),
+        ..opts.clone()
+    };
     let key = (name.to_string(), src.to_string(), opts.clone());
-    if let Some(p) = cache().lock().map_err(|e| CudaError::Other(e.to_string()))?.get(&key) {
-        return Ok(p.clone());
+    let lock = || cache().lock().map_err(|e| CudaError::Other(e.to_string()));
+    if let Some(img) = lock()?.get(&key) {
+        return Ok((img.clone(), Origin::Process));
     }
     let full = expand_includes(src);
-    let disk_key = disk_cache_key(name, &full, opts, (major, minor));
-    if let Some(text) = disk_cache_dir().and_then(|d| std::fs::read_to_string(d.join(&disk_key)).ok()) {
-        let ptx = Ptx::from_src(text);
-        cache()
-            .lock()
-            .map_err(|e| CudaError::Other(e.to_string()))?
-            .insert(key, ptx.clone());
-        return Ok(ptx);
-    }
-    let mut options: Vec<String> = opts.defines.iter().map(|d| format!("-D{d}")).collect();
-    options.push("-std=c++17".into());
-    if !opts.precise {
-        // cudarc 0.19.10 maps `use_fast_math: Some(true)` to `--fmad=true` only; ask NVRTC for the
-        // fast-math intrinsics (sincosf, logf, powf, expf on the SFU) explicitly.
-        options.push("--use_fast_math".into());
-    }
-    // Line tables for profilers (ncu source view); they do not change the generated code.
-    options.push("-lineinfo".into());
-    // cudarc's CompileOptions wants `&'static str`; this leaks a few bytes once per distinct
-    // compile (the result is cached), which is bounded by the kernels × architectures in use.
-    let arch: &'static str = Box::leak(opts.arch.clone().into_boxed_str());
-    let co = CompileOptions {
-        use_fast_math: Some(!opts.precise),
-        fmad: Some(!opts.precise),
-        prec_div: Some(opts.precise),
-        prec_sqrt: Some(opts.precise),
-        ftz: Some(!opts.precise),
-        arch: Some(arch),
-        name: Some(name.to_string()),
-        options,
-        ..Default::default()
-    };
-    let ptx = cudarc::nvrtc::compile_ptx_with_opts(full, co).map_err(|e| CudaError::Compile {
-        name: name.to_string(),
-        log: format!("{e:?}"),
-    })?;
-    if let Some(dir) = disk_cache_dir() {
-        // Best effort: an unwritable cache only costs the next process a compile.
-        if std::fs::create_dir_all(&dir).is_ok() {
-            let _ = crate::table::write_atomic(&dir.join(&disk_key), ptx.to_src().as_bytes());
+    let dirs = if skip_prebuilt { Vec::new() } else { kernels::prebuilt_dirs() };
+    let found = if let Some((_, img)) = kernels::find_prebuilt(name, &full, &opts, &dirs) {
+        (img, Origin::Prebuilt)
+    } else {
+        match nvrtc_version() {
+            Ok(v) => match kernels::find_cached(name, &full, &opts, v) {
+                Some(img) => (img, Origin::DiskCache),
+                None => {
+                    let img = kernels::nvrtc_compile(name, &full, &opts, true)?;
+                    kernels::store_cached(name, &full, &opts, v, &img);
+                    (img, Origin::Nvrtc)
+                }
+            },
+            Err(e) => match kernels::find_prebuilt_ptx(name, &full, &opts, &dirs) {
+                Some((_, img)) => (img, Origin::PrebuiltPtx),
+                None => return Err(e),
+            },
         }
-    }
-    cache()
-        .lock()
-        .map_err(|e| CudaError::Other(e.to_string()))?
-        .insert(key, ptx.clone());
-    Ok(ptx)
+    };
+    lock()?.insert(key, found.0.clone());
+    Ok(found)
 }
 
-/// Directory of the on-disk PTX cache: `$WARPDRIVE_KERNEL_CACHE`, else
-/// `$XDG_CACHE_HOME/warpdrive/kernels`, else `~/.cache/warpdrive/kernels`;
-/// `WARPDRIVE_KERNEL_CACHE=off` disables it. NVRTC takes about a second per kernel, which
-/// dominates one-event-per-process use.
-pub fn disk_cache_dir() -> Option<std::path::PathBuf> {
-    use std::path::PathBuf;
-    match std::env::var_os("WARPDRIVE_KERNEL_CACHE") {
-        Some(v) if v == "off" => None,
-        Some(v) => Some(PathBuf::from(v)),
-        None => std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-            .map(|c| c.join("warpdrive").join("kernels")),
-    }
+/// Compile `src` (a kernel file's text) for `opts`, once per process for each (name, source,
+/// options): see [`compile_from`].
+pub fn compile(name: &str, src: &str, opts: &KernelOptions) -> Result<Image, CudaError> {
+    compile_from(name, src, opts, false).map(|(img, _)| img)
 }
 
-/// File name of a cached PTX: kernel name and a 64-bit FNV-1a hash of everything that decides
-/// the output (expanded source, options, NVRTC version). Stable across runs and Rust versions.
-pub fn disk_cache_key(name: &str, full_src: &str, opts: &KernelOptions, nvrtc: (i32, i32)) -> String {
-    let mut h = crate::hash::Fnv64::new();
-    h.part(full_src.as_bytes())
-        .part(opts.arch.as_bytes())
-        .part(&[u8::from(opts.precise)]);
-    for d in &opts.defines {
-        h.part(d.as_bytes());
-    }
-    h.part(format!("{}.{}", nvrtc.0, nvrtc.1).as_bytes());
-    let stem: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    format!("{stem}-{}.ptx", h.hex())
-}
-
-/// Compile and load `function` of a kernel source on `gpu`.
+/// Compile and load `function` of a kernel source on `gpu`. A prebuilt image the driver
+/// refuses (a driver older than the NVRTC that made it) is passed over for the next source.
 pub fn load(
     gpu: &Gpu,
     name: &str,
@@ -341,8 +294,18 @@ pub fn load(
         precise,
         defines: defines.to_vec(),
     };
-    let ptx = compile(name, src, &opts)?;
-    let module = gpu.ctx.load_module(ptx)?;
+    let (img, origin) = compile_from(name, src, &opts, false)?;
+    let module = match gpu.ctx.load_module(img.to_cudarc()) {
+        Ok(m) => m,
+        Err(_) if origin == Origin::Prebuilt => {
+            if let Ok(mut c) = cache().lock() {
+                c.retain(|k, _| !(k.0 == name && k.1 == src));
+            }
+            let (img, _) = compile_from(name, src, &opts, true)?;
+            gpu.ctx.load_module(img.to_cudarc())?
+        }
+        Err(e) => return Err(e.into()),
+    };
     let f = module.load_function(function)?;
     Ok((module, f))
 }
@@ -375,37 +338,6 @@ mod tests {
         let s = expand_includes("#include \"philox.cuh\"\n__global__ void k() {}\n#include <cstdint>\n");
         assert!(s.contains("philox4x32_10"));
         assert!(s.contains("#include <cstdint>"), "system includes are left alone");
-    }
-
-    #[test]
-    fn disk_cache_keys_separate_what_changes_the_ptx() {
-        let o = KernelOptions {
-            arch: "sm_90".into(),
-            precise: false,
-            defines: vec!["A".into()],
-        };
-        let k = disk_cache_key("p.cu", "src", &o, (13, 0));
-        assert_eq!(k, disk_cache_key("p.cu", "src", &o.clone(), (13, 0)), "stable");
-        assert!(k.starts_with("p_cu-") && k.ends_with(".ptx"));
-        assert_ne!(k, disk_cache_key("p.cu", "src2", &o, (13, 0)), "source");
-        assert_ne!(k, disk_cache_key("p.cu", "src", &o, (12, 9)), "NVRTC version");
-        let variants = [
-            KernelOptions {
-                precise: true,
-                ..o.clone()
-            },
-            KernelOptions {
-                defines: vec![],
-                ..o.clone()
-            },
-            KernelOptions {
-                arch: "sm_80".into(),
-                ..o.clone()
-            },
-        ];
-        for v in &variants {
-            assert_ne!(k, disk_cache_key("p.cu", "src", v, (13, 0)), "{v:?}");
-        }
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! `warpdrive doctor` as a library call: the driver, NVRTC and the visible GPUs, and every
-//! kernel build of every domain — compiled to PTX for `sm_90` without a GPU (`compile_only`,
+//! kernel build of every domain — compiled for `sm_90` without a GPU (`compile_only`,
 //! what CI runs), or loaded on each GPU with its registers, shared and local memory. Each domain
 //! lists its kernels as [`KernelSet`]s; the front end gathers them and prints the lines.
 
 use crate::bench::Lines;
 use crate::cuda::{self, KernelOptions};
 use crate::engine::{Error, Result};
+use crate::kernels::{self, Build};
+use std::path::Path;
 
 /// A kernel source and the builds of it that are checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,14 +142,16 @@ fn compile_all(sets: &[KernelSet], lines: Lines) -> Result<usize> {
                 precise,
                 defines: defines.clone(),
             };
-            let ptx = cuda::compile(&set.file, &set.src, &opts)?;
+            // Always NVRTC (never a cached or prebuilt image): this is the compile check.
+            let img = kernels::nvrtc_compile(&set.file, &cuda::expand_includes(&set.src), &opts, true)?;
             let label: String = defines.iter().map(|d| format!(", -D{d}")).collect();
             Ok(format!(
-                "{} ({}{}, sm_90{label}): compiled, {} bytes of PTX",
+                "{} ({}{}, sm_90{label}): compiled, {} bytes of {}",
                 set.file,
                 set.kind(),
                 mode(precise),
-                ptx.to_src().len()
+                img.len(),
+                img.kind()
             ))
         })
         .collect();
@@ -183,6 +187,106 @@ fn load(set: &KernelSet, precise: bool, gpus: &[cuda::Gpu], lines: Lines) -> Res
         }
     }
     Ok(n)
+}
+
+/// `warpdrive doctor --prebuild DIR`: compile `builds` for every architecture of `archs`
+/// (`sm_XY`: cubins, `compute_XY`: PTX) with NVRTC into `dir`, under the names the GPU paths
+/// look for (`kernels.rs`), and write `dir/MANIFEST.txt` (one line per image: file, build,
+/// architecture, NVRTC version). Builds run on all cores. Returns the number of images.
+pub fn prebuild(builds: &[Build], archs: &[String], dir: &Path, lines: Lines) -> Result<usize> {
+    use rayon::prelude::*;
+    let (major, minor) = cuda::nvrtc_version()?;
+    lines(&format!("NVRTC:   {major}.{minor}"));
+    std::fs::create_dir_all(dir).map_err(|e| Error::Failed(format!("{}: {e}", dir.display())))?;
+    let jobs: Vec<(&Build, &String)> = builds.iter().flat_map(|b| archs.iter().map(move |a| (b, a))).collect();
+    let done: Vec<Result<String>> = jobs
+        .par_iter()
+        .map(|&(b, arch)| {
+            let (file, size) = kernels::prebuild(b, arch, dir)?;
+            Ok(format!("{file}\t{}\t{arch}\tNVRTC {major}.{minor}\t{size} bytes", b.label()))
+        })
+        .collect();
+    let mut manifest = String::from("# warpdrive doctor --prebuild: file, build, architecture, compiler, size\n");
+    for line in done {
+        let line = line?;
+        lines(&line.replace('\t', "  "));
+        manifest.push_str(&line);
+        manifest.push('\n');
+    }
+    crate::table::write_atomic(&dir.join("MANIFEST.txt"), manifest.as_bytes())
+        .map_err(|e| Error::Failed(format!("{}: {e}", dir.join("MANIFEST.txt").display())))?;
+    Ok(jobs.len())
+}
+
+/// `warpdrive doctor --check-prebuilt DIR`: every build of `builds` has its image in `dir` for
+/// every architecture of `archs` — the images were made from this binary's kernel sources.
+/// Lists what is missing; an error if anything is.
+pub fn check_prebuilt(builds: &[Build], archs: &[String], dir: &Path, lines: Lines) -> Result<usize> {
+    let mut missing = Vec::new();
+    for b in builds {
+        for arch in archs {
+            if !kernels::has_prebuilt(b, arch, dir) {
+                missing.push(format!("{} for {arch}", b.label()));
+            }
+        }
+    }
+    let n = builds.len() * archs.len();
+    if missing.is_empty() {
+        lines(&format!(
+            "{}: all {n} prebuilt images match the kernel sources of this binary",
+            dir.display()
+        ));
+        return Ok(n);
+    }
+    for m in &missing {
+        lines(&format!("missing or made from other sources: {m}"));
+    }
+    Err(Error::Failed(format!(
+        "{}: {} of {n} prebuilt images missing or stale (run `warpdrive doctor --prebuild {}` with NVRTC 13.0)",
+        dir.display(),
+        missing.len(),
+        dir.display()
+    )))
+}
+
+/// `warpdrive doctor --prepare`: make every build of `builds` ready on this node — for the
+/// architecture of every visible GPU (or `archs` when given), each build that has no prebuilt
+/// image is compiled into the disk cache. Returns (ready from before, compiled now).
+pub fn prepare(builds: &[Build], archs: &[String], lines: Lines) -> Result<(usize, usize)> {
+    use rayon::prelude::*;
+    let mut targets: Vec<String> = archs.to_vec();
+    if targets.is_empty() {
+        for k in 0..cuda::device_count()? {
+            targets.push(cuda::open(k)?.arch());
+        }
+        targets.sort();
+        targets.dedup();
+    }
+    if kernels::disk_cache_dir().is_none() {
+        return Err(Error::Failed(
+            "the kernel cache is off (WARPDRIVE_KERNEL_CACHE=off): nothing to prepare".into(),
+        ));
+    }
+    let jobs: Vec<(&Build, &String)> = builds.iter().flat_map(|b| targets.iter().map(move |a| (b, a))).collect();
+    let done: Vec<Result<kernels::Origin>> = jobs
+        .par_iter()
+        .map(|&(b, arch)| Ok(cuda::compile_from(&b.file, &b.src, &b.options(arch), false)?.1))
+        .collect();
+    let (mut ready, mut compiled) = (0, 0);
+    for r in done {
+        if r? == kernels::Origin::Nvrtc {
+            compiled += 1;
+        } else {
+            ready += 1;
+        }
+    }
+    lines(&format!(
+        "prepare: {} builds for {}: {ready} ready before, {compiled} compiled into {}",
+        jobs.len(),
+        targets.join(", "),
+        kernels::disk_cache_dir().map(|d| d.display().to_string()).unwrap_or_default()
+    ));
+    Ok((ready, compiled))
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod engine;
 pub mod error;
 pub mod hash;
 pub mod input;
+pub mod kernels;
 pub mod limits;
 pub mod mutate;
 pub mod output;
