@@ -299,7 +299,7 @@ impl GpuBackend {
         let mut elem_fns = HashMap::new();
         let mut maps = None;
         if let Some(first) = src.run_kernels.values().next() {
-            let (module, _) = cuda::load(&gpu, "beam_maps.cu", &src.source, first, opts.precise, &[])?;
+            let (module, _) = cuda::load(&gpu, MAPS_NAME, &src.source, first, opts.precise, &[])?;
             if !src.constants.is_empty() {
                 let mut sym = module.get_global("K", &gpu.stream)?;
                 // SAFETY: `K` is a __constant__ double array of at least constants.len() elements.
@@ -710,6 +710,9 @@ impl Backend for GpuBackend {
     }
 }
 
+/// File name the generated map kernels are compiled under.
+pub const MAPS_NAME: &str = "beam_maps.cu";
+
 /// Generated map sources that `warpdrive doctor` compiles: the benchmark line (maps only and
 /// with LSCDRIFT) and a line with every element kind. (name, source, run-kernel names)
 pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
@@ -728,6 +731,24 @@ pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
             Some((name.to_string(), src.source, fns))
         })
         .collect()
+}
+
+/// The builds runs ask for, for `doctor --prebuild`: the LSC kernel and the map kernels of the
+/// benchmark line (maps only and with LSCDRIFT), fast and precise. The map kernels of other
+/// lattices are generated from them: compiled at their first run, then cached on disk.
+#[must_use]
+pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
+    use warpdrive_core::kernels::Build;
+    let mut out = Vec::new();
+    for precise in [false, true] {
+        out.push(Build::new(LSC_NAME, LSC_SRC, precise, Vec::new()));
+        for (name, src, _) in doctor_sources() {
+            if name.starts_with("beam_maps_bench") {
+                out.push(Build::new(MAPS_NAME, &src, precise, Vec::new()));
+            }
+        }
+    }
+    out
 }
 
 /// The builds `warpdrive doctor` checks: the LSC kernels, then the map kernels generated for

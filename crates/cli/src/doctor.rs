@@ -3,8 +3,9 @@
 //! `warpdrive_core::{doctor, check}` and the domains' `gpu_check` modules.
 
 use anyhow::{bail, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use warpdrive_core::check::{report_json, Suite};
+use warpdrive_core::kernels::{self, Build, Scope};
 
 /// `warpdrive doctor`: every domain's kernel builds, compiled (`--compile-only`) or loaded on
 /// every GPU.
@@ -20,6 +21,58 @@ pub fn run(compile_only: bool) -> Result<()> {
     .concat();
     let n = warpdrive_core::doctor::run(&sets, compile_only, &mut |l| println!("{l}"))?;
     println!("doctor: {n} kernel builds OK");
+    Ok(())
+}
+
+/// Every domain's kernel builds for `doctor --prebuild` (`Default`) or `--prepare` (`All`).
+fn builds(scope: Scope) -> Vec<Build> {
+    [
+        warpdrive_photon::gpu::prebuilt_builds(scope),
+        warpdrive_em::gpu::prebuilt_builds(),
+        warpdrive_em::shower::gpu::prebuilt_builds(),
+        warpdrive_sky::gpu::prebuilt_builds(),
+        warpdrive_spline::gpu::prebuilt_builds(scope),
+        warpdrive_beam::gpu::prebuilt_builds(),
+    ]
+    .concat()
+}
+
+/// The directory of prebuilt images: `dir`, or `warpdrive-kernels/` beside this executable.
+fn prebuilt_dir(dir: Option<&Path>) -> Result<PathBuf> {
+    if let Some(d) = dir {
+        return Ok(d.to_path_buf());
+    }
+    let exe = std::env::current_exe()?;
+    let parent = exe.parent().ok_or_else(|| anyhow::anyhow!("{}: no directory", exe.display()))?;
+    Ok(parent.join(kernels::PREBUILT_DIR_NAME))
+}
+
+fn archs_or_default(arch: &[String]) -> Vec<String> {
+    if arch.is_empty() {
+        kernels::PREBUILT_ARCHS.iter().map(|a| a.to_string()).collect()
+    } else {
+        arch.to_vec()
+    }
+}
+
+/// `warpdrive doctor --prebuild [DIR] [--arch …]`.
+pub fn prebuild(dir: Option<&Path>, arch: &[String]) -> Result<()> {
+    let dir = prebuilt_dir(dir)?;
+    let n = warpdrive_core::doctor::prebuild(&builds(Scope::Default), &archs_or_default(arch), &dir, &mut |l| println!("{l}"))?;
+    println!("doctor: {n} prebuilt images in {}", dir.display());
+    Ok(())
+}
+
+/// `warpdrive doctor --check-prebuilt [DIR] [--arch …]`.
+pub fn check_prebuilt(dir: Option<&Path>, arch: &[String]) -> Result<()> {
+    let dir = prebuilt_dir(dir)?;
+    warpdrive_core::doctor::check_prebuilt(&builds(Scope::Default), &archs_or_default(arch), &dir, &mut |l| println!("{l}"))?;
+    Ok(())
+}
+
+/// `warpdrive doctor --prepare [--arch …]`.
+pub fn prepare(arch: &[String]) -> Result<()> {
+    warpdrive_core::doctor::prepare(&builds(Scope::All), arch, &mut |l| println!("{l}"))?;
     Ok(())
 }
 

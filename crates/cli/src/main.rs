@@ -86,11 +86,32 @@ enum Command {
         #[command(subcommand)]
         what: bench::BenchCommand,
     },
-    /// List GPUs, driver and NVRTC; compile every kernel and print its resources.
+    /// List GPUs, driver and NVRTC; compile every kernel and print its resources; make the
+    /// kernels of a node or an installation ready (docs/cluster.md, "Kernels on a fresh node").
     Doctor {
         /// Only compile the kernels (needs NVRTC, no GPU): what CI runs.
         #[arg(long)]
         compile_only: bool,
+        /// Compile the kernel builds of default runs with NVRTC into DIR (default:
+        /// `warpdrive-kernels/` beside this executable, where runs look for them): cubins for
+        /// sm_80 and sm_90 and PTX for compute_80 unless --arch says otherwise. No GPU needed.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["compile_only", "check_prebuilt", "prepare"])]
+        #[allow(clippy::option_option)]
+        prebuild: Option<Option<PathBuf>>,
+        /// Check that DIR (default: beside this executable) holds every image --prebuild makes,
+        /// made from this binary's kernel sources.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["compile_only", "prepare"])]
+        #[allow(clippy::option_option)]
+        check_prebuilt: Option<Option<PathBuf>>,
+        /// Compile every kernel build runs can ask for (hole ice, multi-PMT modules, spline
+        /// shapes, …) that has no prebuilt image into the disk cache, for this node's GPUs (or
+        /// --arch).
+        #[arg(long, conflicts_with = "compile_only")]
+        prepare: bool,
+        /// Architectures for --prebuild, --check-prebuilt or --prepare, comma-separated
+        /// (sm_XY: cubin, compute_XY: PTX).
+        #[arg(long, value_delimiter = ',')]
+        arch: Vec<String>,
     },
     /// Validate the CUDA back end against the CPU path and PPC (run on a GPU machine).
     GpuCheck {
@@ -207,7 +228,18 @@ fn run(cli: Cli) -> Result<()> {
             None => em::em(&a, force),
         },
         Command::Bench { what } => bench::run(what, force),
-        Command::Doctor { compile_only } => doctor::run(compile_only),
+        Command::Doctor {
+            compile_only,
+            prebuild,
+            check_prebuilt,
+            prepare,
+            arch,
+        } => match (prebuild, check_prebuilt) {
+            (Some(dir), _) => doctor::prebuild(dir.as_deref(), &arch),
+            (None, Some(dir)) => doctor::check_prebuilt(dir.as_deref(), &arch),
+            (None, None) if prepare => doctor::prepare(&arch),
+            (None, None) => doctor::run(compile_only),
+        },
         Command::GpuCheck { device, json, domain } => doctor::gpu_check(device, &json, &domain, force),
     }
 }

@@ -244,3 +244,28 @@ fn ppc_blocks_with_repeated_numbers_print_their_own_hits() {
         );
     }
 }
+
+/// `doctor --check-prebuilt` names every build a directory lacks (here all of them: it is
+/// empty) and fails; an image whose name matches (made from these sources) counts as present.
+#[test]
+fn check_prebuilt_lists_missing_images() {
+    let dir = scratch("cli", "prebuilt");
+    let o = bin()
+        .args(["doctor", "--check-prebuilt"])
+        .arg(&dir)
+        .args(["--arch", "sm_90"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("prebuilt images missing or stale"), "{}", stderr(&o));
+    let missing: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("missing or made from other sources: "))
+        .collect();
+    assert!(missing.iter().any(|l| l.contains("propagate.cu (fast")), "{out}");
+    assert!(missing.iter().any(|l| l.contains("shower.cu (precise")), "{out}");
+    assert!(missing.iter().all(|l| l.ends_with("for sm_90")), "{out}");
+    let n = missing.len();
+    assert!(n >= 40, "{n} builds listed");
+}

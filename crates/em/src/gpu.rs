@@ -70,7 +70,7 @@ pub struct GpuStats {
 /// Run the mini-app on GPU `ordinal` (the physics list must be Compton only: the kernel holds
 /// that one interactor).
 pub fn run(physics: &PhysicsList, opts: &RunOptions, ordinal: usize, progress: &Progress) -> Result<(RunResult, GpuStats), GpuError> {
-    let defines: Vec<String> = DEFAULT_SWITCHES.iter().map(|d| d.to_string()).collect();
+    let defines = default_defines();
     run_with(physics, opts, ordinal, progress, &defines)
 }
 
@@ -82,7 +82,7 @@ pub fn run_devices(
     devices: &[usize],
     progress: &Progress,
 ) -> Result<(RunResult, GpuStats), GpuError> {
-    let defines: Vec<String> = DEFAULT_SWITCHES.iter().map(|d| d.to_string()).collect();
+    let defines = default_defines();
     let parts = cuda::split_across(devices, opts.tracks, |&d, share| {
         run_share(physics, opts, d, progress, &defines, share)
     });
@@ -287,4 +287,19 @@ fn run_share(
 /// The builds `warpdrive doctor` checks (precise only: the CPU and GPU tallies must match).
 pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
     warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, false)
+}
+
+/// The build runs ask for (precise, the default switches), for `doctor --prebuild`.
+#[must_use]
+pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
+    vec![warpdrive_core::kernels::Build::new(
+        KERNEL_NAME,
+        KERNEL_SRC,
+        true,
+        default_defines(),
+    )]
+}
+
+fn default_defines() -> Vec<String> {
+    DEFAULT_SWITCHES.iter().map(|d| d.to_string()).collect()
 }

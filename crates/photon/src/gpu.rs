@@ -772,6 +772,104 @@ fn phase_constants(g: f32) -> (f32, [f32; 3]) {
     ((1.0 - g) / (1.0 + g), [1.0 - g * g, 1.0 + g * g, inv2g])
 }
 
+/// What a run needs compiled into the kernel besides the tuning switches: each is set only
+/// when the run has it, so that runs without it pay nothing for its code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelFeatures {
+    /// Birefringence (WD_BFR), with the same rb in every layer (WD_BFR_RB_CONST).
+    pub bfr: bool,
+    pub bfr_rb_const: bool,
+    /// Hole-ice columns (WD_HOLE).
+    pub hole: bool,
+    /// A lab-profile flasher, photons absorbed at emission (WD_FLASHER).
+    pub lab_flasher: bool,
+    /// A flasher whose own DOM absorbs (WD_OWN_DOM).
+    pub own_dom: bool,
+    /// Multi-PMT modules colliding with their own shapes (WD_SHAPES).
+    pub shapes: bool,
+}
+
+impl KernelFeatures {
+    /// The features of a run on medium `m` with geometry `idx` and `sources`.
+    #[must_use]
+    pub fn of(m: &Medium, idx: &DomIndex, sources: &[Source]) -> Self {
+        Self {
+            bfr: m.bfr.is_some(),
+            bfr_rb_const: m.bfr.as_ref().and_then(|b| b.rb_column_const).is_some(),
+            hole: m.hole.is_some(),
+            lab_flasher: has_lab_flasher(sources),
+            own_dom: sources.iter().any(|s| s.own_dom.is_some()),
+            shapes: !idx.shape.is_empty(),
+        }
+    }
+}
+
+/// The `-D` switches of the kernel for `opts` and `features`: the tuning switches (precise
+/// mode drops those of [`FAST_ONLY`]: it promises the CPU path's arithmetic), the block size
+/// and the features' switches. `doctor --prebuild` lists its builds through this function too,
+/// so the prebuilt images are the ones runs ask for.
+#[must_use]
+pub fn kernel_defines(opts: &GpuOptions, f: KernelFeatures) -> Vec<String> {
+    let mut defines: Vec<String> = opts
+        .defines
+        .iter()
+        .filter(|d| !(opts.precise && FAST_ONLY.contains(&d.as_str())))
+        .cloned()
+        .collect();
+    defines.push(format!("WD_BLOCK={}", opts.block));
+    for (on, switch) in [
+        (f.bfr, "WD_BFR"),
+        (f.bfr_rb_const, "WD_BFR_RB_CONST"),
+        (f.hole, "WD_HOLE"),
+        (f.lab_flasher, "WD_FLASHER"),
+        (f.own_dom, "WD_OWN_DOM"),
+        (f.shapes, "WD_SHAPES"),
+    ] {
+        if on && !defines.iter().any(|d| d == switch) {
+            defines.push(switch.into());
+        }
+    }
+    defines
+}
+
+/// The builds of the propagation kernel that runs with the default options ask for, fast and
+/// precise: `Default` scope — the ice models as they come (no birefringence; birefringence with
+/// and without one rb per layer; none of the shipped models has hole ice), for cascades and
+/// muons and for flashers (own DOM absorbing); `All` adds hole ice, the lab-profile flasher and
+/// multi-PMT shapes in every combination (for `doctor --prepare`).
+#[must_use]
+pub fn prebuilt_builds(scope: warpdrive_core::kernels::Scope) -> Vec<warpdrive_core::kernels::Build> {
+    use warpdrive_core::kernels::{Build, Scope};
+    let all = scope == Scope::All;
+    let mut out = Vec::new();
+    for precise in [false, true] {
+        let opts = GpuOptions {
+            precise,
+            ..GpuOptions::default()
+        };
+        for (bfr, bfr_rb_const) in [(false, false), (true, false), (true, true)] {
+            for hole in if all { &[false, true][..] } else { &[false][..] } {
+                for own_dom in [false, true] {
+                    for lab_flasher in if all { &[false, true][..] } else { &[false][..] } {
+                        for shapes in if all { &[false, true][..] } else { &[false][..] } {
+                            let f = KernelFeatures {
+                                bfr,
+                                bfr_rb_const,
+                                hole: *hole,
+                                lab_flasher: *lab_flasher,
+                                own_dom,
+                                shapes: *shapes,
+                            };
+                            out.push(Build::new(KERNEL_NAME, KERNEL_SRC, precise, kernel_defines(&opts, f)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Propagate photon ids [lo, hi) on one GPU in batches. Returns raw hits (unsorted) and stats.
 /// Between batches it adds the batch's photons to `progress` and stops launching once
 /// `progress` asks to stop (the hits are then incomplete; see [`run_with`]).
@@ -786,32 +884,7 @@ fn run_on(
     opts: &GpuOptions,
     progress: &Progress,
 ) -> Result<(Vec<GpuHit>, GpuStats), GpuError> {
-    // Precise mode promises the CPU path's arithmetic: no resampled tables.
-    let mut defines: Vec<String> = opts
-        .defines
-        .iter()
-        .filter(|d| !(opts.precise && FAST_ONLY.contains(&d.as_str())))
-        .cloned()
-        .collect();
-    defines.push(format!("WD_BLOCK={}", opts.block));
-    if m.bfr.is_some() && !defines.iter().any(|d| d == "WD_BFR") {
-        defines.push("WD_BFR".into());
-    }
-    if m.bfr.as_ref().and_then(|b| b.rb_column_const).is_some() && !defines.iter().any(|d| d == "WD_BFR_RB_CONST") {
-        defines.push("WD_BFR_RB_CONST".into());
-    }
-    if m.hole.is_some() && !defines.iter().any(|d| d == "WD_HOLE") {
-        defines.push("WD_HOLE".into());
-    }
-    if has_lab_flasher(sources) && !defines.iter().any(|d| d == "WD_FLASHER") {
-        defines.push("WD_FLASHER".into());
-    }
-    if sources.iter().any(|s| s.own_dom.is_some()) && !defines.iter().any(|d| d == "WD_OWN_DOM") {
-        defines.push("WD_OWN_DOM".into());
-    }
-    if !idx.shape.is_empty() && !defines.iter().any(|d| d == "WD_SHAPES") {
-        defines.push("WD_SHAPES".into());
-    }
+    let defines = kernel_defines(opts, KernelFeatures::of(m, idx, sources));
     let t_load = Instant::now();
     let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
     let load_seconds = t_load.elapsed().as_secs_f64();

@@ -15,6 +15,13 @@ mod sky;
 mod spline;
 mod state;
 
+/// Look for prebuilt kernel images (`warpdrive doctor --prebuild`) in `dir` first: the package
+/// calls this with its own `kernels/` directory when the wheel holds one.
+#[pyfunction]
+fn set_prebuilt_kernels(dir: std::path::PathBuf) {
+    warpdrive_core::kernels::set_prebuilt_dir(dir);
+}
+
 #[pymodule]
 fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -45,5 +52,6 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(photon::ppc_run, m)?)?;
     m.add_function(wrap_pyfunction!(photon::ppc_hits, m)?)?;
     m.add("PHOTON_PARTICLE_ALIASES", photon::particle_aliases())?;
+    m.add_function(wrap_pyfunction!(set_prebuilt_kernels, m)?)?;
     Ok(())
 }

@@ -208,6 +208,12 @@ pub fn run_trials(devices: &[usize], s: &Sample, seed: u64, range: Range<u64>, p
     Ok(bg)
 }
 
+/// The build runs ask for (precise, no switches), for `doctor --prebuild`.
+#[must_use]
+pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
+    vec![warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, true, Vec::new())]
+}
+
 /// The builds `warpdrive doctor` checks (precise only: CPU and GPU counts must match).
 pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
     warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, false)

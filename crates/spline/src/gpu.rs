@@ -68,8 +68,83 @@ fn ptr<T>(s: &CudaSlice<T>, st: &Arc<CudaStream>) -> u64 {
 
 /// `-D` definition of a table's orders for the kernel (`WD_ORDERS=2,2,2,3`).
 pub fn orders_define(name: &str, t: &SplineTable) -> String {
-    let o: Vec<String> = t.order.iter().map(u32::to_string).collect();
+    orders_list_define(name, &t.order)
+}
+
+fn orders_list_define(name: &str, order: &[u32]) -> String {
+    let o: Vec<String> = order.iter().map(u32::to_string).collect();
     format!("{name}={}", o.join(","))
+}
+
+/// The switches of `eval_points` for a table of orders `order`.
+fn eval_defines(order: &[u32], window: bool, gradient: bool) -> Vec<String> {
+    defines(&[orders_list_define("WD_ORDERS", order)], window, gradient)
+}
+
+/// The switches of `response` for amplitude and timing tables of these orders.
+fn response_defines(amplitude: &[u32], timing: Option<&[u32]>, window: bool) -> Vec<String> {
+    let mut defs = vec![orders_list_define("WD_AMP_ORDERS", amplitude)];
+    if let Some(t) = timing {
+        defs.push(orders_list_define("WD_TIME_ORDERS", t));
+    }
+    defines(&defs, window, false)
+}
+
+/// The builds of the table shapes photospline users bring, for `doctor --prebuild`
+/// (`Default`) and `doctor --prepare` (`All`). `eval_points`: 1 to 6 dimensions of order 2, of
+/// order 3, and of order 2 with order 3 in the last dimension (IceCube's timing tables), window
+/// layout, fast — and for the shapes of the shipped cascade tables (2,2,2 and 2,2,2,3) also
+/// precise and with gradients; `All` adds those for every shape, and orders 1, 4 and 5. `response`:
+/// the amplitude/timing pair of the shipped cascade tables, fast and precise; `All` adds 3- to
+/// 6-D amplitude tables of order 2 with and without a timing table of one more dimension
+/// ending in order 3.
+#[must_use]
+pub fn prebuilt_builds(scope: warpdrive_core::kernels::Scope) -> Vec<warpdrive_core::kernels::Build> {
+    use warpdrive_core::kernels::{Build, Scope};
+    let all = scope == Scope::All;
+    let mut shapes: Vec<Vec<u32>> = Vec::new();
+    let uniform: &[u32] = if all { &[1, 2, 3, 4, 5] } else { &[2, 3] };
+    for dims in 1..=6usize {
+        for &o in uniform {
+            shapes.push(vec![o; dims]);
+        }
+        if dims > 1 {
+            let mut s = vec![2; dims];
+            s[dims - 1] = 3;
+            shapes.push(s);
+        }
+    }
+    let mut pairs: Vec<(Vec<u32>, Option<Vec<u32>>)> = vec![(vec![2, 2, 2], Some(vec![2, 2, 2, 3]))];
+    if all {
+        for dims in 3..=6usize {
+            let mut t = vec![2; dims + 1];
+            t[dims] = 3;
+            pairs.push((vec![2; dims], None));
+            if dims > 3 && dims < 6 {
+                pairs.push((vec![2; dims], Some(t)));
+            }
+        }
+    }
+
+    let mut out = Vec::new();
+    let shipped = |s: &[u32]| s == [2, 2, 2] || s == [2, 2, 2, 3];
+    for precise in [false, true] {
+        for s in shapes.iter().filter(|s| all || !precise || shipped(s)) {
+            let gradients: &[bool] = if all || shipped(s) { &[false, true] } else { &[false] };
+            for &g in gradients {
+                out.push(Build::new(KERNEL_NAME, KERNEL_SRC, precise, eval_defines(s, true, g)));
+            }
+        }
+        for (a, t) in &pairs {
+            out.push(Build::new(
+                KERNEL_NAME,
+                KERNEL_SRC,
+                precise,
+                response_defines(a, t.as_deref(), true),
+            ));
+        }
+    }
+    out
 }
 
 /// A table on the device (the allocations must outlive the `TableDev`).
@@ -190,7 +265,7 @@ pub fn evaluate_chunked(
     let batch = chunk.clamp(1, n.max(1));
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
-    let defs = defines(&[orders_define("WD_ORDERS", t)], opts.window, opts.gradient);
+    let defs = eval_defines(&t.order, opts.window, opts.gradient);
     let (_module, f) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "eval_points", opts.precise, &defs)?;
     let res = cuda::resources(&f)?;
     let st = gpu.stream.clone();
@@ -252,11 +327,7 @@ pub fn response(
     let window = opts.window;
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
-    let mut defs = vec![orders_define("WD_AMP_ORDERS", &model.amplitude)];
-    if let Some(t) = &model.timing {
-        defs.push(orders_define("WD_TIME_ORDERS", t));
-    }
-    let defs = defines(&defs, window, false);
+    let defs = response_defines(&model.amplitude.order, model.timing.as_ref().map(|t| t.order.as_slice()), window);
     let (_module, f) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "response", opts.precise, &defs)?;
     let res = cuda::resources(&f)?;
     let st = gpu.stream.clone();

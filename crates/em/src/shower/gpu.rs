@@ -755,12 +755,10 @@ fn run_share(
     let queue = schedule != Schedule::Generations;
     // WARPDRIVE_EM_KERNEL_DEFINES='A;B=y': extra defines, for kernel comparisons on a device
     // (e.g. the switch WD_INLINE); results are the same by construction.
-    let mut defines: Vec<String> = std::env::var("WARPDRIVE_EM_KERNEL_DEFINES")
+    let extra: Vec<String> = std::env::var("WARPDRIVE_EM_KERNEL_DEFINES")
         .map(|v| v.split(';').filter(|d| !d.is_empty()).map(str::to_string).collect())
         .unwrap_or_default();
-    if !opts.precise {
-        defines.push("WD_FAST".into());
-    }
+    let defines = kernel_defines(opts.precise, extra);
     let (module, photons) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "photons", opts.precise, &defines)?;
     let charged = module.load_function("charged")?;
     let showers = module.load_function("showers")?;
@@ -1192,6 +1190,23 @@ fn run_batch_phases(
 /// The builds `warpdrive doctor` checks (fast and precise).
 pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
     warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, true)
+}
+
+/// The kernel's switches: `extra` (comparisons) and `WD_FAST` outside precise mode.
+fn kernel_defines(precise: bool, mut extra: Vec<String>) -> Vec<String> {
+    if !precise {
+        extra.push("WD_FAST".into());
+    }
+    extra
+}
+
+/// The builds runs ask for (fast and precise, no extra switches), for `doctor --prebuild`.
+#[must_use]
+pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
+    [false, true]
+        .into_iter()
+        .map(|precise| warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, precise, kernel_defines(precise, Vec::new())))
+        .collect()
 }
 
 #[cfg(test)]

@@ -13,8 +13,15 @@ dask, joblib). Optional extras: ``warpdrive[pandas]`` (``to_pandas()``), ``warpd
 (the example gallery), ``warpdrive[progress]`` (tqdm bars), ``warpdrive[test]``.
 """
 
+import os as _os
+
 from . import _warpdrive, beam, em, photon, sky, spline
 from ._warpdrive import Cancelled
+
+# Prebuilt GPU kernels shipped inside the wheel (`warpdrive doctor --prebuild <package>/kernels`
+# before the wheel is built): runs take them instead of compiling on first use (docs/cluster.md).
+if _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "kernels")):
+    _warpdrive.set_prebuilt_kernels(_os.path.join(_os.path.dirname(__file__), "kernels"))
 
 #: The package's version (the Rust workspace's; the same as ``warpdrive --version``).
 __version__: str = _warpdrive.__version__
