@@ -382,3 +382,34 @@ fn bench_against_photospline_reports_both_sides_or_says_what_is_missing() {
     );
     assert!(!json.exists());
 }
+
+/// Ctrl-C during `bench spline --against photospline` stops the run and kills photospline's
+/// process too (a stand-in here that would sleep for a minute and leaves a pid file), even when
+/// the signal reaches warpdrive alone (as a batch system's `kill -INT` does), and writes no report.
+#[test]
+fn bench_against_photospline_kills_the_anchor_on_ctrl_c() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(data) = data() else { return };
+    let dir = scratch("spline", "anchor-cancel");
+    let pid_file = dir.join("anchor.pid");
+    let py = dir.join("slow-python");
+    std::fs::write(&py, format!("#!/bin/sh\necho $$ > {}\nexec sleep 60\n", pid_file.display())).unwrap();
+    std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let json = dir.join("anchor.json");
+    let mut c = bin();
+    c.env("WARPDRIVE_DATA", &data)
+        .args(["bench", "spline", "--device", "cpu", "--threads", "1", "--cpu-points", "100"])
+        .args(["--against", "photospline", "--python"])
+        .arg(&py)
+        .arg("--json")
+        .arg(&json);
+    let (o, took) = common::interrupt_after(&mut c, std::time::Duration::from_secs(2), "-INT");
+    assert_eq!(o.status.code(), Some(130), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+    assert!(!json.exists());
+    let pid = std::fs::read_to_string(&pid_file).expect("the stand-in ran").trim().to_string();
+    // The stand-in's process is gone (kill -0 fails once it has exited and been reaped).
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let alive = std::process::Command::new("kill").args(["-0", &pid]).status().unwrap().success();
+    assert!(!alive, "photospline's stand-in (pid {pid}) is still running");
+}

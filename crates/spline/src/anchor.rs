@@ -17,7 +17,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use warpdrive_core::bench::{self, BenchReport, Lines};
-use warpdrive_core::engine::{Control, Error, ParamError, Result};
+use warpdrive_core::engine::{Cancelled, Control, Error, ParamError, Result};
 use warpdrive_core::progress::Progress;
 
 /// The tables of the comparison (relative to `$WARPDRIVE_DATA/splines`).
@@ -55,7 +55,7 @@ struct Anchor {
     values: Vec<f64>,
 }
 
-fn run_photospline(o: &AnchorOptions, table: &std::path::Path, nd: usize, pts: &[f64]) -> Result<Anchor> {
+fn run_photospline(o: &AnchorOptions, ctl: &Control, table: &std::path::Path, nd: usize, pts: &[f64]) -> Result<Anchor> {
     let unusable = |why: String| -> Error {
         ParamError::new(
             "python",
@@ -75,15 +75,44 @@ fn run_photospline(o: &AnchorOptions, table: &std::path::Path, nd: usize, pts: &
         .spawn()
         .map_err(|e| unusable(e.to_string()))?;
     let head = serde_json::json!({"table": table, "ndim": nd, "points": pts.len() / nd, "repeats": o.repeats});
-    {
-        let mut stdin = child.stdin.take().expect("piped stdin");
-        let bytes: Vec<u8> = pts.iter().flat_map(|v| v.to_le_bytes()).collect();
+    // Feed and read on threads, so that this one can watch for Ctrl-C: a cancelled run kills
+    // photospline's process rather than leaving it to finish its timing.
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let bytes: Vec<u8> = pts.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let feeder = std::thread::spawn(move || {
         // A child that exits early (import error) closes its stdin: its answer says why.
         let _ = stdin
             .write_all(format!("{head}\n").as_bytes())
             .and_then(|_| stdin.write_all(&bytes));
-    }
-    let out = child.wait_with_output().map_err(|e| unusable(e.to_string()))?;
+    });
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| unusable(e.to_string()))? {
+            break st;
+        }
+        if ctl.progress.should_stop() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Cancelled.into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = feeder.join();
+    let out = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
     let stderr = String::from_utf8_lossy(&out.stderr);
     let nl = out.stdout.iter().position(|&b| b == b'\n');
     let Some(nl) = nl.filter(|_| out.status.success()) else {
@@ -145,7 +174,7 @@ pub fn run(o: &AnchorOptions, ctl: &Control, lines: Lines) -> Result<BenchReport
         let t = SplineTable::read(&path)?;
         let nd = t.ndim();
         let pts = uniform_points(&t, o.points, 1);
-        let anchor = run_photospline(o, &path, nd, &pts)?;
+        let anchor = run_photospline(o, ctl, &path, nd, &pts)?;
         let n = o.points as f64;
         let mut wd = serde_json::Map::new();
         let (mut v1, mut g1, mut va, mut ga) = (0.0, 0.0, 0.0, 0.0);
