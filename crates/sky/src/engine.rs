@@ -860,6 +860,13 @@ impl InjectResult {
         }
     }
 
+    /// The key/value metadata of the data files (version and the injection's settings).
+    pub fn metadata(&self) -> Vec<(String, String)> {
+        let mut meta = vec![("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string())];
+        meta.extend(self.settings().metadata());
+        meta
+    }
+
     /// One row per (strength, cut, bin): thresholds and signal fractions.
     pub fn rows(&self) -> Vec<crate::sensitivity::Row> {
         crate::sensitivity::rows(&self.info.edges_deg, &self.bg, &self.sources, &self.signal)
@@ -878,8 +885,7 @@ impl InjectResult {
         let dir = out.path().to_path_buf();
         let shown = out.dest().display().to_string();
         let fail = |e: String| Error::Failed(format!("{shown}: {e}"));
-        let mut meta = vec![("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string())];
-        meta.extend(self.settings().metadata());
+        let meta = self.metadata();
         let rows = self.rows();
         let scan = self.scan();
         output::write_tables(&dir, &self.info, &self.bg, &meta).map_err(fail)?;

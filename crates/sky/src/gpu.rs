@@ -23,11 +23,7 @@ use warpdrive_core::progress::Progress;
 pub const KERNEL_NAME: &str = "autocorr.cu";
 pub const KERNEL_SRC: &str = include_str!("../kernels/autocorr.cu");
 /// (file, source, functions) for `warpdrive doctor`.
-pub const KERNELS: &[(&str, &str, &[&str])] = &[(
-    KERNEL_NAME,
-    KERNEL_SRC,
-    &["scramble", "pairs", "remove_replaced", "signal_pairs"],
-)];
+pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["scramble", "pairs", "remove_replaced", "signal_pairs"])];
 /// Feature switches of the kernel (each measured by `warpdrive bench sky --device cuda`).
 pub const SWITCHES: &[&str] = &["WD_BIN_SEARCH"];
 /// Threads per block of `pairs` (= its shared-memory tile).
@@ -301,7 +297,7 @@ impl SkyGpu {
         Ok(bg)
     }
 
-    /// Seconds of one injected batch of `count` trials with `n_sources` sources, from the
+    /// Seconds of one injected batch (`batch` trials from `first`) with `n_sources` sources, from the
     /// host's draw to the histograms (host-timed with a synchronize).
     pub fn time_injected_batch(
         &mut self,
