@@ -83,7 +83,8 @@ pub struct BenchSky {
     /// Trials to time (GPU: at least two batches are run and the first is not timed).
     #[arg(long, default_value_t = 0)]
     trials: u64,
-    /// Also time trials with signal injected (`sky inject`) beside the background trials.
+    /// Also time trials with signal injected (`sky inject`) beside the background trials (default
+    /// events: the up-going IC86-2011 sample only, for both).
     #[arg(long)]
     inject: bool,
     /// With --inject: number of sources N.
