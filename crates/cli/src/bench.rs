@@ -83,6 +83,16 @@ pub struct BenchSky {
     /// Trials to time (GPU: at least two batches are run and the first is not timed).
     #[arg(long, default_value_t = 0)]
     trials: u64,
+    /// Also time trials with signal injected (`sky inject`) beside the background trials (default
+    /// events: the up-going IC86-2011 sample only, for both).
+    #[arg(long)]
+    inject: bool,
+    /// With --inject: number of sources N.
+    #[arg(long, default_value_t = warpdrive_sky::bench::DEFAULT_INJECT.0, requires = "inject")]
+    sources: u64,
+    /// With --inject: events per source K.
+    #[arg(long, default_value_t = warpdrive_sky::bench::DEFAULT_INJECT.1, requires = "inject")]
+    events_per_source: u64,
     /// JSON result file.
     #[arg(long, default_value = "bench-sky.json")]
     json: PathBuf,
@@ -205,6 +215,7 @@ fn sky(b: &BenchSky, force: bool) -> Result<()> {
         files: b.files.clone(),
         trials: b.trials,
         threads: b.common.threads.clone(),
+        inject: b.inject.then_some((b.sources, b.events_per_source)),
     };
     let out = prepare_file(&b.json, force, &opts.inputs())?;
     let report = run(&opts, &ctl, &mut print)?;

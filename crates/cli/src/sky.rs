@@ -16,7 +16,7 @@ pub enum SkyCommand {
     /// Two-point autocorrelation of event directions with RA-scrambled trials.
     Autocorr(AutocorrArgs),
     /// Scrambled trials with N point sources of K events injected: TS distributions with
-    /// signal, sensitivity and discovery potential (CPU only).
+    /// signal, sensitivity and discovery potential (CPU or GPU, the same counts).
     Inject(InjectArgs),
 }
 

@@ -30,6 +30,7 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_c::ArrowTable>()?;
     m.add_class::<photon::Detector>()?;
     m.add_class::<sky::SkyRun>()?;
+    m.add_class::<sky::SkyInjection>()?;
     m.add_class::<beam::BeamLattice>()?;
     m.add_class::<beam::BeamParticles>()?;
     m.add_function(wrap_pyfunction!(beam::beam_gaussian, m)?)?;
@@ -45,6 +46,8 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BEAM_DEFAULT_MIN_BLOCKS", warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)?;
     m.add_function(wrap_pyfunction!(sky::sky_autocorr, m)?)?;
     m.add_function(wrap_pyfunction!(sky::sky_merge, m)?)?;
+    m.add_function(wrap_pyfunction!(sky::sky_inject, m)?)?;
+    m.add_function(wrap_pyfunction!(sky::sky_merge_injection, m)?)?;
     m.add_function(wrap_pyfunction!(spline::spline_unfold, m)?)?;
     m.add_class::<spline::UnfoldRun>()?;
     m.add_function(wrap_pyfunction!(spline::spline_simulate, m)?)?;

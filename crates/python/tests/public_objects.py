@@ -35,6 +35,8 @@ def build(data):
     event = spline.simulate(5000, cascade=CASCADE, seed=3, **cpu)
     return {
         "sky.Autocorr": sky.autocorr(synthetic_events=2000, trials=16, bins=4, bin_width=0.5, **cpu),
+        "sky.Injection": sky.inject(synthetic_events=2000, sources=[2, 4], events_per_source=3, trials=8, bins=4,
+                                    bin_width=0.5, **cpu),
         "spline.Table": spline.Table(data / "splines" / "nuflux" / "H3a_SIBYLL23C_conv_numu.fits"),
         "spline.Event": event,
         "spline.Unfolding": spline.unfold(event, cascade=CASCADE, **cpu),
@@ -76,6 +78,11 @@ def _autocorr(r, out):
     r.to_parquet(out / "autocorr", plot=True)
     last = len(r.edges_deg) - 1
     return {"distribution": r.background_distribution("all", last), "distribution 1": r.background_distribution(1, 0)}
+
+
+def _injection(r, out):
+    r.to_parquet(out / "inject", plot=True)
+    return {}
 
 
 def _table(t, out):
@@ -135,7 +142,7 @@ def _ppc(r, out):
     return {"hits": r.hits()}
 
 
-PROBES = {"Autocorr": _autocorr, "Table": _table, "Event": _event, "Unfolding": _unfolding, "EmResult": _em,
+PROBES = {"Autocorr": _autocorr, "Injection": _injection, "Table": _table, "Event": _event, "Unfolding": _unfolding, "EmResult": _em,
           "ShowerResult": _shower, "Lattice": _lattice, "Particles": _particles, "Detector": _detector,
           "PpcRun": _ppc}
 

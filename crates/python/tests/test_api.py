@@ -153,6 +153,8 @@ def test_no_docstring_names_another_default_device():
 REPR_SHOWS = {
     "sky.Autocorr": lambda r: [f"{len(r.cut_labels)} cuts x {len(r.edges_deg)} bins", f"{r.trials} trials", r.device,
                                *r.cut_labels],
+    "sky.Injection": lambda r: ["sources 2,4 x 3 events", f"{r.trials} trials", r.device,
+                                f"{len(r.cut_labels)} cuts x {len(r.edges_deg)} bins"],
     "spline.Table": lambda t: [repr(t.path), f"ndim={t.ndim}", f"order={t.order}", "coefficients 121x13", "extents"],
     "spline.Event": lambda e: [f"{e.pulses} pulses", f"{e.hit_doms} DOMs", f"{sum(e.true_energy):.1f} GeV"],
     "spline.Unfolding": lambda u: [f"{len(u.energy)} sources", f"{u.total_energy:.1f}", "converged",

@@ -38,6 +38,9 @@ LONG_CALLS = {
     "sky.autocorr": "from warpdrive import sky\n"
                     "print('started', flush=True)\n"
                     "sky.autocorr(synthetic_events=20000, trials=10**7, device='cpu', threads=1)\n",
+    "sky.inject": "from warpdrive import sky\n"
+                  "print('started', flush=True)\n"
+                  "sky.inject(synthetic_events=20000, sources=[10, 20], trials=10**7, device='cpu', threads=1)\n",
     "em.run": "from warpdrive import em\n"
               "print('started', flush=True)\n"
               "em.run(tracks=10**9, energy=10.0, device='cpu', threads=1)\n",

@@ -47,8 +47,6 @@ _CLAP = "a command-line syntax error of clap (exit 2): Python's call syntax has 
 _EVAL = ("spline eval reads its points from a file and writes a file; Python's Table.eval takes an array of "
          "points (read with pyarrow or NumPy) and returns the values: no points file, no output file")
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
-_INJECT = ("`sky inject` (issue #35) has no Python binding yet: the engine call warpdrive_sky::engine::Inject "
-           "exists, its binding in crates/python does not")
 NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("cli", "merge -o job0 job0 job1"): "the output is written after the merge in Python (Autocorr.to_parquet), "
                                         "and the case's job directories are not results",
@@ -67,18 +65,6 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("cli", "bench photon configuration with a bad number"): _BENCH,
     ("cli", "bench report over an existing file"): _BENCH,
     ("em", "bench testem3 with 1e12 GPU events"): _BENCH,
-    ("sky", "inject: more events per source than the sample holds"): _INJECT,
-    ("sky", "inject: N·K beyond the sample"): _INJECT,
-    ("sky", "inject: a source band without events"): _INJECT,
-    ("sky", "inject: a source band outside the sky"): _INJECT,
-    ("sky", "inject: a source band that is not LO:HI"): _INJECT,
-    ("sky", "inject: events without an angular-error column"): _INJECT,
-    ("sky", "inject: a named angular-error column that is not there"): _INJECT,
-    ("sky", "inject: a negative angular error"): _INJECT,
-    ("sky", "inject: a scan that is not increasing"): _INJECT,
-    ("sky", "inject: an injection threshold above every event"): _INJECT,
-    ("sky", "inject: a non-finite spectral index"): _INJECT,
-    ("sky", "inject: GPU injection is not implemented and is refused, not replaced"): _INJECT,
     ("cli", "gpu-check unknown domain"): "gpu-check is a CLI command",
     ("cli", "unknown command"): "a command name: Python has no commands (an unknown attribute is Python's own error)",
     ("cli", "--threads not a number"): _CLAP + " (threads='many' is a TypeError, as for any int argument)",
@@ -147,7 +133,8 @@ CASES = corpus()
 # ---- the command line, taken apart ---------------------------------------------------------------
 
 #: Subcommand paths, longest first.
-COMMANDS = [("sky", "autocorr"), ("em", "testem3"), ("em", "calorimeter"), ("spline", "info"), ("spline", "eval"),
+COMMANDS = [("sky", "autocorr"), ("sky", "inject"), ("em", "testem3"), ("em", "calorimeter"), ("spline", "info"),
+            ("spline", "eval"),
             ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("photon",), ("ppc",), ("em",),
             ("merge",)]
 
@@ -257,17 +244,32 @@ def ppc_call(o: Options, case: Case) -> Callable[[], Any]:
     return lambda: photon.ppc(*o.positional, stdin=case.stdin or "", env=env)
 
 
-def sky_call(o: Options) -> Callable[[], Any]:
+def sky_sample(o: Options, trials: int) -> dict[str, Any]:
+    """The options `sky autocorr` and `sky inject` share (`SampleArgs`, trials, jobs, device)."""
     files = o.positional or None
-    kw = dict(files=files, synthetic_events=o.take("synthetic-events", int, None if files else 10_000),
-              hemisphere=o.take("hemisphere", default="all"), dec_min=o.take("dec-min", float),
-              dec_max=o.take("dec-max", float), cuts=o.take("cuts", lambda s: s.split(",")),
-              bins=o.take("bins", int, 20), bin_width=o.take("bin-width", float, 0.25), edges=o.take("edges", floats),
-              trials=o.take("trials", int, 1000), seed=o.take("seed", int, 1), jobs=o.take("jobs", int, 1),
-              job_index=o.take("job-index", int, 0), ra_column=o.take("ra-column"), dec_column=o.take("dec-column"),
-              energy_column=o.take("energy-column"), ra_grid=o.take("ra-grid", ra_grid, "auto"), **common(o, False))
+    return dict(files=files, synthetic_events=o.take("synthetic-events", int, None if files else 10_000),
+                hemisphere=o.take("hemisphere", default="all"), dec_min=o.take("dec-min", float),
+                dec_max=o.take("dec-max", float), cuts=o.take("cuts", lambda s: s.split(",")),
+                bins=o.take("bins", int, 20), bin_width=o.take("bin-width", float, 0.25), edges=o.take("edges", floats),
+                trials=o.take("trials", int, trials), seed=o.take("seed", int, 1), jobs=o.take("jobs", int, 1),
+                job_index=o.take("job-index", int, 0), ra_column=o.take("ra-column"),
+                dec_column=o.take("dec-column"), energy_column=o.take("energy-column"),
+                ra_grid=o.take("ra-grid", ra_grid, "auto"), **common(o, False))
+
+
+def sky_call(o: Options) -> Callable[[], Any]:
+    kw = sky_sample(o, 1000)
     out, force, plot = o.take("output", default="autocorr"), o.take("force", default=False), not o.take("no-plot")
     return lambda: sky.autocorr(**kw).to_parquet(out, force=force, plot=plot)
+
+
+def inject_call(o: Options) -> Callable[[], Any]:
+    kw = sky_sample(o, 100)
+    kw.update(sources=o.take("sources", ints, [10]), events_per_source=o.take("events-per-source", int, 5),
+              spectrum=o.take("spectrum", float, -2.0), declination=o.take("declination"),
+              energy_threshold=o.take("energy-threshold", default="top:0.5"), ang_err_column=o.take("ang-err-column"))
+    out, force, plot = o.take("output", default="inject"), o.take("force", default=False), not o.take("no-plot")
+    return lambda: sky.inject(**kw).to_parquet(out, force=force, plot=plot)
 
 
 def merge_call(o: Options) -> Callable[[], Any]:
@@ -363,6 +365,7 @@ TRANSLATIONS: dict[tuple[str, ...], Callable[[Options, Case], Callable[[], Any]]
     ("photon",): lambda o, case: photon_call(o),
     ("ppc",): ppc_call,
     ("sky", "autocorr"): lambda o, case: sky_call(o),
+    ("sky", "inject"): lambda o, case: inject_call(o),
     ("merge",): lambda o, case: merge_call(o),
     ("em",): lambda o, case: em_call(o),
     ("em", "testem3"): lambda o, case: shower_call(o, calorimeter=False),

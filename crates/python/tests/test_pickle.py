@@ -11,7 +11,7 @@ import pytest
 
 from public_objects import probe, probe_in_worker
 
-NAMES = ["sky.Autocorr", "spline.Table", "spline.Event", "spline.Unfolding", "em.EmResult", "em.ShowerResult",
+NAMES = ["sky.Autocorr", "sky.Injection", "spline.Table", "spline.Event", "spline.Unfolding", "em.EmResult", "em.ShowerResult",
          "beam.Lattice", "beam.Particles", "beam.Tracked", "photon.Detector", "photon.PpcRun"]
 
 
@@ -41,7 +41,7 @@ def test_round_trip_through_a_spawned_interpreter(name, public_objects, spawned,
     assert probe(back, tmp_path / "back") == here
 
 
-@pytest.mark.parametrize("name", ["em.EmResult", "spline.Unfolding", "spline.Event", "sky.Autocorr"])
+@pytest.mark.parametrize("name", ["em.EmResult", "spline.Unfolding", "spline.Event", "sky.Autocorr", "sky.Injection"])
 def test_an_unpickled_result_keeps_the_output_rules(name, public_objects, tmp_path):
     r = pickle.loads(pickle.dumps(public_objects[name]))
     write = r.to_dir if name == "spline.Unfolding" else r.to_parquet

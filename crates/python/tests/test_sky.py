@@ -148,3 +148,76 @@ def test_jobs_merge_into_the_unsplit_run_and_equal_the_cli_merge(cli, events, tm
         sky.merge([jobs[0], tmp_path / "nowhere"])
     with pytest.raises(TypeError, match="a list of job directories"):
         sky.merge(jobs[0])  # type: ignore[arg-type]
+
+
+# ---- signal injection (`sky inject`, issue #35) --------------------------------------------------
+
+def test_inject_equals_the_cli(cli, events, tmp_path):
+    """Files and arrays give the CLI's data files byte for byte (same seed, same counts)."""
+    path, ra, dec, e = events
+    err = np.loadtxt(path, skiprows=1)[:, 2]
+    out = tmp_path / "cli"
+    args = ["--sources", "5,10", "--events-per-source", 4, "--declination", "-5:90", "--trials", 12, "--seed", 3,
+            "--bins", 8, "--bin-width", 0.5]
+    cli("sky", "inject", path, *args, "--device", "cpu", "--no-plot", "-o", out)
+    kw = dict(sources=[5, 10], events_per_source=4, declination=(-5, 90), trials=12, seed=3, bins=8, bin_width=0.5,
+              device="cpu")
+    r = sky.inject(files=path, **kw)
+    mine = tmp_path / "py"
+    r.to_parquet(mine)
+    names = ("counts.parquet", "background.parquet", "signal.parquet", "sensitivity.parquet", "summary.json")
+    for name in names:
+        assert (mine / name).read_bytes() == (out / name).read_bytes(), name
+    a = sky.inject(ra, dec, e, err, threads=1, **kw)
+    for name in ("counts", "background", "signal", "sensitivity"):
+        ref, got = pq.read_table(out / f"{name}.parquet"), getattr(a, name)
+        assert got.column_names == ref.column_names
+        for c in ref.column_names:
+            assert same_bits(got[c].to_numpy(), ref[c].to_numpy()), (name, c)
+    assert a.sources == [5, 10] and a.events_per_source == 4 and a.trials == 12
+    assert set(a.sensitivity["sources"].to_pylist()) == {5, 10}
+    # The summaries differ only in the events' description (arrays vs the file's name).
+    assert {k: v for k, v in a.summary.items() if k != "description"} == \
+        {k: v for k, v in r.summary.items() if k != "description"}
+    assert "sensitivity" in str(a.summary)
+    assert "sources 5,10 x 4 events, 12 trials on cpu" in repr(a)
+
+
+def test_inject_without_signal_is_the_background_and_reports_progress(events):
+    _, ra, dec, e = events
+    err = np.full(len(ra), 0.5)
+    seen = []
+    r = sky.inject(ra, dec, e, err, sources=[0, 3], events_per_source=2, trials=6, bins=4, device="cpu",
+                   progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (18, 18)
+    rows = [row for row in r.signal.to_pylist() if row["sources"] == 0]
+    bg = sorted((row["cut"], row["bin"], row["count"], row["trials"]) for row in r.background.to_pylist())
+    assert sorted((x["cut"], x["bin"], x["count"], x["trials"]) for x in rows) == bg
+
+
+def test_inject_errors_name_the_argument(events):
+    _, ra, dec, e = events
+    with pytest.raises(ValueError, match="^ang_err is needed"):
+        sky.inject(ra, dec, e, device="cpu")
+    with pytest.raises(ValueError, match="^declination '5': expected LO:HI"):
+        sky.inject(synthetic_events=500, declination="5", device="cpu")
+    with pytest.raises(ValueError, match="^events_per_source 600: more than the 500 selected events"):
+        sky.inject(synthetic_events=500, sources=1, events_per_source=600, device="cpu")
+
+
+def test_injection_jobs_merge_into_the_unsplit_run(tmp_path):
+    kw = dict(synthetic_events=1500, sources=[2, 4], events_per_source=3, trials=10, bins=4, bin_width=0.5, seed=4,
+              device="cpu")
+    whole = sky.inject(**kw)
+    jobs = []
+    for i in range(2):
+        jobs.append(tmp_path / f"job{i}")
+        sky.inject(jobs=2, job_index=i, **kw).to_parquet(jobs[-1])
+    merged = sky.merge_injection(jobs)
+    assert merged.trials == 10
+    for name in ("background", "signal", "sensitivity"):
+        a, b = getattr(merged, name), getattr(whole, name)
+        for c in b.column_names:
+            assert same_bits(a[c].to_numpy(), b[c].to_numpy()), (name, c)
+    with pytest.raises(ValueError, match="partial not given"):
+        sky.merge_injection(jobs[:1])

@@ -160,3 +160,70 @@ extern "C" __global__ void __launch_bounds__(WD_TILE) pairs(const double4* __res
         if (s_hist[k]) atomicAdd(&hist[k], (unsigned long long)s_hist[k]);
     }
 }
+
+// ---- Signal injection (inject.rs): the signal of each trial is drawn on the host, uploaded once
+// per batch (inject.rs SignalBatch) and counted here, after `scramble` and before `pairs`:
+//   remove_replaced: the replaced background events of each trial get their stand-in vector
+//                    (inject.rs far_vector), whose squared chord to every other vector exceeds
+//                    every bin limit, so `pairs` and `signal_pairs` count nothing for them;
+//   signal_pairs:    block = one signal event of one trial (grid.y = trial): its pairs with the
+//                    background events of its declination window and with the later signal
+//                    events of the trial, into the trial's differential histogram (global
+//                    atomics: few pairs pass the limit).
+
+// inject.rs: far_vector.
+extern "C" __global__ void remove_replaced(const unsigned int* __restrict__ replaced, unsigned int m, unsigned int n,
+                                           double4* __restrict__ vec_all) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    unsigned int p = replaced[(size_t)blockIdx.y * m + i];
+    if (p >= n) return;  // u32::MAX: nothing replaced in this slot
+    double4* v = vec_all + (size_t)blockIdx.y * n + p;
+    *v = make_double4(4.0 * ((double)p + 1.0), 0.0, 0.0, v->w);
+}
+
+// count.rs's pair test with the bin lookup of `pairs`, reading the limits and the table from
+// global memory (a passing pair is rare here).
+__device__ __forceinline__ void wd_signal_pair(double4 u, int lp, double4 v, const double* __restrict__ limits,
+                                               const unsigned short* __restrict__ lut, double limit, double inv_cell,
+                                               unsigned int bins, unsigned long long* __restrict__ hist) {
+    double dx = u.x - v.x;
+    double dy = u.y - v.y;
+    double dz = u.z - v.z;
+    double c2 = dx * dx + dy * dy + dz * dz;
+    if (c2 <= limit) {
+#ifdef WD_BIN_SEARCH
+        unsigned int lo = 0u, hi = bins - 1u;
+        while (lo < hi) {
+            unsigned int mid = (lo + hi) >> 1;
+            if (limits[mid] < c2) lo = mid + 1u; else hi = mid;
+        }
+#else
+        unsigned int lo = lut[min((unsigned int)(c2 * inv_cell), (unsigned int)WD_LUT)];
+        while (limits[lo] < c2) ++lo;
+#endif
+        int lq = (int)v.w;
+        atomicAdd(&hist[(unsigned int)min(lp, lq) * bins + lo], 1ull);
+    }
+}
+
+extern "C" __global__ void signal_pairs(const double4* __restrict__ vec_all, const double4* __restrict__ sig_all,
+                                        const uint2* __restrict__ window_all, const double* __restrict__ limits,
+                                        const unsigned short* __restrict__ lut, unsigned int n, unsigned int m,
+                                        unsigned int bins, unsigned int levels,
+                                        unsigned long long* __restrict__ hist_all) {
+    unsigned int i = blockIdx.x;
+    size_t t = blockIdx.y;
+    const double4* vec = vec_all + t * n;
+    const double4* sig = sig_all + t * m;
+    unsigned long long* hist = hist_all + t * levels * bins;
+    double4 u = sig[i];
+    uint2 w = window_all[t * m + i];
+    double limit = limits[bins - 1];
+    double inv_cell = (double)WD_LUT / limit;  // as AngularBins::inv_cell
+    int lp = (int)u.w;
+    for (unsigned int j = w.x + threadIdx.x; j < w.y; j += blockDim.x)
+        wd_signal_pair(u, lp, vec[j], limits, lut, limit, inv_cell, bins, hist);
+    for (unsigned int j = i + 1u + threadIdx.x; j < m; j += blockDim.x)
+        wd_signal_pair(u, lp, sig[j], limits, lut, limit, inv_cell, bins, hist);
+}

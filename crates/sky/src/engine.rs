@@ -15,7 +15,7 @@ use crate::{Backend, Settings};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Instant;
-use warpdrive_core::engine::{Control, Device, Error, ParamError, Result};
+use warpdrive_core::engine::{Control, Error, ParamError, Result};
 use warpdrive_core::output::Staged;
 use warpdrive_core::InputError;
 
@@ -686,26 +686,16 @@ impl Inject {
         &self.injection
     }
 
-    /// Run the background trials and the injected trials of every strength (CPU only: GPU
-    /// injection is not implemented, and a CUDA device is refused rather than replaced).
+    /// Run the background trials and the injected trials of every strength, on the CPU or on
+    /// the control's GPUs (the same counts for the same seed: the signal is drawn on the host
+    /// by the same code on both paths, `crate::inject::SignalBatch`). Returns
+    /// [`Error::Cancelled`] when the token is raised (within one trial on the CPU, one batch on
+    /// a GPU).
     pub fn run(&self, ctl: &Control) -> Result<InjectResult> {
-        match &ctl.device {
-            Device::Cuda(_) | Device::CudaAll => {
-                return Err(ParamError::new(
-                    "device",
-                    format!(
-                        "{}: signal injection runs on the CPU only (GPU injection is not implemented yet); use cpu or auto",
-                        ctl.device
-                    ),
-                )
-                .into())
-            }
-            Device::Auto => ctl.note("device: cpu (signal injection runs on the CPU only)"),
-            Device::Cpu => {}
-        }
         for n in &self.base.notes {
             ctl.note(n);
         }
+        let gpus = ctl.gpus()?;
         let st = &self.base.settings;
         ctl.install(|| {
             let t0 = Instant::now();
@@ -713,24 +703,56 @@ impl Inject {
             ctl.check()?;
             let sel: Vec<Event> = self.base.events.iter().copied().filter(|e| st.region.contains(e)).collect();
             let selection = crate::inject::Selection::new(&sel, &sample);
-            warpdrive_core::limits::check_alloc(
-                "the events of the injected trials on every thread",
-                (sel.len() as u64).saturating_mul(rayon::current_num_threads() as u64),
-                INJECT_BYTES_PER_EVENT,
-                "use fewer threads or analyse fewer events",
-            )?;
+            let threads = rayon::current_num_threads();
             let n = st.trials.end - st.trials.start;
-            ctl.progress
-                .begin("trials", n.saturating_mul(1 + self.sources.len() as u64), "trials");
-            let bg = crate::trials::run_cpu(&sample, st.seed, st.trials.clone(), &ctl.progress);
-            ctl.check()?;
-            let mut signal = Vec::with_capacity(self.sources.len());
-            for &ns in &self.sources {
-                let b = crate::inject::run_cpu(&selection, &self.injection, st.seed, ns, st.trials.clone(), &ctl.progress)
-                    .map_err(Error::Failed)?;
-                ctl.check()?;
-                signal.push(b);
-            }
+            let (bg, signal, device) = match &gpus {
+                None => {
+                    warpdrive_core::limits::check_alloc(
+                        "the events of the injected trials on every thread",
+                        (sel.len() as u64).saturating_mul(threads as u64),
+                        INJECT_BYTES_PER_EVENT,
+                        "use fewer threads or analyse fewer events",
+                    )?;
+                    ctl.progress
+                        .begin("trials", n.saturating_mul(1 + self.sources.len() as u64), "trials");
+                    let bg = crate::trials::run_cpu(&sample, st.seed, st.trials.clone(), &ctl.progress);
+                    ctl.check()?;
+                    let mut signal = Vec::with_capacity(self.sources.len());
+                    for &ns in &self.sources {
+                        let b = crate::inject::run_cpu(&selection, &self.injection, st.seed, ns, st.trials.clone(), &ctl.progress)
+                            .map_err(Error::Failed)?;
+                        ctl.check()?;
+                        signal.push(b);
+                    }
+                    (bg, signal, format!("cpu ({threads} threads)"))
+                }
+                Some(d) => {
+                    // The signal of two batches per GPU (the one counted and the next one
+                    // drawn) lives on the host at a time; as much again on each GPU.
+                    let m = self.sources.last().copied().unwrap_or(0) * self.injection.per_source;
+                    warpdrive_core::limits::check_alloc(
+                        "the signal events of the GPU batches",
+                        m.saturating_mul(2 * u64::from(crate::gpu::MAX_BATCH) * d.len() as u64),
+                        crate::inject::SIGNAL_BYTES,
+                        "inject fewer sources or events per source",
+                    )?;
+                    ctl.progress
+                        .begin("trials", n.saturating_mul(1 + self.sources.len() as u64), "trials");
+                    let (bg, signal) = crate::gpu::run_injected(
+                        d,
+                        &selection,
+                        &self.injection,
+                        st.seed,
+                        &self.sources,
+                        st.trials.clone(),
+                        threads,
+                        &ctl.progress,
+                    )
+                    .map_err(|e| Error::Failed(e.to_string()))?;
+                    ctl.check()?;
+                    (bg, signal, d.iter().map(|i| format!("cuda:{i}")).collect::<Vec<_>>().join(","))
+                }
+            };
             Ok(InjectResult {
                 info,
                 bg,
@@ -742,7 +764,7 @@ impl Inject {
                 energy_threshold: self.energy_threshold,
                 tail_events: self.injection.tail.energy.len() as u64,
                 dec_grid: self.injection.dec_grid,
-                device: format!("cpu ({} threads)", rayon::current_num_threads()),
+                device,
                 seconds: t0.elapsed().as_secs_f64(),
                 jobs: self.base.jobs,
                 job_index: self.base.job_index,
@@ -838,6 +860,13 @@ impl InjectResult {
         }
     }
 
+    /// The key/value metadata of the data files (version and the injection's settings).
+    pub fn metadata(&self) -> Vec<(String, String)> {
+        let mut meta = vec![("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string())];
+        meta.extend(self.settings().metadata());
+        meta
+    }
+
     /// One row per (strength, cut, bin): thresholds and signal fractions.
     pub fn rows(&self) -> Vec<crate::sensitivity::Row> {
         crate::sensitivity::rows(&self.info.edges_deg, &self.bg, &self.sources, &self.signal)
@@ -856,8 +885,7 @@ impl InjectResult {
         let dir = out.path().to_path_buf();
         let shown = out.dest().display().to_string();
         let fail = |e: String| Error::Failed(format!("{shown}: {e}"));
-        let mut meta = vec![("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string())];
-        meta.extend(self.settings().metadata());
+        let meta = self.metadata();
         let rows = self.rows();
         let scan = self.scan();
         output::write_tables(&dir, &self.info, &self.bg, &meta).map_err(fail)?;

@@ -78,7 +78,72 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
         let mut g = SkyGpu::new(device, &s).map_err(|e| e.to_string())?;
         checks.push(trials_identical(&s, &mut g, grid, log)?);
     }
+
+    // 3. Injected trials (issue #35): identical counts on both devices, on the up-going sample
+    //    (the Fig. 3 setting's K = 15 with 20 and 100 sources).
+    checks.push(injected_identical(&files[0], device, log)?);
     Ok(checks)
+}
+
+fn injected_identical(file: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<Check, String> {
+    use crate::inject::{DecBand, Injection, Selection, Tail};
+    use rayon::prelude::*;
+    let events = read_all(&[file.to_path_buf()], &ColumnNames::default().with_ang_err(None)).map_err(|e| e.to_string())?;
+    let st = Settings {
+        region: Region::ALL,
+        cuts: default_cuts(),
+        bins: AngularBins::uniform(20, 0.25)?,
+        seed: SEED,
+        total_trials: 0,
+        trials: 0..0,
+        description: "IC86-2011 up".into(),
+        ra_grid_deg: Some(0.1),
+    };
+    let (s, _) = prepare(&events, &st)?;
+    let sel = Selection::new(&events, &s);
+    let thr = crate::cuts::resolve(&events, &[crate::cuts::EnergyCut::TopFraction(0.5)])?.thresholds[0];
+    let inj = Injection {
+        per_source: 15,
+        band: DecBand { lo: -5.0, hi: 90.0 },
+        gamma: -2.0,
+        tail: Tail::new(&events, thr).ok_or("no tail events")?,
+        dec_grid: crate::sample::detect_ra_grid(&events.iter().map(|e| e.dec).collect::<Vec<_>>()),
+    };
+    let mut g = SkyGpu::new(device, &s).map_err(|e| e.to_string())?;
+    let pool = rayon::ThreadPoolBuilder::new().build().map_err(|e| e.to_string())?;
+    let n_trials = 48u64;
+    let (mut differing, mut compared) = (0usize, 0usize);
+    let mut means = Vec::new();
+    for n_sources in [20u64, 100] {
+        log(&format!("sky: {n_trials} injected trials ({n_sources} × 15 events) on GPU and CPU"));
+        let mut gpu_counts = Vec::new();
+        g.injected_counts(&sel, &inj, SEED, n_sources, 0..n_trials, &pool, &Progress::hidden(), |c| {
+            gpu_counts.push(c)
+        })
+        .map_err(|e| e.to_string())?;
+        let cpu_counts: Vec<Vec<u64>> = (0..n_trials)
+            .into_par_iter()
+            .map(|k| crate::inject::trial_counts(&sel, &inj, SEED, k, n_sources))
+            .collect::<Result<_, _>>()?;
+        differing += gpu_counts.iter().zip(&cpu_counts).filter(|(a, b)| a != b).count();
+        compared += gpu_counts.len().min(cpu_counts.len());
+        differing += gpu_counts.len().abs_diff(cpu_counts.len());
+        let nb = s.bins.len();
+        let top = (s.cuts.levels() - 1) * nb + 3; // the highest cut, θ ≤ 1°
+        means.push(format!(
+            "{n_sources}×15: highest cut N(≤1°) mean {:.1}",
+            cpu_counts.iter().map(|c| c[top] as f64).sum::<f64>() / n_trials as f64
+        ));
+    }
+    Ok(Check {
+        name: "sky: injected trials identical on GPU and CPU (up-going sample, K = 15)".into(),
+        passed: differing == 0 && compared == 2 * n_trials as usize,
+        detail: format!(
+            "{} events, {compared} trials compared: {differing} differ; {}",
+            s.len(),
+            means.join(", ")
+        ),
+    })
 }
 
 fn trials_identical(s: &crate::sample::Sample, g: &mut SkyGpu, grid: Option<f64>, log: &mut dyn FnMut(&str)) -> Result<Check, String> {

@@ -49,6 +49,7 @@ use crate::count;
 use crate::cuts::ResolvedCuts;
 use crate::events::Event;
 use crate::sample::Sample;
+use crate::sphere::unit_vector_turn;
 use crate::trials::{quantize_turn, trial_turn, Background};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -317,16 +318,108 @@ pub struct Selection<'a> {
     pub sample: &'a Sample,
     /// The events of each energy level, by declination ([`level_members`]).
     pub levels: Vec<Vec<(f64, u32)>>,
+    /// Sorted position in `sample` of each event (input order): the inverse of `sample.order`.
+    pub position: Vec<u32>,
 }
 
 impl<'a> Selection<'a> {
     #[must_use]
     pub fn new(events: &'a [Event], sample: &'a Sample) -> Self {
+        let mut position = vec![0u32; sample.order.len()];
+        for (p, &e) in sample.order.iter().enumerate() {
+            position[e as usize] = p as u32;
+        }
         Self {
             events,
             sample,
             levels: level_members(events, &sample.cuts),
+            position,
         }
+    }
+}
+
+/// Where a signal event enters the count: its declination on the data's grid (clamped to
+/// ±90°) and its right ascension as a turn on the scrambled events' grid — the values both the
+/// CPU trial ([`trial_counts`]) and the GPU batch ([`SignalBatch`]) count it at.
+#[must_use]
+pub fn signal_position(sg: &SignalEvent, inj: &Injection, ra_grid: u32) -> (f64, f64) {
+    let dec = on_grid(sg.dec, inj.dec_grid).clamp(-90.0, 90.0);
+    (dec, quantize_turn((sg.ra / 360.0).rem_euclid(1.0), ra_grid))
+}
+
+/// The stand-in vector of a replaced background event at sorted position `p` on the GPU:
+/// (4(p + 1), 0, 0). Its squared chord to any unit vector is ≥ (4 − 1)² = 9 and to another
+/// stand-in ≥ 4² = 16, both above every bin limit (≤ 4 + the edge tolerance, the squared chord
+/// of 180°), so the pair test `c² ≤ limit` — which the kernels do before any bin lookup —
+/// rejects every pair with a replaced event and the `pairs` kernel needs no change.
+#[must_use]
+pub fn far_vector(p: u32) -> [f64; 3] {
+    [4.0 * (f64::from(p) + 1.0), 0.0, 0.0]
+}
+
+/// The signal of a batch of trials as the GPU counts it (`kernels/autocorr.cu`: `remove_replaced`,
+/// `signal_pairs`), drawn on the host by the same code as the CPU trial ([`Injection::draw`],
+/// [`signal_position`]), so the signal events are bit for bit the CPU's. Per trial of the
+/// batch, `per_trial` = N·K entries of each array.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SignalBatch {
+    pub trials: u32,
+    pub per_trial: u32,
+    /// Unit vector and energy level (x, y, z, level) of every signal event: [trial][event][4].
+    pub vec: Vec<f64>,
+    /// Sorted background positions lo..hi whose declination lies within the window of the
+    /// signal event (the same rule as `Sample::window_end`): [trial][event][2].
+    pub window: Vec<u32>,
+    /// Sorted positions of the replaced background events, ascending (`u32::MAX`: none, when
+    /// a trial replaces fewer): [trial][event].
+    pub replaced: Vec<u32>,
+}
+
+/// Bytes of one signal event of a [`SignalBatch`] (on the host and again on the GPU).
+pub const SIGNAL_BYTES: u64 = 4 * 8 + 2 * 4 + 4;
+
+impl SignalBatch {
+    /// Draw the signal of trials `trials` with `n_sources` sources, in parallel over the trials
+    /// (rayon), and lay it out for upload.
+    pub fn new(sel: &Selection, inj: &Injection, seed: u64, n_sources: u64, trials: Range<u64>) -> SignalBatch {
+        let s = sel.sample;
+        let m = (n_sources * inj.per_source) as usize;
+        let count = (trials.end - trials.start) as usize;
+        let theta = crate::sample::window_deg(&s.bins);
+        let per: Vec<(Vec<f64>, Vec<u32>, Vec<u32>)> = trials
+            .into_par_iter()
+            .map(|k| {
+                let signal = inj.draw(seed, k, n_sources, &sel.levels, &s.cuts);
+                let mut vec = Vec::with_capacity(4 * m);
+                let mut window = Vec::with_capacity(2 * m);
+                for sg in &signal.events {
+                    let (dec, turn) = signal_position(sg, inj, s.ra_grid);
+                    let r = dec.to_radians();
+                    let u = unit_vector_turn(turn, r.sin(), r.cos());
+                    vec.extend_from_slice(&[u[0], u[1], u[2], f64::from(s.cuts.level(sg.energy))]);
+                    // Partners at sorted positions with d − δ_j ≤ θ and δ_j − d ≤ θ.
+                    window.push(s.dec.partition_point(|&x| dec - x > theta) as u32);
+                    window.push(s.dec.partition_point(|&x| x - dec <= theta) as u32);
+                }
+                let mut replaced: Vec<u32> = signal.replaced.iter().map(|&e| sel.position[e as usize]).collect();
+                replaced.sort_unstable();
+                replaced.resize(m, u32::MAX);
+                (vec, window, replaced)
+            })
+            .collect();
+        let mut b = SignalBatch {
+            trials: count as u32,
+            per_trial: m as u32,
+            vec: Vec::with_capacity(4 * m * count),
+            window: Vec::with_capacity(2 * m * count),
+            replaced: Vec::with_capacity(m * count),
+        };
+        for (v, w, r) in per {
+            b.vec.extend(v);
+            b.window.extend(w);
+            b.replaced.extend(r);
+        }
+        b
     }
 }
 
@@ -349,14 +442,14 @@ pub fn trial_counts(sel: &Selection, inj: &Injection, seed: u64, trial: u64, n_s
         turns.push(quantize_turn(trial_turn(&gen, trial, e as u32), s.ra_grid));
     }
     for sg in &signal.events {
-        let dec = on_grid(sg.dec, inj.dec_grid).clamp(-90.0, 90.0);
+        let (dec, turn) = signal_position(sg, inj, s.ra_grid);
         events.push(Event {
             ra: sg.ra,
             dec,
             energy: sg.energy,
             ang_err: Some(sg.sigma_deg),
         });
-        turns.push(quantize_turn((sg.ra / 360.0).rem_euclid(1.0), s.ra_grid));
+        turns.push(turn);
     }
     let mut t = Sample::new(&events, s.bins.clone(), s.cuts.clone())?;
     for p in 0..t.len() {
@@ -405,6 +498,7 @@ pub fn run_cpu(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::count::cumulative;
 
     #[test]
     fn power_law_inverts_its_cdf() {
@@ -501,6 +595,121 @@ mod tests {
         let rep = replaced_events(&mut r, &[sig(95.0, 0.0), sig(95.0, 0.0)], &two, &cuts);
         let lv: Vec<u8> = rep.iter().map(|&i| cuts.level(data[i as usize].energy)).collect();
         assert_eq!((rep.len(), lv.iter().filter(|&&l| l == 0).count()), (2, 1));
+    }
+
+    /// The CPU twin of the GPU's decomposition of an injected trial: background pairs of the
+    /// scrambled sample with the replaced events' stand-in vectors ([`far_vector`]) in the
+    /// `pairs` loop (no event skipped: the limit test must reject them), then each signal event
+    /// against its declination window of the background and against the later signal events
+    /// (`signal_pairs`), all from a [`SignalBatch`]. Returns the three parts' differential
+    /// histograms.
+    fn decomposed(sel: &Selection, b: &SignalBatch, t: usize, seed: u64, trial: u64) -> [Vec<u64>; 3] {
+        use crate::sphere::chord2;
+        let s = sel.sample;
+        let gen = Philox4x32::new(seed);
+        let m = b.per_trial as usize;
+        let mut v: Vec<([f64; 3], u8)> = (0..s.len())
+            .map(|p| {
+                let turn = quantize_turn(trial_turn(&gen, trial, s.order[p]), s.ra_grid);
+                (unit_vector_turn(turn, s.sin_dec[p], s.cos_dec[p]), s.level[p])
+            })
+            .collect();
+        for &p in &b.replaced[t * m..(t + 1) * m] {
+            if p != u32::MAX {
+                v[p as usize].0 = far_vector(p);
+            }
+        }
+        let nb = s.bins.len();
+        let limit = s.bins.chord2_limits[nb - 1];
+        let test = |u: ([f64; 3], u8), w: ([f64; 3], u8), h: &mut Vec<u64>| {
+            let c2 = chord2(u.0, w.0);
+            if c2 <= limit {
+                h[usize::from(u.1.min(w.1)) * nb + s.bins.first_bin(c2).unwrap()] += 1;
+            }
+        };
+        let mut out = [vec![0u64; s.hist_len()], vec![0u64; s.hist_len()], vec![0u64; s.hist_len()]];
+        for i in 0..s.len() {
+            for j in i + 1..s.window_end[i] as usize {
+                test(v[i], v[j], &mut out[0]);
+            }
+        }
+        let sig: Vec<([f64; 3], u8)> = (0..m)
+            .map(|i| {
+                let x = &b.vec[4 * (t * m + i)..4 * (t * m + i + 1)];
+                ([x[0], x[1], x[2]], x[3] as u8)
+            })
+            .collect();
+        for i in 0..m {
+            let (lo, hi) = (b.window[2 * (t * m + i)], b.window[2 * (t * m + i) + 1]);
+            for w in &v[lo as usize..hi as usize] {
+                test(sig[i], *w, &mut out[1]);
+            }
+            for j in i + 1..m {
+                test(sig[i], sig[j], &mut out[2]);
+            }
+        }
+        out
+    }
+
+    /// The GPU's decomposition of an injected trial (background without the replaced events,
+    /// signal × background in declination windows, signal × signal) gives exactly the counts
+    /// of the CPU's trial ([`trial_counts`]), on a sky on 0.1° grids with sources over the
+    /// whole sphere (poles included) and a spread of angular errors.
+    #[test]
+    fn the_gpu_decomposition_counts_what_the_cpu_trial_counts() {
+        use crate::bins::AngularBins;
+        use crate::cuts::{default_cuts, resolve};
+        let ev: Vec<Event> = crate::events::synthetic(4000, 9)
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| Event {
+                ra: (e.ra * 10.0).round() / 10.0 % 360.0,
+                dec: (e.dec * 10.0).round() / 10.0,
+                energy: e.energy,
+                ang_err: Some(0.2 + 0.05 * (i % 40) as f64),
+            })
+            .collect();
+        let bins = AngularBins::uniform(20, 0.25).unwrap();
+        let cuts = resolve(&ev, &default_cuts()).unwrap();
+        let mut sample = Sample::new(&ev, bins, cuts).unwrap();
+        sample.ra_grid = 3600;
+        let sel = Selection::new(&ev, &sample);
+        let thr = resolve(&ev, &[crate::cuts::EnergyCut::TopFraction(0.5)]).unwrap().thresholds[0];
+        let inj = Injection {
+            per_source: 8,
+            band: DecBand { lo: -90.0, hi: 90.0 },
+            gamma: -2.0,
+            tail: Tail::new(&ev, thr).unwrap(),
+            dec_grid: Some(0.1),
+        };
+        let (seed, n_sources, first) = (5u64, 30u64, 7u64);
+        let b = SignalBatch::new(&sel, &inj, seed, n_sources, first..first + 6);
+        assert_eq!((b.trials, b.per_trial), (6, 240));
+        let (levels, nb) = (sample.cuts.levels(), sample.bins.len());
+        let mut parts = [0u64; 3];
+        for t in 0..6 {
+            let k = first + t as u64;
+            let cpu = trial_counts(&sel, &inj, seed, k, n_sources).unwrap();
+            let d = decomposed(&sel, &b, t, seed, k);
+            let sum: Vec<u64> = (0..d[0].len()).map(|c| d[0][c] + d[1][c] + d[2][c]).collect();
+            assert_eq!(cumulative(&sum, levels, nb), cpu, "trial {k}");
+            for (p, h) in parts.iter_mut().zip(&d) {
+                *p += h.iter().sum::<u64>();
+            }
+            // Every slot names a distinct replaced event (N·K ≤ n here).
+            let r = &b.replaced[t * 240..(t + 1) * 240];
+            assert!(r.windows(2).all(|w| w[0] < w[1]) && r[239] < sample.len() as u32);
+            // Without the stand-ins the replaced events would count: the trial differs from
+            // background trial k.
+            let mut ws = crate::count::Workspace::default();
+            assert_ne!(crate::trials::trial_counts(&sample, seed, k, &mut ws, &mut Vec::new()), cpu);
+        }
+        // All three parts hold pairs (the comparison is not carried by the background alone).
+        assert!(parts.iter().all(|&p| p > 0), "{parts:?}");
+        // A stand-in is beyond every limit from unit vectors and from other stand-ins.
+        let lim = sample.bins.chord2_limits[nb - 1];
+        let far = far_vector(0);
+        assert!(crate::sphere::chord2(far, [-1.0, 0.0, 0.0]) > lim && crate::sphere::chord2(far, far_vector(1)) > lim);
     }
 
     #[test]

@@ -338,6 +338,21 @@ pub fn write_injection(
     extra_meta: &[(String, String)],
 ) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    let (signal, sensitivity) = injection_tables(r, rows, extra_meta);
+    signal.write_parquet(&dir.join("signal.parquet")).map_err(|e| e.to_string())?;
+    sensitivity
+        .write_parquet(&dir.join("sensitivity.parquet"))
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The tables of `signal.parquet` and `sensitivity.parquet` (also Python's `Injection.signal`
+/// and `.sensitivity`).
+pub fn injection_tables(
+    r: &crate::engine::InjectResult,
+    rows: &[crate::sensitivity::Row],
+    extra_meta: &[(String, String)],
+) -> (Table, Table) {
     let nb = r.info.edges_deg.len();
     let (mut src, mut cut, mut bin, mut count, mut trials) = (vec![], vec![], vec![], vec![], vec![]);
     for (&n, sig) in r.sources.iter().zip(&r.signal) {
@@ -359,7 +374,7 @@ pub fn write_injection(
     t.push("trials", Column::I64(trials));
     r.info.metadata(&mut t, extra_meta);
     t.meta("sky.n_bins", nb.to_string());
-    t.write_parquet(&dir.join("signal.parquet")).map_err(|e| e.to_string())?;
+    let signal = t;
     let mut t = Table::default();
     let f = |g: fn(&crate::sensitivity::Row) -> f64| Column::F64(rows.iter().map(g).collect());
     t.push("sources", Column::I64(rows.iter().map(|x| x.sources as i64).collect()));
@@ -383,8 +398,7 @@ pub fn write_injection(
     t.push("frac_3sigma", f(|x| x.frac_3sigma));
     t.push("frac_5sigma", f(|x| x.frac_5sigma));
     r.info.metadata(&mut t, extra_meta);
-    t.write_parquet(&dir.join("sensitivity.parquet")).map_err(|e| e.to_string())?;
-    Ok(())
+    (signal, t)
 }
 
 /// What an injection's files record about it (`sky.inject.*` metadata): merged jobs must agree.

@@ -11,6 +11,14 @@ use crate::events::Event;
 /// off a pair the edge rule (tolerance 5·10⁻¹⁰ in angle) would count.
 const WINDOW_MARGIN: f64 = 1e-6;
 
+/// Half-height [deg] of every declination search window of a sample with these bins: the
+/// largest angle with [`WINDOW_MARGIN`] (the GPU's `window_end` and the injected signal
+/// events' windows, `crate::inject::SignalBatch`).
+#[must_use]
+pub fn window_deg(bins: &AngularBins) -> f64 {
+    bins.max_deg() * (1.0 + WINDOW_MARGIN)
+}
+
 /// A declination band of the CPU cell list: sorted positions `start..end` and the half-width
 /// [turns] of the right-ascension window a partner can lie in, within the band and towards
 /// the next band.
@@ -70,7 +78,7 @@ impl Sample {
         idx.sort_by(|&a, &b| events[a as usize].dec.total_cmp(&events[b as usize].dec).then(a.cmp(&b)));
         let ev = |i: u32| &events[i as usize];
         let dec: Vec<f64> = idx.iter().map(|&i| ev(i).dec).collect();
-        let theta = bins.max_deg() * (1.0 + WINDOW_MARGIN);
+        let theta = window_deg(&bins);
         let mut window_end = Vec::with_capacity(dec.len());
         let mut j = 0usize;
         for i in 0..dec.len() {

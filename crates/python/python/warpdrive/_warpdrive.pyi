@@ -39,6 +39,9 @@ __all__ = [
     "BEAM_DEFAULT_MIN_BLOCKS",
     "sky_autocorr",
     "sky_merge",
+    "SkyInjection",
+    "sky_inject",
+    "sky_merge_injection",
     "spline_unfold",
     "UnfoldRun",
     "spline_simulate",
@@ -290,6 +293,61 @@ def sky_autocorr(
 ) -> SkyRun: ...
 
 def sky_merge(job_dirs: list[str], partial: bool) -> SkyRun: ...
+
+@final
+class SkyInjection:
+    """The background and injected count distributions of a signal-injection run, with the
+    sensitivity analysis (`warpdrive sky inject`)."""
+    def tables(self) -> tuple[ArrowTable, ArrowTable, ArrowTable, ArrowTable]: ...
+    def summary_json(self) -> str: ...
+    def save(self, dir: _Path, force: bool = False, plot: bool = False) -> list[str]: ...
+    def snapshot(self) -> SavedOutput: ...
+    @property
+    def sources(self) -> list[int]: ...
+    @property
+    def events_per_source(self) -> int: ...
+    @property
+    def trials(self) -> int: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def edges_deg(self) -> list[float]: ...
+    @property
+    def cut_labels(self) -> list[str]: ...
+    @property
+    def description(self) -> str: ...
+
+def sky_inject(
+    ra: _F64 | None,
+    dec: _F64 | None,
+    energy: _F64 | None,
+    ang_err: _F64 | None,
+    files: list[str] | None,
+    columns: tuple[str | None, str | None, str | None, str | None],
+    synthetic_events: int | None,
+    hemisphere: str,
+    dec_min: float | None,
+    dec_max: float | None,
+    cuts: list[str],
+    bins: int,
+    bin_width: float,
+    edges: list[float] | None,
+    trials: int,
+    seed: int,
+    jobs: int,
+    job_index: int,
+    ra_grid: str,
+    sources: list[int],
+    events_per_source: int,
+    spectrum: float,
+    declination: str | None,
+    energy_threshold: str,
+    device: str,
+    threads: int | None,
+    progress: _Progress,
+) -> SkyInjection: ...
+
+def sky_merge_injection(job_dirs: list[str], partial: bool) -> SkyInjection: ...
 
 #: What ``BeamLattice.track`` returns: (final table, watch records as (element, name, pass, s,
 #: table), moments table, device, lost by element, LSC peak currents, tracking seconds).
