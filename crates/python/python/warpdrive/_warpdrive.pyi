@@ -49,6 +49,7 @@ __all__ = [
     "ppc_run",
     "ppc_hits",
     "PHOTON_PARTICLE_ALIASES",
+    "set_prebuilt_kernels",
 ]
 
 __version__: str
