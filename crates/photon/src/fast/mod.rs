@@ -21,8 +21,8 @@
 //! * the layer walk ([`walk`]) and the collision search ([`collision`]): the same arithmetic and
 //!   results, without libm's floor/round calls, with a compact clearance grid.
 //!
-//! Emission and hole ice are the precise code. Photons are stepped [`LANES`] at a time per
-//! thread ([`run`]).
+//! Emission and hole ice are the precise code. On x86-64 CPUs with AVX2 and FMA the loop is
+//! compiled for them ([`run`]; the same bits).
 
 pub mod birefringence;
 pub mod collision;
@@ -37,7 +37,7 @@ use warpdrive_core::RandomStream;
 
 use crate::collision::{Collision, DomIndex};
 use crate::medium::Medium;
-use crate::propagate::{step_with, Mode, PhotonState, RawHit, Segment, SegmentEnd, SegmentWords, MAX_SEGMENTS};
+use crate::propagate::{step_with, ChunkIds, Mode, PhotonState, RawHit, Segment, SegmentEnd, SegmentWords, MAX_SEGMENTS};
 use crate::source::{emit, tags, Source};
 use birefringence::FastBfr;
 use collision::FastGrid;
@@ -170,17 +170,11 @@ impl SegmentWords for Mwc64x {
     }
 }
 
-/// A photon in flight in one of a chunk's lanes.
-struct Lane {
-    st: PhotonState,
-    words: Mwc64x,
-    id: u64,
-    source: u32,
-}
-
-/// Emit photon `id` of source `s` from its Philox stream (as the precise path), seed its segment
-/// words; `None` for a flasher photon absorbed where it was made.
-fn start(m: &Medium, src: &Source, seed: u64, id: u64, s: u32) -> Option<Lane> {
+/// Emit photon `id` of source `src` from its Philox stream (as the precise path) and propagate
+/// it, its segments drawing from an MWC64X stream seeded by that stream; hits appended to `out`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn photon(fast: &Fast, m: &Medium, doms: &DomIndex, src: &Source, seed: u64, id: u64, s: u32, out: &mut Vec<RawHit>) {
     let mut rng = RandomStream::new(seed, tags::PHOTON, id);
     let p = emit(src, m, &mut rng);
     let killed = p.killed;
@@ -188,63 +182,51 @@ fn start(m: &Medium, src: &Source, seed: u64, id: u64, s: u32) -> Option<Lane> {
     // A flasher photon starts on its DOM's surface: its first segment does not meet it.
     st.skip = src.own_dom;
     if killed {
-        return None;
+        return; // absorbed where it was made (its DOM's band, harness or cable)
     }
-    let words = Mwc64x::seed(&mut rng);
-    Some(Lane { st, words, id, source: s })
+    let mut words = Mwc64x::seed(&mut rng);
+    for _ in 0..MAX_SEGMENTS {
+        match step_with(fast, m, doms, src, id, s, &mut st, &mut words, out) {
+            SegmentEnd::Absorbed | SegmentEnd::Killed => return,
+            SegmentEnd::Scattered { .. } | SegmentEnd::Cut | SegmentEnd::AfterHit => {}
+        }
+    }
 }
 
-/// Photons stepped in turn by one thread (see [`run`]).
-pub const LANES: usize = 4;
+/// The photons of one chunk, in id order.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, ids: ChunkIds<'_>, out: &mut Vec<RawHit>) {
+    for (id, s) in ids {
+        photon(fast, m, doms, &sources[s as usize], seed, id, s, out);
+    }
+}
+
+/// [`chunk`] compiled for x86-64 with AVX2 and FMA (VEX three-operand forms, `roundss`; no
+/// fused multiply-adds: Rust does not contract a·b + c, so the bits are those of [`chunk`]).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA ([`run`] checks).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn chunk_avx2(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, ids: ChunkIds<'_>, out: &mut Vec<RawHit>) {
+    chunk(fast, m, doms, sources, seed, ids, out);
+}
 
 /// `propagate::run` in the fast mode: the same chunks, progress and stop requests; hits in
-/// canonical order, identical for any number of threads.
-///
-/// Within a chunk, [`LANES`] photons are in flight at once and stepped in turn, a segment each:
-/// a photon's segments form one chain of dependent arithmetic (each needs the previous
-/// direction and position), so consecutive segments of different photons let the core overlap
-/// their latencies. A lane whose photon ends takes the chunk's next photon. Every photon still
-/// draws only from its own streams, so its hits do not depend on the interleaving; the chunk's
-/// hits are sorted back into canonical order (photon id, hit ordinal).
+/// canonical order, identical for any number of threads (and on CPUs with or without AVX2).
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
     let fast = Fast::new(m, doms);
-    let lanes: usize = std::env::var("WARPDRIVE_FAST_LANES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(LANES);
-    crate::propagate::run_chunks(sources, progress, |mut ids, out| {
-        let first = out.len();
-        let next = |ids: &mut crate::propagate::ChunkIds<'_>| {
-            for (id, s) in ids.by_ref() {
-                if let Some(l) = start(m, &sources[s as usize], seed, id, s) {
-                    return Some(l);
-                }
-            }
-            None
-        };
-        let mut lane: Vec<Lane> = (0..lanes).map_while(|_| next(&mut ids)).collect();
-        let mut segs = vec![0u32; lane.len()];
-        while !lane.is_empty() {
-            let mut k = 0;
-            while k < lane.len() {
-                let l = &mut lane[k];
-                let src = &sources[l.source as usize];
-                let end = step_with(&fast, m, doms, src, l.id, l.source, &mut l.st, &mut l.words, out);
-                segs[k] += 1;
-                let done = matches!(end, SegmentEnd::Absorbed | SegmentEnd::Killed) || segs[k] >= MAX_SEGMENTS;
-                if done {
-                    segs[k] = 0;
-                    if let Some(n) = next(&mut ids) {
-                        lane[k] = n;
-                    } else {
-                        lane.swap_remove(k);
-                        segs.swap_remove(k);
-                        continue;
-                    }
-                }
-                k += 1;
-            }
+    #[cfg(target_arch = "x86_64")]
+    let avx2 = std::env::var_os("WARPDRIVE_NO_AVX2").is_none() && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+    crate::propagate::run_chunks(sources, progress, |ids, out| {
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: AVX2 and FMA detected above.
+            unsafe { chunk_avx2(&fast, m, doms, sources, seed, ids, out) };
+            return;
         }
-        out[first..].sort_unstable_by_key(|h| (h.photon, h.seq));
+        chunk(&fast, m, doms, sources, seed, ids, out);
     })
 }
