@@ -124,8 +124,7 @@ fn check_string(
     while a < count && doms[a][2] < zlo {
         a += 1;
     }
-    for k in a..count {
-        let c = doms[k];
+    for (k, &c) in doms.iter().enumerate().skip(a) {
         if c[2] > zhi {
             break;
         }

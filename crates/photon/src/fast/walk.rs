@@ -122,7 +122,7 @@ mod tests {
         for _ in 0..200_000 {
             let zp = m.hmin + (m.n_layers as f32 + 4.0) * m.dh * r.uniform() - 2.0 * m.dh;
             let nz = 2.0 * r.uniform() - 1.0;
-            let (s, t, slice) = (r.exponential(), r.exponential(), (r.next_u32() % 512) as u32);
+            let (s, t, slice) = (r.exponential(), r.exponential(), r.next_u32() % 512);
             let (f, e) = (
                 layer_walk(m, slice, zp, nz, s, t, 1.1),
                 crate::propagate::layer_walk(m, slice, zp, nz, s, t, 1.1),
