@@ -72,6 +72,18 @@ pub struct BenchPhoton {
     /// GPU: workloads to run (balanced, shuffled).
     #[arg(long, value_delimiter = ',', default_value = "balanced,shuffled")]
     workloads: Vec<String>,
+    /// CPU: PPC's CPU binary (`make cpu` in icecube/ppc gpu/): time it and `warpdrive ppc 0`
+    /// on one thread each on the same f2k input (--input, default: the 10 TeV reference cascade)
+    /// in each ice (--ice, default: spice_3.2.1 and spice_ftp-v3m); user CPU times and their
+    /// ratio. Run under `taskset -c N` to put both on one core.
+    #[arg(long, value_name = "PATH")]
+    against_ppc: Option<PathBuf>,
+    /// With --against-ppc: runs per side and model.
+    #[arg(long, default_value_t = 1, requires = "against_ppc")]
+    runs: usize,
+    /// CPU: warpdrive's precise arithmetic instead of its CPU fast mode.
+    #[arg(long)]
+    precise: bool,
     #[command(flatten)]
     common: BenchCommon,
 }
@@ -192,7 +204,20 @@ pub fn run(cmd: BenchCommand, force: bool) -> Result<()> {
 
 fn photon(b: &BenchPhoton, force: bool) -> Result<()> {
     use warpdrive_photon::bench::{Bench, BenchOptions};
-    let ctl = b.common.control()?;
+    let ctl = b.common.control()?.precise(b.precise);
+    if let Some(ppc) = &b.against_ppc {
+        let opts = warpdrive_photon::anchor::AnchorOptions {
+            ppc: ppc.clone(),
+            ice: b.ice.iter().cloned().collect(),
+            input: b.input.clone(),
+            runs: b.runs,
+            precise: b.precise,
+        };
+        let inputs: Vec<PathBuf> = opts.ice.iter().chain(&opts.input).chain([ppc]).cloned().collect();
+        let out = prepare_file(&b.json, force, &inputs)?;
+        let report = warpdrive_photon::anchor::run(&opts, &ctl, &mut print)?;
+        return save(&report, out, &b.json);
+    }
     let opts = BenchOptions {
         ice: b.ice.clone(),
         energy: b.energy,

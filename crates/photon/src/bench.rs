@@ -188,8 +188,9 @@ impl Bench {
 
     fn cpu(&self, ctl: &Control, lines: Lines) -> Result<BenchReport> {
         let (o, det) = (&self.opts, &self.det);
+        let mode = if ctl.precise { "precise" } else { "fast mode" };
         lines(&format!(
-            "warpdrive bench photon: {} GeV EM cascade at (0,0,-400), {}, oversize {}",
+            "warpdrive bench photon: {} GeV EM cascade at (0,0,-400), {}, oversize {}, {mode}",
             o.energy,
             self.ice.display(),
             det.cfg.oversize
@@ -200,7 +201,9 @@ impl Bench {
         ));
         let mut rows = Vec::new();
         for n in bench::thread_counts(&o.threads)? {
-            let (sim, s) = bench::timed(ctl, n, || crate::simulate(det, &self.cascade, o.seed, &ctl.progress))?;
+            let backend = crate::Backend::Cpu { precise: ctl.precise };
+            let (sim, s) = bench::timed(ctl, n, || crate::engine::simulate(det, &self.cascade, o.seed, &backend, ctl))?;
+            let (sim, _) = sim?;
             ctl.check()?;
             let ns = 1e9 * s / sim.photons as f64;
             lines(&format!(
@@ -220,7 +223,7 @@ impl Bench {
         lines("PPC CPU build reference: 7460 ns/photon on one Xeon core (spec §5.1).");
         Ok(BenchReport {
             json: format!(
-                "{{\"benchmark\":\"photon-cpu\",\"energy_gev\":{},\"ice\":\"{}\",\"version\":\"{}\",\"ppc_cpu_ns_per_photon_one_xeon_core\":7460,\"runs\":[{}]}}\n",
+                "{{\"benchmark\":\"photon-cpu\",\"mode\":\"{mode}\",\"energy_gev\":{},\"ice\":\"{}\",\"version\":\"{}\",\"ppc_cpu_ns_per_photon_one_xeon_core\":7460,\"runs\":[{}]}}\n",
                 o.energy,
                 self.ice.display(),
                 env!("CARGO_PKG_VERSION"),

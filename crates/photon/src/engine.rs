@@ -424,6 +424,11 @@ impl Propagate {
             }
             let device = match (&backend, &stats) {
                 (Backend::Cuda(o), Some(s)) => format!("{}{}", s.devices.join(", "), if o.precise { " (precise)" } else { "" }),
+                (Backend::Cpu { precise }, _) => format!(
+                    "cpu ({} threads{})",
+                    rayon::current_num_threads(),
+                    if *precise { ", precise" } else { "" }
+                ),
                 _ => format!("cpu ({} threads)", rayon::current_num_threads()),
             };
             Ok(PropagateResult {
@@ -473,7 +478,7 @@ fn describe(p: &[Primary]) -> String {
 /// The photon back end of a control: its GPUs (fast or precise) or the CPU.
 pub fn backend(ctl: &Control) -> Result<Backend> {
     Ok(match ctl.gpus()? {
-        None => Backend::Cpu,
+        None => Backend::Cpu { precise: ctl.precise },
         Some(devices) => Backend::Cuda(gpu::GpuOptions {
             devices,
             precise: ctl.precise,
@@ -497,7 +502,8 @@ pub fn simulate(
     ctl.progress.begin("propagating", photons, "photons");
     ctl.check()?;
     let (raw, mut stats) = match backend {
-        Backend::Cpu => (propagate::run(&det.medium, &det.index, &sources, seed, &ctl.progress), None),
+        Backend::Cpu { precise: true } => (propagate::run(&det.medium, &det.index, &sources, seed, &ctl.progress), None),
+        Backend::Cpu { precise: false } => (crate::fast::run(&det.medium, &det.index, &sources, seed, &ctl.progress), None),
         Backend::Cuda(o) => {
             let (raw, stats) = gpu::run_with(&det.medium, &det.index, &sources, seed, o, &ctl.progress)?;
             (raw, Some(stats))

@@ -7,6 +7,7 @@
 //! acceptance) → Parquet or `HIT` lines. Front ends use [`engine`]: a validated request run under
 //! a `Control` (device, threads, progress, cancellation).
 
+pub mod anchor;
 pub mod bench;
 pub mod birefringence;
 pub mod collision;
@@ -15,6 +16,7 @@ pub mod detector;
 pub mod engine;
 pub mod envelope;
 pub mod f2k;
+pub mod fast;
 pub mod geometry;
 pub mod gpu;
 pub mod gpu_check;
@@ -49,19 +51,33 @@ pub struct Simulation {
 /// Where the propagation runs.
 #[derive(Clone, Debug)]
 pub enum Backend {
-    /// rayon on the current thread pool.
-    Cpu,
+    /// rayon on the current thread pool: the fast mode (`fast::run`), or with `precise` the
+    /// precise path (`propagate::run`) the GPU's precise mode follows photon by photon.
+    Cpu { precise: bool },
     /// The CUDA kernel on the given GPUs.
     Cuda(gpu::GpuOptions),
 }
 
-/// Draw photon counts, propagate on the CPU, apply the acceptance. Deterministic in `seed` for any
+/// Draw photon counts, propagate on the CPU in the precise arithmetic, apply the acceptance. Deterministic in `seed` for any
 /// number of rayon threads. (Tests and benchmarks; runs for users go through [`engine`], which
 /// also runs on GPUs and can be stopped.)
 pub fn simulate(det: &detector::Detector, specs: &[source::SourceSpec], seed: u64, progress: &Progress) -> Simulation {
+    simulate_cpu(det, specs, seed, progress, true)
+}
+
+/// [`simulate`] in the CPU fast mode ([`fast`]; the default of runs on the CPU).
+pub fn simulate_fast(det: &detector::Detector, specs: &[source::SourceSpec], seed: u64, progress: &Progress) -> Simulation {
+    simulate_cpu(det, specs, seed, progress, false)
+}
+
+fn simulate_cpu(det: &detector::Detector, specs: &[source::SourceSpec], seed: u64, progress: &Progress, precise: bool) -> Simulation {
     let sources = source::realise(specs, seed);
     let photons = sources.iter().fold(0u64, |t, s| t.saturating_add(s.photons));
-    let raw = propagate::run(&det.medium, &det.index, &sources, seed, progress);
+    let raw = if precise {
+        propagate::run(&det.medium, &det.index, &sources, seed, progress)
+    } else {
+        fast::run(&det.medium, &det.index, &sources, seed, progress)
+    };
     let hits = hits::accept(det, &raw, &sources, seed);
     Simulation {
         sources,

@@ -22,6 +22,8 @@ pub struct PpcEnv {
     pub seed: Option<u64>,
     /// WARPDRIVE_DEVICE: `cpu`, or `auto` (default: GPU number `<gpu>` when CUDA works, else CPU).
     pub device: Option<String>,
+    /// WARPDRIVE_PRECISE=1: the precise arithmetic on the CPU and the GPU (default: fast mode).
+    pub precise: bool,
     /// Unsupported variables that were set.
     pub ignored: Vec<String>,
 }
@@ -89,6 +91,7 @@ impl PpcEnv {
         }
         env.seed = num("WARPDRIVE_SEED")?.map(|v| v as u64);
         env.device = get("WARPDRIVE_DEVICE");
+        env.precise = num("WARPDRIVE_PRECISE")?.is_some_and(|v| v != 0.0);
         env.ignored = UNSUPPORTED_ENV
             .iter()
             .filter(|v| get(v).is_some())
@@ -341,13 +344,16 @@ fn backend(env: &PpcEnv, gpu: &str, ctl: &Control, err: &mut dyn Write) -> Resul
         writeln!(err, "device: cuda:{ordinal}")?;
         Ok(crate::Backend::Cuda(crate::gpu::GpuOptions {
             devices: vec![ordinal],
+            precise: env.precise || ctl.precise,
             ..Default::default()
         }))
     } else {
         let why = usable.err().unwrap_or_default();
         let threads = ctl.threads.unwrap_or_else(rayon::current_num_threads);
-        writeln!(err, "device: cpu, {threads} threads ({why})")?;
-        Ok(crate::Backend::Cpu)
+        let precise = env.precise || ctl.precise;
+        let mode = if precise { "precise" } else { "fast mode" };
+        writeln!(err, "device: cpu, {threads} threads, {mode} ({why})")?;
+        Ok(crate::Backend::Cpu { precise })
     }
 }
 

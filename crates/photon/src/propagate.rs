@@ -17,10 +17,97 @@ use warpdrive_core::progress::Progress;
 use warpdrive_core::rng::u32_to_unit_f32;
 use warpdrive_core::RandomStream;
 
-use crate::collision::DomIndex;
+use crate::birefringence::Birefringence;
+use crate::collision::{Collision, DomIndex};
 use crate::medium::Medium;
 use crate::scatter::{scatter, scattering_cosine};
 use crate::source::{emit, tags, Photon, Source};
+
+/// The arithmetic of a segment's physics: [`Precise`], the CPU twin of the GPU's precise mode
+/// (what the GPU is checked against photon by photon), or the CPU fast mode
+/// ([`crate::fast::Fast`]: resampled float tables and float approximations, validated against
+/// PPC statistically as the GPU's fast mode is). [`step_with`] is the one segment loop both run.
+pub trait Mode: Sync {
+    /// The tilt's depth shift [m] at `pos` (z' = z − shift, spec §3.5 step 2).
+    fn zshift(&self, m: &Medium, pos: [f32; 3]) -> f32;
+    /// The absorption anisotropy's factor for direction `n` (1 for isotropic ice).
+    fn absorption_factor(&self, m: &Medium, n: [f32; 3]) -> f32;
+    /// [`layer_walk`].
+    #[allow(clippy::too_many_arguments)]
+    fn walk(&self, m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot: f32, abs_factor: f32) -> Segment;
+    /// `DomIndex::first_hit`.
+    #[allow(clippy::too_many_arguments)]
+    fn first_hit(&self, doms: &DomIndex, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision>;
+    /// The optical depth −ln u of a uniform u ∈ (0, 1].
+    fn depth(&self, u: f32) -> f32;
+    /// Birefringence: ∫ra dl and ∫rb dl over `len` from tilt-corrected height `zp` along `nz`.
+    fn bfr_integrals(&self, b: &Birefringence, m: &Medium, zp: f32, nz: f32, len: f32) -> (f32, f32);
+    /// Birefringence: the deflected direction and the curved path's end-point shift.
+    fn deflect(&self, b: &Birefringence, n: [f32; 3], len: f32, ra: f32, rb: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]);
+    /// The direction after a scattering in the bulk ice (phase-function choice u1, angle u2,
+    /// azimuth u3; the SPICE anisotropy).
+    fn scatter_bulk(&self, m: &Medium, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3];
+}
+
+/// The precise arithmetic: the formulas as written (f64 tilt, libm), the same operations in the
+/// same order as the kernel's precise build.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Precise;
+
+impl Mode for Precise {
+    #[inline(always)]
+    fn zshift(&self, m: &Medium, pos: [f32; 3]) -> f32 {
+        m.tilt.zshift(f64::from(pos[0]), f64::from(pos[1]), f64::from(pos[2])) as f32
+    }
+
+    #[inline(always)]
+    fn absorption_factor(&self, m: &Medium, n: [f32; 3]) -> f32 {
+        m.anisotropy.as_ref().map_or(1.0, |a| a.absorption_factor(n))
+    }
+
+    #[inline(always)]
+    fn walk(&self, m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot: f32, abs_factor: f32) -> Segment {
+        layer_walk(m, slice, zp, nz, sca_depth, tot, abs_factor)
+    }
+
+    #[inline(always)]
+    fn first_hit(&self, doms: &DomIndex, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
+        doms.first_hit(r, n, len, skip, own)
+    }
+
+    #[inline(always)]
+    fn depth(&self, u: f32) -> f32 {
+        -u.ln()
+    }
+
+    #[inline(always)]
+    fn bfr_integrals(&self, b: &Birefringence, m: &Medium, zp: f32, nz: f32, len: f32) -> (f32, f32) {
+        b.path_integrals(m.hmin, m.dh, zp, nz, len)
+    }
+
+    #[inline(always)]
+    fn deflect(&self, b: &Birefringence, n: [f32; 3], len: f32, ra: f32, rb: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]) {
+        b.deflect(n, len, ra, rb, u)
+    }
+
+    #[inline(always)]
+    fn scatter_bulk(&self, m: &Medium, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
+        scatter(n, scattering_cosine(m.g, m.f_sl, u1, u2), u3, m.anisotropy.as_ref())
+    }
+}
+
+/// Where a segment's four random words come from: the photon's Philox stream (precise: one
+/// whole block per draw) or the fast mode's per-photon MWC64X state.
+pub trait SegmentWords {
+    fn block4(&mut self) -> [u32; 4];
+}
+
+impl SegmentWords for RandomStream {
+    #[inline(always)]
+    fn block4(&mut self) -> [u32; 4] {
+        RandomStream::block4(self)
+    }
+}
 
 /// A hit as produced by the propagation, before the CPU-side acceptance.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -195,7 +282,8 @@ pub enum SegmentEnd {
 }
 
 /// One segment of a photon (spec §3.5, hole ice photon-ppc-phase2.md §2): layer walk, hole-ice
-/// column, DOM collisions (hits appended to `out`), advance, birefringence, scattering.
+/// column, DOM collisions (hits appended to `out`), advance, birefringence, scattering; in the
+/// precise arithmetic with the photon's Philox stream.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn step(
@@ -208,11 +296,28 @@ pub fn step(
     rng: &mut RandomStream,
     out: &mut Vec<RawHit>,
 ) -> SegmentEnd {
+    step_with(&Precise, m, doms, src, photon_id, source_ord, st, rng, out)
+}
+
+/// [`step`] in the arithmetic of `mode`, drawing from `rng`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn step_with<M: Mode, R: SegmentWords>(
+    mode: &M,
+    m: &Medium,
+    doms: &DomIndex,
+    src: &Source,
+    photon_id: u64,
+    source_ord: u32,
+    st: &mut PhotonState,
+    rng: &mut R,
+    out: &mut Vec<RawHit>,
+) -> SegmentEnd {
     let p = &mut st.photon;
     let ocm = m.slices[p.slice as usize].ocm;
-    let zp = p.pos[2] - m.tilt.zshift(f64::from(p.pos[0]), f64::from(p.pos[1]), f64::from(p.pos[2])) as f32;
-    let nr = m.anisotropy.as_ref().map_or(1.0, |a| a.absorption_factor(p.dir));
-    let seg = layer_walk(m, p.slice, zp, p.dir[2], st.sca_depth, st.tot, nr);
+    let zp = p.pos[2] - mode.zshift(m, p.pos);
+    let nr = mode.absorption_factor(m, p.dir);
+    let seg = mode.walk(m, p.slice, zp, p.dir[2], st.sca_depth, st.tot, nr);
     // Hole ice: the bulk segment cut where it enters a column; inside, the column's coefficients.
     let (mut len, mut tot, mut end) = (seg.length, seg.tot, SegmentEnd::Scattered { in_hole: false });
     let (mut bulk_len, mut entered) = (seg.length, false);
@@ -244,7 +349,7 @@ pub fn step(
     // next scattering (PPC: `old = om`, reset when a new SCA is drawn), through a hole-ice cut too.
     let mut skip = st.skip;
     for _ in 0..MAX_HITS_PER_SEGMENT {
-        let Some(c) = doms.first_hit(p.pos, p.dir, len, skip, src.own_dom) else {
+        let Some(c) = mode.first_hit(doms, p.pos, p.dir, len, skip, src.own_dom) else {
             break;
         };
         if src.own_dom == Some(c.dom) {
@@ -303,9 +408,9 @@ pub fn step(
     // bulk (as PPC).
     if let Some(b) = &m.bfr {
         if bulk_len > 0.0 {
-            let (ra, rb) = b.path_integrals(m.hmin, m.dh, zp, p.dir[2], bulk_len);
+            let (ra, rb) = mode.bfr_integrals(b, m, zp, p.dir[2], bulk_len);
             let u = rng.block4().map(u32_to_unit_f32);
-            let (dir, shift) = b.deflect(p.dir, bulk_len, ra, rb, u);
+            let (dir, shift) = mode.deflect(b, p.dir, bulk_len, ra, rb, u);
             if !entered {
                 p.pos = [p.pos[0] + shift[0], p.pos[1] + shift[1], p.pos[2] + shift[2]];
             }
@@ -323,11 +428,11 @@ pub fn step(
     // One whole block per scattering: its three uniforms and the next segment's depth.
     let w = rng.block4();
     let (u1, u2, u3) = (u32_to_unit_f32(w[0]), u32_to_unit_f32(w[1]), u32_to_unit_f32(w[2]));
-    st.sca_depth = -u32_to_unit_f32(w[3]).ln();
+    st.sca_depth = mode.depth(u32_to_unit_f32(w[3]));
     p.dir = match (&m.hole, in_hole) {
         // Inside a column: its own phase function, no SPICE anisotropy.
         (Some(h), true) => scatter(p.dir, scattering_cosine(h.g, h.f_sl, u1, u2), u3, None),
-        _ => scatter(p.dir, scattering_cosine(m.g, m.f_sl, u1, u2), u3, m.anisotropy.as_ref()),
+        _ => mode.scatter_bulk(m, p.dir, u1, u2, u3),
     };
     end
 }
@@ -369,6 +474,42 @@ const CHUNK: u64 = 4096;
 /// once it says so the remaining chunks are skipped and the hits are incomplete: the caller
 /// (`crate::engine`) then reports the run as cancelled and never writes them.
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
+    run_chunks(sources, progress, |ids, out| {
+        for (id, s) in ids {
+            let mut rng = RandomStream::new(seed, tags::PHOTON, id);
+            propagate_photon(m, doms, &sources[s as usize], id, s, &mut rng, out);
+        }
+    })
+}
+
+/// The photons of one chunk: (global id, source ordinal) in id order.
+pub struct ChunkIds<'a> {
+    offsets: &'a [u64],
+    id: u64,
+    hi: u64,
+    s: usize,
+}
+
+impl Iterator for ChunkIds<'_> {
+    type Item = (u64, u32);
+
+    #[inline]
+    fn next(&mut self) -> Option<(u64, u32)> {
+        if self.id >= self.hi {
+            return None;
+        }
+        while self.offsets[self.s + 1] <= self.id {
+            self.s += 1;
+        }
+        self.id += 1;
+        Some((self.id - 1, self.s as u32))
+    }
+}
+
+/// The chunked parallel loop of [`run`]: `chunk` propagates the photons it is given (a chunk of
+/// [`CHUNK`] ids) and appends their hits, which must come out in canonical order (photon id,
+/// then hit ordinal). The precise and the fast mode share it.
+pub fn run_chunks(sources: &[Source], progress: &Progress, chunk: impl Fn(ChunkIds<'_>, &mut Vec<RawHit>) + Sync) -> Vec<RawHit> {
     // Global photon ids: source s owns [offset[s], offset[s] + photons). Counts are checked
     // when the sources are built (source::check_photons, total_photons); saturate regardless.
     let mut offsets = Vec::with_capacity(sources.len() + 1);
@@ -394,14 +535,16 @@ pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress:
                 }
                 let (lo, hi) = (c * CHUNK, (c.saturating_add(1).saturating_mul(CHUNK)).min(total));
                 let mut out = Vec::new();
-                let mut s = offsets.partition_point(|&o| o <= lo) - 1;
-                for id in lo..hi {
-                    while offsets[s + 1] <= id {
-                        s += 1;
-                    }
-                    let mut rng = RandomStream::new(seed, tags::PHOTON, id);
-                    propagate_photon(m, doms, &sources[s], id, s as u32, &mut rng, &mut out);
-                }
+                let s = offsets.partition_point(|&o| o <= lo) - 1;
+                chunk(
+                    ChunkIds {
+                        offsets: &offsets,
+                        id: lo,
+                        hi,
+                        s,
+                    },
+                    &mut out,
+                );
                 progress.add(hi - lo);
                 out
             })

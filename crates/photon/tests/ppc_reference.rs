@@ -16,8 +16,21 @@ fn data() -> Option<PathBuf> {
     warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A CPU run: precise ([`warpdrive_photon::simulate`]) or the fast mode.
+type Sim = fn(&Detector, &[warpdrive_photon::source::SourceSpec], u64, &Progress) -> warpdrive_photon::Simulation;
+
 #[test]
 fn cascade_10tev_spice321_agrees_with_ppc() {
+    cascade_spice321_agrees_with_ppc(warpdrive_photon::simulate);
+}
+
+/// The same criteria for the CPU fast mode (issue #34; docs/validation/photon.md).
+#[test]
+fn cascade_10tev_spice321_agrees_with_ppc_fast() {
+    cascade_spice321_agrees_with_ppc(warpdrive_photon::simulate_fast);
+}
+
+fn cascade_spice321_agrees_with_ppc(simulate: Sim) {
     let Some(data) = data() else { return };
     let runs = ppc_reference_runs(&data).unwrap();
     let det = Detector::build(&DetectorOptions {
@@ -27,7 +40,7 @@ fn cascade_10tev_spice321_agrees_with_ppc() {
     .unwrap();
     let input = data.join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
     let f2k = parse_f2k(&input, &std::fs::read_to_string(&input).unwrap(), &det.yield_).unwrap();
-    let sim = warpdrive_photon::simulate(&det, &f2k.specs, 20261122, &Progress::hidden());
+    let sim = simulate(&det, &f2k.specs, 20261122, &Progress::hidden());
     let ours = timed_hits(&sim.hits);
     let c = compare(&ours, &runs, 3.0, 0.02, 20, 5);
     eprintln!("photons {} raw hits {}\n{}", sim.photons, sim.raw_hits, c.report());
@@ -48,7 +61,7 @@ fn cascade_10tev_spice321_agrees_with_ppc() {
 /// PPC's eight H100 runs each (data/reference/ppc_bfr_h100_2026): birefringence, the renormalised
 /// absorption anisotropy, and for spice_ftp-v3m the 2-D tilt map, DOM types (wv.rde) and cables
 /// (dx.dat). Before those were simulated, spice_ftp-v3m gave 29 779 hits against PPC's 28 196 ± 260.
-fn bfr_model_agrees_with_ppc(model: &str) {
+fn bfr_model_agrees_with_ppc(model: &str, simulate: Sim) {
     let Some(data) = data() else { return };
     let runs = warpdrive_photon::validate::ppc_bfr_reference_runs(&data, model, "e10").unwrap();
     let det = Detector::build(&DetectorOptions {
@@ -59,7 +72,7 @@ fn bfr_model_agrees_with_ppc(model: &str) {
     assert!(det.medium.bfr.is_some(), "{model} runs with birefringence");
     let input = data.join("reference/ppc_bfr_h100_2026/input_cascade_10TeV.f2k");
     let f2k = parse_f2k(&input, &std::fs::read_to_string(&input).unwrap(), &det.yield_).unwrap();
-    let sim = warpdrive_photon::simulate(&det, &f2k.specs, 20261124, &Progress::hidden());
+    let sim = simulate(&det, &f2k.specs, 20261124, &Progress::hidden());
     let ours = timed_hits(&sim.hits);
     let c = compare(&ours, &runs, 3.0, 0.02, 20, 5);
     eprintln!("{model}: photons {} raw hits {}\n{}", sim.photons, sim.raw_hits, c.report());
@@ -81,12 +94,22 @@ fn bfr_model_agrees_with_ppc(model: &str) {
 
 #[test]
 fn cascade_10tev_spice_bfr_v2_agrees_with_ppc() {
-    bfr_model_agrees_with_ppc("spice_bfr-v2");
+    bfr_model_agrees_with_ppc("spice_bfr-v2", warpdrive_photon::simulate);
 }
 
 #[test]
 fn cascade_10tev_spice_ftp_v3m_agrees_with_ppc() {
-    bfr_model_agrees_with_ppc("spice_ftp-v3m");
+    bfr_model_agrees_with_ppc("spice_ftp-v3m", warpdrive_photon::simulate);
+}
+
+#[test]
+fn cascade_10tev_spice_bfr_v2_agrees_with_ppc_fast() {
+    bfr_model_agrees_with_ppc("spice_bfr-v2", warpdrive_photon::simulate_fast);
+}
+
+#[test]
+fn cascade_10tev_spice_ftp_v3m_agrees_with_ppc_fast() {
+    bfr_model_agrees_with_ppc("spice_ftp-v3m", warpdrive_photon::simulate_fast);
 }
 
 /// PPC's flasher `ppc 63 20 1e8 0` (default FWID 9.7°, and WFLA = 405 nm) in both birefringent
