@@ -29,6 +29,7 @@ mod bench;
 mod doctor;
 mod em;
 mod em_shower;
+mod merge;
 mod photon;
 mod sky;
 mod spline;
@@ -80,7 +81,7 @@ enum Command {
         what: beam::BeamCommand,
     },
     /// Combine the outputs of batch jobs (`--jobs N --job-index I`) into the result of one run.
-    Merge(sky::MergeArgs),
+    Merge(merge::MergeArgs),
     /// Benchmarks (print a table, write JSON).
     Bench {
         #[command(subcommand)]
@@ -222,7 +223,7 @@ fn run(cli: Cli) -> Result<()> {
         } => sky::inject(&a, force),
         Command::Spline { what } => spline::run(what, force),
         Command::Beam { what } => beam::run(what, force),
-        Command::Merge(a) => sky::merge(&a, force),
+        Command::Merge(a) => merge::merge(&a, force),
         Command::Em(a) => match &a.shower {
             Some(cmd) => em_shower::run_command(cmd, force),
             None => em::em(&a, force),

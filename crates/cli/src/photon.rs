@@ -1,6 +1,7 @@
 //! `warpdrive photon` and `warpdrive ppc`: argument parsing and output only; the requests, their
 //! checks and the propagation live in `warpdrive_photon::engine`.
 
+use crate::merge::SplitArgs;
 use crate::CommonArgs;
 use anyhow::Result;
 use clap::Args;
@@ -67,6 +68,8 @@ pub struct PhotonArgs {
     #[arg(long)]
     hit_lines: Option<PathBuf>,
     #[command(flatten)]
+    split: SplitArgs,
+    #[command(flatten)]
     common: CommonArgs,
 }
 
@@ -74,6 +77,7 @@ pub struct PhotonArgs {
 pub fn run(a: &PhotonArgs, force: bool) -> Result<()> {
     let start = Instant::now();
     let ctl = a.common.control()?;
+    let split = a.split.split()?;
     let spec = DetectorSpec {
         ice: a.ice.clone(),
         geometry: a.geometry.clone(),
@@ -109,6 +113,8 @@ pub fn run(a: &PhotonArgs, force: bool) -> Result<()> {
     let opts = PropagateOptions {
         seed: a.seed,
         max_photons: a.max_photons,
+        split,
+        command: crate::command_line(),
     };
     let req = Propagate::new(Arc::new(det), sources, &opts)?;
     let bar = Bar::show(&ctl.progress);
@@ -117,6 +123,7 @@ pub fn run(a: &PhotonArgs, force: bool) -> Result<()> {
     r.save(outs)?;
     print_summary(&r, a);
     println!("total time:     {:.2} s", start.elapsed().as_secs_f64());
+    a.split.note();
     Ok(())
 }
 

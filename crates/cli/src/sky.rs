@@ -399,23 +399,7 @@ fn print_result(r: &AutocorrResult, shown: &Path, plot: bool) {
     );
 }
 
-#[derive(Args)]
-pub struct MergeArgs {
-    /// Output directories of the jobs (`warpdrive sky autocorr|inject --jobs N --job-index I -o DIR`).
-    #[arg(required = true)]
-    jobs: Vec<PathBuf>,
-    /// Output directory of the merged result.
-    #[arg(long, short)]
-    output: PathBuf,
-    /// Allow a set of jobs that does not cover every trial.
-    #[arg(long)]
-    partial: bool,
-    /// Do not draw autocorr.png (inject.png).
-    #[arg(long)]
-    no_plot: bool,
-}
-
-pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
+pub fn merge(a: &crate::merge::MergeArgs, force: bool) -> Result<()> {
     let ctl = crate::process_control();
     let out = engine::prepare_output(&a.output, force, &a.jobs)?;
     match engine::merge(&a.jobs, a.partial, &ctl)? {

@@ -12,6 +12,7 @@
 //!   progress), `Error` by kind, `ParamError` named as each front end spells it.
 //! * [`input`] — the bounded reader every input goes through.
 //! * [`output`] — the output discipline: no output over an input, temporaries renamed whole, `--force`, signal cleanup.
+//! * [`split`] — runs split into batch jobs and the checks before their outputs are merged.
 
 pub mod bench;
 pub mod check;
@@ -31,6 +32,7 @@ pub mod pmath;
 pub mod progress;
 pub mod rng;
 pub mod snapshot;
+pub mod split;
 pub mod stats;
 pub mod table;
 #[cfg(test)]

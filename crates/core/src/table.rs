@@ -60,6 +60,18 @@ impl Column {
         }
     }
 
+    /// Append `other`'s values; false (and nothing appended) when its type differs.
+    pub fn append(&mut self, other: Column) -> bool {
+        match (self, other) {
+            (Column::I32(a), Column::I32(b)) => a.extend(b),
+            (Column::I64(a), Column::I64(b)) => a.extend(b),
+            (Column::F32(a), Column::F32(b)) => a.extend(b),
+            (Column::F64(a), Column::F64(b)) => a.extend(b),
+            _ => return false,
+        }
+        true
+    }
+
     fn parquet_type(&self) -> &'static str {
         match self {
             Column::I32(_) => "INT32",

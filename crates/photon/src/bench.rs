@@ -9,6 +9,7 @@ use crate::source::{Particle, Primary, Source, SourceSpec};
 use std::path::PathBuf;
 use warpdrive_core::bench::{self, BenchReport, Lines};
 use warpdrive_core::engine::{Control, Error, ParamError, Result};
+use warpdrive_core::split::Split;
 
 /// What to time; `Default` is the command line's defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -202,7 +203,7 @@ impl Bench {
         let mut rows = Vec::new();
         for n in bench::thread_counts(&o.threads)? {
             let backend = crate::Backend::Cpu { precise: ctl.precise };
-            let (sim, s) = bench::timed(ctl, n, || crate::engine::simulate(det, &self.cascade, o.seed, &backend, ctl))?;
+            let (sim, s) = bench::timed(ctl, n, || crate::engine::simulate(det, &self.cascade, o.seed, Split::WHOLE, &backend, ctl))?;
             let (sim, _) = sim?;
             ctl.check()?;
             let ns = 1e9 * s / sim.photons as f64;

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use warpdrive_core::engine::{Control, Error, ParamError, Result};
 use warpdrive_core::output::{OutputError, Outputs};
+use warpdrive_core::split::{self, JobStamp, Split};
 use warpdrive_core::table::Table;
 
 /// The detector options of every front end: `--ice`, `--geometry`, `--sensors`, `--oversize`
@@ -296,6 +297,11 @@ pub struct PropagateOptions {
     pub seed: u64,
     /// Refuse to run when the sources need more photons than this (mean count).
     pub max_photons: Option<u64>,
+    /// The share of the photons this job propagates (`--jobs N --job-index I`).
+    pub split: Split,
+    /// How the run was asked for (the command line, the Python call): recorded in a job's
+    /// output as provenance.
+    pub command: String,
 }
 
 impl Default for PropagateOptions {
@@ -303,6 +309,8 @@ impl Default for PropagateOptions {
         Self {
             seed: 1,
             max_photons: None,
+            split: Split::WHOLE,
+            command: String::new(),
         }
     }
 }
@@ -319,6 +327,8 @@ pub struct Propagate {
     /// The `EM` number of each f2k block, in block order.
     f2k_events: Option<Vec<i32>>,
     inputs: Vec<PathBuf>,
+    split: Split,
+    command: String,
 }
 
 /// Lines of `text`: a bound on the `TR` lines, hence on the sources, of an f2k or step file.
@@ -382,6 +392,8 @@ impl Propagate {
             input,
             f2k_events,
             inputs,
+            split: o.split,
+            command: o.command.clone(),
         })
     }
 
@@ -415,7 +427,7 @@ impl Propagate {
         let backend = backend(ctl)?;
         ctl.install(|| {
             let t0 = Instant::now();
-            let (sim, stats) = simulate(&self.det, &self.specs, self.seed, &backend, ctl)?;
+            let (sim, stats) = simulate(&self.det, &self.specs, self.seed, self.split, &backend, ctl)?;
             if sim.photons == 0 {
                 return Err(Error::Failed(format!(
                     "the sources produced zero photons (about {:.3} expected; raise the energy or photon count)",
@@ -431,8 +443,12 @@ impl Propagate {
                 ),
                 _ => format!("cpu ({} threads)", rayon::current_num_threads()),
             };
+            let mut metadata = self.metadata(sim.photons);
+            if !self.split.is_whole() {
+                metadata.extend(self.job_stamp(&metadata, &backend, sim.photons)?.metadata());
+            }
             Ok(PropagateResult {
-                metadata: self.metadata(sim.photons),
+                metadata,
                 with_pmt: self.det.sensors.is_some(),
                 sim,
                 device,
@@ -466,6 +482,32 @@ impl Propagate {
     }
 }
 
+impl Propagate {
+    /// What a job of this run records: the run's metadata, its arithmetic (CPU fast, GPU fast,
+    /// precise: different hits for one seed) and its inputs' contents fingerprinted.
+    fn job_stamp(&self, metadata: &[(String, String)], backend: &Backend, photons: u64) -> Result<JobStamp> {
+        let arithmetic = match backend {
+            Backend::Cpu { precise: true } => "precise",
+            Backend::Cuda(o) if o.precise => "precise",
+            Backend::Cpu { precise: false } => "cpu fast",
+            Backend::Cuda(_) => "gpu fast",
+        };
+        let mut fields = metadata.to_vec();
+        fields.push(("arithmetic".into(), arithmetic.into()));
+        let run = split::fingerprint(&fields, &self.inputs)?;
+        Ok(JobStamp::new(JOB_KIND, run, self.split, photons, &self.command))
+    }
+}
+
+/// The job kind of a split photon run (`warpdrive photon --jobs N`).
+pub const JOB_KIND: &str = "photon";
+
+/// The hits of a split run's jobs (their Parquet files, each job once) as one run's table,
+/// identical to the unsplit run's: rows in job order (photon ids ascend), the job keys dropped.
+pub fn merge(jobs: &[PathBuf], ctl: &Control) -> Result<Table> {
+    split::merge_tables(jobs, JOB_KIND, ctl)
+}
+
 /// Typed sources in words: each one when there are few, else their number.
 fn describe(p: &[Primary]) -> String {
     if p.len() <= 3 {
@@ -490,22 +532,28 @@ pub fn backend(ctl: &Control) -> Result<Backend> {
 /// Draw the photon counts of `specs`, propagate them on `backend` and apply the acceptance, on
 /// the current thread pool. `ctl.progress` counts the photons; a raised token returns
 /// [`Error::Cancelled`] and nothing partial. Shared by [`Propagate::run`] and the PPC mode.
+///
+/// With a `split` other than [`Split::WHOLE`] only the job's share of the photon ids is
+/// propagated (every photon's hits are those of the whole run); `photons` stays the run's total.
 pub fn simulate(
     det: &Detector,
     specs: &[SourceSpec],
     seed: u64,
+    split: Split,
     backend: &Backend,
     ctl: &Control,
 ) -> Result<(Simulation, Option<gpu::GpuStats>)> {
     let sources = source::realise(specs, seed);
     let photons = source::total_photons(&sources).map_err(Error::Failed)?;
-    ctl.progress.begin("propagating", photons, "photons");
+    let ids = split.share(photons);
+    ctl.progress.begin("propagating", ids.end - ids.start, "photons");
     ctl.check()?;
+    let (m, idx) = (&det.medium, &det.index);
     let (raw, mut stats) = match backend {
-        Backend::Cpu { precise: true } => (propagate::run(&det.medium, &det.index, &sources, seed, &ctl.progress), None),
-        Backend::Cpu { precise: false } => (crate::fast::run(&det.medium, &det.index, &sources, seed, &ctl.progress), None),
+        Backend::Cpu { precise: true } => (propagate::run_range(m, idx, &sources, seed, ids, &ctl.progress), None),
+        Backend::Cpu { precise: false } => (crate::fast::run_range(m, idx, &sources, seed, ids, &ctl.progress), None),
         Backend::Cuda(o) => {
-            let (raw, stats) = gpu::run_with(&det.medium, &det.index, &sources, seed, o, &ctl.progress)?;
+            let (raw, stats) = gpu::run_with(m, idx, &sources, seed, ids, o, &ctl.progress)?;
             (raw, Some(stats))
         }
     };
@@ -733,6 +781,7 @@ mod tests {
         let o = PropagateOptions {
             seed: 1,
             max_photons: Some(10),
+            ..Default::default()
         };
         let (cli, py) = err(&det, one(1000.0), &o);
         assert!(cli.starts_with("--max-photons 10: the sources need about 5.149e5 photons"), "{cli}");
@@ -744,6 +793,50 @@ mod tests {
         let e = Propagate::new(Arc::clone(&det), many, &PropagateOptions::default()).unwrap_err();
         assert!(matches!(e, Error::Failed(_)), "{e:?}");
         assert!(e.to_string().contains("more than the limit of 1e19 per run"), "{e}");
+    }
+
+    /// A run split into jobs, in both CPU modes: the merged Parquet file is the unsplit run's,
+    /// byte for byte, for several job counts; a job with no photons is a valid (empty) job.
+    #[test]
+    fn split_runs_merge_into_the_whole_run() {
+        let det = builtin();
+        let dir = std::env::temp_dir().join(format!("wd-photon-split-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sources = || {
+            typed(TypedSources {
+                energy: Some(vec![300.0, 200.0]),
+                position: Some(vec![0.0, 0.0, 0.0, 20.0, 0.0, -30.0]),
+                ..Default::default()
+            })
+        };
+        for precise in [false, true] {
+            let ctl = cpu().precise(precise);
+            let run = |split: Split, path: &Path| {
+                let o = PropagateOptions {
+                    seed: 5,
+                    split,
+                    command: "test".into(),
+                    ..Default::default()
+                };
+                let r = Propagate::new(Arc::clone(&det), sources(), &o).unwrap().run(&ctl).unwrap();
+                r.table().write_parquet(path).unwrap();
+                r
+            };
+            let whole = dir.join("whole.parquet");
+            let w = run(Split::WHOLE, &whole);
+            assert!(w.sim.hits.len() > 20, "{} hits", w.sim.hits.len());
+            for jobs in [2u64, 7] {
+                let paths: Vec<PathBuf> = (0..jobs).map(|i| dir.join(format!("job{i}.parquet"))).collect();
+                for (i, p) in paths.iter().enumerate().rev() {
+                    run(Split::new(jobs, i as u64).unwrap(), p);
+                }
+                let merged = merge(&paths, &ctl).unwrap();
+                let out = dir.join("merged.parquet");
+                merged.write_parquet(&out).unwrap();
+                assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&whole).unwrap(), "{jobs} jobs, precise {precise}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A raised token stops the run: `Error::Cancelled`, no result.
@@ -796,7 +889,7 @@ mod tests {
         let det = builtin();
         let o = PropagateOptions {
             seed: 3,
-            max_photons: None,
+            ..Default::default()
         };
         let run = |s: SourceOptions| Propagate::new(Arc::clone(&det), s, &o).unwrap().run(&cpu()).unwrap();
         let small = TypedSources {

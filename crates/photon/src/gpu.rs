@@ -972,7 +972,7 @@ fn run_on(
 /// Propagate all photons of `sources` on the GPUs of `opts`. Hits come back in canonical order,
 /// identical for any number of devices and batch size.
 pub fn run(m: &Medium, idx: &DomIndex, sources: &[Source], seed: u64, opts: &GpuOptions) -> Result<(Vec<RawHit>, GpuStats), GpuError> {
-    run_with(m, idx, sources, seed, opts, &Progress::hidden())
+    run_with(m, idx, sources, seed, 0..u64::MAX, opts, &Progress::hidden())
 }
 
 /// [`run`] reporting each finished batch to `progress` and stopping between batches (about a
@@ -983,16 +983,19 @@ pub fn run_with(
     idx: &DomIndex,
     sources: &[Source],
     seed: u64,
+    ids: std::ops::Range<u64>,
     opts: &GpuOptions,
     progress: &Progress,
 ) -> Result<(Vec<RawHit>, GpuStats), GpuError> {
     let total: u64 = sources.iter().map(|s| s.photons).sum();
+    // Photon ids `ids` only (one job of a split run), cut into one share per GPU.
+    let (first, end) = (ids.start.min(total), ids.end.min(total));
     let t_open = Instant::now();
     let gpus = opts.devices.iter().map(|&d| cuda::open(d)).collect::<Result<Vec<_>, _>>()?;
     let open_seconds = t_open.elapsed().as_secs_f64();
-    let results = cuda::split_across(&gpus, total, |g, share| {
+    let results = cuda::split_across(&gpus, end - first, |g, share| {
         g.ctx.bind_to_thread()?;
-        run_on(g, m, idx, sources, seed, (share.start, share.end), opts, progress)
+        run_on(g, m, idx, sources, seed, (first + share.start, first + share.end), opts, progress)
     });
     let mut device_hits = Vec::new();
     let mut stats = GpuStats {

@@ -12,6 +12,7 @@
 //! SCA), the rest of the emission's last block left unused. With hole ice (`hole.rs`) a segment
 //! may end cut at a column's edge: it draws no scattering block (the depths left carry over).
 
+use std::ops::Range;
 use rayon::prelude::*;
 use warpdrive_core::progress::Progress;
 use warpdrive_core::rng::u32_to_unit_f32;
@@ -474,7 +475,13 @@ const CHUNK: u64 = 4096;
 /// once it says so the remaining chunks are skipped and the hits are incomplete: the caller
 /// (`crate::engine`) then reports the run as cancelled and never writes them.
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
-    run_chunks(sources, progress, |ids, out| {
+    run_range(m, doms, sources, seed, 0..u64::MAX, progress)
+}
+
+/// [`run`] for the photons whose global ids lie in `ids` (one job's share of a split run,
+/// `warpdrive_core::split`): each photon's hits are those of the whole run.
+pub fn run_range(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, ids: Range<u64>, progress: &Progress) -> Vec<RawHit> {
+    run_chunks(sources, ids, progress, |ids, out| {
         for (id, s) in ids {
             let mut rng = RandomStream::new(seed, tags::PHOTON, id);
             propagate_photon(m, doms, &sources[s as usize], id, s, &mut rng, out);
@@ -509,7 +516,13 @@ impl Iterator for ChunkIds<'_> {
 /// The chunked parallel loop of [`run`]: `chunk` propagates the photons it is given (a chunk of
 /// [`CHUNK`] ids) and appends their hits, which must come out in canonical order (photon id,
 /// then hit ordinal). The precise and the fast mode share it.
-pub fn run_chunks(sources: &[Source], progress: &Progress, chunk: impl Fn(ChunkIds<'_>, &mut Vec<RawHit>) + Sync) -> Vec<RawHit> {
+/// Only the photons with global ids in `ids` (clamped to the sources' photons) are propagated.
+pub fn run_chunks(
+    sources: &[Source],
+    ids: Range<u64>,
+    progress: &Progress,
+    chunk: impl Fn(ChunkIds<'_>, &mut Vec<RawHit>) + Sync,
+) -> Vec<RawHit> {
     // Global photon ids: source s owns [offset[s], offset[s] + photons). Counts are checked
     // when the sources are built (source::check_photons, total_photons); saturate regardless.
     let mut offsets = Vec::with_capacity(sources.len() + 1);
@@ -519,7 +532,8 @@ pub fn run_chunks(sources: &[Source], progress: &Progress, chunk: impl Fn(ChunkI
         total = total.saturating_add(s.photons);
     }
     offsets.push(total);
-    let chunks = total.div_ceil(CHUNK);
+    let (first_id, end_id) = (ids.start.min(total), ids.end.min(total));
+    let chunks = (end_id - first_id).div_ceil(CHUNK);
     // Chunks run in batches, so the per-chunk hit lists in memory at once stay bounded however
     // many photons there are; batches are appended in order (same output for any thread count).
     const CHUNKS_PER_BATCH: u64 = 1 << 14;
@@ -533,7 +547,8 @@ pub fn run_chunks(sources: &[Source], progress: &Progress, chunk: impl Fn(ChunkI
                 if progress.should_stop() {
                     return Vec::new();
                 }
-                let (lo, hi) = (c * CHUNK, (c.saturating_add(1).saturating_mul(CHUNK)).min(total));
+                let lo = first_id + c * CHUNK;
+                let hi = lo.saturating_add(CHUNK).min(end_id);
                 let mut out = Vec::new();
                 let s = offsets.partition_point(|&o| o <= lo) - 1;
                 chunk(

@@ -6,6 +6,8 @@ use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::Arc;
+use warpdrive_core::output::Staged;
+use warpdrive_core::split::Split;
 use warpdrive_core::table::{Column, Table};
 use warpdrive_photon::detector::Detector as Det;
 use warpdrive_photon::engine::{self, DetectorSpec, ParticleName, Propagate, PropagateOptions, SourceOptions, TypedSources};
@@ -130,7 +132,7 @@ impl Detector {
     /// `warpdrive photon` on this detector: the sources as one of `input` (f2k file), `f2k`
     /// (f2k text), `steps` (step file) or the typed arrays; the outputs written by the library
     /// when `output`/`hit_lines` are given.
-    #[pyo3(signature = (input, f2k, steps, particle, position, direction, energy, time, length, seed, max_photons, output, hit_lines, force, device, threads, precise, progress))]
+    #[pyo3(signature = (input, f2k, steps, particle, position, direction, energy, time, length, seed, max_photons, output, hit_lines, force, device, threads, precise, progress, jobs, job_index))]
     #[allow(clippy::too_many_arguments)]
     fn propagate<'py>(
         &self,
@@ -153,6 +155,8 @@ impl Detector {
         threads: Option<Count>,
         precise: bool,
         progress: Option<&Bound<'py, PyAny>>,
+        jobs: Count,
+        job_index: Count,
     ) -> PyResult<Propagated<'py>> {
         let particle = particle.map(|p| {
             p.into_iter()
@@ -178,6 +182,9 @@ impl Detector {
         let opts = PropagateOptions {
             seed: errors::count("seed", seed)?,
             max_photons: max_photons.map(|m| errors::count("max_photons", m)).transpose()?,
+            split: Split::new(errors::count("jobs", jobs)?, errors::count("job_index", job_index)?)
+                .map_err(|e| errors::param(&e))?,
+            command: "warpdrive.photon.propagate (Python)".into(),
         };
         let (ctl, notes) = crate::run::control(device, threads, precise)?;
         let det = Arc::clone(&self.det);
@@ -213,6 +220,35 @@ pub fn particle_aliases() -> Vec<(&'static str, i64, &'static str)> {
 /// (read through the bounded input reader: a NUL byte stops it) as its standard input, under a control of `threads`
 /// (Ctrl-C and `progress` stop it). Returns (stdout, stderr) as the command writes them; errors
 /// are raised with the command's message.
+/// `warpdrive merge` of photon jobs: the hits of the jobs' Parquet files (`jobs=`/`job_index=`,
+/// written with `output=`) as the unsplit run's table; written to `output` when given.
+#[pyfunction]
+#[pyo3(signature = (paths, output, force))]
+pub fn photon_merge<'py>(
+    py: Python<'py>,
+    paths: Vec<PathBuf>,
+    output: Option<PathBuf>,
+    force: bool,
+) -> PyResult<(Bound<'py, crate::arrow_c::ArrowTable>, Vec<(String, String)>)> {
+    let ctl = crate::run::control("cpu", None, false)?.0;
+    let table = py
+        .allow_threads(|| -> warpdrive_core::engine::Result<_> {
+            let out = match &output {
+                Some(o) => Some(Staged::file(o, force, &paths.iter().map(PathBuf::as_path).collect::<Vec<_>>())?),
+                None => None,
+            };
+            let t = warpdrive_photon::engine::merge(&paths, &ctl)?;
+            if let Some(out) = out {
+                t.write_parquet(out.path()).map_err(|e| warpdrive_core::engine::Error::Failed(e.to_string()))?;
+                out.commit()?;
+            }
+            Ok(t)
+        })
+        .map_err(|e| errors::engine(&e))?;
+    let meta = table.metadata.clone();
+    Ok((columns(py, table)?, meta))
+}
+
 #[pyfunction]
 #[pyo3(signature = (args, env, stdin, stdin_path=None, threads=None, progress=None))]
 #[allow(clippy::too_many_arguments)]

@@ -291,3 +291,30 @@ def test_ppc_stdin_from_a_path(data, tmp_path):
     src = tmp_path / "in.f2k"
     src.write_text(PPC_F2K)
     assert photon.ppc(0, stdin=src, env=env).stdout == photon.ppc(0, stdin=PPC_F2K, env=env).stdout
+
+
+def test_jobs_merge_into_the_unsplit_run_and_equal_the_cli_merge(cli, tmp_path):
+    """Photon jobs (`jobs=`/`job_index=`, as batch jobs run them) merge into the unsplit run's
+    file byte for byte, in Python and with `warpdrive merge`; a missing or foreign job is named."""
+    src = tmp_path / "in.f2k"
+    src.write_text(F2K)
+    kw = dict(seed=4, device="cpu")
+    whole = tmp_path / "whole.parquet"
+    photon.propagate(src, output=whole, **kw)
+    jobs = [tmp_path / f"job{i}.parquet" for i in range(3)]
+    for i, p in enumerate(jobs):
+        photon.propagate(src, output=p, jobs=3, job_index=i, **kw)
+    meta = pq.read_schema(jobs[1]).metadata
+    assert meta[b"warpdrive.job.index"] == b"1" and meta[b"warpdrive.job.jobs"] == b"3"
+    merged = photon.merge(jobs[::-1], output=tmp_path / "py.parquet")
+    assert_same_table(merged, pq.read_table(whole))
+    assert (tmp_path / "py.parquet").read_bytes() == whole.read_bytes()
+    cli("merge", "-o", tmp_path / "cli.parquet", *jobs)
+    assert (tmp_path / "cli.parquet").read_bytes() == whole.read_bytes()
+    with pytest.raises(ValueError, match=r"lack job 2 of 3"):
+        photon.merge(jobs[:2])
+    photon.propagate(src, output=tmp_path / "other.parquet", jobs=3, job_index=2, seed=5, device="cpu")
+    with pytest.raises(ValueError, match=r"other.parquet: is a job of a different run"):
+        photon.merge(jobs[:2] + [tmp_path / "other.parquet"])
+    with pytest.raises(ValueError, match=r"^job_index 3 must be below jobs 3"):
+        photon.propagate(src, jobs=3, job_index=3, **kw)

@@ -217,10 +217,22 @@ unsafe fn chunk_avx2(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source
 /// `propagate::run` in the fast mode: the same chunks, progress and stop requests; hits in
 /// canonical order, identical for any number of threads (and on CPUs with or without AVX2).
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
+    run_range(m, doms, sources, seed, 0..u64::MAX, progress)
+}
+
+/// [`run`] for the photons whose global ids lie in `ids` (one job of a split run).
+pub fn run_range(
+    m: &Medium,
+    doms: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    ids: std::ops::Range<u64>,
+    progress: &Progress,
+) -> Vec<RawHit> {
     let fast = Fast::new(m, doms);
     #[cfg(target_arch = "x86_64")]
     let avx2 = std::env::var_os("WARPDRIVE_NO_AVX2").is_none() && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
-    crate::propagate::run_chunks(sources, progress, |ids, out| {
+    crate::propagate::run_chunks(sources, ids, progress, |ids, out| {
         #[cfg(target_arch = "x86_64")]
         if avx2 {
             // SAFETY: AVX2 and FMA detected above.

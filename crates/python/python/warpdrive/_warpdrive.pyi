@@ -233,8 +233,11 @@ class Detector:
         threads: int | None,
         precise: bool,
         progress: _Progress,
+        jobs: int,
+        job_index: int,
     ) -> tuple[ArrowTable, list[tuple[str, str]], str, int, float]: ...
 
+def photon_merge(paths: list[_Path], output: _Path | None, force: bool) -> tuple[ArrowTable, list[tuple[str, str]]]: ...
 def ppc_run(
     args: list[str],
     env: dict[str, str],

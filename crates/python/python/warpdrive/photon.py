@@ -13,7 +13,7 @@ import pyarrow as pa
 from . import _arrow, _progress, _warpdrive
 from ._types import Float64Array, PathLike, Progress
 
-__all__ = ["Detector", "PARTICLE_ALIASES", "PpcRun", "ppc", "propagate", "sources_f2k"]
+__all__ = ["Detector", "PARTICLE_ALIASES", "PpcRun", "merge", "ppc", "propagate", "sources_f2k"]
 
 #: A particle of typed sources: an f2k or PDG name, or a PDG code.
 _Particle = Union[str, int, np.integer[Any]]
@@ -188,7 +188,7 @@ class Detector:
                   length: Optional[npt.ArrayLike] = None, seed: int = 1, max_photons: Optional[int] = None,
                   output: Optional[PathLike] = None, hit_lines: Optional[PathLike] = None, force: bool = False,
                   device: str = "auto", threads: Optional[int] = None, precise: bool = False,
-                  progress: Progress = None) -> pa.Table:
+                  progress: Progress = None, jobs: int = 1, job_index: int = 0) -> pa.Table:
         """``warpdrive photon`` on this detector: the hits as a ``pyarrow.Table`` with the
         columns and key/value metadata of its Parquet file (docs/photon.md).
 
@@ -208,6 +208,10 @@ class Detector:
         ``force=True``). ``progress``: None (tqdm on a terminal if installed), False, True or
         ``f(done, total)`` (return False to stop: ``warpdrive.Cancelled``). Ctrl-C stops the run
         within about a second (``KeyboardInterrupt``); nothing is written then.
+
+        ``jobs``/``job_index``: propagate only job ``job_index``'s share of the photons (batch
+        jobs, ``warpdrive.distributed``); :func:`merge` combines the jobs' files into the unsplit
+        run's table.
         """
         kw: dict[str, Any] = dict(input=input, f2k=f2k, steps=steps, particle=particle, position=position,
                                   direction=direction, energy=energy, time=time, length=length)
@@ -236,7 +240,8 @@ class Detector:
                 _rows("position", kw["position"], 3), _rows("direction", kw["direction"], 2),
                 _column("energy", kw["energy"]), _column("time", kw["time"]), _column("length", kw["length"]),
                 seed, max_photons, None if output is None else os.fspath(output),
-                None if hit_lines is None else os.fspath(hit_lines), force, device, threads, precise, cb)
+                None if hit_lines is None else os.fspath(hit_lines), force, device, threads, precise, cb,
+                jobs, job_index)
         finally:
             close()
         _log.info("propagated %d photons on %s in %.2f s", photons, device_used, seconds)
@@ -251,13 +256,29 @@ def propagate(sources: Union[None, PathLike, str, Mapping[str, Any]] = None, ice
               time: Optional[npt.ArrayLike] = None, length: Optional[npt.ArrayLike] = None, seed: int = 1,
               max_photons: Optional[int] = None, output: Optional[PathLike] = None,
               hit_lines: Optional[PathLike] = None, force: bool = False, device: str = "auto",
-              threads: Optional[int] = None, precise: bool = False, progress: Progress = None) -> pa.Table:
+              threads: Optional[int] = None, precise: bool = False, progress: Progress = None,
+              jobs: int = 1, job_index: int = 0) -> pa.Table:
     """One-shot ``Detector(ice, geometry, oversize, sensors).propagate(sources, ...)``: the
     keywords after ``sensors`` as :meth:`Detector.propagate`'s."""
     return Detector(ice, geometry, oversize, sensors).propagate(
         sources, input=input, f2k=f2k, steps=steps, particle=particle, position=position, direction=direction,
         energy=energy, time=time, length=length, seed=seed, max_photons=max_photons, output=output,
-        hit_lines=hit_lines, force=force, device=device, threads=threads, precise=precise, progress=progress)
+        hit_lines=hit_lines, force=force, device=device, threads=threads, precise=precise, progress=progress,
+        jobs=jobs, job_index=job_index)
+
+
+def merge(paths: Sequence[PathLike], output: Optional[PathLike] = None, force: bool = False) -> pa.Table:
+    """``warpdrive merge`` of photon jobs: the Parquet files of one run split with ``jobs=``/
+    ``job_index=`` (each written with ``output=``) as the unsplit run's hit table, written to
+    ``output`` when given. Missing, repeated or foreign jobs raise ``ValueError`` naming them.
+
+    >>> for i in range(4):  # doctest: +SKIP
+    ...     photon.propagate(energy=1e4, jobs=4, job_index=i, output=f"job{i}.parquet")
+    >>> hits = photon.merge([f"job{i}.parquet" for i in range(4)])  # doctest: +SKIP
+    """
+    cols, meta = _warpdrive.photon_merge([os.fspath(p) for p in paths],
+                                         None if output is None else os.fspath(output), force)
+    return _arrow.table(cols, dict(meta))
 
 
 class PpcRun:
