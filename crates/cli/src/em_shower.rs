@@ -45,6 +45,8 @@ pub struct ShowerArgs {
     #[arg(long, short, default_value = "em-shower")]
     output: PathBuf,
     #[command(flatten)]
+    split: crate::merge::SplitArgs,
+    #[command(flatten)]
     common: CommonArgs,
 }
 
@@ -63,6 +65,8 @@ fn shower(a: &ShowerArgs, calorimeter: CalorimeterChoice, force: bool) -> Result
         events: a.events,
         seed: a.seed,
         cut_mm: a.cut_mm,
+        split: a.split.split()?,
+        command: command_line(),
     };
     let kind = match calorimeter {
         CalorimeterChoice::Testem3 => "testem3",
@@ -98,6 +102,20 @@ fn shower(a: &ShowerArgs, calorimeter: CalorimeterChoice, force: bool) -> Result
         eprintln!("warning: {note}");
     }
     print_result(&r, &a.output);
+    a.split.note();
+    Ok(())
+}
+
+/// `warpdrive merge` of shower jobs: the unsplit run's directory.
+pub fn merge(jobs: &[PathBuf], output: &std::path::Path, plot: bool, force: bool) -> Result<()> {
+    let ctl = crate::process_control();
+    let out = engine::prepare_output(output, force, jobs)?;
+    let r = engine::merge_showers(jobs, &ctl)?;
+    println!("merged: {} em shower jobs, {} events", jobs.len(), r.run.events.len());
+    for note in r.save(out, plot, &command_line())? {
+        eprintln!("warning: {note}");
+    }
+    print_result(&r, output);
     Ok(())
 }
 

@@ -65,6 +65,7 @@ pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
             out.commit()?;
             println!("merged:         {} photon jobs, {} hits", a.jobs.len(), table.rows());
         }
+        warpdrive_em::engine::SHOWER_JOB_KIND => return crate::em_shower::merge(&a.jobs, &a.output, !a.no_plot, force),
         other => anyhow::bail!(
             "{}: a `{other}` job's output, which this warpdrive cannot merge",
             a.jobs[0].display()

@@ -37,7 +37,8 @@ use warpdrive_core::engine::{Control, Error, ParamError, Result};
 use warpdrive_core::limits::check_alloc;
 use warpdrive_core::output::Staged;
 use warpdrive_core::plot::PlotError;
-use warpdrive_core::table::Table;
+use warpdrive_core::split::{self, JobStamp, Split};
+use warpdrive_core::table::{Column, Table};
 
 // ---------------------------------------------------------------------------------------------
 // Shared by both runs
@@ -531,6 +532,10 @@ pub struct ShowerOptions {
     pub seed: u64,
     /// One production cut for γ, e⁻ and e⁺, as a range [mm].
     pub cut_mm: f64,
+    /// The share of the events this job runs (`--jobs N --job-index I`).
+    pub split: Split,
+    /// How the run was asked for (provenance in a job's output).
+    pub command: String,
 }
 
 impl Default for ShowerOptions {
@@ -541,8 +546,51 @@ impl Default for ShowerOptions {
             events: 1000,
             seed: 12345,
             cut_mm: 1.0,
+            split: Split::WHOLE,
+            command: String::new(),
         }
     }
+}
+
+/// The job kind of a split shower run (`warpdrive em testem3|shower --jobs N`).
+pub const SHOWER_JOB_KIND: &str = "em shower";
+
+/// The file of a shower job's output directory that holds every event's integer tally (what
+/// the merge rebuilds the unsplit run from) and the request.
+const TALLIES: &str = "tallies.parquet";
+
+/// The request of a shower run as the merge rebuilds it (`em.request` in a job's files).
+fn request_json(calorimeter: &CalorimeterChoice, o: &ShowerOptions) -> String {
+    let cal = match calorimeter {
+        CalorimeterChoice::Testem3 => json!("testem3"),
+        CalorimeterChoice::File(f) => json!({ "file": f.display().to_string() }),
+    };
+    json!({
+        "calorimeter": cal, "primary": o.primary.name(), "energy_mev": o.energy, "events": o.events,
+        "seed": o.seed, "cut_mm": o.cut_mm,
+    })
+    .to_string()
+}
+
+/// [`request_json`] read back from `path`'s metadata.
+fn request_from_json(path: &Path, text: &str) -> Result<(CalorimeterChoice, ShowerOptions)> {
+    let bad = |what: &str| Error::from(warpdrive_core::InputError::file(path, format!("em.request: {what}")));
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
+    let cal = match &v["calorimeter"] {
+        serde_json::Value::String(s) if s == "testem3" => CalorimeterChoice::Testem3,
+        c => CalorimeterChoice::File(c["file"].as_str().ok_or_else(|| bad("no calorimeter"))?.into()),
+    };
+    let num = |k: &str| v[k].as_f64().ok_or_else(|| bad(&format!("no {k}")));
+    let count = |k: &str| v[k].as_u64().ok_or_else(|| bad(&format!("no {k}")));
+    let opts = ShowerOptions {
+        primary: v["primary"].as_str().ok_or_else(|| bad("no primary"))?.parse().map_err(|e: ParamError| bad(&e.text))?,
+        energy: num("energy_mev")?,
+        events: count("events")?,
+        seed: count("seed")?,
+        cut_mm: num("cut_mm")?,
+        ..ShowerOptions::default()
+    };
+    Ok((cal, opts))
 }
 
 /// Host bytes of one material's shower tables (about 16 log-E grids of energies and values;
@@ -562,6 +610,8 @@ pub struct Shower {
     primary: Primary,
     opts: ShowerOptions,
     inputs: Vec<PathBuf>,
+    /// [`request_json`] of this run.
+    request: String,
 }
 
 impl Shower {
@@ -581,6 +631,7 @@ impl Shower {
         if o.events == 0 {
             return Err(ParamError::new("events", "must be at least 1").into());
         }
+        let request = request_json(&calorimeter, o);
         let (cal, inputs, testem3) = match calorimeter {
             CalorimeterChoice::Testem3 => (Calorimeter::testem3(), Vec::new(), true),
             CalorimeterChoice::File(f) => (Calorimeter::from_toml(&f)?, vec![f], false),
@@ -601,6 +652,7 @@ impl Shower {
             primary: Primary::testem3(o.primary, o.energy),
             opts: o.clone(),
             inputs,
+            request,
         })
     }
 
@@ -630,11 +682,12 @@ impl Shower {
             ctl.progress.add(self.calorimeter.materials.len() as u64);
             let tables_seconds = t0.elapsed().as_secs_f64();
             let o = &self.opts;
-            ctl.progress.begin("events", o.events, "events");
+            let events = o.split.share(o.events);
+            ctl.progress.begin("events", events.end - events.start, "events");
             let t1 = Instant::now();
             let (run, device) = match &gpus {
                 None => (
-                    crate::shower::run::run(&phys, &self.primary, o.events, o.seed, &ctl.progress),
+                    crate::shower::run::run_range(&phys, &self.primary, events.start, events.end - events.start, o.seed, &ctl.progress),
                     cpu_device(),
                 ),
                 Some(d) => {
@@ -642,7 +695,8 @@ impl Shower {
                         precise: ctl.precise,
                         ..GpuShowerOptions::default()
                     };
-                    let (r, st) = crate::shower::gpu::run_devices(&phys, &self.primary, o.events, o.seed, d, &ctl.progress, &g)?;
+                    let (r, st) =
+                        crate::shower::gpu::run_devices_range(&phys, &self.primary, events, o.seed, d, &ctl.progress, &g)?;
                     let device = format!(
                         "{} ({} mode, {:?} schedule, registers {}/{}, {} batches, {} re-runs after full lists, {} generations)",
                         st.device,
@@ -658,6 +712,17 @@ impl Shower {
                 }
             };
             ctl.check()?;
+            let job = if o.split.is_whole() {
+                None
+            } else {
+                let arithmetic = match (&gpus, ctl.precise) {
+                    (None, _) | (Some(_), true) => "precise",
+                    (Some(_), false) => "gpu fast",
+                };
+                let fields = [("em.request".to_string(), self.request.clone()), ("arithmetic".into(), arithmetic.into())];
+                let run = split::fingerprint(&fields, &self.inputs)?;
+                Some(JobStamp::new(SHOWER_JOB_KIND, run, o.split, o.events, &o.command))
+            };
             Ok(ShowerResult {
                 run,
                 physics: phys,
@@ -667,9 +732,72 @@ impl Shower {
                 transport_seconds: t1.elapsed().as_secs_f64(),
                 opts: o.clone(),
                 testem3: self.testem3,
+                job,
+                request: self.request.clone(),
             })
         })?
     }
+}
+
+/// The output directories of a split shower run's jobs (each once) as the unsplit run's result:
+/// the request rebuilt from the jobs' `em.request`, its tables built (or found in this
+/// process's cache), every event's tally in event order. Its data files equal the unsplit
+/// run's byte for byte; `run.json` says `merge` and lists the jobs.
+pub fn merge_showers(jobs: &[PathBuf], ctl: &Control) -> Result<ShowerResult> {
+    ctl.check()?;
+    let files: Vec<PathBuf> = jobs.iter().map(|d| d.join(TALLIES)).collect();
+    let parts = split::read_jobs(&files, SHOWER_JOB_KIND)?;
+    let (first_path, first) = &parts[0];
+    let meta = first.metadata();
+    let request = meta
+        .iter()
+        .find(|(k, _)| k == "em.request")
+        .map(|(_, v)| v.clone())
+        .ok_or_else(|| warpdrive_core::InputError::file(first_path, "no em.request in its metadata"))?;
+    let (cal, opts) = request_from_json(first_path, &request)?;
+    let req = Shower::new(cal, &opts)?;
+    let (phys, tables_cached) = cache::physics(&req.calorimeter, req.cuts, req.tables, ctl)?;
+    let (slabs, materials) = (phys.calorimeter.slabs(), phys.calorimeter.materials.len());
+    let mut events = Vec::with_capacity(opts.events as usize);
+    for (p, f) in &parts {
+        ctl.check()?;
+        let cols = f.columns(&(0..f.names().len()).collect::<Vec<_>>())?;
+        let words: Vec<&[i64]> = cols
+            .iter()
+            .skip(1)
+            .map(|c| match c {
+                Column::I64(v) => Ok(v.as_slice()),
+                _ => Err(warpdrive_core::InputError::file(p, "tally columns must be INT64")),
+            })
+            .collect::<std::result::Result<_, _>>()?;
+        for row in 0..f.rows() as usize {
+            let w: Vec<u64> = words.iter().map(|c| c[row] as u64).collect();
+            let e = crate::shower::run::event_from_words(&w, slabs, materials, opts.energy).ok_or_else(|| {
+                warpdrive_core::InputError::file(p, format!("{} tally words per event, not this calorimeter's", w.len()))
+            })?;
+            events.push(e);
+        }
+    }
+    if events.len() as u64 != opts.events {
+        return Err(warpdrive_core::InputError::file(first_path, format!("the jobs hold {} events of {}", events.len(), opts.events)).into());
+    }
+    Ok(ShowerResult {
+        run: ShowerRun {
+            primary: req.primary,
+            seed: opts.seed,
+            first: 0,
+            events,
+        },
+        physics: phys,
+        device: "merge".into(),
+        tables_seconds: 0.0,
+        tables_cached,
+        transport_seconds: 0.0,
+        opts: req.opts.clone(),
+        testem3: req.testem3,
+        job: None,
+        request: req.request.clone(),
+    })
 }
 
 /// Geant4 10.3 TestEm3's numbers for one material: (mean, RMS) of its analogue run, then of its
@@ -694,6 +822,9 @@ pub struct ShowerResult {
     pub transport_seconds: f64,
     pub opts: ShowerOptions,
     testem3: bool,
+    /// The job's stamp, when this is one job of a split run.
+    job: Option<JobStamp>,
+    request: String,
 }
 
 impl ShowerResult {
@@ -777,6 +908,10 @@ impl ShowerResult {
                 "secondary_biased_run": {"gamma": bg, "e-": be, "e+": bp}});
             s["steps_per_event"]["geant4_10_3"] = json!({"charged": UNBIASED.steps[0], "neutral": UNBIASED.steps[1]});
         }
+        if let Some(j) = &self.job {
+            // One job's events only: every per-event number above is over these.
+            s["job"] = json!({"index": j.index, "jobs": j.jobs, "events": [j.items.start, j.items.end]});
+        }
         s
     }
 
@@ -806,16 +941,40 @@ impl ShowerResult {
         ])
     }
 
+    /// [`Self::metadata`] with the job's stamp, if any.
+    fn file_metadata(&self) -> Vec<(String, String)> {
+        let mut m = self.metadata();
+        if let Some(j) = &self.job {
+            m.extend(j.metadata());
+        }
+        m
+    }
+
+    /// A job's `tallies.parquet`: every event's integer record (`event_words`) and the request.
+    fn tallies_table(&self) -> Table {
+        let mut t = Table::default();
+        let first = self.run.first as i64;
+        t.push("event", Column::I64((first..first + self.run.events.len() as i64).collect()));
+        let words: Vec<Vec<u64>> = self.run.events.iter().map(crate::shower::run::event_words).collect();
+        let n = words.first().map_or(0, Vec::len);
+        for k in 0..n {
+            t.push(&format!("w{k}"), Column::I64(words.iter().map(|w| w[k] as i64).collect()));
+        }
+        t.metadata = self.file_metadata();
+        t.meta("em.request", self.request.clone());
+        t
+    }
+
     /// `profile.parquet`'s table (one row per slab).
     #[must_use]
     pub fn profile_table(&self) -> Table {
-        crate::shower::output::profile_table(&self.run, &self.physics, &self.metadata())
+        crate::shower::output::profile_table(&self.run, &self.physics, &self.file_metadata())
     }
 
     /// `events.parquet`'s table (one row per event).
     #[must_use]
     pub fn events_table(&self) -> Table {
-        crate::shower::output::events_table(&self.run, &self.physics, &self.metadata())
+        crate::shower::output::events_table(&self.run, &self.physics, &self.file_metadata())
     }
 
     /// Write `profile.parquet`, `events.parquet`, `summary.json`, `run.json` and, if `plot`,
@@ -827,6 +986,9 @@ impl ShowerResult {
         let mut notes = Vec::new();
         write_table(&dir, "profile.parquet", &self.profile_table(), &shown)?;
         write_table(&dir, "events.parquet", &self.events_table(), &shown)?;
+        if self.job.is_some() {
+            write_table(&dir, TALLIES, &self.tallies_table(), &shown)?;
+        }
         if plot {
             let o = &self.opts;
             let title = format!(
@@ -1110,6 +1272,42 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left, vec![std::ffi::OsString::from("out")]);
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A shower run split into jobs merges into the unsplit run's data files byte for byte
+    /// (the events' integer tallies travel in tallies.parquet); a missing job is named.
+    #[test]
+    fn split_showers_merge_into_the_whole_run() {
+        let dir = std::env::temp_dir().join(format!("wd-em-split-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let save = |split: Split, name: &str| {
+            let req = shower(|o| {
+                o.events = 7;
+                o.split = split;
+            })
+            .unwrap();
+            let out = prepare_output(&dir.join(name), false, &[]).unwrap();
+            req.run(&cpu()).unwrap().save(out, false, "test").unwrap();
+            dir.join(name)
+        };
+        let whole = save(Split::WHOLE, "whole");
+        assert!(!whole.join(TALLIES).exists(), "only jobs write tallies.parquet");
+        let jobs: Vec<PathBuf> = (0..3).map(|i| save(Split::new(3, i).unwrap(), &format!("job{i}"))).collect();
+        let merged = merge_showers(&[jobs[2].clone(), jobs[0].clone(), jobs[1].clone()], &cpu()).unwrap();
+        assert_eq!(merged.run.events.len(), 7);
+        let out = prepare_output(&dir.join("merged"), false, &[]).unwrap();
+        merged.save(out, false, "merge").unwrap();
+        for f in ["profile.parquet", "events.parquet", "summary.json"] {
+            assert_eq!(
+                std::fs::read(dir.join("merged").join(f)).unwrap(),
+                std::fs::read(whole.join(f)).unwrap(),
+                "{f}"
+            );
+        }
+        let e = merge_showers(&jobs[..2], &cpu()).unwrap_err().to_string();
+        assert!(e.contains("lack job 2 of 3"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     fn shower(f: impl FnOnce(&mut ShowerOptions)) -> Result<Shower> {

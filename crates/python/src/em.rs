@@ -10,6 +10,7 @@ use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
+use warpdrive_core::split::Split;
 use warpdrive_em::engine::{
     self, CalorimeterChoice, KleinNishina, KleinNishinaOptions, KleinNishinaResult, MaterialChoice, Shower, ShowerOptions,
 };
@@ -347,7 +348,7 @@ impl ShowerResult {
 /// `warpdrive em testem3` (`calorimeter` None) or `em calorimeter FILE`: `events` events of a
 /// `primary` ("e-", "e+", "gamma") of kinetic `energy` MeV, production cut `cut_mm` [mm].
 #[pyfunction]
-#[pyo3(signature = (calorimeter, primary, energy, events, seed, cut_mm, device, threads, progress, precise=false))]
+#[pyo3(signature = (calorimeter, primary, energy, events, seed, cut_mm, device, threads, progress, precise=false, jobs=None, job_index=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn em_shower(
     py: Python<'_>,
@@ -361,13 +362,19 @@ pub fn em_shower(
     threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
     precise: bool,
+    jobs: Option<Count>,
+    job_index: Option<Count>,
 ) -> PyResult<ShowerResult> {
+    let jobs = jobs.map(|n| errors::count("jobs", n)).transpose()?.unwrap_or(1);
+    let job_index = job_index.map(|n| errors::count("job_index", n)).transpose()?.unwrap_or(0);
     let opts = ShowerOptions {
         primary: primary.parse().map_err(|e| errors::param(&e))?,
         energy,
         events: errors::count("events", events)?,
         seed: errors::count("seed", seed)?,
         cut_mm,
+        split: Split::new(jobs, job_index).map_err(|e| errors::param(&e))?,
+        command: SHOWER_COMMAND.into(),
     };
     let cal = calorimeter.map_or(CalorimeterChoice::Testem3, CalorimeterChoice::File);
     let (ctl, notes) = control(device, threads, precise)?;
@@ -377,6 +384,15 @@ pub fn em_shower(
         r,
         inputs: req.inputs().to_vec(),
     })
+}
+
+/// `warpdrive merge` of shower jobs: the output directories of one run split with `jobs=`/
+/// `job_index=` (each saved) as the unsplit run's result.
+#[pyfunction]
+pub fn em_merge(py: Python<'_>, dirs: Vec<PathBuf>) -> PyResult<ShowerResult> {
+    let (ctl, notes) = control("cpu", None, false)?;
+    let r = run(py, &ctl, &notes, None, || warpdrive_em::engine::merge_showers(&dirs, &ctl))?;
+    Ok(ShowerResult { r, inputs: dirs })
 }
 
 /// Geant4 10.3's TestEm3 numbers (`warpdrive_em::shower::reference`): per run (analogue, then

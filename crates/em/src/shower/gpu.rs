@@ -572,6 +572,20 @@ pub fn run_devices(
     progress: &Progress,
     opts: &GpuShowerOptions,
 ) -> Result<(ShowerRun, GpuShowerStats), GpuError> {
+    run_devices_range(phys, primary, 0..events, seed, devices, progress, opts)
+}
+
+/// [`run_devices`] for the events numbered `events` (one job of a split run): each event is the
+/// one the whole run computes.
+pub fn run_devices_range(
+    phys: &ShowerPhysics,
+    primary: &Primary,
+    events: std::ops::Range<u64>,
+    seed: u64,
+    devices: &[usize],
+    progress: &Progress,
+    opts: &GpuShowerOptions,
+) -> Result<(ShowerRun, GpuShowerStats), GpuError> {
     if !(primary.energy > 0.0 && primary.energy <= MAX_PRIMARY_ENERGY) {
         return Err(GpuError::Other(format!(
             "primary energy {} MeV outside (0, {MAX_PRIMARY_ENERGY}] MeV",
@@ -579,13 +593,15 @@ pub fn run_devices(
         )));
     }
     let tables = HostTables::build(phys).map_err(GpuError::Other)?;
-    let parts = cuda::split_across(devices, events, |&d, share| {
-        run_share(phys, &tables, primary, seed, d, share, progress, opts)
+    let first = events.start;
+    let parts = cuda::split_across(devices, events.end - first, |&d, share| {
+        run_share(phys, &tables, primary, seed, d, first + share.start..first + share.end, progress, opts)
     });
     let mut all = ShowerRun {
         primary: *primary,
         seed,
-        events: Vec::with_capacity(events as usize),
+        first,
+        events: Vec::with_capacity((events.end - first) as usize),
     };
     let mut stats = GpuShowerStats::default();
     for p in parts {

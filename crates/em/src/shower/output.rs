@@ -44,7 +44,8 @@ pub fn profile_table(run: &ShowerRun, phys: &ShowerPhysics, meta: &[(String, Str
 pub fn events_table(run: &ShowerRun, phys: &ShowerPhysics, meta: &[(String, String)]) -> Table {
     let cal = &phys.calorimeter;
     let mut t = Table::default();
-    t.push("event", Column::I64((0..run.events.len() as i64).collect()));
+    let first = run.first as i64;
+    t.push("event", Column::I64((first..first + run.events.len() as i64).collect()));
     for (m, mat) in cal.materials.iter().enumerate() {
         let v = run.events.iter().map(|e| super::run::edep_in_material(e, cal, m)).collect();
         t.push(&format!("edep_{}_mev", mat.name), Column::F64(v));

@@ -12,6 +12,8 @@ use warpdrive_core::progress::Progress;
 pub struct ShowerRun {
     pub primary: Primary,
     pub seed: u64,
+    /// The number of the first event (a job of a split run starts at its share).
+    pub first: u64,
     pub events: Vec<EventTally>,
 }
 
@@ -73,6 +75,7 @@ pub fn run_range(phys: &ShowerPhysics, primary: &Primary, first: u64, n: u64, se
     ShowerRun {
         primary: *primary,
         seed,
+        first,
         events,
     }
 }
@@ -104,6 +107,31 @@ pub fn event_words(e: &EventTally) -> Vec<u64> {
     w.extend_from_slice(&e.track_length);
     w.push(e.killed);
     w
+}
+
+/// The tally of [`event_words`] `w` of an event of `slabs` slabs and `materials` materials
+/// (the inverse; `None` when `w` has another length).
+#[must_use]
+pub fn event_from_words(w: &[u64], slabs: usize, materials: usize, primary_energy: f64) -> Option<EventTally> {
+    let n_created_by = super::transport::CREATORS.len();
+    if w.len() != slabs + 2 + 3 + n_created_by + 2 + materials + 1 {
+        return None;
+    }
+    let mut it = w.iter().copied();
+    let mut take = |n: usize| it.by_ref().take(n).collect::<Vec<u64>>();
+    let mut e = EventTally::new(slabs, materials, primary_energy);
+    e.edep = take(slabs);
+    let [escaped, rest_mass] = take(2).try_into().ok()?;
+    e.escaped = escaped;
+    e.rest_mass = rest_mass as i64;
+    e.created = take(3).try_into().ok()?;
+    e.created_by = take(n_created_by).try_into().ok()?;
+    let [charged, neutral] = take(2).try_into().ok()?;
+    e.charged_steps = charged;
+    e.neutral_steps = neutral;
+    e.track_length = take(materials);
+    e.killed = take(1)[0];
+    Some(e)
 }
 
 fn mean_rms(x: impl Iterator<Item = f64> + Clone) -> (f64, f64, usize) {

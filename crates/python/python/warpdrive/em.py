@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import pyarrow as pa
 
 from . import _arrow, _pickling, _progress, _warpdrive
 from ._types import Float64Array, PathLike, Progress
 
-__all__ = ["MATERIALS", "EmResult", "ShowerResult", "run", "testem3", "calorimeter", "testem3_reference"]
+__all__ = ["MATERIALS", "EmResult", "ShowerResult", "run", "testem3", "calorimeter", "merge", "testem3_reference"]
 
 #: The built-in materials (Geant4's NIST names), usable as ``material=`` of :func:`run` and in
 #: calorimeter files; ``"aluminium"`` is ``"G4_Al"``.
@@ -163,13 +163,14 @@ class ShowerResult:
 
 
 def _shower(calorimeter: Optional[PathLike], primary: str, energy: float, events: int, seed: int, cut_mm: float,
-            device: str, threads: Optional[int], progress: Progress, precise: bool) -> ShowerResult:
+            device: str, threads: Optional[int], progress: Progress, precise: bool, jobs: int,
+            job_index: int) -> ShowerResult:
     """The shower run of :func:`testem3` (``calorimeter`` None) and :func:`calorimeter`."""
     cb, close = _progress.callback(progress, events, "events")
     try:
         r = _warpdrive.em_shower(None if calorimeter is None else os.fspath(calorimeter), str(primary), float(energy),
                                  int(events), int(seed), float(cut_mm), device,
-                                 None if threads is None else int(threads), cb, bool(precise))
+                                 None if threads is None else int(threads), cb, bool(precise), jobs, job_index)
     finally:
         close()
     return ShowerResult(r)
@@ -177,23 +178,38 @@ def _shower(calorimeter: Optional[PathLike], primary: str, energy: float, events
 
 def testem3(primary: str = "e-", energy: float = 1000.0, events: int = 1000, seed: int = 12345, cut_mm: float = 1.0,
             device: str = "auto", threads: Optional[int] = None, progress: Progress = None,
-            precise: bool = False) -> ShowerResult:
+            precise: bool = False, jobs: int = 1, job_index: int = 0) -> ShowerResult:
     """``warpdrive em testem3``: ``events`` showers of a ``primary`` ("e-", "e+", "gamma") of kinetic
     ``energy`` MeV in Geant4's TestEm3 (50 × [2.3 mm Pb + 5.7 mm liquid Ar]), one production cut of
     ``cut_mm`` mm. ``device``: "auto" (the GPUs when CUDA works, else the CPU), "cpu", "cuda", "cuda:N"
     or "cuda:all" (the GPU twin). On a GPU, ``precise=True`` makes every event bit-identical to the
     CPU's (the CLI's ``--precise``); the default fast mode uses CUDA's libm (statistically
-    equivalent). Defaults are the CLI's."""
-    return _shower(None, primary, energy, events, seed, cut_mm, device, threads, progress, precise)
+    equivalent). Defaults are the CLI's. ``jobs``/``job_index``: run only job ``job_index``'s share of
+    the events (batch jobs); :func:`merge` combines the saved jobs into the unsplit run's result."""
+    return _shower(None, primary, energy, events, seed, cut_mm, device, threads, progress, precise, jobs, job_index)
 
 
 def calorimeter(path: PathLike, primary: str = "e-", energy: float = 1000.0, events: int = 1000, seed: int = 12345,
                 cut_mm: float = 1.0, device: str = "auto", threads: Optional[int] = None, progress: Progress = None,
-                precise: bool = False) -> ShowerResult:
+                precise: bool = False, jobs: int = 1, job_index: int = 0) -> ShowerResult:
     """``warpdrive em calorimeter PATH``: as :func:`testem3` for the layered calorimeter of a TOML
     file (layers name materials of :data:`MATERIALS`, TestEm3's ``Lead``/``liquidArgon``, or material
     files)."""
-    return _shower(path, primary, energy, events, seed, cut_mm, device, threads, progress, precise)
+    return _shower(path, primary, energy, events, seed, cut_mm, device, threads, progress, precise, jobs, job_index)
+
+
+def merge(dirs: Sequence[PathLike]) -> ShowerResult:
+    """``warpdrive merge`` of shower jobs: the output directories of one run split with ``jobs=``/
+    ``job_index=`` (each written with :meth:`ShowerResult.to_parquet`) as the unsplit run's result,
+    whose files equal the unsplit run's. Missing, repeated or foreign jobs raise ``ValueError``.
+
+    >>> for i in range(3):  # doctest: +SKIP
+    ...     em.testem3(events=300, jobs=3, job_index=i).to_parquet(f"job{i}")
+    >>> em.merge([f"job{i}" for i in range(3)]).to_parquet("testem3")  # doctest: +SKIP
+    """
+    if isinstance(dirs, (str, os.PathLike)):
+        raise TypeError("merge() takes a list of job directories")
+    return ShowerResult(_warpdrive.em_merge([os.fspath(d) for d in dirs]))
 
 
 def testem3_reference() -> dict[str, dict[str, Any]]:
