@@ -65,6 +65,13 @@ pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
             out.commit()?;
             println!("merged:         {} photon jobs, {} hits", a.jobs.len(), table.rows());
         }
+        warpdrive_spline::engine::EVAL_JOB_KIND => {
+            let out = Staged::file(&a.output, force, &paths(&a.jobs))?;
+            let table = warpdrive_spline::engine::merge_eval(&a.jobs, &ctl)?;
+            table.write_parquet(out.path())?;
+            out.commit()?;
+            println!("merged:         {} spline eval jobs, {} points", a.jobs.len(), table.rows());
+        }
         warpdrive_em::engine::SHOWER_JOB_KIND => return crate::em_shower::merge(&a.jobs, &a.output, !a.no_plot, force),
         other => anyhow::bail!(
             "{}: a `{other}` job's output, which this warpdrive cannot merge",

@@ -50,6 +50,8 @@ pub struct EvalArgs {
     #[arg(long, short, default_value = "spline-eval.parquet")]
     output: PathBuf,
     #[command(flatten)]
+    split: crate::merge::SplitArgs,
+    #[command(flatten)]
     pub common: CommonArgs,
 }
 
@@ -192,6 +194,7 @@ fn eval(a: &EvalArgs, force: bool) -> Result<()> {
     let opts = EvalOptions {
         quantity: if a.gradient { Quantity::Gradient } else { Quantity::Value },
         standard_layout: a.standard_layout,
+        split: a.split.split()?,
     };
     let points = Points::File {
         path: a.points.clone(),
@@ -209,6 +212,7 @@ fn eval(a: &EvalArgs, force: bool) -> Result<()> {
         r.seconds,
         a.output.display()
     );
+    a.split.note();
     Ok(())
 }
 

@@ -52,7 +52,11 @@ impl SplineTable {
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let (ctl, notes) = crate::run::control(device, threads, precise)?;
         let quantity = Quantity::new(gradient, derivatives, self.table.ndim()).map_err(|e| errors::param(&e))?;
-        let opts = EvalOptions { quantity, standard_layout };
+        let opts = EvalOptions {
+            quantity,
+            standard_layout,
+            ..EvalOptions::default()
+        };
         let req = Eval::new(&self.table, self.path.as_deref(), points, opts).map_err(|e| errors::engine(&e))?;
         let r = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
         Ok(r.values.into_pyarray(py))

@@ -21,6 +21,7 @@ use crate::SplineTable;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use warpdrive_core::split::{self, JobStamp, Split};
 use warpdrive_core::engine::{Control, Device, Error, ParamError, Result};
 use warpdrive_core::output::Staged;
 use warpdrive_core::table::{Column, Table};
@@ -196,6 +197,17 @@ pub struct EvalOptions {
     pub quantity: Quantity,
     /// GPU: photospline's own coefficient layout instead of the window layout.
     pub standard_layout: bool,
+    /// The share of the points this job evaluates (`--jobs N --job-index I`).
+    pub split: Split,
+}
+
+/// The job kind of a split evaluation (`warpdrive spline eval --jobs N`).
+pub const EVAL_JOB_KIND: &str = "spline eval";
+
+/// The values of a split evaluation's jobs (their Parquet files, each job once) as the unsplit
+/// evaluation's table: rows in job order, the job keys dropped.
+pub fn merge_eval(jobs: &[PathBuf], ctl: &Control) -> Result<Table> {
+    split::merge_tables(jobs, EVAL_JOB_KIND, ctl)
 }
 
 /// A validated evaluation of a table at points.
@@ -210,6 +222,8 @@ pub struct Eval<'a> {
     /// Row-major coordinates.
     coords: Cow<'a, [f64]>,
     opts: EvalOptions,
+    /// The stamp of this job of a split evaluation.
+    job: Option<JobStamp>,
 }
 
 /// Check an in-memory point array's shape against the table: rows of `ndim` coordinates. A
@@ -275,8 +289,16 @@ impl<'a> Eval<'a> {
                 ((0..nd).map(|d| format!("x{d}")).collect(), Cow::Owned(rows), None, Vec::new())
             }
         };
+        let total = (coords.len() / nd) as u64;
+        let share = opts.split.share(total);
+        let coords = if opts.split.is_whole() {
+            coords
+        } else {
+            // usize: the share lies within the points in memory.
+            Cow::Owned(coords[share.start as usize * nd..share.end as usize * nd].to_vec())
+        };
         points::check_results(coords.len() / nd, per)?;
-        Ok(Self {
+        let mut req = Self {
             table,
             table_path: table_path.map(Path::to_path_buf),
             points_path,
@@ -284,7 +306,14 @@ impl<'a> Eval<'a> {
             names,
             coords,
             opts,
-        })
+            job: None,
+        };
+        if !opts.split.is_whole() {
+            let command = req.command();
+            let run = split::fingerprint(&[("command".into(), command.clone())], &req.inputs())?;
+            req.job = Some(JobStamp::new(EVAL_JOB_KIND, run, opts.split, total, &command));
+        }
+        Ok(req)
     }
 
     /// Number of points.
@@ -380,6 +409,9 @@ impl EvalResult {
             out.meta("table", p.display().to_string());
         }
         out.meta("precision", if self.float32 { "float32 (GPU)" } else { "float64 (CPU)" });
+        if let Some(j) = &req.job {
+            out.metadata.extend(j.metadata());
+        }
         out
     }
 
@@ -1156,6 +1188,33 @@ mod tests {
         let r = Eval::new(&t, None, Points::Rows { values: &v, shape: [3, 2] }, opts).unwrap();
         let out = r.run(&Control::new().device(warpdrive_core::engine::Device::Cpu)).unwrap();
         assert_eq!(out.values[1], t.gradient(&v[2..4]).grad[1]);
+    }
+
+    /// An evaluation split into jobs merges into the unsplit evaluation's file byte for byte.
+    #[test]
+    fn split_evaluations_merge_into_the_whole_one() {
+        let t = table();
+        let v: Vec<f64> = (0..2002).map(|i| 1.0 + (i % 997) as f64 / 997.0).collect();
+        let dir = std::env::temp_dir().join(format!("wd-spline-split-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cpu = Control::new().device(warpdrive_core::engine::Device::Cpu);
+        let save = |split: Split, name: &str| {
+            let opts = EvalOptions {
+                quantity: Quantity::Gradient,
+                split,
+                ..Default::default()
+            };
+            let req = Eval::new(&t, None, Points::Rows { values: &v, shape: [1001, 2] }, opts).unwrap();
+            let p = dir.join(name);
+            req.run(&cpu).unwrap().table(&req).write_parquet(&p).unwrap();
+            p
+        };
+        let whole = save(Split::WHOLE, "whole.parquet");
+        let jobs: Vec<PathBuf> = (0..4).map(|i| save(Split::new(4, i).unwrap(), &format!("job{i}.parquet"))).collect();
+        let merged = dir.join("merged.parquet");
+        merge_eval(&jobs, &cpu).unwrap().write_parquet(&merged).unwrap();
+        assert_eq!(std::fs::read(&merged).unwrap(), std::fs::read(&whole).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
