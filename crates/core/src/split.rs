@@ -167,7 +167,8 @@ pub fn fingerprint(fields: &[(String, String)], inputs: &[PathBuf]) -> Result<St
             let mut files: Vec<PathBuf> = listing.filter_map(|e| e.ok().map(|e| e.path())).filter(|f| f.is_file()).collect();
             files.sort();
             for f in files {
-                h.part(f.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default()).part(&read(&f)?);
+                h.part(f.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default())
+                    .part(&read(&f)?);
             }
         } else {
             h.part(&read(p)?);
@@ -207,9 +208,17 @@ pub fn check_jobs(stamps: &[(PathBuf, JobStamp)]) -> Result<Vec<usize>, Error> {
             )));
         }
         if s.jobs != s0.jobs {
-            return Err(foreign(format!("is one of {} jobs, but {} is one of {}", s.jobs, shown(p0), s0.jobs)));
+            return Err(foreign(format!(
+                "is one of {} jobs, but {} is one of {}",
+                s.jobs,
+                shown(p0),
+                s0.jobs
+            )));
         }
-        let expect = Split { jobs: s.jobs, index: s.index };
+        let expect = Split {
+            jobs: s.jobs,
+            index: s.index,
+        };
         if s.index >= s.jobs || s.items != expect.share(s.total) {
             return Err(foreign(format!(
                 "job {} of {} holds items {}..{}, not its share of {}",
@@ -227,7 +236,10 @@ pub fn check_jobs(stamps: &[(PathBuf, JobStamp)]) -> Result<Vec<usize>, Error> {
         }
         *slot = Some(k);
     }
-    let missing: Vec<String> = (0..by_index.len()).filter(|&i| by_index[i].is_none()).map(|i| i.to_string()).collect();
+    let missing: Vec<String> = (0..by_index.len())
+        .filter(|&i| by_index[i].is_none())
+        .map(|i| i.to_string())
+        .collect();
     if !missing.is_empty() {
         let list = if missing.len() > 12 {
             format!("{} … ({} jobs)", missing[..12].join(", "), missing.len())
@@ -290,7 +302,10 @@ pub fn read_jobs(jobs: &[PathBuf], kind: &str) -> Result<Vec<(PathBuf, ParquetFi
         files.push(Some(f));
     }
     let order = check_jobs(&stamps)?;
-    Ok(order.into_iter().map(|k| (jobs[k].clone(), files[k].take().expect("each job once"))).collect())
+    Ok(order
+        .into_iter()
+        .map(|k| (jobs[k].clone(), files[k].take().expect("each job once")))
+        .collect())
 }
 
 /// The tables of the Parquet outputs `jobs` of one split run of `kind`, rows appended in job
@@ -324,7 +339,9 @@ pub fn merge_tables(jobs: &[PathBuf], kind: &str, ctl: &Control) -> Result<Table
             Some(all) => {
                 for ((name, into), c) in names.iter().zip(all.iter_mut()).zip(cols) {
                     if !into.append(c) {
-                        return Err(InputError::file(p, format!("column `{name}` has another type than in {}", first_path.display())).into());
+                        return Err(
+                            InputError::file(p, format!("column `{name}` has another type than in {}", first_path.display())).into(),
+                        );
                     }
                 }
             }
@@ -343,7 +360,10 @@ mod tests {
 
     fn stamp(jobs: u64, index: u64) -> (PathBuf, JobStamp) {
         let s = Split::new(jobs, index).unwrap();
-        (format!("job-{index}").into(), JobStamp::new("photon", "abc".into(), s, 1000, "warpdrive photon"))
+        (
+            format!("job-{index}").into(),
+            JobStamp::new("photon", "abc".into(), s, 1000, "warpdrive photon"),
+        )
     }
 
     fn err(set: &[(PathBuf, JobStamp)]) -> String {
@@ -369,8 +389,14 @@ mod tests {
     #[test]
     fn bad_splits_name_the_option() {
         assert_eq!(Split::new(0, 0).unwrap_err().render(Style::Cli), "--jobs must be at least 1");
-        assert_eq!(Split::new(3, 3).unwrap_err().render(Style::Cli), "--job-index 3 must be below --jobs 3");
-        assert_eq!(Split::new(3, 3).unwrap_err().render(Style::Python), "job_index 3 must be below jobs 3");
+        assert_eq!(
+            Split::new(3, 3).unwrap_err().render(Style::Cli),
+            "--job-index 3 must be below --jobs 3"
+        );
+        assert_eq!(
+            Split::new(3, 3).unwrap_err().render(Style::Python),
+            "job_index 3 must be below jobs 3"
+        );
     }
 
     #[test]
@@ -382,7 +408,10 @@ mod tests {
         assert_eq!(JobStamp::strip(&meta), vec![("warpdrive.seed".to_string(), "1".to_string())]);
         assert_eq!(JobStamp::from_metadata(&p, &JobStamp::strip(&meta)).unwrap(), None);
         meta.retain(|(k, _)| k != "warpdrive.job.items");
-        assert!(JobStamp::from_metadata(&p, &meta).unwrap_err().to_string().contains("warpdrive.job.items"));
+        assert!(JobStamp::from_metadata(&p, &meta)
+            .unwrap_err()
+            .to_string()
+            .contains("warpdrive.job.items"));
     }
 
     #[test]
@@ -421,11 +450,11 @@ mod tests {
         let f = dir.join("in.txt");
         std::fs::write(&f, "a").unwrap();
         let fields = vec![("seed".to_string(), "1".to_string())];
-        let a = fingerprint(&fields, &[f.clone()]).unwrap();
+        let a = fingerprint(&fields, std::slice::from_ref(&f)).unwrap();
         std::fs::write(&f, "b").unwrap();
-        let b = fingerprint(&fields, &[f.clone()]).unwrap();
+        let b = fingerprint(&fields, std::slice::from_ref(&f)).unwrap();
         assert_ne!(a, b);
-        assert_ne!(fingerprint(&[], &[f.clone()]).unwrap(), b);
+        assert_ne!(fingerprint(&[], std::slice::from_ref(&f)).unwrap(), b);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

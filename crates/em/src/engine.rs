@@ -583,7 +583,11 @@ fn request_from_json(path: &Path, text: &str) -> Result<(CalorimeterChoice, Show
     let num = |k: &str| v[k].as_f64().ok_or_else(|| bad(&format!("no {k}")));
     let count = |k: &str| v[k].as_u64().ok_or_else(|| bad(&format!("no {k}")));
     let opts = ShowerOptions {
-        primary: v["primary"].as_str().ok_or_else(|| bad("no primary"))?.parse().map_err(|e: ParamError| bad(&e.text))?,
+        primary: v["primary"]
+            .as_str()
+            .ok_or_else(|| bad("no primary"))?
+            .parse()
+            .map_err(|e: ParamError| bad(&e.text))?,
         energy: num("energy_mev")?,
         events: count("events")?,
         seed: count("seed")?,
@@ -695,8 +699,7 @@ impl Shower {
                         precise: ctl.precise,
                         ..GpuShowerOptions::default()
                     };
-                    let (r, st) =
-                        crate::shower::gpu::run_devices_range(&phys, &self.primary, events, o.seed, d, &ctl.progress, &g)?;
+                    let (r, st) = crate::shower::gpu::run_devices_range(&phys, &self.primary, events, o.seed, d, &ctl.progress, &g)?;
                     let device = format!(
                         "{} ({} mode, {:?} schedule, registers {}/{}, {} batches, {} re-runs after full lists, {} generations)",
                         st.device,
@@ -719,7 +722,10 @@ impl Shower {
                     (None, _) | (Some(_), true) => "precise",
                     (Some(_), false) => "gpu fast",
                 };
-                let fields = [("em.request".to_string(), self.request.clone()), ("arithmetic".into(), arithmetic.into())];
+                let fields = [
+                    ("em.request".to_string(), self.request.clone()),
+                    ("arithmetic".into(), arithmetic.into()),
+                ];
                 let run = split::fingerprint(&fields, &self.inputs)?;
                 Some(JobStamp::new(SHOWER_JOB_KIND, run, o.split, o.events, &o.command))
             };
@@ -772,14 +778,15 @@ pub fn merge_showers(jobs: &[PathBuf], ctl: &Control) -> Result<ShowerResult> {
             .collect::<std::result::Result<_, _>>()?;
         for row in 0..f.rows() as usize {
             let w: Vec<u64> = words.iter().map(|c| c[row] as u64).collect();
-            let e = crate::shower::run::event_from_words(&w, slabs, materials, opts.energy).ok_or_else(|| {
-                warpdrive_core::InputError::file(p, format!("{} tally words per event, not this calorimeter's", w.len()))
-            })?;
+            let e = crate::shower::run::event_from_words(&w, slabs, materials, opts.energy)
+                .ok_or_else(|| warpdrive_core::InputError::file(p, format!("{} tally words per event, not this calorimeter's", w.len())))?;
             events.push(e);
         }
     }
     if events.len() as u64 != opts.events {
-        return Err(warpdrive_core::InputError::file(first_path, format!("the jobs hold {} events of {}", events.len(), opts.events)).into());
+        return Err(
+            warpdrive_core::InputError::file(first_path, format!("the jobs hold {} events of {}", events.len(), opts.events)).into(),
+        );
     }
     Ok(ShowerResult {
         run: ShowerRun {

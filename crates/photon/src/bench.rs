@@ -203,7 +203,9 @@ impl Bench {
         let mut rows = Vec::new();
         for n in bench::thread_counts(&o.threads)? {
             let backend = crate::Backend::Cpu { precise: ctl.precise };
-            let (sim, s) = bench::timed(ctl, n, || crate::engine::simulate(det, &self.cascade, o.seed, Split::WHOLE, &backend, ctl))?;
+            let (sim, s) = bench::timed(ctl, n, || {
+                crate::engine::simulate(det, &self.cascade, o.seed, Split::WHOLE, &backend, ctl)
+            })?;
             let (sim, _) = sim?;
             ctl.check()?;
             let ns = 1e9 * s / sim.photons as f64;

@@ -833,7 +833,11 @@ mod tests {
                 let merged = merge(&paths, &ctl).unwrap();
                 let out = dir.join("merged.parquet");
                 merged.write_parquet(&out).unwrap();
-                assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&whole).unwrap(), "{jobs} jobs, precise {precise}");
+                assert_eq!(
+                    std::fs::read(&out).unwrap(),
+                    std::fs::read(&whole).unwrap(),
+                    "{jobs} jobs, precise {precise}"
+                );
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();

@@ -12,8 +12,8 @@
 //! SCA), the rest of the emission's last block left unused. With hole ice (`hole.rs`) a segment
 //! may end cut at a column's edge: it draws no scattering block (the depths left carry over).
 
-use std::ops::Range;
 use rayon::prelude::*;
+use std::ops::Range;
 use warpdrive_core::progress::Progress;
 use warpdrive_core::rng::u32_to_unit_f32;
 use warpdrive_core::RandomStream;

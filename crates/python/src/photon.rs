@@ -182,8 +182,7 @@ impl Detector {
         let opts = PropagateOptions {
             seed: errors::count("seed", seed)?,
             max_photons: max_photons.map(|m| errors::count("max_photons", m)).transpose()?,
-            split: Split::new(errors::count("jobs", jobs)?, errors::count("job_index", job_index)?)
-                .map_err(|e| errors::param(&e))?,
+            split: Split::new(errors::count("jobs", jobs)?, errors::count("job_index", job_index)?).map_err(|e| errors::param(&e))?,
             command: "warpdrive.photon.propagate (Python)".into(),
         };
         let (ctl, notes) = crate::run::control(device, threads, precise)?;
@@ -220,6 +219,9 @@ pub fn particle_aliases() -> Vec<(&'static str, i64, &'static str)> {
 /// (read through the bounded input reader: a NUL byte stops it) as its standard input, under a control of `threads`
 /// (Ctrl-C and `progress` stop it). Returns (stdout, stderr) as the command writes them; errors
 /// are raised with the command's message.
+/// The merged hits and their metadata.
+type MergedHits<'py> = (Bound<'py, crate::arrow_c::ArrowTable>, Vec<(String, String)>);
+
 /// `warpdrive merge` of photon jobs: the hits of the jobs' Parquet files (`jobs=`/`job_index=`,
 /// written with `output=`) as the unsplit run's table; written to `output` when given.
 #[pyfunction]
@@ -229,7 +231,7 @@ pub fn photon_merge<'py>(
     paths: Vec<PathBuf>,
     output: Option<PathBuf>,
     force: bool,
-) -> PyResult<(Bound<'py, crate::arrow_c::ArrowTable>, Vec<(String, String)>)> {
+) -> PyResult<MergedHits<'py>> {
     let ctl = crate::run::control("cpu", None, false)?.0;
     let table = py
         .allow_threads(|| -> warpdrive_core::engine::Result<_> {
@@ -239,7 +241,8 @@ pub fn photon_merge<'py>(
             };
             let t = warpdrive_photon::engine::merge(&paths, &ctl)?;
             if let Some(out) = out {
-                t.write_parquet(out.path()).map_err(|e| warpdrive_core::engine::Error::Failed(e.to_string()))?;
+                t.write_parquet(out.path())
+                    .map_err(|e| warpdrive_core::engine::Error::Failed(e.to_string()))?;
                 out.commit()?;
             }
             Ok(t)

@@ -21,9 +21,9 @@ use crate::SplineTable;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use warpdrive_core::split::{self, JobStamp, Split};
 use warpdrive_core::engine::{Control, Device, Error, ParamError, Result};
 use warpdrive_core::output::Staged;
+use warpdrive_core::split::{self, JobStamp, Split};
 use warpdrive_core::table::{Column, Table};
 use warpdrive_core::InputError;
 use warpdrive_photon::geometry::Geometry;
@@ -1204,13 +1204,24 @@ mod tests {
                 split,
                 ..Default::default()
             };
-            let req = Eval::new(&t, None, Points::Rows { values: &v, shape: [1001, 2] }, opts).unwrap();
+            let req = Eval::new(
+                &t,
+                None,
+                Points::Rows {
+                    values: &v,
+                    shape: [1001, 2],
+                },
+                opts,
+            )
+            .unwrap();
             let p = dir.join(name);
             req.run(&cpu).unwrap().table(&req).write_parquet(&p).unwrap();
             p
         };
         let whole = save(Split::WHOLE, "whole.parquet");
-        let jobs: Vec<PathBuf> = (0..4).map(|i| save(Split::new(4, i).unwrap(), &format!("job{i}.parquet"))).collect();
+        let jobs: Vec<PathBuf> = (0..4)
+            .map(|i| save(Split::new(4, i).unwrap(), &format!("job{i}.parquet")))
+            .collect();
         let merged = dir.join("merged.parquet");
         merge_eval(&jobs, &cpu).unwrap().write_parquet(&merged).unwrap();
         assert_eq!(std::fs::read(&merged).unwrap(), std::fs::read(&whole).unwrap());

@@ -595,7 +595,16 @@ pub fn run_devices_range(
     let tables = HostTables::build(phys).map_err(GpuError::Other)?;
     let first = events.start;
     let parts = cuda::split_across(devices, events.end - first, |&d, share| {
-        run_share(phys, &tables, primary, seed, d, first + share.start..first + share.end, progress, opts)
+        run_share(
+            phys,
+            &tables,
+            primary,
+            seed,
+            d,
+            first + share.start..first + share.end,
+            progress,
+            opts,
+        )
     });
     let mut all = ShowerRun {
         primary: *primary,
