@@ -5,7 +5,6 @@ use crate::sky;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
-use warpdrive_core::output::Staged;
 use warpdrive_core::split::{self, Split};
 
 /// `--jobs N --job-index I` of every splittable command.
@@ -53,23 +52,19 @@ pub struct MergeArgs {
 }
 
 pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
+    // The output must not be or hold a job's output: refused before any job is read.
+    warpdrive_core::output::check_paths(&paths(&a.jobs), &[a.output.as_path()])?;
     let Some(kind) = split::kind_of(&a.jobs[0])? else {
         return sky::merge(a, force);
     };
     let ctl = crate::process_control();
     match kind.as_str() {
         warpdrive_photon::engine::JOB_KIND => {
-            let out = Staged::file(&a.output, force, &paths(&a.jobs))?;
-            let table = warpdrive_photon::engine::merge(&a.jobs, &ctl)?;
-            table.write_parquet(out.path())?;
-            out.commit()?;
+            let table = warpdrive_photon::engine::merge(&a.jobs, Some(&a.output), force, &ctl)?;
             println!("merged:         {} photon jobs, {} hits", a.jobs.len(), table.rows());
         }
         warpdrive_spline::engine::EVAL_JOB_KIND => {
-            let out = Staged::file(&a.output, force, &paths(&a.jobs))?;
-            let table = warpdrive_spline::engine::merge_eval(&a.jobs, &ctl)?;
-            table.write_parquet(out.path())?;
-            out.commit()?;
+            let table = warpdrive_spline::engine::merge_eval(&a.jobs, Some(&a.output), force, &ctl)?;
             println!("merged:         {} spline eval jobs, {} points", a.jobs.len(), table.rows());
         }
         warpdrive_em::engine::SHOWER_JOB_KIND => return crate::em_shower::merge(&a.jobs, &a.output, !a.no_plot, force),

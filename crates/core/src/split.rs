@@ -308,6 +308,27 @@ pub fn read_jobs(jobs: &[PathBuf], kind: &str) -> Result<Vec<(PathBuf, ParquetFi
         .collect())
 }
 
+/// [`merge_tables`], written to `output` (a Parquet file; refused when it exists without
+/// `force` or is one of the jobs) when given: the file appears whole or not at all.
+pub fn merge_tables_into(jobs: &[PathBuf], kind: &str, output: Option<&Path>, force: bool, ctl: &Control) -> Result<Table, Error> {
+    let staged = match output {
+        Some(o) => Some(crate::output::Staged::file(
+            o,
+            force,
+            &jobs.iter().map(PathBuf::as_path).collect::<Vec<_>>(),
+        )?),
+        None => None,
+    };
+    let table = merge_tables(jobs, kind, ctl)?;
+    if let Some(out) = staged {
+        table
+            .write_parquet(out.path())
+            .map_err(|e| Error::Failed(format!("{}: {e}", out.dest().display())))?;
+        out.commit()?;
+    }
+    Ok(table)
+}
+
 /// The tables of the Parquet outputs `jobs` of one split run of `kind`, rows appended in job
 /// order, with the metadata of the unsplit run (the job keys dropped): the unsplit run's table
 /// when each job's rows are those of its share of the items, in item order.

@@ -503,9 +503,10 @@ impl Propagate {
 pub const JOB_KIND: &str = "photon";
 
 /// The hits of a split run's jobs (their Parquet files, each job once) as one run's table,
-/// identical to the unsplit run's: rows in job order (photon ids ascend), the job keys dropped.
-pub fn merge(jobs: &[PathBuf], ctl: &Control) -> Result<Table> {
-    split::merge_tables(jobs, JOB_KIND, ctl)
+/// identical to the unsplit run's: rows in job order (photon ids ascend), the job keys dropped;
+/// written to `output` when given (the unsplit run's file, byte for byte).
+pub fn merge(jobs: &[PathBuf], output: Option<&Path>, force: bool, ctl: &Control) -> Result<Table> {
+    split::merge_tables_into(jobs, JOB_KIND, output, force, ctl)
 }
 
 /// Typed sources in words: each one when there are few, else their number.
@@ -830,9 +831,8 @@ mod tests {
                 for (i, p) in paths.iter().enumerate().rev() {
                     run(Split::new(jobs, i as u64).unwrap(), p);
                 }
-                let merged = merge(&paths, &ctl).unwrap();
                 let out = dir.join("merged.parquet");
-                merged.write_parquet(&out).unwrap();
+                merge(&paths, Some(&out), true, &ctl).unwrap();
                 assert_eq!(
                     std::fs::read(&out).unwrap(),
                     std::fs::read(&whole).unwrap(),

@@ -6,7 +6,6 @@ use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::Arc;
-use warpdrive_core::output::Staged;
 use warpdrive_core::split::Split;
 use warpdrive_core::table::{Column, Table};
 use warpdrive_photon::detector::Detector as Det;
@@ -226,27 +225,10 @@ type MergedHits<'py> = (Bound<'py, crate::arrow_c::ArrowTable>, Vec<(String, Str
 /// written with `output=`) as the unsplit run's table; written to `output` when given.
 #[pyfunction]
 #[pyo3(signature = (paths, output, force))]
-pub fn photon_merge<'py>(
-    py: Python<'py>,
-    paths: Vec<PathBuf>,
-    output: Option<PathBuf>,
-    force: bool,
-) -> PyResult<MergedHits<'py>> {
+pub fn photon_merge<'py>(py: Python<'py>, paths: Vec<PathBuf>, output: Option<PathBuf>, force: bool) -> PyResult<MergedHits<'py>> {
     let ctl = crate::run::control("cpu", None, false)?.0;
     let table = py
-        .allow_threads(|| -> warpdrive_core::engine::Result<_> {
-            let out = match &output {
-                Some(o) => Some(Staged::file(o, force, &paths.iter().map(PathBuf::as_path).collect::<Vec<_>>())?),
-                None => None,
-            };
-            let t = warpdrive_photon::engine::merge(&paths, &ctl)?;
-            if let Some(out) = out {
-                t.write_parquet(out.path())
-                    .map_err(|e| warpdrive_core::engine::Error::Failed(e.to_string()))?;
-                out.commit()?;
-            }
-            Ok(t)
-        })
+        .allow_threads(|| warpdrive_photon::engine::merge(&paths, output.as_deref(), force, &ctl))
         .map_err(|e| errors::engine(&e))?;
     let meta = table.metadata.clone();
     Ok((columns(py, table)?, meta))

@@ -205,9 +205,9 @@ pub struct EvalOptions {
 pub const EVAL_JOB_KIND: &str = "spline eval";
 
 /// The values of a split evaluation's jobs (their Parquet files, each job once) as the unsplit
-/// evaluation's table: rows in job order, the job keys dropped.
-pub fn merge_eval(jobs: &[PathBuf], ctl: &Control) -> Result<Table> {
-    split::merge_tables(jobs, EVAL_JOB_KIND, ctl)
+/// evaluation's table: rows in job order, the job keys dropped; written to `output` when given.
+pub fn merge_eval(jobs: &[PathBuf], output: Option<&Path>, force: bool, ctl: &Control) -> Result<Table> {
+    split::merge_tables_into(jobs, EVAL_JOB_KIND, output, force, ctl)
 }
 
 /// A validated evaluation of a table at points.
@@ -1223,7 +1223,7 @@ mod tests {
             .map(|i| save(Split::new(4, i).unwrap(), &format!("job{i}.parquet")))
             .collect();
         let merged = dir.join("merged.parquet");
-        merge_eval(&jobs, &cpu).unwrap().write_parquet(&merged).unwrap();
+        merge_eval(&jobs, Some(&merged), false, &cpu).unwrap();
         assert_eq!(std::fs::read(&merged).unwrap(), std::fs::read(&whole).unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
     }
