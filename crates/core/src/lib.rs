@@ -11,8 +11,10 @@
 //! * [`engine`] — the run API the front ends share: `Control` (device, threads, cancellation,
 //!   progress), `Error` by kind, `ParamError` named as each front end spells it.
 //! * [`input`] — the bounded reader every input goes through.
+//! * [`batch`] — splittable runs as Slurm arrays and HTCondor DAGs (`warpdrive submit`).
 //! * [`output`] — the output discipline: no output over an input, temporaries renamed whole, `--force`, signal cleanup.
 
+pub mod batch;
 pub mod bench;
 pub mod check;
 pub mod cuda;
