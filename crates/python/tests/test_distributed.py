@@ -128,3 +128,24 @@ def test_each_job_gets_its_own_gpu(monkeypatch, tmp_path):
         SEEN.clear()
         distributed.run(distributed.Request(fake_call, {"device": "cpu"}), c, jobs=2, work_dir=tmp_path)
         assert [d for _, d in SEEN] == ["cpu", "cpu"]
+
+
+def test_the_guide_recipe_runs(tmp_path):
+    """docs/cluster.md's LocalCluster recipe, as written (the SLURMCluster one runs in
+    scripts/ci-slurm-dask.py)."""
+    import re
+    import subprocess
+    import sys
+
+    require("dask.distributed")
+    doc = (pathlib.Path(__file__).resolve().parents[3] / "docs" / "cluster.md").read_text()
+    section = doc.split("\n### Dask\n", 1)[1].split("\n## ", 1)[0]
+    recipe = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    assert "LocalCluster" in recipe
+    r = subprocess.run([sys.executable, "-c", recipe], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "warpdrive.sky.Autocorr(" in r.stdout and "200 trials" in r.stdout, r.stdout
+    assert sorted(os.listdir(tmp_path / "autocorr-merged.jobs")) == ["job-0", "job-1", "job-2", "job-3"]
+    single = sky.autocorr(synthetic_events=5000, trials=200, seed=7, device="cpu")
+    single.to_parquet(tmp_path / "single")
+    assert data_files(tmp_path / "autocorr-merged") == data_files(tmp_path / "single")
