@@ -33,6 +33,7 @@ mod merge;
 mod photon;
 mod sky;
 mod spline;
+mod submit;
 
 #[derive(Parser)]
 #[command(
@@ -40,7 +41,7 @@ mod spline;
     version,
     about = "GPU-ready physics Monte Carlo and analysis: photon propagation in ice, EM transport (Klein–Nishina), two-point sky autocorrelation, photospline tables and Millipede unfolding, ELEGANT-style beam tracking"
 )]
-struct Cli {
+pub(crate) struct Cli {
     /// Replace outputs that already exist (a replaced output directory is swapped as a whole).
     /// Without it, a command refuses to write over an existing file or directory.
     #[arg(long, global = true)]
@@ -82,6 +83,13 @@ enum Command {
     },
     /// Combine the outputs of batch jobs (`--jobs N --job-index I`) into the result of one run.
     Merge(merge::MergeArgs),
+    /// Run a splittable command (`--jobs N`, `-o OUT`) as batch jobs and their merge on Slurm or
+    /// HTCondor: `warpdrive submit slurm -- warpdrive sky autocorr … --jobs 100 -o OUT`
+    /// (docs/cluster.md, "Batch jobs").
+    Submit {
+        #[command(subcommand)]
+        what: submit::SubmitCommand,
+    },
     /// Benchmarks (print a table, write JSON).
     Bench {
         #[command(subcommand)]
@@ -228,6 +236,7 @@ fn run(cli: Cli) -> Result<()> {
             Some(cmd) => em_shower::run_command(cmd, force),
             None => em::em(&a, force),
         },
+        Command::Submit { what } => submit::run(&what, force),
         Command::Bench { what } => bench::run(what, force),
         Command::Doctor {
             compile_only,

@@ -11,9 +11,11 @@
 //! * [`engine`] — the run API the front ends share: `Control` (device, threads, cancellation,
 //!   progress), `Error` by kind, `ParamError` named as each front end spells it.
 //! * [`input`] — the bounded reader every input goes through.
+//! * [`batch`] — splittable runs as Slurm arrays and HTCondor DAGs (`warpdrive submit`).
 //! * [`output`] — the output discipline: no output over an input, temporaries renamed whole, `--force`, signal cleanup.
 //! * [`split`] — runs split into batch jobs and the checks before their outputs are merged.
 
+pub mod batch;
 pub mod bench;
 pub mod check;
 pub mod cuda;

@@ -84,3 +84,14 @@ def public_objects(data):
     import public_objects
 
     return public_objects.build(data)
+
+
+def require(module):
+    """Import an optional test dependency (dask, htcondor); missing, it skips — and fails under CI,
+    whose venv installs it (.ci/run)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        _missing(f"{module} is not installed (pip install it; .ci/run does)")

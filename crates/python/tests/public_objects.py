@@ -27,7 +27,7 @@ PPC_STDOUT = "EM 1 1 0 0 0 0\nHIT 36 30 1234.5 400.0 0.1 0.2 0.3 0.4\nHIT 36 31 
 
 def build(data):
     """name -> one instance of each public class (small runs on the CPU, one thread)."""
-    from warpdrive import beam, em, photon, sky, spline
+    from warpdrive import beam, distributed, em, photon, sky, spline
 
     cpu = dict(device="cpu", threads=1)
     lattice = beam.Lattice(text=LATTICE, name="fodo")
@@ -47,6 +47,8 @@ def build(data):
         "beam.Tracked": lattice.track(particles, passes=3, aperture=2e-3, **cpu),
         "photon.Detector": photon.Detector(),
         "photon.PpcRun": photon.PpcRun(PPC_STDOUT, "ppc log"),
+        "distributed.Request": distributed.Request(sky.autocorr, dict(synthetic_events=2000, trials=16, **cpu),
+                                                   output="autocorr-merged"),
     }
 
 

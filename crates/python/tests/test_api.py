@@ -15,7 +15,8 @@ import pytest
 from warpdrive import _warpdrive
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-PUBLIC = ["warpdrive", "warpdrive.spline", "warpdrive.photon", "warpdrive.sky", "warpdrive.beam", "warpdrive.em"]
+PUBLIC = ["warpdrive", "warpdrive.spline", "warpdrive.photon", "warpdrive.sky", "warpdrive.beam", "warpdrive.em",
+          "warpdrive.distributed"]
 PRIVATE = ["warpdrive._arrow", "warpdrive._progress", "warpdrive._types", "warpdrive._pickling"]
 
 
@@ -167,6 +168,7 @@ REPR_SHOWS = {
                                f"{len(t.watch)} watch records", t.device],
     "photon.Detector": lambda d: [f"ice={d.ice!r}", f"{d.doms} DOMs on {d.strings} strings", f"tilt {d.tilt}"],
     "photon.PpcRun": lambda r: ["4 stdout lines", "1 EM blocks", "2 HIT lines"],
+    "distributed.Request": lambda r: ["sky.autocorr(", "trials=16", f"output={r.output!r}"],
 }
 
 
@@ -194,7 +196,7 @@ def pyproject():
 
 
 # The import name of each optional dependency, and the extra that installs it.
-EXTRA_OF = {"pandas": "pandas", "matplotlib": "plot", "tqdm": "progress"}
+EXTRA_OF = {"pandas": "pandas", "matplotlib": "plot", "tqdm": "progress", "dask": "dask"}
 
 
 def test_extras_are_declared():

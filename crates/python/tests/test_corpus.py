@@ -47,7 +47,20 @@ _CLAP = "a command-line syntax error of clap (exit 2): Python's call syntax has 
 _EVAL = ("spline eval reads its points from a file and writes a file; Python's Table.eval takes an array of "
          "points (read with pyarrow or NumPy) and returns the values: no points file, no output file")
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
+_SUBMIT = ("submit writes batch files for the CLI; Python's equivalent is warpdrive.distributed (its refusals: "
+           "test_distributed.py)")
 NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
+    ("submit", "slurm of a command that cannot be split"): _SUBMIT,
+    ("submit", "slurm without --jobs"): _SUBMIT,
+    ("submit", "slurm with --jobs 0"): _SUBMIT,
+    ("submit", "slurm with a --job-index"): _SUBMIT,
+    ("submit", "slurm without -o"): _SUBMIT,
+    ("submit", "slurm of a command that does not parse"): _SUBMIT,
+    ("submit", "slurm over an existing output"): _SUBMIT,
+    ("submit", "slurm into a work directory that is not one"): _SUBMIT,
+    ("submit", "slurm with an sbatch option that is not one"): _SUBMIT,
+    ("submit", "htcondor with a submit line that is not one"): _SUBMIT,
+    ("submit", "submit without a command"): _SUBMIT,
     ("cli", "merge -o job0 job0 job1"): "the output is written after the merge in Python (Autocorr.to_parquet), "
                                         "and the case's job directories are not results",
     ("cli", "merge without jobs"): _CLAP,
