@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from conftest import require, same_bits
-from warpdrive import distributed, sky
+from warpdrive import distributed, em, photon, sky
 
 CPU = {"device": "cpu", "threads": 1}
 AUTOCORR = {"synthetic_events": 2000, "trials": 24, "bins": 4, "bin_width": 0.5, "seed": 11, **CPU}
@@ -52,6 +52,21 @@ def test_jobs_on_a_local_cluster_merge_into_the_single_run(client, function, kwa
     # Run again with force: the jobs replace their own outputs, the merge the result.
     again = distributed.run(distributed.Request(function, kwargs, output=tmp_path / "merged", force=True), client, jobs=3)
     assert same_table(again.counts, single.counts)
+
+
+def test_photon_and_em_jobs_merge_into_the_single_run(client, tmp_path):
+    """The photon file and the shower directory of a Dask run equal the single run's data files."""
+    pk = {"energy": 300.0, "seed": 4, **CPU}
+    photon.propagate(output=tmp_path / "single.parquet", **pk)
+    hits = distributed.run(distributed.Request(photon.propagate, pk, output=tmp_path / "merged.parquet"), client, jobs=3)
+    assert (tmp_path / "merged.parquet").read_bytes() == (tmp_path / "single.parquet").read_bytes()
+    assert hits.num_rows > 0
+    assert sorted(os.listdir(tmp_path / "merged.parquet.jobs")) == [f"job-{i}.parquet" for i in range(3)]
+    ek = {"energy": 50.0, "events": 5, "seed": 2, **CPU}
+    em.testem3(**ek).to_parquet(tmp_path / "shower")
+    r = distributed.run(distributed.Request(em.testem3, ek, output=tmp_path / "merged-shower"), client, jobs=2)
+    assert r.n_events == 5
+    assert data_files(tmp_path / "merged-shower") == data_files(tmp_path / "shower")
 
 
 def test_without_output_the_job_outputs_are_temporary(client, tmp_path, monkeypatch):

@@ -23,9 +23,9 @@ import os
 import shutil
 import tempfile
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Optional
 
-from . import sky
+from . import em, photon, sky
 from ._types import PathLike
 
 if TYPE_CHECKING:
@@ -33,15 +33,29 @@ if TYPE_CHECKING:
 
 __all__ = ["Request", "run"]
 
-# The splittable calls and the merge of their job outputs: a call joins with one line here once
-# it takes jobs=/job_index= and its result has to_parquet(dir, force=) (photon, em: issue #33).
-_MERGES: dict[Callable[..., Any], tuple[str, Callable[[Sequence[PathLike]], Any]]] = {
-    sky.autocorr: ("sky.autocorr", sky.merge),
-    sky.inject: ("sky.inject", sky.merge_injection),
+
+class _Splittable(NamedTuple):
+    """How a splittable call's jobs are written and merged."""
+
+    name: str
+    #: Combines the job outputs (paths, in any order) into the unsplit run's result.
+    merge: Callable[..., Any]
+    #: The call writes its own file (``output=``, ``force=``; the merge too), instead of a
+    #: result with ``to_parquet(dir, force=)``.
+    writes_file: bool = False
+
+
+# The splittable calls: a call joins with one line here once it takes jobs=/job_index=.
+_MERGES: dict[Callable[..., Any], _Splittable] = {
+    sky.autocorr: _Splittable("sky.autocorr", sky.merge),
+    sky.inject: _Splittable("sky.inject", sky.merge_injection),
+    em.testem3: _Splittable("em.testem3", em.merge),
+    em.calorimeter: _Splittable("em.calorimeter", em.merge),
+    photon.propagate: _Splittable("photon.propagate", photon.merge, writes_file=True),
 }
 
 # Keywords that run() sets for each job.
-_SET_BY_RUN = ("jobs", "job_index", "progress")
+_SET_BY_RUN = ("jobs", "job_index", "progress", "output", "force")
 
 
 class Request:
@@ -61,7 +75,7 @@ class Request:
                  output: Optional[PathLike] = None, force: bool = False) -> None:
         """Check that ``function`` can be split and that ``kwargs`` sets nothing run() sets."""
         if function not in _MERGES:
-            names = ", ".join(f"warpdrive.{n}" for n, _ in _MERGES.values())
+            names = ", ".join(f"warpdrive.{s.name}" for s in _MERGES.values())
             raise ValueError(f"{getattr(function, '__qualname__', function)!r} cannot be split into jobs; "
                              f"these can: {names}")
         kwargs = dict(kwargs or {})
@@ -77,7 +91,7 @@ class Request:
     @property
     def name(self) -> str:
         """The function's name in the package (``"sky.autocorr"``)."""
-        return _MERGES[self.function][0]
+        return _MERGES[self.function].name
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
@@ -126,8 +140,10 @@ def _run_job(function: Callable[..., Any], kwargs: Mapping[str, Any], jobs: int,
         slot = _take_gpu(max(gpus, 1))
     try:
         args["device"] = _job_device(str(args.get("device", "auto")), gpus, slot)
-        result = function(**args, jobs=jobs, job_index=index, progress=False)
-        result.to_parquet(path, force=True)
+        if _MERGES[function].writes_file:
+            function(**args, jobs=jobs, job_index=index, progress=False, output=path, force=True)
+        else:
+            function(**args, jobs=jobs, job_index=index, progress=False).to_parquet(path, force=True)
     finally:
         if slot >= 0:
             _give_gpu(slot)
@@ -157,7 +173,7 @@ def run(request: Request, client: Client, jobs: int, work_dir: Optional[PathLike
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r}: the number of jobs is a whole number of at least 1")
-    merge = _MERGES[request.function][1]
+    how = _MERGES[request.function]
     if request.output is not None and os.path.lexists(request.output) and not request.force:
         raise FileExistsError(f"{os.fspath(request.output)}: exists; pass force=True in the Request to replace it "
                               "(no job was run)")
@@ -171,12 +187,15 @@ def run(request: Request, client: Client, jobs: int, work_dir: Optional[PathLike
     os.makedirs(base, exist_ok=True)
     try:
         gpu = _workers_have_gpus(client)
-        paths = [os.path.join(base, f"job-{i}") for i in range(jobs)]
+        suffix = ".parquet" if how.writes_file else ""
+        paths = [os.path.join(base, f"job-{i}{suffix}") for i in range(jobs)]
         futures = client.map(_run_job, [request.function] * jobs, [request.kwargs] * jobs, [jobs] * jobs,
                              list(range(jobs)), paths, [gpu] * jobs, pure=False,
                              resources={"GPU": 1} if gpu else None)
         done = [f.result() for f in futures]  # in job order; a failed job raises its error here
-        result = merge(list(done))
+        if how.writes_file:
+            return how.merge(list(done), output=request.output, force=request.force)
+        result = how.merge(list(done))
         if request.output is not None:
             result.to_parquet(request.output, force=request.force)
         return result
