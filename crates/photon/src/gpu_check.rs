@@ -216,9 +216,30 @@ fn by_photon(h: &[RawHit]) -> std::collections::BTreeMap<u64, Vec<RawHit>> {
 }
 
 /// One photon's hits on two sides are the same: the same DOMs in the same order, times within
-/// 0.01 ns.
+/// 0.01 ns, the same wavelength slice (the hit's printed wavelength is drawn on the host from the
+/// slice: issue #29).
 fn same_hits(a: &[RawHit], b: &[RawHit]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.dom == q.dom && (p.time - q.time).abs() < 0.01)
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(p, q)| p.dom == q.dom && (p.time - q.time).abs() < 0.01 && p.slice == q.slice)
+}
+
+/// Raw hits whose wavelength slice is the one the CPU's emission (`source::emit` on the photon's
+/// Philox stream) gives their photon, and the number of raw hits: a device hit of another slice
+/// would print another wavelength (issue #29). Fast and precise modes emit alike, so this holds
+/// for both.
+#[must_use]
+pub fn emitted_slices_match(m: &Medium, sources: &[crate::source::Source], seed: u64, raw: &[RawHit]) -> (usize, usize) {
+    use crate::source::{emit, tags};
+    let same = raw
+        .iter()
+        .filter(|h| {
+            let src = &sources[h.source as usize];
+            emit(src, m, &mut RandomStream::new(seed, tags::PHOTON, h.photon)).slice == h.slice
+        })
+        .count();
+    (same, raw.len())
 }
 
 /// Fraction of photons (with hits on either side) whose hits are the same ([`same_hits`]).
@@ -436,7 +457,28 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
             gf == gf2
         ),
     ));
-    let tf = timed_hits(&crate::hits::accept(&spice, &gf, &sources, seed));
+    let hf = crate::hits::accept(&spice, &gf, &sources, seed);
+    let tf = timed_hits(&hf);
+    // Wavelengths (issue #29): every device hit, precise and fast, carries the slice the CPU
+    // emits for its photon, and the printed wavelengths are continuous (PPC prints its hits'
+    // wavelengths uniformly within their slice: no two alike but by float coincidence).
+    let (sp_same, sp_n) = emitted_slices_match(&spice.medium, &sources, seed, &gp);
+    let (sf_same, sf_n) = emitted_slices_match(&spice.medium, &sources, seed, &gf);
+    let distinct = hf
+        .iter()
+        .map(|h| h.wavelength.to_bits())
+        .collect::<std::collections::HashSet<u32>>()
+        .len();
+    out.push(check(
+        "wavelengths: GPU slices = CPU emission, printed values continuous",
+        sp_same == sp_n && sf_same == sf_n && distinct as f64 >= 0.99 * hf.len() as f64,
+        format!(
+            "precise {sp_same} of {sp_n} raw hits, fast {sf_same} of {sf_n} in their photon's CPU slice; \
+             {distinct} distinct wavelengths among {} fast hits",
+            hf.len()
+        ),
+    ));
+    log(&format!("{:?}", out.last()));
     // Fast mode draws its own random numbers (WD_FAST_RNG: per-photon MWC64X streams), so fast
     // and precise runs are independent samples; one 10 TeV cascade (≈ 20 000 hits) against one
     // would be a weak two-sample test that fails by chance in ~6 % of calls (six tests at 1 %).
@@ -711,6 +753,31 @@ pub fn check_flashers(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The device check's wavelength rule holds on the CPU in both modes (their raw hits carry
+    /// the slice `emit` gives the photon), and a hit of another slice is caught.
+    #[test]
+    fn cpu_hits_carry_their_photons_emitted_slice() {
+        let data = crate::test_data::data_dir();
+        let det = Detector::build(&DetectorOptions {
+            ice_dir: Some(data.join("ice/spice_3.2.1")),
+            ..Default::default()
+        })
+        .unwrap();
+        let text = "EM 1 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 300 0\nEE\n";
+        let specs = parse_f2k(Path::new("cascade.f2k"), text, &det.yield_).unwrap().specs;
+        let sources = realise(&specs, 7);
+        let precise = crate::propagate::run(&det.medium, &det.index, &sources, 7, &Progress::hidden());
+        let mut fast = crate::fast::run(&det.medium, &det.index, &sources, 7, &Progress::hidden());
+        assert!(precise.len() > 100 && fast.len() > 100, "{} {}", precise.len(), fast.len());
+        assert_eq!(
+            emitted_slices_match(&det.medium, &sources, 7, &precise),
+            (precise.len(), precise.len())
+        );
+        assert_eq!(emitted_slices_match(&det.medium, &sources, 7, &fast), (fast.len(), fast.len()));
+        fast[0].slice = (fast[0].slice + 1) % 512;
+        assert_eq!(emitted_slices_match(&det.medium, &sources, 7, &fast).0, fast.len() - 1);
+    }
 
     /// The models of the device check have hole ice on (and spice_ftp-v3m keeps birefringence).
     #[test]

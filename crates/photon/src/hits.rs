@@ -121,8 +121,7 @@ fn accept_chunk(det: &Detector, raw: &[RawHit], sources: &[Source], seed: u64) -
         }
         let s = &sources[h.source as usize];
         // The printed wavelength: uniform within the hit's slice (PPC's wvs[n].x()).
-        let slice = &det.medium.slices[h.slice as usize];
-        let wl = slice.lo + (slice.hi - slice.lo) * rng.uniform();
+        let wl = det.medium.slices[h.slice as usize].hit_wavelength(rng.uniform());
         out.push(Hit {
             event: s.event,
             source: s.index,

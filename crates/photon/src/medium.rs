@@ -27,6 +27,18 @@ pub struct Slice {
     pub ocm: f32,
 }
 
+impl Slice {
+    /// The wavelength [nm] a hit of this slice carries: uniform between the slice's edges for
+    /// `u` in (0, 1] (PPC's `wvs[n].x()`, ini.cxx; issue #29). The photon's ice, refractive
+    /// index and group velocity are the slice's (`wavelength`), as PPC's `wvs[n].w`: only the
+    /// printed value is continuous.
+    #[inline]
+    #[must_use]
+    pub fn hit_wavelength(&self, u: f32) -> f32 {
+        self.lo + (self.hi - self.lo) * u
+    }
+}
+
 /// Scattering anisotropy frame and coefficients (SPICE Lea / 3.x, spec §3.5 step 6), and the
 /// absorption anisotropy exponents (step 2).
 #[derive(Clone, Copy, Debug, PartialEq)]
