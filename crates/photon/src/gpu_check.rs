@@ -459,11 +459,14 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     ));
     let hf = crate::hits::accept(&spice, &gf, &sources, seed);
     let tf = timed_hits(&hf);
-    // Wavelengths (issue #29): every device hit, precise and fast, carries the slice the CPU
-    // emits for its photon, and the printed wavelengths are continuous (PPC prints its hits'
-    // wavelengths uniformly within their slice: no two alike but by float coincidence).
+    // Wavelengths (issue #29): every precise device hit carries the slice the CPU emits for its
+    // photon; fast mode draws the emission from its own streams (WD_FAST_RNG), so its hits'
+    // slices are a sample of the same distribution (two-sample KS against the precise hits,
+    // p > 0.001); the printed wavelengths are continuous (PPC prints its hits' wavelengths
+    // uniformly within their slice: no two alike but by float coincidence).
     let (sp_same, sp_n) = emitted_slices_match(&spice.medium, &sources, seed, &gp);
-    let (sf_same, sf_n) = emitted_slices_match(&spice.medium, &sources, seed, &gf);
+    let slices = |raw: &[RawHit]| raw.iter().map(|h| f64::from(h.slice)).collect::<Vec<f64>>();
+    let ks = warpdrive_core::stats::ks_two_sample(&slices(&gp), &slices(&gf));
     let distinct = hf
         .iter()
         .map(|h| h.wavelength.to_bits())
@@ -471,10 +474,12 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
         .len();
     out.push(check(
         "wavelengths: GPU slices = CPU emission, printed values continuous",
-        sp_same == sp_n && sf_same == sf_n && distinct as f64 >= 0.99 * hf.len() as f64,
+        sp_same == sp_n && ks.p_value > 1e-3 && distinct as f64 >= 0.99 * hf.len() as f64,
         format!(
-            "precise {sp_same} of {sp_n} raw hits, fast {sf_same} of {sf_n} in their photon's CPU slice; \
-             {distinct} distinct wavelengths among {} fast hits",
+            "precise {sp_same} of {sp_n} raw hits in their photon's CPU slice; fast slices vs precise: KS D = {:.4}, \
+             p = {:.3}; {distinct} distinct wavelengths among {} fast hits",
+            ks.statistic,
+            ks.p_value,
             hf.len()
         ),
     ));
