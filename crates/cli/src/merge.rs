@@ -1,16 +1,16 @@
 //! `warpdrive merge`: the outputs of a run's batch jobs as one run's result. The job outputs say
-//! what ran (`warpdrive_core::split::JobStamp`); the domain's merge checks and combines them.
+//! what ran (`warpdrive_core::jobs::JobStamp`); the domain's merge checks and combines them.
 
 use crate::sky;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
-use warpdrive_core::split::{self, Split};
+use warpdrive_core::jobs::{self, Share};
 
 /// `--jobs N --job-index I` of every splittable command.
 #[derive(Args, Clone, Debug)]
 pub struct SplitArgs {
-    /// Split the run into this many batch jobs …
+    /// Share the run into this many batch jobs …
     #[arg(long, default_value_t = 1)]
     jobs: u64,
     /// … and run job number I (0-based); combine the outputs with `warpdrive merge`.
@@ -19,8 +19,8 @@ pub struct SplitArgs {
 }
 
 impl SplitArgs {
-    pub fn split(&self) -> Result<Split> {
-        Ok(Split::new(self.jobs, self.job_index)?)
+    pub fn split(&self) -> Result<Share> {
+        Ok(Share::new(self.jobs, self.job_index)?)
     }
 
     /// The line that tells a job's user how to combine the jobs.
@@ -54,7 +54,7 @@ pub struct MergeArgs {
 pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
     // The output must not be or hold a job's output: refused before any job is read.
     warpdrive_core::output::check_paths(&paths(&a.jobs), &[a.output.as_path()])?;
-    let Some(kind) = split::kind_of(&a.jobs[0])? else {
+    let Some(kind) = jobs::kind_of(&a.jobs[0])? else {
         return sky::merge(a, force);
     };
     let ctl = crate::process_control();

@@ -13,7 +13,7 @@
 //! * [`input`] — the bounded reader every input goes through.
 //! * [`batch`] — splittable runs as Slurm arrays and HTCondor DAGs (`warpdrive submit`).
 //! * [`output`] — the output discipline: no output over an input, temporaries renamed whole, `--force`, signal cleanup.
-//! * [`split`] — runs split into batch jobs and the checks before their outputs are merged.
+//! * [`jobs`] — runs split into batch jobs (shares, job stamps) and the checks before their outputs are merged.
 
 pub mod batch;
 pub mod bench;
@@ -34,7 +34,7 @@ pub mod pmath;
 pub mod progress;
 pub mod rng;
 pub mod snapshot;
-pub mod split;
+pub mod jobs;
 pub mod stats;
 pub mod table;
 #[cfg(test)]

@@ -37,7 +37,7 @@ use warpdrive_core::engine::{Control, Error, ParamError, Result};
 use warpdrive_core::limits::check_alloc;
 use warpdrive_core::output::Staged;
 use warpdrive_core::plot::PlotError;
-use warpdrive_core::split::{self, JobStamp, Split};
+use warpdrive_core::jobs::{self, JobStamp, Share};
 use warpdrive_core::table::{Column, Table};
 
 // ---------------------------------------------------------------------------------------------
@@ -533,7 +533,7 @@ pub struct ShowerOptions {
     /// One production cut for γ, e⁻ and e⁺, as a range [mm].
     pub cut_mm: f64,
     /// The share of the events this job runs (`--jobs N --job-index I`).
-    pub split: Split,
+    pub split: Share,
     /// How the run was asked for (provenance in a job's output).
     pub command: String,
 }
@@ -546,7 +546,7 @@ impl Default for ShowerOptions {
             events: 1000,
             seed: 12345,
             cut_mm: 1.0,
-            split: Split::WHOLE,
+            split: Share::WHOLE,
             command: String::new(),
         }
     }
@@ -686,7 +686,7 @@ impl Shower {
             ctl.progress.add(self.calorimeter.materials.len() as u64);
             let tables_seconds = t0.elapsed().as_secs_f64();
             let o = &self.opts;
-            let events = o.split.share(o.events);
+            let events = o.split.items(o.events);
             ctl.progress.begin("events", events.end - events.start, "events");
             let t1 = Instant::now();
             let (run, device) = match &gpus {
@@ -726,7 +726,7 @@ impl Shower {
                     ("em.request".to_string(), self.request.clone()),
                     ("arithmetic".into(), arithmetic.into()),
                 ];
-                let run = split::fingerprint(&fields, &self.inputs)?;
+                let run = jobs::fingerprint(&fields, &self.inputs)?;
                 Some(JobStamp::new(SHOWER_JOB_KIND, run, o.split, o.events, &o.command))
             };
             Ok(ShowerResult {
@@ -752,7 +752,7 @@ impl Shower {
 pub fn merge_showers(jobs: &[PathBuf], ctl: &Control) -> Result<ShowerResult> {
     ctl.check()?;
     let files: Vec<PathBuf> = jobs.iter().map(|d| d.join(TALLIES)).collect();
-    let parts = split::read_jobs(&files, SHOWER_JOB_KIND)?;
+    let parts = jobs::read_jobs(&files, SHOWER_JOB_KIND)?;
     let (first_path, first) = &parts[0];
     let meta = first.metadata();
     let request = meta
@@ -1288,7 +1288,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("wd-em-split-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let save = |split: Split, name: &str| {
+        let save = |split: Share, name: &str| {
             let req = shower(|o| {
                 o.events = 7;
                 o.split = split;
@@ -1298,9 +1298,9 @@ mod tests {
             req.run(&cpu()).unwrap().save(out, false, "test").unwrap();
             dir.join(name)
         };
-        let whole = save(Split::WHOLE, "whole");
+        let whole = save(Share::WHOLE, "whole");
         assert!(!whole.join(TALLIES).exists(), "only jobs write tallies.parquet");
-        let jobs: Vec<PathBuf> = (0..3).map(|i| save(Split::new(3, i).unwrap(), &format!("job{i}"))).collect();
+        let jobs: Vec<PathBuf> = (0..3).map(|i| save(Share::new(3, i).unwrap(), &format!("job{i}"))).collect();
         let merged = merge_showers(&[jobs[2].clone(), jobs[0].clone(), jobs[1].clone()], &cpu()).unwrap();
         assert_eq!(merged.run.events.len(), 7);
         let out = prepare_output(&dir.join("merged"), false, &[]).unwrap();

@@ -9,7 +9,7 @@ use crate::source::{Particle, Primary, Source, SourceSpec};
 use std::path::PathBuf;
 use warpdrive_core::bench::{self, BenchReport, Lines};
 use warpdrive_core::engine::{Control, Error, ParamError, Result};
-use warpdrive_core::split::Split;
+use warpdrive_core::jobs::Share;
 
 /// What to time; `Default` is the command line's defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -204,7 +204,7 @@ impl Bench {
         for n in bench::thread_counts(&o.threads)? {
             let backend = crate::Backend::Cpu { precise: ctl.precise };
             let (sim, s) = bench::timed(ctl, n, || {
-                crate::engine::simulate(det, &self.cascade, o.seed, Split::WHOLE, &backend, ctl)
+                crate::engine::simulate(det, &self.cascade, o.seed, Share::WHOLE, &backend, ctl)
             })?;
             let (sim, _) = sim?;
             ctl.check()?;

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use warpdrive_core::engine::{Control, Error, ParamError, Result};
 use warpdrive_core::output::{OutputError, Outputs};
-use warpdrive_core::split::{self, JobStamp, Split};
+use warpdrive_core::jobs::{self, JobStamp, Share};
 use warpdrive_core::table::Table;
 
 /// The detector options of every front end: `--ice`, `--geometry`, `--sensors`, `--oversize`
@@ -298,7 +298,7 @@ pub struct PropagateOptions {
     /// Refuse to run when the sources need more photons than this (mean count).
     pub max_photons: Option<u64>,
     /// The share of the photons this job propagates (`--jobs N --job-index I`).
-    pub split: Split,
+    pub split: Share,
     /// How the run was asked for (the command line, the Python call): recorded in a job's
     /// output as provenance.
     pub command: String,
@@ -309,7 +309,7 @@ impl Default for PropagateOptions {
         Self {
             seed: 1,
             max_photons: None,
-            split: Split::WHOLE,
+            split: Share::WHOLE,
             command: String::new(),
         }
     }
@@ -327,7 +327,7 @@ pub struct Propagate {
     /// The `EM` number of each f2k block, in block order.
     f2k_events: Option<Vec<i32>>,
     inputs: Vec<PathBuf>,
-    split: Split,
+    split: Share,
     command: String,
 }
 
@@ -494,7 +494,7 @@ impl Propagate {
         };
         let mut fields = metadata.to_vec();
         fields.push(("arithmetic".into(), arithmetic.into()));
-        let run = split::fingerprint(&fields, &self.inputs)?;
+        let run = jobs::fingerprint(&fields, &self.inputs)?;
         Ok(JobStamp::new(JOB_KIND, run, self.split, photons, &self.command))
     }
 }
@@ -506,7 +506,7 @@ pub const JOB_KIND: &str = "photon";
 /// identical to the unsplit run's: rows in job order (photon ids ascend), the job keys dropped;
 /// written to `output` when given (the unsplit run's file, byte for byte).
 pub fn merge(jobs: &[PathBuf], output: Option<&Path>, force: bool, ctl: &Control) -> Result<Table> {
-    split::merge_tables_into(jobs, JOB_KIND, output, force, ctl)
+    jobs::merge_tables_into(jobs, JOB_KIND, output, force, ctl)
 }
 
 /// Typed sources in words: each one when there are few, else their number.
@@ -534,19 +534,19 @@ pub fn backend(ctl: &Control) -> Result<Backend> {
 /// the current thread pool. `ctl.progress` counts the photons; a raised token returns
 /// [`Error::Cancelled`] and nothing partial. Shared by [`Propagate::run`] and the PPC mode.
 ///
-/// With a `split` other than [`Split::WHOLE`] only the job's share of the photon ids is
+/// With a `split` other than [`Share::WHOLE`] only the job's share of the photon ids is
 /// propagated (every photon's hits are those of the whole run); `photons` stays the run's total.
 pub fn simulate(
     det: &Detector,
     specs: &[SourceSpec],
     seed: u64,
-    split: Split,
+    split: Share,
     backend: &Backend,
     ctl: &Control,
 ) -> Result<(Simulation, Option<gpu::GpuStats>)> {
     let sources = source::realise(specs, seed);
     let photons = source::total_photons(&sources).map_err(Error::Failed)?;
-    let ids = split.share(photons);
+    let ids = split.items(photons);
     ctl.progress.begin("propagating", ids.end - ids.start, "photons");
     ctl.check()?;
     let (m, idx) = (&det.medium, &det.index);
@@ -812,7 +812,7 @@ mod tests {
         };
         for precise in [false, true] {
             let ctl = cpu().precise(precise);
-            let run = |split: Split, path: &Path| {
+            let run = |split: Share, path: &Path| {
                 let o = PropagateOptions {
                     seed: 5,
                     split,
@@ -824,12 +824,12 @@ mod tests {
                 r
             };
             let whole = dir.join("whole.parquet");
-            let w = run(Split::WHOLE, &whole);
+            let w = run(Share::WHOLE, &whole);
             assert!(w.sim.hits.len() > 20, "{} hits", w.sim.hits.len());
             for jobs in [2u64, 7] {
                 let paths: Vec<PathBuf> = (0..jobs).map(|i| dir.join(format!("job{i}.parquet"))).collect();
                 for (i, p) in paths.iter().enumerate().rev() {
-                    run(Split::new(jobs, i as u64).unwrap(), p);
+                    run(Share::new(jobs, i as u64).unwrap(), p);
                 }
                 let out = dir.join("merged.parquet");
                 merge(&paths, Some(&out), true, &ctl).unwrap();

@@ -134,7 +134,7 @@ fn simulate(
 ) -> Result<crate::Simulation, PpcError> {
     crate::source::check_total(specs).map_err(PpcError::Usage)?;
     let t = std::time::Instant::now();
-    let (sim, stats) = ctl.install(|| crate::engine::simulate(det, specs, seed, warpdrive_core::split::Split::WHOLE, backend, ctl))??;
+    let (sim, stats) = ctl.install(|| crate::engine::simulate(det, specs, seed, warpdrive_core::jobs::Share::WHOLE, backend, ctl))??;
     writeln!(
         err,
         "photons: {}  hits: {} before DOM acceptance, {} after (HIT lines)",

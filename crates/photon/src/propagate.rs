@@ -479,7 +479,7 @@ pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress:
 }
 
 /// [`run`] for the photons whose global ids lie in `ids` (one job's share of a split run,
-/// `warpdrive_core::split`): each photon's hits are those of the whole run.
+/// `warpdrive_core::jobs`): each photon's hits are those of the whole run.
 pub fn run_range(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, ids: Range<u64>, progress: &Progress) -> Vec<RawHit> {
     run_chunks(sources, ids, progress, |ids, out| {
         for (id, s) in ids {

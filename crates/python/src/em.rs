@@ -10,7 +10,7 @@ use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
-use warpdrive_core::split::Split;
+use warpdrive_core::jobs::Share;
 use warpdrive_em::engine::{
     self, CalorimeterChoice, KleinNishina, KleinNishinaOptions, KleinNishinaResult, MaterialChoice, Shower, ShowerOptions,
 };
@@ -373,7 +373,7 @@ pub fn em_shower(
         events: errors::count("events", events)?,
         seed: errors::count("seed", seed)?,
         cut_mm,
-        split: Split::new(jobs, job_index).map_err(|e| errors::param(&e))?,
+        split: Share::new(jobs, job_index).map_err(|e| errors::param(&e))?,
         command: SHOWER_COMMAND.into(),
     };
     let cal = calorimeter.map_or(CalorimeterChoice::Testem3, CalorimeterChoice::File);

@@ -6,7 +6,7 @@ use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::Arc;
-use warpdrive_core::split::Split;
+use warpdrive_core::jobs::Share;
 use warpdrive_core::table::{Column, Table};
 use warpdrive_photon::detector::Detector as Det;
 use warpdrive_photon::engine::{self, DetectorSpec, ParticleName, Propagate, PropagateOptions, SourceOptions, TypedSources};
@@ -181,7 +181,7 @@ impl Detector {
         let opts = PropagateOptions {
             seed: errors::count("seed", seed)?,
             max_photons: max_photons.map(|m| errors::count("max_photons", m)).transpose()?,
-            split: Split::new(errors::count("jobs", jobs)?, errors::count("job_index", job_index)?).map_err(|e| errors::param(&e))?,
+            split: Share::new(errors::count("jobs", jobs)?, errors::count("job_index", job_index)?).map_err(|e| errors::param(&e))?,
             command: "warpdrive.photon.propagate (Python)".into(),
         };
         let (ctl, notes) = crate::run::control(device, threads, precise)?;

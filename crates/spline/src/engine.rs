@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use warpdrive_core::engine::{Control, Device, Error, ParamError, Result};
 use warpdrive_core::output::Staged;
-use warpdrive_core::split::{self, JobStamp, Split};
+use warpdrive_core::jobs::{self, JobStamp, Share};
 use warpdrive_core::table::{Column, Table};
 use warpdrive_core::InputError;
 use warpdrive_photon::geometry::Geometry;
@@ -198,7 +198,7 @@ pub struct EvalOptions {
     /// GPU: photospline's own coefficient layout instead of the window layout.
     pub standard_layout: bool,
     /// The share of the points this job evaluates (`--jobs N --job-index I`).
-    pub split: Split,
+    pub split: Share,
 }
 
 /// The job kind of a split evaluation (`warpdrive spline eval --jobs N`).
@@ -207,7 +207,7 @@ pub const EVAL_JOB_KIND: &str = "spline eval";
 /// The values of a split evaluation's jobs (their Parquet files, each job once) as the unsplit
 /// evaluation's table: rows in job order, the job keys dropped; written to `output` when given.
 pub fn merge_eval(jobs: &[PathBuf], output: Option<&Path>, force: bool, ctl: &Control) -> Result<Table> {
-    split::merge_tables_into(jobs, EVAL_JOB_KIND, output, force, ctl)
+    jobs::merge_tables_into(jobs, EVAL_JOB_KIND, output, force, ctl)
 }
 
 /// A validated evaluation of a table at points.
@@ -290,7 +290,7 @@ impl<'a> Eval<'a> {
             }
         };
         let total = (coords.len() / nd) as u64;
-        let share = opts.split.share(total);
+        let share = opts.split.items(total);
         let coords = if opts.split.is_whole() {
             coords
         } else {
@@ -310,7 +310,7 @@ impl<'a> Eval<'a> {
         };
         if !opts.split.is_whole() {
             let command = req.command();
-            let run = split::fingerprint(&[("command".into(), command.clone())], &req.inputs())?;
+            let run = jobs::fingerprint(&[("command".into(), command.clone())], &req.inputs())?;
             req.job = Some(JobStamp::new(EVAL_JOB_KIND, run, opts.split, total, &command));
         }
         Ok(req)
@@ -1198,7 +1198,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("wd-spline-split-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cpu = Control::new().device(warpdrive_core::engine::Device::Cpu);
-        let save = |split: Split, name: &str| {
+        let save = |split: Share, name: &str| {
             let opts = EvalOptions {
                 quantity: Quantity::Gradient,
                 split,
@@ -1218,9 +1218,9 @@ mod tests {
             req.run(&cpu).unwrap().table(&req).write_parquet(&p).unwrap();
             p
         };
-        let whole = save(Split::WHOLE, "whole.parquet");
+        let whole = save(Share::WHOLE, "whole.parquet");
         let jobs: Vec<PathBuf> = (0..4)
-            .map(|i| save(Split::new(4, i).unwrap(), &format!("job{i}.parquet")))
+            .map(|i| save(Share::new(4, i).unwrap(), &format!("job{i}.parquet")))
             .collect();
         let merged = dir.join("merged.parquet");
         merge_eval(&jobs, Some(&merged), false, &cpu).unwrap();

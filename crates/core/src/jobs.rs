@@ -2,7 +2,7 @@
 //! before it combines their outputs (issue #33).
 //!
 //! A split run gives each job a contiguous share of its items — photons, events, points,
-//! particles — by [`Split::share`]. Every item draws its random numbers from its own stream keyed
+//! particles — by [`Share::share`]. Every item draws its random numbers from its own stream keyed
 //! by the seed and the item's global number, so a job computes exactly what the whole run
 //! computes for those items, and the merged outputs equal the unsplit run's for any job count.
 //!
@@ -20,20 +20,20 @@ use std::path::{Path, PathBuf};
 
 /// Which share of a run this process computes: job `index` of `jobs`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Split {
+pub struct Share {
     pub jobs: u64,
     pub index: u64,
 }
 
-impl Default for Split {
+impl Default for Share {
     fn default() -> Self {
         Self::WHOLE
     }
 }
 
-impl Split {
+impl Share {
     /// The whole run in one job.
-    pub const WHOLE: Split = Split { jobs: 1, index: 0 };
+    pub const WHOLE: Share = Share { jobs: 1, index: 0 };
 
     /// Job `index` of `jobs` (`--jobs`, `--job-index`; `jobs`, `job_index` in Python).
     pub fn new(jobs: u64, index: u64) -> Result<Self, ParamError> {
@@ -54,7 +54,7 @@ impl Split {
     /// The items of this job when `total` items are cut into `jobs` contiguous shares whose
     /// sizes differ by at most one: job k gets ⌊total·k/jobs⌋ .. ⌊total·(k+1)/jobs⌋.
     #[must_use]
-    pub fn share(&self, total: u64) -> Range<u64> {
+    pub fn items(&self, total: u64) -> Range<u64> {
         let at = |k: u64| (u128::from(total) * u128::from(k) / u128::from(self.jobs)) as u64;
         at(self.index)..at(self.index + 1)
     }
@@ -88,16 +88,16 @@ const KEYS: [&str; 7] = [
 ];
 
 impl JobStamp {
-    /// The stamp of job `split` of a run of `kind` with fingerprint `run` over `total` items.
+    /// The stamp of job `share` of a run of `kind` with fingerprint `run` over `total` items.
     #[must_use]
-    pub fn new(kind: &str, run: String, split: Split, total: u64, command: &str) -> Self {
+    pub fn new(kind: &str, run: String, share: Share, total: u64, command: &str) -> Self {
         Self {
             kind: kind.to_string(),
             run,
             version: env!("CARGO_PKG_VERSION").to_string(),
-            jobs: split.jobs,
-            index: split.index,
-            items: split.share(total),
+            jobs: share.jobs,
+            index: share.index,
+            items: share.items(total),
             total,
             command: command.to_string(),
         }
@@ -215,11 +215,11 @@ pub fn check_jobs(stamps: &[(PathBuf, JobStamp)]) -> Result<Vec<usize>, Error> {
                 s0.jobs
             )));
         }
-        let expect = Split {
+        let expect = Share {
             jobs: s.jobs,
             index: s.index,
         };
-        if s.index >= s.jobs || s.items != expect.share(s.total) {
+        if s.index >= s.jobs || s.items != expect.items(s.total) {
             return Err(foreign(format!(
                 "job {} of {} holds items {}..{}, not its share of {}",
                 s.index, s.jobs, s.items.start, s.items.end, s.total
@@ -380,7 +380,7 @@ mod tests {
     use crate::engine::Style;
 
     fn stamp(jobs: u64, index: u64) -> (PathBuf, JobStamp) {
-        let s = Split::new(jobs, index).unwrap();
+        let s = Share::new(jobs, index).unwrap();
         (
             format!("job-{index}").into(),
             JobStamp::new("photon", "abc".into(), s, 1000, "warpdrive photon"),
@@ -397,7 +397,7 @@ mod tests {
             for jobs in [1u64, 2, 3, 7, 64] {
                 let mut next = 0;
                 for index in 0..jobs {
-                    let r = Split::new(jobs, index).unwrap().share(total);
+                    let r = Share::new(jobs, index).unwrap().items(total);
                     assert_eq!(r.start, next, "total {total} jobs {jobs} index {index}");
                     assert!(r.end - r.start - total / jobs <= 1);
                     next = r.end;
@@ -409,13 +409,13 @@ mod tests {
 
     #[test]
     fn bad_splits_name_the_option() {
-        assert_eq!(Split::new(0, 0).unwrap_err().render(Style::Cli), "--jobs must be at least 1");
+        assert_eq!(Share::new(0, 0).unwrap_err().render(Style::Cli), "--jobs must be at least 1");
         assert_eq!(
-            Split::new(3, 3).unwrap_err().render(Style::Cli),
+            Share::new(3, 3).unwrap_err().render(Style::Cli),
             "--job-index 3 must be below --jobs 3"
         );
         assert_eq!(
-            Split::new(3, 3).unwrap_err().render(Style::Python),
+            Share::new(3, 3).unwrap_err().render(Style::Python),
             "job_index 3 must be below jobs 3"
         );
     }
