@@ -34,6 +34,7 @@ __all__ = [
     "em_run",
     "ShowerResult",
     "em_shower",
+    "em_merge",
     "em_testem3_reference",
     "em_materials",
     "BEAM_DEFAULT_MIN_BLOCKS",
@@ -48,6 +49,7 @@ __all__ = [
     "SimulatedEvent",
     "ppc_run",
     "ppc_hits",
+    "photon_merge",
     "PHOTON_PARTICLE_ALIASES",
     "set_prebuilt_kernels",
 ]
