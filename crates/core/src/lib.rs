@@ -25,6 +25,7 @@ pub mod engine;
 pub mod error;
 pub mod hash;
 pub mod input;
+pub mod jobs;
 pub mod kernels;
 pub mod limits;
 pub mod mutate;
@@ -34,7 +35,6 @@ pub mod pmath;
 pub mod progress;
 pub mod rng;
 pub mod snapshot;
-pub mod jobs;
 pub mod stats;
 pub mod table;
 #[cfg(test)]

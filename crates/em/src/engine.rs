@@ -34,10 +34,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use warpdrive_core::engine::{Control, Error, ParamError, Result};
+use warpdrive_core::jobs::{self, JobStamp, Share};
 use warpdrive_core::limits::check_alloc;
 use warpdrive_core::output::Staged;
 use warpdrive_core::plot::PlotError;
-use warpdrive_core::jobs::{self, JobStamp, Share};
 use warpdrive_core::table::{Column, Table};
 
 // ---------------------------------------------------------------------------------------------

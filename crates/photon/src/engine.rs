@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use warpdrive_core::engine::{Control, Error, ParamError, Result};
-use warpdrive_core::output::{OutputError, Outputs};
 use warpdrive_core::jobs::{self, JobStamp, Share};
+use warpdrive_core::output::{OutputError, Outputs};
 use warpdrive_core::table::Table;
 
 /// The detector options of every front end: `--ice`, `--geometry`, `--sensors`, `--oversize`
