@@ -112,6 +112,10 @@ PYTHON_MESSAGE: dict[tuple[str, str], tuple[type, str]] = {
     # would otherwise pass as two positions, a guess NumPy users do not expect. The CLI's comma
     # list has no shape, so the engine counts its numbers ("--position has 2 numbers").
     ("photon", "position with two numbers"): (ValueError, "position must be (N, 3) [m], got shape [1, 2]"),
+    # `warpdrive merge` first asks the first path what kind of job wrote it (photon, em, spline and
+    # sky jobs all merge there), so it names the missing path itself; `sky.merge` knows its jobs
+    # are sky directories and names the file it reads in one.
+    ("cli", "merge of missing directories"): (FileNotFoundError, "a/counts.parquet: cannot read: No such file or directory"),
 }
 
 

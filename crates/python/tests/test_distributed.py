@@ -132,7 +132,7 @@ def test_each_job_gets_its_own_gpu(monkeypatch, tmp_path):
     """A worker that declares GPU=2 runs two jobs at once, each on its own ordinal (a worker in
     this process, so that the stand-in call can record what it was given)."""
     dd = require("dask.distributed")
-    monkeypatch.setitem(distributed._MERGES, fake_call, ("fake", fake_merge))
+    monkeypatch.setitem(distributed._MERGES, fake_call, distributed._Splittable("fake", fake_merge))
     SEEN.clear()
     with dd.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, resources={"GPU": 2},
                          dashboard_address=":0") as cluster, dd.Client(cluster) as c:
