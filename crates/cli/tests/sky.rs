@@ -81,6 +81,38 @@ fn jobs_merge_into_one_run_and_threads_do_not_matter() {
         assert_eq!(columns(&single.join(f)), columns(&merged.join(f)), "{f}: merged jobs vs one run");
     }
     assert!(merged.join("autocorr.png").is_file() && merged.join("summary.json").is_file());
+    // The post-trial p-value comes from the jobs' per-trial counts: as in the single run.
+    let post = |d: &Path| -> serde_json::Value {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
+        v["post_trial"].clone()
+    };
+    assert!(post(&single)["p"].is_number(), "{}", post(&single));
+    assert_eq!(post(&single), post(&merged));
+    assert!(jobs.iter().all(|j| j.join("trials.parquet").is_file()));
+    assert!(!single.join("trials.parquet").exists() && !merged.join("trials.parquet").exists());
+    // A job whose per-trial counts do not match its background is refused.
+    let swapped = dir.join("swapped");
+    std::fs::create_dir_all(&swapped).unwrap();
+    for f in ["counts.parquet", "background.parquet", "summary.json"] {
+        std::fs::copy(jobs[1].join(f), swapped.join(f)).unwrap();
+    }
+    let mut t = read_parquet(&jobs[1].join("trials.parquet")).unwrap();
+    if let Some((_, warpdrive_core::table::Column::I64(c))) = t.columns.iter_mut().find(|(n, _)| n == "count") {
+        c[0] += 1;
+    }
+    t.write_parquet(&swapped.join("trials.parquet")).unwrap();
+    let o = bin()
+        .arg("merge")
+        .arg("-o")
+        .arg(dir.join("merged-swapped"))
+        .args([&jobs[0], &swapped, &jobs[2]])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("trials.parquet do not match their background.parquet"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // A job of a different analysis (other seed) is refused.
     let other = dir.join("other");
     run(

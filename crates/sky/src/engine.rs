@@ -341,8 +341,13 @@ impl Autocorr {
             let n = st.trials.end - st.trials.start;
             ctl.progress.begin("trials", n, "trials");
             let t1 = Instant::now();
-            let bg = crate::run_trials(&sample, st.seed, st.trials.clone(), &backend, &ctl.progress).map_err(Error::Failed)?;
+            let mut bg = crate::run_trials(&sample, st.seed, st.trials.clone(), &backend, &ctl.progress).map_err(Error::Failed)?;
             ctl.check()?;
+            // Per-trial counts are kept when the whole analysis's fit (a job decides as the
+            // unsplit run does, so that merged jobs give the same post-trial p-value).
+            if st.total_trials.saturating_mul(sample.hist_len() as u64) > crate::trials::KEEP_CELLS {
+                bg.forget_trials();
+            }
             Ok(AutocorrResult {
                 info,
                 bg,
@@ -390,7 +395,24 @@ impl AutocorrResult {
             )
             .into());
         }
-        let (info, bg) = output::merge(jobs, partial)?;
+        let (info, mut bg) = output::merge(jobs, partial)?;
+        ctl.check()?;
+        if let Some(kept) = output::read_job_trials(jobs, &info)? {
+            // The per-trial counts must be the trials the background distributions count.
+            let mut check = Background::new(bg.freq.len());
+            for c in &kept {
+                check.add(c);
+            }
+            if check.freq != bg.freq {
+                return Err(InputError::new(
+                    &jobs[0],
+                    0,
+                    format!("the jobs' {} do not match their background.parquet", output::JOB_TRIALS),
+                )
+                .into());
+            }
+            bg.restore_trials(kept);
+        }
         Ok(Self {
             info,
             bg,
@@ -446,6 +468,10 @@ impl AutocorrResult {
         let shown = out.dest().display().to_string();
         let fail = |e: String| Error::Failed(format!("{shown}: {e}"));
         let rows = output::write_tables(&dir, &self.info, &self.bg, &meta).map_err(fail)?;
+        if self.jobs > 1 && self.bg.holds_trials() {
+            // A job's trials, for the post-trial p-value of the merged run.
+            output::write_job_trials(&dir, &self.info, &self.bg, &meta).map_err(fail)?;
+        }
         let run = if self.merged_from.is_empty() {
             serde_json::json!({
                 "version": env!("CARGO_PKG_VERSION"),

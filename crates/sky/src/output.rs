@@ -6,7 +6,9 @@
 //! * `background.parquet` — the exact background distributions: (cut, bin, count, trials);
 //! * `summary.json` — configuration, most significant bin (no timings: identical results give identical bytes);
 //! * `run.json` — written by the CLI beside it: device, threads and timings of this run;
-//! * `autocorr.png` — TS vs θ per cut and the trial distributions.
+//! * `autocorr.png` — TS vs θ per cut and the trial distributions;
+//! * `trials.parquet` — only in a batch job's directory: every trial's counts, from which
+//!   `warpdrive merge` computes the post-trial p-value ([`JOB_TRIALS`]).
 //!
 //! A signal-injection run (`warpdrive sky inject`) writes `background.parquet` (as above),
 //! `signal.parquet` — the injected trials' distributions (sources, cut, bin, count, trials) —,
@@ -94,6 +96,86 @@ pub fn write_tables(dir: &Path, info: &RunInfo, bg: &Background, extra_meta: &[(
     t.write_parquet(&dir.join("counts.parquet")).map_err(|e| e.to_string())?;
     b.write_parquet(&dir.join("background.parquet")).map_err(|e| e.to_string())?;
     Ok(rows)
+}
+
+/// A job's per-trial counts: `trials.parquet`, one row per (trial, cell) in trial order with
+/// columns trial, cell (cut-major: cut × bins + bin) and count. Written by the jobs of a split
+/// run whose trials × cells fit [`crate::trials::KEEP_CELLS`], so that `warpdrive merge`
+/// computes the post-trial p-value as the unsplit run does; a merged or unsplit run has none.
+pub const JOB_TRIALS: &str = "trials.parquet";
+
+/// Write [`JOB_TRIALS`] of a job into `dir`.
+pub fn write_job_trials(dir: &Path, info: &RunInfo, bg: &Background, extra_meta: &[(String, String)]) -> Result<(), String> {
+    let cells = bg.freq.len();
+    let trials: Vec<u64> = info.trials.iter().flat_map(Clone::clone).collect();
+    if trials.len() != bg.kept.len() {
+        return Err(format!("{} trials held, {} kept", trials.len(), bg.kept.len()));
+    }
+    let mut t = Table::default();
+    t.push(
+        "trial",
+        Column::I64(trials.iter().flat_map(|&k| std::iter::repeat_n(k as i64, cells)).collect()),
+    );
+    t.push("cell", Column::I32(trials.iter().flat_map(|_| 0..cells as i32).collect()));
+    t.push("count", Column::I64(bg.kept.iter().flatten().map(|&c| c as i64).collect()));
+    info.metadata(&mut t, extra_meta);
+    t.write_parquet(&dir.join(JOB_TRIALS)).map_err(|e| e.to_string())
+}
+
+/// Every trial's counts, in trial order, from the jobs' [`JOB_TRIALS`] files; `None` when a
+/// job has none (the analysis keeps no per-trial counts) or the merged trials exceed
+/// [`crate::trials::KEEP_CELLS`]. `info` is the merged description ([`merge`]).
+pub fn read_job_trials(dirs: &[PathBuf], info: &RunInfo) -> Result<Option<Vec<Vec<u64>>>, InputError> {
+    let cells = info.observed.len();
+    if dirs.iter().any(|d| !d.join(JOB_TRIALS).is_file()) || info.n_trials().saturating_mul(cells as u64) > crate::trials::KEEP_CELLS {
+        return Ok(None);
+    }
+    let mut all: Vec<(u64, Vec<u64>)> = Vec::with_capacity(info.n_trials() as usize);
+    for d in dirs {
+        let p = d.join(JOB_TRIALS);
+        let t = read_parquet(&p)?;
+        let meta = |k: &str| t.metadata.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        let bad = |what: String| InputError::new(&p, 0, what);
+        if meta("sky.config") != Some(info.config.as_str()) {
+            return Err(bad("from another analysis than the job's counts (sky.config)".into()));
+        }
+        let ranges = meta("sky.trials")
+            .and_then(parse_ranges)
+            .ok_or_else(|| bad("metadata 'sky.trials' missing or malformed".into()))?;
+        let col = |name: &str| t.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c);
+        let (Some(Column::I64(trial)), Some(Column::I32(cell)), Some(Column::I64(count))) = (col("trial"), col("cell"), col("count"))
+        else {
+            return Err(bad("columns trial (int64), cell (int32) and count (int64) expected".into()));
+        };
+        let held: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        if trial.len() as u64 != held.saturating_mul(cells as u64) || cell.len() != trial.len() || count.len() != trial.len() {
+            return Err(bad(format!("{} rows, but {held} trials × {cells} cells", trial.len())));
+        }
+        for (j, k) in ranges.iter().flat_map(Clone::clone).enumerate() {
+            let rows = j * cells..(j + 1) * cells;
+            let in_order = rows
+                .clone()
+                .all(|r| trial[r] == k as i64 && cell[r] == (r - j * cells) as i32 && count[r] >= 0);
+            if !in_order {
+                return Err(bad(format!(
+                    "rows {}..{} are not trial {k}'s cells 0..{cells} in order",
+                    rows.start + 1,
+                    rows.end + 1
+                )));
+            }
+            all.push((k, count[rows].iter().map(|&c| c as u64).collect()));
+        }
+    }
+    all.sort_by_key(|(k, _)| *k);
+    let expected: Vec<u64> = info.trials.iter().flat_map(Clone::clone).collect();
+    if all.len() != expected.len() || all.iter().zip(&expected).any(|((k, _), e)| k != e) {
+        return Err(InputError::new(
+            &dirs[0],
+            0,
+            "the jobs' trials.parquet files do not hold the merged trials",
+        ));
+    }
+    Ok(Some(all.into_iter().map(|(_, c)| c).collect()))
 }
 
 /// The analysis rows and the two tables `write_tables` writes (`counts`, `background`).

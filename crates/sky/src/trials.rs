@@ -101,6 +101,27 @@ impl Background {
         }
     }
 
+    /// Whether every trial's counts are held (for the post-trial p-value).
+    #[must_use]
+    pub fn holds_trials(&self) -> bool {
+        self.keep && self.kept.len() as u64 == self.trials
+    }
+
+    /// Drop the per-trial counts: the whole analysis (all jobs) has more trials × cells than
+    /// [`KEEP_CELLS`], so a job keeps none, as one run would.
+    pub fn forget_trials(&mut self) {
+        self.keep = false;
+        self.kept = Vec::new();
+    }
+
+    /// The per-trial counts of a merge: every trial's, in trial order, as one run keeps them.
+    pub fn restore_trials(&mut self, kept: Vec<Vec<u64>>) {
+        assert_eq!(kept.len() as u64, self.trials, "one count vector per trial");
+        assert!(kept.iter().all(|c| c.len() == self.freq.len()));
+        self.keep = true;
+        self.kept = kept;
+    }
+
     /// Add one trial's cumulative counts.
     pub fn add(&mut self, counts: &[u64]) {
         assert_eq!(counts.len(), self.freq.len());
