@@ -97,6 +97,21 @@ impl Particles {
         self.x.len()
     }
 
+    /// Rows `r` as particles of their own (a batch job's share of a bunch).
+    #[must_use]
+    pub fn slice(&self, r: std::ops::Range<usize>) -> Self {
+        Self {
+            x: self.x[r.clone()].to_vec(),
+            xp: self.xp[r.clone()].to_vec(),
+            y: self.y[r.clone()].to_vec(),
+            yp: self.yp[r.clone()].to_vec(),
+            s: self.s[r.clone()].to_vec(),
+            delta: self.delta[r.clone()].to_vec(),
+            lost_at: self.lost_at[r.clone()].to_vec(),
+            lost_pass: self.lost_pass[r].to_vec(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.x.is_empty()
     }
@@ -213,28 +228,11 @@ pub struct Moments {
 }
 
 impl Moments {
+    /// The moments of `p`'s surviving particles, folded block by block
+    /// ([`crate::moments`]: the same bits however the bunch is split between batch jobs).
     pub fn of(p: &Particles) -> Self {
-        let alive: Vec<usize> = (0..p.len()).filter(|&i| p.lost_at[i] == 0).collect();
-        let n = alive.len();
-        let mut m = Moments {
-            alive: n,
-            ..Default::default()
-        };
-        if n == 0 {
-            return m;
-        }
-        let c = p.coords();
-        for k in 0..6 {
-            m.mean[k] = alive.iter().map(|&i| c[k][i]).sum::<f64>() / n as f64;
-        }
-        for a in 0..6 {
-            for b in a..6 {
-                let v = alive.iter().map(|&i| (c[a][i] - m.mean[a]) * (c[b][i] - m.mean[b])).sum::<f64>() / n as f64;
-                m.sigma[a][b] = v;
-                m.sigma[b][a] = v;
-            }
-        }
-        m
+        let total = p.len() as u64;
+        crate::moments::fold(crate::moments::partials(p, 0, total).iter().map(|(_, q)| q))
     }
 
     pub fn rms(&self, k: usize) -> f64 {

@@ -14,11 +14,13 @@ use crate::program::{Program, Step};
 use crate::species::Species;
 use crate::track::{track_controlled, Backend, CpuBackend, TrackError};
 use crate::watch::{self, MomentsRow, PassSelection, Recorder, WatchMode, WatchOptions, WatchRecord};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use warpdrive_core::engine::{Cancelled, Control, Device, Error, ParamError, Result};
 use warpdrive_core::error::InputError;
+use warpdrive_core::jobs::{self, JobStamp, Share};
 use warpdrive_core::limits::{self, LimitError};
 use warpdrive_core::output::Staged;
 use warpdrive_core::table::Table;
@@ -472,6 +474,9 @@ pub struct TrackOptions {
     pub plot: bool,
     /// How the run was asked for (`run.json`).
     pub command: String,
+    /// The batch job this run is (`--jobs N --job-index I`): its share of the bunch's blocks of
+    /// particles ([`crate::moments`]); combine the jobs with [`merge_tracks`].
+    pub split: Share,
 }
 
 impl Default for TrackOptions {
@@ -490,6 +495,7 @@ impl Default for TrackOptions {
             output: true,
             plot: true,
             command: String::new(),
+            split: Share::WHOLE,
         }
     }
 }
@@ -535,6 +541,9 @@ pub struct Track {
     plot: bool,
     command: String,
     notes: Vec<String>,
+    split: Share,
+    /// The rows of the bunch this run tracks (all, or a batch job's share).
+    rows: Range<u64>,
 }
 
 fn pass_number(param: &'static str, v: u64) -> Result<u32, ParamError> {
@@ -607,6 +616,7 @@ impl Track {
             other => Arc::new(Bunch::new(other, reference)?),
         };
         let n = bunch.len() as u64;
+        let rows = job_rows(&line, &bunch, o)?;
         let ids = match &o.watch_particles {
             None => None,
             Some(list) => {
@@ -631,7 +641,8 @@ impl Track {
             passes: pass_selection,
             particles: ids,
         };
-        let cost = watch_cost(&line.program, passes, &watch, n);
+        let tracked = rows.end - rows.start;
+        let cost = watch_cost(&line.program, passes, &watch, tracked);
         let mut notes = Vec::new();
         if o.plot && line.elements() > MAX_PLOTTED_ELEMENTS {
             notes.push(format!(
@@ -653,6 +664,8 @@ impl Track {
             plot: o.plot,
             command: o.command.clone(),
             notes,
+            split: o.split,
+            rows,
         };
         me.budget()?;
         Ok(me)
@@ -661,7 +674,7 @@ impl Track {
     /// Check that the run's memory fits: the particles' working set, the moments of every
     /// watch event, and the records kept in memory.
     fn budget(&self) -> Result<(), LimitError> {
-        let n = self.bunch.len() as u64;
+        let n = self.rows.end - self.rows.start;
         let max_bins = self.line.program.steps.iter().fold(0u64, |m, s| match s {
             Step::Lsc { params, .. } => m.max(params.bins as u64),
             _ => m,
@@ -752,10 +765,15 @@ impl Track {
 
     fn backend(&self, gpu: Option<usize>, ctl: &Control) -> Result<(Box<dyn Backend>, String)> {
         let reference = self.bunch.reference;
+        let particles = if self.split.is_whole() {
+            self.bunch.particles.clone()
+        } else {
+            self.bunch.particles.slice(self.rows.start as usize..self.rows.end as usize)
+        };
         match gpu {
             None => Ok((
                 Box::new(CpuBackend {
-                    particles: self.bunch.particles.clone(),
+                    particles,
                     reference,
                     aperture: self.aperture,
                     histogram: self.histogram,
@@ -765,7 +783,7 @@ impl Track {
             Some(d) => {
                 let g = crate::gpu::GpuBackend::new(
                     &self.line.program,
-                    &self.bunch.particles,
+                    &particles,
                     reference,
                     crate::gpu::GpuOptions {
                         device: d,
@@ -799,8 +817,9 @@ impl Track {
             ctl.note(n);
         }
         let gpu = self.device(ctl)?;
+        let stamp = self.job_stamp(gpu.is_some(), ctl.precise)?;
         let dir = out.as_ref().map(|o| o.path().to_path_buf());
-        let tracked = ctl.install(|| self.track(ctl, gpu, dir.as_deref()))??;
+        let tracked = ctl.install(|| self.track(ctl, gpu, dir.as_deref(), stamp.as_ref()))??;
         if let Some(out) = out {
             self.save(&tracked, out.path())?;
             ctl.check()?;
@@ -809,7 +828,7 @@ impl Track {
         Ok(tracked)
     }
 
-    fn track(&self, ctl: &Control, gpu: Option<usize>, dir: Option<&Path>) -> Result<Tracked> {
+    fn track(&self, ctl: &Control, gpu: Option<usize>, dir: Option<&Path>, stamp: Option<&JobStamp>) -> Result<Tracked> {
         let program = &self.line.program;
         let reference = self.bunch.reference;
         let initial = Moments::of(&self.bunch.particles);
@@ -817,6 +836,9 @@ impl Track {
         ctl.check()?;
         ctl.progress.begin("passes", u64::from(self.passes), "passes");
         let mut recorder = Recorder::new(&self.watch, program, reference, self.passes, dir, &self.line.name);
+        if let Some(stamp) = stamp {
+            recorder = recorder.job(self.rows.start, self.bunch.len() as u64, stamp.metadata());
+        }
         let watching = self.watch.mode != WatchMode::Off;
         let watch_at = |pass: u32| watching && self.watch.passes.contains(pass);
         let control = crate::track::Control {
@@ -870,7 +892,9 @@ impl Track {
             device,
             tracking_seconds,
             threads: rayon::current_num_threads(),
-            metadata: self.metadata(),
+            blocks: std::mem::take(&mut recorder.blocks),
+            metadata: [self.metadata(), stamp.map(JobStamp::metadata).unwrap_or_default()].concat(),
+            job_metadata: stamp.map(JobStamp::metadata).unwrap_or_default(),
         })
     }
 
@@ -898,7 +922,16 @@ impl Track {
             .write_parquet(&dir.join("final.parquet"))
             .map_err(|e| fail(e.to_string()))?;
         if self.watch.mode != WatchMode::Off {
-            watch::write_moments(&dir.join("moments.parquet"), &t.moments).map_err(fail)?;
+            let mut m = watch::moments_table(&t.moments);
+            if !t.job_metadata.is_empty() {
+                // A job's own moments (its particles only), and its blocks' partial moments
+                // from which `warpdrive merge` folds the whole bunch's.
+                m.metadata.extend(t.job_metadata.iter().cloned());
+                let mut b = watch::blocks_table(&t.blocks, &t.moments);
+                b.metadata.extend(t.job_metadata.iter().cloned());
+                b.write_parquet(&dir.join(JOB_BLOCKS)).map_err(|e| fail(e.to_string()))?;
+            }
+            m.write_parquet(&dir.join("moments.parquet")).map_err(|e| fail(e.to_string()))?;
         }
         let mut plotted = false;
         if self.plot && self.line.elements() <= MAX_PLOTTED_ELEMENTS {
@@ -921,6 +954,7 @@ impl Track {
         let run = serde_json::json!({
             "command": self.command,
             "version": env!("CARGO_PKG_VERSION"),
+            "job": { "jobs": self.split.jobs, "index": self.split.index, "particles": [self.rows.start, self.rows.end] },
             "lattice": self.line.path.as_ref().map_or_else(|| self.line.name.clone(), |p| p.display().to_string()),
             "beam": self.bunch.description,
             "device": t.device,
@@ -932,6 +966,168 @@ impl Track {
         std::fs::write(dir.join("run.json"), text).map_err(|e| fail(format!("writing run.json: {e}")))?;
         Ok(())
     }
+}
+
+/// The rows of the bunch a run tracks: all of them, or a batch job's share of the bunch's
+/// blocks ([`crate::moments`]). A split run must not couple particles (space charge) and must
+/// write its records where `warpdrive merge` finds them.
+fn job_rows(line: &Line, bunch: &Bunch, o: &TrackOptions) -> Result<Range<u64>> {
+    let n = bunch.len() as u64;
+    if o.split.is_whole() {
+        return Ok(0..n);
+    }
+    if line.program.steps.iter().any(|s| matches!(s, Step::Lsc { .. })) {
+        return Err(ParamError::new(
+            "jobs",
+            format!(
+                "{}: space charge (LSCDRIFT) couples the particles, so a line with it cannot be split into batch jobs",
+                o.split.jobs
+            ),
+        )
+        .into());
+    }
+    if !o.output {
+        return Err(ParamError::new(
+            "jobs",
+            "a batch job writes its share into an output directory ({output}) for `warpdrive merge`",
+        )
+        .into());
+    }
+    if o.watch == WatchMode::Stream {
+        return Err(ParamError::new(
+            "watch",
+            "stream: batch jobs write watch records one file per record (files) or none (off), which `warpdrive merge` combines",
+        )
+        .into());
+    }
+    let blocks = crate::moments::blocks(n);
+    if o.split.jobs > blocks {
+        return Err(ParamError::new(
+            "jobs",
+            format!(
+                "{}: a bunch of {n} particles is cut into {blocks} blocks, and a job tracks whole blocks: give at most {blocks} jobs",
+                o.split.jobs
+            ),
+        )
+        .into());
+    }
+    Ok(crate::moments::share_rows(n, o.split))
+}
+
+/// The job kind of a split tracking run (`warpdrive beam track --jobs N`).
+pub const TRACK_JOB_KIND: &str = "beam track";
+/// A tracking job's partial moments of its blocks at every watch event.
+pub const JOB_BLOCKS: &str = "blocks.parquet";
+
+impl Track {
+    /// A batch job's stamp: the run's settings, its arithmetic (CPU or GPU, fast or precise:
+    /// different bits) and the bunch's and lattice's contents fingerprinted; `None` for an
+    /// unsplit run.
+    fn job_stamp(&self, gpu: bool, precise: bool) -> Result<Option<JobStamp>> {
+        if self.split.is_whole() {
+            return Ok(None);
+        }
+        let mut h = warpdrive_core::hash::Fnv64::new();
+        let p = &self.bunch.particles;
+        for c in p.coords() {
+            for v in c.iter() {
+                h.write(&v.to_bits().to_le_bytes());
+            }
+        }
+        for (l, q) in p.lost_at.iter().zip(&p.lost_pass) {
+            h.write(&l.to_le_bytes()).write(&q.to_le_bytes());
+        }
+        let arithmetic = match (gpu, precise) {
+            (false, _) => "cpu",
+            (true, false) => "gpu",
+            (true, true) => "gpu precise",
+        };
+        let mut fields = self.metadata();
+        fields.extend([
+            ("bunch".to_string(), h.hex()),
+            ("aperture".to_string(), self.aperture.to_string()),
+            ("charge".to_string(), self.charge.to_string()),
+            ("watch".to_string(), format!("{:?}", self.watch)),
+            ("arithmetic".to_string(), arithmetic.to_string()),
+        ]);
+        let run = jobs::fingerprint(&fields, self.line.path.as_slice())?;
+        Ok(Some(JobStamp::new(
+            TRACK_JOB_KIND,
+            run,
+            self.split,
+            self.bunch.len() as u64,
+            &self.command,
+        )))
+    }
+}
+
+/// What [`merge_tracks`] combined.
+#[derive(Clone, Debug)]
+pub struct MergedTrack {
+    /// Particles in `final.parquet`.
+    pub particles: u64,
+    /// Rows of `moments.parquet` (watch events).
+    pub watch_events: usize,
+    /// Watch files combined.
+    pub watch_files: Vec<String>,
+}
+
+/// Combine the output directories of a split tracking run's jobs into `out` (prepared by
+/// [`prepare_output`]), as the unsplit run writes it: `final.parquet` (every particle, in bunch
+/// order), `moments.parquet` (the blocks' partial moments folded in block order: the same bits)
+/// and every watch file (rows of all jobs, in particle order); `run.json` names the jobs. Each
+/// job must be present once, all made by the same run ([`jobs::check_jobs`]). No `sizes.png`:
+/// its envelope needs the lattice (re-run one job unsplit for the plot).
+pub fn merge_tracks(jobs: &[PathBuf], out: Staged, ctl: &Control) -> Result<MergedTrack> {
+    let dir = out.path().to_path_buf();
+    let shown = out.dest().display().to_string();
+    let fail = |e: String| Error::Failed(format!("{shown}: {e}"));
+    let finals: Vec<PathBuf> = jobs.iter().map(|d| d.join("final.parquet")).collect();
+    let last = jobs::merge_tables(&finals, TRACK_JOB_KIND, ctl)?;
+    last.write_parquet(&dir.join("final.parquet")).map_err(|e| fail(e.to_string()))?;
+    // The watch files: the same names in every job.
+    let names = |d: &Path| -> Result<std::collections::BTreeSet<String>> {
+        let listing = std::fs::read_dir(d).map_err(|e| InputError::file(d, format!("cannot list it: {e}")))?;
+        Ok(listing
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .filter(|n| n.ends_with(".parquet") && !["final.parquet", "moments.parquet", JOB_BLOCKS].contains(&n.as_str()))
+            .collect())
+    };
+    let files = names(&jobs[0])?;
+    for d in &jobs[1..] {
+        let other = names(d)?;
+        if let Some(f) = files.symmetric_difference(&other).next() {
+            let (has, lacks) = if files.contains(f) { (&jobs[0], d) } else { (d, &jobs[0]) };
+            return Err(InputError::file(lacks, format!("has no watch file {f}, which {} has", has.display())).into());
+        }
+    }
+    for f in &files {
+        let t = jobs::merge_tables(&jobs.iter().map(|d| d.join(f)).collect::<Vec<_>>(), TRACK_JOB_KIND, ctl)?;
+        t.write_parquet(&dir.join(f)).map_err(|e| fail(e.to_string()))?;
+    }
+    let with_blocks = jobs.iter().filter(|d| d.join(JOB_BLOCKS).is_file()).count();
+    let mut events = 0;
+    if with_blocks == jobs.len() {
+        let rows = watch::fold_blocks(&jobs.iter().map(|d| d.join(JOB_BLOCKS)).collect::<Vec<_>>(), ctl)?;
+        events = rows.len();
+        watch::write_moments(&dir.join("moments.parquet"), &rows).map_err(fail)?;
+    } else if with_blocks > 0 {
+        let d = jobs.iter().find(|d| !d.join(JOB_BLOCKS).is_file()).expect("one lacks it");
+        return Err(InputError::file(d, format!("has no {JOB_BLOCKS}, which other jobs of the run have")).into());
+    }
+    let run = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "merged_from": jobs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+    });
+    let text = serde_json::to_string_pretty(&run).unwrap_or_default() + "\n";
+    std::fs::write(dir.join("run.json"), text).map_err(|e| fail(format!("writing run.json: {e}")))?;
+    ctl.check()?;
+    out.commit()?;
+    Ok(MergedTrack {
+        particles: last.rows() as u64,
+        watch_events: events,
+        watch_files: files.into_iter().collect(),
+    })
 }
 
 /// Watch events and particles per record of a run.
@@ -982,7 +1178,11 @@ pub struct Tracked {
     pub device: String,
     pub threads: usize,
     pub tracking_seconds: f64,
+    /// A batch job's partial moments of its blocks at every watch event (empty otherwise).
+    pub blocks: Vec<watch::BlockEvent>,
     metadata: Vec<(String, String)>,
+    /// A batch job's stamp (`warpdrive.job.*`; empty for an unsplit run).
+    job_metadata: Vec<(String, String)>,
 }
 
 impl Tracked {

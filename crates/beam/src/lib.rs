@@ -5,7 +5,7 @@
 //! * [`lattice`]: ELEGANT `.lte` input; [`program`]: a lattice compiled into runs of map elements
 //!   and the collective/output steps between them, with the CPU map loops.
 //! * [`beam`]: particles (struct-of-arrays, loss flags), Gaussian beams from Twiss parameters,
-//!   Parquet in/out, moments; [`lsc`] and [`bessel`]: longitudinal space charge.
+//!   Parquet in/out; [`moments`]: moments folded block by block (split-independent); [`lsc`] and [`bessel`]: longitudinal space charge.
 //! * [`track`]: the tracking driver (passes, watch points, progress and cancellation) over a
 //!   CPU or GPU back end; [`gpu`]: generated map kernels and the LSC kernels; [`optics`]: linear
 //!   envelope for plots; [`watch`]: which watch records a run keeps and where they go.
@@ -26,6 +26,7 @@ pub mod gpu_check;
 pub mod lattice;
 pub mod lsc;
 pub mod map;
+pub mod moments;
 pub mod optics;
 pub mod program;
 pub mod species;

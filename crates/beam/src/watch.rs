@@ -10,10 +10,13 @@
 //! hold one record in memory at a time, and the directory appears whole only at the end.
 
 use crate::beam::{Moments, Particles, Reference};
+use crate::moments::Partial;
 use crate::track::WatchEvent;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use warpdrive_core::engine::{Control, Error};
+use warpdrive_core::error::InputError;
 use warpdrive_core::output::shown;
 use warpdrive_core::table::{Column, Table};
 
@@ -273,7 +276,23 @@ pub struct Recorder<'a> {
     pub sizes: Vec<crate::optics::WatchSize>,
     /// Files written, in order.
     pub written: Vec<String>,
+    /// A batch job's partial moments of its blocks at every watch event.
+    pub blocks: Vec<BlockEvent>,
     first_pass: Option<u32>,
+    job: Option<JobRows>,
+}
+
+/// The rows of the whole bunch a batch job tracks, and its stamp for the files it writes.
+struct JobRows {
+    first: u64,
+    total: u64,
+    metadata: Vec<(String, String)>,
+}
+
+/// One watch event of a batch job: the partial moments of each of its blocks of particles.
+#[derive(Clone, Debug)]
+pub struct BlockEvent {
+    pub partials: Vec<(u64, Partial)>,
 }
 
 impl<'a> Recorder<'a> {
@@ -305,8 +324,19 @@ impl<'a> Recorder<'a> {
             moments: Vec::new(),
             sizes: Vec::new(),
             written: Vec::new(),
+            blocks: Vec::new(),
             first_pass: None,
+            job: None,
         }
+    }
+
+    /// The recorder of a batch job tracking rows `first ..` of a bunch of `total`: its records
+    /// name particles by their row in the whole bunch, its files carry the job's `metadata`,
+    /// and each watch event keeps its blocks' partial moments.
+    #[must_use]
+    pub fn job(mut self, first: u64, total: u64, metadata: Vec<(String, String)>) -> Self {
+        self.job = Some(JobRows { first, total, metadata });
+        self
     }
 
     /// Take one watch event.
@@ -325,7 +355,27 @@ impl<'a> Recorder<'a> {
             s: ev.position,
             moments: ev.moments,
         });
-        let mut table = record_table(ev.particles, self.opts.particles.as_deref(), &self.reference);
+        let mut table = match &self.job {
+            None => record_table(ev.particles, self.opts.particles.as_deref(), &self.reference),
+            Some(j) => {
+                self.blocks.push(BlockEvent {
+                    partials: crate::moments::partials(ev.particles, j.first, j.total),
+                });
+                // The chosen particles of this job's rows, then named by their row in the bunch.
+                let rows = j.first..j.first + ev.particles.len() as u64;
+                let local: Option<Vec<u32>> = self.opts.particles.as_ref().map(|ids| {
+                    ids.iter()
+                        .filter(|&&i| rows.contains(&u64::from(i)))
+                        .map(|&i| (u64::from(i) - j.first) as u32)
+                        .collect()
+                });
+                let mut t = record_table(ev.particles, local.as_deref(), &self.reference);
+                if let Some((_, Column::I64(id))) = t.columns.iter_mut().find(|(n, _)| n == "particle") {
+                    id.iter_mut().for_each(|i| *i += j.first as i64);
+                }
+                t
+            }
+        };
         let element = self.shared.contains(ev.filename).then_some(ev.element);
         match self.opts.mode {
             WatchMode::Off => {}
@@ -342,6 +392,9 @@ impl<'a> Recorder<'a> {
                 table.meta("element", ev.name);
                 table.meta("pass", ev.pass.to_string());
                 table.meta("s", ev.position.to_string());
+                if let Some(j) = &self.job {
+                    table.metadata.extend(j.metadata.iter().cloned());
+                }
                 table.write_parquet(&file).map_err(|e| e.to_string())?;
                 self.written.push(file_name(&file));
             }
@@ -402,6 +455,139 @@ pub fn moments_table(rows: &[MomentsRow]) -> Table {
     t.push("emittance_y", Column::F64(rows.iter().map(|r| r.moments.emittance(1)).collect()));
     t.meta("elements", rows.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(","));
     t
+}
+
+/// The blocks file of a batch job ([`crate::engine::JOB_BLOCKS`]): one row per (watch event,
+/// block) with event, pass, s, block, n, mean_0..5 and m2_0..20 (the upper triangle, row-major,
+/// of Σ(z_a − z̄_a)(z_b − z̄_b)); the events' element names in the metadata, as in
+/// `moments.parquet`.
+pub fn blocks_table(events: &[BlockEvent], moments: &[MomentsRow]) -> Table {
+    let rows = || {
+        events
+            .iter()
+            .zip(moments)
+            .enumerate()
+            .flat_map(|(e, (b, m))| b.partials.iter().map(move |(k, q)| (e, m, *k, q)))
+    };
+    let mut t = Table::default();
+    t.push("event", Column::I64(rows().map(|(e, ..)| e as i64).collect()));
+    t.push("pass", Column::I64(rows().map(|(_, m, ..)| i64::from(m.pass)).collect()));
+    t.push("s", Column::F64(rows().map(|(_, m, ..)| m.s).collect()));
+    t.push("block", Column::I64(rows().map(|(_, _, k, _)| k as i64).collect()));
+    t.push("n", Column::I64(rows().map(|(.., q)| q.n as i64).collect()));
+    for k in 0..6 {
+        t.push(&format!("mean_{k}"), Column::F64(rows().map(|(.., q)| q.mean[k]).collect()));
+    }
+    for k in 0..21 {
+        t.push(&format!("m2_{k}"), Column::F64(rows().map(|(.., q)| q.m2[k]).collect()));
+    }
+    t.meta("elements", moments.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(","));
+    t
+}
+
+/// The moments rows of a split run from its jobs' blocks files (each job once, checked as
+/// one run): every event's block partials, gathered in job order (so in block order), folded
+/// as one run folds them.
+pub fn fold_blocks(files: &[PathBuf], ctl: &Control) -> Result<Vec<MomentsRow>, Error> {
+    let parts = warpdrive_core::jobs::read_jobs(files, crate::engine::TRACK_JOB_KIND)?;
+    // Per event: pass, s and the (block, partial) pairs of every job.
+    type Event = (u32, f64, Vec<(u64, Partial)>);
+    let mut events: Vec<Event> = Vec::new();
+    let mut names: Option<String> = None;
+    for (p, f) in &parts {
+        ctl.check()?;
+        let bad = |what: String| Error::from(InputError::file(p, what));
+        let meta = f.metadata();
+        let elements = meta
+            .iter()
+            .find(|(k, _)| k == "elements")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        match &names {
+            None => names = Some(elements),
+            Some(n) if *n != elements => return Err(bad("has other watch points than the first job".into())),
+            Some(_) => {}
+        }
+        let cols = f.columns(&(0..f.names().len()).collect::<Vec<_>>())?;
+        let want: Vec<String> = ["event", "pass", "s", "block", "n"]
+            .iter()
+            .map(|s| (*s).to_string())
+            .chain((0..6).map(|k| format!("mean_{k}")))
+            .chain((0..21).map(|k| format!("m2_{k}")))
+            .collect();
+        if f.names() != want {
+            return Err(bad(format!("columns {:?}, expected {want:?}", f.names())));
+        }
+        let i64s = |k: usize| match &cols[k] {
+            Column::I64(v) => Ok(v.as_slice()),
+            _ => Err(bad(format!("column {} must be INT64", want[k]))),
+        };
+        let f64s = |k: usize| match &cols[k] {
+            Column::F64(v) => Ok(v.as_slice()),
+            _ => Err(bad(format!("column {} must be DOUBLE", want[k]))),
+        };
+        let (event, pass, s, block, n) = (i64s(0)?, i64s(1)?, f64s(2)?, i64s(3)?, i64s(4)?);
+        let mean: Vec<&[f64]> = (5..11).map(f64s).collect::<Result<_, _>>()?;
+        let m2: Vec<&[f64]> = (11..32).map(f64s).collect::<Result<_, _>>()?;
+        for r in 0..event.len() {
+            let e = usize::try_from(event[r]).map_err(|_| bad(format!("row {}: event {}", r + 1, event[r])))?;
+            if e > events.len() || n[r] < 0 || block[r] < 0 {
+                return Err(bad(format!(
+                    "row {}: event {e}, block {}, n {} out of order",
+                    r + 1,
+                    block[r],
+                    n[r]
+                )));
+            }
+            if e == events.len() {
+                let pass = u32::try_from(pass[r]).map_err(|_| bad(format!("row {}: pass {}", r + 1, pass[r])))?;
+                events.push((pass, s[r], Vec::new()));
+            }
+            if events[e].0 as i64 != pass[r] || events[e].1.to_bits() != s[r].to_bits() {
+                return Err(bad(format!(
+                    "row {}: event {e} at pass {} s {}, not the first job's",
+                    r + 1,
+                    pass[r],
+                    s[r]
+                )));
+            }
+            let q = Partial {
+                n: n[r] as u64,
+                mean: std::array::from_fn(|k| mean[k][r]),
+                m2: std::array::from_fn(|k| m2[k][r]),
+            };
+            events[e].2.push((block[r] as u64, q));
+        }
+    }
+    let names = names.unwrap_or_default();
+    let names: Vec<&str> = if names.is_empty() { Vec::new() } else { names.split(',').collect() };
+    if names.len() != events.len() {
+        return Err(InputError::file(
+            &parts[0].0,
+            format!("{} watch events but {} element names", events.len(), names.len()),
+        )
+        .into());
+    }
+    events
+        .into_iter()
+        .zip(names)
+        .enumerate()
+        .map(|(e, ((pass, s, blocks), name))| {
+            if blocks.iter().enumerate().any(|(k, (b, _))| *b != k as u64) {
+                return Err(InputError::file(
+                    &parts[0].0,
+                    format!("watch event {e}: the jobs' blocks are not 0, 1, 2, … in job order"),
+                )
+                .into());
+            }
+            Ok(MomentsRow {
+                name: name.to_string(),
+                pass,
+                s,
+                moments: crate::moments::fold(blocks.iter().map(|(_, q)| q)),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

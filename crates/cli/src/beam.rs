@@ -154,6 +154,8 @@ pub struct TrackArgs {
     #[command(flatten)]
     beam: BeamArgs,
     #[command(flatten)]
+    split: crate::merge::SplitArgs,
+    #[command(flatten)]
     common: crate::CommonArgs,
 }
 
@@ -185,6 +187,7 @@ fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
         output: true,
         plot: !a.no_plot,
         command: crate::command_line(),
+        split: a.split.split()?,
     };
     let req = Track::new(Arc::clone(&line), a.beam.source(), &a.beam.reference()?, &opts)?;
     let n = req.bunch().len();
@@ -254,7 +257,11 @@ fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
     if a.output.join("sizes.png").exists() {
         files.push("sizes.png".into());
     }
+    if !r.blocks.is_empty() {
+        files.push(engine::JOB_BLOCKS.into());
+    }
     files.push("run.json".into());
     println!("wrote {} ({})", a.output.display(), files.join(", "));
+    a.split.note();
     Ok(())
 }

@@ -67,6 +67,17 @@ pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
             let table = warpdrive_spline::engine::merge_eval(&a.jobs, Some(&a.output), force, &ctl)?;
             println!("merged:         {} spline eval jobs, {} points", a.jobs.len(), table.rows());
         }
+        warpdrive_beam::engine::TRACK_JOB_KIND => {
+            let out = warpdrive_beam::engine::prepare_output(&a.output, force, &a.jobs)?;
+            let m = warpdrive_beam::engine::merge_tracks(&a.jobs, out, &ctl)?;
+            println!(
+                "merged:         {} beam track jobs, {} particles, {} watch events, {} watch files",
+                a.jobs.len(),
+                m.particles,
+                m.watch_events,
+                m.watch_files.len()
+            );
+        }
         warpdrive_em::engine::SHOWER_JOB_KIND => return crate::em_shower::merge(&a.jobs, &a.output, !a.no_plot, force),
         other => anyhow::bail!(
             "{}: a `{other}` job's output, which this warpdrive cannot merge",

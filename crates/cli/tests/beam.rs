@@ -248,3 +248,119 @@ fn watch_modes_and_selections() {
     let every = track("every", &["--watch-every", "3"]);
     assert!(every.join("fodo-w1-pass00003.parquet").exists() && !every.join("fodo-w1-pass00001.parquet").exists());
 }
+
+/// Batch jobs (`--jobs N --job-index I`) merged by `warpdrive merge` are the unsplit run's
+/// files byte for byte: final particles, moments (block partials folded in block order) and
+/// every watch file, for 2 and 3 jobs; missing jobs, space charge and too many jobs are refused.
+#[test]
+fn track_jobs_merge_into_the_single_run() {
+    let d = scratch("beam", "jobs");
+    let lte = d.join("ring.lte");
+    std::fs::write(
+        &lte,
+        "Q1: QUAD, L=0.2, K1=1.5\nQ2: Q1, K1=-1.5\nS1: SEXT, L=0.1, K2=40\nD: DRIF, L=0.8\n\
+         W1: WATCH, FILENAME=\"%s-w1.sdds\"\nCELL: LINE=(Q1, D, S1, Q2, D, W1)\nRING: LINE=(3*CELL)\n",
+    )
+    .unwrap();
+    let track = |out: &std::path::Path, extra: &[&str]| {
+        let mut c = bin();
+        c.args(["beam", "track"]).arg(&lte).args([
+            "--device",
+            "cpu",
+            "--particles",
+            "1001",
+            "--passes",
+            "3",
+            "--p-central",
+            "50",
+            "--aperture",
+            "2e-4",
+            "--emit-x",
+            "1e-8",
+            "--watch-particles",
+            "0,5,500,1000",
+            "--no-plot",
+            "-o",
+        ]);
+        c.arg(out).args(extra);
+        c.output().unwrap()
+    };
+    let single = d.join("single");
+    let o = track(&single, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let data = |dir: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+            .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let want = data(&single);
+    // The aperture loses particles (so survivors differ per block); the watch files (3 watch points
+    // × 3 passes) hold chosen rows.
+    let lost = col(&read_parquet(&single.join("final.parquet")).unwrap(), "lost_at")
+        .iter()
+        .filter(|&&l| l > 0.0)
+        .count();
+    assert!(lost > 10 && lost < 900, "{lost} lost");
+    assert_eq!(want.len(), 2 + 3 * 3, "{:?}", want.iter().map(|(n, _)| n).collect::<Vec<_>>());
+    for jobs in [2u32, 3] {
+        let dirs: Vec<_> = (0..jobs)
+            .map(|i| {
+                let j = d.join(format!("job{jobs}-{i}"));
+                let o = track(&j, &["--jobs", &jobs.to_string(), "--job-index", &i.to_string()]);
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                assert!(j.join("blocks.parquet").is_file());
+                j
+            })
+            .collect();
+        let merged = d.join(format!("merged{jobs}"));
+        let o = bin().arg("merge").arg("-o").arg(&merged).args(dirs.iter().rev()).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let got = data(&merged);
+        assert_eq!(
+            got.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            want.iter().map(|(n, _)| n).collect::<Vec<_>>()
+        );
+        for ((n, a), (_, b)) in want.iter().zip(&got) {
+            assert!(a == b, "{n}: {jobs} jobs merged differ from the single run");
+        }
+        if jobs == 3 {
+            let o = bin()
+                .arg("merge")
+                .arg("-o")
+                .arg(d.join("partial"))
+                .args(&dirs[..2])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains("lack job 2"), "{err}");
+        }
+    }
+    // Refusals before any work.
+    let lsc = d.join("lsc.lte");
+    std::fs::write(&lsc, LATTICE).unwrap();
+    let o = bin()
+        .args(["beam", "track"])
+        .arg(&lsc)
+        .args(["--device", "cpu", "--particles", "100", "--jobs", "2", "-o"])
+        .arg(d.join("lsc-out"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("space charge (LSCDRIFT) couples the particles"));
+    let o = bin()
+        .args(["beam", "track"])
+        .arg(&lte)
+        .args(["--device", "cpu", "--particles", "10", "--jobs", "11", "--job-index", "0", "-o"])
+        .arg(d.join("many"))
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("give at most 10 jobs"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -12,6 +12,7 @@ use warpdrive_beam::beam::{Particles, Reference};
 use warpdrive_beam::beam_file::{Coordinates, Longitudinal, Momentum, Origin};
 use warpdrive_beam::engine::{self, BeamSource, Bunch, GaussianOptions, Line, ReferenceOptions, Track, TrackOptions};
 use warpdrive_beam::species::Species;
+use warpdrive_core::jobs::Share;
 
 /// A lattice read from an `.lte` file (or text) and compiled once.
 #[pyclass(module = "warpdrive._warpdrive", frozen)]
@@ -313,7 +314,7 @@ impl BeamLattice {
 
     /// `warpdrive beam track` on `beam` (a `BeamParticles`) or `coords` (an (N, 6) array in the
     /// `elegant` or warpdrive convention); `output` writes the CLI's directory.
-    #[pyo3(signature = (beam, coords, elegant, passes, particle, mass, particle_charge, p_central, momentum, aperture, charge, histogram, launch_per_element, min_blocks, watch, watch_every, watch_passes, watch_particles, output, force, plot, device, threads, precise, progress))]
+    #[pyo3(signature = (beam, coords, elegant, passes, particle, mass, particle_charge, p_central, momentum, aperture, charge, histogram, launch_per_element, min_blocks, watch, watch_every, watch_passes, watch_particles, output, force, plot, device, threads, precise, progress, jobs=None, job_index=None))]
     #[allow(clippy::too_many_arguments)]
     fn track<'py>(
         &self,
@@ -343,7 +344,11 @@ impl BeamLattice {
         threads: Option<Count>,
         precise: bool,
         progress: Option<&Bound<'py, PyAny>>,
+        jobs: Option<Count>,
+        job_index: Option<Count>,
     ) -> PyResult<TrackResult<'py>> {
+        let jobs = jobs.map(|n| errors::count("jobs", n)).transpose()?.unwrap_or(1);
+        let job_index = job_index.map(|n| errors::count("job_index", n)).transpose()?.unwrap_or(0);
         let source = match (beam, coords) {
             (Some(b), None) => BeamSource::Bunch(Arc::clone(&b.get().bunch)),
             (None, Some(c)) => BeamSource::Coordinates(coordinates(&c, elegant)?),
@@ -365,6 +370,7 @@ impl BeamLattice {
             output: output.is_some(),
             plot,
             command: "python: warpdrive.beam.Lattice.track".into(),
+            split: Share::new(jobs, job_index).map_err(|e| errors::param(&e))?,
         };
         let (ctl, notes) = crate::run::control(device, threads, precise)?;
         let line = Arc::clone(&self.line);
@@ -394,4 +400,20 @@ impl BeamLattice {
             t.tracking_seconds,
         ))
     }
+}
+
+/// `warpdrive merge` of beam tracking jobs (`Lattice.track(..., jobs=, job_index=, output=)`):
+/// their directories combined into `output` as the unsplit run writes it; returns (particles,
+/// watch events, watch files).
+#[pyfunction]
+#[pyo3(signature = (dirs, output, force))]
+pub fn beam_merge(py: Python<'_>, dirs: Vec<PathBuf>, output: PathBuf, force: bool) -> PyResult<(u64, usize, Vec<String>)> {
+    let ctl = crate::run::control("cpu", None, false)?.0;
+    let m = py
+        .allow_threads(|| {
+            let out = engine::prepare_output(&output, force, &dirs)?;
+            engine::merge_tracks(&dirs, out, &ctl)
+        })
+        .map_err(|e| errors::engine(&e))?;
+    Ok((m.particles, m.watch_events, m.watch_files))
 }

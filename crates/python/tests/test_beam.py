@@ -293,3 +293,31 @@ def test_watch_records_stream_within_the_memory_budget_or_are_refused(tmp_path):
     early = next(m for d, m in streamed if d >= 2)
     assert peak - early < 40 << 20, streamed
     assert list(tmp_path.iterdir()) == [], "the stopped run left files"
+
+
+def test_track_jobs_merge_into_the_unsplit_run(cli, tmp_path):
+    """Tracking jobs (`jobs=`/`job_index=`) merge, in Python and with `warpdrive merge`, into the
+    unsplit run's files byte for byte; space charge cannot be split; a missing job is named."""
+    lte = tmp_path / "ring.lte"
+    lte.write_text("Q1: QUAD, L=0.2, K1=1.5\nQ2: Q1, K1=-1.5\nD: DRIF, L=0.8\n"
+                   'W1: WATCH, FILENAME="%s-w.sdds"\nRING: LINE=(Q1, D, Q2, D, W1)\n')
+    lat = beam.Lattice(lte)
+    p = beam.Particles.gaussian(700, p_central=50, seed=3)
+    kw = dict(passes=2, device="cpu", aperture=3e-4)
+    lat.track(p, output=tmp_path / "whole", **kw)
+    dirs = [tmp_path / f"job{i}" for i in range(3)]
+    for i, d in enumerate(dirs):
+        lat.track(p, output=d, jobs=3, job_index=i, **kw)
+    m = beam.merge(dirs[::-1], tmp_path / "py")
+    assert m["particles"] == 700 and m["watch_events"] == 2
+    cli("merge", "-o", tmp_path / "cli", *dirs)
+    whole = sorted(f.name for f in (tmp_path / "whole").glob("*.parquet"))
+    for out in ("py", "cli"):
+        assert sorted(f.name for f in (tmp_path / out).glob("*.parquet")) == whole
+        for f in whole:
+            assert (tmp_path / out / f).read_bytes() == (tmp_path / "whole" / f).read_bytes(), f"{out}: {f}"
+    with pytest.raises(ValueError, match=r"lack job 1 of 3"):
+        beam.merge([dirs[0], dirs[2]], tmp_path / "partial")
+    sc = beam.Lattice(text=LATTICE, name="sc")
+    with pytest.raises(ValueError, match=r"space charge \(LSCDRIFT\) couples the particles"):
+        sc.track(p, output=tmp_path / "sc", jobs=2, job_index=0, device="cpu")

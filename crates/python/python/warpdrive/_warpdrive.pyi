@@ -34,6 +34,7 @@ __all__ = [
     "em_run",
     "ShowerResult",
     "em_shower",
+    "beam_merge",
     "em_merge",
     "em_testem3_reference",
     "em_materials",
@@ -430,7 +431,11 @@ class BeamLattice:
         threads: int | None,
         precise: bool,
         progress: _Progress,
+        jobs: int | None = None,
+        job_index: int | None = None,
     ) -> _TrackResult: ...
+
+def beam_merge(dirs: list[_Path], output: _Path, force: bool) -> tuple[int, int, list[str]]: ...
 
 def beam_gaussian(
     particles: int,

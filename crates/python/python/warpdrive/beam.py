@@ -18,7 +18,7 @@ import pyarrow as pa
 from . import _arrow, _progress, _warpdrive
 from ._types import Float64Array, Int64Array, PathLike, Progress
 
-__all__ = ["COLUMNS", "WARPDRIVE_COLUMNS", "Lattice", "Particles", "Tracked", "SPECIES"]
+__all__ = ["COLUMNS", "WARPDRIVE_COLUMNS", "Lattice", "Particles", "Tracked", "SPECIES", "merge"]
 
 #: ELEGANT's coordinate columns (``coords="elegant"``): x, xp, y, yp, t [s], p (βγ).
 COLUMNS: tuple[str, ...] = ("x", "xp", "y", "yp", "t", "p")
@@ -247,7 +247,8 @@ class Lattice:
               min_blocks: Optional[int] = None, watch: Optional[str] = None, watch_every: int = 1,
               watch_passes: Optional[Sequence[int]] = None, watch_particles: Optional[Sequence[int]] = None,
               output: Optional[PathLike] = None, force: bool = False, plot: bool = False, device: str = "auto",
-              threads: Optional[int] = None, precise: bool = False, progress: Progress = None) -> Tracked:
+              threads: Optional[int] = None, precise: bool = False, progress: Progress = None,
+              jobs: int = 1, job_index: int = 0) -> Tracked:
         """Track ``particles`` through ``passes`` passes, as ``warpdrive beam track``.
 
         ``particles`` is a :class:`Particles` (its species and momentum are used) or an (N, 6)
@@ -268,6 +269,10 @@ class Lattice:
         existing one raises ``FileExistsError`` unless ``force=True``. Ctrl-C stops the run within
         about a second (``KeyboardInterrupt``), as does a ``progress(done, total)`` callback that
         returns ``False`` (``warpdrive.Cancelled``); nothing is written then.
+
+        ``jobs=N, job_index=I`` track batch job I of N: its share of the bunch (whole blocks of
+        particles, at most 256 jobs; not with space charge) into ``output``; combine the jobs'
+        directories with :func:`merge` (or ``warpdrive merge``) into the unsplit run's files.
         """
         elegant = _convention(coords)
         beam: Optional[_warpdrive.BeamParticles] = None
@@ -287,10 +292,19 @@ class Lattice:
                                    watch_every, None if watch_passes is None else [int(p) for p in watch_passes],
                                    None if watch_particles is None else [int(i) for i in watch_particles],
                                    None if output is None else os.fspath(output), force, plot, device, threads,
-                                   precise, cb)
+                                   precise, cb, jobs, job_index)
         finally:
             close()
         return Tracked(result, coords)
+
+
+def merge(dirs: Sequence[PathLike], output: PathLike, force: bool = False) -> dict[str, Any]:
+    """Combine the output directories of a split :meth:`Lattice.track` (``jobs=``/``job_index=``)
+    into ``output``, as ``warpdrive merge`` does: the unsplit run's ``final.parquet``,
+    ``moments.parquet`` and watch files. Refuses missing, repeated or foreign jobs, naming them.
+    Returns ``{"particles", "watch_events", "watch_files"}``."""
+    n, events, files = _warpdrive.beam_merge([os.fspath(d) for d in dirs], os.fspath(output), force)
+    return {"particles": n, "watch_events": events, "watch_files": files}
 
 
 def _lattice(path: Optional[str], line: Optional[str], text: Optional[str], name: Optional[str]) -> Lattice:
