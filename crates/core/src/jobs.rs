@@ -272,7 +272,7 @@ pub fn kind_of(path: &Path) -> Result<Option<String>, InputError> {
     } else {
         path.to_path_buf()
     };
-    let f = ParquetFile::read(&file)?;
+    let f = ParquetFile::open(&file)?;
     match JobStamp::from_metadata(&file, &f.metadata())? {
         Some(s) => Ok(Some(s.kind)),
         None if path.is_dir() => Ok(None),
@@ -293,7 +293,7 @@ pub fn read_jobs(jobs: &[PathBuf], kind: &str) -> Result<Vec<(PathBuf, ParquetFi
     let mut files = Vec::with_capacity(jobs.len());
     let mut stamps = Vec::with_capacity(jobs.len());
     for p in jobs {
-        let f = ParquetFile::read(p)?;
+        let f = ParquetFile::open(p)?;
         let stamp = JobStamp::from_metadata(p, &f.metadata())?.ok_or_else(|| not_a_job(p))?;
         if stamp.kind != kind {
             return Err(InputError::file(p, format!("is a `{}` job, not a `{kind}` job", stamp.kind)).into());

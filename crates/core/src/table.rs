@@ -231,11 +231,13 @@ fn unreadable(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> InputErr
     move |e| InputError::file(path, format!("not a readable Parquet file: {e}"))
 }
 
-/// A Parquet input read whole (bounded) with its footer decoded; its columns are decoded on
-/// demand ([`ParquetFile::columns`]), so a reader budgets and decodes only what it uses.
+/// A Parquet input with its footer decoded; its columns are decoded on demand
+/// ([`ParquetFile::columns`]), so a reader budgets and decodes only what it uses. Read whole
+/// (bounded, [`ParquetFile::read`]) or left on disk ([`ParquetFile::open`]: only the footer
+/// in memory, column chunks read as they are decoded).
 pub struct ParquetFile {
     path: PathBuf,
-    reader: SerializedFileReader<bytes::Bytes>,
+    reader: Box<dyn FileReader>,
 }
 
 impl ParquetFile {
@@ -259,7 +261,26 @@ impl ParquetFile {
         })?;
         Ok(Self {
             path: path.to_path_buf(),
-            reader,
+            reader: Box::new(reader),
+        })
+    }
+
+    /// Open `path` and decode its footer only (large outputs merged a file at a time: batch
+    /// jobs' hits); anything that does not start with `PAR1` is refused at its first four bytes.
+    pub fn open(path: &Path) -> Result<Self, InputError> {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path).map_err(|e| InputError::file(path, format!("cannot read: {e}")))?;
+        if f.metadata().is_ok_and(|m| !m.is_file()) {
+            return Err(InputError::file(path, "is not a regular file (a Parquet file is read in place)"));
+        }
+        let mut head = [0u8; 4];
+        if f.read_exact(&mut head).is_err() || &head != b"PAR1" {
+            return Err(InputError::file(path, "not a Parquet file (does not start with PAR1)"));
+        }
+        let reader = guarded(path, || SerializedFileReader::new(f).map_err(unreadable(path)))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            reader: Box::new(reader),
         })
     }
 
