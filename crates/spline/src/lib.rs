@@ -29,8 +29,10 @@ pub mod fit;
 pub mod fits;
 pub mod gpu;
 pub mod gpu_check;
+pub mod histogram;
 pub mod layout;
 pub mod millipede;
+pub mod npz;
 pub mod points;
 pub mod table;
 

@@ -639,3 +639,94 @@ fn singular_systems_name_the_axis_and_span() {
         Err(Error::Param(_))
     ));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The engine request from histogram files: Parquet, CSV and .npz give the same fit as arrays.
+
+#[test]
+fn histogram_files_give_the_fit_of_the_arrays() {
+    use warpdrive_core::engine::Control;
+    use warpdrive_core::table::{Column, Table};
+    use warpdrive_spline::engine::{FitOptions, FitTable, HistogramInput, Knots};
+    use warpdrive_spline::npz;
+
+    let c = random_case(21, &[7, 6], &[12, 9], &[2, 2], &[0.3], &[2]);
+    let opts = FitOptions {
+        knots: c.knots.iter().map(|t| Knots::List(t.clone())).collect(),
+        order: vec![2],
+        smooth: vec![0.3],
+        penalty_order: vec![2],
+        monodim: None,
+    };
+    let ctl = Control::new();
+    let arrays = FitTable::new(
+        HistogramInput::Arrays {
+            z: &c.z,
+            w: &c.w,
+            centers: c.centers.clone(),
+        },
+        &opts,
+    )
+    .unwrap()
+    .run(&ctl)
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("warpdrive-fit-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Parquet, rows in reverse order and the empty bins left out (they are weight 0 anyway).
+    let (mut xs, mut ys, mut vs, mut ws) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let m1 = c.centers[1].len();
+    for b in (0..c.z.len()).rev() {
+        if c.w[b] > 0.0 {
+            xs.push(c.centers[0][b / m1]);
+            ys.push(c.centers[1][b % m1]);
+            vs.push(c.z[b]);
+            ws.push(c.w[b]);
+        }
+    }
+    let mut t = Table::default();
+    t.push("x", Column::F64(xs.clone()));
+    t.push("y", Column::F64(ys.clone()));
+    t.push("value", Column::F64(vs.clone()));
+    t.push("weight", Column::F64(ws.clone()));
+    let pq = dir.join("h.parquet");
+    t.write_parquet(&pq).unwrap();
+    let csv = dir.join("h.csv");
+    let mut text = "x,y,value,weight\n".to_string();
+    for i in 0..xs.len() {
+        text += &format!("{:?},{:?},{:?},{:?}\n", xs[i], ys[i], vs[i], ws[i]);
+    }
+    std::fs::write(&csv, text).unwrap();
+    // .npz with edges whose midpoints are the centres (equal bins).
+    let edges = |x: &[f64]| -> Vec<f64> {
+        let h = x[1] - x[0];
+        (0..=x.len()).map(|i| x[0] - h / 2.0 + h * i as f64).collect()
+    };
+    let (e0, e1) = (edges(&c.centers[0]), edges(&c.centers[1]));
+    let shape = [c.centers[0].len(), m1];
+    let z = npz::npz_bytes(&[
+        ("counts", npz::npy_bytes(&shape, &c.z)),
+        ("weights", npz::npy_bytes(&shape, &c.w)),
+        ("edges_0", npz::npy_bytes(&[e0.len()], &e0)),
+        ("edges_1", npz::npy_bytes(&[e1.len()], &e1)),
+    ]);
+    let nz = dir.join("h.npz");
+    std::fs::write(&nz, z).unwrap();
+    for path in [&pq, &csv, &nz] {
+        let req = FitTable::new(HistogramInput::File(path.clone()), &opts).unwrap();
+        assert_eq!(req.inputs(), vec![path.clone()]);
+        let r = req.run(&ctl).unwrap();
+        let rel = max_rel(&r.coefficients, &arrays.coefficients);
+        // The .npz centres are edge midpoints (rounding of the last bits): 1e-12.
+        assert!(rel < 1e-12, "{}: {rel:e}", path.display());
+        assert_eq!(r.bins, arrays.bins);
+    }
+    // A file's bad weight is said of the file's field.
+    let mut bad = t.clone();
+    ws[3] = -2.0;
+    bad.columns.retain(|(n, _)| n != "weight");
+    bad.push("weight", Column::F64(ws));
+    bad.write_parquet(&pq).unwrap();
+    let e = FitTable::new(HistogramInput::File(pq.clone()), &opts).unwrap_err().to_string();
+    assert!(e.contains("h.parquet: field 'weight': at bin [") && e.contains("is -2"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

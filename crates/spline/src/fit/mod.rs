@@ -192,7 +192,7 @@ impl<'a> Problem<'a> {
                 return Err(ParamError::new(
                     "penalty_order",
                     format!(
-                        "{p} of axis {d} must be at most its degree {k} and below its {n} coefficients (the {p}-th derivative of a degree-{k} spline)"
+                        "{p} of axis {d} must be at most its degree {k} and below its {n} coefficients (the penalty is the derivative of order {p} of a degree-{k} spline)"
                     ),
                 )
                 .into());
