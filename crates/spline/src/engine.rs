@@ -1374,9 +1374,12 @@ pub enum HistogramInput<'a> {
     /// Parquet, CSV or `.npz` ([`crate::histogram`]).
     File(PathBuf),
     /// Arrays (Python): values and weights in C order over `centers`.
+    /// (The shapes the caller gave `z` and `w`, checked against the centres.)
     Arrays {
         z: &'a [f64],
         w: &'a [f64],
+        z_shape: Vec<usize>,
+        w_shape: Vec<usize>,
         centers: Vec<Vec<f64>>,
     },
 }
@@ -1429,7 +1432,25 @@ impl<'a> FitTable<'a> {
                     Some(h),
                 )
             }
-            HistogramInput::Arrays { z, w, centers } => (Cow::Borrowed(z), Cow::Borrowed(w), centers, None, None),
+            HistogramInput::Arrays {
+                z,
+                w,
+                z_shape,
+                w_shape,
+                centers,
+            } => {
+                let grid: Vec<usize> = centers.iter().map(Vec::len).collect();
+                for (name, shape) in [("z", &z_shape), ("w", &w_shape)] {
+                    if *shape != grid {
+                        return Err(ParamError::new(
+                            name,
+                            format!("has shape {shape:?} but the {{centers}} make a grid of {grid:?}: one value per bin, axes in the order of the centres"),
+                        )
+                        .into());
+                    }
+                }
+                (Cow::Borrowed(z), Cow::Borrowed(w), centers, None, None)
+            }
         };
         let nd = centers.len();
         if opts.knots.len() != nd {

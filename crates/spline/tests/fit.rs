@@ -663,6 +663,8 @@ fn histogram_files_give_the_fit_of_the_arrays() {
         HistogramInput::Arrays {
             z: &c.z,
             w: &c.w,
+            z_shape: vec![12, 9],
+            w_shape: vec![12, 9],
             centers: c.centers.clone(),
         },
         &opts,
@@ -670,6 +672,18 @@ fn histogram_files_give_the_fit_of_the_arrays() {
     .unwrap()
     .run(&ctl)
     .unwrap();
+    let transposed = FitTable::new(
+        HistogramInput::Arrays {
+            z: &c.z,
+            w: &c.w,
+            z_shape: vec![9, 12],
+            w_shape: vec![12, 9],
+            centers: c.centers.clone(),
+        },
+        &opts,
+    );
+    let e = transposed.unwrap_err().to_string();
+    assert!(e.starts_with("z has shape [9, 12] but the centers make a grid of [12, 9]"), "{e}");
     let dir = std::env::temp_dir().join(format!("warpdrive-fit-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // Parquet, rows in reverse order and the empty bins left out (they are weight 0 anyway).
