@@ -744,3 +744,60 @@ fn histogram_files_give_the_fit_of_the_arrays() {
     assert!(e.contains("h.parquet: field 'weight': at bin [") && e.contains("is -2"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Timing of a 4-D fit of ≥ 10⁶ bins (`cargo test --release -p warpdrive-spline --test fit --
+/// --ignored --nocapture`): the normal equations by GLAM and the Cholesky factorisation, with
+/// their times printed. Checks only that the fit reproduces a smooth function to 1e-3.
+#[test]
+#[ignore]
+fn timing_4d() {
+    let m = 32;
+    let n = [10usize, 10, 10, 8];
+    let order = [2u32, 2, 2, 3];
+    let mut r = rng(1);
+    let knots: Vec<Vec<f64>> = (0..4).map(|d| knots(0.0, 1.0, n[d], order[d] as usize, 0.0, &mut r)).collect();
+    let axis = centers(0.0, 1.0, m);
+    let grid = vec![axis.clone(); 4];
+    let mut z = Vec::with_capacity(m.pow(4));
+    for &a in &axis {
+        for &b in &axis {
+            for &c in &axis {
+                for &d in &axis {
+                    z.push((a + 0.5 * b).sin() * (1.0 + c * d));
+                }
+            }
+        }
+    }
+    let w = vec![1.0; z.len()];
+    let spec = Spec {
+        knots,
+        order: order.to_vec(),
+        smooth: vec![1e-6],
+        penalty_order: vec![2],
+        monodim: None,
+    };
+    let p = Problem::new(
+        Histogram {
+            z: &z,
+            w: &w,
+            centers: &grid,
+        },
+        &spec,
+    )
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    let (mut mat, rhs) = p.normal_equations(&Progress::hidden()).unwrap();
+    let t1 = t0.elapsed().as_secs_f64();
+    let nc = rhs.len();
+    warpdrive_spline::fit::cholesky::factor(&mut mat, nc, |_| true).unwrap();
+    let t2 = t0.elapsed().as_secs_f64() - t1;
+    let c = warpdrive_spline::fit::cholesky::solve(&mat, nc, &rhs);
+    let f = p.fitted(&c);
+    let worst = f.iter().zip(&z).fold(0.0f64, |s, (a, b)| s.max((a - b).abs()));
+    eprintln!(
+        "4-D: {} bins, {nc} coefficients, {} threads: normal equations {t1:.2} s, Cholesky {t2:.2} s, max |f − z| = {worst:.1e}",
+        z.len(),
+        rayon::current_num_threads()
+    );
+    assert!(worst < 1e-3, "{worst}");
+}
