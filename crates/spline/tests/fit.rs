@@ -801,3 +801,23 @@ fn timing_4d() {
     );
     assert!(worst < 1e-3, "{worst}");
 }
+
+#[test]
+fn uniform_knots_are_padded_with_order_knots() {
+    use warpdrive_spline::engine::Knots;
+    let k = Knots::parse("0:10:6").unwrap();
+    assert_eq!(
+        k,
+        Knots::Uniform {
+            lo: 0.0,
+            hi: 10.0,
+            count: 6
+        }
+    );
+    // Spacing 2, two more knots beyond each end for degree 2: 6 + 2 − 1 = 7 coefficients.
+    assert_eq!(k.vector(2), vec![-4.0, -2.0, 0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]);
+    assert_eq!(Knots::parse("0,0.5,2").unwrap(), Knots::List(vec![0.0, 0.5, 2.0]));
+    for bad in ["1:0:4", "0:1:1", "0:1", "a,b", "0:1:x", "0:inf:3"] {
+        assert!(Knots::parse(bad).is_err(), "{bad}");
+    }
+}
