@@ -821,3 +821,31 @@ fn uniform_knots_are_padded_with_order_knots() {
         assert!(Knots::parse(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_raised_cancel_stops_the_fit() {
+    use warpdrive_core::engine::Control;
+    use warpdrive_spline::engine::{FitOptions, FitTable, HistogramInput, Knots};
+    let c = random_case(31, &[6, 5], &[10, 9], &[2, 2], &[0.3], &[2]);
+    let opts = FitOptions {
+        knots: c.knots.iter().map(|t| Knots::List(t.clone())).collect(),
+        order: vec![2],
+        smooth: vec![0.3],
+        penalty_order: vec![2],
+        monodim: None,
+    };
+    let input = HistogramInput::Arrays {
+        z: &c.z,
+        w: &c.w,
+        z_shape: vec![10, 9],
+        w_shape: vec![10, 9],
+        centers: c.centers.clone(),
+    };
+    let req = FitTable::new(input, &opts).unwrap();
+    let ctl = Control::new();
+    let done = req.run(&ctl).unwrap();
+    assert_eq!(ctl.progress.done(), ctl.progress.total(), "progress ends at its total");
+    assert_eq!(done.table.naxes, vec![6, 5]);
+    ctl.cancel.cancel();
+    assert!(matches!(req.run(&ctl), Err(Error::Cancelled(_))));
+}
