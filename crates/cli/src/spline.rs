@@ -1,4 +1,4 @@
-//! `warpdrive spline {info,eval,simulate,unfold}`: arguments translated into
+//! `warpdrive spline {info,eval,fit,simulate,unfold}`: arguments translated into
 //! `warpdrive_spline::engine` requests, results printed; tables, evaluation, unfolding, checks
 //! and outputs live in warpdrive-spline.
 
@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use warpdrive_core::progress::Bar;
 use warpdrive_spline::engine::{
-    self, Eval, EvalOptions, EventInput, ModelOptions, Points, Quantity, Simulate, SimulateOptions, Unfold, UnfoldOptions,
+    self, Eval, EvalOptions, EventInput, FitOptions, FitTable, HistogramInput, Knots, ModelOptions, Points, Quantity, Simulate,
+    SimulateOptions, Unfold, UnfoldOptions,
 };
 use warpdrive_spline::millipede::solve::SolveOptions;
 use warpdrive_spline::millipede::unfold::ModelFiles;
@@ -23,6 +24,8 @@ pub enum SplineCommand {
     },
     /// Evaluate a table at points (CSV or Parquet in, Parquet out).
     Eval(EvalArgs),
+    /// Fit a table to a histogram: penalized tensor-product B-splines (photospline's glam_fit).
+    Fit(FitArgs),
     /// Draw a synthetic event (DOM pulses) from amplitude and timing tables.
     Simulate(SimulateArgs),
     /// Millipede: unfold the energy losses of a track or cascade hypothesis from an event.
@@ -51,6 +54,37 @@ pub struct EvalArgs {
     output: PathBuf,
     #[command(flatten)]
     split: crate::merge::SplitArgs,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Args)]
+pub struct FitArgs {
+    /// Histogram: Parquet or CSV with one column per axis (bin centres), `value` and `weight`
+    /// (one row per bin; missing bins are empty), or NumPy .npz with `counts`, `weights` and
+    /// `edges_0` … `edges_{N-1}`.
+    histogram: PathBuf,
+    /// Knots of one axis, once per axis in order: LO:HI:COUNT (COUNT equally spaced knots from LO
+    /// to HI plus ORDER more beyond each end: COUNT + ORDER - 1 coefficients) or a comma-separated
+    /// knot vector used as given (n + ORDER + 1 knots for n coefficients).
+    #[arg(long, required = true, allow_hyphen_values = true)]
+    knots: Vec<String>,
+    /// B-spline degree (photospline's order: 2 = quadratic), one for all axes or one per axis.
+    #[arg(long, value_delimiter = ',', default_value = "2")]
+    order: Vec<u32>,
+    /// Smoothing λ ≥ 0 of the derivative penalty, one for all axes or one per axis.
+    #[arg(long, value_delimiter = ',', required = true, allow_hyphen_values = true)]
+    smooth: Vec<f64>,
+    /// Order of the penalized derivative (≤ the degree; 0 = ridge), one for all axes or one per axis.
+    #[arg(long, value_delimiter = ',', default_value = "2")]
+    penalty_order: Vec<u32>,
+    /// Axis along which the fit is monotonic (photospline's monodim; not implemented: refused).
+    #[arg(long)]
+    monodim: Option<usize>,
+    /// Output table (photospline FITS).
+    #[arg(long, short, default_value = "fit.fits")]
+    output: PathBuf,
+    /// The fit runs on the CPU (--threads); a GPU --device is noted and not used.
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -142,6 +176,7 @@ pub fn run(cmd: SplineCommand, force: bool) -> Result<()> {
     match cmd {
         SplineCommand::Info { table } => info(&table),
         SplineCommand::Eval(a) => eval(&a, force),
+        SplineCommand::Fit(a) => fit(&a, force),
         SplineCommand::Simulate(a) => simulate(&a, force),
         SplineCommand::Unfold(a) => unfold(&a, force),
     }
@@ -213,6 +248,33 @@ fn eval(a: &EvalArgs, force: bool) -> Result<()> {
         a.output.display()
     );
     a.split.note();
+    Ok(())
+}
+
+fn fit(a: &FitArgs, force: bool) -> Result<()> {
+    let ctl = a.common.control()?;
+    let out = engine::prepare_file(&a.output, force, std::slice::from_ref(&a.histogram))?;
+    let opts = FitOptions {
+        knots: a.knots.iter().map(|k| Knots::parse(k)).collect::<Result<_, _>>()?,
+        order: a.order.clone(),
+        smooth: a.smooth.clone(),
+        penalty_order: a.penalty_order.clone(),
+        monodim: a.monodim,
+    };
+    let req = FitTable::new(HistogramInput::File(a.histogram.clone()), &opts)?;
+    let bar = Bar::show(&ctl.progress);
+    let r = req.run(&ctl)?;
+    drop(bar);
+    r.save(out)?;
+    let (bins, coefs) = req.size();
+    println!(
+        "{coefs} coefficients fitted to {} of {bins} bins (weight > 0) on {} in {:.3} s: Σ w (z - f)² = {:.6e} -> {}",
+        r.bins,
+        r.device,
+        r.seconds,
+        r.chi2,
+        a.output.display()
+    );
     Ok(())
 }
 

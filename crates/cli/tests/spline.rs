@@ -413,3 +413,85 @@ fn bench_against_photospline_kills_the_anchor_on_ctrl_c() {
     let alive = std::process::Command::new("kill").args(["-0", &pid]).status().unwrap().success();
     assert!(!alive, "photospline's stand-in (pid {pid}) is still running");
 }
+
+#[test]
+fn fit_writes_the_library_table_whatever_the_threads() {
+    use warpdrive_core::engine::Control;
+    use warpdrive_spline::engine::{FitOptions, FitTable, HistogramInput, Knots};
+    let dir = scratch("spline", "fit");
+    let (xs, ys): (Vec<f64>, Vec<f64>) = (
+        (0..20).map(|i| 0.25 + 0.5 * i as f64).collect(),
+        (0..15).map(|j| 0.1 + 0.2 * j as f64).collect(),
+    );
+    let mut text = "x,y,value,weight\n".to_string();
+    let (mut z, mut w) = (Vec::new(), Vec::new());
+    for &x in &xs {
+        for &y in &ys {
+            let v = (-(x - 4.0f64).powi(2) / 8.0).exp() * (1.0 + y);
+            text += &format!("{x:?},{y:?},{v:?},400.0\n");
+            z.push(v);
+            w.push(400.0);
+        }
+    }
+    let hist = dir.join("h.csv");
+    std::fs::write(&hist, text).unwrap();
+    let fit = |threads: &str, out: &Path| {
+        run_ok(
+            bin()
+                .args([
+                    "spline",
+                    "fit",
+                    "--knots",
+                    "0:10:12",
+                    "--knots",
+                    "0:3:6",
+                    "--order",
+                    "3,2",
+                    "--smooth",
+                    "1e-3",
+                    "--threads",
+                    threads,
+                ])
+                .arg(&hist)
+                .arg("-o")
+                .arg(out),
+        )
+    };
+    let (one, two) = (dir.join("t1.fits"), dir.join("t2.fits"));
+    let o = fit("1", &one);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("98 coefficients fitted to 300 of 300 bins"));
+    fit("2", &two);
+    assert_eq!(
+        std::fs::read(&one).unwrap(),
+        std::fs::read(&two).unwrap(),
+        "the table depends on --threads"
+    );
+    // The same fit through the library on arrays.
+    let opts = FitOptions {
+        knots: vec![Knots::parse("0:10:12").unwrap(), Knots::parse("0:3:6").unwrap()],
+        order: vec![3, 2],
+        smooth: vec![1e-3],
+        penalty_order: vec![2],
+        monodim: None,
+    };
+    let input = HistogramInput::Arrays {
+        z: &z,
+        w: &w,
+        z_shape: vec![20, 15],
+        w_shape: vec![20, 15],
+        centers: vec![xs, ys],
+    };
+    let lib = FitTable::new(input, &opts).unwrap().run(&Control::new()).unwrap();
+    let file = SplineTable::read(&one).unwrap();
+    assert_eq!(file.coefficients, lib.table.coefficients);
+    assert_eq!(file.aux_f64("SMOOTH1"), Some(1e-3));
+    // An existing output is not replaced without --force.
+    let again = bin()
+        .args(["spline", "fit", "--knots", "0:10:12", "--knots", "0:3:6", "--smooth", "1"])
+        .arg(&hist)
+        .arg("-o")
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("exists; pass --force"));
+}

@@ -50,6 +50,7 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sky::sky_merge, m)?)?;
     m.add_function(wrap_pyfunction!(sky::sky_inject, m)?)?;
     m.add_function(wrap_pyfunction!(sky::sky_merge_injection, m)?)?;
+    m.add_function(wrap_pyfunction!(spline::spline_fit, m)?)?;
     m.add_function(wrap_pyfunction!(spline::spline_unfold, m)?)?;
     m.add_class::<spline::UnfoldRun>()?;
     m.add_function(wrap_pyfunction!(spline::spline_simulate, m)?)?;

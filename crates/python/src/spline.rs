@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use warpdrive_spline::engine::{
-    self, Eval, EvalOptions, EventInput, Grid, ModelOptions, Points, Quantity, Simulate, SimulateOptions, SimulateResult, Unfold,
-    UnfoldOptions, UnfoldResult,
+    self, Eval, EvalOptions, EventInput, FitOptions, FitTable, Grid, HistogramInput, Knots, ModelOptions, Points, Quantity, Simulate,
+    SimulateOptions, SimulateResult, Unfold, UnfoldOptions, UnfoldResult,
 };
 use warpdrive_spline::millipede::unfold::ModelFiles;
 use warpdrive_spline::SplineTable as Table;
@@ -458,5 +458,61 @@ pub fn spline_unfold(
     Ok(UnfoldRun {
         r,
         inputs: req.inputs().to_vec(),
+    })
+}
+
+/// A C-order copy (or view) of an N-D float64 array and its shape.
+fn nd_values<'a>(a: &'a numpy::PyReadonlyArrayDyn<'_, f64>, owned: &'a mut Vec<f64>) -> (&'a [f64], Vec<usize>) {
+    let shape = a.shape().to_vec();
+    match a.as_slice() {
+        Ok(s) if a.is_c_contiguous() => (s, shape),
+        _ => {
+            *owned = a.as_array().iter().copied().collect();
+            (owned, shape)
+        }
+    }
+}
+
+/// `warpdrive spline fit` (photospline's `glam_fit`): the table fitted to values `z` with
+/// weights `w` on the grid of `centers`.
+#[pyfunction]
+#[pyo3(signature = (z, w, centers, knots, order, smooth, penalty_order, monodim, threads, progress))]
+#[allow(clippy::too_many_arguments)]
+pub fn spline_fit(
+    py: Python<'_>,
+    z: numpy::PyReadonlyArrayDyn<'_, f64>,
+    w: numpy::PyReadonlyArrayDyn<'_, f64>,
+    centers: Vec<Vec<f64>>,
+    knots: Vec<Vec<f64>>,
+    order: Vec<u32>,
+    smooth: Vec<f64>,
+    penalty_order: Vec<u32>,
+    monodim: Option<usize>,
+    threads: Option<Count>,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<SplineTable> {
+    let (mut zo, mut wo) = (Vec::new(), Vec::new());
+    let (zv, z_shape) = nd_values(&z, &mut zo);
+    let (wv, w_shape) = nd_values(&w, &mut wo);
+    let opts = FitOptions {
+        knots: knots.into_iter().map(Knots::List).collect(),
+        order,
+        smooth,
+        penalty_order,
+        monodim,
+    };
+    let (ctl, notes) = crate::run::control("cpu", threads, false)?;
+    let input = HistogramInput::Arrays {
+        z: zv,
+        w: wv,
+        z_shape,
+        w_shape,
+        centers,
+    };
+    let req = py.allow_threads(|| FitTable::new(input, &opts)).map_err(|e| errors::engine(&e))?;
+    let r = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+    Ok(SplineTable {
+        table: r.table,
+        path: None,
     })
 }

@@ -256,3 +256,53 @@ def test_one_default_device_and_documented_precision():
         assert inspect.signature(f).parameters["device"].default == "auto", f
     doc = spline.Table.eval.__doc__
     assert 'device="auto"' in doc and "float32" in doc and "float64" in doc
+
+
+def _fit_case():
+    """A 2-D histogram of a smooth function with noise, knots padded as photospline's."""
+    rng = np.random.default_rng(5)
+    knots = [np.linspace(-1.0, 3.0, 9), np.linspace(0.0, 5.0, 12)]  # 6 × 8 coefficients for orders 2, 3
+    centers = [np.linspace(-0.4, 2.4, 25), np.linspace(0.6, 4.4, 31)]
+    x, y = np.meshgrid(*centers, indexing="ij")
+    z = np.sin(x) * np.cos(0.7 * y) + 0.01 * rng.normal(size=x.shape)
+    w = np.full(x.shape, 1e4)
+    w[3, 4] = 0.0  # an empty bin
+    return z, w, centers, knots
+
+
+def test_fit_refits_its_own_table_and_equals_cli(cli, tmp_path):
+    z, w, centers, knots = _fit_case()
+    t = spline.fit(z, w, centers, knots, order=[2, 3], smooth=1e-3, penalty_order=2)
+    assert isinstance(t, spline.Table)
+    assert t.order == [2, 3] and t.coefficients.shape == (6, 8)
+    assert float(t.aux["SMOOTH0"]) == 1e-3 and int(t.aux["PENORD1"]) == 2
+    # The fitted table sampled on the grid and refitted without smoothing returns its own
+    # coefficients (float32 storage: 1e-6 of the largest).
+    v = t.grideval(centers)
+    t2 = spline.fit(v, np.ones_like(v), centers, knots, order=[2, 3], smooth=0.0)
+    c1, c2 = t.coefficients.astype(np.float64), t2.coefficients.astype(np.float64)
+    assert np.max(np.abs(c1 - c2)) <= 1e-6 * np.max(np.abs(c1))
+    # The CLI on the same histogram (one row per bin) gives the same coefficients.
+    src = tmp_path / "h.csv"
+    x, y = np.meshgrid(*centers, indexing="ij")
+    cols = (x.ravel().tolist(), y.ravel().tolist(), z.ravel().tolist(), w.ravel().tolist())
+    rows = ["x,y,value,weight"] + [f"{a!r},{b!r},{c!r},{d!r}" for a, b, c, d in zip(*cols)]
+    src.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "t.fits"
+    knot_args = [a for k in knots for a in ("--knots", ",".join(repr(float(v)) for v in k))]
+    cli("spline", "fit", src, *knot_args, "--order", "2,3", "--smooth", "0.001", "-o", out)
+    assert np.array_equal(spline.Table(out).coefficients, t.coefficients)
+
+
+def test_fit_bad_inputs():
+    z, w, centers, knots = _fit_case()
+    with pytest.raises(ValueError, match="monodim = 0: monotonic fits"):
+        spline.fit(z, w, centers, knots, order=2, smooth=1.0, monodim=0)
+    bad = w.copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"w at bin \[1, 2\] is NaN"):
+        spline.fit(z, bad, centers, knots, order=2, smooth=1.0)
+    with pytest.raises(ValueError, match="z has shape"):
+        spline.fit(z.T, w, centers, knots, order=2, smooth=1.0)
+    with pytest.raises(ValueError, match="order 6 of axis 0 is above 5"):
+        spline.fit(z, w, centers, knots, order=6, smooth=1.0)

@@ -1273,3 +1273,305 @@ mod tests {
         assert_eq!(numbers(&[5000.0, -1.5, 1e-9]), "5000,-1.5,0.000000001");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fitting tables (issue #32): `warpdrive spline fit`, `warpdrive.spline.fit`.
+
+/// The knots of one axis.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Knots {
+    /// `LO:HI:COUNT`: COUNT equally spaced knots from LO to HI, and `order` more at the same
+    /// spacing beyond each end (photospline's padding, so that the full basis covers [LO, HI]):
+    /// COUNT + order − 1 coefficients.
+    Uniform { lo: f64, hi: f64, count: usize },
+    /// The knot vector as the table stores it (photospline's `knots` argument): n + order + 1
+    /// knots for n coefficients, used as given.
+    List(Vec<f64>),
+}
+
+impl Knots {
+    /// `LO:HI:COUNT` or a comma-separated list (`--knots`).
+    pub fn parse(s: &str) -> Result<Self, ParamError> {
+        let num = |t: &str| -> Result<f64, ParamError> {
+            t.trim().parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| {
+                ParamError::new(
+                    "knots",
+                    format!("'{s}': '{t}' is not a finite number (LO:HI:COUNT or a comma-separated knot list)"),
+                )
+            })
+        };
+        let parts: Vec<&str> = s.split(':').collect();
+        match parts.len() {
+            1 => Ok(Knots::List(s.split(',').map(num).collect::<Result<_, _>>()?)),
+            3 => {
+                let (lo, hi) = (num(parts[0])?, num(parts[1])?);
+                let count = parts[2]
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&c| c >= 2)
+                    .ok_or_else(|| ParamError::new("knots", format!("'{s}': COUNT '{}' must be an integer ≥ 2", parts[2])))?;
+                if hi <= lo {
+                    return Err(ParamError::new("knots", format!("'{s}': HI must be above LO")));
+                }
+                Ok(Knots::Uniform { lo, hi, count })
+            }
+            _ => Err(ParamError::new(
+                "knots",
+                format!("'{s}': LO:HI:COUNT (uniform knots) or a comma-separated knot list"),
+            )),
+        }
+    }
+
+    /// The knot vector for degree `order`.
+    pub fn vector(&self, order: u32) -> Vec<f64> {
+        match self {
+            Knots::List(v) => v.clone(),
+            Knots::Uniform { lo, hi, count } => {
+                let h = (hi - lo) / (*count - 1) as f64;
+                let k = order as i64;
+                (-k..*count as i64 + k)
+                    .map(|i| if i == *count as i64 - 1 { *hi } else { lo + h * i as f64 })
+                    .collect()
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Knots::List(v) => numbers(v),
+            Knots::Uniform { lo, hi, count } => format!("{lo}:{hi}:{count}"),
+        }
+    }
+}
+
+/// The settings of a fit (photospline's `glam_fit` arguments). `order`, `smooth` and
+/// `penalty_order` take one value for every axis or one per axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitOptions {
+    pub knots: Vec<Knots>,
+    pub order: Vec<u32>,
+    pub smooth: Vec<f64>,
+    pub penalty_order: Vec<u32>,
+    pub monodim: Option<usize>,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        Self {
+            knots: Vec::new(),
+            order: vec![2],
+            smooth: Vec::new(),
+            penalty_order: vec![2],
+            monodim: None,
+        }
+    }
+}
+
+/// Where the histogram comes from.
+#[derive(Clone, Debug)]
+pub enum HistogramInput<'a> {
+    /// Parquet, CSV or `.npz` ([`crate::histogram`]).
+    File(PathBuf),
+    /// Arrays (Python): values and weights in C order over `centers`.
+    /// (The shapes the caller gave `z` and `w`, checked against the centres.)
+    Arrays {
+        z: &'a [f64],
+        w: &'a [f64],
+        z_shape: Vec<usize>,
+        w_shape: Vec<usize>,
+        centers: Vec<Vec<f64>>,
+    },
+}
+
+/// A validated fit of a table to a histogram.
+#[derive(Clone, Debug)]
+pub struct FitTable<'a> {
+    z: Cow<'a, [f64]>,
+    w: Cow<'a, [f64]>,
+    centers: Vec<Vec<f64>>,
+    spec: crate::fit::Spec,
+    path: Option<PathBuf>,
+    command: String,
+}
+
+/// A fit problem's errors about the arrays, said of the file's fields when they came from one.
+fn histogram_error(e: Error, path: Option<&Path>, h: Option<&crate::histogram::HistogramFile>) -> Error {
+    match (e, path, h) {
+        (Error::Param(p), Some(path), Some(h)) if ["z", "w", "centers"].contains(&p.param) => {
+            let field = match p.param {
+                "z" => h.value.clone(),
+                "w" => h.weight.clone(),
+                _ => h.axes.join(", "),
+            };
+            InputError::file(path, p.text.trim_start().to_string()).field(field).into()
+        }
+        (e, _, _) => e,
+    }
+}
+
+impl<'a> FitTable<'a> {
+    /// Read the histogram and check the request (shapes, weights, knots, orders, singular
+    /// spans, the memory of the normal matrix) before anything large is allocated.
+    pub fn new(input: HistogramInput<'a>, opts: &FitOptions) -> Result<Self> {
+        if opts.smooth.is_empty() {
+            return Err(ParamError::new(
+                "smooth",
+                "is needed: the smoothing λ of the derivative penalty (one value, or one per axis)",
+            )
+            .into());
+        }
+        let (z, w, centers, path, file) = match input {
+            HistogramInput::File(p) => {
+                let h = crate::histogram::read(&p)?;
+                (
+                    Cow::Owned(h.z.clone()),
+                    Cow::Owned(h.w.clone()),
+                    h.centers.clone(),
+                    Some(p),
+                    Some(h),
+                )
+            }
+            HistogramInput::Arrays {
+                z,
+                w,
+                z_shape,
+                w_shape,
+                centers,
+            } => {
+                let grid: Vec<usize> = centers.iter().map(Vec::len).collect();
+                for (name, shape) in [("z", &z_shape), ("w", &w_shape)] {
+                    if *shape != grid {
+                        return Err(ParamError::new(
+                            name,
+                            format!("has shape {shape:?} but the {{centers}} make a grid of {grid:?}: one value per bin, axes in the order of the centres"),
+                        )
+                        .into());
+                    }
+                }
+                (Cow::Borrowed(z), Cow::Borrowed(w), centers, None, None)
+            }
+        };
+        let nd = centers.len();
+        if opts.knots.len() != nd {
+            return Err(ParamError::new(
+                "knots",
+                format!(
+                    "are given for {} axes; the histogram has {nd} (give knots once per axis)",
+                    opts.knots.len()
+                ),
+            )
+            .into());
+        }
+        let order_of = |d: usize| opts.order.get(if opts.order.len() == 1 { 0 } else { d }).copied().unwrap_or(2);
+        let spec = crate::fit::Spec {
+            knots: opts.knots.iter().enumerate().map(|(d, k)| k.vector(order_of(d))).collect(),
+            order: opts.order.clone(),
+            smooth: opts.smooth.clone(),
+            penalty_order: opts.penalty_order.clone(),
+            monodim: opts.monodim,
+        };
+        let hist = crate::fit::Histogram {
+            z: &z,
+            w: &w,
+            centers: &centers,
+        };
+        crate::fit::Problem::new(hist, &spec).map_err(|e| histogram_error(e, path.as_deref(), file.as_ref()))?;
+        let mut c = CommandLine::new("fit").path(path.as_deref().unwrap_or(Path::new("<arrays>")));
+        for k in &opts.knots {
+            c = c.opt("knots", &k.text());
+        }
+        let ints = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        c = c
+            .opt("order", &ints(&opts.order))
+            .opt("smooth", &numbers(&opts.smooth))
+            .opt("penalty-order", &ints(&opts.penalty_order));
+        if let Some(m) = opts.monodim {
+            c = c.opt("monodim", &m.to_string());
+        }
+        Ok(Self {
+            z,
+            w,
+            centers,
+            spec,
+            path,
+            command: c.done(),
+        })
+    }
+
+    /// The histogram file (the output must not replace it).
+    pub fn inputs(&self) -> Vec<PathBuf> {
+        self.path.iter().cloned().collect()
+    }
+
+    /// The request as a `warpdrive spline fit` command line.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// Bins and coefficients.
+    pub fn size(&self) -> (usize, usize) {
+        let n = self.spec.knots.iter().enumerate().map(|(d, t)| {
+            let k = self.spec.order[if self.spec.order.len() == 1 { 0 } else { d }] as usize;
+            t.len() - k - 1
+        });
+        (self.z.len(), n.product())
+    }
+
+    /// Fit on the CPU threads of the control (a GPU device is noted and not used: the GPU
+    /// fitter is not implemented). Cancelled between the GLAM contractions and between block
+    /// columns of the factorisation.
+    pub fn run(&self, ctl: &Control) -> Result<FitResult> {
+        if matches!(ctl.device, Device::Cuda(_) | Device::CudaAll) {
+            ctl.note(&format!("device: cpu (the fitter runs on the CPU; {} not used)", ctl.device));
+        }
+        ctl.install(|| {
+            let hist = crate::fit::Histogram {
+                z: &self.z,
+                w: &self.w,
+                centers: &self.centers,
+            };
+            let problem = crate::fit::Problem::new(hist, &self.spec)?;
+            ctl.progress.begin("fitting", problem.steps(), "steps");
+            let t0 = Instant::now();
+            let fit = problem.solve(&ctl.progress)?;
+            ctl.check()?;
+            let mut table = problem.table(&fit);
+            table.aux.push((
+                "CREATOR".into(),
+                crate::fits::Value::Str(format!("warpdrive {} spline fit", env!("CARGO_PKG_VERSION"))),
+            ));
+            Ok(FitResult {
+                coefficients: fit.coefficients,
+                table,
+                chi2: fit.chi2,
+                bins: fit.bins,
+                seconds: t0.elapsed().as_secs_f64(),
+                device: cpu_device(),
+            })
+        })?
+    }
+}
+
+/// A fitted table.
+#[derive(Clone, Debug)]
+pub struct FitResult {
+    /// The table (float32 coefficients, the fit's settings in its header).
+    pub table: SplineTable,
+    /// The solution in double precision (C order).
+    pub coefficients: Vec<f64>,
+    /// Σ w (z − f)² over the bins, and the bins with weight > 0.
+    pub chi2: f64,
+    pub bins: usize,
+    pub seconds: f64,
+    pub device: String,
+}
+
+impl FitResult {
+    /// Write the FITS table into the prepared file and commit it.
+    pub fn save(&self, out: Staged) -> Result<()> {
+        std::fs::write(out.path(), self.table.to_fits()).map_err(|e| Error::Failed(format!("{}: {e}", out.dest().display())))?;
+        out.commit()?;
+        Ok(())
+    }
+}

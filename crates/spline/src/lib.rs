@@ -5,6 +5,7 @@
 //! * [`table`] — [`SplineTable`]: knots, orders, extents, float32 coefficients, aux keys.
 //! * [`eval`] — value, gradient, batch and grid evaluation on the CPU (the general routine).
 //! * [`evaluator`] — the fast CPU evaluator of many points (cell knot search, de Boor basis, runs).
+//! * [`fit`] — fitting tables: penalized tensor-product B-splines of histograms (GLAM).
 //! * [`anchor`] — `bench spline --against photospline`: photospline and warpdrive side by side.
 //! * [`millipede`] — response matrices, binning, NNLS/PCG Poisson unfolding, synthetic events.
 //! * [`gpu`] — the CUDA evaluator and response-matrix builder (`kernels/spline.cu`).
@@ -24,11 +25,14 @@ pub mod engine;
 pub mod eval;
 pub mod evaluator;
 pub mod files;
+pub mod fit;
 pub mod fits;
 pub mod gpu;
 pub mod gpu_check;
+pub mod histogram;
 pub mod layout;
 pub mod millipede;
+pub mod npz;
 pub mod points;
 pub mod table;
 

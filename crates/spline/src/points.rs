@@ -105,7 +105,7 @@ fn check_points(path: &Path, rows: u64, columns: usize, ndim: usize) -> Result<(
 
 /// CSV points: a header when any field of the first data line is not a number (else the
 /// columns are `x0, x1, …`), every line with as many fields as the first.
-fn read_csv(path: &Path, text: &str, ndim: usize) -> Result<(Vec<String>, Vec<Vec<f64>>), Error> {
+pub(crate) fn read_csv(path: &Path, text: &str, ndim: usize) -> Result<(Vec<String>, Vec<Vec<f64>>), Error> {
     let mut lines = warpdrive_core::error::data_lines(text).peekable();
     let first = lines.peek().map(|(_, l)| l.to_string()).unwrap_or_default();
     let header = first.split(',').any(|f| f.trim().parse::<f64>().is_err());

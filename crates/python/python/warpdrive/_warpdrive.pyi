@@ -44,6 +44,7 @@ __all__ = [
     "SkyInjection",
     "sky_inject",
     "sky_merge_injection",
+    "spline_fit",
     "spline_unfold",
     "UnfoldRun",
     "spline_simulate",
@@ -170,6 +171,18 @@ def spline_simulate(
     threads: int | None,
     progress: _Progress,
 ) -> SimulatedEvent: ...
+def spline_fit(
+    z: _F64,
+    w: _F64,
+    centers: list[list[float]],
+    knots: list[list[float]],
+    order: list[int],
+    smooth: list[float],
+    penalty_order: list[int],
+    monodim: int | None,
+    threads: int | None,
+    progress: _Progress,
+) -> SplineTable: ...
 def spline_unfold(
     event: _Path | None,
     pulses: tuple[list[float], list[float], list[float], list[float]] | None,

@@ -3,7 +3,8 @@
 :class:`Table` reads a photospline FITS table and evaluates it on the CPU (float64) or a GPU
 (float32): ``eval`` takes rows of points, ``(N, ndim)``; the photospline-compatible surface —
 ``evaluate_simple``, calling the table, ``grideval``, ``coefficients``, ``knots``, ``order``,
-``extents`` — takes one array per coordinate. :func:`simulate` draws a synthetic event from the
+``extents`` — takes one array per coordinate. :func:`fit` makes a table from a histogram
+(photospline's ``glam_fit``). :func:`simulate` draws a synthetic event from the
 tables, :func:`unfold` unfolds the energy losses of a hypothesis from an event (Millipede).
 """
 
@@ -20,7 +21,7 @@ import pyarrow as pa
 from . import _arrow, _pickling, _progress, _warpdrive
 from ._types import Float64Array, PathLike, Progress
 
-__all__ = ["Table", "Event", "Unfolding", "simulate", "unfold"]
+__all__ = ["Table", "Event", "Unfolding", "fit", "simulate", "unfold"]
 
 
 def _table_from_fits(data: bytes, path: Optional[str]) -> Table:
@@ -390,6 +391,44 @@ def unfold(event: Union[PathLike, Event, pa.Table, Mapping[str, Any]], cascade: 
     finally:
         close()
     return Unfolding(native)
+
+
+def _per_axis(v: Union[float, Sequence[float], npt.ArrayLike], kind: type) -> list[Any]:
+    """One value (for every axis) or one per axis, as a list."""
+    a = np.atleast_1d(np.asarray(v))
+    return [kind(x) for x in a.ravel()]
+
+
+def fit(z: npt.ArrayLike, w: npt.ArrayLike, centers: Sequence[npt.ArrayLike], knots: Sequence[npt.ArrayLike],
+        order: Union[int, Sequence[int]], smooth: Union[float, Sequence[float]],
+        penalty_order: Union[int, Sequence[int]] = 2, monodim: Optional[int] = None,
+        threads: Optional[int] = None, progress: Progress = None) -> Table:
+    """Fit a table to a histogram, as ``warpdrive spline fit`` (photospline's ``glam_fit``, same
+    argument meanings): penalized tensor-product B-splines by the GLAM algorithm, on the CPU.
+
+    ``z``: the values, an N-D array (N ≤ 6) over the grid of ``centers`` (one 1-D array of bin
+    centres per axis); ``w``: the weights, same shape (inverse variances; 0 for empty bins).
+    ``knots``: one knot vector per axis as the table stores it (n + order + 1 knots for n
+    coefficients; they must cover the centres). ``order`` (B-spline degree, ≤ 5), ``smooth``
+    (λ ≥ 0) and ``penalty_order`` (order of the penalized derivative, ≤ the degree): one value
+    for every axis or one per axis. ``monodim`` (monotonic fits) is not implemented and raises
+    ``ValueError``. Returns a :class:`Table` (its header holds SMOOTHi, PENORDi, FITBINS, FITCHI2);
+    ``open(path, "wb").write(t.to_fits())`` writes it.
+    """
+    zz = np.asarray(z, dtype=np.float64)
+    ww = np.asarray(w, dtype=np.float64)
+    cs = [np.asarray(c, dtype=np.float64).ravel().tolist() for c in centers]
+    ks = [np.asarray(k, dtype=np.float64).ravel().tolist() for k in knots]
+    cb, close = _progress.callback(progress, 0, "fitting")
+    try:
+        native = _warpdrive.spline_fit(zz, ww, cs, ks, _per_axis(order, int), _per_axis(smooth, float),
+                                       _per_axis(penalty_order, int), None if monodim is None else int(monodim),
+                                       threads, cb)
+    finally:
+        close()
+    t = Table.__new__(Table)
+    t._t = native
+    return t
 
 
 def __dir__() -> list[str]:
