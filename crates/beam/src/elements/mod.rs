@@ -102,7 +102,7 @@ pub(crate) mod symplectic {
     pub fn defect(m: &[[f64; 6]; 6]) -> (f64, f64) {
         let j = |a: usize, b: usize| -> f64 {
             if a / 2 == b / 2 && a != b {
-                if a % 2 == 0 {
+                if a.is_multiple_of(2) {
                     1.0
                 } else {
                     -1.0
