@@ -79,11 +79,11 @@ pub struct Summary {
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum TwissError {
-    #[error("the ring is unstable in the {plane} plane: |cos μ| = |(M11 + M22)/2| = {half_trace:.6} ≥ 1 (one-turn map at δ = {delta:e}); no periodic Twiss functions")]
+    #[error("the ring is unstable in the {plane} plane: |cos μ| = |(M11 + M22)/2| = {half_trace:.6} ≥ 1 (one-turn map at δ = {delta}); no periodic Twiss functions")]
     Unstable { plane: &'static str, half_trace: f64, delta: f64 },
     #[error("the longitudinal motion is unstable: 2 cos 2πQs = {u:.6} is outside [−2, 2] (RF phase on the wrong side of transition for this ring?)")]
     LongitudinalUnstable { u: f64 },
-    #[error("the one-turn map couples x and y (|M| off-diagonal block {value:e}): tilted elements or solenoids need coupled optics, which twiss does not compute yet")]
+    #[error("the one-turn map couples x and y (off-diagonal block up to {value:.3e}): tilted elements or solenoids need coupled optics, which twiss does not compute yet")]
     Coupled { value: f64 },
     #[error("no closed orbit at δ = {delta:e}: Newton's method did not converge (residual {residual:e} m)")]
     NoClosedOrbit { delta: f64, residual: f64 },
