@@ -554,6 +554,7 @@ impl Track {
     /// Check every option, make (or take) the bunch and budget everything the run will hold
     /// in memory; nothing is tracked yet.
     pub fn new(line: Arc<Line>, beam: BeamSource, reference: &ReferenceOptions, o: &TrackOptions) -> Result<Self> {
+        line.refuse_untracked()?;
         if o.passes == 0 {
             return Err(ParamError::new("passes", "must be at least 1").into());
         }
@@ -1481,5 +1482,125 @@ mod tests {
         crate::program::run_cpu(items, &mut p, 0..40, 2e-4);
         assert_eq!(r.particles, p);
         assert!(r.lost() > 0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Optics
+
+impl Line {
+    /// Elements the trackers do not track yet (RFCA): an error naming the first, with its place.
+    pub fn refuse_untracked(&self) -> Result<()> {
+        match self.lattice.elements.iter().find(|e| matches!(e.kind, crate::lattice::Kind::Rf(_))) {
+            Some(e) => Err(Error::Input(InputError::new(
+                &*e.origin.file,
+                e.origin.line,
+                format!(
+                    "element {} (RFCA): RF cavities are not tracked yet (beam twiss uses them for the synchrotron tune)",
+                    e.name
+                ),
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What `beam twiss` computes: the periodic solution (no `initial`), or the line's optics from
+/// initial Twiss functions and dispersion.
+#[derive(Clone, Debug, Default)]
+pub struct TwissOptions {
+    pub initial: Option<crate::twiss::Initial>,
+    /// Draw `twiss.png` (β and η along s).
+    pub plot: bool,
+    /// The command line, for `summary.json`.
+    pub command: String,
+}
+
+/// The optics of a line.
+#[derive(Clone, Debug)]
+pub struct Optics {
+    pub rows: Vec<crate::twiss::Row>,
+    pub summary: crate::twiss::Summary,
+    pub species: Species,
+    pub reference: Reference,
+}
+
+impl Optics {
+    /// `summary.json`'s content.
+    pub fn summary_json(&self, line: &Line, command: &str) -> serde_json::Value {
+        let s = &self.summary;
+        serde_json::json!({
+            "command": command,
+            "version": env!("CARGO_PKG_VERSION"),
+            "lattice": line.path.as_ref().map_or_else(|| line.name.clone(), |p| p.display().to_string()),
+            "line": line.lattice.line,
+            "periodic": s.periodic,
+            "tunes": s.tunes,
+            "chromaticity": s.chromaticity,
+            "momentum_compaction": s.momentum_compaction,
+            "circumference": s.circumference,
+            "synchrotron_tune": s.synchrotron_tune,
+            "particle": self.species.name,
+            "p_central": self.reference.p_central,
+            "conventions": "delta = (p - p0)/p0; dispersion dx/d(delta); chromaticity dQ/d(delta); momentum_compaction (1/C) dL/d(delta), radiation-free",
+        })
+    }
+}
+
+impl Line {
+    /// Twiss functions, tunes, chromaticity, momentum compaction and synchrotron tune
+    /// (`beam twiss`, `Lattice.twiss()`); with `out` (from [`prepare_output`]) writes
+    /// `twiss.parquet`, `summary.json` and `twiss.png` and commits the directory.
+    pub fn twiss(&self, reference: &ReferenceOptions, o: &TwissOptions, out: Option<Staged>) -> Result<Optics> {
+        let (species, reference) = reference.resolve()?;
+        if let Some(i) = &o.initial {
+            for (name, v, positive) in [
+                ("betx", i.betx, true),
+                ("bety", i.bety, true),
+                ("alfx", i.alfx, false),
+                ("alfy", i.alfy, false),
+                ("dx", i.dx, false),
+                ("dpx", i.dpx, false),
+            ] {
+                if !v.is_finite() || (positive && v <= 0.0) {
+                    let want = if positive { "a positive β in m" } else { "finite" };
+                    return Err(ParamError::new(name, format!("{}: must be {want}", show(v))).into());
+                }
+            }
+        }
+        let rf = crate::elements::rf::RfReference {
+            mass_ev: reference.mass_ev,
+            p0_ev: reference.p_central * reference.mass_ev,
+            charge: reference.charge,
+        };
+        let (rows, summary) = crate::twiss::twiss(&self.lattice, o.initial.as_ref(), Some(&rf)).map_err(|e| {
+            let file = self.path.as_ref().map_or_else(|| PathBuf::from(&self.name), |p| p.clone());
+            Error::Input(InputError::new(file, 0, format!("line {}: {e}", self.lattice.line)))
+        })?;
+        let optics = Optics {
+            rows,
+            summary,
+            species,
+            reference,
+        };
+        if let Some(out) = out {
+            let dir = out.path().to_path_buf();
+            let fail = |e: String| Error::Failed(format!("{}: {e}", warpdrive_core::output::shown(&dir).display()));
+            let metadata = vec![
+                ("warpdrive.version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+                ("lattice".into(), self.name.clone()),
+                ("line".into(), self.lattice.line.clone()),
+                ("p_central".into(), reference.p_central.to_string()),
+            ];
+            crate::twiss::write_table(&dir.join("twiss.parquet"), &optics.rows, &metadata).map_err(fail)?;
+            if o.plot && optics.rows.len() <= MAX_PLOTTED_ELEMENTS {
+                crate::twiss::plot(&dir.join("twiss.png"), &format!("Optics of {}", self.lattice.line), &optics.rows)
+                    .map_err(|e| fail(e.to_string()))?;
+            }
+            let text = serde_json::to_string_pretty(&optics.summary_json(self, &o.command)).unwrap_or_default() + "\n";
+            std::fs::write(dir.join("summary.json"), text).map_err(|e| fail(format!("writing summary.json: {e}")))?;
+            out.commit()?;
+        }
+        Ok(optics)
     }
 }

@@ -15,10 +15,13 @@ use std::path::Path;
 use warpdrive_core::check::{Check, Suite};
 
 /// A line with every element kind the GPU code generates (tilted sextupole, exact drift,
-/// first-order quadrupole, marker, watch, LSCDRIFT, charge).
+/// first-order quadrupole, marker, watch, LSCDRIFT, charge; combined-function sector bend with
+/// edges and fringe, rectangular bend, thin sextupole MULT, KOCT, kicker, solenoid).
 pub const ALL_KINDS: &str = "Q1: QUAD, L=0.3, K1=1.2\nQ2: QUAD, L=0.3, K1=-1.2, TILT=0.05\nD: DRIF, L=1.0\n\
 S: SEXT, L=0.2, K2=8, TILT=0.2\nE: EDRIFT, L=0.5\nQ3: QUAD, L=0.25, K1=0.7, ORDER=1\nM: MARK\n\
-CELL: LINE=(Q1, D, M, Q2, D, S, E, Q3)\nALL: LINE=(3*CELL)\n";
+B: SBEN, L=0.5, ANGLE=0.05, K1=0.2, K2=1, E1=0.02, E2=0.01, HGAP=0.02, FINT=0.5\nR: RBEN, L=0.4, ANGLE=-0.03\n\
+MU: MULT, ORDER=2, KNL=0.5\nO: KOCT, L=0.2, K3=50\nK: KICKER, L=0.1, HKICK=1e-5, VKICK=-1e-5\nSO: SOLE, L=0.3, KS=0.4\n\
+CELL: LINE=(Q1, D, M, Q2, D, S, E, Q3, B, MU, R, O, K, SO)\nALL: LINE=(3*CELL)\n";
 
 const LSC_LINE: &str = "C: CHARGE, TOTAL=1e-9\nQF: QUAD, L=0.2, K1=1.5\nQD: QUAD, L=0.2, K1=-1.5\n\
 L1: LSCDRIFT, L=0.8, BINS=256\nL2: LSCDRIFT, L=0.8, BINS=1000, HIGH_FREQUENCY_CUTOFF0=0.2, HIGH_FREQUENCY_CUTOFF1=0.4, INTERPOLATE=0\n\
@@ -218,4 +221,15 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
         });
     }
     Ok(checks)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The every-kind line parses and its map kernels are generated (CI compiles them with
+    /// NVRTC through `doctor_sources`, which would skip a line that failed here).
+    #[test]
+    fn every_kind_line_generates_kernels() {
+        let names: Vec<String> = crate::gpu::doctor_sources().into_iter().map(|s| s.0).collect();
+        assert!(names.contains(&"beam_maps_all_kinds.cu".to_string()), "{names:?}");
+    }
 }

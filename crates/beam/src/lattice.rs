@@ -112,6 +112,8 @@ pub enum Kind {
     Charge {
         total: f64,
     },
+    /// RFCA: an RF cavity (its kick needs the reference momentum, so it is no map element).
+    Rf(crate::elements::rf::Cavity),
 }
 
 /// One element of the expanded line.
@@ -128,7 +130,30 @@ impl Placed {
             Kind::Map { element, .. } => element.length(),
             Kind::ExactDrift { l } => *l,
             Kind::Lsc(p) => p.l,
+            Kind::Rf(c) => c.l,
             _ => 0.0,
+        }
+    }
+
+    /// The ELEGANT type name of the element (canonical spelling).
+    pub fn type_name(&self) -> &'static str {
+        match &self.kind {
+            Kind::Map { element, .. } => match element {
+                Element::Drift { .. } => "DRIF",
+                Element::Quad { .. } => "QUAD",
+                Element::Sext { .. } => "SEXT",
+                Element::Marker => "MARK",
+                Element::Bend(_) => "SBEN",
+                Element::Multipole(_) => "MULT",
+                Element::Kicker(_) => "KICKER",
+                Element::Solenoid(_) => "SOLE",
+            },
+            Kind::ExactDrift { .. } => "EDRIFT",
+            Kind::Marker => "MARK",
+            Kind::Watch { .. } => "WATCH",
+            Kind::Lsc(_) => "LSCDRIFT",
+            Kind::Charge { .. } => "CHARGE",
+            Kind::Rf(_) => "RFCA",
         }
     }
 }
@@ -192,7 +217,7 @@ struct LineDef {
 }
 
 /// Element types of the subset: accepted spellings → canonical name.
-const TYPES: [(&str, &str); 13] = [
+const TYPES: [(&str, &str); 29] = [
     ("DRIF", "DRIF"),
     ("DRIFT", "DRIF"),
     ("EDRIFT", "EDRIFT"),
@@ -206,6 +231,22 @@ const TYPES: [(&str, &str); 13] = [
     ("LSCDRIFT", "LSCDRIFT"),
     ("LSCDRIF", "LSCDRIFT"),
     ("CHARGE", "CHARGE"),
+    ("SBEN", "SBEN"),
+    ("SBEND", "SBEN"),
+    ("CSBEND", "CSBEND"),
+    ("RBEN", "RBEN"),
+    ("RBEND", "RBEN"),
+    ("KQUAD", "KQUAD"),
+    ("KSEXT", "KSEXT"),
+    ("KOCT", "KOCT"),
+    ("MULT", "MULT"),
+    ("HKICK", "HKICK"),
+    ("VKICK", "VKICK"),
+    ("KICKER", "KICKER"),
+    ("SOLE", "SOLE"),
+    ("RFCA", "RFCA"),
+    ("RFCAVITY", "RFCA"),
+    ("SOLENOID", "SOLE"),
 ];
 
 /// The parameters each type takes.
@@ -231,6 +272,15 @@ fn allowed(kind: &str) -> &'static [&'static str] {
             "LSC",
         ],
         "CHARGE" => &["TOTAL", "PER_PARTICLE"],
+        "SBEN" | "CSBEND" | "RBEN" => &["L", "ANGLE", "K1", "K2", "E1", "E2", "HGAP", "FINT", "TILT", "N_KICKS", "ORDER"],
+        "KQUAD" => &["L", "K1", "TILT", "N_KICKS", "ORDER"],
+        "KSEXT" => &["L", "K2", "TILT", "N_KICKS", "ORDER"],
+        "KOCT" => &["L", "K3", "TILT", "N_KICKS"],
+        "MULT" => &["L", "KNL", "ORDER", "TILT", "N_KICKS"],
+        "HKICK" | "VKICK" => &["L", "KICK", "TILT"],
+        "KICKER" => &["L", "HKICK", "VKICK", "TILT"],
+        "SOLE" => &["L", "KS"],
+        "RFCA" => &["L", "VOLT", "FREQ", "PHASE", "CHANGE_P0"],
         _ => &[],
     }
 }
@@ -382,7 +432,7 @@ pub fn parse(text: &str, file: &str, use_line: Option<&str>) -> Result<Lattice, 
             return Err(err(
                 ln,
                 format!(
-                    "element {name}: type '{}' is not supported (supported: DRIF, EDRIFT, QUAD, SEXT, MARK, WATCH, LSCDRIFT, CHARGE, LINE)",
+                    "element {name}: type '{}' is not supported (supported: DRIF, EDRIFT, QUAD, SEXT, MARK, WATCH, LSCDRIFT, CHARGE, SBEN, CSBEND, RBEN, KQUAD, KSEXT, KOCT, MULT, HKICK, VKICK, KICKER, SOLE, RFCA, LINE)",
                     fields[0]
                 ),
             ));
@@ -697,6 +747,13 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
             o => Err(err(format!("parameter ORDER = {o}: only 1 and 2 are supported (0 = default, 2)"))),
         }
     };
+    let kicks = |default: f64| -> Result<u32, LatticeError> {
+        let n = num("N_KICKS", default)?;
+        if n < 1.0 || n.fract() != 0.0 || n > MAX_KICKS {
+            return Err(err(format!("parameter N_KICKS = {n}: must be an integer in 1..={MAX_KICKS}")));
+        }
+        Ok(n as u32)
+    };
     Ok(match def.kind {
         "DRIF" => Kind::Map {
             element: Element::Drift { l: length(false)? },
@@ -793,9 +850,146 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
                 total: num("TOTAL", 0.0)?.abs(),
             }
         }
+        "SBEN" | "CSBEND" | "RBEN" => {
+            let l = num("L", 0.0)?;
+            let angle = num("ANGLE", 0.0)?;
+            if l == 0.0 && angle != 0.0 {
+                return Err(err(format!(
+                    "parameter ANGLE = {angle}: a bend of zero length cannot bend (give L > 0, or use a thin MULT)"
+                )));
+            }
+            let l = length(true)?;
+            if angle.abs() >= std::f64::consts::PI {
+                return Err(err(format!("parameter ANGLE = {angle}: must be less than π in magnitude")));
+            }
+            let (k1, k2) = (num("K1", 0.0)?, num("K2", 0.0)?);
+            let rect = if def.kind == "RBEN" { 0.5 * angle } else { 0.0 };
+            let (e1, e2) = (num("E1", 0.0)? + rect, num("E2", 0.0)? + rect);
+            for (p, e) in [("E1", e1), ("E2", e2)] {
+                if e.abs() >= 0.5 * std::f64::consts::PI - 1e-6 {
+                    return Err(err(format!("parameter {p}: edge angle {e} rad must be less than π/2 in magnitude")));
+                }
+            }
+            let (hgap, fint) = (num("HGAP", 0.0)?, num("FINT", 0.0)?);
+            if hgap < 0.0 {
+                return Err(err(format!("parameter HGAP = {hgap}: must not be negative")));
+            }
+            let n_kicks = kicks(4.0)?;
+            let element = if angle == 0.0 {
+                if k2 != 0.0 && k1 != 0.0 {
+                    return Err(err("parameters K1 and K2 together need ANGLE ≠ 0 (use a QUAD and a SEXT)".into()));
+                }
+                if k2 != 0.0 {
+                    Element::Sext { l, k2 }
+                } else {
+                    Element::Quad { l, k1 }
+                }
+            } else {
+                Element::Bend(crate::elements::bend::Bend {
+                    l,
+                    angle,
+                    k1,
+                    k2,
+                    e1,
+                    e2,
+                    hgap,
+                    fint,
+                    n_kicks,
+                })
+            };
+            Kind::Map {
+                element,
+                tilt: num("TILT", 0.0)?,
+                order: order()?,
+            }
+        }
+        "KQUAD" | "KSEXT" => {
+            kicks(4.0)?;
+            let l = length(true)?;
+            Kind::Map {
+                element: if def.kind == "KQUAD" {
+                    Element::Quad { l, k1: num("K1", 0.0)? }
+                } else {
+                    Element::Sext { l, k2: num("K2", 0.0)? }
+                },
+                tilt: num("TILT", 0.0)?,
+                order: order()?,
+            }
+        }
+        "KOCT" | "MULT" => {
+            let (l, n, knl) = if def.kind == "KOCT" {
+                let l = length(true)?;
+                (l, 3.0, num("K3", 0.0)? * l)
+            } else {
+                (length(false)?, num("ORDER", 1.0)?, num("KNL", 0.0)?)
+            };
+            if !(0.0..=20.0).contains(&n) || n.fract() != 0.0 {
+                return Err(err(format!(
+                    "parameter ORDER = {n}: the multipole order must be an integer in 0..=20"
+                )));
+            }
+            let n_kicks = kicks(if def.kind == "KOCT" { 4.0 } else { 1.0 })?;
+            Kind::Map {
+                element: Element::Multipole(crate::elements::multipole::Multipole {
+                    l,
+                    order: n as u8,
+                    knl,
+                    n_kicks,
+                }),
+                tilt: num("TILT", 0.0)?,
+                order: 2,
+            }
+        }
+        "HKICK" | "VKICK" | "KICKER" => {
+            let (hkick, vkick) = match def.kind {
+                "HKICK" => (num("KICK", 0.0)?, 0.0),
+                "VKICK" => (0.0, num("KICK", 0.0)?),
+                _ => (num("HKICK", 0.0)?, num("VKICK", 0.0)?),
+            };
+            Kind::Map {
+                element: Element::Kicker(crate::elements::multipole::Kicker {
+                    l: length(false)?,
+                    hkick,
+                    vkick,
+                }),
+                tilt: num("TILT", 0.0)?,
+                order: 2,
+            }
+        }
+        "SOLE" => Kind::Map {
+            element: Element::Solenoid(crate::elements::solenoid::Solenoid {
+                l: length(true)?,
+                ks: num("KS", 0.0)?,
+            }),
+            tilt: 0.0,
+            order: 2,
+        },
+        "RFCA" => {
+            let freq = match get("FREQ") {
+                None => return Err(err("parameter FREQ is required (the RF frequency in Hz)".into())),
+                Some(_) => num("FREQ", 0.0)?,
+            };
+            if freq <= 0.0 {
+                return Err(err(format!("parameter FREQ = {freq}: must be positive")));
+            }
+            let change = num("CHANGE_P0", 0.0)?;
+            if change != 0.0 && change != 1.0 {
+                return Err(err(format!("parameter CHANGE_P0 = {change}: must be 0 or 1")));
+            }
+            Kind::Rf(crate::elements::rf::Cavity {
+                l: length(false)?,
+                volt: num("VOLT", 0.0)?,
+                freq,
+                phase: num("PHASE", 0.0)?,
+                change_p0: change == 1.0,
+            })
+        }
         other => return Err(err(format!("internal: unhandled type {other}"))),
     })
 }
+
+/// The most integration steps an element may ask for (N_KICKS).
+pub const MAX_KICKS: f64 = 100_000.0;
 
 /// The benchmark line of the seed (spec §6, issue #5): 10 FODO cells of 20 quadrupoles
 /// (L = 0.2 m, K1 = ±1.5 m⁻²) and 20 drifts of 0.8 m; with `lsc` the drifts are LSCDRIFT

@@ -19,6 +19,7 @@ pub mod beam;
 pub mod beam_file;
 pub mod bench;
 pub mod bessel;
+pub mod elements;
 pub mod engine;
 pub mod exact;
 pub mod gpu;
@@ -32,6 +33,7 @@ pub mod program;
 pub mod species;
 pub mod tpsa;
 pub mod track;
+pub mod twiss;
 pub mod watch;
 
 pub use map::{Element, Map2};

@@ -17,6 +17,14 @@ pub enum Element {
     Sext { l: f64, k2: f64 },
     /// A marker: the identity.
     Marker,
+    /// Sector bend (SBEN, CSBEND; RBEN with its edge angles), [`crate::elements::bend`].
+    Bend(crate::elements::bend::Bend),
+    /// Thin or kick-integrated multipole (MULT, KOCT), [`crate::elements::multipole`].
+    Multipole(crate::elements::multipole::Multipole),
+    /// Orbit corrector (HKICK, VKICK, KICKER).
+    Kicker(crate::elements::multipole::Kicker),
+    /// Solenoid (SOLE), [`crate::elements::solenoid`].
+    Solenoid(crate::elements::solenoid::Solenoid),
 }
 
 impl Element {
@@ -24,6 +32,10 @@ impl Element {
         match *self {
             Element::Drift { l } | Element::Quad { l, .. } | Element::Sext { l, .. } => l,
             Element::Marker => 0.0,
+            Element::Bend(b) => b.l,
+            Element::Multipole(m) => m.l,
+            Element::Kicker(k) => k.l,
+            Element::Solenoid(s) => s.l,
         }
     }
 
@@ -34,6 +46,20 @@ impl Element {
             Element::Quad { l, k1 } => exact::multipole(z, l, k1, 0.0, exact::default_steps(l)),
             Element::Sext { l, k2 } => exact::multipole(z, l, 0.0, k2, exact::default_steps(l)),
             Element::Marker => {}
+            Element::Bend(b) => b.exact(z),
+            Element::Multipole(m) => m.exact(z),
+            Element::Kicker(k) => k.exact(z),
+            Element::Solenoid(s) => s.exact(z),
+        }
+    }
+
+    /// The symplectic kick–drift integration with the element's N_KICKS (ELEGANT's CSBEND,
+    /// KQUAD, KSEXT, KOCT, MULT); elements without one use their exact map.
+    pub fn kick_drift<R: crate::tpsa::Real>(&self, z: &mut Coords<R>) {
+        match *self {
+            Element::Bend(b) => b.kick_drift(z),
+            Element::Multipole(m) => m.kick_drift(z),
+            _ => self.exact(z),
         }
     }
 
@@ -45,15 +71,22 @@ impl Element {
     /// The map of the element rotated by `tilt` [rad] about the beam axis (ELEGANT's TILT: the
     /// element's frame is the lab frame turned by `tilt`), truncated to `order` 1 or 2.
     pub fn map2_with(&self, tilt: f64, order: u8) -> Map2 {
-        let mut z: Coords<Tpsa2> = std::array::from_fn(|i| Tpsa2::variable(i, 0.0));
-        rotate(&mut z, tilt);
-        self.exact(&mut z);
-        rotate(&mut z, -tilt);
-        let mut m = Map2::from_series(&z);
+        let mut m = self.map2_at(tilt, &[0.0; N]);
         if order < 2 {
             m.t.clear();
         }
         m
+    }
+
+    /// The second-order expansion of the element (rotated by `tilt`) around the point `z0`:
+    /// C is the image of `z0`, R the Jacobian there and T the second-order coefficients
+    /// (Brown's convention), as a series in the deviation z − z0.
+    pub fn map2_at(&self, tilt: f64, z0: &[f64; N]) -> Map2 {
+        let mut z: Coords<Tpsa2> = std::array::from_fn(|i| Tpsa2::variable(i, z0[i]));
+        rotate(&mut z, tilt);
+        self.exact(&mut z);
+        rotate(&mut z, -tilt);
+        Map2::from_series(&z)
     }
 }
 

@@ -24,12 +24,17 @@ pub fn envelope(lattice: &Lattice, sigma0: &[[f64; 6]; 6], slices_per_metre: f64
         if l == 0.0 {
             continue;
         }
-        let n = ((l * slices_per_metre).ceil() as usize).max(1);
+        let sliceable = matches!(element, Element::Drift { .. } | Element::Quad { .. } | Element::Sext { .. });
+        let n = if sliceable {
+            ((l * slices_per_metre).ceil() as usize).max(1)
+        } else {
+            1
+        };
         let piece = match element {
             Element::Drift { .. } => Element::Drift { l: l / n as f64 },
             Element::Quad { k1, .. } => Element::Quad { l: l / n as f64, k1 },
             Element::Sext { k2, .. } => Element::Sext { l: l / n as f64, k2 },
-            Element::Marker => Element::Marker,
+            other => other,
         };
         let r = *slice_maps.entry(e.name.as_str()).or_insert_with(|| piece.map2_with(tilt, 1).r);
         for _ in 0..n {

@@ -200,6 +200,15 @@ impl Program {
                     flush(&mut run, &mut steps);
                     steps.push(Step::Charge { total: *total });
                 }
+                // Tracking refuses lines with RF cavities (engine::Track::new) until the kick is
+                // tracked; the compiled program keeps their length for positions and plots.
+                Kind::Rf(c) => run.push(RunItem::Map {
+                    element: k,
+                    map: Arc::clone(
+                        maps.entry(e.name.as_str())
+                            .or_insert_with(|| Arc::new(Compact::from_map(&Element::Drift { l: c.l }.map2()))),
+                    ),
+                }),
             }
         }
         flush(&mut run, &mut steps);

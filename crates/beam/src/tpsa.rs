@@ -70,6 +70,22 @@ impl Tpsa2 {
         let r = 1.0 / self.c;
         self.compose(r, -r * r, 2.0 * r * r * r)
     }
+
+    pub fn sin(self) -> Self {
+        let (s, c) = self.c.sin_cos();
+        self.compose(s, c, -s)
+    }
+
+    pub fn cos(self) -> Self {
+        let (s, c) = self.c.sin_cos();
+        self.compose(c, -s, -c)
+    }
+
+    /// asin, with asin' = (1 − a²)^(−1/2) and asin'' = a (1 − a²)^(−3/2).
+    pub fn asin(self) -> Self {
+        let w = 1.0 / (1.0 - self.c * self.c).sqrt();
+        self.compose(self.c.asin(), w, self.c * w * w * w)
+    }
 }
 
 impl Add for Tpsa2 {
@@ -132,6 +148,9 @@ impl Div for Tpsa2 {
 pub trait Real: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> {
     fn cst(v: f64) -> Self;
     fn sqrt(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn asin(self) -> Self;
     /// The value at the expansion point (the number itself for f64).
     fn value(self) -> f64;
 }
@@ -142,6 +161,15 @@ impl Real for f64 {
     }
     fn sqrt(self) -> Self {
         f64::sqrt(self)
+    }
+    fn sin(self) -> Self {
+        f64::sin(self)
+    }
+    fn cos(self) -> Self {
+        f64::cos(self)
+    }
+    fn asin(self) -> Self {
+        f64::asin(self)
     }
     fn value(self) -> f64 {
         self
@@ -154,6 +182,15 @@ impl Real for Tpsa2 {
     }
     fn sqrt(self) -> Self {
         Tpsa2::sqrt(self)
+    }
+    fn sin(self) -> Self {
+        Tpsa2::sin(self)
+    }
+    fn cos(self) -> Self {
+        Tpsa2::cos(self)
+    }
+    fn asin(self) -> Self {
+        Tpsa2::asin(self)
     }
     fn value(self) -> f64 {
         self.c

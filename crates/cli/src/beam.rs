@@ -10,10 +10,59 @@ use std::time::Instant;
 use warpdrive_beam::engine::{self, BeamSource, GaussianOptions, Line, ReferenceOptions, Track, TrackOptions};
 use warpdrive_core::progress::Bar;
 
+// Parsed once per process: the size of the arguments does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum BeamCommand {
-    /// Track a beam through an ELEGANT .lte lattice (DRIF, EDRIFT, QUAD, SEXT, MARK, WATCH, LSCDRIFT, CHARGE).
+    /// Track a beam through an ELEGANT .lte lattice (DRIF, EDRIFT, QUAD, SEXT, SBEN/CSBEND, RBEN,
+    /// KQUAD, KSEXT, KOCT, MULT, HKICK, VKICK, KICKER, SOLE, MARK, WATCH, LSCDRIFT, CHARGE).
     Track(TrackArgs),
+    /// Linear optics of a ring (periodic solution) or a line (with --betx/--bety ...): Twiss
+    /// functions and dispersion at every element end (twiss.parquet), tunes, chromaticity,
+    /// momentum compaction, synchrotron tune (summary.json) and a plot of β and η (twiss.png).
+    Twiss(TwissArgs),
+}
+
+#[derive(Args)]
+pub struct TwissArgs {
+    /// ELEGANT lattice file.
+    lattice: PathBuf,
+    /// Beamline to use (default: USE statement, else the last line defined).
+    #[arg(long)]
+    line: Option<String>,
+    /// Output directory.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Initial β_x [m]: a line (transfer-line optics from the given values) instead of a ring.
+    #[arg(long, requires = "bety", allow_hyphen_values = true)]
+    betx: Option<f64>,
+    /// Initial β_y [m] (with --betx).
+    #[arg(long, requires = "betx", allow_hyphen_values = true)]
+    bety: Option<f64>,
+    /// Initial α_x (with --betx) [default: 0].
+    #[arg(long, requires = "betx", allow_hyphen_values = true)]
+    alfx: Option<f64>,
+    /// Initial α_y (with --betx) [default: 0].
+    #[arg(long, requires = "betx", allow_hyphen_values = true)]
+    alfy: Option<f64>,
+    /// Initial dispersion η_x [m] (with --betx) [default: 0].
+    #[arg(long, requires = "betx", allow_hyphen_values = true)]
+    dx: Option<f64>,
+    /// Initial η'_x (with --betx) [default: 0].
+    #[arg(long, requires = "betx", allow_hyphen_values = true)]
+    dpx: Option<f64>,
+    /// Reference momentum β0γ0 (ELEGANT's p_central) [default: 1956.951].
+    #[arg(long, conflicts_with = "momentum", allow_hyphen_values = true)]
+    p_central: Option<f64>,
+    /// Reference momentum [MeV/c] (instead of --p-central).
+    #[arg(long, allow_hyphen_values = true)]
+    momentum: Option<f64>,
+    /// Particle species [default: electron].
+    #[arg(long)]
+    particle: Option<String>,
+    /// Do not draw twiss.png.
+    #[arg(long)]
+    no_plot: bool,
 }
 
 #[derive(Args, Clone)]
@@ -162,7 +211,59 @@ pub struct TrackArgs {
 pub fn run(cmd: BeamCommand, force: bool) -> Result<()> {
     match cmd {
         BeamCommand::Track(a) => track_cmd(&a, force),
+        BeamCommand::Twiss(a) => twiss_cmd(&a, force),
     }
+}
+
+fn twiss_cmd(a: &TwissArgs, force: bool) -> Result<()> {
+    let out = engine::prepare_output(&a.output, force, std::slice::from_ref(&a.lattice))?;
+    let line = Line::read(&a.lattice, a.line.as_deref())?;
+    let reference = ReferenceOptions {
+        particle: a.particle.as_deref().map(engine::species).transpose()?,
+        p_central: a.p_central,
+        momentum: a.momentum,
+        ..Default::default()
+    };
+    let initial = a.betx.zip(a.bety).map(|(betx, bety)| warpdrive_beam::twiss::Initial {
+        betx,
+        bety,
+        alfx: a.alfx.unwrap_or(0.0),
+        alfy: a.alfy.unwrap_or(0.0),
+        dx: a.dx.unwrap_or(0.0),
+        dpx: a.dpx.unwrap_or(0.0),
+    });
+    let opts = engine::TwissOptions {
+        initial,
+        plot: !a.no_plot,
+        command: crate::command_line(),
+    };
+    let r = line.twiss(&reference, &opts, Some(out))?;
+    let s = &r.summary;
+    println!(
+        "{} {} ({} elements, {:.6} m)",
+        if s.periodic { "ring" } else { "line" },
+        line.line_name(),
+        line.elements(),
+        s.circumference
+    );
+    println!("tunes            Qx = {:.6}  Qy = {:.6}", s.tunes[0], s.tunes[1]);
+    println!(
+        "chromaticity     ξx = {:.4}  ξy = {:.4}  (dQ/dδ)",
+        s.chromaticity[0], s.chromaticity[1]
+    );
+    if let Some(a) = s.momentum_compaction {
+        println!("momentum compaction α_c = {a:.6e}");
+    }
+    if let Some(q) = s.synchrotron_tune {
+        println!("synchrotron tune Qs = {q:.6e} (no radiation)");
+    }
+    let files = if a.no_plot {
+        "twiss.parquet, summary.json"
+    } else {
+        "twiss.parquet, summary.json, twiss.png"
+    };
+    println!("wrote {} ({files})", a.output.display());
+    Ok(())
 }
 
 fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {

@@ -1,0 +1,192 @@
+//! Optics against closed forms: thin-lens FODO Twiss functions, a line started from the
+//! periodic solution, the synchrotron tune of a ring with one cavity, unstable rings.
+
+use warpdrive_beam::elements::rf::{RfReference, C_LIGHT};
+use warpdrive_beam::lattice::{parse, Kind, Lattice};
+use warpdrive_beam::twiss::{twiss, Initial, TwissError};
+
+fn lattice(name: &str) -> Lattice {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lattices").join(name);
+    Lattice::read(&path, None).unwrap()
+}
+
+fn electron(p0_ev: f64) -> RfReference {
+    RfReference {
+        mass_ev: 510_998.95,
+        p0_ev,
+        charge: -1.0,
+    }
+}
+
+#[test]
+fn thin_lens_fodo_matches_the_closed_form() {
+    // Thin quadrupoles of focal length f = 1/|K1L| between drifts L: cos μ = 1 − L²/(2f²),
+    // β at the focusing lens = 2L (1 + sin(μ/2))/sin μ (e.g. Wiedemann, "Particle Accelerator
+    // Physics", §10.1).
+    let (l, k1l): (f64, f64) = (2.5, 0.55);
+    let text = format!(
+        "QF: MULT, ORDER=1, KNL={k1l}\nQD: MULT, ORDER=1, KNL={}\nD: DRIF, L={l}\nC: LINE=(QF, D, QD, D)\nR: LINE=(8*C)\n",
+        -k1l
+    );
+    let lat = parse(&text, "fodo.lte", None).unwrap();
+    let (rows, s) = twiss(&lat, None, None).unwrap();
+    let f = 1.0 / k1l;
+    let mu = (1.0 - l * l / (2.0 * f * f)).acos();
+    let beta_f = 2.0 * l * (1.0 + (0.5 * mu).sin()) / mu.sin();
+    let beta_d = 2.0 * l * (1.0 - (0.5 * mu).sin()) / mu.sin();
+    // Row 1 is the end of QF: β is the same as at its centre (thin), α changes sign.
+    assert!((rows[1].betx - beta_f).abs() < 1e-11 * beta_f, "{} vs {beta_f}", rows[1].betx);
+    assert!((rows[1].bety - beta_d).abs() < 1e-11 * beta_f, "{} vs {beta_d}", rows[1].bety);
+    for q in s.tunes {
+        assert!((q - 8.0 * mu / (2.0 * std::f64::consts::PI)).abs() < 1e-12, "{q}");
+    }
+    assert_eq!(s.momentum_compaction, Some(0.0));
+    assert!(rows.iter().all(|r| r.dx == 0.0));
+}
+
+#[test]
+fn a_line_started_from_the_periodic_solution_repeats_it() {
+    let ring = lattice("fodo_ring.lte");
+    let (rows, _) = twiss(&ring, None, None).unwrap();
+    let r0 = &rows[0];
+    let init = Initial {
+        betx: r0.betx,
+        alfx: r0.alfx,
+        bety: r0.bety,
+        alfy: r0.alfy,
+        dx: r0.dx,
+        dpx: r0.dpx,
+    };
+    let (line, s) = twiss(&ring, Some(&init), None).unwrap();
+    for (a, b) in rows.iter().zip(&line) {
+        assert!((a.betx - b.betx).abs() < 1e-9 * a.betx && (a.bety - b.bety).abs() < 1e-9 * a.bety);
+        assert!((a.dx - b.dx).abs() < 1e-10);
+    }
+    assert!(!s.periodic && s.momentum_compaction.is_none() && s.synchrotron_tune.is_none());
+}
+
+#[test]
+fn synchrotron_tune_of_one_cavity_is_the_closed_form() {
+    // The DBA ring's cavity sits where D = D' = 0, so the longitudinal motion decouples and the
+    // one-turn map in (c Δt, δ) is [[1, Cη/β0], [a, 1 + a Cη/β0]] with the slip factor
+    // η = α_c − 1/γ0² and a = |q| V ω cos φs /(c β0² E0): cos 2πQs = 1 + a C η/(2 β0).
+    let ring = lattice("dba_ring.lte");
+    let cav = ring
+        .elements
+        .iter()
+        .find_map(|e| match e.kind {
+            Kind::Rf(c) => Some(c),
+            _ => None,
+        })
+        .unwrap();
+    for p0 in [3e9, 2e7] {
+        let r = electron(p0);
+        let (_, s) = twiss(&ring, None, Some(&r)).unwrap();
+        let (c, alpha) = (s.circumference, s.momentum_compaction.unwrap());
+        let (beta0, gamma0, e0) = (r.beta(), r.gamma(), r.energy());
+        let eta = alpha - 1.0 / (gamma0 * gamma0);
+        let omega = 2.0 * std::f64::consts::PI * cav.freq;
+        let a = cav.volt * omega * cav.phase.to_radians().cos() / (C_LIGHT * beta0 * beta0 * e0);
+        let cos = 1.0 + 0.5 * a * c * eta / beta0;
+        let qs = cos.acos() / (2.0 * std::f64::consts::PI);
+        let got = s.synchrotron_tune.unwrap();
+        // Qs comes from the root u ≈ 2 − (2πQs)² of the characteristic cubic, whose rounding
+        // (~1e-13 with one-turn entries of order 100) is amplified by 1/(2πQs)² ≈ 500.
+        assert!((got - qs).abs() < 1e-9 * qs, "p0 {p0}: {got} vs {qs}");
+        // The small-amplitude textbook form Qs = √(−h η |q|V cos φs / (2π β0² E0)), with
+        // h = f T0 = f C/(β0 c), is its first term: acos(1 − x²/2)/2π = (x/2π)(1 + x²/24 + …).
+        let h = cav.freq * c / (beta0 * C_LIGHT);
+        let approx = (-h * eta * cav.volt * cav.phase.to_radians().cos() / (2.0 * std::f64::consts::PI * beta0 * beta0 * e0)).sqrt();
+        let x2 = (2.0 * std::f64::consts::PI * approx).powi(2);
+        assert!(
+            (got / approx - 1.0 - x2 / 24.0).abs() < x2 * x2 / 100.0,
+            "p0 {p0}: {got} vs {approx}"
+        );
+    }
+}
+
+#[test]
+fn below_transition_the_stable_phase_is_on_the_other_side() {
+    // At 20 MeV/c, γ0 ≈ 39: η = α_c − 1/γ0² < 0 for this ring (α_c ≈ 2.9e-3), so PHASE = 180
+    // is unstable and the error says so instead of returning NaN.
+    let ring = lattice("dba_ring.lte");
+    let e = twiss(&ring, None, Some(&electron(5e6))).unwrap_err();
+    assert!(matches!(e, TwissError::LongitudinalUnstable { .. }), "{e}");
+    assert!(e.to_string().contains("transition"));
+}
+
+#[test]
+fn unstable_rings_name_the_plane() {
+    for (k1, plane) in [(1.6, "vertical"), (0.05, "horizontal")] {
+        let text = format!("QF: QUAD, L=0.4, K1={k1}\nQD: QUAD, L=0.4, K1=-0.6\nD: DRIF, L=2\nR: LINE=(QF, D, QD, D)\n");
+        let lat = parse(&text, "u.lte", None).unwrap();
+        let e = twiss(&lat, None, None).unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains(plane) && m.contains("unstable") && !m.contains("NaN"), "K1 {k1}: {m}");
+    }
+}
+
+#[test]
+fn chromaticity_of_a_ring_without_sextupoles_is_natural_and_negative() {
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lattices/fodo_ring.lte"))
+        .unwrap()
+        .replace("K2=0.9", "K2=0")
+        .replace("K2=-1.5", "K2=0");
+    let lat = parse(&text, "f.lte", None).unwrap();
+    let (_, s) = twiss(&lat, None, None).unwrap();
+    // Natural chromaticity of a FODO ring: −Q tan(μ/2)/(μ/2)·… is about −0.9 Q for these
+    // phase advances; the sign and order of magnitude are what a regression would break.
+    for (q, xi) in s.tunes.iter().zip(s.chromaticity) {
+        assert!(xi < 0.0 && xi > -1.5 * q, "Q {q}, ξ {xi}");
+    }
+}
+
+#[test]
+fn tracked_turns_advance_by_the_twiss_tunes() {
+    // The new elements go through the ordinary tracking path (second-order maps, CPU runs):
+    // a small-amplitude particle tracked around the FODO ring without its cavity advances by
+    // 2π Q per turn in the normalised phase space of the Twiss functions at the start.
+    use warpdrive_beam::beam::Particles;
+    use warpdrive_beam::program::{run_cpu, Program, Step};
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lattices/fodo_ring.lte")).unwrap()
+        + "NORF: LINE=(16*CELL)\n";
+    let lat = parse(&text, "fodo.lte", Some("NORF")).unwrap();
+    let (rows, s) = twiss(&lat, None, None).unwrap();
+    let program = Program::compile(&lat);
+    let items: Vec<_> = program
+        .steps
+        .iter()
+        .flat_map(|st| match st {
+            Step::Run(r) => r.clone(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut p = Particles::with_len(1);
+    p.x[0] = 1e-6;
+    p.y[0] = 1e-6;
+    let turns = 200;
+    let mut phase = [0.0f64; 2];
+    let angle = |u: f64, up: f64, beta: f64, alpha: f64| (-(alpha * u + beta * up)).atan2(u);
+    let mut last = [
+        angle(p.x[0], p.xp[0], rows[0].betx, rows[0].alfx),
+        angle(p.y[0], p.yp[0], rows[0].bety, rows[0].alfy),
+    ];
+    for _ in 0..turns {
+        run_cpu(&items, &mut p, 0..1, f64::INFINITY);
+        let now = [
+            angle(p.x[0], p.xp[0], rows[0].betx, rows[0].alfx),
+            angle(p.y[0], p.yp[0], rows[0].bety, rows[0].alfy),
+        ];
+        for k in 0..2 {
+            let mut d = now[k] - last[k];
+            d = d.rem_euclid(2.0 * std::f64::consts::PI);
+            phase[k] += d;
+        }
+        last = now;
+    }
+    for (k, total) in phase.iter().enumerate() {
+        let q = total / (2.0 * std::f64::consts::PI * turns as f64);
+        let frac = s.tunes[k].fract();
+        assert!((q - frac).abs() < 1e-6, "plane {k}: tracked {q}, twiss {frac}");
+    }
+}
