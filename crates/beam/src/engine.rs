@@ -528,6 +528,8 @@ pub struct WatchCost {
 /// A validated tracking run.
 #[derive(Debug)]
 pub struct Track {
+    /// The line compiled with the bunch's reference when it has RF cavities.
+    rf_program: Option<Program>,
     line: Arc<Line>,
     bunch: Arc<Bunch>,
     passes: u32,
@@ -554,7 +556,6 @@ impl Track {
     /// Check every option, make (or take) the bunch and budget everything the run will hold
     /// in memory; nothing is tracked yet.
     pub fn new(line: Arc<Line>, beam: BeamSource, reference: &ReferenceOptions, o: &TrackOptions) -> Result<Self> {
-        line.refuse_untracked()?;
         if o.passes == 0 {
             return Err(ParamError::new("passes", "must be at least 1").into());
         }
@@ -651,7 +652,17 @@ impl Track {
                 line.elements()
             ));
         }
+        // RF cavities need the reference particle: the line is compiled again with it.
+        let rf_program = if line.has_rf() {
+            if passes > 1 {
+                line.refuse_change_p0_in_rings()?;
+            }
+            Some(Program::compile_with(&line.lattice, Some(&bunch.reference)))
+        } else {
+            None
+        };
         let me = Self {
+            rf_program,
             line,
             bunch,
             passes,
@@ -817,7 +828,18 @@ impl Track {
         for n in &self.notes {
             ctl.note(n);
         }
-        let gpu = self.device(ctl)?;
+        let mut gpu = self.device(ctl)?;
+        if gpu.is_some() && self.rf_program.is_some() {
+            if ctl.device != Device::Auto {
+                return Err(ParamError::new(
+                    "device",
+                    format!("{}: RF cavities (RFCA) are tracked on the CPU only; use cpu", ctl.device),
+                )
+                .into());
+            }
+            ctl.note("device: cpu (RF cavities are tracked on the CPU only)");
+            gpu = None;
+        }
         let stamp = self.job_stamp(gpu.is_some(), ctl.precise)?;
         let dir = out.as_ref().map(|o| o.path().to_path_buf());
         let tracked = ctl.install(|| self.track(ctl, gpu, dir.as_deref(), stamp.as_ref()))??;
@@ -830,7 +852,7 @@ impl Track {
     }
 
     fn track(&self, ctl: &Control, gpu: Option<usize>, dir: Option<&Path>, stamp: Option<&JobStamp>) -> Result<Tracked> {
-        let program = &self.line.program;
+        let program = self.rf_program.as_ref().unwrap_or(&self.line.program);
         let reference = self.bunch.reference;
         let initial = Moments::of(&self.bunch.particles);
         let (mut backend, device) = self.backend(gpu, ctl)?;
@@ -1489,14 +1511,26 @@ mod tests {
 // Optics
 
 impl Line {
-    /// Elements the trackers do not track yet (RFCA): an error naming the first, with its place.
-    pub fn refuse_untracked(&self) -> Result<()> {
-        match self.lattice.elements.iter().find(|e| matches!(e.kind, crate::lattice::Kind::Rf(_))) {
+    /// Does the line hold RF cavities?
+    pub fn has_rf(&self) -> bool {
+        self.lattice.elements.iter().any(|e| matches!(e.kind, crate::lattice::Kind::Rf(_)))
+    }
+
+    /// CHANGE_P0 moves the reference momentum once per pass; over several passes the cavities'
+    /// reference would have to follow it pass by pass, which is not implemented: an error naming
+    /// the first such cavity.
+    pub fn refuse_change_p0_in_rings(&self) -> Result<()> {
+        match self
+            .lattice
+            .elements
+            .iter()
+            .find(|e| matches!(e.kind, crate::lattice::Kind::Rf(c) if c.change_p0))
+        {
             Some(e) => Err(Error::Input(InputError::new(
                 &*e.origin.file,
                 e.origin.line,
                 format!(
-                    "element {} (RFCA): RF cavities are not tracked yet (beam twiss uses them for the synchrotron tune)",
+                    "element {} (RFCA): CHANGE_P0=1 is supported for one pass only (a line), not over several passes",
                     e.name
                 ),
             ))),

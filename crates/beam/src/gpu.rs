@@ -106,6 +106,10 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
     let mut kernels = String::new();
     let mut run_kernels = HashMap::new();
     let mut element_kernels = HashMap::new();
+    // engine::Track runs lines with RF cavities on the CPU.
+    if program.runs().flatten().any(|it| matches!(it, RunItem::Rf { .. })) {
+        return Err("RFCA (RF cavities) is tracked on the CPU only; use the CPU device".to_string());
+    }
     // Runs of map elements, and the half drifts of LSC steps (one-element runs), by step.
     let runs: Vec<(usize, &[RunItem])> = program
         .steps
@@ -127,6 +131,7 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
                         constants.push(*l);
                         format!("exact_drift(z0, z1, z2, z3, z4, {c});")
                     }
+                    RunItem::Rf { .. } => unreachable!("refused above"),
                 };
                 format!("{call} CHECK({});", it.element() + 1)
             })

@@ -4,6 +4,7 @@
 //! CPU loops and the generated GPU code follow it, so precise-mode GPU tracking equals the CPU's
 //! bit for bit.
 
+use crate::elements::rf::{Cavity, RfReference, C_LIGHT};
 use crate::lattice::{Kind, Lattice, LscParams};
 use crate::map::{Element, Map2};
 use std::collections::HashMap;
@@ -88,14 +89,69 @@ pub fn exact_drift(z: &mut [f64; 6], l: f64) {
 /// An element of a run. Copies of one element share its map.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunItem {
-    Map { element: usize, map: Arc<Compact> },
-    ExactDrift { element: usize, l: f64 },
+    Map {
+        element: usize,
+        map: Arc<Compact>,
+    },
+    ExactDrift {
+        element: usize,
+        l: f64,
+    },
+    /// RFCA (CPU only): exact drift L/2, energy kick, exact drift L/2.
+    Rf {
+        element: usize,
+        rf: Arc<RfItem>,
+    },
+}
+
+/// An RF cavity compiled for tracking: the cavity, the reference particle at it (momentum,
+/// mass) and its arrival times (only a program compiled with a reference has one:
+/// [`Program::compile_with`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RfItem {
+    pub cavity: Cavity,
+    pub reference: Option<RfReference>,
+    /// Arrival time of the reference particle at the cavity's middle in pass 0 [s].
+    pub t_ref: f64,
+    /// Reference time of one pass through the line [s].
+    pub period: f64,
+}
+
+impl RfItem {
+    /// Track one particle (ELEGANT coordinates) through the cavity in pass `pass`. The path
+    /// length s is turned into the time of flight t = s/(βc) with the particle's β, the kick
+    /// uses Δt = t − (t_ref + pass · period), and s is rescaled to t β' c with the new β so that
+    /// s/(βc) stays the time of flight (ELEGANT's convention for the s coordinate).
+    pub fn track(&self, z: &mut [f64; 6], pass: u32) {
+        let r = self
+            .reference
+            .as_ref()
+            .expect("RFCA compiled without a reference momentum (Program::compile_with)");
+        let half = 0.5 * self.cavity.l;
+        if half > 0.0 {
+            exact_drift(z, half);
+        }
+        let beta = |d: f64, p0: f64| {
+            let p = p0 * (1.0 + d);
+            p / p.hypot(r.mass_ev)
+        };
+        let (px, py) = crate::elements::to_canonical(z);
+        let t = z[4] / (beta(z[5], r.p0_ev) * C_LIGHT);
+        let dt = t - (self.t_ref + f64::from(pass) * self.period);
+        let (delta, scale) = self.cavity.kick(z[5], dt, r);
+        z[5] = delta;
+        crate::elements::from_canonical(z, px * scale, py * scale);
+        z[4] = t * beta(delta, self.cavity.p0_after(r)) * C_LIGHT;
+        if half > 0.0 {
+            exact_drift(z, half);
+        }
+    }
 }
 
 impl RunItem {
     pub fn element(&self) -> usize {
         match self {
-            RunItem::Map { element, .. } | RunItem::ExactDrift { element, .. } => *element,
+            RunItem::Map { element, .. } | RunItem::ExactDrift { element, .. } | RunItem::Rf { element, .. } => *element,
         }
     }
     /// Floating-point operations per particle (the exact drift: 4 for 1 + x'² + y'², 1 for the
@@ -104,6 +160,9 @@ impl RunItem {
         match self {
             RunItem::Map { map, .. } => map.flops(),
             RunItem::ExactDrift { .. } => 11,
+            // Not a map element: counted as its two drifts (the kick's transcendental
+            // functions are not FP64 multiply-adds).
+            RunItem::Rf { .. } => 22,
         }
     }
 }
@@ -147,6 +206,36 @@ impl Program {
     /// Compile the line: the map of each distinct element is computed once (a line of a
     /// million copies of one drift costs one map, not a million) and shared by its copies.
     pub fn compile(lattice: &Lattice) -> Program {
+        Self::compile_with(lattice, None)
+    }
+
+    /// [`Program::compile`] with the reference particle (mass, β0γ0), which RF cavities need:
+    /// each cavity gets the reference momentum at it (CHANGE_P0 upstream changes it) and the
+    /// reference's arrival time.
+    pub fn compile_with(lattice: &Lattice, reference: Option<&crate::beam::Reference>) -> Program {
+        let mut rf_reference = reference.map(|r| RfReference {
+            mass_ev: r.mass_ev,
+            p0_ev: r.p_central * r.mass_ev,
+            charge: r.charge,
+        });
+        // Reference time along the line, with the reference's speed after each cavity.
+        let mut t = 0.0;
+        let mut cavities: Vec<(f64, Option<RfReference>)> = Vec::new();
+        for e in &lattice.elements {
+            let speed = |r: &Option<RfReference>| r.as_ref().map_or(C_LIGHT, |r| r.beta() * C_LIGHT);
+            if let Kind::Rf(c) = &e.kind {
+                t += 0.5 * c.l / speed(&rf_reference);
+                cavities.push((t, rf_reference));
+                if let Some(r) = rf_reference.as_mut() {
+                    r.p0_ev = c.p0_after(r);
+                }
+                t += 0.5 * c.l / speed(&rf_reference);
+            } else {
+                t += e.length() / speed(&rf_reference);
+            }
+        }
+        let period = t;
+        let mut cavities = cavities.into_iter();
         let mut maps: HashMap<&str, Arc<Compact>> = HashMap::new();
         let mut half_drifts: HashMap<&str, Arc<Compact>> = HashMap::new();
         let mut steps = Vec::new();
@@ -200,15 +289,18 @@ impl Program {
                     flush(&mut run, &mut steps);
                     steps.push(Step::Charge { total: *total });
                 }
-                // Tracking refuses lines with RF cavities (engine::Track::new) until the kick is
-                // tracked; the compiled program keeps their length for positions and plots.
-                Kind::Rf(c) => run.push(RunItem::Map {
-                    element: k,
-                    map: Arc::clone(
-                        maps.entry(e.name.as_str())
-                            .or_insert_with(|| Arc::new(Compact::from_map(&Element::Drift { l: c.l }.map2()))),
-                    ),
-                }),
+                Kind::Rf(c) => {
+                    let (t_ref, reference) = cavities.next().unwrap_or((0.0, None));
+                    run.push(RunItem::Rf {
+                        element: k,
+                        rf: Arc::new(RfItem {
+                            cavity: *c,
+                            reference,
+                            t_ref,
+                            period,
+                        }),
+                    })
+                }
             }
         }
         flush(&mut run, &mut steps);
@@ -352,6 +444,15 @@ fn run_chunk_pass(
                     let mut q = [z[0][p], z[1][p], z[2][p], z[3][p], z[4][p], z[5][p]];
                     exact_drift(&mut q, *l);
                     (z[0][p], z[2][p], z[4][p]) = (q[0], q[2], q[4]);
+                }
+            }
+            RunItem::Rf { rf, .. } => {
+                for p in 0..n {
+                    let mut q = [z[0][p], z[1][p], z[2][p], z[3][p], z[4][p], z[5][p]];
+                    rf.track(&mut q, pass);
+                    for i in 0..6 {
+                        z[i][p] = q[i];
+                    }
                 }
             }
         }

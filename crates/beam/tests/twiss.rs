@@ -190,3 +190,91 @@ fn tracked_turns_advance_by_the_twiss_tunes() {
         assert!((q - frac).abs() < 1e-6, "plane {k}: tracked {q}, twiss {frac}");
     }
 }
+
+/// The runs of a program compiled with a reference (one run: the rings here have no watch).
+fn runs_with(lat: &Lattice, r: &warpdrive_beam::beam::Reference) -> Vec<warpdrive_beam::program::RunItem> {
+    use warpdrive_beam::program::{Program, Step};
+    Program::compile_with(lat, Some(r))
+        .steps
+        .iter()
+        .flat_map(|st| match st {
+            Step::Run(r) => r.clone(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+#[test]
+fn tracked_synchrotron_oscillation_has_the_twiss_tune() {
+    // The DBA ring with its cavity tracked by beam track's CPU runs: a particle started with
+    // δ = 1e-5 oscillates in (s, δ) at the synchrotron tune of twiss. For a linear oscillator
+    // sampled once a turn, δ(n+1) + δ(n−1) = 2 cos(2πQs) δ(n): cos 2πQs by least squares.
+    use warpdrive_beam::beam::{Particles, Reference};
+    use warpdrive_beam::program::run_cpu;
+    let ring = lattice("dba_ring.lte");
+    let reference = Reference::electron(3e9 / 510_998.95);
+    let rf = electron(3e9);
+    let (_, s) = twiss(&ring, None, Some(&rf)).unwrap();
+    let qs = s.synchrotron_tune.unwrap();
+    let items = runs_with(&ring, &reference);
+    let mut p = Particles::with_len(1);
+    p.delta[0] = 1e-5;
+    let turns = 600u32;
+    let mut deltas = vec![p.delta[0]];
+    for pass in 0..turns {
+        run_cpu(&items, &mut p, pass..pass + 1, f64::INFINITY);
+        deltas.push(p.delta[0]);
+    }
+    let (mut num, mut den) = (0.0, 0.0);
+    for n in 1..deltas.len() - 1 {
+        num += deltas[n] * (deltas[n + 1] + deltas[n - 1]);
+        den += 2.0 * deltas[n] * deltas[n];
+    }
+    let tracked = (num / den).acos() / (2.0 * std::f64::consts::PI);
+    assert!((tracked - qs).abs() < 1e-4 * qs, "tracked Qs {tracked}, twiss {qs}");
+    // With FREQ an exact harmonic of the reference's revolution frequency (h = 264 at β0 < 1)
+    // the reference particle stays synchronous: no energy change at PHASE = 180.
+    let f = 264.0 * rf.beta() * C_LIGHT / s.circumference;
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lattices/dba_ring.lte"))
+        .unwrap()
+        .replace("FREQ=499654096.66666669", &format!("FREQ={f:?}"));
+    let items = runs_with(&parse(&text, "dba.lte", None).unwrap(), &reference);
+    let mut r0 = Particles::with_len(1);
+    run_cpu(&items, &mut r0, 0..50, f64::INFINITY);
+    // (Up to rounding: s is summed element by element and loses ~1e-12 m a turn, a timing
+    // error of ~1e-20 s, an RF phase of ~1e-11 rad and δ of ~1e-14 a turn — the absolute path
+    // length coordinate of ELEGANT has the same limit, its CHANGE_T.)
+    assert!(
+        r0.delta[0].abs() < 1e-10 && (r0.s[0] - 50.0 * s.circumference).abs() < 1e-8,
+        "{} {}",
+        r0.delta[0],
+        r0.s[0]
+    );
+}
+
+#[test]
+fn on_crest_linac_cavity_accelerates_the_reference() {
+    // A 10 MeV electron through an on-crest cavity of 5 MV with CHANGE_P0: the reference leaves
+    // with δ = 0 and a particle 10 ps late gains 5 MV · sin(90° + 360° f Δt).
+    use warpdrive_beam::beam::{Particles, Reference};
+    use warpdrive_beam::program::run_cpu;
+    let text = "D: DRIF, L=1\nRF: RFCA, L=0.5, VOLT=5e6, FREQ=2.856e9, PHASE=90, CHANGE_P0=1\nL: LINE=(D, RF, D)\n";
+    let lat = parse(text, "linac.lte", None).unwrap();
+    let m = 510_998.95;
+    let reference = Reference::electron(10e6 / m);
+    let items = runs_with(&lat, &reference);
+    let mut p = Particles::with_len(2);
+    let beta0 = 10e6 / (10e6f64).hypot(m);
+    let dt = 10e-12;
+    p.s[1] = dt * beta0 * C_LIGHT;
+    run_cpu(&items, &mut p, 0..1, f64::INFINITY);
+    assert!(p.delta[0].abs() < 1e-15, "{}", p.delta[0]);
+    let p1 = ((10e6f64).hypot(m) + 5e6).powi(2) - m * m;
+    let gain = 5e6 * (std::f64::consts::FRAC_PI_2 + 2.0 * std::f64::consts::PI * 2.856e9 * dt).sin();
+    let e_late = (p1.sqrt() * (1.0 + p.delta[1])).hypot(m);
+    assert!(
+        (e_late - (10e6f64).hypot(m) - gain).abs() < 1e-3,
+        "{}",
+        e_late - (10e6f64).hypot(m) - gain
+    );
+}

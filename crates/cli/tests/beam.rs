@@ -122,7 +122,7 @@ fn parquet_beam_in_and_losses_flagged() {
 fn bad_lattices_name_file_and_line() {
     let d = scratch("beam", "bad");
     let cases = [
-        ("Q: QUAD, L=0.2, K1=1\nB: SBEN, L=1\nA: LINE=(Q,B)\n", ":2:", "SBEN"),
+        ("Q: QUAD, L=0.2, K1=1\nB: CCBEND, L=1\nA: LINE=(Q,B)\n", ":2:", "CCBEND"),
         ("Q: QUAD, K1=1\nA: LINE=(Q)\n", ":1:", "zero or missing length"),
         ("Q: QUAD, L=0.2, K1=1\nA: LINE=(Q, 2*(Q)\n", ":2:", "line A"),
         ("Q: QUAD, L=0.2, K1=x1\nA: LINE=(Q)\n", ":1:", "parameter K1"),
