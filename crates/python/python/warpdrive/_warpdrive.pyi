@@ -431,6 +431,21 @@ class BeamLattice:
         precise: bool,
         progress: _Progress,
     ) -> _TrackResult: ...
+    def twiss(
+        self,
+        betx: float | None,
+        bety: float | None,
+        alfx: float,
+        alfy: float,
+        dx: float,
+        dpx: float,
+        particle: str | None,
+        p_central: float | None,
+        momentum: float | None,
+        output: _Path | None,
+        force: bool,
+        plot: bool,
+    ) -> tuple[ArrowTable, list[str], list[str], str]: ...
 
 def beam_gaussian(
     particles: int,
