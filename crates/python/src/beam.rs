@@ -400,6 +400,77 @@ impl BeamLattice {
             t.tracking_seconds,
         ))
     }
+
+    /// `warpdrive beam twiss`: the numeric columns of `twiss.parquet`, the element names and
+    /// types, and `summary.json`'s text; `betx`/`bety` (both) make it a line.
+    #[pyo3(signature = (betx, bety, alfx, alfy, dx, dpx, particle, p_central, momentum, output, force, plot))]
+    #[allow(clippy::too_many_arguments)]
+    fn twiss<'py>(
+        &self,
+        py: Python<'py>,
+        betx: Option<f64>,
+        bety: Option<f64>,
+        alfx: f64,
+        alfy: f64,
+        dx: f64,
+        dpx: f64,
+        particle: Option<&str>,
+        p_central: Option<f64>,
+        momentum: Option<f64>,
+        output: Option<PathBuf>,
+        force: bool,
+        plot: bool,
+    ) -> PyResult<TwissResult<'py>> {
+        let initial = match (betx, bety) {
+            (None, None) => None,
+            (Some(betx), Some(bety)) => Some(warpdrive_beam::twiss::Initial {
+                betx,
+                bety,
+                alfx,
+                alfy,
+                dx,
+                dpx,
+            }),
+            _ => return Err(errors::value("give both betx and bety (a line), or neither (a ring)")),
+        };
+        let r = reference(particle, None, None, p_central, momentum)?;
+        let opts = engine::TwissOptions {
+            initial,
+            plot,
+            command: "python: warpdrive.beam.Lattice.twiss".into(),
+        };
+        let line = Arc::clone(&self.line);
+        let optics = py
+            .allow_threads(|| -> Result<_, warpdrive_core::engine::Error> {
+                let out = match &output {
+                    None => None,
+                    Some(dir) => Some(engine::prepare_output(
+                        dir,
+                        force,
+                        &line.path().map(PathBuf::from).into_iter().collect::<Vec<_>>(),
+                    )?),
+                };
+                line.twiss(&r, &opts, out)
+            })
+            .map_err(|e| errors::engine(&e))?;
+        let mut t = warpdrive_core::table::Table::default();
+        let col = |f: fn(&warpdrive_beam::twiss::Row) -> f64| warpdrive_core::table::Column::F64(optics.rows.iter().map(f).collect());
+        t.push("s", col(|r| r.s));
+        t.push("betx", col(|r| r.betx));
+        t.push("bety", col(|r| r.bety));
+        t.push("alfx", col(|r| r.alfx));
+        t.push("alfy", col(|r| r.alfy));
+        t.push("dx", col(|r| r.dx));
+        t.push("dpx", col(|r| r.dpx));
+        t.push("mux", col(|r| r.mux));
+        t.push("muy", col(|r| r.muy));
+        Ok((
+            crate::photon::columns(py, t)?,
+            optics.rows.iter().map(|r| r.name.clone()).collect(),
+            optics.rows.iter().map(|r| r.kind.to_string()).collect(),
+            optics.summary_json(&self.line, &opts.command).to_string(),
+        ))
+    }
 }
 
 /// `warpdrive merge` of beam tracking jobs (`Lattice.track(..., jobs=, job_index=, output=)`):
@@ -417,3 +488,6 @@ pub fn beam_merge(py: Python<'_>, dirs: Vec<PathBuf>, output: PathBuf, force: bo
         .map_err(|e| errors::engine(&e))?;
     Ok((m.particles, m.watch_events, m.watch_files))
 }
+
+/// (numeric columns, element names, element types, summary JSON).
+type TwissResult<'py> = (Bound<'py, crate::arrow_c::ArrowTable>, Vec<String>, Vec<String>, String);

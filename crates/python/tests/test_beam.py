@@ -321,3 +321,35 @@ def test_track_jobs_merge_into_the_unsplit_run(cli, tmp_path):
     sc = beam.Lattice(text=LATTICE, name="sc")
     with pytest.raises(ValueError, match=r"space charge \(LSCDRIFT\) couples the particles"):
         sc.track(p, output=tmp_path / "sc", jobs=2, job_index=0, device="cpu")
+
+RING = os.path.join(os.path.dirname(__file__), "..", "..", "beam", "tests", "lattices", "dba_ring.lte")
+
+
+def test_twiss_is_the_cli_s(tmp_path):
+    """Lattice.twiss() and `warpdrive beam twiss` are one engine call: same table and summary."""
+    lat = beam.Lattice(RING)
+    r = lat.twiss(momentum=3000.0)
+    t = r["table"]
+    assert t.column_names == ["s", "name", "type", "betx", "bety", "alfx", "alfy", "dx", "dpx", "mux", "muy"]
+    assert t.num_rows == lat.n_elements + 1 and t["name"][0].as_py() == "_BEGIN_"
+    out = tmp_path / "tw"
+    cli_bin = _cli()
+    if cli_bin is None:
+        pytest.skip("no warpdrive binary")
+    subprocess.run([cli_bin, "beam", "twiss", RING, "--momentum", "3000", "--no-plot", "-o", str(out)], check=True,
+                   capture_output=True)
+    cli = pq.read_table(out / "twiss.parquet")
+    for c in t.column_names:
+        assert cli[c].to_pylist() == t[c].to_pylist(), c
+    summary = json.loads((out / "summary.json").read_text())
+    for k in ("tunes", "chromaticity", "momentum_compaction", "circumference", "synchrotron_tune", "periodic"):
+        assert summary[k] == r[k], k
+    # A line started from the ring's periodic functions; an unstable ring names its plane.
+    line = lat.twiss(betx=t["betx"][0].as_py(), bety=t["bety"][0].as_py(), alfx=t["alfx"][0].as_py(),
+                     alfy=t["alfy"][0].as_py())
+    assert not line["periodic"] and abs(line["table"]["betx"][-1].as_py() / t["betx"][-1].as_py() - 1) < 1e-9
+    bad = beam.Lattice(text="QF: QUAD, L=0.4, K1=1.6\nQD: QUAD, L=0.4, K1=-0.6\nD: DRIF, L=2\nR: LINE=(QF, D, QD, D)\n")
+    with pytest.raises(ValueError, match="unstable in the vertical"):
+        bad.twiss()
+    with pytest.raises(ValueError, match="betx and bety"):
+        lat.twiss(betx=1.0)

@@ -447,6 +447,21 @@ class BeamLattice:
         jobs: int | None = None,
         job_index: int | None = None,
     ) -> _TrackResult: ...
+    def twiss(
+        self,
+        betx: float | None,
+        bety: float | None,
+        alfx: float,
+        alfy: float,
+        dx: float,
+        dpx: float,
+        particle: str | None,
+        p_central: float | None,
+        momentum: float | None,
+        output: _Path | None,
+        force: bool,
+        plot: bool,
+    ) -> tuple[ArrowTable, list[str], list[str], str]: ...
 
 def beam_merge(dirs: list[_Path], output: _Path, force: bool) -> tuple[int, int, list[str]]: ...
 

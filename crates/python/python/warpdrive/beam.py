@@ -8,6 +8,7 @@ long options with ``-`` replaced by ``_``.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Optional, Sequence, Union
 
@@ -296,6 +297,32 @@ class Lattice:
         finally:
             close()
         return Tracked(result, coords)
+
+    def twiss(self, *, betx: Optional[float] = None, bety: Optional[float] = None, alfx: float = 0.0,
+              alfy: float = 0.0, dx: float = 0.0, dpx: float = 0.0, particle: Optional[str] = None,
+              p_central: Optional[float] = None, momentum: Optional[float] = None,
+              output: Optional[PathLike] = None, force: bool = False, plot: bool = True) -> dict[str, Any]:
+        """Linear optics, as ``warpdrive beam twiss``: the periodic solution of a ring, or a line
+        started from ``betx``, ``bety`` (both), ``alfx``, ``alfy``, ``dx``, ``dpx``.
+
+        Returns ``summary.json``'s content as a dict — ``tunes`` [Qx, Qy], ``chromaticity``
+        [dQx/dδ, dQy/dδ], ``momentum_compaction`` (ring), ``circumference``,
+        ``synchrotron_tune`` (ring with RFCA, else None), ``periodic`` — with ``table``: a
+        ``pyarrow.Table`` of ``twiss.parquet`` (s, name, type, betx, bety, alfx, alfy, dx, dpx,
+        mux, muy at the start and every element end). ``particle`` and ``p_central``/``momentum``
+        give the reference (RF cavities only). An unstable ring raises ``ValueError`` naming the
+        plane. ``output=DIR`` writes the CLI's directory (``twiss.png`` with ``plot=True``).
+        """
+        cols, names, types, summary = self._l.twiss(
+            None if betx is None else float(betx), None if bety is None else float(bety), float(alfx), float(alfy),
+            float(dx), float(dpx), particle, p_central, momentum, None if output is None else os.fspath(output),
+            force, plot)
+        table = _arrow.table(cols, {})
+        table = table.add_column(1, "name", pa.array(names, pa.string()))
+        table = table.add_column(2, "type", pa.array(types, pa.string()))
+        result: dict[str, Any] = json.loads(summary)
+        result["table"] = table
+        return result
 
 
 def merge(dirs: Sequence[PathLike], output: PathLike, force: bool = False) -> dict[str, Any]:
