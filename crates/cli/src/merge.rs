@@ -67,6 +67,11 @@ pub fn merge(a: &MergeArgs, force: bool) -> Result<()> {
             let table = warpdrive_spline::engine::merge_eval(&a.jobs, Some(&a.output), force, &ctl)?;
             println!("merged:         {} spline eval jobs, {} points", a.jobs.len(), table.rows());
         }
+        warpdrive_spline::event_list::JOB_KIND => {
+            let out = warpdrive_spline::engine::prepare_dir(&a.output, force, &a.jobs)?;
+            let n = warpdrive_spline::event_list::merge(&a.jobs, out, &ctl)?;
+            println!("merged:         {} spline unfold jobs, {n} events", a.jobs.len());
+        }
         warpdrive_beam::engine::TRACK_JOB_KIND => {
             let out = warpdrive_beam::engine::prepare_output(&a.output, force, &a.jobs)?;
             let m = warpdrive_beam::engine::merge_tracks(&a.jobs, out, &ctl)?;

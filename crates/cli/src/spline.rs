@@ -146,8 +146,13 @@ pub struct UnfoldArgs {
     #[command(flatten)]
     model: ModelArgs,
     /// Event: Parquet with string, om, time, charge (window in metadata window_start/_end).
+    #[arg(long, required_unless_present = "events", conflicts_with = "events")]
+    event: Option<PathBuf>,
+    /// A list of events, each with its own hypothesis: CSV with the header
+    /// event,kind,x,y,z,zenith,azimuth,t,length (kind cascade or track; docs/spline.md).
+    /// Splittable into batch jobs (--jobs/--job-index).
     #[arg(long)]
-    event: PathBuf,
+    events: Option<PathBuf>,
     /// newton (Poisson likelihood, projected Newton; default), pcg (Poisson likelihood, Millipede's
     /// preconditioned CG: same maximum, many more iterations) or nnls (weighted least squares, biased low at small charges).
     #[arg(long, default_value = "newton")]
@@ -165,9 +170,11 @@ pub struct UnfoldArgs {
     /// Iteration limit of the solver (newton/pcg iterations after the NNLS start).
     #[arg(long, default_value_t = SolveOptions::default().max_iterations as u64)]
     max_iterations: u64,
-    /// Output directory (energies.parquet, summary.json, energies.png).
+    /// Output directory (energies.parquet, summary.json, energies.png; with --events also events.parquet).
     #[arg(long, short, default_value = "unfold-out")]
     output: PathBuf,
+    #[command(flatten)]
+    split: crate::merge::SplitArgs,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -334,10 +341,16 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
         tolerance: a.tolerance,
         max_iterations: a.max_iterations,
     };
+    let Some(event) = &a.event else {
+        return unfold_events(a, &opts, force);
+    };
+    if a.split.split()?.jobs > 1 {
+        anyhow::bail!("--jobs: one event cannot be split; give a list of events (--events) to split it into batch jobs");
+    }
     let mut inputs = opts.model.files.paths();
-    inputs.push(a.event.clone());
+    inputs.push(event.clone());
     let out = engine::prepare_dir(&a.output, force, &inputs)?;
-    let req = Unfold::new(EventInput::File(a.event.clone()), &opts)?;
+    let req = Unfold::new(EventInput::File(event.clone()), &opts)?;
     let bar = Bar::show(&ctl.progress);
     let u = req.run(&ctl)?;
     drop(bar);
@@ -368,5 +381,36 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
         start.elapsed().as_secs_f64(),
         a.output.display()
     );
+    Ok(())
+}
+
+/// `spline unfold --events LIST`: every event of the list (or a batch job's share).
+fn unfold_events(a: &UnfoldArgs, opts: &UnfoldOptions, force: bool) -> Result<()> {
+    let start = Instant::now();
+    let ctl = a.common.control()?;
+    let list = a.events.as_ref().expect("--events");
+    let req = warpdrive_spline::event_list::UnfoldEvents::new(list, opts, a.split.split()?)?;
+    let out = engine::prepare_dir(&a.output, force, &req.inputs())?;
+    let bar = Bar::show(&ctl.progress);
+    let r = req.run(&ctl)?;
+    drop(bar);
+    r.save(out, &command_line())?;
+    println!(
+        "{:>6} {:>8} {:>14} {:>12} {:>10}",
+        "event", "sources", "total [GeV]", "sigma", "converged"
+    );
+    for (k, u) in &r.events {
+        let (t, s) = u.total();
+        println!("{k:>6} {:>8} {t:>14.1} {s:>12.1} {:>10}", u.cols, u.solution.converged);
+    }
+    println!(
+        "{} of {} events unfolded in {:.2} s ({:.2} s in all) -> {}",
+        r.events.len(),
+        req.events(),
+        r.seconds,
+        start.elapsed().as_secs_f64(),
+        a.output.display()
+    );
+    a.split.note();
     Ok(())
 }

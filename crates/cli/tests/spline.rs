@@ -495,3 +495,135 @@ fn fit_writes_the_library_table_whatever_the_threads() {
         .unwrap();
     assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("exists; pass --force"));
 }
+
+/// Millipede over a list of events (each with its own hypothesis): every event unfolded as
+/// `--event` unfolds it alone, and batch jobs over the list merged by `warpdrive merge` into
+/// the unsplit run's files (issue #33).
+#[test]
+fn event_lists_unfold_each_event_and_split_into_jobs() {
+    let Some(data) = data() else { return };
+    let dir = scratch("spline", "events");
+    let geo = data.join("geometry/icecube_geo-f2k");
+    let hyps = [
+        ("cascade", "30,-20,-100,0.8,1.5,0", "", "3000"),
+        ("cascade", "-60,40,-250,70,20,0", "", "800"),
+        ("track", "-300,0,-150,90,180,0", "600", "500"),
+    ];
+    let mut list = String::from("event,kind,x,y,z,zenith,azimuth,t,length\n");
+    for (k, (kind, at, length, energy)) in hyps.iter().enumerate() {
+        let event = dir.join(format!("e{k}.parquet"));
+        let hyp = if length.is_empty() {
+            at.to_string()
+        } else {
+            format!("{at},{length}")
+        };
+        let mut c = bin();
+        c.env("WARPDRIVE_DATA", &data).args([
+            "spline",
+            "simulate",
+            &format!("--{kind}"),
+            &hyp,
+            "--spacing",
+            "100",
+            "--energy",
+            energy,
+            "--seed",
+        ]);
+        run_ok(c.arg((k + 3).to_string()).arg("--geometry").arg(&geo).arg("-o").arg(&event));
+        list += &format!("e{k}.parquet,{kind},{at},{length}\n");
+    }
+    let lst = dir.join("events.csv");
+    std::fs::write(&lst, list).unwrap();
+    let whole = dir.join("whole");
+    run_ok(
+        unfold_cpu(&data)
+            .args(["--spacing", "100", "--geometry"])
+            .arg(&geo)
+            .arg("--events")
+            .arg(&lst)
+            .arg("-o")
+            .arg(&whole),
+    );
+    let energies = read_parquet(&whole.join("energies.parquet")).unwrap();
+    let ev = energies.column("event").unwrap().to_f64();
+    // Each event as its own `--event` run gives the same energies.
+    for (k, (kind, at, length, _)) in hyps.iter().enumerate() {
+        let one = dir.join(format!("one{k}"));
+        let hyp = if length.is_empty() {
+            at.to_string()
+        } else {
+            format!("{at},{length}")
+        };
+        run_ok(
+            unfold_cpu(&data)
+                .args(["--spacing", "100", &format!("--{kind}"), &hyp, "--geometry"])
+                .arg(&geo)
+                .arg("--event")
+                .arg(dir.join(format!("e{k}.parquet")))
+                .arg("-o")
+                .arg(&one),
+        );
+        let alone = read_parquet(&one.join("energies.parquet"))
+            .unwrap()
+            .column("energy")
+            .unwrap()
+            .to_f64();
+        let listed: Vec<f64> = energies
+            .column("energy")
+            .unwrap()
+            .to_f64()
+            .iter()
+            .zip(&ev)
+            .filter(|(_, &e)| e == k as f64)
+            .map(|(x, _)| *x)
+            .collect();
+        assert_eq!(alone, listed, "event {k}");
+    }
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(whole.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["events"], 3);
+    // Two jobs, merged: the unsplit run's data files.
+    let jobs: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let j = dir.join(format!("job{i}"));
+            run_ok(
+                unfold_cpu(&data)
+                    .args(["--spacing", "100", "--jobs", "2", "--job-index", &i.to_string(), "--geometry"])
+                    .arg(&geo)
+                    .arg("--events")
+                    .arg(&lst)
+                    .arg("-o")
+                    .arg(&j),
+            );
+            j
+        })
+        .collect();
+    let merged = dir.join("merged");
+    run_ok(bin().arg("merge").arg("-o").arg(&merged).args(jobs.iter().rev()));
+    for f in ["energies.parquet", "events.parquet", "summary.json"] {
+        assert!(
+            std::fs::read(whole.join(f)).unwrap() == std::fs::read(merged.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // A job missing is named; one event is not split.
+    let o = bin()
+        .arg("merge")
+        .arg("-o")
+        .arg(dir.join("partial"))
+        .arg(&jobs[0])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("lack job 1 of 2"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = unfold_cpu(&data)
+        .args(["--cascade", hyps[0].1, "--jobs", "2", "--event"])
+        .arg(dir.join("e0.parquet"))
+        .arg("-o")
+        .arg(dir.join("x"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("one event cannot be split"));
+}

@@ -52,6 +52,8 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sky::sky_merge_injection, m)?)?;
     m.add_function(wrap_pyfunction!(spline::spline_fit, m)?)?;
     m.add_function(wrap_pyfunction!(spline::spline_unfold, m)?)?;
+    m.add_function(wrap_pyfunction!(spline::spline_unfold_events, m)?)?;
+    m.add_function(wrap_pyfunction!(spline::spline_merge_events, m)?)?;
     m.add_class::<spline::UnfoldRun>()?;
     m.add_function(wrap_pyfunction!(spline::spline_simulate, m)?)?;
     m.add_class::<spline::SimulatedEvent>()?;

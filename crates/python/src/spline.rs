@@ -516,3 +516,69 @@ pub fn spline_fit(
         path: None,
     })
 }
+
+/// `warpdrive spline unfold --events LIST -o OUTPUT` (or a batch job's share, `jobs`/`job_index`):
+/// the output directory written and committed by the engine; returns how many events this run
+/// unfolded.
+#[pyfunction]
+#[pyo3(signature = (list, output, force, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, solver, regularization, photons_per_bin, tolerance, max_iterations, device, threads, precise, progress, jobs, job_index))]
+#[allow(clippy::too_many_arguments)]
+pub fn spline_unfold_events(
+    py: Python<'_>,
+    list: PathBuf,
+    output: PathBuf,
+    force: bool,
+    spacing: f64,
+    amplitude: Option<PathBuf>,
+    timing: Option<PathBuf>,
+    amplitude_only: bool,
+    geometry: Option<PathBuf>,
+    noise_rate: f64,
+    solver: &str,
+    regularization: f64,
+    photons_per_bin: f64,
+    tolerance: f64,
+    max_iterations: Count,
+    device: &str,
+    threads: Option<Count>,
+    precise: bool,
+    progress: Option<&Bound<'_, PyAny>>,
+    jobs: Count,
+    job_index: Count,
+) -> PyResult<usize> {
+    use warpdrive_spline::event_list::UnfoldEvents;
+    let opts = UnfoldOptions {
+        model: model(None, None, spacing, amplitude, timing, amplitude_only, geometry, noise_rate),
+        solver: engine::parse_solver(solver).map_err(|e| errors::param(&e))?,
+        regularization,
+        photons_per_bin,
+        tolerance,
+        max_iterations: errors::count("max_iterations", max_iterations)?,
+    };
+    let split = warpdrive_core::jobs::Share::new(errors::count("jobs", jobs)?, errors::count("job_index", job_index)?)
+        .map_err(|e| errors::param(&e))?;
+    let (ctl, notes) = crate::run::control(device, threads, precise)?;
+    let req = py
+        .allow_threads(|| UnfoldEvents::new(&list, &opts, split))
+        .map_err(|e| errors::engine(&e))?;
+    let out = py
+        .allow_threads(|| engine::prepare_dir(&output, force, &req.inputs()))
+        .map_err(|e| errors::engine(&e))?;
+    let r = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+    let n = r.events.len();
+    py.allow_threads(|| r.save(out, "python: warpdrive.spline.unfold_events"))
+        .map_err(|e| errors::engine(&e))?;
+    Ok(n)
+}
+
+/// `warpdrive merge` of `spline unfold --events` jobs into `output`; returns the events merged.
+#[pyfunction]
+#[pyo3(signature = (dirs, output, force))]
+pub fn spline_merge_events(py: Python<'_>, dirs: Vec<PathBuf>, output: PathBuf, force: bool) -> PyResult<usize> {
+    let ctl = crate::run::control("cpu", None, false)?.0;
+    py.allow_threads(|| {
+        let out = engine::prepare_dir(&output, force, &dirs)?;
+        warpdrive_spline::event_list::merge(&dirs, out, &ctl)
+    })
+    .map_err(|e| errors::engine(&e))
+}

@@ -306,3 +306,26 @@ def test_fit_bad_inputs():
         spline.fit(z.T, w, centers, knots, order=2, smooth=1.0)
     with pytest.raises(ValueError, match="order 6 of axis 0 is above 5"):
         spline.fit(z, w, centers, knots, order=6, smooth=1.0)
+
+
+def test_unfold_events_jobs_merge_into_the_cli_run(cli, data, tmp_path):
+    """A list of events (each its own hypothesis): Python's run equals the CLI's, and two batch
+    jobs merged in Python equal the unsplit run (issue #33)."""
+    rows = []
+    for k, (cascade, energy) in enumerate([((30, -20, -100, 0.8, 1.5, 0), 3000), ((-60, 40, -250, 70, 20, 0), 900)]):
+        spline.simulate(energy, cascade=cascade, seed=k + 5).to_parquet(tmp_path / f"e{k}.parquet")
+        rows.append(f"e{k}.parquet,cascade," + ",".join(str(x) for x in cascade) + ",")
+    lst = tmp_path / "events.csv"
+    lst.write_text("event,kind,x,y,z,zenith,azimuth,t,length\n" + "\n".join(rows) + "\n")
+    assert spline.unfold_events(lst, tmp_path / "py", device="cpu") == 2
+    cli("spline", "unfold", "--device", "cpu", "--events", lst, "-o", tmp_path / "cli")
+    for f in ("energies.parquet", "events.parquet", "summary.json"):
+        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    jobs = [tmp_path / f"job{i}" for i in range(2)]
+    for i, j in enumerate(jobs):
+        assert spline.unfold_events(lst, j, device="cpu", jobs=2, job_index=i) == 1
+    assert spline.merge_events(jobs[::-1], tmp_path / "merged") == 2
+    for f in ("energies.parquet", "events.parquet", "summary.json"):
+        assert (tmp_path / "merged" / f).read_bytes() == (tmp_path / "py" / f).read_bytes(), f
+    with pytest.raises(ValueError, match="lack job 1 of 2"):
+        spline.merge_events(jobs[:1], tmp_path / "partial")

@@ -494,16 +494,17 @@ impl Default for ModelOptions {
 
 /// The model read and checked, the hypothesis and its sources.
 #[derive(Clone, Debug)]
-struct Setup {
-    model: Model,
-    geo: Geometry,
+pub(crate) struct Setup {
+    /// Shared by every event of a run of many ([`UnfoldEvents`]).
+    model: std::sync::Arc<Model>,
+    geo: std::sync::Arc<Geometry>,
     hypothesis: Hypothesis,
     sources: Vec<Source>,
-    inputs: Vec<PathBuf>,
+    pub(crate) inputs: Vec<PathBuf>,
 }
 
 impl Setup {
-    fn new(o: &ModelOptions) -> Result<Self> {
+    pub(crate) fn new(o: &ModelOptions) -> Result<Self> {
         if !(o.noise_rate >= 0.0 && o.noise_rate.is_finite()) {
             return Err(ParamError::new("noise_rate", format!("{} Hz must be finite and ≥ 0", o.noise_rate)).into());
         }
@@ -511,11 +512,22 @@ impl Setup {
         let (model, geo, inputs) = load(&o.files)?;
         Ok(Self {
             sources: hypothesis.sources(),
-            model,
-            geo,
+            model: std::sync::Arc::new(model),
+            geo: std::sync::Arc::new(geo),
             hypothesis,
             inputs,
         })
+    }
+
+    /// The same model and geometry with another hypothesis.
+    pub(crate) fn with(&self, hypothesis: Hypothesis) -> Self {
+        Self {
+            sources: hypothesis.sources(),
+            model: std::sync::Arc::clone(&self.model),
+            geo: std::sync::Arc::clone(&self.geo),
+            hypothesis,
+            inputs: self.inputs.clone(),
+        }
     }
 
     /// The model and hypothesis options of a command line.
@@ -763,7 +775,7 @@ pub fn parse_solver(s: &str) -> Result<Solver, ParamError> {
     s.parse().map_err(|m: String| ParamError::new("solver", format!(": {m}")))
 }
 
-fn solver_name(s: Solver) -> &'static str {
+pub(crate) fn solver_name(s: Solver) -> &'static str {
     match s {
         Solver::Newton => "newton",
         Solver::Pcg => "pcg",
@@ -789,6 +801,27 @@ pub struct Unfold {
     command: String,
 }
 
+/// The unfolding options' own checks (before any file is read).
+pub(crate) fn check_unfold_options(o: &UnfoldOptions) -> Result<()> {
+    if !(o.regularization >= 0.0 && o.regularization.is_finite()) {
+        return Err(ParamError::new("regularization", format!("{}: must be finite and ≥ 0", o.regularization)).into());
+    }
+    if !(o.tolerance > 0.0 && o.tolerance.is_finite()) {
+        return Err(ParamError::new("tolerance", format!("{}: must be finite and > 0", o.tolerance)).into());
+    }
+    if o.max_iterations == 0 || o.max_iterations > MAX_ITERATIONS {
+        return Err(ParamError::new("max_iterations", format!("{}: must be 1 to {MAX_ITERATIONS}", o.max_iterations)).into());
+    }
+    if !o.photons_per_bin.is_finite() {
+        return Err(ParamError::new(
+            "photons_per_bin",
+            format!("{}: must be finite (≤ 0: one bin per DOM)", o.photons_per_bin),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Bytes a segment costs in an unfolding of `rows` data rows and `cols` segments: its column
 /// of the dense Λ and of the compressed copy (≤ 20 bytes a row), and its share of the
 /// segment × segment matrices — one Gram partial per 1 024 rows (summed in a fixed order) and
@@ -801,23 +834,13 @@ fn bytes_per_segment(rows: usize, cols: usize) -> u64 {
 impl Unfold {
     /// Read the model and the event, check every option, bin the event and budget the solve.
     pub fn new(event: EventInput, o: &UnfoldOptions) -> Result<Self> {
-        if !(o.regularization >= 0.0 && o.regularization.is_finite()) {
-            return Err(ParamError::new("regularization", format!("{}: must be finite and ≥ 0", o.regularization)).into());
-        }
-        if !(o.tolerance > 0.0 && o.tolerance.is_finite()) {
-            return Err(ParamError::new("tolerance", format!("{}: must be finite and > 0", o.tolerance)).into());
-        }
-        if o.max_iterations == 0 || o.max_iterations > MAX_ITERATIONS {
-            return Err(ParamError::new("max_iterations", format!("{}: must be 1 to {MAX_ITERATIONS}", o.max_iterations)).into());
-        }
-        if !o.photons_per_bin.is_finite() {
-            return Err(ParamError::new(
-                "photons_per_bin",
-                format!("{}: must be finite (≤ 0: one bin per DOM)", o.photons_per_bin),
-            )
-            .into());
-        }
+        check_unfold_options(o)?;
         let setup = Setup::new(&o.model)?;
+        Self::with_setup(setup, event, o)
+    }
+
+    /// [`Unfold::new`] with the model already read (options checked).
+    pub(crate) fn with_setup(setup: Setup, event: EventInput, o: &UnfoldOptions) -> Result<Self> {
         let (event, label) = match event {
             EventInput::File(path) => (Event::read(&path)?, path),
             EventInput::Pulses {

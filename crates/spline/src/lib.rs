@@ -24,6 +24,7 @@ pub mod bench;
 pub mod engine;
 pub mod eval;
 pub mod evaluator;
+pub mod event_list;
 pub mod files;
 pub mod fit;
 pub mod fits;

@@ -46,6 +46,8 @@ __all__ = [
     "sky_merge_injection",
     "spline_fit",
     "spline_unfold",
+    "spline_unfold_events",
+    "spline_merge_events",
     "UnfoldRun",
     "spline_simulate",
     "SimulatedEvent",
@@ -205,6 +207,29 @@ def spline_unfold(
     precise: bool,
     progress: _Progress,
 ) -> UnfoldRun: ...
+def spline_unfold_events(
+    list: _Path,
+    output: _Path,
+    force: bool,
+    spacing: float,
+    amplitude: _Path | None,
+    timing: _Path | None,
+    amplitude_only: bool,
+    geometry: _Path | None,
+    noise_rate: float,
+    solver: str,
+    regularization: float,
+    photons_per_bin: float,
+    tolerance: float,
+    max_iterations: int,
+    device: str,
+    threads: int | None,
+    precise: bool,
+    progress: _Progress,
+    jobs: int,
+    job_index: int,
+) -> int: ...
+def spline_merge_events(dirs: list[_Path], output: _Path, force: bool) -> int: ...
 
 @final
 class Detector:

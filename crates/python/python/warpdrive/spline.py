@@ -21,7 +21,7 @@ import pyarrow as pa
 from . import _arrow, _pickling, _progress, _warpdrive
 from ._types import Float64Array, PathLike, Progress
 
-__all__ = ["Table", "Event", "Unfolding", "fit", "simulate", "unfold"]
+__all__ = ["Table", "Event", "Unfolding", "fit", "merge_events", "simulate", "unfold", "unfold_events"]
 
 
 def _table_from_fits(data: bytes, path: Optional[str]) -> Table:
@@ -391,6 +391,36 @@ def unfold(event: Union[PathLike, Event, pa.Table, Mapping[str, Any]], cascade: 
     finally:
         close()
     return Unfolding(native)
+
+
+def unfold_events(events: PathLike, output: PathLike, *, spacing: float = 15.0, amplitude: Optional[PathLike] = None,
+                  timing: Optional[PathLike] = None, amplitude_only: bool = False, geometry: Optional[PathLike] = None,
+                  noise_rate: float = 500.0, solver: str = "newton", regularization: float = 0.0,
+                  photons_per_bin: float = 5.0, tolerance: float = 1e-9, max_iterations: int = 20000,
+                  force: bool = False, device: str = "auto", threads: Optional[int] = None, precise: bool = False,
+                  progress: Progress = None, jobs: int = 1, job_index: int = 0) -> int:
+    """Millipede over a list of events, as ``warpdrive spline unfold --events LIST -o OUTPUT``: the
+    list is CSV with the header ``event,kind,x,y,z,zenith,azimuth,t,length`` (each event's Parquet
+    file and its own cascade or track hypothesis; docs/spline.md). Writes ``output``
+    (``energies.parquet``, ``events.parquet``, ``summary.json``, ``run.json``) whole or not at all.
+    ``jobs=N, job_index=I`` unfold batch job I's share of the events; combine the job directories
+    with :func:`merge_events` (or ``warpdrive merge``). Returns the number of events unfolded.
+    """
+    cb, close = _progress.callback(progress, 0, "unfolding")
+    try:
+        return _warpdrive.spline_unfold_events(os.fspath(events), os.fspath(output), force, float(spacing),
+                                               _fspath(amplitude), _fspath(timing), bool(amplitude_only),
+                                               _fspath(geometry), float(noise_rate), solver, float(regularization),
+                                               float(photons_per_bin), float(tolerance), max_iterations, device,
+                                               threads, precise, cb, jobs, job_index)
+    finally:
+        close()
+
+
+def merge_events(dirs: Sequence[PathLike], output: PathLike, force: bool = False) -> int:
+    """Combine the output directories of :func:`unfold_events` jobs into ``output``: the unsplit
+    run's files. Refuses missing, repeated or foreign jobs, naming them. Returns the events merged."""
+    return _warpdrive.spline_merge_events([os.fspath(d) for d in dirs], os.fspath(output), force)
 
 
 def _per_axis(v: Union[float, Sequence[float], npt.ArrayLike], kind: type) -> list[Any]:
