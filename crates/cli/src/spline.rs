@@ -344,9 +344,7 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
     let Some(event) = &a.event else {
         return unfold_events(a, &opts, force);
     };
-    if a.split.split()?.jobs > 1 {
-        anyhow::bail!("--jobs: one event cannot be split; give a list of events (--events) to split it into batch jobs");
-    }
+    warpdrive_spline::event_list::refuse_split_of_one_event(a.split.split()?)?;
     let mut inputs = opts.model.files.paths();
     inputs.push(event.clone());
     let out = engine::prepare_dir(&a.output, force, &inputs)?;

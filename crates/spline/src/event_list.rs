@@ -112,6 +112,21 @@ pub fn read_list(list: &Path, spacing: f64) -> Result<Vec<Entry>, Error> {
     Ok(out)
 }
 
+/// Refuse batch jobs of a single-event unfolding (`--event` with `--jobs N`): only a list of
+/// events is split.
+pub fn refuse_split_of_one_event(split: Share) -> Result<(), ParamError> {
+    if split.is_whole() {
+        return Ok(());
+    }
+    Err(ParamError::new(
+        "jobs",
+        format!(
+            "{}: one event cannot be split; give a list of events ({{events}}) to split it into batch jobs",
+            split.jobs
+        ),
+    ))
+}
+
 /// A validated unfolding of a list of events (or a batch job's share of it).
 #[derive(Debug)]
 pub struct UnfoldEvents {
