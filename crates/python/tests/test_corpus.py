@@ -46,6 +46,9 @@ MIN_SHARE = 0.8
 _CLAP = "a command-line syntax error of clap (exit 2): Python's call syntax has no such text"
 _EVAL = ("spline eval reads its points from a file and writes a file; Python's Table.eval takes an array of "
          "points (read with pyarrow or NumPy) and returns the values: no points file, no output file")
+_FIT = ("spline fit reads a histogram file (Parquet, CSV or .npz) and writes a FITS file; Python's spline.fit takes "
+        "arrays (z, w, centers, knots) and returns a Table: no histogram file, no knots syntax, no output file "
+        "(its own refusals are tested in test_spline.py)")
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
 _SUBMIT = ("submit writes batch files for the CLI; Python's equivalent is warpdrive.distributed (its refusals: "
            "test_distributed.py)")
@@ -99,6 +102,20 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     # ("x") that the CLI never reads.
     ("spline", "unfold output is the event"): "the output is written after the unfold in Python "
                                               "(Unfolding.to_dir), and the case's event file is not an event",
+    ("spline", "fit: a negative weight"): _FIT,
+    ("spline", "fit: a NaN value"): _FIT,
+    ("spline", "fit: knots that do not cover the data"): _FIT,
+    ("spline", "fit: order above 5"): _FIT,
+    ("spline", "fit: a knot span without data and without smoothing (singular)"): _FIT,
+    ("spline", "fit: penalty order above the degree"): _FIT,
+    ("spline", "fit: negative smoothing"): _FIT,
+    ("spline", "fit: knots for fewer axes than the histogram has"): _FIT,
+    ("spline", "fit: a malformed knots option"): _FIT,
+    ("spline", "fit: monodim is refused, not ignored"): _FIT,
+    ("spline", "fit: no weight column"): _FIT,
+    ("spline", "fit: a bin given twice"): _FIT,
+    ("spline", "fit: a truncated .npz"): _FIT,
+    ("spline", "fit -o HIST"): _FIT,
 }
 
 #: (file, case name) → (class, message) where Python's own text is the right one (each says why).
@@ -152,7 +169,7 @@ CASES = corpus()
 #: Subcommand paths, longest first.
 COMMANDS = [("sky", "autocorr"), ("sky", "inject"), ("em", "testem3"), ("em", "calorimeter"), ("spline", "info"),
             ("spline", "eval"),
-            ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("photon",), ("ppc",), ("em",),
+            ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("beam", "twiss"), ("photon",), ("ppc",), ("em",),
             ("merge",)]
 
 
@@ -348,6 +365,17 @@ def spline_unfold_call(o: Options) -> Callable[[], Any]:
     return lambda: spline.unfold(event, **kw).to_dir(out, force=force, plot=True)
 
 
+def twiss_call(o: Options) -> Callable[[], Any]:
+    (lattice,) = o.positional
+    line = o.take("line")
+    kw = dict(betx=o.take("betx", float), bety=o.take("bety", float), alfx=o.take("alfx", float, 0.0),
+              alfy=o.take("alfy", float, 0.0), dx=o.take("dx", float, 0.0), dpx=o.take("dpx", float, 0.0),
+              particle=o.take("particle"), p_central=o.take("p-central", float), momentum=o.take("momentum", float),
+              output=o.take("output", default="twiss-out"), force=o.take("force", default=False),
+              plot=not o.take("no-plot"))
+    return lambda: beam.Lattice(lattice, line).twiss(**kw)
+
+
 def beam_call(o: Options) -> Callable[[], Any]:
     (lattice,) = o.positional
     line = o.take("line")
@@ -391,6 +419,7 @@ TRANSLATIONS: dict[tuple[str, ...], Callable[[Options, Case], Callable[[], Any]]
     ("spline", "simulate"): lambda o, case: spline_simulate_call(o),
     ("spline", "unfold"): lambda o, case: spline_unfold_call(o),
     ("beam", "track"): lambda o, case: beam_call(o),
+    ("beam", "twiss"): lambda o, case: twiss_call(o),
 }
 
 
