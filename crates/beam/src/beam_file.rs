@@ -12,7 +12,7 @@
 use crate::beam::{beta_of, Particles, Reference, C_LIGHT};
 use std::path::{Path, PathBuf};
 use warpdrive_core::error::InputError;
-use warpdrive_core::table::{read_parquet_or_text, Column, ParquetFile, ParquetOrText};
+use warpdrive_core::table::{Column, ParquetFile, ParquetOrText};
 
 /// Path length [m] or arrival time [s] of each particle.
 #[derive(Clone, Debug, PartialEq)]
@@ -186,14 +186,46 @@ impl Coordinates {
 /// The names a beam file's columns are looked up by.
 const WANTED: [&str; 8] = ["x", "xp", "y", "yp", "s", "t", "delta", "p"];
 
-/// Read a beam file (Parquet or CSV, sniffed) into unchecked coordinates.
+/// The columns of an SDDS particle file's first page (ELEGANT's x, xp, y, yp, t, p, or any of
+/// [`WANTED`]); a text column under a wanted name is an error naming it.
+fn sdds_columns(path: &Path, bytes: &[u8]) -> Result<(Vec<String>, Vec<Option<Vec<f64>>>), InputError> {
+    let (_, page) = crate::sdds::read_first_page(path, bytes)?;
+    let found = page.columns.iter().map(|c| c.name.clone()).collect();
+    let mut columns = Vec::with_capacity(WANTED.len());
+    for w in WANTED {
+        columns.push(match page.column(w) {
+            None => None,
+            Some(c) => Some(c.data.to_f64().ok_or_else(|| {
+                InputError::file(path, format!("column '{w}' holds text; coordinates must be numbers")).field(w)
+            })?),
+        });
+    }
+    Ok((found, columns))
+}
+
+/// Read a beam file (Parquet, SDDS binary or ASCII, or CSV; sniffed from the first bytes) into
+/// unchecked coordinates.
 pub fn read(path: &Path) -> Result<Coordinates, InputError> {
-    let (found, columns, origin) = match read_parquet_or_text(path)? {
-        ParquetOrText::Parquet(file) => {
+    use warpdrive_core::input::{budget, read_sniffed, Format};
+    // One read of the input (a FIFO is never read twice): Parquet and SDDS as bytes, else text.
+    let (bytes, format) = read_sniffed(path, 4, budget(), |head| {
+        Ok(if head == b"PAR1" || head == b"SDDS" { Format::Binary } else { Format::Text })
+    })?;
+    let parsed = if bytes.starts_with(b"SDDS") {
+        let (found, columns) = sdds_columns(path, &bytes)?;
+        Err((found, columns))
+    } else if format == Format::Binary {
+        Ok(ParquetOrText::Parquet(ParquetFile::from_bytes(path, bytes)?))
+    } else {
+        Ok(ParquetOrText::Text(warpdrive_core::input::text_from_bytes(path, bytes)?))
+    };
+    let (found, columns, origin) = match parsed {
+        Err((found, columns)) => (found, columns, Origin::Parquet(path.to_path_buf())),
+        Ok(ParquetOrText::Parquet(file)) => {
             let (found, columns) = parquet_columns(path, &file)?;
             (found, columns, Origin::Parquet(path.to_path_buf()))
         }
-        ParquetOrText::Text(text) => {
+        Ok(ParquetOrText::Text(text)) => {
             let (found, columns, lines) = csv_columns(path, &text)?;
             (
                 found,

@@ -258,8 +258,9 @@ pub const MAX_PARTICLES: u64 = u32::MAX as u64;
 
 /// Host memory per particle while a run lives [bytes]: the bunch, the back end's copy, a
 /// watch snapshot with its moments index and record table, the LSC kick's times and bin keys,
-/// the final copy and its table (6×8 + 2×4 bytes per copy of the particles, 10×8 per table).
-pub const RUN_BYTES_PER_PARTICLE: u64 = 448;
+/// the final copy and its table (6×8 + 2×4 bytes per copy of the particles, 10×8 per table),
+/// the lost-particle table (12×8).
+pub const RUN_BYTES_PER_PARTICLE: u64 = 448 + crate::losses::LOST_TABLE_BYTES;
 
 /// Ranges of the Gaussian beam's options: finite, and far enough from overflow that
 /// √(εβ) and the drawn δ stay meaningful (|δ| ≤ 1 is needed for p > 0).
@@ -472,6 +473,8 @@ pub struct TrackOptions {
     pub output: bool,
     /// Draw `sizes.png` in the output directory.
     pub plot: bool,
+    /// Also write `final.sdds` and `lost.sdds` (SDDS, as ELEGANT's outputs) in the output directory.
+    pub sdds: bool,
     /// How the run was asked for (`run.json`).
     pub command: String,
     /// The batch job this run is (`--jobs N --job-index I`): its share of the bunch's blocks of
@@ -494,6 +497,7 @@ impl Default for TrackOptions {
             watch_particles: None,
             output: true,
             plot: true,
+            sdds: false,
             command: String::new(),
             split: Share::WHOLE,
         }
@@ -541,6 +545,7 @@ pub struct Track {
     watch: WatchOptions,
     cost: WatchCost,
     plot: bool,
+    sdds: bool,
     command: String,
     notes: Vec<String>,
     split: Share,
@@ -560,6 +565,16 @@ impl Track {
             return Err(ParamError::new("passes", "must be at least 1").into());
         }
         let passes = pass_number("passes", o.passes)?;
+        if o.sdds && !o.split.is_whole() {
+            return Err(ParamError::new(
+                "sdds",
+                "SDDS files are not written by batch jobs (warpdrive merge combines the Parquet files); run unsplit for SDDS",
+            )
+            .into());
+        }
+        if o.sdds && !o.output {
+            return Err(ParamError::new("sdds", "needs an output directory ({output})").into());
+        }
         let aperture = match o.aperture {
             None => f64::INFINITY,
             Some(a) if a.is_finite() && a > 0.0 => a,
@@ -674,6 +689,7 @@ impl Track {
             watch,
             cost,
             plot: o.plot,
+            sdds: o.sdds,
             command: o.command.clone(),
             notes,
             split: o.split,
@@ -825,10 +841,30 @@ impl Track {
             )
             .into());
         }
+        let gpu = self.device_with_notes(ctl)?;
+        let dir = out.as_ref().map(|o| o.path().to_path_buf());
+        let tracked = self.track_into(ctl, gpu, dir.as_deref())?;
+        if let Some(out) = out {
+            ctl.check()?;
+            out.commit()?;
+        }
+        Ok(tracked)
+    }
+
+    /// [`Track::run`] writing its files into `dir`, a directory staged by the caller, which
+    /// commits it (`beam run`: the run file's other outputs go into the same directory).
+    pub fn run_in(&self, ctl: &Control, dir: &Path) -> Result<Tracked> {
+        let gpu = self.device_with_notes(ctl)?;
+        self.track_into(ctl, gpu, Some(dir))
+    }
+
+    /// The run's notes, then the device: the first GPU or the CPU; lines with RF cavities on
+    /// the CPU (an explicit GPU is an error).
+    fn device_with_notes(&self, ctl: &Control) -> Result<Option<usize>> {
         for n in &self.notes {
             ctl.note(n);
         }
-        let mut gpu = self.device(ctl)?;
+        let gpu = self.device(ctl)?;
         if gpu.is_some() && self.rf_program.is_some() {
             if ctl.device != Device::Auto {
                 return Err(ParamError::new(
@@ -838,15 +874,16 @@ impl Track {
                 .into());
             }
             ctl.note("device: cpu (RF cavities are tracked on the CPU only)");
-            gpu = None;
+            return Ok(None);
         }
+        Ok(gpu)
+    }
+
+    fn track_into(&self, ctl: &Control, gpu: Option<usize>, dir: Option<&Path>) -> Result<Tracked> {
         let stamp = self.job_stamp(gpu.is_some(), ctl.precise)?;
-        let dir = out.as_ref().map(|o| o.path().to_path_buf());
-        let tracked = ctl.install(|| self.track(ctl, gpu, dir.as_deref(), stamp.as_ref()))??;
-        if let Some(out) = out {
-            self.save(&tracked, out.path())?;
-            ctl.check()?;
-            out.commit()?;
+        let tracked = ctl.install(|| self.track(ctl, gpu, dir, stamp.as_ref()))??;
+        if let Some(dir) = dir {
+            self.save(&tracked, dir)?;
         }
         Ok(tracked)
     }
@@ -902,6 +939,7 @@ impl Track {
             .for_each(|&l| *lost.entry(l).or_default() += 1);
         Ok(Tracked {
             lost_by_element: lost.into_iter().map(|(e, c)| (program.names[e as usize - 1].clone(), c)).collect(),
+            lost_by_pass: crate::losses::by_pass(&particles),
             particles,
             reference,
             species: self.bunch.species.clone(),
@@ -944,6 +982,21 @@ impl Track {
         t.final_table()
             .write_parquet(&dir.join("final.parquet"))
             .map_err(|e| fail(e.to_string()))?;
+        let program = self.rf_program.as_ref().unwrap_or(&self.line.program);
+        let mut lost = crate::losses::lost_table(&t.particles, &t.reference, program, self.rows.start);
+        lost.metadata.clone_from(&t.metadata);
+        lost.write_parquet(&dir.join("lost.parquet")).map_err(|e| fail(e.to_string()))?;
+        if self.sdds {
+            // The bunch charge at the end: the last CHARGE element's, else the option's.
+            let charge = program.steps.iter().fold(self.charge, |c, s| match s {
+                Step::Charge { total } => *total,
+                _ => c,
+            });
+            let fin = crate::sdds_out::final_file(&t.particles, &t.reference, self.rows.start, self.passes, charge);
+            crate::sdds::write(&dir.join("final.sdds"), &fin).map_err(fail)?;
+            let lost = crate::sdds_out::lost_file(&t.particles, &t.reference, program, self.rows.start);
+            crate::sdds::write(&dir.join("lost.sdds"), &lost).map_err(fail)?;
+        }
         if self.watch.mode != WatchMode::Off {
             let mut m = watch::moments_table(&t.moments);
             if !t.job_metadata.is_empty() {
@@ -984,6 +1037,11 @@ impl Track {
             "threads": t.threads,
             "tracking_seconds": t.tracking_seconds,
             "plot": plotted,
+            "losses": {
+                "lost": t.lost(),
+                "by_pass": t.lost_by_pass.iter().map(|(p, c)| serde_json::json!({"pass": p, "lost": c})).collect::<Vec<_>>(),
+                "by_element": t.lost_by_element.iter().map(|(e, c)| serde_json::json!({"element": e, "lost": c})).collect::<Vec<_>>(),
+            },
         });
         let text = serde_json::to_string_pretty(&run).unwrap_or_default() + "\n";
         std::fs::write(dir.join("run.json"), text).map_err(|e| fail(format!("writing run.json: {e}")))?;
@@ -1197,6 +1255,8 @@ pub struct Tracked {
     pub lsc: Vec<LscStats>,
     /// (element name, particles lost there), in line order.
     pub lost_by_element: Vec<(String, usize)>,
+    /// (pass, particles lost in it), in pass order; passes without losses left out.
+    pub lost_by_pass: Vec<(u32, usize)>,
     /// Where it ran (`cpu (2 threads)`, `cuda:0 (NVIDIA H100 …)`).
     pub device: String,
     pub threads: usize,
@@ -1546,6 +1606,8 @@ pub struct TwissOptions {
     pub initial: Option<crate::twiss::Initial>,
     /// Draw `twiss.png` (β and η along s).
     pub plot: bool,
+    /// Also write `twiss.sdds` (ELEGANT's twiss_output columns and parameters).
+    pub sdds: bool,
     /// The command line, for `summary.json`.
     pub command: String,
 }
@@ -1627,6 +1689,10 @@ impl Line {
                 ("p_central".into(), reference.p_central.to_string()),
             ];
             crate::twiss::write_table(&dir.join("twiss.parquet"), &optics.rows, &metadata).map_err(fail)?;
+            if o.sdds {
+                let f = crate::sdds_out::twiss_file(&optics.rows, &optics.summary, &reference);
+                crate::sdds::write(&dir.join("twiss.sdds"), &f).map_err(fail)?;
+            }
             if o.plot && optics.rows.len() <= MAX_PLOTTED_ELEMENTS {
                 crate::twiss::plot(&dir.join("twiss.png"), &format!("Optics of {}", self.lattice.line), &optics.rows)
                     .map_err(|e| fail(e.to_string()))?;

@@ -132,6 +132,9 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
                         format!("exact_drift(z0, z1, z2, z3, z4, {c});")
                     }
                     RunItem::Rf { .. } => unreachable!("refused above"),
+                    RunItem::Check { aperture, element } => {
+                        format!("if (!{}) {{ lost = {}; lpass = pass; goto done; }}", aperture.cuda_inside(), element + 1)
+                    }
                 };
                 format!("{call} CHECK({});", it.element() + 1)
             })

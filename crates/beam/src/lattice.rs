@@ -7,6 +7,7 @@
 //! Every error names the file and line, and the element and parameter where there is one.
 //! Parameters this subset does not implement are errors, never silently ignored.
 
+use crate::aperture::{Aperture, Shape};
 use crate::map::Element;
 use std::collections::HashMap;
 use std::fmt;
@@ -114,6 +115,10 @@ pub enum Kind {
     },
     /// RFCA: an RF cavity (its kick needs the reference momentum, so it is no map element).
     Rf(crate::elements::rf::Cavity),
+    /// MAXAMP: the aperture of this and every following element until the next MAXAMP.
+    MaxAmp(Aperture),
+    /// RCOL, ECOL: an exact drift of length `l` whose opening is checked at entrance and exit.
+    Collimator { l: f64, aperture: Aperture },
 }
 
 /// One element of the expanded line.
@@ -131,6 +136,7 @@ impl Placed {
             Kind::ExactDrift { l } => *l,
             Kind::Lsc(p) => p.l,
             Kind::Rf(c) => c.l,
+            Kind::Collimator { l, .. } => *l,
             _ => 0.0,
         }
     }
@@ -154,6 +160,11 @@ impl Placed {
             Kind::Lsc(_) => "LSCDRIFT",
             Kind::Charge { .. } => "CHARGE",
             Kind::Rf(_) => "RFCA",
+            Kind::MaxAmp(_) => "MAXAMP",
+            Kind::Collimator { aperture, .. } => match aperture.shape {
+                Shape::Rectangular => "RCOL",
+                Shape::Elliptical { .. } => "ECOL",
+            },
         }
     }
 }
@@ -217,7 +228,12 @@ struct LineDef {
 }
 
 /// Element types of the subset: accepted spellings → canonical name.
-const TYPES: [(&str, &str); 29] = [
+const TYPES: [(&str, &str); 34] = [
+    ("MAXAMP", "MAXAMP"),
+    ("RCOL", "RCOL"),
+    ("RCOLLIMATOR", "RCOL"),
+    ("ECOL", "ECOL"),
+    ("ECOLLIMATOR", "ECOL"),
     ("DRIF", "DRIF"),
     ("DRIFT", "DRIF"),
     ("EDRIFT", "EDRIFT"),
@@ -281,6 +297,9 @@ fn allowed(kind: &str) -> &'static [&'static str] {
         "KICKER" => &["L", "HKICK", "VKICK", "TILT"],
         "SOLE" => &["L", "KS"],
         "RFCA" => &["L", "VOLT", "FREQ", "PHASE", "CHANGE_P0"],
+        "MAXAMP" => &["X_MAX", "Y_MAX", "ELLIPTICAL", "EXPONENT", "YEXPONENT"],
+        "RCOL" => &["L", "X_MAX", "Y_MAX", "DX", "DY"],
+        "ECOL" => &["L", "X_MAX", "Y_MAX", "DX", "DY", "EXPONENT", "YEXPONENT"],
         _ => &[],
     }
 }
@@ -432,7 +451,7 @@ pub fn parse(text: &str, file: &str, use_line: Option<&str>) -> Result<Lattice, 
             return Err(err(
                 ln,
                 format!(
-                    "element {name}: type '{}' is not supported (supported: DRIF, EDRIFT, QUAD, SEXT, MARK, WATCH, LSCDRIFT, CHARGE, SBEN, CSBEND, RBEN, KQUAD, KSEXT, KOCT, MULT, HKICK, VKICK, KICKER, SOLE, RFCA, LINE)",
+                    "element {name}: type '{}' is not supported (supported: DRIF, EDRIFT, QUAD, SEXT, MARK, WATCH, LSCDRIFT, CHARGE, SBEN, CSBEND, RBEN, KQUAD, KSEXT, KOCT, MULT, HKICK, VKICK, KICKER, SOLE, RFCA, MAXAMP, RCOL, ECOL, LINE)",
                     fields[0]
                 ),
             ));
@@ -983,6 +1002,60 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
                 phase: num("PHASE", 0.0)?,
                 change_p0: change == 1.0,
             })
+        }
+        "MAXAMP" | "RCOL" | "ECOL" => {
+            let half = |p: &str| -> Result<f64, LatticeError> {
+                let v = num(p, 0.0)?;
+                if v < 0.0 {
+                    return Err(err(format!("parameter {p} = {v}: a half-aperture must not be negative (0: unlimited)")));
+                }
+                Ok(v)
+            };
+            let (x_max, y_max) = (half("X_MAX")?, half("Y_MAX")?);
+            let exponent = |p: &str, default: f64| -> Result<u32, LatticeError> {
+                let e = num(p, default)?;
+                if e < 2.0 || e.fract() != 0.0 || e % 2.0 != 0.0 || e > f64::from(crate::aperture::MAX_EXPONENT) {
+                    return Err(err(format!(
+                        "parameter {p} = {e}: must be an even integer in 2..={}",
+                        crate::aperture::MAX_EXPONENT
+                    )));
+                }
+                Ok(e as u32)
+            };
+            let elliptical = match def.kind {
+                "ECOL" => true,
+                "RCOL" => false,
+                _ => match num("ELLIPTICAL", 0.0)? {
+                    e if e == 0.0 => false,
+                    e if e == 1.0 => true,
+                    e => return Err(err(format!("parameter ELLIPTICAL = {e}: must be 0 or 1"))),
+                },
+            };
+            let shape = if elliptical {
+                let ex = exponent("EXPONENT", 2.0)?;
+                // YEXPONENT = 0 (the default) means EXPONENT.
+                let ey = if num("YEXPONENT", 0.0)? == 0.0 { ex } else { exponent("YEXPONENT", 0.0)? };
+                Shape::Elliptical { ex, ey }
+            } else {
+                for p in ["EXPONENT", "YEXPONENT"] {
+                    if get(p).is_some() {
+                        return Err(err(format!("parameter {p}: only with ELLIPTICAL=1")));
+                    }
+                }
+                Shape::Rectangular
+            };
+            let aperture = Aperture {
+                x_max,
+                y_max,
+                dx: num("DX", 0.0)?,
+                dy: num("DY", 0.0)?,
+                shape,
+            };
+            if def.kind == "MAXAMP" {
+                Kind::MaxAmp(aperture)
+            } else {
+                Kind::Collimator { l: length(false)?, aperture }
+            }
         }
         other => return Err(err(format!("internal: unhandled type {other}"))),
     })

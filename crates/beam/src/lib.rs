@@ -2,7 +2,7 @@
 //!
 //! * [`tpsa`], [`exact`], [`map`]: element physics — exact drift and multipole maps, and the
 //!   second-order maps (C, R, T) derived from them by order-2 power series.
-//! * [`lattice`]: ELEGANT `.lte` input; [`program`]: a lattice compiled into runs of map elements
+//! * [`lattice`]: ELEGANT `.lte` input; [`aperture`]: MAXAMP, RCOL, ECOL openings; [`program`]: a lattice compiled into runs of map elements
 //!   and the collective/output steps between them, with the CPU map loops.
 //! * [`beam`]: particles (struct-of-arrays, loss flags), Gaussian beams from Twiss parameters,
 //!   Parquet in/out; [`moments`]: moments folded block by block (split-independent); [`lsc`] and [`bessel`]: longitudinal space charge.
@@ -15,21 +15,26 @@
 // Index loops mirror the matrix notation R_ij, T_ijk of the spec.
 #![allow(clippy::needless_range_loop)]
 
+pub mod aperture;
 pub mod beam;
 pub mod beam_file;
 pub mod bench;
 pub mod bessel;
+pub mod ele;
 pub mod elements;
 pub mod engine;
 pub mod exact;
 pub mod gpu;
 pub mod gpu_check;
 pub mod lattice;
+pub mod losses;
 pub mod lsc;
 pub mod map;
 pub mod moments;
 pub mod optics;
 pub mod program;
+pub mod sdds;
+pub mod sdds_out;
 pub mod species;
 pub mod tpsa;
 pub mod track;

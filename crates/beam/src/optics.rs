@@ -18,6 +18,7 @@ pub fn envelope(lattice: &Lattice, sigma0: &[[f64; 6]; 6], slices_per_metre: f64
             Kind::Map { element, tilt, .. } => (*element, *tilt),
             Kind::ExactDrift { l } => (Element::Drift { l: *l }, 0.0),
             Kind::Lsc(p) => (Element::Drift { l: p.l }, 0.0),
+            Kind::Collimator { l, .. } => (Element::Drift { l: *l }, 0.0),
             _ => continue,
         };
         let l = element.length();

@@ -4,6 +4,7 @@
 //! CPU loops and the generated GPU code follow it, so precise-mode GPU tracking equals the CPU's
 //! bit for bit.
 
+use crate::aperture::Aperture;
 use crate::elements::rf::{Cavity, RfReference, C_LIGHT};
 use crate::lattice::{Kind, Lattice, LscParams};
 use crate::map::{Element, Map2};
@@ -102,6 +103,12 @@ pub enum RunItem {
         element: usize,
         rf: Arc<RfItem>,
     },
+    /// An aperture test (MAXAMP after each element, RCOL/ECOL at entrance and exit): moves
+    /// nothing; a particle outside is lost at `element`.
+    Check {
+        element: usize,
+        aperture: Aperture,
+    },
 }
 
 /// An RF cavity compiled for tracking: the cavity, the reference particle at it (momentum,
@@ -151,7 +158,10 @@ impl RfItem {
 impl RunItem {
     pub fn element(&self) -> usize {
         match self {
-            RunItem::Map { element, .. } | RunItem::ExactDrift { element, .. } | RunItem::Rf { element, .. } => *element,
+            RunItem::Map { element, .. }
+            | RunItem::ExactDrift { element, .. }
+            | RunItem::Rf { element, .. }
+            | RunItem::Check { element, .. } => *element,
         }
     }
     /// Floating-point operations per particle (the exact drift: 4 for 1 + x'² + y'², 1 for the
@@ -163,6 +173,8 @@ impl RunItem {
             // Not a map element: counted as its two drifts (the kick's transcendental
             // functions are not FP64 multiply-adds).
             RunItem::Rf { .. } => 22,
+            // Comparisons, not counted as arithmetic of the maps.
+            RunItem::Check { .. } => 0,
         }
     }
 }
@@ -242,6 +254,8 @@ impl Program {
         let mut run: Vec<RunItem> = Vec::new();
         let mut positions = Vec::with_capacity(lattice.elements.len());
         let mut s = 0.0;
+        // The MAXAMP in force (ELEGANT: from a MAXAMP to the next, checked after every element).
+        let mut maxamp: Option<Aperture> = None;
         let flush = |run: &mut Vec<RunItem>, steps: &mut Vec<Step>| {
             if !run.is_empty() {
                 steps.push(Step::Run(std::mem::take(run)));
@@ -250,6 +264,7 @@ impl Program {
         for (k, e) in lattice.elements.iter().enumerate() {
             positions.push(s);
             s += e.length();
+            let moves = matches!(e.kind, Kind::Map { .. } | Kind::ExactDrift { .. } | Kind::Rf(_) | Kind::Collimator { .. });
             match &e.kind {
                 Kind::Map { element, tilt, order } => run.push(RunItem::Map {
                     element: k,
@@ -260,6 +275,30 @@ impl Program {
                 }),
                 Kind::ExactDrift { l } => run.push(RunItem::ExactDrift { element: k, l: *l }),
                 Kind::Marker => {}
+                Kind::MaxAmp(a) => {
+                    maxamp = (!a.is_open()).then_some(*a);
+                    // "This element sets the aperture for itself and all subsequent elements."
+                    if let Some(aperture) = maxamp {
+                        run.push(RunItem::Check { element: k, aperture });
+                    }
+                }
+                Kind::Collimator { l, aperture } => {
+                    if !aperture.is_open() {
+                        run.push(RunItem::Check {
+                            element: k,
+                            aperture: *aperture,
+                        });
+                    }
+                    if *l > 0.0 {
+                        run.push(RunItem::ExactDrift { element: k, l: *l });
+                        if !aperture.is_open() {
+                            run.push(RunItem::Check {
+                                element: k,
+                                aperture: *aperture,
+                            });
+                        }
+                    }
+                }
                 Kind::Watch { filename, interval } => {
                     flush(&mut run, &mut steps);
                     steps.push(Step::Watch {
@@ -275,14 +314,16 @@ impl Program {
                         element: k,
                         name: e.name.clone(),
                         params: *p,
-                        half_drift: vec![RunItem::Map {
+                        half_drift: std::iter::once(RunItem::Map {
                             element: k,
                             map: Arc::clone(
                                 half_drifts
                                     .entry(e.name.as_str())
                                     .or_insert_with(|| Arc::new(Compact::from_map(&Element::Drift { l: 0.5 * p.l }.map2()))),
                             ),
-                        }],
+                        })
+                        .chain(maxamp.map(|aperture| RunItem::Check { element: k, aperture }))
+                        .collect(),
                     });
                 }
                 Kind::Charge { total } => {
@@ -300,6 +341,11 @@ impl Program {
                             period,
                         }),
                     })
+                }
+            }
+            if moves {
+                if let Some(aperture) = maxamp {
+                    run.push(RunItem::Check { element: k, aperture });
                 }
             }
         }
@@ -452,6 +498,16 @@ fn run_chunk_pass(
                     rf.track(&mut q, pass);
                     for i in 0..6 {
                         z[i][p] = q[i];
+                    }
+                }
+            }
+            RunItem::Check { aperture, element } => {
+                let e = *element as u32 + 1;
+                for p in 0..n {
+                    if lost_at[p] == 0 && !aperture.inside(z[0][p], z[2][p]) {
+                        lost_at[p] = e;
+                        lost_pass[p] = pass;
+                        frozen.push((p, std::array::from_fn(|i| z[i][p])));
                     }
                 }
             }

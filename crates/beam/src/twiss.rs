@@ -105,7 +105,8 @@ fn model(e: &Placed) -> Model {
         Kind::ExactDrift { l } => (Element::Drift { l: *l }, 0.0),
         Kind::Lsc(p) => (Element::Drift { l: p.l }, 0.0),
         Kind::Rf(c) => (Element::Drift { l: c.l }, 0.0),
-        Kind::Marker | Kind::Watch { .. } | Kind::Charge { .. } => (Element::Marker, 0.0),
+        Kind::Collimator { l, .. } => (Element::Drift { l: *l }, 0.0),
+        Kind::Marker | Kind::Watch { .. } | Kind::Charge { .. } | Kind::MaxAmp(_) => (Element::Marker, 0.0),
     };
     Model {
         map: element.map2_with(tilt, 2),

@@ -21,6 +21,20 @@ pub enum BeamCommand {
     /// functions and dispersion at every element end (twiss.parquet), tunes, chromaticity,
     /// momentum compaction, synchrotron tune (summary.json) and a plot of β and η (twiss.png).
     Twiss(TwissArgs),
+    /// Run an ELEGANT .ele file (run_setup, run_control, twiss_output, bunched_beam, sdds_beam,
+    /// track): the files it names (SDDS) and the tracking's Parquet files go into -o DIR.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The ELEGANT run file (.ele).
+    ele: PathBuf,
+    /// Output directory [default: NAME-out for NAME.ele].
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    common: crate::CommonArgs,
 }
 
 #[derive(Args)]
@@ -63,6 +77,9 @@ pub struct TwissArgs {
     /// Do not draw twiss.png.
     #[arg(long)]
     no_plot: bool,
+    /// Also write twiss.sdds (ELEGANT's twiss_output layout).
+    #[arg(long)]
+    sdds: bool,
 }
 
 #[derive(Args, Clone)]
@@ -200,6 +217,9 @@ pub struct TrackArgs {
     /// Do not draw sizes.png.
     #[arg(long)]
     no_plot: bool,
+    /// Also write final.sdds and lost.sdds (SDDS, ELEGANT's particle layout).
+    #[arg(long)]
+    sdds: bool,
     #[command(flatten)]
     beam: BeamArgs,
     #[command(flatten)]
@@ -212,7 +232,41 @@ pub fn run(cmd: BeamCommand, force: bool) -> Result<()> {
     match cmd {
         BeamCommand::Track(a) => track_cmd(&a, force),
         BeamCommand::Twiss(a) => twiss_cmd(&a, force),
+        BeamCommand::Run(a) => run_cmd(&a, force),
     }
+}
+
+fn run_cmd(a: &RunArgs, force: bool) -> Result<()> {
+    let ctl = a.common.control()?;
+    let ele = warpdrive_beam::ele::EleFile::read(&a.ele)?;
+    let output = a.output.clone().unwrap_or_else(|| warpdrive_beam::ele::default_output(&a.ele));
+    let out = engine::prepare_output(&output, force, &ele.inputs())?;
+    let bar = Bar::show(&ctl.progress);
+    let r = warpdrive_beam::ele::run(&ele, &ctl, out)?;
+    drop(bar);
+    if let Some(o) = &r.twiss {
+        let s = &o.summary;
+        println!(
+            "twiss: Qx = {:.6}  Qy = {:.6}  ξx = {:.4}  ξy = {:.4}",
+            s.tunes[0], s.tunes[1], s.chromaticity[0], s.chromaticity[1]
+        );
+    }
+    if let Some(t) = &r.tracked {
+        println!(
+            "tracked {} particles on {}: {} lost; final σx = {:.6e} m, σy = {:.6e} m",
+            t.particles.len(),
+            t.device,
+            t.lost(),
+            t.last.rms(0),
+            t.last.rms(2)
+        );
+        if !t.lost_by_pass.is_empty() {
+            let per: Vec<String> = t.lost_by_pass.iter().take(8).map(|(p, c)| format!("{p}: {c}")).collect();
+            println!("lost per pass: {}", per.join(", "));
+        }
+    }
+    println!("wrote {} ({})", output.display(), r.written.join(", "));
+    Ok(())
 }
 
 fn twiss_cmd(a: &TwissArgs, force: bool) -> Result<()> {
@@ -235,6 +289,7 @@ fn twiss_cmd(a: &TwissArgs, force: bool) -> Result<()> {
     let opts = engine::TwissOptions {
         initial,
         plot: !a.no_plot,
+        sdds: a.sdds,
         command: crate::command_line(),
     };
     let r = line.twiss(&reference, &opts, Some(out))?;
@@ -262,7 +317,8 @@ fn twiss_cmd(a: &TwissArgs, force: bool) -> Result<()> {
     } else {
         "twiss.parquet, summary.json, twiss.png"
     };
-    println!("wrote {} ({files})", a.output.display());
+    let sdds = if a.sdds { ", twiss.sdds" } else { "" };
+    println!("wrote {} ({files}{sdds})", a.output.display());
     Ok(())
 }
 
@@ -287,6 +343,7 @@ fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
         watch_particles: a.watch_particles.clone(),
         output: true,
         plot: !a.no_plot,
+        sdds: a.sdds,
         command: crate::command_line(),
         split: a.split.split()?,
     };
@@ -329,10 +386,13 @@ fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
     if r.lost() > 0 {
         let list: Vec<String> = r.lost_by_element.iter().take(8).map(|(e, c)| format!("{e} ×{c}")).collect();
         println!(
-            "lost: {} particles (flagged in final.parquet: lost_at, lost_pass) — {}",
+            "lost: {} particles (lost.parquet; flagged in final.parquet: lost_at, lost_pass) — {}",
             r.lost(),
             list.join(", ")
         );
+        let per: Vec<String> = r.lost_by_pass.iter().take(8).map(|(p, c)| format!("{p}: {c}")).collect();
+        let more = if r.lost_by_pass.len() > 8 { ", … (run.json: losses.by_pass)" } else { "" };
+        println!("lost per pass: {}{more}", per.join(", "));
     } else {
         println!("lost: none");
     }

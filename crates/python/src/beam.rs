@@ -369,6 +369,7 @@ impl BeamLattice {
             watch_particles: pass_list("watch_particles", watch_particles)?,
             output: output.is_some(),
             plot,
+            sdds: false,
             command: "python: warpdrive.beam.Lattice.track".into(),
             split: Share::new(jobs, job_index).map_err(|e| errors::param(&e))?,
         };
@@ -437,6 +438,7 @@ impl BeamLattice {
         let opts = engine::TwissOptions {
             initial,
             plot,
+            sdds: false,
             command: "python: warpdrive.beam.Lattice.twiss".into(),
         };
         let line = Arc::clone(&self.line);
