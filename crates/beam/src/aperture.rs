@@ -21,7 +21,10 @@
 pub enum Shape {
     Rectangular,
     /// |u/a|^ex + |v/b|^ey ≤ 1 with even exponents (so |u|^e = u^e).
-    Elliptical { ex: u32, ey: u32 },
+    Elliptical {
+        ex: u32,
+        ey: u32,
+    },
 }
 
 /// An opening: half-apertures (0 = that plane unlimited), centre, shape.

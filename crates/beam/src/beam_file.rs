@@ -188,16 +188,18 @@ const WANTED: [&str; 8] = ["x", "xp", "y", "yp", "s", "t", "delta", "p"];
 
 /// The columns of an SDDS particle file's first page (ELEGANT's x, xp, y, yp, t, p, or any of
 /// [`WANTED`]); a text column under a wanted name is an error naming it.
-fn sdds_columns(path: &Path, bytes: &[u8]) -> Result<(Vec<String>, Vec<Option<Vec<f64>>>), InputError> {
+fn sdds_columns(path: &Path, bytes: &[u8]) -> Result<Found, InputError> {
     let (_, page) = crate::sdds::read_first_page(path, bytes)?;
     let found = page.columns.iter().map(|c| c.name.clone()).collect();
     let mut columns = Vec::with_capacity(WANTED.len());
     for w in WANTED {
         columns.push(match page.column(w) {
             None => None,
-            Some(c) => Some(c.data.to_f64().ok_or_else(|| {
-                InputError::file(path, format!("column '{w}' holds text; coordinates must be numbers")).field(w)
-            })?),
+            Some(c) => Some(
+                c.data
+                    .to_f64()
+                    .ok_or_else(|| InputError::file(path, format!("column '{w}' holds text; coordinates must be numbers")).field(w))?,
+            ),
         });
     }
     Ok((found, columns))
@@ -209,7 +211,11 @@ pub fn read(path: &Path) -> Result<Coordinates, InputError> {
     use warpdrive_core::input::{budget, read_sniffed, Format};
     // One read of the input (a FIFO is never read twice): Parquet and SDDS as bytes, else text.
     let (bytes, format) = read_sniffed(path, 4, budget(), |head| {
-        Ok(if head == b"PAR1" || head == b"SDDS" { Format::Binary } else { Format::Text })
+        Ok(if head == b"PAR1" || head == b"SDDS" {
+            Format::Binary
+        } else {
+            Format::Text
+        })
     })?;
     let parsed = if bytes.starts_with(b"SDDS") {
         let (found, columns) = sdds_columns(path, &bytes)?;

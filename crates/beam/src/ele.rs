@@ -352,7 +352,7 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
         line: None,
     };
     let order_err = |c: &Command, m: &str| Error::Input(InputError::new(path, c.line, format!("&{}: {m}", c.name)));
-    for c in &commands {
+    for c in commands {
         if result.tracked.is_some() {
             return Err(order_err(c, "comes after &track; only one track per run file is supported"));
         }
@@ -372,7 +372,11 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                     return Err(f.err(c.line, "p_central_mev", "give p_central or p_central_mev, not both".into()));
                 }
                 if pc.is_none() && pmev.is_none() {
-                    return Err(f.err(c.line, "p_central", "parameter p_central (β0γ0) or p_central_mev is required".into()));
+                    return Err(f.err(
+                        c.line,
+                        "p_central",
+                        "parameter p_central (β0γ0) or p_central_mev is required".into(),
+                    ));
                 }
                 if let Some(o) = f.number("default_order")? {
                     if o != 2.0 {
@@ -397,7 +401,11 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                     None => 987_654_321,
                     Some(s) if s >= 0.0 && s.fract() == 0.0 && s < 9.007_199_254_740_992e15 => s as u64,
                     Some(s) => {
-                        return Err(f.err(c.line, "random_number_seed", format!("random_number_seed = {s}: a non-negative integer")))
+                        return Err(f.err(
+                            c.line,
+                            "random_number_seed",
+                            format!("random_number_seed = {s}: a non-negative integer"),
+                        ))
                     }
                 };
                 f.done(RUN_SETUP)?;
@@ -426,7 +434,11 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                 let s = setup.as_mut().ok_or_else(|| order_err(c, "comes before &run_setup"))?;
                 if let Some(n) = f.number("n_steps")? {
                     if n != 1.0 {
-                        return Err(f.err(c.line, "n_steps", format!("n_steps = {n}: only 1 is supported (no errors or variations)")));
+                        return Err(f.err(
+                            c.line,
+                            "n_steps",
+                            format!("n_steps = {n}: only 1 is supported (no errors or variations)"),
+                        ));
                     }
                 }
                 let passes = f.number("n_passes")?.unwrap_or(1.0);
@@ -496,7 +508,11 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                 }
                 let n = f.number("n_particles_per_bunch")?.unwrap_or(1.0);
                 if n < 1.0 || n.fract() != 0.0 {
-                    return Err(f.err(c.line, "n_particles_per_bunch", format!("n_particles_per_bunch = {n}: a positive integer")));
+                    return Err(f.err(
+                        c.line,
+                        "n_particles_per_bunch",
+                        format!("n_particles_per_bunch = {n}: a positive integer"),
+                    ));
                 }
                 for d in f.all_values("distribution_type") {
                     if !d.value.eq_ignore_ascii_case("gaussian") {
@@ -602,8 +618,7 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
     if setup.is_none() {
         return Err(Error::Input(InputError::new(path, 0, "no &run_setup: nothing to run")));
     }
-    if beam.is_some() {
-        let (_, line) = beam.expect("checked");
+    if let Some((_, line)) = beam {
         return Err(Error::Input(InputError::new(path, line, "a beam is defined but no &track follows")));
     }
     ctl.check()?;
@@ -632,7 +647,9 @@ fn ele_param(path: &Path, c: &Command, e: &warpdrive_core::engine::ParamError) -
 pub fn default_output(path: &Path) -> PathBuf {
     PathBuf::from(format!(
         "{}-out",
-        path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "ele".into())
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "ele".into())
     ))
 }
 
@@ -659,7 +676,11 @@ mod tests {
     #[test]
     fn syntax_errors_name_the_line() {
         let e = |t: &str| parse(t, Path::new("r.ele")).unwrap_err().to_string();
-        assert!(e("&run_setup lattice=\"a.lte\"\n").starts_with("r.ele:1: &run_setup has no &end"), "{}", e("&run_setup lattice=\"a.lte\"\n"));
+        assert!(
+            e("&run_setup lattice=\"a.lte\"\n").starts_with("r.ele:1: &run_setup has no &end"),
+            "{}",
+            e("&run_setup lattice=\"a.lte\"\n")
+        );
         assert!(e("\n\nlattice=1\n").starts_with("r.ele:3: expected a command"));
         assert!(e("&run_setup lattice &end\n").contains("'lattice' has no value"));
         assert!(e("&run_setup lattice=\"a.lte\n&end").contains("r.ele:1: unterminated quoted string"));

@@ -133,7 +133,11 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
                     }
                     RunItem::Rf { .. } => unreachable!("refused above"),
                     RunItem::Check { aperture, element } => {
-                        format!("if (!{}) {{ lost = {}; lpass = pass; goto done; }}", aperture.cuda_inside(), element + 1)
+                        format!(
+                            "if (!{}) {{ lost = {}; lpass = pass; goto done; }}",
+                            aperture.cuda_inside(),
+                            element + 1
+                        )
                     }
                 };
                 format!("{call} CHECK({});", it.element() + 1)

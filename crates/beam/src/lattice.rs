@@ -118,7 +118,10 @@ pub enum Kind {
     /// MAXAMP: the aperture of this and every following element until the next MAXAMP.
     MaxAmp(Aperture),
     /// RCOL, ECOL: an exact drift of length `l` whose opening is checked at entrance and exit.
-    Collimator { l: f64, aperture: Aperture },
+    Collimator {
+        l: f64,
+        aperture: Aperture,
+    },
 }
 
 /// One element of the expanded line.
@@ -1007,7 +1010,9 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
             let half = |p: &str| -> Result<f64, LatticeError> {
                 let v = num(p, 0.0)?;
                 if v < 0.0 {
-                    return Err(err(format!("parameter {p} = {v}: a half-aperture must not be negative (0: unlimited)")));
+                    return Err(err(format!(
+                        "parameter {p} = {v}: a half-aperture must not be negative (0: unlimited)"
+                    )));
                 }
                 Ok(v)
             };
@@ -1026,15 +1031,19 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
                 "ECOL" => true,
                 "RCOL" => false,
                 _ => match num("ELLIPTICAL", 0.0)? {
-                    e if e == 0.0 => false,
-                    e if e == 1.0 => true,
+                    0.0 => false,
+                    1.0 => true,
                     e => return Err(err(format!("parameter ELLIPTICAL = {e}: must be 0 or 1"))),
                 },
             };
             let shape = if elliptical {
                 let ex = exponent("EXPONENT", 2.0)?;
                 // YEXPONENT = 0 (the default) means EXPONENT.
-                let ey = if num("YEXPONENT", 0.0)? == 0.0 { ex } else { exponent("YEXPONENT", 0.0)? };
+                let ey = if num("YEXPONENT", 0.0)? == 0.0 {
+                    ex
+                } else {
+                    exponent("YEXPONENT", 0.0)?
+                };
                 Shape::Elliptical { ex, ey }
             } else {
                 for p in ["EXPONENT", "YEXPONENT"] {
@@ -1054,7 +1063,10 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
             if def.kind == "MAXAMP" {
                 Kind::MaxAmp(aperture)
             } else {
-                Kind::Collimator { l: length(false)?, aperture }
+                Kind::Collimator {
+                    l: length(false)?,
+                    aperture,
+                }
             }
         }
         other => return Err(err(format!("internal: unhandled type {other}"))),

@@ -68,9 +68,16 @@ pub fn lost_table(p: &Particles, reference: &Reference, program: &Program, first
     }
     t.push(
         "t",
-        Column::F64(rows.iter().map(|&i| crate::lsc::time_of(p.s[i], p.delta[i], reference.p_central)).collect()),
+        Column::F64(
+            rows.iter()
+                .map(|&i| crate::lsc::time_of(p.s[i], p.delta[i], reference.p_central))
+                .collect(),
+        ),
     );
-    t.push("p", Column::F64(rows.iter().map(|&i| reference.p_central * (1.0 + p.delta[i])).collect()));
+    t.push(
+        "p",
+        Column::F64(rows.iter().map(|&i| reference.p_central * (1.0 + p.delta[i])).collect()),
+    );
     t.push("element", Column::I64(lost.iter().map(|l| l.element as i64).collect()));
     t.push("pass", Column::I64(lost.iter().map(|l| i64::from(l.pass)).collect()));
     t.push(

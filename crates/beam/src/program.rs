@@ -264,7 +264,10 @@ impl Program {
         for (k, e) in lattice.elements.iter().enumerate() {
             positions.push(s);
             s += e.length();
-            let moves = matches!(e.kind, Kind::Map { .. } | Kind::ExactDrift { .. } | Kind::Rf(_) | Kind::Collimator { .. });
+            let moves = matches!(
+                e.kind,
+                Kind::Map { .. } | Kind::ExactDrift { .. } | Kind::Rf(_) | Kind::Collimator { .. }
+            );
             match &e.kind {
                 Kind::Map { element, tilt, order } => run.push(RunItem::Map {
                     element: k,

@@ -118,8 +118,14 @@ pub struct Sdds {
     pub pages: Vec<Page>,
 }
 
-/// A namelist value in double quotes (`"` and `\` escaped with a backslash).
+/// A namelist value: bare when it is a plain word (as the SDDS Toolkit writes names and units;
+/// simple readers such as the PyPI `sdds` package keep quotes as part of a name), else in
+/// double quotes with `"` and `\` escaped by a backslash.
 fn quoted(s: &str) -> String {
+    let plain = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_$/.-+:[]".contains(c));
+    if plain {
+        return s.to_string();
+    }
     let mut q = String::with_capacity(s.len() + 2);
     q.push('"');
     for c in s.chars() {
@@ -132,14 +138,29 @@ fn quoted(s: &str) -> String {
     q
 }
 
+/// `, units=…` when there are units.
+fn units(u: &str) -> String {
+    if u.is_empty() {
+        String::new()
+    } else {
+        format!(" units={},", quoted(u))
+    }
+}
+
 /// The bytes of a binary little-endian SDDS file (row-major).
 pub fn to_bytes(f: &Sdds) -> Result<Vec<u8>, String> {
     let first = f.pages.first().ok_or("an SDDS file needs at least one page")?;
     for (k, p) in f.pages.iter().enumerate() {
         let same_params = p.parameters.len() == first.parameters.len()
-            && p.parameters.iter().zip(&first.parameters).all(|(a, b)| a.name == b.name && a.value.type_name() == b.value.type_name());
+            && p.parameters
+                .iter()
+                .zip(&first.parameters)
+                .all(|(a, b)| a.name == b.name && a.value.type_name() == b.value.type_name());
         let same_cols = p.columns.len() == first.columns.len()
-            && p.columns.iter().zip(&first.columns).all(|(a, b)| a.name == b.name && a.data.type_name() == b.data.type_name());
+            && p.columns
+                .iter()
+                .zip(&first.columns)
+                .all(|(a, b)| a.name == b.name && a.data.type_name() == b.data.type_name());
         if !same_params || !same_cols {
             return Err(format!("page {k} has other parameters or columns than page 0"));
         }
@@ -159,17 +180,17 @@ pub fn to_bytes(f: &Sdds) -> Result<Vec<u8>, String> {
     );
     for p in &first.parameters {
         h += &format!(
-            "&parameter name={}, units={}, type={}, &end\n",
+            "&parameter name={},{} type={}, &end\n",
             quoted(&p.name),
-            quoted(&p.units),
+            units(&p.units),
             p.value.type_name()
         );
     }
     for c in &first.columns {
         h += &format!(
-            "&column name={}, units={}, type={}, &end\n",
+            "&column name={},{} type={}, &end\n",
             quoted(&c.name),
-            quoted(&c.units),
+            units(&c.units),
             c.data.type_name()
         );
     }
@@ -348,7 +369,13 @@ fn header(path: &Path, bytes: &[u8]) -> Result<Header, InputError> {
     let first = next_line(&mut pos).unwrap_or_default();
     let version = first.strip_prefix("SDDS").and_then(|v| v.trim().parse::<u32>().ok());
     if !matches!(version, Some(1..=5)) {
-        return Err(err(1, format!("not an SDDS file: the first line is '{}', expected SDDS1 … SDDS5", first.chars().take(40).collect::<String>())));
+        return Err(err(
+            1,
+            format!(
+                "not an SDDS file: the first line is '{}', expected SDDS1 … SDDS5",
+                first.chars().take(40).collect::<String>()
+            ),
+        ));
     }
     let mut h = Header {
         parameters: Vec::new(),
@@ -385,7 +412,13 @@ fn header(path: &Path, bytes: &[u8]) -> Result<Header, InputError> {
             continue;
         }
         if !t.starts_with('&') {
-            return Err(err(start, format!("expected a namelist (&parameter, &column, &data …) in the header, found '{}'", t.chars().take(40).collect::<String>())));
+            return Err(err(
+                start,
+                format!(
+                    "expected a namelist (&parameter, &column, &data …) in the header, found '{}'",
+                    t.chars().take(40).collect::<String>()
+                ),
+            ));
         }
         // A namelist may continue over several lines up to its &end.
         let mut text = t.to_string();
@@ -412,9 +445,12 @@ fn header(path: &Path, bytes: &[u8]) -> Result<Header, InputError> {
                 h.contents = get("contents").unwrap_or_default();
             }
             "parameter" | "column" => {
-                let name = get("name").filter(|n| !n.is_empty()).ok_or_else(|| err(start, format!("&{kind} without a name")))?;
+                let name = get("name")
+                    .filter(|n| !n.is_empty())
+                    .ok_or_else(|| err(start, format!("&{kind} without a name")))?;
                 let ty = get("type").unwrap_or_default();
-                let ty = Type::parse(&ty).ok_or_else(|| err(start, format!("&{kind} {name}: type '{ty}' is not an SDDS type")).field(name.clone()))?;
+                let ty = Type::parse(&ty)
+                    .ok_or_else(|| err(start, format!("&{kind} {name}: type '{ty}' is not an SDDS type")).field(name.clone()))?;
                 for (k, v) in &fields {
                     let known = ["name", "type", "units", "symbol", "format_string", "description"];
                     let ok = known.contains(&k.as_str())
@@ -442,7 +478,10 @@ fn header(path: &Path, bytes: &[u8]) -> Result<Header, InputError> {
                     match (k.as_str(), v) {
                         ("mode", "binary") => h.binary = true,
                         ("mode", "ascii") => h.binary = false,
-                        ("lines_per_row", "1") | ("additional_header_lines", "0") | ("column_major_order", "0") | ("no_row_counts", "0") => {}
+                        ("lines_per_row", "1")
+                        | ("additional_header_lines", "0")
+                        | ("column_major_order", "0")
+                        | ("no_row_counts", "0") => {}
                         ("column_major_order", "1") => h.column_major = true,
                         ("no_row_counts", "1") => h.no_row_counts = true,
                         ("endian", "big") => h.big_endian = true,
@@ -478,7 +517,11 @@ impl Cursor<'_> {
         if self.bytes.len() - self.pos < n {
             return Err(InputError::file(
                 self.path,
-                format!("truncated at byte {}: {what} needs {n} bytes, {} remain", self.pos, self.bytes.len() - self.pos),
+                format!(
+                    "truncated at byte {}: {what} needs {n} bytes, {} remain",
+                    self.pos,
+                    self.bytes.len() - self.pos
+                ),
             ));
         }
         let s = &self.bytes[self.pos..self.pos + n];
@@ -590,7 +633,8 @@ fn binary_page(path: &Path, data: &[u8], h: &Header) -> Result<Page, InputError>
         big: h.big_endian,
     };
     let rows = c.i32("the row count")?;
-    let rows = usize::try_from(rows).map_err(|_| InputError::file(path, format!("row count {rows} is negative (64-bit row counts are not supported)")))?;
+    let rows = usize::try_from(rows)
+        .map_err(|_| InputError::file(path, format!("row count {rows} is negative (64-bit row counts are not supported)")))?;
     let mut parameters = Vec::new();
     for d in &h.parameters {
         let v = match &d.fixed {
@@ -604,7 +648,10 @@ fn binary_page(path: &Path, data: &[u8], h: &Header) -> Result<Page, InputError>
     if rows.checked_mul(row_bytes).is_none_or(|b| b > c.remaining()) {
         return Err(InputError::file(
             path,
-            format!("row count {rows} needs at least {rows} × {row_bytes} bytes; the file has {} left", c.remaining()),
+            format!(
+                "row count {rows} needs at least {rows} × {row_bytes} bytes; the file has {} left",
+                c.remaining()
+            ),
         ));
     }
     let mut cols: Vec<Building> = h
@@ -636,7 +683,10 @@ fn binary_page(path: &Path, data: &[u8], h: &Header) -> Result<Page, InputError>
     if c.remaining() > 0 {
         return Err(InputError::file(
             path,
-            format!("{} bytes follow the first page (more pages?); only one-page files are read", c.remaining()),
+            format!(
+                "{} bytes follow the first page (more pages?); only one-page files are read",
+                c.remaining()
+            ),
         ));
     }
     Ok(Page {
@@ -692,16 +742,20 @@ fn ascii_tokens(data: &str, first_line: usize) -> Vec<(String, usize)> {
 fn ascii_page(path: &Path, data: &[u8], h: &Header) -> Result<Page, InputError> {
     let text = warpdrive_core::input::text_from_bytes(path, data.to_vec())?;
     // Parameters: one line each (a string parameter is the whole line).
-    let mut lines = text.lines().enumerate().map(|(i, l)| (h.data_line + 1 + i, l)).filter(|(_, l)| !l.trim_start().starts_with('!'));
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (h.data_line + 1 + i, l))
+        .filter(|(_, l)| !l.trim_start().starts_with('!'));
     let mut parameters = Vec::new();
     let mut consumed_line = h.data_line;
     for d in &h.parameters {
         let v = match &d.fixed {
             Some(t) => fixed(path, h.data_line, d, t)?,
             None => {
-                let (n, l) = lines
-                    .next()
-                    .ok_or_else(|| InputError::new(path, consumed_line + 1, format!("parameter {}: missing", d.name)).field(d.name.clone()))?;
+                let (n, l) = lines.next().ok_or_else(|| {
+                    InputError::new(path, consumed_line + 1, format!("parameter {}: missing", d.name)).field(d.name.clone())
+                })?;
                 consumed_line = n;
                 let t = l.trim();
                 let t = t.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(t);
@@ -715,13 +769,11 @@ fn ascii_page(path: &Path, data: &[u8], h: &Header) -> Result<Page, InputError> 
     let mut it = tokens.into_iter();
     let ncol = h.columns.len();
     let rows = if h.no_row_counts {
-        if ncol == 0 {
-            0
-        } else {
-            it.len() / ncol
-        }
+        it.len().checked_div(ncol).unwrap_or(0)
     } else {
-        let (t, line) = it.next().ok_or_else(|| InputError::new(path, consumed_line + 1, "the row count is missing"))?;
+        let (t, line) = it
+            .next()
+            .ok_or_else(|| InputError::new(path, consumed_line + 1, "the row count is missing"))?;
         let rows: usize = t
             .parse()
             .map_err(|_| InputError::new(path, line, format!("row count '{t}' is not a non-negative integer")))?;
@@ -785,7 +837,7 @@ mod tests {
                     value: Value::Long(7),
                 },
                 Parameter {
-                    name: "Label".into(),
+                    name: "a label".into(),
                     units: String::new(),
                     value: Value::Str("a \"quoted\" label".into()),
                 },
@@ -823,7 +875,7 @@ mod tests {
         assert_eq!(d.description, "test");
         assert_eq!(p.parameter("pCentral").unwrap().value, Value::Double(1956.951));
         assert_eq!(p.parameter("Pass").unwrap().value, Value::Double(7.0));
-        assert_eq!(p.parameter("Label").unwrap().value, Value::Str("a \"quoted\" label".into()));
+        assert_eq!(p.parameter("a label").unwrap().value, Value::Str("a \"quoted\" label".into()));
         assert_eq!(p.column("x").unwrap().data, page().columns[0].data);
         assert_eq!(p.column("particleID").unwrap().data, Data::Double(vec![1.0, 2.0, 3.0, -4.0]));
         assert_eq!(p.column("ElementName").unwrap().data, page().columns[2].data);
@@ -851,7 +903,7 @@ mod tests {
         };
         let b = to_bytes(&f).unwrap();
         let head = "SDDS1\n!# little-endian\n&description text=\"\", contents=\"\", &end\n\
-                    &parameter name=\"Step\", units=\"\", type=long, &end\n&column name=\"x\", units=\"m\", type=double, &end\n\
+                    &parameter name=Step, type=long, &end\n&column name=x, units=m, type=double, &end\n\
                     &data mode=binary, &end\n";
         assert_eq!(&b[..head.len()], head.as_bytes());
         let mut want = Vec::new();

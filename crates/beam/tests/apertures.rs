@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 use warpdrive_beam::beam::{Particles, Reference};
-use warpdrive_beam::beam_file::{Longitudinal, Momentum, Origin};
 use warpdrive_beam::beam_file::Coordinates;
+use warpdrive_beam::beam_file::{Longitudinal, Momentum, Origin};
 use warpdrive_beam::engine::{BeamSource, Line, ReferenceOptions, Track, TrackOptions};
 use warpdrive_beam::lattice::{parse, Kind};
 use warpdrive_beam::program::{exact_drift, run_cpu, Compact, Program, Step};
@@ -40,17 +40,41 @@ fn each_opening_keeps_the_particle_just_inside_and_loses_the_one_just_outside() 
     // Zero slopes through drifts: x and y stay put, so the openings see the initial values.
     let cases = [
         ("A: MAXAMP, X_MAX=1e-3, Y_MAX=2e-3", (1e-3, 2e-3), (up(1e-3), 0.0), (0.0, up(2e-3))),
-        ("A: MAXAMP, X_MAX=2e-3, Y_MAX=1e-3, ELLIPTICAL=1", (2e-3, 0.0), (up(2e-3), 0.0), (1.5e-3, 0.7e-3)),
+        (
+            "A: MAXAMP, X_MAX=2e-3, Y_MAX=1e-3, ELLIPTICAL=1",
+            (2e-3, 0.0),
+            (up(2e-3), 0.0),
+            (1.5e-3, 0.7e-3),
+        ),
         // Offset by DX: x − DX is rounded, so "just outside" is 1e-13 m beyond −X_MAX + DX.
-        ("A: RCOL, L=0.1, X_MAX=1e-3, Y_MAX=1e-3, DX=5e-4", (1.5e-3, 1e-3), (-5e-4 - 1e-13, 0.0), (0.0, up(1e-3))),
-        ("A: ECOL, L=0.1, X_MAX=2e-3, Y_MAX=1e-3", (0.0, -1e-3), (0.0, -up(1e-3)), (1.5e-3, 0.7e-3)),
-        ("A: ECOL, X_MAX=2e-3, Y_MAX=1e-3, EXPONENT=4", (1.5e-3, 0.8e-3), (1.8e-3, 0.9e-3), (up(2e-3), 0.0)),
+        (
+            "A: RCOL, L=0.1, X_MAX=1e-3, Y_MAX=1e-3, DX=5e-4",
+            (1.5e-3, 1e-3),
+            (-5e-4 - 1e-13, 0.0),
+            (0.0, up(1e-3)),
+        ),
+        (
+            "A: ECOL, L=0.1, X_MAX=2e-3, Y_MAX=1e-3",
+            (0.0, -1e-3),
+            (0.0, -up(1e-3)),
+            (1.5e-3, 0.7e-3),
+        ),
+        (
+            "A: ECOL, X_MAX=2e-3, Y_MAX=1e-3, EXPONENT=4",
+            (1.5e-3, 0.8e-3),
+            (1.8e-3, 0.9e-3),
+            (up(2e-3), 0.0),
+        ),
     ];
     for (def, inside, out1, out2) in cases {
         let lte = format!("D: DRIF, L=1\n{def}\nL: LINE=(D, A, D)\n");
         let p = track(&lte, &[inside, out1, out2, (0.0, 0.0)], 1);
         assert_eq!(p.lost_at, [0, 2, 2, 0], "{def}: lost_at (2 = 1 + index of A)");
-        assert_eq!(p.get(1)[0], out1.0, "{def}: a lost particle keeps its coordinates where it was lost");
+        assert_eq!(
+            p.get(1)[0],
+            out1.0,
+            "{def}: a lost particle keeps its coordinates where it was lost"
+        );
     }
 }
 
@@ -104,7 +128,10 @@ fn a_thick_collimator_checks_entrance_and_exit() {
 fn bad_aperture_parameters_are_named() {
     for (def, msg) in [
         ("A: MAXAMP, X_MAX=-1", "parameter X_MAX = -1: a half-aperture must not be negative"),
-        ("A: ECOL, X_MAX=1, Y_MAX=1, EXPONENT=3", "parameter EXPONENT = 3: must be an even integer"),
+        (
+            "A: ECOL, X_MAX=1, Y_MAX=1, EXPONENT=3",
+            "parameter EXPONENT = 3: must be an even integer",
+        ),
         ("A: MAXAMP, X_MAX=1, EXPONENT=4", "parameter EXPONENT: only with ELLIPTICAL=1"),
         ("A: MAXAMP, X_MAX=1, ELLIPTICAL=2", "parameter ELLIPTICAL = 2: must be 0 or 1"),
         ("A: RCOL, X_MAX=1, OPEN_SIDE=\"+x\"", "parameter OPEN_SIDE is not supported"),
@@ -155,7 +182,10 @@ fn loss_pass_by_hand(lattice: &warpdrive_beam::lattice::Lattice, z0: [f64; 6], p
 fn losses_are_counted_per_turn_in_a_ring_with_a_collimator() {
     // The FODO validation ring without its cavity, a 1.2 mm collimator in the first cell.
     let ring = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/lattices/fodo_ring.lte")).unwrap();
-    let lte = ring.replace("RING: LINE=(M, 15*CELL, CELLRF)", "COL: RCOL, L=0.2, X_MAX=1.2e-3, Y_MAX=4e-3\nRING: LINE=(M, COL, 16*CELL)");
+    let lte = ring.replace(
+        "RING: LINE=(M, 15*CELL, CELLRF)",
+        "COL: RCOL, L=0.2, X_MAX=1.2e-3, Y_MAX=4e-3\nRING: LINE=(M, COL, 16*CELL)",
+    );
     assert_ne!(lte, ring);
     let line = Arc::new(Line::parse(&lte, "ring.lte", None).unwrap());
     // 400 particles with x' spread so that their betatron phase takes them to the collimator

@@ -391,7 +391,11 @@ fn track_cmd(a: &TrackArgs, force: bool) -> Result<()> {
             list.join(", ")
         );
         let per: Vec<String> = r.lost_by_pass.iter().take(8).map(|(p, c)| format!("{p}: {c}")).collect();
-        let more = if r.lost_by_pass.len() > 8 { ", … (run.json: losses.by_pass)" } else { "" };
+        let more = if r.lost_by_pass.len() > 8 {
+            ", … (run.json: losses.by_pass)"
+        } else {
+            ""
+        };
         println!("lost per pass: {}{more}", per.join(", "));
     } else {
         println!("lost: none");
