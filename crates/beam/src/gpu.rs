@@ -732,6 +732,7 @@ pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
         ("beam_maps_bench.cu", crate::lattice::bench_lte(false)),
         ("beam_maps_bench_lsc.cu", crate::lattice::bench_lte(true)),
         ("beam_maps_all_kinds.cu", crate::gpu_check::ALL_KINDS.to_string()),
+        ("beam_maps_apertures.cu", crate::gpu_check::APERTURE_LINE.to_string()),
     ];
     lines
         .into_iter()

@@ -286,5 +286,6 @@ mod tests {
     fn every_kind_line_generates_kernels() {
         let names: Vec<String> = crate::gpu::doctor_sources().into_iter().map(|s| s.0).collect();
         assert!(names.contains(&"beam_maps_all_kinds.cu".to_string()), "{names:?}");
+        assert!(names.contains(&"beam_maps_apertures.cu".to_string()), "{names:?}");
     }
 }
