@@ -235,7 +235,7 @@ fn watch_modes_and_selections() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["final.parquet", "run.json"]);
+    assert_eq!(names, ["final.parquet", "lost.parquet", "run.json"]);
     let some = track(
         "some",
         &["--watch", "stream", "--watch-passes", "3,1", "--watch-particles", "7,2,7"],
@@ -306,7 +306,8 @@ fn track_jobs_merge_into_the_single_run() {
         .filter(|&&l| l > 0.0)
         .count();
     assert!(lost > 10 && lost < 900, "{lost} lost");
-    assert_eq!(want.len(), 2 + 3 * 3, "{:?}", want.iter().map(|(n, _)| n).collect::<Vec<_>>());
+    // final, moments and lost particles (lost.parquet: the jobs' rows concatenate to it) + 9.
+    assert_eq!(want.len(), 3 + 3 * 3, "{:?}", want.iter().map(|(n, _)| n).collect::<Vec<_>>());
     for jobs in [2u32, 3] {
         let dirs: Vec<_> = (0..jobs)
             .map(|i| {
@@ -363,4 +364,123 @@ fn track_jobs_merge_into_the_single_run() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// `--sdds` writes final.sdds (survivors) and lost.sdds beside the Parquet files; final.sdds read
+/// back as `--beam` gives the same particles (SDDS in: x, xp, y, yp, t, p); lost.parquet holds
+/// every lost particle with its element and pass.
+#[test]
+fn sdds_out_and_in_and_lost_particles() {
+    let d = scratch("beam", "sdds");
+    let lte = d.join("col.lte");
+    std::fs::write(
+        &lte,
+        "Q1: QUAD, L=0.2, K1=1.5\nQ2: Q1, K1=-1.5\nD: DRIF, L=0.8\nC: RCOL, L=0.1, X_MAX=3e-4, Y_MAX=1\n\
+         M: MAXAMP, X_MAX=1, Y_MAX=2e-4, ELLIPTICAL=1\nCELL: LINE=(Q1, D, C, Q2, D)\nRING: LINE=(M, 3*CELL)\n",
+    )
+    .unwrap();
+    let out = d.join("out");
+    let o = run_ok(
+        bin()
+            .args(["beam", "track"])
+            .arg(&lte)
+            .args(["--device", "cpu", "--particles", "2000", "--passes", "4", "--p-central", "50"])
+            .args([
+                "--emit-x",
+                "1e-8",
+                "--emit-y",
+                "1e-8",
+                "--watch",
+                "off",
+                "--no-plot",
+                "--sdds",
+                "-o",
+            ])
+            .arg(&out),
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("lost per pass: 0: "), "{text}");
+    let fin = read_parquet(&out.join("final.parquet")).unwrap();
+    let lost = read_parquet(&out.join("lost.parquet")).unwrap();
+    let lost_at = col(&fin, "lost_at");
+    let n_lost = lost_at.iter().filter(|&&l| l > 0.0).count();
+    assert!(n_lost > 50 && n_lost < 1900, "{n_lost} lost");
+    assert_eq!(lost.rows(), n_lost);
+    // lost.parquet: the same particles, elements and passes as final.parquet's flags.
+    let rows: Vec<usize> = col(&lost, "particle").iter().map(|&p| p as usize).collect();
+    let pass = col(&fin, "lost_pass");
+    for (k, &r) in rows.iter().enumerate() {
+        assert_eq!(col(&lost, "element")[k], lost_at[r] - 1.0);
+        assert_eq!(col(&lost, "pass")[k], pass[r]);
+        assert_eq!(col(&lost, "x")[k], col(&fin, "x")[r]);
+    }
+    let passes: std::collections::BTreeSet<u64> = col(&lost, "pass").iter().map(|&p| p as u64).collect();
+    assert!(passes.len() > 1, "losses in several passes: {passes:?}");
+    // The collimator (C, elements 3, 8, 13) and the MAXAMP in y both lose particles.
+    let elements: std::collections::BTreeSet<u64> = col(&lost, "element").iter().map(|&e| e as u64).collect();
+    assert!(
+        elements.contains(&3) && elements.iter().any(|e| ![3, 8, 13].contains(e)),
+        "{elements:?}"
+    );
+    // final.sdds → --beam: a zero-length line (one marker) returns the same coordinates.
+    let marker = d.join("m.lte");
+    std::fs::write(&marker, "M: MARK\nL: LINE=(M)\n").unwrap();
+    let again = d.join("again");
+    run_ok(
+        bin()
+            .args(["beam", "track"])
+            .arg(&marker)
+            .args(["--device", "cpu", "--p-central", "50", "--watch", "off", "--no-plot", "--beam"])
+            .arg(out.join("final.sdds"))
+            .arg("-o")
+            .arg(&again),
+    );
+    let back = read_parquet(&again.join("final.parquet")).unwrap();
+    let alive: Vec<usize> = (0..lost_at.len()).filter(|&i| lost_at[i] == 0.0).collect();
+    assert_eq!(back.rows(), alive.len());
+    for c in ["x", "xp", "y", "yp", "p"] {
+        let (a, b) = (col(&fin, c), col(&back, c));
+        for (k, &i) in alive.iter().enumerate() {
+            assert_eq!(a[i], b[k], "{c} of particle {i} after the SDDS round trip");
+        }
+    }
+    // t → s → t with the particle's β: equal to rounding.
+    let (a, b) = (col(&fin, "t"), col(&back, "t"));
+    for (k, &i) in alive.iter().enumerate() {
+        assert!(
+            (a[i] - b[k]).abs() <= 1e-15 * a[i].abs().max(1e-12),
+            "t of particle {i}: {} vs {}",
+            a[i],
+            b[k]
+        );
+    }
+}
+
+/// `beam run` runs the example .ele: Twiss, tracking with losses at the collimator, the files
+/// it names (SDDS) and the tracking's Parquet files in one directory.
+#[test]
+fn ele_run_of_the_example_ring() {
+    let d = scratch("beam", "ele");
+    let out = d.join("ring-out");
+    let ele = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/beam/ring.ele");
+    let o = run_ok(bin().args(["beam", "run"]).arg(&ele).args(["--device", "cpu", "-o"]).arg(&out));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("twiss: Qx = 2.257715"), "{text}");
+    assert!(text.contains("lost per pass: "), "{text}");
+    for f in [
+        "ring.twi",
+        "ring.out",
+        "ring.lost",
+        "ring.fin",
+        "final.parquet",
+        "lost.parquet",
+        "run.json",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    for f in ["ring.twi", "ring.out", "ring.lost", "ring.fin"] {
+        assert!(std::fs::read(out.join(f)).unwrap().starts_with(b"SDDS1\n"), "{f}");
+    }
+    let lost = read_parquet(&out.join("lost.parquet")).unwrap();
+    assert!(lost.rows() > 0 && lost.rows() < 2000, "{} lost", lost.rows());
 }
