@@ -52,7 +52,15 @@ _FIT = ("spline fit reads a histogram file (Parquet, CSV or .npz) and writes a F
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
 _SUBMIT = ("submit writes batch files for the CLI; Python's equivalent is warpdrive.distributed (its refusals: "
            "test_distributed.py)")
+_ELE = ("beam run executes an ELEGANT .ele file, a CLI front end with no Python binding yet (its engine call is "
+        "warpdrive_beam::ele::run; Python builds the same runs from Lattice, Particles and Lattice.track)")
 NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
+    ("beam", "ele: track before run_setup"): _ELE,
+    ("beam", "ele: track before run_control"): _ELE,
+    ("beam", "ele: unknown run_setup parameter"): _ELE,
+    ("beam", "ele: unsupported command"): _ELE,
+    ("beam", "ele: zero particles per bunch"): _ELE,
+    ("beam", "ele: output file outside the output directory"): _ELE,
     ("submit", "slurm of a command that cannot be split"): _SUBMIT,
     ("submit", "slurm without --jobs"): _SUBMIT,
     ("submit", "slurm with --jobs 0"): _SUBMIT,
