@@ -370,9 +370,11 @@ impl Program {
     }
 
     /// Floating-point operations per particle and pass in map elements, and their number.
+    /// (Aperture checks are no elements of their own: not counted.)
     pub fn map_flops(&self) -> (usize, usize) {
         self.runs()
             .flat_map(|r| r.iter())
+            .filter(|it| !matches!(it, RunItem::Check { .. }))
             .fold((0, 0), |(f, n), it| (f + it.flops(), n + 1))
     }
 }
