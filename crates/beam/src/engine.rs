@@ -895,7 +895,7 @@ impl Track {
         let (mut backend, device) = self.backend(gpu, ctl)?;
         ctl.check()?;
         ctl.progress.begin("passes", u64::from(self.passes), "passes");
-        let mut recorder = Recorder::new(&self.watch, program, reference, self.passes, dir, &self.line.name);
+        let mut recorder = Recorder::new(&self.watch, program, reference, self.passes, dir, &self.line.name).sdds(self.sdds);
         if let Some(stamp) = stamp {
             recorder = recorder.job(self.rows.start, self.bunch.len() as u64, stamp.metadata());
         }

@@ -147,37 +147,24 @@ fn units(u: &str) -> String {
     }
 }
 
-/// The bytes of a binary little-endian SDDS file (row-major).
-pub fn to_bytes(f: &Sdds) -> Result<Vec<u8>, String> {
-    let first = f.pages.first().ok_or("an SDDS file needs at least one page")?;
-    for (k, p) in f.pages.iter().enumerate() {
-        let same_params = p.parameters.len() == first.parameters.len()
-            && p.parameters
-                .iter()
-                .zip(&first.parameters)
-                .all(|(a, b)| a.name == b.name && a.value.type_name() == b.value.type_name());
-        let same_cols = p.columns.len() == first.columns.len()
-            && p.columns
-                .iter()
-                .zip(&first.columns)
-                .all(|(a, b)| a.name == b.name && a.data.type_name() == b.data.type_name());
-        if !same_params || !same_cols {
-            return Err(format!("page {k} has other parameters or columns than page 0"));
-        }
-        let n = p.rows();
-        if let Some(c) = p.columns.iter().find(|c| c.data.len() != n) {
-            return Err(format!("page {k}: column {} has {} rows, not {n}", c.name, c.data.len()));
-        }
-        if i32::try_from(n).is_err() {
-            return Err(format!("page {k}: {n} rows are more than a 32-bit row count holds"));
-        }
-    }
+/// Do two pages have the same parameters and columns (names and types)?
+fn same_layout(a: &Page, b: &Page) -> bool {
+    a.parameters.len() == b.parameters.len()
+        && a.parameters
+            .iter()
+            .zip(&b.parameters)
+            .all(|(p, q)| p.name == q.name && p.value.type_name() == q.value.type_name())
+        && a.columns.len() == b.columns.len()
+        && a.columns
+            .iter()
+            .zip(&b.columns)
+            .all(|(p, q)| p.name == q.name && p.data.type_name() == q.data.type_name())
+}
+
+/// The header of a file whose pages are laid out as `first`.
+fn header_bytes(description: &str, contents: &str, first: &Page) -> Vec<u8> {
     let mut h = String::from("SDDS1\n!# little-endian\n");
-    h += &format!(
-        "&description text={}, contents={}, &end\n",
-        quoted(&f.description),
-        quoted(&f.contents)
-    );
+    h += &format!("&description text={}, contents={}, &end\n", quoted(description), quoted(contents));
     for p in &first.parameters {
         h += &format!(
             "&parameter name={},{} type={}, &end\n",
@@ -195,31 +182,104 @@ pub fn to_bytes(f: &Sdds) -> Result<Vec<u8>, String> {
         );
     }
     h += "&data mode=binary, &end\n";
-    let mut b = h.into_bytes();
-    let string = |b: &mut Vec<u8>, s: &str| {
-        b.extend_from_slice(&(s.len() as i32).to_le_bytes());
+    h.into_bytes()
+}
+
+/// One binary page: the row count, the parameters, the rows.
+fn page_bytes(p: &Page, b: &mut Vec<u8>) -> Result<(), String> {
+    let n = p.rows();
+    if let Some(c) = p.columns.iter().find(|c| c.data.len() != n) {
+        return Err(format!("column {} has {} rows, not {n}", c.name, c.data.len()));
+    }
+    let rows = i32::try_from(n).map_err(|_| format!("{n} rows are more than a 32-bit row count holds"))?;
+    let string = |b: &mut Vec<u8>, s: &str| -> Result<(), String> {
+        let len = i32::try_from(s.len()).map_err(|_| "a string longer than 2 GiB".to_string())?;
+        b.extend_from_slice(&len.to_le_bytes());
         b.extend_from_slice(s.as_bytes());
+        Ok(())
     };
-    for p in &f.pages {
-        b.extend_from_slice(&(p.rows() as i32).to_le_bytes());
-        for q in &p.parameters {
-            match &q.value {
-                Value::Double(v) => b.extend_from_slice(&v.to_le_bytes()),
-                Value::Long(v) => b.extend_from_slice(&v.to_le_bytes()),
-                Value::Str(s) => string(&mut b, s),
-            }
+    b.extend_from_slice(&rows.to_le_bytes());
+    for q in &p.parameters {
+        match &q.value {
+            Value::Double(v) => b.extend_from_slice(&v.to_le_bytes()),
+            Value::Long(v) => b.extend_from_slice(&v.to_le_bytes()),
+            Value::Str(s) => string(b, s)?,
         }
-        for r in 0..p.rows() {
-            for c in &p.columns {
-                match &c.data {
-                    Data::Double(v) => b.extend_from_slice(&v[r].to_le_bytes()),
-                    Data::Long(v) => b.extend_from_slice(&v[r].to_le_bytes()),
-                    Data::Str(v) => string(&mut b, &v[r]),
-                }
+    }
+    for r in 0..n {
+        for c in &p.columns {
+            match &c.data {
+                Data::Double(v) => b.extend_from_slice(&v[r].to_le_bytes()),
+                Data::Long(v) => b.extend_from_slice(&v[r].to_le_bytes()),
+                Data::Str(v) => string(b, &v[r])?,
             }
         }
     }
+    Ok(())
+}
+
+/// The bytes of a binary little-endian SDDS file (row-major).
+pub fn to_bytes(f: &Sdds) -> Result<Vec<u8>, String> {
+    let first = f.pages.first().ok_or("an SDDS file needs at least one page")?;
+    let mut b = header_bytes(&f.description, &f.contents, first);
+    for (k, p) in f.pages.iter().enumerate() {
+        if !same_layout(p, first) {
+            return Err(format!("page {k} has other parameters or columns than page 0"));
+        }
+        page_bytes(p, &mut b).map_err(|e| format!("page {k}: {e}"))?;
+    }
     Ok(b)
+}
+
+/// A file written a page at a time (a watch point's records: one page per pass, as ELEGANT's
+/// watch files), inside a staged output directory.
+pub struct Appender {
+    file: std::fs::File,
+    path: std::path::PathBuf,
+    first: Page,
+}
+
+impl Appender {
+    /// Create `path` with the header of `first` and write `first` as its first page.
+    pub fn create(path: &Path, description: &str, contents: &str, first: &Page) -> Result<Self, String> {
+        let mut b = header_bytes(description, contents, first);
+        page_bytes(first, &mut b).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        file.write_all(&b).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            first: Page {
+                parameters: first.parameters.clone(),
+                columns: first
+                    .columns
+                    .iter()
+                    .map(|c| ColumnData {
+                        name: c.name.clone(),
+                        units: c.units.clone(),
+                        data: match c.data {
+                            Data::Double(_) => Data::Double(Vec::new()),
+                            Data::Long(_) => Data::Long(Vec::new()),
+                            Data::Str(_) => Data::Str(Vec::new()),
+                        },
+                    })
+                    .collect(),
+            },
+        })
+    }
+
+    /// Append a page laid out as the first.
+    pub fn append(&mut self, p: &Page) -> Result<(), String> {
+        if !same_layout(p, &self.first) {
+            return Err(format!(
+                "{}: a page with other parameters or columns than the first",
+                self.path.display()
+            ));
+        }
+        let mut b = Vec::new();
+        page_bytes(p, &mut b).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        self.file.write_all(&b).map_err(|e| format!("{}: {e}", self.path.display()))
+    }
 }
 
 /// Write `f` to `path` (binary, little-endian). Call it inside a staged output: the file is
@@ -605,6 +665,22 @@ fn fixed(path: &Path, line: usize, d: &Def, text: &str) -> Result<Result<f64, St
     })
 }
 
+/// Every page of a binary SDDS file (the pages a watch point appended), for checks.
+pub fn read_binary_pages(path: &Path, bytes: &[u8]) -> Result<Vec<Page>, InputError> {
+    let h = header(path, bytes)?;
+    if !h.binary {
+        return Err(InputError::file(path, "not a binary SDDS file"));
+    }
+    let mut pages = Vec::new();
+    let mut pos = h.data_start;
+    while pos < bytes.len() {
+        let (page, used) = binary_page_at(path, &bytes[pos..], &h)?;
+        pages.push(page);
+        pos += used;
+    }
+    Ok(pages)
+}
+
 /// Read the first page of an SDDS file (binary or ASCII) from its bytes. More pages are an
 /// error (a particle input is one page; say which).
 pub fn read_first_page(path: &Path, bytes: &[u8]) -> Result<(Sdds, Page), InputError> {
@@ -626,6 +702,21 @@ pub fn read_first_page(path: &Path, bytes: &[u8]) -> Result<(Sdds, Page), InputE
 }
 
 fn binary_page(path: &Path, data: &[u8], h: &Header) -> Result<Page, InputError> {
+    let (page, used) = binary_page_at(path, data, h)?;
+    if used < data.len() {
+        return Err(InputError::file(
+            path,
+            format!(
+                "{} bytes follow the first page (more pages?); only one-page files are read",
+                data.len() - used
+            ),
+        ));
+    }
+    Ok(page)
+}
+
+/// One binary page at the start of `data`, and the bytes it took.
+fn binary_page_at(path: &Path, data: &[u8], h: &Header) -> Result<(Page, usize), InputError> {
     let mut c = Cursor {
         path,
         bytes: data,
@@ -680,19 +771,13 @@ fn binary_page(path: &Path, data: &[u8], h: &Header) -> Result<Page, InputError>
             }
         }
     }
-    if c.remaining() > 0 {
-        return Err(InputError::file(
-            path,
-            format!(
-                "{} bytes follow the first page (more pages?); only one-page files are read",
-                c.remaining()
-            ),
-        ));
-    }
-    Ok(Page {
-        parameters,
-        columns: finish(&h.columns, cols),
-    })
+    Ok((
+        Page {
+            parameters,
+            columns: finish(&h.columns, cols),
+        },
+        c.pos,
+    ))
 }
 
 /// Tokens of ASCII data: whitespace-separated, `"quoted strings"` as one token; `!` comment

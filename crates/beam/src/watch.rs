@@ -280,6 +280,9 @@ pub struct Recorder<'a> {
     pub blocks: Vec<BlockEvent>,
     first_pass: Option<u32>,
     job: Option<JobRows>,
+    /// Also write each watch point as SDDS (`--sdds`): one file, a page per record.
+    sdds: bool,
+    sdds_files: HashMap<usize, crate::sdds::Appender>,
 }
 
 /// The rows of the whole bunch a batch job tracks, and its stamp for the files it writes.
@@ -327,6 +330,55 @@ impl<'a> Recorder<'a> {
             blocks: Vec::new(),
             first_pass: None,
             job: None,
+            sdds: false,
+            sdds_files: HashMap::new(),
+        }
+    }
+
+    /// Also write every watch point as an SDDS file in the output directory: `<name>.sdds`
+    /// (`%s` and `-atK` as the Parquet files), one page per record with the surviving chosen
+    /// particles (ELEGANT's watch layout: x, xp, y, yp, t, p, particleID; Step, Pass, pCentral,
+    /// Particles).
+    #[must_use]
+    pub fn sdds(mut self, on: bool) -> Self {
+        self.sdds = on;
+        self
+    }
+
+    fn record_sdds(&mut self, ev: &WatchEvent, element: Option<usize>) -> Result<(), String> {
+        let dir = self.dir.as_deref().ok_or("SDDS watch files need an output directory")?;
+        let p = ev.particles;
+        let rows: Vec<usize> = match &self.opts.particles {
+            Some(ids) => ids
+                .iter()
+                .map(|&i| i as usize)
+                .filter(|&i| i < p.len() && p.lost_at[i] == 0)
+                .collect(),
+            None => (0..p.len()).filter(|&i| p.lost_at[i] == 0).collect(),
+        };
+        let mut page = crate::sdds_out::particles_page(p, &self.reference, &rows, 0, ev.pass, 0.0);
+        page.parameters.retain(|q| q.name != "Charge");
+        match self.sdds_files.get_mut(&ev.element) {
+            Some(f) => f.append(&page),
+            None => {
+                let file = watch_file(dir, ev.filename, &self.root, None, element).with_extension("sdds");
+                let name = file_name(&file);
+                if ["final.sdds", "lost.sdds"].contains(&name.as_str()) {
+                    return Err(format!(
+                        "watch point {}: its SDDS file {name} is a name the run writes itself; rename FILENAME",
+                        ev.name
+                    ));
+                }
+                let f = crate::sdds::Appender::create(
+                    &file,
+                    &format!("warpdrive beam track: watch point {}", ev.name),
+                    "watch point",
+                    &page,
+                )?;
+                self.written.push(name);
+                self.sdds_files.insert(ev.element, f);
+                Ok(())
+            }
         }
     }
 
@@ -377,6 +429,9 @@ impl<'a> Recorder<'a> {
             }
         };
         let element = self.shared.contains(ev.filename).then_some(ev.element);
+        if self.sdds {
+            self.record_sdds(&ev, element)?;
+        }
         match self.opts.mode {
             WatchMode::Off => {}
             WatchMode::Memory => self.records.push(WatchRecord {
@@ -421,6 +476,7 @@ impl<'a> Recorder<'a> {
 
     /// Close the streamed files (their footers are written now).
     pub fn finish(&mut self) -> Result<(), String> {
+        self.sdds_files.clear();
         let mut streams: Vec<(usize, Stream)> = self.streams.drain().collect();
         streams.sort_by_key(|(e, _)| *e);
         for (_, s) in streams {

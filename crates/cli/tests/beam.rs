@@ -376,7 +376,8 @@ fn sdds_out_and_in_and_lost_particles() {
     std::fs::write(
         &lte,
         "Q1: QUAD, L=0.2, K1=1.5\nQ2: Q1, K1=-1.5\nD: DRIF, L=0.8\nC: RCOL, L=0.1, X_MAX=3e-4, Y_MAX=1\n\
-         M: MAXAMP, X_MAX=1, Y_MAX=2e-4, ELLIPTICAL=1\nCELL: LINE=(Q1, D, C, Q2, D)\nRING: LINE=(M, 3*CELL)\n",
+         M: MAXAMP, X_MAX=1, Y_MAX=2e-4, ELLIPTICAL=1\nW: WATCH, FILENAME=\"%s-w.sdds\"\n\
+         CELL: LINE=(Q1, D, C, Q2, D)\nRING: LINE=(M, 3*CELL, W)\n",
     )
     .unwrap();
     let out = d.join("out");
@@ -385,17 +386,7 @@ fn sdds_out_and_in_and_lost_particles() {
             .args(["beam", "track"])
             .arg(&lte)
             .args(["--device", "cpu", "--particles", "2000", "--passes", "4", "--p-central", "50"])
-            .args([
-                "--emit-x",
-                "1e-8",
-                "--emit-y",
-                "1e-8",
-                "--watch",
-                "off",
-                "--no-plot",
-                "--sdds",
-                "-o",
-            ])
+            .args(["--emit-x", "1e-8", "--emit-y", "1e-8", "--no-plot", "--sdds", "-o"])
             .arg(&out),
     );
     let text = String::from_utf8_lossy(&o.stdout);
@@ -414,6 +405,20 @@ fn sdds_out_and_in_and_lost_particles() {
         assert_eq!(col(&lost, "pass")[k], pass[r]);
         assert_eq!(col(&lost, "x")[k], col(&fin, "x")[r]);
     }
+    // The watch point as SDDS: one page per pass with the particles alive there (ELEGANT's
+    // layout), the last page = final.sdds's particles.
+    let bytes = std::fs::read(out.join("col-w.sdds")).unwrap();
+    let pages = warpdrive_beam::sdds::read_binary_pages(std::path::Path::new("col-w.sdds"), &bytes).unwrap();
+    assert_eq!(pages.len(), 4);
+    let lost_pass = col(&fin, "lost_pass");
+    let alive_after = |pass: f64| (0..lost_at.len()).filter(|&i| lost_at[i] == 0.0 || lost_pass[i] > pass).count();
+    for (k, page) in pages.iter().enumerate() {
+        assert_eq!(page.rows(), alive_after(k as f64), "page {k}");
+        assert_eq!(page.parameter("Pass").unwrap().value, warpdrive_beam::sdds::Value::Double(k as f64));
+    }
+    let fin_sdds = std::fs::read(out.join("final.sdds")).unwrap();
+    let (_, last) = warpdrive_beam::sdds::read_first_page(std::path::Path::new("final.sdds"), &fin_sdds).unwrap();
+    assert_eq!(pages[3].column("x").unwrap().data, last.column("x").unwrap().data);
     let passes: std::collections::BTreeSet<u64> = col(&lost, "pass").iter().map(|&p| p as u64).collect();
     assert!(passes.len() > 1, "losses in several passes: {passes:?}");
     // The collimator (C, elements 3, 8, 13) and the MAXAMP in y both lose particles.
