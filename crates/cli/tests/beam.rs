@@ -488,4 +488,28 @@ fn ele_run_of_the_example_ring() {
     }
     let lost = read_parquet(&out.join("lost.parquet")).unwrap();
     assert!(lost.rows() > 0 && lost.rows() < 2000, "{} lost", lost.rows());
+    // The survivors read back with sdds_beam and tracked one more pass; a transfer-line Twiss
+    // (matched = 0) from given values; rootname names the files.
+    let lte = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/beam/ring.lte");
+    let again = d.join("again.ele");
+    std::fs::write(
+        &again,
+        format!(
+            "&run_setup lattice=\"{}\", p_central_mev=3000, rootname=\"second\", output=\"%s.out\" &end\n\
+             &run_control n_passes=1 &end\n\
+             &twiss_output filename=\"%s.twi\", matched=0, beta_x=11.678, alpha_x=-1.4907, beta_y=5.1114, alpha_y=0.66847, eta_x=3.5391 &end\n\
+             &sdds_beam input=\"{}\" &end\n&track &end\n",
+            lte.display(),
+            out.join("ring.out").display()
+        ),
+    )
+    .unwrap();
+    let out2 = d.join("again-out");
+    let o = run_ok(bin().args(["beam", "run"]).arg(&again).args(["--device", "cpu", "-o"]).arg(&out2));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let survivors = 2000 - lost.rows();
+    assert!(text.contains(&format!("tracked {survivors} particles")), "{text}");
+    // From the ring's own periodic values the line repeats the ring's tunes (to the 5 digits given).
+    assert!(text.contains("twiss: Qx = 2.2577"), "{text}");
+    assert!(out2.join("second.out").is_file() && out2.join("second.twi").is_file());
 }
