@@ -573,10 +573,16 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                     Error::Param(p) => ele_param(path, beam_line.map_or(c, |l| &commands[l]), &p),
                     other => other,
                 })?;
+                // The bunch charge: the last CHARGE element's (ELEGANT's only source of it in
+                // these commands), else 0.
+                let charge = s.line.program().steps.iter().fold(0.0, |c, st| match st {
+                    crate::program::Step::Charge { total } => *total,
+                    _ => c,
+                });
                 if let Some(name) = &bunch_file {
                     let b = t.bunch();
                     let rows: Vec<usize> = (0..b.len()).collect();
-                    let page = crate::sdds_out::particles_page(&b.particles, &b.reference, &rows, 0, 0, o.charge);
+                    let page = crate::sdds_out::particles_page(&b.particles, &b.reference, &rows, 0, 0, charge);
                     let sd = crate::sdds::Sdds {
                         description: "warpdrive beam run: initial bunch".into(),
                         contents: "bunched_beam".into(),
@@ -588,7 +594,7 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                 let tracked = t.run_in(ctl, &dir)?;
                 let program = s.line.program();
                 if let Some(name) = &s.output {
-                    let sd = crate::sdds_out::final_file(&tracked.particles, &tracked.reference, 0, t.passes(), o.charge);
+                    let sd = crate::sdds_out::final_file(&tracked.particles, &tracked.reference, 0, t.passes(), charge);
                     crate::sdds::write(&dir.join(name), &sd).map_err(fail)?;
                     result.written.push(name.clone());
                 }

@@ -1207,7 +1207,8 @@ pub fn merge_tracks(jobs: &[PathBuf], out: Staged, ctl: &Control) -> Result<Merg
     Ok(MergedTrack {
         particles: last.rows() as u64,
         watch_events: events,
-        watch_files: files.into_iter().collect(),
+        // lost.parquet is merged like the watch files, but is none.
+        watch_files: files.into_iter().filter(|f| f != "lost.parquet").collect(),
     })
 }
 
