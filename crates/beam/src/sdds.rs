@@ -493,6 +493,9 @@ fn header(path: &Path, bytes: &[u8]) -> Result<Header, InputError> {
             }
         }
         let end = text.find("&end").expect("checked");
+        if end == 0 {
+            return Err(err(start, "&end without a namelist".into()));
+        }
         if !text[end + 4..].trim().is_empty() {
             return Err(err(start, "text after &end on the same line; one namelist per line".into()));
         }
@@ -1050,6 +1053,8 @@ mod tests {
         assert!(e(&b).contains("only one-page files are read"), "{}", e(&b));
         let m = e(b"SDDS1\n&column name=x, type=double, &end\n");
         assert!(m.contains("without a &data namelist"), "{m}");
+        let m = e(b"SDDS1\n&end\n");
+        assert!(m.contains("bad.sdds:2: &end without a namelist"), "{m}");
         let m = e(b"SDDS1\n&column name=x, type=double, field_length=8, &end\n&data mode=ascii, &end\n");
         assert!(m.contains("field_length=8 is not supported"), "{m}");
     }
