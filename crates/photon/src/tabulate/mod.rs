@@ -384,7 +384,7 @@ impl Tabulate {
             return Err(param(
                 "radial_bins",
                 format!(
-                    "{} × {} × {} spatial bins × {} time cells = {cells} cells: more than {MAX_CELLS}; use fewer bins",
+                    "{} × {} × {} spatial bins × {} time cells (the delay bins, underflow and overflow) = {cells} cells: more than {MAX_CELLS}; use fewer bins",
                     binning.radial.len() - 1,
                     binning.azimuth.len() - 1,
                     binning.polar.len() - 1,
@@ -663,6 +663,8 @@ impl Tabulate {
             ph.dir = scatter(ph.dir, scattering_cosine(m.g, m.f_sl, u1, u2), u3, m.anisotropy.as_ref());
         }
         h.inside += (inside * SUM_UNIT).round() as u64;
+        let deposited: f64 = s.touched.iter().map(|t| t.1).sum();
+        h.worst_photon = h.worst_photon.max((deposited - inside).abs());
         h.photon_done(&mut s.touched, self.binning.time_cells() as u32);
     }
 }
@@ -747,6 +749,10 @@ pub struct Histogram {
     /// must add up to it.
     pub inside: u64,
     pub segments: u64,
+    /// The largest |Σ pieces − length inside| of one photon [m], in f64 before the fixed point.
+    pub worst_photon: f64,
+    /// Additions of a photon's sum to a cell: each rounds by at most half a unit (2⁻¹⁷ m).
+    pub entries: u64,
     pub absorbed: u64,
     pub escaped: u64,
     /// Photons that left at least one piece in the grid.
@@ -761,6 +767,8 @@ impl Histogram {
             spatial_sumsq: vec![0; spatial],
             inside: 0,
             segments: 0,
+            entries: 0,
+            worst_photon: 0.0,
             absorbed: 0,
             escaped: 0,
             tabulated: 0,
@@ -779,6 +787,8 @@ impl Histogram {
         }
         self.inside += o.inside;
         self.segments += o.segments;
+        self.entries += o.entries;
+        self.worst_photon = self.worst_photon.max(o.worst_photon);
         self.absorbed += o.absorbed;
         self.escaped += o.escaped;
         self.tabulated += o.tabulated;
@@ -800,6 +810,7 @@ impl Histogram {
                 x += touched[i].1;
                 i += 1;
             }
+            self.entries += 1;
             self.sum[cell as usize] += (x * SUM_UNIT).round() as u64;
             self.sumsq[cell as usize] += (x * x * SQ_UNIT).round() as u128;
             let sp = cell / time_cells;
@@ -818,6 +829,13 @@ impl Histogram {
     #[must_use]
     pub fn total_length(&self) -> f64 {
         self.sum.iter().map(|&s| s as f64).sum::<f64>() / SUM_UNIT
+    }
+
+    /// The most the cells' total can differ from [`Histogram::inside_length`] by the fixed
+    /// point's rounding [m]: half a unit per addition and per photon.
+    #[must_use]
+    pub fn rounding_bound(&self, photons: u64) -> f64 {
+        0.5 * (self.entries + photons) as f64 / SUM_UNIT
     }
 
     /// The weighted length inside the grid from the shells [m].
@@ -997,6 +1015,7 @@ impl Tables {
             "segments": h.segments,
             "weighted_length_tabulated_m": h.total_length(),
             "weighted_length_inside_m": h.inside_length(),
+            "largest_photon_length_mismatch_m": h.worst_photon,
             "photons_per_unit": self.photons_per_unit,
             "unit": if self.source == SourceKind::Cascade { "GeV" } else { "m of muon track" },
             "reference_yield": self.reference_yield(),

@@ -1,0 +1,251 @@
+//! The tabulator (`warpdrive photon tabulate`, issue #32): conservation, the diffusion limit in a
+//! homogeneous ice, the same tables for any thread count, cancellation, bad input. Fixed seeds;
+//! thresholds stated per test.
+
+use warpdrive_core::engine::{Cancel, Control, Device, Error, Style};
+use warpdrive_photon::config::Config;
+use warpdrive_photon::ice::Layers;
+use warpdrive_photon::medium::Medium;
+use warpdrive_photon::tabulate::{Acceptance, Edges, SourceKind, Tabulate, TabulateOptions};
+use warpdrive_photon::tilt::Tilt;
+
+fn cpu(threads: usize) -> Control {
+    Control::new().device(Device::Cpu).threads(Some(threads))
+}
+
+fn spice() -> Option<std::path::PathBuf> {
+    let d = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR"))?;
+    Some(d.join("ice/spice_3.2.1"))
+}
+
+/// (a) No loss: the weighted track length in the cells equals the weighted length of the
+/// photons' segments inside the table, computed from the outer and inner shells alone, to the
+/// fixed point's rounding (half of 2⁻¹⁶ m per photon-cell addition and per photon, ≈ 10⁻²
+/// m in ≈ 10⁵ m here) plus 1e-12 relative for the f64 sums: a piece dropped or counted twice
+/// would have to be shorter than the bound to pass (the bound is printed); and photon by photon
+/// in f64 (before the fixed point) to 1 nm. Every photon
+/// starts inside r < 300 m, so every photon is tabulated. Cascade and muon segment, in
+/// spice_3.2.1 with tilt and anisotropy (the built-in ice without the data).
+#[test]
+fn tabulated_length_equals_propagated_length_inside_the_table() {
+    for source in [SourceKind::Cascade, SourceKind::MuonSegment] {
+        let o = TabulateOptions {
+            ice: spice(),
+            source,
+            depth: 2100.0,
+            zenith: 60.0,
+            azimuth: 30.0,
+            length: 10.0,
+            photons: 3000,
+            radial: Edges::Linear {
+                lo: 0.0,
+                hi: 120.0,
+                bins: 12,
+            },
+            delay: Some(Edges::Linear {
+                lo: -20.0,
+                hi: 1000.0,
+                bins: 17,
+            }),
+            ..Default::default()
+        };
+        let req = Tabulate::new(&o).unwrap();
+        let t = req.run(&cpu(2)).unwrap();
+        let (tab, inside) = (t.hist.total_length(), t.hist.inside_length());
+        eprintln!(
+            "{source:?}: tabulated {tab:.3} m, inside {inside:.3} m, {} photons tabulated",
+            t.hist.tabulated
+        );
+        assert!(inside > 1e5, "{inside}");
+        let bound = t.hist.rounding_bound(t.photons) + 1e-12 * inside;
+        eprintln!("  |difference| {:.3e} m, bound {bound:.3e} m", (tab - inside).abs());
+        assert!(
+            (tab - inside).abs() <= bound,
+            "{source:?}: tabulated {tab} m vs inside {inside} m (bound {bound} m)"
+        );
+        // Photon by photon in f64, before the fixed point: its pieces add up to its length inside.
+        eprintln!("  largest mismatch of one photon {:.3e} m", t.hist.worst_photon);
+        assert!(t.hist.worst_photon < 1e-9, "{}", t.hist.worst_photon);
+        assert_eq!(t.hist.tabulated, 3000);
+        assert_eq!(t.hist.absorbed + t.hist.escaped, 3000);
+        // The time table's CDF rises to at most 1 in every bin with light.
+        let time = t.time_table().unwrap();
+        let f = time.column("value").unwrap().to_f64();
+        for bin in f.chunks(17) {
+            assert!(bin.windows(2).all(|w| w[1] >= w[0]) && bin[16] <= 1.0 + 1e-12, "{bin:?}");
+        }
+    }
+}
+
+/// The same request gives the same histogram and summary on 1 and 2 threads (integer sums).
+#[test]
+fn tables_do_not_depend_on_the_thread_count() {
+    let o = TabulateOptions {
+        photons: 5000,
+        radial: Edges::Linear {
+            lo: 0.0,
+            hi: 100.0,
+            bins: 10,
+        },
+        ..Default::default()
+    };
+    let req = Tabulate::new(&o).unwrap();
+    let (a, b) = (req.run(&cpu(1)).unwrap(), req.run(&cpu(2)).unwrap());
+    assert_eq!(a.hist, b.hist);
+    assert_eq!(a.summary_json(), b.summary_json());
+    // And another seed changes them.
+    let c = Tabulate::new(&TabulateOptions { seed: 2, ..o }).unwrap().run(&cpu(2)).unwrap();
+    assert_ne!(a.hist.sum, c.hist.sum);
+}
+
+/// (b) Homogeneous ice, far from the source: the fluence of a point source in the diffusion
+/// approximation, Φ(r) = exp(−r/L)/(4π D r) per photon, D = 1/(3(μ_a + μ_s')), L = √(D/μ_a)
+/// (e.g. Ishimaru, "Wave propagation and scattering in random media", 1978, ch. 9). Ice with
+/// b_e = μ_s' = 0.05 /m and a = 0.002 /m at 400 nm (one wavelength, g 0.9, f_SL 0.35):
+/// μ_a/μ_s' = 0.04, L = 56.6 m. Angle-integrated shells of 20 m from 100 to 260 m (5–13
+/// transport lengths), photons followed 300 m past the table's 400 m, unit weights, 20 000
+/// photons, seed 1.
+/// Thresholds: the decay length fitted to ln(rΦ) within 4 % of L — diffusion theory's own
+/// error in the decay constant is of order μ_a/μ_s' (≈ 2 % here: the transport equation's
+/// asymptotic κ² = 3μ_aμ_tr(1 + O(μ_a/μ_tr))), the statistics' ≈ 1 %; and Φ·4πDr·e^(r/L)
+/// within 15 % of 1 at every shell (the diffusion source term's normalisation is exact only
+/// asymptotically; a 2 % error in L alone moves e^(r/L) by up to 9 % at 260 m). A wrong
+/// volume (one side of the folded azimuth: ×2), per-segment instead of per-piece deposits, or
+/// the scattering length in place of the transport length (L 5× shorter) fail both.
+#[test]
+fn homogeneous_ice_far_field_follows_diffusion() {
+    let (be, a) = (0.05, 0.002);
+    let layers = Layers::homogeneous(be, a);
+    let medium = Medium::monochromatic(&layers, &Config::default(), 400.0, Tilt::None);
+    let mu_a = f64::from(medium.abs[0]);
+    let mu_s_red = f64::from(medium.sca[0]) * (1.0 - f64::from(medium.g));
+    assert!((mu_a - a).abs() < 1e-6 && (mu_s_red - be).abs() < 1e-6, "{mu_a} {mu_s_red}");
+    let d = 1.0 / (3.0 * (mu_a + mu_s_red));
+    let l = (d / mu_a).sqrt();
+    let o = TabulateOptions {
+        photons: 20_000,
+        radial: Edges::Linear {
+            lo: 0.0,
+            hi: 400.0,
+            bins: 20,
+        },
+        azimuth_bins: Edges::Linear {
+            lo: 0.0,
+            hi: 180.0,
+            bins: 1,
+        },
+        polar: Some(Edges::Linear {
+            lo: -1.0,
+            hi: 1.0,
+            bins: 1,
+        }),
+        delay: None,
+        margin: 300.0,
+        ..Default::default()
+    };
+    let req = Tabulate::new(&o).unwrap().with_medium(medium).with_acceptance(Acceptance::unit());
+    let t = req.run(&cpu(2)).unwrap();
+    let cells = t.cells();
+    let pts: Vec<(f64, f64)> = cells
+        .iter()
+        .filter(|c| c.center[0] > 100.0 && c.center[0] < 260.0)
+        .map(|c| (c.center[0], (c.center[0] * c.fluence).ln()))
+        .collect();
+    assert_eq!(pts.len(), 8);
+    let n = pts.len() as f64;
+    let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+    let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / pts.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>();
+    let l_fit = -1.0 / slope;
+    eprintln!("L = {l:.2} m, fitted {l_fit:.2} m ({:+.2} %)", 100.0 * (l_fit / l - 1.0));
+    for c in &cells {
+        let r = c.center[0];
+        let expect = (-r / l).exp() / (4.0 * std::f64::consts::PI * d * r);
+        eprintln!(
+            "r {r:5.0} m: Φ = {:.4e} /m², diffusion {expect:.4e}, ratio {:.3}, N_eff {:.0}",
+            c.fluence,
+            c.fluence / expect,
+            c.n_eff
+        );
+    }
+    assert!((l_fit / l - 1.0).abs() < 0.04, "fitted decay length {l_fit} m vs diffusion {l} m");
+    for c in cells.iter().filter(|c| c.center[0] > 100.0 && c.center[0] < 260.0) {
+        let r = c.center[0];
+        let ratio = c.fluence * 4.0 * std::f64::consts::PI * d * r * (r / l).exp();
+        assert!((ratio - 1.0).abs() < 0.15, "r = {r} m: Φ/diffusion = {ratio}");
+    }
+}
+
+/// A raised token ends the run with `Cancelled`, never a partial table.
+#[test]
+fn cancelled_runs_return_no_table() {
+    let cancel = Cancel::new();
+    cancel.cancel();
+    let ctl = cpu(2).with_cancel(cancel);
+    let req = Tabulate::new(&TabulateOptions::default()).unwrap();
+    assert!(matches!(req.run(&ctl), Err(Error::Cancelled(_))));
+}
+
+fn refused(o: TabulateOptions) -> String {
+    Tabulate::new(&o).unwrap_err().render(Style::Cli)
+}
+
+/// (c) Bad input: clear errors naming the option.
+#[test]
+fn bad_input_is_refused_with_the_option_named() {
+    let e = refused(TabulateOptions {
+        radial: Edges::List(vec![0.0, 10.0, 10.0, 20.0]),
+        ..Default::default()
+    });
+    assert_eq!(
+        e,
+        "--radial-bins edges must increase strictly: edge 3 (10) is not above edge 2 (10)"
+    );
+    let e = refused(TabulateOptions {
+        radial: Edges::Linear {
+            lo: 0.0,
+            hi: 100.0,
+            bins: 5000,
+        },
+        delay: Some(Edges::Linear {
+            lo: 0.0,
+            hi: 100.0,
+            bins: 5000,
+        }),
+        ..Default::default()
+    });
+    assert!(e.starts_with("--radial-bins 5000 × 9 × 20 spatial bins × 5002 time cells"), "{e}");
+    let e = refused(TabulateOptions {
+        azimuth_bins: Edges::Linear {
+            lo: 0.0,
+            hi: 360.0,
+            bins: 4,
+        },
+        ..Default::default()
+    });
+    assert!(e.starts_with("--azimuth-bins edges from 0 to 360"), "{e}");
+    let e = refused(TabulateOptions {
+        polar: Some(Edges::Linear { lo: 0.0, hi: 1.0, bins: 4 }),
+        ..Default::default()
+    });
+    assert!(e.starts_with("--polar-bins cos θ edges from 0 to 1"), "{e}");
+    let e = refused(TabulateOptions {
+        photons: 0,
+        ..Default::default()
+    });
+    assert!(e.starts_with("--photons 0"), "{e}");
+    if let Some(ice) = spice() {
+        let e = refused(TabulateOptions {
+            ice: Some(ice),
+            depth: 3000.0,
+            ..Default::default()
+        });
+        assert_eq!(
+            e,
+            "--depth 3000 m is outside the ice model's layers (1093.47 to 2803.47 m deep, icemodel.dat)"
+        );
+    }
+    assert_eq!(
+        "1:2:x".parse::<Edges>().unwrap_err(),
+        "'x': the bin count of LO:HI:N is not a whole number"
+    );
+}
