@@ -71,6 +71,13 @@ pub enum SourceKind {
     MuonSegment,
 }
 
+impl SourceKind {
+    /// Parse the `source` option's text.
+    pub fn parse(text: &str) -> Result<Self> {
+        Ok(text.parse::<Self>()?)
+    }
+}
+
 impl FromStr for SourceKind {
     type Err = ParamError;
     fn from_str(s: &str) -> std::result::Result<Self, ParamError> {
@@ -123,6 +130,11 @@ impl FromStr for Edges {
 }
 
 impl Edges {
+    /// Parse the text of option `param` (`LO:HI:N` or a list), the error naming it.
+    pub fn parse(param: &'static str, text: &str) -> Result<Self> {
+        text.parse().map_err(|e: String| param_error(param, e))
+    }
+
     /// The edges, checked: at least two, finite, strictly increasing, at most [`MAX_EDGES`].
     fn resolve(&self, param: &'static str) -> Result<Vec<f64>> {
         let e = match self {
@@ -281,6 +293,10 @@ pub struct Tabulate {
 
 fn param(name: &'static str, text: impl Into<String>) -> Error {
     ParamError::new(name, text).into()
+}
+
+fn param_error(name: &'static str, text: String) -> Error {
+    param(name, text)
 }
 
 impl Tabulate {
