@@ -266,9 +266,7 @@ impl Binning {
         let j = bin(&self.azimuth, c[1])?;
         let k = bin(&self.polar, c[2])?;
         let spatial = (i * (self.azimuth.len() - 1) + j) * (self.polar.len() - 1) + k;
-        let t = if self.delay.is_empty() {
-            0
-        } else if c[3] < self.delay[0] {
+        let t = if self.delay.is_empty() || c[3] < self.delay[0] {
             0
         } else if c[3] >= self.delay[self.delay.len() - 1] {
             self.delay.len()
@@ -282,7 +280,7 @@ impl Binning {
     /// piece inside the grid. `cuts` is scratch space.
     pub fn deposit(&self, f: &Frame, path: &Path, cuts: &mut Vec<f64>, mut add: impl FnMut(usize, f64)) {
         let len = path.len;
-        if !(len > 0.0) {
+        if len.is_nan() || len <= 0.0 {
             return;
         }
         let l = self.local(f, path);
@@ -363,7 +361,7 @@ impl Binning {
     #[must_use]
     pub fn inside_length(&self, f: &Frame, path: &Path) -> f64 {
         let len = path.len;
-        if !(len > 0.0) {
+        if len.is_nan() || len <= 0.0 {
             return 0.0;
         }
         let l = self.local(f, path);

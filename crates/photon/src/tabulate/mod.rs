@@ -395,7 +395,7 @@ impl Tabulate {
             delay,
         };
         let spatial = binning.spatial_cells();
-        let cells = spatial.checked_mul(binning.time_cells()).unwrap_or(u64::MAX);
+        let cells = spatial.saturating_mul(binning.time_cells());
         if cells > MAX_CELLS {
             return Err(param(
                 "radial_bins",
