@@ -177,7 +177,7 @@ pub enum PhotonCommand {
     /// orientation through the ice (no modules) and record their track length per bin of the
     /// source frame (amplitude and arrival-time tables, docs/spline.md "Making tables"), as
     /// histograms for `warpdrive spline fit`.
-    Tabulate(TabulateArgs),
+    Tabulate(Box<TabulateArgs>),
 }
 
 #[derive(Args)]
@@ -188,12 +188,14 @@ pub struct TabulateArgs {
     /// The source: cascade (spherical r, azimuth, cos θ; per GeV) or muon-segment (cylindrical ρ, azimuth, Δz; per metre).
     #[arg(long, default_value = "cascade")]
     source: String,
-    /// Depth of the source vertex below the surface [m] (IceCube z = 1948.07 − depth), at x = y = 0.
-    #[arg(long, default_value_t = 2000.0, allow_hyphen_values = true)]
-    depth: f64,
-    /// Source zenith [deg] (IceCube convention: where the particle comes from; 0 = moving down).
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
-    zenith: f64,
+    /// Depths of the source vertex below the surface [m] (IceCube z = 1948.07 − depth), at
+    /// x = y = 0, comma-separated and increasing: several make a `depth` axis.
+    #[arg(long, value_delimiter = ',', default_value = "2000", allow_hyphen_values = true)]
+    depth: Vec<f64>,
+    /// Source zeniths [deg] (IceCube convention: where the particle comes from; 0 = moving down),
+    /// comma-separated and increasing: several make a `zenith` axis.
+    #[arg(long, value_delimiter = ',', default_value = "0", allow_hyphen_values = true)]
+    zenith: Vec<f64>,
     /// Source azimuth [deg] (IceCube convention).
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     azimuth: f64,
@@ -203,7 +205,7 @@ pub struct TabulateArgs {
     /// Muon segment length [m] (muon-segment only).
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     length: f64,
-    /// Photons to propagate.
+    /// Photons to propagate per source (depth × zenith).
     #[arg(long, default_value_t = 100_000)]
     photons: u64,
     /// Radial edges [m] (r for cascades, ρ for muon segments): LO:HI:N (N equal bins) or e0,e1,….
@@ -253,8 +255,8 @@ pub fn tabulate(a: &TabulateArgs, force: bool) -> Result<()> {
     let o = TabulateOptions {
         ice: a.ice.clone(),
         source: SourceKind::parse(&a.source)?,
-        depth: a.depth,
-        zenith: a.zenith,
+        depth: a.depth.clone(),
+        zenith: a.zenith.clone(),
         azimuth: a.azimuth,
         energy: a.energy,
         length: a.length,
@@ -284,15 +286,19 @@ pub fn tabulate(a: &TabulateArgs, force: bool) -> Result<()> {
     drop(bar);
     t.save(out, &o.command)?;
     let h = &t.hist;
+    let propagated = t.photons * t.sources.len() as u64;
     println!(
-        "photons:        {} propagated, {} tabulated ({} absorbed, {} left the table)",
-        t.photons, h.tabulated, h.absorbed, h.escaped
+        "photons:        {propagated} propagated ({} sources), {} tabulated ({} absorbed, {} left the table)",
+        t.sources.len(),
+        h.tabulated,
+        h.absorbed,
+        h.escaped
     );
     println!("segments:       {}", h.segments);
     println!(
         "tabulation:     {:.2} s, {:.3e} photons/s on cpu ({} threads)",
         t.seconds,
-        t.photons as f64 / t.seconds.max(1e-9),
+        propagated as f64 / t.seconds.max(1e-9),
         t.threads
     );
     println!("output:         {}", a.output.display());

@@ -32,8 +32,8 @@ fn tabulated_length_equals_propagated_length_inside_the_table() {
         let o = TabulateOptions {
             ice: spice(),
             source,
-            depth: 2100.0,
-            zenith: 60.0,
+            depth: vec![2100.0],
+            zenith: vec![60.0],
             azimuth: 30.0,
             length: 10.0,
             photons: 3000,
@@ -236,7 +236,7 @@ fn bad_input_is_refused_with_the_option_named() {
     if let Some(ice) = spice() {
         let e = refused(TabulateOptions {
             ice: Some(ice),
-            depth: 3000.0,
+            depth: vec![3000.0],
             ..Default::default()
         });
         assert_eq!(
@@ -247,5 +247,63 @@ fn bad_input_is_refused_with_the_option_named() {
     assert_eq!(
         "1:2:x".parse::<Edges>().unwrap_err(),
         "'x': the bin count of LO:HI:N is not a whole number"
+    );
+}
+
+/// Several depths and zeniths in one run: one table per source, stacked along `zenith` and
+/// `depth` columns (photonics' order); source 0 is the single run of its depth and zenith (the
+/// same photon ids and streams), every source conserves its length, and a list that does not
+/// increase is refused.
+#[test]
+fn depths_and_zeniths_stack_into_one_table() {
+    let one = TabulateOptions {
+        depth: vec![1500.0],
+        zenith: vec![30.0],
+        photons: 2000,
+        radial: Edges::Linear {
+            lo: 0.0,
+            hi: 80.0,
+            bins: 8,
+        },
+        delay: Some(Edges::Linear {
+            lo: -10.0,
+            hi: 500.0,
+            bins: 5,
+        }),
+        ice: spice(),
+        ..Default::default()
+    };
+    let stacked = TabulateOptions {
+        depth: vec![1500.0, 2300.0],
+        zenith: vec![30.0, 120.0],
+        ..one.clone()
+    };
+    let a = Tabulate::new(&one).unwrap().run(&cpu(2)).unwrap();
+    let b = Tabulate::new(&stacked).unwrap().run(&cpu(2)).unwrap();
+    assert_eq!(b.sources, vec![(30.0, 1500.0), (30.0, 2300.0), (120.0, 1500.0), (120.0, 2300.0)]);
+    assert_eq!(a.per_source[0], b.per_source[0]);
+    assert_ne!(b.per_source[1].sum, b.per_source[0].sum);
+    for h in &b.per_source {
+        assert!(h.worst_photon < 1e-9 && h.tabulated == 2000, "{} {}", h.worst_photon, h.tabulated);
+    }
+    let amp = b.amplitude_table();
+    let cells = 8 * 9 * 20;
+    assert_eq!(amp.rows(), 4 * cells);
+    for (name, want) in [("zenith", [30.0, 30.0, 120.0, 120.0]), ("depth", [1500.0, 2300.0, 1500.0, 2300.0])] {
+        let v = amp.column(name).unwrap().to_f64();
+        for (k, w) in want.iter().enumerate() {
+            assert!(v[k * cells..(k + 1) * cells].iter().all(|x| x == w), "{name} of source {k}");
+        }
+    }
+    let time = b.time_table().unwrap();
+    assert_eq!(time.rows(), 4 * cells * 5);
+    assert!(time.column("depth").is_some() && a.amplitude_table().column("depth").is_none());
+    let e = refused(TabulateOptions {
+        depth: vec![2000.0, 1500.0],
+        ..Default::default()
+    });
+    assert_eq!(
+        e,
+        "--depth values must increase strictly: value 2 (1500) is not above value 1 (2000)"
     );
 }

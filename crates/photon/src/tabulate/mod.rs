@@ -178,11 +178,13 @@ pub struct TabulateOptions {
     /// A PPC ice directory; `None`: the built-in homogeneous ice.
     pub ice: Option<PathBuf>,
     pub source: SourceKind,
-    /// Depth of the source vertex below the surface [m] (IceCube z = 1948.07 m − depth), at
-    /// x = y = 0.
-    pub depth: f64,
-    /// Source direction as f2k/IceCube zenith and azimuth [deg]: where the particle comes from.
-    pub zenith: f64,
+    /// Depths of the source vertex below the surface [m] (IceCube z = 1948.07 m − depth), at
+    /// x = y = 0: one table per depth and zenith, stacked along a `depth` axis when more than
+    /// one (strictly increasing).
+    pub depth: Vec<f64>,
+    /// Source zeniths [deg] (strictly increasing; a `zenith` axis when more than one) and the
+    /// azimuth, f2k/IceCube convention: where the particle comes from.
+    pub zenith: Vec<f64>,
     pub azimuth: f64,
     /// Energy [GeV]: the cascade's longitudinal profile, the muon's light (yield per metre).
     pub energy: f64,
@@ -212,8 +214,8 @@ impl Default for TabulateOptions {
         Self {
             ice: None,
             source: SourceKind::Cascade,
-            depth: 2000.0,
-            zenith: 0.0,
+            depth: vec![2000.0],
+            zenith: vec![0.0],
             azimuth: 0.0,
             energy: 1000.0,
             length: 1.0,
@@ -275,9 +277,10 @@ impl Acceptance {
 #[derive(Clone, Debug)]
 pub struct Tabulate {
     medium: Medium,
-    source: Source,
+    sources: Vec<Placed>,
+    /// Whether the tables have a zenith and a depth axis (more than one value).
+    axes: [bool; 2],
     binning: Binning,
-    frame: Frame,
     acceptance: Acceptance,
     margin: f64,
     seed: u64,
@@ -289,6 +292,36 @@ pub struct Tabulate {
     inputs: Vec<PathBuf>,
     /// What was read and what was switched off, in words.
     pub description: Vec<String>,
+}
+
+/// One source of a run: where, which way, and its frame.
+#[derive(Clone, Debug)]
+struct Placed {
+    src: Source,
+    frame: Frame,
+    zenith: f64,
+    depth: f64,
+}
+
+/// A list of depths or zeniths (finite, checked before): 1 to 1000 values, strictly increasing
+/// (each is an axis value).
+fn check_list(name: &'static str, v: &[f64]) -> Result<()> {
+    if v.is_empty() || v.len() > 1000 {
+        return Err(param(name, format!("{} values: between 1 and 1000", v.len())));
+    }
+    if let Some(i) = (1..v.len()).find(|&i| v[i] <= v[i - 1]) {
+        return Err(param(
+            name,
+            format!(
+                "values must increase strictly: value {} ({}) is not above value {} ({})",
+                i + 1,
+                v[i],
+                i,
+                v[i - 1]
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn param(name: &'static str, text: impl Into<String>) -> Error {
@@ -309,14 +342,24 @@ impl Tabulate {
                 format!("{}: between 1 and {MAX_PHOTONS:e} photons per run", o.photons),
             ));
         }
-        if !(o.depth.is_finite() && o.depth >= 0.0) {
-            return Err(param(
-                "depth",
-                format!("{} m: must be a finite depth below the surface (≥ 0)", o.depth),
-            ));
+        if let Some(d) = o.depth.iter().find(|d| !(d.is_finite() && **d >= 0.0)) {
+            return Err(param("depth", format!("{d} m: must be a finite depth below the surface (≥ 0)")));
         }
-        if !(o.zenith.is_finite() && (0.0..=180.0).contains(&o.zenith)) {
-            return Err(param("zenith", format!("{}°: must be between 0 and 180", o.zenith)));
+        if let Some(z) = o.zenith.iter().find(|z| !(z.is_finite() && (0.0..=180.0).contains(*z))) {
+            return Err(param("zenith", format!("{z}°: must be between 0 and 180")));
+        }
+        // After the values' checks: NaN is reported as such, not as out of order.
+        check_list("depth", &o.depth)?;
+        check_list("zenith", &o.zenith)?;
+        let sources = o.depth.len() * o.zenith.len();
+        if (sources as u64).saturating_mul(o.photons) > MAX_PHOTONS {
+            return Err(param(
+                "photons",
+                format!(
+                    "{} photons × {sources} sources: more than {MAX_PHOTONS:e} photons per run",
+                    o.photons
+                ),
+            ));
         }
         if !(o.azimuth.is_finite() && (0.0..=360.0).contains(&o.azimuth)) {
             return Err(param("azimuth", format!("{}°: must be between 0 and 360", o.azimuth)));
@@ -410,7 +453,7 @@ impl Tabulate {
         }
         // The histograms for this machine's cores (`run` checks again for its pool's size).
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        budget(cells, spatial, cores)?;
+        budget(cells, spatial, cores, o.depth.len() * o.zenith.len())?;
 
         // The ice, as `warpdrive photon` reads it (the DOM envelope, ppm, acceptance).
         let det = Detector::build(&DetectorOptions {
@@ -439,9 +482,12 @@ impl Tabulate {
             description.push("hole ice: not tabulated (columns about strings; the tables hold the bulk ice)".into());
             medium.hole = None;
         }
-        // Depth within the ice's layers (one layer: homogeneous, any depth).
-        let z = ZOFF - o.depth;
-        if medium.n_layers > 1 {
+        // Depths within the ice's layers (one layer: homogeneous, any depth).
+        for &depth in &o.depth {
+            let z = ZOFF - depth;
+            if medium.n_layers == 1 {
+                continue;
+            }
             let (lo, hi) = (
                 f64::from(medium.hmin) - 0.5 * f64::from(medium.dh),
                 f64::from(medium.hmin) + (medium.n_layers as f64 - 0.5) * f64::from(medium.dh),
@@ -451,14 +497,13 @@ impl Tabulate {
                     "depth",
                     format!(
                         "{} m is outside the ice model's layers ({:.2} to {:.2} m deep, icemodel.dat)",
-                        o.depth,
+                        depth,
                         ZOFF - hi,
                         ZOFF - lo
                     ),
                 ));
             }
         }
-        let dir = source::f2k_direction(o.zenith, o.azimuth);
         let ppm = det.yield_.ppm;
         let (emission, photons_per_unit) = match o.source {
             SourceKind::Cascade => (
@@ -480,23 +525,31 @@ impl Tabulate {
                 )
             }
         };
-        let src = Source {
-            event: 0,
-            index: 0,
-            pos: [0.0, 0.0, z],
-            dir,
-            time: 0.0,
-            emission,
-            mean_photons: o.photons as f64,
-            photons: o.photons,
-            own_dom: None,
-        };
         // The delay's group index: the mean over the photons' wavelength slices (each slice
         // holds 1/512 of them); the phase index likewise for the muon's Cherenkov cone.
         let c = crate::optics::C_VACUUM;
         let ngroup = medium.slices.iter().map(|s| f64::from(s.ocm) * c).sum::<f64>() / WNUM as f64;
         let nphase = medium.slices.iter().map(|s| f64::from(s.n_phase)).sum::<f64>() / WNUM as f64;
-        let frame = Frame::new(src.pos, dir, ngroup, nphase);
+        // Sources in the tables' order: zenith, then depth (depth fastest).
+        let mut sources = Vec::new();
+        for &zenith in &o.zenith {
+            for &depth in &o.depth {
+                let dir = source::f2k_direction(zenith, o.azimuth);
+                let src = Source {
+                    event: 0,
+                    index: sources.len() as u32,
+                    pos: [0.0, 0.0, ZOFF - depth],
+                    dir,
+                    time: 0.0,
+                    emission,
+                    mean_photons: o.photons as f64,
+                    photons: o.photons,
+                    own_dom: None,
+                };
+                let frame = Frame::new(src.pos, dir, ngroup, nphase);
+                sources.push(Placed { src, frame, zenith, depth });
+            }
+        }
         let acceptance = Acceptance {
             share: (0..WNUM).map(|s| det.dom_types.keep(false, 1.0, s)).collect(),
             angular: det.angular.clone(),
@@ -505,7 +558,6 @@ impl Tabulate {
             "ice": det.ice,
             "source": o.source.name(),
             "depth_m": o.depth,
-            "z_m": z,
             "zenith_deg": o.zenith,
             "azimuth_deg": o.azimuth,
             "energy_gev": o.energy,
@@ -526,9 +578,9 @@ impl Tabulate {
         });
         Ok(Self {
             medium,
-            source: src,
+            sources,
+            axes: [o.zenith.len() > 1, o.depth.len() > 1],
             binning,
-            frame,
             acceptance,
             margin: o.margin,
             seed: o.seed,
@@ -568,21 +620,31 @@ impl Tabulate {
             ctl.note("photon tabulate runs on the CPU (no GPU tabulation yet); using the CPU");
         }
         let t0 = Instant::now();
-        let (hist, threads) = ctl.install(|| {
-            ctl.progress.begin("tabulating", self.source.photons, "photons");
+        let photons = self.photons();
+        let (hists, threads) = ctl.install(|| {
+            ctl.progress.begin("tabulating", photons * self.sources.len() as u64, "photons");
             let threads = rayon::current_num_threads();
             let b = &self.binning;
-            budget(b.spatial_cells() * b.time_cells(), b.spatial_cells(), threads)?;
-            Ok::<_, Error>((self.tabulate(&ctl.progress), threads))
+            budget(b.spatial_cells() * b.time_cells(), b.spatial_cells(), threads, self.sources.len())?;
+            // Source k's photons have the global ids k·photons + i (their own Philox streams).
+            let hists: Vec<Histogram> = (0..self.sources.len()).map(|k| self.tabulate(k, &ctl.progress)).collect();
+            Ok::<_, Error>((hists, threads))
         })??;
         ctl.check()?;
         if ctl.progress.should_stop() {
             return Err(warpdrive_core::engine::Cancelled.into());
         }
+        let mut hist = hists[0].clone();
+        for h in &hists[1..] {
+            hist.add(h);
+        }
         Ok(Tables {
             hist,
+            per_source: hists,
+            sources: self.sources.iter().map(|p| (p.zenith, p.depth)).collect(),
+            axes: self.axes,
             binning: self.binning.clone(),
-            photons: self.source.photons,
+            photons,
             photons_per_unit: self.photons_per_unit,
             ngroup: self.ngroup,
             settings: self.settings.clone(),
@@ -596,11 +658,18 @@ impl Tabulate {
         })
     }
 
-    /// The worker loop: chunks taken in turn from a counter, one histogram per worker, summed.
-    fn tabulate(&self, progress: &Progress) -> Histogram {
+    /// Photons per source.
+    fn photons(&self) -> u64 {
+        self.sources[0].src.photons
+    }
+
+    /// Source `k`'s worker loop: chunks taken in turn from a counter, one histogram per worker,
+    /// summed.
+    fn tabulate(&self, k: usize, progress: &Progress) -> Histogram {
         let cells = (self.binning.spatial_cells() * self.binning.time_cells()) as usize;
         let spatial = self.binning.spatial_cells() as usize;
-        let chunks = self.source.photons.div_ceil(CHUNK);
+        let photons = self.photons();
+        let chunks = photons.div_ceil(CHUNK);
         let next = AtomicU64::new(0);
         let parts: Vec<Histogram> = rayon::broadcast(|_| {
             let mut h = Histogram::new(cells, spatial);
@@ -610,9 +679,9 @@ impl Tabulate {
                 if c >= chunks || progress.should_stop() {
                     break;
                 }
-                let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(self.source.photons));
-                for id in lo..hi {
-                    self.photon(id, &mut h, &mut scratch);
+                let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(photons));
+                for i in lo..hi {
+                    self.photon(&self.sources[k], k as u64 * photons + i, &mut h, &mut scratch);
                 }
                 progress.add(hi - lo);
             }
@@ -627,10 +696,10 @@ impl Tabulate {
 
     /// One photon: emitted, propagated segment by segment (`propagate::step_with` without
     /// modules or hole ice), each segment deposited; then the photon's per-cell sums added.
-    fn photon(&self, id: u64, h: &mut Histogram, s: &mut Scratch) {
-        let m = &self.medium;
+    fn photon(&self, placed: &Placed, id: u64, h: &mut Histogram, s: &mut Scratch) {
+        let (m, frame) = (&self.medium, &placed.frame);
         let mut rng = RandomStream::new(self.seed, tags::PHOTON, id);
-        let p = emit(&self.source, m, &mut rng);
+        let p = emit(&placed.src, m, &mut rng);
         let mut st = PhotonState::start(p, &mut rng);
         s.touched.clear();
         let mut inside = 0.0f64;
@@ -650,10 +719,10 @@ impl Tabulate {
                 weight: self.acceptance.weight(ph.slice, ph.dir),
             };
             h.segments += 1;
-            inside += self.binning.inside_length(&self.frame, &piece);
+            inside += self.binning.inside_length(frame, &piece);
             let touched = &mut s.touched;
             self.binning
-                .deposit(&self.frame, &piece, &mut s.cuts, |cell, x| touched.push((cell as u32, x)));
+                .deposit(frame, &piece, &mut s.cuts, |cell, x| touched.push((cell as u32, x)));
             st.tot = seg.tot;
             if seg.tot <= 0.0 {
                 h.absorbed += 1;
@@ -666,7 +735,7 @@ impl Tabulate {
                 ph.pos[2] + len * ph.dir[2],
             ];
             ph.time += len * m.slices[ph.slice as usize].ocm;
-            if self.binning.escaped(&self.frame, ph.pos.map(f64::from), self.margin) {
+            if self.binning.escaped(frame, ph.pos.map(f64::from), self.margin) {
                 h.escaped += 1;
                 break;
             }
@@ -685,15 +754,19 @@ impl Tabulate {
     }
 }
 
-/// One histogram per worker (8 + 16 bytes a cell, 16 a spatial cell), the merged one, and the
-/// output tables' rows (≤ 6 f64 columns a cell).
-fn budget(cells: u64, spatial: u64, workers: usize) -> Result<()> {
-    let per_hist = cells * 24 + spatial * 16;
+/// One histogram per worker (8 + 16 bytes a cell, 16 a spatial cell), one kept per source and
+/// their sum, and the output tables' rows (≤ 6 f64 columns a cell and source).
+fn budget(cells: u64, spatial: u64, workers: usize, sources: usize) -> Result<()> {
+    let per_hist = cells.saturating_mul(24).saturating_add(spatial.saturating_mul(16));
+    let hists = (workers as u64).saturating_add(sources as u64).saturating_add(1);
+    let rows = cells.saturating_mul(48).saturating_mul(sources as u64);
     warpdrive_core::limits::check_alloc(
-        &format!("the tabulator's histograms ({cells} cells, one per thread for {workers} threads)"),
-        workers as u64 + 1,
-        per_hist + cells * 48,
-        "use fewer bins (or fewer --threads)",
+        &format!(
+            "the tabulator's histograms ({cells} cells; one per thread for {workers} threads and one per source for {sources} sources)"
+        ),
+        1,
+        per_hist.saturating_mul(hists).saturating_add(rows),
+        "use fewer bins, sources (or fewer --threads)",
     )?;
     Ok(())
 }
@@ -864,8 +937,14 @@ impl Histogram {
 /// A finished tabulation.
 #[derive(Clone, Debug)]
 pub struct Tables {
+    /// The sum over the sources (statistics), and each source's histogram.
     pub hist: Histogram,
+    pub per_source: Vec<Histogram>,
+    /// (zenith, depth) of each source, zenith slowest; whether each is a table axis.
+    pub sources: Vec<(f64, f64)>,
+    pub axes: [bool; 2],
     pub binning: Binning,
+    /// Photons per source.
     pub photons: u64,
     /// Propagated photons per GeV (cascade) or per metre (muon segment).
     pub photons_per_unit: f64,
@@ -892,16 +971,23 @@ pub struct Cell {
 }
 
 impl Tables {
-    fn axes(&self) -> [usize; 3] {
+    fn shape(&self) -> [usize; 3] {
         let b = &self.binning;
         [b.radial.len() - 1, b.azimuth.len() - 1, b.polar.len() - 1]
     }
 
-    /// The spatial cells in C order (radial slowest).
+    /// The first source's spatial cells in C order (radial slowest).
     #[must_use]
     pub fn cells(&self) -> Vec<Cell> {
+        self.cells_of(0)
+    }
+
+    /// Source `src`'s spatial cells in C order (radial slowest).
+    #[must_use]
+    pub fn cells_of(&self, src: usize) -> Vec<Cell> {
+        let h = &self.per_source[src];
         let b = &self.binning;
-        let [nr, na, np] = self.axes();
+        let [nr, na, np] = self.shape();
         let tc = b.time_cells() as usize;
         let mid = |e: &[f64], i: usize| 0.5 * (e[i] + e[i + 1]);
         let area = std::f64::consts::PI * crate::geometry::DOM_RADIUS * crate::geometry::DOM_RADIUS;
@@ -910,9 +996,9 @@ impl Tables {
             for j in 0..na {
                 for k in 0..np {
                     let sp = (i * na + j) * np + k;
-                    let s: u64 = self.hist.sum[sp * tc..(sp + 1) * tc].iter().sum();
+                    let s: u64 = h.sum[sp * tc..(sp + 1) * tc].iter().sum();
                     let x = s as f64 / SUM_UNIT;
-                    let sq = self.hist.spatial_sumsq[sp] as f64 / SQ_UNIT;
+                    let sq = h.spatial_sumsq[sp] as f64 / SQ_UNIT;
                     let fluence = x / (b.volume(i, j, k) * self.photons as f64);
                     out.push(Cell {
                         center: [mid(&b.radial, i), mid(&b.azimuth, j), mid(&b.polar, k)],
@@ -950,18 +1036,34 @@ impl Tables {
         t.meta("GEOMETRY", if self.source == SourceKind::Cascade { "1" } else { "2" });
     }
 
-    /// `amplitude.parquet`: one row per spatial bin, the centres, `value` = ln(mean PE /
-    /// reference yield) and `weight` = the effective photon count (1/Var(ln A)); empty bins
-    /// value 0, weight 0.
+    /// The source axes' columns of a table (photonics' order: after the frame's axes and the
+    /// delay, the source zenith, then its depth), each row's source `k` repeated `n` times.
+    fn source_columns(&self, t: &mut Table, per_source: usize) {
+        for (axis, name) in [(0, "zenith"), (1, "depth")] {
+            if self.axes[axis] {
+                let v = self
+                    .sources
+                    .iter()
+                    .flat_map(|s| std::iter::repeat_n(if axis == 0 { s.0 } else { s.1 }, per_source))
+                    .collect();
+                t.push(name, Column::F64(v));
+            }
+        }
+    }
+
+    /// `amplitude.parquet`: one row per spatial bin (and source), the centres (and the source's
+    /// `zenith`, `depth` when there are several), `value` = ln(mean PE / reference yield) and
+    /// `weight` = the effective photon count (1/Var(ln A)); empty bins value 0, weight 0.
     #[must_use]
     pub fn amplitude_table(&self) -> Table {
-        let cells = self.cells();
+        let cells: Vec<Cell> = (0..self.sources.len()).flat_map(|k| self.cells_of(k)).collect();
         let y = self.reference_yield();
         let mut t = Table::default();
         let names = self.axis_names();
         for (d, name) in names.iter().enumerate() {
             t.push(name, Column::F64(cells.iter().map(|c| c.center[d]).collect()));
         }
+        self.source_columns(&mut t, cells.len() / self.sources.len());
         t.push(
             "value",
             Column::F64(cells.iter().map(|c| if c.pe > 0.0 { (c.pe / y).ln() } else { 0.0 }).collect()),
@@ -974,8 +1076,8 @@ impl Tables {
         t
     }
 
-    /// `time.parquet` (with delay bins): per spatial bin and delay bin, `delay` = the bin's
-    /// upper edge [ns], `value` = the fraction of the bin's light arrived by then (the CDF,
+    /// `time.parquet` (with delay bins): per spatial bin, delay bin (and source), `delay` = the
+    /// bin's upper edge [ns], `value` = the fraction of the bin's light arrived by then (the CDF,
     /// light before the first edge included, after the last in the total), `weight` =
     /// N_eff / (F(1 − F) + 1/N_eff) (binomial), 0 in empty bins.
     #[must_use]
@@ -984,35 +1086,39 @@ impl Tables {
         if b.delay.is_empty() {
             return None;
         }
-        let cells = self.cells();
         let tc = b.time_cells() as usize;
         let nd = b.delay.len() - 1;
-        let rows = cells.len() * nd;
         let mut cols: [Vec<f64>; 6] = Default::default();
-        for c in &mut cols {
-            c.reserve(rows);
-        }
-        for (sp, cell) in cells.iter().enumerate() {
-            let sums = &self.hist.sum[sp * tc..(sp + 1) * tc];
-            let total: u64 = sums.iter().sum();
-            let mut acc = sums[0];
-            for t in 0..nd {
-                acc += sums[t + 1];
-                let f = if total > 0 { acc as f64 / total as f64 } else { 0.0 };
-                let n = cell.n_eff;
-                cols[0].push(cell.center[0]);
-                cols[1].push(cell.center[1]);
-                cols[2].push(cell.center[2]);
-                cols[3].push(b.delay[t + 1]);
-                cols[4].push(f);
-                cols[5].push(if total > 0 && n > 0.0 { n / (f * (1.0 - f) + 1.0 / n) } else { 0.0 });
+        let mut per_source = 0;
+        for (k, h) in self.per_source.iter().enumerate() {
+            let cells = self.cells_of(k);
+            per_source = cells.len() * nd;
+            for (sp, cell) in cells.iter().enumerate() {
+                let sums = &h.sum[sp * tc..(sp + 1) * tc];
+                let total: u64 = sums.iter().sum();
+                let mut acc = sums[0];
+                for t in 0..nd {
+                    acc += sums[t + 1];
+                    let f = if total > 0 { acc as f64 / total as f64 } else { 0.0 };
+                    let n = cell.n_eff;
+                    cols[0].push(cell.center[0]);
+                    cols[1].push(cell.center[1]);
+                    cols[2].push(cell.center[2]);
+                    cols[3].push(b.delay[t + 1]);
+                    cols[4].push(f);
+                    cols[5].push(if total > 0 && n > 0.0 { n / (f * (1.0 - f) + 1.0 / n) } else { 0.0 });
+                }
             }
         }
         let mut t = Table::default();
         let [a, b2, c] = self.axis_names();
-        for (name, col) in [a, b2, c, "delay", "value", "weight"].into_iter().zip(cols) {
+        let [c0, c1, c2, c3, c4, c5] = cols;
+        for (name, col) in [(a, c0), (b2, c1), (c, c2), ("delay", c3)] {
             t.push(name, Column::F64(col));
         }
+        self.source_columns(&mut t, per_source);
+        t.push("value", Column::F64(c4));
+        t.push("weight", Column::F64(c5));
         self.metadata(&mut t);
         Some(t)
     }
@@ -1024,7 +1130,16 @@ impl Tables {
         let h = &self.hist;
         let v = serde_json::json!({
             "settings": self.settings,
-            "photons_propagated": self.photons,
+            "photons_propagated": self.photons * self.sources.len() as u64,
+            "photons_per_source": self.photons,
+            "sources": self.sources.iter().zip(&self.per_source).map(|(s, p)| serde_json::json!({
+                "zenith_deg": s.0,
+                "depth_m": s.1,
+                "photons_tabulated": p.tabulated,
+                "photons_absorbed": p.absorbed,
+                "photons_escaped": p.escaped,
+                "weighted_length_tabulated_m": p.total_length(),
+            })).collect::<Vec<_>>(),
             "photons_tabulated": h.tabulated,
             "photons_absorbed": h.absorbed,
             "photons_escaped": h.escaped,
@@ -1058,7 +1173,7 @@ impl Tables {
             "device": "cpu",
             "threads": self.threads,
             "seconds": self.seconds,
-            "photons_per_second": self.photons as f64 / self.seconds.max(1e-9),
+            "photons_per_second": (self.photons * self.sources.len() as u64) as f64 / self.seconds.max(1e-9),
         });
         std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&run).unwrap_or_default() + "\n")
             .map_err(|e| fail("run.json", &e))?;
