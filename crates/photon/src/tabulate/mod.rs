@@ -294,6 +294,15 @@ pub struct Tabulate {
     pub description: Vec<String>,
 }
 
+/// The direct light's group and phase indices: the means over the photons' wavelength slices
+/// (each slice holds 1/512 of the photons).
+fn indices(m: &Medium) -> (f64, f64) {
+    let c = crate::optics::C_VACUUM;
+    let ngroup = m.slices.iter().map(|s| f64::from(s.ocm) * c).sum::<f64>() / WNUM as f64;
+    let nphase = m.slices.iter().map(|s| f64::from(s.n_phase)).sum::<f64>() / WNUM as f64;
+    (ngroup, nphase)
+}
+
 /// One source of a run: where, which way, and its frame.
 #[derive(Clone, Debug)]
 struct Placed {
@@ -527,9 +536,7 @@ impl Tabulate {
         };
         // The delay's group index: the mean over the photons' wavelength slices (each slice
         // holds 1/512 of them); the phase index likewise for the muon's Cherenkov cone.
-        let c = crate::optics::C_VACUUM;
-        let ngroup = medium.slices.iter().map(|s| f64::from(s.ocm) * c).sum::<f64>() / WNUM as f64;
-        let nphase = medium.slices.iter().map(|s| f64::from(s.n_phase)).sum::<f64>() / WNUM as f64;
+        let (ngroup, nphase) = indices(&medium);
         // Sources in the tables' order: zenith, then depth (depth fastest).
         let mut sources = Vec::new();
         for &zenith in &o.zenith {
@@ -609,7 +616,21 @@ impl Tabulate {
     /// request's source, binning and weights otherwise.
     #[must_use]
     pub fn with_medium(mut self, m: Medium) -> Self {
+        let (ngroup, nphase) = indices(&m);
+        for p in &mut self.sources {
+            p.frame = Frame::new(p.src.pos, p.src.dir, ngroup, nphase);
+        }
+        self.ngroup = ngroup;
         self.medium = m;
+        self
+    }
+
+    /// Replace every source's emission (tests: a bare Cherenkov line, `f_direct` = 1).
+    #[must_use]
+    pub fn with_emission(mut self, e: Emission) -> Self {
+        for p in &mut self.sources {
+            p.src.emission = e;
+        }
         self
     }
 
