@@ -479,6 +479,10 @@ impl Tabulate {
             return Err(InputErrorAt::angular(o.ice.as_deref()));
         }
         let mut medium = rebuild_medium(&det, o)?;
+        if det.medium.bfr.is_some() && medium.bfr.is_none() {
+            description.retain(|d| !d.starts_with("birefringence"));
+            description.push("birefringence: switched off (its s_eff is back in the ordinary scattering)".into());
+        }
         if !o.tilt && !matches!(medium.tilt, Tilt::None) {
             description.push("tilt: switched off".into());
             medium.tilt = Tilt::None;
@@ -1206,4 +1210,54 @@ impl Tables {
 /// Stage the output directory before the work (the output discipline).
 pub fn prepare_output(path: &Path, force: bool, inputs: &[PathBuf]) -> Result<Staged> {
     warpdrive_core::engine::prepare_dir(path, force, inputs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--no-birefringence` rebuilds the medium without the diffusion, its s_eff left in the
+    /// ordinary scattering, on the detector's own wavelength slices; with it the medium is the
+    /// detector's. (spice_bfr-v2; skipped without the shared data.)
+    #[test]
+    fn birefringence_switch_rebuilds_the_medium_on_the_same_slices() {
+        let Some(data) = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")) else {
+            return;
+        };
+        let o = TabulateOptions {
+            ice: Some(data.join("ice/spice_bfr-v2")),
+            depth: vec![2000.0],
+            ..Default::default()
+        };
+        let on = Tabulate::new(&o).unwrap();
+        let off = Tabulate::new(&TabulateOptions {
+            birefringence: false,
+            ..o.clone()
+        })
+        .unwrap();
+        assert!(on.medium.bfr.is_some() && off.medium.bfr.is_none());
+        for (a, b) in on.medium.slices.iter().zip(&off.medium.slices) {
+            assert_eq!((a.wavelength, a.lo, a.hi), (b.wavelength, b.lo, b.hi));
+        }
+        // The scattering the diffusion replaced is back: no less ordinary scattering anywhere,
+        // more where the diffusion acts.
+        let pairs = || on.medium.sca.iter().zip(&off.medium.sca);
+        assert!(pairs().all(|(a, b)| b >= a) && pairs().filter(|(a, b)| b > a).count() > on.medium.sca.len() / 2);
+        assert_eq!(on.medium.abs, off.medium.abs);
+        assert!(off.description.iter().any(|d| d.starts_with("birefringence: switched off")));
+        assert!(on.description.iter().any(|d| d.starts_with("birefringence: s_eff")));
+        // Both run.
+        let ctl = Control::new().device(warpdrive_core::engine::Device::Cpu).threads(Some(2));
+        let r = Tabulate::new(&TabulateOptions {
+            photons: 500,
+            birefringence: false,
+            ..o.clone()
+        })
+        .unwrap()
+        .run(&ctl)
+        .unwrap();
+        assert_eq!(r.hist.tabulated, 500);
+        let r = Tabulate::new(&TabulateOptions { photons: 500, ..o }).unwrap().run(&ctl).unwrap();
+        assert!(r.hist.worst_photon < 1e-9);
+    }
 }
