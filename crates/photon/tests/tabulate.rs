@@ -447,7 +447,8 @@ fn point_source_in_clear_ice_gives_the_inverse_square_law() {
 /// (photon yield, ppm, envelope shares, angular acceptance). Threshold 5 %: 4σ of the hits'
 /// Poisson error (1.2 % for the 7 560 hits of seed 3) with the table's (< 1 %); forgetting the
 /// oversize, mas, the cfg efficiency (0.94) or the DOM area would be off by 25 %, 1.5×, 6 %, 10⁵×.
-/// `photons_per_unit` is checked against 5.254 m/GeV × ppm directly as well.
+/// `photons_per_unit` is checked against 5.254 m/GeV × ppm directly as well. And the time
+/// table's CDF of the delay is the hits' (below).
 #[test]
 fn amplitude_equals_the_hits_of_photon_on_modules_around_the_source() {
     use std::sync::Arc;
@@ -458,6 +459,7 @@ fn amplitude_equals_the_hits_of_photon_on_modules_around_the_source() {
         return;
     };
     let (depth, energy, r) = (2200.0, 2000.0, 40.0);
+    let delays = [-10.0, 50.0, 100.0, 200.0, 400.0, 800.0, 1600.0];
     let z = warpdrive_photon::ice::ZOFF - depth;
     let mut det = engine::detector(&DetectorSpec {
         ice: Some(ice.clone()),
@@ -527,7 +529,7 @@ fn amplitude_equals_the_hits_of_photon_on_modules_around_the_source() {
             hi: 1.0,
             bins: 1,
         }),
-        delay: None,
+        delay: Some(Edges::List(delays.to_vec())),
         margin: 300.0,
         ..Default::default()
     };
@@ -543,4 +545,15 @@ fn amplitude_equals_the_hits_of_photon_on_modules_around_the_source() {
     );
     assert!(hits > 1000.0, "{hits}");
     assert!((table / per_dom_gev - 1.0).abs() < 0.05, "table {table} vs hits {per_dom_gev}");
+    // The delay CDF: the hits' times after r·n_g/c against the time table's. Hits are recorded on
+    // the oversized sphere (radius 0.83 m), up to 3.7 ns before the centre's time, so the
+    // comparison starts at 50 ns; threshold 0.03 (4σ of a fraction of 7 560 hits is ≤ 0.023).
+    let tt = t.time_table().unwrap();
+    let cdf = tt.column("value").unwrap().to_f64();
+    let t_geo = r * t.ngroup / warpdrive_photon::optics::C_VACUUM;
+    for (k, edge) in delays[1..].iter().enumerate() {
+        let f_hits = sim.sim.hits.iter().filter(|h| f64::from(h.time) - t_geo <= *edge).count() as f64 / hits;
+        eprintln!("delay {edge:6} ns: CDF hits {f_hits:.4}, table {:.4}", cdf[k]);
+        assert!((f_hits - cdf[k]).abs() < 0.03, "delay {edge} ns: hits {f_hits} vs table {}", cdf[k]);
+    }
 }
