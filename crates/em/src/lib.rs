@@ -8,6 +8,8 @@
 
 pub mod bench;
 pub mod engine;
+pub mod gdml;
+pub mod geo;
 pub mod gpu;
 pub mod gpu_check;
 pub mod klein_nishina;

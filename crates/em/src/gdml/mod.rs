@@ -1,0 +1,1 @@
+//! GDML reader (stub while written).
