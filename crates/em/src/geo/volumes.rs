@@ -52,6 +52,15 @@ pub struct TreeBuilder {
 }
 
 impl TreeBuilder {
+    /// A builder over these solids.
+    #[must_use]
+    pub fn with_solids(solids: Solids) -> TreeBuilder {
+        TreeBuilder {
+            solids,
+            ..TreeBuilder::default()
+        }
+    }
+
     /// Add a logical volume without daughters; its index.
     pub fn add_volume(&mut self, name: &str, solid: SolidId, material: u32, auxiliary: Vec<(String, String)>) -> u32 {
         self.volumes.push((name.to_string(), solid, material, auxiliary));
@@ -72,7 +81,6 @@ impl TreeBuilder {
         for ((name, solid, material, auxiliary), ds) in self.volumes.into_iter().zip(&self.daughters) {
             let first = placements.len() as u32;
             for (l, pname, copy, t) in ds {
-                let _ = l;
                 placements.push(Placement {
                     name: pname.clone(),
                     logical: *l,
