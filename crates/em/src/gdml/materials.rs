@@ -18,6 +18,7 @@ use super::define::State;
 use super::Cx;
 use crate::material::{Component, MAX_MOLAR_MASS, MIN_MOLAR_MASS};
 use crate::shower::density_effect::State as Phase;
+use crate::shower::material::{MaterialSpec, ShowerMaterial};
 use roxmltree::Node;
 use std::collections::HashMap;
 use warpdrive_core::error::InputError;
@@ -39,6 +40,40 @@ pub struct GdmlMaterial {
 }
 
 impl GdmlMaterial {
+    /// The material of the Klein–Nishina mini-app (density and composition).
+    #[must_use]
+    pub fn material(&self) -> crate::material::Material {
+        crate::material::Material {
+            name: self.name.clone(),
+            density: self.density,
+            elements: self.elements.clone(),
+        }
+    }
+
+    /// The shower material: a built-in name's own (with its density-effect choice), else one
+    /// built from the file's density, elements, state and `<MEE>`. A material without `<MEE>`
+    /// that is not a built-in name has no mean excitation energy: the error says so.
+    pub fn shower_material(&self) -> Result<ShowerMaterial, String> {
+        if let Some(m) = self.nist.and_then(crate::nist::find) {
+            return Ok(m.shower_material());
+        }
+        let i_ev = self.mean_excitation_ev.ok_or_else(|| {
+            format!(
+                "material '{}' has no mean excitation energy: give it <MEE unit=\"eV\" value=…/> or use a built-in G4_ name",
+                self.name
+            )
+        })?;
+        ShowerMaterial::new(MaterialSpec {
+            name: self.name.clone(),
+            density: self.density,
+            i_ev,
+            state: self.state,
+            elements: self.elements.clone(),
+            density_effect: None,
+        })
+        .map_err(|(field, msg)| format!("material '{}': {field}: {msg}", self.name))
+    }
+
     fn from_nist(m: &crate::nist::NistMaterial) -> GdmlMaterial {
         GdmlMaterial {
             name: m.name.to_string(),
@@ -172,7 +207,7 @@ impl Materials {
                 }
                 "composite" => {
                     let k = cx.number(c, "n", &st.scope, 1.0, None)?;
-                    if !(k > 0.0) {
+                    if k.is_nan() || k <= 0.0 {
                         return Err(cx.attr_err(c, "n", format!("an atom count must be positive, found {k}")));
                     }
                     let r = cx.attr(c, "ref")?;
@@ -201,7 +236,7 @@ impl Materials {
             ));
         }
         if let Some(i) = mee {
-            if !(i > 0.0) {
+            if i.is_nan() || i <= 0.0 {
                 return Err(cx.at(n, format!("material '{name}': <MEE> must be positive")));
             }
         }

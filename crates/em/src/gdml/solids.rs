@@ -18,7 +18,12 @@ use warpdrive_core::error::InputError;
 pub struct SolidTable {
     pub solids: Solids,
     pub by_name: HashMap<String, SolidId>,
+    /// Boolean nesting depth per solid (0 for primitives).
+    depth: Vec<u32>,
 }
+
+/// Booleans may nest this deep (the solid functions recurse through them).
+pub const MAX_BOOLEAN_DEPTH: u32 = 64;
 
 /// Lengths and angles of one solid element.
 struct Attrs<'c, 'a, 'd, 'n, 'i> {
@@ -76,6 +81,14 @@ impl SolidTable {
                 aunit: cx.unit(n, "aunit", &st.scope, "rad")?,
             };
             let solid = self.solid(&a)?;
+            let depth = match &solid {
+                Solid::Boolean { a: x, b: y, .. } => 1 + self.depth[*x as usize].max(self.depth[*y as usize]),
+                _ => 0,
+            };
+            if depth > MAX_BOOLEAN_DEPTH {
+                return Err(cx.at(n, format!("booleans nest deeper than {MAX_BOOLEAN_DEPTH} levels")));
+            }
+            self.depth.push(depth);
             let id = self.solids.push(solid);
             self.by_name.insert(name.to_string(), id);
         }
@@ -158,7 +171,7 @@ impl SolidTable {
             }
             "polyhedra" => {
                 let sides = cx.number(n, "numsides", &a.st.scope, 1.0, None)?;
-                if !(sides >= 1.0 && sides <= 100_000.0 && sides.fract() == 0.0) {
+                if !((1.0..=100_000.0).contains(&sides) && sides.fract() == 0.0) {
                     return Err(cx.attr_err(n, "numsides", format!("expected a whole number of sides, found {sides}")));
                 }
                 let planes = a.zplanes()?;

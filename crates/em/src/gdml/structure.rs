@@ -34,6 +34,10 @@ enum Target {
 }
 
 /// A logical volume as written.
+/// At most this many placements after assemblies are expanded, and this assembly nesting.
+pub const MAX_PLACEMENTS: usize = 10_000_000;
+pub const MAX_ASSEMBLY_DEPTH: u32 = 64;
+
 #[derive(Clone, Debug)]
 struct Volume {
     name: String,
@@ -201,24 +205,46 @@ impl Structure {
         for v in &self.volumes {
             b.add_volume(&v.name, v.solid, v.material, v.auxiliary.clone());
         }
+        let mut count = 0usize;
         for (i, v) in self.volumes.iter().enumerate() {
             for pv in &v.daughters {
-                self.place(&mut b, i as u32, pv, &Transform::IDENTITY, "", 0)?;
+                self.place(cx, node, &mut b, i as u32, pv, &Transform::IDENTITY, "", 0, &mut count)?;
             }
         }
         Ok(b.build(world))
     }
 
-    fn place(&self, b: &mut TreeBuilder, mother: u32, pv: &Pv, outer: &Transform, prefix: &str, depth: u32) -> Result<(), InputError> {
+    #[allow(clippy::too_many_arguments)]
+    fn place(
+        &self,
+        cx: &Cx,
+        node: Node,
+        b: &mut TreeBuilder,
+        mother: u32,
+        pv: &Pv,
+        outer: &Transform,
+        prefix: &str,
+        depth: u32,
+        count: &mut usize,
+    ) -> Result<(), InputError> {
         let t = outer.compose(&pv.transform);
         let name = format!("{prefix}{}", pv.name);
         match pv.target {
-            Target::Volume(v) => b.place(mother, v, &name, pv.copy, t),
+            Target::Volume(v) => {
+                *count += 1;
+                if *count > MAX_PLACEMENTS {
+                    return Err(cx.at(node, format!("more than {MAX_PLACEMENTS} placements once assemblies are expanded")));
+                }
+                b.place(mother, v, &name, pv.copy, t);
+            }
             Target::Assembly(a) => {
-                // Assemblies can only refer to earlier ones, so this recursion ends.
-                debug_assert!(depth < 10_000);
+                // Assemblies can only refer to earlier ones, so this recursion ends; its depth
+                // and the placements it makes are bounded all the same.
+                if depth >= MAX_ASSEMBLY_DEPTH {
+                    return Err(cx.at(node, format!("assemblies nest deeper than {MAX_ASSEMBLY_DEPTH} levels")));
+                }
                 for d in &self.assemblies[a as usize] {
-                    self.place(b, mother, d, &t, &format!("{name}/"), depth + 1)?;
+                    self.place(cx, node, b, mother, d, &t, &format!("{name}/"), depth + 1, count)?;
                 }
             }
         }

@@ -42,12 +42,15 @@ pub struct VolumeTree {
     pub world: u32,
 }
 
+/// A volume as added to the builder: name, solid, material, auxiliary pairs.
+type VolumeEntry = (String, SolidId, u32, Vec<(String, String)>);
+
 /// Builds a [`VolumeTree`]: volumes added with their daughters listed as (logical, name, copy,
 /// transform), then flattened so that each volume's daughters are contiguous.
 #[derive(Default)]
 pub struct TreeBuilder {
     pub solids: Solids,
-    volumes: Vec<(String, SolidId, u32, Vec<(String, String)>)>,
+    volumes: Vec<VolumeEntry>,
     daughters: Vec<Vec<(u32, String, i32, Transform)>>,
 }
 
