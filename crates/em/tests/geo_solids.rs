@@ -199,8 +199,7 @@ fn check_solid(name: &str, s: &Solids, id: SolidId, seed: u64) {
         "{name}: the rays must exercise the solid"
     );
     // Chords thinner than the march step are rare (rays clipping an edge or a corner): a share
-    // above 1 % would
-    // mean the reference missed structure.
+    // above 1 % would mean the reference missed structure.
     assert!(st.thin * 100 < st.rays, "{name}: too many thin chords ({})", st.thin);
 }
 
