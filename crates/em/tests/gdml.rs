@@ -499,3 +499,20 @@ mod mutations {
         }
     }
 }
+
+/// The example of docs/em-geometry.md reads; its tile, given `rotation y = 10°`, is turned by
+/// −10° about y: its mid-plane rises along +x (z = 100 mm + x·tan 10°).
+#[test]
+fn the_documented_example_reads() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/em-geometry.md")).unwrap();
+    let start = doc.find("```xml\n").expect("an xml example") + 7;
+    let end = start + doc[start..].find("```").unwrap();
+    let g = gdml::parse(&doc[start..end], Path::new("em-geometry.md")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(at(&g, 0.0, 0.0, -100.0), "World/abs#1");
+    assert_eq!(at(&g, 0.0, 0.0, -101.2), "World");
+    let t = 10f64.to_radians().tan();
+    assert_eq!(at(&g, 95.0, 0.0, 100.0 + 95.0 * t), "World/tile");
+    assert_eq!(at(&g, 95.0, 0.0, 100.0 - 95.0 * t), "World");
+    let scint = g.materials.iter().find(|m| m.name == "Scint").unwrap();
+    assert!(scint.shower_material().is_ok());
+}
