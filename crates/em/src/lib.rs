@@ -8,6 +8,7 @@
 
 pub mod bench;
 pub mod engine;
+pub mod field;
 pub mod gdml;
 pub mod geo;
 pub mod gpu;
