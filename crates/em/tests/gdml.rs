@@ -516,3 +516,59 @@ fn the_documented_example_reads() {
     let scint = g.materials.iter().find(|m| m.name == "Scint").unwrap();
     assert!(scint.shower_material().is_ok());
 }
+
+/// Overlaps: none in nested.gdml (whose layers touch their mother's faces and each other), and
+/// both kinds found — a daughter entering its sibling, one sticking out of its mother — with the
+/// depth bounded by the true one.
+#[test]
+fn overlaps_are_found_and_touching_is_not_one() {
+    use warpdrive_em::geo::overlaps::check_overlaps;
+    let g = nested();
+    let o = check_overlaps(&g.tree, 2000, 1e-9);
+    assert!(
+        o.is_empty(),
+        "{}",
+        o.iter().map(|x| x.describe(&g.tree)).collect::<Vec<_>>().join("\n")
+    );
+    let text = doc(
+        "",
+        "",
+        "<box name=\"B\" x=\"20\" y=\"20\" z=\"20\"/>\n<box name=\"M\" x=\"60\" y=\"60\" z=\"60\"/>\n",
+        "<volume name=\"Small\"><materialref ref=\"G4_Pb\"/><solidref ref=\"B\"/></volume>\n\
+         <volume name=\"Mother\"><materialref ref=\"G4_Fe\"/><solidref ref=\"M\"/>\n\
+         <physvol name=\"a\"><volumeref ref=\"Small\"/><position name=\"pa\" x=\"-5\"/></physvol>\n\
+         <physvol name=\"b\" copynumber=\"1\"><volumeref ref=\"Small\"/><position name=\"pb\" x=\"12\"/></physvol>\n\
+         <physvol name=\"c\"><volumeref ref=\"Small\"/><position name=\"pc\" y=\"23\"/></physvol>\n\
+         </volume>\n",
+    )
+    .replace(
+        "<solidref ref=\"W\"/></volume>",
+        "<solidref ref=\"W\"/><physvol name=\"m\"><volumeref ref=\"Mother\"/></physvol></volume>",
+    );
+    let g = gdml::parse(&text, Path::new("ov.gdml")).unwrap_or_else(|e| panic!("{e}"));
+    let o = check_overlaps(&g.tree, 2000, 1e-9);
+    let msgs: Vec<String> = o.iter().map(|x| x.describe(&g.tree)).collect();
+    // a (x ∈ [−15, 5]) and b (x ∈ [2, 22]) overlap by 3 mm; c (y ∈ [13, 33]) sticks out of the
+    // mother (y ≤ 30) by 3 mm.
+    let ab = o
+        .iter()
+        .find(|x| x.other.is_some() && x.depth > 0.0 && g.tree.placements[x.placement as usize].name == "a")
+        .expect("a overlaps b");
+    assert!(ab.depth <= 3.0 + 1e-9 && ab.depth > 1.0, "{msgs:?}");
+    let c = o.iter().find(|x| x.other.is_none()).expect("c sticks out");
+    assert_eq!(g.tree.placements[c.placement as usize].name, "c");
+    assert!(c.depth <= 3.0 + 1e-9 && c.depth > 1.0, "{msgs:?}");
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("placement 'c' (copy 0, volume 'Small') in 'Mother' sticks out of its mother")),
+        "{msgs:?}"
+    );
+    assert!(msgs.iter().any(|m| m.contains("'b' (copy 1, volume 'Small')")), "{msgs:?}");
+    assert!(o.iter().all(|x| x.other.is_none() || x.depth <= 3.0 + 1e-9));
+    let e = g.check_overlaps(500).unwrap_err().to_string();
+    assert!(
+        e.starts_with("ov.gdml: ") && e.contains("overlapping placement(s)") && e.contains("sticks out"),
+        "{e}"
+    );
+    assert!(nested().check_overlaps(500).is_ok());
+}

@@ -40,6 +40,24 @@ pub struct Gdml {
     pub materials: Vec<GdmlMaterial>,
 }
 
+impl Gdml {
+    /// Geant4-style overlap check ([`crate::geo::overlaps`]) with `points` surface points per
+    /// placement: an error naming the file and (up to ten of) the overlaps found deeper than
+    /// [`crate::geo::solid::SURFACE_TOLERANCE`].
+    pub fn check_overlaps(&self, points: usize) -> Result<(), InputError> {
+        let found = crate::geo::overlaps::check_overlaps(&self.tree, points, crate::geo::solid::SURFACE_TOLERANCE);
+        if found.is_empty() {
+            return Ok(());
+        }
+        let mut msg = format!("{} overlapping placement(s):", found.len());
+        for o in found.iter().take(10) {
+            msg.push_str("\n  ");
+            msg.push_str(&o.describe(&self.tree));
+        }
+        Err(InputError::file(&self.path, msg))
+    }
+}
+
 /// At most this many XML nodes (a guard against absurd inputs before anything is built).
 pub const MAX_NODES: u32 = 20_000_000;
 

@@ -13,6 +13,7 @@
 //! and polyhedra then go into one array with (start, count) per solid).
 
 pub mod navigator;
+pub mod overlaps;
 pub mod roots;
 pub mod shapes;
 pub mod solid;
