@@ -12,7 +12,11 @@
 //! * `<D value unit="g/cm3"/>` (or `<Dref ref/>` to a quantity), `<MEE value unit="eV"/>`
 //!   (mean excitation energy), `<T>`, `<P>` (read and not used).
 //!
-//! Isotopes (`<isotope>`, elements made of isotope fractions) are refused with a clear error.
+//! Isotopes: `<isotope name Z N><atom value/></isotope>` and `<element><fraction n ref=isotope/>…`
+//! (how Geant4 writes every element when it exports GDML) are read, and the element becomes one of
+//! its Z with the abundance-weighted molar mass A = Σ nᵢAᵢ / Σ nᵢ (nᵢ: atom abundances). The EM
+//! physics depends on the isotopes only through that mass (the atom density); isotopes of
+//! different Z in one element are refused.
 
 use super::define::State;
 use super::Cx;
@@ -89,6 +93,7 @@ impl GdmlMaterial {
 /// Elements and materials defined so far; `used` lists the materials volumes refer to.
 #[derive(Clone, Debug, Default)]
 pub struct Materials {
+    isotopes: HashMap<String, (f64, f64)>,
     elements: HashMap<String, (f64, f64)>,
     defined: HashMap<String, GdmlMaterial>,
     pub used: Vec<GdmlMaterial>,
@@ -131,8 +136,20 @@ impl Materials {
                     }
                     self.defined.insert(m.name.clone(), m);
                 }
-                "isotope" => return Err(cx.at(n, "isotopes are not supported: define the element by Z and <atom value>")),
-                _ => return Err(cx.at(n, "is not supported in <materials> (supported: element, material)")),
+                "isotope" => {
+                    let name = cx.name(n)?;
+                    let z = cx.number(n, "Z", &st.scope, 1.0, None)?;
+                    if !(1.0..=120.0).contains(&z) {
+                        return Err(cx.attr_err(n, "Z", format!("must be in [1, 120], found {z}")));
+                    }
+                    let atom = n
+                        .children()
+                        .find(|c| c.has_tag_name("atom"))
+                        .ok_or_else(|| cx.at(n, format!("isotope '{name}' has no <atom value=…/>")))?;
+                    let a = molar_mass(cx, atom, st)?;
+                    self.isotopes.insert(name.to_string(), (z, a));
+                }
+                _ => return Err(cx.at(n, "is not supported in <materials> (supported: isotope, element, material)")),
             }
         }
         Ok(())
@@ -140,8 +157,30 @@ impl Materials {
 
     fn element(&mut self, cx: &Cx, n: Node, st: &State) -> Result<(), InputError> {
         let name = cx.name(n)?;
-        if n.children().any(|c| c.has_tag_name("fraction")) {
-            return Err(cx.at(n, format!("element '{name}' made of isotope fractions: isotopes are not supported")));
+        let fractions: Vec<Node> = n.children().filter(|c| c.has_tag_name("fraction")).collect();
+        if !fractions.is_empty() {
+            // Isotope abundances: Z in common, A weighted by the atom abundances.
+            let (mut z_all, mut sum_n, mut sum_na) = (None, 0.0, 0.0);
+            for c in fractions {
+                let k = cx.number(c, "n", &st.scope, 1.0, None)?;
+                if k.is_nan() || k <= 0.0 {
+                    return Err(cx.attr_err(c, "n", format!("an abundance must be positive, found {k}")));
+                }
+                let r = cx.attr(c, "ref")?;
+                let &(z, a) = self
+                    .isotopes
+                    .get(r)
+                    .ok_or_else(|| cx.attr_err(c, "ref", format!("no isotope named '{r}'")))?;
+                if z_all.is_some_and(|z0| z0 != z) {
+                    return Err(cx.attr_err(c, "ref", format!("element '{name}' mixes isotopes of different Z")));
+                }
+                z_all = Some(z);
+                sum_n += k;
+                sum_na += k * a;
+            }
+            let z = z_all.unwrap_or(0.0);
+            self.elements.insert(name.to_string(), (z, sum_na / sum_n));
+            return Ok(());
         }
         let z = cx.number(n, "Z", &st.scope, 1.0, None)?;
         if !(1.0..=120.0).contains(&z) {

@@ -5,11 +5,11 @@
 //!
 //! The file is read through the bounded reader and parsed by `roxmltree`; the sections are
 //! handled in document order: [`define`] (constants, variables, quantities, expressions,
-//! positions, rotations; [`expr`] evaluates every number), [`materials`] (elements by Z and
+//! positions, rotations; [`expr`] evaluates every number), [`materials`] (isotopes, elements by Z and
 //! atomic mass, `fraction`/`composite` mixtures, the built-in `G4_…` names), [`solids`] and
 //! [`structure`] (volumes, physical volumes, assemblies, `setup`). Every error names the file,
 //! the line and the tag or attribute: `det.gdml:42: <tube> 'rmax': expected a number, found
-//! "abc"`. Constructs outside the supported subset (isotopes, `replicavol`, `paramvol`, loops,
+//! "abc"`. Constructs outside the supported subset (`replicavol`, `paramvol`, loops,
 //! optical surfaces and property matrices, reflections, tessellated and other solids) are
 //! refused with such an error; docs/em-geometry.md lists the subset.
 //!
