@@ -613,3 +613,47 @@ fn overlaps_are_found_and_touching_is_not_one() {
     );
     assert!(nested().check_overlaps(500).is_ok());
 }
+
+/// The order of the angles: M = Rz(z)·Ry(y)·Rx(x) and the daughter placed with Mᵀ. For x = y =
+/// 90°, Mᵀ = Rx(−90°)·Ry(−90°) takes the daughter's +x to the mother's +y and its +y to −z, so
+/// the quadrant tube (φ from 0 to 90°) covers y > 0, z < 0; the other order (Rx·Ry) would put
+/// it at x > 0, z > 0. A step limit shorter than the boundary ends the step on the limit.
+#[test]
+fn rotation_angles_compose_z_y_x() {
+    let text = doc(
+        "",
+        "",
+        "<tube name=\"Q\" rmax=\"40\" z=\"20\" deltaphi=\"90\" aunit=\"deg\"/>\n",
+        "<volume name=\"QV\"><materialref ref=\"G4_Pb\"/><solidref ref=\"Q\"/></volume>\n",
+    )
+    .replace(
+        "<solidref ref=\"W\"/></volume>",
+        "<solidref ref=\"W\"/><physvol name=\"q\"><volumeref ref=\"QV\"/><rotation name=\"r\" x=\"90\" y=\"90\" unit=\"deg\"/></physvol></volume>",
+    );
+    let g = gdml::parse(&text, Path::new("rot.gdml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(at(&g, 5.0, 20.0, -20.0), "World/q");
+    assert_eq!(at(&g, -5.0, 20.0, -20.0), "World/q");
+    assert_eq!(at(&g, 0.0, 20.0, 20.0), "World");
+    assert_eq!(at(&g, 0.0, -20.0, -20.0), "World");
+    assert_eq!(at(&g, 20.0, 0.0, 20.0), "World");
+    assert_eq!(
+        at(&g, 15.0, 20.0, -20.0),
+        "World",
+        "the tube's half-length 10 mm lies along the mother's x"
+    );
+    // From (0, 20, −45) up along z: 5 mm to the tube's outer surface (ρ = 40 in its frame).
+    let nav = Navigator::new(&g.tree);
+    let d = Vec3::new(0.0, 0.0, 1.0);
+    let mut p = Vec3::new(0.0, 20.0, -45.0);
+    let mut path = nav.locate(p).unwrap();
+    let want = 45.0 - (40.0f64 * 40.0 - 20.0 * 20.0).sqrt();
+    let (dist, what) = nav.find_next_step(&path, p, d, 1e9);
+    assert!(
+        (dist - want).abs() < 1e-12 && what == warpdrive_em::geo::Boundary::Enter(0),
+        "{dist} {what:?}"
+    );
+    let (moved, inside) = nav.step(&mut path, &mut p, d, 1.0);
+    assert!(inside && moved == 1.0 && path.placements.is_empty());
+    let (moved, _) = nav.step(&mut path, &mut p, d, 1e9);
+    assert!((moved - (want - 1.0 + PUSH)).abs() < 1e-12 && describe(&g, &path) == "World/q");
+}
