@@ -8,7 +8,8 @@
 //!   within 1e-9 mm; where the solid's answer is earlier (a chord thinner than the march step),
 //!   the membership must really flip within ±1e-8 mm of it, and the reference is bisected there
 //!   (such rays are counted and reported, and must stay below 1 %);
-//! * the safety (to out / to in) never exceeds the reference distance;
+//! * the safety (to out / to in) never exceeds the reference distance, and 8 random points at
+//!   that distance from the start are on the start's side;
 //! * `inside()` agrees with `contains` away from the surface.
 
 use rayon::prelude::*;
@@ -159,6 +160,12 @@ fn check_ray(s: &Solids, id: SolidId, e: &Aabb, b: &Aabb, h: f64, seed: u64) -> 
     }
     let safety = if start { s.safety_to_out(id, p) } else { s.safety_to_in(id, p) };
     if safety > truth.min(ours) + TOLERANCE {
+        st.safety_over = 1;
+    }
+    // Stronger: the whole ball of that radius is on the start's side (8 random points on its
+    // surface, shrunk by the surface tolerance).
+    let r = (safety - TOLERANCE).max(0.0);
+    if r > 0.0 && (0..8).any(|_| s.contains(id, p.along(rng.direction(), r)) != start) {
         st.safety_over = 1;
     }
     match s.inside(id, p) {
