@@ -249,6 +249,10 @@ fn polycone_rays() {
     ];
     let (s, id) = one(make_revolved_zplanes(&planes, 0.5, 5.0).unwrap());
     check_solid("polycone (steps, rmin, φ segment)", &s, id, 6);
+    // The same z planes from the top down make the same solid.
+    let rev: Vec<_> = planes.iter().rev().copied().collect();
+    assert_eq!(make_revolved_zplanes(&rev, 0.5, 5.0).unwrap(), s.solids[0]);
+    assert!(make_revolved_zplanes(&[(0.0, 0.0, 1.0), (5.0, 0.0, 1.0), (2.0, 0.0, 1.0)], 0.0, 1.0).is_err());
     let (s, id) = one(make_revolved_contour(
         &[(10.0, -30.0), (50.0, -20.0), (20.0, 0.0), (50.0, 30.0), (5.0, 30.0)],
         0.0,

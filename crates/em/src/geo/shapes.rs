@@ -67,6 +67,11 @@ fn zplanes_polygon(planes: &[(f64, f64, f64)]) -> Result<Polygon, ShapeError> {
     if planes.len() < 2 {
         return Err(("zplane", format!("needs at least 2 z planes, found {}", planes.len())));
     }
+    // Planes may be listed from the top down (Geant4 accepts both orders).
+    if planes[0].0 > planes[planes.len() - 1].0 {
+        let reversed: Vec<_> = planes.iter().rev().copied().collect();
+        return zplanes_polygon(&reversed);
+    }
     for (i, &(z, rmin, rmax)) in planes.iter().enumerate() {
         if !z.is_finite() {
             return Err(("z", format!("z plane {i}: z must be finite")));
@@ -192,7 +197,9 @@ fn hexahedron(v: [Vec3; 8]) -> Result<Solid, ShapeError> {
             n = -n;
             c = -c;
         }
-        if f.iter().any(|&i| (n.dot(v[i]) - c).abs() > 1e-9 * size.max(1.0)) {
+        // Planarity to 1e-6 mm (1e-10 of the size for solids above 10 m): files written with
+        // rounded angles stay readable, a twisted face does not.
+        if f.iter().any(|&i| (n.dot(v[i]) - c).abs() > (1e-10 * size).max(1e-6)) {
             return Err(("x", "a side face is not planar (twisted trapezoids are not supported)".into()));
         }
         planes.push((n, c));
