@@ -657,3 +657,83 @@ fn rotation_angles_compose_z_y_x() {
     let (moved, _) = nav.step(&mut path, &mut p, d, 1e9);
     assert!((moved - (want - 1.0 + PUSH)).abs() < 1e-12 && describe(&g, &path) == "World/q");
 }
+
+/// Coincident surfaces everywhere: a tube in a tube shell touching along a cylinder, both with
+/// their end faces on their mother's, the shell's outer face on the mother's, and inside the
+/// inner tube a daughter of the very same solid (every surface coincident) holding a sphere that
+/// touches it from inside. 20 000 tracks through it: each step in the volume `locate` gives for
+/// its midpoint, lengths adding up, nothing stuck.
+#[test]
+fn coincident_surfaces_are_crossed_cleanly() {
+    let text = r#"<?xml version="1.0"?>
+<gdml>
+  <solids>
+    <box name="W" x="400" y="400" z="400"/>
+    <tube name="M" rmax="100" z="200" deltaphi="2*pi"/>
+    <tube name="In" rmax="50" z="200" deltaphi="2*pi"/>
+    <tube name="Shell" rmin="50" rmax="100" z="200" deltaphi="2*pi"/>
+    <orb name="Ball" r="50"/>
+  </solids>
+  <structure>
+    <volume name="BallV"><materialref ref="G4_WATER"/><solidref ref="Ball"/></volume>
+    <volume name="Same"><materialref ref="G4_Si"/><solidref ref="In"/>
+      <physvol name="ball"><volumeref ref="BallV"/></physvol></volume>
+    <volume name="InV"><materialref ref="G4_Pb"/><solidref ref="In"/>
+      <physvol name="same"><volumeref ref="Same"/></physvol></volume>
+    <volume name="ShellV"><materialref ref="G4_Fe"/><solidref ref="Shell"/></volume>
+    <volume name="MV"><materialref ref="G4_AIR"/><solidref ref="M"/>
+      <physvol name="in"><volumeref ref="InV"/></physvol>
+      <physvol name="shell"><volumeref ref="ShellV"/></physvol></volume>
+    <volume name="World"><materialref ref="G4_Galactic"/><solidref ref="W"/>
+      <physvol name="m"><volumeref ref="MV"/></physvol></volume>
+  </structure>
+  <setup name="Default" version="1.0"><world ref="World"/></setup>
+</gdml>
+"#;
+    let g = gdml::parse(text, Path::new("coincident.gdml")).unwrap_or_else(|e| panic!("{e}"));
+    let nav = Navigator::new(&g.tree);
+    assert_eq!(at(&g, 0.0, 0.0, 0.0), "World/m/in/same/ball");
+    assert_eq!(at(&g, 49.0, 0.0, 90.0), "World/m/in/same");
+    assert_eq!(at(&g, 60.0, 0.0, 0.0), "World/m/shell");
+    assert!(g.check_overlaps(2000).is_ok());
+    let mut rng = Rng(99);
+    let mut crossings = 0u64;
+    for _ in 0..20_000 {
+        let p0 = Vec3::new(360.0 * rng.next() - 180.0, 360.0 * rng.next() - 180.0, 360.0 * rng.next() - 180.0);
+        let target = Vec3::new(100.0 * rng.next() - 50.0, 100.0 * rng.next() - 50.0, 200.0 * rng.next() - 100.0);
+        let d = (target - p0).unit();
+        let exit = [(p0.x, d.x), (p0.y, d.y), (p0.z, d.z)]
+            .iter()
+            .map(|&(q, v)| {
+                if v > 0.0 {
+                    (200.0 - q) / v
+                } else if v < 0.0 {
+                    (-200.0 - q) / v
+                } else {
+                    f64::INFINITY
+                }
+            })
+            .fold(f64::INFINITY, f64::min);
+        let mut path = nav.locate(p0).unwrap();
+        let (mut p, mut travelled, mut n) = (p0, 0.0, 0u32);
+        loop {
+            let before = path.clone();
+            let start = p;
+            let (len, inside) = nav.step(&mut path, &mut p, d, 1e9);
+            n += 1;
+            assert!(n < 50, "stuck at {p:?}");
+            assert_eq!(
+                nav.locate(start.along(d, 0.5 * len)).as_ref(),
+                Some(&before),
+                "step from {start:?} along {d:?}"
+            );
+            travelled += len;
+            if !inside {
+                break;
+            }
+        }
+        crossings += u64::from(n - 1);
+        assert!((travelled - exit - PUSH).abs() < 1e-10);
+    }
+    assert!(crossings > 40_000, "{crossings}");
+}
