@@ -221,7 +221,10 @@ fn message(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<()> {
     let force = cli.force;
     match cli.command {
-        Command::Photon(a) => photon::run(&a, force),
+        Command::Photon(a) => match &a.what {
+            Some(photon::PhotonCommand::Tabulate(t)) => photon::tabulate(t, force),
+            None => photon::run(&a, force),
+        },
         Command::Ppc { args } => photon::ppc(&args),
         Command::Sky {
             what: sky::SkyCommand::Autocorr(a),

@@ -14,7 +14,11 @@ use warpdrive_photon::engine::{
 };
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct PhotonArgs {
+    /// `photon tabulate` (without a subcommand: propagate to the modules).
+    #[command(subcommand)]
+    pub what: Option<PhotonCommand>,
     /// PPC ice directory (cfg.txt, icemodel.dat, icemodel.par, wv.dat, as.dat, ...). Default: built-in homogeneous ice.
     #[arg(long)]
     ice: Option<PathBuf>,
@@ -163,5 +167,141 @@ pub fn ppc(args: &[String]) -> Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let _bar = Bar::show(&ctl.progress);
     warpdrive_photon::ppc::run(args, &env, &mut stdin, &mut out, &mut std::io::stderr(), &ctl)?;
+    Ok(())
+}
+
+/// `warpdrive photon` subcommands.
+#[derive(clap::Subcommand)]
+pub enum PhotonCommand {
+    /// Photon tables for Millipede (issue #32): propagate photons from one source at a depth and
+    /// orientation through the ice (no modules) and record their track length per bin of the
+    /// source frame (amplitude and arrival-time tables, docs/spline.md "Making tables"), as
+    /// histograms for `warpdrive spline fit`.
+    Tabulate(Box<TabulateArgs>),
+}
+
+#[derive(Args)]
+pub struct TabulateArgs {
+    /// PPC ice directory (cfg.txt, icemodel.dat, icemodel.par, wv.dat, as.dat, tilt files). Default: built-in homogeneous ice.
+    #[arg(long)]
+    ice: Option<PathBuf>,
+    /// The source: cascade (spherical r, azimuth, cos θ; per GeV) or muon-segment (cylindrical ρ, azimuth, Δz; per metre).
+    #[arg(long, default_value = "cascade")]
+    source: String,
+    /// Depths of the source vertex below the surface [m] (IceCube z = 1948.07 − depth), at
+    /// x = y = 0, comma-separated and increasing: several make a `depth` axis.
+    #[arg(long, value_delimiter = ',', default_value = "2000", allow_hyphen_values = true)]
+    depth: Vec<f64>,
+    /// Source zeniths [deg] (IceCube convention: where the particle comes from; 0 = moving down),
+    /// comma-separated and increasing: several make a `zenith` axis.
+    #[arg(long, value_delimiter = ',', default_value = "0", allow_hyphen_values = true)]
+    zenith: Vec<f64>,
+    /// Source azimuth [deg] (IceCube convention).
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    azimuth: f64,
+    /// Energy [GeV]: the cascade's longitudinal profile, the muon's light per metre.
+    #[arg(long, default_value_t = 1000.0, allow_hyphen_values = true)]
+    energy: f64,
+    /// Muon segment length [m] (muon-segment only).
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    length: f64,
+    /// Photons to propagate per source (depth × zenith).
+    #[arg(long, default_value_t = 100_000)]
+    photons: u64,
+    /// Radial edges [m] (r for cascades, ρ for muon segments): LO:HI:N (N equal bins) or e0,e1,….
+    #[arg(long, default_value = "0:300:30", allow_hyphen_values = true)]
+    radial_bins: String,
+    /// Azimuth edges [deg], spanning 0 to 180 (folded): LO:HI:N or a list.
+    #[arg(long, default_value = "0:180:9", allow_hyphen_values = true)]
+    azimuth_bins: String,
+    /// Polar edges: cos θ spanning -1 to 1 (cascade; default -1:1:20) or Δz [m] along the track
+    /// (muon segment; default -200:200:40): LO:HI:N or a list.
+    #[arg(long, allow_hyphen_values = true)]
+    polar_bins: Option<String>,
+    /// Delay edges [ns] after the direct time, for the arrival-time table: LO:HI:N or a list.
+    #[arg(long, default_value = "-10:2000:40", allow_hyphen_values = true)]
+    delay_bins: String,
+    /// No arrival-time table (amplitude only).
+    #[arg(long)]
+    no_time: bool,
+    /// Follow photons until absorbed or this far [m] beyond the table's outer edge (0: they end
+    /// when they leave it).
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    margin: f64,
+    /// Switch the ice's tilt off.
+    #[arg(long)]
+    no_tilt: bool,
+    /// Switch the ice's anisotropy off.
+    #[arg(long)]
+    no_anisotropy: bool,
+    /// Switch the ice's birefringence off (its scattering stays in the ordinary scattering).
+    #[arg(long)]
+    no_birefringence: bool,
+    /// Random seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory: amplitude.parquet, time.parquet, summary.json, run.json.
+    #[arg(long, short, default_value = "photon-tables")]
+    output: PathBuf,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+/// `warpdrive photon tabulate`.
+pub fn tabulate(a: &TabulateArgs, force: bool) -> Result<()> {
+    use warpdrive_photon::tabulate::{self, Edges, SourceKind, TabulateOptions};
+    let start = Instant::now();
+    let ctl = a.common.control()?;
+    let o = TabulateOptions {
+        ice: a.ice.clone(),
+        source: SourceKind::parse(&a.source)?,
+        depth: a.depth.clone(),
+        zenith: a.zenith.clone(),
+        azimuth: a.azimuth,
+        energy: a.energy,
+        length: a.length,
+        photons: a.photons,
+        radial: Edges::parse("radial_bins", &a.radial_bins)?,
+        azimuth_bins: Edges::parse("azimuth_bins", &a.azimuth_bins)?,
+        polar: a.polar_bins.as_deref().map(|t| Edges::parse("polar_bins", t)).transpose()?,
+        delay: if a.no_time {
+            None
+        } else {
+            Some(Edges::parse("delay_bins", &a.delay_bins)?)
+        },
+        margin: a.margin,
+        seed: a.seed,
+        tilt: !a.no_tilt,
+        anisotropy: !a.no_anisotropy,
+        birefringence: !a.no_birefringence,
+        command: crate::command_line(),
+    };
+    let out = tabulate::prepare_output(&a.output, force, &o.ice.iter().cloned().collect::<Vec<_>>())?;
+    let req = tabulate::Tabulate::new(&o)?;
+    for d in &req.description {
+        eprintln!("{d}");
+    }
+    let bar = Bar::show(&ctl.progress);
+    let t = req.run(&ctl)?;
+    drop(bar);
+    t.save(out, &o.command)?;
+    let h = &t.hist;
+    let propagated = t.photons * t.sources.len() as u64;
+    println!(
+        "photons:        {propagated} propagated ({} sources), {} tabulated ({} absorbed, {} left the table)",
+        t.sources.len(),
+        h.tabulated,
+        h.absorbed,
+        h.escaped
+    );
+    println!("segments:       {}", h.segments);
+    println!(
+        "tabulation:     {:.2} s, {:.3e} photons/s on cpu ({} threads)",
+        t.seconds,
+        propagated as f64 / t.seconds.max(1e-9),
+        t.threads
+    );
+    println!("output:         {}", a.output.display());
+    println!("total time:     {:.2} s", start.elapsed().as_secs_f64());
     Ok(())
 }

@@ -8,6 +8,9 @@
 
 pub mod bench;
 pub mod engine;
+pub mod field;
+pub mod gdml;
+pub mod geo;
 pub mod gpu;
 pub mod gpu_check;
 pub mod klein_nishina;

@@ -143,12 +143,32 @@ pub const MATERIALS: &[NistMaterial] = &[
         state: Solid,
         elements: &[el(O, 0.154_126), el(GE, 0.174_820), el(BI, 0.671_054)],
     },
+    // Lead tungstate (CMS ECAL): PbWO₄ at 8.28 g/cm³ (as Geant4's G4_PbWO4); NIST's ESTAR has no
+    // I for it, so I follows Bragg's additivity rule over the electrons,
+    // ln I = Σ wᵢ (Zᵢ/Aᵢ) ln Iᵢ / Σ wᵢ (Zᵢ/Aᵢ), with the elements' ICRU 37 values (O 95 eV,
+    // W 727 eV, Pb 823 eV): 542.7 eV.
+    NistMaterial {
+        name: "G4_PbWO4",
+        density: 8.28,
+        i_ev: 542.7,
+        state: Solid,
+        elements: &[el(O, 0.140_642), el(W, 0.404_011), el(PB, 0.455_347)],
+    },
+    // Geant4's "vacuum": hydrogen gas at the mean density of the universe, 1e-25 g/cm³, with
+    // hydrogen's I of 21.8 eV (as Geant4's G4_Galactic).
+    NistMaterial {
+        name: "G4_Galactic",
+        density: 1e-25,
+        i_ev: 21.8,
+        state: Gas,
+        elements: &[el(H, 1.0)],
+    },
 ];
 
 /// The names of [`MATERIALS`], comma-separated (for messages and documentation).
 pub const NAMES: &str = "G4_Be, G4_C, G4_Al, G4_Si, G4_Ar, G4_lAr, G4_Ti, G4_Fe, G4_Ni, G4_Cu, G4_Ge, G4_Ag, G4_Sn, \
 G4_W, G4_Au, G4_Pb, G4_U, G4_WATER, G4_AIR, G4_POLYSTYRENE, G4_PLASTIC_SC_VINYLTOLUENE, G4_SODIUM_IODIDE, \
-G4_CESIUM_IODIDE, G4_BGO";
+G4_CESIUM_IODIDE, G4_BGO, G4_PbWO4, G4_Galactic";
 
 /// The built-in material of this name (exact, as Geant4 spells it).
 #[must_use]
@@ -221,6 +241,7 @@ mod tests {
             ("G4_POLYSTYRENE", 43.79),
             ("G4_CESIUM_IODIDE", 8.39),
             ("G4_BGO", 7.97),
+            ("G4_PbWO4", 7.39),
         ];
         for (name, x0) in pdg {
             let m = find(name).unwrap().shower_material();

@@ -31,6 +31,7 @@ pub mod scatter;
 pub mod sensors;
 pub mod source;
 pub mod spectrum;
+pub mod tabulate;
 mod test_data;
 pub mod tilt;
 pub mod validate;

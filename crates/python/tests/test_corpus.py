@@ -49,6 +49,8 @@ _EVAL = ("spline eval reads its points from a file and writes a file; Python's T
 _FIT = ("spline fit reads a histogram file (Parquet, CSV or .npz) and writes a FITS file; Python's spline.fit takes "
         "arrays (z, w, centers, knots) and returns a Table: no histogram file, no knots syntax, no output file "
         "(its own refusals are tested in test_spline.py)")
+_TABULATE = ("photon tabulate (issue #32's tabulator) has no Python binding yet: it is a CLI command and a Rust "
+             "library call (warpdrive_photon::tabulate); its refusals are tested in crates/photon/tests/tabulate.rs")
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
 _SUBMIT = ("submit writes batch files for the CLI; Python's equivalent is warpdrive.distributed (its refusals: "
            "test_distributed.py)")
@@ -61,6 +63,11 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("beam", "ele: unsupported command"): _ELE,
     ("beam", "ele: zero particles per bunch"): _ELE,
     ("beam", "ele: output file outside the output directory"): _ELE,
+    ("photon", "tabulate: radial edges that do not increase"): _TABULATE,
+    ("photon", "tabulate: 4.5e9 cells"): _TABULATE,
+    ("photon", "tabulate: a depth below the ice model's layers"): _TABULATE,
+    ("photon", "tabulate: an unknown source"): _TABULATE,
+    ("photon", "tabulate: azimuth edges over 360 degrees"): _TABULATE,
     ("submit", "slurm of a command that cannot be split"): _SUBMIT,
     ("submit", "slurm without --jobs"): _SUBMIT,
     ("submit", "slurm with --jobs 0"): _SUBMIT,

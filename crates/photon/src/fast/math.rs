@@ -77,23 +77,37 @@ pub fn powf(x: f32, y: f32) -> f32 {
     exp2(y * log2(x))
 }
 
+/// (sin x, cos x) for x ∈ [−π/4, π/4]: Taylor to x⁹ and x¹⁰.
+#[inline(always)]
+#[must_use]
+fn sincos_reduced(x: f32) -> (f32, f32) {
+    let x2 = x * x;
+    let s = x * (1.0 + x2 * (-1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 * (-1.0 / 5040.0 + x2 * (1.0 / 362_880.0)))));
+    let c = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24.0 + x2 * (-1.0 / 720.0 + x2 * (1.0 / 40_320.0))));
+    (s, c)
+}
+
 /// (sin 2πt, cos 2πt).
 #[inline(always)]
 #[must_use]
 pub fn sincos_turn(t: f32) -> (f32, f32) {
     // Quarter turns: q = round(4t), r = t − q/4 ∈ [−⅛, ⅛].
     let q4 = round(4.0 * t);
-    let x = (t - 0.25 * q4) * TAU;
-    let x2 = x * x;
-    let s = x * (1.0 + x2 * (-1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 * (-1.0 / 5040.0 + x2 * (1.0 / 362_880.0)))));
-    let c = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24.0 + x2 * (-1.0 / 720.0 + x2 * (1.0 / 40_320.0))));
-    // Rotate by q quarter turns: (sin, cos) of x + qπ/2.
-    match (q4 as i64) & 3 {
-        0 => (s, c),
-        1 => (c, -s),
-        2 => (-s, -c),
-        _ => (-c, s),
-    }
+    let (s, c) = sincos_reduced((t - 0.25 * q4) * TAU);
+    // Rotate by q quarter turns: (sin, cos) of x + qπ/2 is (s, c), (c, −s), (−s, −c), (−c, s)
+    // for q = 0, 1, 2, 3. The quadrant of a random angle is random, so a `match` on it (a jump
+    // table) mispredicts three times in four; instead the pair is swapped for odd q and the signs
+    // are flipped by bit masks: sin's for q ∈ {2, 3} (bit 1 of q), cos's for q ∈ {1, 2} (bit 1 of
+    // q + 1). Same values as the match, bit for bit.
+    let q = q4 as i64 as u32; // the low bits of q, as `(q4 as i64) & 3` takes them
+    let odd = 0u32.wrapping_sub(q & 1);
+    let (sb, cb) = (s.to_bits(), c.to_bits());
+    let sin_bits = (cb & odd) | (sb & !odd);
+    let cos_bits = (sb & odd) | (cb & !odd);
+    (
+        f32::from_bits(sin_bits ^ ((q & 2) << 30)),
+        f32::from_bits(cos_bits ^ ((q.wrapping_add(1) & 2) << 30)),
+    )
 }
 
 #[cfg(test)]
@@ -147,6 +161,26 @@ mod tests {
     fn round_is_floor_of_x_plus_half() {
         for x in [-3.5f32, -2.5, -0.5, -0.49, 0.0, 0.49, 0.5, 1.5, 2.5, 7.3, -7.7, 1e6 + 0.5] {
             assert_eq!(round(x), (x + 0.5).floor(), "{x}");
+        }
+    }
+
+    /// The masks give the rotation the quadrant's `match` gives, bit for bit, in all quadrants
+    /// and for negative turns.
+    #[test]
+    fn sincos_quadrants_equal_the_match() {
+        let mut r = RandomStream::new(14, 0, 0);
+        for i in 0..400_000 {
+            let t = if i % 2 == 0 { r.uniform() } else { 8.0 * r.uniform() - 4.0 };
+            let q4 = round(4.0 * t);
+            let (s, c) = sincos_reduced((t - 0.25 * q4) * TAU);
+            let want = match (q4 as i64) & 3 {
+                0 => (s, c),
+                1 => (c, -s),
+                2 => (-s, -c),
+                _ => (-c, s),
+            };
+            let got = sincos_turn(t);
+            assert_eq!((got.0.to_bits(), got.1.to_bits()), (want.0.to_bits(), want.1.to_bits()), "t {t}");
         }
     }
 
