@@ -275,7 +275,7 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
             name: format!("beam LSC tracking GPU = CPU ({})", if precise { "precise" } else { "fast" }),
             passed,
             detail: format!(
-                "{} particles, 2 × 4 quadrupoles + LSCDRIFTs (256 bins; 1000 bins with a high-frequency filter and no interpolation), {fft}: RMS of the LSC change of δ {kick_scale:.3e}, max |Δδ| {worst_delta:.3e} (bound 1e-9 of it), max |Δz|/RMS(z) {worst:.3e} (bound 1e-9)",
+                "{} particles, 2 × 4 quadrupoles + LSCDRIFTs (256 bins; 1000 bins with a high-frequency filter and no interpolation), {fft}: RMS of the LSC change of δ {kick_scale:.3e}, max |Δδ| {worst_delta:.3e} (bound 1e-9 of it), max |Δ|/size of a coordinate {worst:.3e} (bound 1e-9)",
                 q.len()
             ),
         });
