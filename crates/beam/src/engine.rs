@@ -810,7 +810,7 @@ impl Track {
             )),
             Some(d) => {
                 let g = crate::gpu::GpuBackend::new(
-                    &self.line.program,
+                    self.rf_program.as_ref().unwrap_or(&self.line.program),
                     &particles,
                     reference,
                     crate::gpu::GpuOptions {
@@ -858,25 +858,12 @@ impl Track {
         self.track_into(ctl, gpu, Some(dir))
     }
 
-    /// The run's notes, then the device: the first GPU or the CPU; lines with RF cavities on
-    /// the CPU (an explicit GPU is an error).
+    /// The run's notes, then the device: the first GPU or the CPU.
     fn device_with_notes(&self, ctl: &Control) -> Result<Option<usize>> {
         for n in &self.notes {
             ctl.note(n);
         }
-        let gpu = self.device(ctl)?;
-        if gpu.is_some() && self.rf_program.is_some() {
-            if ctl.device != Device::Auto {
-                return Err(ParamError::new(
-                    "device",
-                    format!("{}: RF cavities (RFCA) are tracked on the CPU only; use cpu", ctl.device),
-                )
-                .into());
-            }
-            ctl.note("device: cpu (RF cavities are tracked on the CPU only)");
-            return Ok(None);
-        }
-        Ok(gpu)
+        self.device(ctl)
     }
 
     fn track_into(&self, ctl: &Control, gpu: Option<usize>, dir: Option<&Path>) -> Result<Tracked> {

@@ -106,10 +106,6 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
     let mut kernels = String::new();
     let mut run_kernels = HashMap::new();
     let mut element_kernels = HashMap::new();
-    // engine::Track runs lines with RF cavities on the CPU.
-    if program.runs().flatten().any(|it| matches!(it, RunItem::Rf { .. })) {
-        return Err("RFCA (RF cavities) is tracked on the CPU only; use the CPU device".to_string());
-    }
     // Runs of map elements, and the half drifts of LSC steps (one-element runs), by step.
     let runs: Vec<(usize, &[RunItem])> = program
         .steps
@@ -131,7 +127,14 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
                         constants.push(*l);
                         format!("exact_drift(z0, z1, z2, z3, z4, {c});")
                     }
-                    RunItem::Rf { .. } => unreachable!("refused above"),
+                    RunItem::Rf { rf, element } => {
+                        let k0 = constants.len();
+                        constants.extend(
+                            rf_constants(rf)
+                                .ok_or_else(|| format!("element {}: RFCA compiled without a reference momentum", element + 1))?,
+                        );
+                        format!("rf_item_track(z0, z1, z2, z3, z4, z5, pass, K + {k0});")
+                    }
                     RunItem::Check { aperture, element } => {
                         format!(
                             "if (!{}) {{ lost = {}; lpass = pass; goto done; }}",
@@ -140,9 +143,9 @@ pub fn generate(program: &Program, min_blocks: u32) -> Result<MapSource, String>
                         )
                     }
                 };
-                format!("{call} CHECK({});", it.element() + 1)
+                Ok(format!("{call} CHECK({});", it.element() + 1))
             })
-            .collect();
+            .collect::<Result<_, String>>()?;
         let last = items.last().map_or(0, |it| it.element() + 1);
         let name = format!("run_{step}");
         let _ = writeln!(
@@ -200,6 +203,32 @@ __device__ __forceinline__ void exact_drift(double& z0, double z1, double& z2, d
     z0 = z0 + l * z1;
     z2 = z2 + l * z3;
     z4 = z4 + l * path;
+}
+
+// RFCA: twin of program.rs `RfItem::track` (elements/rf.rs `Cavity::kick`, elements/mod.rs
+// `to_canonical`/`from_canonical`), the same operations in the same order. k: L/2, p0 c, m c²,
+// (m c²)², p0 c after, |q| VOLT, PHASE [rad], 2π FREQ, t_ref, period, p0/p0_after, c. The
+// sine and hypot are CUDA's (within 1-2 ulp of the CPU's libm), the rest IEEE as on the CPU.
+__device__ __forceinline__ void rf_item_track(double& z0, double& z1, double& z2, double& z3, double& z4, double& z5,
+                                              unsigned pass, const double* k) {
+    if (k[0] > 0.0) exact_drift(z0, z1, z2, z3, z4, k[0]);
+    const double f = (1.0 + z5) / sqrt(1.0 + z1 * z1 + z3 * z3);
+    const double px = z1 * f, py = z3 * f;
+    const double p = k[1] * (1.0 + z5);
+    const double t = z4 / (p / hypot(p, k[2]) * k[11]);
+    const double dt = t - (k[8] + (double)pass * k[9]);
+    const double e = sqrt(p * p + k[3]) + k[5] * sin(k[6] + k[7] * dt);
+    const double p1 = sqrt(e * e - k[3]);
+    const double delta = p1 / k[4] - 1.0;
+    z5 = delta;
+    const double qx = px * k[10], qy = py * k[10];
+    const double d1 = 1.0 + delta;
+    const double ps = sqrt(d1 * d1 - qx * qx - qy * qy);
+    z1 = qx / ps;
+    z3 = qy / ps;
+    const double pa = k[4] * (1.0 + delta);
+    z4 = t * (pa / hypot(pa, k[2])) * k[11];
+    if (k[0] > 0.0) exact_drift(z0, z1, z2, z3, z4, k[0]);
 }
 "#;
 
@@ -722,23 +751,53 @@ impl Backend for GpuBackend {
     }
 }
 
+/// The constants of `rf_item_track` (the CUDA twin of `program::RfItem::track`), computed here
+/// as the CPU computes them: L/2, p0 c, m c², (m c²)², p0 c after the cavity, |q|·VOLT, PHASE
+/// [rad], 2π·FREQ, the reference's arrival time and period, p0/p0_after, c. `None` without a
+/// reference particle.
+fn rf_constants(rf: &crate::program::RfItem) -> Option<[f64; RF_CONSTANTS]> {
+    let r = rf.reference.as_ref()?;
+    let c = &rf.cavity;
+    let p0_after = c.p0_after(r);
+    Some([
+        0.5 * c.l,
+        r.p0_ev,
+        r.mass_ev,
+        r.mass_ev * r.mass_ev,
+        p0_after,
+        r.charge.abs() * c.volt,
+        c.phase.to_radians(),
+        2.0 * std::f64::consts::PI * c.freq,
+        rf.t_ref,
+        rf.period,
+        r.p0_ev / p0_after,
+        crate::elements::rf::C_LIGHT,
+    ])
+}
+
+/// Number of constants of one RF cavity in the generated kernels.
+const RF_CONSTANTS: usize = 12;
+
 /// File name the generated map kernels are compiled under.
 pub const MAPS_NAME: &str = "beam_maps.cu";
 
 /// Generated map sources that `warpdrive doctor` compiles: the benchmark line (maps only and
-/// with LSCDRIFT) and a line with every element kind. (name, source, run-kernel names)
+/// with LSCDRIFT), a line with every element kind, the aperture line and the RF ring (compiled
+/// with the RF checks' reference particle; lines without a cavity do not use it). (name, source, run-kernel names)
 pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
     let lines = [
         ("beam_maps_bench.cu", crate::lattice::bench_lte(false)),
         ("beam_maps_bench_lsc.cu", crate::lattice::bench_lte(true)),
         ("beam_maps_all_kinds.cu", crate::gpu_check::ALL_KINDS.to_string()),
         ("beam_maps_apertures.cu", crate::gpu_check::APERTURE_LINE.to_string()),
+        ("beam_maps_rf.cu", crate::gpu_check::RF_LINE.to_string()),
     ];
+    let reference = crate::gpu_check::rf_reference();
     lines
         .into_iter()
         .filter_map(|(name, text)| {
             let lattice = crate::lattice::parse(&text, name, None).ok()?;
-            let src = generate(&Program::compile(&lattice), DEFAULT_MIN_BLOCKS).ok()?;
+            let src = generate(&Program::compile_with(&lattice, Some(&reference)), DEFAULT_MIN_BLOCKS).ok()?;
             let mut fns: Vec<String> = src.run_kernels.values().cloned().collect();
             fns.sort();
             Some((name.to_string(), src.source, fns))

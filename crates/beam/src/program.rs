@@ -98,7 +98,7 @@ pub enum RunItem {
         element: usize,
         l: f64,
     },
-    /// RFCA (CPU only): exact drift L/2, energy kick, exact drift L/2.
+    /// RFCA: exact drift L/2, energy kick, exact drift L/2 (GPU: `rf_item_track` in gpu.rs).
     Rf {
         element: usize,
         rf: Arc<RfItem>,
