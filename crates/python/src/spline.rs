@@ -236,6 +236,7 @@ fn model(
         files: ModelFiles {
             amplitude,
             timing,
+            source_axes: None,
             amplitude_only,
             geometry,
         },
