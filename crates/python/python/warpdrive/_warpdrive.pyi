@@ -173,6 +173,7 @@ def spline_simulate(
     device: str,
     threads: int | None,
     progress: _Progress,
+    source_axes: list[str] | None = None,
 ) -> SimulatedEvent: ...
 def spline_fit(
     z: _F64,
@@ -207,6 +208,7 @@ def spline_unfold(
     threads: int | None,
     precise: bool,
     progress: _Progress,
+    source_axes: list[str] | None = None,
 ) -> UnfoldRun: ...
 def spline_unfold_events(
     list: _Path,
@@ -229,6 +231,7 @@ def spline_unfold_events(
     progress: _Progress,
     jobs: int,
     job_index: int,
+    source_axes: list[str] | None = None,
 ) -> int: ...
 def spline_merge_events(dirs: list[_Path], output: _Path, force: bool) -> int: ...
 
