@@ -332,7 +332,17 @@ pub fn spline_simulate(
     source_axes: Option<Vec<String>>,
 ) -> PyResult<SimulatedEvent> {
     let opts = SimulateOptions {
-        model: model(cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, source_axes)?,
+        model: model(
+            cascade,
+            track,
+            spacing,
+            amplitude,
+            timing,
+            amplitude_only,
+            geometry,
+            noise_rate,
+            source_axes,
+        )?,
         energy,
         window,
         seed: errors::count("seed", seed)?,
@@ -453,7 +463,17 @@ pub fn spline_unfold(
         _ => return Err(errors::value("give the event as a Parquet path or as pulse arrays, not both")),
     };
     let opts = UnfoldOptions {
-        model: model(cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, source_axes)?,
+        model: model(
+            cascade,
+            track,
+            spacing,
+            amplitude,
+            timing,
+            amplitude_only,
+            geometry,
+            noise_rate,
+            source_axes,
+        )?,
         solver: engine::parse_solver(solver).map_err(|e| errors::param(&e))?,
         regularization,
         photons_per_bin,
@@ -557,7 +577,17 @@ pub fn spline_unfold_events(
 ) -> PyResult<usize> {
     use warpdrive_spline::event_list::UnfoldEvents;
     let opts = UnfoldOptions {
-        model: model(None, None, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, source_axes)?,
+        model: model(
+            None,
+            None,
+            spacing,
+            amplitude,
+            timing,
+            amplitude_only,
+            geometry,
+            noise_rate,
+            source_axes,
+        )?,
         solver: engine::parse_solver(solver).map_err(|e| errors::param(&e))?,
         regularization,
         photons_per_bin,
