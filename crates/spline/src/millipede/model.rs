@@ -171,22 +171,20 @@ pub fn source_axes_of(t: &SplineTable, frame: &[&str], explicit: Option<&[Source
             })
             .collect()
     });
+    // Names that follow the tabulator's frame give the source axes; other names (a table fitted
+    // from a histogram with columns of its own naming) say nothing about them, except that a
+    // muon-segment table (ρ, φ, Δz) is not a cascade table.
+    let follows_frame = |names: &[String]| names.len() >= frame.len() && names[..frame.len()] == *frame;
     let from_names = match &named {
-        None => None,
-        Some(names) => {
-            if names.len() < frame.len() || names[..frame.len()] != *frame {
-                let geometry = if names.first().map(String::as_str) == Some("rho") {
-                    " (a muon-segment table: Millipede's sources here are cascades)"
-                } else {
-                    ""
-                };
-                return Err(format!(
-                    "axes {} (keys AXIS0…AXIS{}); a cascade table's axes start with {}{geometry}",
-                    names.join(", "),
-                    nd - 1,
-                    frame.join(", ")
-                ));
-            }
+        Some(names) if names.first().map(String::as_str) == Some("rho") => {
+            return Err(format!(
+                "axes {} (keys AXIS0…AXIS{}): a muon-segment table; Millipede's sources here are cascades ({})",
+                names.join(", "),
+                nd - 1,
+                frame.join(", ")
+            ));
+        }
+        Some(names) if follows_frame(names) => {
             let mut axes = Vec::new();
             for (d, n) in names.iter().enumerate().skip(frame.len()) {
                 let a: SourceAxis = n.parse().map_err(|m: String| format!("key AXIS{d} = {m}"))?;
@@ -197,6 +195,7 @@ pub fn source_axes_of(t: &SplineTable, frame: &[&str], explicit: Option<&[Source
             }
             Some(axes)
         }
+        _ => None,
     };
     let axes = match (from_names, explicit) {
         (Some(a), Some(e)) if a != e => {
@@ -211,10 +210,14 @@ pub fn source_axes_of(t: &SplineTable, frame: &[&str], explicit: Option<&[Source
         (None, None) => Vec::new(),
     };
     if nd != frame.len() + axes.len() {
-        let hint = if named.is_none() && explicit.is_none() {
-            " (no AXISd keys name the extra axes: name them with the source axes option, e.g. zenith,depth)"
-        } else {
-            ""
+        let hint = match (&named, explicit) {
+            (None, None) => " (no AXISd keys name the extra axes: name them with the source axes option, e.g. zenith,depth)".to_string(),
+            (Some(names), None) if !follows_frame(names) => format!(
+                " (its AXISd keys, {}, do not start with {}: name the extra axes with the source axes option)",
+                names.join(", "),
+                frame.join(", ")
+            ),
+            _ => String::new(),
         };
         return Err(format!(
             "a {nd}-D table where {} dimensions ({}{}) are needed{hint}",
@@ -622,7 +625,23 @@ mod tests {
             "{e}"
         );
         let e = source_axes_of(&t, &TIMING_FRAME, None).unwrap_err();
-        assert!(e.contains("a cascade table's axes start with r, azimuth, cos_theta, delay"), "{e}");
+        assert!(
+            e.contains("a 5-D table where 4 dimensions (r, azimuth, cos_theta, delay) are needed"),
+            "{e}"
+        );
+        assert!(e.contains("do not start with r, azimuth, cos_theta, delay"), "{e}");
+        // A 3-D table fitted from columns of other names is still a 3-D amplitude table.
+        let mut other = SplineTable::new(
+            vec![0, 0, 0],
+            vec![vec![0.0, 300.0], vec![0.0, 180.0], vec![-1.0, 1.0]],
+            vec![1, 1, 1],
+            vec![-12.0],
+        )
+        .unwrap();
+        for (d, n) in ["dist", "azi", "cosz"].iter().enumerate() {
+            other.aux.push((format!("AXIS{d}"), crate::fits::Value::Str((*n).into())));
+        }
+        assert_eq!(source_axes_of(&other, &AMPLITUDE_FRAME, None).unwrap(), []);
         // A muon-segment table is named as such.
         let mut m = depth_table(c, false);
         for (d, n) in ["rho", "azimuth", "dz", "zenith", "depth"].iter().enumerate() {
