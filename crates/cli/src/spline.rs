@@ -13,7 +13,7 @@ use warpdrive_spline::engine::{
     SimulateOptions, Unfold, UnfoldOptions,
 };
 use warpdrive_spline::millipede::solve::SolveOptions;
-use warpdrive_spline::millipede::unfold::ModelFiles;
+use warpdrive_spline::millipede::unfold::{parse_source_axes, ModelFiles};
 
 #[derive(Subcommand)]
 pub enum SplineCommand {
@@ -91,12 +91,15 @@ pub struct FitArgs {
 
 #[derive(Args, Clone)]
 pub struct ModelArgs {
-    /// Amplitude table (3-D: r, φ, cos θ; value ln PE per photon). Default: the EM cascade table in $WARPDRIVE_DATA.
+    /// Amplitude table (r, φ, cos θ [, source zenith/depth]; value ln PE per photon). Default: the EM cascade table in $WARPDRIVE_DATA.
     #[arg(long)]
     amplitude: Option<PathBuf>,
-    /// Timing table (4-D: r, φ, cos θ, delay; cumulative). Default: the EM cascade table in $WARPDRIVE_DATA.
+    /// Timing table (r, φ, cos θ, delay [, source zenith/depth]; cumulative). Default: the EM cascade table in $WARPDRIVE_DATA.
     #[arg(long)]
     timing: Option<PathBuf>,
+    /// The tables' axes after r, φ, cos θ (and delay): zenith and/or depth, in the tables' order. Default: as the tables' AXISd keys (written by `spline fit` from `photon tabulate`) say, else none.
+    #[arg(long, value_delimiter = ',', num_args = 1)]
+    source_axes: Vec<String>,
     /// Amplitude-only model (one bin per DOM, no timing table).
     #[arg(long, conflicts_with = "timing")]
     amplitude_only: bool,
@@ -287,11 +290,16 @@ fn fit(a: &FitArgs, force: bool) -> Result<()> {
 
 impl ModelArgs {
     /// The engine's model options of these arguments.
-    fn options(&self) -> ModelOptions {
-        ModelOptions {
+    fn options(&self) -> Result<ModelOptions> {
+        Ok(ModelOptions {
             files: ModelFiles {
                 amplitude: self.amplitude.clone(),
                 timing: self.timing.clone(),
+                source_axes: if self.source_axes.is_empty() {
+                    None
+                } else {
+                    Some(parse_source_axes(&self.source_axes)?)
+                },
                 amplitude_only: self.amplitude_only,
                 geometry: self.geometry.clone(),
             },
@@ -299,13 +307,13 @@ impl ModelArgs {
             track: (!self.track.is_empty()).then(|| self.track.clone()),
             spacing: self.spacing,
             noise_rate: self.noise_rate,
-        }
+        })
     }
 }
 
 fn simulate(a: &SimulateArgs, force: bool) -> Result<()> {
     let ctl = a.common.control()?;
-    let model = a.model.options();
+    let model = a.model.options()?;
     let out = engine::prepare_file(&a.output, force, &model.files.paths())?;
     let req = Simulate::new(&SimulateOptions {
         model,
@@ -334,7 +342,7 @@ fn unfold(a: &UnfoldArgs, force: bool) -> Result<()> {
     let start = Instant::now();
     let ctl = a.common.control()?;
     let opts = UnfoldOptions {
-        model: a.model.options(),
+        model: a.model.options()?,
         solver: engine::parse_solver(&a.solver)?,
         regularization: a.regularization,
         photons_per_bin: a.photons_per_bin,

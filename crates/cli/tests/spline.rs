@@ -186,6 +186,26 @@ fn bad_inputs_fail_cleanly() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("lbfgs"), "{err}");
+    // Source axes: an unknown name, and a depth axis the (3-D, public) table does not have.
+    let o = unfold_cpu(&data)
+        .args(["--source-axes", "height", "--cascade", "0,0,0,0,0,0", "--event"])
+        .arg(dir.join("missing.parquet"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--source-axes 'height': a source axis is zenith or depth"), "{err}");
+    let o = unfold_cpu(&data)
+        .args(["--source-axes", "depth", "--amplitude-only", "--cascade", "0,0,0,0,0,0", "--event"])
+        .arg(dir.join("missing.parquet"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ems_z0_a0.pt.abs.fits") && err.contains("a 3-D table where 4 dimensions (r, azimuth, cos_theta, depth) are needed"),
+        "{err}"
+    );
 }
 
 #[test]

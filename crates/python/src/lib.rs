@@ -59,6 +59,7 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<spline::SimulatedEvent>()?;
     m.add_function(wrap_pyfunction!(photon::ppc_run, m)?)?;
     m.add_function(wrap_pyfunction!(photon::photon_merge, m)?)?;
+    m.add_function(wrap_pyfunction!(photon::photon_tabulate, m)?)?;
     m.add_function(wrap_pyfunction!(photon::ppc_hits, m)?)?;
     m.add("PHOTON_PARTICLE_ALIASES", photon::particle_aliases())?;
     m.add_function(wrap_pyfunction!(set_prebuilt_kernels, m)?)?;

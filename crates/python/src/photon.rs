@@ -314,3 +314,83 @@ pub fn ppc_hits<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, crate::
     }
     columns(py, t)
 }
+
+/// What `photon_tabulate` returns: `summary.json`'s text, photons propagated, tabulated,
+/// absorbed, left the table, segments, seconds and threads.
+type Tabulated = (String, u64, u64, u64, u64, u64, f64, usize);
+
+/// `warpdrive photon tabulate` (issue #32): the same `warpdrive_photon::tabulate` request as the
+/// CLI, the output directory staged before the work (refused when it exists without `force`,
+/// or is an input), written whole. Edges are the CLI's text (`LO:HI:N` or a list); `delay_bins`
+/// None: no time table.
+#[pyfunction]
+#[pyo3(signature = (output, ice, source, depth, zenith, azimuth, energy, length, photons, radial_bins, azimuth_bins, polar_bins, delay_bins, margin, seed, tilt, anisotropy, birefringence, force, device, threads, progress, invocation))]
+#[allow(clippy::too_many_arguments)]
+pub fn photon_tabulate(
+    py: Python<'_>,
+    output: PathBuf,
+    ice: Option<PathBuf>,
+    source: &str,
+    depth: Vec<f64>,
+    zenith: Vec<f64>,
+    azimuth: f64,
+    energy: f64,
+    length: f64,
+    photons: Count,
+    radial_bins: &str,
+    azimuth_bins: &str,
+    polar_bins: Option<&str>,
+    delay_bins: Option<&str>,
+    margin: f64,
+    seed: Count,
+    tilt: bool,
+    anisotropy: bool,
+    birefringence: bool,
+    force: bool,
+    device: &str,
+    threads: Option<Count>,
+    progress: Option<&Bound<'_, PyAny>>,
+    invocation: String,
+) -> PyResult<Tabulated> {
+    use warpdrive_photon::tabulate::{self, Edges, SourceKind, TabulateOptions};
+    let eng = |e: warpdrive_core::engine::Error| errors::engine(&e);
+    let o = TabulateOptions {
+        ice,
+        source: SourceKind::parse(source).map_err(eng)?,
+        depth,
+        zenith,
+        azimuth,
+        energy,
+        length,
+        photons: errors::count("photons", photons)?,
+        radial: Edges::parse("radial_bins", radial_bins).map_err(eng)?,
+        azimuth_bins: Edges::parse("azimuth_bins", azimuth_bins).map_err(eng)?,
+        polar: polar_bins.map(|t| Edges::parse("polar_bins", t)).transpose().map_err(eng)?,
+        delay: delay_bins.map(|t| Edges::parse("delay_bins", t)).transpose().map_err(eng)?,
+        margin,
+        seed: errors::count("seed", seed)?,
+        tilt,
+        anisotropy,
+        birefringence,
+        command: invocation,
+    };
+    let (ctl, notes) = crate::run::control(device, threads, false)?;
+    let inputs: Vec<PathBuf> = o.ice.iter().cloned().collect();
+    let out = py
+        .allow_threads(|| tabulate::prepare_output(&output, force, &inputs))
+        .map_err(eng)?;
+    let req = py.allow_threads(|| tabulate::Tabulate::new(&o)).map_err(eng)?;
+    let t = crate::run::run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+    py.allow_threads(|| t.save(out, &o.command)).map_err(eng)?;
+    let h = &t.hist;
+    Ok((
+        t.summary_json(),
+        t.photons * t.sources.len() as u64,
+        h.tabulated,
+        h.absorbed,
+        h.escaped,
+        h.segments,
+        t.seconds,
+        t.threads,
+    ))
+}

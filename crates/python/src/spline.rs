@@ -231,11 +231,17 @@ fn model(
     amplitude_only: bool,
     geometry: Option<PathBuf>,
     noise_rate: f64,
-) -> ModelOptions {
-    ModelOptions {
+    source_axes: Option<Vec<String>>,
+) -> PyResult<ModelOptions> {
+    let source_axes = source_axes
+        .map(|a| warpdrive_spline::millipede::unfold::parse_source_axes(&a))
+        .transpose()
+        .map_err(|e| errors::param(&e))?;
+    Ok(ModelOptions {
         files: ModelFiles {
             amplitude,
             timing,
+            source_axes,
             amplitude_only,
             geometry,
         },
@@ -243,7 +249,7 @@ fn model(
         track,
         spacing,
         noise_rate,
-    }
+    })
 }
 
 /// A synthetic event (`warpdrive spline simulate`).
@@ -304,7 +310,7 @@ impl SimulatedEvent {
 
 /// `warpdrive spline simulate`.
 #[pyfunction]
-#[pyo3(signature = (cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, energy, window, seed, event, device, threads, progress))]
+#[pyo3(signature = (cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, energy, window, seed, event, device, threads, progress, source_axes=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn spline_simulate(
     py: Python<'_>,
@@ -323,9 +329,20 @@ pub fn spline_simulate(
     device: &str,
     threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
+    source_axes: Option<Vec<String>>,
 ) -> PyResult<SimulatedEvent> {
     let opts = SimulateOptions {
-        model: model(cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate),
+        model: model(
+            cascade,
+            track,
+            spacing,
+            amplitude,
+            timing,
+            amplitude_only,
+            geometry,
+            noise_rate,
+            source_axes,
+        )?,
         energy,
         window,
         seed: errors::count("seed", seed)?,
@@ -408,7 +425,7 @@ type PulseColumns = (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>);
 /// columns `pulses` = (string, om, time, charge) with `window` (None: the default around the
 /// pulses).
 #[pyfunction]
-#[pyo3(signature = (event, pulses, window, cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, solver, regularization, photons_per_bin, tolerance, max_iterations, device, threads, precise, progress))]
+#[pyo3(signature = (event, pulses, window, cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, solver, regularization, photons_per_bin, tolerance, max_iterations, device, threads, precise, progress, source_axes=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn spline_unfold(
     py: Python<'_>,
@@ -432,6 +449,7 @@ pub fn spline_unfold(
     threads: Option<Count>,
     precise: bool,
     progress: Option<&Bound<'_, PyAny>>,
+    source_axes: Option<Vec<String>>,
 ) -> PyResult<UnfoldRun> {
     let input = match (event, pulses) {
         (Some(path), None) => EventInput::File(path),
@@ -445,7 +463,17 @@ pub fn spline_unfold(
         _ => return Err(errors::value("give the event as a Parquet path or as pulse arrays, not both")),
     };
     let opts = UnfoldOptions {
-        model: model(cascade, track, spacing, amplitude, timing, amplitude_only, geometry, noise_rate),
+        model: model(
+            cascade,
+            track,
+            spacing,
+            amplitude,
+            timing,
+            amplitude_only,
+            geometry,
+            noise_rate,
+            source_axes,
+        )?,
         solver: engine::parse_solver(solver).map_err(|e| errors::param(&e))?,
         regularization,
         photons_per_bin,
@@ -521,7 +549,7 @@ pub fn spline_fit(
 /// the output directory written and committed by the engine; returns how many events this run
 /// unfolded.
 #[pyfunction]
-#[pyo3(signature = (list, output, force, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, solver, regularization, photons_per_bin, tolerance, max_iterations, device, threads, precise, progress, jobs, job_index))]
+#[pyo3(signature = (list, output, force, spacing, amplitude, timing, amplitude_only, geometry, noise_rate, solver, regularization, photons_per_bin, tolerance, max_iterations, device, threads, precise, progress, jobs, job_index, source_axes=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn spline_unfold_events(
     py: Python<'_>,
@@ -545,10 +573,21 @@ pub fn spline_unfold_events(
     progress: Option<&Bound<'_, PyAny>>,
     jobs: Count,
     job_index: Count,
+    source_axes: Option<Vec<String>>,
 ) -> PyResult<usize> {
     use warpdrive_spline::event_list::UnfoldEvents;
     let opts = UnfoldOptions {
-        model: model(None, None, spacing, amplitude, timing, amplitude_only, geometry, noise_rate),
+        model: model(
+            None,
+            None,
+            spacing,
+            amplitude,
+            timing,
+            amplitude_only,
+            geometry,
+            noise_rate,
+            source_axes,
+        )?,
         solver: engine::parse_solver(solver).map_err(|e| errors::param(&e))?,
         regularization,
         photons_per_bin,

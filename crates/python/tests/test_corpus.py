@@ -37,7 +37,8 @@ else:  # the `test` extra installs tomli on Python 3.10
 CORPUS = pathlib.Path(__file__).resolve().parents[3] / "tests" / "bad-input"
 
 #: Boolean options of the CLI (no value); in Python they are ``name=True``.
-FLAGS = {"force", "precise", "gradient", "standard-layout", "amplitude-only", "launch-per-element", "no-plot", "partial"}
+FLAGS = {"force", "precise", "gradient", "standard-layout", "amplitude-only", "launch-per-element", "no-plot", "partial",
+         "no-time", "no-tilt", "no-anisotropy", "no-birefringence"}
 
 #: The least share of the corpus that must run through Python.
 MIN_SHARE = 0.8
@@ -49,8 +50,6 @@ _EVAL = ("spline eval reads its points from a file and writes a file; Python's T
 _FIT = ("spline fit reads a histogram file (Parquet, CSV or .npz) and writes a FITS file; Python's spline.fit takes "
         "arrays (z, w, centers, knots) and returns a Table: no histogram file, no knots syntax, no output file "
         "(its own refusals are tested in test_spline.py)")
-_TABULATE = ("photon tabulate (issue #32's tabulator) has no Python binding yet: it is a CLI command and a Rust "
-             "library call (warpdrive_photon::tabulate); its refusals are tested in crates/photon/tests/tabulate.rs")
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
 _SUBMIT = ("submit writes batch files for the CLI; Python's equivalent is warpdrive.distributed (its refusals: "
            "test_distributed.py)")
@@ -63,11 +62,6 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("beam", "ele: unsupported command"): _ELE,
     ("beam", "ele: zero particles per bunch"): _ELE,
     ("beam", "ele: output file outside the output directory"): _ELE,
-    ("photon", "tabulate: radial edges that do not increase"): _TABULATE,
-    ("photon", "tabulate: 4.5e9 cells"): _TABULATE,
-    ("photon", "tabulate: a depth below the ice model's layers"): _TABULATE,
-    ("photon", "tabulate: an unknown source"): _TABULATE,
-    ("photon", "tabulate: azimuth edges over 360 degrees"): _TABULATE,
     ("submit", "slurm of a command that cannot be split"): _SUBMIT,
     ("submit", "slurm without --jobs"): _SUBMIT,
     ("submit", "slurm with --jobs 0"): _SUBMIT,
@@ -184,7 +178,8 @@ CASES = corpus()
 #: Subcommand paths, longest first.
 COMMANDS = [("sky", "autocorr"), ("sky", "inject"), ("em", "testem3"), ("em", "calorimeter"), ("spline", "info"),
             ("spline", "eval"),
-            ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("beam", "twiss"), ("photon",), ("ppc",), ("em",),
+            ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("beam", "twiss"), ("photon", "tabulate"),
+            ("photon",), ("ppc",), ("em",),
             ("merge",)]
 
 
@@ -275,6 +270,20 @@ def common(o: Options, precise: bool = True) -> dict[str, Any]:
 
 
 # ---- per command: the CLI's options → the Python call ----------------------------------------------
+
+def tabulate_call(o: Options) -> Callable[[], Any]:
+    kw = dict(source=o.take("source", default="cascade"), depth=o.take("depth", floats, [2000.0]),
+              zenith=o.take("zenith", floats, [0.0]), azimuth=o.take("azimuth", float, 0.0),
+              energy=o.take("energy", float, 1000.0), length=o.take("length", float, 1.0),
+              photons=o.take("photons", int, 100_000), radial_bins=o.take("radial-bins", default="0:300:30"),
+              azimuth_bins=o.take("azimuth-bins", default="0:180:9"), polar_bins=o.take("polar-bins"),
+              delay_bins=None if o.take("no-time") else o.take("delay-bins", default="-10:2000:40"),
+              margin=o.take("margin", float, 0.0), tilt=not o.take("no-tilt"),
+              anisotropy=not o.take("no-anisotropy"), birefringence=not o.take("no-birefringence"),
+              seed=o.take("seed", int, 1), force=o.take("force", default=False), **common(o, precise=False))
+    output, ice = o.take("output", default="photon-tables"), o.take("ice")
+    return lambda: photon.tabulate(output, ice, **kw)
+
 
 def photon_call(o: Options) -> Callable[[], Any]:
     detector = dict(ice=o.take("ice"), geometry=o.take("geometry"), oversize=o.take("oversize", int),
@@ -423,6 +432,7 @@ def beam_call(o: Options) -> Callable[[], Any]:
 #: Command → the translation of its options into the Python call.
 TRANSLATIONS: dict[tuple[str, ...], Callable[[Options, Case], Callable[[], Any]]] = {
     ("photon",): lambda o, case: photon_call(o),
+    ("photon", "tabulate"): lambda o, case: tabulate_call(o),
     ("ppc",): ppc_call,
     ("sky", "autocorr"): lambda o, case: sky_call(o),
     ("sky", "inject"): lambda o, case: inject_call(o),

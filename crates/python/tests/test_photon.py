@@ -318,3 +318,27 @@ def test_jobs_merge_into_the_unsplit_run_and_equal_the_cli_merge(cli, tmp_path):
         photon.merge(jobs[:2] + [tmp_path / "other.parquet"])
     with pytest.raises(ValueError, match=r"^job_index 3 must be below jobs 3"):
         photon.propagate(src, jobs=3, job_index=3, **kw)
+
+
+def test_tabulate_writes_the_cli_files_byte_for_byte(cli, data, tmp_path):
+    """photon.tabulate is the CLI's request: the same data files (run.json holds the invocation
+    and timings, so it differs), the summary returned as a dict, depths stacked."""
+    opts = dict(depth=[1900, 2300], photons=3000, radial_bins="0:100:5", azimuth_bins=[0, 90, 180],
+                polar_bins="-1:1:4", delay_bins="-10:500:5", seed=7)
+    ice = data / "ice" / "spice_3.2.1"
+    cli("photon", "tabulate", "--ice", ice, "--depth", "1900,2300", "--photons", 3000, "--radial-bins", "0:100:5",
+        "--azimuth-bins", "0,90,180", "--polar-bins", "-1:1:4", "--delay-bins", "-10:500:5", "--seed", 7,
+        "--threads", 2, "-o", tmp_path / "cli")
+    s = photon.tabulate(tmp_path / "py", ice, threads=1, **opts)
+    for name in ["amplitude.parquet", "time.parquet", "summary.json"]:
+        assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    assert s["photons_propagated"] == 6000
+    amp = pq.read_table(tmp_path / "py" / "amplitude.parquet")
+    assert amp.column_names == ["r", "azimuth", "cos_theta", "depth", "value", "weight"]
+    assert sorted(set(amp.column("depth").to_pylist())) == [1900.0, 2300.0]
+    # The output is not replaced without force; errors use Python's spelling.
+    with pytest.raises(FileExistsError):
+        photon.tabulate(tmp_path / "py", ice, **opts)
+    with pytest.raises(ValueError, match="^radial_bins edges must increase strictly"):
+        photon.tabulate(tmp_path / "bad", radial_bins=[0, 10, 10, 20])
+    assert not (tmp_path / "bad").exists()

@@ -329,3 +329,46 @@ def test_unfold_events_jobs_merge_into_the_cli_run(cli, data, tmp_path):
         assert (tmp_path / "merged" / f).read_bytes() == (tmp_path / "py" / f).read_bytes(), f
     with pytest.raises(ValueError, match="lack job 1 of 2"):
         spline.merge_events(jobs[:1], tmp_path / "partial")
+
+
+def test_unfold_evaluates_a_depth_indexed_table_at_the_source_depth(data, tmp_path):
+    """photon.tabulate at two depths → spline.fit of the arrays (no axis names in the header, so
+    source_axes names the depth axis) → simulate and unfold at each depth: the energy comes back,
+    and the two depths' tables differ (the dust layer at 2050 m)."""
+    from warpdrive import photon
+    ice = data / "ice" / "spice_3.2.1"
+    depths = [2050.0, 2300.0]
+    photon.tabulate(tmp_path / "t", ice, depth=depths, photons=20_000, radial_bins="0:150:15",
+                    azimuth_bins="0:180:2", polar_bins="-1:1:6", delay_bins=None, margin=50, seed=3)
+    amp = pq.read_table(tmp_path / "t" / "amplitude.parquet")
+    axes = ["r", "azimuth", "cos_theta", "depth"]
+    centers = [np.unique(amp.column(a).to_numpy()) for a in axes]
+    index = tuple(np.searchsorted(c, amp.column(a).to_numpy()) for a, c in zip(axes, centers))
+    z = np.zeros([len(c) for c in centers])
+    w = np.zeros_like(z)
+    z[index] = amp.column("value").to_numpy()
+    w[index] = amp.column("weight").to_numpy()
+
+    def pad(lo, hi, n, k):
+        return np.linspace(lo, hi, n)[0] + (hi - lo) / (n - 1) * np.arange(-k, n + k)
+
+    knots = [pad(0, 150, 8, 2), pad(0, 180, 3, 2), pad(-1, 1, 5, 2), np.array([2050.0, 2050, 2300, 2300])]
+    table = spline.fit(z, w, centers, knots, order=[2, 2, 2, 1], smooth=[1e3, 1e3, 1e-2, 0],
+                       penalty_order=[2, 2, 2, 1])
+    path = tmp_path / "amp.fits"
+    path.write_bytes(table.to_fits())
+    with pytest.raises(ValueError, match="no AXISd keys name the extra axes"):
+        spline.unfold({"string": [1], "om": [1], "time": [0.0], "charge": [1.0]}, cascade=(0, 0, 0, 0, 0, 0),
+                      amplitude=path, amplitude_only=True)
+    with pytest.raises(ValueError, match="^source_axes 'height': a source axis is zenith or depth"):
+        spline.unfold({"string": [1], "om": [1], "time": [0.0], "charge": [1.0]}, cascade=(0, 0, 0, 0, 0, 0),
+                      amplitude=path, amplitude_only=True, source_axes=["height"])
+    light = []
+    for depth in depths:
+        cascade = (20.0, -30.0, 1948.07 - depth, 0.0, 0.0, 0.0)
+        model = dict(cascade=cascade, amplitude=path, amplitude_only=True, source_axes=["depth"], device="cpu")
+        ev = spline.simulate(1e4, seed=5, **model)
+        u = spline.unfold(ev, **model)
+        light.append(ev.total_charge)
+        assert abs(u.total_energy - 1e4) < 5 * u.total_energy_sigma, (depth, u.total_energy, u.total_energy_sigma)
+    assert light[1] > 3 * light[0], light

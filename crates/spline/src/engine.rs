@@ -519,6 +519,23 @@ impl Setup {
         })
     }
 
+    /// Say how many sources lie outside the tables' range of source zenith or depth (they are
+    /// evaluated at the nearest edge of the range).
+    pub(crate) fn note_outside_source_range(&self, ctl: &Control) {
+        let out: Vec<usize> = (0..self.sources.len())
+            .filter(|&j| self.model.outside_source_range(&self.sources[j]))
+            .collect();
+        if !out.is_empty() {
+            let [z, d] = crate::millipede::model::source_zenith_depth(&self.sources[out[0]]);
+            ctl.note(&format!(
+                "warning: {} of {} sources lie outside the tables' source zenith/depth range (source {}: zenith {z:.1}°, depth {d:.1} m); they are evaluated at the range's nearest edge",
+                out.len(),
+                self.sources.len(),
+                out[0]
+            ));
+        }
+    }
+
     /// The same model and geometry with another hypothesis.
     pub(crate) fn with(&self, hypothesis: Hypothesis) -> Self {
         Self {
@@ -538,6 +555,9 @@ impl Setup {
             .opt_path("timing", f.timing.as_deref())
             .flag("amplitude-only", f.amplitude_only)
             .opt_path("geometry", f.geometry.as_deref());
+        if let Some(a) = &f.source_axes {
+            c = c.opt("source-axes", &a.iter().map(|x| x.name()).collect::<Vec<_>>().join(","));
+        }
         c = match (&o.cascade, &o.track) {
             (Some(v), _) => c.opt("cascade", &numbers(v)),
             (_, Some(v)) => c.opt("track", &numbers(v)).opt("spacing", &o.spacing.to_string()),
@@ -665,6 +685,7 @@ impl Simulate {
                 ctl.device
             ));
         }
+        s.note_outside_source_range(ctl);
         ctl.install(|| {
             let doms = s.geo.doms.len() as u64;
             ctl.progress.begin("expected light", doms, "DOMs");
@@ -920,7 +941,13 @@ impl Unfold {
     /// within one DOM of Λ on the CPU and one solver iteration (or Cholesky row).
     pub fn run(&self, ctl: &Control) -> Result<UnfoldResult> {
         let s = &self.setup;
-        let gpu = one_gpu(ctl, "the response matrix")?;
+        let mut gpu = one_gpu(ctl, "the response matrix")?;
+        if gpu.is_some() && s.model.has_source_axes() {
+            // The GPU kernel evaluates 3-D amplitude and 4-D timing tables only.
+            ctl.note("device: cpu (the GPU response matrix takes tables without source zenith/depth axes; these tables have them)");
+            gpu = None;
+        }
+        s.note_outside_source_range(ctl);
         ctl.install(|| {
             let t_build = Instant::now();
             let (l, device) = match gpu {
@@ -1415,7 +1442,40 @@ pub struct FitTable<'a> {
     centers: Vec<Vec<f64>>,
     spec: crate::fit::Spec,
     path: Option<PathBuf>,
+    /// Header keys the table inherits from the histogram file: `AXISd` (the axis columns'
+    /// names, which `spline unfold` reads to find a table's source zenith and depth axes) and
+    /// the tabulator's `NGROUP` and `GEOMETRY`.
+    header: Vec<(String, crate::fits::Value)>,
     command: String,
+}
+
+/// The header keys a fitted table inherits from its histogram file: the axis names (`AXISd`,
+/// not for `.npz`, whose axes are only numbered) and the tabulator's `NGROUP` (the group index
+/// its delays are measured with) and `GEOMETRY`.
+fn inherited_header(h: &crate::histogram::HistogramFile) -> Vec<(String, crate::fits::Value)> {
+    use crate::fits::Value;
+    let mut out = Vec::new();
+    if !h.axes.iter().all(|a| a.starts_with("edges_")) {
+        for (d, a) in h.axes.iter().enumerate() {
+            out.push((format!("AXIS{d}"), Value::Str(a.clone())));
+        }
+    }
+    for (k, v) in &h.meta {
+        match k.as_str() {
+            "NGROUP" => {
+                if let Ok(x) = v.trim().parse::<f64>() {
+                    out.push((k.clone(), Value::Float(x)));
+                }
+            }
+            "GEOMETRY" => {
+                if let Ok(x) = v.trim().parse::<i64>() {
+                    out.push((k.clone(), Value::Int(x)));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// A fit problem's errors about the arrays, said of the file's fields when they came from one.
@@ -1500,6 +1560,7 @@ impl<'a> FitTable<'a> {
             centers: &centers,
         };
         crate::fit::Problem::new(hist, &spec).map_err(|e| histogram_error(e, path.as_deref(), file.as_ref()))?;
+        let header = file.as_ref().map(inherited_header).unwrap_or_default();
         let mut c = CommandLine::new("fit").path(path.as_deref().unwrap_or(Path::new("<arrays>")));
         for k in &opts.knots {
             c = c.opt("knots", &k.text());
@@ -1518,6 +1579,7 @@ impl<'a> FitTable<'a> {
             centers,
             spec,
             path,
+            header,
             command: c.done(),
         })
     }
@@ -1560,6 +1622,7 @@ impl<'a> FitTable<'a> {
             let fit = problem.solve(&ctl.progress)?;
             ctl.check()?;
             let mut table = problem.table(&fit);
+            table.aux.extend(self.header.iter().cloned());
             table.aux.push((
                 "CREATOR".into(),
                 crate::fits::Value::Str(format!("warpdrive {} spline fit", env!("CARGO_PKG_VERSION"))),

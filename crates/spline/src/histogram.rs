@@ -25,6 +25,9 @@ pub struct HistogramFile {
     pub axes: Vec<String>,
     pub value: String,
     pub weight: String,
+    /// The file's key/value metadata (Parquet; empty for CSV and `.npz`): the tabulator's
+    /// `NGROUP` and `GEOMETRY` travel through the fit into the table's header.
+    pub meta: Vec<(String, String)>,
 }
 
 /// Read a histogram: Parquet, `.npz` or CSV, as its first bytes say.
@@ -39,8 +42,10 @@ pub fn read(path: &Path) -> Result<HistogramFile, Error> {
     if bytes.starts_with(npz::MAGIC) {
         return read_npz(path, &bytes);
     }
+    let mut meta = Vec::new();
     let (names, columns): (Vec<String>, Vec<Vec<f64>>) = if format == Format::Binary {
         let f = ParquetFile::from_bytes(path, bytes)?;
+        meta = f.metadata();
         let names = f.names();
         let rows = f.rows();
         warpdrive_core::limits::check_alloc(
@@ -55,7 +60,9 @@ pub fn read(path: &Path) -> Result<HistogramFile, Error> {
         let text = warpdrive_core::input::text_from_bytes(path, bytes)?;
         crate::points::read_csv(path, &text, 2)?
     };
-    long_form(path, names, columns)
+    let mut h = long_form(path, names, columns)?;
+    h.meta = meta;
+    Ok(h)
 }
 
 /// The grid of a one-row-per-bin table.
@@ -125,6 +132,7 @@ fn long_form(path: &Path, names: Vec<String>, columns: Vec<Vec<f64>>) -> Result<
         axes: axes.iter().map(|&a| names[a].clone()).collect(),
         value: "value".into(),
         weight: "weight".into(),
+        meta: Vec::new(),
     })
 }
 
@@ -191,5 +199,6 @@ fn read_npz(path: &Path, bytes: &[u8]) -> Result<HistogramFile, Error> {
         axes,
         value: "counts".into(),
         weight: "weights".into(),
+        meta: Vec::new(),
     })
 }

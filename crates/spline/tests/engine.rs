@@ -20,6 +20,7 @@ fn files(d: &std::path::Path, amplitude_only: bool) -> ModelFiles {
     ModelFiles {
         amplitude: Some(ems.join("ems_z0_a0.pt.abs.fits")),
         timing: (!amplitude_only).then(|| ems.join("ems_z0_a0.pt.prob.fits")),
+        source_axes: None,
         amplitude_only,
         geometry: Some(d.join("geometry/icecube_geo-f2k")),
     }

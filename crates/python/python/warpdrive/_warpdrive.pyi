@@ -54,6 +54,7 @@ __all__ = [
     "ppc_run",
     "ppc_hits",
     "photon_merge",
+    "photon_tabulate",
     "PHOTON_PARTICLE_ALIASES",
     "set_prebuilt_kernels",
 ]
@@ -172,6 +173,7 @@ def spline_simulate(
     device: str,
     threads: int | None,
     progress: _Progress,
+    source_axes: list[str] | None = None,
 ) -> SimulatedEvent: ...
 def spline_fit(
     z: _F64,
@@ -206,6 +208,7 @@ def spline_unfold(
     threads: int | None,
     precise: bool,
     progress: _Progress,
+    source_axes: list[str] | None = None,
 ) -> UnfoldRun: ...
 def spline_unfold_events(
     list: _Path,
@@ -228,6 +231,7 @@ def spline_unfold_events(
     progress: _Progress,
     jobs: int,
     job_index: int,
+    source_axes: list[str] | None = None,
 ) -> int: ...
 def spline_merge_events(dirs: list[_Path], output: _Path, force: bool) -> int: ...
 
@@ -279,6 +283,31 @@ class Detector:
     ) -> tuple[ArrowTable, list[tuple[str, str]], str, int, float]: ...
 
 def photon_merge(paths: list[_Path], output: _Path | None, force: bool) -> tuple[ArrowTable, list[tuple[str, str]]]: ...
+def photon_tabulate(
+    output: _Path,
+    ice: _Path | None,
+    source: str,
+    depth: list[float],
+    zenith: list[float],
+    azimuth: float,
+    energy: float,
+    length: float,
+    photons: int,
+    radial_bins: str,
+    azimuth_bins: str,
+    polar_bins: str | None,
+    delay_bins: str | None,
+    margin: float,
+    seed: int,
+    tilt: bool,
+    anisotropy: bool,
+    birefringence: bool,
+    force: bool,
+    device: str,
+    threads: int | None,
+    progress: _Progress,
+    invocation: str,
+) -> tuple[str, int, int, int, int, int, float, int]: ...
 def ppc_run(
     args: list[str],
     env: dict[str, str],

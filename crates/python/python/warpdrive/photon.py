@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -13,7 +14,7 @@ import pyarrow as pa
 from . import _arrow, _progress, _warpdrive
 from ._types import Float64Array, PathLike, Progress
 
-__all__ = ["Detector", "PARTICLE_ALIASES", "PpcRun", "merge", "ppc", "propagate", "sources_f2k"]
+__all__ = ["Detector", "PARTICLE_ALIASES", "PpcRun", "merge", "ppc", "propagate", "sources_f2k", "tabulate"]
 
 #: A particle of typed sources: an f2k or PDG name, or a PDG code.
 _Particle = Union[str, int, np.integer[Any]]
@@ -332,3 +333,63 @@ def ppc(*args: Any, stdin: Union[str, bytes, PathLike] = "", env: Optional[Mappi
 def __dir__() -> list[str]:
     """The public names (``__all__``): what completion offers."""
     return list(__all__)
+
+
+#: Bin edges as ``warpdrive photon tabulate`` takes them: ``"LO:HI:N"`` (N equal bins), a
+#: comma-separated list, or a sequence of edges.
+_Edges = Union[str, Sequence[float]]
+
+
+def _edges(v: Optional[_Edges]) -> Optional[str]:
+    if v is None or isinstance(v, str):
+        return v
+    return ",".join(repr(float(x)) for x in v)
+
+
+def _list(v: Union[float, Sequence[float]]) -> list[float]:
+    return [float(v)] if isinstance(v, (int, float)) else [float(x) for x in v]
+
+
+def tabulate(output: PathLike, ice: Optional[PathLike] = None, *, source: str = "cascade",
+             depth: Union[float, Sequence[float]] = 2000.0, zenith: Union[float, Sequence[float]] = 0.0,
+             azimuth: float = 0.0, energy: float = 1000.0, length: float = 1.0, photons: int = 100_000,
+             radial_bins: _Edges = "0:300:30", azimuth_bins: _Edges = "0:180:9",
+             polar_bins: Optional[_Edges] = None, delay_bins: Optional[_Edges] = "-10:2000:40",
+             margin: float = 0.0, tilt: bool = True, anisotropy: bool = True, birefringence: bool = True,
+             seed: int = 1, force: bool = False, device: str = "auto", threads: Optional[int] = None,
+             progress: Progress = None) -> dict[str, Any]:
+    """``warpdrive photon tabulate`` (docs/spline.md, "Making tables"): photon tables of one
+    source per depth and zenith through the ice ``ice`` (None: the built-in homogeneous ice),
+    written into the directory ``output`` — ``amplitude.parquet``, ``time.parquet`` (unless
+    ``delay_bins=None``), ``summary.json``, ``run.json``: the same bytes as the CLI's data files
+    for the same options. The output is checked before the work (an existing one is refused
+    unless ``force``) and appears whole or not at all.
+
+    ``source``: ``"cascade"`` or ``"muon-segment"``; ``depth`` [m below the surface] and
+    ``zenith`` [deg]: a value or an increasing sequence (stacked along ``depth``/``zenith``
+    columns); ``azimuth`` [deg]; ``energy`` [GeV]; ``length`` [m, muon segment]; ``photons`` per
+    source; the edges ``radial_bins``, ``azimuth_bins``, ``polar_bins`` (None: cos θ -1:1:20 or
+    the muon's Δz default), ``delay_bins`` as ``"LO:HI:N"``, a comma-separated list or a
+    sequence; ``margin`` [m]; ``tilt``, ``anisotropy``, ``birefringence``: switch those off;
+    ``seed``; ``device``/``threads``/``progress`` as elsewhere (the tabulator runs on the CPU; a
+    GPU device is noted). Returns ``summary.json`` as a dict. Errors name the option with
+    Python's spelling (``ValueError: radial_bins …``).
+
+    >>> s = photon.tabulate("tables", ice, depth=[1900, 2050, 2300], photons=40_000,
+    ...                     delay_bins=None)  # doctest: +SKIP
+    >>> s["photons_propagated"]  # doctest: +SKIP
+    120000
+    """
+    cb, close = _progress.callback(progress, None, "tabulating")
+    try:
+        summary, propagated, tabulated, absorbed, left, segments, seconds, used = _warpdrive.photon_tabulate(
+            os.fspath(output), None if ice is None else os.fspath(ice), source, _list(depth), _list(zenith),
+            float(azimuth), float(energy), float(length), photons, _edges(radial_bins) or "", _edges(azimuth_bins) or "",
+            _edges(polar_bins), _edges(delay_bins), float(margin), seed, tilt,
+            anisotropy, birefringence, force, device, threads, cb, "python: warpdrive.photon.tabulate")
+    finally:
+        close()
+    _log.info("tabulated %d of %d photons (%d absorbed, %d left the table, %d segments) in %.2f s on %d threads",
+              tabulated, propagated, absorbed, left, segments, seconds, used)
+    result: dict[str, Any] = json.loads(summary)
+    return result

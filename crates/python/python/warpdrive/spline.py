@@ -252,23 +252,32 @@ class Event:
                 f"true energy {sum(self.true_energy):.1f} GeV>")
 
 
+def _axes(v: Optional[Sequence[str]]) -> Optional[list[str]]:
+    if v is None:
+        return None
+    return [v] if isinstance(v, str) else [str(a) for a in v]
+
+
 def simulate(energy: Union[float, Sequence[float]], cascade: Optional[Sequence[float]] = None,
              track: Optional[Sequence[float]] = None, spacing: float = 15.0, amplitude: Optional[PathLike] = None,
              timing: Optional[PathLike] = None, amplitude_only: bool = False, geometry: Optional[PathLike] = None,
              noise_rate: float = 500.0, window: Sequence[float] = (-1000.0, 9000.0), seed: int = 1, event: int = 0,
-             device: str = "auto", threads: Optional[int] = None, progress: Progress = None) -> Event:
+             device: str = "auto", threads: Optional[int] = None, progress: Progress = None,
+             source_axes: Optional[Sequence[str]] = None) -> Event:
     """``warpdrive spline simulate``: a synthetic event (Poisson photo-electrons at every DOM,
     arrival times from the timing table, dark noise) of ``energy`` GeV per source (one value
     for every source, or one per source) for the hypothesis ``cascade=(x, y, z, zenith,
     azimuth, t)`` or ``track=(x, y, z, zenith, azimuth, t, length)`` with ``spacing``
     [m, degrees, ns]. ``window=(start, end)`` [ns], ``seed`` and ``event`` (the random stream).
     Drawn on the CPU (a GPU ``device`` is noted and not used). Same defaults as the CLI.
+    ``source_axes`` as :func:`unfold`'s.
     """
     cb, close = _progress.callback(progress, 0, "DOMs")
     try:
         native = _warpdrive.spline_simulate(_floats(cascade), _floats(track), float(spacing), _fspath(amplitude),
                                             _fspath(timing), bool(amplitude_only), _fspath(geometry), float(noise_rate),
-                                            _float_list(energy), _float_list(window), seed, event, device, threads, cb)
+                                            _float_list(energy), _float_list(window), seed, event, device, threads, cb,
+                                            _axes(source_axes))
     finally:
         close()
     return Event(native)
@@ -351,7 +360,7 @@ def unfold(event: Union[PathLike, Event, pa.Table, Mapping[str, Any]], cascade: 
            amplitude_only: bool = False, geometry: Optional[PathLike] = None, noise_rate: float = 500.0,
            solver: str = "newton", regularization: float = 0.0, photons_per_bin: float = 5.0,
            tolerance: float = 1e-9, max_iterations: int = 20000, device: str = "auto", threads: Optional[int] = None,
-           precise: bool = False, progress: Progress = None) -> Unfolding:
+           precise: bool = False, progress: Progress = None, source_axes: Optional[Sequence[str]] = None) -> Unfolding:
     """Millipede energy unfolding, as ``warpdrive spline unfold`` (same code, same defaults).
 
     ``event``: a Parquet path (columns string, om, time, charge; window in the metadata), an
@@ -362,7 +371,10 @@ def unfold(event: Union[PathLike, Event, pa.Table, Mapping[str, Any]], cascade: 
     defaults in ``WARPDRIVE_DATA``). ``device="auto"`` builds the response matrix on a GPU when
     CUDA works (float32 table evaluations), else on the CPU. Everything the solve allocates is
     checked first (``MemoryError`` with advice); Ctrl-C stops it within about a second.
-    Returns an :class:`Unfolding`.
+    Tables indexed by the source's depth and/or zenith (``photon.tabulate`` + ``spline fit``:
+    their header names the axes) are evaluated at each source's depth and zenith;
+    ``source_axes=["zenith", "depth"]`` names those axes for tables whose header does not (the
+    CLI's ``--source-axes``). Returns an :class:`Unfolding`.
     """
     path: Optional[str] = None
     pulses: Optional[_PulseColumns] = None
@@ -387,7 +399,8 @@ def unfold(event: Union[PathLike, Event, pa.Table, Mapping[str, Any]], cascade: 
         native = _warpdrive.spline_unfold(path, pulses, window, _floats(cascade), _floats(track), float(spacing),
                                           _fspath(amplitude), _fspath(timing), bool(amplitude_only), _fspath(geometry),
                                           float(noise_rate), solver, float(regularization), float(photons_per_bin),
-                                          float(tolerance), max_iterations, device, threads, precise, cb)
+                                          float(tolerance), max_iterations, device, threads, precise, cb,
+                                          _axes(source_axes))
     finally:
         close()
     return Unfolding(native)
@@ -398,13 +411,15 @@ def unfold_events(events: PathLike, output: PathLike, *, spacing: float = 15.0, 
                   noise_rate: float = 500.0, solver: str = "newton", regularization: float = 0.0,
                   photons_per_bin: float = 5.0, tolerance: float = 1e-9, max_iterations: int = 20000,
                   force: bool = False, device: str = "auto", threads: Optional[int] = None, precise: bool = False,
-                  progress: Progress = None, jobs: int = 1, job_index: int = 0) -> int:
+                  progress: Progress = None, jobs: int = 1, job_index: int = 0,
+                  source_axes: Optional[Sequence[str]] = None) -> int:
     """Millipede over a list of events, as ``warpdrive spline unfold --events LIST -o OUTPUT``: the
     list is CSV with the header ``event,kind,x,y,z,zenith,azimuth,t,length`` (each event's Parquet
     file and its own cascade or track hypothesis; docs/spline.md). Writes ``output``
     (``energies.parquet``, ``events.parquet``, ``summary.json``, ``run.json``) whole or not at all.
     ``jobs=N, job_index=I`` unfold batch job I's share of the events; combine the job directories
-    with :func:`merge_events` (or ``warpdrive merge``). Returns the number of events unfolded.
+    with :func:`merge_events` (or ``warpdrive merge``). ``source_axes`` as :func:`unfold`'s.
+    Returns the number of events unfolded.
     """
     cb, close = _progress.callback(progress, 0, "unfolding")
     try:
@@ -412,7 +427,7 @@ def unfold_events(events: PathLike, output: PathLike, *, spacing: float = 15.0, 
                                                _fspath(amplitude), _fspath(timing), bool(amplitude_only),
                                                _fspath(geometry), float(noise_rate), solver, float(regularization),
                                                float(photons_per_bin), float(tolerance), max_iterations, device,
-                                               threads, precise, cb, jobs, job_index)
+                                               threads, precise, cb, jobs, job_index, _axes(source_axes))
     finally:
         close()
 

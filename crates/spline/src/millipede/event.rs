@@ -6,6 +6,10 @@
 //! unhit DOMs as one bin with charge 0 (`UseUnhitDOMs`), hit DOMs with bins that close once
 //! they hold `photons_per_bin` PE (edges halfway between pulses; the first bin starts at the
 //! window start, the last ends at the window end).
+//!
+//! A hits file of `warpdrive photon` (columns `string`, `om`, `time_ns`, no `charge`) is read as
+//! an event too: each hit a pulse of 1 PE (one event per file: its `event` column must hold one
+//! value).
 
 use super::model::{Bins, DomBins};
 use std::path::Path;
@@ -58,8 +62,32 @@ impl Event {
                 .position(|n| n == name)
                 .ok_or_else(|| InputError::file(path, format!("no column '{name}' (columns: {})", names.join(", "))).field(name))
         };
-        let which = [index("string")?, index("om")?, index("time")?, index("charge")?];
-        let c: Vec<Vec<f64>> = f.columns(&which)?.into_iter().map(Column::into_f64).collect();
+        let has = |name: &str| names.iter().any(|n| n == name);
+        let c: Vec<Vec<f64>> = if !has("time") && !has("charge") && has("time_ns") {
+            // `warpdrive photon`'s hits: one photo-electron per hit.
+            let which = [index("string")?, index("om")?, index("time_ns")?];
+            let mut c: Vec<Vec<f64>> = f.columns(&which)?.into_iter().map(Column::into_f64).collect();
+            if has("event") {
+                let ev = f.columns(&[index("event")?])?.remove(0).into_f64();
+                if let Some(i) = ev.iter().position(|e| *e != ev[0]) {
+                    return Err(InputError::file(
+                        path,
+                        format!(
+                            "a hits file of several events (row {}: event {} after event {}); unfold one event at a time",
+                            i + 1,
+                            ev[i],
+                            ev[0]
+                        ),
+                    )
+                    .field("event"));
+                }
+            }
+            c.push(vec![1.0; c[0].len()]);
+            c
+        } else {
+            let which = [index("string")?, index("om")?, index("time")?, index("charge")?];
+            f.columns(&which)?.into_iter().map(Column::into_f64).collect()
+        };
         let metadata = f.metadata();
         let meta = |k: &str| -> Result<Option<f64>, InputError> {
             metadata
@@ -252,5 +280,40 @@ mod tests {
         let u = b.doms[0];
         assert_eq!(u.rows, 1);
         assert!((b.noise[u.first_row] - 500e-9 * 1000.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_hits_file_of_photon_is_an_event_of_one_pe_pulses() {
+        let dir = std::env::temp_dir().join(format!("wd-event-hits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let hits = |events: Vec<i32>| {
+            let mut t = Table::default();
+            t.push("event", Column::I32(events));
+            t.push("string", Column::I32(vec![21, 21, 36]));
+            t.push("om", Column::I32(vec![30, 31, 44]));
+            t.push("time_ns", Column::F32(vec![250.5, 300.0, 1200.25]));
+            t.push("wavelength_nm", Column::F32(vec![400.0, 410.0, 420.0]));
+            t
+        };
+        let p = dir.join("hits.parquet");
+        hits(vec![0, 0, 0]).write_parquet(&p).unwrap();
+        let ev = Event::read(&p).unwrap();
+        assert_eq!(ev.pulses.len(), 3);
+        assert_eq!(ev.total_charge(), 3.0);
+        assert_eq!(
+            ev.pulses[2],
+            Pulse {
+                string: 36,
+                om: 44,
+                time: 1200.25,
+                charge: 1.0
+            }
+        );
+        assert_eq!(ev.window, [250.5 - 1000.0, 1200.25 + 5000.0]);
+        // Several events in one file: refused, the column named.
+        hits(vec![0, 0, 1]).write_parquet(&p).unwrap();
+        let e = Event::read(&p).unwrap_err().to_string();
+        assert!(e.contains("event") && e.contains("row 3: event 1 after event 0"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

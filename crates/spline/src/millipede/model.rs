@@ -107,12 +107,146 @@ pub fn table_coordinates(dom: [f64; 3], s: &Source) -> [f64; 3] {
     [r, phi, (along / r).clamp(-1.0, 1.0)]
 }
 
+/// An axis of a table beyond the source frame's (r, φ, cos θ and, for timing, the delay):
+/// the source's zenith or depth, as `warpdrive photon tabulate` stacks several sources in
+/// photonics' order ([r, φ, cos θ, (t), θ_src, depth]) and `spline fit` names them in the
+/// table's `AXISd` keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SourceAxis {
+    /// Zenith of the source [deg], IceCube's convention (where the particle comes from).
+    Zenith = 0,
+    /// Depth of the source below the surface [m]: `warpdrive_photon::ice::ZOFF` − z.
+    Depth = 1,
+}
+
+impl SourceAxis {
+    /// The name of the axis (the tabulator's column, the table's `AXISd`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceAxis::Zenith => "zenith",
+            SourceAxis::Depth => "depth",
+        }
+    }
+}
+
+impl std::str::FromStr for SourceAxis {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "zenith" => Ok(SourceAxis::Zenith),
+            "depth" => Ok(SourceAxis::Depth),
+            t => Err(format!("'{t}': a source axis is zenith or depth")),
+        }
+    }
+}
+
+/// A source's zenith [deg] and depth below the surface [m] (the coordinates of a table's
+/// source axes).
+#[must_use]
+pub fn source_zenith_depth(s: &Source) -> [f64; 2] {
+    [
+        (-s.dir[2]).clamp(-1.0, 1.0).acos().to_degrees(),
+        warpdrive_photon::ice::ZOFF - s.pos[2],
+    ]
+}
+
+/// The frame axes of a cascade table, as the tabulator names its columns.
+pub const AMPLITUDE_FRAME: [&str; 3] = ["r", "azimuth", "cos_theta"];
+pub const TIMING_FRAME: [&str; 4] = ["r", "azimuth", "cos_theta", "delay"];
+
+/// The source axes of a table whose first axes are the cascade frame `frame`: from the table's
+/// `AXISd` keys (written by `spline fit` from the tabulator's columns) and/or `explicit` (the
+/// user's `source_axes`, in the order the table holds them); neither: none (a table of
+/// `frame.len()` dimensions, e.g. the public single-depth pair). The message says what is
+/// wrong; the caller names the file.
+pub fn source_axes_of(t: &SplineTable, frame: &[&str], explicit: Option<&[SourceAxis]>) -> Result<Vec<SourceAxis>, String> {
+    let nd = t.ndim();
+    let named: Option<Vec<String>> = t.aux_value("AXIS0").map(|_| {
+        (0..nd)
+            .map(|d| {
+                t.aux_value(&format!("AXIS{d}"))
+                    .map(|v| v.text().trim().to_string())
+                    .unwrap_or_default()
+            })
+            .collect()
+    });
+    // Names that follow the tabulator's frame give the source axes; other names (a table fitted
+    // from a histogram with columns of its own naming) say nothing about them, except that a
+    // muon-segment table (ρ, φ, Δz) is not a cascade table.
+    let follows_frame = |names: &[String]| names.len() >= frame.len() && names[..frame.len()] == *frame;
+    let from_names = match &named {
+        Some(names) if names.first().map(String::as_str) == Some("rho") => {
+            return Err(format!(
+                "axes {} (keys AXIS0…AXIS{}): a muon-segment table; Millipede's sources here are cascades ({})",
+                names.join(", "),
+                nd - 1,
+                frame.join(", ")
+            ));
+        }
+        Some(names) if follows_frame(names) => {
+            let mut axes = Vec::new();
+            for (d, n) in names.iter().enumerate().skip(frame.len()) {
+                let a: SourceAxis = n.parse().map_err(|m: String| format!("key AXIS{d} = {m}"))?;
+                if axes.contains(&a) {
+                    return Err(format!("key AXIS{d}: axis '{n}' appears twice"));
+                }
+                axes.push(a);
+            }
+            Some(axes)
+        }
+        _ => None,
+    };
+    let axes = match (from_names, explicit) {
+        (Some(a), Some(e)) if a != e => {
+            return Err(format!(
+                "its AXISd keys name the source axes [{}], the source axes given are [{}]",
+                a.iter().map(|x| x.name()).collect::<Vec<_>>().join(", "),
+                e.iter().map(|x| x.name()).collect::<Vec<_>>().join(", ")
+            ))
+        }
+        (Some(a), _) => a,
+        (None, Some(e)) => e.to_vec(),
+        (None, None) => Vec::new(),
+    };
+    if nd != frame.len() + axes.len() {
+        let hint = match (&named, explicit) {
+            (None, None) => " (no AXISd keys name the extra axes: name them with the source axes option, e.g. zenith,depth)".to_string(),
+            (Some(names), None) if !follows_frame(names) => format!(
+                " (its AXISd keys, {}, do not start with {}: name the extra axes with the source axes option)",
+                names.join(", "),
+                frame.join(", ")
+            ),
+            _ => String::new(),
+        };
+        return Err(format!(
+            "a {nd}-D table where {} dimensions ({}{}) are needed{hint}",
+            frame.len() + axes.len(),
+            frame.join(", "),
+            axes.iter().map(|a| format!(", {}", a.name())).collect::<String>()
+        ));
+    }
+    Ok(axes)
+}
+
+/// A source's coordinates on the tables' source axes, each clamped into its table's extents
+/// (a table holds no light for a depth outside its range: the nearest tabulated depth is used,
+/// and the run says how many sources were moved).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SourcePoint {
+    amplitude: [f64; 2],
+    timing: [f64; 2],
+}
+
 /// The photon tables and constants of the forward model.
 #[derive(Clone, Debug)]
 pub struct Model {
     pub amplitude: SplineTable,
     /// Cumulative delay-time table; `None` = amplitude-only fits (one bin per DOM).
     pub timing: Option<SplineTable>,
+    /// The tables' axes after the frame's (none for the public single-depth tables).
+    pub amplitude_axes: Vec<SourceAxis>,
+    pub timing_axes: Vec<SourceAxis>,
     /// Group refractive index for the direct time (the timing table's NGROUP, else 1.3195).
     pub n_group: f64,
     /// Photo-electrons per GeV per unit of exp(S_abs): photons/m × m/GeV × DOM efficiency.
@@ -120,17 +254,36 @@ pub struct Model {
 }
 
 impl Model {
-    /// Model with the default light yield and DOM efficiency 0.99 (Millipede's `DOMEfficiency`).
+    /// Model of a 3-D amplitude and 4-D timing table (no source axes) with the default light
+    /// yield and DOM efficiency 0.99 (Millipede's `DOMEfficiency`).
     pub fn new(amplitude: SplineTable, timing: Option<SplineTable>) -> Result<Self, String> {
-        if amplitude.ndim() != 3 {
+        Self::with_axes(amplitude, timing, Vec::new(), Vec::new())
+    }
+
+    /// Model of tables with source axes after their frame's (see [`source_axes_of`]): the
+    /// amplitude [r, φ, cos θ, axes…], the timing [r, φ, cos θ, t, axes…].
+    pub fn with_axes(
+        amplitude: SplineTable,
+        timing: Option<SplineTable>,
+        amplitude_axes: Vec<SourceAxis>,
+        timing_axes: Vec<SourceAxis>,
+    ) -> Result<Self, String> {
+        if amplitude.ndim() != 3 + amplitude_axes.len() {
             return Err(format!(
-                "the amplitude table has {} dimensions; expected 3 (r, φ, cos θ)",
-                amplitude.ndim()
+                "the amplitude table has {} dimensions; expected {} (r, φ, cos θ and {} source axes)",
+                amplitude.ndim(),
+                3 + amplitude_axes.len(),
+                amplitude_axes.len()
             ));
         }
         if let Some(t) = &timing {
-            if t.ndim() != 4 {
-                return Err(format!("the timing table has {} dimensions; expected 4 (r, φ, cos θ, t)", t.ndim()));
+            if t.ndim() != 4 + timing_axes.len() {
+                return Err(format!(
+                    "the timing table has {} dimensions; expected {} (r, φ, cos θ, t and {} source axes)",
+                    t.ndim(),
+                    4 + timing_axes.len(),
+                    timing_axes.len()
+                ));
             }
         }
         let n_group = timing
@@ -141,24 +294,70 @@ impl Model {
         Ok(Self {
             amplitude,
             timing,
+            amplitude_axes,
+            timing_axes,
             n_group,
             yield_per_gev: PHOTONS_PER_M * M_PER_GEV * 0.99,
         })
     }
 
-    /// Mean photo-electrons per GeV at a DOM from a source (0 outside the table's extents).
-    pub fn amplitude(&self, x: &[f64; 3]) -> f64 {
-        if !inside(&self.amplitude, x) {
+    /// Whether a table is indexed by source zenith or depth.
+    #[must_use]
+    pub fn has_source_axes(&self) -> bool {
+        !self.amplitude_axes.is_empty() || !self.timing_axes.is_empty()
+    }
+
+    /// The source's coordinates on the tables' source axes, clamped into their extents.
+    #[must_use]
+    pub fn locate(&self, s: &Source) -> SourcePoint {
+        let zd = source_zenith_depth(s);
+        let place = |t: &SplineTable, frame: usize, axes: &[SourceAxis]| {
+            let mut out = [0.0; 2];
+            for (i, a) in axes.iter().enumerate() {
+                let e = t.extents[frame + i];
+                out[i] = zd[*a as usize].clamp(e[0], e[1]);
+            }
+            out
+        };
+        SourcePoint {
+            amplitude: place(&self.amplitude, 3, &self.amplitude_axes),
+            timing: self.timing.as_ref().map_or([0.0; 2], |t| place(t, 4, &self.timing_axes)),
+        }
+    }
+
+    /// Whether a source lies outside a table's range of source zenith or depth (it is then
+    /// evaluated at the nearest edge: [`Model::locate`]).
+    #[must_use]
+    pub fn outside_source_range(&self, s: &Source) -> bool {
+        let zd = source_zenith_depth(s);
+        let out = |t: &SplineTable, frame: usize, axes: &[SourceAxis]| {
+            axes.iter().enumerate().any(|(i, a)| {
+                let e = t.extents[frame + i];
+                let v = zd[*a as usize];
+                v < e[0] || v > e[1]
+            })
+        };
+        out(&self.amplitude, 3, &self.amplitude_axes) || self.timing.as_ref().is_some_and(|t| out(t, 4, &self.timing_axes))
+    }
+
+    /// Mean photo-electrons per GeV at a DOM from a source (0 outside the table's extents);
+    /// `at` places the source on the table's source axes ([`Model::locate`]).
+    pub fn amplitude(&self, x: &[f64; 3], at: &SourcePoint) -> f64 {
+        let mut p = [0.0; 5];
+        p[..3].copy_from_slice(x);
+        let n = 3 + self.amplitude_axes.len();
+        p[3..n].copy_from_slice(&at.amplitude[..n - 3]);
+        if !inside(&self.amplitude, &p[..n]) {
             return 0.0;
         }
-        self.yield_per_gev * self.amplitude.evaluate(x).exp()
+        self.yield_per_gev * self.amplitude.evaluate(&p[..n]).exp()
     }
 
     /// Probability that a photon's delay after the direct time is ≤ `delay` [ns]: 0 before the
     /// table's time range, 1 after it, the table value clamped to [0, 1] inside. Without a
     /// timing table every photon arrives at the direct time: a step from 0 to 1 at delay 0 (so
     /// an amplitude-only event has its light in the window, not only noise).
-    pub fn cdf(&self, x: &[f64; 3], delay: f64) -> f64 {
+    pub fn cdf(&self, x: &[f64; 3], at: &SourcePoint, delay: f64) -> f64 {
         let Some(t) = &self.timing else {
             return if delay >= 0.0 { 1.0 } else { 0.0 };
         };
@@ -169,7 +368,10 @@ impl Model {
         if delay >= e[1] {
             return 1.0;
         }
-        t.evaluate(&[x[0], x[1], x[2], delay]).clamp(0.0, 1.0)
+        let mut p = [x[0], x[1], x[2], delay, 0.0, 0.0];
+        let n = 4 + self.timing_axes.len();
+        p[4..n].copy_from_slice(&at.timing[..n - 4]);
+        t.evaluate(&p[..n]).clamp(0.0, 1.0)
     }
 
     /// Direct propagation time over r metres [ns].
@@ -233,7 +435,8 @@ impl Response {
 /// Λ for one DOM and one source: its rows' values (written into `out`, one per row).
 pub fn dom_response(model: &Model, d: &DomBins, edges: &[f64], s: &Source, out: &mut [f64]) {
     let x = table_coordinates(d.pos, s);
-    let amp = model.amplitude(&x) * d.scale;
+    let at = model.locate(s);
+    let amp = model.amplitude(&x, &at) * d.scale;
     if amp == 0.0 {
         out.iter_mut().for_each(|o| *o = 0.0);
         return;
@@ -243,9 +446,9 @@ pub fn dom_response(model: &Model, d: &DomBins, edges: &[f64], s: &Source, out: 
         return;
     }
     let t0 = s.time + model.t_geo(x[0]);
-    let mut prev = model.cdf(&x, edges[0] - t0);
+    let mut prev = model.cdf(&x, &at, edges[0] - t0);
     for (q, o) in out.iter_mut().enumerate() {
-        let next = model.cdf(&x, edges[q + 1] - t0);
+        let next = model.cdf(&x, &at, edges[q + 1] - t0);
         *o = amp * (next - prev).max(0.0);
         prev = next;
     }
@@ -332,5 +535,120 @@ mod tests {
         assert_eq!(s.len(), 3);
         assert_eq!(s[1].pos, [15.0, 0.0, 0.0]);
         assert!((s[1].time - (10.0 + 15.0 / C_VACUUM)).abs() < 1e-12);
+    }
+
+    /// A table over (r, φ, cos θ, zenith, depth), constant in the frame's axes and linear in
+    /// zenith and depth between the corner values `c[zenith][depth]`.
+    fn depth_table(c: [[f32; 2]; 2], named: bool) -> SplineTable {
+        let knots = vec![
+            vec![0.0, 300.0],
+            vec![0.0, 180.0],
+            vec![-1.0, 1.0],
+            vec![0.0, 0.0, 90.0, 90.0],
+            vec![1500.0, 1500.0, 2300.0, 2300.0],
+        ];
+        let coefs = vec![c[0][0], c[0][1], c[1][0], c[1][1]];
+        let mut t = SplineTable::new(vec![0, 0, 0, 1, 1], knots, vec![1, 1, 1, 2, 2], coefs).unwrap();
+        if named {
+            for (d, n) in ["r", "azimuth", "cos_theta", "zenith", "depth"].iter().enumerate() {
+                t.aux.push((format!("AXIS{d}"), crate::fits::Value::Str((*n).into())));
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn a_table_with_source_axes_is_evaluated_at_each_source_s_zenith_and_depth() {
+        let c = [[-10.0, -14.0], [-11.0, -17.0]];
+        let t = depth_table(c, true);
+        let axes = source_axes_of(&t, &AMPLITUDE_FRAME, None).unwrap();
+        assert_eq!(axes, [SourceAxis::Zenith, SourceAxis::Depth]);
+        let m = Model::with_axes(t, None, axes, Vec::new()).unwrap();
+        assert!(m.has_source_axes());
+        let at = |zenith_deg: f64, depth: f64| Source {
+            pos: [10.0, -5.0, warpdrive_photon::ice::ZOFF - depth],
+            dir: direction(zenith_deg.to_radians(), 0.3),
+            time: 0.0,
+        };
+        // A DOM 50 m from the source, off its axis.
+        let amp = |s: &Source| {
+            let dom = [s.pos[0] + 30.0, s.pos[1], s.pos[2] - 40.0];
+            let x = table_coordinates(dom, s);
+            assert!((x[0] - 50.0).abs() < 1e-9);
+            m.amplitude(&x, &m.locate(s)) / m.yield_per_gev
+        };
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-12;
+        // The two depths (and zeniths) give their own values: the corners of the table.
+        assert!(close(amp(&at(0.0, 1500.0)), (-10.0f64).exp()));
+        assert!(close(amp(&at(0.0, 2300.0)), (-14.0f64).exp()));
+        assert!(close(amp(&at(90.0, 1500.0)), (-11.0f64).exp()));
+        assert!(close(amp(&at(90.0, 2300.0)), (-17.0f64).exp()));
+        // Between them, the (linear) spline.
+        assert!(close(amp(&at(45.0, 1900.0)), (-13.0f64).exp()));
+        // Outside the depth range: flagged, and evaluated at the nearest edge.
+        assert!(!m.outside_source_range(&at(0.0, 2000.0)));
+        assert!(m.outside_source_range(&at(0.0, 2400.0)));
+        assert!(close(amp(&at(0.0, 2400.0)), (-14.0f64).exp()));
+        // The public single-depth model ignores depth: the same value at both depths.
+        let flat = SplineTable::new(
+            vec![0, 0, 0],
+            vec![vec![0.0, 300.0], vec![0.0, 180.0], vec![-1.0, 1.0]],
+            vec![1, 1, 1],
+            vec![-12.0],
+        )
+        .unwrap();
+        let m3 = Model::new(flat, None).unwrap();
+        let s1 = at(0.0, 1500.0);
+        let s2 = at(0.0, 2300.0);
+        let x = [50.0, 30.0, 0.2];
+        assert_eq!(m3.amplitude(&x, &m3.locate(&s1)), m3.amplitude(&x, &m3.locate(&s2)));
+    }
+
+    #[test]
+    fn source_axes_come_from_the_header_or_are_named() {
+        let c = [[-10.0, -14.0], [-11.0, -17.0]];
+        // Unnamed 5-D table: refused without the axes, taken with them.
+        let t = depth_table(c, false);
+        let e = source_axes_of(&t, &AMPLITUDE_FRAME, None).unwrap_err();
+        assert!(
+            e.contains("a 5-D table where 3 dimensions (r, azimuth, cos_theta) are needed"),
+            "{e}"
+        );
+        assert!(e.contains("no AXISd keys"), "{e}");
+        let given = [SourceAxis::Zenith, SourceAxis::Depth];
+        assert_eq!(source_axes_of(&t, &AMPLITUDE_FRAME, Some(&given)).unwrap(), given);
+        // Named: a contradicting list is refused, as is a wrong count.
+        let t = depth_table(c, true);
+        let e = source_axes_of(&t, &AMPLITUDE_FRAME, Some(&[SourceAxis::Depth, SourceAxis::Zenith])).unwrap_err();
+        assert!(
+            e.contains("name the source axes [zenith, depth], the source axes given are [depth, zenith]"),
+            "{e}"
+        );
+        let e = source_axes_of(&t, &TIMING_FRAME, None).unwrap_err();
+        assert!(
+            e.contains("a 5-D table where 4 dimensions (r, azimuth, cos_theta, delay) are needed"),
+            "{e}"
+        );
+        assert!(e.contains("do not start with r, azimuth, cos_theta, delay"), "{e}");
+        // A 3-D table fitted from columns of other names is still a 3-D amplitude table.
+        let mut other = SplineTable::new(
+            vec![0, 0, 0],
+            vec![vec![0.0, 300.0], vec![0.0, 180.0], vec![-1.0, 1.0]],
+            vec![1, 1, 1],
+            vec![-12.0],
+        )
+        .unwrap();
+        for (d, n) in ["dist", "azi", "cosz"].iter().enumerate() {
+            other.aux.push((format!("AXIS{d}"), crate::fits::Value::Str((*n).into())));
+        }
+        assert_eq!(source_axes_of(&other, &AMPLITUDE_FRAME, None).unwrap(), []);
+        // A muon-segment table is named as such.
+        let mut m = depth_table(c, false);
+        for (d, n) in ["rho", "azimuth", "dz", "zenith", "depth"].iter().enumerate() {
+            m.aux.push((format!("AXIS{d}"), crate::fits::Value::Str((*n).into())));
+        }
+        let e = source_axes_of(&m, &AMPLITUDE_FRAME, None).unwrap_err();
+        assert!(e.contains("muon-segment"), "{e}");
+        assert!("height".parse::<SourceAxis>().is_err());
     }
 }

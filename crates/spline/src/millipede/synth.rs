@@ -5,7 +5,7 @@
 //! so an event does not depend on thread count.
 
 use super::event::{Event, Pulse};
-use super::model::{table_coordinates, Model, Source};
+use super::model::{table_coordinates, Model, Source, SourcePoint};
 use rayon::prelude::*;
 use warpdrive_core::progress::Progress;
 use warpdrive_core::RandomStream;
@@ -15,11 +15,11 @@ const TAG_SYNTH: u32 = 0x4d53_0001;
 
 /// Smallest delay in [lo, hi] with CDF(delay) ≥ u (CDF non-decreasing up to the table's
 /// rounding).
-fn invert(model: &Model, x: &[f64; 3], u: f64, lo: f64, hi: f64) -> f64 {
+fn invert(model: &Model, x: &[f64; 3], at: &SourcePoint, u: f64, lo: f64, hi: f64) -> f64 {
     let (mut a, mut b) = (lo, hi);
     for _ in 0..48 {
         let m = 0.5 * (a + b);
-        if model.cdf(x, m) >= u {
+        if model.cdf(x, at, m) >= u {
             b = m;
         } else {
             a = m;
@@ -50,6 +50,7 @@ impl Default for SynthOptions {
 /// readout window as delays after it with the CDF there, and the mean photo-electrons.
 struct Seen {
     x: [f64; 3],
+    at: SourcePoint,
     t0: f64,
     delays: [f64; 2],
     cdf: [f64; 2],
@@ -61,15 +62,17 @@ fn seen(model: &Model, pos: [f64; 3], rde: f64, s: &Source, energy: f64, window:
         return None;
     }
     let x = table_coordinates(pos, s);
-    let amp = model.amplitude(&x) * rde;
+    let at = model.locate(s);
+    let amp = model.amplitude(&x, &at) * rde;
     if amp == 0.0 {
         return None;
     }
     let t0 = s.time + model.t_geo(x[0]);
     let delays = [window[0] - t0, window[1] - t0];
-    let cdf = [model.cdf(&x, delays[0]), model.cdf(&x, delays[1])];
+    let cdf = [model.cdf(&x, &at, delays[0]), model.cdf(&x, &at, delays[1])];
     Some(Seen {
         x,
+        at,
         t0,
         delays,
         cdf,
@@ -150,7 +153,7 @@ pub fn generate_with(
                     }
                     let u = v.cdf[0] + (v.cdf[1] - v.cdf[0]) * rng.uniform_f64();
                     let delay = if model.timing.is_some() {
-                        invert(model, &v.x, u, v.delays[0], v.delays[1])
+                        invert(model, &v.x, &v.at, u, v.delays[0], v.delays[1])
                     } else {
                         0.0
                     };

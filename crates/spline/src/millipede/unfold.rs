@@ -2,7 +2,7 @@
 //! defaults in the data directory) and the hypothesis from the user's numbers, checked with the
 //! request's parameter names (spec §2). `crate::engine::{Simulate, Unfold}` build on these.
 
-use super::model::{direction, Hypothesis, Model, Source};
+use super::model::{direction, source_axes_of, Hypothesis, Model, Source, SourceAxis, AMPLITUDE_FRAME, TIMING_FRAME};
 use crate::SplineTable;
 use std::path::{Path, PathBuf};
 use warpdrive_core::engine::{Error, ParamError};
@@ -22,14 +22,26 @@ pub const DEFAULT_GEOMETRY: &str = "geometry/icecube_geo-f2k";
 /// The model's files: `None` takes the default in the data directory.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelFiles {
-    /// Amplitude table (3-D: r, φ, cos θ; ln PE per photon).
+    /// Amplitude table (r, φ, cos θ and the source axes; ln PE per photon).
     pub amplitude: Option<PathBuf>,
-    /// Timing table (4-D: r, φ, cos θ, delay; cumulative).
+    /// Timing table (r, φ, cos θ, delay and the source axes; cumulative).
     pub timing: Option<PathBuf>,
+    /// The tables' axes after the frame's (source zenith and/or depth, in the tables' order),
+    /// for tables whose header does not name them (`AXISd`, written by `spline fit` from the
+    /// tabulator's columns); `None`: as the header says, else none.
+    pub source_axes: Option<Vec<SourceAxis>>,
     /// Fit amplitudes only (one bin per DOM, no timing table).
     pub amplitude_only: bool,
     /// Geometry (PPC geo-f2k or Prometheus .geo).
     pub geometry: Option<PathBuf>,
+}
+
+/// The `source_axes` option's words (`zenith`, `depth`), the error naming the option.
+pub fn parse_source_axes<S: AsRef<str>>(words: &[S]) -> Result<Vec<SourceAxis>, ParamError> {
+    words
+        .iter()
+        .map(|w| w.as_ref().parse().map_err(|m: String| ParamError::new("source_axes", m)))
+        .collect()
 }
 
 /// A model file: the given path, or the default under the data directory (whose absence gets
@@ -64,29 +76,43 @@ impl ModelFiles {
     }
 }
 
-/// The tables (checked as a model: 3-D amplitude, 4-D timing) and the geometry, and the
-/// files read (inputs no output may replace).
+/// The tables (checked as a model: an amplitude table over r, φ, cos θ and a timing table over
+/// r, φ, cos θ, t, each followed by its source axes — zenith, depth — when the header names them
+/// or `source_axes` says so) and the geometry, and the files read (inputs no output may replace).
 pub fn load(files: &ModelFiles) -> Result<(Model, Geometry, Vec<PathBuf>), Error> {
     if files.amplitude_only && files.timing.is_some() {
         return Err(ParamError::new("amplitude_only", "cannot be given together with {timing}").into());
     }
+    if let Some(a) = &files.source_axes {
+        if a.is_empty() || a.len() > 2 || (a.len() == 2 && a[0] == a[1]) {
+            let names: Vec<&str> = a.iter().map(|x| x.name()).collect();
+            return Err(ParamError::new(
+                "source_axes",
+                format!(
+                    "'{}': one or two different axes of zenith, depth (in the tables' order)",
+                    names.join(",")
+                ),
+            )
+            .into());
+        }
+    }
     let mut inputs = Vec::new();
-    let mut table = |given: Option<&Path>, default: &str, ndim: usize, axes: &str| -> Result<SplineTable, Error> {
+    let explicit = files.source_axes.as_deref();
+    let mut table = |given: Option<&Path>, default: &str, frame: &[&str]| -> Result<(SplineTable, Vec<SourceAxis>), Error> {
         let (path, is_default) = resolve(given, default);
         let t = SplineTable::read(&path).map_err(|e| with_hint(e, is_default))?;
-        if t.ndim() != ndim {
-            return Err(InputError::file(&path, format!("a {}-D table where a {ndim}-D one ({axes}) is needed", t.ndim())).into());
-        }
+        let axes = source_axes_of(&t, frame, explicit).map_err(|m| InputError::file(&path, m))?;
         inputs.push(path);
-        Ok(t)
+        Ok((t, axes))
     };
-    let amp = table(files.amplitude.as_deref(), DEFAULT_AMPLITUDE, 3, "amplitude: r, φ, cos θ")?;
-    let tim = if files.amplitude_only {
-        None
+    let (amp, amp_axes) = table(files.amplitude.as_deref(), DEFAULT_AMPLITUDE, &AMPLITUDE_FRAME)?;
+    let (tim, tim_axes) = if files.amplitude_only {
+        (None, Vec::new())
     } else {
-        Some(table(files.timing.as_deref(), DEFAULT_TIMING, 4, "timing: r, φ, cos θ, t")?)
+        let (t, a) = table(files.timing.as_deref(), DEFAULT_TIMING, &TIMING_FRAME)?;
+        (Some(t), a)
     };
-    let model = Model::new(amp, tim).map_err(Error::Failed)?;
+    let model = Model::with_axes(amp, tim, amp_axes, tim_axes).map_err(Error::Failed)?;
     let (path, is_default) = resolve(files.geometry.as_deref(), DEFAULT_GEOMETRY);
     let geo = Geometry::read(&path).map_err(|e| with_hint(e, is_default))?;
     // Synthetic events key a DOM's random stream by its index in 20 bits (synth.rs).
