@@ -243,3 +243,121 @@ fn detector_run_is_thread_count_independent() {
     let c = detector::run_range(&d, &primary, 0, 40, 6, &progress);
     assert_ne!(a.edep, c.edep);
 }
+
+// (c) Bad input, refused by the library request before anything runs.
+
+use warpdrive_core::engine::{Control, Device, Error, Style};
+use warpdrive_em::engine::{DetectorOptions, DetectorShower};
+
+fn err(path: &Path, o: &DetectorOptions) -> String {
+    match DetectorShower::new(path, o) {
+        Ok(_) => panic!("{} accepted", path.display()),
+        Err(e) => e.render(Style::Cli),
+    }
+}
+
+#[test]
+fn source_outside_the_world_is_refused() {
+    // testem3.gdml's world is 480 × 480 × 960 mm around the origin.
+    let o = DetectorOptions {
+        position_mm: [0.0, 0.0, -500.0],
+        ..DetectorOptions::default()
+    };
+    let e = err(&data("testem3.gdml"), &o);
+    assert!(e.contains("--position 0,0,-500 mm is outside the world volume 'World'"), "{e}");
+    assert!(e.contains("testem3.gdml"), "{e}");
+    // Just inside is fine.
+    let o = DetectorOptions {
+        position_mm: [0.0, 0.0, -479.0],
+        ..DetectorOptions::default()
+    };
+    assert!(DetectorShower::new(&data("testem3.gdml"), &o).is_ok());
+}
+
+#[test]
+fn bad_options_are_refused() {
+    let f = data("testem3.gdml");
+    let cases: [(DetectorOptions, &str); 6] = [
+        (
+            DetectorOptions {
+                direction: [0.0; 3],
+                ..DetectorOptions::default()
+            },
+            "--direction 0,0,0: must be a finite, non-zero vector",
+        ),
+        (
+            DetectorOptions {
+                direction: [f64::NAN, 0.0, 1.0],
+                ..DetectorOptions::default()
+            },
+            "--direction NaN,0,1: must be a finite, non-zero vector",
+        ),
+        (
+            DetectorOptions {
+                position_mm: [f64::INFINITY, 0.0, 0.0],
+                ..DetectorOptions::default()
+            },
+            "--position inf,0,0 mm: must be finite",
+        ),
+        (
+            DetectorOptions {
+                energy: -1.0,
+                ..DetectorOptions::default()
+            },
+            "--energy -1 MeV: must be in",
+        ),
+        (
+            DetectorOptions {
+                events: 0,
+                ..DetectorOptions::default()
+            },
+            "--events: must be at least 1",
+        ),
+        (
+            DetectorOptions {
+                cut_mm: 0.0,
+                ..DetectorOptions::default()
+            },
+            "--cut-mm 0 mm: must be in",
+        ),
+    ];
+    for (o, want) in cases {
+        let e = err(&f, &o);
+        assert!(e.starts_with(want), "{e}\nwanted: {want}");
+    }
+    let e = "mu-".parse::<Particle>().unwrap_err();
+    assert_eq!(e.text, "'mu-': expected e-, e+ or gamma");
+}
+
+#[test]
+fn gdml_errors_name_the_file_and_line() {
+    let e = err(&data("bad-box.gdml"), &DetectorOptions::default());
+    assert!(e.contains("bad-box.gdml:5: <box> 'y': expected a number, found \"abc\""), "{e}");
+    let e = err(&data("no-mee.gdml"), &DetectorOptions::default());
+    assert!(e.contains("no-mee.gdml: material 'Mystery' has no mean excitation energy"), "{e}");
+    let e = err(&data("does-not-exist.gdml"), &DetectorOptions::default());
+    assert!(e.contains("does-not-exist.gdml"), "{e}");
+}
+
+#[test]
+fn cuda_is_refused_and_cpu_runs() {
+    let o = DetectorOptions {
+        energy: 50.0,
+        events: 3,
+        position_mm: [0.0, 0.0, -10.0],
+        ..DetectorOptions::default()
+    };
+    let req = DetectorShower::new(&data("testem3.gdml"), &o).unwrap();
+    let ctl = Control::new().device(Device::Cuda(vec![0]));
+    match req.run(&ctl) {
+        Err(Error::Param(p)) => assert!(p.text.contains("run on the CPU only"), "{}", p.text),
+        other => panic!("{:?}", other.map(|r| r.run.events)),
+    }
+    let r = req.run(&Control::new().device(Device::Cpu)).unwrap();
+    assert_eq!(r.run.events, 3);
+    let t = r.volumes_table();
+    assert_eq!(t.rows(), 152);
+    let s = r.summary();
+    assert_eq!(s["volumes"], 152);
+    assert!(s["energy_balance_worst"].as_f64().unwrap() < 1e-9);
+}
