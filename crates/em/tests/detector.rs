@@ -194,7 +194,7 @@ fn energy_is_conserved_in_a_nested_geometry() {
             dir: [0.0, 0.0, 1.0],
         };
         let mut total_edep = 0.0;
-        for ev in 0..20 {
+        for ev in 0..10 {
             let t = detector::run_event(&d, &primary, 99, ev);
             assert!(
                 t.balance().abs() < 1e-9 * primary.energy,
@@ -207,12 +207,13 @@ fn energy_is_conserved_in_a_nested_geometry() {
             let gap = vols.iter().position(|v| v.path.ends_with("gap[0]")).unwrap();
             assert_eq!(t.edep[gap], 0);
         }
-        let r = detector::run_range(&d, &primary, 0, 20, 99, &progress);
+        let r = detector::run_range(&d, &primary, 0, 10, 99, &progress);
         let sum_edep: f64 = (0..d.volumes()).map(|s| r.edep_mev(s)).sum();
         let rest = r.rest_mass as f64 / warpdrive_em::shower::transport::FIXED_SCALE;
-        let out = sum_edep + r.escaped_mean() * 20.0 + rest;
+        let out = sum_edep + r.escaped_mean() * 10.0 + rest;
+        assert!(r.escaped > 0, "{particle:?}: a 500 MeV shower in 30 cm of water leaks");
         assert!(
-            (out - 20.0 * primary.energy).abs() < 20.0 * 1e-9 * primary.energy,
+            (out - 10.0 * primary.energy).abs() < 10.0 * 1e-9 * primary.energy,
             "{particle:?}: {out}"
         );
         assert!((sum_edep - total_edep).abs() < 1e-6, "{sum_edep} vs {total_edep}");
@@ -311,7 +312,7 @@ fn bad_options_are_refused() {
                 events: 0,
                 ..DetectorOptions::default()
             },
-            "--events: must be at least 1",
+            "--events must be at least 1",
         ),
         (
             DetectorOptions {
