@@ -52,6 +52,8 @@ _FIT = ("spline fit reads a histogram file (Parquet, CSV or .npz) and writes a F
 _TABULATE = ("photon tabulate (issue #32's tabulator) has no Python binding yet: it is a CLI command and a Rust "
              "library call (warpdrive_photon::tabulate); its refusals are tested in crates/photon/tests/tabulate.rs")
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
+_DETECTOR = ("em detector (showers in a GDML detector) has no Python binding yet: it is a CLI command and a Rust "
+             "library call (warpdrive_em::engine::DetectorShower); its refusals are tested in crates/em/tests/detector.rs")
 _SUBMIT = ("submit writes batch files for the CLI; Python's equivalent is warpdrive.distributed (its refusals: "
            "test_distributed.py)")
 NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
@@ -60,6 +62,11 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("photon", "tabulate: a depth below the ice model's layers"): _TABULATE,
     ("photon", "tabulate: an unknown source"): _TABULATE,
     ("photon", "tabulate: azimuth edges over 360 degrees"): _TABULATE,
+    ("em", "detector: source outside the world"): _DETECTOR,
+    ("em", "detector: unknown primary"): _DETECTOR,
+    ("em", "detector: GDML box size that is not a number"): _DETECTOR,
+    ("em", "detector: material without a mean excitation energy"): _DETECTOR,
+    ("em", "detector: --device cuda"): _DETECTOR,
     ("submit", "slurm of a command that cannot be split"): _SUBMIT,
     ("submit", "slurm without --jobs"): _SUBMIT,
     ("submit", "slurm with --jobs 0"): _SUBMIT,
