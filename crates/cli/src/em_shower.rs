@@ -119,6 +119,7 @@ fn detector(a: &DetectorArgs, force: bool) -> Result<()> {
         cut_mm: a.cut_mm,
     };
     let req = DetectorShower::new(&a.file, &opts)?;
+    req.check_device(&ctl)?;
     let out = engine::prepare_output(&a.output, force, req.inputs())?;
     println!(
         "em detector: {} events of {} MeV {} from {} mm along {} into {} ({} volume instances), cuts {} mm",

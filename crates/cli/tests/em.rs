@@ -196,7 +196,10 @@ fn detector_data_files_are_identical_for_any_thread_count() {
         assert_eq!(env["device"], format!("cpu ({t} threads)"));
         files.push(data_files(&out, &["summary.json", "volumes.parquet"]));
     }
-    assert!(files[0] == files[1], "summary.json or volumes.parquet differs between 1 and 2 threads");
+    assert!(
+        files[0] == files[1],
+        "summary.json or volumes.parquet differs between 1 and 2 threads"
+    );
     let s: serde_json::Value = serde_json::from_slice(&files[0][0]).unwrap();
     assert_eq!(s["volumes"], 152);
     assert_eq!(s["events"], 4);

@@ -1158,23 +1158,29 @@ impl DetectorShower {
         &self.opts
     }
 
+    /// Refuse a CUDA device choice (no GPU navigator yet); `cpu` and `auto` are fine. [`Self::run`]
+    /// checks it too; a front end may call it before it prepares the output.
+    pub fn check_device(&self, ctl: &Control) -> Result<()> {
+        match ctl.device {
+            warpdrive_core::engine::Device::Cuda(_) | warpdrive_core::engine::Device::CudaAll => Err(ParamError::new(
+                "device",
+                format!(
+                    "{}: showers in a GDML detector run on the CPU only (no GPU navigator yet); use cpu or auto",
+                    ctl.device
+                ),
+            )
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
     /// Build the tables and run the events on the CPU threads of the control. `--device cuda`
     /// is refused (no GPU twin of the GDML navigator yet); `auto` runs on the CPU with a note.
     /// Returns [`Error::Cancelled`] when the token is raised.
     pub fn run(&self, ctl: &Control) -> Result<DetectorResult> {
-        match ctl.device {
-            warpdrive_core::engine::Device::Cuda(_) | warpdrive_core::engine::Device::CudaAll => {
-                return Err(ParamError::new(
-                    "device",
-                    format!(
-                        "{}: showers in a GDML detector run on the CPU only (no GPU navigator yet); use cpu or auto",
-                        ctl.device
-                    ),
-                )
-                .into())
-            }
-            warpdrive_core::engine::Device::Auto => ctl.note("device: cpu (showers in a GDML detector run on the CPU only)"),
-            warpdrive_core::engine::Device::Cpu => {}
+        self.check_device(ctl)?;
+        if ctl.device == warpdrive_core::engine::Device::Auto {
+            ctl.note("device: cpu (showers in a GDML detector run on the CPU only)");
         }
         ctl.install(|| {
             let t0 = Instant::now();

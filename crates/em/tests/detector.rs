@@ -362,3 +362,17 @@ fn cuda_is_refused_and_cpu_runs() {
     assert_eq!(s["volumes"], 152);
     assert!(s["energy_balance_worst"].as_f64().unwrap() < 1e-9);
 }
+
+#[test]
+fn a_cancelled_run_returns_cancelled() {
+    let o = DetectorOptions {
+        energy: 10.0,
+        events: 5,
+        ..DetectorOptions::default()
+    };
+    let req = DetectorShower::new(&data("testem3.gdml"), &o).unwrap();
+    let cancel = warpdrive_core::engine::Cancel::new();
+    cancel.cancel();
+    let ctl = Control::new().device(Device::Cpu).with_cancel(cancel);
+    assert!(matches!(req.run(&ctl), Err(Error::Cancelled(_))));
+}
