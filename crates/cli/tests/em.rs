@@ -163,3 +163,49 @@ fn bad_inputs_fail_cleanly() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `em detector`: TestEm3 as GDML; the data files are the same for 1 and 2 threads, the summary
+/// has the materials and a closed energy balance.
+#[test]
+fn detector_data_files_are_identical_for_any_thread_count() {
+    let dir = scratch("em", "detector-threads");
+    let gdml = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../em/tests/data/testem3.gdml");
+    let mut files = Vec::new();
+    for t in ["1", "2"] {
+        let cwd = dir.join(format!("t{t}"));
+        std::fs::create_dir(&cwd).unwrap();
+        let out = cwd.join("out");
+        run_ok(bin().current_dir(&cwd).args([
+            "em",
+            "detector",
+            gdml.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--events",
+            "4",
+            "--energy",
+            "100",
+            "--position",
+            "0,0,-10",
+            "--threads",
+            t,
+            "-o",
+            "out",
+        ]));
+        let env: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+        assert_eq!(env["device"], format!("cpu ({t} threads)"));
+        files.push(data_files(&out, &["summary.json", "volumes.parquet"]));
+    }
+    assert!(
+        files[0] == files[1],
+        "summary.json or volumes.parquet differs between 1 and 2 threads"
+    );
+    let s: serde_json::Value = serde_json::from_slice(&files[0][0]).unwrap();
+    assert_eq!(s["volumes"], 152);
+    assert_eq!(s["events"], 4);
+    assert_eq!(s["materials"][0]["name"], "Lead");
+    assert!(s["materials"][0]["edep_mev"].as_f64().unwrap() > 100.0, "{s}");
+    assert_eq!(s["materials"][2]["vacuum"], true);
+    assert!(s["energy_balance_worst"].as_f64().unwrap() < 1e-9);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

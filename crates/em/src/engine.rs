@@ -1015,6 +1015,355 @@ impl ShowerResult {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// EM showers in a GDML detector
+// ---------------------------------------------------------------------------------------------
+
+/// The options of a shower run in a GDML detector; `Default` is the command line's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DetectorOptions {
+    pub primary: Particle,
+    /// Primary kinetic energy [MeV].
+    pub energy: f64,
+    /// Start point in the world's frame [mm] (GDML's unit); it must lie inside the world.
+    pub position_mm: [f64; 3],
+    /// Direction (normalised by the request; must not be zero).
+    pub direction: [f64; 3],
+    pub events: u64,
+    pub seed: u64,
+    /// One production cut for γ, e⁻ and e⁺, as a range [mm].
+    pub cut_mm: f64,
+}
+
+impl Default for DetectorOptions {
+    fn default() -> Self {
+        Self {
+            primary: Particle::Electron,
+            energy: 1000.0,
+            position_mm: [0.0; 3],
+            direction: [0.0, 0.0, 1.0],
+            events: 1000,
+            seed: 12345,
+            cut_mm: 1.0,
+        }
+    }
+}
+
+fn triple(v: [f64; 3]) -> String {
+    format!("{},{},{}", num(v[0]), num(v[1]), num(v[2]))
+}
+
+/// A validated shower run in a GDML detector (CPU only).
+#[derive(Clone, Debug)]
+pub struct DetectorShower {
+    gdml: crate::gdml::Gdml,
+    material_of: Vec<Option<usize>>,
+    materials: Vec<crate::shower::material::ShowerMaterial>,
+    volumes: usize,
+    cuts: RangeCuts,
+    tables: TableOptions,
+    primary: Primary,
+    opts: DetectorOptions,
+    inputs: Vec<PathBuf>,
+}
+
+impl DetectorShower {
+    /// Check every option, read the GDML file (errors name its line), derive the shower
+    /// materials, count and budget the volume tallies and tables, and check that the source lies
+    /// inside the world; nothing runs yet.
+    pub fn new(gdml: &Path, o: &DetectorOptions) -> Result<Self> {
+        if !(o.energy.is_finite() && o.energy > 0.0 && o.energy <= MAX_SHOWER_ENERGY) {
+            return Err(ParamError::new(
+                "energy",
+                format!("{} MeV: must be in (0, {MAX_SHOWER_ENERGY:e}] MeV", num(o.energy)),
+            )
+            .into());
+        }
+        if !(o.cut_mm.is_finite() && o.cut_mm > 0.0 && o.cut_mm <= MAX_CUT_MM) {
+            return Err(ParamError::new("cut_mm", format!("{} mm: must be in (0, {MAX_CUT_MM:e}] mm", num(o.cut_mm))).into());
+        }
+        if o.events == 0 {
+            return Err(ParamError::new("events", "must be at least 1").into());
+        }
+        if !o.position_mm.iter().all(|x| x.is_finite()) {
+            return Err(ParamError::new("position", format!("{} mm: must be finite", triple(o.position_mm))).into());
+        }
+        let d = o.direction;
+        let norm = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        if !(norm.is_finite() && norm > 0.0) {
+            return Err(ParamError::new("direction", format!("{}: must be a finite, non-zero vector", triple(d))).into());
+        }
+        let dir = [d[0] / norm, d[1] / norm, d[2] / norm];
+        let g = crate::gdml::read(gdml)?;
+        let (_, volumes) = crate::shower::detector::slot_offsets(&g)?;
+        let (material_of, materials) = crate::shower::detector::shower_materials(&g)?;
+        let tables = TableOptions::default();
+        check_alloc(
+            "the detector's material tables",
+            materials.len() as u64,
+            table_bytes_per_material(&tables),
+            "use fewer distinct materials",
+        )?;
+        check_alloc(
+            "a batch of event tallies (one word per volume instance)",
+            crate::shower::detector::BATCH,
+            crate::shower::detector::event_tally_bytes(volumes as usize, materials.len()),
+            "use a geometry with fewer volume instances",
+        )?;
+        let p = o.position_mm;
+        if crate::geo::Navigator::new(&g.tree)
+            .locate(crate::geo::Vec3::new(p[0], p[1], p[2]))
+            .is_none()
+        {
+            let world = &g.tree.logical[g.tree.world as usize].name;
+            return Err(ParamError::new(
+                "position",
+                format!("{} mm is outside the world volume '{world}' of {}", triple(p), gdml.display()),
+            )
+            .into());
+        }
+        Ok(Self {
+            gdml: g,
+            material_of,
+            materials,
+            volumes: volumes as usize,
+            cuts: RangeCuts::uniform(o.cut_mm / 10.0),
+            tables,
+            primary: Primary {
+                particle: o.primary,
+                energy: o.energy,
+                pos: [p[0] / 10.0, p[1] / 10.0, p[2] / 10.0],
+                dir,
+            },
+            opts: o.clone(),
+            inputs: vec![gdml.to_path_buf()],
+        })
+    }
+
+    /// The files the run reads (outputs must not replace or contain them).
+    pub fn inputs(&self) -> &[PathBuf] {
+        &self.inputs
+    }
+
+    pub fn gdml(&self) -> &crate::gdml::Gdml {
+        &self.gdml
+    }
+
+    /// Number of volume instances scored.
+    pub fn volumes(&self) -> usize {
+        self.volumes
+    }
+
+    pub fn options(&self) -> &DetectorOptions {
+        &self.opts
+    }
+
+    /// Refuse a CUDA device choice (no GPU navigator yet); `cpu` and `auto` are fine. [`Self::run`]
+    /// checks it too; a front end may call it before it prepares the output.
+    pub fn check_device(&self, ctl: &Control) -> Result<()> {
+        match ctl.device {
+            warpdrive_core::engine::Device::Cuda(_) | warpdrive_core::engine::Device::CudaAll => Err(ParamError::new(
+                "device",
+                format!(
+                    "{}: showers in a GDML detector run on the CPU only (no GPU navigator yet); use cpu or auto",
+                    ctl.device
+                ),
+            )
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Build the tables and run the events on the CPU threads of the control. `--device cuda`
+    /// is refused (no GPU twin of the GDML navigator yet); `auto` runs on the CPU with a note.
+    /// Returns [`Error::Cancelled`] when the token is raised.
+    pub fn run(&self, ctl: &Control) -> Result<DetectorResult> {
+        self.check_device(ctl)?;
+        if ctl.device == warpdrive_core::engine::Device::Auto {
+            ctl.note("device: cpu (showers in a GDML detector run on the CPU only)");
+        }
+        ctl.install(|| {
+            let t0 = Instant::now();
+            ctl.progress.begin("tables", self.materials.len() as u64, "materials");
+            let phys = crate::shower::detector::DetectorPhysics::build_from(
+                self.gdml.clone(),
+                self.material_of.clone(),
+                &self.materials,
+                self.cuts,
+                self.tables,
+            )?;
+            ctl.progress.add(self.materials.len() as u64);
+            ctl.check()?;
+            let tables_seconds = t0.elapsed().as_secs_f64();
+            let o = &self.opts;
+            ctl.progress.begin("events", o.events, "events");
+            let t1 = Instant::now();
+            let run = crate::shower::detector::run_range(&phys, &self.primary, 0, o.events, o.seed, &ctl.progress);
+            ctl.check()?;
+            let volumes = phys.volume_list();
+            Ok(DetectorResult {
+                run,
+                volumes,
+                device: cpu_device(),
+                tables_seconds,
+                transport_seconds: t1.elapsed().as_secs_f64(),
+                opts: o.clone(),
+                physics: phys,
+            })
+        })?
+    }
+}
+
+/// The result of a [`DetectorShower`] run: sums over the events per volume instance and material.
+#[derive(Clone, Debug)]
+pub struct DetectorResult {
+    pub run: crate::shower::detector::DetectorRun,
+    pub physics: crate::shower::detector::DetectorPhysics,
+    pub volumes: Vec<crate::shower::detector::VolumeInfo>,
+    pub device: String,
+    pub tables_seconds: f64,
+    pub transport_seconds: f64,
+    pub opts: DetectorOptions,
+}
+
+impl DetectorResult {
+    fn metadata(&self) -> Vec<(String, String)> {
+        let o = &self.opts;
+        metadata(&[
+            ("warpdrive.seed", o.seed.to_string()),
+            ("em.events", o.events.to_string()),
+            ("em.primary", format!("{} {} MeV", o.primary.name(), o.energy)),
+            ("em.position_mm", triple(o.position_mm)),
+            ("em.direction", triple(o.direction)),
+            ("em.cut_mm", num(o.cut_mm)),
+            ("em.gdml", self.physics.gdml.path.display().to_string()),
+        ])
+    }
+
+    /// Per GDML material: name, whether it is vacuum, Σ deposit over the events [MeV], mean per
+    /// event and its statistical error [MeV].
+    #[must_use]
+    pub fn per_material(&self) -> Vec<(String, bool, f64, f64, f64)> {
+        let phys = &self.physics;
+        (0..phys.gdml.materials.len())
+            .map(|m| {
+                let (mean, err) = self.run.material_mean(m);
+                let sum = self.run.material_edep[m] as f64 / crate::shower::transport::FIXED_SCALE;
+                (phys.gdml.materials[m].name.clone(), phys.material_of[m].is_none(), sum, mean, err)
+            })
+            .collect()
+    }
+
+    /// Mean track steps per second of the transport.
+    #[must_use]
+    pub fn track_steps_per_second(&self) -> f64 {
+        (self.run.steps[0] + self.run.steps[1]) as f64 / self.transport_seconds.max(1e-9)
+    }
+
+    /// `volumes.parquet`: one row per volume instance (depth-first order from the world) —
+    /// `volume` (the slot), `placement` (−1 for the world), `logical`, `copy`, `material`
+    /// (indices; names in the metadata `em.volume_paths`, `em.logical_volumes`, `em.materials`,
+    /// JSON arrays), `edep_mev` (Σ over the events), `edep2` (Σ of the per-event deposit squared
+    /// [MeV²]) and `edep_error_mev` = √(edep2 − edep_mev²/N), the statistical error of the sum.
+    #[must_use]
+    pub fn volumes_table(&self) -> Table {
+        let v = &self.volumes;
+        let n = self.run.events.max(1) as f64;
+        let sums: Vec<f64> = (0..v.len()).map(|s| self.run.edep_mev(s)).collect();
+        let mut t = Table::default();
+        t.push("volume", Column::I32((0..v.len() as i32).collect()));
+        t.push(
+            "placement",
+            Column::I64(v.iter().map(|x| x.placement.map_or(-1, i64::from)).collect()),
+        );
+        t.push("logical", Column::I32(v.iter().map(|x| x.logical as i32).collect()));
+        t.push("copy", Column::I32(v.iter().map(|x| x.copy).collect()));
+        t.push("material", Column::I32(v.iter().map(|x| x.material as i32).collect()));
+        t.push("edep_mev", Column::F64(sums.clone()));
+        t.push("edep2", Column::F64(self.run.edep2.clone()));
+        t.push(
+            "edep_error_mev",
+            Column::F64(
+                sums.iter()
+                    .zip(&self.run.edep2)
+                    .map(|(s, s2)| (s2 - s * s / n).max(0.0).sqrt())
+                    .collect(),
+            ),
+        );
+        t.metadata = self.metadata();
+        let paths: Vec<&str> = v.iter().map(|x| x.path.as_str()).collect();
+        let logical: Vec<&str> = self.physics.gdml.tree.logical.iter().map(|l| l.name.as_str()).collect();
+        let mats: Vec<&str> = self.physics.gdml.materials.iter().map(|m| m.name.as_str()).collect();
+        t.meta("em.volume_paths", json!(paths).to_string());
+        t.meta("em.logical_volumes", json!(logical).to_string());
+        t.meta("em.materials", json!(mats).to_string());
+        t
+    }
+
+    /// `summary.json`: the request, per material the deposits, the energy balance.
+    #[must_use]
+    pub fn summary(&self) -> serde_json::Value {
+        let o = &self.opts;
+        let r = &self.run;
+        let n = r.events.max(1) as f64;
+        let scale = crate::shower::transport::FIXED_SCALE;
+        let total_edep: f64 = r.edep.iter().sum::<u128>() as f64 / scale;
+        let materials: Vec<serde_json::Value> = self
+            .per_material()
+            .into_iter()
+            .map(|(name, vacuum, sum, mean, err)| {
+                json!({"name": name, "vacuum": vacuum, "edep_mev": sum, "edep_mean_mev": mean, "edep_mean_error_mev": err})
+            })
+            .collect();
+        json!({
+            "gdml": self.physics.gdml.path.display().to_string(),
+            "primary": o.primary.name(),
+            "energy_mev": o.energy,
+            "position_mm": o.position_mm,
+            "direction": o.direction,
+            "events": r.events,
+            "seed": o.seed,
+            "cut_mm": o.cut_mm,
+            "volumes": self.volumes.len(),
+            "materials": materials,
+            "edep_sum_mev": total_edep,
+            "escaped_sum_mev": r.escaped as f64 / scale,
+            "escaped_mean_mev": r.escaped_mean(),
+            "rest_mass_sum_mev": r.rest_mass as f64 / scale,
+            "primary_energy_sum_mev": n * o.energy,
+            "energy_balance_worst": r.worst_balance,
+            "created_per_event": {"gamma": r.created[0] as f64 / n, "e-": r.created[1] as f64 / n, "e+": r.created[2] as f64 / n},
+            "steps_per_event": {"charged": r.steps[0] as f64 / n, "neutral": r.steps[1] as f64 / n},
+            "killed_tracks": r.killed,
+        })
+    }
+
+    /// `run.json`: how this run was computed.
+    #[must_use]
+    pub fn environment(&self, command: &str) -> serde_json::Value {
+        json!({
+            "device": self.device,
+            "tables_seconds": self.tables_seconds,
+            "transport_seconds": self.transport_seconds,
+            "track_steps_per_second": self.track_steps_per_second(),
+            "command": command,
+            "version": env!("CARGO_PKG_VERSION"),
+        })
+    }
+
+    /// Write `volumes.parquet`, `summary.json` and `run.json` into the prepared directory and
+    /// commit it whole.
+    pub fn save(&self, out: Staged, command: &str) -> Result<()> {
+        let dir = out.path().to_path_buf();
+        let shown = out.dest().to_path_buf();
+        write_table(&dir, "volumes.parquet", &self.volumes_table(), &shown)?;
+        write_json(&dir, "summary.json", &self.summary(), &shown)?;
+        write_json(&dir, "run.json", &self.environment(command), &shown)?;
+        out.commit()?;
+        Ok(())
+    }
+}
+
 /// The shower tables of this process, kept for the next run with the same set-up.
 mod cache {
     use super::{Calorimeter, Control, Error, RangeCuts, Result, ShowerPhysics, TableOptions};

@@ -51,6 +51,8 @@ _FIT = ("spline fit reads a histogram file (Parquet, CSV or .npz) and writes a F
         "arrays (z, w, centers, knots) and returns a Table: no histogram file, no knots syntax, no output file "
         "(its own refusals are tested in test_spline.py)")
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
+_DETECTOR = ("em detector (showers in a GDML detector) has no Python binding yet: it is a CLI command and a Rust "
+             "library call (warpdrive_em::engine::DetectorShower); its refusals are tested in crates/em/tests/detector.rs")
 _SUBMIT = ("submit writes batch files for the CLI; Python's equivalent is warpdrive.distributed (its refusals: "
            "test_distributed.py)")
 _ELE = ("beam run executes an ELEGANT .ele file, a CLI front end with no Python binding yet (its engine call is "
@@ -62,6 +64,11 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("beam", "ele: unsupported command"): _ELE,
     ("beam", "ele: zero particles per bunch"): _ELE,
     ("beam", "ele: output file outside the output directory"): _ELE,
+    ("em", "detector: source outside the world"): _DETECTOR,
+    ("em", "detector: unknown primary"): _DETECTOR,
+    ("em", "detector: GDML box size that is not a number"): _DETECTOR,
+    ("em", "detector: material without a mean excitation energy"): _DETECTOR,
+    ("em", "detector: --device cuda"): _DETECTOR,
     ("submit", "slurm of a command that cannot be split"): _SUBMIT,
     ("submit", "slurm without --jobs"): _SUBMIT,
     ("submit", "slurm with --jobs 0"): _SUBMIT,

@@ -37,6 +37,7 @@ pub mod brems;
 pub mod cuts;
 pub mod delta_ray;
 pub mod density_effect;
+pub mod detector;
 pub mod fluctuations;
 pub mod geometry;
 pub mod gpu;

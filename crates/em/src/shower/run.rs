@@ -134,6 +134,18 @@ pub fn event_from_words(w: &[u64], slabs: usize, materials: usize, primary_energ
     Some(e)
 }
 
+/// Mean per event and its statistical error √((⟨x²⟩ − ⟨x⟩²)/N) from Σx and Σx² over `n` events.
+#[must_use]
+pub fn mean_rms_from_sums(sum: f64, sum2: f64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let nf = n as f64;
+    let mean = sum / nf;
+    let var = (sum2 / nf - mean * mean).max(0.0);
+    (mean, (var / nf).sqrt())
+}
+
 fn mean_rms(x: impl Iterator<Item = f64> + Clone) -> (f64, f64, usize) {
     let n = x.clone().count();
     if n == 0 {

@@ -31,7 +31,7 @@
 
 use super::cuts::{EnergyCuts, RangeCuts};
 use super::fluctuations::{bohr_variance, sample_loss};
-use super::geometry::{Calorimeter, Next};
+use super::geometry::{Boundary, Calorimeter, Next};
 use super::interaction::Secondary;
 use super::ionisation::{max_secondary_energy, threshold_energy};
 use super::physics::{ChargedProcess, GammaProcess, MaterialPhysics};
@@ -54,6 +54,63 @@ pub const FINAL_RANGE: f64 = 0.1;
 pub const LINEAR_LOSS_LIMIT: f64 = 0.01;
 /// A track with more steps than this is stopped and counted (a bug guard, not physics).
 pub const MAX_STEPS_PER_TRACK: u64 = 1_000_000;
+
+/// What the stepping loop needs of a geometry (lengths in cm): the slab calorimeter
+/// ([`Calorimeter`], the validated TestEm3 path) and a GDML detector
+/// ([`super::detector::DetectorPhysics`]) implement it, and the loop is compiled once per
+/// geometry, so the slab path does the same floating-point operations as before the trait.
+pub trait ShowerGeometry {
+    /// Where a track is (a slab index, a volume path).
+    type Loc: Clone;
+    /// The nearest boundary found by [`Self::next_boundary`].
+    type Step;
+    /// Index into the physics' materials of the material at `loc`; `None` for vacuum (no
+    /// interactions, no loss: the track flies straight to the next boundary).
+    fn material(&self, loc: &Self::Loc) -> Option<usize>;
+    /// The tally slot of the volume at `loc` (`EventTally::edep` index).
+    fn volume(&self, loc: &Self::Loc) -> usize;
+    /// The distance [cm] along the unit direction to the nearest boundary of the volume at `loc`.
+    fn next_boundary(&self, pos: [f64; 3], dir: [f64; 3], loc: &Self::Loc) -> (f64, Self::Step);
+    /// Move onto (and past) that boundary and into the next volume; `false` when the track
+    /// left the geometry (it escapes).
+    fn cross(&self, pos: &mut [f64; 3], dir: [f64; 3], loc: &mut Self::Loc, step: &Self::Step) -> bool;
+    /// An isotropic safe distance [cm] from `pos` in the volume at `loc`.
+    fn safety(&self, pos: [f64; 3], loc: &Self::Loc) -> f64;
+}
+
+impl ShowerGeometry for Calorimeter {
+    type Loc = usize;
+    type Step = Boundary;
+    #[inline]
+    fn material(&self, slab: &usize) -> Option<usize> {
+        Some(self.material_index(*slab))
+    }
+    #[inline]
+    fn volume(&self, slab: &usize) -> usize {
+        *slab
+    }
+    #[inline]
+    fn next_boundary(&self, pos: [f64; 3], dir: [f64; 3], slab: &usize) -> (f64, Boundary) {
+        let b = self.distance_to_boundary(pos, dir, *slab);
+        (b.distance, b)
+    }
+    #[inline]
+    fn cross(&self, pos: &mut [f64; 3], dir: [f64; 3], slab: &mut usize, b: &Boundary) -> bool {
+        let (p, next) = Calorimeter::cross(self, *pos, dir, b);
+        *pos = p;
+        match next {
+            Next::Slab(s) => {
+                *slab = s;
+                true
+            }
+            Next::Outside => false,
+        }
+    }
+    #[inline]
+    fn safety(&self, pos: [f64; 3], slab: &usize) -> f64 {
+        Calorimeter::safety(self, pos, *slab)
+    }
+}
 
 /// The calorimeter with the physics of each of its materials.
 #[derive(Clone, Debug)]
@@ -255,12 +312,12 @@ enum Creator {
     Annihilation,
 }
 
-struct Track {
+struct Track<L> {
     particle: Particle,
     energy: f64,
     pos: [f64; 3],
     dir: [f64; 3],
-    slab: usize,
+    slab: L,
     id: u64,
     children: u64,
     rng: RandomStream,
@@ -286,15 +343,16 @@ fn particle_index(p: Particle) -> usize {
     }
 }
 
-struct Event<'a> {
-    phys: &'a ShowerPhysics,
+struct Event<'a, G: ShowerGeometry> {
+    geo: &'a G,
+    materials: &'a [MaterialPhysics],
     seed: u64,
-    stack: Vec<Track>,
+    stack: Vec<Track<G::Loc>>,
     tally: EventTally,
 }
 
-impl Event<'_> {
-    fn push(&mut self, parent: &mut Track, s: Secondary, by: Creator) {
+impl<G: ShowerGeometry> Event<'_, G> {
+    fn push(&mut self, parent: &mut Track<G::Loc>, s: Secondary, by: Creator) {
         self.tally.created_by[by as usize] += 1;
         parent.children += 1;
         let id = child_id(parent.id, parent.children);
@@ -304,34 +362,50 @@ impl Event<'_> {
             energy: s.energy,
             pos: parent.pos,
             dir: s.dir,
-            slab: parent.slab,
+            slab: parent.slab.clone(),
             id,
             children: 0,
             rng: RandomStream::new(self.seed, TAG_SHOWER, id),
         });
     }
 
-    fn deposit(&mut self, slab: usize, e: f64) {
-        self.tally.edep[slab] += to_fixed(e);
+    fn deposit(&mut self, slab: &G::Loc, e: f64) {
+        self.tally.edep[self.geo.volume(slab)] += to_fixed(e);
     }
 
-    fn photon(&mut self, mut t: Track) {
-        let cal = &self.phys.calorimeter;
+    /// Through vacuum: straight to the next boundary (`false`: the track escaped).
+    fn fly(&mut self, t: &mut Track<G::Loc>) -> bool {
+        let (_, b) = self.geo.next_boundary(t.pos, t.dir, &t.slab);
+        if self.geo.cross(&mut t.pos, t.dir, &mut t.slab, &b) {
+            return true;
+        }
+        self.tally.escaped += to_fixed(t.energy);
+        false
+    }
+
+    fn photon(&mut self, mut t: Track<G::Loc>) {
+        let cal = self.geo;
         let mut n_left = exp1(&mut t.rng);
         let mut steps = 0u64;
         loop {
             if t.energy < LOWEST_PHOTON_ENERGY {
-                self.deposit(t.slab, t.energy);
+                self.deposit(&t.slab, t.energy);
                 return;
             }
             steps += 1;
             if steps > MAX_STEPS_PER_TRACK {
                 self.tally.killed += 1;
-                self.deposit(t.slab, t.energy);
+                self.deposit(&t.slab, t.energy);
                 return;
             }
             self.tally.neutral_steps += 1;
-            let m = self.phys.physics(t.slab);
+            let Some(mi) = cal.material(&t.slab) else {
+                if self.fly(&mut t) {
+                    continue;
+                }
+                return;
+            };
+            let m = &self.materials[mi];
             let procs = [
                 GammaProcess::Compton,
                 GammaProcess::Photoelectric,
@@ -340,18 +414,13 @@ impl Event<'_> {
             ];
             let xs = procs.map(|p| m.gamma_xs(p, t.energy));
             let total: f64 = xs.iter().sum();
-            let b = cal.distance_to_boundary(t.pos, t.dir, t.slab);
+            let (b_distance, b) = cal.next_boundary(t.pos, t.dir, &t.slab);
             let d_int = if total > 0.0 { n_left / total } else { f64::INFINITY };
-            if d_int >= b.distance {
-                n_left -= b.distance * total;
-                let (pos, next) = cal.cross(t.pos, t.dir, &b);
-                t.pos = pos;
-                match next {
-                    Next::Slab(s) => t.slab = s,
-                    Next::Outside => {
-                        self.tally.escaped += to_fixed(t.energy);
-                        return;
-                    }
+            if d_int >= b_distance {
+                n_left -= b_distance * total;
+                if !cal.cross(&mut t.pos, t.dir, &mut t.slab, &b) {
+                    self.tally.escaped += to_fixed(t.energy);
+                    return;
                 }
                 continue;
             }
@@ -371,7 +440,7 @@ impl Event<'_> {
             match chosen {
                 GammaProcess::Compton => {
                     let i = klein_nishina::interact(t.energy, t.dir, &mut t.rng);
-                    self.deposit(t.slab, i.energy_deposition);
+                    self.deposit(&t.slab, i.energy_deposition);
                     if let Some(e) = i.secondary {
                         let s = Secondary {
                             particle: Particle::Electron,
@@ -386,7 +455,7 @@ impl Event<'_> {
                 GammaProcess::Photoelectric => {
                     let cut = m.cuts.gamma;
                     let out = photoelectric::sample(&m.material, t.energy, t.dir, cut, &mut t.rng);
-                    self.deposit(t.slab, out.local);
+                    self.deposit(&t.slab, out.local);
                     if let Some(s) = out.electron {
                         self.push(&mut t, s, Creator::Photoelectric);
                     }
@@ -410,7 +479,7 @@ impl Event<'_> {
         }
     }
 
-    fn annihilate_at_rest(&mut self, t: &mut Track) {
+    fn annihilate_at_rest(&mut self, t: &mut Track<G::Loc>) {
         self.tally.rest_mass -= to_fixed(2.0 * ELECTRON_MASS) as i64;
         for s in annihilation::sample_at_rest(&mut t.rng) {
             self.push(t, s, Creator::Annihilation);
@@ -418,16 +487,16 @@ impl Event<'_> {
     }
 
     /// Stop a charged track: deposit what is left; a positron annihilates at rest.
-    fn stop(&mut self, t: &mut Track) {
-        self.deposit(t.slab, t.energy);
+    fn stop(&mut self, t: &mut Track<G::Loc>) {
+        self.deposit(&t.slab, t.energy);
         t.energy = 0.0;
         if t.particle == Particle::Positron {
             self.annihilate_at_rest(t);
         }
     }
 
-    fn charged(&mut self, mut t: Track) {
-        let cal = &self.phys.calorimeter;
+    fn charged(&mut self, mut t: Track<G::Loc>) {
+        let cal = self.geo;
         let p = t.particle;
         let mut n_left = exp1(&mut t.rng);
         let mut msc_state = msc::MscStepState::default();
@@ -445,7 +514,14 @@ impl Event<'_> {
                 return;
             }
             self.tally.charged_steps += 1;
-            let m = self.phys.physics(t.slab);
+            let Some(mi) = cal.material(&t.slab) else {
+                if self.fly(&mut t) {
+                    entered = true;
+                    continue;
+                }
+                return;
+            };
+            let m = &self.materials[mi];
             let c = m.charged(p);
             let e0 = t.energy;
             let range = c.eloss.range(e0);
@@ -455,7 +531,7 @@ impl Event<'_> {
             } else {
                 range
             };
-            let safety = cal.safety(t.pos, t.slab);
+            let safety = cal.safety(t.pos, &t.slab);
             let t_msc = msc::limit_step(&m.msc, &mut msc_state, p, e0, range, safety, entered);
             entered = false;
             let mut t_step = s_range.min(t_msc);
@@ -468,10 +544,10 @@ impl Event<'_> {
             }
             // 2. Geometry.
             let z = msc::true_to_geom(&m.msc, p, e0, t_step, range);
-            let b = cal.distance_to_boundary(t.pos, t.dir, t.slab);
-            let crossing = z >= b.distance;
+            let (b_distance, b) = cal.next_boundary(t.pos, t.dir, &t.slab);
+            let crossing = z >= b_distance;
             let t_true = if crossing {
-                msc::geom_to_true(&m.msc, p, e0, b.distance, range).min(t_step)
+                msc::geom_to_true(&m.msc, p, e0, b_distance, range).min(t_step)
             } else {
                 t_step
             };
@@ -489,14 +565,12 @@ impl Event<'_> {
                 sample_loss(mean, bohr_variance(&m.material, e0, t_cut, t_true), &mut t.rng).min(e0)
             };
             let e1 = e0 - loss;
-            self.deposit(t.slab, loss);
-            self.tally.track_length[cal.material_index(t.slab)] += to_fixed(t_true);
+            self.deposit(&t.slab, loss);
+            self.tally.track_length[mi] += to_fixed(t_true);
             // 4. Move and scatter.
-            let mut next = Next::Slab(t.slab);
+            let mut inside = true;
             if crossing {
-                let (pos, n) = cal.cross(t.pos, t.dir, &b);
-                t.pos = pos;
-                next = n;
+                inside = cal.cross(&mut t.pos, t.dir, &mut t.slab, &b);
             } else {
                 for k in 0..3 {
                     t.pos[k] += z * t.dir[k];
@@ -505,7 +579,7 @@ impl Event<'_> {
             t.energy = e1;
             n_left -= t_true * sig_max;
             if e1 > 0.0 && t_true > 0.0 {
-                let safety_end = if crossing { 0.0 } else { cal.safety(t.pos, t.slab) };
+                let safety_end = if crossing { 0.0 } else { cal.safety(t.pos, &t.slab) };
                 let r = msc::sample(&m.msc, p, e0, e1, t_true, t.dir, safety_end, &mut t.rng);
                 t.dir = r.dir;
                 if !crossing {
@@ -515,17 +589,12 @@ impl Event<'_> {
                 }
             }
             if crossing {
-                match next {
-                    Next::Slab(s) => {
-                        t.slab = s;
-                        entered = true;
-                        continue;
-                    }
-                    Next::Outside => {
-                        self.tally.escaped += to_fixed(t.energy);
-                        return;
-                    }
+                if inside {
+                    entered = true;
+                    continue;
                 }
+                self.tally.escaped += to_fixed(t.energy);
+                return;
             }
             if !discrete || t.energy < LOWEST_ELECTRON_ENERGY {
                 continue;
@@ -578,13 +647,20 @@ impl Event<'_> {
     }
 }
 
+/// The id of the primary of event `event` (shared by every geometry and the GPU host code).
+#[inline]
+#[must_use]
+pub fn primary_id(event: u64) -> u64 {
+    mix(event.wrapping_add(0x5eed))
+}
+
 /// Where the primary of event `event` starts tracking: its id, and its position and slab on
 /// entering the calorimeter (`None` when it misses it: its energy escapes). Shared with the
 /// GPU host code, so both start from the same numbers.
 #[must_use]
 pub fn primary_start(phys: &ShowerPhysics, primary: &Primary, event: u64) -> (u64, Option<([f64; 3], usize)>) {
     let cal = &phys.calorimeter;
-    let id = mix(event.wrapping_add(0x5eed));
+    let id = primary_id(event);
     let start = match cal.locate_along(primary.pos, primary.dir) {
         Some(s) => Some((primary.pos, s)),
         None => cal
@@ -630,13 +706,32 @@ pub fn run_event_or_stop(phys: &ShowerPhysics, primary: &Primary, seed: u64, eve
         primary.energy
     );
     let cal = &phys.calorimeter;
+    let tally = EventTally::new(cal.slabs(), cal.materials.len(), primary.energy);
+    let (id, start) = primary_start(phys, primary, event);
+    track_event(cal, &phys.materials, primary, seed, id, start, tally, stop)
+}
+
+/// Track one event from its primary's id and start (`None`: it missed the geometry and its
+/// energy escapes) in geometry `geo` with `materials` (indexed by `geo.material`), into `tally`
+/// (sized for the geometry's volumes and materials). `None` when `stop` asked to stop.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn track_event<G: ShowerGeometry>(
+    geo: &G,
+    materials: &[MaterialPhysics],
+    primary: &Primary,
+    seed: u64,
+    id: u64,
+    start: Option<([f64; 3], G::Loc)>,
+    tally: EventTally,
+    stop: &dyn Fn() -> bool,
+) -> Option<EventTally> {
     let mut ev = Event {
-        phys,
+        geo,
+        materials,
         seed,
         stack: Vec::new(),
-        tally: EventTally::new(cal.slabs(), cal.materials.len(), primary.energy),
+        tally,
     };
-    let (id, start) = primary_start(phys, primary, event);
     let Some((pos, slab)) = start else {
         ev.tally.escaped = to_fixed(primary.energy);
         return Some(ev.tally);
