@@ -208,14 +208,14 @@ __device__ __forceinline__ void exact_drift(double& z0, double z1, double& z2, d
 // RFCA: twin of program.rs `RfItem::track` (elements/rf.rs `Cavity::kick`, elements/mod.rs
 // `to_canonical`/`from_canonical`), the same operations in the same order. k: L/2, p0 c, m c²,
 // (m c²)², p0 c after, |q| VOLT, PHASE [rad], 2π FREQ, t_ref, period, p0/p0_after, c. The
-// sine and hypot are CUDA's (within 1-2 ulp of the CPU's libm), the rest IEEE as on the CPU.
+// sine is CUDA's (within an ulp or two of the CPU's libm), the rest IEEE as on the CPU.
 __device__ __forceinline__ void rf_item_track(double& z0, double& z1, double& z2, double& z3, double& z4, double& z5,
                                               unsigned pass, const double* k) {
     if (k[0] > 0.0) exact_drift(z0, z1, z2, z3, z4, k[0]);
     const double f = (1.0 + z5) / sqrt(1.0 + z1 * z1 + z3 * z3);
     const double px = z1 * f, py = z3 * f;
     const double p = k[1] * (1.0 + z5);
-    const double t = z4 / (p / hypot(p, k[2]) * k[11]);
+    const double t = z4 / (p / sqrt(p * p + k[3]) * k[11]);
     const double dt = t - (k[8] + (double)pass * k[9]);
     const double e = sqrt(p * p + k[3]) + k[5] * sin(k[6] + k[7] * dt);
     const double p1 = sqrt(e * e - k[3]);
@@ -227,7 +227,7 @@ __device__ __forceinline__ void rf_item_track(double& z0, double& z1, double& z2
     z1 = qx / ps;
     z3 = qy / ps;
     const double pa = k[4] * (1.0 + delta);
-    z4 = t * (pa / hypot(pa, k[2])) * k[11];
+    z4 = t * (pa / sqrt(pa * pa + k[3])) * k[11];
     if (k[0] > 0.0) exact_drift(z0, z1, z2, z3, z4, k[0]);
 }
 "#;

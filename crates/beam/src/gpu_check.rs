@@ -4,8 +4,9 @@
 //!   with an aperture that loses particles (loss flags identical) and NaN particles;
 //! * apertures: MAXAMP (rectangular, elliptical), RCOL, ECOL lose the same particles at the same
 //!   element and pass on the GPU as on the CPU (precise: bit-identical);
-//! * RF: a ring with one RFCA, 100 passes, GPU within 1e-12 of the CPU (the sine and hypot are
-//!   CUDA's, within ulps of libm's);
+//! * RF: a ring with one RFCA, 100 passes: precise GPU bit-identical to the CPU but for the
+//!   particles whose energy CUDA's sine rounds differently (< 1 %), every difference within 1e-8
+//!   of a coordinate's size (the arrival time t − t_ref amplifies the last bit of t);
 //! * LSC: every GPU histogram strategy gives the CPU's integer histogram; a line of quadrupoles
 //!   and LSCDRIFTs tracked on GPU and CPU agrees to FFT rounding (δ, s) with cuFFT in use.
 
@@ -115,15 +116,20 @@ fn run(program: &Program, b: &mut dyn Backend, o: &TrackOptions) -> Result<Parti
 /// nothing about the tracking (found on an H200, 2026-11-27: 8.5·10⁻¹¹ "relative to the RMS",
 /// three roundings of s).
 fn worst_relative(a: &Particles, b: &Particles) -> f64 {
+    worst_per_coordinate(a, b).into_iter().fold(0.0, f64::max)
+}
+
+/// [`worst_relative`] of each coordinate (x, x', y, y', s, δ).
+fn worst_per_coordinate(a: &Particles, b: &Particles) -> [f64; 6] {
     let ca = a.coords();
     let cb = b.coords();
     let alive: Vec<usize> = (0..a.len()).filter(|&i| a.lost_at[i] == 0 && b.lost_at[i] == 0).collect();
-    let mut worst = 0.0f64;
+    let mut worst = [0.0f64; 6];
     for k in 0..6 {
         let n = alive.len() as f64;
         let rms = (alive.iter().map(|&i| ca[k][i].powi(2)).sum::<f64>() / n).sqrt().max(1e-300);
         for &i in &alive {
-            worst = worst.max((ca[k][i] - cb[k][i]).abs() / rms);
+            worst[k] = worst[k].max((ca[k][i] - cb[k][i]).abs() / rms);
         }
     }
     worst
@@ -256,16 +262,28 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
         let got = run(&rf_program, &mut g, &o)?;
         let same_flags = got.lost_at == want.lost_at && got.lost_pass == want.lost_pass;
         let worst = worst_relative(&want, &got);
-        // Not bit for bit even in the precise mode: the kick's sine and the speeds' hypot are
-        // CUDA's, within 1–2 ulp of the CPU's libm (the other operations are IEEE on both). Over
-        // 100 passes of stable synchrotron motion such differences add up, they do not grow
-        // exponentially: 1e-12 of each coordinate's size is 10⁴ ulp.
-        let passed = same_flags && moved > 1e-4 && worst <= 1e-12;
+        let bits = |q: &Particles| -> Vec<u64> { q.coords().iter().flat_map(|c| c.iter().map(|v| v.to_bits())).collect() };
+        let identical = bits(&got) == bits(&want);
+        let per = worst_per_coordinate(&want, &got);
+        let differ = (0..p.len()).filter(|&i| got.delta[i].to_bits() != want.delta[i].to_bits()).count();
+        // Precise: IEEE operations as on the CPU but the kick's sine, CUDA's, which differs from
+        // libm's by an ulp and now and then changes the rounding of the energy it is added to
+        // (0.2 % of the particles on an H200): those particles must stay under 1 %. Once a
+        // particle's bits differ, and in the fast mode (fused multiply-adds) for every particle,
+        // the difference is set by the conditioning of the arrival time: the cavity takes it as
+        // t − t_ref with t = s/(βc) ≈ 9 µs after 100 passes, so one ulp of t (1.7·10⁻²¹ s) is
+        // 5·10⁻¹² rad of RF phase, a δ error of ≈ 10⁻¹⁴ per pass (5·10⁻¹² of δ's size), and it
+        // reaches x through the dispersion. 1e-8 of a coordinate's size is ~2 000 such
+        // roundings per particle: ELEGANT's s convention, the same on the CPU, not GPU arithmetic
+        // (measured 2026-11-27, H200: precise 1.8·10⁻⁹, fast 3.1·10⁻⁹, docs/validation/beam.md).
+        let bound = 1e-8;
+        let few = if precise { differ * 100 < p.len() } else { true };
+        let passed = same_flags && moved > 1e-4 && few && worst <= bound;
         checks.push(Check {
             name: format!("beam RF cavity GPU = CPU ({})", if precise { "precise" } else { "fast" }),
             passed,
             detail: format!(
-                "{} particles × 100 passes, FODO ring with bends and one RFCA (1 MV, 500 MHz, 180°): largest change of δ on the CPU {moved:.3e} (must exceed 1e-4); loss flags identical: {same_flags}; max |Δ|/size of a coordinate = {worst:.3e} (bound 1e-12: sin and hypot differ by ulps)",
+                "{} particles × 100 passes, FODO ring with bends and one RFCA (1 MV, 500 MHz, 180°): largest change of δ on the CPU {moved:.3e} (must exceed 1e-4); loss flags identical: {same_flags}; bit-identical: {identical} ({differ} particles' δ differ); max |Δ|/size of a coordinate = {worst:.3e} (x, x', y, y', s, δ: {per:?}) (bound {bound:e}, the arrival time's conditioning; precise: fewer than 1 % of the particles differ)",
                 p.len()
             ),
         });
