@@ -84,7 +84,8 @@ def test_track_equals_cli(cli, setup, tmp_path):
     mine = tmp_path / "py"
     lat.track(z, passes=3, aperture=0.01, device="cpu", threads=2, output=mine)
     names = same_files(out, mine)
-    assert "final.parquet" in names and "moments.parquet" in names and len(names) == 5
+    # final, lost (issue #30: every run writes its lost-particle table), moments, three watch files.
+    assert "final.parquet" in names and "lost.parquet" in names and "moments.parquet" in names and len(names) == 6
     run = json.loads((mine / "run.json").read_text())
     assert run["device"].startswith("cpu") and run["command"].startswith("python")
     with pytest.raises(FileExistsError, match="force=True"):
@@ -110,7 +111,7 @@ def test_gaussian_beam_and_streamed_watch_equal_cli(cli, setup, tmp_path):
     r = beam.Lattice(lte).track(p, passes=2, watch="stream", watch_particles=[3, 1400, 9], output=mine,
                                 device="cpu", threads=2)
     names = same_files(out, mine)
-    assert names == ["final.parquet", "fodo-w1.parquet", "moments.parquet"]
+    assert names == ["final.parquet", "fodo-w1.parquet", "lost.parquet", "moments.parquet"]
     w = pq.read_table(mine / "fodo-w1.parquet")
     assert w["pass"].to_pylist() == [0, 0, 0, 1, 1, 1] and w["particle"].to_pylist() == [3, 9, 1400] * 2
     assert r.watch == [] and r.moments.num_rows == 2

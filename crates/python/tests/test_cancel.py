@@ -97,8 +97,12 @@ TOO_SHORT_ON_GPU = {"spline.eval": "a GPU evaluates 10^7 points in about 0.1 s"}
 
 
 def interrupt(code, cwd, settle=1.0):
+    # The child starts with SIGINT at its default: a shell ignores SIGINT in commands it starts in
+    # the background (`cmd &` without job control), and a Python started with SIGINT ignored
+    # installs no KeyboardInterrupt handler, so a CI launched that way would test nothing here.
     p = subprocess.Popen([sys.executable, "-c", code], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=dict(os.environ, WARPDRIVE_PROGRESS="0"))
+                         text=True, env=dict(os.environ, WARPDRIVE_PROGRESS="0"),
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert p.stdout.readline().strip() == "started", p.stderr.read()
     time.sleep(settle)
     assert p.poll() is None, f"the call ended by itself: {p.stderr.read()}"
