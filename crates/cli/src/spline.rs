@@ -84,7 +84,7 @@ pub struct FitArgs {
     /// Output table (photospline FITS).
     #[arg(long, short, default_value = "fit.fits")]
     output: PathBuf,
-    /// The fit runs on the CPU (--threads); a GPU --device is noted and not used.
+    /// The fit runs on one GPU (the first of --device) or on the CPU (--threads), with the same coefficients bit for bit.
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -26,7 +26,9 @@
 pub mod basis;
 pub mod cholesky;
 pub mod glam;
+pub mod gpu;
 pub mod penalty;
+pub mod synthetic;
 
 use crate::fits::Value;
 use crate::table::SplineTable;
@@ -352,16 +354,20 @@ impl<'a> Problem<'a> {
                 penalty::add_kron_penalty(&mut m, &n_ax, d, self.smooth[d], g, self.penalty_order[d] as usize);
             }
         }
-        let wz: Vec<f64> = self
-            .hist
+        let wz = self.weighted_values();
+        let rhs_ops: Vec<Op> = self.bases.iter().map(Op::basis_transposed).collect();
+        let rhs = glam::kron_apply(&rhs_ops, wz, step)?;
+        Ok((m, rhs))
+    }
+
+    /// W∘z, the array the right-hand side BᵀWz contracts (0 where the weight is 0, whatever z is).
+    fn weighted_values(&self) -> Vec<f64> {
+        self.hist
             .w
             .iter()
             .zip(self.hist.z)
             .map(|(&w, &z)| if w > 0.0 { w * z } else { 0.0 })
-            .collect();
-        let rhs_ops: Vec<Op> = self.bases.iter().map(Op::basis_transposed).collect();
-        let rhs = glam::kron_apply(&rhs_ops, wz, step)?;
-        Ok((m, rhs))
+            .collect()
     }
 
     /// The fitted values Bc on the histogram's grid (C order).
@@ -379,7 +385,6 @@ impl<'a> Problem<'a> {
     /// contractions and block columns of the factorisation).
     pub fn solve(&self, progress: &Progress) -> Result<Fit, Error> {
         let (mut m, rhs) = self.normal_equations(progress)?;
-        let naxes = self.naxes();
         let n = rhs.len();
         let mut done = 0;
         cholesky::factor(&mut m, n, |cols| {
@@ -393,6 +398,12 @@ impl<'a> Problem<'a> {
         })?;
         let coefficients = cholesky::solve(&m, n, &rhs);
         drop(m);
+        Ok(self.finish(coefficients))
+    }
+
+    /// The fit of these coefficients: χ² of the fitted values against the histogram.
+    fn finish(&self, coefficients: Vec<f64>) -> Fit {
+        let naxes = self.naxes();
         let f = self.fitted(&coefficients);
         let chi2 = self
             .hist
@@ -402,12 +413,12 @@ impl<'a> Problem<'a> {
             .zip(&f)
             .map(|((&w, &z), &f)| if w > 0.0 { w * (z - f).powi(2) } else { 0.0 })
             .sum();
-        Ok(Fit {
+        Fit {
             coefficients,
             naxes,
             chi2,
             bins: self.hist.w.iter().filter(|&&w| w > 0.0).count(),
-        })
+        }
     }
 
     /// The error of a vanishing pivot: the coefficient, its knot spans, and what to change.
