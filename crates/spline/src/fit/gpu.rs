@@ -90,6 +90,8 @@ pub struct GpuFitStats {
     pub factor_s: f64,
     /// The two triangular solves and the coefficients down.
     pub solve_s: f64,
+    /// The fitted values and χ² (on the CPU, as [`Problem::solve`] computes them).
+    pub finish_s: f64,
 }
 
 /// Bytes of device memory a fit of `problem` needs: the dense matrix, and the two largest arrays
@@ -311,5 +313,8 @@ pub fn solve(problem: &Problem, ordinal: usize, progress: &Progress) -> Result<(
     }
     let coefficients = st.clone_dtoh(&rhs)?;
     stats.solve_s = t3.elapsed().as_secs_f64();
-    Ok((problem.finish(coefficients), stats))
+    let t4 = Instant::now();
+    let fit = problem.finish(coefficients);
+    stats.finish_s = t4.elapsed().as_secs_f64();
+    Ok((fit, stats))
 }
