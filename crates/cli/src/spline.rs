@@ -78,7 +78,7 @@ pub struct FitArgs {
     /// Order of the penalized derivative (≤ the degree; 0 = ridge), one for all axes or one per axis.
     #[arg(long, value_delimiter = ',', default_value = "2")]
     penalty_order: Vec<u32>,
-    /// Axis along which the fit is monotonic (photospline's monodim; not implemented: refused).
+    /// Axis along which the fit does not decrease (photospline's monodim: coefficients as cumulative sums of non-negative increments, so the fit is also ≥ 0; runs on the CPU).
     #[arg(long)]
     monodim: Option<usize>,
     /// Output table (photospline FITS).

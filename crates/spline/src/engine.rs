@@ -1624,6 +1624,13 @@ impl<'a> FitTable<'a> {
             let problem = crate::fit::Problem::new(hist, &self.spec)?;
             ctl.progress.begin("fitting", problem.steps(), "steps");
             let t0 = Instant::now();
+            let gpu = match gpu {
+                Some(i) if problem.monodim.is_some() => {
+                    ctl.note(&format!("device: cpu (monotonic fits run on the CPU; cuda:{i} not used)"));
+                    None
+                }
+                g => g,
+            };
             let (fit, device) = match gpu {
                 Some(i) => {
                     let (fit, stats) = crate::fit::gpu::solve(&problem, i, &ctl.progress)?;

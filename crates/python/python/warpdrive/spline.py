@@ -458,8 +458,9 @@ def fit(z: npt.ArrayLike, w: npt.ArrayLike, centers: Sequence[npt.ArrayLike], kn
     ``knots``: one knot vector per axis as the table stores it (n + order + 1 knots for n
     coefficients; they must cover the centres). ``order`` (B-spline degree, ≤ 5), ``smooth``
     (λ ≥ 0) and ``penalty_order`` (order of the penalized derivative, ≤ the degree): one value
-    for every axis or one per axis. ``monodim`` (monotonic fits) is not implemented and raises
-    ``ValueError``. Returns a :class:`Table` (its header holds SMOOTHi, PENORDi, FITBINS, FITCHI2);
+    for every axis or one per axis. ``monodim``: the axis along which the fit does not
+    decrease (photospline's T-spline basis with non-negative increments, so it is also ≥ 0;
+    monotonic fits run on the CPU). Returns a :class:`Table` (its header holds SMOOTHi, PENORDi, FITBINS, FITCHI2);
     ``open(path, "wb").write(t.to_fits())`` writes it.
     """
     zz = np.asarray(z, dtype=np.float64)

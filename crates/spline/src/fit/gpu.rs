@@ -141,6 +141,13 @@ fn kron_apply(
 
 /// Solve `problem` on GPU `ordinal` (progress and cancellation as [`Problem::solve`]).
 pub fn solve(problem: &Problem, ordinal: usize, progress: &Progress) -> Result<(Fit, GpuFitStats), Error> {
+    if let Some(d) = problem.monodim {
+        return Err(ParamError::new(
+            "monodim",
+            format!("= {d}: monotonic fits run on the CPU (the GPU fitter has no non-negative solver)"),
+        )
+        .into());
+    }
     let t0 = Instant::now();
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
