@@ -151,6 +151,22 @@ pub struct BenchSpline {
     /// Python interpreter that imports photospline (with --against).
     #[arg(long, default_value = "python3", requires = "against")]
     python: PathBuf,
+    /// Instead: time the GLAM fitter (CPU per --threads, and the GPU) on a synthetic histogram of
+    /// --fit-bins bins and --fit-coefs coefficients per axis over --fit-dims axes.
+    #[arg(long, conflicts_with = "against")]
+    fit: bool,
+    /// Axes of the --fit problem.
+    #[arg(long, default_value_t = 4, requires = "fit")]
+    fit_dims: usize,
+    /// Bins per axis of the --fit problem.
+    #[arg(long, default_value_t = 32, requires = "fit")]
+    fit_bins: usize,
+    /// Coefficients per axis of the --fit problem (degree 2).
+    #[arg(long, default_value_t = 10, requires = "fit")]
+    fit_coefs: usize,
+    /// Skip the CPU timings of --fit above this many coefficients (0: never skip).
+    #[arg(long, default_value_t = 0, requires = "fit")]
+    fit_cpu_max_coefs: usize,
     /// JSON result file.
     #[arg(long, default_value = "bench-spline.json")]
     json: PathBuf,
@@ -275,6 +291,20 @@ fn spline(b: &BenchSpline, force: bool) -> Result<()> {
         };
         let out = prepare_file(&b.json, force, &[])?;
         let report = warpdrive_spline::anchor::run(&opts, &ctl, &mut print)?;
+        return save(&report, out, &b.json);
+    }
+    if b.fit {
+        let opts = warpdrive_spline::bench::FitBenchOptions {
+            dims: b.fit_dims,
+            bins: b.fit_bins,
+            coefs: b.fit_coefs,
+            threads: b.common.threads.clone(),
+            cpu_max_coefs: b.fit_cpu_max_coefs,
+            command: crate::command_line(),
+            ..Default::default()
+        };
+        let out = prepare_file(&b.json, force, &[])?;
+        let report = warpdrive_spline::bench::fit(&opts, &ctl, &mut print)?;
         return save(&report, out, &b.json);
     }
     let opts = BenchOptions {

@@ -78,13 +78,13 @@ pub struct FitArgs {
     /// Order of the penalized derivative (≤ the degree; 0 = ridge), one for all axes or one per axis.
     #[arg(long, value_delimiter = ',', default_value = "2")]
     penalty_order: Vec<u32>,
-    /// Axis along which the fit is monotonic (photospline's monodim; not implemented: refused).
+    /// Axis along which the fit does not decrease (photospline's monodim: coefficients as cumulative sums of non-negative increments, so the fit is also ≥ 0; runs on the CPU).
     #[arg(long)]
     monodim: Option<usize>,
     /// Output table (photospline FITS).
     #[arg(long, short, default_value = "fit.fits")]
     output: PathBuf,
-    /// The fit runs on the CPU (--threads); a GPU --device is noted and not used.
+    /// The fit runs on one GPU (the first of --device) or on the CPU (--threads), with the same coefficients bit for bit.
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -129,6 +129,12 @@ impl From<CudaError> for Error {
     }
 }
 
+impl From<cudarc::driver::DriverError> for Error {
+    fn from(e: cudarc::driver::DriverError) -> Self {
+        Error::Device(GpuError::Driver(e))
+    }
+}
+
 impl Error {
     /// The message with parameters spelled in `style` (other kinds read the same everywhere).
     pub fn render(&self, style: Style) -> String {

@@ -504,7 +504,7 @@ fn nd_values<'a>(a: &'a numpy::PyReadonlyArrayDyn<'_, f64>, owned: &'a mut Vec<f
 /// `warpdrive spline fit` (photospline's `glam_fit`): the table fitted to values `z` with
 /// weights `w` on the grid of `centers`.
 #[pyfunction]
-#[pyo3(signature = (z, w, centers, knots, order, smooth, penalty_order, monodim, threads, progress))]
+#[pyo3(signature = (z, w, centers, knots, order, smooth, penalty_order, monodim, device, threads, progress))]
 #[allow(clippy::too_many_arguments)]
 pub fn spline_fit(
     py: Python<'_>,
@@ -516,6 +516,7 @@ pub fn spline_fit(
     smooth: Vec<f64>,
     penalty_order: Vec<u32>,
     monodim: Option<usize>,
+    device: &str,
     threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<SplineTable> {
@@ -529,7 +530,7 @@ pub fn spline_fit(
         penalty_order,
         monodim,
     };
-    let (ctl, notes) = crate::run::control("cpu", threads, false)?;
+    let (ctl, notes) = crate::run::control(device, threads, false)?;
     let input = HistogramInput::Arrays {
         z: zv,
         w: wv,

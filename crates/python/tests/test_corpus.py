@@ -127,7 +127,7 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("spline", "fit: negative smoothing"): _FIT,
     ("spline", "fit: knots for fewer axes than the histogram has"): _FIT,
     ("spline", "fit: a malformed knots option"): _FIT,
-    ("spline", "fit: monodim is refused, not ignored"): _FIT,
+    ("spline", "fit: a monodim beyond the histogram's axes"): _FIT,
     ("spline", "fit: no weight column"): _FIT,
     ("spline", "fit: a bin given twice"): _FIT,
     ("spline", "fit: a truncated .npz"): _FIT,

@@ -294,10 +294,18 @@ def test_fit_refits_its_own_table_and_equals_cli(cli, tmp_path):
     assert np.array_equal(spline.Table(out).coefficients, t.coefficients)
 
 
+def test_fit_monodim_does_not_decrease():
+    z, w, centers, knots = _fit_case()
+    t = spline.fit(z, w, centers, knots, order=2, smooth=1e-3, monodim=1, device="cpu")
+    c = np.asarray(t.coefficients)
+    assert np.all(np.diff(c, axis=1) >= -1e-12 * np.abs(c).max())
+    assert np.all(c >= -1e-12 * np.abs(c).max())
+
+
 def test_fit_bad_inputs():
     z, w, centers, knots = _fit_case()
-    with pytest.raises(ValueError, match="monodim = 0: monotonic fits"):
-        spline.fit(z, w, centers, knots, order=2, smooth=1.0, monodim=0)
+    with pytest.raises(ValueError, match=r"monodim = 2, but the histogram has 2 axes \(0 to 1\)"):
+        spline.fit(z, w, centers, knots, order=2, smooth=1.0, monodim=2)
     bad = w.copy()
     bad[1, 2] = np.nan
     with pytest.raises(ValueError, match=r"w at bin \[1, 2\] is NaN"):

@@ -291,3 +291,127 @@ mod tests {
         assert_eq!(refused(o), "--threads: every thread count must be at least 1");
     }
 }
+
+/// What `bench spline --fit` times: a synthetic fit ([`crate::fit::synthetic::problem`]) of
+/// `bins` bins and `coefs` coefficients per axis over `dims` axes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitBenchOptions {
+    pub dims: usize,
+    pub bins: usize,
+    pub coefs: usize,
+    pub smooth: f64,
+    /// CPU thread counts (empty: 1 and all cores).
+    pub threads: Vec<usize>,
+    /// Skip the CPU timings above this many coefficients (their time grows as n³); 0: never.
+    pub cpu_max_coefs: usize,
+    pub command: String,
+}
+
+impl Default for FitBenchOptions {
+    fn default() -> Self {
+        Self {
+            dims: 4,
+            bins: 32,
+            coefs: 10,
+            smooth: 1e-2,
+            threads: Vec::new(),
+            cpu_max_coefs: 0,
+            command: String::new(),
+        }
+    }
+}
+
+/// Time the GLAM fitter on the CPU (per thread count) and on the control's GPU, the same problem
+/// and, where both ran, whether their coefficients are bit for bit the same.
+pub fn fit(o: &FitBenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport> {
+    use crate::fit::{gpu, synthetic, Problem};
+    use warpdrive_core::progress::Progress;
+    if o.dims == 0 || o.dims > crate::fit::MAX_FIT_DIM {
+        return Err(ParamError::new("fit_dims", format!("{}: fits take 1 to {} axes", o.dims, crate::fit::MAX_FIT_DIM)).into());
+    }
+    if o.coefs < 3 || o.bins < o.coefs {
+        return Err(ParamError::new(
+            "fit_coefs",
+            format!(
+                "{} with {} bins per axis: at least 3 coefficients and no more than the bins",
+                o.coefs, o.bins
+            ),
+        )
+        .into());
+    }
+    let cells = (o.bins as u64).checked_pow(o.dims as u32).unwrap_or(u64::MAX);
+    warpdrive_core::limits::check_alloc("fit_bins", cells, 3 * 8, "fit fewer bins")?;
+    let threads = bench::thread_counts(&o.threads)?;
+    let gpu_dev = bench::gpus(ctl)?.map(|d| d[0]);
+    let s = synthetic::problem(o.dims, o.bins, o.coefs, o.smooth, 0, 1);
+    let p = Problem::new(s.histogram(), &s.spec)?;
+    let n: usize = p.naxes().iter().product();
+    let mut report = Report {
+        lines,
+        json: serde_json::Map::new(),
+    };
+    report.add(
+        format!(
+            "fit {}-D: {} bins, {n} coefficients (degree 2, {} per axis), dense normal matrix {:.2} GB",
+            o.dims,
+            s.z.len(),
+            o.coefs,
+            8.0 * (n * n) as f64 / 1e9
+        ),
+        "fit problem".into(),
+        serde_json::json!({"dims": o.dims, "bins": s.z.len(), "coefficients": n}),
+    );
+    let mut cpu: Option<(Vec<f64>, f64)> = None;
+    if o.cpu_max_coefs == 0 || n <= o.cpu_max_coefs {
+        for &t in &threads {
+            let (r, secs) = bench::timed(ctl, t, || p.solve(&Progress::hidden()))?;
+            let f = r?;
+            report.add(
+                format!("fit cpu {t:>2} thread(s) {secs:>10.3} s"),
+                format!("fit cpu{t} s"),
+                serde_json::json!(secs),
+            );
+            if t == 1 || cpu.is_none() {
+                cpu = Some((f.coefficients, secs));
+            }
+        }
+    }
+    if let Some(dev) = gpu_dev {
+        ctl.check()?;
+        // The first call compiles or loads the kernels; the second is the one timed.
+        let _ = gpu::solve(&p, dev, &Progress::hidden())?;
+        let t0 = std::time::Instant::now();
+        let (g, st) = gpu::solve(&p, dev, &Progress::hidden())?;
+        let secs = t0.elapsed().as_secs_f64();
+        let versus = cpu.as_ref().map(|(c, cpu_s)| {
+            let same = c.iter().zip(&g.coefficients).all(|(a, b)| a.to_bits() == b.to_bits());
+            (same, cpu_s / secs)
+        });
+        report.add(
+            format!(
+                "fit gpu ({}) {secs:>10.3} s: load {:.4} s, assemble {:.4} s, factor {:.4} s ({:.0} GFLOP/s, n³/3), solve {:.4} s, χ² on the CPU {:.4} s{}",
+                st.device,
+                st.load_s,
+                st.assemble_s,
+                st.factor_s,
+                (n as f64).powi(3) / 3.0 / st.factor_s / 1e9,
+                st.solve_s,
+                st.finish_s,
+                match versus {
+                    Some((same, x)) => format!(
+                        "; {x:.1}× the first CPU timing; coefficients {}",
+                        if same { "bit for bit the CPU's" } else { "DIFFER from the CPU's" }
+                    ),
+                    None => String::new(),
+                }
+            ),
+            "fit gpu".into(),
+            serde_json::json!({"s": secs, "load_s": st.load_s, "finish_s": st.finish_s, "assemble_s": st.assemble_s, "factor_s": st.factor_s, "solve_s": st.solve_s,
+                "device": st.device, "identical_to_cpu": versus.map(|v| v.0), "speedup_vs_cpu": versus.map(|v| v.1)}),
+        );
+    }
+    report.json.insert("command".into(), serde_json::json!(o.command));
+    Ok(BenchReport {
+        json: format!("{:#}\n", serde_json::Value::Object(report.json)),
+    })
+}

@@ -1603,13 +1603,18 @@ impl<'a> FitTable<'a> {
         (self.z.len(), n.product())
     }
 
-    /// Fit on the CPU threads of the control (a GPU device is noted and not used: the GPU
-    /// fitter is not implemented). Cancelled between the GLAM contractions and between block
-    /// columns of the factorisation.
+    /// Fit on the control's device: the CPU threads, or one GPU (of several, the first; the
+    /// GPU's coefficients equal the CPU's bit for bit, see [`crate::fit::gpu`]). Cancelled
+    /// between the GLAM contractions and between block columns of the factorisation.
     pub fn run(&self, ctl: &Control) -> Result<FitResult> {
-        if matches!(ctl.device, Device::Cuda(_) | Device::CudaAll) {
-            ctl.note(&format!("device: cpu (the fitter runs on the CPU; {} not used)", ctl.device));
-        }
+        let gpu = match ctl.gpus()? {
+            Some(d) if d.len() > 1 => {
+                ctl.note(&format!("device: the fitter runs on one GPU, cuda:{}", d[0]));
+                Some(d[0])
+            }
+            Some(d) => d.first().copied(),
+            None => None,
+        };
         ctl.install(|| {
             let hist = crate::fit::Histogram {
                 z: &self.z,
@@ -1619,7 +1624,20 @@ impl<'a> FitTable<'a> {
             let problem = crate::fit::Problem::new(hist, &self.spec)?;
             ctl.progress.begin("fitting", problem.steps(), "steps");
             let t0 = Instant::now();
-            let fit = problem.solve(&ctl.progress)?;
+            let gpu = match gpu {
+                Some(i) if problem.monodim.is_some() => {
+                    ctl.note(&format!("device: cpu (monotonic fits run on the CPU; cuda:{i} not used)"));
+                    None
+                }
+                g => g,
+            };
+            let (fit, device) = match gpu {
+                Some(i) => {
+                    let (fit, stats) = crate::fit::gpu::solve(&problem, i, &ctl.progress)?;
+                    (fit, stats.device)
+                }
+                None => (problem.solve(&ctl.progress)?, cpu_device()),
+            };
             ctl.check()?;
             let mut table = problem.table(&fit);
             table.aux.extend(self.header.iter().cloned());
@@ -1633,7 +1651,7 @@ impl<'a> FitTable<'a> {
                 chi2: fit.chi2,
                 bins: fit.bins,
                 seconds: t0.elapsed().as_secs_f64(),
-                device: cpu_device(),
+                device,
             })
         })?
     }

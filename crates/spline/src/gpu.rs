@@ -126,7 +126,10 @@ pub fn prebuilt_builds(scope: warpdrive_core::kernels::Scope) -> Vec<warpdrive_c
         }
     }
 
-    let mut out = Vec::new();
+    let mut out: Vec<Build> = crate::fit::gpu::KERNELS
+        .iter()
+        .map(|&(name, src, _)| Build::new(name, src, true, Vec::new()))
+        .collect();
     let shipped = |s: &[u32]| s == [2, 2, 2] || s == [2, 2, 2, 3];
     for precise in [false, true] {
         for s in shapes.iter().filter(|s| all || !precise || shipped(s)) {
@@ -406,7 +409,10 @@ pub fn response(
     ))
 }
 
-/// The builds `warpdrive doctor` checks (fast and precise).
+/// The builds `warpdrive doctor` checks: the evaluator fast and precise, the fitter's kernels
+/// precise only (they must equal the CPU bit for bit).
 pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
-    warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, true)
+    let mut sets = warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, true);
+    sets.extend(warpdrive_core::doctor::KernelSet::fixed(crate::fit::gpu::KERNELS, &[], false));
+    sets
 }

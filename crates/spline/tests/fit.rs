@@ -584,9 +584,9 @@ fn bad_requests_are_refused_with_the_field() {
 
     let c = small();
     let mut spec = c.spec();
-    spec.monodim = Some(1);
+    spec.monodim = Some(2);
     let e = Problem::new(c.hist(), &spec).unwrap_err().to_string();
-    assert!(e.starts_with("monodim = 1: monotonic fits") && e.contains("not implemented"), "{e}");
+    assert!(e.starts_with("monodim = 2, but the histogram has 2 axes (0 to 1)"), "{e}");
 
     let seven: Vec<Vec<f64>> = vec![vec![0.5]; 7];
     let hist = Histogram {
@@ -848,4 +848,112 @@ fn a_raised_cancel_stops_the_fit() {
     assert_eq!(done.table.naxes, vec![6, 5]);
     ctl.cancel.cancel();
     assert!(matches!(req.run(&ctl), Err(Error::Cancelled(_))));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Monotonic fits (monodim): coefficients written as cumulative sums of non-negative increments.
+
+/// A CDF-like rise sampled with Gaussian noise of σ = 0.04 on `m` centres of [0, 1] per axis
+/// (2-D: the rise along axis 1, its position moving with axis 0), weights 1/σ².
+fn rising_case(seed: u64, nd: usize, m: usize, n: usize) -> Case {
+    let mut r = rng(seed);
+    let k = 2usize;
+    let kn: Vec<Vec<f64>> = (0..nd).map(|_| knots(0.0, 1.0, n, k, 0.0, &mut r)).collect();
+    let cs = centers(0.0, 1.0, m);
+    let cells = m.pow(nd as u32);
+    let mut z = Vec::with_capacity(cells);
+    for c in 0..cells {
+        let (x0, x1) = if nd == 1 { (0.5, cs[c]) } else { (cs[c / m], cs[c % m]) };
+        let mu = 1.0 / (1.0 + (-(x1 - 0.3 - 0.3 * x0) / 0.05).exp());
+        z.push(mu + 0.04 * r.normal());
+    }
+    Case {
+        knots: kn,
+        order: vec![k as u32; nd],
+        smooth: vec![1e-6; nd],
+        penalty_order: vec![2; nd],
+        centers: vec![cs; nd],
+        z,
+        w: vec![1.0 / (0.04 * 0.04); cells],
+    }
+}
+
+/// Along axis `axis` of coefficients of shape `n_ax`: the most negative step c_{i+1} − c_i.
+fn worst_step(c: &[f64], n_ax: &[usize], axis: usize) -> f64 {
+    let stride: usize = n_ax[axis + 1..].iter().product();
+    let na = n_ax[axis];
+    let mut worst = f64::INFINITY;
+    for l in 0..c.len() / na {
+        let s = l / stride * na * stride + l % stride;
+        for i in 0..na - 1 {
+            worst = worst.min(c[s + (i + 1) * stride] - c[s + i * stride]);
+        }
+    }
+    worst
+}
+
+#[test]
+fn monotonic_fits_do_not_decrease_where_the_free_fit_does() {
+    for (nd, seed) in [(1usize, 3u64), (2, 5)] {
+        let c = rising_case(seed, nd, 60, 16);
+        let axis = nd - 1;
+        let (p, free) = solve(&c);
+        let n_ax = p.naxes();
+        // The noise with little smoothing makes the unconstrained fit wiggle down somewhere
+        // (otherwise this test could not fail).
+        let free_step = worst_step(&free.coefficients, &n_ax, axis);
+        assert!(free_step < -1e-3, "{nd}-D: the free fit is already monotonic ({free_step})");
+        let mut spec = c.spec();
+        spec.monodim = Some(axis);
+        let pm = Problem::new(c.hist(), &spec).unwrap();
+        let mono = pm.solve(&Progress::hidden()).unwrap();
+        let scale = mono.coefficients.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+        let step = worst_step(&mono.coefficients, &n_ax, axis);
+        // Cumulative sums of non-negative increments: no step below rounding (1e-12 of the scale).
+        assert!(step >= -1e-12 * scale, "{nd}-D: step {step}");
+        assert!(
+            mono.coefficients.iter().all(|&v| v >= -1e-12 * scale),
+            "{nd}-D: a negative coefficient"
+        );
+        // The constraint costs χ² against the free fit, but the fit stays consistent with the
+        // noise of data that rise: χ² within 3σ of its expectation for the true curve, m ± 3√(2m)
+        // for m bins.
+        let m = c.z.len() as f64;
+        assert!(
+            mono.chi2 >= free.chi2 * (1.0 - 1e-12) && mono.chi2 < m + 3.0 * (2.0 * m).sqrt(),
+            "{nd}-D: χ² {} (free fit {}) for {m} bins",
+            mono.chi2,
+            free.chi2
+        );
+        // The table evaluates to a non-decreasing function along the axis.
+        let t = pm.table(&mono);
+        let mut prev = f64::NEG_INFINITY;
+        for i in 0..=400 {
+            let mut x = vec![0.37; nd];
+            x[axis] = i as f64 / 400.0;
+            let v = t.evaluate(&x);
+            assert!(v >= prev - 1e-6, "{nd}-D: f decreases at {x:?}: {prev} → {v}");
+            prev = v;
+        }
+        assert!(t.aux.iter().any(|(k, _)| k == "MONODIM"), "the table records its monotonic axis");
+    }
+}
+
+#[test]
+fn monotonic_fit_of_rising_data_is_the_free_fit() {
+    // Heavy smoothing of a clean rise: the free solution already has positive steps, so the
+    // constraint is inactive and the two solutions agree to rounding.
+    let mut c = rising_case(11, 1, 80, 10);
+    c.z = c.centers[0].iter().map(|x| 0.1 + x).collect();
+    c.smooth = vec![1.0];
+    let (p, free) = solve(&c);
+    assert!(worst_step(&free.coefficients, &p.naxes(), 0) > 1e-3);
+    let mut spec = c.spec();
+    spec.monodim = Some(0);
+    let mono = Problem::new(c.hist(), &spec).unwrap().solve(&Progress::hidden()).unwrap();
+    assert!(
+        max_rel(&mono.coefficients, &free.coefficients) < 1e-9,
+        "{:e}",
+        max_rel(&mono.coefficients, &free.coefficients)
+    );
 }

@@ -184,6 +184,7 @@ def spline_fit(
     smooth: list[float],
     penalty_order: list[int],
     monodim: int | None,
+    device: str,
     threads: int | None,
     progress: _Progress,
 ) -> SplineTable: ...

@@ -447,17 +447,20 @@ def _per_axis(v: Union[float, Sequence[float], npt.ArrayLike], kind: type) -> li
 def fit(z: npt.ArrayLike, w: npt.ArrayLike, centers: Sequence[npt.ArrayLike], knots: Sequence[npt.ArrayLike],
         order: Union[int, Sequence[int]], smooth: Union[float, Sequence[float]],
         penalty_order: Union[int, Sequence[int]] = 2, monodim: Optional[int] = None,
-        threads: Optional[int] = None, progress: Progress = None) -> Table:
+        device: str = "auto", threads: Optional[int] = None, progress: Progress = None) -> Table:
     """Fit a table to a histogram, as ``warpdrive spline fit`` (photospline's ``glam_fit``, same
-    argument meanings): penalized tensor-product B-splines by the GLAM algorithm, on the CPU.
+    argument meanings): penalized tensor-product B-splines by the GLAM algorithm, on one GPU
+    (``device="cuda"``, ``"cuda:N"``; ``"auto"`` when there is one) or on the CPU (``"cpu"``,
+    ``threads``), with the same coefficients bit for bit.
 
     ``z``: the values, an N-D array (N ≤ 6) over the grid of ``centers`` (one 1-D array of bin
     centres per axis); ``w``: the weights, same shape (inverse variances; 0 for empty bins).
     ``knots``: one knot vector per axis as the table stores it (n + order + 1 knots for n
     coefficients; they must cover the centres). ``order`` (B-spline degree, ≤ 5), ``smooth``
     (λ ≥ 0) and ``penalty_order`` (order of the penalized derivative, ≤ the degree): one value
-    for every axis or one per axis. ``monodim`` (monotonic fits) is not implemented and raises
-    ``ValueError``. Returns a :class:`Table` (its header holds SMOOTHi, PENORDi, FITBINS, FITCHI2);
+    for every axis or one per axis. ``monodim``: the axis along which the fit does not
+    decrease (photospline's T-spline basis with non-negative increments, so it is also ≥ 0;
+    monotonic fits run on the CPU). Returns a :class:`Table` (its header holds SMOOTHi, PENORDi, FITBINS, FITCHI2);
     ``open(path, "wb").write(t.to_fits())`` writes it.
     """
     zz = np.asarray(z, dtype=np.float64)
@@ -468,7 +471,7 @@ def fit(z: npt.ArrayLike, w: npt.ArrayLike, centers: Sequence[npt.ArrayLike], kn
     try:
         native = _warpdrive.spline_fit(zz, ww, cs, ks, _per_axis(order, int), _per_axis(smooth, float),
                                        _per_axis(penalty_order, int), None if monodim is None else int(monodim),
-                                       threads, cb)
+                                       device, threads, cb)
     finally:
         close()
     t = Table.__new__(Table)

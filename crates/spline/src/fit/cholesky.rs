@@ -43,61 +43,24 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// Factor `a` (n × n, row-major, lower triangle used) in place. `tick(columns_done)` is called
 /// after each block column; it returns false to stop.
+///
+/// The three phases of a block column are separate functions, each twinned by a kernel of the
+/// same name in `kernels/cholesky.cu` that performs the same floating-point operations in the
+/// same order (every sum is a [`dot`]), so the GPU factor is bit for bit this one.
 pub fn factor(a: &mut [f64], n: usize, mut tick: impl FnMut(usize) -> bool) -> Result<(), Stop> {
     assert_eq!(a.len(), n * n);
     let diag: Vec<f64> = (0..n).map(|i| a[i * n + i]).collect();
-    // A pivot below this fraction of its original diagonal is rounding noise of a singular
-    // direction (cancellation of n terms at machine precision).
-    let tol = (n as f64) * f64::EPSILON;
+    let tol = pivot_tolerance(n);
     let mut panel = Vec::new();
     let mut kb = 0;
     while kb < n {
         let b = NB.min(n - kb);
-        // 1. The diagonal block, by Algorithm 4.2.1 (already updated by earlier blocks).
-        for j in kb..kb + b {
-            let rj = &a[j * n..j * n + n];
-            let s = rj[j] - dot(&rj[kb..j], &rj[kb..j]);
-            if s.is_nan() || s <= tol * diag[j] || !s.is_finite() {
-                return Err(Stop::Singular {
-                    index: j,
-                    pivot: s,
-                    diagonal: diag[j],
-                });
-            }
-            let ljj = s.sqrt();
-            a[j * n + j] = ljj;
-            for i in j + 1..kb + b {
-                let (top, bottom) = a.split_at_mut(i * n);
-                let rj = &top[j * n..j * n + n];
-                let ri = &mut bottom[..n];
-                ri[j] = (ri[j] - dot(&ri[kb..j], &rj[kb..j])) / ljj;
-            }
+        factor_diagonal_block(a, n, kb, b, &diag, tol)?;
+        if kb + b < n {
+            solve_panel(a, n, kb, b);
+            update_trailing(a, n, kb, b, &mut panel);
         }
-        let end = kb + b;
-        if end < n {
-            // 2. Panel: rows below solve L_21 L_11ᵀ = A_21 by forward substitution.
-            let (top, bottom) = a.split_at_mut(end * n);
-            let l11: Vec<&[f64]> = (kb..end).map(|j| &top[j * n + kb..j * n + end]).collect();
-            bottom.par_chunks_mut(n).for_each(|ri| {
-                for c in 0..b {
-                    let s = ri[kb + c] - dot(&ri[kb..kb + c], &l11[c][..c]);
-                    ri[kb + c] = s / l11[c][c];
-                }
-            });
-            // 3. Trailing update A_22 −= L_21 L_21ᵀ (lower triangle), from a packed copy of the panel.
-            panel.clear();
-            for ri in bottom.chunks(n) {
-                panel.extend_from_slice(&ri[kb..end]);
-            }
-            let panel = &panel;
-            bottom.par_chunks_mut(n).enumerate().for_each(|(r, ri)| {
-                let li = &panel[r * b..(r + 1) * b];
-                for c in 0..=r {
-                    ri[end + c] -= dot(li, &panel[c * b..(c + 1) * b]);
-                }
-            });
-        }
-        kb = end;
+        kb += b;
         if !tick(kb) {
             return Err(Stop::Cancelled);
         }
@@ -105,21 +68,103 @@ pub fn factor(a: &mut [f64], n: usize, mut tick: impl FnMut(usize) -> bool) -> R
     Ok(())
 }
 
-/// Solve L Lᵀ x = y with the factor of [`factor`] (forward, then backward substitution).
+/// A pivot below this fraction of its original diagonal is rounding noise of a singular
+/// direction (cancellation of n terms at machine precision).
+pub fn pivot_tolerance(n: usize) -> f64 {
+    (n as f64) * f64::EPSILON
+}
+
+/// Block width of [`factor`] (the GPU twin uses the same blocks).
+pub const BLOCK: usize = NB;
+
+/// Phase 1: the diagonal block of rows and columns kb..kb+b, already updated by the earlier
+/// blocks, by Algorithm 4.2.1 (column j: its pivot, then the rows below it in the block).
+pub fn factor_diagonal_block(a: &mut [f64], n: usize, kb: usize, b: usize, diag: &[f64], tol: f64) -> Result<(), Stop> {
+    for j in kb..kb + b {
+        let rj = &a[j * n..j * n + n];
+        let s = rj[j] - dot(&rj[kb..j], &rj[kb..j]);
+        if s.is_nan() || s <= tol * diag[j] || !s.is_finite() {
+            return Err(Stop::Singular {
+                index: j,
+                pivot: s,
+                diagonal: diag[j],
+            });
+        }
+        let ljj = s.sqrt();
+        a[j * n + j] = ljj;
+        for i in j + 1..kb + b {
+            let (top, bottom) = a.split_at_mut(i * n);
+            let rj = &top[j * n..j * n + n];
+            let ri = &mut bottom[..n];
+            ri[j] = (ri[j] - dot(&ri[kb..j], &rj[kb..j])) / ljj;
+        }
+    }
+    Ok(())
+}
+
+/// Phase 2: the panel, rows kb+b.. of columns kb..kb+b, solves L_21 L_11ᵀ = A_21 by forward
+/// substitution, each row on its own.
+pub fn solve_panel(a: &mut [f64], n: usize, kb: usize, b: usize) {
+    let end = kb + b;
+    let (top, bottom) = a.split_at_mut(end * n);
+    let l11: Vec<&[f64]> = (kb..end).map(|j| &top[j * n + kb..j * n + end]).collect();
+    bottom.par_chunks_mut(n).for_each(|ri| {
+        for c in 0..b {
+            let s = ri[kb + c] - dot(&ri[kb..kb + c], &l11[c][..c]);
+            ri[kb + c] = s / l11[c][c];
+        }
+    });
+}
+
+/// Phase 3: the trailing update A_22 −= L_21 L_21ᵀ (lower triangle), each element one [`dot`] of
+/// two panel rows (read from a packed copy of the panel, `scratch`).
+pub fn update_trailing(a: &mut [f64], n: usize, kb: usize, b: usize, scratch: &mut Vec<f64>) {
+    let end = kb + b;
+    let (_, bottom) = a.split_at_mut(end * n);
+    scratch.clear();
+    for ri in bottom.chunks(n) {
+        scratch.extend_from_slice(&ri[kb..end]);
+    }
+    let panel = &*scratch;
+    bottom.par_chunks_mut(n).enumerate().for_each(|(r, ri)| {
+        let li = &panel[r * b..(r + 1) * b];
+        for c in 0..=r {
+            ri[end + c] -= dot(li, &panel[c * b..(c + 1) * b]);
+        }
+    });
+}
+
+/// Solve L Lᵀ x = y with the factor of [`factor`]: [`solve_lower`], then [`solve_upper`].
 pub fn solve(l: &[f64], n: usize, y: &[f64]) -> Vec<f64> {
+    solve_upper(l, n, &solve_lower(l, n, y))
+}
+
+/// Forward substitution L x = y: x_i = (y_i − Σ_{j<i} L_ij x_j) / L_ii, the sum subtracted term
+/// by term in ascending j (the order the GPU's column sweep also has).
+pub fn solve_lower(l: &[f64], n: usize, y: &[f64]) -> Vec<f64> {
     let mut x = y.to_vec();
     for i in 0..n {
-        let row = &l[i * n..i * n + i];
-        x[i] = (x[i] - dot(row, &x[..i])) / l[i * n + i];
-    }
-    for i in (0..n).rev() {
         let mut s = x[i];
-        for j in i + 1..n {
-            s -= l[j * n + i] * x[j];
+        for (lij, xj) in l[i * n..i * n + i].iter().zip(&x[..i]) {
+            s -= lij * xj;
         }
         x[i] = s / l[i * n + i];
     }
     x
+}
+
+/// Backward substitution Lᵀ x = y: x_j = s_j / L_jj for j from the last down, where s starts
+/// at y and, once x_j is known, s_i −= L_ji x_j for every i < j (row j of L, contiguous).
+pub fn solve_upper(l: &[f64], n: usize, y: &[f64]) -> Vec<f64> {
+    let mut s = y.to_vec();
+    for j in (0..n).rev() {
+        let xj = s[j] / l[j * n + j];
+        s[j] = xj;
+        for (si, lji) in s[..j].iter_mut().zip(&l[j * n..j * n + j]) {
+            *si -= lji * xj;
+        }
+    }
+    s
 }
 
 #[cfg(test)]

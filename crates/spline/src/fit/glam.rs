@@ -51,6 +51,30 @@ impl Op {
         &self.entries[self.offsets[c]..self.offsets[c + 1]]
     }
 
+    /// X by rows (CSR, for the GPU's ρ): row offsets (rows + 1), columns, values; each row's
+    /// entries in ascending column, the order in which [`rho`] accumulates them.
+    pub fn by_rows(&self) -> (Vec<u32>, Vec<u32>, Vec<f64>) {
+        let mut count = vec![0u32; self.rows + 1];
+        for &(row, _) in &self.entries {
+            count[row as usize + 1] += 1;
+        }
+        for r in 0..self.rows {
+            count[r + 1] += count[r];
+        }
+        let mut next = count.clone();
+        let mut cols = vec![0u32; self.entries.len()];
+        let mut vals = vec![0.0; self.entries.len()];
+        for c in 0..self.cols() {
+            for &(row, v) in self.column(c) {
+                let at = next[row as usize] as usize;
+                cols[at] = c as u32;
+                vals[at] = v;
+                next[row as usize] += 1;
+            }
+        }
+        (count, cols, vals)
+    }
+
     /// B_dᵀ (n_d × m_d): column x holds row x of B_d.
     pub fn basis_transposed(b: &AxisBasis) -> Self {
         Self::from_columns(b.n, b.rows(), |x, e| e.extend(b.row(x).map(|(i, v)| (i as u32, v))))

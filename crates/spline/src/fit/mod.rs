@@ -21,12 +21,15 @@
 //! cover the centres, degrees above 5, more than 6 axes, penalty orders above the degree,
 //! coefficient spans without data where nothing regularises them (the matrix would be singular),
 //! and the memory of the dense normal matrix (through [`warpdrive_core::limits`]).
-//! Monotonic fits (photospline's `monodim`) are refused: not implemented.
+//! Monotonic fits (photospline's `monodim`): [`monotonic`], on the CPU.
 
 pub mod basis;
 pub mod cholesky;
 pub mod glam;
+pub mod gpu;
+pub mod monotonic;
 pub mod penalty;
+pub mod synthetic;
 
 use crate::fits::Value;
 use crate::table::SplineTable;
@@ -75,6 +78,8 @@ pub struct Problem<'a> {
     bases: Vec<AxisBasis>,
     /// D_dᵀD_d of each penalized axis.
     grams: Vec<Option<Vec<Vec<f64>>>>,
+    /// The axis along which the fit does not decrease ([`monotonic`]).
+    pub monodim: Option<usize>,
 }
 
 /// The solution.
@@ -119,11 +124,16 @@ impl<'a> Problem<'a> {
             return Err(ParamError::new("centers", format!("has {nd} axes: fits take 1 to {MAX_FIT_DIM}")).into());
         }
         if let Some(d) = spec.monodim {
-            return Err(ParamError::new(
-                "monodim",
-                format!("= {d}: monotonic fits (photospline's T-spline basis with non-negative least squares) are not implemented; fit without it"),
-            )
-            .into());
+            if d >= nd {
+                return Err(ParamError::new(
+                    "monodim",
+                    format!(
+                        "= {d}, but the histogram has {nd} axes (0 to {}): the monotonic axis must be one of them",
+                        nd - 1
+                    ),
+                )
+                .into());
+            }
         }
         if spec.knots.len() != nd {
             return Err(ParamError::new("knots", format!("has {} knot vectors for {nd} axes of centres", spec.knots.len())).into());
@@ -278,6 +288,7 @@ impl<'a> Problem<'a> {
             penalty_order,
             bases,
             grams,
+            monodim: spec.monodim,
         };
         me.check_spans()?;
         Ok(me)
@@ -352,16 +363,20 @@ impl<'a> Problem<'a> {
                 penalty::add_kron_penalty(&mut m, &n_ax, d, self.smooth[d], g, self.penalty_order[d] as usize);
             }
         }
-        let wz: Vec<f64> = self
-            .hist
+        let wz = self.weighted_values();
+        let rhs_ops: Vec<Op> = self.bases.iter().map(Op::basis_transposed).collect();
+        let rhs = glam::kron_apply(&rhs_ops, wz, step)?;
+        Ok((m, rhs))
+    }
+
+    /// W∘z, the array the right-hand side BᵀWz contracts (0 where the weight is 0, whatever z is).
+    fn weighted_values(&self) -> Vec<f64> {
+        self.hist
             .w
             .iter()
             .zip(self.hist.z)
             .map(|(&w, &z)| if w > 0.0 { w * z } else { 0.0 })
-            .collect();
-        let rhs_ops: Vec<Op> = self.bases.iter().map(Op::basis_transposed).collect();
-        let rhs = glam::kron_apply(&rhs_ops, wz, step)?;
-        Ok((m, rhs))
+            .collect()
     }
 
     /// The fitted values Bc on the histogram's grid (C order).
@@ -378,8 +393,20 @@ impl<'a> Problem<'a> {
     /// Solve the penalized normal equations (progress in [`Problem::steps`]; cancelled between
     /// contractions and block columns of the factorisation).
     pub fn solve(&self, progress: &Progress) -> Result<Fit, Error> {
-        let (mut m, rhs) = self.normal_equations(progress)?;
-        let naxes = self.naxes();
+        let (mut m, mut rhs) = self.normal_equations(progress)?;
+        if let Some(axis) = self.monodim {
+            let n_ax = self.naxes();
+            monotonic::transform(&mut m, &mut rhs, &n_ax, axis);
+            let (a, _) = monotonic::nnls(&m, &rhs, || !progress.should_stop()).map_err(|e| match e {
+                monotonic::Stop::Cancelled => Error::Cancelled(Cancelled),
+                monotonic::Stop::Singular { index, pivot, diagonal } => self.singular(index, pivot, diagonal).into(),
+                monotonic::Stop::NoConvergence(k) => Error::Failed(format!(
+                    "the monotonic fit found no solution in {k} exchanges of its active set (block principal pivoting); fit with more smoothing"
+                )),
+            })?;
+            progress.add(rhs.len() as u64);
+            return Ok(self.finish(monotonic::coefficients(&a, &n_ax, axis)));
+        }
         let n = rhs.len();
         let mut done = 0;
         cholesky::factor(&mut m, n, |cols| {
@@ -393,6 +420,12 @@ impl<'a> Problem<'a> {
         })?;
         let coefficients = cholesky::solve(&m, n, &rhs);
         drop(m);
+        Ok(self.finish(coefficients))
+    }
+
+    /// The fit of these coefficients: χ² of the fitted values against the histogram.
+    fn finish(&self, coefficients: Vec<f64>) -> Fit {
+        let naxes = self.naxes();
         let f = self.fitted(&coefficients);
         let chi2 = self
             .hist
@@ -402,12 +435,12 @@ impl<'a> Problem<'a> {
             .zip(&f)
             .map(|((&w, &z), &f)| if w > 0.0 { w * (z - f).powi(2) } else { 0.0 })
             .sum();
-        Ok(Fit {
+        Fit {
             coefficients,
             naxes,
             chi2,
             bins: self.hist.w.iter().filter(|&&w| w > 0.0).count(),
-        })
+        }
     }
 
     /// The error of a vanishing pivot: the coefficient, its knot spans, and what to change.
@@ -441,6 +474,9 @@ impl<'a> Problem<'a> {
         for d in 0..self.order.len() {
             t.aux.push((format!("SMOOTH{d}"), Value::Float(self.smooth[d])));
             t.aux.push((format!("PENORD{d}"), Value::Int(i64::from(self.penalty_order[d]))));
+        }
+        if let Some(d) = self.monodim {
+            t.aux.push(("MONODIM".into(), Value::Int(d as i64)));
         }
         t.aux.push(("FITBINS".into(), Value::Int(fit.bins as i64)));
         t.aux.push(("FITCHI2".into(), Value::Float(fit.chi2)));
