@@ -110,6 +110,89 @@ pub fn sincos_turn(t: f32) -> (f32, f32) {
     )
 }
 
+/// [`ln`] of four floats, lane by lane: the same operations on each lane (so the same bits),
+/// written as a loop over the lanes that LLVM vectorises (one 4-wide division instead of four).
+///
+/// The lane forms are the building blocks of SIMD across photons (issue #34); the segment loop
+/// does not call them yet: feeding a segment's four words through them (branch
+/// `simd-prepared-blocks`, docs/performance/photon.md "Transcendentals in four lanes") gave the
+/// same HIT lines and no gain.
+#[inline(always)]
+#[must_use]
+#[allow(clippy::needless_range_loop)] // the indexed lane loop is the form checked to vectorise
+pub fn ln4(x: [f32; 4]) -> [f32; 4] {
+    let mut out = [0.0f32; 4];
+    for i in 0..4 {
+        out[i] = ln(x[i]);
+    }
+    out
+}
+
+/// [`sincos_turn`] of four floats, lane by lane (same bits): (sines, cosines).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+#[must_use]
+#[allow(clippy::needless_range_loop)]
+pub fn sincos_turn4(t: [f32; 4]) -> ([f32; 4], [f32; 4]) {
+    let (mut s, mut c) = ([0.0f32; 4], [0.0f32; 4]);
+    for i in 0..4 {
+        (s[i], c[i]) = sincos_turn(t[i]);
+    }
+    (s, c)
+}
+
+/// [`sincos_turn`] of four floats in the four lanes of SSE2 registers (x86-64's baseline; VEX
+/// forms where the caller is compiled for AVX2): the scalar function's operations in its order,
+/// so the same bits (`four_lanes_equal_the_scalar_functions`). LLVM does not vectorise the
+/// scalar version's saturating float → int conversion (`as i32`), so the lanes are written out;
+/// `_mm_cvttps_epi32` equals it for |y| < 2³¹, the range `round` already requires.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[must_use]
+pub fn sincos_turn4(t: [f32; 4]) -> ([f32; 4], [f32; 4]) {
+    use std::arch::x86_64::{
+        __m128, _mm_add_epi32, _mm_add_ps, _mm_and_ps, _mm_and_si128, _mm_andnot_si128, _mm_castps_si128, _mm_castsi128_ps, _mm_cmpgt_ps,
+        _mm_cvtepi32_ps, _mm_cvttps_epi32, _mm_loadu_ps, _mm_mul_ps, _mm_or_si128, _mm_set1_epi32, _mm_set1_ps, _mm_setzero_si128,
+        _mm_slli_epi32, _mm_storeu_ps, _mm_sub_epi32, _mm_sub_ps, _mm_xor_si128,
+    };
+    // SAFETY: SSE2 is part of x86-64; the loads and stores read and write arrays of four floats.
+    unsafe {
+        let k = |v: f32| _mm_set1_ps(v);
+        let t = _mm_loadu_ps(t.as_ptr());
+        // q4 = round(4t): y = 4t + ½, truncated, minus 1 where the truncation went up.
+        let y = _mm_add_ps(_mm_mul_ps(k(4.0), t), k(0.5));
+        let tr = _mm_cvtepi32_ps(_mm_cvttps_epi32(y));
+        let q4 = _mm_sub_ps(tr, _mm_and_ps(_mm_cmpgt_ps(tr, y), k(1.0)));
+        // sincos_reduced((t − q4/4)·2π).
+        let x = _mm_mul_ps(_mm_sub_ps(t, _mm_mul_ps(k(0.25), q4)), k(TAU));
+        let x2 = _mm_mul_ps(x, x);
+        let horner = |c: &[f32]| -> __m128 {
+            // c[0] + x2·(c[1] + x2·(… + x2·c[n]))
+            let mut p = k(c[c.len() - 1]);
+            for &ci in c[..c.len() - 1].iter().rev() {
+                p = _mm_add_ps(k(ci), _mm_mul_ps(x2, p));
+            }
+            p
+        };
+        let s = _mm_mul_ps(x, horner(&[1.0, -1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0, 1.0 / 362_880.0]));
+        let c = horner(&[1.0, -0.5, 1.0 / 24.0, -1.0 / 720.0, 1.0 / 40_320.0]);
+        // The quadrant's swap and sign flips, as in `sincos_turn`.
+        let q = _mm_cvttps_epi32(q4);
+        let one = _mm_set1_epi32(1);
+        let two = _mm_set1_epi32(2);
+        let odd = _mm_sub_epi32(_mm_setzero_si128(), _mm_and_si128(q, one));
+        let (sb, cb) = (_mm_castps_si128(s), _mm_castps_si128(c));
+        let sin_bits = _mm_or_si128(_mm_and_si128(cb, odd), _mm_andnot_si128(odd, sb));
+        let cos_bits = _mm_or_si128(_mm_and_si128(sb, odd), _mm_andnot_si128(odd, cb));
+        let sin = _mm_xor_si128(sin_bits, _mm_slli_epi32::<30>(_mm_and_si128(q, two)));
+        let cos = _mm_xor_si128(cos_bits, _mm_slli_epi32::<30>(_mm_and_si128(_mm_add_epi32(q, one), two)));
+        let (mut so, mut co) = ([0.0f32; 4], [0.0f32; 4]);
+        _mm_storeu_ps(so.as_mut_ptr(), _mm_castsi128_ps(sin));
+        _mm_storeu_ps(co.as_mut_ptr(), _mm_castsi128_ps(cos));
+        (so, co)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,6 +264,21 @@ mod tests {
             };
             let got = sincos_turn(t);
             assert_eq!((got.0.to_bits(), got.1.to_bits()), (want.0.to_bits(), want.1.to_bits()), "t {t}");
+        }
+    }
+
+    /// The four-lane versions give each lane's scalar result bit for bit.
+    #[test]
+    fn four_lanes_equal_the_scalar_functions() {
+        let mut r = RandomStream::new(15, 0, 0);
+        for i in 0..200_000 {
+            let x: [f32; 4] = std::array::from_fn(|k| if (i + k) % 3 == 0 { 8.0 * r.uniform() - 4.0 } else { r.uniform() });
+            let (l, (s, c)) = (ln4(x.map(f32::abs)), sincos_turn4(x));
+            for k in 0..4 {
+                assert_eq!(l[k].to_bits(), ln(x[k].abs()).to_bits(), "ln {}", x[k]);
+                let (sk, ck) = sincos_turn(x[k]);
+                assert_eq!((s[k].to_bits(), c[k].to_bits()), (sk.to_bits(), ck.to_bits()), "sincos {}", x[k]);
+            }
         }
     }
 
