@@ -5,10 +5,14 @@
 //! s = (2/|ω|)·asin(r/2R): the exact arc lengths of its three crossings.
 
 use std::path::Path;
+use warpdrive_core::RandomStream;
 use warpdrive_em::field::helix::{Helix, UniformField, C_LIGHT};
 use warpdrive_em::field::propagate::{propagate, ChargedTrack, FieldAccuracy, FieldStepEnd};
 use warpdrive_em::gdml;
 use warpdrive_em::geo::{Navigator, Vec3};
+
+/// Philox tag of this test's random numbers (warpdrive_core::RandomStream).
+const TAG_TEST: u32 = 0x4649_454c;
 
 const GEOMETRY: &str = r#"<?xml version="1.0"?>
 <gdml>
@@ -28,19 +32,6 @@ const GEOMETRY: &str = r#"<?xml version="1.0"?>
 </gdml>
 "#;
 
-/// SplitMix64.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-}
-
 #[test]
 fn helix_crossings_match_the_closed_form() {
     let g = gdml::parse(GEOMETRY, Path::new("tracker.gdml")).unwrap_or_else(|e| panic!("{e}"));
@@ -49,13 +40,13 @@ fn helix_crossings_match_the_closed_form() {
         b: Vec3::new(0.0, 0.0, 3.8),
     };
     let acc = FieldAccuracy::default();
-    let mut rng = Rng(2026);
+    let mut rng = RandomStream::new(2026, TAG_TEST, 0);
     let (mut tracks, mut worst) = (0, 0.0f64);
     while tracks < 300 {
-        let charge = if rng.next() < 0.5 { -1.0 } else { 1.0 };
-        let momentum = 300.0 + 1700.0 * rng.next();
-        let cz = 0.6 * (2.0 * rng.next() - 1.0);
-        let phi = std::f64::consts::TAU * rng.next();
+        let charge = if rng.uniform_f64() < 0.5 { -1.0 } else { 1.0 };
+        let momentum = 300.0 + 1700.0 * rng.uniform_f64();
+        let cz = 0.6 * (2.0 * rng.uniform_f64() - 1.0);
+        let phi = std::f64::consts::TAU * rng.uniform_f64();
         let st = (1.0 - cz * cz).sqrt();
         let dir = Vec3::new(st * phi.cos(), st * phi.sin(), cz);
         let h = Helix::new(Vec3::ZERO, dir, charge, momentum, &field);
