@@ -39,13 +39,13 @@ pub struct DetectorArgs {
     #[arg(long, default_value_t = 1000.0, allow_hyphen_values = true)]
     energy: f64,
     /// Start point x,y,z in the world's frame [mm]; it must lie inside the world volume.
-    #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [0.0, 0.0, 0.0], allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', default_values_t = [0.0, 0.0, 0.0], allow_hyphen_values = true)]
     position: Vec<f64>,
     /// Direction dx,dy,dz (normalised).
-    #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [0.0, 0.0, 1.0], allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', default_values_t = [0.0, 0.0, 1.0], allow_hyphen_values = true)]
     direction: Vec<f64>,
     /// Uniform magnetic field bx,by,bz [T] in the world's frame (charged particles on helices).
-    #[arg(long, value_delimiter = ',', num_args = 3, default_values_t = [0.0, 0.0, 0.0], allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', default_values_t = [0.0, 0.0, 0.0], allow_hyphen_values = true)]
     field: Vec<f64>,
     /// Field map on an (r, z) grid, CSV or Parquet with columns r_mm, z_mm, br_T, bz_T
     /// (bilinear, Dormand–Prince integration); it must cover the world. Not with --field.
@@ -111,12 +111,12 @@ fn detector(a: &DetectorArgs, force: bool) -> Result<()> {
     let opts = DetectorOptions {
         primary: a.primary.parse()?,
         energy: a.energy,
-        position_mm: triple(&a.position),
-        direction: triple(&a.direction),
+        position_mm: engine::three("position", &a.position)?,
+        direction: engine::three("direction", &a.direction)?,
         events: a.events,
         seed: a.seed,
         cut_mm: a.cut_mm,
-        field_t: triple(&a.field),
+        field_t: engine::three("field", &a.field)?,
         field_map: a.field_map.clone(),
         sensitive: a.sensitive.clone(),
     };
@@ -163,11 +163,6 @@ fn detector(a: &DetectorArgs, force: bool) -> Result<()> {
         if r.physics.any_sensitive() { "hits.parquet, " } else { "" }
     );
     Ok(())
-}
-
-/// Three values of a `num_args = 3` option (clap guarantees the count).
-fn triple(v: &[f64]) -> [f64; 3] {
-    [v[0], v[1], v[2]]
 }
 
 fn fmt3(v: [f64; 3]) -> String {

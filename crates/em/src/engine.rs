@@ -1067,6 +1067,15 @@ impl Default for DetectorOptions {
     }
 }
 
+/// Three values of a vector option (`position`, `direction`, `field`) as given, e.g. split at
+/// commas by a command line: exactly three, else an error naming the option.
+pub fn three(param: &'static str, v: &[f64]) -> Result<[f64; 3]> {
+    <[f64; 3]>::try_from(v).map_err(|_| {
+        let given: Vec<String> = v.iter().map(|&x| num(x)).collect();
+        ParamError::new(param, format!("{}: expected three numbers x,y,z", given.join(","))).into()
+    })
+}
+
 fn triple(v: [f64; 3]) -> String {
     format!("{},{},{}", num(v[0]), num(v[1]), num(v[2]))
 }

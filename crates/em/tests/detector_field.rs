@@ -220,3 +220,51 @@ fn hits_add_up_to_the_volumes_deposits() {
         .unwrap_err()
         .contains("'Nope' is not a logical volume"));
 }
+
+/// `em run` with a field map (the library request): a map of TestEm3's world runs with the
+/// energy balance kept and the map in the summary; a map short of the world, or a map with a
+/// uniform field too, is refused before anything runs.
+#[test]
+fn field_map_runs_and_bad_maps_are_refused() {
+    use warpdrive_core::engine::{Control, Style};
+    use warpdrive_em::engine::{DetectorOptions, DetectorShower};
+    let dir = std::env::temp_dir().join(format!("wd-detector-map-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, r_max: f64| {
+        let f = dir.join(name);
+        let mut text = String::from("r_mm,z_mm,br_T,bz_T\n");
+        for r in [0.0, r_max] {
+            for z in [-500.0, 0.0, 500.0] {
+                // A solenoid-like map: B_z falling off with |z|, a small B_r.
+                text += &format!("{r},{z},{},{}\n", 0.001 * r * z / 500.0, 4.0 - 2.0 * f64::abs(z) / 500.0);
+            }
+        }
+        std::fs::write(&f, text).unwrap();
+        f
+    };
+    let good = write("good.csv", 400.0);
+    let short = write("short.csv", 300.0);
+    let o = DetectorOptions {
+        energy: 200.0,
+        events: 4,
+        position_mm: [0.0, 0.0, -10.0],
+        field_map: Some(good.clone()),
+        ..DetectorOptions::default()
+    };
+    let req = DetectorShower::new(&data("testem3.gdml"), &o).unwrap();
+    assert_eq!(req.inputs().len(), 2);
+    let r = req.run(&Control::default()).unwrap();
+    assert!(r.run.worst_balance < 1e-9, "{}", r.run.worst_balance);
+    let s = r.summary();
+    assert_eq!(s["field"]["kind"], "map");
+    assert_eq!(s["field"]["nodes"], serde_json::json!([2, 3]));
+    let e = DetectorShower::new(&data("testem3.gdml"), &DetectorOptions { field_map: Some(short), ..o.clone() })
+        .unwrap_err()
+        .render(Style::Cli);
+    assert!(e.contains("short.csv: the field map covers r ≤ 300 mm") && e.contains("the world 'World' reaches r = 339.411255 mm"), "{e}");
+    let e = DetectorShower::new(&data("testem3.gdml"), &DetectorOptions { field_t: [0.0, 0.0, 1.0], ..o })
+        .unwrap_err()
+        .render(Style::Cli);
+    assert!(e.contains("--field 0,0,1 T and a field map: give one of them"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

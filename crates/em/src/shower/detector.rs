@@ -378,6 +378,21 @@ impl ShowerGeometry for DetectorPhysics {
 /// If the primary energy exceeds [`super::transport::MAX_PRIMARY_ENERGY`].
 #[must_use]
 pub fn run_event_or_stop(phys: &DetectorPhysics, primary: &Primary, seed: u64, event: u64, stop: &dyn Fn() -> bool) -> Option<EventTally> {
+    run_event_with_hits(phys, primary, seed, event, stop).map(|(t, _)| t)
+}
+
+/// [`run_event_or_stop`] with the event's hits in sensitive volumes.
+///
+/// # Panics
+/// If the primary energy exceeds [`super::transport::MAX_PRIMARY_ENERGY`].
+#[must_use]
+pub fn run_event_with_hits(
+    phys: &DetectorPhysics,
+    primary: &Primary,
+    seed: u64,
+    event: u64,
+    stop: &dyn Fn() -> bool,
+) -> Option<(EventTally, Vec<Hit>)> {
     assert!(
         primary.energy <= super::transport::MAX_PRIMARY_ENERGY,
         "primary energy {} MeV above the tallies' limit",
@@ -459,9 +474,9 @@ impl DetectorRun {
         }
     }
 
-    fn add(&mut self, slot_material: &[usize], e: &EventTally) {
+    fn add(&mut self, slot_material: &[usize], e: &EventTally, hits: &[Hit]) {
         let event = self.first + self.events;
-        self.hits.extend(e.hits.iter().map(|&h| (event, h)));
+        self.hits.extend(hits.iter().map(|&h| (event, h)));
         self.events += 1;
         for (slot, &q) in e.edep.iter().enumerate() {
             self.edep[slot] += u128::from(q);
@@ -530,19 +545,19 @@ pub fn run_range(phys: &DetectorPhysics, primary: &Primary, first: u64, n: u64, 
     let end = first + n;
     while next < end && !stop() {
         let upto = (next + BATCH).min(end);
-        let batch: Vec<Option<EventTally>> = (next..upto)
+        let batch: Vec<Option<(EventTally, Vec<Hit>)>> = (next..upto)
             .into_par_iter()
             .map(|i| {
                 if stop() {
                     return None;
                 }
-                let t = run_event_or_stop(phys, primary, seed, i, &stop)?;
+                let t = run_event_with_hits(phys, primary, seed, i, &stop)?;
                 progress.add(1);
                 Some(t)
             })
             .collect();
-        for t in batch.iter().flatten() {
-            run.add(&slot_material, t);
+        for (t, hits) in batch.iter().flatten() {
+            run.add(&slot_material, t, hits);
         }
         if batch.iter().any(Option::is_none) {
             break;

@@ -294,9 +294,6 @@ pub struct EventTally {
     pub killed: u64,
     /// The primary's energy [MeV].
     pub primary_energy: f64,
-    /// Deposits in sensitive volumes ([`ShowerGeometry::sensitive`]), in the order they were
-    /// made (the CPU's LIFO order); empty without sensitive volumes.
-    pub hits: Vec<Hit>,
 }
 
 impl EventTally {
@@ -440,6 +437,9 @@ struct Event<'a, G: ShowerGeometry> {
     seed: u64,
     stack: Vec<Track<G::Loc>>,
     tally: EventTally,
+    /// Deposits in sensitive volumes ([`ShowerGeometry::sensitive`]), in the order they were
+    /// made (the CPU's LIFO order); empty without sensitive volumes.
+    hits: Vec<Hit>,
 }
 
 impl<G: ShowerGeometry> Event<'_, G> {
@@ -472,7 +472,7 @@ impl<G: ShowerGeometry> Event<'_, G> {
         let q = to_fixed(e);
         self.tally.edep[slot] += q;
         if sensitive && q > 0 {
-            self.tally.hits.push(Hit {
+            self.hits.push(Hit {
                 slot: slot as u32,
                 edep: q,
                 time_ns: time,
@@ -875,12 +875,13 @@ pub fn run_event_or_stop(phys: &ShowerPhysics, primary: &Primary, seed: u64, eve
     let cal = &phys.calorimeter;
     let tally = EventTally::new(cal.slabs(), cal.materials.len(), primary.energy);
     let (id, start) = primary_start(phys, primary, event);
-    track_event(cal, &phys.materials, primary, seed, id, start, tally, stop)
+    track_event(cal, &phys.materials, primary, seed, id, start, tally, stop).map(|(t, _)| t)
 }
 
 /// Track one event from its primary's id and start (`None`: it missed the geometry and its
 /// energy escapes) in geometry `geo` with `materials` (indexed by `geo.material`), into `tally`
-/// (sized for the geometry's volumes and materials). `None` when `stop` asked to stop.
+/// (sized for the geometry's volumes and materials), with the hits in sensitive volumes.
+/// `None` when `stop` asked to stop.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn track_event<G: ShowerGeometry>(
     geo: &G,
@@ -891,17 +892,18 @@ pub(crate) fn track_event<G: ShowerGeometry>(
     start: Option<([f64; 3], G::Loc)>,
     tally: EventTally,
     stop: &dyn Fn() -> bool,
-) -> Option<EventTally> {
+) -> Option<(EventTally, Vec<Hit>)> {
     let mut ev = Event {
         geo,
         materials,
         seed,
         stack: Vec::new(),
         tally,
+        hits: Vec::new(),
     };
     let Some((pos, slab)) = start else {
         ev.tally.escaped = to_fixed(primary.energy);
-        return Some(ev.tally);
+        return Some((ev.tally, ev.hits));
     };
     ev.stack.push(Track {
         particle: primary.particle,
@@ -925,5 +927,5 @@ pub(crate) fn track_event<G: ShowerGeometry>(
             _ => ev.charged(t),
         }
     }
-    Some(ev.tally)
+    Some((ev.tally, ev.hits))
 }
