@@ -258,13 +258,28 @@ fn field_map_runs_and_bad_maps_are_refused() {
     let s = r.summary();
     assert_eq!(s["field"]["kind"], "map");
     assert_eq!(s["field"]["nodes"], serde_json::json!([2, 3]));
-    let e = DetectorShower::new(&data("testem3.gdml"), &DetectorOptions { field_map: Some(short), ..o.clone() })
-        .unwrap_err()
-        .render(Style::Cli);
-    assert!(e.contains("short.csv: the field map covers r ≤ 300 mm") && e.contains("the world 'World' reaches r = 339.411255 mm"), "{e}");
-    let e = DetectorShower::new(&data("testem3.gdml"), &DetectorOptions { field_t: [0.0, 0.0, 1.0], ..o })
-        .unwrap_err()
-        .render(Style::Cli);
+    let e = DetectorShower::new(
+        &data("testem3.gdml"),
+        &DetectorOptions {
+            field_map: Some(short),
+            ..o.clone()
+        },
+    )
+    .unwrap_err()
+    .render(Style::Cli);
+    assert!(
+        e.contains("short.csv: the field map covers r ≤ 300 mm") && e.contains("the world 'World' reaches r = 339.411255 mm"),
+        "{e}"
+    );
+    let e = DetectorShower::new(
+        &data("testem3.gdml"),
+        &DetectorOptions {
+            field_t: [0.0, 0.0, 1.0],
+            ..o
+        },
+    )
+    .unwrap_err()
+    .render(Style::Cli);
     assert!(e.contains("--field 0,0,1 T and a field map: give one of them"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -109,12 +109,25 @@ fn map_of_a_uniform_field_follows_the_helix_for_100_turns() {
     let tilt: f64 = 1e-3;
     let dir = Vec3::new((1.0 - tilt * tilt).sqrt(), 0.0, tilt);
     let start = Vec3::new(0.0, 0.0, -300.0);
-    let h = Helix::new(start, dir, q, p, &UniformField { b: Vec3::new(0.0, 0.0, 3.8) });
+    let h = Helix::new(
+        start,
+        dir,
+        q,
+        p,
+        &UniformField {
+            b: Vec3::new(0.0, 0.0, 3.8),
+        },
+    );
     let (r, centre) = (h.radius(), h.centre());
     assert!((r / (p * (1.0 - tilt * tilt).sqrt() / (C_LIGHT * 3.8)) - 1.0).abs() < 1e-12);
     let turn = std::f64::consts::TAU / h.omega.abs();
     let mut path = nav.locate(start).unwrap();
-    let mut track = ChargedTrack { pos: start, dir, charge: q, momentum: p };
+    let mut track = ChargedTrack {
+        pos: start,
+        dir,
+        charge: q,
+        momentum: p,
+    };
     let (mut worst, mut travelled) = (0.0f64, 0.0);
     for k in 1..=100 {
         let (s, end) = propagate_in_map(&nav, &mut path, &mut track, &map, turn, &acc);
@@ -149,7 +162,15 @@ fn map_crossings_match_the_closed_form() {
         let phi = std::f64::consts::TAU * rng.uniform_f64();
         let st = (1.0 - cz * cz).sqrt();
         let dir = Vec3::new(st * phi.cos(), st * phi.sin(), cz);
-        let h = Helix::new(Vec3::ZERO, dir, charge, momentum, &UniformField { b: Vec3::new(0.0, 0.0, 3.8) });
+        let h = Helix::new(
+            Vec3::ZERO,
+            dir,
+            charge,
+            momentum,
+            &UniformField {
+                b: Vec3::new(0.0, 0.0, 3.8),
+            },
+        );
         let (r, w) = (h.radius(), h.omega.abs());
         let s_at = |rho: f64| 2.0 / w * (rho / (2.0 * r)).asin();
         if 2.0 * r <= 500.0 || s_at(500.0) * cz.abs() >= 1000.0 {
@@ -157,14 +178,22 @@ fn map_crossings_match_the_closed_form() {
         }
         tracks += 1;
         let mut path = nav.locate(Vec3::ZERO).unwrap();
-        let mut track = ChargedTrack { pos: Vec3::ZERO, dir, charge, momentum };
+        let mut track = ChargedTrack {
+            pos: Vec3::ZERO,
+            dir,
+            charge,
+            momentum,
+        };
         let mut travelled = 0.0;
         for s_cross in [s_at(300.0), s_at(302.0), s_at(500.0)] {
             let (s, end) = propagate_in_map(&nav, &mut path, &mut track, &map, 1e5, &acc);
             assert_eq!(end, FieldStepEnd::Crossed);
             travelled += s;
             let err = travelled - s_cross;
-            assert!(err >= -1e-7 && err <= acc.delta_intersection + 1e-7, "crossed at {travelled}, exact {s_cross}");
+            assert!(
+                err >= -1e-7 && err <= acc.delta_intersection + 1e-7,
+                "crossed at {travelled}, exact {s_cross}"
+            );
             worst = worst.max(err.abs());
         }
     }
@@ -182,7 +211,13 @@ fn map_files_and_coverage() {
     let mut text = String::from("# a 2 T solenoid, falling off past |z| = 1 m\nz_mm,r_mm,bz_T,br_T\n");
     for z in [-2000.0, -1000.0, 0.0, 1000.0, 2000.0] {
         for r in [0.0, 1500.0, 3000.0] {
-            let bz: f64 = if z == 0.0 { 2.0 } else if f64::abs(z) == 1000.0 { 1.0 } else { 0.0 };
+            let bz: f64 = if z == 0.0 {
+                2.0
+            } else if f64::abs(z) == 1000.0 {
+                1.0
+            } else {
+                0.0
+            };
             text += &format!("{z},{r},{bz},0\n");
         }
     }

@@ -679,6 +679,7 @@ def em_detector(
     seed: int,
     cut_mm: float,
     field: list[float],
+    field_map: _Path | None,
     sensitive: list[str],
     device: str,
     threads: int | None,

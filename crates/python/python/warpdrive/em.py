@@ -98,8 +98,9 @@ def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, materia
 def run(*, gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
         position: Sequence[float] = (0.0, 0.0, 0.0), direction: Sequence[float] = (0.0, 0.0, 1.0),
         events: int = 1000, seed: int = 12345, cut_mm: float = 1.0, field: Sequence[float] = (0.0, 0.0, 0.0),
-        sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None, force: bool = False,
-        device: str = "cpu", threads: Optional[int] = None, progress: Progress = None) -> DetectorResult: ...
+        field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None,
+        force: bool = False, device: str = "cpu", threads: Optional[int] = None,
+        progress: Progress = None) -> DetectorResult: ...
 
 
 def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, material: PathLike = "G4_Al",
@@ -115,7 +116,7 @@ def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, materia
 
     With ``gdml=``: ``warpdrive em run FILE.gdml``, showers in a GDML detector — the keywords of
     :func:`detector` (``primary``, ``energy_mev``, ``position``, ``direction``, ``events``, ``seed``,
-    ``cut_mm``, ``field``, ``sensitive``, ``out_dir``, ``force``, ``device``, ``threads``,
+    ``cut_mm``, ``field``, ``field_map``, ``sensitive``, ``out_dir``, ``force``, ``device``, ``threads``,
     ``progress``) and a :class:`DetectorResult`."""
     if gdml is not None:
         mini_app = (energy, tracks, material, tally_front, tally_width, tally_bins, slots, stack_capacity, compare)
@@ -273,12 +274,14 @@ class DetectorResult:
 def detector(gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
              position: Sequence[float] = (0.0, 0.0, 0.0), direction: Sequence[float] = (0.0, 0.0, 1.0),
              events: int = 1000, seed: int = 12345, cut_mm: float = 1.0, field: Sequence[float] = (0.0, 0.0, 0.0),
-             sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None, force: bool = False,
-             device: str = "cpu", threads: Optional[int] = None, progress: Progress = None) -> DetectorResult:
+             field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None,
+             force: bool = False, device: str = "cpu", threads: Optional[int] = None,
+             progress: Progress = None) -> DetectorResult:
     """``warpdrive em run GDML``: ``events`` showers of a ``primary`` ("e-", "e+", "gamma") of kinetic
     ``energy_mev`` MeV from ``position`` [mm, the world's frame] along ``direction`` in the detector of a
     GDML file, production cut ``cut_mm`` mm, a uniform magnetic ``field`` (Bx, By, Bz) [T] (charged
-    particles on helices, docs/em-geometry.md), step-level hits in the ``sensitive`` logical volumes
+    particles on helices, docs/em-geometry.md) or a ``field_map`` file (CSV or Parquet: ``r_mm``, ``z_mm``,
+    ``br_T``, ``bz_T``; it must cover the world), step-level hits in the ``sensitive`` logical volumes
     (and those with a GDML ``SensDet`` auxiliary). CPU only (``device`` "cpu" or "auto"). With
     ``out_dir`` the CLI's output directory is written too (``force`` to replace one). Defaults are
     the CLI's."""
@@ -289,7 +292,7 @@ def detector(gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
         r = _warpdrive.em_detector(os.fspath(gdml), str(primary), float(energy_mev),
                                    [float(x) for x in position], [float(x) for x in direction],
                                    int(events), int(seed), float(cut_mm), [float(x) for x in field],
-                                   [str(s) for s in sensitive], device, None if threads is None else int(threads), cb)
+                                   None if field_map is None else os.fspath(field_map), [str(s) for s in sensitive], device, None if threads is None else int(threads), cb)
     finally:
         close()
     result = DetectorResult(r)
