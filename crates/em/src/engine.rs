@@ -1223,6 +1223,43 @@ impl DetectorShower {
         }
     }
 
+    /// The tables of the detector's materials, built on a thread of their own (a pool of the
+    /// control's threads) while this one polls the cancellation token: a cancelled run returns
+    /// at once (the build, which cannot stop half-way, finishes in the background and is dropped).
+    fn build_physics(&self, ctl: &Control) -> Result<crate::shower::detector::DetectorPhysics> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (gdml, of, list, cuts, tables) = (
+            self.gdml.clone(),
+            self.material_of.clone(),
+            self.materials.clone(),
+            self.cuts,
+            self.tables,
+        );
+        let threads = ctl.threads;
+        std::thread::Builder::new()
+            .name("warpdrive-em-detector-tables".into())
+            .spawn(move || {
+                let build = move || crate::shower::detector::DetectorPhysics::build_from(gdml, of, &list, cuts, tables);
+                let pool = threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok());
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match pool {
+                    Some(p) => p.install(build),
+                    None => build(),
+                }));
+                let _ = tx.send(built);
+            })
+            .map_err(|e| Error::Failed(format!("cannot start the table build: {e}")))?;
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(Ok(built)) => return Ok(built?),
+                Ok(Err(_)) => return Err(Error::Failed("building the shower tables panicked".into())),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => ctl.check()?,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Error::Failed("the table build ended without a result".into()))
+                }
+            }
+        }
+    }
+
     /// Build the tables and run the events on the CPU threads of the control. `--device cuda`
     /// is refused (no GPU twin of the GDML navigator yet); `auto` runs on the CPU with a note.
     /// Returns [`Error::Cancelled`] when the token is raised.
@@ -1234,13 +1271,7 @@ impl DetectorShower {
         ctl.install(|| {
             let t0 = Instant::now();
             ctl.progress.begin("tables", self.materials.len() as u64, "materials");
-            let mut phys = crate::shower::detector::DetectorPhysics::build_from(
-                self.gdml.clone(),
-                self.material_of.clone(),
-                &self.materials,
-                self.cuts,
-                self.tables,
-            )?;
+            let mut phys = self.build_physics(ctl)?;
             phys.set_field(self.opts.field_t);
             if let Some(m) = &self.field_map {
                 phys.set_field_map(m.clone())?;
