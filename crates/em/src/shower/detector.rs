@@ -198,12 +198,14 @@ impl DetectorPhysics {
         });
     }
 
-    /// Use a field map (it must cover the world: refused otherwise, naming the map and world).
+    /// Use a field map (it must cover the world: refused otherwise, naming the map and world;
+    /// a map of zeros is no field).
     pub fn set_field_map(&mut self, map: std::sync::Arc<FieldMap>) -> Result<(), InputError> {
         let tree = &self.gdml.tree;
         let world = &tree.logical[tree.world as usize];
         map.check_covers(&tree.solids.bounding_box(world.solid), &world.name)?;
-        self.field = Some(Field::Map(map));
+        // A map of zeros is no field (as a uniform B = 0): the straight loop.
+        self.field = (map.b_max > 0.0).then_some(Field::Map(map));
         Ok(())
     }
 
