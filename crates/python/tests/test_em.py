@@ -238,6 +238,8 @@ def test_detector_bad_inputs(tmp_path):
         em.run(gdml=TESTEM3_GDML, energy=5.0)
     with pytest.raises(TypeError, match="need gdml="):
         em.run(events=3)
+    with pytest.raises(ValueError, match="^device cuda:0: showers in a GDML detector run on the CPU only"):
+        em.run(gdml=TESTEM3_GDML, events=1, device="cuda")
     m = tmp_path / "m.csv"
     m.write_text("r_mm,z_mm,br_T,bz_T\n0,-10,0,1\n0,10,0,1\n5,-10,0,1\n5,10,0,1\n")
     with pytest.raises(ValueError, match="m.csv: the field map covers r ≤ 5 mm"):

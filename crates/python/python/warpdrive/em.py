@@ -87,6 +87,11 @@ class EmResult:
                 f"mean depth {self.mean_depth:.2f} cm, checksum {self.checksum}, {self.device})")
 
 
+#: The defaults of :func:`run`'s mini-app keywords and of its detector keywords (they do not mix).
+_KN_DEFAULTS = (100.0, 1 << 20, "G4_Al", 0.0, 1.0, 2048, None, None, None)
+_DETECTOR_DEFAULTS = ("e-", 1000.0, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0), 1000, 1.0, (0.0, 0.0, 0.0), None, (), None, False)
+
+
 @overload
 def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, material: PathLike = "G4_Al",
         tally_front: float = 0.0, tally_width: float = 1.0, tally_bins: int = 2048, device: str = "auto",
@@ -99,36 +104,44 @@ def run(*, gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
         position: Sequence[float] = (0.0, 0.0, 0.0), direction: Sequence[float] = (0.0, 0.0, 1.0),
         events: int = 1000, seed: int = 12345, cut_mm: float = 1.0, field: Sequence[float] = (0.0, 0.0, 0.0),
         field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None,
-        force: bool = False, device: str = "cpu", threads: Optional[int] = None,
+        force: bool = False, device: str = "auto", threads: Optional[int] = None,
         progress: Progress = None) -> DetectorResult: ...
 
 
 def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, material: PathLike = "G4_Al",
-        tally_front: float = 0.0, tally_width: float = 1.0, tally_bins: int = 2048, device: Optional[str] = None,
+        tally_front: float = 0.0, tally_width: float = 1.0, tally_bins: int = 2048, device: str = "auto",
         threads: Optional[int] = None, progress: Progress = None, *, slots: Optional[int] = None,
         stack_capacity: Optional[int] = None, compare: Optional[PathLike] = None, gdml: Optional[PathLike] = None,
-        **shower: Any) -> Union[EmResult, DetectorResult]:
+        primary: str = "e-", energy_mev: float = 1000.0, position: Sequence[float] = (0.0, 0.0, 0.0),
+        direction: Sequence[float] = (0.0, 0.0, 1.0), events: int = 1000, cut_mm: float = 1.0,
+        field: Sequence[float] = (0.0, 0.0, 0.0), field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (),
+        out_dir: Optional[PathLike] = None, force: bool = False) -> Union[EmResult, DetectorResult]:
     """``warpdrive em``: ``tracks`` photons of ``energy`` MeV along +z in ``material`` (a name of
     :data:`MATERIALS` or a TOML file), Compton scattering, deposits tallied in ``tally_bins`` bins of
     ``tally_width`` cm from ``tally_front`` cm. ``slots``, ``stack_capacity`` and ``compare`` (a
     reference profile for the plot of :meth:`EmResult.to_parquet`) as the CLI's options; defaults are
     the CLI's.
 
-    With ``gdml=``: ``warpdrive em run FILE.gdml``, showers in a GDML detector — the keywords of
-    :func:`detector` (``primary``, ``energy_mev``, ``position``, ``direction``, ``events``, ``seed``,
-    ``cut_mm``, ``field``, ``field_map``, ``sensitive``, ``out_dir``, ``force``, ``device``, ``threads``,
-    ``progress``) and a :class:`DetectorResult`."""
+    With ``gdml=``: ``warpdrive em run FILE.gdml``, showers in a GDML detector (:func:`detector`, the
+    same call: ``primary``, ``energy_mev``, ``position``, ``direction``, ``events``, ``seed``,
+    ``cut_mm``, ``field``, ``field_map``, ``sensitive``, ``out_dir``, ``force``, ``device``,
+    ``threads``, ``progress``) and a :class:`DetectorResult`. The mini-app's keywords and the
+    detector's do not mix (``TypeError``)."""
+    mini_app = (energy, tracks, material, tally_front, tally_width, tally_bins, slots, stack_capacity, compare)
+    shower = (primary, energy_mev, tuple(position), tuple(direction), events, cut_mm, tuple(field), field_map,
+              tuple(sensitive), out_dir, force)
     if gdml is not None:
-        mini_app = (energy, tracks, material, tally_front, tally_width, tally_bins, slots, stack_capacity, compare)
-        if mini_app != (100.0, 1 << 20, "G4_Al", 0.0, 1.0, 2048, None, None, None):
+        if mini_app != _KN_DEFAULTS:
             raise TypeError("run(gdml=...) takes the keywords of em.detector (energy_mev=, events=, ...), "
                             "not those of the Klein–Nishina mini-app (energy, tracks, material, tally_*, ...)")
-        return detector(gdml, seed=seed, device="cpu" if device is None else device, threads=threads,
-                        progress=progress, **shower)
-    if shower:
-        raise TypeError(f"run() got unexpected keyword argument(s) {', '.join(sorted(shower))} (they need gdml=)")
-    return _kn_run(energy, tracks, seed, material, tally_front, tally_width, tally_bins,
-                   "auto" if device is None else device, threads, progress, slots, stack_capacity, compare)
+        return detector(gdml, primary=primary, energy_mev=energy_mev, position=position, direction=direction,
+                        events=events, seed=seed, cut_mm=cut_mm, field=field, field_map=field_map, sensitive=sensitive,
+                        out_dir=out_dir, force=force, device=device, threads=threads, progress=progress)
+    if shower != _DETECTOR_DEFAULTS:
+        raise TypeError("run(): primary, energy_mev, position, direction, events, cut_mm, field, field_map, "
+                        "sensitive, out_dir and force need gdml= (showers in a GDML detector)")
+    return _kn_run(energy, tracks, seed, material, tally_front, tally_width, tally_bins, device, threads, progress,
+                   slots, stack_capacity, compare)
 
 
 def _kn_run(energy: float, tracks: int, seed: int, material: PathLike, tally_front: float, tally_width: float,
@@ -275,14 +288,15 @@ def detector(gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
              position: Sequence[float] = (0.0, 0.0, 0.0), direction: Sequence[float] = (0.0, 0.0, 1.0),
              events: int = 1000, seed: int = 12345, cut_mm: float = 1.0, field: Sequence[float] = (0.0, 0.0, 0.0),
              field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None,
-             force: bool = False, device: str = "cpu", threads: Optional[int] = None,
+             force: bool = False, device: str = "auto", threads: Optional[int] = None,
              progress: Progress = None) -> DetectorResult:
     """``warpdrive em run GDML``: ``events`` showers of a ``primary`` ("e-", "e+", "gamma") of kinetic
     ``energy_mev`` MeV from ``position`` [mm, the world's frame] along ``direction`` in the detector of a
     GDML file, production cut ``cut_mm`` mm, a uniform magnetic ``field`` (Bx, By, Bz) [T] (charged
     particles on helices, docs/em-geometry.md) or a ``field_map`` file (CSV or Parquet: ``r_mm``, ``z_mm``,
     ``br_T``, ``bz_T``; it must cover the world), step-level hits in the ``sensitive`` logical volumes
-    (and those with a GDML ``SensDet`` auxiliary). CPU only (``device`` "cpu" or "auto"). With
+    (and those with a GDML ``SensDet`` auxiliary). CPU only (``device`` "auto" runs on the CPU, "cuda" is
+    refused). With
     ``out_dir`` the CLI's output directory is written too (``force`` to replace one). Defaults are
     the CLI's."""
     if isinstance(sensitive, str):
