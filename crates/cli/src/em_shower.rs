@@ -1,6 +1,6 @@
 //! `warpdrive em testem3` and `warpdrive em calorimeter FILE`: EM showers in a layered
 //! calorimeter (argument parsing and output only; the run is `warpdrive_em::engine::Shower`);
-//! `warpdrive em detector FILE.gdml`: in a GDML detector (`warpdrive_em::engine::DetectorShower`).
+//! `warpdrive em run FILE.gdml` (alias `em detector`): in a GDML detector (`warpdrive_em::engine::DetectorShower`).
 
 use crate::{command_line, CommonArgs};
 use anyhow::Result;
@@ -22,8 +22,10 @@ pub enum ShowerCommand {
         #[command(flatten)]
         args: ShowerArgs,
     },
-    /// A detector described in GDML, on the CPU: energy deposit per volume and material (docs/em.md).
-    Detector(DetectorArgs),
+    /// Showers in a detector described in GDML, on the CPU: energy deposit per volume and
+    /// material, optional uniform field and hits in sensitive volumes (docs/em.md).
+    #[command(alias = "detector")]
+    Run(DetectorArgs),
 }
 
 #[derive(Args)]
@@ -37,11 +39,22 @@ pub struct DetectorArgs {
     #[arg(long, default_value_t = 1000.0, allow_hyphen_values = true)]
     energy: f64,
     /// Start point x,y,z in the world's frame [mm]; it must lie inside the world volume.
-    #[arg(long, default_value = "0,0,0", value_parser = parse_triple, allow_hyphen_values = true)]
-    position: [f64; 3],
+    #[arg(long, value_delimiter = ',', default_values_t = [0.0, 0.0, 0.0], allow_hyphen_values = true)]
+    position: Vec<f64>,
     /// Direction dx,dy,dz (normalised).
-    #[arg(long, default_value = "0,0,1", value_parser = parse_triple, allow_hyphen_values = true)]
-    direction: [f64; 3],
+    #[arg(long, value_delimiter = ',', default_values_t = [0.0, 0.0, 1.0], allow_hyphen_values = true)]
+    direction: Vec<f64>,
+    /// Uniform magnetic field bx,by,bz [T] in the world's frame (charged particles on helices).
+    #[arg(long, value_delimiter = ',', default_values_t = [0.0, 0.0, 0.0], allow_hyphen_values = true)]
+    field: Vec<f64>,
+    /// Field map on an (r, z) grid, CSV or Parquet with columns r_mm, z_mm, br_T, bz_T
+    /// (bilinear, Dormand–Prince integration); it must cover the world. Not with --field.
+    #[arg(long)]
+    field_map: Option<PathBuf>,
+    /// Logical volumes whose deposits are written as hits (hits.parquet), comma-separated;
+    /// volumes with a GDML <auxiliary auxtype="SensDet"> are sensitive too.
+    #[arg(long, value_delimiter = ',')]
+    sensitive: Vec<String>,
     /// Number of events.
     #[arg(long, default_value_t = 1000)]
     events: u64,
@@ -56,20 +69,6 @@ pub struct DetectorArgs {
     output: PathBuf,
     #[command(flatten)]
     common: CommonArgs,
-}
-
-/// `x,y,z` as three numbers (their ranges are the request's to check).
-fn parse_triple(s: &str) -> std::result::Result<[f64; 3], String> {
-    let v: Vec<&str> = s.split(',').map(str::trim).collect();
-    let bad = || format!("'{s}': expected three numbers x,y,z");
-    if v.len() != 3 {
-        return Err(bad());
-    }
-    let mut out = [0.0; 3];
-    for (o, t) in out.iter_mut().zip(v) {
-        *o = t.parse().map_err(|_| bad())?;
-    }
-    Ok(out)
 }
 
 #[derive(Args)]
@@ -103,7 +102,7 @@ pub fn run_command(cmd: &ShowerCommand, force: bool) -> Result<()> {
     match cmd {
         ShowerCommand::Testem3(a) => shower(a, CalorimeterChoice::Testem3, force),
         ShowerCommand::Calorimeter { file, args } => shower(args, CalorimeterChoice::File(file.clone()), force),
-        ShowerCommand::Detector(a) => detector(a, force),
+        ShowerCommand::Run(a) => detector(a, force),
     }
 }
 
@@ -112,25 +111,29 @@ fn detector(a: &DetectorArgs, force: bool) -> Result<()> {
     let opts = DetectorOptions {
         primary: a.primary.parse()?,
         energy: a.energy,
-        position_mm: a.position,
-        direction: a.direction,
+        position_mm: engine::three("position", &a.position)?,
+        direction: engine::three("direction", &a.direction)?,
         events: a.events,
         seed: a.seed,
         cut_mm: a.cut_mm,
+        field_t: engine::three("field", &a.field)?,
+        field_map: a.field_map.clone(),
+        sensitive: a.sensitive.clone(),
     };
     let req = DetectorShower::new(&a.file, &opts)?;
     req.check_device(&ctl)?;
     let out = engine::prepare_output(&a.output, force, req.inputs())?;
     println!(
-        "em detector: {} events of {} MeV {} from {} mm along {} into {} ({} volume instances), cuts {} mm",
+        "em run: {} events of {} MeV {} from {} mm along {} into {} ({} volume instances), cuts {} mm, field {} T",
         a.events,
         a.energy,
         opts.primary.name(),
-        fmt3(a.position),
-        fmt3(a.direction),
+        fmt3(opts.position_mm),
+        fmt3(opts.direction),
         a.file.display(),
         req.volumes(),
-        a.cut_mm
+        a.cut_mm,
+        fmt3(opts.field_t)
     );
     let bar = Bar::show(&ctl.progress);
     let r = req.run(&ctl)?;
@@ -151,7 +154,14 @@ fn detector(a: &DetectorArgs, force: bool) -> Result<()> {
         r.track_steps_per_second(),
         r.run.worst_balance
     );
-    println!("  output: {}/{{volumes.parquet, summary.json, run.json}}", a.output.display());
+    for (name, n, e) in r.hits_per_volume() {
+        println!("  hits in {name}: {n} ({e:.3} MeV in all)");
+    }
+    println!(
+        "  output: {}/{{volumes.parquet, {}summary.json, run.json}}",
+        a.output.display(),
+        if r.physics.any_sensitive() { "hits.parquet, " } else { "" }
+    );
     Ok(())
 }
 

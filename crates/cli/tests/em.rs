@@ -209,3 +209,51 @@ fn detector_data_files_are_identical_for_any_thread_count() {
     assert!(s["energy_balance_worst"].as_f64().unwrap() < 1e-9);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `em run` (alias `em detector`): `--field 0,0,0` writes the same data files as no field and as
+/// the `em detector` alias; `--field` and `--sensitive` give hits.parquet, a summary with the
+/// field and hits, and hits that add up to the sensitive volumes' deposits.
+#[test]
+fn em_run_field_and_sensitive_volumes() {
+    let dir = scratch("em", "run-field");
+    let gdml = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../em/tests/data/testem3.gdml");
+    let g = gdml.to_str().unwrap();
+    let common = ["--device", "cpu", "--events", "3", "--energy", "100", "--position", "0,0,-10"];
+    let mut files = Vec::new();
+    for (k, (cmd, extra)) in [("run", vec![]), ("run", vec!["--field", "0,0,0"]), ("detector", vec![])]
+        .into_iter()
+        .enumerate()
+    {
+        let out = dir.join(format!("o{k}"));
+        let mut args = vec!["em", cmd, g];
+        args.extend(common);
+        args.extend(extra);
+        args.extend(["-o", out.to_str().unwrap()]);
+        run_ok(bin().args(&args));
+        assert!(!out.join("hits.parquet").exists());
+        files.push(data_files(&out, &["volumes.parquet"]));
+    }
+    assert!(
+        files[0] == files[1] && files[0] == files[2],
+        "B = 0 or the alias changed volumes.parquet"
+    );
+    let out = dir.join("field");
+    let mut args = vec!["em", "run", g];
+    args.extend(common);
+    args.extend(["--field", "0,4,0", "--sensitive", "ArgonV,LeadV", "-o", out.to_str().unwrap()]);
+    run_ok(bin().args(&args));
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["field"]["b_t"], serde_json::json!([0.0, 4.0, 0.0]));
+    assert_eq!(s["hits"]["sensitive"], serde_json::json!(["LeadV", "ArgonV"]));
+    let hits = s["hits"]["count"].as_u64().unwrap();
+    assert!(hits > 100, "{s}");
+    // Lead and argon hold all the deposits but the vacuum's (none): the hits' sum is the total.
+    let by_volume: f64 = ["LeadV", "ArgonV"]
+        .iter()
+        .map(|v| s["hits"]["volumes"][v]["edep_sum_mev"].as_f64().unwrap())
+        .sum();
+    let total = s["edep_sum_mev"].as_f64().unwrap();
+    assert!((by_volume - total).abs() <= 1e-9 * total, "{by_volume} vs {total}");
+    assert!(std::fs::metadata(out.join("hits.parquet")).unwrap().len() > 1000);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

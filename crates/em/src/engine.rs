@@ -499,6 +499,22 @@ pub const MAX_SHOWER_ENERGY: f64 = 1e7;
 /// The largest production cut [mm].
 pub const MAX_CUT_MM: f64 = 1e4;
 
+/// The checks every shower request makes of its primary and run size: the kinetic energy in
+/// (0, [`MAX_SHOWER_ENERGY`]] MeV, the production cut in (0, [`MAX_CUT_MM`]] mm, at least one
+/// event (shared by [`Shower::new`] and [`DetectorShower::new`]).
+fn check_primary(energy: f64, cut_mm: f64, events: u64) -> Result<()> {
+    if !(energy.is_finite() && energy > 0.0 && energy <= MAX_SHOWER_ENERGY) {
+        return Err(ParamError::new("energy", format!("{} MeV: must be in (0, {MAX_SHOWER_ENERGY:e}] MeV", num(energy))).into());
+    }
+    if !(cut_mm.is_finite() && cut_mm > 0.0 && cut_mm <= MAX_CUT_MM) {
+        return Err(ParamError::new("cut_mm", format!("{} mm: must be in (0, {MAX_CUT_MM:e}] mm", num(cut_mm))).into());
+    }
+    if events == 0 {
+        return Err(ParamError::new("events", "must be at least 1").into());
+    }
+    Ok(())
+}
+
 /// `--primary` / `primary=`.
 impl std::str::FromStr for Particle {
     type Err = ParamError;
@@ -622,19 +638,7 @@ impl Shower {
     /// Check every option, read the calorimeter (and its material files) and budget the event
     /// tallies and tables; nothing runs yet.
     pub fn new(calorimeter: CalorimeterChoice, o: &ShowerOptions) -> Result<Self> {
-        if !(o.energy.is_finite() && o.energy > 0.0 && o.energy <= MAX_SHOWER_ENERGY) {
-            return Err(ParamError::new(
-                "energy",
-                format!("{} MeV: must be in (0, {MAX_SHOWER_ENERGY:e}] MeV", num(o.energy)),
-            )
-            .into());
-        }
-        if !(o.cut_mm.is_finite() && o.cut_mm > 0.0 && o.cut_mm <= MAX_CUT_MM) {
-            return Err(ParamError::new("cut_mm", format!("{} mm: must be in (0, {MAX_CUT_MM:e}] mm", num(o.cut_mm))).into());
-        }
-        if o.events == 0 {
-            return Err(ParamError::new("events", "must be at least 1").into());
-        }
+        check_primary(o.energy, o.cut_mm, o.events)?;
         let request = request_json(&calorimeter, o);
         let (cal, inputs, testem3) = match calorimeter {
             CalorimeterChoice::Testem3 => (Calorimeter::testem3(), Vec::new(), true),
@@ -1033,7 +1037,18 @@ pub struct DetectorOptions {
     pub seed: u64,
     /// One production cut for γ, e⁻ and e⁺, as a range [mm].
     pub cut_mm: f64,
+    /// A uniform magnetic field (Bx, By, Bz) [T] in the world's frame; zero: none.
+    pub field_t: [f64; 3],
+    /// A field map on an (r, z) grid (CSV or Parquet: r_mm, z_mm, br_T, bz_T), instead of
+    /// `field_t`; it must cover the world.
+    pub field_map: Option<PathBuf>,
+    /// Logical volume names whose deposits are recorded as hits (besides GDML `SensDet`).
+    pub sensitive: Vec<String>,
 }
+
+/// The strongest uniform field accepted [T] (the strongest magnets are ~45 T; a stronger field
+/// only makes the helices of low-energy e± shorter than the navigation tolerances).
+pub const MAX_FIELD_T: f64 = 100.0;
 
 impl Default for DetectorOptions {
     fn default() -> Self {
@@ -1045,8 +1060,20 @@ impl Default for DetectorOptions {
             events: 1000,
             seed: 12345,
             cut_mm: 1.0,
+            field_t: [0.0; 3],
+            field_map: None,
+            sensitive: Vec::new(),
         }
     }
+}
+
+/// Three values of a vector option (`position`, `direction`, `field`) as given, e.g. split at
+/// commas by a command line: exactly three, else an error naming the option.
+pub fn three(param: &'static str, v: &[f64]) -> Result<[f64; 3]> {
+    <[f64; 3]>::try_from(v).map_err(|_| {
+        let given: Vec<String> = v.iter().map(|&x| num(x)).collect();
+        ParamError::new(param, format!("{}: expected three numbers x,y,z", given.join(","))).into()
+    })
 }
 
 fn triple(v: [f64; 3]) -> String {
@@ -1065,6 +1092,7 @@ pub struct DetectorShower {
     primary: Primary,
     opts: DetectorOptions,
     inputs: Vec<PathBuf>,
+    field_map: Option<std::sync::Arc<crate::field::FieldMap>>,
 }
 
 impl DetectorShower {
@@ -1072,19 +1100,7 @@ impl DetectorShower {
     /// materials, count and budget the volume tallies and tables, and check that the source lies
     /// inside the world; nothing runs yet.
     pub fn new(gdml: &Path, o: &DetectorOptions) -> Result<Self> {
-        if !(o.energy.is_finite() && o.energy > 0.0 && o.energy <= MAX_SHOWER_ENERGY) {
-            return Err(ParamError::new(
-                "energy",
-                format!("{} MeV: must be in (0, {MAX_SHOWER_ENERGY:e}] MeV", num(o.energy)),
-            )
-            .into());
-        }
-        if !(o.cut_mm.is_finite() && o.cut_mm > 0.0 && o.cut_mm <= MAX_CUT_MM) {
-            return Err(ParamError::new("cut_mm", format!("{} mm: must be in (0, {MAX_CUT_MM:e}] mm", num(o.cut_mm))).into());
-        }
-        if o.events == 0 {
-            return Err(ParamError::new("events", "must be at least 1").into());
-        }
+        check_primary(o.energy, o.cut_mm, o.events)?;
         if !o.position_mm.iter().all(|x| x.is_finite()) {
             return Err(ParamError::new("position", format!("{} mm: must be finite", triple(o.position_mm))).into());
         }
@@ -1094,7 +1110,39 @@ impl DetectorShower {
             return Err(ParamError::new("direction", format!("{}: must be a finite, non-zero vector", triple(d))).into());
         }
         let dir = [d[0] / norm, d[1] / norm, d[2] / norm];
+        let b = o.field_t;
+        let bmag = (b[0] * b[0] + b[1] * b[1] + b[2] * b[2]).sqrt();
+        if !(bmag.is_finite() && bmag <= MAX_FIELD_T) {
+            return Err(ParamError::new("field", format!("{} T: |B| must be at most {MAX_FIELD_T} T", triple(b))).into());
+        }
+        if o.field_map.is_some() && bmag > 0.0 {
+            return Err(ParamError::new("field", format!("{} T and a field map: give one of them", triple(b))).into());
+        }
         let g = crate::gdml::read(gdml)?;
+        let field_map = match &o.field_map {
+            Some(f) => {
+                let m = crate::field::FieldMap::read(f)?;
+                let world = &g.tree.logical[g.tree.world as usize];
+                m.check_covers(&g.tree.solids.bounding_box(world.solid), &world.name)?;
+                Some(std::sync::Arc::new(m))
+            }
+            None => None,
+        };
+        for n in &o.sensitive {
+            if !g.tree.logical.iter().any(|l| l.name == *n) {
+                let known: Vec<&str> = g.tree.logical.iter().map(|l| l.name.as_str()).take(20).collect();
+                return Err(ParamError::new(
+                    "sensitive",
+                    format!(
+                        "'{n}' is not a logical volume of {} (its volumes: {}{})",
+                        gdml.display(),
+                        known.join(", "),
+                        if g.tree.logical.len() > 20 { ", …" } else { "" }
+                    ),
+                )
+                .into());
+            }
+        }
         let (_, volumes) = crate::shower::detector::slot_offsets(&g)?;
         let (material_of, materials) = crate::shower::detector::shower_materials(&g)?;
         let tables = TableOptions::default();
@@ -1136,7 +1184,8 @@ impl DetectorShower {
                 dir,
             },
             opts: o.clone(),
-            inputs: vec![gdml.to_path_buf()],
+            inputs: std::iter::once(gdml.to_path_buf()).chain(o.field_map.clone()).collect(),
+            field_map,
         })
     }
 
@@ -1174,6 +1223,43 @@ impl DetectorShower {
         }
     }
 
+    /// The tables of the detector's materials, built on a thread of their own (a pool of the
+    /// control's threads) while this one polls the cancellation token: a cancelled run returns
+    /// at once (the build, which cannot stop half-way, finishes in the background and is dropped).
+    fn build_physics(&self, ctl: &Control) -> Result<crate::shower::detector::DetectorPhysics> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (gdml, of, list, cuts, tables) = (
+            self.gdml.clone(),
+            self.material_of.clone(),
+            self.materials.clone(),
+            self.cuts,
+            self.tables,
+        );
+        let threads = ctl.threads;
+        std::thread::Builder::new()
+            .name("warpdrive-em-detector-tables".into())
+            .spawn(move || {
+                let build = move || crate::shower::detector::DetectorPhysics::build_from(gdml, of, &list, cuts, tables);
+                let pool = threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n).build().ok());
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match pool {
+                    Some(p) => p.install(build),
+                    None => build(),
+                }));
+                let _ = tx.send(built);
+            })
+            .map_err(|e| Error::Failed(format!("cannot start the table build: {e}")))?;
+        loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(Ok(built)) => return Ok(built?),
+                Ok(Err(_)) => return Err(Error::Failed("building the shower tables panicked".into())),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => ctl.check()?,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(Error::Failed("the table build ended without a result".into()))
+                }
+            }
+        }
+    }
+
     /// Build the tables and run the events on the CPU threads of the control. `--device cuda`
     /// is refused (no GPU twin of the GDML navigator yet); `auto` runs on the CPU with a note.
     /// Returns [`Error::Cancelled`] when the token is raised.
@@ -1185,13 +1271,13 @@ impl DetectorShower {
         ctl.install(|| {
             let t0 = Instant::now();
             ctl.progress.begin("tables", self.materials.len() as u64, "materials");
-            let phys = crate::shower::detector::DetectorPhysics::build_from(
-                self.gdml.clone(),
-                self.material_of.clone(),
-                &self.materials,
-                self.cuts,
-                self.tables,
-            )?;
+            let mut phys = self.build_physics(ctl)?;
+            phys.set_field(self.opts.field_t);
+            if let Some(m) = &self.field_map {
+                phys.set_field_map(m.clone())?;
+            }
+            phys.set_sensitive(&self.opts.sensitive)
+                .map_err(|e| ParamError::new("sensitive", e))?;
             ctl.progress.add(self.materials.len() as u64);
             ctl.check()?;
             let tables_seconds = t0.elapsed().as_secs_f64();
@@ -1200,6 +1286,17 @@ impl DetectorShower {
             let t1 = Instant::now();
             let run = crate::shower::detector::run_range(&phys, &self.primary, 0, o.events, o.seed, &ctl.progress);
             ctl.check()?;
+            if run.too_many_hits {
+                return Err(ParamError::new(
+                    "sensitive",
+                    format!(
+                        "the run made more than {} hits after {} events: run fewer events or mark fewer volumes sensitive",
+                        crate::shower::detector::MAX_HITS,
+                        run.events
+                    ),
+                )
+                .into());
+            }
             let volumes = phys.volume_list();
             Ok(DetectorResult {
                 run,
@@ -1229,7 +1326,7 @@ pub struct DetectorResult {
 impl DetectorResult {
     fn metadata(&self) -> Vec<(String, String)> {
         let o = &self.opts;
-        metadata(&[
+        let mut m = metadata(&[
             ("warpdrive.seed", o.seed.to_string()),
             ("em.events", o.events.to_string()),
             ("em.primary", format!("{} {} MeV", o.primary.name(), o.energy)),
@@ -1237,7 +1334,69 @@ impl DetectorResult {
             ("em.direction", triple(o.direction)),
             ("em.cut_mm", num(o.cut_mm)),
             ("em.gdml", self.physics.gdml.path.display().to_string()),
-        ])
+        ]);
+        match (&self.physics.field, &o.field_map) {
+            (Some(_), Some(f)) => m.push(("em.field_map".into(), f.display().to_string())),
+            (Some(_), None) => m.push(("em.field_t".into(), triple(o.field_t))),
+            _ => {}
+        }
+        m
+    }
+
+    /// The logical volumes that record hits, by name.
+    #[must_use]
+    pub fn sensitive_volumes(&self) -> Vec<String> {
+        let tree = &self.physics.gdml.tree;
+        (0..tree.logical.len())
+            .filter(|&i| self.physics.sensitive[i])
+            .map(|i| tree.logical[i].name.clone())
+            .collect()
+    }
+
+    /// `hits.parquet`: one row per deposit in a sensitive volume, in event order — `event`,
+    /// `volume` (the slot of volumes.parquet; its path in the metadata `em.volume_paths`),
+    /// `copy` (the copy number of its deepest placement), `edep_mev`, `time_ns` (since the
+    /// primary started), `x_mm`, `y_mm`, `z_mm` (the step's pre-step point, or where the energy
+    /// was deposited locally).
+    #[must_use]
+    pub fn hits_table(&self) -> Table {
+        let h = &self.run.hits;
+        let scale = crate::shower::transport::FIXED_SCALE;
+        let mut t = Table::default();
+        t.push("event", Column::I64(h.iter().map(|(e, _)| *e as i64).collect()));
+        t.push("volume", Column::I32(h.iter().map(|(_, x)| x.slot as i32).collect()));
+        t.push(
+            "copy",
+            Column::I32(h.iter().map(|(_, x)| self.volumes[x.slot as usize].copy).collect()),
+        );
+        t.push("edep_mev", Column::F64(h.iter().map(|(_, x)| x.edep as f64 / scale).collect()));
+        t.push("time_ns", Column::F64(h.iter().map(|(_, x)| x.time_ns).collect()));
+        for (k, name) in ["x_mm", "y_mm", "z_mm"].iter().enumerate() {
+            t.push(name, Column::F64(h.iter().map(|(_, x)| x.pos[k] * 10.0).collect()));
+        }
+        t.metadata = self.metadata();
+        let paths: Vec<&str> = self.volumes.iter().map(|x| x.path.as_str()).collect();
+        t.meta("em.volume_paths", json!(paths).to_string());
+        t
+    }
+
+    /// Per sensitive logical volume: its name, the number of hits and their Σ deposit [MeV]
+    /// (exact fixed-point sums, equal to the volumes' deposits).
+    #[must_use]
+    pub fn hits_per_volume(&self) -> Vec<(String, u64, f64)> {
+        let tree = &self.physics.gdml.tree;
+        let mut n = vec![0u64; tree.logical.len()];
+        let mut q = vec![0u128; tree.logical.len()];
+        for (_, h) in &self.run.hits {
+            let l = self.volumes[h.slot as usize].logical as usize;
+            n[l] += 1;
+            q[l] += u128::from(h.edep);
+        }
+        let scale = crate::shower::transport::FIXED_SCALE;
+        (0..tree.logical.len())
+            .filter(|&i| self.physics.sensitive[i])
+            .map(|i| (tree.logical[i].name.clone(), n[i], q[i] as f64 / scale))
+            .collect()
     }
 
     /// Per GDML material: name, whether it is vacuum, Σ deposit over the events [MeV], mean per
@@ -1308,6 +1467,7 @@ impl DetectorResult {
         let n = r.events.max(1) as f64;
         let scale = crate::shower::transport::FIXED_SCALE;
         let total_edep: f64 = r.edep.iter().sum::<u128>() as f64 / scale;
+        let n_events = n;
         let materials: Vec<serde_json::Value> = self
             .per_material()
             .into_iter()
@@ -1315,7 +1475,7 @@ impl DetectorResult {
                 json!({"name": name, "vacuum": vacuum, "edep_mev": sum, "edep_mean_mev": mean, "edep_mean_error_mev": err})
             })
             .collect();
-        json!({
+        let mut s = json!({
             "gdml": self.physics.gdml.path.display().to_string(),
             "primary": o.primary.name(),
             "energy_mev": o.energy,
@@ -1335,7 +1495,26 @@ impl DetectorResult {
             "created_per_event": {"gamma": r.created[0] as f64 / n, "e-": r.created[1] as f64 / n, "e+": r.created[2] as f64 / n},
             "steps_per_event": {"charged": r.steps[0] as f64 / n, "neutral": r.steps[1] as f64 / n},
             "killed_tracks": r.killed,
-        })
+        });
+        if let Some(f) = &self.physics.field {
+            let a = &self.physics.accuracy;
+            s["field"] = match f {
+                crate::field::Field::Uniform(u) => json!({"kind": "uniform", "b_t": [u.b.x, u.b.y, u.b.z],
+                    "delta_chord_mm": a.delta_chord, "delta_intersection_mm": a.delta_intersection}),
+                crate::field::Field::Map(m) => json!({"kind": "map", "file": m.path.display().to_string(),
+                    "nodes": [m.r.len(), m.z.len()], "b_max_t": m.b_max,
+                    "delta_chord_mm": a.delta_chord, "delta_intersection_mm": a.delta_intersection, "epsilon": a.epsilon}),
+            };
+        }
+        if self.physics.any_sensitive() {
+            let per: serde_json::Map<String, serde_json::Value> = self
+                .hits_per_volume()
+                .into_iter()
+                .map(|(name, n, e)| (name, json!({"hits": n, "edep_sum_mev": e, "hits_per_event": n as f64 / n_events})))
+                .collect();
+            s["hits"] = json!({"count": r.hits.len(), "sensitive": self.sensitive_volumes(), "volumes": per});
+        }
+        s
     }
 
     /// `run.json`: how this run was computed.
@@ -1357,6 +1536,9 @@ impl DetectorResult {
         let dir = out.path().to_path_buf();
         let shown = out.dest().to_path_buf();
         write_table(&dir, "volumes.parquet", &self.volumes_table(), &shown)?;
+        if self.physics.any_sensitive() {
+            write_table(&dir, "hits.parquet", &self.hits_table(), &shown)?;
+        }
         write_json(&dir, "summary.json", &self.summary(), &shown)?;
         write_json(&dir, "run.json", &self.environment(command), &shown)?;
         out.commit()?;

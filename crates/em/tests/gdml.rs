@@ -4,9 +4,13 @@
 //! name the file, the line and the tag.
 
 use std::path::{Path, PathBuf};
+use warpdrive_core::RandomStream;
 use warpdrive_em::gdml::{self, Gdml};
 use warpdrive_em::geo::navigator::PUSH;
 use warpdrive_em::geo::{Navigator, Vec3, VolumePath};
+
+/// Philox tag of this test's random numbers (warpdrive_core::RandomStream).
+const TAG_TEST: u32 = 0x4744_4d4c;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
@@ -148,19 +152,6 @@ fn crossing_touching_and_coincident_faces() {
     assert!(!in2 && (l2 - 80.0).abs() < 2e-9, "left the world through the shared face: {l2}");
 }
 
-/// SplitMix64 for the random rays.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-}
-
 /// 100 000 random tracks from random points of the world, aimed at random points of the
 /// daughters' bounding boxes (so that most cross volumes), each followed to the world's edge:
 /// every step's midpoint must be located in the volume the navigator says the step is in, the
@@ -171,23 +162,23 @@ impl Rng {
 fn random_tracks_are_never_stuck_or_lost() {
     let g = nested();
     let nav = Navigator::new(&g.tree);
-    let mut rng = Rng(31);
+    let mut rng = RandomStream::new(31, TAG_TEST, 0);
     let (mut total_steps, mut mismatches, mut short_mismatches) = (0u64, 0u64, 0u64);
     let mut max_len_err: f64 = 0.0;
     let boxes: Vec<_> = g.tree.daughters(g.tree.world).map(|k| g.tree.placements[k as usize].bbox).collect();
     let mut crossings = 0u64;
     for i in 0..100_000 {
         let p0 = Vec3::new(
-            1000.0 * rng.next() - 500.0,
-            1000.0 * rng.next() - 500.0,
-            1000.0 * rng.next() - 500.0,
+            1000.0 * rng.uniform_f64() - 500.0,
+            1000.0 * rng.uniform_f64() - 500.0,
+            1000.0 * rng.uniform_f64() - 500.0,
         );
         let b = boxes[i % boxes.len()];
         let target = b.min
             + Vec3::new(
-                (b.max.x - b.min.x) * rng.next(),
-                (b.max.y - b.min.y) * rng.next(),
-                (b.max.z - b.min.z) * rng.next(),
+                (b.max.x - b.min.x) * rng.uniform_f64(),
+                (b.max.y - b.min.y) * rng.uniform_f64(),
+                (b.max.z - b.min.z) * rng.uniform_f64(),
             );
         let d = (target - p0).unit();
         // Distance to the world box's boundary (half 500 mm).
@@ -241,9 +232,9 @@ fn random_tracks_are_never_stuck_or_lost() {
     let t = &g.tree;
     for _ in 0..200_000 {
         let q = Vec3::new(
-            1000.0 * rng.next() - 500.0,
-            1000.0 * rng.next() - 500.0,
-            1000.0 * rng.next() - 500.0,
+            1000.0 * rng.uniform_f64() - 500.0,
+            1000.0 * rng.uniform_f64() - 500.0,
+            1000.0 * rng.uniform_f64() - 500.0,
         );
         let holders = t
             .daughters(t.world)
@@ -262,13 +253,13 @@ fn random_tracks_are_never_stuck_or_lost() {
 fn safety_is_safe() {
     let g = nested();
     let nav = Navigator::new(&g.tree);
-    let mut rng = Rng(7);
+    let mut rng = RandomStream::new(7, TAG_TEST, 0);
     let mut positive = 0;
     for _ in 0..20_000 {
         let p = Vec3::new(
-            1000.0 * rng.next() - 500.0,
-            1000.0 * rng.next() - 500.0,
-            1000.0 * rng.next() - 500.0,
+            1000.0 * rng.uniform_f64() - 500.0,
+            1000.0 * rng.uniform_f64() - 500.0,
+            1000.0 * rng.uniform_f64() - 500.0,
         );
         let path = nav.locate(p).unwrap();
         let s = nav.safety(&path, p);
@@ -276,8 +267,8 @@ fn safety_is_safe() {
             positive += 1;
         }
         for _ in 0..64 {
-            let cz = 2.0 * rng.next() - 1.0;
-            let ph = 2.0 * std::f64::consts::PI * rng.next();
+            let cz = 2.0 * rng.uniform_f64() - 1.0;
+            let ph = 2.0 * std::f64::consts::PI * rng.uniform_f64();
             let r = (1.0 - cz * cz).sqrt();
             let q = p.along(Vec3::new(r * ph.cos(), r * ph.sin(), cz), s);
             assert_eq!(
@@ -696,11 +687,19 @@ fn coincident_surfaces_are_crossed_cleanly() {
     assert_eq!(at(&g, 49.0, 0.0, 90.0), "World/m/in/same");
     assert_eq!(at(&g, 60.0, 0.0, 0.0), "World/m/shell");
     assert!(g.check_overlaps(2000).is_ok());
-    let mut rng = Rng(99);
+    let mut rng = RandomStream::new(99, TAG_TEST, 0);
     let mut crossings = 0u64;
     for _ in 0..20_000 {
-        let p0 = Vec3::new(360.0 * rng.next() - 180.0, 360.0 * rng.next() - 180.0, 360.0 * rng.next() - 180.0);
-        let target = Vec3::new(100.0 * rng.next() - 50.0, 100.0 * rng.next() - 50.0, 200.0 * rng.next() - 100.0);
+        let p0 = Vec3::new(
+            360.0 * rng.uniform_f64() - 180.0,
+            360.0 * rng.uniform_f64() - 180.0,
+            360.0 * rng.uniform_f64() - 180.0,
+        );
+        let target = Vec3::new(
+            100.0 * rng.uniform_f64() - 50.0,
+            100.0 * rng.uniform_f64() - 50.0,
+            200.0 * rng.uniform_f64() - 100.0,
+        );
         let d = (target - p0).unit();
         let exit = [(p0.x, d.x), (p0.y, d.y), (p0.z, d.z)]
             .iter()

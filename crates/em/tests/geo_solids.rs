@@ -14,30 +14,23 @@
 
 use rayon::prelude::*;
 use std::f64::consts::PI;
+use warpdrive_core::RandomStream;
 use warpdrive_em::geo::shapes::*;
 use warpdrive_em::geo::{Aabb, BoolOp, Inside, Rot3, Solid, SolidId, Solids, Transform, Vec3};
 
+/// Philox tag of this test's random numbers: one stream per (solid's seed, ray index).
+const TAG_TEST: u32 = 0x534f_4c44;
+
+/// An isotropic unit vector.
+fn direction(rng: &mut RandomStream) -> Vec3 {
+    let cz = 2.0 * rng.uniform_f64() - 1.0;
+    let phi = 2.0 * PI * rng.uniform_f64();
+    let s = (1.0 - cz * cz).sqrt();
+    Vec3::new(s * phi.cos(), s * phi.sin(), cz)
+}
+
 const RAYS: u64 = 1_000_000;
 const TOLERANCE: f64 = 1e-9;
-
-/// SplitMix64 (Steele, Lea & Flood 2014): one independent stream per ray index.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-    fn direction(&mut self) -> Vec3 {
-        let cz = 2.0 * self.next() - 1.0;
-        let phi = 2.0 * PI * self.next();
-        let s = (1.0 - cz * cz).sqrt();
-        Vec3::new(s * phi.cos(), s * phi.sin(), cz)
-    }
-}
 
 /// The reference distance along the ray to where `contains` flips, by marching and bisection;
 /// ∞ if it never flips. The march covers the ray's stretch inside `b`, the solid's bounding box
@@ -111,11 +104,11 @@ impl Stats {
     }
 }
 
-fn check_ray(s: &Solids, id: SolidId, e: &Aabb, b: &Aabb, h: f64, seed: u64) -> Stats {
-    let mut rng = Rng(seed);
+fn check_ray(s: &Solids, id: SolidId, e: &Aabb, b: &Aabb, h: f64, seed: u64, ray: u64) -> Stats {
+    let mut rng = RandomStream::new(seed, TAG_TEST, ray);
     let size = e.max - e.min;
-    let p = e.min + Vec3::new(size.x * rng.next(), size.y * rng.next(), size.z * rng.next());
-    let d = rng.direction();
+    let p = e.min + Vec3::new(size.x * rng.uniform_f64(), size.y * rng.uniform_f64(), size.z * rng.uniform_f64());
+    let d = direction(&mut rng);
     let mut st = Stats {
         rays: 1,
         ..Stats::default()
@@ -165,7 +158,7 @@ fn check_ray(s: &Solids, id: SolidId, e: &Aabb, b: &Aabb, h: f64, seed: u64) -> 
     // Stronger: the whole ball of that radius is on the start's side (8 random points on its
     // surface, shrunk by the surface tolerance).
     let r = (safety - TOLERANCE).max(0.0);
-    if r > 0.0 && (0..8).any(|_| s.contains(id, p.along(rng.direction(), r)) != start) {
+    if r > 0.0 && (0..8).any(|_| s.contains(id, p.along(direction(&mut rng), r)) != start) {
         st.safety_over = 1;
     }
     match s.inside(id, p) {
@@ -191,7 +184,7 @@ fn check_solid(name: &str, s: &Solids, id: SolidId, seed: u64) {
     };
     let st = (0..RAYS)
         .into_par_iter()
-        .map(|i| check_ray(s, id, &e, &bb, h, seed.wrapping_mul(0x1000_0000_01B3) ^ i.wrapping_mul(0x9E37_79B9)))
+        .map(|i| check_ray(s, id, &e, &bb, h, seed, i))
         .reduce(Stats::default, Stats::merge);
     eprintln!(
         "{name}: {} rays ({} from inside, {} crossing), max |distance − brute force| = {:.2e} mm, {} thin chords confirmed, {} wrong, {} safeties too large, {} inside() mismatches",

@@ -12,7 +12,8 @@ use pyo3::types::{PyDict, PyTuple};
 use std::path::PathBuf;
 use warpdrive_core::jobs::Share;
 use warpdrive_em::engine::{
-    self, CalorimeterChoice, KleinNishina, KleinNishinaOptions, KleinNishinaResult, MaterialChoice, Shower, ShowerOptions,
+    self, CalorimeterChoice, DetectorOptions, DetectorShower, KleinNishina, KleinNishinaOptions, KleinNishinaResult, MaterialChoice,
+    Shower, ShowerOptions,
 };
 use warpdrive_em::transport::{RunResult, TallyGrid};
 
@@ -413,4 +414,128 @@ pub fn em_testem3_reference() -> Vec<(String, Vec<(String, f64, f64)>, [f64; 3],
             )
         })
         .collect()
+}
+
+const DETECTOR_COMMAND: &str = "python: warpdrive.em.run(gdml=...)";
+
+/// The result of EM showers in a GDML detector (`warpdrive em run FILE.gdml`).
+#[pyclass(module = "warpdrive._warpdrive", frozen)]
+pub struct DetectorResult {
+    r: engine::DetectorResult,
+    inputs: Vec<PathBuf>,
+}
+
+#[pymethods]
+impl DetectorResult {
+    /// `volumes.parquet`'s columns.
+    fn volumes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
+        crate::photon::columns(py, self.r.volumes_table())
+    }
+
+    /// `hits.parquet`'s columns (no rows without sensitive volumes).
+    fn hits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, crate::arrow_c::ArrowTable>> {
+        crate::photon::columns(py, self.r.hits_table())
+    }
+
+    /// `summary.json`'s text.
+    fn summary_json(&self) -> String {
+        self.r.summary().to_string()
+    }
+
+    /// Write the CLI's output directory (`volumes.parquet`, `hits.parquet` with sensitive
+    /// volumes, `summary.json`, `run.json`); an existing `dir` is refused unless `force`.
+    #[pyo3(signature = (dir, force=false))]
+    fn save(&self, py: Python<'_>, dir: PathBuf, force: bool) -> PyResult<()> {
+        py.allow_threads(|| {
+            let out = engine::prepare_output(&dir, force, &self.inputs)?;
+            self.r.save(out, DETECTOR_COMMAND)
+        })
+        .map_err(|e| errors::engine(&e))
+    }
+
+    /// The output directory `save` writes, captured for pickling.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<SavedOutput> {
+        capture(py, true, &self.inputs, |out| {
+            self.r.save(out, DETECTOR_COMMAND).map(|()| Vec::new())
+        })
+    }
+
+    /// Per GDML material: (name, vacuum, Σ deposit [MeV], mean per event [MeV], its error [MeV]).
+    fn materials(&self) -> Vec<(String, bool, f64, f64, f64)> {
+        self.r.per_material()
+    }
+
+    /// Per sensitive logical volume: (name, hits, Σ deposit of the hits [MeV]).
+    fn hits_per_volume(&self) -> Vec<(String, u64, f64)> {
+        self.r.hits_per_volume()
+    }
+
+    #[getter]
+    fn escaped(&self) -> f64 {
+        self.r.run.escaped_mean()
+    }
+
+    #[getter]
+    fn worst_balance(&self) -> f64 {
+        self.r.run.worst_balance
+    }
+
+    #[getter]
+    fn events_count(&self) -> u64 {
+        self.r.run.events
+    }
+
+    #[getter]
+    fn device(&self) -> String {
+        self.r.device.clone()
+    }
+
+    #[getter]
+    fn transport_seconds(&self) -> f64 {
+        self.r.transport_seconds
+    }
+}
+
+/// `warpdrive em run GDML`: `events` showers of a `primary` of kinetic `energy` MeV from
+/// `position` [mm] along `direction` in the detector of a GDML file, with a uniform `field` [T]
+/// and hits in the `sensitive` logical volumes.
+#[pyfunction]
+#[pyo3(signature = (gdml, primary, energy, position, direction, events, seed, cut_mm, field, field_map, sensitive, device, threads, progress))]
+#[allow(clippy::too_many_arguments)]
+pub fn em_detector(
+    py: Python<'_>,
+    gdml: PathBuf,
+    primary: &str,
+    energy: f64,
+    position: Vec<f64>,
+    direction: Vec<f64>,
+    events: Count,
+    seed: Count,
+    cut_mm: f64,
+    field: Vec<f64>,
+    field_map: Option<PathBuf>,
+    sensitive: Vec<String>,
+    device: &str,
+    threads: Option<Count>,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<DetectorResult> {
+    let opts = DetectorOptions {
+        primary: primary.parse().map_err(|e| errors::param(&e))?,
+        energy,
+        position_mm: engine::three("position", &position).map_err(|e| errors::engine(&e))?,
+        direction: engine::three("direction", &direction).map_err(|e| errors::engine(&e))?,
+        events: errors::count("events", events)?,
+        seed: errors::count("seed", seed)?,
+        cut_mm,
+        field_t: engine::three("field", &field).map_err(|e| errors::engine(&e))?,
+        field_map,
+        sensitive,
+    };
+    let (ctl, notes) = control(device, threads, false)?;
+    let req = DetectorShower::new(&gdml, &opts).map_err(|e| errors::engine(&e))?;
+    let r = run(py, &ctl, &notes, progress, || req.run(&ctl))?;
+    Ok(DetectorResult {
+        r,
+        inputs: req.inputs().to_vec(),
+    })
 }

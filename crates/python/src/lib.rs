@@ -42,6 +42,8 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<em::ShowerResult>()?;
     m.add_function(wrap_pyfunction!(em::em_shower, m)?)?;
     m.add_function(wrap_pyfunction!(em::em_merge, m)?)?;
+    m.add_class::<em::DetectorResult>()?;
+    m.add_function(wrap_pyfunction!(em::em_detector, m)?)?;
     m.add_function(wrap_pyfunction!(beam::beam_merge, m)?)?;
     m.add_function(wrap_pyfunction!(em::em_testem3_reference, m)?)?;
     m.add_function(wrap_pyfunction!(em::em_materials, m)?)?;

@@ -21,6 +21,7 @@ W1: WATCH, FILENAME="%s-w1.sdds"
 CELL: LINE=(Q1, D, Q2, D)
 ALL: LINE=(2*CELL, W1)
 """
+TESTEM3_GDML = pathlib.Path(__file__).resolve().parents[3] / "crates" / "em" / "tests" / "data" / "testem3.gdml"
 CASCADE = (10.0, 20.0, -300.0, 60.0, 30.0, 0.0)
 PPC_STDOUT = "EM 1 1 0 0 0 0\nHIT 36 30 1234.5 400.0 0.1 0.2 0.3 0.4\nHIT 36 31 1300.0 410.0 0.1 0.2 0.3 0.4\nEE\n"
 
@@ -42,6 +43,8 @@ def build(data):
         "spline.Unfolding": spline.unfold(event, cascade=CASCADE, **cpu),
         "em.EmResult": em.run(tracks=2000, tally_bins=64, **cpu),
         "em.ShowerResult": em.testem3(events=2, **cpu),
+        "em.DetectorResult": em.detector(TESTEM3_GDML, energy_mev=50, events=2, position=(0, 0, -10),
+                                         sensitive=["ArgonV"], **cpu),
         "beam.Lattice": lattice,
         "beam.Particles": particles,
         "beam.Tracked": lattice.track(particles, passes=3, aperture=2e-3, **cpu),
@@ -113,6 +116,11 @@ def _shower(r, out):
     return {}
 
 
+def _detector_result(r, out):
+    r.to_parquet(out / "detector")
+    return {}
+
+
 def _track_with(lattice, particles):
     """The final table of a short run (what a worker would compute with what it received)."""
     return lattice.track(particles, passes=2, device="cpu", threads=1).table
@@ -146,7 +154,7 @@ def _ppc(r, out):
 
 PROBES = {"Autocorr": _autocorr, "Injection": _injection, "Table": _table, "Event": _event, "Unfolding": _unfolding, "EmResult": _em,
           "ShowerResult": _shower, "Lattice": _lattice, "Particles": _particles, "Detector": _detector,
-          "PpcRun": _ppc}
+          "PpcRun": _ppc, "DetectorResult": _detector_result}
 
 
 def probe(obj, out):

@@ -139,7 +139,7 @@ def test_every_device_parameter_defaults_to_auto():
     # The computing calls of every domain are among them.
     for expected in ("warpdrive.spline.Table.eval", "warpdrive.spline.unfold", "warpdrive.photon.propagate",
                      "warpdrive.photon.Detector.propagate", "warpdrive.sky.autocorr", "warpdrive.beam.Lattice.track",
-                     "warpdrive.em.run", "warpdrive.em.testem3", "warpdrive.em.calorimeter"):
+                     "warpdrive.em.run", "warpdrive.em.testem3", "warpdrive.em.calorimeter", "warpdrive.em.detector"):
         assert expected in seen
 
 
@@ -162,6 +162,7 @@ REPR_SHOWS = {
                                    f"{u.iterations} iterations"],
     "em.EmResult": lambda r: [f"{r.tracks} tracks", r.material, r.checksum, r.device, f"{len(r.edep_mev_per_cm)} depth bins"],
     "em.ShowerResult": lambda r: [f"{r.n_events} events", r.calorimeter, *r.materials, r.device],
+    "em.DetectorResult": lambda r: [f"{r.n_events} events", "Lead", "liquidArgon", f"{len(r.hits)} hits", r.device],
     "beam.Lattice": lambda l: [f"line={l.line!r}", f"{l.n_elements} elements", f"{l.length:.4f} m"],
     "beam.Particles": lambda p: [f"{len(p)} {p.particle}s", f"p_central = {p.p_central:.6g}", p.description],
     "beam.Tracked": lambda t: [f"{len(t.particles)} particles", f"{int(t.alive.sum())} alive",

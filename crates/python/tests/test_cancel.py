@@ -61,6 +61,12 @@ LONG_CALLS = {
                       "em.calorimeter(f, energy=10, events=1, device='cpu')\n"
                       "print('started', flush=True)\n"
                       "em.calorimeter(f, energy=1e5, events=10**4, device='cpu', threads=1)\n",
+    # Showers in a GDML detector with a field: 10^4 events of 100 TeV, hours on one thread.
+    "em.run (gdml)": "from warpdrive import em\n"
+                     f"g = {str(ROOT / 'crates' / 'em' / 'tests' / 'data' / 'testem3.gdml')!r}\n"
+                     "print('started', flush=True)\n"
+                     "em.run(gdml=g, energy_mev=1e5, events=10**4, position=(0, 0, -10), field=(0, 2, 0), "
+                     "device='cpu', threads=1)\n",
     # A 10^8 GeV cascade in the built-in ice: 5e10 photons, days on one thread.
     "photon.propagate": "from warpdrive import photon\n"
                         "print('started', flush=True)\n"

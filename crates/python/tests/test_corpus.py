@@ -51,8 +51,6 @@ _FIT = ("spline fit reads a histogram file (Parquet, CSV or .npz) and writes a F
         "arrays (z, w, centers, knots) and returns a Table: no histogram file, no knots syntax, no output file "
         "(its own refusals are tested in test_spline.py)")
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
-_DETECTOR = ("em detector (showers in a GDML detector) has no Python binding yet: it is a CLI command and a Rust "
-             "library call (warpdrive_em::engine::DetectorShower); its refusals are tested in crates/em/tests/detector.rs")
 _SUBMIT = ("submit writes batch files for the CLI; Python's equivalent is warpdrive.distributed (its refusals: "
            "test_distributed.py)")
 _ELE = ("beam run executes an ELEGANT .ele file, a CLI front end with no Python binding yet (its engine call is "
@@ -64,11 +62,6 @@ NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
     ("beam", "ele: unsupported command"): _ELE,
     ("beam", "ele: zero particles per bunch"): _ELE,
     ("beam", "ele: output file outside the output directory"): _ELE,
-    ("em", "detector: source outside the world"): _DETECTOR,
-    ("em", "detector: unknown primary"): _DETECTOR,
-    ("em", "detector: GDML box size that is not a number"): _DETECTOR,
-    ("em", "detector: material without a mean excitation energy"): _DETECTOR,
-    ("em", "detector: --device cuda"): _DETECTOR,
     ("submit", "slurm of a command that cannot be split"): _SUBMIT,
     ("submit", "slurm without --jobs"): _SUBMIT,
     ("submit", "slurm with --jobs 0"): _SUBMIT,
@@ -183,7 +176,8 @@ CASES = corpus()
 # ---- the command line, taken apart ---------------------------------------------------------------
 
 #: Subcommand paths, longest first.
-COMMANDS = [("sky", "autocorr"), ("sky", "inject"), ("em", "testem3"), ("em", "calorimeter"), ("spline", "info"),
+COMMANDS = [("sky", "autocorr"), ("sky", "inject"), ("em", "testem3"), ("em", "calorimeter"), ("em", "run"),
+            ("em", "detector"), ("spline", "info"),
             ("spline", "eval"),
             ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("beam", "twiss"), ("photon", "tabulate"),
             ("photon",), ("ppc",), ("em",),
@@ -368,6 +362,18 @@ def shower_call(o: Options, calorimeter: bool) -> Callable[[], Any]:
     return lambda: em.testem3(**kw).to_parquet(out, force=force, plot=True)
 
 
+def detector_call(o: Options) -> Callable[[], Any]:
+    """`em run GDML` (alias `em detector`) → `em.run(gdml=…)`."""
+    (path,) = o.positional
+    kw = dict(primary=o.take("primary", default="e-"), energy_mev=o.take("energy", float, 1000.0),
+              position=o.take("position", floats, [0.0, 0.0, 0.0]), direction=o.take("direction", floats, [0.0, 0.0, 1.0]),
+              events=o.take("events", int, 1000), seed=o.take("seed", int, 12345), cut_mm=o.take("cut-mm", float, 1.0),
+              field=o.take("field", floats, [0.0, 0.0, 0.0]), field_map=o.take("field-map"),
+              sensitive=o.take("sensitive", lambda v: v.split(","), []), **common(o, False))
+    out, force = o.take("output", default="em-detector"), o.take("force", default=False)
+    return lambda: em.run(gdml=path, out_dir=out, force=force, **kw)
+
+
 def model(o: Options) -> dict[str, Any]:
     return dict(cascade=o.take("cascade", floats), track=o.take("track", floats), spacing=o.take("spacing", float, 15.0),
                 amplitude=o.take("amplitude"), timing=o.take("timing"),
@@ -447,6 +453,8 @@ TRANSLATIONS: dict[tuple[str, ...], Callable[[Options, Case], Callable[[], Any]]
     ("em",): lambda o, case: em_call(o),
     ("em", "testem3"): lambda o, case: shower_call(o, calorimeter=False),
     ("em", "calorimeter"): lambda o, case: shower_call(o, calorimeter=True),
+    ("em", "run"): lambda o, case: detector_call(o),
+    ("em", "detector"): lambda o, case: detector_call(o),
     ("spline", "info"): lambda o, case: spline_info_call(o),
     ("spline", "simulate"): lambda o, case: spline_simulate_call(o),
     ("spline", "unfold"): lambda o, case: spline_unfold_call(o),

@@ -1,4 +1,6 @@
 import json
+import pathlib
+import pickle
 import re
 import time
 
@@ -195,3 +197,50 @@ def test_shower_jobs_merge_into_the_unsplit_run_and_equal_the_cli_merge(cli, tmp
         assert (tmp_path / "cli" / f).read_bytes() == ref, f
     with pytest.raises(ValueError, match="lack job 1 of 2"):
         em.merge(jobs[:1])
+
+
+TESTEM3_GDML = pathlib.Path(__file__).resolve().parents[3] / "crates" / "em" / "tests" / "data" / "testem3.gdml"
+
+
+def test_detector_run_equals_cli(cli, tmp_path):
+    """`em.run(gdml=…)` is `warpdrive em run`: the same files, a field and sensitive volumes included."""
+    out = tmp_path / "cli"
+    cli("em", "run", TESTEM3_GDML, "--events", 3, "--energy", 100, "--seed", 4, "--position", "0,0,-10",
+        "--field", "0,4,0", "--sensitive", "ArgonV", "--device", "cpu", "-o", out)
+    mine = tmp_path / "py"
+    r = em.run(gdml=TESTEM3_GDML, energy_mev=100, events=3, seed=4, position=(0, 0, -10), field=(0, 4, 0),
+               sensitive=["ArgonV"], out_dir=mine)
+    same_directories(mine, out, ["volumes.parquet", "hits.parquet"], ["summary.json"])
+    assert r.hits.column_names == ["event", "volume", "copy", "edep_mev", "time_ns", "x_mm", "y_mm", "z_mm"]
+    assert r.summary["field"]["b_t"] == [0.0, 4.0, 0.0]
+    assert r.hits_per_volume["ArgonV"]["hits"] == r.hits.num_rows == r.summary["hits"]["count"] > 0
+    argon = r.materials["liquidArgon"]["edep_sum_mev"]
+    assert sum(r.hits["edep_mev"].to_pylist()) == pytest.approx(argon, rel=1e-12)
+    assert r.worst_balance < 1e-9 and r.n_events == 3
+    # em.detector is the same call; B = 0 is no field (the same volumes as without).
+    a = em.detector(TESTEM3_GDML, energy_mev=100, events=2, position=(0, 0, -10), field=(0, 0, 0))
+    b = em.detector(TESTEM3_GDML, energy_mev=100, events=2, position=(0, 0, -10))
+    assert a.volumes.equals(b.volumes) and a.hits.num_rows == 0 and "field" not in a.summary
+    # Picklable: the unpickled result writes the same files.
+    again = pickle.loads(pickle.dumps(r))
+    again.to_parquet(tmp_path / "again")
+    same_directories(tmp_path / "again", mine, ["volumes.parquet", "hits.parquet"], ["summary.json"])
+
+
+def test_detector_bad_inputs(tmp_path):
+    with pytest.raises(ValueError, match="^sensitive 'Nope' is not a logical volume of .*testem3.gdml"):
+        em.run(gdml=TESTEM3_GDML, events=1, sensitive=["Nope"])
+    with pytest.raises(ValueError, match="^position 0,0,-500 mm is outside the world volume 'World'"):
+        em.run(gdml=TESTEM3_GDML, events=1, position=(0, 0, -500))
+    with pytest.raises(ValueError, match="^position 1,2: expected three numbers x,y,z"):
+        em.run(gdml=TESTEM3_GDML, events=1, position=(1, 2))
+    with pytest.raises(TypeError, match="not those of the Klein–Nishina mini-app"):
+        em.run(gdml=TESTEM3_GDML, energy=5.0)
+    with pytest.raises(TypeError, match="need gdml="):
+        em.run(events=3)
+    with pytest.raises(ValueError, match="^device cuda:0: showers in a GDML detector run on the CPU only"):
+        em.run(gdml=TESTEM3_GDML, events=1, device="cuda")
+    m = tmp_path / "m.csv"
+    m.write_text("r_mm,z_mm,br_T,bz_T\n0,-10,0,1\n0,10,0,1\n5,-10,0,1\n5,10,0,1\n")
+    with pytest.raises(ValueError, match="m.csv: the field map covers r ≤ 5 mm"):
+        em.run(gdml=TESTEM3_GDML, events=1, field_map=m)

@@ -12,7 +12,7 @@ import pytest
 from public_objects import probe, probe_in_worker
 
 NAMES = ["sky.Autocorr", "sky.Injection", "spline.Table", "spline.Event", "spline.Unfolding", "em.EmResult", "em.ShowerResult",
-         "beam.Lattice", "beam.Particles", "beam.Tracked", "photon.Detector", "photon.PpcRun",
+         "em.DetectorResult", "beam.Lattice", "beam.Particles", "beam.Tracked", "photon.Detector", "photon.PpcRun",
          "distributed.Request"]
 
 

@@ -11,6 +11,7 @@
 use super::solid::Solids;
 use super::vec3::Vec3;
 use super::volumes::VolumeTree;
+use warpdrive_core::RandomStream;
 
 /// One overlap found.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,31 +52,21 @@ impl Overlap {
     }
 }
 
-/// SplitMix64 (Steele, Lea & Flood 2014), for reproducible sampling.
-struct SplitMix(u64);
-impl SplitMix {
-    fn uniform(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-}
+/// Philox tag of the overlap check's sampling (one stream per placement, reproducible).
+pub const TAG_OVERLAPS: u32 = 0x454d_0003;
 
 /// A point on the surface of `solid` (its own frame), from `tries` random rays at most.
-fn surface_point(solids: &Solids, solid: u32, rng: &mut SplitMix) -> Option<Vec3> {
+fn surface_point(solids: &Solids, solid: u32, rng: &mut RandomStream) -> Option<Vec3> {
     let b = solids.bounding_box(solid);
     for _ in 0..64 {
         let q = b.min
             + Vec3::new(
-                (b.max.x - b.min.x) * rng.uniform(),
-                (b.max.y - b.min.y) * rng.uniform(),
-                (b.max.z - b.min.z) * rng.uniform(),
+                (b.max.x - b.min.x) * rng.uniform_f64(),
+                (b.max.y - b.min.y) * rng.uniform_f64(),
+                (b.max.z - b.min.z) * rng.uniform_f64(),
             );
-        let cz = 2.0 * rng.uniform() - 1.0;
-        let ph = std::f64::consts::TAU * rng.uniform();
+        let cz = 2.0 * rng.uniform_f64() - 1.0;
+        let ph = std::f64::consts::TAU * rng.uniform_f64();
         let s = (1.0 - cz * cz).sqrt();
         let d = Vec3::new(s * ph.cos(), s * ph.sin(), cz);
         let t = if solids.contains(solid, q) {
@@ -106,7 +97,7 @@ pub fn check_overlaps(tree: &VolumeTree, points: usize, tolerance: f64) -> Vec<O
         for k in range.clone() {
             let pl = &tree.placements[k as usize];
             let solid = tree.logical[pl.logical as usize].solid;
-            let mut rng = SplitMix(0x5EED ^ u64::from(k).wrapping_mul(0x1000_0000_01B3));
+            let mut rng = RandomStream::new(0x5EED, TAG_OVERLAPS, u64::from(k));
             for _ in 0..points {
                 let Some(s) = surface_point(solids, solid, &mut rng) else { break };
                 let m = pl.transform.to_mother(s);

@@ -32,7 +32,10 @@ use super::cuts::{EnergyCuts, RangeCuts};
 use super::physics::MaterialPhysics;
 use super::run::mean_rms_from_sums;
 use super::tables::TableOptions;
-use super::transport::{primary_id, track_event, EventTally, Primary, ShowerGeometry, FIXED_SCALE};
+use super::transport::StepEnd;
+use super::transport::{primary_id, track_event, EventTally, Hit, Primary, ShowerGeometry, FIXED_SCALE};
+use crate::field::propagate::{propagate, propagate_in_map, ChargedTrack, FieldAccuracy};
+use crate::field::{Field, FieldMap, UniformField};
 use crate::gdml::Gdml;
 use crate::geo::{Boundary, Navigator, Vec3, VolumePath};
 use rayon::prelude::*;
@@ -115,6 +118,13 @@ pub struct DetectorPhysics {
     /// Per placement: its slot offset ([`slot_offsets`]).
     pub offsets: Vec<u64>,
     volumes: usize,
+    /// The magnetic field [T] in the world's frame, uniform or a map; `None` (also for a
+    /// uniform B = 0): charged tracks go straight, as without a field, bit for bit.
+    pub field: Option<Field>,
+    /// The accuracy of curved-path navigation (delta chord, delta intersection) [mm].
+    pub accuracy: FieldAccuracy,
+    /// Per logical volume: whether it records hits ([`super::transport::Hit`]).
+    pub sensitive: Vec<bool>,
 }
 
 /// The shower materials of a GDML geometry: per GDML material its index among the non-vacuum
@@ -161,14 +171,69 @@ impl DetectorPhysics {
             .map(|m| MaterialPhysics::build(m, EnergyCuts::new(m, &range_cuts), &table_options))
             .collect();
         Ok(DetectorPhysics {
-            gdml,
             range_cuts,
             table_options,
             material_of,
             materials,
+            sensitive: gdml
+                .tree
+                .logical
+                .iter()
+                .map(|l| l.auxiliary.iter().any(|(t, _)| t == "SensDet"))
+                .collect(),
             offsets,
             volumes: volumes as usize,
+            field: None,
+            accuracy: FieldAccuracy::default(),
+            gdml,
         })
+    }
+
+    /// Set the uniform field [T] (a zero field is no field).
+    pub fn set_field(&mut self, b: [f64; 3]) {
+        self.field = (b != [0.0; 3]).then(|| {
+            Field::Uniform(UniformField {
+                b: Vec3::new(b[0], b[1], b[2]),
+            })
+        });
+    }
+
+    /// Use a field map (it must cover the world: refused otherwise, naming the map and world;
+    /// a map of zeros is no field).
+    pub fn set_field_map(&mut self, map: std::sync::Arc<FieldMap>) -> Result<(), InputError> {
+        let tree = &self.gdml.tree;
+        let world = &tree.logical[tree.world as usize];
+        map.check_covers(&tree.solids.bounding_box(world.solid), &world.name)?;
+        // A map of zeros is no field (as a uniform B = 0): the straight loop.
+        self.field = (map.b_max > 0.0).then_some(Field::Map(map));
+        Ok(())
+    }
+
+    /// Mark the named logical volumes sensitive, in addition to those with a GDML `SensDet`
+    /// auxiliary; an unknown name is an error naming the file and the logical volumes.
+    pub fn set_sensitive(&mut self, names: &[String]) -> Result<(), String> {
+        let tree = &self.gdml.tree;
+        for n in names {
+            match tree.logical.iter().position(|l| l.name == *n) {
+                Some(i) => self.sensitive[i] = true,
+                None => {
+                    let known: Vec<&str> = tree.logical.iter().map(|l| l.name.as_str()).take(20).collect();
+                    return Err(format!(
+                        "'{n}' is not a logical volume of {} (its volumes: {}{})",
+                        self.gdml.path.display(),
+                        known.join(", "),
+                        if tree.logical.len() > 20 { ", …" } else { "" }
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any volume records hits.
+    #[must_use]
+    pub fn any_sensitive(&self) -> bool {
+        self.sensitive.iter().any(|&s| s)
     }
 
     fn nav(&self) -> Navigator<'_> {
@@ -265,6 +330,47 @@ impl ShowerGeometry for DetectorPhysics {
     fn safety(&self, pos: [f64; 3], loc: &VolumePath) -> f64 {
         self.nav().safety(loc, to_mm(pos)) / 10.0
     }
+
+    fn field_on(&self) -> bool {
+        self.field.is_some()
+    }
+
+    fn field_strength(&self) -> f64 {
+        self.field.as_ref().map_or(0.0, Field::b_max)
+    }
+
+    /// Along the helix through the volume tree ([`propagate`]): boundaries found along the
+    /// curved path to `accuracy.delta_intersection`, chords of sagitta ≤ `accuracy.delta_chord`.
+    fn curved_step(
+        &self,
+        pos: &mut [f64; 3],
+        dir: &mut [f64; 3],
+        loc: &mut VolumePath,
+        charge: f64,
+        momentum: f64,
+        s_max: f64,
+    ) -> (f64, StepEnd) {
+        let Some(field) = &self.field else {
+            unreachable!("curved steps are taken only in a field")
+        };
+        let mut track = ChargedTrack {
+            pos: to_mm(*pos),
+            dir: dir3(*dir),
+            charge,
+            momentum,
+        };
+        let (s, end) = match field {
+            Field::Uniform(u) => propagate(&self.nav(), loc, &mut track, u, s_max * 10.0, &self.accuracy),
+            Field::Map(m) => propagate_in_map(&self.nav(), loc, &mut track, m, s_max * 10.0, &self.accuracy),
+        };
+        *pos = [track.pos.x / 10.0, track.pos.y / 10.0, track.pos.z / 10.0];
+        *dir = [track.dir.x, track.dir.y, track.dir.z];
+        (s / 10.0, end)
+    }
+
+    fn sensitive(&self, loc: &VolumePath) -> bool {
+        self.sensitive[self.nav().logical(loc) as usize]
+    }
 }
 
 /// Simulate event `event` in the detector (`None` when `stop` asked to stop). A primary outside
@@ -274,6 +380,21 @@ impl ShowerGeometry for DetectorPhysics {
 /// If the primary energy exceeds [`super::transport::MAX_PRIMARY_ENERGY`].
 #[must_use]
 pub fn run_event_or_stop(phys: &DetectorPhysics, primary: &Primary, seed: u64, event: u64, stop: &dyn Fn() -> bool) -> Option<EventTally> {
+    run_event_with_hits(phys, primary, seed, event, stop).map(|(t, _)| t)
+}
+
+/// [`run_event_or_stop`] with the event's hits in sensitive volumes.
+///
+/// # Panics
+/// If the primary energy exceeds [`super::transport::MAX_PRIMARY_ENERGY`].
+#[must_use]
+pub fn run_event_with_hits(
+    phys: &DetectorPhysics,
+    primary: &Primary,
+    seed: u64,
+    event: u64,
+    stop: &dyn Fn() -> bool,
+) -> Option<(EventTally, Vec<Hit>)> {
     assert!(
         primary.energy <= super::transport::MAX_PRIMARY_ENERGY,
         "primary energy {} MeV above the tallies' limit",
@@ -323,7 +444,15 @@ pub struct DetectorRun {
     pub killed: u64,
     /// Largest |E₀ − deposits − escaped − rest mass| / E₀ over the events.
     pub worst_balance: f64,
+    /// The hits in sensitive volumes with their event number, in event order.
+    pub hits: Vec<(u64, Hit)>,
+    /// The run stopped early because its hits exceeded [`MAX_HITS`].
+    pub too_many_hits: bool,
 }
+
+/// Most hits a run holds in memory (about 48 bytes each: 1 GB); a run that makes more stops
+/// and is refused (fewer events or fewer sensitive volumes).
+pub const MAX_HITS: usize = 20_000_000;
 
 impl DetectorRun {
     fn new(phys: &DetectorPhysics, primary: &Primary, first: u64, seed: u64) -> Self {
@@ -342,10 +471,14 @@ impl DetectorRun {
             steps: [0; 2],
             killed: 0,
             worst_balance: 0.0,
+            hits: Vec::new(),
+            too_many_hits: false,
         }
     }
 
-    fn add(&mut self, slot_material: &[usize], e: &EventTally) {
+    fn add(&mut self, slot_material: &[usize], e: &EventTally, hits: &[Hit]) {
+        let event = self.first + self.events;
+        self.hits.extend(hits.iter().map(|&h| (event, h)));
         self.events += 1;
         for (slot, &q) in e.edep.iter().enumerate() {
             self.edep[slot] += u128::from(q);
@@ -414,21 +547,25 @@ pub fn run_range(phys: &DetectorPhysics, primary: &Primary, first: u64, n: u64, 
     let end = first + n;
     while next < end && !stop() {
         let upto = (next + BATCH).min(end);
-        let batch: Vec<Option<EventTally>> = (next..upto)
+        let batch: Vec<Option<(EventTally, Vec<Hit>)>> = (next..upto)
             .into_par_iter()
             .map(|i| {
                 if stop() {
                     return None;
                 }
-                let t = run_event_or_stop(phys, primary, seed, i, &stop)?;
+                let t = run_event_with_hits(phys, primary, seed, i, &stop)?;
                 progress.add(1);
                 Some(t)
             })
             .collect();
-        for t in batch.iter().flatten() {
-            run.add(&slot_material, t);
+        for (t, hits) in batch.iter().flatten() {
+            run.add(&slot_material, t, hits);
         }
         if batch.iter().any(Option::is_none) {
+            break;
+        }
+        if run.hits.len() > MAX_HITS {
+            run.too_many_hits = true;
             break;
         }
         next = upto;

@@ -76,6 +76,77 @@ pub trait ShowerGeometry {
     fn cross(&self, pos: &mut [f64; 3], dir: [f64; 3], loc: &mut Self::Loc, step: &Self::Step) -> bool;
     /// An isotropic safe distance [cm] from `pos` in the volume at `loc`.
     fn safety(&self, pos: [f64; 3], loc: &Self::Loc) -> f64;
+    /// Whether charged tracks move on curved paths ([`Self::curved_step`]); `false` keeps the
+    /// straight-line loop, operation for operation (the slab calorimeter, a detector without a
+    /// field or with B = 0).
+    #[inline]
+    fn field_on(&self) -> bool {
+        false
+    }
+    /// Move a charged track (charge in units of e, momentum [MeV/c]) along its path in the
+    /// field by at most `s_max` [cm] of path, stopping just past the first boundary found along
+    /// the curved path; `pos`, `dir` and `loc` become the end's. Returns the path length [cm]
+    /// and why the step ended. Without a field: the straight step of [`Self::next_boundary`]
+    /// and [`Self::cross`].
+    fn curved_step(
+        &self,
+        pos: &mut [f64; 3],
+        dir: &mut [f64; 3],
+        loc: &mut Self::Loc,
+        charge: f64,
+        momentum: f64,
+        s_max: f64,
+    ) -> (f64, StepEnd) {
+        let _ = (charge, momentum);
+        let (d, b) = self.next_boundary(*pos, *dir, loc);
+        if d > s_max {
+            for k in 0..3 {
+                pos[k] += s_max * dir[k];
+            }
+            return (s_max, StepEnd::Limit);
+        }
+        if self.cross(pos, *dir, loc, &b) {
+            (d, StepEnd::Crossed)
+        } else {
+            (d, StepEnd::LeftWorld)
+        }
+    }
+    /// |B| [T] of a uniform field (for the looper limit; 0 without a field).
+    #[inline]
+    fn field_strength(&self) -> f64 {
+        0.0
+    }
+    /// Whether the volume at `loc` records step-level hits ([`Hit`]).
+    #[inline]
+    fn sensitive(&self, loc: &Self::Loc) -> bool {
+        let _ = loc;
+        false
+    }
+}
+
+pub use crate::field::propagate::FieldStepEnd as StepEnd;
+
+/// A charged track in a field that has travelled this many turns of its helix through vacuum
+/// without reaching a boundary is a looper (Geant4 kills such tracks too: G4Transportation's
+/// looping threshold): it is stopped, its energy deposited where it is and counted in
+/// [`EventTally::killed`], so that the energy balance holds.
+pub const LOOPER_TURNS: f64 = 1000.0;
+/// c [cm/ns], for the time of flight.
+pub const C_CM_PER_NS: f64 = 29.979_245_8;
+
+/// One deposit in a sensitive volume: a step's continuous loss (at its pre-step point and
+/// time, Geant4's `G4Step::GetPreStepPoint`), or energy deposited locally at a point (a stopped
+/// track, an absorbed photon, a Compton or photoelectric local deposit).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hit {
+    /// The tally slot (volume instance) of the deposit.
+    pub slot: u32,
+    /// The deposit [2⁻⁴⁰ MeV], exactly what was added to the slot's tally.
+    pub edep: u64,
+    /// Global time since the primary started [ns].
+    pub time_ns: f64,
+    /// Position [cm].
+    pub pos: [f64; 3],
 }
 
 impl ShowerGeometry for Calorimeter {
@@ -318,6 +389,8 @@ struct Track<L> {
     pos: [f64; 3],
     dir: [f64; 3],
     slab: L,
+    /// Global time since the primary started [ns].
+    time: f64,
     id: u64,
     children: u64,
     rng: RandomStream,
@@ -335,6 +408,21 @@ fn exp1(rng: &mut RandomStream) -> f64 {
     -rng.uniform_f64().pln()
 }
 
+/// Charge [e] and momentum [MeV/c] of an e± of kinetic energy `e` [MeV]: p = √(E(E + 2m)).
+fn charge_momentum(p: Particle, e: f64) -> (f64, f64) {
+    let q = if p == Particle::Positron { 1.0 } else { -1.0 };
+    (q, (e * (e + 2.0 * ELECTRON_MASS)).sqrt())
+}
+
+/// Speed [cm/ns]: c for a photon, βc = c·p/(E + m) for an e± of kinetic energy `e` [MeV].
+fn speed(p: Particle, e: f64) -> f64 {
+    if p == Particle::Gamma {
+        C_CM_PER_NS
+    } else {
+        C_CM_PER_NS * (e * (e + 2.0 * ELECTRON_MASS)).sqrt() / (e + ELECTRON_MASS)
+    }
+}
+
 fn particle_index(p: Particle) -> usize {
     match p {
         Particle::Gamma => 0,
@@ -349,6 +437,9 @@ struct Event<'a, G: ShowerGeometry> {
     seed: u64,
     stack: Vec<Track<G::Loc>>,
     tally: EventTally,
+    /// Deposits in sensitive volumes ([`ShowerGeometry::sensitive`]), in the order they were
+    /// made (the CPU's LIFO order); empty without sensitive volumes.
+    hits: Vec<Hit>,
 }
 
 impl<G: ShowerGeometry> Event<'_, G> {
@@ -363,24 +454,66 @@ impl<G: ShowerGeometry> Event<'_, G> {
             pos: parent.pos,
             dir: s.dir,
             slab: parent.slab.clone(),
+            time: parent.time,
             id,
             children: 0,
             rng: RandomStream::new(self.seed, TAG_SHOWER, id),
         });
     }
 
-    fn deposit(&mut self, slab: &G::Loc, e: f64) {
-        self.tally.edep[self.geo.volume(slab)] += to_fixed(e);
+    /// Deposit `e` [MeV] in the volume at `loc`, at `pos` and `time` (for a hit).
+    fn deposit(&mut self, loc: &G::Loc, pos: [f64; 3], time: f64, e: f64) {
+        let slot = self.geo.volume(loc);
+        let sensitive = self.geo.sensitive(loc);
+        self.deposit_in(slot, sensitive, pos, time, e);
+    }
+
+    fn deposit_in(&mut self, slot: usize, sensitive: bool, pos: [f64; 3], time: f64, e: f64) {
+        let q = to_fixed(e);
+        self.tally.edep[slot] += q;
+        if sensitive && q > 0 {
+            self.hits.push(Hit {
+                slot: slot as u32,
+                edep: q,
+                time_ns: time,
+                pos,
+            });
+        }
     }
 
     /// Through vacuum: straight to the next boundary (`false`: the track escaped).
     fn fly(&mut self, t: &mut Track<G::Loc>) -> bool {
-        let (_, b) = self.geo.next_boundary(t.pos, t.dir, &t.slab);
+        let (d, b) = self.geo.next_boundary(t.pos, t.dir, &t.slab);
+        t.time += d / speed(t.particle, t.energy);
         if self.geo.cross(&mut t.pos, t.dir, &mut t.slab, &b) {
             return true;
         }
         self.tally.escaped += to_fixed(t.energy);
         false
+    }
+
+    /// A charged track through vacuum in the field: along its curved path to the next
+    /// boundary (`false`: it escaped, or it was a looper, [`LOOPER_TURNS`], and stopped).
+    /// `vacuum_path` [cm] is what it has travelled in vacuum since it last was in matter.
+    fn fly_curved(&mut self, t: &mut Track<G::Loc>, vacuum_path: &mut f64) -> bool {
+        let (q, p) = charge_momentum(t.particle, t.energy);
+        let turn = std::f64::consts::TAU * p / (crate::field::helix::C_LIGHT * self.geo.field_strength() * 10.0);
+        let budget = LOOPER_TURNS * turn - *vacuum_path;
+        let (s, end) = self.geo.curved_step(&mut t.pos, &mut t.dir, &mut t.slab, q, p, budget.max(0.0));
+        *vacuum_path += s;
+        t.time += s / speed(t.particle, t.energy);
+        match end {
+            StepEnd::Crossed => true,
+            StepEnd::LeftWorld => {
+                self.tally.escaped += to_fixed(t.energy);
+                false
+            }
+            StepEnd::Limit => {
+                self.tally.killed += 1;
+                self.stop(t);
+                false
+            }
+        }
     }
 
     fn photon(&mut self, mut t: Track<G::Loc>) {
@@ -389,13 +522,13 @@ impl<G: ShowerGeometry> Event<'_, G> {
         let mut steps = 0u64;
         loop {
             if t.energy < LOWEST_PHOTON_ENERGY {
-                self.deposit(&t.slab, t.energy);
+                self.deposit(&t.slab, t.pos, t.time, t.energy);
                 return;
             }
             steps += 1;
             if steps > MAX_STEPS_PER_TRACK {
                 self.tally.killed += 1;
-                self.deposit(&t.slab, t.energy);
+                self.deposit(&t.slab, t.pos, t.time, t.energy);
                 return;
             }
             self.tally.neutral_steps += 1;
@@ -418,6 +551,7 @@ impl<G: ShowerGeometry> Event<'_, G> {
             let d_int = if total > 0.0 { n_left / total } else { f64::INFINITY };
             if d_int >= b_distance {
                 n_left -= b_distance * total;
+                t.time += b_distance / C_CM_PER_NS;
                 if !cal.cross(&mut t.pos, t.dir, &mut t.slab, &b) {
                     self.tally.escaped += to_fixed(t.energy);
                     return;
@@ -427,6 +561,7 @@ impl<G: ShowerGeometry> Event<'_, G> {
             for k in 0..3 {
                 t.pos[k] += d_int * t.dir[k];
             }
+            t.time += d_int / C_CM_PER_NS;
             n_left = exp1(&mut t.rng);
             let mut u = t.rng.uniform_f64() * total;
             let mut chosen = GammaProcess::Rayleigh;
@@ -440,7 +575,7 @@ impl<G: ShowerGeometry> Event<'_, G> {
             match chosen {
                 GammaProcess::Compton => {
                     let i = klein_nishina::interact(t.energy, t.dir, &mut t.rng);
-                    self.deposit(&t.slab, i.energy_deposition);
+                    self.deposit(&t.slab, t.pos, t.time, i.energy_deposition);
                     if let Some(e) = i.secondary {
                         let s = Secondary {
                             particle: Particle::Electron,
@@ -455,7 +590,7 @@ impl<G: ShowerGeometry> Event<'_, G> {
                 GammaProcess::Photoelectric => {
                     let cut = m.cuts.gamma;
                     let out = photoelectric::sample(&m.material, t.energy, t.dir, cut, &mut t.rng);
-                    self.deposit(&t.slab, out.local);
+                    self.deposit(&t.slab, t.pos, t.time, out.local);
                     if let Some(s) = out.electron {
                         self.push(&mut t, s, Creator::Photoelectric);
                     }
@@ -488,7 +623,7 @@ impl<G: ShowerGeometry> Event<'_, G> {
 
     /// Stop a charged track: deposit what is left; a positron annihilates at rest.
     fn stop(&mut self, t: &mut Track<G::Loc>) {
-        self.deposit(&t.slab, t.energy);
+        self.deposit(&t.slab, t.pos, t.time, t.energy);
         t.energy = 0.0;
         if t.particle == Particle::Positron {
             self.annihilate_at_rest(t);
@@ -502,6 +637,8 @@ impl<G: ShowerGeometry> Event<'_, G> {
         let mut msc_state = msc::MscStepState::default();
         let mut entered = true;
         let mut steps = 0u64;
+        let field = cal.field_on();
+        let mut vacuum_path = 0.0;
         loop {
             if t.energy < LOWEST_ELECTRON_ENERGY {
                 self.stop(&mut t);
@@ -515,12 +652,18 @@ impl<G: ShowerGeometry> Event<'_, G> {
             }
             self.tally.charged_steps += 1;
             let Some(mi) = cal.material(&t.slab) else {
-                if self.fly(&mut t) {
+                let flew = if field {
+                    self.fly_curved(&mut t, &mut vacuum_path)
+                } else {
+                    self.fly(&mut t)
+                };
+                if flew {
                     entered = true;
                     continue;
                 }
                 return;
             };
+            vacuum_path = 0.0;
             let m = &self.materials[mi];
             let c = m.charged(p);
             let e0 = t.energy;
@@ -544,7 +687,25 @@ impl<G: ShowerGeometry> Event<'_, G> {
             }
             // 2. Geometry.
             let z = msc::true_to_geom(&m.msc, p, e0, t_step, range);
-            let (b_distance, b) = cal.next_boundary(t.pos, t.dir, &t.slab);
+            let pre_pos = t.pos;
+            let pre_time = t.time;
+            // In a field the track moves now, along its curved path by the geometric length
+            // (Geant4's transportation after the MSC's true → geometric conversion); the
+            // deposit goes to the volume it started in.
+            let mut curved = None;
+            let (b_distance, b) = if field {
+                let slot = cal.volume(&t.slab);
+                let sensitive = cal.sensitive(&t.slab);
+                let (q, mom) = charge_momentum(p, e0);
+                let (moved, end) = cal.curved_step(&mut t.pos, &mut t.dir, &mut t.slab, q, mom, z);
+                curved = Some((slot, sensitive, end));
+                // A step that ended on its length limit did not cross: its "boundary" lies
+                // beyond (the comparison below must say so even when moved rounds to z).
+                (if end == StepEnd::Limit { f64::INFINITY } else { moved }, None)
+            } else {
+                let (d, b) = cal.next_boundary(t.pos, t.dir, &t.slab);
+                (d, Some(b))
+            };
             let crossing = z >= b_distance;
             let t_true = if crossing {
                 msc::geom_to_true(&m.msc, p, e0, b_distance, range).min(t_step)
@@ -565,12 +726,18 @@ impl<G: ShowerGeometry> Event<'_, G> {
                 sample_loss(mean, bohr_variance(&m.material, e0, t_cut, t_true), &mut t.rng).min(e0)
             };
             let e1 = e0 - loss;
-            self.deposit(&t.slab, loss);
+            match curved {
+                Some((slot, sensitive, _)) => self.deposit_in(slot, sensitive, pre_pos, pre_time, loss),
+                None => self.deposit(&t.slab, pre_pos, pre_time, loss),
+            }
             self.tally.track_length[mi] += to_fixed(t_true);
-            // 4. Move and scatter.
+            t.time += t_true / speed(p, e0);
+            // 4. Move (already done in a field) and scatter.
             let mut inside = true;
-            if crossing {
-                inside = cal.cross(&mut t.pos, t.dir, &mut t.slab, &b);
+            if let Some((_, _, end)) = curved {
+                inside = end != StepEnd::LeftWorld;
+            } else if crossing {
+                inside = cal.cross(&mut t.pos, t.dir, &mut t.slab, b.as_ref().expect("straight step"));
             } else {
                 for k in 0..3 {
                     t.pos[k] += z * t.dir[k];
@@ -708,12 +875,13 @@ pub fn run_event_or_stop(phys: &ShowerPhysics, primary: &Primary, seed: u64, eve
     let cal = &phys.calorimeter;
     let tally = EventTally::new(cal.slabs(), cal.materials.len(), primary.energy);
     let (id, start) = primary_start(phys, primary, event);
-    track_event(cal, &phys.materials, primary, seed, id, start, tally, stop)
+    track_event(cal, &phys.materials, primary, seed, id, start, tally, stop).map(|(t, _)| t)
 }
 
 /// Track one event from its primary's id and start (`None`: it missed the geometry and its
 /// energy escapes) in geometry `geo` with `materials` (indexed by `geo.material`), into `tally`
-/// (sized for the geometry's volumes and materials). `None` when `stop` asked to stop.
+/// (sized for the geometry's volumes and materials), with the hits in sensitive volumes.
+/// `None` when `stop` asked to stop.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn track_event<G: ShowerGeometry>(
     geo: &G,
@@ -724,17 +892,18 @@ pub(crate) fn track_event<G: ShowerGeometry>(
     start: Option<([f64; 3], G::Loc)>,
     tally: EventTally,
     stop: &dyn Fn() -> bool,
-) -> Option<EventTally> {
+) -> Option<(EventTally, Vec<Hit>)> {
     let mut ev = Event {
         geo,
         materials,
         seed,
         stack: Vec::new(),
         tally,
+        hits: Vec::new(),
     };
     let Some((pos, slab)) = start else {
         ev.tally.escaped = to_fixed(primary.energy);
-        return Some(ev.tally);
+        return Some((ev.tally, ev.hits));
     };
     ev.stack.push(Track {
         particle: primary.particle,
@@ -742,6 +911,7 @@ pub(crate) fn track_event<G: ShowerGeometry>(
         pos,
         dir: primary.dir,
         slab,
+        time: 0.0,
         id,
         children: 0,
         rng: RandomStream::new(seed, TAG_SHOWER, id),
@@ -757,5 +927,5 @@ pub(crate) fn track_event<G: ShowerGeometry>(
             _ => ev.charged(t),
         }
     }
-    Some(ev.tally)
+    Some((ev.tally, ev.hits))
 }

@@ -1,6 +1,8 @@
-"""EM transport: the Klein–Nishina mini-app (:func:`run`, ``warpdrive em``) and EM showers in a
-layered calorimeter (:func:`testem3`, :func:`calorimeter`; ``warpdrive em testem3|calorimeter``), and
-Geant4's TestEm3 numbers to compare with (:func:`testem3_reference`).
+"""EM transport: the Klein–Nishina mini-app (:func:`run`, ``warpdrive em``), EM showers in a
+layered calorimeter (:func:`testem3`, :func:`calorimeter`; ``warpdrive em testem3|calorimeter``) and
+in a GDML detector with a magnetic field and sensitive volumes (:func:`run` with ``gdml=``, or
+:func:`detector`; ``warpdrive em run FILE.gdml``), and Geant4's TestEm3 numbers to compare with
+(:func:`testem3_reference`).
 
 Materials are named as in Geant4 (:data:`MATERIALS`: ``"G4_Pb"``, ``"G4_lAr"``, ``"G4_WATER"``, …)
 or given as TOML files (docs/em.md). Every long call stops on Ctrl-C within about a second
@@ -11,16 +13,18 @@ cut): a second call with the same set-up starts at once (``ShowerResult.tables_c
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union, overload
 
 import pyarrow as pa
 
 from . import _arrow, _pickling, _progress, _warpdrive
 from ._types import Float64Array, PathLike, Progress
 
-__all__ = ["MATERIALS", "EmResult", "ShowerResult", "run", "testem3", "calorimeter", "merge", "testem3_reference"]
+__all__ = ["MATERIALS", "EmResult", "ShowerResult", "DetectorResult", "run", "detector", "testem3", "calorimeter", "merge",
+           "testem3_reference"]
 
 #: The built-in materials (Geant4's NIST names), usable as ``material=`` of :func:`run` and in
 #: calorimeter files; ``"aluminium"`` is ``"G4_Al"``.
@@ -83,15 +87,67 @@ class EmResult:
                 f"mean depth {self.mean_depth:.2f} cm, checksum {self.checksum}, {self.device})")
 
 
+#: The defaults of :func:`run`'s mini-app keywords and of its detector keywords (they do not mix).
+_KN_DEFAULTS = (100.0, 1 << 20, "G4_Al", 0.0, 1.0, 2048, None, None, None)
+_DETECTOR_DEFAULTS = ("e-", 1000.0, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0), 1000, 1.0, (0.0, 0.0, 0.0), None, (), None, False)
+
+
+@overload
 def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, material: PathLike = "G4_Al",
         tally_front: float = 0.0, tally_width: float = 1.0, tally_bins: int = 2048, device: str = "auto",
         threads: Optional[int] = None, progress: Progress = None, *, slots: Optional[int] = None,
-        stack_capacity: Optional[int] = None, compare: Optional[PathLike] = None) -> EmResult:
+        stack_capacity: Optional[int] = None, compare: Optional[PathLike] = None, gdml: None = None) -> EmResult: ...
+
+
+@overload
+def run(*, gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
+        position: Sequence[float] = (0.0, 0.0, 0.0), direction: Sequence[float] = (0.0, 0.0, 1.0),
+        events: int = 1000, seed: int = 12345, cut_mm: float = 1.0, field: Sequence[float] = (0.0, 0.0, 0.0),
+        field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None,
+        force: bool = False, device: str = "auto", threads: Optional[int] = None,
+        progress: Progress = None) -> DetectorResult: ...
+
+
+def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, material: PathLike = "G4_Al",
+        tally_front: float = 0.0, tally_width: float = 1.0, tally_bins: int = 2048, device: str = "auto",
+        threads: Optional[int] = None, progress: Progress = None, *, slots: Optional[int] = None,
+        stack_capacity: Optional[int] = None, compare: Optional[PathLike] = None, gdml: Optional[PathLike] = None,
+        primary: str = "e-", energy_mev: float = 1000.0, position: Sequence[float] = (0.0, 0.0, 0.0),
+        direction: Sequence[float] = (0.0, 0.0, 1.0), events: int = 1000, cut_mm: float = 1.0,
+        field: Sequence[float] = (0.0, 0.0, 0.0), field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (),
+        out_dir: Optional[PathLike] = None, force: bool = False) -> Union[EmResult, DetectorResult]:
     """``warpdrive em``: ``tracks`` photons of ``energy`` MeV along +z in ``material`` (a name of
     :data:`MATERIALS` or a TOML file), Compton scattering, deposits tallied in ``tally_bins`` bins of
     ``tally_width`` cm from ``tally_front`` cm. ``slots``, ``stack_capacity`` and ``compare`` (a
     reference profile for the plot of :meth:`EmResult.to_parquet`) as the CLI's options; defaults are
-    the CLI's."""
+    the CLI's.
+
+    With ``gdml=``: ``warpdrive em run FILE.gdml``, showers in a GDML detector (:func:`detector`, the
+    same call: ``primary``, ``energy_mev``, ``position``, ``direction``, ``events``, ``seed``,
+    ``cut_mm``, ``field``, ``field_map``, ``sensitive``, ``out_dir``, ``force``, ``device``,
+    ``threads``, ``progress``) and a :class:`DetectorResult`. The mini-app's keywords and the
+    detector's do not mix (``TypeError``)."""
+    mini_app = (energy, tracks, material, tally_front, tally_width, tally_bins, slots, stack_capacity, compare)
+    shower = (primary, energy_mev, tuple(position), tuple(direction), events, cut_mm, tuple(field), field_map,
+              tuple(sensitive), out_dir, force)
+    if gdml is not None:
+        if mini_app != _KN_DEFAULTS:
+            raise TypeError("run(gdml=...) takes the keywords of em.detector (energy_mev=, events=, ...), "
+                            "not those of the Klein–Nishina mini-app (energy, tracks, material, tally_*, ...)")
+        return detector(gdml, primary=primary, energy_mev=energy_mev, position=position, direction=direction,
+                        events=events, seed=seed, cut_mm=cut_mm, field=field, field_map=field_map, sensitive=sensitive,
+                        out_dir=out_dir, force=force, device=device, threads=threads, progress=progress)
+    if shower != _DETECTOR_DEFAULTS:
+        raise TypeError("run(): primary, energy_mev, position, direction, events, cut_mm, field, field_map, "
+                        "sensitive, out_dir and force need gdml= (showers in a GDML detector)")
+    return _kn_run(energy, tracks, seed, material, tally_front, tally_width, tally_bins, device, threads, progress,
+                   slots, stack_capacity, compare)
+
+
+def _kn_run(energy: float, tracks: int, seed: int, material: PathLike, tally_front: float, tally_width: float,
+            tally_bins: int, device: str, threads: Optional[int], progress: Progress, slots: Optional[int],
+            stack_capacity: Optional[int], compare: Optional[PathLike]) -> EmResult:
+    """The Klein–Nishina mini-app of :func:`run`."""
     cb, close = _progress.callback(progress, tracks, "tracks")
     try:
         r = _warpdrive.em_run(float(energy), int(tracks), int(seed), os.fspath(material), float(tally_front),
@@ -174,6 +230,89 @@ def _shower(calorimeter: Optional[PathLike], primary: str, energy: float, events
     finally:
         close()
     return ShowerResult(r)
+
+
+class DetectorResult:
+    """The result of showers in a GDML detector (:func:`detector`, ``run(gdml=…)``; the CLI's
+    ``em run FILE.gdml``):
+
+    * ``volumes`` (pyarrow.Table, ``volumes.parquet``: one row per volume instance, Σ deposit over
+      the events ``edep_mev``, ``edep2``, ``edep_error_mev``; paths in its metadata) and ``hits``
+      (pyarrow.Table, ``hits.parquet``: one row per deposit in a sensitive volume — ``event``,
+      ``volume``, ``copy``, ``edep_mev``, ``time_ns``, ``x_mm``, ``y_mm``, ``z_mm``);
+    * ``summary`` (dict, ``summary.json``), ``materials`` (dict name → ``vacuum``, ``edep_sum_mev``,
+      ``edep_mean_mev``, ``edep_mean_error_mev``), ``hits_per_volume`` (dict sensitive logical
+      volume → ``hits``, ``edep_sum_mev``);
+    * ``escaped`` [MeV per event], ``worst_balance``, ``n_events``, ``device``, ``transport_seconds``.
+
+    Picklable as :class:`ShowerResult`.
+    """
+
+    _r: Union[_warpdrive.DetectorResult, _warpdrive.SavedOutput]
+    escaped: float
+    worst_balance: float
+    device: str
+    transport_seconds: float
+
+    def __init__(self, r: _warpdrive.DetectorResult) -> None:
+        self._r = r
+        meta = {"warpdrive.device": r.device}
+        self.volumes: pa.Table = _arrow.table(r.volumes(), meta)
+        self.hits: pa.Table = _arrow.table(r.hits(), meta)
+        self.summary: dict[str, Any] = json.loads(r.summary_json())
+        self.materials: dict[str, dict[str, Any]] = {
+            n: {"vacuum": v, "edep_sum_mev": s, "edep_mean_mev": m, "edep_mean_error_mev": e}
+            for n, v, s, m, e in r.materials()}
+        self.hits_per_volume: dict[str, dict[str, float]] = {
+            n: {"hits": k, "edep_sum_mev": e} for n, k, e in r.hits_per_volume()}
+        for k in ("escaped", "worst_balance", "device", "transport_seconds"):
+            setattr(self, k, getattr(r, k))
+        self.n_events: int = r.events_count
+
+    def to_parquet(self, dir: PathLike, force: bool = False) -> None:
+        """Write the CLI's output directory: ``volumes.parquet``, ``hits.parquet`` (with sensitive
+        volumes), ``summary.json``, ``run.json``. The directory appears whole or not at all; an
+        existing one raises ``FileExistsError`` unless ``force=True``."""
+        self._r.save(os.fspath(dir), force)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle with the output directory's bytes in place of the native result."""
+        return _pickling.state_with_saved_output(self, "_r")
+
+    def __repr__(self) -> str:
+        m = ", ".join(f"{n} {v['edep_mean_mev']:.2f} MeV" for n, v in self.materials.items() if not v["vacuum"])
+        return f"warpdrive.em.DetectorResult({self.n_events} events: {m}; {len(self.hits)} hits; {self.device})"
+
+
+def detector(gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
+             position: Sequence[float] = (0.0, 0.0, 0.0), direction: Sequence[float] = (0.0, 0.0, 1.0),
+             events: int = 1000, seed: int = 12345, cut_mm: float = 1.0, field: Sequence[float] = (0.0, 0.0, 0.0),
+             field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None,
+             force: bool = False, device: str = "auto", threads: Optional[int] = None,
+             progress: Progress = None) -> DetectorResult:
+    """``warpdrive em run GDML``: ``events`` showers of a ``primary`` ("e-", "e+", "gamma") of kinetic
+    ``energy_mev`` MeV from ``position`` [mm, the world's frame] along ``direction`` in the detector of a
+    GDML file, production cut ``cut_mm`` mm, a uniform magnetic ``field`` (Bx, By, Bz) [T] (charged
+    particles on helices, docs/em-geometry.md) or a ``field_map`` file (CSV or Parquet: ``r_mm``, ``z_mm``,
+    ``br_T``, ``bz_T``; it must cover the world), step-level hits in the ``sensitive`` logical volumes
+    (and those with a GDML ``SensDet`` auxiliary). CPU only (``device`` "auto" runs on the CPU, "cuda" is
+    refused). With
+    ``out_dir`` the CLI's output directory is written too (``force`` to replace one). Defaults are
+    the CLI's."""
+    if isinstance(sensitive, str):
+        sensitive = [sensitive]
+    cb, close = _progress.callback(progress, events, "events")
+    try:
+        r = _warpdrive.em_detector(os.fspath(gdml), str(primary), float(energy_mev),
+                                   [float(x) for x in position], [float(x) for x in direction],
+                                   int(events), int(seed), float(cut_mm), [float(x) for x in field],
+                                   None if field_map is None else os.fspath(field_map), [str(s) for s in sensitive], device, None if threads is None else int(threads), cb)
+    finally:
+        close()
+    result = DetectorResult(r)
+    if out_dir is not None:
+        result.to_parquet(out_dir, force)
+    return result
 
 
 def testem3(primary: str = "e-", energy: float = 1000.0, events: int = 1000, seed: int = 12345, cut_mm: float = 1.0,
