@@ -183,17 +183,10 @@ pub fn solve(problem: &Problem, ordinal: usize, progress: &Progress) -> Result<(
 
     // 1. BᵀWB + Σ λ_d P_d and BᵀWz (Problem::normal_equations).
     let t1 = Instant::now();
-    let step = || {
-        if progress.should_stop() {
-            Err(Cancelled)
-        } else {
-            progress.add(1);
-            Ok(())
-        }
-    };
+    let mut step = super::contraction_step(progress);
     let band_ops: Vec<Op> = problem.bases.iter().map(Op::row_tensor_band).collect();
     let w = st.clone_htod(problem.hist.w)?;
-    let band = kron_apply(&st, &rho, &band_ops, w, step)?;
+    let band = kron_apply(&st, &rho, &band_ops, w, &mut step)?;
     drop(band_ops);
     let n_ax = problem.naxes();
     let nd = n_ax.len();
@@ -239,7 +232,7 @@ pub fn solve(problem: &Problem, ordinal: usize, progress: &Progress) -> Result<(
     }
     let rhs_ops: Vec<Op> = problem.bases.iter().map(Op::basis_transposed).collect();
     let wz = st.clone_htod(&problem.weighted_values())?;
-    let mut rhs = kron_apply(&st, &rho, &rhs_ops, wz, step)?;
+    let mut rhs = kron_apply(&st, &rho, &rhs_ops, wz, &mut step)?;
     st.synchronize()?;
     stats.assemble_s = t1.elapsed().as_secs_f64();
 

@@ -106,6 +106,18 @@ fn per_axis<T: Copy>(v: &[T], nd: usize, param: &'static str) -> Result<Vec<T>, 
     }
 }
 
+/// After each GLAM contraction: one step of progress, or `Cancelled` once the stop is raised.
+fn contraction_step(progress: &Progress) -> impl FnMut() -> Result<(), Cancelled> + '_ {
+    move || {
+        if progress.should_stop() {
+            Err(Cancelled)
+        } else {
+            progress.add(1);
+            Ok(())
+        }
+    }
+}
+
 /// The multi-index of flat index `i` over `shape` (C order), as `[i0, i1, …]`.
 fn multi_index(mut i: usize, shape: &[usize]) -> String {
     let mut idx = vec![0; shape.len()];
@@ -342,18 +354,9 @@ impl<'a> Problem<'a> {
 
     /// The normal matrix BᵀWB + Σ λ_d P_d (dense, row-major) and the right-hand side BᵀWz.
     pub fn normal_equations(&self, progress: &Progress) -> Result<(Vec<f64>, Vec<f64>), Cancelled> {
-        let step = || {
-            if progress.should_stop() {
-                Err(Cancelled)
-            } else {
-                {
-                    progress.add(1);
-                    Ok(())
-                }
-            }
-        };
+        let mut step = contraction_step(progress);
         let band_ops: Vec<Op> = self.bases.iter().map(Op::row_tensor_band).collect();
-        let band = glam::kron_apply(&band_ops, self.hist.w.to_vec(), step)?;
+        let band = glam::kron_apply(&band_ops, self.hist.w.to_vec(), &mut step)?;
         drop(band_ops);
         let mut m = glam::normal_matrix(&band, &self.bases);
         drop(band);
@@ -365,7 +368,7 @@ impl<'a> Problem<'a> {
         }
         let wz = self.weighted_values();
         let rhs_ops: Vec<Op> = self.bases.iter().map(Op::basis_transposed).collect();
-        let rhs = glam::kron_apply(&rhs_ops, wz, step)?;
+        let rhs = glam::kron_apply(&rhs_ops, wz, &mut step)?;
         Ok((m, rhs))
     }
 
