@@ -26,7 +26,7 @@ fn element_maps(lattice: &warpdrive_beam::lattice::Lattice) -> Vec<Option<Result
         .elements
         .iter()
         .map(|e| match &e.kind {
-            Kind::Map { element, tilt, order } => Some(Ok(Compact::from_map(&element.map2_with(*tilt, *order)))),
+            Kind::Map { element, tilt, order, .. } => Some(Ok(Compact::from_map(&element.map2_with(*tilt, *order)))),
             Kind::ExactDrift { l } => Some(Err(*l)),
             _ => None,
         })
