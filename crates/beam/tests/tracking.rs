@@ -256,7 +256,10 @@ fn kick_elements_are_integrated() {
                 A: LINE=(B, D, Q, D, S, D, O, D, SB, QQ)\n";
     let lattice = parse(text, "k.lte", None).unwrap();
     let types: Vec<&str> = lattice.elements.iter().map(|e| e.type_name()).collect();
-    assert_eq!(types, ["CSBEND", "DRIF", "KQUAD", "DRIF", "KSEXT", "DRIF", "KOCT", "DRIF", "SBEN", "QUAD"]);
+    assert_eq!(
+        types,
+        ["CSBEND", "DRIF", "KQUAD", "DRIF", "KSEXT", "DRIF", "KOCT", "DRIF", "SBEN", "QUAD"]
+    );
     let program = Program::compile(&lattice);
     let [Step::Run(items)] = program.steps.as_slice() else { panic!() };
     let kinds: Vec<bool> = items.iter().map(|it| matches!(it, RunItem::Kick { .. })).collect();

@@ -110,7 +110,11 @@ impl Bend {
                 [1.0, h * e.tan(), h * (e - psi).tan()]
             }
         };
-        let mut k = vec![0.5 * 1.0 * h, 1.0 * h, 0.5 * -1.0 * h, -1.0 * h, f64::from(u8::from(h != 0.0))];
+        // The coefficients as `fringe` computes them at the entrance (sign 1) and exit (−1).
+        let fringe_k = |sign: f64| [0.5 * sign * h, sign * h];
+        let mut k = fringe_k(1.0).to_vec();
+        k.extend(fringe_k(-1.0));
+        k.push(f64::from(u8::from(h != 0.0)));
         k.extend(edge_k(self.e1));
         k.extend(edge_k(self.e2));
         let split = !(self.k1 == 0.0 && self.k2 == 0.0);

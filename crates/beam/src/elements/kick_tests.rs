@@ -94,8 +94,7 @@ fn convergence_order_in_n_kicks() {
             let errors: Vec<f64> = [1, 2, 4, 8, 16, 32].iter().map(|&n| error(&elements(n, order)[k], z0)).collect();
             let last = errors
                 .windows(2)
-                .filter(|w| w[1] > floor)
-                .last()
+                .rfind(|w| w[1] > floor)
                 .unwrap_or_else(|| panic!("element {k}, order {order}: no error above rounding {errors:?}"));
             let ratio = last[0] / last[1];
             let want = 2f64.powi(i32::from(order));
