@@ -7,6 +7,8 @@
 //! * RF: a ring with one RFCA, 100 passes: precise GPU bit-identical to the CPU but for the
 //!   particles whose energy CUDA's sine rounds differently (< 1 %), every difference within 1e-8
 //!   of a coordinate's size (the arrival time t − t_ref amplifies the last bit of t);
+//! * kick–drift integrators (CSBEND, KQUAD, KSEXT, KOCT; issue #30): a ring of them, 20 passes,
+//!   GPU within a bound derived from asin's rounding (precise) and FMA contraction (fast);
 //! * LSC: every GPU histogram strategy gives the CPU's integer histogram; a line of quadrupoles
 //!   and LSCDRIFTs tracked on GPU and CPU agrees to FFT rounding (δ, s) with cuFFT in use.
 
@@ -41,6 +43,16 @@ CELL: LINE=(MA, Q1, D, ME, Q2, D, RC, Q1, D, EC, Q2, D)\nAP: LINE=(2*CELL)\n";
 /// of [`check_beam_spec`]: synchrotron tune 0.013, so 100 passes are 1.3 synchrotron periods.
 pub const RF_LINE: &str = "Q1: QUAD, L=0.3, K1=1.2\nQ2: QUAD, L=0.3, K1=-1.2\nD: DRIF, L=1.0\nB: SBEN, L=1.0, ANGLE=0.1\n\
 RF: RFCA, L=0.4, VOLT=1e6, FREQ=5e8, PHASE=180\nCELL: LINE=(Q1, D, B, D, Q2, D, B, D)\nRING: LINE=(RF, 4*CELL)\n";
+
+/// Kick–drift integrators (issue #30): a FODO ring of four cells (the FODO validation ring's
+/// optics) whose magnets are ELEGANT's kick elements, tracked by their integrators on both
+/// devices: combined-function CSBENDs with edges and fringe, a tilted plain CSBEND, KQUADs (one
+/// tilted), KSEXTs (INTEGRATION_ORDER 2 and 4), a KOCT of order 6.
+pub const KICK_LINE: &str = "QF: KQUAD, L=0.4, K1=0.62, N_KICKS=8\nQD: KQUAD, L=0.4, K1=-0.58, N_KICKS=8, TILT=0.01\n\
+SF: KSEXT, L=0.2, K2=9, N_KICKS=4\nSD: KSEXT, L=0.2, K2=-15, N_KICKS=4, INTEGRATION_ORDER=2\nO: KOCT, L=0.2, K3=200, INTEGRATION_ORDER=6\n\
+B: CSBEND, L=2.2, ANGLE=0.19634954084936207, K1=-0.02, K2=0.5, E1=0.05, E2=0.03, HGAP=0.02, FINT=0.5, N_KICKS=8\n\
+BT: CSBEND, L=2.2, ANGLE=0.19634954084936207, TILT=0.02\nD1: DRIF, L=0.35\nD2: DRIF, L=0.3\nD3: DRIF, L=1.15\n\
+CELL: LINE=(QF, D1, SF, D2, B, D3, O, QD, D1, SD, D2, BT, D3)\nRING: LINE=(4*CELL)\n";
 
 /// The reference particle of the RF line's checks (its cavity needs one at compile time).
 pub fn rf_reference() -> Reference {
@@ -285,6 +297,59 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
             detail: format!(
                 "{} particles × 100 passes, FODO ring with bends and one RFCA (1 MV, 500 MHz, 180°): largest change of δ on the CPU {moved:.3e} (must exceed 1e-4); loss flags identical: {same_flags}; bit-identical: {identical} ({differ} particles' δ differ); max |Δ|/size of a coordinate = {worst:.3e} (x, x', y, y', s, δ: {per:?}) (bound {bound:e}, the arrival time's conditioning; precise: fewer than 1 % of the particles differ)",
                 p.len()
+            ),
+        });
+    }
+
+    log("beam: kick–drift integrators (CSBEND, KQUAD, KSEXT, KOCT), GPU vs CPU");
+    let kick_program = Program::compile(&parse(KICK_LINE, "kicks.lte", None).map_err(|e| e.to_string())?);
+    let kicks = kick_program
+        .runs()
+        .flat_map(|r| r.iter())
+        .filter(|it| matches!(it, crate::program::RunItem::Kick { .. }))
+        .count();
+    let passes = 20;
+    let (p, reference) = beam(200_000, 1000.0);
+    let o = opts(passes, f64::INFINITY, Histogram::BlockAtomic, reference);
+    let mut cpu = CpuBackend {
+        particles: p.clone(),
+        reference,
+        aperture: f64::INFINITY,
+        histogram: Histogram::BlockAtomic,
+    };
+    let want = run(&kick_program, &mut cpu, &o)?;
+    let alive = want.lost_at.iter().filter(|&&l| l == 0).count();
+    // The bound. Precise: every operation is IEEE as on the CPU but asin (CUDA: ≤ 2 ulp, glibc:
+    // < 1 ulp, so ≤ 3 ulp apart), called twice per dipole arc: (2 arcs × 3 weights × 8 steps of
+    // the combined-function bend + 1 arc of the plain one) × 2 per cell, 4 cells: 392 per pass. Each rounding moves a
+    // coordinate by ≤ 3 ulp of its size, and the linear optics carry it on with a gain ≲ 10
+    // (β ratio of the ring); summed linearly over 20 passes: 392 × 20 × 3 × 2⁻⁵² × 10 = 5.2e-11
+    // of a coordinate's size. Fast (FMA contraction): every operation may round differently,
+    // ≈ 40 per arc or kick, so 40 × that.
+    let asin_calls = 392.0 * f64::from(passes);
+    let ulp = f64::EPSILON;
+    for precise in [true, false] {
+        let mut g = gpu(
+            &kick_program,
+            &p,
+            reference,
+            options(device, precise, false, Histogram::BlockAtomic, f64::INFINITY),
+        )?;
+        let got = run(&kick_program, &mut g, &o)?;
+        let same_flags = got.lost_at == want.lost_at && got.lost_pass == want.lost_pass;
+        let worst = worst_relative(&want, &got);
+        let per = worst_per_coordinate(&want, &got);
+        let bits = |q: &Particles| -> Vec<u64> { q.coords().iter().flat_map(|c| c.iter().map(|v| v.to_bits())).collect() };
+        let identical = bits(&got) == bits(&want);
+        let bound = asin_calls * 3.0 * ulp * 10.0 * if precise { 1.0 } else { 40.0 };
+        let passed = kicks == 4 * 7 && alive * 2 > p.len() && same_flags && worst <= bound;
+        checks.push(Check {
+            name: format!("beam kick-drift integrators GPU = CPU ({})", if precise { "precise" } else { "fast" }),
+            passed,
+            detail: format!(
+                "{} particles × {passes} passes, FODO ring of CSBEND, KQUAD, KSEXT, KOCT ({kicks} integrated elements, must be 28; {alive} alive on the CPU, must be > half): loss flags identical: {same_flags}; bit-identical: {identical}; max |Δ|/size of a coordinate = {worst:.3e} (x, x', y, y', s, δ: {per:?}) (bound {bound:.1e}: asin's ≤ 3 ulp{} × {asin_calls} calls × optics gain 10)",
+                p.len(),
+                if precise { "" } else { " × 40 FMA roundings" }
             ),
         });
     }

@@ -91,12 +91,16 @@ impl LscParams {
 /// What an element of the expanded line does.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Kind {
-    /// A map element (DRIF, QUAD, SEXT) tracked by its second-order map (`order` 1 drops T),
-    /// rotated by `tilt` [rad] about the beam axis.
+    /// A magnetic element rotated by `tilt` [rad] about the beam axis, tracked by its
+    /// second-order map (`order` 1 drops T) or, with `integrate`, by its symplectic kick–drift
+    /// integrator ([`Element::kick_drift`], N_KICKS and INTEGRATION_ORDER). ELEGANT's
+    /// convention: CSBEND, KQUAD, KSEXT and KOCT integrate; SBEN, RBEN, QUAD, SEXT, MULT and
+    /// the rest use maps. Twiss and the optics use the element's map either way.
     Map {
         element: Element,
         tilt: f64,
         order: u8,
+        integrate: bool,
     },
     /// EDRIFT: the exact drift.
     ExactDrift {
@@ -147,12 +151,18 @@ impl Placed {
     /// The ELEGANT type name of the element (canonical spelling).
     pub fn type_name(&self) -> &'static str {
         match &self.kind {
-            Kind::Map { element, .. } => match element {
+            Kind::Map { element, integrate, .. } => match element {
                 Element::Drift { .. } => "DRIF",
                 Element::Quad { .. } => "QUAD",
                 Element::Sext { .. } => "SEXT",
                 Element::Marker => "MARK",
+                Element::Bend(_) if *integrate => "CSBEND",
                 Element::Bend(_) => "SBEN",
+                Element::Multipole(m) if *integrate => match m.order {
+                    1 => "KQUAD",
+                    2 => "KSEXT",
+                    _ => "KOCT",
+                },
                 Element::Multipole(_) => "MULT",
                 Element::Kicker(_) => "KICKER",
                 Element::Solenoid(_) => "SOLE",
@@ -291,10 +301,24 @@ fn allowed(kind: &str) -> &'static [&'static str] {
             "LSC",
         ],
         "CHARGE" => &["TOTAL", "PER_PARTICLE"],
-        "SBEN" | "CSBEND" | "RBEN" => &["L", "ANGLE", "K1", "K2", "E1", "E2", "HGAP", "FINT", "TILT", "N_KICKS", "ORDER"],
-        "KQUAD" => &["L", "K1", "TILT", "N_KICKS", "ORDER"],
-        "KSEXT" => &["L", "K2", "TILT", "N_KICKS", "ORDER"],
-        "KOCT" => &["L", "K3", "TILT", "N_KICKS"],
+        "SBEN" | "RBEN" => &["L", "ANGLE", "K1", "K2", "E1", "E2", "HGAP", "FINT", "TILT", "N_KICKS", "ORDER"],
+        "CSBEND" => &[
+            "L",
+            "ANGLE",
+            "K1",
+            "K2",
+            "E1",
+            "E2",
+            "HGAP",
+            "FINT",
+            "TILT",
+            "N_KICKS",
+            "INTEGRATION_ORDER",
+            "ORDER",
+        ],
+        "KQUAD" => &["L", "K1", "TILT", "N_KICKS", "INTEGRATION_ORDER", "ORDER"],
+        "KSEXT" => &["L", "K2", "TILT", "N_KICKS", "INTEGRATION_ORDER", "ORDER"],
+        "KOCT" => &["L", "K3", "TILT", "N_KICKS", "INTEGRATION_ORDER"],
         "MULT" => &["L", "KNL", "ORDER", "TILT", "N_KICKS"],
         "HKICK" | "VKICK" => &["L", "KICK", "TILT"],
         "KICKER" => &["L", "HKICK", "VKICK", "TILT"],
@@ -776,11 +800,21 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
         }
         Ok(n as u32)
     };
+    let integration_order = || -> Result<u8, LatticeError> {
+        let o = num("INTEGRATION_ORDER", 4.0)?;
+        crate::elements::INTEGRATION_ORDERS
+            .into_iter()
+            .find(|&k| f64::from(k) == o)
+            .ok_or_else(|| err(format!("parameter INTEGRATION_ORDER = {o}: must be 2, 4 or 6")))
+    };
+    // ELEGANT's kick elements are tracked by their integrators, its matrix elements by maps.
+    let integrate = matches!(def.kind, "CSBEND" | "KQUAD" | "KSEXT" | "KOCT");
     Ok(match def.kind {
         "DRIF" => Kind::Map {
             element: Element::Drift { l: length(false)? },
             tilt: 0.0,
             order: order()?,
+            integrate: false,
         },
         "EDRIFT" => Kind::ExactDrift { l: length(false)? },
         "QUAD" => Kind::Map {
@@ -790,6 +824,7 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
             },
             tilt: num("TILT", 0.0)?,
             order: order()?,
+            integrate: false,
         },
         "SEXT" => Kind::Map {
             element: Element::Sext {
@@ -798,6 +833,7 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
             },
             tilt: num("TILT", 0.0)?,
             order: order()?,
+            integrate: false,
         },
         "MARK" => Kind::Marker,
         "WATCH" => {
@@ -897,11 +933,22 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
                 return Err(err(format!("parameter HGAP = {hgap}: must not be negative")));
             }
             let n_kicks = kicks(4.0)?;
+            let integration_order = integration_order()?;
             let element = if angle == 0.0 {
                 if k2 != 0.0 && k1 != 0.0 {
                     return Err(err("parameters K1 and K2 together need ANGLE ≠ 0 (use a QUAD and a SEXT)".into()));
                 }
-                if k2 != 0.0 {
+                if integrate {
+                    // A straight CSBEND: the kick-integrated quadrupole or sextupole.
+                    let (order, k) = if k2 != 0.0 { (2, k2) } else { (1, k1) };
+                    Element::Multipole(crate::elements::multipole::Multipole {
+                        l,
+                        order,
+                        knl: k * l,
+                        n_kicks,
+                        integration_order,
+                    })
+                } else if k2 != 0.0 {
                     Element::Sext { l, k2 }
                 } else {
                     Element::Quad { l, k1 }
@@ -917,25 +964,35 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
                     hgap,
                     fint,
                     n_kicks,
+                    integration_order,
                 })
             };
             Kind::Map {
                 element,
                 tilt: num("TILT", 0.0)?,
                 order: order()?,
+                integrate,
             }
         }
         "KQUAD" | "KSEXT" => {
-            kicks(4.0)?;
+            let n_kicks = kicks(4.0)?;
             let l = length(true)?;
+            let (n, k) = if def.kind == "KQUAD" {
+                (1, num("K1", 0.0)?)
+            } else {
+                (2, num("K2", 0.0)?)
+            };
             Kind::Map {
-                element: if def.kind == "KQUAD" {
-                    Element::Quad { l, k1: num("K1", 0.0)? }
-                } else {
-                    Element::Sext { l, k2: num("K2", 0.0)? }
-                },
+                element: Element::Multipole(crate::elements::multipole::Multipole {
+                    l,
+                    order: n,
+                    knl: k * l,
+                    n_kicks,
+                    integration_order: integration_order()?,
+                }),
                 tilt: num("TILT", 0.0)?,
                 order: order()?,
+                integrate,
             }
         }
         "KOCT" | "MULT" => {
@@ -957,9 +1014,11 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
                     order: n as u8,
                     knl,
                     n_kicks,
+                    integration_order: if def.kind == "KOCT" { integration_order()? } else { 4 },
                 }),
                 tilt: num("TILT", 0.0)?,
                 order: 2,
+                integrate,
             }
         }
         "HKICK" | "VKICK" | "KICKER" => {
@@ -976,6 +1035,7 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
                 }),
                 tilt: num("TILT", 0.0)?,
                 order: 2,
+                integrate: false,
             }
         }
         "SOLE" => Kind::Map {
@@ -985,6 +1045,7 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
             }),
             tilt: 0.0,
             order: 2,
+            integrate: false,
         },
         "RFCA" => {
             let freq = match get("FREQ") {
@@ -1128,7 +1189,8 @@ mod tests {
             Kind::Map {
                 element: Element::Quad { l: 0.3, k1: -1.2 },
                 tilt: 0.0,
-                order: 2
+                order: 2,
+                integrate: false
             },
             "QD copies QF and overrides K1"
         );

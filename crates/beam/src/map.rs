@@ -90,20 +90,7 @@ impl Element {
     }
 }
 
-/// Rotate transverse coordinates and slopes into a frame turned by `angle` about the beam axis.
-fn rotate<R: crate::tpsa::Real>(z: &mut Coords<R>, angle: f64) {
-    if angle == 0.0 {
-        return;
-    }
-    let (sn, cs) = angle.sin_cos();
-    let (c, s) = (R::cst(cs), R::cst(sn));
-    let (x, y) = (z[0], z[2]);
-    z[0] = c * x + s * y;
-    z[2] = c * y - s * x;
-    let (xp, yp) = (z[1], z[3]);
-    z[1] = c * xp + s * yp;
-    z[3] = c * yp - s * xp;
-}
+use crate::elements::rotate;
 
 /// One non-zero second-order coefficient T_ijk (j ≤ k).
 #[derive(Clone, Copy, Debug, PartialEq)]

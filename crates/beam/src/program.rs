@@ -98,6 +98,12 @@ pub enum RunItem {
         element: usize,
         l: f64,
     },
+    /// An element tracked by its symplectic kick–drift integrator (CSBEND, KQUAD, KSEXT, KOCT;
+    /// GPU: `bend::track`, `multipole::track` in kernels/bend.cu, kernels/multipole.cu).
+    Kick {
+        element: usize,
+        kick: Arc<KickItem>,
+    },
     /// RFCA: exact drift L/2, energy kick, exact drift L/2 (GPU: `rf_item_track` in gpu.rs).
     Rf {
         element: usize,
@@ -161,10 +167,50 @@ impl RfItem {
     }
 }
 
+/// An element compiled for its kick–drift integrator: the element (a bend or a multipole) and
+/// its TILT.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KickItem {
+    pub element: Element,
+    pub tilt: f64,
+}
+
+impl KickItem {
+    /// Track one particle: into the tilted frame, [`Element::kick_drift`], back.
+    pub fn track(&self, z: &mut [f64; 6]) {
+        crate::elements::rotate(z, self.tilt);
+        self.element.kick_drift(z);
+        crate::elements::rotate(z, -self.tilt);
+    }
+
+    /// The constants of the GPU twin (`kick_item_track` in gpu.rs): the tilt's flag, cos and
+    /// sin of ±TILT (as [`crate::elements::rotate`] computes them), then the element's
+    /// (`Bend::track_constants`, `Multipole::track_constants`). `None` for elements without an
+    /// integrator.
+    pub fn constants(&self) -> Option<(&'static str, Vec<f64>)> {
+        let (s, c) = self.tilt.sin_cos();
+        let (sm, cm) = (-self.tilt).sin_cos();
+        let mut k = vec![f64::from(u8::from(self.tilt != 0.0)), c, s, cm, sm];
+        let kind = match &self.element {
+            Element::Bend(b) => {
+                k.extend(b.track_constants());
+                "bend"
+            }
+            Element::Multipole(m) => {
+                k.extend(m.track_constants());
+                "multipole"
+            }
+            _ => return None,
+        };
+        Some((kind, k))
+    }
+}
+
 impl RunItem {
     pub fn element(&self) -> usize {
         match self {
             RunItem::Map { element, .. }
+            | RunItem::Kick { element, .. }
             | RunItem::ExactDrift { element, .. }
             | RunItem::Rf { element, .. }
             | RunItem::Check { element, .. } => *element,
@@ -181,6 +227,8 @@ impl RunItem {
             RunItem::Rf { .. } => 22,
             // Comparisons, not counted as arithmetic of the maps.
             RunItem::Check { .. } => 0,
+            // Integrators (square roots, divisions, arcsines): not map arithmetic, not counted.
+            RunItem::Kick { .. } => 0,
         }
     }
 }
@@ -256,6 +304,7 @@ impl Program {
         let mut cavities = cavities.into_iter();
         let mut maps: HashMap<&str, Arc<Compact>> = HashMap::new();
         let mut half_drifts: HashMap<&str, Arc<Compact>> = HashMap::new();
+        let mut kicks: HashMap<&str, Arc<KickItem>> = HashMap::new();
         let mut steps = Vec::new();
         let mut run: Vec<RunItem> = Vec::new();
         let mut positions = Vec::with_capacity(lattice.elements.len());
@@ -275,7 +324,21 @@ impl Program {
                 Kind::Map { .. } | Kind::ExactDrift { .. } | Kind::Rf(_) | Kind::Collimator { .. }
             );
             match &e.kind {
-                Kind::Map { element, tilt, order } => run.push(RunItem::Map {
+                Kind::Map {
+                    element,
+                    tilt,
+                    integrate: true,
+                    ..
+                } if matches!(element, Element::Bend(_) | Element::Multipole(_)) => run.push(RunItem::Kick {
+                    element: k,
+                    kick: Arc::clone(kicks.entry(e.name.as_str()).or_insert_with(|| {
+                        Arc::new(KickItem {
+                            element: *element,
+                            tilt: *tilt,
+                        })
+                    })),
+                }),
+                Kind::Map { element, tilt, order, .. } => run.push(RunItem::Map {
                     element: k,
                     map: Arc::clone(
                         maps.entry(e.name.as_str())
@@ -380,7 +443,7 @@ impl Program {
     pub fn map_flops(&self) -> (usize, usize) {
         self.runs()
             .flat_map(|r| r.iter())
-            .filter(|it| !matches!(it, RunItem::Check { .. }))
+            .filter(|it| !matches!(it, RunItem::Check { .. } | RunItem::Kick { .. }))
             .fold((0, 0), |(f, n), it| (f + it.flops(), n + 1))
     }
 }
@@ -501,6 +564,15 @@ fn run_chunk_pass(
                     let mut q = [z[0][p], z[1][p], z[2][p], z[3][p], z[4][p], z[5][p]];
                     exact_drift(&mut q, *l);
                     (z[0][p], z[2][p], z[4][p]) = (q[0], q[2], q[4]);
+                }
+            }
+            RunItem::Kick { kick, .. } => {
+                for p in 0..n {
+                    let mut q = [z[0][p], z[1][p], z[2][p], z[3][p], z[4][p], z[5][p]];
+                    kick.track(&mut q);
+                    for i in 0..6 {
+                        z[i][p] = q[i];
+                    }
                 }
             }
             RunItem::Rf { rf, .. } => {

@@ -151,7 +151,7 @@ fn loss_pass_by_hand(lattice: &warpdrive_beam::lattice::Lattice, z0: [f64; 6], p
         .elements
         .iter()
         .map(|e| match &e.kind {
-            Kind::Map { element, tilt, order } => Some(Compact::from_map(&element.map2_with(*tilt, *order))),
+            Kind::Map { element, tilt, order, .. } => Some(Compact::from_map(&element.map2_with(*tilt, *order))),
             _ => None,
         })
         .collect();

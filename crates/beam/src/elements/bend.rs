@@ -58,6 +58,8 @@ pub struct Bend {
     pub fint: f64,
     /// Steps of the kick–drift integrator ([`Bend::kick_drift`]).
     pub n_kicks: u32,
+    /// Order of the kick–drift integrator's steps: 2, 4 or 6 (ELEGANT's INTEGRATION_ORDER).
+    pub integration_order: u8,
 }
 
 impl Bend {
@@ -81,10 +83,50 @@ impl Bend {
         self.track(z, steps, 6);
     }
 
-    /// ELEGANT CSBEND's kick–drift integration: `n_kicks` fourth-order symplectic steps
-    /// (Forest–Ruth/Yoshida) of exact dipole arcs and multipole kicks.
+    /// ELEGANT CSBEND's kick–drift integration: `n_kicks` symplectic steps of order
+    /// `integration_order` (2: arc(t/2) kick(t) arc(t/2); 4: Forest & Ruth, Part. Accel. 1990 /
+    /// Yoshida 1990 triple jump; 6: Yoshida's triple jump of that) of exact dipole arcs and
+    /// multipole kicks. CUDA twin: `bend::track` in kernels/bend.cu, with the constants of
+    /// [`Bend::track_constants`].
     pub fn kick_drift<R: Real>(&self, z: &mut Coords<R>) {
-        self.track(z, self.n_kicks.max(1) as usize, 4);
+        self.track(z, self.n_kicks.max(1) as usize, self.integration_order);
+    }
+
+    /// The constants of the CUDA twin `bend::track` (kernels/bend.cu) for `kick_drift`,
+    /// computed here with the operations [`Bend::track`] performs on the host, so that the
+    /// device uses the same bits: fringe coefficients (entrance, exit) and its flag; each edge's
+    /// flag, h tan e and h tan(e − ψ); the body's mode (0: one exact arc), steps, weights;
+    /// K1, K2/2, h K1, K2 + h K1; the arc over L ([`arc`]); per weight w the arc over w·t/2 and
+    /// the kick length w·t (t = L/steps).
+    pub fn track_constants(&self) -> Vec<f64> {
+        let h = self.h();
+        let steps = self.n_kicks.max(1) as usize;
+        let w = super::yoshida(self.integration_order);
+        let edge_k = |e: f64| -> [f64; 3] {
+            if h == 0.0 || (e == 0.0 && (self.hgap == 0.0 || self.fint == 0.0)) {
+                [0.0; 3]
+            } else {
+                let psi = fringe_angle(h, e, self.hgap, self.fint);
+                [1.0, h * e.tan(), h * (e - psi).tan()]
+            }
+        };
+        // The coefficients as `fringe` computes them at the entrance (sign 1) and exit (−1).
+        let fringe_k = |sign: f64| [0.5 * sign * h, sign * h];
+        let mut k = fringe_k(1.0).to_vec();
+        k.extend(fringe_k(-1.0));
+        k.push(f64::from(u8::from(h != 0.0)));
+        k.extend(edge_k(self.e1));
+        k.extend(edge_k(self.e2));
+        let split = !(self.k1 == 0.0 && self.k2 == 0.0);
+        k.extend([f64::from(u8::from(split)), steps as f64, w.len() as f64]);
+        k.extend([self.k1, 0.5 * self.k2, h * self.k1, self.k2 + h * self.k1]);
+        k.extend(arc(h, self.l));
+        let step = self.l / steps as f64;
+        for wk in w {
+            k.extend(arc(h, 0.5 * wk * step));
+            k.push(wk * step);
+        }
+        k
     }
 
     fn track<R: Real>(&self, z: &mut Coords<R>, steps: usize, order: u8) {
@@ -158,22 +200,34 @@ pub fn fringe<R: Real>(z: &mut Coords<R>, px: &mut R, py: &mut R, h: f64, entran
 /// p⊥² = (1+δ)² − p_y². The momentum turns by α = φ + asin(p_x/p⊥) − asin(p_x1/p⊥) along a
 /// helix of path length ℓ = α (1+δ)/h, over which y advances by α p_y/h.
 pub fn dipole<R: Real>(z: &mut Coords<R>, px: &mut R, py: &mut R, h: f64, t: f64) {
-    let one = R::cst(1.0);
+    dipole_arc(z, px, py, &arc(h, t));
+}
+
+/// The constants of the arc of length `t` at curvature `h`: φ = h t, sin φ, cos φ,
+/// 1 − cos φ = 2 sin²(φ/2) (without cancellation), h, 1/h.
+pub fn arc(h: f64, t: f64) -> [f64; 6] {
     let phi = h * t;
     let (s, c) = phi.sin_cos();
-    let one_minus_c = 2.0 * (0.5 * phi).sin().powi(2);
+    [phi, s, c, 2.0 * (0.5 * phi).sin().powi(2), h, 1.0 / h]
+}
+
+/// [`dipole`] with the arc's constants computed ([`arc`]). CUDA twin: `bend::dipole` in
+/// kernels/bend.cu (the same operations in the same order).
+pub fn dipole_arc<R: Real>(z: &mut Coords<R>, px: &mut R, py: &mut R, a: &[f64; 6]) {
+    let one = R::cst(1.0);
+    let [phi, s, c, one_minus_c, h, inv_h] = *a;
     let d1 = one + z[5];
     let pperp2 = d1 * d1 - *py * *py;
     let ps = (pperp2 - *px * *px).sqrt();
     let x = z[0];
     let px1 = *px * R::cst(c) + (ps - one - R::cst(h) * x) * R::cst(s);
     let ps1 = (pperp2 - px1 * px1).sqrt();
-    let x1 = x * R::cst(c) + (ps1 - ps * R::cst(c) + *px * R::cst(s) - R::cst(one_minus_c)) * R::cst(1.0 / h);
+    let x1 = x * R::cst(c) + (ps1 - ps * R::cst(c) + *px * R::cst(s) - R::cst(one_minus_c)) * R::cst(inv_h);
     let pperp = pperp2.sqrt();
     let alpha = R::cst(phi) + (*px / pperp).asin() - (px1 / pperp).asin();
     z[0] = x1;
-    z[2] = z[2] + alpha * *py * R::cst(1.0 / h);
-    z[4] = z[4] + alpha * d1 * R::cst(1.0 / h);
+    z[2] = z[2] + alpha * *py * R::cst(inv_h);
+    z[4] = z[4] + alpha * d1 * R::cst(inv_h);
     *px = px1;
 }
 
@@ -201,6 +255,7 @@ mod tests {
             hgap: 0.0,
             fint: 0.0,
             n_kicks: 4,
+            integration_order: 4,
         }
     }
 

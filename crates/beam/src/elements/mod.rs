@@ -9,6 +9,8 @@
 //! convert from and to ELEGANT's slopes x' = p_x/p_s (p_s = √((1+δ)² − p_x² − p_y²)).
 
 pub mod bend;
+#[cfg(test)]
+mod kick_tests;
 pub mod multipole;
 pub mod rf;
 pub mod solenoid;
@@ -46,6 +48,23 @@ pub fn straight_drift<R: Real>(z: &mut Coords<R>, px: R, py: R, t: f64) {
     z[4] = z[4] + tt * (R::cst(1.0) + z[5]) / ps;
 }
 
+/// Rotate transverse coordinates and slopes into a frame turned by `angle` about the beam axis
+/// (ELEGANT's TILT). CUDA twin: `elements::rotate` in kernels/elements.cu (with the host's
+/// cos and sin of the angle).
+pub fn rotate<R: Real>(z: &mut Coords<R>, angle: f64) {
+    if angle == 0.0 {
+        return;
+    }
+    let (sn, cs) = angle.sin_cos();
+    let (c, s) = (R::cst(cs), R::cst(sn));
+    let (x, y) = (z[0], z[2]);
+    z[0] = c * x + s * y;
+    z[2] = c * y - s * x;
+    let (xp, yp) = (z[1], z[3]);
+    z[1] = c * xp + s * yp;
+    z[3] = c * yp - s * xp;
+}
+
 /// Weights w_k (Σ w_k = 1) of the symmetric compositions of the second-order step
 /// S2(t) = A(t/2) B(t) A(t/2) that reach `order` 2, 4 or 6 by Yoshida's triple jump
 /// (H. Yoshida, Phys. Lett. A 150 (1990) 262): S4 = S2(a) S2(1−2a) S2(a) with a = 1/(2 − 2^{1/3}),
@@ -64,6 +83,9 @@ pub fn yoshida(order: u8) -> Vec<f64> {
             .collect(),
     }
 }
+
+/// The integration orders [`split`] offers (ELEGANT's INTEGRATION_ORDER).
+pub const INTEGRATION_ORDERS: [u8; 3] = [2, 4, 6];
 
 /// Apply `steps` compositions of order `order` of A(t/2) B(t) A(t/2) over `l`: `a(z, t)` and
 /// `b(z, t)` are the two exactly solved parts of the Hamiltonian.

@@ -40,6 +40,8 @@ pub struct Multipole {
     pub knl: f64,
     /// Kicks of the integrator (1 for thin).
     pub n_kicks: u32,
+    /// Order of the integrator's steps: 2, 4 or 6 (ELEGANT's INTEGRATION_ORDER).
+    pub integration_order: u8,
 }
 
 impl Multipole {
@@ -49,9 +51,40 @@ impl Multipole {
         self.track(z, steps, 6);
     }
 
-    /// ELEGANT's kick integration: `n_kicks` fourth-order drift–kick–drift steps.
+    /// ELEGANT's kick integration (KQUAD, KSEXT, KOCT): `n_kicks` drift–kick–drift steps of
+    /// order `integration_order` (2; 4: Forest & Ruth 1990 / Yoshida 1990; 6: Yoshida), in the
+    /// Hamiltonian H = −p_s + Re[K_n (x + i y)ⁿ⁺¹/(n+1)!] of a straight multipole (Wolski,
+    /// "Beam Dynamics in High Energy Particle Accelerators", §3.2 and ch. 10 on symplectic
+    /// integrators). CUDA twin: `multipole::track` in kernels/multipole.cu, with
+    /// [`Multipole::track_constants`].
     pub fn kick_drift<R: Real>(&self, z: &mut Coords<R>) {
-        self.track(z, self.n_kicks.max(1) as usize, 4);
+        self.track(z, self.n_kicks.max(1) as usize, self.integration_order);
+    }
+
+    /// The constants of the CUDA twin `multipole::track` for `kick_drift`, computed with the
+    /// host operations of [`Multipole::track`]: thin flag, order n, steps, weights, the thin
+    /// kick's K_nL/n!; per weight w the drift w·t/2 and the kick's (K_n w t)/n! (t = L/steps).
+    pub fn track_constants(&self) -> Vec<f64> {
+        let factorial: f64 = (1..=self.order).fold(1.0, |f, k| f * f64::from(k));
+        let steps = self.n_kicks.max(1) as usize;
+        let w = super::yoshida(self.integration_order);
+        let thin = self.l == 0.0;
+        let mut k = vec![
+            f64::from(u8::from(thin)),
+            f64::from(self.order),
+            steps as f64,
+            w.len() as f64,
+            self.knl / factorial,
+        ];
+        if !thin {
+            let per_metre = self.knl / self.l;
+            let step = self.l / steps as f64;
+            for wk in w {
+                k.push(0.5 * wk * step);
+                k.push(per_metre * (wk * step) / factorial);
+            }
+        }
+        k
     }
 
     fn track<R: Real>(&self, z: &mut Coords<R>, steps: usize, order: u8) {
@@ -126,6 +159,7 @@ mod tests {
             order: 1,
             knl: k1l,
             n_kicks: 1,
+            integration_order: 4,
         })
         .map2();
         for l in [1e-2, 1e-3, 1e-4] {
@@ -141,6 +175,7 @@ mod tests {
             order: 1,
             knl: 0.4 * 1.3,
             n_kicks: 8,
+            integration_order: 4,
         })
         .map2();
         let q = Element::Quad { l: 0.4, k1: 1.3 }.map2();
@@ -160,12 +195,14 @@ mod tests {
                 order: 2,
                 knl: 4.0,
                 n_kicks: 1,
+                integration_order: 4,
             },
             Multipole {
                 l: 0.3,
                 order: 3,
                 knl: 50.0,
                 n_kicks: 6,
+                integration_order: 4,
             },
         ] {
             for (label, j) in [
