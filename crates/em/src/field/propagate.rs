@@ -104,6 +104,18 @@ fn exit_on_arc(
     exit_on_arc(nav, path, at, lo, mid, acc, depth + 1).or_else(|| exit_on_arc(nav, path, at, mid, hi, acc, depth + 1))
 }
 
+/// After a step that ended just past a boundary at `pos`: the volume path relocated there
+/// (`Crossed`), or emptied when `pos` is outside the world (`LeftWorld`).
+fn enter_next_volume(nav: &Navigator, path: &mut VolumePath, pos: Vec3) -> FieldStepEnd {
+    if nav.relocate(path, pos) {
+        FieldStepEnd::Crossed
+    } else {
+        path.placements.clear();
+        path.transforms.clear();
+        FieldStepEnd::LeftWorld
+    }
+}
+
 /// Move the track along its helix by at most `s_max` [mm], stopping just past the first
 /// boundary (within `delta_intersection`, in the next volume). Returns the path length
 /// travelled and why the step ended.
@@ -131,13 +143,7 @@ pub fn propagate(
             Some(t) => {
                 (track.pos, track.dir) = h.at(t);
                 done += t;
-                return if nav.relocate(path, track.pos) {
-                    (done, FieldStepEnd::Crossed)
-                } else {
-                    path.placements.clear();
-                    path.transforms.clear();
-                    (done, FieldStepEnd::LeftWorld)
-                };
+                return (done, enter_next_volume(nav, path, track.pos));
             }
         }
     }
@@ -205,13 +211,7 @@ pub fn propagate_in_map(
             Some(t) => {
                 (track.pos, track.dir) = at(t);
                 done += t;
-                return if nav.relocate(path, track.pos) {
-                    (done, FieldStepEnd::Crossed)
-                } else {
-                    path.placements.clear();
-                    path.transforms.clear();
-                    (done, FieldStepEnd::LeftWorld)
-                };
+                return (done, enter_next_volume(nav, path, track.pos));
             }
         }
     }
