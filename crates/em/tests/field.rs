@@ -244,3 +244,56 @@ const VACUUM: &str = r#"<?xml version="1.0"?>
   <setup name="Default" version="1.0"><world ref="World"/></setup>
 </gdml>
 "#;
+
+// ---------------------------------------------------------------------------------------------
+// Mutated field maps never panic or hang (DESIGN.md §6).
+
+mod mutations {
+    use proptest::prelude::*;
+    use std::time::Duration;
+    use warpdrive_core::mutate::{apply, config, strategy, within};
+    use warpdrive_em::field::map::FieldMap;
+    use warpdrive_em::geo::Vec3;
+
+    /// A 4 × 3 (r, z) map of a solenoid-like field, as a user writes it.
+    fn map_csv() -> String {
+        let mut s = String::from("r_mm,z_mm,br_T,bz_T\n");
+        for r in [0.0, 100.0, 200.0, 300.0] {
+            for z in [-500.0, 0.0, 500.0] {
+                s += &format!("{r},{z},{},{}\n", 1e-4 * r * z / 500.0, 3.8 - 1e-3 * r);
+            }
+        }
+        s
+    }
+
+    proptest! {
+        #![proptest_config(config(200))]
+
+        /// Random byte-level mutations of a CSV map: the reader either refuses it with an error
+        /// or returns a map whose field can be evaluated anywhere (inside and outside the grid).
+        #[test]
+        fn mutated_field_maps_never_panic_or_hang(m in strategy(6)) {
+            let bytes = apply(map_csv().as_bytes(), &m);
+            let path = std::env::temp_dir().join(format!("wd-fieldmap-mut-{}-{:x}.csv", std::process::id(), {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                bytes.hash(&mut h);
+                h.finish()
+            }));
+            std::fs::write(&path, &bytes).unwrap();
+            let p = path.clone();
+            let r = within(Duration::from_secs(60), move || match FieldMap::read(&p) {
+                Ok(map) => {
+                    for k in 0..50 {
+                        let a = f64::from(k);
+                        let _ = map.at(Vec3::new(7.0 * a - 150.0, 3.0 * a, 25.0 * a - 600.0));
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            });
+            let _ = std::fs::remove_file(&path);
+            prop_assert!(r.is_ok(), "{:?}: {}", m, r.unwrap_err());
+        }
+    }
+}
