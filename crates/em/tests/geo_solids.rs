@@ -16,7 +16,8 @@ use rayon::prelude::*;
 use std::f64::consts::PI;
 use warpdrive_core::RandomStream;
 use warpdrive_em::geo::shapes::*;
-use warpdrive_em::geo::{Aabb, BoolOp, Inside, Rot3, Solid, SolidId, Solids, Transform, Vec3};
+use warpdrive_em::geo::zoo;
+use warpdrive_em::geo::{Aabb, Inside, Solid, SolidId, Solids, Vec3};
 
 /// Philox tag of this test's random numbers: one stream per (solid's seed, ray index).
 const TAG_TEST: u32 = 0x534f_4c44;
@@ -203,111 +204,80 @@ fn check_solid(name: &str, s: &Solids, id: SolidId, seed: u64) {
     assert!(st.thin * 100 < st.rays, "{name}: too many thin chords ({})", st.thin);
 }
 
-fn one(s: Solid) -> (Solids, SolidId) {
-    let mut all = Solids::default();
-    let id = all.push(s);
-    (all, id)
+/// Run the shared specimen `name` (geo::zoo) with `seed`.
+fn specimen(name: &str, seed: u64) {
+    let s = zoo::specimens()
+        .into_iter()
+        .find(|s| s.name == name)
+        .expect("a specimen of that name");
+    check_solid(s.name, &s.solids, s.id, seed);
 }
 
 #[test]
 fn box_rays() {
-    let (s, id) = one(make_box(10.0, 20.0, 30.0).unwrap());
-    check_solid("box", &s, id, 1);
+    specimen("box", 1);
 }
 
 #[test]
 fn tube_rays() {
-    let (s, id) = one(make_tube(20.0, 50.0, 40.0, 0.3, 4.5).unwrap());
-    check_solid("tube (rmin, φ segment > π)", &s, id, 2);
-    let (s, id) = one(make_tube(0.0, 50.0, 40.0, -0.5, 1.2).unwrap());
-    check_solid("tube (solid, φ segment < π)", &s, id, 3);
+    specimen("tube (rmin, φ segment > π)", 2);
+    specimen("tube (solid, φ segment < π)", 3);
 }
 
 #[test]
 fn cone_rays() {
-    let (s, id) = one(make_cone(10.0, 30.0, 5.0, 60.0, 40.0, 0.2, 5.0).unwrap());
-    check_solid("cone (rmin, φ segment)", &s, id, 4);
-    let (s, id) = one(make_cone(0.0, 0.0, 0.0, 50.0, 30.0, 0.0, 2.0 * PI).unwrap());
-    check_solid("cone (apex)", &s, id, 5);
+    specimen("cone (rmin, φ segment)", 4);
+    specimen("cone (apex)", 5);
 }
 
 #[test]
 fn polycone_rays() {
-    let planes = [
-        (-50.0, 0.0, 20.0),
-        (-10.0, 5.0, 40.0),
-        (-10.0, 10.0, 60.0),
-        (20.0, 15.0, 60.0),
-        (60.0, 0.0, 10.0),
-    ];
-    let (s, id) = one(make_revolved_zplanes(&planes, 0.5, 5.0).unwrap());
-    check_solid("polycone (steps, rmin, φ segment)", &s, id, 6);
+    specimen("polycone (steps, rmin, φ segment)", 6);
     // The same z planes from the top down make the same solid.
-    let rev: Vec<_> = planes.iter().rev().copied().collect();
-    assert_eq!(make_revolved_zplanes(&rev, 0.5, 5.0).unwrap(), s.solids[0]);
+    let rev: Vec<_> = zoo::POLYCONE_PLANES.iter().rev().copied().collect();
+    assert_eq!(
+        make_revolved_zplanes(&rev, 0.5, 5.0).unwrap(),
+        make_revolved_zplanes(&zoo::POLYCONE_PLANES, 0.5, 5.0).unwrap()
+    );
     assert!(make_revolved_zplanes(&[(0.0, 0.0, 1.0), (5.0, 0.0, 1.0), (2.0, 0.0, 1.0)], 0.0, 1.0).is_err());
-    let (s, id) = one(make_revolved_contour(
-        &[(10.0, -30.0), (50.0, -20.0), (20.0, 0.0), (50.0, 30.0), (5.0, 30.0)],
-        0.0,
-        2.0 * PI,
-    )
-    .unwrap());
-    check_solid("generic polycone", &s, id, 7);
+    specimen("generic polycone", 7);
 }
 
 #[test]
 fn sphere_rays() {
-    let (s, id) = one(make_sphere(20.0, 50.0, 0.3, 4.0, 0.4, 1.9).unwrap());
-    check_solid("sphere shell (φ and θ ranges)", &s, id, 8);
-    let (s, id) = one(make_sphere(0.0, 50.0, 0.0, 2.0 * PI, 0.0, PI).unwrap());
-    check_solid("full sphere", &s, id, 9);
+    specimen("sphere shell (φ and θ ranges)", 8);
+    specimen("full sphere", 9);
 }
 
 #[test]
 fn trd_trap_para_rays() {
-    let (s, id) = one(make_trd(30.0, 10.0, 20.0, 40.0, 25.0).unwrap());
-    check_solid("trd", &s, id, 10);
-    let (s, id) = one(make_trap(30.0, 0.2, 0.7, 20.0, 15.0, 25.0, 0.1, 30.0, 22.5, 37.5, 0.1).unwrap());
-    check_solid("trap", &s, id, 11);
-    let (s, id) = one(make_para(20.0, 15.0, 25.0, 0.3, 0.25, 1.0).unwrap());
-    check_solid("para", &s, id, 12);
+    specimen("trd", 10);
+    specimen("trap", 11);
+    specimen("para", 12);
 }
 
 #[test]
 fn polyhedra_rays() {
-    let planes = [(-40.0, 10.0, 30.0), (0.0, 15.0, 50.0), (40.0, 10.0, 30.0)];
-    let (s, id) = one(make_polyhedra(6, 0.2, 2.0 * PI, &planes).unwrap());
-    check_solid("polyhedra (6 sides, rmin)", &s, id, 13);
-    let (s, id) = one(make_polyhedra(3, 0.0, 4.0, &[(-30.0, 0.0, 40.0), (30.0, 0.0, 40.0)]).unwrap());
-    check_solid("polyhedra (3 sides, φ segment)", &s, id, 14);
-}
-
-fn boolean(op: BoolOp) -> (Solids, SolidId) {
-    let mut s = Solids::default();
-    let a = s.push(make_box(30.0, 30.0, 30.0).unwrap());
-    let b = s.push(make_tube(0.0, 15.0, 45.0, 0.0, 2.0 * PI).unwrap());
-    let rot = Rot3::about_x(0.6).then_after(&Rot3::about_z(0.3));
-    let id = s.push(Solid::Boolean {
-        op,
-        a,
-        b,
-        a_placement: Transform::IDENTITY,
-        b_placement: Transform {
-            rot,
-            translation: Vec3::new(10.0, 25.0, -5.0),
-        },
-    });
-    (s, id)
+    specimen("polyhedra (6 sides, rmin)", 13);
+    specimen("polyhedra (3 sides, φ segment)", 14);
 }
 
 #[test]
 fn boolean_rays() {
-    let (s, id) = boolean(BoolOp::Union);
-    check_solid("union (box ∪ rotated tube)", &s, id, 15);
-    let (s, id) = boolean(BoolOp::Subtraction);
-    check_solid("subtraction (box − rotated tube)", &s, id, 16);
-    let (s, id) = boolean(BoolOp::Intersection);
-    check_solid("intersection (box ∩ rotated tube)", &s, id, 17);
+    specimen("union (box ∪ rotated tube)", 15);
+    specimen("subtraction (box − rotated tube)", 16);
+    specimen("intersection (box ∩ rotated tube)", 17);
+}
+
+#[test]
+fn every_specimen_is_tested() {
+    assert_eq!(zoo::specimens().len(), 17, "a new specimen needs a test above (and a seed)");
+}
+
+fn one(s: Solid) -> (Solids, SolidId) {
+    let mut all = Solids::default();
+    let id = all.push(s);
+    (all, id)
 }
 
 /// Known answers, worked by hand.

@@ -19,6 +19,7 @@ pub mod shapes;
 pub mod solid;
 pub mod vec3;
 pub mod volumes;
+pub mod zoo;
 
 pub use navigator::{Boundary, Navigator, VolumePath};
 pub use solid::{Aabb, BoolOp, Inside, Solid, SolidId, Solids};

@@ -158,6 +158,12 @@ impl PhiSegment {
         })
     }
 
+    /// (cos, sin) of the start and of the end angle.
+    #[must_use]
+    pub fn cos_sin(&self) -> ((f64, f64), (f64, f64)) {
+        (self.cs_start, self.cs_end)
+    }
+
     /// Signed distances to the two bounding planes (positive on the outer side): the start
     /// half-plane's `−(ŝ × p)_z` and the end's `−(p × ê)_z`.
     #[inline]
@@ -240,7 +246,8 @@ impl Polygon {
                 0.0
             };
             let (dr, dz) = (r - (r1 + s * er), z - (z1 + s * ez));
-            best = best.min(dr.hypot(dz));
+            // √ as written, not `hypot`: the GPU twin gives the same bits.
+            best = best.min((dr * dr + dz * dz).sqrt());
         }
         best
     }

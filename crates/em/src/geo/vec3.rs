@@ -50,9 +50,11 @@ impl Vec3 {
     pub fn max(self, o: Vec3) -> Vec3 {
         Vec3::new(self.x.max(o.x), self.y.max(o.y), self.z.max(o.z))
     }
+    /// √(x² + y²), as written (not `hypot`): IEEE square root of correctly rounded products
+    /// and sum, so the GPU twin (`kernels/geo/vec3.cuh`) gives the same bits.
     #[must_use]
     pub fn rho(self) -> f64 {
-        self.x.hypot(self.y)
+        (self.x * self.x + self.y * self.y).sqrt()
     }
 }
 
