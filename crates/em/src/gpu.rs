@@ -286,7 +286,9 @@ fn run_share(
 
 /// The builds `warpdrive doctor` checks (precise only: the CPU and GPU tallies must match).
 pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
-    warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, false)
+    let mut sets = warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, false);
+    sets.extend(crate::geo::gpu::kernel_sets());
+    sets
 }
 
 /// The build runs ask for (precise, the default switches), for `doctor --prebuild`.

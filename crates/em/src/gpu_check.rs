@@ -126,6 +126,7 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
         }
     });
     checks.extend(shower_checks(device, log)?);
+    checks.extend(geo_checks(device, log)?);
     Ok(checks)
 }
 
@@ -344,5 +345,122 @@ pub fn shower_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Che
             ),
         });
     }
+    Ok(checks)
+}
+
+/// The navigator on the GPU against the CPU (issue #31): every solid specimen of `geo::zoo`
+/// with 10⁶ rays (the CPU side is tested against brute force by `tests/geo_solids.rs`), and
+/// 2¹⁸ whole rays walked through `tests/data/nested.gdml` (every supported solid, nested,
+/// touching and rotated volumes, an assembly).
+pub fn geo_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {
+    use crate::geo::{gpu, zoo, Aabb};
+    const TOL: f64 = 1e-9;
+    let mut checks = Vec::new();
+    let n = 1_000_000usize;
+    let (mut worst, mut total_bits, mut total_points, mut details) = (0.0f64, 0usize, 0usize, String::new());
+    let mut failed = Vec::new();
+    let t0 = std::time::Instant::now();
+    for (k, s) in zoo::specimens().iter().enumerate() {
+        log(&format!("em-geo: {} ({n} rays, GPU and CPU)", s.name));
+        let b = s.solids.bounding_box(s.id);
+        let grow = (b.max - b.min) * 0.2;
+        let e = Aabb {
+            min: b.min - grow,
+            max: b.max + grow,
+        };
+        let (pts, dirs) = zoo::rays_in_box(&e, n, 2026 + k as u64);
+        let (gd, gs, gi) = gpu::solid_distances(&s.solids, s.id, &pts, &dirs, device).map_err(|e| e.to_string())?;
+        let (cd, cs, ci) = gpu::solid_distances_cpu(&s.solids, s.id, &pts, &dirs);
+        let mut bits = 0usize;
+        let mut bad = 0usize;
+        let mut max_d = 0.0f64;
+        for i in 0..n {
+            let same = gd[i].to_bits() == cd[i].to_bits() && gs[i].to_bits() == cs[i].to_bits() && gi[i] == ci[i];
+            if same {
+                bits += 1;
+                continue;
+            }
+            let dd = if gd[i] == cd[i] { 0.0 } else { (gd[i] - cd[i]).abs() };
+            let ds = (gs[i] - cs[i]).abs();
+            max_d = max_d.max(if dd.is_nan() { f64::INFINITY } else { dd }).max(ds);
+            let off = |x: f64| x.is_nan() || x > TOL;
+            if gi[i] != ci[i] || off(dd) || off(ds) {
+                bad += 1;
+            }
+        }
+        worst = worst.max(max_d);
+        total_bits += bits;
+        total_points += n;
+        details.push_str(&format!(
+            "\n  {}: {bits} of {n} bit for bit, {bad} beyond {TOL:e} mm or other side, max |Δ| {max_d:.2e} mm",
+            s.name
+        ));
+        if bad > 0 {
+            failed.push(s.name);
+        }
+    }
+    checks.push(Check {
+        name: format!(
+            "em-geo: GPU solid distances and safeties = CPU ({} specimens × 10⁶ rays, ≤ {TOL:e} mm)",
+            zoo::specimens().len()
+        ),
+        passed: failed.is_empty(),
+        detail: format!(
+            "{total_bits} of {total_points} points bit for bit; worst |Δ| {worst:.2e} mm; {:.1} s{details}{}",
+            t0.elapsed().as_secs_f64(),
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!("\nFAILED: {}", failed.join(", "))
+            }
+        ),
+    });
+
+    log("em-geo: 2^18 rays walked through nested.gdml on GPU and CPU");
+    let g =
+        crate::gdml::parse(include_str!("../tests/data/nested.gdml"), std::path::Path::new("nested.gdml")).map_err(|e| e.to_string())?;
+    let rays = 1usize << 18;
+    let (pts, dirs) = zoo::rays_at_placements(&g.tree, rays, 31);
+    let max_steps = 64;
+    let t1 = std::time::Instant::now();
+    let gt = gpu::trace_rays(&g.tree, &pts, &dirs, max_steps, device).map_err(|e| e.to_string())?;
+    let gpu_s = t1.elapsed().as_secs_f64();
+    let ct = gpu::trace_rays_cpu(&g.tree, &pts, &dirs, max_steps);
+    let (mut identical, mut same_volumes, mut worst, mut crossings) = (0usize, 0usize, 0.0f64, 0usize);
+    let mut first_bad = None;
+    for (i, (a, b)) in gt.iter().zip(&ct).enumerate() {
+        crossings += b.steps.len();
+        if a == b {
+            identical += 1;
+            same_volumes += 1;
+            continue;
+        }
+        let codes_equal = a.start == b.start && a.steps.len() == b.steps.len() && a.steps.iter().zip(&b.steps).all(|(x, y)| x.1 == y.1);
+        let d = a
+            .steps
+            .iter()
+            .zip(&b.steps)
+            .map(|(x, y)| (x.0 - y.0).abs())
+            .fold((a.safety - b.safety).abs(), f64::max)
+            .max((a.end - b.end).norm());
+        if codes_equal && d <= TOL {
+            same_volumes += 1;
+            worst = worst.max(d);
+        } else if first_bad.is_none() {
+            first_bad = Some(format!(
+                "\nfirst differing ray {i}: start ({:.17e}, {:.17e}, {:.17e}) dir ({:.17e}, {:.17e}, {:.17e})\n  GPU {:?}\n  CPU {:?}",
+                pts[i].x, pts[i].y, pts[i].z, dirs[i].x, dirs[i].y, dirs[i].z, a, b
+            ));
+        }
+    }
+    let in_world = ct.iter().filter(|t| t.start != crate::geo::trace::OUTSIDE).count();
+    checks.push(Check {
+        name: "em-geo: GPU navigator = CPU, 2^18 rays walked through nested.gdml (same volumes, ≤ 1e-9 mm)".into(),
+        passed: same_volumes == rays && in_world == rays,
+        detail: format!(
+            "{identical} of {rays} rays bit for bit, {same_volumes} with the same volumes within {TOL:e} mm (worst {worst:.2e} mm); {crossings} boundary crossings; GPU {gpu_s:.2} s incl. compile/load{}",
+            first_bad.unwrap_or_default()
+        ),
+    });
     Ok(checks)
 }
