@@ -1157,6 +1157,23 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
                 .push(owned(DEFAULT_SWITCHES.iter().chain(combined.iter()).copied().collect()));
         }
     }
+    // The tabulation kernel (tabulate/gpu.rs): precise only, with the switches it keeps and the
+    // birefringence features the ice models switch on.
+    let tab = |extra: &[&str]| owned(crate::tabulate::gpu::SWITCHES.iter().chain(extra).copied().collect());
+    sets.push(warpdrive_core::doctor::KernelSet {
+        file: crate::tabulate::gpu::KERNEL_NAME.to_string(),
+        src: crate::tabulate::gpu::KERNEL_SRC.to_string(),
+        functions: crate::tabulate::gpu::FUNCTIONS.iter().map(|f| (*f).to_string()).collect(),
+        variants: vec![
+            Vec::new(),
+            tab(&[]),
+            tab(&["WD_BFR"]),
+            tab(&["WD_BFR", "WD_BFR_RB_CONST"]),
+            tab(&["WD_TAB_CELLS=8"]),
+        ],
+        fast: false,
+        generated: false,
+    });
     sets
 }
 
