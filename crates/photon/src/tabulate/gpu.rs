@@ -151,6 +151,19 @@ pub fn kernel_defines(m: &crate::medium::Medium, extra: &[String]) -> Vec<String
     d
 }
 
+/// The tabulation builds runs ask for (precise; without birefringence, with it, with one rb
+/// for every layer): `doctor --prebuild` and `--prepare` make them.
+#[must_use]
+pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
+    [&[][..], &["WD_BFR"][..], &["WD_BFR", "WD_BFR_RB_CONST"][..]]
+        .iter()
+        .map(|f| {
+            let d = SWITCHES.iter().chain(f.iter()).map(|s| (*s).to_string()).collect();
+            warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, true, d)
+        })
+        .collect()
+}
+
 /// The device memory a tabulation needs [bytes]: the histogram (8 + 16 bytes a cell, 16 a
 /// spatial cell), the overflow list (8 bytes a photon of a launch), the counters, and the
 /// kernel's local memory for every thread the device can hold (`local_per_thread` bytes each).
@@ -462,6 +475,25 @@ mod tests {
         let (s, c) = azimuth_planes(&e);
         assert_eq!(s.len(), 2);
         assert_eq!((s[1], c[1]), 45f64.to_radians().sin_cos());
+    }
+
+    /// The prebuilt tabulation images are the builds runs ask for in the shipped ice models
+    /// (without and with birefringence).
+    #[test]
+    fn prebuilt_builds_are_the_ones_runs_ask_for() {
+        let Some(data) = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")) else {
+            return;
+        };
+        let builds = prebuilt_builds();
+        for model in ["spice_3.2.1", "spice_ftp-v3m", "spice_bfr-v2"] {
+            let det = crate::detector::Detector::build(&crate::detector::DetectorOptions {
+                ice_dir: Some(data.join("ice").join(model)),
+                ..Default::default()
+            })
+            .unwrap();
+            let want = warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, true, kernel_defines(&det.medium, &[]));
+            assert!(builds.contains(&want), "{model}: {:?} not prebuilt", want.defines);
+        }
     }
 
     #[test]
