@@ -836,7 +836,8 @@ pub fn tabulate_cases(data: &Path) -> Vec<(&'static str, crate::tabulate::Tabula
 /// table within the fixed point's rounding, launches of 2¹² photons give the same integers as
 /// the default, and with a kernel scratch of 8 cells the photons the host takes over still add up
 /// and agree with the CPU); and "photon tabulate GPU rate" (bench photon --tabulate: tabulation
-/// photons/s ≥ 50 % of the fast propagation's on the same ice and photons).
+/// photons/s in kernels ≥ 50 % of the fast propagation's on the same ice and photons, with at
+/// most 1 % of the photons left to the host).
 pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
     use crate::tabulate::{agreement::agreement, gpu::TabGpuOptions, Tables, Tabulate};
     use warpdrive_core::engine::{Control, Device};
@@ -916,7 +917,9 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     let r = crate::bench::tabulation_rate(&ice, Some(&[ordinal]), crate::bench::TABULATE_PHOTONS, 1, &gpu_ctl)?;
     out.push(check(
         "photon tabulate GPU rate >= 50 % of bench photon (spice_3.2.1)",
-        r.ratio() >= 0.5,
+        // Kernel time only: the photons the host takes over (overflowing the kernel's scratch)
+        // must stay below 1 % for it to be the rate.
+        r.ratio() >= 0.5 && r.overflowed * 100 <= r.photons,
         r.report(),
     ));
     log(&format!("{:?}", out.last()));
