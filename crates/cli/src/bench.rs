@@ -84,6 +84,10 @@ pub struct BenchPhoton {
     /// CPU: warpdrive's precise arithmetic instead of its CPU fast mode.
     #[arg(long)]
     precise: bool,
+    /// Time `photon tabulate` (a 1 TeV cascade at 2000 m, its default bins) against the
+    /// propagation of the same photons to the modules (fast and precise), photons/s each.
+    #[arg(long, conflicts_with = "against_ppc")]
+    tabulate: bool,
     #[command(flatten)]
     common: BenchCommon,
 }
@@ -243,6 +247,7 @@ fn photon(b: &BenchPhoton, force: bool) -> Result<()> {
         shuffled_sources: b.shuffled_sources,
         configs: b.configs.clone(),
         workloads: b.workloads.clone(),
+        tabulate: b.tabulate,
     };
     let out = prepare_file(&b.json, force, &opts.inputs())?;
     let report = Bench::new(&opts)?.run(&ctl, &mut print)?;

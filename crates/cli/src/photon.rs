@@ -296,10 +296,10 @@ pub fn tabulate(a: &TabulateArgs, force: bool) -> Result<()> {
     );
     println!("segments:       {}", h.segments);
     println!(
-        "tabulation:     {:.2} s, {:.3e} photons/s on cpu ({} threads)",
+        "tabulation:     {:.2} s, {:.3e} photons/s on {}",
         t.seconds,
         propagated as f64 / t.seconds.max(1e-9),
-        t.threads
+        t.device
     );
     println!("output:         {}", a.output.display());
     println!("total time:     {:.2} s", start.elapsed().as_secs_f64());

@@ -29,6 +29,9 @@ pub struct BenchOptions {
     pub configs: Vec<String>,
     /// GPU: workloads (`balanced`, `shuffled`).
     pub workloads: Vec<String>,
+    /// Time `photon tabulate` against the propagation of the same photons instead
+    /// ([`tabulation_rate`]; issue #32 asks the GPU's tabulation for ≥ 50 % of the photon rate).
+    pub tabulate: bool,
 }
 
 impl Default for BenchOptions {
@@ -42,6 +45,7 @@ impl Default for BenchOptions {
             shuffled_sources: 400,
             configs: Vec::new(),
             workloads: vec!["balanced".into(), "shuffled".into()],
+            tabulate: false,
         }
     }
 }
@@ -181,6 +185,12 @@ impl Bench {
     /// Time the benchmark on the control's device (`auto`: the first GPU if CUDA works, else
     /// the CPU), printing each row to `lines` as it is measured.
     pub fn run(&self, ctl: &Control, lines: Lines) -> Result<BenchReport> {
+        if self.opts.tabulate {
+            let devices = bench::gpus(ctl)?;
+            let r = tabulation_rate(&self.ice, devices.as_deref(), TABULATE_PHOTONS, self.opts.seed, ctl)?;
+            lines(&r.report());
+            return Ok(BenchReport { json: r.json() });
+        }
         match bench::gpus(ctl)? {
             None => self.cpu(ctl, lines),
             Some(devices) => self.gpu(&devices, ctl, lines),
@@ -495,5 +505,144 @@ mod tests {
         assert!(o.precise && o.block == 128 && o.batch == 1 << 20);
         assert!(!o.defines.iter().any(|d| d == "WD_FAST_RNG"));
         assert_eq!(o.defines.len(), DEFAULT_SWITCHES.len() - 1);
+    }
+}
+
+/// Photons of [`tabulation_rate`]'s runs on a GPU (a tenth of them on the CPU).
+pub const TABULATE_PHOTONS: u64 = 1 << 24;
+
+/// The tabulation's photon rate against the propagation's, on the same device, ice and photons.
+#[derive(Clone, Debug)]
+pub struct TabulationRate {
+    pub device: String,
+    pub photons: u64,
+    /// Photons per second: tabulation (GPU: kernel time; CPU: wall time), propagation to the
+    /// modules in the default (fast) and in the precise arithmetic (`bench photon`'s rate).
+    pub tabulate: f64,
+    pub fast: f64,
+    pub precise: f64,
+    /// Photons the host tabulated for the GPU (overflowed the kernel's scratch).
+    pub overflowed: u64,
+}
+
+impl TabulationRate {
+    /// The tabulation's rate over the fast propagation's (issue #32: ≥ 0.5 on the GPU).
+    #[must_use]
+    pub fn ratio(&self) -> f64 {
+        self.tabulate / self.fast
+    }
+
+    #[must_use]
+    pub fn report(&self) -> String {
+        format!(
+            "warpdrive bench photon --tabulate on {}: {} photons of a 1 TeV cascade at 2000 m (photon tabulate's default bins): \
+             tabulation {:.3e} photons/s; propagation to the modules {:.3e} photons/s (fast), {:.3e} (precise); \
+             tabulation / fast = {:.3}, / precise = {:.3}; {} photons tabulated by the host",
+            self.device,
+            self.photons,
+            self.tabulate,
+            self.fast,
+            self.precise,
+            self.ratio(),
+            self.tabulate / self.precise,
+            self.overflowed
+        )
+    }
+
+    #[must_use]
+    pub fn json(&self) -> String {
+        serde_json::json!({
+            "benchmark": "photon-tabulate",
+            "device": self.device,
+            "photons": self.photons,
+            "tabulate_photons_per_s": self.tabulate,
+            "propagate_fast_photons_per_s": self.fast,
+            "propagate_precise_photons_per_s": self.precise,
+            "tabulate_over_fast": self.ratio(),
+            "overflowed": self.overflowed,
+        })
+        .to_string()
+            + "\n"
+    }
+}
+
+/// Time `photon tabulate` (a cascade at 2000 m, zenith 0, the command line's default bins) and
+/// the propagation of the same source's photons to the modules of the ice's detector, fast and
+/// precise, on `devices` (the first GPU; `None`: the CPU, a tenth of the photons, wall time).
+/// GPU times are kernel times; each GPU run is preceded by a small warm-up run (compilation).
+pub fn tabulation_rate(ice: &std::path::Path, devices: Option<&[usize]>, photons: u64, seed: u64, ctl: &Control) -> Result<TabulationRate> {
+    use crate::tabulate::{gpu::TabGpuOptions, Tabulate, TabulateOptions};
+    let photons = if devices.is_some() { photons } else { (photons / 10).max(1) };
+    let o = TabulateOptions {
+        ice: Some(ice.to_path_buf()),
+        photons,
+        seed,
+        ..Default::default()
+    };
+    let t = Tabulate::new(&o)?;
+    let det = Detector::build(&DetectorOptions {
+        ice_dir: Some(ice.to_path_buf()),
+        ..Default::default()
+    })?;
+    let mut src = t.source(0);
+    src.photons = photons;
+    let sources = vec![src];
+    match devices {
+        Some(d) => {
+            let dev = vec![d.first().copied().unwrap_or(0)];
+            let topts = TabGpuOptions {
+                devices: dev.clone(),
+                ..Default::default()
+            };
+            let warm = Tabulate::new(&TabulateOptions {
+                photons: 1 << 16,
+                ..o.clone()
+            })?;
+            warm.run_gpu(&topts, ctl)?;
+            let r = t.run_gpu(&topts, ctl)?;
+            let rate = |precise: bool| -> Result<f64> {
+                let opts = GpuOptions {
+                    devices: dev.clone(),
+                    precise,
+                    ..Default::default()
+                };
+                let mut w = sources.clone();
+                w[0].photons = 1 << 16;
+                crate::gpu::run(&det.medium, &det.index, &w, seed, &opts)?;
+                let (_, st) = crate::gpu::run(&det.medium, &det.index, &sources, seed, &opts)?;
+                Ok(photons as f64 / st.kernel_seconds.max(1e-12))
+            };
+            Ok(TabulationRate {
+                device: r.device.clone(),
+                photons,
+                tabulate: photons as f64 / r.kernel_seconds.max(1e-12),
+                fast: rate(false)?,
+                precise: rate(true)?,
+                overflowed: r.overflowed,
+            })
+        }
+        None => {
+            let r = t.run_cpu(ctl)?;
+            let progress = warpdrive_core::progress::Progress::hidden();
+            let rate = |precise: bool| -> Result<f64> {
+                let t0 = std::time::Instant::now();
+                ctl.install(|| {
+                    if precise {
+                        crate::propagate::run(&det.medium, &det.index, &sources, seed, &progress);
+                    } else {
+                        crate::fast::run(&det.medium, &det.index, &sources, seed, &progress);
+                    }
+                })?;
+                Ok(photons as f64 / t0.elapsed().as_secs_f64().max(1e-12))
+            };
+            Ok(TabulationRate {
+                device: r.device.clone(),
+                photons,
+                tabulate: photons as f64 / r.seconds.max(1e-12),
+                fast: rate(false)?,
+                precise: rate(true)?,
+                overflowed: 0,
+            })
+        }
     }
 }

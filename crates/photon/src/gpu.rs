@@ -835,7 +835,8 @@ pub fn kernel_defines(opts: &GpuOptions, f: KernelFeatures) -> Vec<String> {
 /// The builds of the propagation kernel that runs with the default options ask for, fast and
 /// precise: `Default` scope — the ice models as they come (no birefringence; birefringence with
 /// and without one rb per layer; none of the shipped models has hole ice), for cascades and
-/// muons and for flashers (own DOM absorbing); `All` adds hole ice, the lab-profile flasher and
+/// muons and for flashers (own DOM absorbing), and the tabulation kernel's
+/// (`tabulate::gpu::prebuilt_builds`); `All` adds hole ice, the lab-profile flasher and
 /// multi-PMT shapes in every combination (for `doctor --prepare`).
 #[must_use]
 pub fn prebuilt_builds(scope: warpdrive_core::kernels::Scope) -> Vec<warpdrive_core::kernels::Build> {
@@ -867,6 +868,7 @@ pub fn prebuilt_builds(scope: warpdrive_core::kernels::Scope) -> Vec<warpdrive_c
             }
         }
     }
+    out.extend(crate::tabulate::gpu::prebuilt_builds());
     out
 }
 
@@ -1157,6 +1159,23 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
                 .push(owned(DEFAULT_SWITCHES.iter().chain(combined.iter()).copied().collect()));
         }
     }
+    // The tabulation kernel (tabulate/gpu.rs): precise only, with the switches it keeps and the
+    // birefringence features the ice models switch on.
+    let tab = |extra: &[&str]| owned(crate::tabulate::gpu::SWITCHES.iter().chain(extra).copied().collect());
+    sets.push(warpdrive_core::doctor::KernelSet {
+        file: crate::tabulate::gpu::KERNEL_NAME.to_string(),
+        src: crate::tabulate::gpu::KERNEL_SRC.to_string(),
+        functions: crate::tabulate::gpu::FUNCTIONS.iter().map(|f| (*f).to_string()).collect(),
+        variants: vec![
+            Vec::new(),
+            tab(&[]),
+            tab(&["WD_BFR"]),
+            tab(&["WD_BFR", "WD_BFR_RB_CONST"]),
+            tab(&["WD_TAB_CELLS=8"]),
+        ],
+        fast: false,
+        generated: false,
+    });
     sets
 }
 

@@ -296,6 +296,7 @@ pub fn run_suite(
     let mut checks = Vec::new();
     if suite.runs(Suite::Photon) {
         checks.extend(run_all(data, ordinal, log)?);
+        checks.extend(check_tabulate(data, ordinal, log)?);
     }
     if suite.runs(Suite::PhotonHole) {
         checks.extend(check_hole_ice(data, ordinal, log)?);
@@ -755,6 +756,176 @@ pub fn check_flashers(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     Ok(out)
 }
 
+/// The tabulation kernel's struct layout: `TabParams` offsets on the device equal Rust's.
+pub fn check_tabulate_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
+    use crate::tabulate::gpu as tg;
+    let (_m, f) = cuda::load(
+        gpu,
+        tg::KERNEL_NAME,
+        tg::KERNEL_SRC,
+        "tabulate_layout",
+        true,
+        &tg::SWITCHES.iter().map(|d| (*d).to_string()).collect::<Vec<_>>(),
+    )?;
+    let s = &gpu.stream;
+    let mut out = s.alloc_zeros::<u64>(tg::LAYOUT.len())?;
+    let mut l = s.launch_builder(&f);
+    l.arg(&mut out);
+    // SAFETY: one thread writes LAYOUT.len() values.
+    unsafe { l.launch(LaunchConfig::for_num_elems(1)) }?;
+    let dev: Vec<usize> = s.clone_dtoh(&out)?.iter().map(|&v| v as usize).collect();
+    Ok(check(
+        "photon tabulate: struct layout (TabParams)",
+        dev == tg::LAYOUT,
+        format!("device {dev:?}, host {:?}", tg::LAYOUT),
+    ))
+}
+
+/// The tabulation requests the checks run: a cascade in spice_3.2.1 (1-D tilt, the old
+/// anisotropy) off the vertical, and two muon-segment depths in spice_ftp-v3m (birefringence,
+/// 2-D tilt, the new absorption anisotropy), with time tables and a margin.
+#[must_use]
+pub fn tabulate_cases(data: &Path) -> Vec<(&'static str, crate::tabulate::TabulateOptions)> {
+    use crate::tabulate::{Edges, SourceKind, TabulateOptions};
+    let lin = |lo: f64, hi: f64, bins: u64| Edges::Linear { lo, hi, bins };
+    vec![
+        (
+            "cascade, spice_3.2.1: 1-D tilt, anisotropy",
+            TabulateOptions {
+                ice: Some(data.join("ice/spice_3.2.1")),
+                source: SourceKind::Cascade,
+                depth: vec![2000.0],
+                zenith: vec![40.0],
+                azimuth: 30.0,
+                photons: 200_000,
+                radial: lin(0.0, 150.0, 15),
+                azimuth_bins: lin(0.0, 180.0, 6),
+                delay: Some(lin(-10.0, 1000.0, 25)),
+                margin: 20.0,
+                seed: 7,
+                ..Default::default()
+            },
+        ),
+        (
+            "muon-segment, spice_ftp-v3m: birefringence, 2-D tilt, absorption anisotropy",
+            TabulateOptions {
+                ice: Some(data.join("ice/spice_ftp-v3m")),
+                source: SourceKind::MuonSegment,
+                depth: vec![1900.0, 2100.0],
+                zenith: vec![60.0],
+                azimuth: 100.0,
+                length: 20.0,
+                photons: 100_000,
+                radial: lin(0.0, 120.0, 12),
+                azimuth_bins: lin(0.0, 180.0, 6),
+                polar: Some(lin(-100.0, 100.0, 20)),
+                delay: Some(lin(-10.0, 800.0, 20)),
+                margin: 10.0,
+                seed: 8,
+                ..Default::default()
+            },
+        ),
+    ]
+}
+
+/// `photon tabulate --device cuda` against the CPU tabulator (issue #32; `gpu-check --domain
+/// photon`): the TabParams layout; "photon tabulate GPU = CPU (…)" for each of
+/// [`tabulate_cases`] (same request and seed on both; [`crate::tabulate::agreement`]: the same
+/// integers, or L1 ≤ 0.02 and χ²/ndf ≤ 1 and the photon counts within 1 %); "photon tabulate
+/// GPU: no loss" (every photon absorbed or escaped, the cells' total = the length inside the
+/// table within the fixed point's rounding, launches of 2¹² photons give the same integers as
+/// the default, and with a kernel scratch of 8 cells the photons the host takes over still add up
+/// and agree with the CPU); and "photon tabulate GPU rate" (bench photon --tabulate: tabulation
+/// photons/s in kernels ≥ 50 % of the fast propagation's on the same ice and photons, with at
+/// most 1 % of the photons left to the host).
+pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
+    use crate::tabulate::{agreement::agreement, gpu::TabGpuOptions, Tables, Tabulate};
+    use warpdrive_core::engine::{Control, Device};
+    let gpu = cuda::open(ordinal)?;
+    let mut out = vec![check_tabulate_layout(&gpu)?];
+    log(&format!("{:?}", out.last()));
+    drop(gpu);
+    let cpu_ctl = Control::new().device(Device::Cpu);
+    let gpu_ctl = Control::new().device(Device::Cuda(vec![ordinal]));
+    let on = |extra: &[&str], batch: u64| TabGpuOptions {
+        devices: vec![ordinal],
+        batch,
+        defines: extra.iter().map(|d| (*d).to_string()).collect(),
+        ..Default::default()
+    };
+    // Every photon ended absorbed or outside; the cells add up to the length inside the grid.
+    let accounted = |t: &Tables| {
+        let h = &t.hist;
+        let propagated = t.photons * t.sources.len() as u64;
+        let ok = h.absorbed + h.escaped == propagated
+            && (h.total_length() - h.inside_length()).abs() <= h.rounding_bound(propagated)
+            && h.worst_photon < 1e-9;
+        (
+            ok,
+            format!(
+                "{propagated} propagated = {} absorbed + {} escaped: {}; tabulated {}; cells {:.6} m vs inside {:.6} m (bound {:.2e}); worst photon {:.2e} m; {} by the host",
+                h.absorbed,
+                h.escaped,
+                h.absorbed + h.escaped == propagated,
+                h.tabulated,
+                h.total_length(),
+                h.inside_length(),
+                h.rounding_bound(propagated),
+                h.worst_photon,
+                t.overflowed
+            ),
+        )
+    };
+    for (i, (label, o)) in tabulate_cases(data).into_iter().enumerate() {
+        let t = Tabulate::new(&o)?;
+        let cpu = t.run_cpu(&cpu_ctl)?;
+        let g = t.run_gpu(&on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
+        let a = agreement(&cpu, &g);
+        out.push(check(
+            &format!("photon tabulate GPU = CPU ({label})"),
+            a.passes(),
+            format!(
+                "{}; CPU {:.2} s on {}, GPU {:.3} s in kernels on {}",
+                a.report(),
+                cpu.seconds,
+                cpu.device,
+                g.kernel_seconds,
+                g.device
+            ),
+        ));
+        log(&format!("{:?}", out.last()));
+        if i == 0 {
+            let (ok_default, d_default) = accounted(&g);
+            let small = t.run_gpu(&on(&[], 1 << 12), &gpu_ctl)?;
+            let same_batches = agreement(&g, &small).identical;
+            let forced = t.run_gpu(&on(&["WD_TAB_CELLS=8"], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
+            let (ok_forced, d_forced) = accounted(&forced);
+            let vs_cpu = agreement(&cpu, &forced);
+            out.push(check(
+                "photon tabulate GPU: no loss (total photons tabulated = propagated)",
+                ok_default && same_batches && ok_forced && forced.overflowed > 0 && vs_cpu.passes(),
+                format!(
+                    "default: {d_default}; launches of 2^12 photons give the same integers: {same_batches}; \
+                     scratch of 8 cells: {d_forced}; it vs CPU: {}",
+                    vs_cpu.report()
+                ),
+            ));
+            log(&format!("{:?}", out.last()));
+        }
+    }
+    let ice = data.join("ice/spice_3.2.1");
+    let r = crate::bench::tabulation_rate(&ice, Some(&[ordinal]), crate::bench::TABULATE_PHOTONS, 1, &gpu_ctl)?;
+    out.push(check(
+        "photon tabulate GPU rate >= 50 % of bench photon (spice_3.2.1)",
+        // Kernel time only: the photons the host takes over (overflowing the kernel's scratch)
+        // must stay below 1 % for it to be the rate.
+        r.ratio() >= 0.5 && r.overflowed * 100 <= r.photons,
+        r.report(),
+    ));
+    log(&format!("{:?}", out.last()));
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -808,5 +979,27 @@ mod tests {
         assert!((det.medium.hole.unwrap().sca - 1.0 / 0.03).abs() < 1e-3);
         let _ = std::fs::remove_dir_all(&a);
         let _ = std::fs::remove_dir_all(&b);
+    }
+
+    /// The tabulation checks' requests are valid (the ice models read, the bins accepted) and
+    /// the cascade case exercises tilt and anisotropy, the muon case birefringence.
+    #[test]
+    fn tabulate_cases_are_valid_requests() {
+        let Some(data) = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")) else {
+            return;
+        };
+        let cases = tabulate_cases(&data);
+        assert_eq!(cases.len(), 2);
+        for (label, o) in &cases {
+            let t = crate::tabulate::Tabulate::new(o).unwrap_or_else(|e| panic!("{label}: {e}"));
+            let d = t.description.join("; ");
+            assert!(d.contains("tilt"), "{label}: {d}");
+        }
+        let bfr = crate::tabulate::Tabulate::new(&cases[1].1).unwrap();
+        assert!(
+            bfr.description.iter().any(|d| d.starts_with("birefringence")),
+            "{:?}",
+            bfr.description
+        );
     }
 }

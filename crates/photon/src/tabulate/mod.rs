@@ -20,9 +20,12 @@
 //! per segment the birefringence block, then the scattering block): `propagate.rs` is not
 //! changed, its functions are called.
 
+pub mod agreement;
 pub mod bins;
+pub mod gpu;
 
 use crate::birefringence::Birefringence;
+use crate::collision::DomIndex;
 use crate::config::Config;
 use crate::detector::{Detector, DetectorOptions};
 use crate::ice::{Layers, ZOFF};
@@ -277,6 +280,10 @@ impl Acceptance {
 #[derive(Clone, Debug)]
 pub struct Tabulate {
     medium: Medium,
+    /// The detector's module index: uploaded with the medium for the GPU (whose photon kernel's
+    /// parameters hold it), never searched (no modules are tabulated).
+    index: DomIndex,
+
     sources: Vec<Placed>,
     /// Whether the tables have a zenith and a depth axis (more than one value).
     axes: [bool; 2],
@@ -589,6 +596,7 @@ impl Tabulate {
         });
         Ok(Self {
             medium,
+            index: det.index.clone(),
             sources,
             axes: [o.zenith.len() > 1, o.depth.len() > 1],
             binning,
@@ -638,12 +646,23 @@ impl Tabulate {
         self
     }
 
-    /// Propagate and tabulate on the control's threads (CPU; a GPU asked for is noted and the
-    /// CPU used). Cancelled within one chunk of photons.
+    /// Propagate and tabulate on the control's device: its GPUs ([`gpu`], always the precise
+    /// build) or its threads. Cancelled within one chunk of photons (CPU) or one launch (GPU).
     pub fn run(&self, ctl: &Control) -> Result<Tables> {
-        if ctl.gpus()?.is_some() {
-            ctl.note("photon tabulate runs on the CPU (no GPU tabulation yet); using the CPU");
+        match ctl.gpus()? {
+            Some(devices) => self.run_gpu(
+                &gpu::TabGpuOptions {
+                    devices,
+                    ..Default::default()
+                },
+                ctl,
+            ),
+            None => self.run_cpu(ctl),
         }
+    }
+
+    /// Tabulate on the CPU: the control's threads, one histogram per worker.
+    pub fn run_cpu(&self, ctl: &Control) -> Result<Tables> {
         let t0 = Instant::now();
         let photons = self.photons();
         let (hists, threads) = ctl.install(|| {
@@ -659,17 +678,62 @@ impl Tabulate {
         if ctl.progress.should_stop() {
             return Err(warpdrive_core::engine::Cancelled.into());
         }
+        Ok(self.tables(
+            hists,
+            Ran {
+                device: format!("cpu ({threads} threads)"),
+                threads,
+                seconds: t0.elapsed().as_secs_f64(),
+                kernel_seconds: 0.0,
+                overflowed: 0,
+            },
+        ))
+    }
+
+    /// Tabulate on the GPUs of `opts` (the same tables as [`Tabulate::run_cpu`] for the photons
+    /// whose paths are the CPU's; docs/spline.md "Making tables"). Progress and cancellation per
+    /// launch.
+    pub fn run_gpu(&self, opts: &gpu::TabGpuOptions, ctl: &Control) -> Result<Tables> {
+        let t0 = Instant::now();
+        let photons = self.photons();
+        let b = &self.binning;
+        // On the host: per device one histogram per source, the sources' and their sum.
+        budget(
+            b.spatial_cells() * b.time_cells(),
+            b.spatial_cells(),
+            opts.devices.len().max(1) * self.sources.len(),
+            self.sources.len(),
+        )?;
+        ctl.progress.begin("tabulating", photons * self.sources.len() as u64, "photons");
+        let (hists, stats) = gpu::run(self, opts, &ctl.progress)?;
+        ctl.check()?;
+        if ctl.progress.should_stop() {
+            return Err(warpdrive_core::engine::Cancelled.into());
+        }
+        Ok(self.tables(
+            hists,
+            Ran {
+                device: stats.devices.join(", "),
+                threads: 1,
+                seconds: t0.elapsed().as_secs_f64(),
+                kernel_seconds: stats.kernel_seconds,
+                overflowed: stats.overflowed,
+            },
+        ))
+    }
+
+    fn tables(&self, hists: Vec<Histogram>, ran: Ran) -> Tables {
         let mut hist = hists[0].clone();
         for h in &hists[1..] {
             hist.add(h);
         }
-        Ok(Tables {
+        Tables {
             hist,
             per_source: hists,
             sources: self.sources.iter().map(|p| (p.zenith, p.depth)).collect(),
             axes: self.axes,
             binning: self.binning.clone(),
-            photons,
+            photons: self.photons(),
             photons_per_unit: self.photons_per_unit,
             ngroup: self.ngroup,
             settings: self.settings.clone(),
@@ -678,9 +742,18 @@ impl Tabulate {
             } else {
                 SourceKind::MuonSegment
             },
-            threads,
-            seconds: t0.elapsed().as_secs_f64(),
-        })
+            threads: ran.threads,
+            seconds: ran.seconds,
+            device: ran.device,
+            kernel_seconds: ran.kernel_seconds,
+            overflowed: ran.overflowed,
+        }
+    }
+
+    /// Source `k` as it is propagated (its emission, position and direction; `photons` per source).
+    #[must_use]
+    pub fn source(&self, k: usize) -> Source {
+        self.sources[k].src.clone()
     }
 
     /// Photons per source.
@@ -979,6 +1052,21 @@ pub struct Tables {
     /// Worker threads and seconds (run facts: `run.json`).
     pub threads: usize,
     pub seconds: f64,
+    /// Where it ran, in words (`cpu (8 threads)`, `cuda:0 NVIDIA H100 …`), the seconds in GPU
+    /// kernels (0 on the CPU) and the photons the host tabulated for the GPU because they
+    /// overflowed the kernel's scratch (run facts).
+    pub device: String,
+    pub kernel_seconds: f64,
+    pub overflowed: u64,
+}
+
+/// The run facts of a tabulation.
+struct Ran {
+    device: String,
+    threads: usize,
+    seconds: f64,
+    kernel_seconds: f64,
+    overflowed: u64,
 }
 
 /// A spatial cell's numbers.
@@ -1195,9 +1283,11 @@ impl Tables {
         std::fs::write(dir.join("summary.json"), self.summary_json()).map_err(|e| fail("summary.json", &e))?;
         let run = serde_json::json!({
             "command": command,
-            "device": "cpu",
+            "device": self.device,
             "threads": self.threads,
             "seconds": self.seconds,
+            "kernel_seconds": self.kernel_seconds,
+            "photons_tabulated_by_the_host_for_the_gpu": self.overflowed,
             "photons_per_second": (self.photons * self.sources.len() as u64) as f64 / self.seconds.max(1e-9),
         });
         std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&run).unwrap_or_default() + "\n")

@@ -1,0 +1,503 @@
+//! The CUDA back end of the tabulator (`warpdrive photon tabulate --device cuda`; kernel:
+//! `kernels/tabulate.cu`, compiled after `kernels/propagate.cu`, whose device functions it calls).
+//!
+//! * The medium, tilt, anisotropy, birefringence and the sources go up through
+//!   [`crate::gpu::upload`] (the photon kernel's `PhotonParams`); the binning, the source frame,
+//!   the acceptance and the histogram through [`TabParams`].
+//! * Always the precise build (as the CPU tabulator): the sums are integers in the CPU's fixed
+//!   point, added with 64-bit atomics (128-bit squares as two words with a carry), so the order
+//!   of the additions — threads, launches, GPUs — does not matter.
+//! * Photons in launches of [`TabGpuOptions::batch`] (progress and cancellation per launch);
+//!   each source's photon range shared among the GPUs; one histogram per GPU, summed on the host.
+//! * A photon whose distinct cells or a segment whose cuts overflow the kernel's per-thread
+//!   scratch (WD_TAB_CELLS, WD_TAB_CUTS) adds nothing on the device; its id comes back and the
+//!   host tabulates it with [`super::Tabulate`]'s own CPU code. Nothing is dropped.
+//! * [`device_budget`]: the histogram, the overflow list and the kernel's local memory are
+//!   checked against the device's free memory before anything large is allocated.
+
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use std::mem::{offset_of, size_of};
+use std::time::Instant;
+use warpdrive_core::cuda::{self, Gpu, GpuError};
+use warpdrive_core::engine::ParamError;
+use warpdrive_core::progress::Progress;
+
+use super::{Histogram, Tabulate};
+
+/// The kernel file's name (cache key, `warpdrive doctor`'s lines).
+pub const KERNEL_NAME: &str = "tabulate.cu";
+/// The tabulation kernel: propagate.cu's device functions, then tabulate.cu.
+pub const KERNEL_SRC: &str = concat!(
+    include_str!("../../kernels/propagate.cu"),
+    "\n// ---- tabulate.cu ----\n",
+    include_str!("../../kernels/tabulate.cu")
+);
+/// The kernel's entry points.
+pub const FUNCTIONS: &[&str] = &["tabulate", "tabulate_layout"];
+/// Counters of the kernel (WD_TAB_COUNTERS): tabulated, absorbed, escaped, segments, entries,
+/// inside, largest mismatch (f64 bits), overflowed photons.
+pub const COUNTERS: usize = 8;
+/// The kernel's per-thread scratch: cuts of one segment, distinct cells of one photon
+/// (WD_TAB_CUTS, WD_TAB_CELLS in tabulate.cu).
+pub const CUTS: usize = 256;
+pub const CELLS: usize = 512;
+/// Photons per launch (progress and cancellation granularity).
+pub const BATCH: u64 = 1 << 22;
+/// The photon kernel's switches the tabulation build keeps: bit-for-bit neutral ones only (the
+/// precise build; the features WD_BFR, WD_BFR_RB_CONST are added per ice model).
+pub const SWITCHES: &[&str] = &["WD_SELECT_SCATTER", "WD_BRANCHLESS_WALK"];
+
+/// Mirror of `struct TabParams` in tabulate.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TabParams {
+    pub radial: u64,
+    pub azimuth: u64,
+    pub polar: u64,
+    pub delay: u64,
+    pub az_sin: u64,
+    pub az_cos: u64,
+    pub share: u64,
+    pub ang: u64,
+    pub sum: u64,
+    pub sumsq: u64,
+    pub spatial_sumsq: u64,
+    pub counters: u64,
+    pub overflow: u64,
+    pub origin: [f64; 3],
+    pub axis: [f64; 3],
+    pub e1: [f64; 3],
+    pub e2: [f64; 3],
+    pub ng_over_c: f64,
+    pub cone: f64,
+    pub inv_c: f64,
+    pub margin: f64,
+    pub mas: f64,
+    pub photon_lo: u64,
+    pub photon_hi: u64,
+    pub overflow_capacity: u64,
+    pub n_radial: i32,
+    pub n_azimuth: i32,
+    pub n_polar: i32,
+    pub n_delay: i32,
+    pub spherical: i32,
+    pub n_ang: i32,
+    pub time_cells: u32,
+    pub pad: i32,
+}
+// SAFETY: plain old data of integers and floats, `#[repr(C)]`, passed by value to the kernel.
+unsafe impl cudarc::driver::DeviceRepr for TabParams {}
+
+/// Offsets the kernel's `tabulate_layout` reports, in its order.
+pub const LAYOUT: [usize; 6] = [
+    offset_of!(TabParams, origin),
+    offset_of!(TabParams, ng_over_c),
+    offset_of!(TabParams, photon_lo),
+    offset_of!(TabParams, n_radial),
+    offset_of!(TabParams, time_cells),
+    size_of::<TabParams>(),
+];
+const _: () = assert!(size_of::<TabParams>() == 296);
+
+/// How the device tabulation runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TabGpuOptions {
+    pub devices: Vec<usize>,
+    /// Photons per launch.
+    pub batch: u64,
+    /// Threads per block and blocks per multiprocessor.
+    pub block: u32,
+    pub blocks_per_sm: u32,
+    /// Extra `-D` switches (checks: `WD_TAB_CELLS=8` forces the host's overflow path).
+    pub defines: Vec<String>,
+}
+
+impl Default for TabGpuOptions {
+    fn default() -> Self {
+        Self {
+            devices: vec![0],
+            batch: BATCH,
+            block: 128,
+            blocks_per_sm: 8,
+            defines: Vec::new(),
+        }
+    }
+}
+
+/// What a device run did besides the histograms.
+#[derive(Clone, Debug, Default)]
+pub struct TabGpuStats {
+    pub devices: Vec<String>,
+    /// Seconds in kernel launches (launch to synchronize, summed over devices).
+    pub kernel_seconds: f64,
+    pub launches: usize,
+    /// Photons tabulated by the host because they overflowed the kernel's scratch.
+    pub overflowed: u64,
+    pub registers: i32,
+    pub local_bytes: i32,
+}
+
+/// The `-D` switches of the tabulation build for a medium.
+#[must_use]
+pub fn kernel_defines(m: &crate::medium::Medium, extra: &[String]) -> Vec<String> {
+    let mut d: Vec<String> = SWITCHES.iter().map(|s| (*s).to_string()).collect();
+    if m.bfr.is_some() {
+        d.push("WD_BFR".into());
+    }
+    if m.bfr.as_ref().and_then(|b| b.rb_column_const).is_some() {
+        d.push("WD_BFR_RB_CONST".into());
+    }
+    d.extend(extra.iter().cloned());
+    d
+}
+
+/// The tabulation builds runs ask for (precise; without birefringence, with it, with one rb
+/// for every layer): `doctor --prebuild` and `--prepare` make them.
+#[must_use]
+pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
+    [&[][..], &["WD_BFR"][..], &["WD_BFR", "WD_BFR_RB_CONST"][..]]
+        .iter()
+        .map(|f| {
+            let d = SWITCHES.iter().chain(f.iter()).map(|s| (*s).to_string()).collect();
+            warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, true, d)
+        })
+        .collect()
+}
+
+/// The device memory a tabulation needs [bytes]: the histogram (8 + 16 bytes a cell, 16 a
+/// spatial cell), the overflow list (8 bytes a photon of a launch), the counters, and the
+/// kernel's local memory for every thread the device can hold (`local_per_thread` bytes each).
+#[must_use]
+pub fn device_bytes(cells: u64, spatial: u64, batch: u64, resident_threads: u64, local_per_thread: u64) -> u64 {
+    cells
+        .saturating_mul(24)
+        .saturating_add(spatial.saturating_mul(16))
+        .saturating_add(batch.saturating_mul(8))
+        .saturating_add(COUNTERS as u64 * 8)
+        .saturating_add(resident_threads.saturating_mul(local_per_thread))
+}
+
+/// The device memory check: what [`device_bytes`] counts must fit in 90 % of the `free` bytes
+/// of device `name` (the rest: the medium's tables, the driver).
+pub fn device_budget(
+    cells: u64,
+    spatial: u64,
+    batch: u64,
+    resident_threads: u64,
+    local_per_thread: u64,
+    free: u64,
+    name: &str,
+) -> Result<(), ParamError> {
+    let need = device_bytes(cells, spatial, batch, resident_threads, local_per_thread);
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    if need > free / 10 * 9 {
+        return Err(ParamError::new(
+            "radial_bins",
+            format!(
+                "{cells} cells need {:.2} GiB on {name} (histogram {:.2} GiB, overflow list {:.2} GiB, kernel scratch {:.2} GiB), \
+                 more than 90 % of its {:.2} GiB free: use fewer bins",
+                gib(need),
+                gib(cells.saturating_mul(24).saturating_add(spatial.saturating_mul(16))),
+                gib(batch.saturating_mul(8)),
+                gib(resident_threads.saturating_mul(local_per_thread)),
+                gib(free)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// sin and cos of the inner azimuth edges (the host's `sin_cos`, as `Binning::deposit`).
+#[must_use]
+pub fn azimuth_planes(edges: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    edges[1..edges.len() - 1].iter().map(|phi| phi.to_radians().sin_cos()).unzip()
+}
+
+/// A u128 from the kernel's (low, high) word pairs.
+fn wide(v: &[u64]) -> Vec<u128> {
+    v.chunks_exact(2).map(|w| u128::from(w[0]) | (u128::from(w[1]) << 64)).collect()
+}
+
+fn nonempty(v: &[f64]) -> Vec<f64> {
+    if v.is_empty() {
+        vec![0.0]
+    } else {
+        v.to_vec()
+    }
+}
+
+/// One device's share: per source, the histogram of its photon ids `share` (relative to the
+/// source's first id), and the ids that overflowed.
+type DevicePart = (Vec<Histogram>, Vec<u64>, TabGpuStats);
+
+fn run_on(t: &Tabulate, gpu: &Gpu, share: std::ops::Range<u64>, opts: &TabGpuOptions, progress: &Progress) -> Result<DevicePart, GpuError> {
+    let m = &t.medium;
+    let b = &t.binning;
+    let (cells, spatial) = (b.spatial_cells() * b.time_cells(), b.spatial_cells());
+    let defines = kernel_defines(m, &opts.defines);
+    let (module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "tabulate", true, &defines)?;
+    let _ = &module;
+    let res = cuda::resources(&func)?;
+    if opts.block as i32 > res.max_threads_per_block {
+        return Err(GpuError::Other(format!(
+            "{} threads per block requested, the tabulation kernel allows {} ({} registers)",
+            opts.block, res.max_threads_per_block, res.registers
+        )));
+    }
+    let name = format!("cuda:{} {}", gpu.ordinal, gpu.name);
+    let (free, _total) = gpu.ctx.mem_get_info()?;
+    let resident = (gpu.multiprocessors.max(1) as u64) * (gpu.max_threads_per_sm.max(1) as u64);
+    let batch = opts.batch.max(1);
+    device_budget(cells, spatial, batch, resident, res.local_bytes.max(0) as u64, free as u64, &name)
+        .map_err(|e| GpuError::Other(e.to_string()))?;
+    let stream = &gpu.stream;
+    let sources: Vec<crate::source::Source> = t.sources.iter().map(|p| p.src.clone()).collect();
+    let (tables, _hits, _count) = crate::gpu::upload(stream, m, &t.index, &sources, 1)?;
+    let mut pp = tables.params;
+    pp.seed = t.seed;
+    let (az_sin, az_cos) = azimuth_planes(&b.azimuth);
+    let keep: Vec<CudaSlice<f64>> = [
+        &b.radial[..],
+        &b.azimuth[..],
+        &b.polar[..],
+        &b.delay[..],
+        &az_sin[..],
+        &az_cos[..],
+        &t.acceptance.share[..],
+        &t.acceptance.angular.coeffs[..],
+    ]
+    .iter()
+    .map(|v| stream.clone_htod(&nonempty(v)))
+    .collect::<Result<_, _>>()?;
+    let ptr = |s: &CudaSlice<f64>| {
+        let (p, _sync) = s.device_ptr(stream);
+        p
+    };
+    let mut sum = stream.alloc_zeros::<u64>(cells as usize)?;
+    let mut sumsq = stream.alloc_zeros::<u64>(2 * cells as usize)?;
+    let mut spatial_sumsq = stream.alloc_zeros::<u64>(2 * spatial as usize)?;
+    let mut counters = stream.alloc_zeros::<u64>(COUNTERS)?;
+    let overflow = stream.alloc_zeros::<u64>(batch as usize)?;
+    let dptr = |s: &CudaSlice<u64>| {
+        let (p, _sync) = s.device_ptr(stream);
+        p
+    };
+    let mut tp = TabParams {
+        radial: ptr(&keep[0]),
+        azimuth: ptr(&keep[1]),
+        polar: ptr(&keep[2]),
+        delay: ptr(&keep[3]),
+        az_sin: ptr(&keep[4]),
+        az_cos: ptr(&keep[5]),
+        share: ptr(&keep[6]),
+        ang: ptr(&keep[7]),
+        sum: dptr(&sum),
+        sumsq: dptr(&sumsq),
+        spatial_sumsq: dptr(&spatial_sumsq),
+        counters: dptr(&counters),
+        overflow: dptr(&overflow),
+        margin: t.margin,
+        mas: t.acceptance.angular.mas,
+        overflow_capacity: batch,
+        n_radial: b.radial.len() as i32,
+        n_azimuth: b.azimuth.len() as i32,
+        n_polar: b.polar.len() as i32,
+        n_delay: b.delay.len() as i32,
+        spherical: i32::from(b.shape == super::Shape::Spherical),
+        n_ang: t.acceptance.angular.coeffs.len() as i32,
+        time_cells: b.time_cells() as u32,
+        ..Default::default()
+    };
+    let cfg = LaunchConfig {
+        grid_dim: ((gpu.multiprocessors.max(1) as u32) * opts.blocks_per_sm, 1, 1),
+        block_dim: (opts.block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut stats = TabGpuStats {
+        devices: vec![name],
+        registers: res.registers,
+        local_bytes: res.local_bytes,
+        ..Default::default()
+    };
+    let photons = t.photons();
+    let mut hists = Vec::with_capacity(t.sources.len());
+    let mut overflowed = Vec::new();
+    for (k, placed) in t.sources.iter().enumerate() {
+        let f = &placed.frame;
+        (tp.origin, tp.axis, tp.e1, tp.e2) = (f.origin, f.axis, f.e1, f.e2);
+        (tp.ng_over_c, tp.cone, tp.inv_c) = (f.ng_over_c, f.cone, f.inv_c);
+        stream.memset_zeros(&mut sum)?;
+        stream.memset_zeros(&mut sumsq)?;
+        stream.memset_zeros(&mut spatial_sumsq)?;
+        stream.memset_zeros(&mut counters)?;
+        let first = k as u64 * photons;
+        let mut a = share.start;
+        let mut worst = 0.0f64;
+        while a < share.end {
+            if progress.should_stop() {
+                break;
+            }
+            let e = (a + batch).min(share.end);
+            tp.photon_lo = first + a;
+            tp.photon_hi = first + e;
+            // The overflow slot count restarts per launch (the list holds one launch's ids).
+            stream.memset_zeros(&mut counters.slice_mut(7..8))?;
+            let t0 = Instant::now();
+            let mut launch = stream.launch_builder(&func);
+            launch.arg(&pp).arg(&tp);
+            // SAFETY: every pointer in `pp` and `tp` names a live allocation of this stream
+            // (`tables`, `keep`, the histogram, counters and overflow list, sized as the kernel
+            // indexes them: cells, 2 × cells, 2 × spatial cells, COUNTERS, `batch` ids).
+            unsafe { launch.launch(cfg) }?;
+            stream.synchronize()?;
+            stats.kernel_seconds += t0.elapsed().as_secs_f64();
+            stats.launches += 1;
+            let c = stream.clone_dtoh(&counters)?;
+            let n = c[7].min(batch) as usize;
+            if n > 0 {
+                overflowed.extend(stream.clone_dtoh(&overflow.slice(0..n))?);
+            }
+            worst = worst.max(f64::from_bits(c[6]));
+            progress.add(e - a);
+            a = e;
+        }
+        let c = stream.clone_dtoh(&counters)?;
+        hists.push(Histogram {
+            sum: stream.clone_dtoh(&sum)?,
+            sumsq: wide(&stream.clone_dtoh(&sumsq)?),
+            spatial_sumsq: wide(&stream.clone_dtoh(&spatial_sumsq)?),
+            inside: c[5],
+            segments: c[3],
+            worst_photon: worst.max(f64::from_bits(c[6])),
+            entries: c[4],
+            absorbed: c[1],
+            escaped: c[2],
+            tabulated: c[0],
+        });
+    }
+    stats.overflowed = overflowed.len() as u64;
+    Ok((hists, overflowed, stats))
+}
+
+/// Tabulate every source's photons on the GPUs of `opts`: per source the histogram (the
+/// devices' and the host's overflow photons summed), and the run's statistics.
+pub fn run(t: &Tabulate, opts: &TabGpuOptions, progress: &Progress) -> Result<(Vec<Histogram>, TabGpuStats), GpuError> {
+    let gpus = opts.devices.iter().map(|&d| cuda::open(d)).collect::<Result<Vec<_>, _>>()?;
+    let parts = cuda::split_across(&gpus, t.photons(), |g, share| {
+        g.ctx.bind_to_thread()?;
+        run_on(t, g, share, opts, progress)
+    });
+    let b = &t.binning;
+    let (cells, spatial) = ((b.spatial_cells() * b.time_cells()) as usize, b.spatial_cells() as usize);
+    let mut hists: Vec<Histogram> = (0..t.sources.len()).map(|_| Histogram::new(cells, spatial)).collect();
+    let mut stats = TabGpuStats::default();
+    let mut overflowed = Vec::new();
+    for p in parts {
+        let (h, o, s) = p?;
+        for (a, b) in hists.iter_mut().zip(&h) {
+            a.add(b);
+        }
+        overflowed.extend(o);
+        stats.devices.extend(s.devices);
+        stats.kernel_seconds += s.kernel_seconds;
+        stats.launches += s.launches;
+        stats.overflowed += s.overflowed;
+        stats.registers = s.registers;
+        stats.local_bytes = s.local_bytes;
+    }
+    // The photons the kernel left to the host, tabulated by the CPU code into their source's
+    // histogram (ids k·photons + i).
+    let photons = t.photons();
+    let mut scratch = super::Scratch::default();
+    for id in overflowed {
+        let k = (id / photons) as usize;
+        t.photon(&t.sources[k], id, &mut hists[k], &mut scratch);
+    }
+    Ok((hists, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel source holds the photon kernel and the tabulation kernel with its entry points
+    /// and the device twins of bins.rs and mod.rs, and the scratch sizes agree with the kernel's.
+    #[test]
+    fn kernel_source_assembles() {
+        assert!(KERNEL_SRC.starts_with(include_str!("../../kernels/propagate.cu")));
+        for f in [
+            "tabulate(",
+            "tabulate_layout(",
+            "void roots(",
+            "within(",
+            "local(",
+            "coordinates(",
+            "cell(",
+            "deposit(",
+            "inside_length(",
+            "escaped(",
+            "photon_done(",
+            "weight(",
+            "photon(",
+        ] {
+            assert!(KERNEL_SRC.contains(f), "{f} missing");
+        }
+        assert!(KERNEL_SRC.contains(&format!("#define WD_TAB_CUTS {CUTS}")));
+        assert!(KERNEL_SRC.contains(&format!("#define WD_TAB_CELLS {CELLS}")));
+        assert!(KERNEL_SRC.contains(&format!("#define WD_TAB_COUNTERS {COUNTERS}")));
+        // The fixed point is the CPU's.
+        assert!(KERNEL_SRC.contains(&format!("#define WD_SUM_UNIT {:.1}", super::super::SUM_UNIT)));
+        assert!(KERNEL_SRC.contains(&format!("#define WD_SQ_UNIT {:.1}", super::super::SQ_UNIT)));
+        // Only bit-for-bit neutral switches of the photon kernel.
+        assert!(SWITCHES.iter().all(|s| !crate::gpu::FAST_ONLY.contains(s)));
+    }
+
+    /// The memory guard: a histogram that does not fit says how much it needs and what to do.
+    #[test]
+    fn device_budget_refuses_what_does_not_fit() {
+        let gib = 1u64 << 30;
+        device_budget(1_000_000, 10_000, BATCH, 270_336, 8_500, 80 * gib, "cuda:0 test").unwrap();
+        let e = device_budget(40_000_000, 1_000_000, BATCH, 270_336, 8_500, gib, "cuda:0 test").unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.contains("radial_bins") && s.contains("cuda:0 test") && s.contains("use fewer bins"),
+            "{s}"
+        );
+        // Saturating: absurd sizes are refused, not wrapped.
+        assert!(device_budget(u64::MAX, u64::MAX, u64::MAX, 1, 1, u64::MAX, "x").is_err());
+        assert_eq!(device_bytes(10, 2, 3, 4, 5), 240 + 32 + 24 + 64 + 20);
+    }
+
+    /// The azimuth planes' sines and cosines are the host's (the kernel does not compute them).
+    #[test]
+    fn azimuth_planes_are_the_host_sin_cos() {
+        let e = [0.0, 20.0, 45.0, 180.0];
+        let (s, c) = azimuth_planes(&e);
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[1], c[1]), 45f64.to_radians().sin_cos());
+    }
+
+    /// The prebuilt tabulation images are the builds runs ask for in the shipped ice models
+    /// (without and with birefringence).
+    #[test]
+    fn prebuilt_builds_are_the_ones_runs_ask_for() {
+        let Some(data) = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")) else {
+            return;
+        };
+        let builds = prebuilt_builds();
+        for model in ["spice_3.2.1", "spice_ftp-v3m", "spice_bfr-v2"] {
+            let det = crate::detector::Detector::build(&crate::detector::DetectorOptions {
+                ice_dir: Some(data.join("ice").join(model)),
+                ..Default::default()
+            })
+            .unwrap();
+            let want = warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, true, kernel_defines(&det.medium, &[]));
+            assert!(builds.contains(&want), "{model}: {:?} not prebuilt", want.defines);
+        }
+    }
+
+    #[test]
+    fn wide_words_carry() {
+        assert_eq!(wide(&[5, 0, u64::MAX, 2]), vec![5u128, u128::from(u64::MAX) | (2u128 << 64)]);
+    }
+}
