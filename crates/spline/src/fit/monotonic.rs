@@ -83,7 +83,8 @@ pub enum Stop {
 pub const MAX_EXCHANGES: usize = 500;
 
 /// Minimise ½ aᵀ M a − rᵀ a over a ≥ 0 (M symmetric positive definite, n × n, row-major):
-/// returns a and the number of exchanges. `keep_going` is asked between exchanges.
+/// returns a and the number of exchanges. `keep_going` is asked between exchanges and between
+/// the block columns of each exchange's factorisation (Ctrl-C within one block column).
 pub fn nnls(m: &[f64], r: &[f64], mut keep_going: impl FnMut() -> bool) -> Result<(Vec<f64>, usize), Stop> {
     let n = r.len();
     let scale = (0..n).map(|i| m[i * n + i].abs()).fold(0.0f64, f64::max).max(f64::MIN_POSITIVE);
@@ -96,7 +97,7 @@ pub fn nnls(m: &[f64], r: &[f64], mut keep_going: impl FnMut() -> bool) -> Resul
         if !keep_going() {
             return Err(Stop::Cancelled);
         }
-        let a = solve_passive(m, r, &passive)?;
+        let a = solve_passive(m, r, &passive, &mut keep_going)?;
         // y = M a − r on G.
         let mut infeasible = Vec::new();
         for i in 0..n {
@@ -135,7 +136,7 @@ pub fn nnls(m: &[f64], r: &[f64], mut keep_going: impl FnMut() -> bool) -> Resul
 }
 
 /// a_F = M_FF⁻¹ r_F, a_G = 0.
-fn solve_passive(m: &[f64], r: &[f64], passive: &[bool]) -> Result<Vec<f64>, Stop> {
+fn solve_passive(m: &[f64], r: &[f64], passive: &[bool], keep_going: &mut impl FnMut() -> bool) -> Result<Vec<f64>, Stop> {
     let n = r.len();
     let idx: Vec<usize> = (0..n).filter(|&i| passive[i]).collect();
     let k = idx.len();
@@ -147,7 +148,7 @@ fn solve_passive(m: &[f64], r: &[f64], passive: &[bool]) -> Result<Vec<f64>, Sto
     for &p in &idx {
         sub.extend(idx.iter().map(|&q| m[p * n + q]));
     }
-    cholesky::factor(&mut sub, k, |_| true).map_err(|e| match e {
+    cholesky::factor(&mut sub, k, |_| keep_going()).map_err(|e| match e {
         cholesky::Stop::Singular { index, pivot, diagonal } => Stop::Singular {
             index: idx[index],
             pivot,
@@ -205,7 +206,7 @@ mod tests {
             let mut best = (f64::INFINITY, vec![]);
             for mask in 0..(1u32 << n) {
                 let passive: Vec<bool> = (0..n).map(|i| mask >> i & 1 == 1).collect();
-                let x = solve_passive(&m, &r, &passive).unwrap();
+                let x = solve_passive(&m, &r, &passive, &mut || true).unwrap();
                 if x.iter().all(|&v| v >= 0.0) {
                     let f = objective(&m, &r, &x);
                     if f < best.0 {
@@ -253,5 +254,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Ctrl-C during an exchange's factorisation stops the solve there, not after it: with
+    /// 3 × 64 + 1 variables the factor asks between its block columns.
+    #[test]
+    fn a_stop_during_the_factorisation_is_seen() {
+        let n = 3 * 64 + 1;
+        let m: Vec<f64> = (0..n * n).map(|k| if k % (n + 1) == 0 { 2.0 } else { 0.0 }).collect();
+        let r = vec![1.0; n];
+        // Uncancelled, the first solve is already feasible: a stop can only come from inside it.
+        assert_eq!(nnls(&m, &r, || true).map(|(_, e)| e), Ok(0));
+        let mut calls = 0;
+        let got = nnls(&m, &r, || {
+            calls += 1;
+            calls <= 2
+        });
+        assert_eq!(got, Err(Stop::Cancelled));
+        assert_eq!(calls, 3, "the exchange's check, one block column, then the stop");
     }
 }
