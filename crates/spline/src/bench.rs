@@ -325,7 +325,6 @@ impl Default for FitBenchOptions {
 /// and, where both ran, whether their coefficients are bit for bit the same.
 pub fn fit(o: &FitBenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport> {
     use crate::fit::{gpu, synthetic, Problem};
-    use warpdrive_core::progress::Progress;
     if o.dims == 0 || o.dims > crate::fit::MAX_FIT_DIM {
         return Err(ParamError::new("fit_dims", format!("{}: fits take 1 to {} axes", o.dims, crate::fit::MAX_FIT_DIM)).into());
     }
@@ -364,7 +363,8 @@ pub fn fit(o: &FitBenchOptions, ctl: &Control, lines: Lines) -> Result<BenchRepo
     let mut cpu: Option<(Vec<f64>, f64)> = None;
     if o.cpu_max_coefs == 0 || n <= o.cpu_max_coefs {
         for &t in &threads {
-            let (r, secs) = bench::timed(ctl, t, || p.solve(&Progress::hidden()))?;
+            // The control's progress: Ctrl-C is seen per block column, as in `spline fit`.
+            let (r, secs) = bench::timed(ctl, t, || p.solve(&ctl.progress))?;
             let f = r?;
             report.add(
                 format!("fit cpu {t:>2} thread(s) {secs:>10.3} s"),
@@ -379,9 +379,9 @@ pub fn fit(o: &FitBenchOptions, ctl: &Control, lines: Lines) -> Result<BenchRepo
     if let Some(dev) = gpu_dev {
         ctl.check()?;
         // The first call compiles or loads the kernels; the second is the one timed.
-        let _ = gpu::solve(&p, dev, &Progress::hidden())?;
+        let _ = gpu::solve(&p, dev, &ctl.progress)?;
         let t0 = std::time::Instant::now();
-        let (g, st) = gpu::solve(&p, dev, &Progress::hidden())?;
+        let (g, st) = gpu::solve(&p, dev, &ctl.progress)?;
         let secs = t0.elapsed().as_secs_f64();
         let versus = cpu.as_ref().map(|(c, cpu_s)| {
             let same = c.iter().zip(&g.coefficients).all(|(a, b)| a.to_bits() == b.to_bits());
