@@ -1636,6 +1636,9 @@ impl Line {
     /// (`beam twiss`, `Lattice.twiss()`); with `out` (from [`prepare_output`]) writes
     /// `twiss.parquet`, `summary.json` and `twiss.png` and commits the directory.
     pub fn twiss(&self, reference: &ReferenceOptions, o: &TwissOptions, out: Option<Staged>) -> Result<Optics> {
+        if o.sdds && out.is_none() {
+            return Err(ParamError::new("sdds", "needs an output directory ({output})").into());
+        }
         let (species, reference) = reference.resolve()?;
         if let Some(i) = &o.initial {
             for (name, v, positive) in [

@@ -99,6 +99,12 @@ struct Model {
     cavity: Option<Cavity>,
 }
 
+/// The second-order map an element has in the optics (and in `matrix_output`): RF cavities,
+/// LSC drifts and collimators as drifts of their length, markers and apertures as identity.
+pub fn element_map(e: &Placed) -> Map2 {
+    model(e).map
+}
+
 fn model(e: &Placed) -> Model {
     let (element, tilt) = match &e.kind {
         Kind::Map { element, tilt, .. } => (*element, *tilt),
