@@ -6,19 +6,23 @@
 //!   rootname, output (final particles, SDDS), final (final beam parameters, SDDS), losses (lost
 //!   particles, SDDS); `%s` in a file name is the rootname (default: the run file's name
 //!   without its extension);
-//! * `run_control`: n_steps (1), n_passes;
+//! * `run_control`: n_steps (each `track` repeated with a fresh beam; one SDDS page per step),
+//!   n_passes;
 //! * `twiss_output`: filename, matched (1: periodic; 0: from beta_x, alpha_x, eta_x, etap_x,
 //!   beta_y, alpha_y);
 //! * `bunched_beam`: n_particles_per_bunch, emit_x / emit_nx, emit_y / emit_ny, beta_x, alpha_x,
 //!   beta_y, alpha_y, sigma_dp, sigma_s, distribution_type (gaussian), bunch (the initial
 //!   particles, SDDS), and run_setup's random_number_seed as the seed;
 //! * `sdds_beam`: input (a particle file: SDDS, Parquet or CSV);
-//! * `track`: tracks the beam (once; commands after it are refused).
+//! * `matrix_output`: printout (text), printout_order, SDDS_output, SDDS_output_order,
+//!   full_matrix_only ([`crate::matrix`]);
+//! * `track`: tracks the beam, n_steps times; several per file (a later `run_setup` starts a new
+//!   run); the Parquet files of the k-th track and step go to `trackK/`, `stepJ/`.
 //!
 //! Syntax: `&command key=value, key="text", … &end`, over several lines, `!` comments.
 //! Anything else — another command, an unknown key, a command out of order (a `track` before
-//! `run_setup`, `run_control` or a beam) — is an error naming the file, the line and the
-//! parameter. All files go into the run's output directory (names with a directory part are
+//! `run_setup`, `run_control` or a beam), a file named by two commands — is an error naming the
+//! file, the line and the parameter. All files go into the run's output directory (names with a directory part are
 //! refused), which appears whole or not at all.
 
 use crate::engine::{BeamSource, GaussianOptions, Line, ReferenceOptions, Track, TrackOptions, TwissOptions};
