@@ -22,6 +22,7 @@ pub mod beam;
 pub mod beam_file;
 pub mod bench;
 pub mod bessel;
+pub mod coupled;
 pub mod ele;
 pub mod elements;
 pub mod engine;
