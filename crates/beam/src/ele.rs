@@ -6,19 +6,23 @@
 //!   rootname, output (final particles, SDDS), final (final beam parameters, SDDS), losses (lost
 //!   particles, SDDS); `%s` in a file name is the rootname (default: the run file's name
 //!   without its extension);
-//! * `run_control`: n_steps (1), n_passes;
+//! * `run_control`: n_steps (each `track` repeated with a fresh beam; one SDDS page per step),
+//!   n_passes;
 //! * `twiss_output`: filename, matched (1: periodic; 0: from beta_x, alpha_x, eta_x, etap_x,
 //!   beta_y, alpha_y);
 //! * `bunched_beam`: n_particles_per_bunch, emit_x / emit_nx, emit_y / emit_ny, beta_x, alpha_x,
 //!   beta_y, alpha_y, sigma_dp, sigma_s, distribution_type (gaussian), bunch (the initial
 //!   particles, SDDS), and run_setup's random_number_seed as the seed;
 //! * `sdds_beam`: input (a particle file: SDDS, Parquet or CSV);
-//! * `track`: tracks the beam (once; commands after it are refused).
+//! * `matrix_output`: printout (text), printout_order, SDDS_output, SDDS_output_order,
+//!   full_matrix_only ([`crate::matrix`]);
+//! * `track`: tracks the beam, n_steps times; several per file (a later `run_setup` starts a new
+//!   run); the Parquet files of the k-th track and step go to `trackK/`, `stepJ/`.
 //!
 //! Syntax: `&command key=value, key="text", … &end`, over several lines, `!` comments.
 //! Anything else — another command, an unknown key, a command out of order (a `track` before
-//! `run_setup`, `run_control` or a beam) — is an error naming the file, the line and the
-//! parameter. All files go into the run's output directory (names with a directory part are
+//! `run_setup`, `run_control` or a beam), a file named by two commands — is an error naming the
+//! file, the line and the parameter. All files go into the run's output directory (names with a directory part are
 //! refused), which appears whole or not at all.
 
 use crate::engine::{BeamSource, GaussianOptions, Line, ReferenceOptions, Track, TrackOptions, TwissOptions};
@@ -167,11 +171,46 @@ pub fn parse(text: &str, file: &Path) -> std::result::Result<Vec<Command>, Input
 /// What a run of a `.ele` file produced.
 #[derive(Debug)]
 pub struct EleRun {
+    /// The output directory.
+    pub output: PathBuf,
     /// Files written into the output directory, in order.
     pub written: Vec<String>,
+    /// The last twiss_output's optics.
     pub twiss: Option<crate::engine::Optics>,
+    /// The last matrix_output's map of the whole line.
+    pub matrix: Option<crate::matrix::MatrixRow>,
+    /// Every tracking (each step of each `track`), in order.
+    pub steps: Vec<StepSummary>,
+    /// The last tracking's particles and statistics.
     pub tracked: Option<crate::engine::Tracked>,
     pub line: Option<Arc<Line>>,
+}
+
+/// One tracking of a run file: step `step` (1-based) of its `track` number `track` (1-based).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepSummary {
+    pub track: usize,
+    pub step: usize,
+    /// The subdirectory of the output directory holding its Parquet files ("" for the first
+    /// track of a one-step run; `stepK`, `trackT`, `trackT/stepK` otherwise).
+    pub dir: String,
+    pub particles: usize,
+    pub lost: usize,
+    pub device: String,
+    /// RMS sizes of the survivors at the end [m].
+    pub sigma_x: f64,
+    pub sigma_y: f64,
+    pub lost_by_pass: Vec<(u32, usize)>,
+}
+
+/// Options of a run file's run that the file itself cannot say.
+#[derive(Clone, Debug, Default)]
+pub struct EleOptions {
+    /// Also write the tracking's final.sdds, lost.sdds and watch points as SDDS (as `beam
+    /// track --sdds`) beside its Parquet files.
+    pub sdds: bool,
+    /// How the run was asked for (`run.json`); empty: `warpdrive beam run FILE`.
+    pub command: String,
 }
 
 /// The typed values of one command's fields, each used once; leftovers are errors.
@@ -270,6 +309,9 @@ const BUNCHED_BEAM: &[&str] = &[
     "bunch",
 ];
 const SDDS_BEAM: &[&str] = &["input"];
+const MATRIX_OUTPUT: &[&str] = &["printout", "printout_order", "sdds_output", "sdds_output_order", "full_matrix_only"];
+/// The most steps of run_control (each tracks the whole beam).
+pub const MAX_STEPS: f64 = 10_000.0;
 
 /// A file name of the run: `%s` → rootname; no directory part (everything goes into the output
 /// directory).
@@ -330,39 +372,92 @@ struct Setup {
     seed: u64,
     rootname: String,
     passes: Option<u64>,
+    steps: usize,
+    /// A track ran since this run_setup.
+    tracked: bool,
+}
+
+/// A beam command: where the particles come from, its line, the file its bunch goes to.
+struct BeamDef {
+    source: BeamSource,
+    line: usize,
+    bunch_file: Option<String>,
+    tracked: bool,
+}
+
+/// Read `path`, stage `output` (default [`default_output`]; `force`: replace an existing
+/// one) and run it: the one library call of `warpdrive beam run` and Python's
+/// `warpdrive.beam.run`.
+pub fn run_file(path: &Path, output: Option<&Path>, force: bool, o: &EleOptions, ctl: &Control) -> Result<EleRun> {
+    let ele = EleFile::read(path)?;
+    let output = output.map_or_else(|| default_output(path), Path::to_path_buf);
+    let out = crate::engine::prepare_output(&output, force, &ele.inputs())?;
+    let mut r = run_with(&ele, o, ctl, out)?;
+    r.output = output;
+    Ok(r)
 }
 
 /// Run the `.ele` file (its lattice and input files are found relative to it),
 /// writing every file it names into `out` (from [`crate::engine::prepare_output`]) and
 /// committing it.
 pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
+    run_with(ele, &EleOptions::default(), ctl, out)
+}
+
+/// [`run`] with options.
+pub fn run_with(ele: &EleFile, opts: &EleOptions, ctl: &Control, out: Staged) -> Result<EleRun> {
     let path = ele.path.as_path();
     let commands = &ele.commands;
     let dir = out.path().to_path_buf();
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let rootname_default = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let fail = |e: String| Error::Failed(format!("{}: {e}", warpdrive_core::output::shown(&dir).display()));
+    let command = if opts.command.is_empty() {
+        format!("warpdrive beam run {}", path.display())
+    } else {
+        opts.command.clone()
+    };
     let mut setup: Option<Setup> = None;
-    let mut beam: Option<(BeamSource, usize)> = None;
-    let mut bunch_file: Option<String> = None;
+    let mut beam: Option<BeamDef> = None;
+    let mut tracks = 0usize;
     let mut result = EleRun {
+        output: PathBuf::new(),
         written: Vec::new(),
         twiss: None,
+        matrix: None,
+        steps: Vec::new(),
         tracked: None,
         line: None,
     };
+    // Files named by the run's commands, with the line that named them: two commands may not
+    // write the same file.
+    let mut claimed: Vec<(String, usize)> = Vec::new();
     let order_err = |c: &Command, m: &str| Error::Input(InputError::new(path, c.line, format!("&{}: {m}", c.name)));
-    for c in commands {
-        if result.tracked.is_some() {
-            return Err(order_err(c, "comes after &track; only one track per run file is supported"));
+    let claim = |claimed: &mut Vec<(String, usize)>, c: &Command, key: &str, name: &str| -> Result<()> {
+        if let Some((_, l)) = claimed.iter().find(|(n, _)| n == name) {
+            return Err(Error::Input(
+                InputError::new(
+                    path,
+                    c.line,
+                    format!(
+                        "&{}: {key}: file \"{name}\" is written by the command at line {l} already (use another name or rootname)",
+                        c.name
+                    ),
+                )
+                .field(key.to_string()),
+            ));
         }
+        claimed.push((name.to_string(), c.line));
+        Ok(())
+    };
+    for c in commands {
         let mut f = Fields::new(path, c);
         match c.name.as_str() {
             "run_setup" => {
-                if setup.is_some() {
-                    return Err(order_err(c, "a second run_setup is not supported"));
+                if setup.as_ref().is_some_and(|s| !s.tracked) {
+                    return Err(order_err(c, "a second run_setup before a &track of the first is not supported"));
                 }
-                let (lattice, lline) = f
+                let (lattice, _) = f
                     .text("lattice")
                     .ok_or_else(|| f.err(c.line, "lattice", "parameter lattice is required".into()))?;
                 let use_line = f.text("use_beamline").map(|(v, _)| v);
@@ -409,7 +504,11 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                     }
                 };
                 f.done(RUN_SETUP)?;
-                let _ = lline;
+                for (key, n) in [("output", &output), ("final", &final_), ("losses", &losses)] {
+                    if let Some(n) = n {
+                        claim(&mut claimed, c, key, n)?;
+                    }
+                }
                 let line = Line::read(&base.join(&lattice), use_line.as_deref())?;
                 let reference = ReferenceOptions {
                     p_central: pc,
@@ -419,6 +518,8 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                 reference.resolve().map_err(|e| ele_param(path, c, &e))?;
                 let line = Arc::new(line);
                 result.line = Some(Arc::clone(&line));
+                // A new run: its beam and run_control come after it.
+                beam = None;
                 setup = Some(Setup {
                     line,
                     reference,
@@ -428,18 +529,19 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                     seed,
                     rootname,
                     passes: None,
+                    steps: 1,
+                    tracked: false,
                 });
             }
             "run_control" => {
                 let s = setup.as_mut().ok_or_else(|| order_err(c, "comes before &run_setup"))?;
-                if let Some(n) = f.number("n_steps")? {
-                    if n != 1.0 {
-                        return Err(f.err(
-                            c.line,
-                            "n_steps",
-                            format!("n_steps = {n}: only 1 is supported (no errors or variations)"),
-                        ));
-                    }
+                let steps = f.number("n_steps")?.unwrap_or(1.0);
+                if steps < 1.0 || steps.fract() != 0.0 || steps > MAX_STEPS {
+                    return Err(f.err(
+                        c.line,
+                        "n_steps",
+                        format!("n_steps = {steps}: a positive integer up to {MAX_STEPS}"),
+                    ));
                 }
                 let passes = f.number("n_passes")?.unwrap_or(1.0);
                 if passes < 1.0 || passes.fract() != 0.0 || passes > f64::from(u32::MAX) {
@@ -447,6 +549,7 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                 }
                 f.done(RUN_CONTROL)?;
                 s.passes = Some(passes as u64);
+                s.steps = steps as usize;
             }
             "twiss_output" => {
                 let s = setup.as_ref().ok_or_else(|| order_err(c, "comes before &run_setup"))?;
@@ -479,11 +582,14 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                     return Err(f.err(c.line, "matched", format!("matched = {matched}: 0 or 1")));
                 };
                 f.done(TWISS_OUTPUT)?;
+                if let Some(name) = &filename {
+                    claim(&mut claimed, c, "filename", name)?;
+                }
                 let o = TwissOptions {
                     initial,
                     plot: false,
                     sdds: false,
-                    command: format!("warpdrive beam run {}", path.display()),
+                    command: command.clone(),
                 };
                 let optics = s.line.twiss(&s.reference, &o, None)?;
                 if let Some(name) = filename {
@@ -493,17 +599,80 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                 }
                 result.twiss = Some(optics);
             }
+            "matrix_output" => {
+                let s = setup.as_ref().ok_or_else(|| order_err(c, "comes before &run_setup"))?;
+                let mut name = |key: &str| -> Result<Option<String>> {
+                    match f.text(key) {
+                        None => Ok(None),
+                        Some((v, l)) => Ok(Some(output_name(path, &c.name, key, l, &v, &s.rootname)?)),
+                    }
+                };
+                let printout = name("printout")?;
+                let sdds_output = name("sdds_output")?;
+                let mut order = |key: &str| -> Result<u8> {
+                    match f.number(key)?.unwrap_or(1.0) {
+                        1.0 => Ok(1),
+                        2.0 => Ok(2),
+                        v => Err(f.err(c.line, key, format!("{key} = {v}: 1 or 2"))),
+                    }
+                };
+                let printout_order = order("printout_order")?;
+                let sdds_order = order("sdds_output_order")?;
+                let full_only = match f.number("full_matrix_only")?.unwrap_or(0.0) {
+                    0.0 => false,
+                    1.0 => true,
+                    v => return Err(f.err(c.line, "full_matrix_only", format!("full_matrix_only = {v}: 0 or 1"))),
+                };
+                f.done(MATRIX_OUTPUT)?;
+                if printout.is_none() && sdds_output.is_none() {
+                    return Err(f.err(
+                        c.line,
+                        "printout",
+                        "neither printout nor SDDS_output is given: nothing to write".into(),
+                    ));
+                }
+                for (key, n) in [("printout", &printout), ("SDDS_output", &sdds_output)] {
+                    if let Some(n) = n {
+                        claim(&mut claimed, c, key, n)?;
+                    }
+                }
+                let rows = crate::matrix::line_matrices(s.line.lattice());
+                let Some(total) = rows.last().cloned() else {
+                    return Err(order_err(c, "the line has no elements"));
+                };
+                let p_central = s.reference.resolve().map_err(|e| ele_param(path, c, &e))?.1.p_central;
+                if let Some(name) = printout {
+                    let text = crate::matrix::printout(&total, printout_order, s.line.line_name(), rows.len());
+                    warpdrive_core::table::write_atomic(&dir.join(&name), text.as_bytes()).map_err(|e| fail(e.to_string()))?;
+                    result.written.push(name);
+                }
+                if let Some(name) = sdds_output {
+                    let kept = if full_only { &rows[rows.len() - 1..] } else { &rows[..] };
+                    let sd = crate::matrix::sdds_file(kept, sdds_order, p_central);
+                    crate::sdds::write(&dir.join(&name), &sd).map_err(fail)?;
+                    result.written.push(name);
+                }
+                result.matrix = Some(total);
+            }
             "bunched_beam" | "sdds_beam" => {
                 let s = setup.as_ref().ok_or_else(|| order_err(c, "comes before &run_setup"))?;
-                if beam.is_some() {
-                    return Err(order_err(c, "a second beam command (bunched_beam or sdds_beam) is not supported"));
+                if beam.as_ref().is_some_and(|b| !b.tracked) {
+                    return Err(order_err(
+                        c,
+                        "a second beam command (bunched_beam or sdds_beam) before a &track of the first is not supported",
+                    ));
                 }
                 if c.name == "sdds_beam" {
                     let (input, _) = f
                         .text("input")
                         .ok_or_else(|| f.err(c.line, "input", "parameter input is required".into()))?;
                     f.done(SDDS_BEAM)?;
-                    beam = Some((BeamSource::File(base.join(input.replace("%s", &s.rootname))), c.line));
+                    beam = Some(BeamDef {
+                        source: BeamSource::File(base.join(input.replace("%s", &s.rootname))),
+                        line: c.line,
+                        bunch_file: None,
+                        tracked: false,
+                    });
                     continue;
                 }
                 let n = f.number("n_particles_per_bunch")?.unwrap_or(1.0);
@@ -546,76 +715,153 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
                     sigma_delta: f.number("sigma_dp")?.unwrap_or(0.0),
                     seed: s.seed,
                 };
+                let mut bunch_file = None;
                 if let Some((v, l)) = f.text("bunch") {
                     bunch_file = Some(output_name(path, &c.name, "bunch", l, &v, &s.rootname)?);
                 }
                 f.done(BUNCHED_BEAM)?;
-                beam = Some((BeamSource::Gaussian(g), c.line));
+                if let Some(n) = &bunch_file {
+                    claim(&mut claimed, c, "bunch", n)?;
+                }
+                beam = Some(BeamDef {
+                    source: BeamSource::Gaussian(g),
+                    line: c.line,
+                    bunch_file,
+                    tracked: false,
+                });
             }
             "track" => {
                 f.done(&[])?;
-                let s = setup.as_ref().ok_or_else(|| order_err(c, "comes before &run_setup"))?;
+                let s = setup.as_mut().ok_or_else(|| order_err(c, "comes before &run_setup"))?;
                 let passes = s.passes.ok_or_else(|| order_err(c, "comes before &run_control (n_passes)"))?;
-                let (source, beam_at) = beam
-                    .take()
+                let b = beam
+                    .as_mut()
                     .ok_or_else(|| order_err(c, "comes before a beam (&bunched_beam or &sdds_beam)"))?;
-                let beam_line = commands.iter().position(|q| q.line == beam_at);
-                let o = TrackOptions {
-                    passes,
-                    watch: WatchMode::Files,
-                    output: true,
-                    plot: false,
-                    sdds: false,
-                    command: format!("warpdrive beam run {}", path.display()),
-                    ..Default::default()
-                };
-                let t = Track::new(Arc::clone(&s.line), source, &s.reference, &o).map_err(|e| match e {
-                    Error::Param(p) => ele_param(path, beam_line.map_or(c, |l| &commands[l]), &p),
-                    other => other,
-                })?;
+                for name in [&b.bunch_file, &s.output, &s.losses, &s.final_].into_iter().flatten() {
+                    if result.written.contains(name) {
+                        return Err(order_err(
+                            c,
+                            &format!("file \"{name}\" was written by an earlier &track of this run_setup; a second track needs a new &run_setup (other file names)"),
+                        ));
+                    }
+                }
+                tracks += 1;
+                let beam_cmd = commands.iter().find(|q| q.line == b.line).unwrap_or(c);
                 // The bunch charge: the last CHARGE element's (ELEGANT's only source of it in
                 // these commands), else 0.
                 let charge = s.line.program().steps.iter().fold(0.0, |c, st| match st {
                     crate::program::Step::Charge { total } => *total,
                     _ => c,
                 });
-                if let Some(name) = &bunch_file {
-                    let b = t.bunch();
-                    let rows: Vec<usize> = (0..b.len()).collect();
-                    let page = crate::sdds_out::particles_page(&b.particles, &b.reference, &rows, 0, 0, charge);
+                let mut pages: [Vec<crate::sdds::Page>; 4] = Default::default(); // bunch, output, losses, final
+                for step in 1..=s.steps {
+                    ctl.check()?;
+                    // Fresh particles every step: the Gaussian beam's seed advances by one per
+                    // step; a file beam is read again (the same particles).
+                    let source = match &b.source {
+                        BeamSource::Gaussian(g) => BeamSource::Gaussian(GaussianOptions {
+                            seed: g.seed.wrapping_add(step as u64 - 1),
+                            ..g.clone()
+                        }),
+                        other => other.clone(),
+                    };
+                    let sub = match (tracks, s.steps) {
+                        (1, 1) => String::new(),
+                        (1, _) => format!("step{step}"),
+                        (t, 1) => format!("track{t}"),
+                        (t, _) => format!("track{t}/step{step}"),
+                    };
+                    let step_dir = dir.join(&sub);
+                    std::fs::create_dir_all(&step_dir).map_err(|e| fail(format!("creating {sub}: {e}")))?;
+                    let o = TrackOptions {
+                        passes,
+                        watch: WatchMode::Files,
+                        output: true,
+                        plot: false,
+                        sdds: opts.sdds,
+                        command: command.clone(),
+                        ..Default::default()
+                    };
+                    let t = Track::new(Arc::clone(&s.line), source, &s.reference, &o).map_err(|e| match e {
+                        Error::Param(p) => ele_param(path, beam_cmd, &p),
+                        other => other,
+                    })?;
+                    let with_step = |mut page: crate::sdds::Page| {
+                        page.parameters.retain(|q| q.name != "Step");
+                        page.parameters.insert(
+                            0,
+                            crate::sdds::Parameter {
+                                name: "Step".into(),
+                                units: String::new(),
+                                value: crate::sdds::Value::Long(i32::try_from(step).unwrap_or(i32::MAX)),
+                            },
+                        );
+                        page
+                    };
+                    if b.bunch_file.is_some() {
+                        let bunch = t.bunch();
+                        let rows: Vec<usize> = (0..bunch.len()).collect();
+                        pages[0].push(with_step(crate::sdds_out::particles_page(
+                            &bunch.particles,
+                            &bunch.reference,
+                            &rows,
+                            0,
+                            0,
+                            charge,
+                        )));
+                    }
+                    let tracked = t.run_in(ctl, &step_dir)?;
+                    let program = s.line.program();
+                    if s.output.is_some() {
+                        let sd = crate::sdds_out::final_file(&tracked.particles, &tracked.reference, 0, t.passes(), charge);
+                        pages[1].extend(sd.pages.into_iter().map(with_step));
+                    }
+                    if s.losses.is_some() {
+                        let sd = crate::sdds_out::lost_file(&tracked.particles, &tracked.reference, program, 0);
+                        pages[2].extend(sd.pages.into_iter().map(with_step));
+                    }
+                    if s.final_.is_some() {
+                        let sd = crate::sdds_out::beam_parameters(&tracked.last, &tracked.reference, t.passes(), tracked.particles.len());
+                        pages[3].extend(sd.pages.into_iter().map(with_step));
+                    }
+                    result.steps.push(StepSummary {
+                        track: tracks,
+                        step,
+                        dir: sub,
+                        particles: tracked.particles.len(),
+                        lost: tracked.lost(),
+                        device: tracked.device.clone(),
+                        sigma_x: tracked.last.rms(0),
+                        sigma_y: tracked.last.rms(2),
+                        lost_by_pass: tracked.lost_by_pass.clone(),
+                    });
+                    result.tracked = Some(tracked);
+                }
+                let files = [
+                    (&b.bunch_file, "warpdrive beam run: initial bunch", "bunched_beam"),
+                    (&s.output, "warpdrive beam track: final particles", "final particle coordinates"),
+                    (&s.losses, "warpdrive beam track: lost particles", "lost particle coordinates"),
+                    (&s.final_, "warpdrive beam run: final beam parameters", "final beam parameters"),
+                ];
+                for ((name, description, contents), pages) in files.into_iter().zip(pages) {
+                    let Some(name) = name else { continue };
                     let sd = crate::sdds::Sdds {
-                        description: "warpdrive beam run: initial bunch".into(),
-                        contents: "bunched_beam".into(),
-                        pages: vec![page],
+                        description: description.into(),
+                        contents: contents.into(),
+                        pages,
                     };
                     crate::sdds::write(&dir.join(name), &sd).map_err(fail)?;
                     result.written.push(name.clone());
                 }
-                let tracked = t.run_in(ctl, &dir)?;
-                let program = s.line.program();
-                if let Some(name) = &s.output {
-                    let sd = crate::sdds_out::final_file(&tracked.particles, &tracked.reference, 0, t.passes(), charge);
-                    crate::sdds::write(&dir.join(name), &sd).map_err(fail)?;
-                    result.written.push(name.clone());
-                }
-                if let Some(name) = &s.losses {
-                    let sd = crate::sdds_out::lost_file(&tracked.particles, &tracked.reference, program, 0);
-                    crate::sdds::write(&dir.join(name), &sd).map_err(fail)?;
-                    result.written.push(name.clone());
-                }
-                if let Some(name) = &s.final_ {
-                    let sd = crate::sdds_out::beam_parameters(&tracked.last, &tracked.reference, t.passes(), tracked.particles.len());
-                    crate::sdds::write(&dir.join(name), &sd).map_err(fail)?;
-                    result.written.push(name.clone());
-                }
-                result.tracked = Some(tracked);
+                b.tracked = true;
+                s.tracked = true;
             }
             other => {
                 return Err(Error::Input(InputError::new(
                     path,
                     c.line,
                     format!(
-                        "&{other}: command not supported (supported: run_setup, run_control, twiss_output, bunched_beam, sdds_beam, track)"
+                        "&{other}: command not supported (supported: run_setup, run_control, twiss_output, matrix_output, bunched_beam, sdds_beam, track)"
                     ),
                 )));
             }
@@ -624,8 +870,12 @@ pub fn run(ele: &EleFile, ctl: &Control, out: Staged) -> Result<EleRun> {
     if setup.is_none() {
         return Err(Error::Input(InputError::new(path, 0, "no &run_setup: nothing to run")));
     }
-    if let Some((_, line)) = beam {
-        return Err(Error::Input(InputError::new(path, line, "a beam is defined but no &track follows")));
+    if let Some(b) = beam.filter(|b| !b.tracked) {
+        return Err(Error::Input(InputError::new(
+            path,
+            b.line,
+            "a beam is defined but no &track follows",
+        )));
     }
     ctl.check()?;
     out.commit()?;

@@ -1624,9 +1624,10 @@ impl Optics {
             "momentum_compaction": s.momentum_compaction,
             "circumference": s.circumference,
             "synchrotron_tune": s.synchrotron_tune,
+            "coupled": s.coupled,
             "particle": self.species.name,
             "p_central": self.reference.p_central,
-            "conventions": "delta = (p - p0)/p0; dispersion dx/d(delta); chromaticity dQ/d(delta); momentum_compaction (1/C) dL/d(delta), radiation-free",
+            "conventions": "delta = (p - p0)/p0; dispersion dx/d(delta); chromaticity dQ/d(delta); momentum_compaction (1/C) dL/d(delta), radiation-free; coupled: tunes of the modes, betx/alfx/mux of mode I in x, bety/alfy/muy of mode II in y (Mais-Ripken)",
         })
     }
 }
@@ -1636,6 +1637,9 @@ impl Line {
     /// (`beam twiss`, `Lattice.twiss()`); with `out` (from [`prepare_output`]) writes
     /// `twiss.parquet`, `summary.json` and `twiss.png` and commits the directory.
     pub fn twiss(&self, reference: &ReferenceOptions, o: &TwissOptions, out: Option<Staged>) -> Result<Optics> {
+        if o.sdds && out.is_none() {
+            return Err(ParamError::new("sdds", "needs an output directory ({output})").into());
+        }
         let (species, reference) = reference.resolve()?;
         if let Some(i) = &o.initial {
             for (name, v, positive) in [

@@ -820,6 +820,7 @@ pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
         ("beam_maps_bench_lsc.cu", crate::lattice::bench_lte(true)),
         ("beam_maps_all_kinds.cu", crate::gpu_check::ALL_KINDS.to_string()),
         ("beam_maps_apertures.cu", crate::gpu_check::APERTURE_LINE.to_string()),
+        ("beam_maps_open_apertures.cu", crate::gpu_check::OPEN_APERTURE_LINE.to_string()),
         ("beam_maps_rf.cu", crate::gpu_check::RF_LINE.to_string()),
         ("beam_maps_kicks.cu", crate::gpu_check::KICK_LINE.to_string()),
     ];

@@ -324,9 +324,9 @@ fn allowed(kind: &str) -> &'static [&'static str] {
         "KICKER" => &["L", "HKICK", "VKICK", "TILT"],
         "SOLE" => &["L", "KS"],
         "RFCA" => &["L", "VOLT", "FREQ", "PHASE", "CHANGE_P0"],
-        "MAXAMP" => &["X_MAX", "Y_MAX", "ELLIPTICAL", "EXPONENT", "YEXPONENT"],
-        "RCOL" => &["L", "X_MAX", "Y_MAX", "DX", "DY"],
-        "ECOL" => &["L", "X_MAX", "Y_MAX", "DX", "DY", "EXPONENT", "YEXPONENT"],
+        "MAXAMP" => &["X_MAX", "Y_MAX", "ELLIPTICAL", "EXPONENT", "YEXPONENT", "OPEN_SIDE"],
+        "RCOL" => &["L", "X_MAX", "Y_MAX", "DX", "DY", "OPEN_SIDE", "INVERT"],
+        "ECOL" => &["L", "X_MAX", "Y_MAX", "DX", "DY", "EXPONENT", "YEXPONENT", "OPEN_SIDE", "INVERT"],
         _ => &[],
     }
 }
@@ -1114,12 +1114,53 @@ fn build(name: &str, def: &ElementDef) -> Result<Kind, LatticeError> {
                 }
                 Shape::Rectangular
             };
+            let open_side = match get("OPEN_SIDE") {
+                None => None,
+                Some(Value::Text(t)) if t.trim().is_empty() => None,
+                Some(Value::Text(t)) => Some(
+                    crate::aperture::Side::parse(t)
+                        .ok_or_else(|| err(format!("parameter OPEN_SIDE = \"{t}\": one of +x, -x, +y, -y (x, y: +x, +y)")))?,
+                ),
+                Some(Value::Number(x)) => {
+                    return Err(err(format!(
+                        "parameter OPEN_SIDE = {x}: a side in quotes, one of \"+x\", \"-x\", \"+y\", \"-y\""
+                    )))
+                }
+            };
+            if let Some(side) = open_side {
+                let limited = match side {
+                    crate::aperture::Side::PlusX | crate::aperture::Side::MinusX => x_max > 0.0,
+                    _ => y_max > 0.0,
+                };
+                if !limited {
+                    let p = if matches!(side, crate::aperture::Side::PlusX | crate::aperture::Side::MinusX) {
+                        "X_MAX"
+                    } else {
+                        "Y_MAX"
+                    };
+                    return Err(err(format!(
+                        "parameter OPEN_SIDE: the {p} plane is unlimited (0), so it has no side to open"
+                    )));
+                }
+            }
+            let invert = match num("INVERT", 0.0)? {
+                0.0 => false,
+                1.0 => true,
+                v => return Err(err(format!("parameter INVERT = {v}: must be 0 or 1"))),
+            };
+            if invert && x_max == 0.0 && y_max == 0.0 {
+                return Err(err(
+                    "parameter INVERT: X_MAX and Y_MAX are 0 (no opening), so nothing would pass".into()
+                ));
+            }
             let aperture = Aperture {
                 x_max,
                 y_max,
                 dx: num("DX", 0.0)?,
                 dy: num("DY", 0.0)?,
                 shape,
+                open_side,
+                invert,
             };
             if def.kind == "MAXAMP" {
                 Kind::MaxAmp(aperture)

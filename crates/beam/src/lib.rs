@@ -9,6 +9,8 @@
 //! * [`track`]: the tracking driver (passes, watch points, progress and cancellation) over a
 //!   CPU or GPU back end; [`gpu`]: generated map kernels and the LSC kernels; [`optics`]: linear
 //!   envelope for plots; [`watch`]: which watch records a run keeps and where they go.
+//! * [`ele`]: ELEGANT `.ele` run files; [`matrix`]: a line's first/second-order transfer maps
+//!   (`matrix_output`).
 //! * [`engine`]: the runs as library calls shared by the CLI and Python (`Line`, `Bunch`,
 //!   `Track`); [`beam_file`]: beam files and arrays checked into particles; [`species`].
 
@@ -20,6 +22,7 @@ pub mod beam;
 pub mod beam_file;
 pub mod bench;
 pub mod bessel;
+pub mod coupled;
 pub mod ele;
 pub mod elements;
 pub mod engine;
@@ -30,6 +33,7 @@ pub mod lattice;
 pub mod losses;
 pub mod lsc;
 pub mod map;
+pub mod matrix;
 pub mod moments;
 pub mod optics;
 pub mod program;

@@ -8,8 +8,9 @@ use crate::program::Program;
 use std::collections::BTreeMap;
 use warpdrive_core::table::{Column, Table};
 
-/// Bytes per particle of the lost-particle table (12 columns of 8 bytes), for the budget.
-pub const LOST_TABLE_BYTES: u64 = 12 * 8;
+/// Bytes per particle of the lost-particle table (12 columns of 8 bytes and an element name,
+/// counted as 16 bytes and a 24-byte string header), for the budget.
+pub const LOST_TABLE_BYTES: u64 = 12 * 8 + 40;
 
 /// One lost particle.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,7 +56,8 @@ pub fn element_end(program: &Program, k: usize) -> f64 {
 }
 
 /// `lost.parquet`: particle (bunch row), x, xp, y, yp, s, delta, t, p (the coordinates where
-/// it was lost), element (index in the line, = final.parquet's lost_at − 1), pass, s_element
+/// it was lost), element (index in the line, = final.parquet's lost_at − 1), element_name
+/// (the lattice's name of that element, from the index the CPU or GPU recorded), pass, s_element
 /// (the position of the element's end along the line [m]), in particle order: a split run's
 /// jobs concatenate to the unsplit run's file.
 pub fn lost_table(p: &Particles, reference: &Reference, program: &Program, first_row: u64) -> Table {
@@ -79,6 +81,10 @@ pub fn lost_table(p: &Particles, reference: &Reference, program: &Program, first
         Column::F64(rows.iter().map(|&i| reference.p_central * (1.0 + p.delta[i])).collect()),
     );
     t.push("element", Column::I64(lost.iter().map(|l| l.element as i64).collect()));
+    t.push(
+        "element_name",
+        Column::Str(lost.iter().map(|l| program.names[l.element].clone()).collect()),
+    );
     t.push("pass", Column::I64(lost.iter().map(|l| i64::from(l.pass)).collect()));
     t.push(
         "s_element",

@@ -75,6 +75,10 @@ pub struct Summary {
     pub circumference: f64,
     /// Radiation-free synchrotron tune (ring with RF).
     pub synchrotron_tune: Option<f64>,
+    /// The one-turn matrix couples x and y: the tunes are the modes' (eigen)tunes, and the
+    /// table's betx, alfx, mux are mode I's horizontal functions, bety, alfy, muy mode II's
+    /// vertical ones ([`crate::coupled`]).
+    pub coupled: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -83,8 +87,12 @@ pub enum TwissError {
     Unstable { plane: &'static str, half_trace: f64, delta: f64 },
     #[error("the longitudinal motion is unstable: 2 cos 2πQs = {u:.6} is outside [−2, 2] (RF phase on the wrong side of transition for this ring?)")]
     LongitudinalUnstable { u: f64 },
-    #[error("the one-turn map couples x and y (off-diagonal block up to {value:.3e}): tilted elements or solenoids need coupled optics, which twiss does not compute yet")]
+    #[error("the x–y coupled ring is unstable: a mode has |cos μ| = {half_trace:.6} ≥ 1 (NaN: complex, the modes' eigenvalues off the unit circle) in the one-turn map at δ = {delta}; no periodic optics")]
+    UnstableCoupled { half_trace: f64, delta: f64 },
+    #[error("the one-turn map couples x and y (off-diagonal block up to {value:.3e})")]
     Coupled { value: f64 },
+    #[error("the coupled one-turn map at δ = {delta} has two equal mode tunes: its modes are not unique (move the tunes apart)")]
+    Degenerate { delta: f64 },
     #[error("no closed orbit at δ = {delta:e}: Newton's method did not converge (residual {residual:e} m)")]
     NoClosedOrbit { delta: f64, residual: f64 },
     #[error("the line has no elements")]
@@ -97,6 +105,12 @@ struct Model {
     map: Map2,
     length: f64,
     cavity: Option<Cavity>,
+}
+
+/// The second-order map an element has in the optics (and in `matrix_output`): RF cavities,
+/// LSC drifts and collimators as drifts of their length, markers and apertures as identity.
+pub fn element_map(e: &Placed) -> Map2 {
+    model(e).map
 }
 
 fn model(e: &Placed) -> Model {
@@ -248,6 +262,73 @@ impl<'a> Optics<'a> {
         })
     }
 
+    /// The periodic optics of a closed orbit: uncoupled Twiss, or (x–y coupling in the
+    /// one-turn matrix) the modes' lattice functions ([`crate::coupled`]), with the dispersion
+    /// from the one-turn matrix.
+    fn periodic_optics(&self, o: &Orbit, delta: f64) -> Result<(Vec<Row>, [f64; 2], f64, bool), TwissError> {
+        let m = &o.one_turn;
+        let a: [[f64; 4]; 4] = std::array::from_fn(|i| std::array::from_fn(|j| f64::from(u8::from(i == j)) - m[i][j]));
+        let eta0 = solve(a, std::array::from_fn(|i| m[i][5])).unwrap_or([f64::NAN; 4]);
+        if Self::check_uncoupled(m).is_ok() {
+            let start = Self::periodic(m, delta)?;
+            let (rows, tunes, path) = self.propagate(o, start, eta0);
+            return Ok((rows, tunes, path, false));
+        }
+        let m4: [[f64; 4]; 4] = std::array::from_fn(|i| std::array::from_fn(|j| m[i][j]));
+        let modes = crate::coupled::eigenmodes(&m4).map_err(|e| match e {
+            crate::coupled::ModeError::Unstable { half_trace } => TwissError::UnstableCoupled { half_trace, delta },
+            crate::coupled::ModeError::Degenerate => TwissError::Degenerate { delta },
+        })?;
+        let (rows, tunes, path) = self.propagate_coupled(o, [modes[0].0, modes[1].0], eta0);
+        Ok((rows, tunes, path, true))
+    }
+
+    /// [`Self::propagate`] for coupled optics: the modes' vectors carried by the Jacobians;
+    /// betx, alfx, mux of mode I's horizontal motion, bety, alfy, muy of mode II's vertical one.
+    fn propagate_coupled(&self, orbit: &Orbit, start: [crate::coupled::Vector; 2], eta0: [f64; 4]) -> (Vec<Row>, [f64; 2], f64) {
+        let mut v = start;
+        let mut eta = [eta0[0], eta0[1], eta0[2], eta0[3], 0.0, 1.0];
+        let mut mu = [0.0f64; 2];
+        let row = |s: f64, name: &str, kind: &'static str, v: &[crate::coupled::Vector; 2], eta: &[f64; 6], mu: &[f64; 2]| {
+            let (f1, f2) = (crate::coupled::lattice_functions(&v[0]), crate::coupled::lattice_functions(&v[1]));
+            Row {
+                s,
+                name: name.to_string(),
+                kind,
+                betx: f1[0],
+                alfx: f1[1],
+                bety: f2[2],
+                alfy: f2[3],
+                dx: eta[0],
+                dpx: eta[1],
+                mux: mu[0] / (2.0 * PI),
+                muy: mu[1] / (2.0 * PI),
+            }
+        };
+        let mut rows = Vec::with_capacity(orbit.jacobians.len() + 1);
+        rows.push(row(0.0, "_BEGIN_", "MARK", &v, &eta, &mu));
+        let (mut s, mut path) = (0.0, 0.0);
+        for (k, (j, e)) in orbit.jacobians.iter().zip(&self.lattice.elements).enumerate() {
+            for (p, c) in [(0usize, 0usize), (1, 2)] {
+                let next = crate::coupled::transport(j, &v[p]);
+                let mut d = (next[c] * v[p][c].conj()).arg();
+                if d < 0.0 {
+                    d += 2.0 * PI;
+                }
+                mu[p] += d;
+                v[p] = next;
+            }
+            let next: [f64; 6] = std::array::from_fn(|i| (0..6).filter(|&c| c != 4).map(|c| j[i][c] * eta[c]).sum());
+            path += next[4];
+            eta = next;
+            eta[4] = 0.0;
+            eta[5] = 1.0;
+            s += self.models[k].length;
+            rows.push(row(s, &e.name, e.type_name(), &v, &eta, &mu));
+        }
+        (rows, mu.map(|m| m / (2.0 * PI)), path)
+    }
+
     fn check_uncoupled(m: &M6) -> Result<(), TwissError> {
         let value = (0..2)
             .flat_map(|i| (2..4).map(move |j| (i, j)))
@@ -336,9 +417,7 @@ impl<'a> Optics<'a> {
         match initial {
             None => {
                 let o = self.closed_orbit(delta)?;
-                Self::check_uncoupled(&o.one_turn)?;
-                let start = Self::periodic(&o.one_turn, delta)?;
-                Ok(self.propagate(&o, start, [0.0; 4]).1)
+                Ok(self.periodic_optics(&o, delta)?.1)
             }
             Some(i) => {
                 let o = self.orbit([i.dx * delta, i.dpx * delta, 0.0, 0.0, 0.0, delta]);
@@ -353,19 +432,15 @@ impl<'a> Optics<'a> {
             return Err(TwissError::Empty);
         }
         let circumference: f64 = self.models.iter().map(|m| m.length).sum();
-        let (rows, tunes, path) = match initial {
+        let (rows, tunes, path, coupled) = match initial {
             None => {
                 let o = self.closed_orbit(0.0)?;
-                Self::check_uncoupled(&o.one_turn)?;
-                let start = Self::periodic(&o.one_turn, 0.0)?;
-                let m = &o.one_turn;
-                let a: [[f64; 4]; 4] = std::array::from_fn(|i| std::array::from_fn(|j| f64::from(u8::from(i == j)) - m[i][j]));
-                let eta0 = solve(a, std::array::from_fn(|i| m[i][5])).unwrap_or([f64::NAN; 4]);
-                self.propagate(&o, start, eta0)
+                self.periodic_optics(&o, 0.0)?
             }
             Some(i) => {
                 let o = self.orbit([0.0; 6]);
-                self.propagate(&o, start_of(i), [i.dx, i.dpx, 0.0, 0.0])
+                let (rows, tunes, path) = self.propagate(&o, start_of(i), [i.dx, i.dpx, 0.0, 0.0]);
+                (rows, tunes, path, false)
             }
         };
         let eps = 1e-6;
@@ -386,6 +461,7 @@ impl<'a> Optics<'a> {
                 momentum_compaction: periodic.then(|| path / circumference),
                 circumference,
                 synchrotron_tune,
+                coupled,
             },
         ))
     }

@@ -163,6 +163,7 @@ pub fn record_table(p: &Particles, ids: Option<&[u32]>, reference: &Reference) -
             Column::I64(v) => Column::I64(ids.iter().map(|&i| v[i as usize]).collect()),
             Column::F32(v) => Column::F32(ids.iter().map(|&i| v[i as usize]).collect()),
             Column::I32(v) => Column::I32(ids.iter().map(|&i| v[i as usize]).collect()),
+            Column::Str(v) => Column::Str(ids.iter().map(|&i| v[i as usize].clone()).collect()),
         };
         t.push(&name, pick);
     }
@@ -200,19 +201,7 @@ impl Stream {
         use parquet::format::KeyValue;
         use std::sync::Arc;
         let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", shown(path).display());
-        let fields: String = first
-            .columns
-            .iter()
-            .map(|(n, c)| {
-                let t = match c {
-                    Column::I32(_) => "INT32",
-                    Column::I64(_) => "INT64",
-                    Column::F32(_) => "FLOAT",
-                    Column::F64(_) => "DOUBLE",
-                };
-                format!("REQUIRED {t} {n};")
-            })
-            .collect();
+        let fields: String = first.columns.iter().map(|(n, c)| c.parquet_field(n)).collect();
         let schema = parquet::schema::parser::parse_message_type(&format!("message table {{ {fields} }}")).map_err(|e| fail(&e))?;
         let kv = first.metadata.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())).collect();
         let props = WriterProperties::builder()
@@ -229,18 +218,12 @@ impl Stream {
 
     /// Append `t` (same columns as the first table) as one row group.
     fn append(&mut self, t: &Table) -> Result<(), String> {
-        use parquet::data_type::{DoubleType, FloatType, Int32Type, Int64Type};
         let fail = |e: parquet::errors::ParquetError| format!("{}: {e}", shown(&self.path).display());
         let mut group = self.writer.next_row_group().map_err(fail)?;
         let mut i = 0;
         while let Some(mut col) = group.next_column().map_err(fail)? {
-            match &t.columns[i].1 {
-                Column::I32(v) => col.typed::<Int32Type>().write_batch(v, None, None),
-                Column::I64(v) => col.typed::<Int64Type>().write_batch(v, None, None),
-                Column::F32(v) => col.typed::<FloatType>().write_batch(v, None, None),
-                Column::F64(v) => col.typed::<DoubleType>().write_batch(v, None, None),
-            }
-            .map_err(fail)?;
+            let c = &t.columns[i].1;
+            c.write_rows(&mut col, 0..c.len()).map_err(fail)?;
             col.close().map_err(fail)?;
             i += 1;
         }

@@ -12,6 +12,7 @@ use warpdrive_beam::lattice::{parse, Kind};
 use warpdrive_beam::program::{exact_drift, run_cpu, Compact, Program, Step};
 use warpdrive_beam::watch::WatchMode;
 use warpdrive_core::engine::{Control, Device};
+use warpdrive_core::table::Column;
 
 /// Track particles (x, y; zero slopes) once through `lte` on the CPU; (lost_at, lost_pass).
 fn track(lte: &str, xy: &[(f64, f64)], passes: u32) -> Particles {
@@ -134,7 +135,17 @@ fn bad_aperture_parameters_are_named() {
         ),
         ("A: MAXAMP, X_MAX=1, EXPONENT=4", "parameter EXPONENT: only with ELLIPTICAL=1"),
         ("A: MAXAMP, X_MAX=1, ELLIPTICAL=2", "parameter ELLIPTICAL = 2: must be 0 or 1"),
-        ("A: RCOL, X_MAX=1, OPEN_SIDE=\"+x\"", "parameter OPEN_SIDE is not supported"),
+        (
+            "A: RCOL, X_MAX=1, OPEN_SIDE=\"+z\"",
+            "parameter OPEN_SIDE = \"+z\": one of +x, -x, +y, -y",
+        ),
+        (
+            "A: RCOL, X_MAX=1, OPEN_SIDE=\"+y\"",
+            "parameter OPEN_SIDE: the Y_MAX plane is unlimited",
+        ),
+        ("A: ECOL, X_MAX=1, Y_MAX=1, INVERT=2", "parameter INVERT = 2: must be 0 or 1"),
+        ("A: RCOL, INVERT=1", "parameter INVERT: X_MAX and Y_MAX are 0"),
+        ("A: MAXAMP, X_MAX=1, INVERT=1", "parameter INVERT is not supported"),
         ("A: RCOL, L=-1, X_MAX=1", "parameter L = -1: negative length"),
     ] {
         let e = parse(&format!("{def}\nL: LINE=(A)\n"), "ap.lte", None).unwrap_err().to_string();
@@ -233,15 +244,42 @@ fn losses_are_counted_per_turn_in_a_ring_with_a_collimator() {
     // lost.parquet's table: one row per lost particle, element and pass as flagged.
     let table = warpdrive_beam::losses::lost_table(&r.particles, &Reference::electron(1.0), line.program(), 0);
     assert_eq!(table.rows(), r.lost());
+    // Every row names the collimator, by the index recorded and by its lattice name.
+    let Some(Column::Str(names)) = table.column("element_name") else {
+        panic!(
+            "no element_name column: {:?}",
+            table.columns.iter().map(|c| &c.0).collect::<Vec<_>>()
+        )
+    };
+    let Some(Column::I64(elements)) = table.column("element") else {
+        panic!("no element column")
+    };
+    assert_eq!(names.len(), r.lost());
+    assert!(names.iter().all(|n| n == "COL"), "{names:?}");
+    assert!(elements.iter().all(|&e| e as usize == col));
+    let Some(Column::I64(passes_col)) = table.column("pass") else {
+        panic!("no pass column")
+    };
+    let mut per_pass: std::collections::BTreeMap<u32, usize> = Default::default();
+    for &q in passes_col {
+        *per_pass.entry(q as u32).or_default() += 1;
+    }
+    assert_eq!(per_pass.into_iter().collect::<Vec<_>>(), expected);
     let s_end = warpdrive_beam::losses::element_end(line.program(), col);
     assert!((s_end - 0.2).abs() < 1e-12, "the collimator ends at 0.2 m: {s_end}");
 }
 
-/// The device check's aperture line (`gpu-check --domain beam`) loses particles at each of its
-/// four openings on the CPU, so its GPU = CPU comparison covers every shape.
+/// The device check's aperture lines (`gpu-check --domain beam`) lose particles at each of
+/// their openings on the CPU, so their GPU = CPU comparisons cover every shape, open side and
+/// inversion.
 #[test]
-fn the_gpu_check_line_loses_at_every_opening() {
-    let lattice = parse(warpdrive_beam::gpu_check::APERTURE_LINE, "apertures.lte", None).unwrap();
+fn the_gpu_check_lines_lose_at_every_opening() {
+    loses_at_every_opening(warpdrive_beam::gpu_check::APERTURE_LINE, &["MA", "ME", "RC", "EC"]);
+    loses_at_every_opening(warpdrive_beam::gpu_check::OPEN_APERTURE_LINE, &["MO", "RO", "RI", "EO", "EI"]);
+}
+
+fn loses_at_every_opening(line: &str, openings: &[&str]) {
+    let lattice = parse(line, "apertures.lte", None).unwrap();
     let program = Program::compile(&lattice);
     let mut p = warpdrive_beam::beam::gaussian(&warpdrive_beam::gpu_check::check_beam_spec(20_000));
     for pass in 0..20 {
@@ -255,8 +293,9 @@ fn the_gpu_check_line_loses_at_every_opening() {
     for &l in p.lost_at.iter().filter(|&&l| l > 0) {
         *by.entry(program.names[l as usize - 1].as_str()).or_default() += 1;
     }
-    for k in ["MA", "ME", "RC", "EC"] {
+    for k in openings {
         assert!(by.get(k).copied().unwrap_or(0) > 0, "{k} lost nothing: {by:?}");
     }
+    eprintln!("{line:.30}…: lost by element {by:?}");
     assert!(p.alive() > 0, "{by:?}");
 }

@@ -278,3 +278,62 @@ fn on_crest_linac_cavity_accelerates_the_reference() {
         e_late - (10e6f64).hypot(m) - gain
     );
 }
+
+/// A ring whose magnets are all turned by the same TILT θ is the untilted ring seen in a frame
+/// turned by θ: its one-turn map couples x and y, and the coupled optics must give the untilted
+/// ring's tunes and chromaticities, β_{I,x} = β_x cos²θ, α_{I,x} = α_x cos²θ,
+/// β_{II,y} = β_y cos²θ, the same phase advances and the dispersion η_x cos θ.
+#[test]
+fn a_ring_turned_by_tilt_has_the_coupled_modes_of_the_untilted_ring() {
+    let text = |t: &str| {
+        format!(
+            "QF: QUAD, L=0.4, K1=0.62{t}\nQD: QUAD, L=0.4, K1=-0.58{t}\nSF: SEXT, L=0.2, K2=0.9{t}\nSD: SEXT, L=0.2, K2=-1.5{t}\n\
+             B: SBEN, L=2.2, ANGLE=0.39269908169872414{t}\nD1: DRIF, L=0.35\nD2: DRIF, L=0.3\nD3: DRIF, L=1.35\n\
+             CELL: LINE=(QF, D1, SF, D2, B, D3, QD, D1, SD, D2, B, D3)\nRING: LINE=(8*CELL)\n"
+        )
+    };
+    let theta: f64 = 0.2;
+    let plain = parse(&text(""), "plain.lte", None).unwrap();
+    let turned = parse(&text(&format!(", TILT={theta}")), "turned.lte", None).unwrap();
+    let (p, ps) = twiss(&plain, None, None).unwrap();
+    let (t, ts) = twiss(&turned, None, None).unwrap();
+    assert!(!ps.coupled && ts.coupled);
+    let c2 = theta.cos().powi(2);
+    for k in 0..2 {
+        assert!((ts.tunes[k] - ps.tunes[k]).abs() < 1e-10, "tunes {:?} vs {:?}", ts.tunes, ps.tunes);
+        assert!(
+            (ts.chromaticity[k] - ps.chromaticity[k]).abs() < 1e-5,
+            "ξ {:?} vs {:?}",
+            ts.chromaticity,
+            ps.chromaticity
+        );
+    }
+    assert!((ts.momentum_compaction.unwrap() - ps.momentum_compaction.unwrap()).abs() < 1e-12);
+    assert_eq!(t.len(), p.len());
+    for (a, b) in t.iter().zip(&p) {
+        assert!(
+            (a.betx - b.betx * c2).abs() < 1e-9 * b.betx,
+            "{}: βx {} vs {}",
+            a.name,
+            a.betx,
+            b.betx * c2
+        );
+        assert!(
+            (a.bety - b.bety * c2).abs() < 1e-9 * b.bety,
+            "{}: βy {} vs {}",
+            a.name,
+            a.bety,
+            b.bety * c2
+        );
+        assert!((a.alfx - b.alfx * c2).abs() < 1e-9 * (1.0 + b.alfx.abs()), "{}: αx", a.name);
+        assert!((a.alfy - b.alfy * c2).abs() < 1e-9 * (1.0 + b.alfy.abs()), "{}: αy", a.name);
+        assert!((a.mux - b.mux).abs() < 1e-10 && (a.muy - b.muy).abs() < 1e-10, "{}: μ", a.name);
+        assert!(
+            (a.dx - b.dx * theta.cos()).abs() < 1e-9,
+            "{}: η {} vs {}",
+            a.name,
+            a.dx,
+            b.dx * theta.cos()
+        );
+    }
+}

@@ -33,6 +33,10 @@ pub struct RunArgs {
     /// Output directory [default: NAME-out for NAME.ele].
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// Also write each tracking's final.sdds, lost.sdds and watch points as SDDS beside its
+    /// Parquet files.
+    #[arg(long)]
+    sdds: bool,
     #[command(flatten)]
     common: crate::CommonArgs,
 }
@@ -238,11 +242,12 @@ pub fn run(cmd: BeamCommand, force: bool) -> Result<()> {
 
 fn run_cmd(a: &RunArgs, force: bool) -> Result<()> {
     let ctl = a.common.control()?;
-    let ele = warpdrive_beam::ele::EleFile::read(&a.ele)?;
-    let output = a.output.clone().unwrap_or_else(|| warpdrive_beam::ele::default_output(&a.ele));
-    let out = engine::prepare_output(&output, force, &ele.inputs())?;
+    let opts = warpdrive_beam::ele::EleOptions {
+        sdds: a.sdds,
+        command: crate::command_line(),
+    };
     let bar = Bar::show(&ctl.progress);
-    let r = warpdrive_beam::ele::run(&ele, &ctl, out)?;
+    let r = warpdrive_beam::ele::run_file(&a.ele, a.output.as_deref(), force, &opts, &ctl)?;
     drop(bar);
     if let Some(o) = &r.twiss {
         let s = &o.summary;
@@ -251,21 +256,24 @@ fn run_cmd(a: &RunArgs, force: bool) -> Result<()> {
             s.tunes[0], s.tunes[1], s.chromaticity[0], s.chromaticity[1]
         );
     }
-    if let Some(t) = &r.tracked {
+    if let Some(m) = &r.matrix {
         println!(
-            "tracked {} particles on {}: {} lost; final σx = {:.6e} m, σy = {:.6e} m",
-            t.particles.len(),
-            t.device,
-            t.lost(),
-            t.last.rms(0),
-            t.last.rms(2)
+            "matrix: R11 = {:.6}  R12 = {:.6} m  R33 = {:.6}  R34 = {:.6} m  R56 = {:.6e} m",
+            m.r[0][0], m.r[0][1], m.r[2][2], m.r[2][3], m.r[4][5]
+        );
+    }
+    for t in &r.steps {
+        let at = if t.dir.is_empty() { String::new() } else { format!(" [{}]", t.dir) };
+        println!(
+            "tracked {} particles on {}: {} lost; final σx = {:.6e} m, σy = {:.6e} m{at}",
+            t.particles, t.device, t.lost, t.sigma_x, t.sigma_y
         );
         if !t.lost_by_pass.is_empty() {
             let per: Vec<String> = t.lost_by_pass.iter().take(8).map(|(p, c)| format!("{p}: {c}")).collect();
             println!("lost per pass: {}", per.join(", "));
         }
     }
-    println!("wrote {} ({})", output.display(), r.written.join(", "));
+    println!("wrote {} ({})", r.output.display(), r.written.join(", "));
     Ok(())
 }
 

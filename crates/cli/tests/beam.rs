@@ -513,3 +513,104 @@ fn ele_run_of_the_example_ring() {
     assert!(text.contains("twiss: Qx = 2.2577"), "{text}");
     assert!(out2.join("second.out").is_file() && out2.join("second.twi").is_file());
 }
+
+/// `beam run` with matrix_output, run_control n_steps = 3 and a second run_setup + track: the
+/// matrix files, one SDDS page per step (Step = 1, 2, 3) with fresh particles each step, the
+/// Parquet files of each tracking in its own subdirectory, lost.parquet with element names.
+#[test]
+fn ele_run_with_matrices_steps_and_two_tracks() {
+    let d = scratch("beam", "ele-steps");
+    let lte = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/beam/ring.lte");
+    let ele = d.join("st.ele");
+    let beam = "emit_x=2e-8, emit_y=1e-8, beta_x=11.678, alpha_x=-1.4907, beta_y=5.1114, alpha_y=0.66847, sigma_dp=3e-4";
+    std::fs::write(
+        &ele,
+        format!(
+            "&run_setup lattice=\"{l}\", p_central_mev=3000, output=\"%s.out\", losses=\"%s.lost\", final=\"%s.fin\", random_number_seed=7 &end\n\
+             &run_control n_steps=3, n_passes=40 &end\n\
+             &matrix_output printout=\"%s.mat\", printout_order=2, SDDS_output=\"%s.msdds\", SDDS_output_order=2 &end\n\
+             &bunched_beam n_particles_per_bunch=300, {beam}, bunch=\"%s.bun\" &end\n\
+             &track &end\n\
+             &run_setup lattice=\"{l}\", p_central_mev=3000, rootname=\"second\", output=\"%s.out\" &end\n\
+             &run_control n_passes=1 &end\n\
+             &bunched_beam n_particles_per_bunch=100, {beam} &end\n\
+             &track &end\n",
+            l = lte.display()
+        ),
+    )
+    .unwrap();
+    let out = d.join("st-out");
+    let o = run_ok(
+        bin()
+            .args(["beam", "run"])
+            .arg(&ele)
+            .args(["--device", "cpu", "--sdds", "-o"])
+            .arg(&out),
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    for at in ["[step1]", "[step2]", "[step3]", "[track2]"] {
+        assert!(text.contains(at), "{at} missing: {text}");
+    }
+    assert!(text.contains("matrix: R11 = "), "{text}");
+    for sub in ["step1", "step2", "step3", "track2"] {
+        for f in ["final.parquet", "lost.parquet", "run.json", "final.sdds", "lost.sdds"] {
+            assert!(out.join(sub).join(f).is_file(), "{sub}/{f} missing");
+        }
+    }
+    // One page per step, Step = 1, 2, 3; the bunches differ from step to step.
+    let pages = |name: &str| {
+        let bytes = std::fs::read(out.join(name)).unwrap();
+        warpdrive_beam::sdds::read_binary_pages(std::path::Path::new(name), &bytes).unwrap()
+    };
+    let num = |v: &warpdrive_beam::sdds::Value| match v {
+        warpdrive_beam::sdds::Value::Double(x) => *x,
+        warpdrive_beam::sdds::Value::Long(x) => f64::from(*x),
+        warpdrive_beam::sdds::Value::Str(s) => panic!("text {s}"),
+    };
+    for name in ["st.out", "st.lost", "st.fin", "st.bun"] {
+        let p = pages(name);
+        assert_eq!(p.len(), 3, "{name}");
+        let steps: Vec<f64> = p.iter().map(|q| num(&q.parameter("Step").unwrap().value)).collect();
+        assert_eq!(steps, [1.0, 2.0, 3.0], "{name}");
+    }
+    let bun = pages("st.bun");
+    let x = |k: usize| bun[k].column("x").unwrap().data.clone();
+    assert_ne!(x(0), x(1));
+    assert_ne!(x(1), x(2));
+    assert_eq!(pages("second.out").len(), 1);
+    // Step k's lost.parquet = the k-th page of st.lost; element names as in the lattice.
+    let names: Vec<String> = std::fs::read_to_string(&lte)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            l.split(':')
+                .next()
+                .filter(|n| !n.contains(' ') && !n.is_empty() && !n.starts_with('!'))
+                .map(str::to_string)
+        })
+        .collect();
+    let lost_pages = pages("st.lost");
+    for (k, page) in lost_pages.iter().enumerate() {
+        let lost = read_parquet(&out.join(format!("step{}", k + 1)).join("lost.parquet")).unwrap();
+        let Some(Column::Str(en)) = lost.column("element_name") else {
+            panic!("element_name")
+        };
+        assert_eq!(lost.rows(), page.rows(), "step {}", k + 1);
+        assert!(en.iter().all(|n| names.contains(n)), "{en:?} not in {names:?}");
+        if let warpdrive_beam::sdds::Data::Str(sn) = &page.column("ElementName").unwrap().data {
+            assert_eq!(sn, en);
+        } else {
+            panic!("ElementName is not text");
+        }
+    }
+    assert!(lost_pages.iter().any(|p| p.rows() > 0), "no losses in 3 × 40 turns");
+    // The matrix files: text with C, R, T; SDDS with a row per element and T columns.
+    let mat = std::fs::read_to_string(out.join("st.mat")).unwrap();
+    assert!(
+        mat.starts_with("matrix of line RING: ") && mat.contains("\nR:\n") && mat.contains("\nT6: "),
+        "{mat}"
+    );
+    let m = pages("st.msdds");
+    assert_eq!(m.len(), 1);
+    assert!(m[0].rows() > 10 && m[0].column("T166").is_some() && m[0].column("R56").is_some());
+}

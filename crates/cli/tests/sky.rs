@@ -34,6 +34,7 @@ fn columns(p: &Path) -> Vec<(String, Vec<u64>)> {
                 Column::I64(v) => v.iter().map(|&x| x as u64).collect(),
                 Column::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
                 Column::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+                Column::Str(v) => v.iter().map(|x| x.len() as u64).collect(),
             };
             (n, bits)
         })

@@ -354,7 +354,7 @@ pub fn merge_tables(jobs: &[PathBuf], kind: &str, ctl: &Control) -> Result<Table
         if JobStamp::strip(&f.metadata()) != metadata {
             return Err(InputError::file(p, format!("has other run metadata than {}", first_path.display())).into());
         }
-        let cols = f.columns(&(0..names.len()).collect::<Vec<_>>())?;
+        let cols = f.columns_with_text(&(0..names.len()).collect::<Vec<_>>())?;
         match &mut merged {
             None => merged = Some(cols),
             Some(all) => {

@@ -26,6 +26,9 @@ pub enum Column {
     I64(Vec<i64>),
     F32(Vec<f32>),
     F64(Vec<f64>),
+    /// UTF-8 text (Parquet `BYTE_ARRAY (UTF8)`), e.g. the element names of beam's
+    /// `lost.parquet`. Numeric inputs refuse it ([`ParquetFile::columns`]).
+    Str(Vec<String>),
 }
 
 impl Column {
@@ -35,6 +38,7 @@ impl Column {
             Column::I64(v) => v.len(),
             Column::F32(v) => v.len(),
             Column::F64(v) => v.len(),
+            Column::Str(v) => v.len(),
         }
     }
 
@@ -42,9 +46,10 @@ impl Column {
         self.len() == 0
     }
 
-    /// The values as f64, whatever the stored type.
+    /// The values as f64, whatever the stored type (text: NaN, it is no number).
     pub fn to_f64(&self) -> Vec<f64> {
         match self {
+            Column::Str(v) => vec![f64::NAN; v.len()],
             Column::F64(v) => v.clone(),
             Column::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
             Column::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
@@ -67,17 +72,40 @@ impl Column {
             (Column::I64(a), Column::I64(b)) => a.extend(b),
             (Column::F32(a), Column::F32(b)) => a.extend(b),
             (Column::F64(a), Column::F64(b)) => a.extend(b),
+            (Column::Str(a), Column::Str(b)) => a.extend(b),
             _ => return false,
         }
         true
     }
 
-    fn parquet_type(&self) -> &'static str {
+    /// The Parquet type of the column in a schema (`INT32`, …, `BYTE_ARRAY … (UTF8)`): the
+    /// schema field is `REQUIRED {type}` with `{}` the column's name.
+    pub fn parquet_field(&self, name: &str) -> String {
         match self {
-            Column::I32(_) => "INT32",
-            Column::I64(_) => "INT64",
-            Column::F32(_) => "FLOAT",
-            Column::F64(_) => "DOUBLE",
+            Column::I32(_) => format!("REQUIRED INT32 {name};"),
+            Column::I64(_) => format!("REQUIRED INT64 {name};"),
+            Column::F32(_) => format!("REQUIRED FLOAT {name};"),
+            Column::F64(_) => format!("REQUIRED DOUBLE {name};"),
+            Column::Str(_) => format!("REQUIRED BYTE_ARRAY {name} (UTF8);"),
+        }
+    }
+
+    /// Write the rows `r` of the column to a Parquet column writer of its type.
+    pub fn write_rows(
+        &self,
+        col: &mut parquet::file::writer::SerializedColumnWriter<'_>,
+        r: std::ops::Range<usize>,
+    ) -> parquet::errors::Result<usize> {
+        use parquet::data_type::{ByteArray, ByteArrayType};
+        match self {
+            Column::I32(v) => col.typed::<Int32Type>().write_batch(&v[r], None, None),
+            Column::I64(v) => col.typed::<Int64Type>().write_batch(&v[r], None, None),
+            Column::F32(v) => col.typed::<FloatType>().write_batch(&v[r], None, None),
+            Column::F64(v) => col.typed::<DoubleType>().write_batch(&v[r], None, None),
+            Column::Str(v) => {
+                let b: Vec<ByteArray> = v[r].iter().map(|s| ByteArray::from(s.as_str())).collect();
+                col.typed::<ByteArrayType>().write_batch(&b, None, None)
+            }
         }
     }
 }
@@ -156,11 +184,7 @@ impl Table {
 
     fn write_to(&self, tmp: &Path, rows: usize) -> Result<(), TableError> {
         let pq = |source| TableError::Parquet { path: shown(tmp), source };
-        let fields: String = self
-            .columns
-            .iter()
-            .map(|(n, c)| format!("REQUIRED {} {n};", c.parquet_type()))
-            .collect();
+        let fields: String = self.columns.iter().map(|(n, c)| c.parquet_field(n)).collect();
         let schema = Arc::new(parse_message_type(&format!("message table {{ {fields} }}")).map_err(pq)?);
         let kv = self.metadata.iter().map(|(k, v)| KeyValue::new(k.clone(), v.clone())).collect();
         let props = Arc::new(
@@ -177,14 +201,7 @@ impl Table {
             let mut group = writer.next_row_group().map_err(pq)?;
             let mut i = 0;
             while let Some(mut col) = group.next_column().map_err(pq)? {
-                let r = start..end;
-                match &self.columns[i].1 {
-                    Column::I32(v) => col.typed::<Int32Type>().write_batch(&v[r], None, None),
-                    Column::I64(v) => col.typed::<Int64Type>().write_batch(&v[r], None, None),
-                    Column::F32(v) => col.typed::<FloatType>().write_batch(&v[r], None, None),
-                    Column::F64(v) => col.typed::<DoubleType>().write_batch(&v[r], None, None),
-                }
-                .map_err(pq)?;
+                self.columns[i].1.write_rows(&mut col, start..end).map_err(pq)?;
                 col.close().map_err(pq)?;
                 i += 1;
             }
@@ -307,6 +324,16 @@ impl ParquetFile {
     /// anything is decoded; a column that holds text or lists, or a null, is an error naming
     /// the column (and the row).
     pub fn columns(&self, which: &[usize]) -> Result<Vec<Column>, InputError> {
+        self.decode(which, false)
+    }
+
+    /// As [`ParquetFile::columns`], text columns read as [`Column::Str`] (for tables the
+    /// project wrote, e.g. merging jobs' `lost.parquet`).
+    pub fn columns_with_text(&self, which: &[usize]) -> Result<Vec<Column>, InputError> {
+        self.decode(which, true)
+    }
+
+    fn decode(&self, which: &[usize], text: bool) -> Result<Vec<Column>, InputError> {
         let path = self.path.as_path();
         let rows = self.rows();
         crate::limits::check_alloc(
@@ -316,20 +343,20 @@ impl ParquetFile {
             "split the file",
         )
         .map_err(|e| InputError::file(path, e.to_string()))?;
-        which.iter().map(|&i| guarded(path, || self.column(i))).collect()
+        which.iter().map(|&i| guarded(path, || self.column(i, text))).collect()
     }
 
     /// Every column and the metadata as a [`Table`].
     pub fn table(&self) -> Result<Table, InputError> {
         let names = self.names();
-        let columns = self.columns(&(0..names.len()).collect::<Vec<_>>())?;
+        let columns = self.columns_with_text(&(0..names.len()).collect::<Vec<_>>())?;
         Ok(Table {
             columns: names.into_iter().zip(columns).collect(),
             metadata: self.metadata(),
         })
     }
 
-    fn column(&self, idx: usize) -> Result<Column, InputError> {
+    fn column(&self, idx: usize, text: bool) -> Result<Column, InputError> {
         use parquet::basic::Type;
         let path = self.path.as_path();
         let meta = self.reader.metadata();
@@ -344,6 +371,7 @@ impl ParquetFile {
             Type::INT64 => Column::I64(Vec::with_capacity(rows)),
             Type::FLOAT => Column::F32(Vec::with_capacity(rows)),
             Type::DOUBLE => Column::F64(Vec::with_capacity(rows)),
+            Type::BYTE_ARRAY if text => Column::Str(Vec::with_capacity(rows)),
             Type::BYTE_ARRAY => return Err(field("holds text, not numbers".into())),
             other => return Err(field(format!("holds {other} values, not numbers"))),
         };
@@ -378,6 +406,17 @@ fn read_chunk(
         (R::Int64ColumnReader(mut r), Column::I64(v)) => read_values(&mut r, rows, max_def, v),
         (R::FloatColumnReader(mut r), Column::F32(v)) => read_values(&mut r, rows, max_def, v),
         (R::DoubleColumnReader(mut r), Column::F64(v)) => read_values(&mut r, rows, max_def, v),
+        (R::ByteArrayColumnReader(mut r), Column::Str(v)) => {
+            let mut bytes = Vec::new();
+            let null = read_values(&mut r, rows, max_def, &mut bytes)?;
+            for b in bytes {
+                let s = b
+                    .as_utf8()
+                    .map_err(|_| parquet::errors::ParquetError::General("a text value is not UTF-8".into()))?;
+                v.push(s.to_string());
+            }
+            Ok(null)
+        }
         _ => Err(parquet::errors::ParquetError::General(
             "a column chunk's type differs from its schema".into(),
         )),
@@ -543,6 +582,31 @@ mod tests {
         nullable_and_text(&p, 5, Some(3));
         let e = ParquetFile::read(&p).unwrap().columns(&[0]).unwrap_err().to_string();
         assert_eq!(e, format!("{}: field 'x': row 3: null (a missing value)", p.display()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Text columns are written as UTF-8 byte arrays and read back whole by `table()` (and
+    /// `columns_with_text`), appended like numbers, while numeric reads still refuse them.
+    #[test]
+    fn text_columns_round_trip() {
+        let dir = scratch("text");
+        let p = dir.join("t.parquet");
+        let mut t = Table::default();
+        t.push("element", Column::I64(vec![3, 0, 7]));
+        t.push("element_name", Column::Str(vec!["QF".into(), "".into(), "Ω-col".into()]));
+        t.write_parquet(&p).unwrap();
+        let back = read_parquet(&p).unwrap();
+        assert_eq!(back.columns, t.columns);
+        let f = ParquetFile::read(&p).unwrap();
+        assert!(f
+            .columns(&[1])
+            .unwrap_err()
+            .to_string()
+            .ends_with("field 'element_name': holds text, not numbers"));
+        let mut c = f.columns_with_text(&[1]).unwrap().remove(0);
+        assert!(c.append(Column::Str(vec!["D".into()])) && !c.append(Column::I64(vec![1])));
+        assert_eq!(c.len(), 4);
+        assert!(c.to_f64().iter().all(|v| v.is_nan()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -55,6 +55,8 @@ struct SchemaPrivate {
 /// What an array's pointers point into (the column's data among them); freed by [`release_array`].
 struct ArrayPrivate {
     _data: Option<Column>,
+    /// The UTF-8 bytes of a text column (its offsets are `_data`).
+    _text: Option<Vec<u8>>,
     _buffers: Vec<*const c_void>,
     children: Vec<ArrowArray>,
     _child_ptrs: Vec<*mut ArrowArray>,
@@ -146,17 +148,37 @@ fn schema(format: &str, name: &str, meta: &[(String, String)], children: Vec<Arr
 }
 
 fn array(length: usize, data: Option<Column>, children: Vec<ArrowArray>) -> ArrowArray {
+    // Text (format `u`): buffer 1 holds the int32 offsets, buffer 2 the UTF-8 bytes; both stay
+    // in the private data, so the pointers are valid until release.
+    let (data, text_bytes) = match data {
+        Some(Column::Str(v)) => {
+            let mut offsets = Vec::with_capacity(v.len() + 1);
+            let mut bytes = Vec::new();
+            offsets.push(0i32);
+            for s in &v {
+                bytes.extend_from_slice(s.as_bytes());
+                offsets.push(i32::try_from(bytes.len()).unwrap_or(i32::MAX));
+            }
+            (Some(Column::I32(offsets)), Some(bytes))
+        }
+        other => (other, None),
+    };
     let data_ptr: *const c_void = match &data {
         None => null(),
         Some(Column::I32(v)) => v.as_ptr().cast(),
         Some(Column::I64(v)) => v.as_ptr().cast(),
         Some(Column::F32(v)) => v.as_ptr().cast(),
         Some(Column::F64(v)) => v.as_ptr().cast(),
+        Some(Column::Str(_)) => null(), // converted above
     };
     // Buffer 0 is the validity bitmap: absent (null) because no value is null.
-    let buffers = if data.is_some() { vec![null(), data_ptr] } else { vec![null()] };
+    let mut buffers = if data.is_some() { vec![null(), data_ptr] } else { vec![null()] };
+    if let Some(b) = &text_bytes {
+        buffers.push(b.as_ptr().cast());
+    }
     let mut p = Box::new(ArrayPrivate {
         _data: data,
+        _text: text_bytes,
         _buffers: buffers,
         children,
         _child_ptrs: Vec::new(),
@@ -189,12 +211,13 @@ pub fn export(t: Table) -> PyResult<(ArrowSchema, ArrowArray)> {
         if c.len() != rows {
             return Err(PyRuntimeError::new_err(format!("column {name} has {} rows, not {rows}", c.len())));
         }
-        // Format strings of the specification: i int32, l int64, f float32, g float64.
+        // Format strings of the specification: i int32, l int64, f float32, g float64, u utf-8.
         let format = match &c {
             Column::I32(_) => "i",
             Column::I64(_) => "l",
             Column::F32(_) => "f",
             Column::F64(_) => "g",
+            Column::Str(_) => "u",
         };
         field_schemas.push(schema(format, &name, &[], Vec::new())?);
         field_arrays.push(array(rows, Some(c), Vec::new()));

@@ -314,7 +314,7 @@ impl BeamLattice {
 
     /// `warpdrive beam track` on `beam` (a `BeamParticles`) or `coords` (an (N, 6) array in the
     /// `elegant` or warpdrive convention); `output` writes the CLI's directory.
-    #[pyo3(signature = (beam, coords, elegant, passes, particle, mass, particle_charge, p_central, momentum, aperture, charge, histogram, launch_per_element, min_blocks, watch, watch_every, watch_passes, watch_particles, output, force, plot, device, threads, precise, progress, jobs=None, job_index=None))]
+    #[pyo3(signature = (beam, coords, elegant, passes, particle, mass, particle_charge, p_central, momentum, aperture, charge, histogram, launch_per_element, min_blocks, watch, watch_every, watch_passes, watch_particles, output, force, plot, device, threads, precise, progress, jobs=None, job_index=None, sdds=false))]
     #[allow(clippy::too_many_arguments)]
     fn track<'py>(
         &self,
@@ -346,6 +346,7 @@ impl BeamLattice {
         progress: Option<&Bound<'py, PyAny>>,
         jobs: Option<Count>,
         job_index: Option<Count>,
+        sdds: bool,
     ) -> PyResult<TrackResult<'py>> {
         let jobs = jobs.map(|n| errors::count("jobs", n)).transpose()?.unwrap_or(1);
         let job_index = job_index.map(|n| errors::count("job_index", n)).transpose()?.unwrap_or(0);
@@ -369,7 +370,7 @@ impl BeamLattice {
             watch_particles: pass_list("watch_particles", watch_particles)?,
             output: output.is_some(),
             plot,
-            sdds: false,
+            sdds,
             command: "python: warpdrive.beam.Lattice.track".into(),
             split: Share::new(jobs, job_index).map_err(|e| errors::param(&e))?,
         };
@@ -404,7 +405,7 @@ impl BeamLattice {
 
     /// `warpdrive beam twiss`: the numeric columns of `twiss.parquet`, the element names and
     /// types, and `summary.json`'s text; `betx`/`bety` (both) make it a line.
-    #[pyo3(signature = (betx, bety, alfx, alfy, dx, dpx, particle, p_central, momentum, output, force, plot))]
+    #[pyo3(signature = (betx, bety, alfx, alfy, dx, dpx, particle, p_central, momentum, output, force, plot, sdds=false))]
     #[allow(clippy::too_many_arguments)]
     fn twiss<'py>(
         &self,
@@ -421,6 +422,7 @@ impl BeamLattice {
         output: Option<PathBuf>,
         force: bool,
         plot: bool,
+        sdds: bool,
     ) -> PyResult<TwissResult<'py>> {
         let initial = match (betx, bety) {
             (None, None) => None,
@@ -438,7 +440,7 @@ impl BeamLattice {
         let opts = engine::TwissOptions {
             initial,
             plot,
-            sdds: false,
+            sdds,
             command: "python: warpdrive.beam.Lattice.twiss".into(),
         };
         let line = Arc::clone(&self.line);
@@ -490,6 +492,71 @@ pub fn beam_merge(py: Python<'_>, dirs: Vec<PathBuf>, output: PathBuf, force: bo
         .map_err(|e| errors::engine(&e))?;
     Ok((m.particles, m.watch_events, m.watch_files))
 }
+
+/// `warpdrive beam run FILE.ele` (one library call, [`warpdrive_beam::ele::run_file`]):
+/// (output directory, files written, steps as (track, step, dir, particles, lost, device, σx,
+/// σy), the last twiss_output's summary JSON, the last matrix_output's (C, R, T by i and
+/// pair j ≤ k)).
+#[pyfunction]
+#[pyo3(signature = (ele, output, force, sdds, device, threads, precise, progress))]
+#[allow(clippy::too_many_arguments)]
+pub fn beam_run(
+    py: Python<'_>,
+    ele: PathBuf,
+    output: Option<PathBuf>,
+    force: bool,
+    sdds: bool,
+    device: &str,
+    threads: Option<Count>,
+    precise: bool,
+    progress: Option<&Bound<'_, PyAny>>,
+) -> PyResult<RunResult> {
+    let (ctl, notes) = crate::run::control(device, threads, precise)?;
+    let opts = warpdrive_beam::ele::EleOptions {
+        sdds,
+        command: "python: warpdrive.beam.run".into(),
+    };
+    let r = crate::run::run(py, &ctl, &notes, progress, || {
+        warpdrive_beam::ele::run_file(&ele, output.as_deref(), force, &opts, &ctl)
+    })?;
+    let steps = r
+        .steps
+        .iter()
+        .map(|t| {
+            (
+                t.track,
+                t.step,
+                t.dir.clone(),
+                t.particles,
+                t.lost,
+                t.device.clone(),
+                t.sigma_x,
+                t.sigma_y,
+            )
+        })
+        .collect();
+    let twiss = match (&r.twiss, &r.line) {
+        (Some(o), Some(line)) => Some(o.summary_json(line, &opts.command).to_string()),
+        _ => None,
+    };
+    let matrix = r.matrix.as_ref().map(|m| {
+        (
+            m.c.to_vec(),
+            m.r.iter().map(|row| row.to_vec()).collect(),
+            m.t.iter().map(|row| row.to_vec()).collect(),
+        )
+    });
+    Ok((r.output.display().to_string(), r.written, steps, twiss, matrix))
+}
+
+/// (output, written, steps, twiss summary JSON, matrix (C, R, T)).
+type RunResult = (
+    String,
+    Vec<String>,
+    Vec<(usize, usize, String, usize, usize, String, f64, f64)>,
+    Option<String>,
+    Option<(Vec<f64>, Vec<Vec<f64>>, Vec<Vec<f64>>)>,
+);
 
 /// (numeric columns, element names, element types, summary JSON).
 type TwissResult<'py> = (Bound<'py, crate::arrow_c::ArrowTable>, Vec<String>, Vec<String>, String);

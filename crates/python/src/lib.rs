@@ -45,6 +45,7 @@ fn _warpdrive(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<em::DetectorResult>()?;
     m.add_function(wrap_pyfunction!(em::em_detector, m)?)?;
     m.add_function(wrap_pyfunction!(beam::beam_merge, m)?)?;
+    m.add_function(wrap_pyfunction!(beam::beam_run, m)?)?;
     m.add_function(wrap_pyfunction!(em::em_testem3_reference, m)?)?;
     m.add_function(wrap_pyfunction!(em::em_materials, m)?)?;
     m.add("BEAM_DEFAULT_MIN_BLOCKS", warpdrive_beam::gpu::DEFAULT_MIN_BLOCKS)?;

@@ -354,3 +354,47 @@ def test_twiss_is_the_cli_s(tmp_path):
         bad.twiss()
     with pytest.raises(ValueError, match="betx and bety"):
         lat.twiss(betx=1.0)
+
+
+RING_ELE = """&run_setup lattice="ring.lte", use_beamline="RING", p_central_mev=3000, output="%s.out",
+    losses="%s.lost", random_number_seed=11 &end
+&run_control n_steps=2, n_passes=20 &end
+&twiss_output filename="%s.twi" &end
+&matrix_output printout="%s.mat", printout_order=2, SDDS_output="%s.msdds", SDDS_output_order=2 &end
+&bunched_beam n_particles_per_bunch=400, emit_x=2e-8, emit_y=1e-8, beta_x=11.678, alpha_x=-1.4907,
+    beta_y=5.1114, alpha_y=0.66847, sigma_dp=3e-4 &end
+&track &end
+"""
+
+
+def test_run_ele_is_the_cli_s(cli, tmp_path):
+    """``beam.run`` is ``warpdrive beam run``: the same files byte for byte (SDDS and the
+    Parquet of each step), matrices, Twiss and per-step results; errors name file and line."""
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "beam", "ring.lte")
+    (tmp_path / "ring.lte").write_text(open(src).read())
+    ele = tmp_path / "r.ele"
+    ele.write_text(RING_ELE)
+    cli("beam", "run", ele, "--device", "cpu", "--sdds", "-o", tmp_path / "cli")
+    r = beam.run(ele, output=tmp_path / "py", sdds=True, device="cpu", progress=False)
+    assert r["output"] == str(tmp_path / "py")
+    assert r["written"] == ["r.twi", "r.mat", "r.msdds", "r.out", "r.lost"]
+    for f in r["written"] + ["step1/final.parquet", "step2/lost.parquet", "step2/final.sdds", "step1/lost.sdds"]:
+        assert (tmp_path / "py" / f).read_bytes() == (tmp_path / "cli" / f).read_bytes(), f
+    assert [(s["track"], s["step"], s["dir"]) for s in r["steps"]] == [(1, 1, "step1"), (1, 2, "step2")]
+    assert all(s["particles"] == 400 and 0 <= s["lost"] < 400 for s in r["steps"])
+    lost = pq.read_table(tmp_path / "py" / "step1" / "lost.parquet")
+    assert lost.num_rows == r["steps"][0]["lost"]
+    names = set(lost["element_name"].to_pylist())
+    assert "COL" in names and names <= {"CH", "W", "QF", "QD", "SF", "SD", "B", "D1", "D2", "D3", "COL", "DC"}, names
+    assert abs(r["twiss"]["tunes"][0] - 2.257715) < 1e-6
+    m = r["matrix"]
+    assert len(m["C"]) == 6 and len(m["R"]) == 6 and all(len(row) == 21 for row in m["T"])
+    # The one-turn R of a ring: the trace of its x block is 2 cos(2π Qx).
+    assert abs(m["R"][0][0] + m["R"][1][1] - 2 * np.cos(2 * np.pi * r["twiss"]["tunes"][0])) < 1e-9
+    with pytest.raises(FileExistsError):
+        beam.run(ele, output=tmp_path / "py", device="cpu", progress=False)
+    bad = tmp_path / "bad.ele"
+    bad.write_text('&run_setup lattice="ring.lte", p_central_mev=3000 &end\n&matrix_output printout="x", start_from="Q" &end\n')
+    with pytest.raises(ValueError, match="bad.ele:2: .*parameter start_from is not supported"):
+        beam.run(bad, output=tmp_path / "never", device="cpu", progress=False)
+    assert not (tmp_path / "never").exists()

@@ -37,7 +37,7 @@ else:  # the `test` extra installs tomli on Python 3.10
 CORPUS = pathlib.Path(__file__).resolve().parents[3] / "tests" / "bad-input"
 
 #: Boolean options of the CLI (no value); in Python they are ``name=True``.
-FLAGS = {"force", "precise", "gradient", "standard-layout", "amplitude-only", "launch-per-element", "no-plot", "partial",
+FLAGS = {"force", "precise", "sdds", "gradient", "standard-layout", "amplitude-only", "launch-per-element", "no-plot", "partial",
          "no-time", "no-tilt", "no-anisotropy", "no-birefringence"}
 
 #: The least share of the corpus that must run through Python.
@@ -53,15 +53,7 @@ _FIT = ("spline fit reads a histogram file (Parquet, CSV or .npz) and writes a F
 _BENCH = "bench is a CLI command (its --json report); Python times its calls with its own tools"
 _SUBMIT = ("submit writes batch files for the CLI; Python's equivalent is warpdrive.distributed (its refusals: "
            "test_distributed.py)")
-_ELE = ("beam run executes an ELEGANT .ele file, a CLI front end with no Python binding yet (its engine call is "
-        "warpdrive_beam::ele::run; Python builds the same runs from Lattice, Particles and Lattice.track)")
 NO_PYTHON_EQUIVALENT: dict[tuple[str, str], str] = {
-    ("beam", "ele: track before run_setup"): _ELE,
-    ("beam", "ele: track before run_control"): _ELE,
-    ("beam", "ele: unknown run_setup parameter"): _ELE,
-    ("beam", "ele: unsupported command"): _ELE,
-    ("beam", "ele: zero particles per bunch"): _ELE,
-    ("beam", "ele: output file outside the output directory"): _ELE,
     ("submit", "slurm of a command that cannot be split"): _SUBMIT,
     ("submit", "slurm without --jobs"): _SUBMIT,
     ("submit", "slurm with --jobs 0"): _SUBMIT,
@@ -179,7 +171,8 @@ CASES = corpus()
 COMMANDS = [("sky", "autocorr"), ("sky", "inject"), ("em", "testem3"), ("em", "calorimeter"), ("em", "run"),
             ("em", "detector"), ("spline", "info"),
             ("spline", "eval"),
-            ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("beam", "twiss"), ("photon", "tabulate"),
+            ("spline", "simulate"), ("spline", "unfold"), ("beam", "track"), ("beam", "twiss"), ("beam", "run"),
+            ("photon", "tabulate"),
             ("photon",), ("ppc",), ("em",),
             ("merge",)]
 
@@ -413,6 +406,14 @@ def twiss_call(o: Options) -> Callable[[], Any]:
     return lambda: beam.Lattice(lattice, line).twiss(**kw)
 
 
+def run_call(o: Options) -> Callable[[], Any]:
+    (ele,) = o.positional
+    kw = dict(output=o.take("output"), force=o.take("force", default=False), sdds=o.take("sdds", default=False),
+              device=o.take("device", default="auto"), threads=o.take("threads", int),
+              precise=o.take("precise", default=False))
+    return lambda: beam.run(ele, progress=False, **kw)
+
+
 def beam_call(o: Options) -> Callable[[], Any]:
     (lattice,) = o.positional
     line = o.take("line")
@@ -460,6 +461,7 @@ TRANSLATIONS: dict[tuple[str, ...], Callable[[Options, Case], Callable[[], Any]]
     ("spline", "unfold"): lambda o, case: spline_unfold_call(o),
     ("beam", "track"): lambda o, case: beam_call(o),
     ("beam", "twiss"): lambda o, case: twiss_call(o),
+    ("beam", "run"): lambda o, case: run_call(o),
 }
 
 

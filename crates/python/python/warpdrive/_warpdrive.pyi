@@ -35,6 +35,7 @@ __all__ = [
     "ShowerResult",
     "em_shower",
     "beam_merge",
+    "beam_run",
     "em_merge",
     "DetectorResult",
     "em_detector",
@@ -503,6 +504,7 @@ class BeamLattice:
         progress: _Progress,
         jobs: int | None = None,
         job_index: int | None = None,
+        sdds: bool = False,
     ) -> _TrackResult: ...
     def twiss(
         self,
@@ -518,9 +520,27 @@ class BeamLattice:
         output: _Path | None,
         force: bool,
         plot: bool,
+        sdds: bool = False,
     ) -> tuple[ArrowTable, list[str], list[str], str]: ...
 
 def beam_merge(dirs: list[_Path], output: _Path, force: bool) -> tuple[int, int, list[str]]: ...
+
+def beam_run(
+    ele: _Path,
+    output: _Path | None,
+    force: bool,
+    sdds: bool,
+    device: str,
+    threads: int | None,
+    precise: bool,
+    progress: _Progress,
+) -> tuple[
+    str,
+    list[str],
+    list[tuple[int, int, str, int, int, str, float, float]],
+    str | None,
+    tuple[list[float], list[list[float]], list[list[float]]] | None,
+]: ...
 
 def beam_gaussian(
     particles: int,

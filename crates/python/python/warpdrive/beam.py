@@ -19,7 +19,7 @@ import pyarrow as pa
 from . import _arrow, _progress, _warpdrive
 from ._types import Float64Array, Int64Array, PathLike, Progress
 
-__all__ = ["COLUMNS", "WARPDRIVE_COLUMNS", "Lattice", "Particles", "Tracked", "SPECIES", "merge"]
+__all__ = ["COLUMNS", "WARPDRIVE_COLUMNS", "Lattice", "Particles", "Tracked", "SPECIES", "merge", "run"]
 
 #: ELEGANT's coordinate columns (``coords="elegant"``): x, xp, y, yp, t [s], p (βγ).
 COLUMNS: tuple[str, ...] = ("x", "xp", "y", "yp", "t", "p")
@@ -249,7 +249,7 @@ class Lattice:
               watch_passes: Optional[Sequence[int]] = None, watch_particles: Optional[Sequence[int]] = None,
               output: Optional[PathLike] = None, force: bool = False, plot: bool = False, device: str = "auto",
               threads: Optional[int] = None, precise: bool = False, progress: Progress = None,
-              jobs: int = 1, job_index: int = 0) -> Tracked:
+              jobs: int = 1, job_index: int = 0, sdds: bool = False) -> Tracked:
         """Track ``particles`` through ``passes`` passes, as ``warpdrive beam track``.
 
         ``particles`` is a :class:`Particles` (its species and momentum are used) or an (N, 6)
@@ -274,6 +274,9 @@ class Lattice:
         ``jobs=N, job_index=I`` track batch job I of N: its share of the bunch (whole blocks of
         particles, at most 256 jobs; not with space charge) into ``output``; combine the jobs'
         directories with :func:`merge` (or ``warpdrive merge``) into the unsplit run's files.
+
+        ``sdds=True`` (with ``output``) also writes ``final.sdds``, ``lost.sdds`` and the watch
+        points as SDDS, as ``beam track --sdds``.
         """
         elegant = _convention(coords)
         beam: Optional[_warpdrive.BeamParticles] = None
@@ -293,7 +296,7 @@ class Lattice:
                                    watch_every, None if watch_passes is None else [int(p) for p in watch_passes],
                                    None if watch_particles is None else [int(i) for i in watch_particles],
                                    None if output is None else os.fspath(output), force, plot, device, threads,
-                                   precise, cb, jobs, job_index)
+                                   precise, cb, jobs, job_index, sdds)
         finally:
             close()
         return Tracked(result, coords)
@@ -301,28 +304,66 @@ class Lattice:
     def twiss(self, *, betx: Optional[float] = None, bety: Optional[float] = None, alfx: float = 0.0,
               alfy: float = 0.0, dx: float = 0.0, dpx: float = 0.0, particle: Optional[str] = None,
               p_central: Optional[float] = None, momentum: Optional[float] = None,
-              output: Optional[PathLike] = None, force: bool = False, plot: bool = True) -> dict[str, Any]:
+              output: Optional[PathLike] = None, force: bool = False, plot: bool = True,
+              sdds: bool = False) -> dict[str, Any]:
         """Linear optics, as ``warpdrive beam twiss``: the periodic solution of a ring, or a line
         started from ``betx``, ``bety`` (both), ``alfx``, ``alfy``, ``dx``, ``dpx``.
 
         Returns ``summary.json``'s content as a dict — ``tunes`` [Qx, Qy], ``chromaticity``
         [dQx/dδ, dQy/dδ], ``momentum_compaction`` (ring), ``circumference``,
-        ``synchrotron_tune`` (ring with RFCA, else None), ``periodic`` — with ``table``: a
+        ``synchrotron_tune`` (ring with RFCA, else None), ``periodic``, ``coupled`` (x–y coupled
+        ring: tunes of the eigenmodes, betx/alfx/mux of mode I in x, bety/alfy/muy of mode II in
+        y) — with ``table``: a
         ``pyarrow.Table`` of ``twiss.parquet`` (s, name, type, betx, bety, alfx, alfy, dx, dpx,
         mux, muy at the start and every element end). ``particle`` and ``p_central``/``momentum``
         give the reference (RF cavities only). An unstable ring raises ``ValueError`` naming the
-        plane. ``output=DIR`` writes the CLI's directory (``twiss.png`` with ``plot=True``).
+        plane. ``output=DIR`` writes the CLI's directory (``twiss.png`` with ``plot=True``;
+        ``twiss.sdds`` with ``sdds=True``).
         """
         cols, names, types, summary = self._l.twiss(
             None if betx is None else float(betx), None if bety is None else float(bety), float(alfx), float(alfy),
             float(dx), float(dpx), particle, p_central, momentum, None if output is None else os.fspath(output),
-            force, plot)
+            force, plot, sdds)
         table = _arrow.table(cols, {})
         table = table.add_column(1, "name", pa.array(names, pa.string()))
         table = table.add_column(2, "type", pa.array(types, pa.string()))
         result: dict[str, Any] = json.loads(summary)
         result["table"] = table
         return result
+
+
+def run(ele: PathLike, output: Optional[PathLike] = None, *, force: bool = False, sdds: bool = False,
+        device: str = "auto", threads: Optional[int] = None, precise: bool = False,
+        progress: Progress = None) -> dict[str, Any]:
+    """Run an ELEGANT run file, as ``warpdrive beam run FILE.ele``: its lattice and input files
+    relative to it, every file it names and each tracking's Parquet files into ``output``
+    (default ``NAME-out`` for ``NAME.ele``), whole or not at all; an existing directory raises
+    ``FileExistsError`` unless ``force=True``. ``sdds=True`` also writes each tracking's
+    ``final.sdds``, ``lost.sdds`` and watch points as SDDS. Errors in the file raise
+    ``ValueError`` naming the file, line and parameter.
+
+    Returns ``{"output": path, "written": [files named by the run file], "steps": [{"track",
+    "step", "dir", "particles", "lost", "device", "sigma_x", "sigma_y"}, ...] (one per step of
+    each track; ``dir`` is the subdirectory of its Parquet files), "twiss": the last
+    twiss_output's summary (as :meth:`Lattice.twiss`, without the table) or None, "matrix":
+    the last matrix_output's map of the whole line ``{"C": [6], "R": [6][6], "T": [6][21]}``
+    (T_ijk for j <= k in the order 11, 12, ..., 16, 22, ..., 66) or None}``. A
+    ``progress(done, total)`` callback that returns ``False`` cancels (``warpdrive.Cancelled``).
+    """
+    cb, close = _progress.callback(progress, None, "passes")
+    try:
+        out, written, steps, twiss, matrix = _warpdrive.beam_run(
+            os.fspath(ele), None if output is None else os.fspath(output), force, sdds, device, threads, precise, cb)
+    finally:
+        close()
+    keys = ("track", "step", "dir", "particles", "lost", "device", "sigma_x", "sigma_y")
+    return {
+        "output": out,
+        "written": written,
+        "steps": [dict(zip(keys, s)) for s in steps],
+        "twiss": None if twiss is None else json.loads(twiss),
+        "matrix": None if matrix is None else {"C": matrix[0], "R": matrix[1], "T": matrix[2]},
+    }
 
 
 def merge(dirs: Sequence[PathLike], output: PathLike, force: bool = False) -> dict[str, Any]:
