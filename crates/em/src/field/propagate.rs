@@ -26,14 +26,70 @@ use crate::geo::navigator::{Boundary, Navigator, VolumePath};
 use crate::geo::Vec3;
 
 /// Accuracy parameters of curved-path navigation [mm].
+///
+/// Defaults: `delta_chord` 0.25 mm, Geant4's (`G4ChordFinder`); `delta_intersection` 1e-6 mm
+/// and `epsilon` 1e-9, tighter than Geant4's 1e-3 mm and 5e-5…1e-3 (they make the helix tests
+/// of issue #31 hold: 1e-6 relative over 100 turns, crossings to 1e-6 mm). Loosen them for
+/// speed; [`FieldAccuracy::check`] gives the accepted ranges.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FieldAccuracy {
+    /// Largest sagitta of a chord of the curved path [mm] (the stretches the navigator checks
+    /// for boundaries are its chords).
     pub delta_chord: f64,
+    /// How far past a boundary the crossing point may lie [mm].
     pub delta_intersection: f64,
     /// The Runge–Kutta integrator's error per unit path length in field maps (dimensionless:
     /// |Δx|/h and |ΔΩ| per step). Geant4's default ε is 1e-3…5e-5 with a 0.01 mm bound per
     /// step; 1e-9 keeps a 1 GeV/c track on its circle to 1e-6 over 100 turns.
     pub epsilon: f64,
+}
+
+/// Smallest `delta_intersection` [mm]: the navigator's push past a boundary
+/// ([`crate::geo::navigator::PUSH`]); a finer crossing is not resolved.
+pub const MIN_DELTA_INTERSECTION: f64 = crate::geo::navigator::PUSH;
+/// Range of `epsilon`: below 1e-12 the Dormand–Prince error estimate (differences of O(1)
+/// numbers) meets f64 rounding and steps shrink without gaining accuracy; above 1e-2 a track
+/// is off its path by a percent per unit length.
+pub const MIN_EPSILON: f64 = 1e-12;
+pub const MAX_EPSILON: f64 = 1e-2;
+
+impl FieldAccuracy {
+    /// The defaults with the given parameters replaced (a front end's optional arguments);
+    /// not checked ([`Self::check`]).
+    #[must_use]
+    pub fn with(delta_chord: Option<f64>, delta_intersection: Option<f64>, epsilon: Option<f64>) -> Self {
+        let d = Self::default();
+        Self {
+            delta_chord: delta_chord.unwrap_or(d.delta_chord),
+            delta_intersection: delta_intersection.unwrap_or(d.delta_intersection),
+            epsilon: epsilon.unwrap_or(d.epsilon),
+        }
+    }
+
+    /// Check the parameters: `delta_chord` finite and positive; `delta_intersection` in
+    /// [[`MIN_DELTA_INTERSECTION`], `delta_chord`]; `epsilon` in [[`MIN_EPSILON`],
+    /// [`MAX_EPSILON`]]. The error names the parameter (`delta_chord`, `delta_intersection`,
+    /// `field_epsilon`: the request's field names).
+    pub fn check(&self) -> Result<(), warpdrive_core::engine::ParamError> {
+        use warpdrive_core::engine::ParamError;
+        let (c, i, e) = (self.delta_chord, self.delta_intersection, self.epsilon);
+        if !(c.is_finite() && c > 0.0) {
+            return Err(ParamError::new("delta_chord", format!("{c} mm: must be finite and positive")));
+        }
+        if !(i.is_finite() && (MIN_DELTA_INTERSECTION..=c).contains(&i)) {
+            return Err(ParamError::new(
+                "delta_intersection",
+                format!("{i} mm: must be at least {MIN_DELTA_INTERSECTION:e} mm and at most {{delta_chord}} ({c} mm)"),
+            ));
+        }
+        if !(e.is_finite() && (MIN_EPSILON..=MAX_EPSILON).contains(&e)) {
+            return Err(ParamError::new(
+                "field_epsilon",
+                format!("{e}: must be in [{MIN_EPSILON:e}, {MAX_EPSILON:e}]"),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for FieldAccuracy {
