@@ -250,3 +250,65 @@ fn the_request_checks_and_uses_the_accuracy() {
     assert!(a.run.edep != b.run.edep, "the accuracy made no difference");
     assert!(a.run.worst_balance < 1e-9 && b.run.worst_balance < 1e-9);
 }
+
+/// Field evaluations of the map propagator (`propagate_in_field`, a counting field): a stretch
+/// is integrated once (to its midpoint, then on to its end), where it used to be integrated
+/// to its end, to its midpoint and to its end again (2.5 stretch lengths): over 10 turns of a
+/// 1 GeV/c e⁻ and of a 20 MeV/c e⁻ in vacuum, at most 0.6 times the evaluations of that old
+/// scheme over the same stretches (not 0.4: two halves take at least two Dormand–Prince steps
+/// where the whole stretch may take one, and B is looked up once per stretch for its length) —
+/// and the track ends where the exact helix does.
+#[test]
+fn a_field_map_stretch_is_integrated_once() {
+    use std::cell::Cell;
+    use warpdrive_em::field::propagate::propagate_in_field;
+    use warpdrive_em::field::rk::integrate;
+    let g = gdml::parse(VACUUM, Path::new("vacuum.gdml")).unwrap_or_else(|e| panic!("{e}"));
+    let nav = Navigator::new(&g.tree);
+    let acc = FieldAccuracy::default();
+    let b = Vec3::new(0.0, 0.0, B);
+    for p in [1000.0, 20.0] {
+        let count = Cell::new(0u64);
+        let counting = |_: Vec3| {
+            count.set(count.get() + 1);
+            b
+        };
+        let dir = Vec3::new(0.999, 0.0, (1.0f64 - 0.999 * 0.999).sqrt());
+        let start = Vec3::new(0.0, 0.0, -1000.0);
+        let h = Helix::new(start, dir, -1.0, p, &field());
+        let turn = std::f64::consts::TAU / h.omega.abs();
+        let mut path = nav.locate(start).unwrap();
+        let mut track = ChargedTrack {
+            pos: start,
+            dir,
+            charge: -1.0,
+            momentum: p,
+        };
+        count.set(0);
+        let mut travelled = 0.0;
+        for _ in 0..10 {
+            travelled += propagate_in_field(&nav, &mut path, &mut track, &counting, turn, &acc).0;
+        }
+        let new = count.get();
+        let off = (track.pos - h.at(travelled).0).norm();
+        // The old scheme over the same stretches (the helix's stretch length, B uniform).
+        let s = h.max_step_for_sagitta(acc.delta_chord);
+        let k = -warpdrive_em::field::helix::C_LIGHT / p; // charge −1
+        count.set(0);
+        let mut y = (start, dir);
+        let mut left = 10.0 * turn;
+        let mut hh = 1.0;
+        while left > 0.0 {
+            let st = s.min(left);
+            let end = integrate(y, st, k, &counting, acc.epsilon, &mut hh);
+            let _ = integrate(y, 0.5 * st, k, &counting, acc.epsilon, &mut hh);
+            let _ = integrate(y, st, k, &counting, acc.epsilon, &mut hh);
+            y = end;
+            left -= st;
+        }
+        let old = count.get();
+        eprintln!("p = {p} MeV/c, 10 turns: {new} field evaluations (old scheme {old}), {off:.1e} mm from the helix");
+        assert!((new as f64) <= 0.6 * old as f64, "{new} vs {old}");
+        assert!(off < 1e-3 * (p / 1000.0), "{off}");
+    }
+}

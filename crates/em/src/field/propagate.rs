@@ -16,8 +16,10 @@
 //! pair ([`super::rk`], error per unit length ≤ `epsilon`). A stretch's length comes from the
 //! local radius of curvature R = p/(0.299792458 |q| |Ω × B|) as for the helix, and is halved
 //! until the curve's midpoint lies within `delta_chord` of the chord (Geant4's
-//! `G4ChordFinder` criterion); the boundary search along the stretch is the helix's, each
-//! point integrated from the stretch's start.
+//! `G4ChordFinder` criterion); the boundary search along the stretch is the helix's. A stretch
+//! is integrated once, to its midpoint and on to its end, and those two points serve the
+//! sagitta check and the boundary search; only a bisection towards a crossing integrates
+//! further points, each from the stretch's start ([`propagate_in_field`]).
 
 use super::helix::{Helix, UniformField, C_LIGHT};
 use super::map::FieldMap;
@@ -215,35 +217,45 @@ pub fn propagate_in_map(
     s_max: f64,
     acc: &FieldAccuracy,
 ) -> (f64, FieldStepEnd) {
+    propagate_in_field(nav, path, track, &|x: Vec3| map.at(x), s_max, acc)
+}
+
+/// [`propagate_in_map`] for any static field `field` (B [T] at a point [mm]); the map's
+/// propagator, open to tests that count the field evaluations.
+///
+/// Each stretch of length s is integrated once: from its start to s/2 (the midpoint the
+/// sagitta is checked at) and on to s; a stretch halved for its sagitta keeps its old midpoint
+/// as its new end. The boundary search reuses both points (its first chord is the whole
+/// stretch's, its first half the midpoint's); only the points of a bisection towards a
+/// crossing are integrated afresh from the stretch's start.
+pub fn propagate_in_field(
+    nav: &Navigator,
+    path: &mut VolumePath,
+    track: &mut ChargedTrack,
+    field: &dyn Fn(Vec3) -> Vec3,
+    s_max: f64,
+    acc: &FieldAccuracy,
+) -> (f64, FieldStepEnd) {
     let k = C_LIGHT * track.charge / track.momentum;
-    let field = |x: Vec3| map.at(x);
     let h_rk = std::cell::Cell::new(1.0f64);
     let mut done = 0.0;
     for _ in 0..10_000_000 {
         let start: State = (track.pos, track.dir);
-        let at = |t: f64| -> State {
-            if t == 0.0 {
-                return start;
-            }
-            let mut h = h_rk.get();
-            let y = integrate(start, t, k, &field, acc.epsilon, &mut h);
-            h_rk.set(h);
-            y
-        };
         // The stretch: the helix's for the local curvature, halved until the sagitta holds.
-        let b_perp = track.dir.cross(map.at(track.pos)).norm();
+        let b_perp = track.dir.cross(field(track.pos)).norm();
         let mut s = s_max - done;
         if b_perp > 0.0 {
             let r = track.momentum / (C_LIGHT * track.charge.abs() * b_perp);
             let theta = (8.0 * acc.delta_chord / r).sqrt().min(std::f64::consts::FRAC_PI_2);
             s = s.min(theta * r);
         }
-        let mut end = at(s);
+        let mut h = h_rk.get();
+        let mut mid = integrate(start, 0.5 * s, k, field, acc.epsilon, &mut h);
+        let mut end = integrate(mid, 0.5 * s, k, field, acc.epsilon, &mut h);
         for _ in 0..60 {
-            let mid = at(0.5 * s).0;
             let chord = end.0 - start.0;
             let len = chord.norm();
-            let off = mid - start.0;
+            let off = mid.0 - start.0;
             let sagitta = if len > 0.0 {
                 let along = off.dot(chord) / len;
                 (off.dot(off) - along * along).max(0.0).sqrt()
@@ -254,8 +266,24 @@ pub fn propagate_in_map(
                 break;
             }
             s *= 0.5;
-            end = at(s);
+            end = mid;
+            mid = integrate(start, 0.5 * s, k, field, acc.epsilon, &mut h);
         }
+        h_rk.set(h);
+        let at = |t: f64| -> State {
+            if t == 0.0 {
+                start
+            } else if t == s {
+                end
+            } else if t == 0.5 * s {
+                mid
+            } else {
+                let mut h = h_rk.get();
+                let y = integrate(start, t, k, field, acc.epsilon, &mut h);
+                h_rk.set(h);
+                y
+            }
+        };
         match exit_on_arc(nav, path, &|t| at(t).0, 0.0, s, acc, 0) {
             None => {
                 (track.pos, track.dir) = end;
