@@ -268,11 +268,30 @@ fn em_run_accuracy_options_and_plot() {
     let dir = scratch("em", "run-accuracy");
     let gdml = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../em/tests/data/testem3.gdml");
     let g = gdml.to_str().unwrap();
-    let common = ["--device", "cpu", "--events", "2", "--energy", "100", "--position", "0,0,-10", "--field", "0,4,0"];
+    let common = [
+        "--device",
+        "cpu",
+        "--events",
+        "2",
+        "--energy",
+        "100",
+        "--position",
+        "0,0,-10",
+        "--field",
+        "0,4,0",
+    ];
     let out = dir.join("ok");
     let mut args = vec!["em", "run", g];
     args.extend(common);
-    args.extend(["--delta-chord", "0.5", "--delta-intersection", "0.001", "--plot", "-o", out.to_str().unwrap()]);
+    args.extend([
+        "--delta-chord",
+        "0.5",
+        "--delta-intersection",
+        "0.001",
+        "--plot",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     run_ok(bin().args(&args));
     let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["field"]["delta_chord_mm"], 0.5);
@@ -280,7 +299,10 @@ fn em_run_accuracy_options_and_plot() {
     assert!(std::fs::metadata(out.join("volumes.png")).unwrap().len() > 1000);
     for (extra, needle) in [
         (["--delta-chord", "-1"], "--delta-chord -1 mm: must be finite and positive"),
-        (["--delta-intersection", "2"], "--delta-intersection 2 mm: must be at least 1e-9 mm and at most --delta-chord (0.25 mm)"),
+        (
+            ["--delta-intersection", "2"],
+            "--delta-intersection 2 mm: must be at least 1e-9 mm and at most --delta-chord (0.25 mm)",
+        ),
         (["--field-epsilon", "0.1"], "--field-epsilon 0.1: must be in [1e-12, 1e-2]"),
     ] {
         let bad = dir.join("bad");
