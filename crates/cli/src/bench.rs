@@ -118,10 +118,12 @@ pub struct BenchSky {
 
 #[derive(Args)]
 pub struct BenchEm {
-    /// Problem: kn (the Klein–Nishina mini-app) or testem3 (EM showers in Geant4's TestEm3, 1 and 10 GeV e⁻).
+    /// Problem: kn (the Klein–Nishina mini-app), testem3 (EM showers in Geant4's TestEm3, 1 and 10 GeV e⁻)
+    /// or simple-cms (10 GeV e⁻ in examples/em/simple-cms.gdml without a field, in a uniform 3.8 T field and
+    /// in a map of it; CPU).
     #[arg(long, default_value = "kn")]
     problem: String,
-    /// testem3: events per energy on the CPU.
+    /// testem3: events per energy on the CPU; simple-cms: events per field set-up.
     #[arg(long, default_value_t = 200)]
     events: u64,
     /// testem3: GPU events at 1 GeV, and 3/10 of them at 10 GeV: enough to fill the GPU (a

@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use warpdrive_core::progress::Bar;
 use warpdrive_em::engine::{self, CalorimeterChoice, DetectorOptions, DetectorShower, Shower, ShowerOptions};
+use warpdrive_em::field::propagate::FieldAccuracy;
 use warpdrive_em::shower::reference::UNBIASED;
 use warpdrive_em::shower::transport::CREATORS;
 
@@ -51,6 +52,17 @@ pub struct DetectorArgs {
     /// (bilinear, Dormand–Prince integration); it must cover the world. Not with --field.
     #[arg(long)]
     field_map: Option<PathBuf>,
+    /// Curved paths in a field: largest sagitta of the chords checked for boundaries [mm]
+    /// (default 0.25, Geant4's).
+    #[arg(long, value_name = "MM", allow_hyphen_values = true)]
+    delta_chord: Option<f64>,
+    /// Curved paths in a field: how far past a boundary a crossing may be found [mm]
+    /// (default 1e-6; at most --delta-chord).
+    #[arg(long, value_name = "MM", allow_hyphen_values = true)]
+    delta_intersection: Option<f64>,
+    /// Field maps: Dormand–Prince error per unit path length (default 1e-9; 1e-12 to 1e-2).
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    field_epsilon: Option<f64>,
     /// Logical volumes whose deposits are written as hits (hits.parquet), comma-separated;
     /// volumes with a GDML <auxiliary auxtype="SensDet"> are sensitive too.
     #[arg(long, value_delimiter = ',')]
@@ -64,7 +76,11 @@ pub struct DetectorArgs {
     /// Production cut for γ, e⁻ and e⁺, as a range [mm].
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     cut_mm: f64,
-    /// Output directory (volumes.parquet, summary.json, run.json).
+    /// Also draw volumes.png: the mean energy deposit per event per volume (the 40 largest).
+    #[arg(long)]
+    plot: bool,
+    /// Output directory (volumes.parquet, summary.json, run.json; hits.parquet with sensitive
+    /// volumes; volumes.png with --plot).
     #[arg(long, short, default_value = "em-detector")]
     output: PathBuf,
     #[command(flatten)]
@@ -119,6 +135,7 @@ fn detector(a: &DetectorArgs, force: bool) -> Result<()> {
         field_t: engine::three("field", &a.field)?,
         field_map: a.field_map.clone(),
         sensitive: a.sensitive.clone(),
+        accuracy: FieldAccuracy::with(a.delta_chord, a.delta_intersection, a.field_epsilon),
     };
     let req = DetectorShower::new(&a.file, &opts)?;
     req.check_device(&ctl)?;
@@ -138,7 +155,9 @@ fn detector(a: &DetectorArgs, force: bool) -> Result<()> {
     let bar = Bar::show(&ctl.progress);
     let r = req.run(&ctl)?;
     drop(bar);
-    r.save(out, &command_line())?;
+    for note in r.save(out, a.plot, &command_line())? {
+        eprintln!("warning: {note}");
+    }
     for (name, vacuum, _, mean, err) in r.per_material() {
         if vacuum {
             println!("  {name:<14} vacuum");
@@ -158,9 +177,14 @@ fn detector(a: &DetectorArgs, force: bool) -> Result<()> {
         println!("  hits in {name}: {n} ({e:.3} MeV in all)");
     }
     println!(
-        "  output: {}/{{volumes.parquet, {}summary.json, run.json}}",
+        "  output: {}/{{volumes.parquet, {}summary.json, run.json{}}}",
         a.output.display(),
-        if r.physics.any_sensitive() { "hits.parquet, " } else { "" }
+        if r.physics.any_sensitive() { "hits.parquet, " } else { "" },
+        if a.plot && a.output.join("volumes.png").is_file() {
+            ", volumes.png"
+        } else {
+            ""
+        }
     );
     Ok(())
 }

@@ -201,11 +201,13 @@ fn detector_data_files_are_identical_for_any_thread_count() {
         "summary.json or volumes.parquet differs between 1 and 2 threads"
     );
     let s: serde_json::Value = serde_json::from_slice(&files[0][0]).unwrap();
-    assert_eq!(s["volumes"], 152);
+    assert_eq!(s["volume_count"], 152);
+    assert_eq!(s["volumes"].as_object().unwrap().len(), 152);
     assert_eq!(s["events"], 4);
-    assert_eq!(s["materials"][0]["name"], "Lead");
-    assert!(s["materials"][0]["edep_mev"].as_f64().unwrap() > 100.0, "{s}");
-    assert_eq!(s["materials"][2]["vacuum"], true);
+    assert!(s["materials"]["Lead"]["edep_mev"].as_f64().unwrap() > 100.0, "{s}");
+    assert!(s["materials"]["Lead"]["edep_rms_mev"].as_f64().unwrap() > 0.0, "{s}");
+    assert_eq!(s["materials"]["G4_Galactic"]["vacuum"], true);
+    assert_eq!(s["volumes"]["Layer[7]/Lead[0]"]["material"], "Lead");
     assert!(s["energy_balance_worst"].as_f64().unwrap() < 1e-9);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -255,5 +257,63 @@ fn em_run_field_and_sensitive_volumes() {
     let total = s["edep_sum_mev"].as_f64().unwrap();
     assert!((by_volume - total).abs() <= 1e-9 * total, "{by_volume} vs {total}");
     assert!(std::fs::metadata(out.join("hits.parquet")).unwrap().len() > 1000);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `em run --delta-chord/--delta-intersection/--field-epsilon`: the values reach the run (the
+/// summary's `field`) and bad ones are refused by the library with the option's name, before
+/// any output; `--plot` draws volumes.png.
+#[test]
+fn em_run_accuracy_options_and_plot() {
+    let dir = scratch("em", "run-accuracy");
+    let gdml = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../em/tests/data/testem3.gdml");
+    let g = gdml.to_str().unwrap();
+    let common = [
+        "--device",
+        "cpu",
+        "--events",
+        "2",
+        "--energy",
+        "100",
+        "--position",
+        "0,0,-10",
+        "--field",
+        "0,4,0",
+    ];
+    let out = dir.join("ok");
+    let mut args = vec!["em", "run", g];
+    args.extend(common);
+    args.extend([
+        "--delta-chord",
+        "0.5",
+        "--delta-intersection",
+        "0.001",
+        "--plot",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    run_ok(bin().args(&args));
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["field"]["delta_chord_mm"], 0.5);
+    assert_eq!(s["field"]["delta_intersection_mm"], 0.001);
+    assert!(std::fs::metadata(out.join("volumes.png")).unwrap().len() > 1000);
+    for (extra, needle) in [
+        (["--delta-chord", "-1"], "--delta-chord -1 mm: must be finite and positive"),
+        (
+            ["--delta-intersection", "2"],
+            "--delta-intersection 2 mm: must be at least 1e-9 mm and at most --delta-chord (0.25 mm)",
+        ),
+        (["--field-epsilon", "0.1"], "--field-epsilon 0.1: must be in [1e-12, 1e-2]"),
+    ] {
+        let bad = dir.join("bad");
+        let mut args = vec!["em", "run", g];
+        args.extend(common);
+        args.extend(extra);
+        args.extend(["-o", bad.to_str().unwrap()]);
+        let o = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(needle), "expected '{needle}' in: {err}");
+        assert!(!bad.exists());
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -25,6 +25,9 @@ pub enum Problem {
     Kn,
     /// EM showers of 1 and 10 GeV e⁻ in Geant4's TestEm3.
     Testem3,
+    /// 10 GeV e⁻ in the CMS-like barrel of `examples/em/simple-cms.gdml`, without a field, in a
+    /// uniform 3.8 T field (helix) and in a field map of the same field (Dormand–Prince); CPU.
+    SimpleCms,
 }
 
 impl std::str::FromStr for Problem {
@@ -33,7 +36,8 @@ impl std::str::FromStr for Problem {
         match s {
             "kn" => Ok(Problem::Kn),
             "testem3" => Ok(Problem::Testem3),
-            p => Err(ParamError::new("problem", format!("{p}: expected kn or testem3"))),
+            "simple-cms" => Ok(Problem::SimpleCms),
+            p => Err(ParamError::new("problem", format!("{p}: expected kn, testem3 or simple-cms"))),
         }
     }
 }
@@ -42,7 +46,7 @@ impl std::str::FromStr for Problem {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BenchOptions {
     pub problem: Problem,
-    /// testem3: events per energy on the CPU.
+    /// testem3: events per energy on the CPU; simple-cms: events per field set-up.
     pub events: u64,
     /// testem3: GPU events at 1 GeV (3/10 of them at 10 GeV).
     pub gpu_events: u64,
@@ -77,7 +81,110 @@ pub fn run(o: &BenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport>
     match o.problem {
         Problem::Kn => kn(o, &threads, ctl, lines),
         Problem::Testem3 => testem3(o, &threads, ctl, lines),
+        Problem::SimpleCms => simple_cms(o, &threads, ctl, lines),
     }
+}
+
+/// The example detector of docs/em.md, built into the binary (the benchmark needs no file).
+pub const SIMPLE_CMS_GDML: &str = include_str!("../../../examples/em/simple-cms.gdml");
+/// simple-cms: the primary's direction (from the origin; the ECAL barrel at r = 1.29 m).
+pub const SIMPLE_CMS_DIRECTION: [f64; 3] = [1.0, 0.0, 0.1];
+/// simple-cms: the solenoid's field along z [T].
+pub const SIMPLE_CMS_FIELD_T: f64 = 3.8;
+
+/// 10 GeV e⁻ from the origin along [`SIMPLE_CMS_DIRECTION`] into simple-cms (1 mm cuts), per
+/// thread count and field set-up: none, uniform 3.8 T along z (helix), and a map of the same
+/// field on an (r, z) grid covering the world (Dormand–Prince): events/s, track-steps/s, and
+/// charged and neutral steps per event. CPU only (no GPU navigator yet).
+fn simple_cms(o: &BenchOptions, threads: &[usize], ctl: &Control, lines: Lines) -> Result<BenchReport> {
+    use crate::shower::cuts::RangeCuts;
+    use crate::shower::detector::{run_range, DetectorPhysics};
+    use crate::shower::tables::TableOptions;
+    if matches!(
+        ctl.device,
+        warpdrive_core::engine::Device::Cuda(_) | warpdrive_core::engine::Device::CudaAll
+    ) {
+        return Err(ParamError::new(
+            "device",
+            format!(
+                "{}: simple-cms runs on the CPU only (no GPU navigator yet); use cpu or auto",
+                ctl.device
+            ),
+        )
+        .into());
+    }
+    if o.events == 0 {
+        return Err(ParamError::new("events", "must be at least 1").into());
+    }
+    let path = std::path::Path::new("examples/em/simple-cms.gdml");
+    let gdml = crate::gdml::parse(SIMPLE_CMS_GDML, path)?;
+    let world = gdml.tree.solids.bounding_box(gdml.tree.logical[gdml.tree.world as usize].solid);
+    let t0 = Instant::now();
+    let mut phys = DetectorPhysics::build(gdml, RangeCuts::uniform(0.1), TableOptions::default())?;
+    let tables = t0.elapsed().as_secs_f64();
+    let d = SIMPLE_CMS_DIRECTION;
+    let norm = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+    let primary = Primary {
+        particle: Particle::Electron,
+        energy: 10_000.0,
+        pos: [0.0; 3],
+        dir: d.map(|x| x / norm),
+    };
+    let r_max = world
+        .min
+        .x
+        .abs()
+        .max(world.max.x.abs())
+        .hypot(world.min.y.abs().max(world.max.y.abs()));
+    let map = std::sync::Arc::new(crate::field::FieldMap::uniform_z(
+        SIMPLE_CMS_FIELD_T,
+        r_max * 1.001,
+        world.min.z * 1.001,
+        world.max.z * 1.001,
+    ));
+    lines(&format!(
+        "warpdrive bench em --problem simple-cms: {} events of 10 GeV e⁻ from the origin along {:?} into {} ({} volumes; tables built in {tables:.2} s; CPU)",
+        o.events,
+        d,
+        path.display(),
+        phys.volumes()
+    ));
+    lines(&format!(
+        "{:>16} {:>8} {:>10} {:>10} {:>16} {:>14} {:>20} {:>14} {:>14}",
+        "field", "threads", "seconds", "events/s", "events/s/core", "track-steps/s", "track-steps/s/core", "charged/event", "neutral/event"
+    ));
+    let mut rows = Vec::new();
+    for field in ["none", "uniform 3.8 T", "map of 3.8 T"] {
+        match field {
+            "none" => phys.set_field([0.0; 3]),
+            "uniform 3.8 T" => phys.set_field([0.0, 0.0, SIMPLE_CMS_FIELD_T]),
+            _ => phys.set_field_map(map.clone())?,
+        }
+        for &n in threads {
+            let (r, s) = bench::timed(ctl, n, || run_range(&phys, &primary, 0, o.events, 12345, &ctl.progress))?;
+            ctl.check()?;
+            let steps = r.steps[0] + r.steps[1];
+            let (ev, st) = (r.events as f64 / s, steps as f64 / s);
+            let per = |k: usize| r.steps[k] as f64 / r.events.max(1) as f64;
+            lines(&format!(
+                "{field:>16} {n:>8} {s:>10.2} {ev:>10.3} {:>16.3} {st:>14.3e} {:>20.3e} {:>14.0} {:>14.0}",
+                ev / n as f64,
+                st / n as f64,
+                per(0),
+                per(1)
+            ));
+            rows.push(serde_json::json!({"field": field, "threads": n, "events": r.events, "seconds": s,
+                "events_per_s": ev, "events_per_s_per_core": ev / n as f64, "track_steps": steps,
+                "track_steps_per_s": st, "track_steps_per_s_per_core": st / n as f64,
+                "charged_steps_per_event": per(0), "neutral_steps_per_event": per(1),
+                "worst_energy_balance": r.worst_balance}));
+        }
+    }
+    json_text(
+        &serde_json::json!({"benchmark": "em-simple-cms", "gdml": path.display().to_string(), "primary": "e-",
+        "energy_mev": 10_000.0, "direction": d, "cut_mm": 1.0, "tables_seconds": tables, "runs": rows,
+        "version": env!("CARGO_PKG_VERSION")}),
+    )
 }
 
 /// The mini-app's run: 100 MeV photons in aluminium, 1-cm bins, seed 12345.
@@ -325,7 +432,7 @@ mod tests {
     fn options_are_checked_with_their_names() {
         assert_eq!(
             "lead".parse::<Problem>().unwrap_err().render(Style::Cli),
-            "--problem lead: expected kn or testem3"
+            "--problem lead: expected kn, testem3 or simple-cms"
         );
         let testem3 = |events, gpu_events| BenchOptions {
             problem: Problem::Testem3,
@@ -345,6 +452,45 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(refused(kn), "--tracks must be at least 1");
+    }
+
+    /// simple-cms times the three field set-ups per thread count; the field changes the
+    /// showers (more charged steps: curved paths are cut into chords), the thread count never.
+    #[test]
+    fn simple_cms_is_timed_per_field_and_thread_count() {
+        let o = BenchOptions {
+            problem: Problem::SimpleCms,
+            events: 2,
+            threads: vec![1, 2],
+            ..Default::default()
+        };
+        let mut printed = Vec::new();
+        let r = run(&o, &Control::new().device(Device::Cpu), &mut |l| printed.push(l.to_string())).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&r.json).unwrap();
+        assert_eq!(v["benchmark"], "em-simple-cms");
+        let runs = v["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 6);
+        for pair in runs.chunks(2) {
+            assert_eq!(
+                pair[0]["track_steps"], pair[1]["track_steps"],
+                "the thread count changed the physics"
+            );
+            assert!(pair[0]["worst_energy_balance"].as_f64().unwrap() < 1e-9);
+        }
+        let charged = |k: usize| runs[k]["charged_steps_per_event"].as_f64().unwrap();
+        assert!(charged(2) != charged(0), "the field made no difference");
+        assert!(
+            printed[0].starts_with("warpdrive bench em --problem simple-cms: 2 events"),
+            "{printed:?}"
+        );
+        assert_eq!(
+            refused(BenchOptions {
+                problem: Problem::SimpleCms,
+                events: 0,
+                ..Default::default()
+            }),
+            "--events must be at least 1"
+        );
     }
 
     #[test]

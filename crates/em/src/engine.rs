@@ -1044,6 +1044,9 @@ pub struct DetectorOptions {
     pub field_map: Option<PathBuf>,
     /// Logical volume names whose deposits are recorded as hits (besides GDML `SensDet`).
     pub sensitive: Vec<String>,
+    /// Accuracy of the curved path in a field (delta chord, delta intersection [mm], the
+    /// Dormand–Prince error per unit length in maps); checked by [`FieldAccuracy::check`].
+    pub accuracy: crate::field::propagate::FieldAccuracy,
 }
 
 /// The strongest uniform field accepted [T] (the strongest magnets are ~45 T; a stronger field
@@ -1063,6 +1066,7 @@ impl Default for DetectorOptions {
             field_t: [0.0; 3],
             field_map: None,
             sensitive: Vec::new(),
+            accuracy: crate::field::propagate::FieldAccuracy::default(),
         }
     }
 }
@@ -1115,6 +1119,7 @@ impl DetectorShower {
         if !(bmag.is_finite() && bmag <= MAX_FIELD_T) {
             return Err(ParamError::new("field", format!("{} T: |B| must be at most {MAX_FIELD_T} T", triple(b))).into());
         }
+        o.accuracy.check()?;
         if o.field_map.is_some() && bmag > 0.0 {
             return Err(ParamError::new("field", format!("{} T and a field map: give one of them", triple(b))).into());
         }
@@ -1273,6 +1278,7 @@ impl DetectorShower {
             ctl.progress.begin("tables", self.materials.len() as u64, "materials");
             let mut phys = self.build_physics(ctl)?;
             phys.set_field(self.opts.field_t);
+            phys.accuracy = self.opts.accuracy;
             if let Some(m) = &self.field_map {
                 phys.set_field_map(m.clone())?;
             }
@@ -1339,6 +1345,18 @@ impl DetectorResult {
             (Some(_), Some(f)) => m.push(("em.field_map".into(), f.display().to_string())),
             (Some(_), None) => m.push(("em.field_t".into(), triple(o.field_t))),
             _ => {}
+        }
+        if self.physics.field.is_some() {
+            let a = &self.physics.accuracy;
+            m.push((
+                "em.field_accuracy".into(),
+                format!(
+                    "delta_chord {} mm, delta_intersection {} mm, epsilon {}",
+                    num(a.delta_chord),
+                    num(a.delta_intersection),
+                    num(a.epsilon)
+                ),
+            ));
         }
         m
     }
@@ -1459,7 +1477,11 @@ impl DetectorResult {
         t
     }
 
-    /// `summary.json`: the request, per material the deposits, the energy balance.
+    /// `summary.json`: the request; `materials.{NAME}` (per GDML material: `vacuum`, Σ deposit
+    /// `edep_mev`, per event `edep_mean_mev`, `edep_mean_error_mev`, `edep_rms_mev`, as `em
+    /// testem3`) and `volumes.{KEY}` (per volume instance, keyed as
+    /// [`crate::shower::detector::DetectorPhysics::volume_keys`]: the same numbers with its `path`,
+    /// `copy`, `logical` and `material`); `volume_count`; the energy balance.
     #[must_use]
     pub fn summary(&self) -> serde_json::Value {
         let o = &self.opts;
@@ -1468,11 +1490,34 @@ impl DetectorResult {
         let scale = crate::shower::transport::FIXED_SCALE;
         let total_edep: f64 = r.edep.iter().sum::<u128>() as f64 / scale;
         let n_events = n;
-        let materials: Vec<serde_json::Value> = self
+        let gdml = &self.physics.gdml;
+        let materials: serde_json::Map<String, serde_json::Value> = self
             .per_material()
             .into_iter()
-            .map(|(name, vacuum, sum, mean, err)| {
-                json!({"name": name, "vacuum": vacuum, "edep_mev": sum, "edep_mean_mev": mean, "edep_mean_error_mev": err})
+            .enumerate()
+            .map(|(m, (name, vacuum, sum, mean, err))| {
+                let rms = r.material_stats(m).2;
+                (
+                    name,
+                    json!({"vacuum": vacuum, "edep_mev": sum, "edep_mean_mev": mean,
+                    "edep_mean_error_mev": err, "edep_rms_mev": rms}),
+                )
+            })
+            .collect();
+        let volumes: serde_json::Map<String, serde_json::Value> = self
+            .physics
+            .volume_keys()
+            .into_iter()
+            .zip(&self.volumes)
+            .enumerate()
+            .map(|(slot, (key, v))| {
+                let (mean, err, rms) = r.volume_stats(slot);
+                (
+                    key,
+                    json!({"path": v.path, "copy": v.copy, "logical": gdml.tree.logical[v.logical as usize].name,
+                    "material": gdml.materials[v.material].name, "edep_mev": r.edep_mev(slot),
+                    "edep_mean_mev": mean, "edep_mean_error_mev": err, "edep_rms_mev": rms}),
+                )
             })
             .collect();
         let mut s = json!({
@@ -1484,7 +1529,8 @@ impl DetectorResult {
             "events": r.events,
             "seed": o.seed,
             "cut_mm": o.cut_mm,
-            "volumes": self.volumes.len(),
+            "volume_count": self.volumes.len(),
+            "volumes": volumes,
             "materials": materials,
             "edep_sum_mev": total_edep,
             "escaped_sum_mev": r.escaped as f64 / scale,
@@ -1530,19 +1576,61 @@ impl DetectorResult {
         })
     }
 
-    /// Write `volumes.parquet`, `summary.json` and `run.json` into the prepared directory and
-    /// commit it whole.
-    pub fn save(&self, out: Staged, command: &str) -> Result<()> {
+    /// The bars of `volumes.png`: per volume instance its summary key, material and mean
+    /// deposit per event.
+    #[must_use]
+    pub fn volume_bars(&self) -> Vec<crate::shower::volume_plot::Bar> {
+        let mats = &self.physics.gdml.materials;
+        self.physics
+            .volume_keys()
+            .into_iter()
+            .zip(&self.volumes)
+            .enumerate()
+            .map(|(slot, (key, v))| crate::shower::volume_plot::Bar {
+                key,
+                material: mats[v.material].name.clone(),
+                mean_mev: self.run.volume_mean(slot).0,
+            })
+            .collect()
+    }
+
+    /// Write `volumes.parquet`, `summary.json`, `run.json` and, if `plot`, `volumes.png` (the
+    /// mean deposit per event per volume, [`crate::shower::volume_plot`]) into the prepared
+    /// directory and commit it whole. Returns notes (a plot that could not be drawn).
+    pub fn save(&self, out: Staged, plot: bool, command: &str) -> Result<Vec<String>> {
         let dir = out.path().to_path_buf();
         let shown = out.dest().to_path_buf();
+        let mut notes = Vec::new();
         write_table(&dir, "volumes.parquet", &self.volumes_table(), &shown)?;
         if self.physics.any_sensitive() {
             write_table(&dir, "hits.parquet", &self.hits_table(), &shown)?;
         }
         write_json(&dir, "summary.json", &self.summary(), &shown)?;
         write_json(&dir, "run.json", &self.environment(command), &shown)?;
+        if plot {
+            let o = &self.opts;
+            let file = self
+                .physics
+                .gdml
+                .path
+                .file_name()
+                .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+            let field = match (&self.physics.field, &o.field_map) {
+                (None, _) => String::new(),
+                (Some(_), Some(_)) => ", field map".to_string(),
+                (Some(_), None) => format!(", B = ({}) T", triple(o.field_t)),
+            };
+            let title = format!(
+                "{file}: {} {} MeV{field}, {} events: mean deposit per event",
+                o.primary.name(),
+                num(o.energy),
+                self.run.events
+            );
+            let drawn = crate::shower::volume_plot::plot_volumes(&dir.join("volumes.png"), &title, &self.volume_bars());
+            plot_or_note("volumes.png", drawn, &mut notes)?;
+        }
         out.commit()?;
-        Ok(())
+        Ok(notes)
     }
 }
 

@@ -359,7 +359,7 @@ fn cuda_is_refused_and_cpu_runs() {
     let t = r.volumes_table();
     assert_eq!(t.rows(), 152);
     let s = r.summary();
-    assert_eq!(s["volumes"], 152);
+    assert_eq!(s["volume_count"], 152);
     assert!(s["energy_balance_worst"].as_f64().unwrap() < 1e-9);
 }
 
@@ -375,4 +375,127 @@ fn a_cancelled_run_returns_cancelled() {
     cancel.cancel();
     let ctl = Control::new().device(Device::Cpu).with_cancel(cancel);
     assert!(matches!(req.run(&ctl), Err(Error::Cancelled(_))));
+}
+
+/// summary.json is keyed as `em testem3`'s: `materials.{NAME}` with the mean, its error and
+/// the RMS of the per-event deposit, and `volumes.{KEY}` per volume instance. Checked against
+/// the events run one by one: the per-material RMS from each event's deposits (two-pass), the
+/// volumes of a material adding up to it, the keys of TestEm3 (`Calorimeter`, `Layer[k]`,
+/// `Layer[k]/Lead[0]`).
+#[test]
+fn summary_is_keyed_by_material_and_volume() {
+    use warpdrive_core::engine::Control;
+    use warpdrive_em::engine::{DetectorOptions, DetectorShower};
+    let o = DetectorOptions {
+        energy: 200.0,
+        events: 6,
+        seed: 9,
+        position_mm: [0.0, 0.0, -10.0],
+        ..DetectorOptions::default()
+    };
+    let req = DetectorShower::new(&data("testem3.gdml"), &o).unwrap();
+    let r = req.run(&Control::default()).unwrap();
+    let s = r.summary();
+    let vols = s["volumes"].as_object().unwrap();
+    assert_eq!(vols.len(), 152);
+    assert_eq!(s["volume_count"], 152);
+    for k in [
+        "World",
+        "Calorimeter",
+        "Layer[0]",
+        "Layer[49]",
+        "Layer[0]/Lead[0]",
+        "Layer[49]/liquidArgon[0]",
+    ] {
+        assert!(vols.contains_key(k), "no volume {k}: {:?}", vols.keys().take(8).collect::<Vec<_>>());
+    }
+    assert_eq!(vols["Layer[3]/Lead[0]"]["path"], "World/Calorimeter[0]/Layer[3]/Lead[0]");
+    assert_eq!(vols["Layer[3]/Lead[0]"]["logical"], "LeadV");
+    assert_eq!(vols["Layer[3]"]["copy"], 3);
+    // The events one by one (the run's seed and event numbers).
+    let phys = &r.physics;
+    let slot_material: Vec<usize> = r.volumes.iter().map(|v| v.material).collect();
+    let per_event: Vec<Vec<f64>> = (0..o.events)
+        .map(|i| {
+            let t = detector::run_event(phys, &req_primary(&o), o.seed, i);
+            detector::edep_per_material(&slot_material, phys.gdml.materials.len(), &t)
+        })
+        .collect();
+    for (m, mat) in phys.gdml.materials.iter().enumerate() {
+        let x: Vec<f64> = per_event.iter().map(|e| e[m]).collect();
+        let n = x.len() as f64;
+        let mean = x.iter().sum::<f64>() / n;
+        let rms = (x.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n).sqrt();
+        let j = &s["materials"][mat.name.as_str()];
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-9);
+        assert!(close(j["edep_mean_mev"].as_f64().unwrap(), mean), "{}: {j} vs {mean}", mat.name);
+        assert!(close(j["edep_rms_mev"].as_f64().unwrap(), rms), "{}: {j} vs {rms}", mat.name);
+        assert!(
+            close(j["edep_mean_error_mev"].as_f64().unwrap(), rms / n.sqrt()),
+            "{}: {j}",
+            mat.name
+        );
+        // The volumes of this material add up to it.
+        let by_volume: f64 = vols
+            .values()
+            .filter(|v| v["material"] == mat.name.as_str())
+            .map(|v| v["edep_mean_mev"].as_f64().unwrap())
+            .sum();
+        assert!(close(by_volume, mean), "{}: volumes {by_volume} vs {mean}", mat.name);
+    }
+    assert!(s["materials"]["Lead"]["edep_rms_mev"].as_f64().unwrap() > 0.0);
+}
+
+fn req_primary(o: &warpdrive_em::engine::DetectorOptions) -> Primary {
+    let n = o.direction.iter().map(|d| d * d).sum::<f64>().sqrt();
+    Primary {
+        particle: o.primary,
+        energy: o.energy,
+        pos: o.position_mm.map(|x| x / 10.0),
+        dir: o.direction.map(|d| d / n),
+    }
+}
+
+/// Volume keys: a unique physical volume name is the key; names that repeat get their copy
+/// number, then as many mothers as make them unique; a placement repeated with one name and
+/// copy number in one mother is its path with `#slot`.
+#[test]
+fn volume_keys_are_unique_and_short() {
+    let text = r#"<?xml version="1.0"?>
+<gdml>
+  <solids><box name="W" x="2" y="2" z="2" lunit="m"/><box name="M" x="100" y="100" z="100"/>
+    <box name="S" x="10" y="10" z="10"/></solids>
+  <structure>
+    <volume name="Small"><materialref ref="G4_Si"/><solidref ref="S"/></volume>
+    <volume name="Mother"><materialref ref="G4_AIR"/><solidref ref="M"/>
+      <physvol name="inner"><volumeref ref="Small"/></physvol></volume>
+    <volume name="World"><materialref ref="G4_Galactic"/><solidref ref="W"/>
+      <physvol name="single"><volumeref ref="Small"/><position name="p0" x="-500"/></physvol>
+      <physvol name="rep" copynumber="1"><volumeref ref="Mother"/><position name="p1" x="-200"/></physvol>
+      <physvol name="rep" copynumber="2"><volumeref ref="Mother"/><position name="p2" x="200"/></physvol>
+      <physvol name="dup" copynumber="5"><volumeref ref="Small"/><position name="p3" y="400"/></physvol>
+      <physvol name="dup" copynumber="5"><volumeref ref="Small"/><position name="p4" y="-400"/></physvol>
+    </volume>
+  </structure>
+  <setup name="Default" version="1.0"><world ref="World"/></setup>
+</gdml>
+"#;
+    let g = gdml::parse(text, Path::new("keys.gdml")).unwrap_or_else(|e| panic!("{e}"));
+    let phys = DetectorPhysics::build(g, RangeCuts::default(), TableOptions::default()).unwrap();
+    let keys = phys.volume_keys();
+    let paths: Vec<String> = phys.volume_list().into_iter().map(|v| v.path).collect();
+    let got: Vec<(&str, &str)> = paths.iter().map(String::as_str).zip(keys.iter().map(String::as_str)).collect();
+    assert_eq!(
+        got,
+        [
+            ("World", "World"),
+            ("World/single[0]", "single"),
+            ("World/rep[1]", "rep[1]"),
+            ("World/rep[1]/inner[0]", "rep[1]/inner[0]"),
+            ("World/rep[2]", "rep[2]"),
+            ("World/rep[2]/inner[0]", "rep[2]/inner[0]"),
+            ("World/dup[5]", "World/dup[5]#6"),
+            ("World/dup[5]", "World/dup[5]#7"),
+        ]
+    );
 }

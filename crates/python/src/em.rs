@@ -443,21 +443,20 @@ impl DetectorResult {
     }
 
     /// Write the CLI's output directory (`volumes.parquet`, `hits.parquet` with sensitive
-    /// volumes, `summary.json`, `run.json`); an existing `dir` is refused unless `force`.
-    #[pyo3(signature = (dir, force=false))]
-    fn save(&self, py: Python<'_>, dir: PathBuf, force: bool) -> PyResult<()> {
+    /// volumes, `summary.json`, `run.json`, and `volumes.png` with `plot`); an existing `dir`
+    /// is refused unless `force`. Returns notes (a plot that could not be drawn).
+    #[pyo3(signature = (dir, force=false, plot=false))]
+    fn save(&self, py: Python<'_>, dir: PathBuf, force: bool, plot: bool) -> PyResult<Vec<String>> {
         py.allow_threads(|| {
             let out = engine::prepare_output(&dir, force, &self.inputs)?;
-            self.r.save(out, DETECTOR_COMMAND)
+            self.r.save(out, plot, DETECTOR_COMMAND)
         })
         .map_err(|e| errors::engine(&e))
     }
 
     /// The output directory `save` writes, captured for pickling.
     fn snapshot(&self, py: Python<'_>) -> PyResult<SavedOutput> {
-        capture(py, true, &self.inputs, |out| {
-            self.r.save(out, DETECTOR_COMMAND).map(|()| Vec::new())
-        })
+        capture(py, true, &self.inputs, |out| self.r.save(out, true, DETECTOR_COMMAND))
     }
 
     /// Per GDML material: (name, vacuum, Σ deposit [MeV], mean per event [MeV], its error [MeV]).
@@ -498,9 +497,10 @@ impl DetectorResult {
 
 /// `warpdrive em run GDML`: `events` showers of a `primary` of kinetic `energy` MeV from
 /// `position` [mm] along `direction` in the detector of a GDML file, with a uniform `field` [T]
-/// and hits in the `sensitive` logical volumes.
+/// and hits in the `sensitive` logical volumes; `delta_chord`, `delta_intersection` [mm] and
+/// `field_epsilon` the curved path's accuracy (`None`: the library's defaults).
 #[pyfunction]
-#[pyo3(signature = (gdml, primary, energy, position, direction, events, seed, cut_mm, field, field_map, sensitive, device, threads, progress))]
+#[pyo3(signature = (gdml, primary, energy, position, direction, events, seed, cut_mm, field, field_map, sensitive, device, threads, progress, delta_chord=None, delta_intersection=None, field_epsilon=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn em_detector(
     py: Python<'_>,
@@ -518,6 +518,9 @@ pub fn em_detector(
     device: &str,
     threads: Option<Count>,
     progress: Option<&Bound<'_, PyAny>>,
+    delta_chord: Option<f64>,
+    delta_intersection: Option<f64>,
+    field_epsilon: Option<f64>,
 ) -> PyResult<DetectorResult> {
     let opts = DetectorOptions {
         primary: primary.parse().map_err(|e| errors::param(&e))?,
@@ -530,6 +533,7 @@ pub fn em_detector(
         field_t: engine::three("field", &field).map_err(|e| errors::engine(&e))?,
         field_map,
         sensitive,
+        accuracy: warpdrive_em::field::propagate::FieldAccuracy::with(delta_chord, delta_intersection, field_epsilon),
     };
     let (ctl, notes) = control(device, threads, false)?;
     let req = DetectorShower::new(&gdml, &opts).map_err(|e| errors::engine(&e))?;

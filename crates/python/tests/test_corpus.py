@@ -362,8 +362,13 @@ def detector_call(o: Options) -> Callable[[], Any]:
               position=o.take("position", floats, [0.0, 0.0, 0.0]), direction=o.take("direction", floats, [0.0, 0.0, 1.0]),
               events=o.take("events", int, 1000), seed=o.take("seed", int, 12345), cut_mm=o.take("cut-mm", float, 1.0),
               field=o.take("field", floats, [0.0, 0.0, 0.0]), field_map=o.take("field-map"),
-              sensitive=o.take("sensitive", lambda v: v.split(","), []), **common(o, False))
+              sensitive=o.take("sensitive", lambda v: v.split(","), []), delta_chord=o.take("delta-chord", float),
+              delta_intersection=o.take("delta-intersection", float), field_epsilon=o.take("field-epsilon", float),
+              plot=o.take("plot", default=False), **common(o, False))
     out, force = o.take("output", default="em-detector"), o.take("force", default=False)
+    plot = kw.pop("plot")
+    if plot:
+        return lambda: em.run(gdml=path, **kw).to_parquet(out, force=force, plot=True)
     return lambda: em.run(gdml=path, out_dir=out, force=force, **kw)
 
 

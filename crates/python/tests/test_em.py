@@ -227,6 +227,37 @@ def test_detector_run_equals_cli(cli, tmp_path):
     same_directories(tmp_path / "again", mine, ["volumes.parquet", "hits.parquet"], ["summary.json"])
 
 
+def test_detector_summary_accuracy_and_plot(cli, tmp_path):
+    """summary.json keyed by material and volume; the accuracy keywords reach the run (as the CLI's
+    options, the same files); bad values raise ValueError naming the keyword; plot=True draws
+    volumes.png, also from a pickled result."""
+    out = tmp_path / "cli"
+    cli("em", "run", TESTEM3_GDML, "--events", 2, "--energy", 100, "--position", "0,0,-10", "--field", "0,4,0",
+        "--delta-chord", 0.5, "--delta-intersection", 0.001, "--device", "cpu", "--plot", "-o", out)
+    r = em.run(gdml=TESTEM3_GDML, energy_mev=100, events=2, position=(0, 0, -10), field=(0, 4, 0),
+               delta_chord=0.5, delta_intersection=0.001)
+    r.to_parquet(tmp_path / "py", plot=True)
+    same_directories(tmp_path / "py", out, ["volumes.parquet"], ["summary.json"])
+    s = r.summary
+    assert s["field"]["delta_chord_mm"] == 0.5 and s["field"]["delta_intersection_mm"] == 0.001
+    assert s["materials"]["Lead"]["edep_rms_mev"] > 0 and s["materials"]["G4_Galactic"]["vacuum"]
+    assert s["volume_count"] == len(s["volumes"]) == 152
+    lead = sum(v["edep_mean_mev"] for v in s["volumes"].values() if v["material"] == "Lead")
+    assert lead == pytest.approx(s["materials"]["Lead"]["edep_mean_mev"], rel=1e-12)
+    assert s["volumes"]["Layer[4]/Lead[0]"]["path"] == "World/Calorimeter[0]/Layer[4]/Lead[0]"
+    again = pickle.loads(pickle.dumps(r))
+    again.to_parquet(tmp_path / "again", plot=True)
+    assert (tmp_path / "again" / "volumes.png").stat().st_size > 1000
+    with pytest.raises(ValueError, match="^delta_chord 0 mm: must be finite and positive"):
+        em.run(gdml=TESTEM3_GDML, events=1, delta_chord=0)
+    with pytest.raises(ValueError, match=r"^delta_intersection 1 mm: must be at least 1e-9 mm and at most delta_chord"):
+        em.run(gdml=TESTEM3_GDML, events=1, delta_intersection=1)
+    with pytest.raises(ValueError, match=r"^field_epsilon 1: must be in \[1e-12, 1e-2\]"):
+        em.detector(TESTEM3_GDML, events=1, field_epsilon=1)
+    with pytest.raises(TypeError, match="need gdml="):
+        em.run(delta_chord=0.1)
+
+
 def test_detector_bad_inputs(tmp_path):
     with pytest.raises(ValueError, match="^sensitive 'Nope' is not a logical volume of .*testem3.gdml"):
         em.run(gdml=TESTEM3_GDML, events=1, sensitive=["Nope"])

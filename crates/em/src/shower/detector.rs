@@ -278,6 +278,66 @@ impl DetectorPhysics {
         out
     }
 
+    /// The key of every slot in `summary.json`'s `volumes` (slot order): the physical volume's
+    /// name where no other instance has that name; else `name[copy]` where that is unique; else
+    /// the shortest tail of the placement path that is, `Layer[3]/Lead[0]`, up to the whole path
+    /// (the world, placed by nothing, is its logical volume's name). A tail that is still not
+    /// unique (two placements of one name and copy number in one mother) is the full path with
+    /// `#slot` appended. Keys are unique.
+    #[must_use]
+    pub fn volume_keys(&self) -> Vec<String> {
+        let tree = &self.gdml.tree;
+        // Per slot the chain of placements from the world down, in volume_list's order.
+        let mut chains: Vec<Vec<u32>> = Vec::with_capacity(self.volumes);
+        chains.push(Vec::new());
+        let mut stack: Vec<(u32, Vec<u32>)> = tree.daughters(tree.world).rev().map(|k| (k, Vec::new())).collect();
+        while let Some((k, mut chain)) = stack.pop() {
+            chain.push(k);
+            for d in tree.daughters(tree.placements[k as usize].logical).rev() {
+                stack.push((d, chain.clone()));
+            }
+            chains.push(chain);
+        }
+        let part = |k: u32| {
+            let p = &tree.placements[k as usize];
+            format!("{}[{}]", p.name, p.copy)
+        };
+        // Form 0: the name; form f ≥ 1: the last f placements with their copy numbers.
+        let candidate = |chain: &[u32], f: usize| -> Option<String> {
+            match (chain.last(), f) {
+                (None, 0) => Some(tree.logical[tree.world as usize].name.clone()),
+                (None, _) => None,
+                (Some(&k), 0) => Some(tree.placements[k as usize].name.clone()),
+                (Some(_), f) if f <= chain.len() => Some(chain[chain.len() - f..].iter().map(|&k| part(k)).collect::<Vec<_>>().join("/")),
+                _ => None,
+            }
+        };
+        let depth = chains.iter().map(Vec::len).max().unwrap_or(0);
+        let mut keys: Vec<Option<String>> = vec![None; chains.len()];
+        let mut taken = std::collections::HashSet::new();
+        for f in 0..=depth {
+            let mut count = std::collections::HashMap::<String, u32>::new();
+            let cands: Vec<(usize, String)> = (0..chains.len())
+                .filter(|&s| keys[s].is_none())
+                .filter_map(|s| candidate(&chains[s], f).map(|c| (s, c)))
+                .collect();
+            for (_, c) in &cands {
+                *count.entry(c.clone()).or_default() += 1;
+            }
+            for (s, c) in cands {
+                if count[&c] == 1 && !taken.contains(&c) {
+                    taken.insert(c.clone());
+                    keys[s] = Some(c);
+                }
+            }
+        }
+        let paths = self.volume_list();
+        keys.into_iter()
+            .enumerate()
+            .map(|(s, k)| k.unwrap_or_else(|| format!("{}#{s}", paths[s].path)))
+            .collect()
+    }
+
     /// The slot of a located path.
     #[must_use]
     pub fn slot(&self, path: &VolumePath) -> usize {
@@ -517,6 +577,19 @@ impl DetectorRun {
         mean_rms_from_sums(self.edep_mev(slot), self.edep2[slot], self.events)
     }
 
+    /// Mean per event, its statistical error and the RMS of the per-event deposit [MeV] of a
+    /// volume slot.
+    #[must_use]
+    pub fn volume_stats(&self, slot: usize) -> (f64, f64, f64) {
+        with_rms(self.volume_mean(slot), self.events)
+    }
+
+    /// [`Self::volume_stats`] of a GDML material.
+    #[must_use]
+    pub fn material_stats(&self, m: usize) -> (f64, f64, f64) {
+        with_rms(self.material_mean(m), self.events)
+    }
+
     /// Mean per event and its statistical error [MeV] of a GDML material.
     #[must_use]
     pub fn material_mean(&self, m: usize) -> (f64, f64) {
@@ -528,6 +601,12 @@ impl DetectorRun {
     pub fn escaped_mean(&self) -> f64 {
         self.escaped as f64 / FIXED_SCALE / self.events.max(1) as f64
     }
+}
+
+/// (mean, error of the mean) → (mean, error, RMS = error·√N): the RMS of the per-event values
+/// (the population's, as `em testem3` reports it).
+fn with_rms((mean, err): (f64, f64), n: u64) -> (f64, f64, f64) {
+    (mean, err, err * (n as f64).sqrt())
 }
 
 /// Bytes of one event's tally in the detector (a batch of [`BATCH`] is held at once).

@@ -24,7 +24,7 @@
 //! Transport (CPU): [`transport`] — [`transport::ShowerPhysics`] (a calorimeter with the physics
 //! of its materials, [`transport::ShowerPhysics::testem3`]) and the stepping loop of one event;
 //! [`fluctuations`]: restricted-loss straggling; [`run`]: many events and their summary;
-//! [`output`]: profile Parquet and PNG; [`reference`]: Geant4 10.3's TestEm3 numbers (its analogue
+//! [`output`]: profile Parquet and PNG; [`volume_plot`]: `em run`'s deposit per volume (PNG); [`reference`]: Geant4 10.3's TestEm3 numbers (its analogue
 //! and its secondary-biased run) and the bounds.
 //!
 //! Transport (GPU): [`gpu`] + `kernels/shower.cu` — the same loop, one thread per track, the
@@ -55,6 +55,7 @@ pub mod reference;
 pub mod run;
 pub mod tables;
 pub mod transport;
+pub mod volume_plot;
 
 pub use crate::xs::ELECTRON_MASS;
 

@@ -89,7 +89,8 @@ class EmResult:
 
 #: The defaults of :func:`run`'s mini-app keywords and of its detector keywords (they do not mix).
 _KN_DEFAULTS = (100.0, 1 << 20, "G4_Al", 0.0, 1.0, 2048, None, None, None)
-_DETECTOR_DEFAULTS = ("e-", 1000.0, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0), 1000, 1.0, (0.0, 0.0, 0.0), None, (), None, False)
+_DETECTOR_DEFAULTS = ("e-", 1000.0, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0), 1000, 1.0, (0.0, 0.0, 0.0), None, (), None, False,
+                      None, None, None)
 
 
 @overload
@@ -105,7 +106,8 @@ def run(*, gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
         events: int = 1000, seed: int = 12345, cut_mm: float = 1.0, field: Sequence[float] = (0.0, 0.0, 0.0),
         field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None,
         force: bool = False, device: str = "auto", threads: Optional[int] = None,
-        progress: Progress = None) -> DetectorResult: ...
+        progress: Progress = None, delta_chord: Optional[float] = None, delta_intersection: Optional[float] = None,
+        field_epsilon: Optional[float] = None) -> DetectorResult: ...
 
 
 def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, material: PathLike = "G4_Al",
@@ -115,7 +117,9 @@ def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, materia
         primary: str = "e-", energy_mev: float = 1000.0, position: Sequence[float] = (0.0, 0.0, 0.0),
         direction: Sequence[float] = (0.0, 0.0, 1.0), events: int = 1000, cut_mm: float = 1.0,
         field: Sequence[float] = (0.0, 0.0, 0.0), field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (),
-        out_dir: Optional[PathLike] = None, force: bool = False) -> Union[EmResult, DetectorResult]:
+        out_dir: Optional[PathLike] = None, force: bool = False, delta_chord: Optional[float] = None,
+        delta_intersection: Optional[float] = None, field_epsilon: Optional[float] = None
+        ) -> Union[EmResult, DetectorResult]:
     """``warpdrive em``: ``tracks`` photons of ``energy`` MeV along +z in ``material`` (a name of
     :data:`MATERIALS` or a TOML file), Compton scattering, deposits tallied in ``tally_bins`` bins of
     ``tally_width`` cm from ``tally_front`` cm. ``slots``, ``stack_capacity`` and ``compare`` (a
@@ -125,21 +129,24 @@ def run(energy: float = 100.0, tracks: int = 1 << 20, seed: int = 12345, materia
     With ``gdml=``: ``warpdrive em run FILE.gdml``, showers in a GDML detector (:func:`detector`, the
     same call: ``primary``, ``energy_mev``, ``position``, ``direction``, ``events``, ``seed``,
     ``cut_mm``, ``field``, ``field_map``, ``sensitive``, ``out_dir``, ``force``, ``device``,
-    ``threads``, ``progress``) and a :class:`DetectorResult`. The mini-app's keywords and the
+    ``threads``, ``progress``, ``delta_chord``, ``delta_intersection``, ``field_epsilon``) and a
+    :class:`DetectorResult`. The mini-app's keywords and the
     detector's do not mix (``TypeError``)."""
     mini_app = (energy, tracks, material, tally_front, tally_width, tally_bins, slots, stack_capacity, compare)
     shower = (primary, energy_mev, tuple(position), tuple(direction), events, cut_mm, tuple(field), field_map,
-              tuple(sensitive), out_dir, force)
+              tuple(sensitive), out_dir, force, delta_chord, delta_intersection, field_epsilon)
     if gdml is not None:
         if mini_app != _KN_DEFAULTS:
             raise TypeError("run(gdml=...) takes the keywords of em.detector (energy_mev=, events=, ...), "
                             "not those of the Klein–Nishina mini-app (energy, tracks, material, tally_*, ...)")
         return detector(gdml, primary=primary, energy_mev=energy_mev, position=position, direction=direction,
                         events=events, seed=seed, cut_mm=cut_mm, field=field, field_map=field_map, sensitive=sensitive,
-                        out_dir=out_dir, force=force, device=device, threads=threads, progress=progress)
+                        out_dir=out_dir, force=force, device=device, threads=threads, progress=progress,
+                        delta_chord=delta_chord, delta_intersection=delta_intersection, field_epsilon=field_epsilon)
     if shower != _DETECTOR_DEFAULTS:
         raise TypeError("run(): primary, energy_mev, position, direction, events, cut_mm, field, field_map, "
-                        "sensitive, out_dir and force need gdml= (showers in a GDML detector)")
+                        "sensitive, out_dir, force, delta_chord, delta_intersection and field_epsilon need gdml= "
+                        "(showers in a GDML detector)")
     return _kn_run(energy, tracks, seed, material, tally_front, tally_width, tally_bins, device, threads, progress,
                    slots, stack_capacity, compare)
 
@@ -269,11 +276,12 @@ class DetectorResult:
             setattr(self, k, getattr(r, k))
         self.n_events: int = r.events_count
 
-    def to_parquet(self, dir: PathLike, force: bool = False) -> None:
+    def to_parquet(self, dir: PathLike, force: bool = False, plot: bool = False) -> None:
         """Write the CLI's output directory: ``volumes.parquet``, ``hits.parquet`` (with sensitive
-        volumes), ``summary.json``, ``run.json``. The directory appears whole or not at all; an
-        existing one raises ``FileExistsError`` unless ``force=True``."""
-        self._r.save(os.fspath(dir), force)
+        volumes), ``summary.json``, ``run.json`` (and ``volumes.png``, the mean deposit per event
+        per volume, with ``plot=True``: the CLI's ``--plot``). The directory appears whole or not
+        at all; an existing one raises ``FileExistsError`` unless ``force=True``."""
+        _warn(self._r.save(os.fspath(dir), force, plot))
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle with the output directory's bytes in place of the native result."""
@@ -284,19 +292,28 @@ class DetectorResult:
         return f"warpdrive.em.DetectorResult({self.n_events} events: {m}; {len(self.hits)} hits; {self.device})"
 
 
+def _opt_float(x: Optional[float]) -> Optional[float]:
+    return None if x is None else float(x)
+
+
 def detector(gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
              position: Sequence[float] = (0.0, 0.0, 0.0), direction: Sequence[float] = (0.0, 0.0, 1.0),
              events: int = 1000, seed: int = 12345, cut_mm: float = 1.0, field: Sequence[float] = (0.0, 0.0, 0.0),
              field_map: Optional[PathLike] = None, sensitive: Sequence[str] = (), out_dir: Optional[PathLike] = None,
              force: bool = False, device: str = "auto", threads: Optional[int] = None,
-             progress: Progress = None) -> DetectorResult:
+             progress: Progress = None, delta_chord: Optional[float] = None,
+             delta_intersection: Optional[float] = None, field_epsilon: Optional[float] = None) -> DetectorResult:
     """``warpdrive em run GDML``: ``events`` showers of a ``primary`` ("e-", "e+", "gamma") of kinetic
     ``energy_mev`` MeV from ``position`` [mm, the world's frame] along ``direction`` in the detector of a
     GDML file, production cut ``cut_mm`` mm, a uniform magnetic ``field`` (Bx, By, Bz) [T] (charged
     particles on helices, docs/em-geometry.md) or a ``field_map`` file (CSV or Parquet: ``r_mm``, ``z_mm``,
     ``br_T``, ``bz_T``; it must cover the world), step-level hits in the ``sensitive`` logical volumes
     (and those with a GDML ``SensDet`` auxiliary). CPU only (``device`` "auto" runs on the CPU, "cuda" is
-    refused). With
+    refused). The curved path's accuracy (the CLI's ``--delta-chord``, ``--delta-intersection``,
+    ``--field-epsilon``): ``delta_chord`` [mm], largest sagitta of a chord checked for boundaries;
+    ``delta_intersection`` [mm], how far past a boundary a crossing may be found; ``field_epsilon``,
+    the Dormand–Prince error per unit length in field maps (``None``: the defaults, 0.25 mm, 1e-6 mm,
+    1e-9; bad values raise ``ValueError``). With
     ``out_dir`` the CLI's output directory is written too (``force`` to replace one). Defaults are
     the CLI's."""
     if isinstance(sensitive, str):
@@ -306,7 +323,8 @@ def detector(gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
         r = _warpdrive.em_detector(os.fspath(gdml), str(primary), float(energy_mev),
                                    [float(x) for x in position], [float(x) for x in direction],
                                    int(events), int(seed), float(cut_mm), [float(x) for x in field],
-                                   None if field_map is None else os.fspath(field_map), [str(s) for s in sensitive], device, None if threads is None else int(threads), cb)
+                                   None if field_map is None else os.fspath(field_map), [str(s) for s in sensitive], device, None if threads is None else int(threads), cb,
+                                   _opt_float(delta_chord), _opt_float(delta_intersection), _opt_float(field_epsilon))
     finally:
         close()
     result = DetectorResult(r)
