@@ -8,43 +8,14 @@
 //! Needs a C++ compiler (`c++`, or `$CXX`); skipped without one unless
 //! `WARPDRIVE_REQUIRE_DATA=1`.
 
+mod common;
+use common::{bytes, compile};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use warpdrive_em::geo::device::{flatten_solids, DeviceGeometry};
 use warpdrive_em::geo::gpu::{solid_distances_cpu, trace_rays_cpu};
 use warpdrive_em::geo::trace::Trace;
 use warpdrive_em::geo::{zoo, Aabb, Vec3};
-
-fn bytes<T>(v: &[T]) -> &[u8] {
-    // SAFETY: the records are #[repr(C)] plain old data; their bytes are what the device reads.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-fn compile(dir: &Path) -> Option<PathBuf> {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exe = dir.join("geo_host_twin");
-    let out = Command::new(&cxx)
-        .args(["-O2", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-w"])
-        .arg("-I")
-        .arg(root.join("kernels"))
-        .arg(root.join("tests/geo_host_twin.cpp"))
-        .arg("-o")
-        .arg(&exe)
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(exe),
-        Ok(o) => panic!("{cxx} failed on the host twin:\n{}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => {
-            assert!(
-                std::env::var("WARPDRIVE_REQUIRE_DATA").as_deref() != Ok("1"),
-                "no C++ compiler ({cxx}: {e})"
-            );
-            eprintln!("skipped: no C++ compiler ({cxx}: {e})");
-            None
-        }
-    }
-}
 
 fn write_geometry(path: &Path, g: &DeviceGeometry) {
     let mut f = Vec::new();
@@ -98,7 +69,7 @@ fn tempdir(name: &str) -> PathBuf {
 #[test]
 fn solid_twins_equal_the_cpu_bit_for_bit() {
     let dir = tempdir("solids");
-    let Some(exe) = compile(&dir) else { return };
+    let Some(exe) = compile(&dir, "geo_host_twin") else { return };
     let n = 20_000u64;
     for (k, s) in zoo::specimens().iter().enumerate() {
         let b = s.solids.bounding_box(s.id);
@@ -144,7 +115,7 @@ fn solid_twins_equal_the_cpu_bit_for_bit() {
 #[test]
 fn navigator_twin_walks_nested_gdml_as_the_cpu() {
     let dir = tempdir("nested");
-    let Some(exe) = compile(&dir) else { return };
+    let Some(exe) = compile(&dir, "geo_host_twin") else { return };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/nested.gdml");
     let gdml = warpdrive_em::gdml::read(&path).unwrap();
     let g = DeviceGeometry::new(&gdml.tree).unwrap();

@@ -11,7 +11,9 @@
 //! Needs a C++ compiler (`c++`, or `$CXX`); skipped without one unless
 //! `WARPDRIVE_REQUIRE_DATA=1`.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{bytes, compile};
+use std::path::Path;
 use std::process::Command;
 use warpdrive_core::progress::Progress;
 use warpdrive_em::shower::cuts::RangeCuts;
@@ -22,40 +24,6 @@ use warpdrive_em::shower::run::{event_words, run};
 use warpdrive_em::shower::tables::TableOptions;
 use warpdrive_em::shower::transport::{to_fixed, Primary, ShowerPhysics};
 use warpdrive_em::shower::Particle;
-
-fn bytes<T>(v: &[T]) -> &[u8] {
-    // SAFETY: the tables are #[repr(C)] plain old data (f64/u32/i32 fields); reading their bytes
-    // is how they are uploaded to the device too.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-fn compile(dir: &Path) -> Option<PathBuf> {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let exe = dir.join("shower_host_twin");
-    let out = Command::new(&cxx)
-        .args(["-O2", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-w"])
-        .arg("-I")
-        .arg(root.join("kernels"))
-        .arg("-I")
-        .arg(root.join("../core/kernels"))
-        .arg(root.join("tests/shower_host_twin.cpp"))
-        .arg("-o")
-        .arg(&exe)
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(exe),
-        Ok(o) => panic!("{cxx} failed on the host twin:\n{}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => {
-            assert!(
-                std::env::var("WARPDRIVE_REQUIRE_DATA").as_deref() != Ok("1"),
-                "no C++ compiler ({cxx}: {e})"
-            );
-            eprintln!("skipped: no C++ compiler ({cxx}: {e})");
-            None
-        }
-    }
-}
 
 /// Run `events` events of `primary` through the host twin; the events' tallies.
 fn host_twin(exe: &Path, dir: &Path, phys: &ShowerPhysics, primary: &Primary, events: u64, seed: u64, mode: &str) -> Vec<Vec<u64>> {
@@ -120,7 +88,7 @@ const MODES: [&str; 3] = ["generations", "queue", "phases"];
 fn host_build_of_the_kernel_equals_the_cpu_loop() {
     let dir = std::env::temp_dir().join(format!("wd-shower-twin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let Some(exe) = compile(&dir) else { return };
+    let Some(exe) = compile(&dir, "shower_host_twin") else { return };
     let phys = ShowerPhysics::testem3();
     let mut failures = Vec::new();
     for (p, e, n) in [
