@@ -333,7 +333,8 @@ struct ResponseParams {
     const unsigned int* rows;
     const unsigned int* first_edge;
     const double* edges;
-    const double* sources;      // 7 per source: pos, dir, time
+    const double* sources;      // 11 per source: pos, dir, time, the amplitude and the timing
+                                // table's source-axis values (model.rs `Model::locate`)
     double* out;                // rows × sources, row-major (f64, as the CPU's)
     unsigned int ndoms;
     unsigned int nsources;
@@ -367,12 +368,13 @@ __device__ void table_coordinates(const double* dom, const double* s, double* x)
     x[2] = fmin(fmax(along / r, -1.0), 1.0);
 }
 
-// CDF of the delay (model.rs `Model::cdf`): 0 before the time extent, 1 after, clamped inside.
+// CDF of the delay (model.rs `Model::cdf`): 0 before the time extent, 1 after, clamped inside;
+// `at` holds the source's values on the table's source axes (dimensions 4 and 5, if it has them).
 template <class ST>
-__device__ __forceinline__ float delay_cdf(const TableDev& tt, const double* x3, double delay) {
+__device__ __forceinline__ float delay_cdf(const TableDev& tt, const double* x3, const double* at, double delay) {
     if (delay < tt.lo[3]) return 0.f;
     if (delay >= tt.hi[3]) return 1.f;
-    double x[4] = {x3[0], x3[1], x3[2], delay};
+    double x[6] = {x3[0], x3[1], x3[2], delay, at[0], at[1]};
     float r[5];
     if (!evaluate<ST, false, WD_WINDOW != 0>(tt, x, r)) return 0.f;
     return fminf(fmaxf(r[0], 0.f), 1.f);
@@ -385,11 +387,14 @@ extern "C" __global__ void response(const TableDev amp, const TableDev tim, cons
     if (k >= (unsigned long long)p.ndoms * p.nsources) return;
     // Sources fastest: a warp shares one DOM, so its rows' edges are read once per warp.
     unsigned int dom = (unsigned int)(k / p.nsources), src = (unsigned int)(k % p.nsources);
-    const double* s = p.sources + 7 * src;
+    const double* s = p.sources + 11 * src;
     unsigned int rows = p.rows[dom], row0 = p.first_row[dom];
     double* out = p.out + (unsigned long long)row0 * p.nsources + src;
-    double x[3];
+    // (r, φ, cos θ), then the amplitude table's source axes (model.rs `Model::amplitude`).
+    double x[5];
     table_coordinates(p.dom_pos + 3 * dom, s, x);
+    x[3] = s[7];
+    x[4] = s[8];
     float a[4];
     double amplitude = 0.0;
     if (inside(amp, x, SA::nd) && evaluate<SA, false, WD_WINDOW != 0>(amp, x, a)) {
@@ -401,9 +406,9 @@ extern "C" __global__ void response(const TableDev amp, const TableDev tim, cons
     }
     const double* e = p.edges + p.first_edge[dom];
     double t0 = s[6] + x[0] * p.t_geo_per_m;
-    float prev = delay_cdf<ST>(tim, x, e[0] - t0);
+    float prev = delay_cdf<ST>(tim, x, s + 9, e[0] - t0);
     for (unsigned int q = 0; q < rows; ++q) {
-        float next = delay_cdf<ST>(tim, x, e[q + 1] - t0);
+        float next = delay_cdf<ST>(tim, x, s + 9, e[q + 1] - t0);
         out[(unsigned long long)q * p.nsources] = amplitude * (double)fmaxf(next - prev, 0.f);
         prev = next;
     }

@@ -941,12 +941,7 @@ impl Unfold {
     /// within one DOM of Λ on the CPU and one solver iteration (or Cholesky row).
     pub fn run(&self, ctl: &Control) -> Result<UnfoldResult> {
         let s = &self.setup;
-        let mut gpu = one_gpu(ctl, "the response matrix")?;
-        if gpu.is_some() && s.model.has_source_axes() {
-            // The GPU kernel evaluates 3-D amplitude and 4-D timing tables only.
-            ctl.note("device: cpu (the GPU response matrix takes tables without source zenith/depth axes; these tables have them)");
-            gpu = None;
-        }
+        let gpu = one_gpu(ctl, "the response matrix")?;
         s.note_outside_source_range(ctl);
         ctl.install(|| {
             let t_build = Instant::now();

@@ -344,9 +344,16 @@ pub fn response(
     let first_row: Vec<u32> = bins.doms.iter().map(|d| d.first_row as u32).collect();
     let rows: Vec<u32> = bins.doms.iter().map(|d| d.rows as u32).collect();
     let first_edge: Vec<u32> = bins.doms.iter().map(|d| d.first_edge as u32).collect();
+    // Per source: position, direction, time, and its (clamped) values on the amplitude and the
+    // timing table's source axes (zeros for tables without them; the kernel then reads none).
     let src: Vec<f64> = sources
         .iter()
-        .flat_map(|s| [s.pos[0], s.pos[1], s.pos[2], s.dir[0], s.dir[1], s.dir[2], s.time])
+        .flat_map(|s| {
+            let (a, t) = model.locate(s).values();
+            [
+                s.pos[0], s.pos[1], s.pos[2], s.dir[0], s.dir[1], s.dir[2], s.time, a[0], a[1], t[0], t[1],
+            ]
+        })
         .collect();
     let d_pos = st.clone_htod(&pos)?;
     let d_scale = st.clone_htod(&scale)?;

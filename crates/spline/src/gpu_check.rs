@@ -186,59 +186,25 @@ pub fn run_all(data: &Path, device: usize, log: &mut dyn FnMut(&str)) -> Result<
         0,
     );
     let bins = ev.bin(&geo, &Binning::default())?;
-    let l_cpu = response_cpu(&model, &bins, &sources);
-    for window in [false, true] {
-        let (l_gpu, st) = response(
-            &model,
-            &bins,
-            &sources,
-            device,
-            &EvalOptions {
-                window,
-                repeats: 3,
-                ..Default::default()
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        // Bound per element: 1e-4 of the DOM's total expectation from that source (float32 basis,
-        // exp of a float32 log-amplitude, differences of float32 CDFs).
-        let mut worst = 0.0f64;
-        for d in &bins.doms {
-            for j in 0..sources.len() {
-                let total: f64 = (0..d.rows).map(|q| l_cpu.at(d.first_row + q, j)).sum();
-                for q in 0..d.rows {
-                    let r = d.first_row + q;
-                    let diff = (l_gpu.at(r, j) - l_cpu.at(r, j)).abs();
-                    if diff > 0.0 {
-                        worst = worst.max(diff / total.max(1e-300));
-                    }
-                }
-            }
-        }
-        let s_cpu = unfold(&l_cpu, &bins.charge, &bins.noise, &SolveOptions::default());
-        let s_gpu = unfold(&l_gpu, &bins.charge, &bins.noise, &SolveOptions::default());
-        let de = s_cpu
-            .energy
-            .iter()
-            .zip(&s_gpu.energy)
-            .zip(&s_cpu.sigma)
-            .map(|((a, b), s)| (a - b).abs() / s)
-            .fold(0.0f64, f64::max);
-        checks.push(Check {
-            name: format!("spline: Millipede Λ on GPU = CPU ({} layout)", if window { "window" } else { "standard" }),
-            passed: worst <= 1e-4 && de <= 1e-3,
-            detail: format!(
-                "{} rows × {} sources: max |ΔΛ| / (DOM-source total) = {worst:.2e} (bound 1e-4); energies unfolded from either Λ differ by at most {de:.2e} σ (bound 1e-3)\nCPU: {:?}\nGPU: {:?}\nkernel {:.3} ms, {} registers, {} B local",
-                l_cpu.rows,
-                l_cpu.cols,
-                s_cpu.energy.iter().map(|e| e.round()).collect::<Vec<_>>(),
-                s_gpu.energy.iter().map(|e| e.round()).collect::<Vec<_>>(),
-                1e3 * st.kernel_s,
-                st.registers,
-                st.local_bytes
-            ),
-        });
-    }
+    checks.extend(response_checks(&model, &bins, &sources, device, "")?);
+    // Tables with source axes (depth-aware Millipede, issue #32): the same pair extended by a
+    // zenith and a depth axis on which the values change linearly, so a wrong axis value shows.
+    log("spline: Millipede response matrix with source zenith/depth axes on GPU vs CPU");
+    use crate::millipede::model::SourceAxis;
+    let axes = vec![SourceAxis::Zenith, SourceAxis::Depth];
+    let with_axes = Model::with_axes(
+        with_source_axes(&model.amplitude, 0.4, -0.6),
+        model.timing.as_ref().map(|t| with_source_axes(t, 0.01, -0.02)),
+        axes.clone(),
+        axes,
+    )?;
+    checks.extend(response_checks(
+        &with_axes,
+        &bins,
+        &sources,
+        device,
+        ", tables with zenith and depth axes",
+    )?);
     checks.extend(fit_checks(device, log)?);
     Ok(checks)
 }
@@ -298,5 +264,89 @@ fn fit_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, St
         passed: cpu.is_some() && cpu == g,
         detail: format!("CPU: {cpu:?}\nGPU: {g:?}"),
     });
+    Ok(checks)
+}
+
+/// The source axes a depth-aware table set adds: zenith [0°, 180°] and depth [1400, 2600] m, each
+/// linear (order 1, two coefficients); `t`'s coefficients shifted by `dz` per zenith coefficient
+/// and `dd` per depth coefficient, so the value is t's plus a plane in (zenith, depth).
+fn with_source_axes(t: &SplineTable, dz: f32, dd: f32) -> SplineTable {
+    let mut order = t.order.clone();
+    order.extend([1, 1]);
+    let mut knots = t.knots.clone();
+    knots.extend([vec![0.0, 0.0, 180.0, 180.0], vec![1400.0, 1400.0, 2600.0, 2600.0]]);
+    let mut naxes = t.naxes.clone();
+    naxes.extend([2, 2]);
+    let coefficients: Vec<f32> = t.coefficients.iter().flat_map(|&c| [c, c + dd, c + dz, c + dz + dd]).collect();
+    let mut out = SplineTable::new(order, knots, naxes, coefficients).expect("a valid extension");
+    out.extents = t.extents.clone();
+    out.extents.extend([[0.0, 180.0], [1400.0, 2600.0]]);
+    out.aux = t.aux.clone();
+    out
+}
+
+/// Λ of `model` on the GPU (standard and window layouts) against the CPU's, and the energies
+/// unfolded from each.
+fn response_checks(
+    model: &Model,
+    bins: &crate::millipede::model::Bins,
+    sources: &[Source],
+    device: usize,
+    what: &str,
+) -> Result<Vec<Check>, String> {
+    let mut checks = Vec::new();
+    let l_cpu = response_cpu(model, bins, sources);
+    for window in [false, true] {
+        let (l_gpu, st) = response(
+            model,
+            bins,
+            sources,
+            device,
+            &EvalOptions {
+                window,
+                repeats: 3,
+                ..Default::default()
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        // Bound per element: 1e-4 of the DOM's total expectation from that source (float32 basis,
+        // exp of a float32 log-amplitude, differences of float32 CDFs).
+        let mut worst = 0.0f64;
+        for d in &bins.doms {
+            for j in 0..sources.len() {
+                let total: f64 = (0..d.rows).map(|q| l_cpu.at(d.first_row + q, j)).sum();
+                for q in 0..d.rows {
+                    let r = d.first_row + q;
+                    let diff = (l_gpu.at(r, j) - l_cpu.at(r, j)).abs();
+                    if diff > 0.0 {
+                        worst = worst.max(diff / total.max(1e-300));
+                    }
+                }
+            }
+        }
+        let s_cpu = unfold(&l_cpu, &bins.charge, &bins.noise, &SolveOptions::default());
+        let s_gpu = unfold(&l_gpu, &bins.charge, &bins.noise, &SolveOptions::default());
+        let de = s_cpu
+            .energy
+            .iter()
+            .zip(&s_gpu.energy)
+            .zip(&s_cpu.sigma)
+            .map(|((a, b), s)| (a - b).abs() / s)
+            .fold(0.0f64, f64::max);
+        checks.push(Check {
+            name: format!("spline: Millipede Λ on GPU = CPU ({} layout{what})", if window { "window" } else { "standard" }),
+            passed: worst <= 1e-4 && de <= 1e-3,
+            detail: format!(
+                "{} rows × {} sources: max |ΔΛ| / (DOM-source total) = {worst:.2e} (bound 1e-4); energies unfolded from either Λ differ by at most {de:.2e} σ (bound 1e-3)\nCPU: {:?}\nGPU: {:?}\nkernel {:.3} ms, {} registers, {} B local",
+                l_cpu.rows,
+                l_cpu.cols,
+                s_cpu.energy.iter().map(|e| e.round()).collect::<Vec<_>>(),
+                s_gpu.energy.iter().map(|e| e.round()).collect::<Vec<_>>(),
+                1e3 * st.kernel_s,
+                st.registers,
+                st.local_bytes
+            ),
+        });
+    }
     Ok(checks)
 }

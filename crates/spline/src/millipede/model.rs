@@ -238,6 +238,15 @@ pub struct SourcePoint {
     timing: [f64; 2],
 }
 
+impl SourcePoint {
+    /// The values on the amplitude and on the timing table's source axes (in their axes' order;
+    /// unused entries 0), as the GPU response kernel reads them.
+    #[must_use]
+    pub fn values(&self) -> ([f64; 2], [f64; 2]) {
+        (self.amplitude, self.timing)
+    }
+}
+
 /// The photon tables and constants of the forward model.
 #[derive(Clone, Debug)]
 pub struct Model {
