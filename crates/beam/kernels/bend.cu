@@ -40,8 +40,10 @@ __device__ __forceinline__ void kick(double x, double y, double& px, double& py,
     py = py + t * (m[0] * y + m[3] * x * y);
 }
 
-// bend.rs `Bend::track` (layout of k: `Bend::track_constants`).
-__device__ __forceinline__ void track(double& z0, double& z1, double& z2, double& z3, double& z4, double& z5, const double* k) {
+// bend.rs `Bend::track` (layout of k: `Bend::track_constants`). Not inlined: a ring calls it
+// at every bend, and NVRTC compiled each inlined copy of the integrator anew (a 193-element ring
+// with 96 integrated elements took 105 s to compile inlined, 2 s with one copy).
+__device__ __noinline__ void track(double& z0, double& z1, double& z2, double& z3, double& z4, double& z5, const double* k) {
     double px, py;
     elements::to_canonical(z1, z3, z5, px, py);
     if (k[4] != 0.0) fringe(z0, z2, px, py, k[0], k[1]);

@@ -15,8 +15,9 @@ __device__ __forceinline__ void kick(double x, double y, int n, double f, double
     dy = f * im;
 }
 
-// multipole.rs `Multipole::track` (layout of k: `Multipole::track_constants`).
-__device__ __forceinline__ void track(double& z0, double& z1, double& z2, double& z3, double& z4, double& z5, const double* k) {
+// multipole.rs `Multipole::track` (layout of k: `Multipole::track_constants`). Not inlined,
+// as bend::track: one copy of the integrator however many elements call it.
+__device__ __noinline__ void track(double& z0, double& z1, double& z2, double& z3, double& z4, double& z5, const double* k) {
     double px, py, dx, dy;
     elements::to_canonical(z1, z3, z5, px, py);
     const int n = (int)k[1];
