@@ -68,21 +68,23 @@ pub fn line_matrices(lattice: &Lattice) -> Vec<MatrixRow> {
         .collect()
 }
 
-/// The column names of T in order: T{i}{j}{k} for i = 1..6, j ≤ k (1-based as ELEGANT's).
+/// The column names of T in order, as ELEGANT writes them (its `EMATRIX` and `matrix_output`
+/// files): T{i}{j}{k} for i = 1..6, j = 1..6, k = 1..j (1-based), the coefficient of z_j z_k. The
+/// coefficient is TRANSPORT's T_ikj (Brown writes j ≤ k); only the name puts the larger index first.
 fn t_names() -> Vec<(usize, usize, String)> {
     let mut out = Vec::new();
     for i in 0..N {
         for j in 0..N {
-            for k in j..N {
-                out.push((i, pair(j, k), format!("T{}{}{}", i + 1, j + 1, k + 1)));
+            for k in 0..=j {
+                out.push((i, pair(k, j), format!("T{}{}{}", i + 1, j + 1, k + 1)));
             }
         }
     }
     out
 }
 
-/// The rows as SDDS: s [m], ElementName, ElementType, C1…C6, R11…R66 and (order 2) T111…T666
-/// (Brown's j ≤ k); parameter pCentral [βγ] and Order.
+/// The rows as SDDS: s [m], ElementName, ElementType, C1…C6, R11…R66 and (order 2) T111, T121,
+/// T122, …, T666 (ELEGANT's names and order, [`t_names`]); parameter pCentral [βγ] and Order.
 pub fn sdds_file(rows: &[MatrixRow], order: u8, p_central: f64) -> Sdds {
     let col = |name: String, units: &str, data: Data| ColumnData {
         name,
@@ -136,8 +138,8 @@ pub fn sdds_file(rows: &[MatrixRow], order: u8, p_central: f64) -> Sdds {
     }
 }
 
-/// The map of the whole line as text: a header, C, R row by row and (order 2) T as one line
-/// per i holding T_i11, T_i12, …, T_i66 (j ≤ k), every number as `%.10e`.
+/// The map of the whole line as text: a header, C, R row by row and (order 2) T as a triangle
+/// per i, one line per j holding T_ij1 … T_ijj, every number as `%.10e`.
 pub fn printout(row: &MatrixRow, order: u8, line: &str, elements: usize) -> String {
     use std::fmt::Write;
     let mut s = String::new();
@@ -153,10 +155,15 @@ pub fn printout(row: &MatrixRow, order: u8, line: &str, elements: usize) -> Stri
         let _ = writeln!(s, "   {}", nums(&row.r[i]));
     }
     if order >= 2 {
-        let pairs: Vec<String> = (0..N).flat_map(|j| (j..N).map(move |k| format!("{}{}", j + 1, k + 1))).collect();
-        let _ = writeln!(s, "T (T_ijk, j <= k; jk = {}):", pairs.join(" "));
+        let _ = writeln!(
+            s,
+            "T (row Tij holds T_ij1 … T_ijj, the coefficients of z_j z_k for k <= j, as ELEGANT names them):"
+        );
         for i in 0..N {
-            let _ = writeln!(s, "T{}: {}", i + 1, nums(&row.t[i]));
+            for j in 0..N {
+                let row: Vec<f64> = (0..=j).map(|k| row.t[i][pair(k, j)]).collect();
+                let _ = writeln!(s, "T{}{}: {}", i + 1, j + 1, nums(&row));
+            }
         }
     }
     s
@@ -263,8 +270,17 @@ mod tests {
         assert_eq!(f2.pages[0].columns[45].name, "T111");
         assert_eq!(f2.pages[0].columns.last().unwrap().name, "T666");
         let text = printout(r.last().unwrap(), 2, "L", 2);
-        assert_eq!(text.lines().count(), 1 + 1 + 1 + 6 + 1 + 6);
+        assert_eq!(text.lines().count(), 1 + 1 + 1 + 6 + 1 + 36);
         assert!(text.starts_with("matrix of line L: 2 elements, s = 1.000000 m, order 2"), "{text}");
-        assert!(text.contains("T (T_ijk, j <= k; jk = 11 12 13 14 15 16 22"), "{text}");
+        // ELEGANT's names: the larger index first, in the order T111, T121, T122, T131, …
+        let names: Vec<&str> = f2.pages[0].columns[45..51].iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["T111", "T121", "T122", "T131", "T132", "T133"]);
+        // T121 is the coefficient of x·x' in x: a drift-free thick quadrupole has one.
+        let t121 = &f2.pages[0].columns[46];
+        let Data::Double(v) = &t121.data else {
+            panic!("T121 is not a double column")
+        };
+        assert_eq!(v.last().copied(), Some(r.last().unwrap().t[0][pair(0, 1)]));
+        assert!(text.contains("\nT12: "), "{text}");
     }
 }

@@ -607,7 +607,7 @@ fn ele_run_with_matrices_steps_and_two_tracks() {
     // The matrix files: text with C, R, T; SDDS with a row per element and T columns.
     let mat = std::fs::read_to_string(out.join("st.mat")).unwrap();
     assert!(
-        mat.starts_with("matrix of line RING: ") && mat.contains("\nR:\n") && mat.contains("\nT6: "),
+        mat.starts_with("matrix of line RING: ") && mat.contains("\nR:\n") && mat.contains("\nT66: "),
         "{mat}"
     );
     let m = pages("st.msdds");
