@@ -47,6 +47,19 @@ pub struct MapSource {
     pub element_kernels: HashMap<usize, Vec<String>>,
 }
 
+/// The define that selects the maps' fast form (grouped by first index, fused multiply-adds) in
+/// the generated source; precise builds keep the CPU's order of operations (program.rs `Row::eval`).
+pub const FAST_MAPS: &str = "WD_FAST_MAPS";
+
+/// The defines of a map build.
+fn map_defines(precise: bool) -> Vec<String> {
+    if precise {
+        Vec::new()
+    } else {
+        vec![FAST_MAPS.to_string()]
+    }
+}
+
 /// Literal index expression into the constant array.
 fn kc(i: usize) -> String {
     format!("K[{i}]")
@@ -81,25 +94,55 @@ pub fn generate(program: &Program, min_blocks: u32, per_element: bool) -> Result
             if row.is_identity(i) {
                 continue;
             }
+            // The CPU's order (precise builds): c, then every R term, then every T term;
+            // the constants are laid out in that order, and the fast form (`Row::groups`,
+            // built when `WD_FAST_MAPS` is defined) uses the same ones.
             let mut terms: Vec<String> = Vec::new();
-            if row.c != 0.0 {
-                terms.push(kc(constants.len()));
+            let c = (row.c != 0.0).then(|| {
                 constants.push(row.c);
-            }
+                kc(constants.len() - 1)
+            });
+            terms.extend(c.clone());
+            let mut r_k: Vec<String> = Vec::new();
             for &(j, v) in &row.r {
                 if v == 1.0 {
                     terms.push(format!("z{j}"));
+                    r_k.push("1.0".into());
                 } else {
                     terms.push(format!("{} * z{j}", kc(constants.len())));
+                    r_k.push(kc(constants.len()));
                     constants.push(v);
                 }
             }
+            let mut t_k: Vec<String> = Vec::new();
             for &(j, kk, v) in &row.t {
                 terms.push(format!("{} * z{j} * z{kk}", kc(constants.len())));
+                t_k.push(format!("{} * z{kk}", kc(constants.len())));
                 constants.push(v);
             }
             let expr = if terms.is_empty() { "0.0".to_string() } else { terms.join(" + ") };
-            let _ = writeln!(functions, "    const double n{i} = {expr};");
+            let mut horner: Vec<String> = c.into_iter().collect();
+            for g in row.groups() {
+                let j = g.j;
+                let r = g.r.map(|n| r_k[n].clone());
+                horner.push(match (r, g.t.is_empty()) {
+                    (Some(r), true) if r == "1.0" => format!("z{j}"),
+                    (Some(r), true) => format!("{r} * z{j}"),
+                    (r, _) => {
+                        let bracket: Vec<String> = r.into_iter().chain(g.t.iter().map(|&n| t_k[n].clone())).collect();
+                        format!("z{j} * ({})", bracket.join(" + "))
+                    }
+                });
+            }
+            let fast = if horner.is_empty() { "0.0".to_string() } else { horner.join(" + ") };
+            if fast == expr {
+                let _ = writeln!(functions, "    const double n{i} = {expr};");
+            } else {
+                let _ = writeln!(
+                    functions,
+                    "#ifdef {FAST_MAPS}\n    const double n{i} = {fast};\n#else\n    const double n{i} = {expr};\n#endif"
+                );
+            }
             assigns.push(format!("z{i} = n{i};"));
         }
         let _ = writeln!(functions, "    {}\n}}", assigns.join(" "));
@@ -375,7 +418,7 @@ impl GpuBackend {
         let mut elem_fns = HashMap::new();
         let mut maps = None;
         if let Some(first) = src.run_kernels.values().next() {
-            let (module, _) = cuda::load(&gpu, MAPS_NAME, &src.source, first, opts.precise, &[])?;
+            let (module, _) = cuda::load(&gpu, MAPS_NAME, &src.source, first, opts.precise, &map_defines(opts.precise))?;
             if !src.constants.is_empty() {
                 let mut sym = module.get_global("K", &gpu.stream)?;
                 // SAFETY: `K` is a __constant__ double array of at least constants.len() elements.
@@ -853,7 +896,7 @@ pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
         out.push(Build::new(LSC_NAME, LSC_SRC, precise, Vec::new()));
         for (name, src, _) in doctor_sources() {
             if name.starts_with("beam_maps_bench") {
-                out.push(Build::new(MAPS_NAME, &src, precise, Vec::new()));
+                out.push(Build::new(MAPS_NAME, &src, precise, map_defines(precise)));
             }
         }
     }
@@ -864,10 +907,10 @@ pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
 /// the lines of [`doctor_sources`] (fast and precise).
 pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
     let mut sets = warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, true);
-    sets.extend(
-        doctor_sources()
-            .into_iter()
-            .map(|(file, src, functions)| warpdrive_core::doctor::KernelSet::generated(file, src, functions)),
-    );
+    sets.extend(doctor_sources().into_iter().map(|(file, src, functions)| {
+        let mut set = warpdrive_core::doctor::KernelSet::generated(file, src, functions);
+        set.variants.push(vec![FAST_MAPS.to_string()]);
+        set
+    }));
     sets
 }

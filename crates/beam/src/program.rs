@@ -46,6 +46,55 @@ impl Row {
         let terms = usize::from(self.c != 0.0) + self.r.len() + self.t.len();
         terms.saturating_sub(1) + self.r.iter().filter(|(_, v)| *v != 1.0).count() + 2 * self.t.len()
     }
+
+    /// The terms grouped by the first coordinate index j, for the GPU's fast form
+    /// c + Σ_j z_j (R_ij + Σ_k T_ijk z_k) (gpu.rs `generate`): a T term then costs one fused
+    /// multiply-add instead of two multiplies and an add. Groups in order of first appearance.
+    pub fn groups(&self) -> Vec<Group> {
+        let mut out: Vec<Group> = Vec::new();
+        let at = |j: u8, out: &mut Vec<Group>| match out.iter().position(|g| g.j == j) {
+            Some(g) => g,
+            None => {
+                out.push(Group { j, r: None, t: Vec::new() });
+                out.len() - 1
+            }
+        };
+        for (n, &(j, _)) in self.r.iter().enumerate() {
+            let g = at(j, &mut out);
+            out[g].r = Some(n);
+        }
+        for (n, &(j, _, _)) in self.t.iter().enumerate() {
+            let g = at(j, &mut out);
+            out[g].t.push(n);
+        }
+        out
+    }
+
+    /// Floating-point operations of the fast form ([`Self::groups`]; a fused multiply-add counts
+    /// two): per group, z_j alone (R = 1) none, R z_j one, and with T terms one multiply per
+    /// T term, one add per term of the bracket after the first and one multiply by z_j; one add
+    /// per top-level term after the first.
+    pub fn fast_flops(&self) -> usize {
+        let groups = self.groups();
+        let top = usize::from(self.c != 0.0) + groups.len();
+        let inner: usize = groups
+            .iter()
+            .map(|g| match (g.r.map(|n| self.r[n].1), g.t.len()) {
+                (Some(v), 0) => usize::from(v != 1.0),
+                (r, t) => t + (t + usize::from(r.is_some())).saturating_sub(1) + 1,
+            })
+            .sum();
+        top.saturating_sub(1) + inner
+    }
+}
+
+/// The terms of a [`Row`] with first index `j`: the R term's and the T terms' positions in
+/// `Row::r` and `Row::t`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub j: u8,
+    pub r: Option<usize>,
+    pub t: Vec<usize>,
 }
 
 /// A second-order map in tracking form.
@@ -75,6 +124,16 @@ impl Compact {
 
     pub fn flops(&self) -> usize {
         self.rows.iter().map(Row::flops).sum()
+    }
+
+    /// FLOPs of the GPU's fast form ([`Row::fast_flops`]; identity rows cost nothing).
+    pub fn fast_flops(&self) -> usize {
+        self.rows
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| !r.is_identity(*i))
+            .map(|(_, r)| r.fast_flops())
+            .sum()
     }
 }
 
@@ -446,6 +505,17 @@ impl Program {
             .filter(|it| !matches!(it, RunItem::Check { .. } | RunItem::Kick { .. }))
             .fold((0, 0), |(f, n), it| (f + it.flops(), n + 1))
     }
+
+    /// As [`Self::map_flops`]'s count, for the GPU's fast form of the maps.
+    pub fn map_fast_flops(&self) -> usize {
+        self.runs()
+            .flat_map(|r| r.iter())
+            .map(|it| match it {
+                RunItem::Map { map, .. } => map.fast_flops(),
+                other => other.flops(),
+            })
+            .sum()
+    }
 }
 
 /// Is a particle at (x, y) inside the aperture? NaN and ±∞ are outside.
@@ -659,4 +729,62 @@ pub fn run_cpu_until(
         .all(|(((((((x, xp), y), yp), s), d), la), lp)| {
             !stop() && run_chunk_until(items, [x, xp, y, yp, s, d], la, lp, passes.clone(), aperture, stop)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast form's bracket per group, evaluated as the generated CUDA does (gpu.rs
+    /// `generate`, `WD_FAST_MAPS`), without fusing.
+    fn eval_grouped(row: &Row, z: &[f64; 6]) -> f64 {
+        let mut acc = row.c;
+        for g in row.groups() {
+            let zj = z[g.j as usize];
+            let bracket = g.r.map_or(0.0, |n| row.r[n].1) + g.t.iter().map(|&n| row.t[n].2 * z[row.t[n].1 as usize]).sum::<f64>();
+            acc += zj * bracket;
+        }
+        acc
+    }
+
+    #[test]
+    fn the_grouped_form_holds_every_term_once_and_costs_fewer_flops() {
+        // A full second-order row: c, six R terms (one of them 1) and all 21 T terms.
+        let mut t = Vec::new();
+        for j in 0..6u8 {
+            for k in j..6u8 {
+                t.push((j, k, 0.1 + f64::from(j) - 0.3 * f64::from(k)));
+            }
+        }
+        let row = Row {
+            c: 1e-3,
+            r: (0..6u8).map(|j| (j, if j == 2 { 1.0 } else { 0.5 - 0.2 * f64::from(j) })).collect(),
+            t,
+        };
+        let groups = row.groups();
+        let mut r_seen: Vec<usize> = groups.iter().filter_map(|g| g.r).collect();
+        let mut t_seen: Vec<usize> = groups.iter().flat_map(|g| g.t.clone()).collect();
+        r_seen.sort_unstable();
+        t_seen.sort_unstable();
+        assert_eq!(r_seen, (0..6).collect::<Vec<_>>());
+        assert_eq!(t_seen, (0..21).collect::<Vec<_>>());
+        for g in &groups {
+            assert!(g.t.iter().all(|&n| row.t[n].0 == g.j) && g.r.is_none_or(|n| row.r[n].0 == g.j));
+        }
+        let z = [1e-3, -2e-4, 5e-4, 3e-5, -1e-3, 2e-4];
+        let (flat, grouped) = (row.eval(&z), eval_grouped(&row, &z));
+        assert!((flat - grouped).abs() <= 4.0 * f64::EPSILON * flat.abs(), "{flat} vs {grouped}");
+        // Flat: 27 adds, 5 R multiplies, 42 T multiplies = 74. Grouped: 6 adds at the top,
+        // and per group its T terms' multiplies and adds, the R add and the multiply by z_j:
+        // Σ_j (2 t_j + 1) = 2·21 + 6 = 48.
+        assert_eq!(row.flops(), 74);
+        assert_eq!(row.fast_flops(), 6 + 48);
+        // A group of one R term that is 1 costs nothing; R z_j one multiply.
+        let simple = Row {
+            c: 0.0,
+            r: vec![(0, 1.0), (1, 0.25)],
+            t: Vec::new(),
+        };
+        assert_eq!((simple.flops(), simple.fast_flops()), (2, 2));
+    }
 }

@@ -318,11 +318,7 @@ impl<'a> Optics<'a> {
                 mu[p] += d;
                 v[p] = next;
             }
-            let next: [f64; 6] = std::array::from_fn(|i| (0..6).filter(|&c| c != 4).map(|c| j[i][c] * eta[c]).sum());
-            path += next[4];
-            eta = next;
-            eta[4] = 0.0;
-            eta[5] = 1.0;
+            path += propagate_dispersion(j, &mut eta);
             s += self.models[k].length;
             rows.push(row(s, &e.name, e.type_name(), &v, &eta, &mu));
         }
@@ -400,11 +396,7 @@ impl<'a> Optics<'a> {
                 }
                 mu[p] += d;
             }
-            let next: [f64; 6] = std::array::from_fn(|i| (0..6).filter(|&c| c != 4).map(|c| j[i][c] * eta[c]).sum());
-            path += next[4];
-            eta = next;
-            eta[4] = 0.0;
-            eta[5] = 1.0;
+            path += propagate_dispersion(j, &mut eta);
             s += self.models[k].length;
             rows.push(row(s, &e.name, e.type_name(), &planes, &eta, &mu));
         }
@@ -665,4 +657,15 @@ pub fn write_table(path: &std::path::Path, rows: &[Row], metadata: &[(String, St
     g.close().map_err(fail)?;
     w.close().map_err(fail)?;
     Ok(())
+}
+
+/// The dispersion vector (η, η′, η_y, η_y′, ·, 1) carried through one element's Jacobian `j`
+/// (the s column ignored, δ kept at 1); returns the element's path-length term (R5·η), which
+/// the momentum compaction sums.
+fn propagate_dispersion(j: &M6, eta: &mut [f64; 6]) -> f64 {
+    let next: [f64; 6] = std::array::from_fn(|i| (0..6).filter(|&c| c != 4).map(|c| j[i][c] * eta[c]).sum());
+    *eta = next;
+    eta[4] = 0.0;
+    eta[5] = 1.0;
+    next[4]
 }
