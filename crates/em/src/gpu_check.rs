@@ -586,6 +586,43 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
         });
     }
 
+    // The library request of `em run DET.gdml --device cuda --precise` (engine::DetectorShower on
+    // a GPU control) against the same request on the CPU: the sums over the events.
+    log("em-detector: em run testem3.gdml --device cuda --precise against --device cpu (20 × 1 GeV e-)");
+    {
+        use crate::engine::{DetectorOptions, DetectorShower};
+        use warpdrive_core::engine::{Control, Device};
+        let dir = std::env::temp_dir().join(format!("wd-gpu-check-detector-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let file = dir.join("testem3.gdml");
+        std::fs::write(&file, include_str!("../tests/data/testem3.gdml")).map_err(|e| e.to_string())?;
+        let o = DetectorOptions {
+            energy: 1000.0,
+            events: 20,
+            position_mm: [0.0, 0.0, -10.0],
+            ..DetectorOptions::default()
+        };
+        let req = DetectorShower::new(&file, &o).map_err(|e| e.to_string())?;
+        let g = req
+            .run(&Control::new().device(Device::Cuda(vec![device])).precise(true))
+            .map_err(|e| e.to_string())?;
+        let c = req.run(&Control::new().device(Device::Cpu)).map_err(|e| e.to_string())?;
+        std::fs::remove_dir_all(&dir).ok();
+        let same = g.run.edep == c.run.edep
+            && g.run.escaped == c.run.escaped
+            && g.run.steps == c.run.steps
+            && g.run.created == c.run.created
+            && g.run.events == 20;
+        checks.push(Check {
+            name: "em-detector: em run testem3.gdml --device cuda --precise = --device cpu (sums per volume, 20 × 1 GeV e-)".into(),
+            passed: same && g.device.starts_with("cuda"),
+            detail: format!(
+                "deposits per volume, escaped energy, step and creation counts identical: {same}; GPU: {} ({} events, {:.3} s); CPU: {} ({:.3} s)",
+                g.device, g.run.events, g.transport_seconds, c.device, c.transport_seconds
+            ),
+        });
+    }
+
     log("em-detector: 2000 events of 1 GeV e- in TestEm3 as GDML and in the slab TestEm3, GPU (fast mode)");
     let n = 2000u64;
     let primary = Primary::testem3(Particle::Electron, 1000.0);
