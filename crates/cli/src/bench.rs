@@ -120,13 +120,13 @@ pub struct BenchSky {
 pub struct BenchEm {
     /// Problem: kn (the Klein–Nishina mini-app), testem3 (EM showers in Geant4's TestEm3, 1 and 10 GeV e⁻)
     /// or simple-cms (10 GeV e⁻ in examples/em/simple-cms.gdml without a field, in a uniform 3.8 T field and
-    /// in a map of it; CPU).
+    /// in a map of it on the CPU; on a GPU without a field, 3/10 of --gpu-events, against one core).
     #[arg(long, default_value = "kn")]
     problem: String,
     /// testem3: events per energy on the CPU; simple-cms: events per field set-up.
     #[arg(long, default_value_t = 200)]
     events: u64,
-    /// testem3: GPU events at 1 GeV, and 3/10 of them at 10 GeV: enough to fill the GPU (a
+    /// testem3: GPU events at 1 GeV, and 3/10 of them at 10 GeV (simple-cms: 3/10 of them): enough to fill the GPU (a
     /// 1 GeV event's first generations hold one track; 2 000 events run at 2/3 of the rate of
     /// 10 000 on an H100) in one batch at both energies.
     #[arg(long, default_value_t = 10_000)]

@@ -23,8 +23,9 @@ pub enum ShowerCommand {
         #[command(flatten)]
         args: ShowerArgs,
     },
-    /// Showers in a detector described in GDML, on the CPU: energy deposit per volume and
-    /// material, optional uniform field and hits in sensitive volumes (docs/em.md).
+    /// Showers in a detector described in GDML: energy deposit per volume and material,
+    /// optional uniform field and hits in sensitive volumes (docs/em.md); on a GPU with
+    /// --device cuda (no field, no hits yet: docs/em-geometry.md "Showers on the GPU").
     #[command(alias = "detector")]
     Run(DetectorArgs),
 }

@@ -173,11 +173,18 @@ struct WdTrack {
     double dir[3];
     unsigned long long id;
     unsigned int event;    // index in the batch
-    unsigned int slab;
+    unsigned int slab;     // GDML: the volume slot (tally word) of the path below
     unsigned int particle;
-    unsigned int pad;
+    unsigned int pad;      // GDML: the path's depth
+#ifdef WD_GEOMETRY_GDML
+    unsigned int path[GEO_MAX_DEPTH];  // detector.rs VolumePath: the placements from the world down
+#endif
 };
+#ifdef WD_GEOMETRY_GDML
+static_assert(sizeof(WdTrack) == 80 + 4 * GEO_MAX_DEPTH, "WdTrack size");
+#else
 static_assert(sizeof(WdTrack) == 80, "WdTrack size");
+#endif
 
 struct ShowerParams {
     const double* data;
@@ -185,8 +192,13 @@ struct ShowerParams {
     const WdElement* elements;
     const WdPhoto* photo;
     const WdRayleigh* rayleigh;
+#ifdef WD_GEOMETRY_GDML
+    const struct WdGdml* gdml;         // the volume tree (one record)
+    const unsigned int* slab_material; // per volume slot: the material, WD_VACUUM for vacuum
+#else
     const double* planes;              // slabs + 1
     const unsigned int* slab_material; // per slab
+#endif
     unsigned int slabs;
     unsigned int n_materials;
     double transverse;
@@ -324,6 +336,108 @@ WD_FN double wd_table_xs(const ShowerParams& P, const WdGrid& g, double e) {
     return 0.0;
 }
 
+#ifdef WD_GEOMETRY_GDML
+// ---- detector.rs: the geometry hooks of a GDML detector (WD_GEOMETRY_GDML) ----
+//
+// The volume tree of crates/em/src/geo/device.rs, walked by the navigator twins of
+// kernels/geo/navigator.cuh (prepended to this file by shower/gpu.rs GDML_SRC). A track holds
+// its path as placements only (WdTrack::path, depth in `pad`); the per-level transforms are
+// composed again from the world down when a hook needs them, with the operations of the
+// navigator's descend, so they are the CPU path's transforms bit for bit. `slab` is the path's
+// volume slot (detector.rs slot: the sum of its placements' offsets), the tally word of its
+// deposits. Positions are converted cm → mm → cm as detector.rs converts them.
+
+struct WdGdml {
+    const SolidRecord* solids;
+    const double* pool;
+    const LogicalRecord* logical;
+    const PlacementRecord* placements;
+    const unsigned int* slot_offset;  // per placement: detector.rs slot_offsets
+    unsigned int world;
+    unsigned int pad;
+};
+static_assert(sizeof(WdGdml) == 48, "WdGdml size");
+
+// The material index of a vacuum slot (detector.rs material: None).
+#define WD_VACUUM 0xffffffffu
+
+// The distance to the next boundary [cm], the navigator's distance [mm] and what lies behind
+// (find_next_step's code).
+struct WdBoundary {
+    double distance;
+    double step;
+    int next;
+    int pad;
+};
+
+__device__ __forceinline__ Geometry wd_geometry(const ShowerParams& P) {
+    const WdGdml& G = *P.gdml;
+    return Geometry{Solids{G.solids, G.pool}, G.logical, G.placements, G.world};
+}
+
+// The track's path with its transforms (descend's compose, level by level).
+WD_FN void wd_path_load(const Geometry& g, const WdTrack& t, VolumePath& path) {
+    path.depth = (int)t.pad;
+    for (int i = 0; i < path.depth; ++i) {
+        unsigned k = t.path[i];
+        Xf x = xf_load(g.placements[k].transform);
+        path.placement[i] = k;
+        path.transform[i] = i == 0 ? x : compose(path.transform[i - 1], x);
+    }
+}
+
+// The path back into the track, with its slot (DetectorPhysics::slot).
+WD_FN void wd_path_store(const ShowerParams& P, const VolumePath& path, WdTrack& t) {
+    unsigned int slot = 0u;
+    t.pad = (unsigned int)path.depth;
+    for (int i = 0; i < path.depth; ++i) {
+        t.path[i] = path.placement[i];
+        slot += P.gdml->slot_offset[path.placement[i]];
+    }
+    t.slab = slot;
+}
+
+// detector.rs to_mm.
+__device__ __forceinline__ V3 wd_to_mm(const double p[3]) { return v3(p[0] * 10.0, p[1] * 10.0, p[2] * 10.0); }
+
+// detector.rs next_boundary.
+WD_FN WdBoundary wd_next_boundary(const ShowerParams& P, const WdTrack& t) {
+    Geometry g = wd_geometry(P);
+    VolumePath path;
+    wd_path_load(g, t, path);
+    int what;
+    double d = find_next_step(g, path, wd_to_mm(t.pos), v3(t.dir[0], t.dir[1], t.dir[2]), GEO_INF, what);
+    WdBoundary b;
+    b.distance = d / 10.0;
+    b.step = d;
+    b.next = what;
+    b.pad = 0;
+    return b;
+}
+
+// detector.rs cross: onto the boundary plus PUSH [mm], located again from the current path; false
+// when the point left the world (the track escapes).
+WD_FN bool wd_cross(const ShowerParams& P, WdTrack& t, const WdBoundary& b) {
+    Geometry g = wd_geometry(P);
+    V3 p = along(wd_to_mm(t.pos), v3(t.dir[0], t.dir[1], t.dir[2]), b.step + GEO_PUSH);
+    t.pos[0] = p.x / 10.0;
+    t.pos[1] = p.y / 10.0;
+    t.pos[2] = p.z / 10.0;
+    VolumePath path;
+    wd_path_load(g, t, path);
+    bool inside = relocate(g, path, p);
+    if (inside) wd_path_store(P, path, t);
+    return inside;
+}
+
+// detector.rs safety [cm].
+WD_FN double wd_safety(const ShowerParams& P, const WdTrack& t) {
+    Geometry g = wd_geometry(P);
+    VolumePath path;
+    wd_path_load(g, t, path);
+    return safety(g, path, wd_to_mm(t.pos)) / 10.0;
+}
+#else
 // ---- geometry.rs ----
 
 struct WdBoundary {
@@ -379,6 +493,7 @@ WD_FN double wd_safety(const ShowerParams& P, const double pos[3], unsigned int 
     s = fmin(s, h - fabs(pos[1]));
     return fmax(s, 0.0);
 }
+#endif
 
 // ---- klein_nishina.rs rotate, interaction.rs deflect / isotropic ----
 
@@ -422,6 +537,9 @@ struct WdEvent {
     unsigned long long children;
     unsigned long long id;
     unsigned int event;
+#ifdef WD_GEOMETRY_GDML
+    const WdTrack* parent;      // the track whose secondaries are pushed (its path)
+#endif
 };
 
 __device__ __forceinline__ void wd_deposit(WdEvent& ev, unsigned int slab, double e) {
@@ -464,7 +582,12 @@ WD_FN void wd_push(WdEvent& ev, const double pos[3], unsigned int slab, unsigned
     t.event = ev.event;
     t.slab = slab;
     t.particle = particle;
+#ifdef WD_GEOMETRY_GDML
+    t.pad = ev.parent->pad;
+    for (unsigned int i = 0; i < GEO_MAX_DEPTH; ++i) t.path[i] = i < t.pad ? ev.parent->path[i] : 0u;
+#else
     t.pad = 0u;
+#endif
     (list == 0u ? P.out_gamma : P.out_charged)[slot] = t;
     if (P.ready) {
         // Queue mode: count the track as live before its parent can end, then publish it.
@@ -965,6 +1088,9 @@ __device__ __forceinline__ WdEvent wd_event_of(const ShowerParams& P, const WdTr
     ev.children = 0ull;
     ev.id = t.id;
     ev.event = t.event;
+#ifdef WD_GEOMETRY_GDML
+    ev.parent = nullptr;
+#endif
     return ev;
 }
 
@@ -996,6 +1122,20 @@ __device__ __forceinline__ bool wd_photon_end(WdPhotonState& s) {
 // 1 photoelectric, 2 conversion, 3 Rayleigh; e±: 0 δ-ray, 1 bremsstrahlung, 2 annihilation).
 #define WD_ACT_NONE -1
 #define WD_ACT_END -2
+#ifdef WD_GEOMETRY_GDML
+// wd_charged_limits: the step went through vacuum to the next volume (nothing more this step).
+#define WD_ACT_FLEW -3
+
+// transport.rs Event::fly: straight through vacuum to the next boundary; false when the track
+// escaped (its energy tallied).
+WD_FN bool wd_fly(WdEvent& ev, WdTrack& t) {
+    const ShowerParams& P = *ev.P;
+    WdBoundary b = wd_next_boundary(P, t);
+    if (wd_cross(P, t, b)) return true;
+    wd_tally_add(ev, wd_w_escaped(P), wd_fixed(t.energy));
+    return false;
+}
+#endif
 
 // A photon's step up to the choice of its interaction (transport.rs Event::photon): the
 // material's cross sections, the boundary or the interaction point, the choice.
@@ -1013,19 +1153,35 @@ __device__ int wd_photon_along(const ShowerParams& P, WdPhotonState& s) {
         return WD_ACT_END;
     }
     s.neutral += 1ull;
+#ifdef WD_GEOMETRY_GDML
+    // Vacuum: straight to the next boundary (transport.rs Event::fly).
+    if (P.slab_material[s.t.slab] == WD_VACUUM) {
+        if (wd_fly(s.ev, s.t)) return WD_ACT_NONE;
+        wd_photon_end(s);
+        return WD_ACT_END;
+    }
+#endif
     const WdMaterial& m = P.materials[P.slab_material[s.t.slab]];
     double xs[4];
     for (int p = 0; p < 4; ++p) xs[p] = wd_gamma_xs(P, m, p, s.t.energy);
     double total = ((xs[0] + xs[1]) + xs[2]) + xs[3];
+#ifdef WD_GEOMETRY_GDML
+    WdBoundary b = wd_next_boundary(P, s.t);
+#else
     WdBoundary b = wd_distance_to_boundary(P, s.t.pos, s.t.dir, s.t.slab);
+#endif
     double d_int = total > 0.0 ? s.n_left / total : WD_INF;
     if (d_int >= b.distance) {
         s.n_left -= b.distance * total;
+#ifdef WD_GEOMETRY_GDML
+        if (wd_cross(P, s.t, b)) return WD_ACT_NONE;
+#else
         wd_cross(s.t.pos, s.t.dir, b);
         if (b.next >= 0) {
             s.t.slab = (unsigned int)b.next;
             return WD_ACT_NONE;
         }
+#endif
         wd_tally_add(s.ev, wd_w_escaped(P), wd_fixed(s.t.energy));
         wd_photon_end(s);
         return WD_ACT_END;
@@ -1043,6 +1199,9 @@ __device__ int wd_photon_along(const ShowerParams& P, WdPhotonState& s) {
 
 // The interaction `chosen` of wd_photon_along; false when the photon has ended.
 __device__ bool wd_photon_interact(const ShowerParams& P, WdPhotonState& s, int chosen) {
+#ifdef WD_GEOMETRY_GDML
+    s.ev.parent = &s.t;
+#endif
     const WdMaterial& m = P.materials[P.slab_material[s.t.slab]];
     if (chosen == 0) {
         wd_compton(s.ev, s.t.energy, s.t.dir, s.t.pos, s.t.slab, s.rng);
@@ -1672,6 +1831,9 @@ WD_FN double wd_charged_max_xs(const ShowerParams& P, const WdMaterial& m, int q
 
 // Event::stop: deposit what is left; a positron annihilates at rest.
 WD_FN void wd_stop(WdEvent& ev, WdTrack& t, WdRng& rng) {
+#ifdef WD_GEOMETRY_GDML
+    ev.parent = &t;
+#endif
     wd_deposit(ev, t.slab, t.energy);
     t.energy = 0.0;
     if (t.particle == WD_POSITRON) wd_annihilate_at_rest(ev, t.pos, t.slab, rng);
@@ -1736,6 +1898,17 @@ __device__ int wd_charged_limits(const ShowerParams& P, WdChargedState& s, WdCha
     }
     s.charged_steps += 1ull;
     unsigned int mat = P.slab_material[s.t.slab];
+#ifdef WD_GEOMETRY_GDML
+    // Vacuum (no field): straight to the next boundary (transport.rs Event::fly).
+    if (mat == WD_VACUUM) {
+        if (wd_fly(s.ev, s.t)) {
+            s.entered = true;
+            return WD_ACT_FLEW;
+        }
+        wd_charged_end(s);
+        return WD_ACT_END;
+    }
+#endif
     const WdMaterial& m = P.materials[mat];
     double e0 = s.t.energy;
     double range = wd_range(P, m.range[s.q], e0);
@@ -1743,7 +1916,11 @@ __device__ int wd_charged_limits(const ShowerParams& P, WdChargedState& s, WdCha
     double s_range = range > WD_FINAL_RANGE
         ? WD_DR_OVER_RANGE * range + WD_FINAL_RANGE * (1.0 - WD_DR_OVER_RANGE) * (2.0 - WD_FINAL_RANGE / range)
         : range;
+#ifdef WD_GEOMETRY_GDML
+    double safety = wd_safety(P, s.t);
+#else
     double safety = wd_safety(P, s.t.pos, s.t.slab);
+#endif
     double t_msc = wd_msc_limit_step(P, m, s.msc, s.q, e0, range, safety, s.entered);
     s.entered = false;
     double t_step = fmin(s_range, t_msc);
@@ -1754,7 +1931,11 @@ __device__ int wd_charged_limits(const ShowerParams& P, WdChargedState& s, WdCha
     if (discrete) t_step = t_disc;
     // 2. Geometry.
     double z = wd_true_to_geom(P, m, s.q, e0, t_step, range);
+#ifdef WD_GEOMETRY_GDML
+    WdBoundary b = wd_next_boundary(P, s.t);
+#else
     WdBoundary b = wd_distance_to_boundary(P, s.t.pos, s.t.dir, s.t.slab);
+#endif
     mid.e0 = e0;
     mid.range = range;
     mid.t_step = t_step;
@@ -1794,17 +1975,28 @@ __device__ int wd_charged_finish(const ShowerParams& P, WdChargedState& s, const
     wd_deposit(s.ev, s.t.slab, loss);
     wd_tally_add(s.ev, wd_w_length(P) + mat, wd_fixed(t_true));
     // 4. Move and scatter.
+#ifdef WD_GEOMETRY_GDML
+    bool inside = true;
+    if (crossing) {
+        inside = wd_cross(P, s.t, b);
+    } else {
+#else
     int next = (int)s.t.slab;
     if (crossing) {
         wd_cross(s.t.pos, s.t.dir, b);
         next = b.next;
     } else {
+#endif
         for (int k = 0; k < 3; ++k) s.t.pos[k] += z * s.t.dir[k];
     }
     s.t.energy = e1;
     s.n_left -= t_true * sig_max;
     if (e1 > 0.0 && t_true > 0.0) {
+#ifdef WD_GEOMETRY_GDML
+        double safety_end = crossing ? 0.0 : wd_safety(P, s.t);
+#else
         double safety_end = crossing ? 0.0 : wd_safety(P, s.t.pos, s.t.slab);
+#endif
         double disp[3];
         wd_msc_sample(P, m, s.q, e0, e1, t_true, s.t.dir, safety_end, disp, s.rng);
         if (!crossing) {
@@ -1812,11 +2004,18 @@ __device__ int wd_charged_finish(const ShowerParams& P, WdChargedState& s, const
         }
     }
     if (crossing) {
+#ifdef WD_GEOMETRY_GDML
+        if (inside) {
+            s.entered = true;
+            return WD_ACT_NONE;
+        }
+#else
         if (next >= 0) {
             s.t.slab = (unsigned int)next;
             s.entered = true;
             return WD_ACT_NONE;
         }
+#endif
         wd_tally_add(s.ev, wd_w_escaped(P), wd_fixed(s.t.energy));
         wd_charged_end(s);
         return WD_ACT_END;
@@ -1840,12 +2039,21 @@ __device__ int wd_charged_finish(const ShowerParams& P, WdChargedState& s, const
 
 __device__ int wd_charged_along(const ShowerParams& P, WdChargedState& s) {
     WdChargedMid mid;
+#ifdef WD_GEOMETRY_GDML
+    const int limits = wd_charged_limits(P, s, mid);
+    if (limits == WD_ACT_END) return WD_ACT_END;
+    if (limits == WD_ACT_FLEW) return WD_ACT_NONE;
+#else
     if (wd_charged_limits(P, s, mid) == WD_ACT_END) return WD_ACT_END;
+#endif
     return wd_charged_finish(P, s, mid, wd_charged_true_length(P, s, mid));
 }
 
 // The interaction `chosen` of wd_charged_along; false when the track has ended.
 __device__ bool wd_charged_interact(const ShowerParams& P, WdChargedState& s, int chosen) {
+#ifdef WD_GEOMETRY_GDML
+    s.ev.parent = &s.t;
+#endif
     const WdMaterial& m = P.materials[P.slab_material[s.t.slab]];
     double e = s.t.energy;
     if (chosen == 0) {
@@ -2064,10 +2272,17 @@ struct WdPhaseParams {
     unsigned int pad;
 };
 static_assert(sizeof(WdPhaseParams) == 64, "WdPhaseParams size");
+// shower/gpu.rs PHOTON_STATE_BYTES, CHARGED_STATE_BYTES, CHARGED_MID_BYTES (GDML_*): the host
+// allocates the slots.
+#ifdef WD_GEOMETRY_GDML
+static_assert(sizeof(WdChargedMid) == 80, "WdChargedMid size");
+static_assert(sizeof(WdPhotonState) == 264, "WdPhotonState size");
+static_assert(sizeof(WdChargedState) == 296, "WdChargedState size");
+#else
 static_assert(sizeof(WdChargedMid) == 72, "WdChargedMid size");
-// shower/gpu.rs PHOTON_STATE_BYTES, CHARGED_STATE_BYTES: the host allocates the slots.
 static_assert(sizeof(WdPhotonState) == 192, "WdPhotonState size");
 static_assert(sizeof(WdChargedState) == 224, "WdChargedState size");
+#endif
 #define WD_PROCESSES_GAMMA 4
 #define WD_PROCESSES_CHARGED 3
 // The list of e± slots whose step crosses a boundary (after the 7 process lists).
@@ -2208,7 +2423,13 @@ __device__ __forceinline__ int wd_along_slot(const ShowerParams& P, const WdPhas
 }
 __device__ __forceinline__ int wd_along_slot(const ShowerParams& P, const WdPhaseParams& Q, WdChargedState& s, unsigned int i, bool& crossing) {
     WdChargedMid mid;
+#ifdef WD_GEOMETRY_GDML
+    const int limits = wd_charged_limits(P, s, mid);
+    if (limits == WD_ACT_END) return WD_ACT_END;
+    if (limits == WD_ACT_FLEW) return WD_ACT_NONE;
+#else
     if (wd_charged_limits(P, s, mid) == WD_ACT_END) return WD_ACT_END;
+#endif
     if (mid.crossing) {
         Q.mid[i] = mid;
         crossing = true;

@@ -1212,16 +1212,36 @@ impl DetectorShower {
         &self.opts
     }
 
-    /// Refuse a CUDA device choice (no GPU navigator yet); `cpu` and `auto` are fine. [`Self::run`]
-    /// checks it too; a front end may call it before it prepares the output.
+    /// Why this run cannot go to a GPU (`None`: it can): a field map or a uniform field (no
+    /// GPU twin of the curved-path stepping yet), hits in sensitive volumes (recorded on the CPU
+    /// only), a volume tree deeper than the device navigator's paths.
+    #[must_use]
+    pub fn cpu_only_reason(&self) -> Option<String> {
+        let o = &self.opts;
+        if o.field_map.is_some() {
+            return Some("a field map: its Runge–Kutta stepping has no GPU twin yet".into());
+        }
+        if o.field_t != [0.0; 3] {
+            return Some(format!(
+                "a magnetic field ({} T): the curved-path stepping has no GPU twin yet",
+                triple(o.field_t)
+            ));
+        }
+        let tree = &self.gdml.tree;
+        if !o.sensitive.is_empty() || tree.logical.iter().any(|l| l.auxiliary.iter().any(|(t, _)| t == "SensDet")) {
+            return Some("sensitive volumes: hits are recorded on the CPU only".into());
+        }
+        crate::geo::device::DeviceGeometry::new(tree).err().map(|e| e.to_string())
+    }
+
+    /// Refuse a CUDA device choice this run cannot use ([`Self::cpu_only_reason`]), naming the
+    /// reason; `cpu` and `auto` are fine (`auto` runs such a run on the CPU with a note).
+    /// [`Self::run`] checks it too; a front end may call it before it prepares the output.
     pub fn check_device(&self, ctl: &Control) -> Result<()> {
-        match ctl.device {
-            warpdrive_core::engine::Device::Cuda(_) | warpdrive_core::engine::Device::CudaAll => Err(ParamError::new(
+        match (&ctl.device, self.cpu_only_reason()) {
+            (warpdrive_core::engine::Device::Cuda(_) | warpdrive_core::engine::Device::CudaAll, Some(why)) => Err(ParamError::new(
                 "device",
-                format!(
-                    "{}: showers in a GDML detector run on the CPU only (no GPU navigator yet); use cpu or auto",
-                    ctl.device
-                ),
+                format!("{}: this detector run needs the CPU ({why}); use --device cpu or auto", ctl.device),
             )
             .into()),
             _ => Ok(()),
@@ -1265,14 +1285,21 @@ impl DetectorShower {
         }
     }
 
-    /// Build the tables and run the events on the CPU threads of the control. `--device cuda`
-    /// is refused (no GPU twin of the GDML navigator yet); `auto` runs on the CPU with a note.
-    /// Returns [`Error::Cancelled`] when the token is raised.
+    /// Build the tables and run the events on the control's device: the CPU threads, or the
+    /// GPUs (the GDML build of the shower kernel, `ctl.precise`: every event's deposits per
+    /// volume bit-identical to the CPU's). A run the GPU cannot do yet
+    /// ([`Self::cpu_only_reason`]) is refused on `cuda` and runs on the CPU with a note on
+    /// `auto`. Returns [`Error::Cancelled`] when the token is raised (while the tables are
+    /// built, within an event on the CPU, between batches on a GPU).
     pub fn run(&self, ctl: &Control) -> Result<DetectorResult> {
         self.check_device(ctl)?;
-        if ctl.device == warpdrive_core::engine::Device::Auto {
-            ctl.note("device: cpu (showers in a GDML detector run on the CPU only)");
-        }
+        let gpus = match (&ctl.device, self.cpu_only_reason()) {
+            (warpdrive_core::engine::Device::Auto, Some(why)) => {
+                ctl.note(&format!("device: cpu ({why})"));
+                None
+            }
+            _ => ctl.gpus()?,
+        };
         ctl.install(|| {
             let t0 = Instant::now();
             ctl.progress.begin("tables", self.materials.len() as u64, "materials");
@@ -1290,7 +1317,33 @@ impl DetectorShower {
             let o = &self.opts;
             ctl.progress.begin("events", o.events, "events");
             let t1 = Instant::now();
-            let run = crate::shower::detector::run_range(&phys, &self.primary, 0, o.events, o.seed, &ctl.progress);
+            let (run, device) = match &gpus {
+                None => (
+                    crate::shower::detector::run_range(&phys, &self.primary, 0, o.events, o.seed, &ctl.progress),
+                    cpu_device(),
+                ),
+                Some(d) => {
+                    let g = GpuShowerOptions {
+                        precise: ctl.precise,
+                        ..GpuShowerOptions::default()
+                    };
+                    let (events, st) =
+                        crate::shower::gpu::run_detector_range(&phys, &self.primary, 0..o.events, o.seed, d, &ctl.progress, &g)?;
+                    ctl.check()?;
+                    let run = crate::shower::detector::run_from_events(&phys, &self.primary, 0, o.seed, &events);
+                    let device = format!(
+                        "{} ({} mode, {:?} schedule, registers {}/{}, {} batches, {} re-runs after full lists)",
+                        st.device,
+                        if st.precise { "precise" } else { "fast" },
+                        st.schedule,
+                        st.registers.0,
+                        st.registers.1,
+                        st.batches,
+                        st.reruns
+                    );
+                    (run, device)
+                }
+            };
             ctl.check()?;
             if run.too_many_hits {
                 return Err(ParamError::new(
@@ -1307,7 +1360,7 @@ impl DetectorShower {
             Ok(DetectorResult {
                 run,
                 volumes,
-                device: cpu_device(),
+                device,
                 tables_seconds,
                 transport_seconds: t1.elapsed().as_secs_f64(),
                 opts: o.clone(),

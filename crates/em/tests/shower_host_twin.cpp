@@ -11,7 +11,10 @@
 //   shower_host_twin TABLES PRIMARIES OUT [generations|queue|phases]
 // TABLES: u64 counts (data, materials, elements, photo, rayleigh, planes, slabs), u32 n_materials,
 // u32 stride, f64 transverse, twopi_mc2_rcl2, alpha_re2, pi_re2, u64 seed, u64 events, then the
-// arrays as raw bytes. PRIMARIES: 10 u64 words per track. OUT: events × stride u64.
+// arrays as raw bytes; the GDML build (WD_GEOMETRY_GDML, shower_gdml_host_twin.cpp) then reads
+// u64 counts (solids, pool, logical, placements, slot offsets), u64 world and those arrays
+// (`planes` is empty there). PRIMARIES: WdTrack records (10 u64 words; GDML 18). OUT: events ×
+// stride u64.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -92,6 +95,17 @@ struct WdDim3 {
 };
 static WdDim3 blockIdx, blockDim, threadIdx, gridDim;
 
+#ifdef WD_GEOMETRY_GDML
+// The GDML build (shower_gdml_host_twin.cpp): the navigator's twins first, as shower/gpu.rs
+// GDML_SRC prepends them.
+using std::copysign;
+using std::fma;
+using std::isfinite;
+#include "geo/vec3.cuh"
+#include "geo/roots.cuh"
+#include "geo/solid.cuh"
+#include "geo/navigator.cuh"
+#endif
 #include "shower.cu"
 
 template <typename T>
@@ -125,6 +139,16 @@ int main(int argc, char** argv) {
     std::vector<WdRayleigh> rayleigh = read_array<WdRayleigh>(f, c[4]);
     std::vector<double> planes = read_array<double>(f, c[5]);
     std::vector<unsigned int> slab_material = read_array<unsigned int>(f, c[6]);
+#ifdef WD_GEOMETRY_GDML
+    unsigned long long gc[6];
+    if (fread(gc, 8, 6, f) != 6) return 2;
+    std::vector<SolidRecord> solids = read_array<SolidRecord>(f, gc[0]);
+    std::vector<double> pool = read_array<double>(f, gc[1]);
+    std::vector<LogicalRecord> logical = read_array<LogicalRecord>(f, gc[2]);
+    std::vector<PlacementRecord> placements = read_array<PlacementRecord>(f, gc[3]);
+    std::vector<unsigned int> slot_offset = read_array<unsigned int>(f, gc[4]);
+    WdGdml gdml{solids.data(), pool.data(), logical.data(), placements.data(), slot_offset.data(), (unsigned int)gc[5], 0u};
+#endif
     fclose(f);
     unsigned long long events = seed_events[1];
     unsigned int stride = nm_stride[1];
@@ -146,7 +170,11 @@ int main(int argc, char** argv) {
     P.elements = elements.data();
     P.photo = photo.data();
     P.rayleigh = rayleigh.data();
+#ifdef WD_GEOMETRY_GDML
+    P.gdml = &gdml;
+#else
     P.planes = planes.data();
+#endif
     P.slab_material = slab_material.data();
     P.slabs = (unsigned int)c[6];
     P.n_materials = nm_stride[0];

@@ -615,6 +615,18 @@ pub fn event_tally_bytes(volumes: usize, materials: usize) -> u64 {
     (std::mem::size_of::<EventTally>() + 8 * (volumes + materials)) as u64
 }
 
+/// The sums of events `first ..` from their tallies, in event order (a GPU run's events: no
+/// hits), as [`run_range`] sums them.
+#[must_use]
+pub fn run_from_events(phys: &DetectorPhysics, primary: &Primary, first: u64, seed: u64, events: &[EventTally]) -> DetectorRun {
+    let mut run = DetectorRun::new(phys, primary, first, seed);
+    let slot_material: Vec<usize> = phys.volume_list().iter().map(|v| v.material).collect();
+    for e in events {
+        run.add(&slot_material, e, &[]);
+    }
+    run
+}
+
 /// Events `first .. first + n`, in parallel batches reduced in event order. Polls
 /// `progress.should_stop()` as [`super::run::run_range`] does; a stopped run holds fewer events.
 #[must_use]

@@ -51,14 +51,17 @@
 //! from there on, so before the portable `pmath` functions are used on both sides a few events
 //! per hundred may differ from the CPU (statistically equivalent, not bit-identical).
 
+use super::detector::DetectorPhysics;
 use super::geometry::Calorimeter;
 use super::grid::LogGrid;
 use super::material::coulomb_correction;
 use super::photoelectric::{sauter_shape, PhotoData, N_SHELLS};
+use super::physics::MaterialPhysics;
 use super::rayleigh::RayleighData;
 use super::run::ShowerRun;
-use super::transport::{primary_start, to_fixed, EventTally, Primary, ShowerPhysics, MAX_PRIMARY_ENERGY};
+use super::transport::{primary_id, primary_start, to_fixed, EventTally, Primary, ShowerPhysics, MAX_PRIMARY_ENERGY};
 use super::{brems, Particle, ELECTRON_RADIUS, TWOPI_MC2_RCL2};
+use crate::geo::device::{DeviceGeometry, LogicalRecord, PlacementRecord, SolidRecord};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::mem::size_of;
 use std::sync::Arc;
@@ -68,7 +71,37 @@ use warpdrive_core::progress::Progress;
 
 pub const KERNEL_NAME: &str = "shower.cu";
 pub const KERNEL_SRC: &str = include_str!("../../kernels/shower.cu");
-pub const KERNELS: &[(&str, &str, &[&str])] = &[(KERNEL_NAME, KERNEL_SRC, &["photons", "charged", "showers"])];
+/// The build for GDML detectors ([`run_detector_range`]): the same kernel with its geometry hooks
+/// switched to the volume tree (`WD_GEOMETRY_GDML`: detector.rs next_boundary, cross, safety,
+/// the slot's material), after the navigator's twins (`kernels/geo/*.cuh`). The slab build's
+/// source is untouched by the switch (its preprocessed text is the same).
+pub const GDML_NAME: &str = "shower_gdml.cu";
+pub const GDML_SRC: &str = concat!(
+    "#define WD_GEOMETRY_GDML 1\n",
+    include_str!("../../kernels/geo/vec3.cuh"),
+    include_str!("../../kernels/geo/roots.cuh"),
+    include_str!("../../kernels/geo/solid.cuh"),
+    include_str!("../../kernels/geo/navigator.cuh"),
+    include_str!("../../kernels/shower.cu"),
+);
+pub const KERNELS: &[(&str, &str, &[&str])] = &[
+    (KERNEL_NAME, KERNEL_SRC, &["photons", "charged", "showers"]),
+    (
+        GDML_NAME,
+        GDML_SRC,
+        &[
+            "photons",
+            "charged",
+            "showers",
+            "along_charged",
+            "cross_charged",
+            "along_gamma",
+            "phase_clamp",
+            "interact_gamma",
+            "interact_charged",
+        ],
+    ),
+];
 /// Kernel switches: `WD_INLINE` inlines the device functions (the build before 13a2467; for
 /// comparisons through `WARPDRIVE_EM_KERNEL_DEFINES=WD_INLINE`, same results); `WD_FAST` is
 /// the fast mode (CUDA's libm instead of the portable functions; [`GpuShowerOptions::precise`]).
@@ -79,6 +112,12 @@ const BLOCK: u32 = 128;
 pub const MAX_ELEMENTS: usize = 16;
 /// Words (u64) per track in the lists: energy, pos, dir, id, event | slab << 32, particle.
 pub const TRACK_WORDS: usize = 10;
+/// Words per track of the GDML build: then `particle | depth << 32` and the volume path's 16
+/// placements (`WdTrack::path`, 80 + 4 × 16 bytes).
+pub const GDML_TRACK_WORDS: usize = 18;
+/// Per-thread stack of the GDML build [bytes]: the navigator's boolean solids recurse (the
+/// geometry kernels take 4 KiB), and a hook holds a volume path with its transforms (1.6 kB).
+const GDML_STACK_BYTES: usize = 8192;
 /// Largest list capacity (tracks): keeps the 32-bit counters far from wrapping.
 const MAX_CAPACITY: usize = 1 << 27;
 /// Queue mode's control words (kernel WD_Q_HEAD(k) = 32 k, WD_Q_LIVE = 64: one cache line each).
@@ -215,6 +254,11 @@ const PHOTON_STATE_BYTES: usize = 192;
 const CHARGED_STATE_BYTES: usize = 224;
 /// Bytes of the kernel's `WdChargedMid` (a crossing e± step's first half, one per e± slot).
 const CHARGED_MID_BYTES: usize = 72;
+/// The same three of the GDML build (a track holds its volume path, an event the parent's
+/// track, a boundary the navigator's distance in mm too).
+const GDML_PHOTON_STATE_BYTES: usize = 264;
+const GDML_CHARGED_STATE_BYTES: usize = 296;
+const GDML_CHARGED_MID_BYTES: usize = 80;
 /// Lists of the phase schedule: one per process, 4 for γ (Compton, photoelectric, conversion,
 /// Rayleigh) and 3 for e± (δ-ray, bremsstrahlung, annihilation), then the e± steps that cross a
 /// boundary (kernel WD_LIST_CROSSING).
@@ -235,6 +279,92 @@ unsafe impl DeviceRepr for GpuMaterial {}
 unsafe impl DeviceRepr for GpuElement {}
 unsafe impl DeviceRepr for GpuPhoto {}
 unsafe impl DeviceRepr for GpuRayleigh {}
+unsafe impl DeviceRepr for GdmlRecord {}
+
+/// Twin of `WdGdml` (the GDML build's volume tree: device pointers as u64), the one record
+/// `ShowerParams::gdml` points to.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct GdmlRecord {
+    solids: u64,
+    pool: u64,
+    logical: u64,
+    placements: u64,
+    slot_offset: u64,
+    world: u32,
+    pad: u32,
+}
+const _: () = assert!(size_of::<GdmlRecord>() == 48);
+
+/// The geometry a GPU run tracks in: the slab calorimeter (`shower.cu`) or a GDML detector
+/// (`shower_gdml.cu`, its volume tree flattened by [`DeviceGeometry`]).
+#[derive(Clone, Copy)]
+pub enum GpuGeometry<'a> {
+    Slabs(&'a ShowerPhysics),
+    Gdml(&'a DetectorPhysics),
+}
+
+impl GpuGeometry<'_> {
+    /// Tally slots: slabs or volume instances.
+    #[must_use]
+    pub fn slots(&self) -> usize {
+        match self {
+            Self::Slabs(p) => p.calorimeter.slabs(),
+            Self::Gdml(d) => d.volumes(),
+        }
+    }
+
+    /// Shower materials (track-length words).
+    #[must_use]
+    pub fn n_materials(&self) -> usize {
+        match self {
+            Self::Slabs(p) => p.calorimeter.materials.len(),
+            Self::Gdml(d) => d.materials.len(),
+        }
+    }
+
+    fn transverse(&self) -> f64 {
+        match self {
+            Self::Slabs(p) => p.calorimeter.transverse,
+            Self::Gdml(_) => 0.0,
+        }
+    }
+
+    /// The kernel build (name, source).
+    #[must_use]
+    pub fn kernel(&self) -> (&'static str, &'static str) {
+        match self {
+            Self::Slabs(_) => (KERNEL_NAME, KERNEL_SRC),
+            Self::Gdml(_) => (GDML_NAME, GDML_SRC),
+        }
+    }
+
+    /// Words per track in the lists.
+    #[must_use]
+    pub fn track_words(&self) -> usize {
+        match self {
+            Self::Slabs(_) => TRACK_WORDS,
+            Self::Gdml(_) => GDML_TRACK_WORDS,
+        }
+    }
+
+    /// Bytes of a photon state, a charged state and a crossing step's first half.
+    fn state_bytes(&self) -> [usize; 3] {
+        match self {
+            Self::Slabs(_) => [PHOTON_STATE_BYTES, CHARGED_STATE_BYTES, CHARGED_MID_BYTES],
+            Self::Gdml(_) => [GDML_PHOTON_STATE_BYTES, GDML_CHARGED_STATE_BYTES, GDML_CHARGED_MID_BYTES],
+        }
+    }
+
+    /// The primaries of events `lo..hi` as list words, and which events' primaries miss.
+    #[must_use]
+    pub fn primaries(&self, primary: &Primary, lo: u64, hi: u64) -> ([Vec<u64>; 2], Vec<bool>) {
+        match self {
+            Self::Slabs(p) => batch_primaries(p, primary, lo, hi),
+            Self::Gdml(d) => detector_primaries(d, primary, lo, hi),
+        }
+    }
+}
 
 /// Everything the kernel reads, flattened on the host (no device needed: unit-testable).
 #[derive(Clone, Debug, Default)]
@@ -248,8 +378,14 @@ pub struct HostTables {
     pub rayleigh: Vec<GpuRayleigh>,
     /// z of every slab boundary (slabs + 1).
     pub planes: Vec<f64>,
+    /// Per slab (GDML: per volume slot) the material's index, [`VACUUM_SLOT`] for vacuum.
     pub slab_material: Vec<u32>,
+    /// The GDML build's volume tree and per placement its slot offset.
+    pub gdml: Option<(DeviceGeometry, Vec<u32>)>,
 }
+
+/// The material index of a vacuum slot (kernel `WD_VACUUM`).
+pub const VACUUM_SLOT: u32 = u32::MAX;
 
 impl HostTables {
     fn grid(&mut self, g: &LogGrid) -> GpuGrid {
@@ -270,6 +406,30 @@ impl HostTables {
 
     /// Flatten the physics of `phys`. Errors name what the kernel cannot hold.
     pub fn build(phys: &ShowerPhysics) -> Result<HostTables, String> {
+        let mut t = Self::build_materials(&phys.materials)?;
+        let cal = &phys.calorimeter;
+        t.planes = planes(cal);
+        t.slab_material = (0..cal.slabs()).map(|s| cal.material_index(s) as u32).collect();
+        Ok(t)
+    }
+
+    /// Flatten the physics and the volume tree of a GDML detector: per volume slot its material
+    /// (detector.rs `material`), per placement its slot offset. Errors name what the kernel
+    /// cannot hold (a tree deeper than the device navigator's paths).
+    pub fn build_detector(det: &DetectorPhysics) -> Result<HostTables, String> {
+        let mut t = Self::build_materials(&det.materials)?;
+        t.slab_material = det
+            .volume_list()
+            .iter()
+            .map(|v| det.material_of[v.material].map_or(VACUUM_SLOT, |i| i as u32))
+            .collect();
+        let g = DeviceGeometry::new(&det.gdml.tree).map_err(|e| format!("{}: {e}", det.gdml.path.display()))?;
+        let offsets = det.offsets.iter().map(|&o| o as u32).collect();
+        t.gdml = Some((g, offsets));
+        Ok(t)
+    }
+
+    fn build_materials(materials: &[MaterialPhysics]) -> Result<HostTables, String> {
         let mut t = HostTables {
             constants: [
                 TWOPI_MC2_RCL2,
@@ -283,7 +443,7 @@ impl HostTables {
         // Per-Z tables, once per element used.
         let mut photo_of: Vec<(u32, i32)> = Vec::new();
         let mut rayleigh_of: Vec<(u32, i32)> = Vec::new();
-        for m in &phys.materials {
+        for m in materials {
             if m.material.elements.len() > MAX_ELEMENTS {
                 return Err(format!(
                     "material '{}' has {} elements; the GPU path holds at most {MAX_ELEMENTS}",
@@ -375,9 +535,6 @@ impl HostTables {
             g.msc[1] = t.grid(&m.msc.positron);
             t.materials.push(g);
         }
-        let cal = &phys.calorimeter;
-        t.planes = planes(cal);
-        t.slab_material = (0..cal.slabs()).map(|s| cal.material_index(s) as u32).collect();
         if t.data.len() >= u32::MAX as usize {
             return Err("the physics tables exceed 2³² values".into());
         }
@@ -434,6 +591,56 @@ pub fn track_words(particle: Particle, energy: f64, pos: [f64; 3], dir: [f64; 3]
         u64::from(event) | (u64::from(slab) << 32),
         p,
     ]
+}
+
+/// The list words of one track of the GDML build (layout of its `WdTrack`): [`track_words`]
+/// with the volume path's depth beside the particle and its placements (16, two per word).
+#[must_use]
+#[allow(clippy::too_many_arguments)]
+pub fn gdml_track_words(
+    particle: Particle,
+    energy: f64,
+    pos: [f64; 3],
+    dir: [f64; 3],
+    id: u64,
+    event: u32,
+    slot: u32,
+    path: &[u32],
+) -> [u64; GDML_TRACK_WORDS] {
+    let mut w = [0u64; GDML_TRACK_WORDS];
+    w[..TRACK_WORDS].copy_from_slice(&track_words(particle, energy, pos, dir, id, event, slot));
+    w[9] |= (path.len() as u64) << 32;
+    for (i, &k) in path.iter().enumerate() {
+        w[10 + i / 2] |= u64::from(k) << (32 * (i % 2));
+    }
+    w
+}
+
+/// The primaries of events `lo..hi` in a GDML detector as list words (as [`batch_primaries`]):
+/// each starts where detector.rs starts it (located at the source; outside the world it
+/// escapes).
+#[must_use]
+pub fn detector_primaries(det: &DetectorPhysics, primary: &Primary, lo: u64, hi: u64) -> ([Vec<u64>; 2], Vec<bool>) {
+    let start = det.locate(primary.pos);
+    let mut missed = vec![false; (hi - lo) as usize];
+    let mut first: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    let list = usize::from(primary.particle != Particle::Gamma);
+    for (k, ev) in (lo..hi).enumerate() {
+        match &start {
+            None => missed[k] = true,
+            Some(path) => first[list].extend_from_slice(&gdml_track_words(
+                primary.particle,
+                primary.energy,
+                primary.pos,
+                primary.dir,
+                primary_id(ev),
+                k as u32,
+                det.slot(path) as u32,
+                &path.placements,
+            )),
+        }
+    }
+    (first, missed)
 }
 
 /// The primaries of events `lo..hi` as list words (γ list, e± list; event index relative to
@@ -594,10 +801,68 @@ pub fn run_devices_range(
     }
     let tables = HostTables::build(phys).map_err(GpuError::Other)?;
     let first = events.start;
+    let (events, stats) = run_geometry(GpuGeometry::Slabs(phys), &tables, primary, events, seed, devices, progress, opts)?;
+    Ok((
+        ShowerRun {
+            primary: *primary,
+            seed,
+            first,
+            events,
+        },
+        stats,
+    ))
+}
+
+/// Events `events` of a shower in a GDML detector on the GPUs `devices` (contiguous shares, as
+/// [`run_devices_range`]): every event's tally as detector.rs `run_event` makes it (bit for bit
+/// in precise mode), in event order. A field and hits in sensitive volumes are not on the GPU
+/// yet: refused, naming them.
+pub fn run_detector_range(
+    det: &DetectorPhysics,
+    primary: &Primary,
+    events: std::ops::Range<u64>,
+    seed: u64,
+    devices: &[usize],
+    progress: &Progress,
+    opts: &GpuShowerOptions,
+) -> Result<(Vec<EventTally>, GpuShowerStats), GpuError> {
+    if !(primary.energy > 0.0 && primary.energy <= MAX_PRIMARY_ENERGY) {
+        return Err(GpuError::Other(format!(
+            "primary energy {} MeV outside (0, {MAX_PRIMARY_ENERGY}] MeV",
+            primary.energy
+        )));
+    }
+    if det.field.is_some() {
+        return Err(GpuError::Other(
+            "showers in a magnetic field run on the CPU only (no GPU twin of the curved-path stepping yet)".into(),
+        ));
+    }
+    if det.any_sensitive() {
+        return Err(GpuError::Other(
+            "hits in sensitive volumes are recorded on the CPU only (the GPU tallies deposits per volume)".into(),
+        ));
+    }
+    let tables = HostTables::build_detector(det).map_err(GpuError::Other)?;
+    run_geometry(GpuGeometry::Gdml(det), &tables, primary, events, seed, devices, progress, opts)
+}
+
+/// Events `events` in `geo` on `devices`, in event order.
+#[allow(clippy::too_many_arguments)]
+fn run_geometry(
+    geo: GpuGeometry,
+    tables: &HostTables,
+    primary: &Primary,
+    events: std::ops::Range<u64>,
+    seed: u64,
+    devices: &[usize],
+    progress: &Progress,
+    opts: &GpuShowerOptions,
+) -> Result<(Vec<EventTally>, GpuShowerStats), GpuError> {
+    let first = events.start;
     let parts = cuda::split_across(devices, events.end - first, |&d, share| {
         run_share(
-            phys,
-            &tables,
+            geo,
+            tables,
             primary,
             seed,
             d,
@@ -606,16 +871,11 @@ pub fn run_devices_range(
             opts,
         )
     });
-    let mut all = ShowerRun {
-        primary: *primary,
-        seed,
-        first,
-        events: Vec::with_capacity((events.end - first) as usize),
-    };
+    let mut all = Vec::with_capacity((events.end - first) as usize);
     let mut stats = GpuShowerStats::default();
     for p in parts {
         let (ev, st) = p?;
-        all.events.extend(ev);
+        all.extend(ev);
         stats.merge(&st);
     }
     Ok((all, stats))
@@ -647,6 +907,45 @@ struct Buffers {
     side: Arc<CudaStream>,
     /// Phase schedule only: the slots and the process lists.
     phase: Option<PhaseBuffers>,
+    /// The GDML build only: the volume tree and the record that points to it.
+    gdml: Option<GdmlBuffers>,
+}
+
+/// The volume tree on the device (`WdGdml`): kept alive while `record` points to it.
+struct GdmlBuffers {
+    _solids: CudaSlice<SolidRecord>,
+    _pool: CudaSlice<f64>,
+    _logical: CudaSlice<LogicalRecord>,
+    _placements: CudaSlice<PlacementRecord>,
+    _slot_offset: CudaSlice<u32>,
+    record: CudaSlice<GdmlRecord>,
+}
+
+impl GdmlBuffers {
+    fn new(st: &Arc<CudaStream>, g: &DeviceGeometry, offsets: &[u32]) -> Result<Self, GpuError> {
+        let solids = st.clone_htod(&nonempty(&g.solids))?;
+        let pool = st.clone_htod(&nonempty(&g.pool))?;
+        let logical = st.clone_htod(&nonempty(&g.logical))?;
+        let placements = st.clone_htod(&nonempty(&g.placements))?;
+        let slot_offset = st.clone_htod(&nonempty(offsets))?;
+        let r = GdmlRecord {
+            solids: ptr(&solids, st),
+            pool: ptr(&pool, st),
+            logical: ptr(&logical, st),
+            placements: ptr(&placements, st),
+            slot_offset: ptr(&slot_offset, st),
+            world: g.world,
+            pad: 0,
+        };
+        Ok(Self {
+            record: st.clone_htod(&[r])?,
+            _solids: solids,
+            _pool: pool,
+            _logical: logical,
+            _placements: placements,
+            _slot_offset: slot_offset,
+        })
+    }
 }
 
 /// The slots of the phase schedule (`WdPhaseParams`): a state per slot, live flags, and per
@@ -662,7 +961,8 @@ struct PhaseBuffers {
 }
 
 impl PhaseBuffers {
-    fn new(st: &Arc<CudaStream>) -> Result<Self, GpuError> {
+    /// `bytes`: of a photon state, a charged state and a crossing step's first half.
+    fn new(st: &Arc<CudaStream>, bytes: [usize; 3]) -> Result<Self, GpuError> {
         let n = match std::env::var("WARPDRIVE_EM_SLOTS") {
             Ok(v) if !v.trim().is_empty() => v
                 .trim()
@@ -673,9 +973,9 @@ impl PhaseBuffers {
             _ => PHASE_SLOTS,
         };
         Ok(Self {
-            gamma: st.alloc_zeros::<u8>(n * PHOTON_STATE_BYTES)?,
-            charged: st.alloc_zeros::<u8>(n * CHARGED_STATE_BYTES)?,
-            mid: st.alloc_zeros::<u8>(n * CHARGED_MID_BYTES)?,
+            gamma: st.alloc_zeros::<u8>(n * bytes[0])?,
+            charged: st.alloc_zeros::<u8>(n * bytes[1])?,
+            mid: st.alloc_zeros::<u8>(n * bytes[2])?,
             alive: st.alloc_zeros::<u32>(2 * n)?,
             list: st.alloc_zeros::<u32>(PHASE_LISTS * n)?,
             count: st.alloc_zeros::<u32>(PHASE_LISTS)?,
@@ -702,31 +1002,34 @@ impl Buffers {
     /// The kernel's parameters; secondaries go to lists `output` (γ) and `output + 1` (e±).
     fn params(&self, job: &Job, output: usize) -> ShowerParams {
         let Job {
-            phys,
+            geo,
             tables,
             seed,
             capacity,
             st,
             ..
         } = *job;
-        let cal = &phys.calorimeter;
         ShowerParams {
             data: ptr(&self.data, st),
             materials: ptr(&self.materials, st),
             elements: ptr(&self.elements, st),
             photo: ptr(&self.photo, st),
             rayleigh: ptr(&self.rayleigh, st),
-            planes: ptr(&self.planes, st),
+            // The GDML build reads its volume tree's record here (`ShowerParams::gdml`).
+            planes: match &self.gdml {
+                Some(g) => ptr(&g.record, st),
+                None => ptr(&self.planes, st),
+            },
             slab_material: ptr(&self.slab_material, st),
-            slabs: cal.slabs() as u32,
-            n_materials: cal.materials.len() as u32,
-            transverse: cal.transverse,
+            slabs: geo.slots() as u32,
+            n_materials: geo.n_materials() as u32,
+            transverse: geo.transverse(),
             twopi_mc2_rcl2: tables.constants[0],
             alpha_re2: tables.constants[1],
             pi_re2: tables.constants[2],
             seed,
             tally: ptr(&self.tally, st),
-            stride: tally_stride(cal.slabs(), cal.materials.len()) as u32,
+            stride: tally_stride(geo.slots(), geo.n_materials()) as u32,
             capacity: capacity as u32,
             out_gamma: ptr(&self.lists[output], st),
             out_charged: ptr(&self.lists[output + 1], st),
@@ -758,7 +1061,7 @@ fn nonempty<T: Clone + Default>(v: &[T]) -> Vec<T> {
 
 #[allow(clippy::too_many_arguments)]
 fn run_share(
-    phys: &ShowerPhysics,
+    geo: GpuGeometry,
     tables: &HostTables,
     primary: &Primary,
     seed: u64,
@@ -767,11 +1070,14 @@ fn run_share(
     progress: &Progress,
     opts: &GpuShowerOptions,
 ) -> Result<(Vec<EventTally>, GpuShowerStats), GpuError> {
-    let cal = &phys.calorimeter;
-    let (slabs, n_mat) = (cal.slabs(), cal.materials.len());
-    let stride = tally_stride(slabs, n_mat);
+    let stride = tally_stride(geo.slots(), geo.n_materials());
+    let track_words = geo.track_words();
     let gpu = cuda::open(ordinal)?;
     gpu.ctx.bind_to_thread()?;
+    if let GpuGeometry::Gdml(_) = geo {
+        gpu.ctx
+            .set_limit(cudarc::driver::sys::CUlimit::CU_LIMIT_STACK_SIZE, GDML_STACK_BYTES)?;
+    }
     let schedule = match opts.schedule {
         Some(s) => s,
         None => Schedule::from_env()?,
@@ -784,7 +1090,8 @@ fn run_share(
         .map(|v| v.split(';').filter(|d| !d.is_empty()).map(str::to_string).collect())
         .unwrap_or_default();
     let defines = kernel_defines(opts.precise, extra);
-    let (module, photons) = cuda::load(&gpu, KERNEL_NAME, KERNEL_SRC, "photons", opts.precise, &defines)?;
+    let (kernel_name, kernel_src) = geo.kernel();
+    let (module, photons) = cuda::load(&gpu, kernel_name, kernel_src, "photons", opts.precise, &defines)?;
     let charged = module.load_function("charged")?;
     let showers = module.load_function("showers")?;
     // In launch order (run_batch_phases).
@@ -799,7 +1106,7 @@ fn run_share(
     let st = gpu.stream.clone();
     let (free, _total) = gpu.ctx.mem_get_info()?;
     // A quarter of the free memory for the lists (queue: each track also has a 4-byte flag).
-    let (n_lists, track_bytes) = if queue { (2, TRACK_WORDS * 8 + 4) } else { (4, TRACK_WORDS * 8) };
+    let (n_lists, track_bytes) = if queue { (2, track_words * 8 + 4) } else { (4, track_words * 8) };
     let capacity = opts
         .stack_capacity
         .unwrap_or(free / 4 / (n_lists * track_bytes))
@@ -824,11 +1131,11 @@ fn run_share(
         elements: st.clone_htod(&nonempty(&tables.elements))?,
         photo: st.clone_htod(&nonempty(&tables.photo))?,
         rayleigh: st.clone_htod(&nonempty(&tables.rayleigh))?,
-        planes: st.clone_htod(&tables.planes)?,
-        slab_material: st.clone_htod(&tables.slab_material)?,
+        planes: st.clone_htod(&nonempty(&tables.planes))?,
+        slab_material: st.clone_htod(&nonempty(&tables.slab_material))?,
         tally: st.alloc_zeros::<u64>(stride * batch as usize)?,
         lists: (0..n_lists)
-            .map(|_| st.alloc_zeros::<u64>(capacity * TRACK_WORDS))
+            .map(|_| st.alloc_zeros::<u64>(capacity * track_words))
             .collect::<Result<_, _>>()?,
         counters: st.alloc_zeros::<u32>(3)?,
         queue_ctl: st.alloc_zeros::<u32>(QUEUE_CTL_WORDS)?,
@@ -840,9 +1147,13 @@ fn run_share(
         },
         side: st.fork()?,
         phase: if schedule == Schedule::Phases {
-            Some(PhaseBuffers::new(&st)?)
+            Some(PhaseBuffers::new(&st, geo.state_bytes())?)
         } else {
             None
+        },
+        gdml: match &tables.gdml {
+            Some((g, offsets)) => Some(GdmlBuffers::new(&st, g, offsets)?),
+            None => None,
         },
     };
     let registers = if schedule == Schedule::Phases {
@@ -876,7 +1187,7 @@ fn run_share(
             break;
         }
         let job = Job {
-            phys,
+            geo,
             tables,
             primary,
             seed,
@@ -922,7 +1233,7 @@ fn run_share(
 /// What the batches of a run share.
 #[derive(Clone, Copy)]
 struct Job<'a> {
-    phys: &'a ShowerPhysics,
+    geo: GpuGeometry<'a>,
     tables: &'a HostTables,
     primary: &'a Primary,
     seed: u64,
@@ -942,17 +1253,16 @@ type Uploaded = ([usize; 2], Vec<bool>);
 /// when a list cannot hold them.
 fn upload_batch(job: &Job, lo: u64, hi: u64, b: &mut Buffers) -> Result<Option<Uploaded>, GpuError> {
     let Job {
-        phys,
+        geo,
         primary,
         capacity,
         st,
         ..
     } = *job;
-    let cal = &phys.calorimeter;
-    let stride = tally_stride(cal.slabs(), cal.materials.len());
+    let stride = tally_stride(geo.slots(), geo.n_materials());
     st.memset_zeros(&mut b.tally.slice_mut(0..stride * (hi - lo) as usize))?;
-    let (first, missed) = batch_primaries(phys, primary, lo, hi);
-    let count = [first[0].len() / TRACK_WORDS, first[1].len() / TRACK_WORDS];
+    let (first, missed) = geo.primaries(primary, lo, hi);
+    let count = [first[0].len() / geo.track_words(), first[1].len() / geo.track_words()];
     if count[0] > capacity || count[1] > capacity {
         return Ok(None);
     }
@@ -974,8 +1284,7 @@ fn run_batch(
     charged: &cudarc::driver::CudaFunction,
     stats: &mut GpuShowerStats,
 ) -> Result<Option<Vec<EventTally>>, GpuError> {
-    let Job { phys, primary, st, .. } = *job;
-    let cal = &phys.calorimeter;
+    let Job { geo, primary, st, .. } = *job;
     let Some((mut count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
     };
@@ -1050,7 +1359,7 @@ fn run_batch(
         input = output;
     }
     stats.generations += generations;
-    Ok(Some(read_events(b, st, cal, primary, &missed)?))
+    Ok(Some(read_events(b, st, geo, primary, &missed)?))
 }
 
 /// The tallies of a finished batch of `missed.len()` events (an event whose primary missed the
@@ -1058,11 +1367,11 @@ fn run_batch(
 fn read_events(
     b: &Buffers,
     st: &Arc<CudaStream>,
-    cal: &Calorimeter,
+    geo: GpuGeometry,
     primary: &Primary,
     missed: &[bool],
 ) -> Result<Vec<EventTally>, GpuError> {
-    let (slabs, n_mat) = (cal.slabs(), cal.materials.len());
+    let (slabs, n_mat) = (geo.slots(), geo.n_materials());
     let stride = tally_stride(slabs, n_mat);
     let words = st.clone_dtoh(&b.tally.slice(0..stride * missed.len()))?;
     Ok(missed
@@ -1087,8 +1396,7 @@ fn run_batch_queue(
     b: &mut Buffers,
     showers: &cudarc::driver::CudaFunction,
 ) -> Result<Option<Vec<EventTally>>, GpuError> {
-    let Job { phys, primary, st, .. } = *job;
-    let cal = &phys.calorimeter;
+    let Job { geo, primary, st, .. } = *job;
     let Some((count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
     };
@@ -1112,7 +1420,7 @@ fn run_batch_queue(
         st.memset_zeros(&mut b.counters)?;
         return Ok(None);
     }
-    Ok(Some(read_events(b, st, cal, primary, &missed)?))
+    Ok(Some(read_events(b, st, geo, primary, &missed)?))
 }
 
 /// The queues of a batch whose primaries [`upload_batch`] put at their fronts (`count` γ and
@@ -1144,8 +1452,7 @@ fn run_batch_phases(
     fns: &[cudarc::driver::CudaFunction; 6],
     stats: &mut GpuShowerStats,
 ) -> Result<Option<Vec<EventTally>>, GpuError> {
-    let Job { phys, primary, st, .. } = *job;
-    let cal = &phys.calorimeter;
+    let Job { geo, primary, st, .. } = *job;
     let Some((count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
     };
@@ -1209,12 +1516,16 @@ fn run_batch_phases(
         }
     }
     stats.generations += iterations;
-    Ok(Some(read_events(b, st, cal, primary, &missed)?))
+    Ok(Some(read_events(b, st, geo, primary, &missed)?))
 }
 
-/// The builds `warpdrive doctor` checks (fast and precise).
+/// The builds `warpdrive doctor` checks (fast and precise): the slab kernel with each switch,
+/// the GDML build as runs ask for it (`WD_FAST` in fast mode; the `WD_INLINE` comparison build is
+/// the slab kernel's only).
 pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
-    warpdrive_core::doctor::KernelSet::fixed(KERNELS, SWITCHES, true)
+    let mut sets = warpdrive_core::doctor::KernelSet::fixed(&KERNELS[..1], SWITCHES, true);
+    sets.extend(warpdrive_core::doctor::KernelSet::fixed(&KERNELS[1..], &["WD_FAST"], true));
+    sets
 }
 
 /// The kernel's switches: `extra` (comparisons) and `WD_FAST` outside precise mode.
@@ -1225,12 +1536,17 @@ fn kernel_defines(precise: bool, mut extra: Vec<String>) -> Vec<String> {
     extra
 }
 
-/// The builds runs ask for (fast and precise, no extra switches), for `doctor --prebuild`.
+/// The builds runs ask for (slabs and GDML, fast and precise, no extra switches), for
+/// `doctor --prebuild`.
 #[must_use]
 pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
-    [false, true]
+    [(KERNEL_NAME, KERNEL_SRC), (GDML_NAME, GDML_SRC)]
         .into_iter()
-        .map(|precise| warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, precise, kernel_defines(precise, Vec::new())))
+        .flat_map(|(name, src)| {
+            [false, true]
+                .into_iter()
+                .map(move |precise| warpdrive_core::kernels::Build::new(name, src, precise, kernel_defines(precise, Vec::new())))
+        })
         .collect()
 }
 
@@ -1344,5 +1660,76 @@ mod tests {
             assert_eq!(w.len(), tally_stride(100, 2));
             assert_eq!(&tally_from_words(&w, 100, 2, e.primary_energy), e);
         }
+    }
+
+    /// The GDML tables: per slot its material (vacuum marked), per placement its slot offset, the
+    /// device tree; the primaries' words carry the located path and its slot.
+    #[test]
+    fn detector_tables_and_primaries_hold_the_cpu_geometry() {
+        use crate::shower::cuts::RangeCuts;
+        use crate::shower::tables::TableOptions;
+        let g = crate::gdml::parse(include_str!("../../tests/data/testem3.gdml"), std::path::Path::new("testem3.gdml")).unwrap();
+        let det = DetectorPhysics::build(g, RangeCuts::default(), TableOptions::default()).unwrap();
+        let t = HostTables::build_detector(&det).unwrap();
+        let vols = det.volume_list();
+        assert_eq!(t.slab_material.len(), det.volumes());
+        for (slot, v) in vols.iter().enumerate() {
+            let want = det.material_of[v.material].map_or(VACUUM_SLOT, |i| i as u32);
+            assert_eq!(t.slab_material[slot], want, "{}", v.path);
+        }
+        // World, Calorimeter and the layers are G4_Galactic; lead and argon are not.
+        assert_eq!(t.slab_material[0], VACUUM_SLOT);
+        assert!(t.slab_material.iter().filter(|&&m| m != VACUUM_SLOT).count() == 100);
+        let (tree, offsets) = t.gdml.as_ref().unwrap();
+        assert_eq!(tree.placements.len(), det.gdml.tree.placements.len());
+        assert_eq!(offsets, &det.offsets.iter().map(|&o| o as u32).collect::<Vec<_>>());
+        assert_eq!(t.materials.len(), det.materials.len());
+        let primary = Primary {
+            particle: Particle::Electron,
+            energy: 100.0,
+            pos: [0.0, 0.0, 0.1],
+            dir: [0.0, 0.0, 1.0],
+        };
+        // Inside a layer at the calorimeter's middle: World/Calorimeter/Layer/Lead or argon.
+        let path = det.locate(primary.pos).unwrap();
+        assert_eq!(path.placements.len(), 3);
+        let (first, missed) = GpuGeometry::Gdml(&det).primaries(&primary, 5, 8);
+        assert_eq!(missed, vec![false; 3]);
+        assert!(first[0].is_empty());
+        assert_eq!(first[1].len(), 3 * GDML_TRACK_WORDS);
+        for (k, w) in first[1].chunks(GDML_TRACK_WORDS).enumerate() {
+            assert_eq!(w[7], super::super::transport::primary_id(5 + k as u64));
+            assert_eq!(w[8], k as u64 | ((det.slot(&path) as u64) << 32));
+            assert_eq!(w[9], 1 | ((path.placements.len() as u64) << 32));
+            for (i, &p) in path.placements.iter().enumerate() {
+                assert_eq!((w[10 + i / 2] >> (32 * (i % 2))) as u32, p);
+            }
+        }
+        // Outside the world: every event's primary escapes.
+        let out = Primary {
+            pos: [1e4, 0.0, 0.0],
+            ..primary
+        };
+        let (first, missed) = detector_primaries(&det, &out, 0, 2);
+        assert_eq!(missed, vec![true; 2]);
+        assert!(first.iter().all(Vec::is_empty));
+    }
+
+    /// The GDML build is the slab kernel with the switch on, after the navigator's twins (one
+    /// copy each, no includes of them), and its track holds a path as deep as the navigator's.
+    #[test]
+    fn the_gdml_build_is_the_switched_kernel() {
+        assert!(GDML_SRC.starts_with("#define WD_GEOMETRY_GDML 1\n"));
+        assert!(GDML_SRC.ends_with(KERNEL_SRC));
+        for f in [
+            "double find_next_step(",
+            "bool relocate(",
+            "WdBoundary wd_next_boundary(",
+            "bool wd_fly(",
+        ] {
+            assert_eq!(GDML_SRC.matches(f).count(), 1, "{f}");
+        }
+        assert!(!GDML_SRC.contains("#include \"geo/"));
+        assert_eq!(GDML_TRACK_WORDS, TRACK_WORDS + crate::geo::device::MAX_DEPTH / 2);
     }
 }

@@ -1,0 +1,207 @@
+//! The GDML build of the CUDA shower kernel (`kernels/shower.cu` with `WD_GEOMETRY_GDML`,
+//! after the navigator's twins `kernels/geo/*.cuh`) compiled for the host
+//! (`shower_gdml_host_twin.cpp`) and driven as `shower::gpu::run_detector_range` drives the GPU
+//! (generation by generation, the one-launch queues, the phase launches), against the Rust CPU
+//! detector loop (`shower::detector::run_event`): with the host's libm both sides call the same
+//! transcendentals, so every event must be identical in every tallied integer — the deposit of
+//! every volume slot, the escaped energy, the counts, the track lengths. This checks the
+//! geometry hooks (next boundary, crossing and relocation, safety, a slot's material, vacuum),
+//! the volume paths carried by the tracks and their secondaries, and the flattened tree, without
+//! a GPU; the device's own arithmetic is `warpdrive gpu-check --domain em`'s.
+//!
+//! Needs a C++ compiler (`c++`, or `$CXX`); skipped without one unless
+//! `WARPDRIVE_REQUIRE_DATA=1`.
+
+mod common;
+use common::{bytes, compile};
+use std::path::Path;
+use std::process::Command;
+use warpdrive_em::shower::cuts::RangeCuts;
+use warpdrive_em::shower::detector::{run_event, DetectorPhysics};
+use warpdrive_em::shower::gpu::{detector_primaries, tally_from_words, tally_stride, HostTables, GDML_TRACK_WORDS};
+use warpdrive_em::shower::run::event_words;
+use warpdrive_em::shower::tables::TableOptions;
+use warpdrive_em::shower::transport::{to_fixed, Primary};
+use warpdrive_em::shower::Particle;
+
+/// Run `events` events of `primary` through the host twin; the events' tally words.
+fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, events: u64, seed: u64, mode: &str) -> Vec<Vec<u64>> {
+    let t = HostTables::build_detector(det).unwrap();
+    let (slots, n_mat) = (det.volumes(), det.materials.len());
+    let stride = tally_stride(slots, n_mat);
+    let mut f = Vec::new();
+    for n in [
+        t.data.len(),
+        t.materials.len(),
+        t.elements.len(),
+        t.photo.len(),
+        t.rayleigh.len(),
+        t.planes.len(),
+        t.slab_material.len(),
+    ] {
+        f.extend_from_slice(&(n as u64).to_le_bytes());
+    }
+    f.extend_from_slice(&(n_mat as u32).to_le_bytes());
+    f.extend_from_slice(&(stride as u32).to_le_bytes());
+    for c in [0.0, t.constants[0], t.constants[1], t.constants[2]] {
+        f.extend_from_slice(&c.to_le_bytes());
+    }
+    f.extend_from_slice(&seed.to_le_bytes());
+    f.extend_from_slice(&events.to_le_bytes());
+    f.extend_from_slice(bytes(&t.data));
+    f.extend_from_slice(bytes(&t.materials));
+    f.extend_from_slice(bytes(&t.elements));
+    f.extend_from_slice(bytes(&t.photo));
+    f.extend_from_slice(bytes(&t.rayleigh));
+    f.extend_from_slice(bytes(&t.planes));
+    f.extend_from_slice(bytes(&t.slab_material));
+    let (g, offsets) = t.gdml.as_ref().expect("the GDML tables hold the tree");
+    for n in [g.solids.len(), g.pool.len(), g.logical.len(), g.placements.len(), offsets.len()] {
+        f.extend_from_slice(&(n as u64).to_le_bytes());
+    }
+    f.extend_from_slice(&u64::from(g.world).to_le_bytes());
+    f.extend_from_slice(bytes(&g.solids));
+    f.extend_from_slice(bytes(&g.pool));
+    f.extend_from_slice(bytes(&g.logical));
+    f.extend_from_slice(bytes(&g.placements));
+    f.extend_from_slice(bytes(offsets));
+    let tables = dir.join("tables.bin");
+    std::fs::write(&tables, f).unwrap();
+    let (first, missed) = detector_primaries(det, primary, 0, events);
+    let words: Vec<u8> = first.iter().flatten().flat_map(|w| w.to_le_bytes()).collect();
+    assert_eq!(words.len() % (8 * GDML_TRACK_WORDS), 0);
+    let prim = dir.join("primaries.bin");
+    std::fs::write(&prim, words).unwrap();
+    let out = dir.join("tally.bin");
+    let o = Command::new(exe).arg(&tables).arg(&prim).arg(&out).arg(mode).output().unwrap();
+    assert!(o.status.success(), "host twin: {}", String::from_utf8_lossy(&o.stderr));
+    eprint!("host twin: {}", String::from_utf8_lossy(&o.stdout));
+    let raw = std::fs::read(&out).unwrap();
+    let all: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    (0..events as usize)
+        .map(|k| {
+            let mut e = tally_from_words(&all[k * stride..(k + 1) * stride], slots, n_mat, primary.energy);
+            if missed[k] {
+                e.escaped = to_fixed(primary.energy);
+            }
+            event_words(&e)
+        })
+        .collect()
+}
+
+fn data(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn unit(d: [f64; 3]) -> [f64; 3] {
+    let n = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+    d.map(|x| x / n)
+}
+
+/// (geometry, file, primary particle, energy [MeV], position [cm], direction, events)
+type Case = (&'static str, std::path::PathBuf, Particle, f64, [f64; 3], [f64; 3], u64);
+
+#[test]
+fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
+    let dir = std::env::temp_dir().join(format!("wd-shower-gdml-twin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some(exe) = compile(&dir, "shower_gdml_host_twin") else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // nested.gdml: a G4_Galactic world (vacuum flights for γ and e±), every solid kind,
+    // booleans, rotations, an assembly, a calorimeter of layers; simple-cms: a vacuum beam pipe,
+    // tubes and the PbWO4 barrel; testem3.gdml: 50 layers of Pb/lAr placed in a calorimeter.
+    // Directions from the origin of nested.gdml (all placements in mm): +z into the layered
+    // calorimeter, −z through the hole of the subtraction, the orb and into the trd, and at the
+    // rotated cone, the water ∩ orb cap, the polycone and the rotated polyhedra.
+    let nested = || data("nested.gdml");
+    let cases: [Case; 9] = [
+        ("nested", nested(), Particle::Electron, 1000.0, [0.0; 3], [0.0, 0.0, 1.0], 4),
+        ("nested", nested(), Particle::Electron, 300.0, [0.0; 3], [0.0, 0.0, -1.0], 6),
+        ("nested", nested(), Particle::Gamma, 300.0, [0.0; 3], unit([1.0, -1.0, 0.0]), 12),
+        ("nested", nested(), Particle::Positron, 100.0, [0.0; 3], [0.0, -1.0, 0.0], 12),
+        ("nested", nested(), Particle::Electron, 200.0, [0.0; 3], unit([-1.0, -1.0, 0.0]), 6),
+        ("nested", nested(), Particle::Gamma, 100.0, [0.0; 3], unit([1.0, 1.0, -1.0]), 12),
+        (
+            "simple-cms",
+            root.join("examples/em/simple-cms.gdml"),
+            Particle::Electron,
+            1000.0,
+            [0.0; 3],
+            unit([1.0, 0.0, 0.1]),
+            2,
+        ),
+        (
+            "testem3",
+            data("testem3.gdml"),
+            Particle::Electron,
+            1000.0,
+            [0.0, 0.0, -1.0],
+            [0.0, 0.0, 1.0],
+            2,
+        ),
+        (
+            "testem3",
+            data("testem3.gdml"),
+            Particle::Gamma,
+            0.05,
+            [0.0, 0.0, -1.0],
+            [0.0, 0.0, 1.0],
+            50,
+        ),
+    ];
+    let mut failures = Vec::new();
+    let mut built: Vec<(String, DetectorPhysics)> = Vec::new();
+    for (name, path, p, e, pos, d, n) in cases {
+        if !built.iter().any(|(b, _)| b == name) {
+            // nested.gdml's `Lead` and `Mix` have no mean excitation energy (the reader's tests
+            // of a bare Z material and of a mixture by fraction): give them one (lead's 823 eV;
+            // 300 eV for the water–lead mixture).
+            let text = std::fs::read_to_string(&path)
+                .unwrap()
+                .replace(
+                    r#"<material name="Lead" Z="82">"#,
+                    r#"<material name="Lead" Z="82"><MEE unit="eV" value="823"/>"#,
+                )
+                .replace(r#"<material name="Mix">"#, r#"<material name="Mix"><MEE unit="eV" value="300"/>"#);
+            let copy = dir.join(format!("{name}.gdml"));
+            std::fs::write(&copy, text).unwrap();
+            let g = warpdrive_em::gdml::read(&copy).unwrap();
+            built.push((
+                name.to_string(),
+                DetectorPhysics::build(g, RangeCuts::uniform(0.07), TableOptions::default()).unwrap(),
+            ));
+        }
+        let det = &built.iter().find(|(b, _)| b == name).unwrap().1;
+        let primary = Primary {
+            particle: p,
+            energy: e,
+            pos,
+            dir: d,
+        };
+        let cpu: Vec<Vec<u64>> = (0..n).map(|k| event_words(&run_event(det, &primary, 31, k))).collect();
+        // Each case reaches matter: some volume other than the world gets a deposit.
+        let hit = (1..det.volumes()).filter(|&v| cpu.iter().any(|w| w[v] != 0)).count();
+        eprintln!("{name} {p:?} {e} MeV: deposits in {hit} volumes besides the world");
+        if hit == 0 {
+            failures.push(format!(
+                "{name} {p:?} {e} MeV along {d:?}: no deposit outside the world (the case tests nothing)"
+            ));
+        }
+        for mode in ["generations", "queue", "phases"] {
+            let twin = host_twin(&exe, &dir, det, &primary, n, 31, mode);
+            let same = cpu.iter().zip(&twin).filter(|(a, b)| a == b).count();
+            eprintln!("{mode}: {name} {p:?} {e} MeV: {same} of {n} events identical");
+            if let Some(k) = cpu.iter().zip(&twin).position(|(a, b)| a != b) {
+                let diff: Vec<usize> = (0..cpu[k].len()).filter(|&w| cpu[k][w] != twin[k][w]).take(8).collect();
+                failures.push(format!(
+                    "{mode}: {name} {p:?} {e} MeV: {same} of {n} identical; event {k} differs in words {diff:?} (of {})",
+                    cpu[k].len()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    std::fs::remove_dir_all(&dir).ok();
+}
