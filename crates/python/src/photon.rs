@@ -372,6 +372,8 @@ pub fn photon_tabulate(
         tilt,
         anisotropy,
         birefringence,
+        // The device's default estimator (docs/spline.md "Estimators").
+        estimator: None,
         command: invocation,
     };
     let (ctl, notes) = crate::run::control(device, threads, false)?;
