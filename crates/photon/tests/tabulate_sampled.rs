@@ -110,7 +110,7 @@ fn independent_runs_agree_within_statistics() {
             let per = a.chi2 / a.ndf as f64;
             eprintln!("step {step} m, {what}: {}", a.report());
             assert!(
-                a.passes() && per >= 0.7 && per <= CHI2_INDEPENDENT_LIMIT,
+                a.passes() && (0.7..=CHI2_INDEPENDENT_LIMIT).contains(&per),
                 "step {step} {what}: {}",
                 a.report()
             );
