@@ -904,7 +904,8 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         )
     };
     for (i, (label, o)) in tabulate_cases(data).into_iter().enumerate() {
-        let t = Tabulate::new(&o)?;
+        // The exact estimator on both (the GPU's default is the sampled one, checked below).
+        let t = Tabulate::new(&o)?.with_estimator(crate::tabulate::Estimator::Exact)?;
         let cpu = t.run_cpu(&cpu_ctl)?;
         let g = t.run_gpu(&on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
         let a = agreement(&cpu, &g);
