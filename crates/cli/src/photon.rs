@@ -304,6 +304,7 @@ pub fn tabulate(a: &TabulateArgs, force: bool) -> Result<()> {
         h.escaped
     );
     println!("segments:       {}", h.segments);
+    println!("estimator:      {}", t.estimator.describe());
     println!(
         "tabulation:     {:.2} s, {:.3e} photons/s on {}",
         t.seconds,

@@ -129,13 +129,13 @@ struct SampRuns {
 // sampled.rs Histogram::record of a closed run: x to the cell's sum, x² to its squares.
 __device__ __forceinline__ void close_cell(const SampParams& T, int c, float x) {
     double xd = (double)x;
-    atomicAdd(T.sum + c, (unsigned long long)rint(xd * WD_SUM_UNIT));
-    sampled_add_u128(T.sumsq + 2 * (size_t)c, rint(xd * xd * WD_SQ_UNIT));
+    atomicAdd(T.sum + c, (unsigned long long)round(xd * WD_SUM_UNIT));
+    sampled_add_u128(T.sumsq + 2 * (size_t)c, round(xd * xd * WD_SQ_UNIT));
 }
 
 __device__ __forceinline__ void close_spatial(const SampParams& T, int sp, float x) {
     double xd = (double)x;
-    sampled_add_u128(T.spatial_sumsq + 2 * (size_t)sp, rint(xd * xd * WD_SQ_UNIT));
+    sampled_add_u128(T.spatial_sumsq + 2 * (size_t)sp, round(xd * xd * WD_SQ_UNIT));
 }
 
 // sampled.rs Sampler::record: a point of weighted length x in cell c.
@@ -159,116 +159,141 @@ __device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r,
 // Per-thread counters, added to the global ones once at the thread's end.
 struct SampCounts { unsigned long long tabulated, absorbed, escaped, segments, runs, points; };
 
-// mod.rs Tabulate::walk (the fast build's `step` without modules or hole ice) with
-// Tabulate::photon_sampled's estimator.
-__device__ void sampled_photon(const PhotonParams& P, const SampParams& T, unsigned long long id, SampCounts& n) {
+// One photon's state between segments: propagate.cu's PState, the sampler's (the photon's random
+// bits, the distance from the segment's start to the next point, the segment's index) and the
+// open runs.
+struct SampState {
     PState st;
-    start(P, id, st);
-    unsigned int bits;
-    {
-        WdRng r = wd_rng(P.seed, WD_TAG_TABULATE, id);
-        bits = wd_next_u32(r);
-    }
-    const bool per_segment = !(T.step > 0.0f);
-    float next = wd_u32_to_uniform(bits) * T.step;
-    SampRuns runs = {-1, -1, 0.0f, 0.0f, 0u, 0u};
-    unsigned int k;
-    bool absorbed = false, escaped = false;
-    for (k = 0; k < WD_MAX_SEGMENTS; ++k) {
-        float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
-        float nr = absorption_factor(P, st.dir);
-        Segment seg = layer_walk(P, st.slice, zp, st.dir.z, st.sca_depth, st.tot, nr);
-        float len = seg.length;
-        if (len > 0.0f) {
-            float w = sampled_weight(T, st.slice, st.dir.z);
-            if (per_segment) {
-                float s = wd_u32_to_uniform(bits + k * WD_GOLDEN) * len;
-                V3 at{st.pos.x + s * st.dir.x, st.pos.y + s * st.dir.y, st.pos.z + s * st.dir.z};
-                int c = sampled_cell(T, at, st.time + s * st.ocm);
-                if (c >= 0) sampled_record(T, runs, c, w * len);
-            } else {
-                float x = w * T.step;
-                for (; next < len; next += T.step) {
-                    V3 at{st.pos.x + next * st.dir.x, st.pos.y + next * st.dir.y, st.pos.z + next * st.dir.z};
-                    int c = sampled_cell(T, at, st.time + next * st.ocm);
-                    if (c >= 0) sampled_record(T, runs, c, x);
-                }
-                next -= len;
-            }
-        }
-        st.tot = seg.tot;
-        if (st.tot <= 0.0f) { absorbed = true; break; }
-        st.pos = V3{st.pos.x + len * st.dir.x, st.pos.y + len * st.dir.y, st.pos.z + len * st.dir.z};
-        st.time += len * st.ocm;
-        {
-            // bins.rs Binning::escaped, in float.
-            float rx = st.pos.x - T.origin[0], ry = st.pos.y - T.origin[1], rz = st.pos.z - T.origin[2];
-            float rmax = T.radial[T.n_radial - 1] + T.margin;
-            bool out;
-            if (T.spherical) {
-                out = rx * rx + ry * ry + rz * rz > rmax * rmax;
-            } else {
-                float u = rx * T.axis[0] + ry * T.axis[1] + rz * T.axis[2];
-                float px = rx - u * T.axis[0], py = ry - u * T.axis[1], pz = rz - u * T.axis[2];
-                out = px * px + py * py + pz * pz > rmax * rmax || u < T.polar[0] - T.margin || u > T.polar[T.n_polar - 1] + T.margin;
-            }
-            if (out) { escaped = true; break; }
-        }
-#ifdef WD_BFR
-        if (P.has_bfr && len > 0.0f) {
-            // propagate.cu step: one whole draw per segment, the deflection and the end-point shift.
-            float ra, rb;
-#ifdef WD_WALK_BFR
-            ra = seg.ra; rb = seg.rb;
-#else
-            bfr_path(P, zp, st.dir.z, len, ra, rb);
-#endif
-            unsigned int wb[4];
-#if defined(WD_FAST_RNG)
-            for (int q = 0; q < 4; ++q) wb[q] = mwc_next(st.mx, st.mc);
-#else
-            wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, wb);
-            st.block += 1;
-#endif
-            V3 shift;
-            st.dir = bfr_deflect(P, st.dir, len, ra, rb, wb, shift);
-            st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
-        }
-#endif
-        unsigned int w4[4];
-#if defined(WD_FAST_RNG)
-        for (int q = 0; q < 4; ++q) w4[q] = mwc_next(st.mx, st.mc);
-#else
-        wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, w4);
-        st.block += 1;
-#endif
-        float u1 = seg_uniform(w4[0]), u2 = seg_uniform(w4[1]), u3 = seg_uniform(w4[2]);
-        st.sca_depth = -logf(seg_uniform(w4[3]));
-#if defined(WD_FAST_PHASE)
-        float cos_t = bulk_cosine(P, u1, u2);
-#else
-        float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
-#endif
-        st.dir = scatter(P, st.dir, cos_t, u3);
-    }
-    if (runs.cell >= 0) {
-        close_cell(T, runs.cell, runs.x);
-        close_spatial(T, runs.spatial, runs.spatial_x);
-        runs.runs += 1;
-        n.tabulated += 1;
-    }
-    n.segments += k < WD_MAX_SEGMENTS ? k + 1 : k;
-    n.absorbed += absorbed;
-    n.escaped += escaped;
-    n.runs += runs.runs;
-    n.points += runs.points;
+    unsigned int bits, k;
+    float next;
+    SampRuns runs;
+};
+
+// mod.rs Tabulate::walk's start with Tabulate::photon_sampled's Sampler::new.
+__device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampParams& T, unsigned long long id, SampState& S) {
+    start(P, id, S.st);
+    WdRng r = wd_rng(P.seed, WD_TAG_TABULATE, id);
+    S.bits = wd_next_u32(r);
+    S.next = wd_u32_to_uniform(S.bits) * T.step;
+    S.k = 0;
+    S.runs = SampRuns{-1, -1, 0.0f, 0.0f, 0u, 0u};
 }
 
+// The photon's end: its open runs closed, its counts added.
+__device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
+    if (S.runs.cell >= 0) {
+        close_cell(T, S.runs.cell, S.runs.x);
+        close_spatial(T, S.runs.spatial, S.runs.spatial_x);
+        S.runs.runs += 1;
+        n.tabulated += 1;
+    }
+    n.segments += S.k;
+    n.absorbed += absorbed;
+    n.escaped += escaped;
+    n.runs += S.runs.runs;
+    n.points += S.runs.points;
+}
+
+// One segment of mod.rs Tabulate::walk (the fast build's `step` without modules or hole ice)
+// with Tabulate::photon_sampled's points; false when the photon ends (then its runs are closed).
+__device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampParams& T, SampState& S, SampCounts& n) {
+    PState& st = S.st;
+    float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
+    float nr = absorption_factor(P, st.dir);
+    Segment seg = layer_walk(P, st.slice, zp, st.dir.z, st.sca_depth, st.tot, nr);
+    float len = seg.length;
+    if (len > 0.0f) {
+        float w = sampled_weight(T, st.slice, st.dir.z);
+        if (!(T.step > 0.0f)) {
+            float s = wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
+            V3 at{st.pos.x + s * st.dir.x, st.pos.y + s * st.dir.y, st.pos.z + s * st.dir.z};
+            int c = sampled_cell(T, at, st.time + s * st.ocm);
+            if (c >= 0) sampled_record(T, S.runs, c, w * len);
+        } else {
+            float x = w * T.step;
+            for (; S.next < len; S.next += T.step) {
+                V3 at{st.pos.x + S.next * st.dir.x, st.pos.y + S.next * st.dir.y, st.pos.z + S.next * st.dir.z};
+                int c = sampled_cell(T, at, st.time + S.next * st.ocm);
+                if (c >= 0) sampled_record(T, S.runs, c, x);
+            }
+            S.next -= len;
+        }
+    }
+    S.k += 1;
+    st.tot = seg.tot;
+    if (st.tot <= 0.0f) { sampled_end(T, S, n, true, false); return false; }
+    st.pos = V3{st.pos.x + len * st.dir.x, st.pos.y + len * st.dir.y, st.pos.z + len * st.dir.z};
+    st.time += len * st.ocm;
+    {
+        // bins.rs Binning::escaped, in float.
+        float rx = st.pos.x - T.origin[0], ry = st.pos.y - T.origin[1], rz = st.pos.z - T.origin[2];
+        float rmax = T.radial[T.n_radial - 1] + T.margin;
+        bool out;
+        if (T.spherical) {
+            out = rx * rx + ry * ry + rz * rz > rmax * rmax;
+        } else {
+            float u = rx * T.axis[0] + ry * T.axis[1] + rz * T.axis[2];
+            float px = rx - u * T.axis[0], py = ry - u * T.axis[1], pz = rz - u * T.axis[2];
+            out = px * px + py * py + pz * pz > rmax * rmax || u < T.polar[0] - T.margin || u > T.polar[T.n_polar - 1] + T.margin;
+        }
+        if (out) { sampled_end(T, S, n, false, true); return false; }
+    }
+#ifdef WD_BFR
+    if (P.has_bfr && len > 0.0f) {
+        // propagate.cu step: one whole draw per segment, the deflection and the end-point shift.
+        float ra, rb;
+#ifdef WD_WALK_BFR
+        ra = seg.ra; rb = seg.rb;
+#else
+        bfr_path(P, zp, st.dir.z, len, ra, rb);
+#endif
+        unsigned int wb[4];
+#if defined(WD_FAST_RNG)
+        for (int q = 0; q < 4; ++q) wb[q] = mwc_next(st.mx, st.mc);
+#else
+        wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, wb);
+        st.block += 1;
+#endif
+        V3 shift;
+        st.dir = bfr_deflect(P, st.dir, len, ra, rb, wb, shift);
+        st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
+    }
+#endif
+    unsigned int w4[4];
+#if defined(WD_FAST_RNG)
+    for (int q = 0; q < 4; ++q) w4[q] = mwc_next(st.mx, st.mc);
+#else
+    wd_block4(P.seed, WD_TAG_PHOTON, st.id, st.block, w4);
+    st.block += 1;
+#endif
+    float u1 = seg_uniform(w4[0]), u2 = seg_uniform(w4[1]), u3 = seg_uniform(w4[2]);
+    st.sca_depth = -logf(seg_uniform(w4[3]));
+#if defined(WD_FAST_PHASE)
+    float cos_t = bulk_cosine(P, u1, u2);
+#else
+    float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
+#endif
+    st.dir = scatter(P, st.dir, cos_t, u3);
+    if (S.k >= WD_MAX_SEGMENTS) { sampled_end(T, S, n, false, false); return false; }
+    return true;
+}
+
+// As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
+// its next photon (a warp does not wait for its longest photon).
 extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) tabulate_sampled(__grid_constant__ const PhotonParams P, __grid_constant__ const SampParams T) {
     SampCounts n = {0, 0, 0, 0, 0, 0};
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long id = T.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; id < T.photon_hi; id += stride) {
-        sampled_photon(P, T, id, n);
+    unsigned long long next = T.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    SampState S;
+    bool alive = false;
+    for (;;) {
+        if (!alive) {
+            if (next >= T.photon_hi) break;
+            sampled_start(P, T, next, S);
+            next += stride;
+            alive = true;
+        }
+        alive = sampled_step(P, T, S, n);
     }
     unsigned long long* c = T.counters;
     if (n.tabulated) atomicAdd(c + 0, n.tabulated);

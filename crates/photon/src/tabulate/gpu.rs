@@ -736,6 +736,35 @@ mod tests {
         assert!(SWITCHES.iter().all(|s| !crate::gpu::FAST_ONLY.contains(s)));
     }
 
+    /// The sampled kernel's source holds its entry points and the twins' names, its constants
+    /// are the CPU's (stream tag, Weyl increment, fixed point, counters), and its build keeps
+    /// the fast photon switches of `bench photon` but none of the propagation kernel's launch
+    /// switches.
+    #[test]
+    fn sampled_kernel_source_assembles() {
+        assert!(SAMPLED_SRC.starts_with(include_str!("../../kernels/propagate.cu")));
+        for f in SAMPLED_FUNCTIONS
+            .iter()
+            .chain(&["axis_bin(", "sampled_cell(", "sampled_weight(", "sampled_record(", "sampled_step("])
+        {
+            assert!(SAMPLED_SRC.contains(f), "{f} missing");
+        }
+        let src = include_str!("../../kernels/sampled.cu");
+        assert!(src.contains(&format!("#define WD_TAG_TABULATE {}u", super::super::sampled::TAG)));
+        assert!(src.contains(&format!("#define WD_GOLDEN 0x{:X}u", super::super::sampled::GOLDEN)));
+        assert!(src.contains(&format!("#define WD_SAMP_COUNTERS {SAMPLED_COUNTERS}")));
+        assert!(src.contains(&format!("#define WD_SUM_UNIT {:.1}", super::super::SUM_UNIT)));
+        assert!(src.contains(&format!("#define WD_SQ_UNIT {:.1}", super::super::SQ_UNIT)));
+        let d = sampled_switches();
+        assert!(
+            d.iter().any(|s| s == "WD_FAST_RNG") && d.iter().any(|s| s == "WD_FACTORED_ICE"),
+            "{d:?}"
+        );
+        let name = |s: &str| s.split('=').next().unwrap_or(s).to_string();
+        assert!(d.iter().all(|s| !NOT_SAMPLED.contains(&name(s).as_str())), "{d:?}");
+        assert_eq!(d.len() + NOT_SAMPLED.len(), crate::gpu::DEFAULT_SWITCHES.len());
+    }
+
     /// The memory guard: a histogram that does not fit says how much it needs and what to do.
     #[test]
     fn device_budget_refuses_what_does_not_fit() {
@@ -777,6 +806,8 @@ mod tests {
             .unwrap();
             let want = warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, true, kernel_defines(&det.medium, &[]));
             assert!(builds.contains(&want), "{model}: {:?} not prebuilt", want.defines);
+            let sampled = warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, sampled_defines(&det.medium, &[]));
+            assert!(builds.contains(&sampled), "{model}: {:?} not prebuilt", sampled.defines);
         }
     }
 

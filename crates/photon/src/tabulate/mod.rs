@@ -132,8 +132,8 @@ impl Estimator {
         }
     }
 
-    /// Parse `--estimator exact|sampled` and `--sample-step M|segment` (the step only with
-    /// sampled; `None` for the estimator: the device's default, whose step is then `step`'s).
+    /// Parse `--estimator exact|sampled` and `--sample-step M|segment`: neither is `None` (the
+    /// device's default), a step alone means sampled, a step with exact is refused.
     pub fn parse(name: Option<&str>, step: Option<&str>) -> Result<Option<Self>> {
         let step = match step {
             None => None,
