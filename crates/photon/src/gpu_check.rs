@@ -860,9 +860,13 @@ pub fn tabulate_cases(data: &Path) -> Vec<(&'static str, crate::tabulate::Tabula
 /// GPU: no loss" (every photon absorbed or escaped, the cells' total = the length inside the
 /// table within the fixed point's rounding, launches of 2¹² photons give the same integers as
 /// the default, and with a kernel scratch of 8 cells the photons the host takes over still add up
-/// and agree with the CPU); and "photon tabulate GPU rate" (bench photon --tabulate: tabulation
-/// photons/s in kernels ≥ 50 % of the fast propagation's on the same ice and photons, with at
-/// most 1 % of the photons left to the host).
+/// and agree with the CPU) — these with the exact estimator on both; "photon tabulate sampled:
+/// struct layout (SampParams)"; "photon tabulate sampled GPU = sampled CPU (…)" and "… = exact
+/// CPU (…)" for each case (the GPU's fast build against the CPU, independent photons:
+/// [`crate::tabulate::agreement::independent`], χ²/ndf ≤ 1.5 with both variances, totals within
+/// 1 %, every photon absorbed or escaped on both, absorbed and escaped within 1 %); and "photon
+/// tabulate GPU rate" (bench photon --tabulate: the sampled estimator's photons/s in kernels
+/// ≥ 50 % of the fast propagation's on the same ice and photons; the exact one's printed).
 pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, warpdrive_core::engine::Error> {
     use crate::tabulate::{agreement::agreement, gpu::TabGpuOptions, Tables, Tabulate};
     use warpdrive_core::engine::{Control, Device};
