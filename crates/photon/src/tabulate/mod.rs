@@ -150,7 +150,10 @@ impl Estimator {
                 step: s.unwrap_or(DEFAULT_SAMPLE_STEP),
             })),
             (Some("exact"), None) => Ok(Some(Self::Exact)),
-            (Some("exact"), Some(_)) => Err(param("sample_step", "the exact estimator takes no step (--estimator sampled)")),
+            (Some("exact"), Some(_)) => Err(param(
+                "sample_step",
+                "a step is for the sampled estimator (--estimator sampled), not the exact one",
+            )),
             (Some(n), _) => Err(param("estimator", format!("'{n}': expected exact or sampled"))),
         }
     }
