@@ -237,6 +237,14 @@ pub struct TabulateArgs {
     /// Switch the ice's birefringence off (its scattering stays in the ordinary scattering).
     #[arg(long)]
     no_birefringence: bool,
+    /// The track-length estimator: exact (every segment cut at every bin boundary) or sampled
+    /// (points every --sample-step metres along the path). Default: exact on the CPU, sampled on
+    /// GPUs (docs/spline.md "Estimators").
+    #[arg(long)]
+    estimator: Option<String>,
+    /// The sampled estimator's step [m], or `segment` (one random point per straight segment).
+    #[arg(long)]
+    sample_step: Option<String>,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -274,6 +282,7 @@ pub fn tabulate(a: &TabulateArgs, force: bool) -> Result<()> {
         tilt: !a.no_tilt,
         anisotropy: !a.no_anisotropy,
         birefringence: !a.no_birefringence,
+        estimator: tabulate::Estimator::parse(a.estimator.as_deref(), a.sample_step.as_deref())?,
         command: crate::command_line(),
     };
     let out = tabulate::prepare_output(&a.output, force, &o.ice.iter().cloned().collect::<Vec<_>>())?;
@@ -295,6 +304,7 @@ pub fn tabulate(a: &TabulateArgs, force: bool) -> Result<()> {
         h.escaped
     );
     println!("segments:       {}", h.segments);
+    println!("estimator:      {}", t.estimator.describe());
     println!(
         "tabulation:     {:.2} s, {:.3e} photons/s on {}",
         t.seconds,

@@ -519,6 +519,10 @@ pub struct TabulationRate {
     /// Photons per second: tabulation (GPU: kernel time; CPU: wall time), propagation to the
     /// modules in the default (fast) and in the precise arithmetic (`bench photon`'s rate).
     pub tabulate: f64,
+    /// The same with the exact estimator (the sampled one is `tabulate`).
+    pub tabulate_exact: f64,
+    /// The sampled estimator `tabulate` used.
+    pub estimator: String,
     pub fast: f64,
     pub precise: f64,
     /// Photons the host tabulated for the GPU (overflowed the kernel's scratch).
@@ -526,7 +530,7 @@ pub struct TabulationRate {
 }
 
 impl TabulationRate {
-    /// The tabulation's rate over the fast propagation's (issue #32: ≥ 0.5 on the GPU).
+    /// The (sampled) tabulation's rate over the fast propagation's (issue #32: ≥ 0.5 on the GPU).
     #[must_use]
     pub fn ratio(&self) -> f64 {
         self.tabulate / self.fast
@@ -536,14 +540,18 @@ impl TabulationRate {
     pub fn report(&self) -> String {
         format!(
             "warpdrive bench photon --tabulate on {}: {} photons of a 1 TeV cascade at 2000 m (photon tabulate's default bins): \
-             tabulation {:.3e} photons/s; propagation to the modules {:.3e} photons/s (fast), {:.3e} (precise); \
-             tabulation / fast = {:.3}, / precise = {:.3}; {} photons tabulated by the host",
+             tabulation {:.3e} photons/s with the {} estimator, {:.3e} with the exact one; \
+             propagation to the modules {:.3e} photons/s (fast), {:.3e} (precise); \
+             tabulation / fast = {:.3} (exact {:.4}), / precise = {:.3}; {} photons tabulated by the host (exact)",
             self.device,
             self.photons,
             self.tabulate,
+            self.estimator,
+            self.tabulate_exact,
             self.fast,
             self.precise,
             self.ratio(),
+            self.tabulate_exact / self.fast,
             self.tabulate / self.precise,
             self.overflowed
         )
@@ -556,6 +564,8 @@ impl TabulationRate {
             "device": self.device,
             "photons": self.photons,
             "tabulate_photons_per_s": self.tabulate,
+            "tabulate_estimator": self.estimator,
+            "tabulate_exact_photons_per_s": self.tabulate_exact,
             "propagate_fast_photons_per_s": self.fast,
             "propagate_precise_photons_per_s": self.precise,
             "tabulate_over_fast": self.ratio(),
@@ -571,7 +581,10 @@ impl TabulationRate {
 /// precise, on `devices` (the first GPU; `None`: the CPU, a tenth of the photons, wall time).
 /// GPU times are kernel times; each GPU run is preceded by a small warm-up run (compilation).
 pub fn tabulation_rate(ice: &std::path::Path, devices: Option<&[usize]>, photons: u64, seed: u64, ctl: &Control) -> Result<TabulationRate> {
-    use crate::tabulate::{gpu::TabGpuOptions, Tabulate, TabulateOptions};
+    use crate::tabulate::{gpu::TabGpuOptions, Estimator, Tabulate, TabulateOptions};
+    let sampled = Estimator::Sampled {
+        step: crate::tabulate::DEFAULT_SAMPLE_STEP,
+    };
     let photons = if devices.is_some() { photons } else { (photons / 10).max(1) };
     let o = TabulateOptions {
         ice: Some(ice.to_path_buf()),
@@ -579,7 +592,8 @@ pub fn tabulation_rate(ice: &std::path::Path, devices: Option<&[usize]>, photons
         seed,
         ..Default::default()
     };
-    let t = Tabulate::new(&o)?;
+    let t = Tabulate::new(&o)?.with_estimator(sampled)?;
+    let exact = Tabulate::new(&o)?.with_estimator(Estimator::Exact)?;
     let det = Detector::build(&DetectorOptions {
         ice_dir: Some(ice.to_path_buf()),
         ..Default::default()
@@ -598,8 +612,10 @@ pub fn tabulation_rate(ice: &std::path::Path, devices: Option<&[usize]>, photons
                 photons: 1 << 16,
                 ..o.clone()
             })?;
-            warm.run_gpu(&topts, ctl)?;
+            warm.clone().with_estimator(sampled)?.run_gpu(&topts, ctl)?;
+            warm.with_estimator(Estimator::Exact)?.run_gpu(&topts, ctl)?;
             let r = t.run_gpu(&topts, ctl)?;
+            let e = exact.run_gpu(&topts, ctl)?;
             let rate = |precise: bool| -> Result<f64> {
                 let opts = GpuOptions {
                     devices: dev.clone(),
@@ -616,13 +632,16 @@ pub fn tabulation_rate(ice: &std::path::Path, devices: Option<&[usize]>, photons
                 device: r.device.clone(),
                 photons,
                 tabulate: photons as f64 / r.kernel_seconds.max(1e-12),
+                tabulate_exact: photons as f64 / e.kernel_seconds.max(1e-12),
+                estimator: sampled.describe(),
                 fast: rate(false)?,
                 precise: rate(true)?,
-                overflowed: r.overflowed,
+                overflowed: e.overflowed,
             })
         }
         None => {
             let r = t.run_cpu(ctl)?;
+            let e = exact.run_cpu(ctl)?;
             let progress = warpdrive_core::progress::Progress::hidden();
             let rate = |precise: bool| -> Result<f64> {
                 let t0 = std::time::Instant::now();
@@ -639,6 +658,8 @@ pub fn tabulation_rate(ice: &std::path::Path, devices: Option<&[usize]>, photons
                 device: r.device.clone(),
                 photons,
                 tabulate: photons as f64 / r.seconds.max(1e-12),
+                tabulate_exact: photons as f64 / e.seconds.max(1e-12),
+                estimator: sampled.describe(),
                 fast: rate(false)?,
                 precise: rate(true)?,
                 overflowed: 0,

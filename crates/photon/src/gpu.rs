@@ -1176,6 +1176,21 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
         fast: false,
         generated: false,
     });
+    // The sampled tabulation kernel (tabulate/gpu.rs SAMPLED_SRC): the fast build's photon
+    // switches, with the birefringence features, and without any switch.
+    let samp = |extra: &[&str]| {
+        let mut d = crate::tabulate::gpu::sampled_switches();
+        d.extend(extra.iter().map(|s| (*s).to_string()));
+        d
+    };
+    sets.push(warpdrive_core::doctor::KernelSet {
+        file: crate::tabulate::gpu::SAMPLED_NAME.to_string(),
+        src: crate::tabulate::gpu::SAMPLED_SRC.to_string(),
+        functions: crate::tabulate::gpu::SAMPLED_FUNCTIONS.iter().map(|f| (*f).to_string()).collect(),
+        variants: vec![Vec::new(), samp(&[]), samp(&["WD_BFR"]), samp(&["WD_BFR", "WD_BFR_RB_CONST"])],
+        fast: true,
+        generated: false,
+    });
     sets
 }
 

@@ -7,7 +7,7 @@ use warpdrive_photon::config::Config;
 use warpdrive_photon::ice::Layers;
 use warpdrive_photon::medium::Medium;
 use warpdrive_photon::source::Emission;
-use warpdrive_photon::tabulate::{Acceptance, Edges, SourceKind, Tabulate, TabulateOptions};
+use warpdrive_photon::tabulate::{Acceptance, Edges, Estimator, SourceKind, Tabulate, TabulateOptions};
 use warpdrive_photon::tilt::Tilt;
 
 fn cpu(threads: usize) -> Control {
@@ -144,35 +144,50 @@ fn homogeneous_ice_far_field_follows_diffusion() {
         margin: 300.0,
         ..Default::default()
     };
-    let req = Tabulate::new(&o).unwrap().with_medium(medium).with_acceptance(Acceptance::unit());
-    let t = req.run(&cpu(2)).unwrap();
-    let cells = t.cells();
-    let pts: Vec<(f64, f64)> = cells
-        .iter()
-        .filter(|c| c.center[0] > 100.0 && c.center[0] < 260.0)
-        .map(|c| (c.center[0], (c.center[0] * c.fluence).ln()))
-        .collect();
-    assert_eq!(pts.len(), 8);
-    let n = pts.len() as f64;
-    let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
-    let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / pts.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>();
-    let l_fit = -1.0 / slope;
-    eprintln!("L = {l:.2} m, fitted {l_fit:.2} m ({:+.2} %)", 100.0 * (l_fit / l - 1.0));
-    for c in &cells {
-        let r = c.center[0];
-        let expect = (-r / l).exp() / (4.0 * std::f64::consts::PI * d * r);
-        eprintln!(
-            "r {r:5.0} m: Φ = {:.4e} /m², diffusion {expect:.4e}, ratio {:.3}, N_eff {:.0}",
-            c.fluence,
-            c.fluence / expect,
-            c.n_eff
+    // Each estimator (the sampled ones: a 1 m step and one point per segment).
+    for e in [
+        Estimator::Exact,
+        Estimator::Sampled { step: 1.0 },
+        Estimator::Sampled { step: f64::INFINITY },
+    ] {
+        let req = Tabulate::new(&o)
+            .unwrap()
+            .with_medium(medium.clone())
+            .with_acceptance(Acceptance::unit())
+            .with_estimator(e)
+            .unwrap();
+        let t = req.run(&cpu(2)).unwrap();
+        let cells = t.cells();
+        let pts: Vec<(f64, f64)> = cells
+            .iter()
+            .filter(|c| c.center[0] > 100.0 && c.center[0] < 260.0)
+            .map(|c| (c.center[0], (c.center[0] * c.fluence).ln()))
+            .collect();
+        assert_eq!(pts.len(), 8);
+        let n = pts.len() as f64;
+        let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / n, pts.iter().map(|p| p.1).sum::<f64>() / n);
+        let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / pts.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>();
+        let l_fit = -1.0 / slope;
+        eprintln!("L = {l:.2} m, fitted {l_fit:.2} m ({:+.2} %)", 100.0 * (l_fit / l - 1.0));
+        for c in &cells {
+            let r = c.center[0];
+            let expect = (-r / l).exp() / (4.0 * std::f64::consts::PI * d * r);
+            eprintln!(
+                "r {r:5.0} m: Φ = {:.4e} /m², diffusion {expect:.4e}, ratio {:.3}, N_eff {:.0}",
+                c.fluence,
+                c.fluence / expect,
+                c.n_eff
+            );
+        }
+        assert!(
+            (l_fit / l - 1.0).abs() < 0.04,
+            "{e:?}: fitted decay length {l_fit} m vs diffusion {l} m"
         );
-    }
-    assert!((l_fit / l - 1.0).abs() < 0.04, "fitted decay length {l_fit} m vs diffusion {l} m");
-    for c in cells.iter().filter(|c| c.center[0] > 100.0 && c.center[0] < 260.0) {
-        let r = c.center[0];
-        let ratio = c.fluence * 4.0 * std::f64::consts::PI * d * r * (r / l).exp();
-        assert!((ratio - 1.0).abs() < 0.15, "r = {r} m: Φ/diffusion = {ratio}");
+        for c in cells.iter().filter(|c| c.center[0] > 100.0 && c.center[0] < 260.0) {
+            let r = c.center[0];
+            let ratio = c.fluence * 4.0 * std::f64::consts::PI * d * r * (r / l).exp();
+            assert!((ratio - 1.0).abs() < 0.15, "{e:?}: r = {r} m: Φ/diffusion = {ratio}");
+        }
     }
 }
 

@@ -324,7 +324,7 @@ type Tabulated = (String, u64, u64, u64, u64, u64, f64, usize);
 /// or is an input), written whole. Edges are the CLI's text (`LO:HI:N` or a list); `delay_bins`
 /// None: no time table.
 #[pyfunction]
-#[pyo3(signature = (output, ice, source, depth, zenith, azimuth, energy, length, photons, radial_bins, azimuth_bins, polar_bins, delay_bins, margin, seed, tilt, anisotropy, birefringence, force, device, threads, progress, invocation))]
+#[pyo3(signature = (output, ice, source, depth, zenith, azimuth, energy, length, photons, radial_bins, azimuth_bins, polar_bins, delay_bins, margin, seed, tilt, anisotropy, birefringence, estimator, sample_step, force, device, threads, progress, invocation))]
 #[allow(clippy::too_many_arguments)]
 pub fn photon_tabulate(
     py: Python<'_>,
@@ -346,6 +346,8 @@ pub fn photon_tabulate(
     tilt: bool,
     anisotropy: bool,
     birefringence: bool,
+    estimator: Option<&str>,
+    sample_step: Option<&str>,
     force: bool,
     device: &str,
     threads: Option<Count>,
@@ -372,6 +374,7 @@ pub fn photon_tabulate(
         tilt,
         anisotropy,
         birefringence,
+        estimator: tabulate::Estimator::parse(estimator, sample_step).map_err(eng)?,
         command: invocation,
     };
     let (ctl, notes) = crate::run::control(device, threads, false)?;

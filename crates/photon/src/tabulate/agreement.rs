@@ -131,6 +131,105 @@ pub fn agreement(a: &Tables, b: &Tables) -> Agreement {
     r
 }
 
+/// χ²/ndf limit of two independent runs ([`independent`]): their mean is 1 when the variances
+/// Σx² are honest; the sampled estimator's run-merged Σx² misses a photon's cross terms
+/// between its returns to a cell, which raises it (measured on the CPU: the
+/// `independent_runs_agree_within_statistics` test and docs/spline.md "Estimators").
+pub const CHI2_INDEPENDENT_LIMIT: f64 = 1.5;
+/// The totals' relative difference at most this.
+pub const TOTAL_LIMIT: f64 = 0.01;
+
+/// Two independent tabulations of one request (different photons or another estimator).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Independent {
+    pub chi2: f64,
+    pub ndf: usize,
+    pub max_pull: f64,
+    /// The cells' weighted lengths summed [m].
+    pub totals: (f64, f64),
+    /// Each run's photons all ended absorbed or outside.
+    pub accounted: (bool, bool),
+    /// b − a: tabulated, absorbed, escaped.
+    pub counts: [i64; 3],
+    pub photons: u64,
+}
+
+impl Independent {
+    /// χ²/ndf ≤ [`CHI2_INDEPENDENT_LIMIT`], totals within [`TOTAL_LIMIT`], both runs accounting
+    /// for every photon, the absorbed and escaped counts within 1 % of the photons.
+    #[must_use]
+    pub fn passes(&self) -> bool {
+        // Absorbed and escaped (the photons that reached the grid depend on the estimator: a
+        // sampled photon whose path there is short may leave no point).
+        let counts = self.counts[1..]
+            .iter()
+            .all(|d| d.unsigned_abs() as f64 <= 0.01 * self.photons as f64);
+        self.ndf > 0
+            && self.chi2 / self.ndf as f64 <= CHI2_INDEPENDENT_LIMIT
+            && (self.totals.1 / self.totals.0 - 1.0).abs() <= TOTAL_LIMIT
+            && self.accounted.0
+            && self.accounted.1
+            && counts
+    }
+
+    #[must_use]
+    pub fn report(&self) -> String {
+        format!(
+            "χ²/ndf = {:.1} / {} = {:.4} (limit {CHI2_INDEPENDENT_LIMIT}); largest pull {:.2}; totals {:.6e} vs {:.6e} m ({:+.3e}, limit {TOTAL_LIMIT}); \
+             every photon absorbed or escaped: {} / {}; Δ tabulated {}, absorbed {}, escaped {} of {} photons",
+            self.chi2,
+            self.ndf,
+            self.chi2 / self.ndf.max(1) as f64,
+            self.max_pull,
+            self.totals.0,
+            self.totals.1,
+            self.totals.1 / self.totals.0 - 1.0,
+            self.accounted.0,
+            self.accounted.1,
+            self.counts[0],
+            self.counts[1],
+            self.counts[2],
+            self.photons
+        )
+    }
+}
+
+/// Compare `b` with `a`, independent runs of the same request: χ² = Σ Δ²/(Σx²_a + Σx²_b) over
+/// the cells with light in either, the totals, the photon accounts.
+#[must_use]
+pub fn independent(a: &Tables, b: &Tables) -> Independent {
+    let photons = a.photons * a.sources.len() as u64;
+    let mut r = Independent {
+        photons,
+        totals: (a.hist.total_length(), b.hist.total_length()),
+        accounted: (
+            a.hist.absorbed + a.hist.escaped == photons,
+            b.hist.absorbed + b.hist.escaped == b.photons * b.sources.len() as u64,
+        ),
+        ..Default::default()
+    };
+    for (ha, hb) in a.per_source.iter().zip(&b.per_source) {
+        for c in 0..ha.sum.len().min(hb.sum.len()) {
+            let d = (hb.sum[c] as f64 - ha.sum[c] as f64) / SUM_UNIT;
+            let var = (ha.sumsq[c] as f64 + hb.sumsq[c] as f64) / SQ_UNIT;
+            if var > 0.0 {
+                let pull2 = d * d / var;
+                r.chi2 += pull2;
+                r.ndf += 1;
+                r.max_pull = r.max_pull.max(pull2.sqrt());
+            }
+        }
+    }
+    let (ha, hb) = (&a.hist, &b.hist);
+    let diff = |x: u64, y: u64| y as i64 - x as i64;
+    r.counts = [
+        diff(ha.tabulated, hb.tabulated),
+        diff(ha.absorbed, hb.absorbed),
+        diff(ha.escaped, hb.escaped),
+    ];
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{Tabulate, TabulateOptions};

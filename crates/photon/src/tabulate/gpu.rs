@@ -47,6 +47,107 @@ pub const BATCH: u64 = 1 << 22;
 /// precise build; the features WD_BFR, WD_BFR_RB_CONST are added per ice model).
 pub const SWITCHES: &[&str] = &["WD_SELECT_SCATTER", "WD_BRANCHLESS_WALK"];
 
+/// The sampled estimator's kernel file (`kernels/sampled.cu`), compiled after propagate.cu in the
+/// fast build ([`sampled_defines`]).
+pub const SAMPLED_NAME: &str = "sampled.cu";
+pub const SAMPLED_SRC: &str = concat!(
+    include_str!("../../kernels/propagate.cu"),
+    "\n// ---- sampled.cu ----\n",
+    include_str!("../../kernels/sampled.cu")
+);
+pub const SAMPLED_FUNCTIONS: &[&str] = &["tabulate_sampled", "sampled_layout", "sampled_twin_cells"];
+/// Counters of the sampled kernel (WD_SAMP_COUNTERS): tabulated, absorbed, escaped, segments,
+/// runs, points.
+pub const SAMPLED_COUNTERS: usize = 6;
+/// The fast build's switches that only shape the propagation kernel's launch (job queue, its
+/// refills and counter, register cap) or its module search: left out of the sampled build.
+pub const NOT_SAMPLED: &[&str] = &[
+    "WD_JOBQUEUE",
+    "WD_DYNAMIC",
+    "WD_CLEARANCE",
+    "WD_PHILOX_PAIR",
+    "WD_MIN_BLOCKS",
+    "WD_REFILL",
+];
+
+/// The `-D` switches of the sampled build for a medium: `bench photon --device cuda`'s default
+/// (fast) switches that concern one photon's path, the medium's birefringence features, `extra`.
+#[must_use]
+pub fn sampled_defines(m: &crate::medium::Medium, extra: &[String]) -> Vec<String> {
+    let mut d = sampled_switches();
+    if m.bfr.is_some() {
+        d.push("WD_BFR".into());
+    }
+    if m.bfr.as_ref().and_then(|b| b.rb_column_const).is_some() {
+        d.push("WD_BFR_RB_CONST".into());
+    }
+    d.extend(extra.iter().cloned());
+    d
+}
+
+/// `bench photon --device cuda`'s default switches less [`NOT_SAMPLED`].
+#[must_use]
+pub fn sampled_switches() -> Vec<String> {
+    let name = |d: &str| d.split('=').next().unwrap_or(d).to_string();
+    crate::gpu::DEFAULT_SWITCHES
+        .iter()
+        .filter(|s| !NOT_SAMPLED.contains(&name(s).as_str()))
+        .map(|s| (*s).to_string())
+        .collect()
+}
+
+/// Mirror of `struct SampParams` in sampled.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SampParams {
+    pub radial: u64,
+    pub azimuth: u64,
+    pub polar: u64,
+    pub delay: u64,
+    pub share: u64,
+    pub ang: u64,
+    pub sum: u64,
+    pub sumsq: u64,
+    pub spatial_sumsq: u64,
+    pub counters: u64,
+    pub photon_lo: u64,
+    pub photon_hi: u64,
+    pub origin: [f32; 3],
+    pub axis: [f32; 3],
+    pub e1: [f32; 3],
+    pub e2: [f32; 3],
+    pub ng_over_c: f32,
+    pub cone: f32,
+    pub inv_c: f32,
+    pub margin: f32,
+    pub mas: f32,
+    pub step: f32,
+    pub lo: [f32; 4],
+    pub inv: [f32; 4],
+    pub n_radial: i32,
+    pub n_azimuth: i32,
+    pub n_polar: i32,
+    pub n_delay: i32,
+    pub spherical: i32,
+    pub n_ang: i32,
+    pub time_cells: u32,
+    pub pad: i32,
+}
+// SAFETY: plain old data of integers and floats, `#[repr(C)]`, passed by value to the kernel.
+unsafe impl cudarc::driver::DeviceRepr for SampParams {}
+
+/// Offsets the kernel's `sampled_layout` reports, in its order.
+pub const SAMPLED_LAYOUT: [usize; 7] = [
+    offset_of!(SampParams, photon_lo),
+    offset_of!(SampParams, origin),
+    offset_of!(SampParams, step),
+    offset_of!(SampParams, lo),
+    offset_of!(SampParams, n_radial),
+    offset_of!(SampParams, time_cells),
+    size_of::<SampParams>(),
+];
+const _: () = assert!(size_of::<SampParams>() == 232);
+
 /// Mirror of `struct TabParams` in tabulate.cu.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -151,17 +252,25 @@ pub fn kernel_defines(m: &crate::medium::Medium, extra: &[String]) -> Vec<String
     d
 }
 
-/// The tabulation builds runs ask for (precise; without birefringence, with it, with one rb
-/// for every layer): `doctor --prebuild` and `--prepare` make them.
+/// The tabulation builds runs ask for (exact: precise; sampled: fast; each without
+/// birefringence, with it, with one rb for every layer): `doctor --prebuild` and `--prepare`
+/// make them.
 #[must_use]
 pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
-    [&[][..], &["WD_BFR"][..], &["WD_BFR", "WD_BFR_RB_CONST"][..]]
+    let features = [&[][..], &["WD_BFR"][..], &["WD_BFR", "WD_BFR_RB_CONST"][..]];
+    let mut out: Vec<_> = features
         .iter()
         .map(|f| {
             let d = SWITCHES.iter().chain(f.iter()).map(|s| (*s).to_string()).collect();
             warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, true, d)
         })
-        .collect()
+        .collect();
+    for f in features {
+        let mut d = sampled_switches();
+        d.extend(f.iter().map(|s| (*s).to_string()));
+        out.push(warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, d));
+    }
+    out
 }
 
 /// The device memory a tabulation needs [bytes]: the histogram (8 + 16 bytes a cell, 16 a
@@ -373,6 +482,7 @@ fn run_on(t: &Tabulate, gpu: &Gpu, share: std::ops::Range<u64>, opts: &TabGpuOpt
             absorbed: c[1],
             escaped: c[2],
             tabulated: c[0],
+            points: 0,
         });
     }
     stats.overflowed = overflowed.len() as u64;
@@ -416,6 +526,180 @@ pub fn run(t: &Tabulate, opts: &TabGpuOptions, progress: &Progress) -> Result<(V
     Ok((hists, stats))
 }
 
+/// One device's share with the sampled estimator (`kernels/sampled.cu`, the fast build): per
+/// source the histogram of its photon ids `share`. Nothing overflows (no per-thread scratch).
+fn run_sampled_on(
+    t: &Tabulate,
+    gpu: &Gpu,
+    share: std::ops::Range<u64>,
+    step: f64,
+    opts: &TabGpuOptions,
+    progress: &Progress,
+) -> Result<(Vec<Histogram>, TabGpuStats), GpuError> {
+    let m = &t.medium;
+    let b = &t.binning;
+    let (cells, spatial) = (b.spatial_cells() * b.time_cells(), b.spatial_cells());
+    let defines = sampled_defines(m, &opts.defines);
+    let (module, func) = cuda::load(gpu, SAMPLED_NAME, SAMPLED_SRC, "tabulate_sampled", false, &defines)?;
+    let _ = &module;
+    let res = cuda::resources(&func)?;
+    let block = opts.block.min(res.max_threads_per_block.max(1) as u32);
+    let name = format!("cuda:{} {}", gpu.ordinal, gpu.name);
+    let (free, _total) = gpu.ctx.mem_get_info()?;
+    let resident = (gpu.multiprocessors.max(1) as u64) * (gpu.max_threads_per_sm.max(1) as u64);
+    device_budget(cells, spatial, 0, resident, res.local_bytes.max(0) as u64, free as u64, &name)
+        .map_err(|e| GpuError::Other(e.to_string()))?;
+    let stream = &gpu.stream;
+    let sources: Vec<crate::source::Source> = t.sources.iter().map(|p| p.src.clone()).collect();
+    let (tables, _hits, _count) = crate::gpu::upload(stream, m, &t.index, &sources, 1)?;
+    let mut pp = tables.params;
+    pp.seed = t.seed;
+    let f32s = |v: &[f64]| nonempty(v).iter().map(|&x| x as f32).collect::<Vec<f32>>();
+    let keep: Vec<CudaSlice<f32>> = [
+        &b.radial[..],
+        &b.azimuth[..],
+        &b.polar[..],
+        &b.delay[..],
+        &t.acceptance.share[..],
+        &t.acceptance.angular.coeffs[..],
+    ]
+    .iter()
+    .map(|v| stream.clone_htod(&f32s(v)))
+    .collect::<Result<_, _>>()?;
+    let ptr = |s: &CudaSlice<f32>| {
+        let (p, _sync) = s.device_ptr(stream);
+        p
+    };
+    let mut sum = stream.alloc_zeros::<u64>(cells as usize)?;
+    let mut sumsq = stream.alloc_zeros::<u64>(2 * cells as usize)?;
+    let mut spatial_sumsq = stream.alloc_zeros::<u64>(2 * spatial as usize)?;
+    let mut counters = stream.alloc_zeros::<u64>(SAMPLED_COUNTERS)?;
+    let dptr = |s: &CudaSlice<u64>| {
+        let (p, _sync) = s.device_ptr(stream);
+        p
+    };
+    let look = super::sampled::Lookup::new(b);
+    let axis = |a: &super::sampled::Axis| (a.lo as f32, a.inv as f32);
+    let axes = [
+        axis(&look.radial),
+        axis(&look.azimuth),
+        axis(&look.polar),
+        look.delay.as_ref().map_or((0.0, 0.0), axis),
+    ];
+    let f3 = |v: [f64; 3]| v.map(|x| x as f32);
+    let mut tp = SampParams {
+        radial: ptr(&keep[0]),
+        azimuth: ptr(&keep[1]),
+        polar: ptr(&keep[2]),
+        delay: ptr(&keep[3]),
+        share: ptr(&keep[4]),
+        ang: ptr(&keep[5]),
+        sum: dptr(&sum),
+        sumsq: dptr(&sumsq),
+        spatial_sumsq: dptr(&spatial_sumsq),
+        counters: dptr(&counters),
+        margin: t.margin as f32,
+        mas: t.acceptance.angular.mas as f32,
+        step: if step.is_finite() { step as f32 } else { 0.0 },
+        lo: axes.map(|a| a.0),
+        inv: axes.map(|a| a.1),
+        n_radial: b.radial.len() as i32,
+        n_azimuth: b.azimuth.len() as i32,
+        n_polar: b.polar.len() as i32,
+        n_delay: b.delay.len() as i32,
+        spherical: i32::from(b.shape == super::Shape::Spherical),
+        n_ang: t.acceptance.angular.coeffs.len() as i32,
+        time_cells: b.time_cells() as u32,
+        ..Default::default()
+    };
+    let cfg = LaunchConfig {
+        grid_dim: ((gpu.multiprocessors.max(1) as u32) * opts.blocks_per_sm, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut stats = TabGpuStats {
+        devices: vec![name],
+        registers: res.registers,
+        local_bytes: res.local_bytes,
+        ..Default::default()
+    };
+    let photons = t.photons();
+    let batch = opts.batch.max(1);
+    let mut hists = Vec::with_capacity(t.sources.len());
+    for (k, placed) in t.sources.iter().enumerate() {
+        let f = &placed.frame;
+        (tp.origin, tp.axis, tp.e1, tp.e2) = (f3(f.origin), f3(f.axis), f3(f.e1), f3(f.e2));
+        (tp.ng_over_c, tp.cone, tp.inv_c) = (f.ng_over_c as f32, f.cone as f32, f.inv_c as f32);
+        stream.memset_zeros(&mut sum)?;
+        stream.memset_zeros(&mut sumsq)?;
+        stream.memset_zeros(&mut spatial_sumsq)?;
+        stream.memset_zeros(&mut counters)?;
+        let first = k as u64 * photons;
+        let mut a = share.start;
+        while a < share.end {
+            if progress.should_stop() {
+                break;
+            }
+            let e = (a + batch).min(share.end);
+            tp.photon_lo = first + a;
+            tp.photon_hi = first + e;
+            let t0 = Instant::now();
+            let mut launch = stream.launch_builder(&func);
+            launch.arg(&pp).arg(&tp);
+            // SAFETY: every pointer in `pp` and `tp` names a live allocation of this stream
+            // (`tables`, `keep`, the histogram and counters, sized as the kernel indexes them:
+            // cells, 2 × cells, 2 × spatial cells, SAMPLED_COUNTERS).
+            unsafe { launch.launch(cfg) }?;
+            stream.synchronize()?;
+            stats.kernel_seconds += t0.elapsed().as_secs_f64();
+            stats.launches += 1;
+            progress.add(e - a);
+            a = e;
+        }
+        let c = stream.clone_dtoh(&counters)?;
+        hists.push(Histogram {
+            sum: stream.clone_dtoh(&sum)?,
+            sumsq: wide(&stream.clone_dtoh(&sumsq)?),
+            spatial_sumsq: wide(&stream.clone_dtoh(&spatial_sumsq)?),
+            inside: 0,
+            segments: c[3],
+            worst_photon: 0.0,
+            entries: c[4],
+            absorbed: c[1],
+            escaped: c[2],
+            tabulated: c[0],
+            points: c[5],
+        });
+    }
+    Ok((hists, stats))
+}
+
+/// Tabulate every source's photons on the GPUs of `opts` with the sampled estimator of step
+/// `step` [m] (∞: one point per segment).
+pub fn run_sampled(t: &Tabulate, step: f64, opts: &TabGpuOptions, progress: &Progress) -> Result<(Vec<Histogram>, TabGpuStats), GpuError> {
+    let gpus = opts.devices.iter().map(|&d| cuda::open(d)).collect::<Result<Vec<_>, _>>()?;
+    let parts = cuda::split_across(&gpus, t.photons(), |g, share| {
+        g.ctx.bind_to_thread()?;
+        run_sampled_on(t, g, share, step, opts, progress)
+    });
+    let b = &t.binning;
+    let (cells, spatial) = ((b.spatial_cells() * b.time_cells()) as usize, b.spatial_cells() as usize);
+    let mut hists: Vec<Histogram> = (0..t.sources.len()).map(|_| Histogram::new(cells, spatial)).collect();
+    let mut stats = TabGpuStats::default();
+    for p in parts {
+        let (h, s) = p?;
+        for (a, b) in hists.iter_mut().zip(&h) {
+            a.add(b);
+        }
+        stats.devices.extend(s.devices);
+        stats.kernel_seconds += s.kernel_seconds;
+        stats.launches += s.launches;
+        stats.registers = s.registers;
+        stats.local_bytes = s.local_bytes;
+    }
+    Ok((hists, stats))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,6 +734,35 @@ mod tests {
         assert!(KERNEL_SRC.contains(&format!("#define WD_SQ_UNIT {:.1}", super::super::SQ_UNIT)));
         // Only bit-for-bit neutral switches of the photon kernel.
         assert!(SWITCHES.iter().all(|s| !crate::gpu::FAST_ONLY.contains(s)));
+    }
+
+    /// The sampled kernel's source holds its entry points and the twins' names, its constants
+    /// are the CPU's (stream tag, Weyl increment, fixed point, counters), and its build keeps
+    /// the fast photon switches of `bench photon` but none of the propagation kernel's launch
+    /// switches.
+    #[test]
+    fn sampled_kernel_source_assembles() {
+        assert!(SAMPLED_SRC.starts_with(include_str!("../../kernels/propagate.cu")));
+        for f in SAMPLED_FUNCTIONS
+            .iter()
+            .chain(&["axis_bin(", "sampled_cell(", "sampled_weight(", "sampled_record(", "sampled_step("])
+        {
+            assert!(SAMPLED_SRC.contains(f), "{f} missing");
+        }
+        let src = include_str!("../../kernels/sampled.cu");
+        assert!(src.contains(&format!("#define WD_TAG_TABULATE {}u", super::super::sampled::TAG)));
+        assert!(src.contains(&format!("#define WD_GOLDEN 0x{:X}u", super::super::sampled::GOLDEN)));
+        assert!(src.contains(&format!("#define WD_SAMP_COUNTERS {SAMPLED_COUNTERS}")));
+        assert!(src.contains(&format!("#define WD_SUM_UNIT {:.1}", super::super::SUM_UNIT)));
+        assert!(src.contains(&format!("#define WD_SQ_UNIT {:.1}", super::super::SQ_UNIT)));
+        let d = sampled_switches();
+        assert!(
+            d.iter().any(|s| s == "WD_FAST_RNG") && d.iter().any(|s| s == "WD_FACTORED_ICE"),
+            "{d:?}"
+        );
+        let name = |s: &str| s.split('=').next().unwrap_or(s).to_string();
+        assert!(d.iter().all(|s| !NOT_SAMPLED.contains(&name(s).as_str())), "{d:?}");
+        assert_eq!(d.len() + NOT_SAMPLED.len(), crate::gpu::DEFAULT_SWITCHES.len());
     }
 
     /// The memory guard: a histogram that does not fit says how much it needs and what to do.
@@ -493,6 +806,8 @@ mod tests {
             .unwrap();
             let want = warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, true, kernel_defines(&det.medium, &[]));
             assert!(builds.contains(&want), "{model}: {:?} not prebuilt", want.defines);
+            let sampled = warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, sampled_defines(&det.medium, &[]));
+            assert!(builds.contains(&sampled), "{model}: {:?} not prebuilt", sampled.defines);
         }
     }
 

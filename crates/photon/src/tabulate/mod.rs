@@ -23,6 +23,7 @@
 pub mod agreement;
 pub mod bins;
 pub mod gpu;
+pub mod sampled;
 
 use crate::birefringence::Birefringence;
 use crate::collision::DomIndex;
@@ -99,6 +100,84 @@ impl SourceKind {
             Self::Cascade => "cascade",
             Self::MuonSegment => "muon-segment",
         }
+    }
+}
+
+/// How a photon's path is recorded in the cells (docs/spline.md "Estimators").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Estimator {
+    /// Every straight segment cut at every boundary it crosses, each piece's weighted length
+    /// added to its cell ([`bins`]).
+    Exact,
+    /// Points at cumulative path length (u + k)·`step` [m], each adding weight × step to its
+    /// cell; `step` = ∞: one uniformly placed point per segment adding weight × its length
+    /// ([`sampled`]).
+    Sampled { step: f64 },
+}
+
+/// The sampled estimator's default step [m] (docs/spline.md "Estimators": the points per
+/// photon against the bins' size and the GPU's rate).
+pub const DEFAULT_SAMPLE_STEP: f64 = 1.0;
+
+impl Estimator {
+    /// The estimator a device uses when none is asked for: exact on the CPU (per unit of
+    /// variance it is the cheaper there), sampled with [`DEFAULT_SAMPLE_STEP`] on GPUs (the
+    /// exact one runs at 0.6 % of the propagation's rate there).
+    #[must_use]
+    pub fn default_for(gpu: bool) -> Self {
+        if gpu {
+            Self::Sampled { step: DEFAULT_SAMPLE_STEP }
+        } else {
+            Self::Exact
+        }
+    }
+
+    /// Parse `--estimator exact|sampled` and `--sample-step M|segment`: neither is `None` (the
+    /// device's default), a step alone means sampled, a step with exact is refused.
+    pub fn parse(name: Option<&str>, step: Option<&str>) -> Result<Option<Self>> {
+        let step = match step {
+            None => None,
+            Some("segment" | "inf" | "infinity") => Some(f64::INFINITY),
+            Some(t) => Some(
+                t.trim()
+                    .parse::<f64>()
+                    .map_err(|_| param("sample_step", format!("'{t}': expected a step in metres or 'segment'")))?,
+            ),
+        };
+        match (name, step) {
+            (None, None) => Ok(None),
+            (None | Some("sampled"), s) => Ok(Some(Self::Sampled {
+                step: s.unwrap_or(DEFAULT_SAMPLE_STEP),
+            })),
+            (Some("exact"), None) => Ok(Some(Self::Exact)),
+            (Some("exact"), Some(_)) => Err(param(
+                "sample_step",
+                "a step is for the sampled estimator (--estimator sampled), not the exact one",
+            )),
+            (Some(n), _) => Err(param("estimator", format!("'{n}': expected exact or sampled"))),
+        }
+    }
+
+    /// Its name in files: `exact`, `sampled (step 1 m)`, `sampled (one point per segment)`.
+    #[must_use]
+    pub fn describe(self) -> String {
+        match self {
+            Self::Exact => "exact".into(),
+            Self::Sampled { step } if step.is_infinite() => "sampled (one point per segment)".into(),
+            Self::Sampled { step } => format!("sampled (step {step} m)"),
+        }
+    }
+
+    fn check(self) -> Result<()> {
+        if let Self::Sampled { step } = self {
+            if !(step.is_infinite() && step > 0.0 || step.is_finite() && step >= sampled::MIN_STEP) {
+                return Err(param(
+                    "sample_step",
+                    format!("{step} m: the step must be at least {} m (or 'segment')", sampled::MIN_STEP),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -208,6 +287,8 @@ pub struct TabulateOptions {
     pub tilt: bool,
     pub anisotropy: bool,
     pub birefringence: bool,
+    /// The estimator; `None`: the device's default ([`Estimator::default_for`]).
+    pub estimator: Option<Estimator>,
     /// The request as a command line (recorded in the files' metadata).
     pub command: String,
 }
@@ -244,6 +325,7 @@ impl Default for TabulateOptions {
             tilt: true,
             anisotropy: true,
             birefringence: true,
+            estimator: None,
             command: String::new(),
         }
     }
@@ -291,6 +373,8 @@ pub struct Tabulate {
     acceptance: Acceptance,
     margin: f64,
     seed: u64,
+    /// The estimator asked for (`None`: the device's default).
+    estimator: Option<Estimator>,
     /// Propagated photons per unit of the source (per GeV, or per metre of muon track), and the
     /// group index of the delay.
     photons_per_unit: f64,
@@ -391,6 +475,9 @@ impl Tabulate {
                 "length",
                 format!("{} m: a muon segment needs a length in (0, 10000] m", o.length),
             ));
+        }
+        if let Some(e) = o.estimator {
+            e.check()?;
         }
         if !(o.margin.is_finite() && o.margin >= 0.0 && o.margin <= 1e5) {
             return Err(param("margin", format!("{} m: must be between 0 and 100000 m", o.margin)));
@@ -603,6 +690,7 @@ impl Tabulate {
             acceptance,
             margin: o.margin,
             seed: o.seed,
+            estimator: o.estimator,
             photons_per_unit,
             ngroup,
             settings,
@@ -635,6 +723,19 @@ impl Tabulate {
         self.ngroup = ngroup;
         self.medium = m;
         self
+    }
+
+    /// Replace the estimator (checks compare both on one request).
+    pub fn with_estimator(mut self, e: Estimator) -> Result<Self> {
+        e.check()?;
+        self.estimator = Some(e);
+        Ok(self)
+    }
+
+    /// The estimator a run on the CPU (`gpu` false) or the GPUs uses.
+    #[must_use]
+    pub fn estimator(&self, gpu: bool) -> Estimator {
+        self.estimator.unwrap_or(Estimator::default_for(gpu))
     }
 
     /// Replace every source's emission (tests: a bare Cherenkov line, `f_direct` = 1).
@@ -671,7 +772,8 @@ impl Tabulate {
             let b = &self.binning;
             budget(b.spatial_cells() * b.time_cells(), b.spatial_cells(), threads, self.sources.len())?;
             // Source k's photons have the global ids k·photons + i (their own Philox streams).
-            let hists: Vec<Histogram> = (0..self.sources.len()).map(|k| self.tabulate(k, &ctl.progress)).collect();
+            let est = self.estimator(false);
+            let hists: Vec<Histogram> = (0..self.sources.len()).map(|k| self.tabulate(k, est, &ctl.progress)).collect();
             Ok::<_, Error>((hists, threads))
         })??;
         ctl.check()?;
@@ -681,6 +783,7 @@ impl Tabulate {
         Ok(self.tables(
             hists,
             Ran {
+                estimator: self.estimator(false),
                 device: format!("cpu ({threads} threads)"),
                 threads,
                 seconds: t0.elapsed().as_secs_f64(),
@@ -705,7 +808,10 @@ impl Tabulate {
             self.sources.len(),
         )?;
         ctl.progress.begin("tabulating", photons * self.sources.len() as u64, "photons");
-        let (hists, stats) = gpu::run(self, opts, &ctl.progress)?;
+        let (hists, stats) = match self.estimator(true) {
+            Estimator::Exact => gpu::run(self, opts, &ctl.progress)?,
+            Estimator::Sampled { step } => gpu::run_sampled(self, step, opts, &ctl.progress)?,
+        };
         ctl.check()?;
         if ctl.progress.should_stop() {
             return Err(warpdrive_core::engine::Cancelled.into());
@@ -713,6 +819,7 @@ impl Tabulate {
         Ok(self.tables(
             hists,
             Ran {
+                estimator: self.estimator(true),
                 device: stats.devices.join(", "),
                 threads: 1,
                 seconds: t0.elapsed().as_secs_f64(),
@@ -727,16 +834,19 @@ impl Tabulate {
         for h in &hists[1..] {
             hist.add(h);
         }
+        let mut settings = self.settings.clone();
+        settings["estimator"] = ran.estimator.describe().into();
         Tables {
             hist,
             per_source: hists,
+            estimator: ran.estimator,
             sources: self.sources.iter().map(|p| (p.zenith, p.depth)).collect(),
             axes: self.axes,
             binning: self.binning.clone(),
             photons: self.photons(),
             photons_per_unit: self.photons_per_unit,
             ngroup: self.ngroup,
-            settings: self.settings.clone(),
+            settings,
             source: if self.binning.shape == Shape::Spherical {
                 SourceKind::Cascade
             } else {
@@ -763,7 +873,7 @@ impl Tabulate {
 
     /// Source `k`'s worker loop: chunks taken in turn from a counter, one histogram per worker,
     /// summed.
-    fn tabulate(&self, k: usize, progress: &Progress) -> Histogram {
+    fn tabulate(&self, k: usize, est: Estimator, progress: &Progress) -> Histogram {
         let cells = (self.binning.spatial_cells() * self.binning.time_cells()) as usize;
         let spatial = self.binning.spatial_cells() as usize;
         let photons = self.photons();
@@ -772,6 +882,7 @@ impl Tabulate {
         let parts: Vec<Histogram> = rayon::broadcast(|_| {
             let mut h = Histogram::new(cells, spatial);
             let mut scratch = Scratch::default();
+            let look = sampled::Lookup::new(&self.binning);
             loop {
                 let c = next.fetch_add(1, Ordering::Relaxed);
                 if c >= chunks || progress.should_stop() {
@@ -779,7 +890,11 @@ impl Tabulate {
                 }
                 let (lo, hi) = (c * CHUNK, ((c + 1) * CHUNK).min(photons));
                 for i in lo..hi {
-                    self.photon(&self.sources[k], k as u64 * photons + i, &mut h, &mut scratch);
+                    let id = k as u64 * photons + i;
+                    match est {
+                        Estimator::Exact => self.photon(&self.sources[k], id, &mut h, &mut scratch),
+                        Estimator::Sampled { step } => self.photon_sampled(&self.sources[k], id, step, &look, &mut h),
+                    }
                 }
                 progress.add(hi - lo);
             }
@@ -792,17 +907,18 @@ impl Tabulate {
         total
     }
 
-    /// One photon: emitted, propagated segment by segment (`propagate::step_with` without
-    /// modules or hole ice), each segment deposited; then the photon's per-cell sums added.
-    fn photon(&self, placed: &Placed, id: u64, h: &mut Histogram, s: &mut Scratch) {
+    /// One photon's path: emitted, propagated segment by segment (`propagate::step_with`
+    /// without modules or hole ice), `each(piece)` for every straight segment. Returns the
+    /// segments and whether it was absorbed or left the table (one of the two, or neither after
+    /// `MAX_SEGMENTS`).
+    fn walk(&self, placed: &Placed, id: u64, mut each: impl FnMut(&Piece)) -> (u64, bool, bool) {
         let (m, frame) = (&self.medium, &placed.frame);
         let mut rng = RandomStream::new(self.seed, tags::PHOTON, id);
         let p = emit(&placed.src, m, &mut rng);
         let mut st = PhotonState::start(p, &mut rng);
-        s.touched.clear();
-        let mut inside = 0.0f64;
         let mode = Precise;
         let ocm = f64::from(m.slices[st.photon.slice as usize].ocm);
+        let mut segments = 0;
         for _ in 0..MAX_SEGMENTS {
             let ph = &mut st.photon;
             let zp = ph.pos[2] - mode.zshift(m, ph.pos);
@@ -816,15 +932,11 @@ impl Tabulate {
                 ocm,
                 weight: self.acceptance.weight(ph.slice, ph.dir),
             };
-            h.segments += 1;
-            inside += self.binning.inside_length(frame, &piece);
-            let touched = &mut s.touched;
-            self.binning
-                .deposit(frame, &piece, &mut s.cuts, |cell, x| touched.push((cell as u32, x)));
+            segments += 1;
+            each(&piece);
             st.tot = seg.tot;
             if seg.tot <= 0.0 {
-                h.absorbed += 1;
-                break;
+                return (segments, true, false);
             }
             let len = seg.length;
             ph.pos = [
@@ -834,8 +946,7 @@ impl Tabulate {
             ];
             ph.time += len * m.slices[ph.slice as usize].ocm;
             if self.binning.escaped(frame, ph.pos.map(f64::from), self.margin) {
-                h.escaped += 1;
-                break;
+                return (segments, false, true);
             }
             if let Some(b) = &m.bfr {
                 birefringent(b, m, &mode, ph, zp, len, &mut rng);
@@ -845,10 +956,45 @@ impl Tabulate {
             st.sca_depth = mode.depth(u32_to_unit_f32(w[3]));
             ph.dir = scatter(ph.dir, scattering_cosine(m.g, m.f_sl, u1, u2), u3, m.anisotropy.as_ref());
         }
+        (segments, false, false)
+    }
+
+    /// One photon with the exact estimator: each segment deposited ([`Binning::deposit`]), then
+    /// the photon's per-cell sums added.
+    fn photon(&self, placed: &Placed, id: u64, h: &mut Histogram, s: &mut Scratch) {
+        let frame = &placed.frame;
+        s.touched.clear();
+        let mut inside = 0.0f64;
+        let (touched, cuts) = (&mut s.touched, &mut s.cuts);
+        let (segments, absorbed, escaped) = self.walk(placed, id, |piece| {
+            inside += self.binning.inside_length(frame, piece);
+            self.binning.deposit(frame, piece, cuts, |cell, x| touched.push((cell as u32, x)));
+        });
+        h.segments += segments;
+        h.absorbed += u64::from(absorbed);
+        h.escaped += u64::from(escaped);
         h.inside += (inside * SUM_UNIT).round() as u64;
         let deposited: f64 = s.touched.iter().map(|t| t.1).sum();
         h.worst_photon = h.worst_photon.max((deposited - inside).abs());
         h.photon_done(&mut s.touched, self.binning.time_cells() as u32);
+    }
+
+    /// One photon with the sampled estimator ([`sampled`]): its points' runs added as they
+    /// close (x to the cell's sum, x² to its squares; per spatial cell the spatial runs' x²).
+    fn photon_sampled(&self, placed: &Placed, id: u64, step: f64, look: &sampled::Lookup, h: &mut Histogram) {
+        let frame = &placed.frame;
+        let mut sm = sampled::Sampler::new(step, self.seed, id);
+        let mut add = |r: sampled::Record| h.record(r);
+        let (segments, absorbed, escaped) = self.walk(placed, id, |p| {
+            sm.segment(look, frame, p.start, p.dir, p.len, p.time, p.ocm, p.weight, &mut add);
+        });
+        sm.finish(&mut add);
+        h.segments += segments;
+        h.absorbed += u64::from(absorbed);
+        h.escaped += u64::from(escaped);
+        h.entries += sm.runs;
+        h.points += sm.points;
+        h.tabulated += u64::from(sm.points > 0);
     }
 }
 
@@ -944,6 +1090,8 @@ pub struct Histogram {
     pub escaped: u64,
     /// Photons that left at least one piece in the grid.
     pub tabulated: u64,
+    /// The sampled estimator's points in the grid (0 for the exact one).
+    pub points: u64,
 }
 
 impl Histogram {
@@ -959,6 +1107,18 @@ impl Histogram {
             absorbed: 0,
             escaped: 0,
             tabulated: 0,
+            points: 0,
+        }
+    }
+
+    /// A sampled photon's closed run ([`sampled::Record`]), in the fixed point.
+    fn record(&mut self, r: sampled::Record) {
+        match r {
+            sampled::Record::Cell(c, x) => {
+                self.sum[c as usize] += (x * SUM_UNIT).round() as u64;
+                self.sumsq[c as usize] += (x * x * SQ_UNIT).round() as u128;
+            }
+            sampled::Record::Spatial(c, x) => self.spatial_sumsq[c as usize] += (x * x * SQ_UNIT).round() as u128,
         }
     }
 
@@ -979,6 +1139,7 @@ impl Histogram {
         self.absorbed += o.absorbed;
         self.escaped += o.escaped;
         self.tabulated += o.tabulated;
+        self.points += o.points;
     }
 
     /// A photon's pieces, merged per cell, added: x to the sum, x² to the squares.
@@ -1038,6 +1199,8 @@ pub struct Tables {
     /// The sum over the sources (statistics), and each source's histogram.
     pub hist: Histogram,
     pub per_source: Vec<Histogram>,
+    /// The estimator that made them.
+    pub estimator: Estimator,
     /// (zenith, depth) of each source, zenith slowest; whether each is a table axis.
     pub sources: Vec<(f64, f64)>,
     pub axes: [bool; 2],
@@ -1062,6 +1225,7 @@ pub struct Tables {
 
 /// The run facts of a tabulation.
 struct Ran {
+    estimator: Estimator,
     device: String,
     threads: usize,
     seconds: f64,
@@ -1241,6 +1405,7 @@ impl Tables {
     #[must_use]
     pub fn summary_json(&self) -> String {
         let h = &self.hist;
+        let exact = self.estimator == Estimator::Exact;
         let v = serde_json::json!({
             "settings": self.settings,
             "photons_propagated": self.photons * self.sources.len() as u64,
@@ -1258,8 +1423,13 @@ impl Tables {
             "photons_escaped": h.escaped,
             "segments": h.segments,
             "weighted_length_tabulated_m": h.total_length(),
-            "weighted_length_inside_m": h.inside_length(),
-            "largest_photon_length_mismatch_m": h.worst_photon,
+            // The sampled estimator's cells equal the length inside only in expectation: it
+            // does not compute the latter.
+            "weighted_length_inside_m": if exact { Some(h.inside_length()) } else { None },
+            "largest_photon_length_mismatch_m": if exact { Some(h.worst_photon) } else { None },
+            "estimator": self.estimator.describe(),
+            "sample_points": h.points,
+            "runs_added": h.entries,
             "photons_per_unit": self.photons_per_unit,
             "unit": if self.source == SourceKind::Cascade { "GeV" } else { "m of muon track" },
             "reference_yield": self.reference_yield(),

@@ -306,6 +306,8 @@ def photon_tabulate(
     tilt: bool,
     anisotropy: bool,
     birefringence: bool,
+    estimator: str | None,
+    sample_step: str | None,
     force: bool,
     device: str,
     threads: int | None,

@@ -356,6 +356,7 @@ def tabulate(output: PathLike, ice: Optional[PathLike] = None, *, source: str = 
              radial_bins: _Edges = "0:300:30", azimuth_bins: _Edges = "0:180:9",
              polar_bins: Optional[_Edges] = None, delay_bins: Optional[_Edges] = "-10:2000:40",
              margin: float = 0.0, tilt: bool = True, anisotropy: bool = True, birefringence: bool = True,
+             estimator: Optional[str] = None, sample_step: Union[None, float, str] = None,
              seed: int = 1, force: bool = False, device: str = "auto", threads: Optional[int] = None,
              progress: Progress = None) -> dict[str, Any]:
     """``warpdrive photon tabulate`` (docs/spline.md, "Making tables"): photon tables of one
@@ -371,7 +372,9 @@ def tabulate(output: PathLike, ice: Optional[PathLike] = None, *, source: str = 
     source; the edges ``radial_bins``, ``azimuth_bins``, ``polar_bins`` (None: cos θ -1:1:20 or
     the muon's Δz default), ``delay_bins`` as ``"LO:HI:N"``, a comma-separated list or a
     sequence; ``margin`` [m]; ``tilt``, ``anisotropy``, ``birefringence``: switch those off;
-    ``seed``; ``device``/``threads``/``progress`` as elsewhere (the tabulator runs on the CPU; a
+    ``estimator``: ``"exact"`` or ``"sampled"`` (None: the device's default, exact on the CPU,
+    sampled on GPUs), ``sample_step``: the sampled estimator's step [m] or ``"segment"``
+    (docs/spline.md "Estimators"); ``seed``; ``device``/``threads``/``progress`` as elsewhere (the tabulator runs on the CPU; a
     GPU device is noted). Returns ``summary.json`` as a dict. Errors name the option with
     Python's spelling (``ValueError: radial_bins …``).
 
@@ -386,7 +389,8 @@ def tabulate(output: PathLike, ice: Optional[PathLike] = None, *, source: str = 
             os.fspath(output), None if ice is None else os.fspath(ice), source, _list(depth), _list(zenith),
             float(azimuth), float(energy), float(length), photons, _edges(radial_bins) or "", _edges(azimuth_bins) or "",
             _edges(polar_bins), _edges(delay_bins), float(margin), seed, tilt,
-            anisotropy, birefringence, force, device, threads, cb, "python: warpdrive.photon.tabulate")
+            anisotropy, birefringence, estimator, None if sample_step is None else str(sample_step),
+            force, device, threads, cb, "python: warpdrive.photon.tabulate")
     finally:
         close()
     _log.info("tabulated %d of %d photons (%d absorbed, %d left the table, %d segments) in %.2f s on %d threads",
