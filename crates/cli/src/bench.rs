@@ -88,6 +88,9 @@ pub struct BenchPhoton {
     /// propagation of the same photons to the modules (fast and precise), photons/s each.
     #[arg(long, conflicts_with = "against_ppc")]
     tabulate: bool,
+    /// With --tabulate: the sampled estimator's step [m], or `segment` (default 1).
+    #[arg(long, requires = "tabulate")]
+    sample_step: Option<String>,
     #[command(flatten)]
     common: BenchCommon,
 }
@@ -250,6 +253,10 @@ fn photon(b: &BenchPhoton, force: bool) -> Result<()> {
         configs: b.configs.clone(),
         workloads: b.workloads.clone(),
         tabulate: b.tabulate,
+        sample_step: match warpdrive_photon::tabulate::Estimator::parse(Some("sampled"), b.sample_step.as_deref())? {
+            Some(warpdrive_photon::tabulate::Estimator::Sampled { step }) => Some(step),
+            _ => None,
+        },
     };
     let out = prepare_file(&b.json, force, &opts.inputs())?;
     let report = Bench::new(&opts)?.run(&ctl, &mut print)?;

@@ -32,6 +32,9 @@ pub struct BenchOptions {
     /// Time `photon tabulate` against the propagation of the same photons instead
     /// ([`tabulation_rate`]; issue #32 asks the GPU's tabulation for ≥ 50 % of the photon rate).
     pub tabulate: bool,
+    /// The sampled estimator's step for `tabulate` [m] (∞: one point per segment; `None`: the
+    /// default, [`crate::tabulate::DEFAULT_SAMPLE_STEP`]).
+    pub sample_step: Option<f64>,
 }
 
 impl Default for BenchOptions {
@@ -46,6 +49,7 @@ impl Default for BenchOptions {
             configs: Vec::new(),
             workloads: vec!["balanced".into(), "shuffled".into()],
             tabulate: false,
+            sample_step: None,
         }
     }
 }
@@ -187,7 +191,8 @@ impl Bench {
     pub fn run(&self, ctl: &Control, lines: Lines) -> Result<BenchReport> {
         if self.opts.tabulate {
             let devices = bench::gpus(ctl)?;
-            let r = tabulation_rate(&self.ice, devices.as_deref(), TABULATE_PHOTONS, self.opts.seed, ctl)?;
+            let step = self.opts.sample_step.unwrap_or(crate::tabulate::DEFAULT_SAMPLE_STEP);
+            let r = tabulation_rate(&self.ice, devices.as_deref(), TABULATE_PHOTONS, self.opts.seed, step, ctl)?;
             lines(&r.report());
             return Ok(BenchReport { json: r.json() });
         }
@@ -580,11 +585,17 @@ impl TabulationRate {
 /// the propagation of the same source's photons to the modules of the ice's detector, fast and
 /// precise, on `devices` (the first GPU; `None`: the CPU, a tenth of the photons, wall time).
 /// GPU times are kernel times; each GPU run is preceded by a small warm-up run (compilation).
-pub fn tabulation_rate(ice: &std::path::Path, devices: Option<&[usize]>, photons: u64, seed: u64, ctl: &Control) -> Result<TabulationRate> {
+/// The sampled estimator uses `step` [m] (∞: one point per segment).
+pub fn tabulation_rate(
+    ice: &std::path::Path,
+    devices: Option<&[usize]>,
+    photons: u64,
+    seed: u64,
+    step: f64,
+    ctl: &Control,
+) -> Result<TabulationRate> {
     use crate::tabulate::{gpu::TabGpuOptions, Estimator, Tabulate, TabulateOptions};
-    let sampled = Estimator::Sampled {
-        step: crate::tabulate::DEFAULT_SAMPLE_STEP,
-    };
+    let sampled = Estimator::Sampled { step };
     let photons = if devices.is_some() { photons } else { (photons / 10).max(1) };
     let o = TabulateOptions {
         ice: Some(ice.to_path_buf()),

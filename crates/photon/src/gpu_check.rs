@@ -976,7 +976,14 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         }
     }
     let ice = data.join("ice/spice_3.2.1");
-    let r = crate::bench::tabulation_rate(&ice, Some(&[ordinal]), crate::bench::TABULATE_PHOTONS, 1, &gpu_ctl)?;
+    let r = crate::bench::tabulation_rate(
+        &ice,
+        Some(&[ordinal]),
+        crate::bench::TABULATE_PHOTONS,
+        1,
+        crate::tabulate::DEFAULT_SAMPLE_STEP,
+        &gpu_ctl,
+    )?;
     out.push(check(
         "photon tabulate GPU rate >= 50 % of bench photon (sampled estimator, spice_3.2.1)",
         // Kernel time only: the photons the host takes over (overflowing the kernel's scratch)
