@@ -1751,8 +1751,9 @@ mod tests {
         assert!(first.iter().all(Vec::is_empty));
     }
 
-    /// The GDML build is the slab kernel with the switch on, after the navigator's twins (one
-    /// copy each, no includes of them), and its track holds a path as deep as the navigator's.
+    /// The GDML build is the slab kernel with the switch on, after the navigator's and the
+    /// uniform field's twins (one copy each, no includes of them), and its track holds a path as
+    /// deep as the navigator's.
     #[test]
     fn the_gdml_build_is_the_switched_kernel() {
         assert!(GDML_SRC.starts_with("#define WD_GEOMETRY_GDML 1\n"));
@@ -1762,10 +1763,14 @@ mod tests {
             "bool relocate(",
             "WdBoundary wd_next_boundary(",
             "bool wd_fly(",
+            "Helix helix_new(",
+            "int propagate(",
+            "int wd_curved_step(",
+            "bool wd_fly_curved(",
         ] {
             assert_eq!(GDML_SRC.matches(f).count(), 1, "{f}");
         }
-        assert!(!GDML_SRC.contains("#include \"geo/"));
+        assert!(!GDML_SRC.contains("#include \"geo/") && !GDML_SRC.contains("#include \"field/"));
         assert_eq!(GDML_TRACK_WORDS, TRACK_WORDS + crate::geo::device::MAX_DEPTH / 2);
     }
 }
