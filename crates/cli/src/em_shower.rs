@@ -25,7 +25,8 @@ pub enum ShowerCommand {
     },
     /// Showers in a detector described in GDML: energy deposit per volume and material,
     /// optional uniform field and hits in sensitive volumes (docs/em.md); on a GPU with
-    /// --device cuda (no field, no hits yet: docs/em-geometry.md "Showers on the GPU").
+    /// --device cuda (a uniform field too; no field map, no hits yet: docs/em-geometry.md
+    /// "Showers on the GPU").
     #[command(alias = "detector")]
     Run(DetectorArgs),
 }

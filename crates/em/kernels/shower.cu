@@ -354,9 +354,12 @@ struct WdGdml {
     const PlacementRecord* placements;
     const unsigned int* slot_offset;  // per placement: detector.rs slot_offsets
     unsigned int world;
-    unsigned int pad;
+    unsigned int field_on;            // detector.rs field_on: a uniform field (B ≠ 0)
+    double field[3];                  // its B [T] (UniformField::b)
+    double delta_chord;               // FieldAccuracy [mm]
+    double delta_intersection;
 };
-static_assert(sizeof(WdGdml) == 48, "WdGdml size");
+static_assert(sizeof(WdGdml) == 88, "WdGdml size");
 
 // The material index of a vacuum slot (detector.rs material: None).
 #define WD_VACUUM 0xffffffffu
@@ -436,6 +439,44 @@ WD_FN double wd_safety(const ShowerParams& P, const WdTrack& t) {
     VolumePath path;
     wd_path_load(g, t, path);
     return safety(g, path, wd_to_mm(t.pos)) / 10.0;
+}
+
+// detector.rs field_strength: |B| [T] of the uniform field.
+__device__ __forceinline__ double wd_field_strength(const ShowerParams& P) {
+    const WdGdml& G = *P.gdml;
+    return norm(v3(G.field[0], G.field[1], G.field[2]));
+}
+
+// detector.rs curved_step: along the helix through the volume tree (field/propagate.cuh
+// propagate) by at most `s_max` [cm]; the track's position, direction, path and slot become the
+// end's (the world's, depth 0, when it left the world). The path length [cm] in `moved`, the
+// FieldStepEnd returned.
+WD_FN int wd_curved_step(const ShowerParams& P, WdTrack& t, double charge, double momentum, double s_max, double& moved) {
+    Geometry g = wd_geometry(P);
+    const WdGdml& G = *P.gdml;
+    VolumePath path;
+    wd_path_load(g, t, path);
+    ChargedTrack track;
+    track.pos = wd_to_mm(t.pos);
+    track.dir = v3(t.dir[0], t.dir[1], t.dir[2]);
+    track.charge = charge;
+    track.momentum = momentum;
+    UniformField field;
+    field.b = v3(G.field[0], G.field[1], G.field[2]);
+    FieldAccuracy acc;
+    acc.delta_chord = G.delta_chord;
+    acc.delta_intersection = G.delta_intersection;
+    double s;
+    int end = propagate(g, path, track, field, s_max * 10.0, acc, s);
+    t.pos[0] = track.pos.x / 10.0;
+    t.pos[1] = track.pos.y / 10.0;
+    t.pos[2] = track.pos.z / 10.0;
+    t.dir[0] = track.dir.x;
+    t.dir[1] = track.dir.y;
+    t.dir[2] = track.dir.z;
+    wd_path_store(P, path, t);
+    moved = s / 10.0;
+    return end;
 }
 #else
 // ---- geometry.rs ----
@@ -1849,6 +1890,9 @@ struct WdChargedState {
     WdMscState msc;
     bool entered;
     unsigned long long steps, charged_steps;
+#ifdef WD_GEOMETRY_GDML
+    double vacuum_path;  // transport.rs Event::charged vacuum_path [cm]
+#endif
 };
 
 // `t` may be `s.t` itself (see wd_photon_start).
@@ -1864,12 +1908,43 @@ WD_FN void wd_charged_start(const ShowerParams& P, const WdTrack& t, WdChargedSt
     s.entered = true;
     s.steps = 0ull;
     s.charged_steps = 0ull;
+#ifdef WD_GEOMETRY_GDML
+    s.vacuum_path = 0.0;
+#endif
 }
 
 __device__ __forceinline__ bool wd_charged_end(WdChargedState& s) {
     wd_tally_add(s.ev, wd_w_charged_steps(*s.ev.P), s.charged_steps);
     return false;
 }
+
+#ifdef WD_GEOMETRY_GDML
+// transport.rs LOOPER_TURNS.
+#define WD_LOOPER_TURNS 1000.0
+
+// transport.rs Event::fly_curved: a charged track through vacuum in the field, along its curved
+// path to the next boundary; false when it escaped (its energy tallied) or was a looper
+// (WD_LOOPER_TURNS turns in vacuum: killed and stopped).
+WD_FN bool wd_fly_curved(WdChargedState& s) {
+    const ShowerParams& P = *s.ev.P;
+    double e = s.t.energy;
+    double q = s.t.particle == WD_POSITRON ? 1.0 : -1.0;
+    double p = sqrt(e * (e + 2.0 * WD_ME));
+    double turn = WD_TAU * p / (FIELD_C_LIGHT * wd_field_strength(P) * 10.0);
+    double budget = WD_LOOPER_TURNS * turn - s.vacuum_path;
+    double moved;
+    int end = wd_curved_step(P, s.t, q, p, fmax(budget, 0.0), moved);
+    s.vacuum_path += moved;
+    if (end == FIELD_CROSSED) return true;
+    if (end == FIELD_LEFT_WORLD) {
+        wd_tally_add(s.ev, wd_w_escaped(P), wd_fixed(s.t.energy));
+        return false;
+    }
+    wd_tally_add(s.ev, wd_w_killed(P), 1ull);
+    wd_stop(s.ev, s.t, s.rng);
+    return false;
+}
+#endif
 
 // What the two halves of wd_charged_along pass on (the phase schedule keeps it per slot while
 // a step that crosses a boundary waits for its true length, wd_geom_to_true).
@@ -1878,6 +1953,10 @@ struct WdChargedMid {
     WdBoundary b;
     unsigned int mat;
     int crossing, discrete;
+#ifdef WD_GEOMETRY_GDML
+    unsigned int slot;  // the volume slot the step started in (its deposit's)
+    int curved;         // in a field: the FieldStepEnd of the curved step (the track has moved); else -1
+#endif
 };
 
 // A charged track's step up to the choice of its discrete interaction (transport.rs
@@ -1899,15 +1978,18 @@ __device__ int wd_charged_limits(const ShowerParams& P, WdChargedState& s, WdCha
     s.charged_steps += 1ull;
     unsigned int mat = P.slab_material[s.t.slab];
 #ifdef WD_GEOMETRY_GDML
-    // Vacuum (no field): straight to the next boundary (transport.rs Event::fly).
+    // Vacuum: straight to the next boundary (transport.rs Event::fly), or in a field along the
+    // curved path (Event::fly_curved).
+    const bool field = P.gdml->field_on != 0u;
     if (mat == WD_VACUUM) {
-        if (wd_fly(s.ev, s.t)) {
+        if (field ? wd_fly_curved(s) : wd_fly(s.ev, s.t)) {
             s.entered = true;
             return WD_ACT_FLEW;
         }
         wd_charged_end(s);
         return WD_ACT_END;
     }
+    s.vacuum_path = 0.0;
 #endif
     const WdMaterial& m = P.materials[mat];
     double e0 = s.t.energy;
@@ -1932,7 +2014,24 @@ __device__ int wd_charged_limits(const ShowerParams& P, WdChargedState& s, WdCha
     // 2. Geometry.
     double z = wd_true_to_geom(P, m, s.q, e0, t_step, range);
 #ifdef WD_GEOMETRY_GDML
-    WdBoundary b = wd_next_boundary(P, s.t);
+    // In a field the track moves now, along its curved path by the geometric length, and the
+    // deposit goes to the volume it started in; a step that ended on its length limit did not
+    // cross (its "boundary" lies beyond).
+    WdBoundary b;
+    mid.slot = s.t.slab;
+    mid.curved = -1;
+    if (field) {
+        double q = s.q == 1 ? 1.0 : -1.0;
+        double mom = sqrt(e0 * (e0 + 2.0 * WD_ME));
+        double moved;
+        mid.curved = wd_curved_step(P, s.t, q, mom, z, moved);
+        b.distance = mid.curved == FIELD_LIMIT ? WD_INF : moved;
+        b.step = moved * 10.0;
+        b.next = mid.curved;
+        b.pad = 0;
+    } else {
+        b = wd_next_boundary(P, s.t);
+    }
 #else
     WdBoundary b = wd_distance_to_boundary(P, s.t.pos, s.t.dir, s.t.slab);
 #endif
@@ -1972,12 +2071,18 @@ __device__ int wd_charged_finish(const ShowerParams& P, WdChargedState& s, const
         loss = fmin(wd_sample_loss(mean, wd_bohr_variance(P, m, e0, t_cut, t_true), s.rng), e0);
     }
     double e1 = e0 - loss;
+#ifdef WD_GEOMETRY_GDML
+    wd_deposit(s.ev, mid.slot, loss);
+#else
     wd_deposit(s.ev, s.t.slab, loss);
+#endif
     wd_tally_add(s.ev, wd_w_length(P) + mat, wd_fixed(t_true));
     // 4. Move and scatter.
 #ifdef WD_GEOMETRY_GDML
     bool inside = true;
-    if (crossing) {
+    if (mid.curved >= 0) {
+        inside = mid.curved != FIELD_LEFT_WORLD;
+    } else if (crossing) {
         inside = wd_cross(P, s.t, b);
     } else {
 #else
@@ -2275,9 +2380,9 @@ static_assert(sizeof(WdPhaseParams) == 64, "WdPhaseParams size");
 // shower/gpu.rs PHOTON_STATE_BYTES, CHARGED_STATE_BYTES, CHARGED_MID_BYTES (GDML_*): the host
 // allocates the slots.
 #ifdef WD_GEOMETRY_GDML
-static_assert(sizeof(WdChargedMid) == 80, "WdChargedMid size");
+static_assert(sizeof(WdChargedMid) == 88, "WdChargedMid size");
 static_assert(sizeof(WdPhotonState) == 264, "WdPhotonState size");
-static_assert(sizeof(WdChargedState) == 296, "WdChargedState size");
+static_assert(sizeof(WdChargedState) == 304, "WdChargedState size");
 #else
 static_assert(sizeof(WdChargedMid) == 72, "WdChargedMid size");
 static_assert(sizeof(WdPhotonState) == 192, "WdPhotonState size");

@@ -97,9 +97,10 @@ pub const SIMPLE_CMS_FIELD_T: f64 = 3.8;
 /// thread count and field set-up: none, uniform 3.8 T along z (helix), and a map of the same
 /// field on an (r, z) grid covering the world (Dormand–Prince): events/s, track-steps/s, and
 /// charged and neutral steps per event. On a GPU (`--device cuda`, or `auto` with one): the
-/// same showers without a field, `gpu_events` × 3/10 events in fast and precise mode, with the
-/// ratio to the one-thread CPU row (the fields are not on the GPU yet: no twin of the
-/// curved-path stepping).
+/// same showers without a field and in the uniform 3.8 T (the issue's benchmark: the helix's
+/// twins, `kernels/field/*.cuh`), `gpu_events` × 3/10 events each in fast and precise mode,
+/// with the ratio to the one-thread CPU row of the same field (the map is not on the GPU yet:
+/// no twin of its Runge–Kutta stepping).
 fn simple_cms(o: &BenchOptions, threads: &[usize], ctl: &Control, lines: Lines) -> Result<BenchReport> {
     use crate::shower::cuts::RangeCuts;
     use crate::shower::detector::{run_range, DetectorPhysics};
@@ -175,11 +176,23 @@ fn simple_cms(o: &BenchOptions, threads: &[usize], ctl: &Control, lines: Lines) 
                 "worst_energy_balance": r.worst_balance}));
         }
     }
-    phys.set_field([0.0; 3]);
-    let gpu_rows = match gpu {
-        Some(ordinal) => simple_cms_gpu(o.gpu_events * 3 / 10, &phys, &primary, ordinal, &rows, ctl, lines)?,
-        None => Vec::new(),
-    };
+    let mut gpu_rows = Vec::new();
+    if let Some(ordinal) = gpu {
+        for (field, b) in [("none", 0.0), ("uniform 3.8 T", SIMPLE_CMS_FIELD_T)] {
+            phys.set_field([0.0, 0.0, b]);
+            gpu_rows.extend(simple_cms_gpu(
+                field,
+                o.gpu_events * 3 / 10,
+                &phys,
+                &primary,
+                ordinal,
+                &rows,
+                ctl,
+                lines,
+            )?);
+        }
+        lines("GPU: no field and the uniform 3.8 T (the map runs on the CPU only: no GPU twin of its Runge–Kutta stepping yet); issue target: GPU ≥ 100 × one CPU core with 10 GeV e⁻ in 3.8 T");
+    }
     json_text(
         &serde_json::json!({"benchmark": "em-simple-cms", "gdml": path.display().to_string(), "primary": "e-",
         "energy_mev": 10_000.0, "direction": d, "cut_mm": 1.0, "tables_seconds": tables, "runs": rows,
@@ -187,10 +200,12 @@ fn simple_cms(o: &BenchOptions, threads: &[usize], ctl: &Control, lines: Lines) 
     )
 }
 
-/// simple-cms on GPU `ordinal` without a field (`phys` has none), fast and precise mode, `n`
-/// events (at least 1) after a warm-up that compiles the kernel; the ratio to the one-thread CPU
-/// row without a field.
+/// simple-cms on GPU `ordinal` with `phys`'s field (none or uniform, labelled `field` as the
+/// CPU rows are), fast and precise mode, `n` events (at least 1) after a warm-up that compiles
+/// the kernel; the ratio to the one-thread CPU row of that field.
+#[allow(clippy::too_many_arguments)]
 fn simple_cms_gpu(
+    field: &str,
     n: u64,
     phys: &crate::shower::detector::DetectorPhysics,
     primary: &Primary,
@@ -210,7 +225,7 @@ fn simple_cms_gpu(
     }
     let one_core = cpu_rows
         .iter()
-        .find(|x| x["field"] == "none" && x["threads"] == 1)
+        .find(|x| x["field"] == field && x["threads"] == 1)
         .map_or(f64::NAN, |x| x["events_per_s"].as_f64().unwrap_or(f64::NAN));
     lines(&format!(
         "{:>16} {:>8} {:>28} {:>8} {:>10} {:>12} {:>14} {:>16}",
@@ -226,21 +241,17 @@ fn simple_cms_gpu(
         let steps = r.steps[0] + r.steps[1];
         let (ev, stp) = (n as f64 / st.seconds, steps as f64 / st.seconds);
         lines(&format!(
-            "{:>16} {mode:>8} {:>28} {n:>8} {:>10.3} {ev:>12.1} {stp:>14.3e} {:>16.1}",
-            "none",
+            "{field:>16} {mode:>8} {:>28} {n:>8} {:>10.3} {ev:>12.1} {stp:>14.3e} {:>16.1}",
             st.device.chars().take(28).collect::<String>(),
             st.seconds,
             ev / one_core
         ));
         rows.push(
-            serde_json::json!({"field": "none", "mode": mode, "device": st.device, "events": n, "seconds": st.seconds,
+            serde_json::json!({"field": field, "mode": mode, "device": st.device, "events": n, "seconds": st.seconds,
             "events_per_s": ev, "track_steps_per_s": stp, "registers": [st.registers.0, st.registers.1], "batches": st.batches,
             "ratio_to_one_cpu_core_here": ev / one_core, "worst_energy_balance": r.worst_balance}),
         );
     }
-    lines(
-        "GPU: no field only — the uniform field and the map run on the CPU (no GPU twin of the curved-path stepping yet);          issue target: GPU ≥ 100 × one CPU core with 10 GeV e⁻ in 3.8 T",
-    );
     Ok(rows)
 }
 

@@ -1212,20 +1212,15 @@ impl DetectorShower {
         &self.opts
     }
 
-    /// Why this run cannot go to a GPU (`None`: it can): a field map or a uniform field (no
-    /// GPU twin of the curved-path stepping yet), hits in sensitive volumes (recorded on the CPU
-    /// only), a volume tree deeper than the device navigator's paths.
+    /// Why this run cannot go to a GPU (`None`: it can): a field map (no GPU twin of its
+    /// Runge–Kutta stepping yet; a uniform field runs on the GPU along the helix), hits in
+    /// sensitive volumes (recorded on the CPU only), a volume tree deeper than the device
+    /// navigator's paths.
     #[must_use]
     pub fn cpu_only_reason(&self) -> Option<String> {
         let o = &self.opts;
         if o.field_map.is_some() {
             return Some("a field map: its Runge–Kutta stepping has no GPU twin yet".into());
-        }
-        if o.field_t != [0.0; 3] {
-            return Some(format!(
-                "a magnetic field ({} T): the curved-path stepping has no GPU twin yet",
-                triple(o.field_t)
-            ));
         }
         let tree = &self.gdml.tree;
         if !o.sensitive.is_empty() || tree.logical.iter().any(|l| l.auxiliary.iter().any(|(t, _)| t == "SensDet")) {

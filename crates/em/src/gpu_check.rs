@@ -503,10 +503,14 @@ fn detector_physics(text: &str, name: &str, builtin: bool) -> Result<crate::show
 /// (every volume slot's deposit and every other tallied integer), in TestEm3 as GDML (boxes),
 /// simple-cms (tubes, polycones, a vacuum beam pipe) and nested.gdml (every solid kind,
 /// booleans, rotations, a vacuum world); then TestEm3 as GDML against the slab calorimeter on
-/// the GPU (fast mode, the default), per material within 3σ.
+/// the GPU (fast mode, the default), per material within 3σ. In a uniform field (the helix's
+/// twins, `kernels/field/*.cuh`): simple-cms in CMS's 3.8 T along z and TestEm3 as GDML in 1 T
+/// across the beam, and the library request of `em run simple-cms.gdml --field 0,0,3.8
+/// --device cuda --precise` against the CPU's.
 ///
-/// Thresholds: TestEm3 and simple-cms bit for bit, every event (their solids need no
-/// transcendental on either side). nested.gdml: at most 1 event in 20 may differ — its
+/// Thresholds: TestEm3 and simple-cms bit for bit, every event, with or without the field
+/// (their solids need no transcendental on either side; the helix's sin and cos are the
+/// portable ones, `warpdrive_core::pmath`, the same bits on both). nested.gdml: at most 1 event in 20 may differ — its
 /// polyhedra and sphere ask `atan2`/`sin` (CUDA's, not
 /// glibc's: `em-geo` checks distances to ≤ 1e-9 mm rather than bit for bit for that reason), so
 /// a track within an ulp of a polyhedra side or a θ cone can take another branch.
@@ -527,6 +531,10 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
     };
     let testem3 = detector_physics(include_str!("../tests/data/testem3.gdml"), "testem3.gdml", true)?;
     let cms = detector_physics(include_str!("../../../examples/em/simple-cms.gdml"), "simple-cms.gdml", false)?;
+    let mut cms_field = cms.clone();
+    cms_field.set_field([0.0, 0.0, 3.8]);
+    let mut testem3_field = testem3.clone();
+    testem3_field.set_field([0.0, 1.0, 0.0]);
     let nested = detector_physics(include_str!("../tests/data/nested.gdml"), "nested.gdml", false)?;
     let e1gev = |pos: [f64; 3], dir: [f64; 3]| Primary {
         particle: Particle::Electron,
@@ -540,6 +548,20 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
         ("simple-cms.gdml", &cms, e1gev([0.0; 3], unit([1.0, 0.0, 0.1])), 20, 0),
         ("nested.gdml", &nested, e1gev([0.0; 3], [0.0, 0.0, 1.0]), 20, 1),
         ("nested.gdml", &nested, e1gev([0.0; 3], unit([1.0, 1.0, -1.0])), 20, 1),
+        (
+            "simple-cms.gdml in 3.8 T along z",
+            &cms_field,
+            e1gev([0.0; 3], unit([1.0, 0.0, 0.1])),
+            20,
+            0,
+        ),
+        (
+            "TestEm3 as GDML in 1 T along y",
+            &testem3_field,
+            e1gev([0.0, 0.0, -1.0], [0.0, 0.0, 1.0]),
+            10,
+            0,
+        ),
     ];
     let mut checks = Vec::new();
     for (name, det, primary, n, may_differ) in cases {
@@ -587,19 +609,40 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
     }
 
     // The library request of `em run DET.gdml --device cuda --precise` (engine::DetectorShower on
-    // a GPU control) against the same request on the CPU: the sums over the events.
-    log("em-detector: em run testem3.gdml --device cuda --precise against --device cpu (20 × 1 GeV e-)");
-    {
+    // a GPU control) against the same request on the CPU: the sums over the events; without and
+    // with a uniform field.
+    let requests = [
+        (
+            "testem3.gdml",
+            include_str!("../tests/data/testem3.gdml"),
+            [0.0, 0.0, -10.0],
+            [0.0, 0.0, 1.0],
+            [0.0; 3],
+            "em run testem3.gdml --device cuda --precise = --device cpu (sums per volume, 20 × 1 GeV e-)",
+        ),
+        (
+            "simple-cms.gdml",
+            include_str!("../../../examples/em/simple-cms.gdml"),
+            [0.0; 3],
+            unit([1.0, 0.0, 0.1]),
+            [0.0, 0.0, 3.8],
+            "em run simple-cms.gdml --field 0,0,3.8 --device cuda --precise = --device cpu (sums per volume, 20 × 1 GeV e-)",
+        ),
+    ];
+    for (file_name, text, position_mm, direction, field_t, check_name) in requests {
         use crate::engine::{DetectorOptions, DetectorShower};
         use warpdrive_core::engine::{Control, Device};
+        log(&format!("em-detector: {check_name}"));
         let dir = std::env::temp_dir().join(format!("wd-gpu-check-detector-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let file = dir.join("testem3.gdml");
-        std::fs::write(&file, include_str!("../tests/data/testem3.gdml")).map_err(|e| e.to_string())?;
+        let file = dir.join(file_name);
+        std::fs::write(&file, text).map_err(|e| e.to_string())?;
         let o = DetectorOptions {
             energy: 1000.0,
             events: 20,
-            position_mm: [0.0, 0.0, -10.0],
+            position_mm,
+            direction,
+            field_t,
             ..DetectorOptions::default()
         };
         let req = DetectorShower::new(&file, &o).map_err(|e| e.to_string())?;
@@ -614,7 +657,7 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
             && g.run.created == c.run.created
             && g.run.events == 20;
         checks.push(Check {
-            name: "em-detector: em run testem3.gdml --device cuda --precise = --device cpu (sums per volume, 20 × 1 GeV e-)".into(),
+            name: format!("em-detector: {check_name}"),
             passed: same && g.device.starts_with("cuda"),
             detail: format!(
                 "deposits per volume, escaped energy, step and creation counts identical: {same}; GPU: {} ({} events, {:.3} s); CPU: {} ({:.3} s)",

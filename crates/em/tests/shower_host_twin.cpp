@@ -13,7 +13,8 @@
 // u32 stride, f64 transverse, twopi_mc2_rcl2, alpha_re2, pi_re2, u64 seed, u64 events, then the
 // arrays as raw bytes; the GDML build (WD_GEOMETRY_GDML, shower_gdml_host_twin.cpp) then reads
 // u64 counts (solids, pool, logical, placements, slot offsets), u64 world and those arrays
-// (`planes` is empty there). PRIMARIES: WdTrack records (10 u64 words; GDML 18). OUT: events ×
+// (`planes` is empty there), then u64 field_on and f64 Bx, By, Bz [T], delta_chord,
+// delta_intersection [mm] (the uniform field). PRIMARIES: WdTrack records (10 u64 words; GDML 18). OUT: events ×
 // stride u64.
 #include <algorithm>
 #include <cmath>
@@ -96,8 +97,8 @@ struct WdDim3 {
 static WdDim3 blockIdx, blockDim, threadIdx, gridDim;
 
 #ifdef WD_GEOMETRY_GDML
-// The GDML build (shower_gdml_host_twin.cpp): the navigator's twins first, as shower/gpu.rs
-// GDML_SRC prepends them.
+// The GDML build (shower_gdml_host_twin.cpp): the navigator's and the uniform field's twins
+// first, as shower/gpu.rs GDML_SRC prepends them.
 using std::copysign;
 using std::fma;
 using std::isfinite;
@@ -105,6 +106,8 @@ using std::isfinite;
 #include "geo/roots.cuh"
 #include "geo/solid.cuh"
 #include "geo/navigator.cuh"
+#include "field/helix.cuh"
+#include "field/propagate.cuh"
 #endif
 #include "shower.cu"
 
@@ -147,7 +150,12 @@ int main(int argc, char** argv) {
     std::vector<LogicalRecord> logical = read_array<LogicalRecord>(f, gc[2]);
     std::vector<PlacementRecord> placements = read_array<PlacementRecord>(f, gc[3]);
     std::vector<unsigned int> slot_offset = read_array<unsigned int>(f, gc[4]);
-    WdGdml gdml{solids.data(), pool.data(), logical.data(), placements.data(), slot_offset.data(), (unsigned int)gc[5], 0u};
+    // The uniform field: u64 field_on, then B [T] (3 f64), delta_chord, delta_intersection [mm].
+    unsigned long long field_on;
+    double field[5];
+    if (fread(&field_on, 8, 1, f) != 1 || fread(field, 8, 5, f) != 5) return 2;
+    WdGdml gdml{solids.data(), pool.data(), logical.data(), placements.data(), slot_offset.data(), (unsigned int)gc[5], (unsigned int)field_on,
+                {field[0], field[1], field[2]}, field[3], field[4]};
 #endif
     fclose(f);
     unsigned long long events = seed_events[1];

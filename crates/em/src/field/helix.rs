@@ -12,8 +12,15 @@
 //! a circle of radius |u|/|ω| = p⊥/(0.299792458 |q| B) (the familiar R[m] = p⊥[GeV]/(0.3 B[T]))
 //! around b̂, advancing |Ω∥| per unit path. `1 − cos θ` is evaluated as 2 sin²(θ/2) so that short
 //! steps keep their precision; |p| (the energy) is unchanged by construction.
+//!
+//! The trigonometry is the portable one ([`warpdrive_core::pmath::sin_cos`], [`pmath::sin`]:
+//! Cody–Waite reduction and Taylor polynomials in IEEE +, −, ×, ÷ only, ≤ 1 ulp from the
+//! host libm on |θ| ≤ 20, tested there and here on the helix's |θ| ≤ π/2), not the libm's, so
+//! that the CUDA twin `kernels/field/helix.cuh` (pmath.cuh's `pm_sincos`, `pm_sin`) gives the
+//! same bits on the GPU.
 
 use crate::geo::Vec3;
+use warpdrive_core::pmath;
 
 /// c in m/ns: the factor between p [MeV/c], B [T] and curvature [1/mm].
 pub const C_LIGHT: f64 = 0.299_792_458;
@@ -82,8 +89,8 @@ impl Helix {
             return (self.origin.along(d, s), d);
         }
         let th = self.omega * s;
-        let (sn, cs) = th.sin_cos();
-        let half = (0.5 * th).sin();
+        let (sn, cs) = pmath::sin_cos(th);
+        let half = pmath::sin(0.5 * th);
         let one_minus_cos = 2.0 * half * half;
         let pos = self.origin + self.parallel * s + self.u * (sn / self.omega) + self.v * (one_minus_cos / self.omega);
         let dir = self.parallel + self.u * cs + self.v * sn;
@@ -157,6 +164,42 @@ mod tests {
         // seen from +z (F = q v × B: v = +x gives F along +y for q < 0).
         let (p1, _) = h0.at(1.0);
         assert!(p1.y > start.y);
+    }
+
+    /// The portable sin and cos the helix uses against the host libm over the turning angles
+    /// a step can have (|θ| ≤ π/2: [`Helix::max_step_for_sagitta`] caps the stretch, and a
+    /// boundary search only shortens it) and over 100 turns (the one-step helix above): at
+    /// most 1 ulp apart, and exactly 0, ±1 at the quadrant points.
+    #[test]
+    fn portable_trigonometry_is_within_one_ulp_of_libm() {
+        let ulps = |a: f64, b: f64| -> u64 {
+            if a == b {
+                0
+            } else if a.signum() != b.signum() {
+                u64::MAX
+            } else {
+                a.to_bits().abs_diff(b.to_bits())
+            }
+        };
+        let mut worst = 0u64;
+        let n = 200_000;
+        for range in [std::f64::consts::FRAC_PI_2, 100.0 * TAU] {
+            for k in 0..=n {
+                let th = range * (2.0 * f64::from(k) / f64::from(n) - 1.0);
+                let (s, c) = pmath::sin_cos(th);
+                worst = worst.max(ulps(s, th.sin())).max(ulps(c, th.cos()));
+                worst = worst.max(ulps(pmath::sin(0.5 * th), (0.5 * th).sin()));
+                assert_eq!(pmath::sin(th).to_bits(), s.to_bits(), "sin and sin_cos differ at {th}");
+            }
+        }
+        // Tiny angles (short steps, high momenta): sin θ = θ to the last bit.
+        for e in 1..=300 {
+            let th = 10f64.powi(-e);
+            worst = worst.max(ulps(pmath::sin_cos(th).0, th.sin()));
+        }
+        eprintln!("portable sin/cos vs libm on the helix's angles: worst {worst} ulp");
+        assert!(worst <= 1, "{worst} ulp");
+        assert_eq!(pmath::sin_cos(0.0), (0.0, 1.0));
     }
 
     #[test]

@@ -73,8 +73,10 @@ pub const KERNEL_NAME: &str = "shower.cu";
 pub const KERNEL_SRC: &str = include_str!("../../kernels/shower.cu");
 /// The build for GDML detectors ([`run_detector_range`]): the same kernel with its geometry hooks
 /// switched to the volume tree (`WD_GEOMETRY_GDML`: detector.rs next_boundary, cross, safety,
-/// the slot's material), after the navigator's twins (`kernels/geo/*.cuh`). The slab build's
-/// source is untouched by the switch (its preprocessed text is the same).
+/// curved_step, the slot's material), after the navigator's twins (`kernels/geo/*.cuh`) and the
+/// uniform field's (`kernels/field/helix.cuh`, `propagate.cuh`: the helix and the boundary
+/// search along it). The slab build's source is untouched by the switch (its preprocessed text
+/// is the same).
 pub const GDML_NAME: &str = "shower_gdml.cu";
 pub const GDML_SRC: &str = concat!(
     "#define WD_GEOMETRY_GDML 1\n",
@@ -82,6 +84,8 @@ pub const GDML_SRC: &str = concat!(
     include_str!("../../kernels/geo/roots.cuh"),
     include_str!("../../kernels/geo/solid.cuh"),
     include_str!("../../kernels/geo/navigator.cuh"),
+    include_str!("../../kernels/field/helix.cuh"),
+    include_str!("../../kernels/field/propagate.cuh"),
     include_str!("../../kernels/shower.cu"),
 );
 pub const KERNELS: &[(&str, &str, &[&str])] = &[
@@ -255,10 +259,11 @@ const CHARGED_STATE_BYTES: usize = 224;
 /// Bytes of the kernel's `WdChargedMid` (a crossing e± step's first half, one per e± slot).
 const CHARGED_MID_BYTES: usize = 72;
 /// The same three of the GDML build (a track holds its volume path, an event the parent's
-/// track, a boundary the navigator's distance in mm too).
+/// track, a boundary the navigator's distance in mm too, an e± its path length in vacuum, a
+/// step's first half its start's slot and the end of its curved step).
 const GDML_PHOTON_STATE_BYTES: usize = 264;
-const GDML_CHARGED_STATE_BYTES: usize = 296;
-const GDML_CHARGED_MID_BYTES: usize = 80;
+const GDML_CHARGED_STATE_BYTES: usize = 304;
+const GDML_CHARGED_MID_BYTES: usize = 88;
 /// Lists of the phase schedule: one per process, 4 for γ (Compton, photoelectric, conversion,
 /// Rayleigh) and 3 for e± (δ-ray, bremsstrahlung, annihilation), then the e± steps that cross a
 /// boundary (kernel WD_LIST_CROSSING).
@@ -292,9 +297,13 @@ struct GdmlRecord {
     placements: u64,
     slot_offset: u64,
     world: u32,
-    pad: u32,
+    /// detector.rs field_on for a uniform field: 1, with B [T] and the accuracy [mm].
+    field_on: u32,
+    field: [f64; 3],
+    delta_chord: f64,
+    delta_intersection: f64,
 }
-const _: () = assert!(size_of::<GdmlRecord>() == 48);
+const _: () = assert!(size_of::<GdmlRecord>() == 88);
 
 /// The geometry a GPU run tracks in: the slab calorimeter (`shower.cu`) or a GDML detector
 /// (`shower_gdml.cu`, its volume tree flattened by [`DeviceGeometry`]).
@@ -382,6 +391,18 @@ pub struct HostTables {
     pub slab_material: Vec<u32>,
     /// The GDML build's volume tree and per placement its slot offset.
     pub gdml: Option<(DeviceGeometry, Vec<u32>)>,
+    /// The GDML build's uniform field (`WdGdml::field_on`, `field`, `delta_chord`,
+    /// `delta_intersection`); `None`: no field.
+    pub field: Option<UniformFieldRecord>,
+}
+
+/// A GDML detector's uniform field as the kernel reads it: B [T] in the world's frame and the
+/// curved path's accuracy [mm] (detector.rs `field`, `accuracy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct UniformFieldRecord {
+    pub b: [f64; 3],
+    pub delta_chord: f64,
+    pub delta_intersection: f64,
 }
 
 /// The material index of a vacuum slot (kernel `WD_VACUUM`).
@@ -426,6 +447,17 @@ impl HostTables {
         let g = DeviceGeometry::new(&det.gdml.tree).map_err(|e| format!("{}: {e}", det.gdml.path.display()))?;
         let offsets = det.offsets.iter().map(|&o| o as u32).collect();
         t.gdml = Some((g, offsets));
+        t.field = match &det.field {
+            None => None,
+            Some(crate::field::Field::Uniform(u)) => Some(UniformFieldRecord {
+                b: [u.b.x, u.b.y, u.b.z],
+                delta_chord: det.accuracy.delta_chord,
+                delta_intersection: det.accuracy.delta_intersection,
+            }),
+            Some(crate::field::Field::Map(m)) => {
+                return Err(format!("{}: a field map has no GPU twin yet", m.path.display()));
+            }
+        };
         Ok(t)
     }
 
@@ -815,8 +847,9 @@ pub fn run_devices_range(
 
 /// Events `events` of a shower in a GDML detector on the GPUs `devices` (contiguous shares, as
 /// [`run_devices_range`]): every event's tally as detector.rs `run_event` makes it (bit for bit
-/// in precise mode), in event order. A field and hits in sensitive volumes are not on the GPU
-/// yet: refused, naming them.
+/// in precise mode), in event order; in a uniform field along the helix
+/// (`kernels/field/propagate.cuh`). A field map and hits in sensitive volumes are not on the
+/// GPU yet: refused, naming them.
 pub fn run_detector_range(
     det: &DetectorPhysics,
     primary: &Primary,
@@ -832,9 +865,9 @@ pub fn run_detector_range(
             primary.energy
         )));
     }
-    if det.field.is_some() {
+    if matches!(det.field, Some(crate::field::Field::Map(_))) {
         return Err(GpuError::Other(
-            "showers in a magnetic field run on the CPU only (no GPU twin of the curved-path stepping yet)".into(),
+            "showers in a field map run on the CPU only (its Runge–Kutta stepping has no GPU twin yet)".into(),
         ));
     }
     if det.any_sensitive() {
@@ -922,7 +955,7 @@ struct GdmlBuffers {
 }
 
 impl GdmlBuffers {
-    fn new(st: &Arc<CudaStream>, g: &DeviceGeometry, offsets: &[u32]) -> Result<Self, GpuError> {
+    fn new(st: &Arc<CudaStream>, g: &DeviceGeometry, offsets: &[u32], field: Option<&UniformFieldRecord>) -> Result<Self, GpuError> {
         let solids = st.clone_htod(&nonempty(&g.solids))?;
         let pool = st.clone_htod(&nonempty(&g.pool))?;
         let logical = st.clone_htod(&nonempty(&g.logical))?;
@@ -935,7 +968,10 @@ impl GdmlBuffers {
             placements: ptr(&placements, st),
             slot_offset: ptr(&slot_offset, st),
             world: g.world,
-            pad: 0,
+            field_on: u32::from(field.is_some()),
+            field: field.map_or([0.0; 3], |f| f.b),
+            delta_chord: field.map_or(0.0, |f| f.delta_chord),
+            delta_intersection: field.map_or(0.0, |f| f.delta_intersection),
         };
         Ok(Self {
             record: st.clone_htod(&[r])?,
@@ -1152,7 +1188,7 @@ fn run_share(
             None
         },
         gdml: match &tables.gdml {
-            Some((g, offsets)) => Some(GdmlBuffers::new(&st, g, offsets)?),
+            Some((g, offsets)) => Some(GdmlBuffers::new(&st, g, offsets, tables.field.as_ref())?),
             None => None,
         },
     };
@@ -1715,8 +1751,9 @@ mod tests {
         assert!(first.iter().all(Vec::is_empty));
     }
 
-    /// The GDML build is the slab kernel with the switch on, after the navigator's twins (one
-    /// copy each, no includes of them), and its track holds a path as deep as the navigator's.
+    /// The GDML build is the slab kernel with the switch on, after the navigator's and the
+    /// uniform field's twins (one copy each, no includes of them), and its track holds a path as
+    /// deep as the navigator's.
     #[test]
     fn the_gdml_build_is_the_switched_kernel() {
         assert!(GDML_SRC.starts_with("#define WD_GEOMETRY_GDML 1\n"));
@@ -1726,10 +1763,14 @@ mod tests {
             "bool relocate(",
             "WdBoundary wd_next_boundary(",
             "bool wd_fly(",
+            "Helix helix_new(",
+            "int propagate(",
+            "int wd_curved_step(",
+            "bool wd_fly_curved(",
         ] {
             assert_eq!(GDML_SRC.matches(f).count(), 1, "{f}");
         }
-        assert!(!GDML_SRC.contains("#include \"geo/"));
+        assert!(!GDML_SRC.contains("#include \"geo/") && !GDML_SRC.contains("#include \"field/"));
         assert_eq!(GDML_TRACK_WORDS, TRACK_WORDS + crate::geo::device::MAX_DEPTH / 2);
     }
 }
