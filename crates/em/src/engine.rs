@@ -1295,6 +1295,17 @@ impl DetectorShower {
             }
             _ => ctl.gpus()?,
         };
+        if gpus.is_some() {
+            // The GPU path keeps every event's tally until the run ends (the CPU path sums them
+            // batch by batch): its words as read back and the tally made from them.
+            let stride = crate::shower::gpu::tally_stride(self.volumes, self.materials.len()) as u64;
+            warpdrive_core::limits::check_alloc(
+                "events",
+                self.opts.events,
+                2 * 8 * stride + 256,
+                "on a GPU every event's tally is held until the run ends: run fewer events per run and split the rest into runs with different seeds",
+            )?;
+        }
         ctl.install(|| {
             let t0 = Instant::now();
             ctl.progress.begin("tables", self.materials.len() as u64, "materials");
