@@ -1236,7 +1236,7 @@ impl DetectorShower {
         match (&ctl.device, self.cpu_only_reason()) {
             (warpdrive_core::engine::Device::Cuda(_) | warpdrive_core::engine::Device::CudaAll, Some(why)) => Err(ParamError::new(
                 "device",
-                format!("{}: this detector run needs the CPU ({why}); use --device cpu or auto", ctl.device),
+                format!("{}: this detector run needs the CPU ({why}); use cpu or auto", ctl.device),
             )
             .into()),
             _ => Ok(()),

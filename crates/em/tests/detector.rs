@@ -366,10 +366,7 @@ fn cuda_refuses_what_the_gpu_cannot_do_and_cpu_runs() {
     let why = "sensitive volumes: hits are recorded on the CPU only";
     let r = DetectorShower::new(&data("testem3.gdml"), &opts).unwrap();
     match r.run(&ctl) {
-        Err(Error::Param(p)) => assert_eq!(
-            p.text,
-            format!("cuda:0: this detector run needs the CPU ({why}); use --device cpu or auto")
-        ),
+        Err(Error::Param(p)) => assert_eq!(p.text, format!("cuda:0: this detector run needs the CPU ({why}); use cpu or auto")),
         other => panic!("{:?}", other.map(|r| r.run.events)),
     }
     let r = req.run(&Control::new().device(Device::Cpu)).unwrap();

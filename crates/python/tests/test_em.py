@@ -269,8 +269,13 @@ def test_detector_bad_inputs(tmp_path):
         em.run(gdml=TESTEM3_GDML, energy=5.0)
     with pytest.raises(TypeError, match="need gdml="):
         em.run(events=3)
-    with pytest.raises(ValueError, match="^device cuda:0: showers in a GDML detector run on the CPU only"):
-        em.run(gdml=TESTEM3_GDML, events=1, device="cuda")
+    # A GDML run goes to a GPU unless it needs the CPU (hits in sensitive volumes, a field map):
+    # then `cuda` is refused with the reason, before any GPU is looked for.
+    with pytest.raises(
+        ValueError,
+        match=r"^device cuda:0: this detector run needs the CPU \(sensitive volumes: hits are recorded on the CPU only\); use cpu or auto",
+    ):
+        em.run(gdml=TESTEM3_GDML, events=1, device="cuda", sensitive=["LeadV"])
     m = tmp_path / "m.csv"
     m.write_text("r_mm,z_mm,br_T,bz_T\n0,-10,0,1\n0,10,0,1\n5,-10,0,1\n5,10,0,1\n")
     with pytest.raises(ValueError, match="m.csv: the field map covers r ≤ 5 mm"):
