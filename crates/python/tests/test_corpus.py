@@ -274,6 +274,7 @@ def tabulate_call(o: Options) -> Callable[[], Any]:
               delay_bins=None if o.take("no-time") else o.take("delay-bins", default="-10:2000:40"),
               margin=o.take("margin", float, 0.0), tilt=not o.take("no-tilt"),
               anisotropy=not o.take("no-anisotropy"), birefringence=not o.take("no-birefringence"),
+              estimator=o.take("estimator"), sample_step=o.take("sample-step"),
               seed=o.take("seed", int, 1), force=o.take("force", default=False), **common(o, precise=False))
     output, ice = o.take("output", default="photon-tables"), o.take("ice")
     return lambda: photon.tabulate(output, ice, **kw)

@@ -150,10 +150,7 @@ impl Estimator {
                 step: s.unwrap_or(DEFAULT_SAMPLE_STEP),
             })),
             (Some("exact"), None) => Ok(Some(Self::Exact)),
-            (Some("exact"), Some(_)) => Err(param(
-                "sample_step",
-                "a step is for the sampled estimator (--estimator sampled), not the exact one",
-            )),
+            (Some("exact"), Some(_)) => Err(param("sample_step", "a step is for the sampled estimator, not the exact one")),
             (Some(n), _) => Err(param("estimator", format!("'{n}': expected exact or sampled"))),
         }
     }
