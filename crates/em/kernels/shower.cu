@@ -448,10 +448,10 @@ __device__ __forceinline__ double wd_field_strength(const ShowerParams& P) {
 }
 
 // detector.rs curved_step: along the helix through the volume tree (field/propagate.cuh
-// propagate) by at most `s_max` [cm]; the track's position, direction, path and slot become the
-// end's (the world's, depth 0, when it left the world). The path length [cm] in `moved`, the
-// FieldStepEnd returned.
-WD_FN int wd_curved_step(const ShowerParams& P, WdTrack& t, double charge, double momentum, double s_max, double& moved) {
+// propagate) by at most `s_max` [cm], no boundary search within `safety` [cm] of the start; the
+// track's position, direction, path and slot become the end's (the world's, depth 0, when it
+// left the world). The path length [cm] in `moved`, the FieldStepEnd returned.
+WD_FN int wd_curved_step(const ShowerParams& P, WdTrack& t, double charge, double momentum, double s_max, double safety, double& moved) {
     Geometry g = wd_geometry(P);
     const WdGdml& G = *P.gdml;
     VolumePath path;
@@ -467,7 +467,7 @@ WD_FN int wd_curved_step(const ShowerParams& P, WdTrack& t, double charge, doubl
     acc.delta_chord = G.delta_chord;
     acc.delta_intersection = G.delta_intersection;
     double s;
-    int end = propagate(g, path, track, field, s_max * 10.0, acc, s);
+    int end = propagate(g, path, track, field, s_max * 10.0, safety * 10.0, acc, s);
     t.pos[0] = track.pos.x / 10.0;
     t.pos[1] = track.pos.y / 10.0;
     t.pos[2] = track.pos.z / 10.0;
@@ -1923,8 +1923,9 @@ __device__ __forceinline__ bool wd_charged_end(WdChargedState& s) {
 #define WD_LOOPER_TURNS 1000.0
 
 // transport.rs Event::fly_curved: a charged track through vacuum in the field, along its curved
-// path to the next boundary; false when it escaped (its energy tallied) or was a looper
-// (WD_LOOPER_TURNS turns in vacuum: killed and stopped).
+// path to the next boundary, at most one turn per call (a phase waits for its longest step);
+// false when it escaped (its energy tallied) or was a looper (WD_LOOPER_TURNS turns in vacuum:
+// killed and stopped).
 WD_FN bool wd_fly_curved(WdChargedState& s) {
     const ShowerParams& P = *s.ev.P;
     double e = s.t.energy;
@@ -1932,10 +1933,13 @@ WD_FN bool wd_fly_curved(WdChargedState& s) {
     double p = sqrt(e * (e + 2.0 * WD_ME));
     double turn = WD_TAU * p / (FIELD_C_LIGHT * wd_field_strength(P) * 10.0);
     double budget = WD_LOOPER_TURNS * turn - s.vacuum_path;
+    bool last = budget <= turn;
+    double s_max = last ? fmax(budget, 0.0) : turn;
     double moved;
-    int end = wd_curved_step(P, s.t, q, p, fmax(budget, 0.0), moved);
+    int end = wd_curved_step(P, s.t, q, p, s_max, 0.0, moved);
     s.vacuum_path += moved;
     if (end == FIELD_CROSSED) return true;
+    if (end == FIELD_LIMIT && !last) return true;
     if (end == FIELD_LEFT_WORLD) {
         wd_tally_add(s.ev, wd_w_escaped(P), wd_fixed(s.t.energy));
         return false;
@@ -2024,7 +2028,7 @@ __device__ int wd_charged_limits(const ShowerParams& P, WdChargedState& s, WdCha
         double q = s.q == 1 ? 1.0 : -1.0;
         double mom = sqrt(e0 * (e0 + 2.0 * WD_ME));
         double moved;
-        mid.curved = wd_curved_step(P, s.t, q, mom, z, moved);
+        mid.curved = wd_curved_step(P, s.t, q, mom, z, safety, moved);
         b.distance = mid.curved == FIELD_LIMIT ? WD_INF : moved;
         b.step = moved * 10.0;
         b.next = mid.curved;

@@ -146,7 +146,7 @@ fn an_electron_in_vacuum_closes_its_circle() {
     let mut loc = d.locate(pos).unwrap();
     let mut travelled = 0.0;
     for _ in 0..1000 {
-        let (s, end) = d.curved_step(&mut pos, &mut dir, &mut loc, -1.0, mom, turn / 1000.0);
+        let (s, end) = d.curved_step(&mut pos, &mut dir, &mut loc, -1.0, mom, turn / 1000.0, 0.0);
         assert_eq!(end, StepEnd::Limit);
         travelled += s;
     }
@@ -160,7 +160,7 @@ fn an_electron_in_vacuum_closes_its_circle() {
     assert!(turned < 1e-6);
     assert!((travelled / turn - 1.0).abs() < 1e-12);
     // Half a turn later it is a diameter away.
-    let (_, _) = d.curved_step(&mut pos, &mut dir, &mut loc, -1.0, mom, 0.5 * turn);
+    let (_, _) = d.curved_step(&mut pos, &mut dir, &mut loc, -1.0, mom, 0.5 * turn, 0.0);
     let across = ((pos[0] - start[0]).powi(2) + (pos[1] - start[1]).powi(2)).sqrt();
     assert!((across / (2.0 * radius_cm) - 1.0).abs() < 1e-6, "{across}");
     // Through the loop: a looper, stopped, the balance kept.

@@ -69,7 +69,7 @@ fn helix_crossings_match_the_closed_form() {
         let mut travelled = 0.0;
         for (volume, s_cross) in want {
             assert_eq!(g.tree.logical[nav.logical(&path) as usize].name, volume);
-            let (s, end) = propagate(&nav, &mut path, &mut track, &field, 1e5, &acc);
+            let (s, end) = propagate(&nav, &mut path, &mut track, &field, 1e5, 0.0, &acc);
             assert_eq!(end, FieldStepEnd::Crossed);
             travelled += s;
             // Just past the boundary: by at most delta_intersection (plus rounding).

@@ -117,7 +117,7 @@ fn a_smaller_delta_intersection_finds_crossings_closer_to_the_helix() {
             let (s, end) = if use_map {
                 propagate_in_map(&nav, &mut path, &mut track, &map, 1e4, acc)
             } else {
-                propagate(&nav, &mut path, &mut track, &field(), 1e4, acc)
+                propagate(&nav, &mut path, &mut track, &field(), 1e4, 0.0, acc)
             };
             assert_eq!(end, FieldStepEnd::Crossed);
             let err = s - exact;
@@ -177,7 +177,7 @@ fn a_smaller_delta_chord_does_not_miss_a_volume_on_the_arc() {
             let (s, end) = if use_map {
                 propagate_in_map(&nav, &mut path, &mut track, &map, quarter, acc)
             } else {
-                propagate(&nav, &mut path, &mut track, &field(), quarter, acc)
+                propagate(&nav, &mut path, &mut track, &field(), quarter, 0.0, acc)
             };
             (s, end, path.placements.len())
         };

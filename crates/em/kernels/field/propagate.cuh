@@ -89,16 +89,31 @@ __device__ __forceinline__ int enter_next_volume(const Geometry& g, VolumePath& 
     return FIELD_LEFT_WORLD;
 }
 
+/// SAFETY_MARGIN.
+#define FIELD_SAFETY_MARGIN (1.0 - 1e-9)
+
 /// propagate: move the track along its helix by at most `s_max` [mm], stopping just past the
-/// first boundary; the path length travelled in `done`, the FieldStepEnd returned.
+/// first boundary; the path length travelled in `done`, the FieldStepEnd returned. Stretches
+/// that stay inside a safety sphere skip the boundary search (see the Rust function).
 __device__ __noinline__ int propagate(const Geometry& g, VolumePath& path, ChargedTrack& track, const UniformField& field, double s_max,
-                                      const FieldAccuracy& acc, double& done) {
+                                      double safety0, const FieldAccuracy& acc, double& done) {
     done = 0.0;
+    // The safety sphere: its centre's arc length and its radius.
+    double sphere_at = 0.0, sphere_r = safety0;
     for (unsigned it = 0u; it < 10000000u; ++it) {
         Helix h = helix_new(track.pos, track.dir, track.charge, track.momentum, field);
         double s = fmin(s_max - done, helix_max_step_for_sagitta(h, acc.delta_chord));
+        double diameter = 2.0 * helix_radius(h), drift = norm(h.parallel);
+        double reach = done + s - sphere_at;
+        bool inside = fmin(reach, diameter + reach * drift) < sphere_r * FIELD_SAFETY_MARGIN;
+        if (!inside && sphere_at != done) {
+            sphere_at = done;
+            sphere_r = safety(g, path, track.pos);
+            reach = done + s - sphere_at;
+            inside = fmin(reach, diameter + reach * drift) < sphere_r * FIELD_SAFETY_MARGIN;
+        }
         double t;
-        if (!exit_on_arc(g, path, h, 0.0, s, acc, t)) {
+        if (inside || !exit_on_arc(g, path, h, 0.0, s, acc, t)) {
             helix_at(h, s, track.pos, track.dir);
             done += s;
             if (done >= s_max) return FIELD_LIMIT;

@@ -162,6 +162,10 @@ fn exit_on_arc(
     exit_on_arc(nav, path, at, lo, mid, acc, depth + 1).or_else(|| exit_on_arc(nav, path, at, mid, hi, acc, depth + 1))
 }
 
+/// The part of a safety distance [`propagate`] trusts: a relative margin far above the
+/// rounding of the helix's points (|chord| ≤ arc holds to a few ulps) and of the safety itself.
+pub const SAFETY_MARGIN: f64 = 1.0 - 1e-9;
+
 /// After a step that ended just past a boundary at `pos`: the volume path relocated there
 /// (`Crossed`), or emptied when `pos` is outside the world (`LeftWorld`).
 fn enter_next_volume(nav: &Navigator, path: &mut VolumePath, pos: Vec3) -> FieldStepEnd {
@@ -177,20 +181,50 @@ fn enter_next_volume(nav: &Navigator, path: &mut VolumePath, pos: Vec3) -> Field
 /// Move the track along its helix by at most `s_max` [mm], stopping just past the first
 /// boundary (within `delta_intersection`, in the next volume). Returns the path length
 /// travelled and why the step ended.
+///
+/// `safety` [mm] is a distance from the track's start within which no boundary lies (the
+/// navigator's safety there; 0 when none is known). A stretch that cannot leave that sphere
+/// cannot leave the volume: its end and its chord lie inside, where no boundary is. The helix
+/// stays within `min(t, 2R + t |cos λ|)` of a point it passed an arc length t before (|chord|
+/// ≤ arc; across the field it keeps to its circle of diameter 2R, along it it drifts by
+/// t |cos λ|). Such stretches skip the boundary search (a locate and a chord's `find_next_step`)
+/// whose answer is known: the result is the same, bit for bit. When a stretch reaches past the
+/// sphere, the safety is computed afresh at the stretch's start (once per point), so a track
+/// curling inside a volume — a looper in a vacuum gap — pays one safety instead of a boundary
+/// search per chord. On the GPU the boundary searches were most of a curved step's time
+/// (issue #31).
 pub fn propagate(
     nav: &Navigator,
     path: &mut VolumePath,
     track: &mut ChargedTrack,
     field: &UniformField,
     s_max: f64,
+    safety: f64,
     acc: &FieldAccuracy,
 ) -> (f64, FieldStepEnd) {
     let mut done = 0.0;
+    // Where the safety sphere was centred (arc length) and its radius.
+    let mut sphere = (0.0, safety);
     // Enough chords for any sensible step; a cap so that no input loops for ever.
     for _ in 0..10_000_000 {
         let h = Helix::new(track.pos, track.dir, track.charge, track.momentum, field);
         let s = (s_max - done).min(h.max_step_for_sagitta(acc.delta_chord));
-        match exit_on_arc(nav, path, &|t| h.at(t).0, 0.0, s, acc, 0) {
+        let (diameter, drift) = (2.0 * h.radius(), h.parallel.norm());
+        let within = |(at, radius): (f64, f64)| {
+            let t = done + s - at;
+            t.min(diameter + t * drift) < radius * SAFETY_MARGIN
+        };
+        let mut inside = within(sphere);
+        if !inside && sphere.0 != done {
+            sphere = (done, nav.safety(path, track.pos));
+            inside = within(sphere);
+        }
+        let exit = if inside {
+            None
+        } else {
+            exit_on_arc(nav, path, &|t| h.at(t).0, 0.0, s, acc, 0)
+        };
+        match exit {
             None => {
                 (track.pos, track.dir) = h.at(s);
                 done += s;

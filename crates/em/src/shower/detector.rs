@@ -409,6 +409,7 @@ impl ShowerGeometry for DetectorPhysics {
         charge: f64,
         momentum: f64,
         s_max: f64,
+        safety: f64,
     ) -> (f64, StepEnd) {
         let Some(field) = &self.field else {
             unreachable!("curved steps are taken only in a field")
@@ -420,7 +421,7 @@ impl ShowerGeometry for DetectorPhysics {
             momentum,
         };
         let (s, end) = match field {
-            Field::Uniform(u) => propagate(&self.nav(), loc, &mut track, u, s_max * 10.0, &self.accuracy),
+            Field::Uniform(u) => propagate(&self.nav(), loc, &mut track, u, s_max * 10.0, safety * 10.0, &self.accuracy),
             Field::Map(m) => propagate_in_map(&self.nav(), loc, &mut track, m, s_max * 10.0, &self.accuracy),
         };
         *pos = [track.pos.x / 10.0, track.pos.y / 10.0, track.pos.z / 10.0];
