@@ -66,7 +66,8 @@ pub struct BenchPhoton {
     /// list of kernel switches (WD_…, see propagate.cu), `default` for the default switches,
     /// `-WD_…` to drop one given before, `block=N` and `per-sm=N` for the launch shape,
     /// `batch=K` for 2^K photons per launch, `precise` for the precise build; repeat the option
-    /// for several configurations.
+    /// for several configurations. With --tabulate: the sampled tabulation kernel's block,
+    /// per-sm (its launch bounds follow), batch and extra switches (added to its defaults).
     #[arg(long = "config")]
     configs: Vec<String>,
     /// GPU: workloads to run (balanced, shuffled).

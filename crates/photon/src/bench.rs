@@ -192,9 +192,40 @@ impl Bench {
         if self.opts.tabulate {
             let devices = bench::gpus(ctl)?;
             let step = self.opts.sample_step.unwrap_or(crate::tabulate::DEFAULT_SAMPLE_STEP);
-            let r = tabulation_rate(&self.ice, devices.as_deref(), TABULATE_PHOTONS, self.opts.seed, step, ctl)?;
-            lines(&r.report());
-            return Ok(BenchReport { json: r.json() });
+            // The sampled kernel's launch shapes and switches to compare (`--config`), else its default.
+            let shapes = match &devices {
+                Some(_) if !self.opts.configs.is_empty() => {
+                    let t = crate::tabulate::gpu::TabGpuOptions::default();
+                    let base = GpuOptions {
+                        block: t.block,
+                        blocks_per_sm: t.blocks_per_sm,
+                        batch: t.batch,
+                        ..Default::default()
+                    };
+                    let parsed = self
+                        .opts
+                        .configs
+                        .iter()
+                        .map(|c| Ok((c.clone(), tab_options(&parse_config(c, &base)?))));
+                    parsed.collect::<Result<Vec<_>, ParamError>>()?
+                }
+                _ => vec![(String::new(), crate::tabulate::gpu::TabGpuOptions::default())],
+            };
+            let mut json = Vec::new();
+            for (label, topts) in shapes {
+                let r = tabulation_rate(&self.ice, devices.as_deref(), TABULATE_PHOTONS, self.opts.seed, step, &topts, ctl)?;
+                if !label.is_empty() {
+                    lines(&format!("config {label:?}:"));
+                }
+                lines(&r.report());
+                json.push(r.json());
+            }
+            let json = if json.len() == 1 {
+                json.remove(0)
+            } else {
+                format!("[{}]\n", json.join(","))
+            };
+            return Ok(BenchReport { json });
         }
         match bench::gpus(ctl)? {
             None => self.cpu(ctl, lines),
@@ -586,12 +617,25 @@ impl TabulationRate {
 /// precise, on `devices` (the first GPU; `None`: the CPU, a tenth of the photons, wall time).
 /// GPU times are kernel times; each GPU run is preceded by a small warm-up run (compilation).
 /// The sampled estimator uses `step` [m] (∞: one point per segment).
+/// The sampled tabulation kernel's launch options from a `--config`'s GPU options: its block,
+/// blocks per multiprocessor, batch and extra switches (the sampled build adds the defaults).
+fn tab_options(o: &GpuOptions) -> crate::tabulate::gpu::TabGpuOptions {
+    crate::tabulate::gpu::TabGpuOptions {
+        block: o.block,
+        blocks_per_sm: o.blocks_per_sm,
+        batch: o.batch,
+        defines: o.defines.clone(),
+        ..Default::default()
+    }
+}
+
 pub fn tabulation_rate(
     ice: &std::path::Path,
     devices: Option<&[usize]>,
     photons: u64,
     seed: u64,
     step: f64,
+    shape: &crate::tabulate::gpu::TabGpuOptions,
     ctl: &Control,
 ) -> Result<TabulationRate> {
     use crate::tabulate::{gpu::TabGpuOptions, Estimator, Tabulate, TabulateOptions};
@@ -617,6 +661,11 @@ pub fn tabulation_rate(
             let dev = vec![d.first().copied().unwrap_or(0)];
             let topts = TabGpuOptions {
                 devices: dev.clone(),
+                ..shape.clone()
+            };
+            // The exact estimator's kernel keeps its own launch shape (`shape` is the sampled one's).
+            let eopts = TabGpuOptions {
+                devices: dev.clone(),
                 ..Default::default()
             };
             let warm = Tabulate::new(&TabulateOptions {
@@ -624,9 +673,9 @@ pub fn tabulation_rate(
                 ..o.clone()
             })?;
             warm.clone().with_estimator(sampled)?.run_gpu(&topts, ctl)?;
-            warm.with_estimator(Estimator::Exact)?.run_gpu(&topts, ctl)?;
+            warm.with_estimator(Estimator::Exact)?.run_gpu(&eopts, ctl)?;
             let r = t.run_gpu(&topts, ctl)?;
-            let e = exact.run_gpu(&topts, ctl)?;
+            let e = exact.run_gpu(&eopts, ctl)?;
             let rate = |precise: bool| -> Result<f64> {
                 let opts = GpuOptions {
                     devices: dev.clone(),

@@ -982,6 +982,7 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         crate::bench::TABULATE_PHOTONS,
         1,
         crate::tabulate::DEFAULT_SAMPLE_STEP,
+        &crate::tabulate::gpu::TabGpuOptions::default(),
         &gpu_ctl,
     )?;
     out.push(check(

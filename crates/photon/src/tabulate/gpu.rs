@@ -539,7 +539,16 @@ fn run_sampled_on(
     let m = &t.medium;
     let b = &t.binning;
     let (cells, spatial) = (b.spatial_cells() * b.time_cells(), b.spatial_cells());
-    let defines = sampled_defines(m, &opts.defines);
+    let mut extra = opts.defines.clone();
+    // The kernel's launch bounds follow a launch shape other than the default (bench --config).
+    let d = TabGpuOptions::default();
+    if opts.block != d.block {
+        extra.push(format!("WD_SAMP_BLOCK={}", opts.block));
+    }
+    if opts.blocks_per_sm != d.blocks_per_sm {
+        extra.push(format!("WD_SAMP_MIN_BLOCKS={}", opts.blocks_per_sm));
+    }
+    let defines = sampled_defines(m, &extra);
     let (module, func) = cuda::load(gpu, SAMPLED_NAME, SAMPLED_SRC, "tabulate_sampled", false, &defines)?;
     let _ = &module;
     let res = cuda::resources(&func)?;
