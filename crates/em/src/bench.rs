@@ -43,7 +43,10 @@ impl std::str::FromStr for Problem {
             "testem3" => Ok(Problem::Testem3),
             "simple-cms" => Ok(Problem::SimpleCms),
             "crowd" => Ok(Problem::Crowd),
-            p => Err(ParamError::new("problem", format!("{p}: expected kn, testem3, simple-cms or crowd"))),
+            p => Err(ParamError::new(
+                "problem",
+                format!("{p}: expected kn, testem3, simple-cms or crowd"),
+            )),
         }
     }
 }
@@ -126,7 +129,14 @@ fn crowd(o: &BenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport> {
         .map_err(Error::Failed)?;
         let tree = &g.tree;
         let hall = tree.placements[tree.daughters(tree.world).start as usize].bbox;
-        let (pts, dirs) = zoo::rays_in_box(&Aabb { min: hall.min, max: hall.max }, n, 7);
+        let (pts, dirs) = zoo::rays_in_box(
+            &Aabb {
+                min: hall.min,
+                max: hall.max,
+            },
+            n,
+            7,
+        );
         let mut answers: Vec<Vec<(u64, u64)>> = Vec::new();
         for (label, nav) in [("bvh", Navigator::new(tree)), ("linear", Navigator::linear(tree))] {
             ctl.check()?;

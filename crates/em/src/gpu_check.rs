@@ -452,7 +452,14 @@ pub fn geo_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>
 
 /// `rays` rays aimed at placed volumes walked through `tree` on the GPU and the CPU: passed when
 /// every ray starts in the world and goes through the same volumes with distances within 1e-9 mm.
-fn walk_check(name: String, tree: &crate::geo::VolumeTree, rays: usize, seed: u64, max_steps: usize, device: usize) -> Result<Check, String> {
+fn walk_check(
+    name: String,
+    tree: &crate::geo::VolumeTree,
+    rays: usize,
+    seed: u64,
+    max_steps: usize,
+    device: usize,
+) -> Result<Check, String> {
     use crate::geo::{gpu, zoo};
     const TOL: f64 = 1e-9;
     let (pts, dirs) = zoo::rays_at_placements(tree, rays, seed);

@@ -53,7 +53,10 @@ fn the_trees_give_the_linear_loops_answers_at_random_points() {
     for (name, c) in crowds() {
         let g = crowd::build(&c).unwrap();
         let tree = &g.tree;
-        assert!(levels_with_trees(tree) >= 1 + usize::from(c.nested > 8), "{name}: the crowded levels have trees");
+        assert!(
+            levels_with_trees(tree) >= 1 + usize::from(c.nested > 8),
+            "{name}: the crowded levels have trees"
+        );
         let (fast, slow) = (Navigator::new(tree), Navigator::linear(tree));
         let hall = tree.placements[tree.daughters(tree.world).start as usize].bbox;
         let grow = (hall.max - hall.min) * 0.05;
@@ -72,15 +75,27 @@ fn the_trees_give_the_linear_loops_answers_at_random_points() {
             in_daughters += usize::from(path.placements.len() >= 2);
             deep += usize::from(path.placements.len() >= 3);
             let max_step = if i % 3 == 0 { f64::INFINITY } else { 20.0 * (i % 7) as f64 / 7.0 };
-            let (a, b) = (fast.find_next_step(&path, p, d, max_step), slow.find_next_step(&path, p, d, max_step));
-            assert_eq!(a.0.to_bits(), b.0.to_bits(), "{name}: next step from {p:?} along {d:?}: {a:?} vs {b:?}");
+            let (a, b) = (
+                fast.find_next_step(&path, p, d, max_step),
+                slow.find_next_step(&path, p, d, max_step),
+            );
+            assert_eq!(
+                a.0.to_bits(),
+                b.0.to_bits(),
+                "{name}: next step from {p:?} along {d:?}: {a:?} vs {b:?}"
+            );
             assert_eq!(a.1, b.1, "{name}: boundary from {p:?} along {d:?}");
             entered += usize::from(matches!(a.1, warpdrive_em::geo::Boundary::Enter(_)));
             let (sa, sb) = (fast.safety(&path, p), slow.safety(&path, p));
             assert_eq!(sa.to_bits(), sb.to_bits(), "{name}: safety at {p:?}: {sa} vs {sb}");
         }
-        eprintln!("{name}: {n} points, {in_daughters} in daughters ({deep} in a container's daughters), {entered} steps end entering a daughter");
-        assert!(in_daughters > n / 20 && entered > n / 5, "{name}: the points must exercise the daughters");
+        eprintln!(
+            "{name}: {n} points, {in_daughters} in daughters ({deep} in a container's daughters), {entered} steps end entering a daughter"
+        );
+        assert!(
+            in_daughters > n / 20 && entered > n / 5,
+            "{name}: the points must exercise the daughters"
+        );
         assert!(c.nested == 0 || deep > 0, "{name}: and the nested level");
     }
 }
@@ -100,7 +115,10 @@ fn the_trees_walk_rays_through_the_same_volumes() {
             assert_eq!(fast[i], slow[i], "{name}: ray {i} from {:?} along {:?}", p[i], d[i]);
             crossings += fast[i].steps.len();
         }
-        eprintln!("{name}: {} rays, {crossings} crossings, the same with and without the trees", p.len());
+        eprintln!(
+            "{name}: {} rays, {crossings} crossings, the same with and without the trees",
+            p.len()
+        );
         assert!(crossings > 4 * p.len(), "{name}: the rays cross daughters ({crossings})");
     }
 }
@@ -155,7 +173,11 @@ fn overlapping_daughters_keep_the_first_and_the_distance() {
     };
     let din = |k: u32, p: Vec3, d: Vec3| {
         let pl = &tree.placements[k as usize];
-        tree.solids.distance_to_in(tree.logical[pl.logical as usize].solid, pl.transform.to_local(p), pl.transform.dir_to_local(d))
+        tree.solids.distance_to_in(
+            tree.logical[pl.logical as usize].solid,
+            pl.transform.to_local(p),
+            pl.transform.dir_to_local(d),
+        )
     };
     let ulps = |a: f64, b: f64| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs();
     let n = 20_000;
@@ -166,7 +188,11 @@ fn overlapping_daughters_keep_the_first_and_the_distance() {
         assert_eq!(path, slow.locate(*p), "locate {p:?}");
         let path = path.unwrap();
         in_daughters += usize::from(!path.placements.is_empty());
-        assert_eq!(fast.safety(&path, *p).to_bits(), slow.safety(&path, *p).to_bits(), "safety at {p:?}");
+        assert_eq!(
+            fast.safety(&path, *p).to_bits(),
+            slow.safety(&path, *p).to_bits(),
+            "safety at {p:?}"
+        );
         let (a, b) = (fast.find_next_step(&path, *p, *d, 5.0), slow.find_next_step(&path, *p, *d, 5.0));
         if a == b {
             continue;

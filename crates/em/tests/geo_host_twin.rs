@@ -179,7 +179,10 @@ fn navigator_twin_walks_a_crowded_level_as_the_cpu() {
     })
     .unwrap();
     let g = DeviceGeometry::new(&gdml.tree).unwrap();
-    assert!(g.bvh_root.iter().filter(|&&r| r != u32::MAX).count() >= 2, "the hall and the containers have trees");
+    assert!(
+        g.bvh_root.iter().filter(|&&r| r != u32::MAX).count() >= 2,
+        "the hall and the containers have trees"
+    );
     let (n, max_steps) = (10_000usize, 256usize);
     let (p, d) = zoo::rays_at_placements(&gdml.tree, n, 6);
     let out = run(&exe, &dir, &g, 0, max_steps as u64, &p, &d);

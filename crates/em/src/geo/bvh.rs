@@ -31,12 +31,14 @@
 //! * next step keeps the least (distance, placement index) with the linear loop's ties (the
 //!   exit and the step limit win ties); nodes are visited nearest first and skipped when their
 //!   box is entered beyond the best distance. This equals the linear loop whenever a daughter's
-//!   distance to in is not below its box's entry distance (a solid lies inside its box; only a
-//!   rounding of the last bit could break it);
+//!   distance to in is not below its box's entry distance (a solid lies inside its box; a rounding
+//!   of the last bit can break it only where two overlapping or touching daughters are entered
+//!   within an ulp of each other: then either is entered, at the same distance within 4 ulps);
 //! * safety repeats the linear loop exactly: the linear loop's pruning (`box distance ≥ s`)
 //!   depends on the order because a solid's safety may be below its box's distance (a box's
 //!   safety is the largest face distance), so the daughters are visited in placement order —
-//!   each query finds the least index after the last one whose box lies closer than `s`.
+//!   each query finds the least index after the last one whose box lies closer than `s`. It
+//!   evaluates the same safeties as the linear loop, so it is no faster (docs/em-geometry.md).
 //!
 //! A node's box is the exact union of its items' boxes, so its ray entry, distance and
 //! membership bound its items' without rounding.
@@ -120,7 +122,10 @@ impl Bvh {
             let d = bvh.split(&mut ids, placements);
             bvh.depth = bvh.depth.max(d);
         }
-        debug_assert!(bvh.depth <= MAX_BVH_DEPTH, "a median-split tree of u32 items is at most 31 levels deep");
+        debug_assert!(
+            bvh.depth <= MAX_BVH_DEPTH,
+            "a median-split tree of u32 items is at most 31 levels deep"
+        );
         bvh
     }
 
@@ -138,10 +143,7 @@ impl Bvh {
             .map(|&k| placements[k as usize].bbox)
             .reduce(|a, b| a.union(&b))
             .expect("a node has items");
-        let (min_index, max_index) = (
-            *ids.iter().min().expect("items"),
-            *ids.iter().max().expect("items"),
-        );
+        let (min_index, max_index) = (*ids.iter().min().expect("items"), *ids.iter().max().expect("items"));
         let me = self.nodes.len();
         self.nodes.push(BvhNode {
             bbox,

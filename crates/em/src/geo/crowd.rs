@@ -47,7 +47,11 @@ const VARIANTS: [(&str, f64, &str); 5] = [
         3.61,
         "G4_Fe",
     ),
-    (r#"<sphere name="S3" rmax="3.5" deltaphi="360" deltatheta="180" aunit="deg"/>"#, 3.5, "G4_Cu"),
+    (
+        r#"<sphere name="S3" rmax="3.5" deltaphi="360" deltatheta="180" aunit="deg"/>"#,
+        3.5,
+        "G4_Cu",
+    ),
     (
         r#"<sphere name="S4" rmin="1.5" rmax="3.2" deltaphi="360" starttheta="20" deltatheta="120" aunit="deg"/>"#,
         3.2,

@@ -4,8 +4,8 @@
 //! hierarchies over those boxes ([`super::bvh`]). Indices, no pointers: the layout a CUDA twin
 //! can copy as it is.
 
-use super::solid::{Aabb, SolidId, Solids};
 use super::bvh::Bvh;
+use super::solid::{Aabb, SolidId, Solids};
 use super::vec3::Transform;
 
 /// A logical volume.
