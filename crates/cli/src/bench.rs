@@ -124,7 +124,9 @@ pub struct BenchSky {
 pub struct BenchEm {
     /// Problem: kn (the Klein–Nishina mini-app), testem3 (EM showers in Geant4's TestEm3, 1 and 10 GeV e⁻)
     /// or simple-cms (10 GeV e⁻ in examples/em/simple-cms.gdml without a field, in a uniform 3.8 T field and
-    /// in a map of it on the CPU; on a GPU without a field, 3/10 of --gpu-events, against one core).
+    /// in a map of it on the CPU; on a GPU without a field, 3/10 of --gpu-events, against one core) or crowd
+    /// (navigation alone on one core in generated detectors with 1 000 to 10 000 daughters in one level, with the
+    /// per-level trees and with the linear loop; --tracks points per geometry).
     #[arg(long, default_value = "kn")]
     problem: String,
     /// testem3: events per energy on the CPU; simple-cms: events per field set-up.
@@ -135,7 +137,7 @@ pub struct BenchEm {
     /// 10 000 on an H100) in one batch at both energies.
     #[arg(long, default_value_t = 10_000)]
     gpu_events: u64,
-    /// Tracks (the spec's benchmark: 8 388 608 on a GPU).
+    /// Tracks (the spec's benchmark: 8 388 608 on a GPU); crowd: points per geometry.
     #[arg(long, default_value_t = 1 << 18)]
     tracks: u64,
     /// JSON result file.

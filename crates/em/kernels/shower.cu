@@ -358,8 +358,11 @@ struct WdGdml {
     double field[3];                  // its B [T] (UniformField::b)
     double delta_chord;               // FieldAccuracy [mm]
     double delta_intersection;
+    const BvhNodeRecord* bvh_nodes;   // device.rs: the per-level trees (bvh.rs)
+    const unsigned int* bvh_items;
+    const unsigned int* bvh_root;
 };
-static_assert(sizeof(WdGdml) == 88, "WdGdml size");
+static_assert(sizeof(WdGdml) == 112, "WdGdml size");
 
 // The material index of a vacuum slot (detector.rs material: None).
 #define WD_VACUUM 0xffffffffu
@@ -375,7 +378,7 @@ struct WdBoundary {
 
 __device__ __forceinline__ Geometry wd_geometry(const ShowerParams& P) {
     const WdGdml& G = *P.gdml;
-    return Geometry{Solids{G.solids, G.pool}, G.logical, G.placements, G.world};
+    return Geometry{Solids{G.solids, G.pool}, G.logical, G.placements, G.world, G.bvh_nodes, G.bvh_items, G.bvh_root};
 }
 
 // The track's path with its transforms (descend's compose, level by level).

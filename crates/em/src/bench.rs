@@ -29,6 +29,10 @@ pub enum Problem {
     /// uniform 3.8 T field (helix) and in a field map of the same field (Dormand–Prince), per CPU
     /// thread count; on a GPU without a field (fast and precise mode) against one CPU core.
     SimpleCms,
+    /// Navigation alone in generated detectors with 1 000, 4 096 and 10 000 daughters in one
+    /// level (`geo::crowd`, jittered and rotated): locate, next step and safety per second on one
+    /// core, with the per-level trees and with the linear loop (issue #31).
+    Crowd,
 }
 
 impl std::str::FromStr for Problem {
@@ -38,7 +42,11 @@ impl std::str::FromStr for Problem {
             "kn" => Ok(Problem::Kn),
             "testem3" => Ok(Problem::Testem3),
             "simple-cms" => Ok(Problem::SimpleCms),
-            p => Err(ParamError::new("problem", format!("{p}: expected kn, testem3 or simple-cms"))),
+            "crowd" => Ok(Problem::Crowd),
+            p => Err(ParamError::new(
+                "problem",
+                format!("{p}: expected kn, testem3, simple-cms or crowd"),
+            )),
         }
     }
 }
@@ -51,7 +59,7 @@ pub struct BenchOptions {
     pub events: u64,
     /// testem3: GPU events at 1 GeV (3/10 of them at 10 GeV).
     pub gpu_events: u64,
-    /// kn: photons (the spec's benchmark: 8 388 608 on a GPU).
+    /// kn: photons (the spec's benchmark: 8 388 608 on a GPU); crowd: points per geometry.
     pub tracks: u64,
     /// CPU thread counts (empty: 1 and all cores).
     pub threads: Vec<usize>,
@@ -83,7 +91,94 @@ pub fn run(o: &BenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport>
         Problem::Kn => kn(o, &threads, ctl, lines),
         Problem::Testem3 => testem3(o, &threads, ctl, lines),
         Problem::SimpleCms => simple_cms(o, &threads, ctl, lines),
+        Problem::Crowd => crowd(o, ctl, lines),
     }
+}
+
+/// crowd: the daughters of the three geometries.
+pub const CROWD_SIZES: [usize; 3] = [1000, 4096, 10_000];
+/// crowd: most points per geometry.
+pub const MAX_CROWD_POINTS: u64 = 1 << 22;
+
+/// Navigation rates on one core in [`CROWD_SIZES`] (see [`Problem::Crowd`]): `tracks` random
+/// points in the hall with isotropic directions; per navigator (trees, linear loop) the rate of
+/// locate, of next step (unbounded, from the located volume) and of safety. Both navigators'
+/// answers are compared while timed (a difference fails the benchmark).
+fn crowd(o: &BenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport> {
+    use crate::geo::crowd::{build, Crowd, Layout};
+    use crate::geo::{zoo, Aabb, Navigator};
+    if o.tracks == 0 || o.tracks > MAX_CROWD_POINTS {
+        return Err(ParamError::new("tracks", format!("{}: from 1 to {MAX_CROWD_POINTS} points", o.tracks)).into());
+    }
+    let n = o.tracks as usize;
+    lines(&format!(
+        "warpdrive bench em --problem crowd: {n} points per geometry, one core; daughters in one level, jittered and rotated (geo::crowd)"
+    ));
+    lines(&format!(
+        "{:>9} {:>10} {:>12} {:>12} {:>12} {:>10}",
+        "daughters", "navigator", "locate/s", "next-step/s", "safety/s", "tree-nodes"
+    ));
+    let mut rows = Vec::new();
+    for &daughters in &CROWD_SIZES {
+        let g = build(&Crowd {
+            daughters,
+            layout: Layout::Jittered,
+            nested: 0,
+            seed: 2026,
+        })
+        .map_err(Error::Failed)?;
+        let tree = &g.tree;
+        let hall = tree.placements[tree.daughters(tree.world).start as usize].bbox;
+        let (pts, dirs) = zoo::rays_in_box(
+            &Aabb {
+                min: hall.min,
+                max: hall.max,
+            },
+            n,
+            7,
+        );
+        let mut answers: Vec<Vec<(u64, u64)>> = Vec::new();
+        for (label, nav) in [("bvh", Navigator::new(tree)), ("linear", Navigator::linear(tree))] {
+            ctl.check()?;
+            let t0 = Instant::now();
+            let paths: Vec<_> = pts.iter().map(|&p| nav.locate(p)).collect();
+            let t_locate = t0.elapsed().as_secs_f64();
+            let t1 = Instant::now();
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                let Some(path) = &paths[i] else { continue };
+                let (d, what) = nav.find_next_step(path, pts[i], dirs[i], f64::INFINITY);
+                let code = match what {
+                    crate::geo::Boundary::Enter(k) => u64::from(k),
+                    crate::geo::Boundary::Exit => u64::MAX,
+                    crate::geo::Boundary::None => u64::MAX - 1,
+                };
+                out.push((d.to_bits(), code));
+            }
+            let t_next = t1.elapsed().as_secs_f64();
+            let t2 = Instant::now();
+            for i in 0..n {
+                let Some(path) = &paths[i] else { continue };
+                out.push((nav.safety(path, pts[i]).to_bits(), path.top().map_or(u64::MAX, u64::from)));
+            }
+            let t_safety = t2.elapsed().as_secs_f64();
+            answers.push(out);
+            let located = paths.iter().filter(|p| p.is_some()).count() as f64;
+            let (lr, nr, sr) = (n as f64 / t_locate, located / t_next, located / t_safety);
+            lines(&format!(
+                "{daughters:>9} {label:>10} {lr:>12.3e} {nr:>12.3e} {sr:>12.3e} {:>10}",
+                if label == "bvh" { tree.bvh.nodes.len() } else { 0 }
+            ));
+            rows.push(serde_json::json!({"daughters": daughters, "navigator": label, "points": n, "locate_per_s": lr, "next_step_per_s": nr, "safety_per_s": sr, "tree_nodes": tree.bvh.nodes.len(), "tree_depth": tree.bvh.depth}));
+        }
+        if answers[0] != answers[1] {
+            let bad = answers[0].iter().zip(&answers[1]).filter(|(a, b)| a != b).count();
+            return Err(Error::Failed(format!(
+                "crowd of {daughters}: {bad} answers differ between the trees and the linear loop"
+            )));
+        }
+    }
+    json_text(&serde_json::json!({"benchmark": "em-crowd-navigation-cpu", "points": n, "runs": rows, "version": env!("CARGO_PKG_VERSION")}))
 }
 
 /// The example detector of docs/em.md, built into the binary (the benchmark needs no file).
@@ -500,7 +595,7 @@ mod tests {
     fn options_are_checked_with_their_names() {
         assert_eq!(
             "lead".parse::<Problem>().unwrap_err().render(Style::Cli),
-            "--problem lead: expected kn, testem3 or simple-cms"
+            "--problem lead: expected kn, testem3, simple-cms or crowd"
         );
         let testem3 = |events, gpu_events| BenchOptions {
             problem: Problem::Testem3,

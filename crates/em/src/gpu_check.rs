@@ -352,7 +352,9 @@ pub fn shower_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Che
 /// The navigator on the GPU against the CPU (issue #31): every solid specimen of `geo::zoo`
 /// with 10⁶ rays (the CPU side is tested against brute force by `tests/geo_solids.rs`), and
 /// 2¹⁸ whole rays walked through `tests/data/nested.gdml` (every supported solid, nested,
-/// touching and rotated volumes, an assembly).
+/// touching and rotated volumes, an assembly), and 2¹⁸ through a generated detector of 4096
+/// daughters in one level (`geo::crowd`: the per-level trees of `geo::bvh`, nested ones in its
+/// containers).
 pub fn geo_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {
     use crate::geo::{gpu, zoo, Aabb};
     const TOL: f64 = 1e-9;
@@ -420,13 +422,51 @@ pub fn geo_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>
     log("em-geo: 2^18 rays walked through nested.gdml on GPU and CPU");
     let g =
         crate::gdml::parse(include_str!("../tests/data/nested.gdml"), std::path::Path::new("nested.gdml")).map_err(|e| e.to_string())?;
-    let rays = 1usize << 18;
-    let (pts, dirs) = zoo::rays_at_placements(&g.tree, rays, 31);
-    let max_steps = 64;
+    checks.push(walk_check(
+        "em-geo: GPU navigator = CPU, 2^18 rays walked through nested.gdml (same volumes, ≤ 1e-9 mm)".into(),
+        &g.tree,
+        1 << 18,
+        31,
+        64,
+        device,
+    )?);
+
+    log("em-geo: 2^18 rays walked through a generated detector of 4096 daughters in one level (per-level trees) on GPU and CPU");
+    let crowd = crate::geo::crowd::Crowd {
+        daughters: 4096,
+        layout: crate::geo::crowd::Layout::Jittered,
+        nested: 27,
+        seed: 31,
+    };
+    let g = crate::geo::crowd::build(&crowd)?;
+    checks.push(walk_check(
+        "em-geo: GPU navigator with per-level trees = CPU, 2^18 rays through 4096 jittered daughters with containers of 27 (same volumes, ≤ 1e-9 mm)".into(),
+        &g.tree,
+        1 << 18,
+        32,
+        256,
+        device,
+    )?);
+    Ok(checks)
+}
+
+/// `rays` rays aimed at placed volumes walked through `tree` on the GPU and the CPU: passed when
+/// every ray starts in the world and goes through the same volumes with distances within 1e-9 mm.
+fn walk_check(
+    name: String,
+    tree: &crate::geo::VolumeTree,
+    rays: usize,
+    seed: u64,
+    max_steps: usize,
+    device: usize,
+) -> Result<Check, String> {
+    use crate::geo::{gpu, zoo};
+    const TOL: f64 = 1e-9;
+    let (pts, dirs) = zoo::rays_at_placements(tree, rays, seed);
     let t1 = std::time::Instant::now();
-    let gt = gpu::trace_rays(&g.tree, &pts, &dirs, max_steps, device).map_err(|e| e.to_string())?;
+    let gt = gpu::trace_rays(tree, &pts, &dirs, max_steps, device).map_err(|e| e.to_string())?;
     let gpu_s = t1.elapsed().as_secs_f64();
-    let ct = gpu::trace_rays_cpu(&g.tree, &pts, &dirs, max_steps);
+    let ct = gpu::trace_rays_cpu(tree, &pts, &dirs, max_steps);
     let (mut identical, mut same_volumes, mut worst, mut crossings) = (0usize, 0usize, 0.0f64, 0usize);
     let mut first_bad = None;
     for (i, (a, b)) in gt.iter().zip(&ct).enumerate() {
@@ -455,15 +495,15 @@ pub fn geo_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>
         }
     }
     let in_world = ct.iter().filter(|t| t.start != crate::geo::trace::OUTSIDE).count();
-    checks.push(Check {
-        name: "em-geo: GPU navigator = CPU, 2^18 rays walked through nested.gdml (same volumes, ≤ 1e-9 mm)".into(),
+    Ok(Check {
+        name,
         passed: same_volumes == rays && in_world == rays,
         detail: format!(
-            "{identical} of {rays} rays bit for bit, {same_volumes} with the same volumes within {TOL:e} mm (worst {worst:.2e} mm); {crossings} boundary crossings; GPU {gpu_s:.2} s incl. compile/load{}",
+            "{identical} of {rays} rays bit for bit, {same_volumes} with the same volumes within {TOL:e} mm (worst {worst:.2e} mm); {crossings} boundary crossings; {} tree nodes; GPU {gpu_s:.2} s incl. compile/load{}",
+            tree.bvh.nodes.len(),
             first_bad.unwrap_or_default()
         ),
-    });
-    Ok(checks)
+    })
 }
 
 /// A GDML detector's physics with every material given a mean excitation energy where the file

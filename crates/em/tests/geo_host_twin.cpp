@@ -4,8 +4,8 @@
 // the root scan and the navigator bit for bit without a GPU.
 //
 //   geo_host_twin GEOMETRY RAYS OUT
-// GEOMETRY: u64 counts (solids, pool, logical, placements), u64 world, then the arrays as raw
-// bytes. RAYS: u64 mode (0 trace_ray, 1 solid_distances), u64 n, u64 max_steps or solid id,
+// GEOMETRY: u64 counts (solids, pool, logical, placements), u64 world, u64 counts (bvh nodes,
+// bvh items, bvh roots), then the arrays as raw bytes. RAYS: u64 mode (0 trace_ray, 1 solid_distances), u64 n, u64 max_steps or solid id,
 // then n starts and n directions (3 f64 each). OUT: trace_ray: per ray i32 start, f64 safety,
 // u32 steps, f64 end[3], then max_steps (f64 moved, i32 code); solid_distances: per point f64
 // distance, f64 safety, i32 inside.
@@ -52,12 +52,15 @@ static std::vector<T> take(FILE* f, uint64_t n) {
 int main(int argc, char** argv) {
     if (argc != 4) return 2;
     FILE* g = fopen(argv[1], "rb");
-    uint64_t c[5];
-    if (fread(c, 8, 5, g) != 5) return 2;
+    uint64_t c[8];
+    if (fread(c, 8, 8, g) != 8) return 2;
     auto solids = take<SolidRecord>(g, c[0]);
     auto pool = take<double>(g, c[1]);
     auto logical = take<LogicalRecord>(g, c[2]);
     auto placements = take<PlacementRecord>(g, c[3]);
+    auto bvh_nodes = take<BvhNodeRecord>(g, c[5]);
+    auto bvh_items = take<unsigned>(g, c[6]);
+    auto bvh_root = take<unsigned>(g, c[7]);
     fclose(g);
     FILE* r = fopen(argv[2], "rb");
     uint64_t h[3];
@@ -76,7 +79,8 @@ int main(int argc, char** argv) {
         for (uint64_t i = 0; i < n; ++i) {
             // One ray per launch of one thread: the outputs of ray i at index 0.
             threadIdx.x = 0;
-            trace_ray(solids.data(), pool.data(), logical.data(), placements.data(), (unsigned)c[4], &starts[3 * i], &dirs[3 * i], 1, ms,
+            trace_ray(solids.data(), pool.data(), logical.data(), placements.data(), (unsigned)c[4], bvh_nodes.data(), bvh_items.data(),
+                      c[7] ? bvh_root.data() : nullptr, &starts[3 * i], &dirs[3 * i], 1, ms,
                       sc.data(), ss.data(), steps.data(), moved.data(), codes.data(), ends.data());
             fwrite(sc.data(), 4, 1, o);
             fwrite(ss.data(), 8, 1, o);

@@ -19,13 +19,25 @@ use warpdrive_em::geo::{zoo, Aabb, Vec3};
 
 fn write_geometry(path: &Path, g: &DeviceGeometry) {
     let mut f = Vec::new();
-    for n in [g.solids.len(), g.pool.len(), g.logical.len(), g.placements.len(), g.world as usize] {
+    for n in [
+        g.solids.len(),
+        g.pool.len(),
+        g.logical.len(),
+        g.placements.len(),
+        g.world as usize,
+        g.bvh_nodes.len(),
+        g.bvh_items.len(),
+        g.bvh_root.len(),
+    ] {
         f.extend_from_slice(&(n as u64).to_le_bytes());
     }
     f.extend_from_slice(bytes(&g.solids));
     f.extend_from_slice(bytes(&g.pool));
     f.extend_from_slice(bytes(&g.logical));
     f.extend_from_slice(bytes(&g.placements));
+    f.extend_from_slice(bytes(&g.bvh_nodes));
+    f.extend_from_slice(bytes(&g.bvh_items));
+    f.extend_from_slice(bytes(&g.bvh_root));
     std::fs::write(path, f).unwrap();
 }
 
@@ -149,4 +161,51 @@ fn navigator_twin_walks_nested_gdml_as_the_cpu() {
         entered_daughters > n,
         "the rays must cross the placed volumes ({entered_daughters})"
     );
+}
+
+/// 10 000 rays walked through a generated detector of 2000 jittered, rotated daughters in one
+/// level with containers of 27 (`geo::crowd`): the twin's per-level trees (`first_holding`,
+/// the tree walks of `find_next_step` and `safety`) equal the CPU's bit for bit.
+#[test]
+fn navigator_twin_walks_a_crowded_level_as_the_cpu() {
+    use warpdrive_em::geo::crowd::{build, Crowd, Layout};
+    let dir = tempdir("crowd");
+    let Some(exe) = compile(&dir, "geo_host_twin") else { return };
+    let gdml = build(&Crowd {
+        daughters: 2000,
+        layout: Layout::Jittered,
+        nested: 27,
+        seed: 8,
+    })
+    .unwrap();
+    let g = DeviceGeometry::new(&gdml.tree).unwrap();
+    assert!(
+        g.bvh_root.iter().filter(|&&r| r != u32::MAX).count() >= 2,
+        "the hall and the containers have trees"
+    );
+    let (n, max_steps) = (10_000usize, 256usize);
+    let (p, d) = zoo::rays_at_placements(&gdml.tree, n, 6);
+    let out = run(&exe, &dir, &g, 0, max_steps as u64, &p, &d);
+    let cpu = trace_rays_cpu(&gdml.tree, &p, &d, max_steps);
+    let mut at = 0;
+    let mut crossings = 0;
+    for (i, c) in cpu.iter().enumerate() {
+        let start = i32_at(&out, &mut at);
+        let safety = f64_at(&out, &mut at);
+        let k = u32::from_le_bytes(out[at..at + 4].try_into().unwrap()) as usize;
+        at += 4;
+        let end = Vec3::new(f64_at(&out, &mut at), f64_at(&out, &mut at), f64_at(&out, &mut at));
+        let mut steps = Vec::new();
+        for j in 0..max_steps {
+            let (m, code) = (f64_at(&out, &mut at), i32_at(&out, &mut at));
+            if j < k {
+                steps.push((m, code));
+            }
+        }
+        let twin = Trace { start, safety, steps, end };
+        assert_eq!(&twin, c, "ray {i} from {:?} along {:?}", p[i], d[i]);
+        crossings += c.steps.len();
+    }
+    eprintln!("{n} rays, {crossings} crossings through the crowd: twin = CPU");
+    assert!(crossings > 4 * n, "the rays must cross the daughters ({crossings})");
 }

@@ -70,6 +70,12 @@ fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, e
     for x in [field.b[0], field.b[1], field.b[2], field.delta_chord, field.delta_intersection] {
         f.extend_from_slice(&x.to_le_bytes());
     }
+    for n in [g.bvh_nodes.len(), g.bvh_items.len(), g.bvh_root.len()] {
+        f.extend_from_slice(&(n as u64).to_le_bytes());
+    }
+    f.extend_from_slice(bytes(&g.bvh_nodes));
+    f.extend_from_slice(bytes(&g.bvh_items));
+    f.extend_from_slice(bytes(&g.bvh_root));
     let tables = dir.join("tables.bin");
     std::fs::write(&tables, f).unwrap();
     let (first, missed) = detector_primaries(det, primary, 0, events);

@@ -14,7 +14,8 @@
 // arrays as raw bytes; the GDML build (WD_GEOMETRY_GDML, shower_gdml_host_twin.cpp) then reads
 // u64 counts (solids, pool, logical, placements, slot offsets), u64 world and those arrays
 // (`planes` is empty there), then u64 field_on and f64 Bx, By, Bz [T], delta_chord,
-// delta_intersection [mm] (the uniform field). PRIMARIES: WdTrack records (10 u64 words; GDML 18). OUT: events ×
+// delta_intersection [mm] (the uniform field), then u64 counts (bvh nodes, items, roots) and those
+// arrays. PRIMARIES: WdTrack records (10 u64 words; GDML 18). OUT: events ×
 // stride u64.
 #include <algorithm>
 #include <cmath>
@@ -154,8 +155,16 @@ int main(int argc, char** argv) {
     unsigned long long field_on;
     double field[5];
     if (fread(&field_on, 8, 1, f) != 1 || fread(field, 8, 5, f) != 5) return 2;
-    WdGdml gdml{solids.data(), pool.data(), logical.data(), placements.data(), slot_offset.data(), (unsigned int)gc[5], (unsigned int)field_on,
-                {field[0], field[1], field[2]}, field[3], field[4]};
+    // The per-level trees: u64 counts (nodes, items, roots), then the arrays.
+    unsigned long long bc[3];
+    if (fread(bc, 8, 3, f) != 3) return 2;
+    std::vector<BvhNodeRecord> bvh_nodes = read_array<BvhNodeRecord>(f, bc[0]);
+    std::vector<unsigned int> bvh_items = read_array<unsigned int>(f, bc[1]);
+    std::vector<unsigned int> bvh_root = read_array<unsigned int>(f, bc[2]);
+    WdGdml gdml{solids.data(),  pool.data(),       logical.data(),     placements.data(),
+                slot_offset.data(), (unsigned int)gc[5], (unsigned int)field_on, {field[0], field[1], field[2]},
+                field[3],       field[4],          bvh_nodes.data(),   bvh_items.data(),
+                bvh_root.data()};
 #endif
     fclose(f);
     unsigned long long events = seed_events[1];

@@ -12,11 +12,12 @@ __device__ __forceinline__ int volume_code(const VolumePath& path) { return path
 /// trace::trace_ray for ray i: start volume and safety, then up to max_steps (moved, volume) and
 /// the end point.
 extern "C" __global__ void trace_ray(const SolidRecord* solids, const double* pool, const LogicalRecord* logical, const PlacementRecord* placements,
-                                     unsigned world, const double* starts, const double* dirs, unsigned n, unsigned max_steps, int* start_code,
+                                     unsigned world, const BvhNodeRecord* bvh_nodes, const unsigned* bvh_items, const unsigned* bvh_root,
+                                     const double* starts, const double* dirs, unsigned n, unsigned max_steps, int* start_code,
                                      double* start_safety, unsigned* steps, double* moved, int* codes, double* ends) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    Geometry g{Solids{solids, pool}, logical, placements, world};
+    Geometry g{Solids{solids, pool}, logical, placements, world, bvh_nodes, bvh_items, bvh_root};
     V3 p = v3(starts[3 * i], starts[3 * i + 1], starts[3 * i + 2]);
     V3 d = v3(dirs[3 * i], dirs[3 * i + 1], dirs[3 * i + 2]);
     VolumePath path;

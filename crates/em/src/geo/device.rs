@@ -14,7 +14,11 @@
 //!   translation).
 //!
 //! The φ block: `present start delta cos_start sin_start cos_end sin_end` (present 0 = full circle).
+//!
+//! The per-level trees ([`super::bvh`]) as three arrays: the nodes ([`BvhNodeRecord`]), the leaves'
+//! items (placement indices) and per logical volume its root node (`u32::MAX`: the linear loop).
 
+use super::bvh::MAX_BVH_DEPTH;
 use super::solid::{BoolOp, PhiSegment, Polygon, Solid};
 use super::vec3::Transform;
 use super::volumes::VolumeTree;
@@ -71,6 +75,20 @@ pub struct PlacementRecord {
     pub copy: i32,
 }
 
+/// One node of a level's tree (twin of `BvhNodeRecord` in navigator.cuh; [`super::bvh::BvhNode`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BvhNodeRecord {
+    pub bbox_min: [f64; 3],
+    pub bbox_max: [f64; 3],
+    /// Leaf: first item; inner node: the right child (the left one is the next node).
+    pub a: u32,
+    /// Items of a leaf, 0 for an inner node.
+    pub count: u32,
+    pub min_index: u32,
+    pub max_index: u32,
+}
+
 /// The flattened geometry.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeviceGeometry {
@@ -78,6 +96,10 @@ pub struct DeviceGeometry {
     pub pool: Vec<f64>,
     pub logical: Vec<LogicalRecord>,
     pub placements: Vec<PlacementRecord>,
+    /// The per-level trees: nodes, leaf items, per logical volume the root (`u32::MAX`: none).
+    pub bvh_nodes: Vec<BvhNodeRecord>,
+    pub bvh_items: Vec<u32>,
+    pub bvh_root: Vec<u32>,
     pub world: u32,
     /// The deepest volume path of the tree (levels below the world).
     pub depth: usize,
@@ -88,6 +110,7 @@ pub struct DeviceGeometry {
 pub enum LayoutError {
     TooDeep { depth: usize },
     BooleanTooDeep { solid: u32, depth: usize },
+    BvhTooDeep { depth: usize },
 }
 
 impl std::fmt::Display for LayoutError {
@@ -100,6 +123,10 @@ impl std::fmt::Display for LayoutError {
             LayoutError::BooleanTooDeep { solid, depth } => write!(
                 f,
                 "boolean solid {solid} nests {depth} booleans; the GPU evaluates at most {MAX_BOOLEAN_DEPTH} (run on the CPU)"
+            ),
+            LayoutError::BvhTooDeep { depth } => write!(
+                f,
+                "a level's bounding-volume tree is {depth} nodes deep; the GPU navigator holds at most {MAX_BVH_DEPTH} (run on the CPU)"
             ),
         }
     }
@@ -242,6 +269,9 @@ impl DeviceGeometry {
         if depth > MAX_DEPTH {
             return Err(LayoutError::TooDeep { depth });
         }
+        if tree.bvh.depth > MAX_BVH_DEPTH {
+            return Err(LayoutError::BvhTooDeep { depth: tree.bvh.depth });
+        }
         let (solids, pool) = flatten_solids(&tree.solids.solids)?;
         let mut g = DeviceGeometry {
             solids,
@@ -271,6 +301,21 @@ impl DeviceGeometry {
                 copy: p.copy,
             })
             .collect();
+        g.bvh_nodes = tree
+            .bvh
+            .nodes
+            .iter()
+            .map(|n| BvhNodeRecord {
+                bbox_min: [n.bbox.min.x, n.bbox.min.y, n.bbox.min.z],
+                bbox_max: [n.bbox.max.x, n.bbox.max.y, n.bbox.max.z],
+                a: n.a,
+                count: n.count,
+                min_index: n.min_index,
+                max_index: n.max_index,
+            })
+            .collect();
+        g.bvh_items.clone_from(&tree.bvh.items);
+        g.bvh_root.clone_from(&tree.bvh.root);
         Ok(g)
     }
 
@@ -282,12 +327,15 @@ impl DeviceGeometry {
             + self.pool.len() * 8
             + self.logical.len() * size_of::<LogicalRecord>()
             + self.placements.len() * size_of::<PlacementRecord>()
+            + self.bvh_nodes.len() * size_of::<BvhNodeRecord>()
+            + (self.bvh_items.len() + self.bvh_root.len()) * 4
     }
 }
 
 const _: () = assert!(std::mem::size_of::<SolidRecord>() == 32);
 const _: () = assert!(std::mem::size_of::<LogicalRecord>() == 16);
 const _: () = assert!(std::mem::size_of::<PlacementRecord>() == 152);
+const _: () = assert!(std::mem::size_of::<BvhNodeRecord>() == 64);
 
 #[cfg(test)]
 mod tests {

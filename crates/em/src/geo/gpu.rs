@@ -10,7 +10,7 @@
 //! polyhedra side boundary can be classified differently; every other operation is IEEE-exact on
 //! both sides (the cos/sin the CPU computes per call are computed by the host and uploaded).
 
-use super::device::{flatten_solids, DeviceGeometry, LogicalRecord, PlacementRecord, SolidRecord};
+use super::device::{flatten_solids, BvhNodeRecord, DeviceGeometry, LogicalRecord, PlacementRecord, SolidRecord};
 use super::navigator::Navigator;
 use super::solid::{SolidId, Solids};
 use super::trace::{trace_ray, Trace};
@@ -43,6 +43,7 @@ pub const MAX_RAYS: usize = 1 << 24;
 unsafe impl DeviceRepr for SolidRecord {}
 unsafe impl DeviceRepr for LogicalRecord {}
 unsafe impl DeviceRepr for PlacementRecord {}
+unsafe impl DeviceRepr for BvhNodeRecord {}
 
 fn flat(v: &[Vec3]) -> Vec<f64> {
     v.iter().flat_map(|p| [p.x, p.y, p.z]).collect()
@@ -100,6 +101,11 @@ pub fn trace_rays(tree: &VolumeTree, starts: &[Vec3], dirs: &[Vec3], max_steps: 
     let st = gpu.stream.clone();
     let (solids, pool) = (st.clone_htod(&g.solids)?, st.clone_htod(&g.pool)?);
     let (logical, placements) = (st.clone_htod(&g.logical)?, st.clone_htod(&g.placements)?);
+    // Empty trees upload one unused record (a level with a tree always has nodes and items).
+    let (no_node, no_item) = ([BvhNodeRecord::default()], [0u32]);
+    let bvh_nodes = st.clone_htod(if g.bvh_nodes.is_empty() { &no_node[..] } else { &g.bvh_nodes })?;
+    let bvh_items = st.clone_htod(if g.bvh_items.is_empty() { &no_item[..] } else { &g.bvh_items })?;
+    let bvh_root = st.clone_htod(&g.bvh_root)?;
     let (p, d) = (st.clone_htod(&flat(starts))?, st.clone_htod(&flat(dirs))?);
     let mut start_code = st.alloc_zeros::<i32>(n.max(1))?;
     let mut start_safety = st.alloc_zeros::<f64>(n.max(1))?;
@@ -114,6 +120,9 @@ pub fn trace_rays(tree: &VolumeTree, starts: &[Vec3], dirs: &[Vec3], max_steps: 
         .arg(&logical)
         .arg(&placements)
         .arg(&g.world)
+        .arg(&bvh_nodes)
+        .arg(&bvh_items)
+        .arg(&bvh_root)
         .arg(&p)
         .arg(&d)
         .arg(&n32)
@@ -144,12 +153,17 @@ pub fn trace_rays(tree: &VolumeTree, starts: &[Vec3], dirs: &[Vec3], max_steps: 
 /// The CPU's answer for the same rays (for comparisons).
 #[must_use]
 pub fn trace_rays_cpu(tree: &VolumeTree, starts: &[Vec3], dirs: &[Vec3], max_steps: usize) -> Vec<Trace> {
+    trace_rays_with(&Navigator::new(tree), starts, dirs, max_steps)
+}
+
+/// [`trace_rays_cpu`] with a given navigator (e.g. [`Navigator::linear`]).
+#[must_use]
+pub fn trace_rays_with(nav: &Navigator, starts: &[Vec3], dirs: &[Vec3], max_steps: usize) -> Vec<Trace> {
     use rayon::prelude::*;
-    let nav = Navigator::new(tree);
     starts
         .par_iter()
         .zip(dirs)
-        .map(|(&p, &d)| trace_ray(&nav, p, d, max_steps))
+        .map(|(&p, &d)| trace_ray(nav, p, d, max_steps))
         .collect()
 }
 
@@ -235,6 +249,8 @@ mod tests {
             "bool relocate(",
             "double find_next_step(",
             "double safety(",
+            "unsigned first_holding(",
+            "unsigned next_closer(",
             "double step(",
             "void trace_ray(",
             "void solid_distances(",

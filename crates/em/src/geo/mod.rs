@@ -15,6 +15,8 @@
 //! those arrays and can be written line by line in CUDA (the polygon vertices of polycones
 //! and polyhedra then go into one array with (start, count) per solid).
 
+pub mod bvh;
+pub mod crowd;
 pub mod device;
 pub mod gpu;
 pub mod navigator;

@@ -17,11 +17,16 @@
 //!   on its mother's, two siblings sharing a face) are resolved by the same strict `contains`
 //!   that defines the solids, so a track is neither stuck nor lost.
 //!
-//! Per-level search: brute force over the daughters with bounding-box rejection. It is the
-//! right choice for the levels of calorimeters and of Celeritas' test geometries (tens of
-//! daughters); a per-level bounding-volume hierarchy is the planned upgrade for levels with
-//! thousands of daughters (it changes only the candidate loop, not the results).
+//! Per-level search: levels with at most [`LINEAR_MAX`](super::bvh::LINEAR_MAX) daughters loop over them in order with
+//! bounding-box rejection (calorimeter layers, an assembly's parts); larger levels search a
+//! bounding-volume hierarchy over the daughters' boxes in the mother's frame ([`super::bvh`]:
+//! median-split binary trees, one per logical volume). The tree changes the candidates, not the
+//! answers: locate keeps the least daughter index that holds the point, the next step the least
+//! (distance, index), and safety repeats the linear loop in placement order (the `bvh` module
+//! docs give the argument). [`Navigator::linear`] keeps the loop on every level (the reference
+//! of the property tests and the benchmark's baseline).
 
+use super::bvh::{Bvh, MAX_BVH_DEPTH, NO_BVH};
 use super::solid::{Solids, SURFACE_TOLERANCE};
 use super::vec3::{Transform, Vec3};
 use super::volumes::VolumeTree;
@@ -59,12 +64,107 @@ pub enum Boundary {
 /// The navigator over a volume tree.
 pub struct Navigator<'g> {
     pub tree: &'g VolumeTree,
+    /// Search the levels' trees (`false`: the linear loop everywhere).
+    pub use_bvh: bool,
+}
+
+/// A traversal stack (a balanced tree of `2³²` daughters is 31 levels deep).
+struct Stack {
+    node: [u32; MAX_BVH_DEPTH + 1],
+    len: usize,
+}
+
+impl Stack {
+    fn new(root: u32) -> Stack {
+        let mut s = Stack {
+            node: [0; MAX_BVH_DEPTH + 1],
+            len: 0,
+        };
+        s.push(root);
+        s
+    }
+    fn push(&mut self, n: u32) {
+        self.node[self.len] = n;
+        self.len += 1;
+    }
+    fn pop(&mut self) -> Option<u32> {
+        (self.len > 0).then(|| {
+            self.len -= 1;
+            self.node[self.len]
+        })
+    }
 }
 
 impl<'g> Navigator<'g> {
+    /// The navigator with the per-level trees.
     #[must_use]
     pub fn new(tree: &'g VolumeTree) -> Navigator<'g> {
-        Navigator { tree }
+        Navigator { tree, use_bvh: true }
+    }
+
+    /// The navigator with the linear loop on every level.
+    #[must_use]
+    pub fn linear(tree: &'g VolumeTree) -> Navigator<'g> {
+        Navigator { tree, use_bvh: false }
+    }
+
+    fn bvh(&self) -> &Bvh {
+        &self.tree.bvh
+    }
+
+    /// The level's root node, `None` where it keeps the linear loop.
+    fn root(&self, logical: u32) -> Option<u32> {
+        let r = self.bvh().root[logical as usize];
+        (self.use_bvh && r != NO_BVH).then_some(r)
+    }
+
+    /// Daughter `k` holds `local` (box, then solid): the point in its frame.
+    fn holds(&self, k: u32, local: Vec3) -> Option<Vec3> {
+        let pl = &self.tree.placements[k as usize];
+        if !pl.bbox.contains(local) {
+            return None;
+        }
+        let q = pl.transform.to_local(local);
+        self.solids().contains(self.tree.logical[pl.logical as usize].solid, q).then_some(q)
+    }
+
+    /// The first daughter of `logical` (least placement index) that holds `local`.
+    fn first_holding(&self, logical: u32, local: Vec3) -> Option<(u32, Vec3)> {
+        let Some(root) = self.root(logical) else {
+            return self.tree.daughters(logical).find_map(|k| self.holds(k, local).map(|q| (k, q)));
+        };
+        let bvh = self.bvh();
+        let mut best: Option<(u32, Vec3)> = None;
+        let mut stack = Stack::new(root);
+        while let Some(i) = stack.pop() {
+            let node = &bvh.nodes[i as usize];
+            if best.is_some_and(|(b, _)| node.min_index >= b) || !node.bbox.contains(local) {
+                continue;
+            }
+            if node.is_leaf() {
+                // Items in increasing order: the first that holds the point is the leaf's least.
+                for &k in &bvh.items[node.a as usize..(node.a + node.count) as usize] {
+                    if best.is_some_and(|(b, _)| k >= b) {
+                        break;
+                    }
+                    if let Some(q) = self.holds(k, local) {
+                        best = Some((k, q));
+                        break;
+                    }
+                }
+            } else {
+                // The child with the lower indices first (it may prune the other).
+                let (l, r) = (i + 1, node.a);
+                if bvh.nodes[l as usize].min_index <= bvh.nodes[r as usize].min_index {
+                    stack.push(r);
+                    stack.push(l);
+                } else {
+                    stack.push(l);
+                    stack.push(r);
+                }
+            }
+        }
+        best
     }
 
     fn solids(&self) -> &Solids {
@@ -86,19 +186,13 @@ impl<'g> Navigator<'g> {
     fn descend(&self, path: &mut VolumePath, mut local: Vec3) {
         'levels: loop {
             let logical = self.logical(path);
-            for k in self.tree.daughters(logical) {
+            if let Some((k, q)) = self.first_holding(logical, local) {
                 let pl = &self.tree.placements[k as usize];
-                if !pl.bbox.contains(local) {
-                    continue;
-                }
-                let q = pl.transform.to_local(local);
-                if self.solids().contains(self.tree.logical[pl.logical as usize].solid, q) {
-                    let global = path.transforms.last().map_or(pl.transform, |t| t.compose(&pl.transform));
-                    path.placements.push(k);
-                    path.transforms.push(global);
-                    local = q;
-                    continue 'levels;
-                }
+                let global = path.transforms.last().map_or(pl.transform, |t| t.compose(&pl.transform));
+                path.placements.push(k);
+                path.transforms.push(global);
+                local = q;
+                continue 'levels;
             }
             return;
         }
@@ -150,19 +244,97 @@ impl<'g> Navigator<'g> {
         } else {
             (max_step, Boundary::None)
         };
-        for k in self.tree.daughters(logical) {
+        let din = |k: u32| {
             let pl = &self.tree.placements[k as usize];
-            if pl.bbox.ray_entry(lp, ld) >= best {
+            let solid = self.tree.logical[pl.logical as usize].solid;
+            solids.distance_to_in(solid, pl.transform.to_local(lp), pl.transform.dir_to_local(ld))
+        };
+        let Some(root) = self.root(logical) else {
+            for k in self.tree.daughters(logical) {
+                if self.tree.placements[k as usize].bbox.ray_entry(lp, ld) >= best {
+                    continue;
+                }
+                let d = din(k);
+                if d < best {
+                    best = d;
+                    what = Boundary::Enter(k);
+                }
+            }
+            return (best, what);
+        };
+        // The least (distance, index), the exit and the step limit winning ties: the linear
+        // loop's answer (bvh module docs).
+        let beats = |t: f64, k: u32, best: f64, what: Boundary| t < best || (t == best && matches!(what, Boundary::Enter(j) if k < j));
+        let bvh = self.bvh();
+        let mut stack = Stack::new(root);
+        while let Some(i) = stack.pop() {
+            let node = &bvh.nodes[i as usize];
+            let entry = node.bbox.ray_entry(lp, ld);
+            if entry > best || (entry == best && !matches!(what, Boundary::Enter(_))) {
                 continue;
             }
-            let solid = self.tree.logical[pl.logical as usize].solid;
-            let din = solids.distance_to_in(solid, pl.transform.to_local(lp), pl.transform.dir_to_local(ld));
-            if din < best {
-                best = din;
-                what = Boundary::Enter(k);
+            if node.is_leaf() {
+                for &k in &bvh.items[node.a as usize..(node.a + node.count) as usize] {
+                    if !beats(self.tree.placements[k as usize].bbox.ray_entry(lp, ld), k, best, what) {
+                        continue;
+                    }
+                    let d = din(k);
+                    if beats(d, k, best, what) {
+                        best = d;
+                        what = Boundary::Enter(k);
+                    }
+                }
+            } else {
+                // The nearer child first.
+                let (l, r) = (i + 1, node.a);
+                let el = bvh.nodes[l as usize].bbox.ray_entry(lp, ld);
+                let er = bvh.nodes[r as usize].bbox.ray_entry(lp, ld);
+                if el <= er {
+                    stack.push(r);
+                    stack.push(l);
+                } else {
+                    stack.push(l);
+                    stack.push(r);
+                }
             }
         }
         (best, what)
+    }
+
+    /// The least daughter index of the level above `after` (`None`: from the first) whose box
+    /// lies closer to `lp` than `s`.
+    fn next_closer(&self, root: u32, lp: Vec3, s: f64, after: Option<u32>) -> Option<u32> {
+        let bvh = self.bvh();
+        let past = |k: u32| after.is_none_or(|a| k > a);
+        let mut best: Option<u32> = None;
+        let mut stack = Stack::new(root);
+        while let Some(i) = stack.pop() {
+            let node = &bvh.nodes[i as usize];
+            if !past(node.max_index) || best.is_some_and(|b| node.min_index >= b) || node.bbox.distance(lp) >= s {
+                continue;
+            }
+            if node.is_leaf() {
+                for &k in &bvh.items[node.a as usize..(node.a + node.count) as usize] {
+                    if best.is_some_and(|b| k >= b) {
+                        break;
+                    }
+                    if past(k) && self.tree.placements[k as usize].bbox.distance(lp) < s {
+                        best = Some(k);
+                        break;
+                    }
+                }
+            } else {
+                let (l, r) = (i + 1, node.a);
+                if bvh.nodes[l as usize].min_index <= bvh.nodes[r as usize].min_index {
+                    stack.push(r);
+                    stack.push(l);
+                } else {
+                    stack.push(l);
+                    stack.push(r);
+                }
+            }
+        }
+        best
     }
 
     /// An isotropic safe distance: no boundary lies closer to `p` than this.
@@ -172,6 +344,18 @@ impl<'g> Navigator<'g> {
         let logical = self.logical(path);
         let solids = self.solids();
         let mut s = solids.safety_to_out(self.tree.logical[logical as usize].solid, lp);
+        if let Some(root) = self.root(logical) {
+            // The linear loop's daughters, in its order: each the next one whose box is closer
+            // than the safety so far.
+            let mut after = None;
+            while let Some(k) = self.next_closer(root, lp, s, after) {
+                let pl = &self.tree.placements[k as usize];
+                let solid = self.tree.logical[pl.logical as usize].solid;
+                s = s.min(solids.safety_to_in(solid, pl.transform.to_local(lp)));
+                after = Some(k);
+            }
+            return (s - SURFACE_TOLERANCE).max(0.0);
+        }
         for k in self.tree.daughters(logical) {
             let pl = &self.tree.placements[k as usize];
             if pl.bbox.distance(lp) >= s {

@@ -1,8 +1,10 @@
 //! The volume tree in flat arrays: logical volumes (a solid, a material, a contiguous range of
 //! daughter placements) and placements (a logical volume, a copy number, a transform, the
-//! placed solid's bounding box in the mother's frame). Indices, no pointers: the layout a CUDA
-//! twin can copy as it is.
+//! placed solid's bounding box in the mother's frame), and the per-level bounding-volume
+//! hierarchies over those boxes ([`super::bvh`]). Indices, no pointers: the layout a CUDA twin
+//! can copy as it is.
 
+use super::bvh::Bvh;
 use super::solid::{Aabb, SolidId, Solids};
 use super::vec3::Transform;
 
@@ -40,6 +42,9 @@ pub struct VolumeTree {
     pub placements: Vec<Placement>,
     /// The world's logical volume.
     pub world: u32,
+    /// The per-level bounding-volume hierarchies over the daughters' boxes (built with the
+    /// tree; [`super::bvh`]).
+    pub bvh: Bvh,
 }
 
 /// A volume as added to the builder: name, solid, material, auxiliary pairs.
@@ -108,11 +113,14 @@ impl TreeBuilder {
             let solid = logical[p.logical as usize].solid;
             p.bbox = self.solids.bounding_box(solid).transformed(&p.transform);
         }
+        let levels: Vec<(u32, u32)> = logical.iter().map(|l| (l.first_daughter, l.daughter_count)).collect();
+        let bvh = Bvh::build(&levels, &placements);
         VolumeTree {
             solids: self.solids,
             logical,
             placements,
             world,
+            bvh,
         }
     }
 }

@@ -61,7 +61,7 @@ use super::rayleigh::RayleighData;
 use super::run::ShowerRun;
 use super::transport::{primary_id, primary_start, to_fixed, EventTally, Primary, ShowerPhysics, MAX_PRIMARY_ENERGY};
 use super::{brems, Particle, ELECTRON_RADIUS, TWOPI_MC2_RCL2};
-use crate::geo::device::{DeviceGeometry, LogicalRecord, PlacementRecord, SolidRecord};
+use crate::geo::device::{BvhNodeRecord, DeviceGeometry, LogicalRecord, PlacementRecord, SolidRecord};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use std::mem::size_of;
 use std::sync::Arc;
@@ -302,8 +302,12 @@ struct GdmlRecord {
     field: [f64; 3],
     delta_chord: f64,
     delta_intersection: f64,
+    /// The per-level trees (`DeviceGeometry::bvh_*`).
+    bvh_nodes: u64,
+    bvh_items: u64,
+    bvh_root: u64,
 }
-const _: () = assert!(size_of::<GdmlRecord>() == 88);
+const _: () = assert!(size_of::<GdmlRecord>() == 112);
 
 /// The geometry a GPU run tracks in: the slab calorimeter (`shower.cu`) or a GDML detector
 /// (`shower_gdml.cu`, its volume tree flattened by [`DeviceGeometry`]).
@@ -951,6 +955,9 @@ struct GdmlBuffers {
     _logical: CudaSlice<LogicalRecord>,
     _placements: CudaSlice<PlacementRecord>,
     _slot_offset: CudaSlice<u32>,
+    _bvh_nodes: CudaSlice<BvhNodeRecord>,
+    _bvh_items: CudaSlice<u32>,
+    _bvh_root: CudaSlice<u32>,
     record: CudaSlice<GdmlRecord>,
 }
 
@@ -961,6 +968,9 @@ impl GdmlBuffers {
         let logical = st.clone_htod(&nonempty(&g.logical))?;
         let placements = st.clone_htod(&nonempty(&g.placements))?;
         let slot_offset = st.clone_htod(&nonempty(offsets))?;
+        let bvh_nodes = st.clone_htod(&nonempty(&g.bvh_nodes))?;
+        let bvh_items = st.clone_htod(&nonempty(&g.bvh_items))?;
+        let bvh_root = st.clone_htod(&nonempty(&g.bvh_root))?;
         let r = GdmlRecord {
             solids: ptr(&solids, st),
             pool: ptr(&pool, st),
@@ -972,6 +982,9 @@ impl GdmlBuffers {
             field: field.map_or([0.0; 3], |f| f.b),
             delta_chord: field.map_or(0.0, |f| f.delta_chord),
             delta_intersection: field.map_or(0.0, |f| f.delta_intersection),
+            bvh_nodes: ptr(&bvh_nodes, st),
+            bvh_items: ptr(&bvh_items, st),
+            bvh_root: ptr(&bvh_root, st),
         };
         Ok(Self {
             record: st.clone_htod(&[r])?,
@@ -980,6 +993,9 @@ impl GdmlBuffers {
             _logical: logical,
             _placements: placements,
             _slot_offset: slot_offset,
+            _bvh_nodes: bvh_nodes,
+            _bvh_items: bvh_items,
+            _bvh_root: bvh_root,
         })
     }
 }
