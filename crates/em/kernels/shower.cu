@@ -354,15 +354,27 @@ struct WdGdml {
     const PlacementRecord* placements;
     const unsigned int* slot_offset;  // per placement: detector.rs slot_offsets
     unsigned int world;
-    unsigned int field_on;            // detector.rs field_on: a uniform field (B ≠ 0)
-    double field[3];                  // its B [T] (UniformField::b)
+    unsigned int field_on;            // detector.rs field_on: WD_FIELD_NONE, WD_FIELD_UNIFORM or WD_FIELD_MAP
+    double field[3];                  // the uniform field's B [T] (UniformField::b)
     double delta_chord;               // FieldAccuracy [mm]
     double delta_intersection;
     const BvhNodeRecord* bvh_nodes;   // device.rs: the per-level trees (bvh.rs)
     const unsigned int* bvh_items;
     const unsigned int* bvh_root;
+    // The field map (field/map.cuh FieldMap; null and 0 without one).
+    const double* map_r;              // nr node radii [mm]
+    const double* map_z;              // nz node z [mm]
+    const double* map_b;              // 2 nr nz: (B_r, B_z) [T] per node i·nz + j
+    unsigned int map_nr, map_nz;
+    double map_b_max;                 // FieldMap::b_max [T] (field_strength)
+    double epsilon;                   // FieldAccuracy::epsilon (the Runge–Kutta error per unit length)
 };
-static_assert(sizeof(WdGdml) == 112, "WdGdml size");
+static_assert(sizeof(WdGdml) == 160, "WdGdml size");
+
+// detector.rs `field`: none, Field::Uniform, Field::Map.
+#define WD_FIELD_NONE 0u
+#define WD_FIELD_UNIFORM 1u
+#define WD_FIELD_MAP 2u
 
 // The material index of a vacuum slot (detector.rs material: None).
 #define WD_VACUUM 0xffffffffu
@@ -444,16 +456,19 @@ WD_FN double wd_safety(const ShowerParams& P, const WdTrack& t) {
     return safety(g, path, wd_to_mm(t.pos)) / 10.0;
 }
 
-// detector.rs field_strength: |B| [T] of the uniform field.
+// detector.rs field_strength (Field::b_max): |B| [T] of the uniform field, the map's largest
+// node value.
 __device__ __forceinline__ double wd_field_strength(const ShowerParams& P) {
     const WdGdml& G = *P.gdml;
+    if (G.field_on == WD_FIELD_MAP) return G.map_b_max;
     return norm(v3(G.field[0], G.field[1], G.field[2]));
 }
 
 // detector.rs curved_step: along the helix through the volume tree (field/propagate.cuh
-// propagate) by at most `s_max` [cm], no boundary search within `safety` [cm] of the start; the
-// track's position, direction, path and slot become the end's (the world's, depth 0, when it
-// left the world). The path length [cm] in `moved`, the FieldStepEnd returned.
+// propagate; no boundary search within `safety` [cm] of the start), or in a field map along the
+// Runge–Kutta path (propagate_in_map), by at most `s_max` [cm]; the track's position, direction,
+// path and slot become the end's (the world's, depth 0, when it left the world). The path length
+// [cm] in `moved`, the FieldStepEnd returned.
 WD_FN int wd_curved_step(const ShowerParams& P, WdTrack& t, double charge, double momentum, double s_max, double safety, double& moved) {
     Geometry g = wd_geometry(P);
     const WdGdml& G = *P.gdml;
@@ -464,13 +479,26 @@ WD_FN int wd_curved_step(const ShowerParams& P, WdTrack& t, double charge, doubl
     track.dir = v3(t.dir[0], t.dir[1], t.dir[2]);
     track.charge = charge;
     track.momentum = momentum;
-    UniformField field;
-    field.b = v3(G.field[0], G.field[1], G.field[2]);
     FieldAccuracy acc;
     acc.delta_chord = G.delta_chord;
     acc.delta_intersection = G.delta_intersection;
+    acc.epsilon = G.epsilon;
     double s;
-    int end = propagate(g, path, track, field, s_max * 10.0, safety * 10.0, acc, s);
+    int end;
+    if (G.field_on == WD_FIELD_MAP) {
+        FieldMap map;
+        map.r = G.map_r;
+        map.z = G.map_z;
+        map.b = G.map_b;
+        map.nr = G.map_nr;
+        map.nz = G.map_nz;
+        map.b_max = G.map_b_max;
+        end = propagate_in_map(g, path, track, map, s_max * 10.0, acc, s);
+    } else {
+        UniformField field;
+        field.b = v3(G.field[0], G.field[1], G.field[2]);
+        end = propagate(g, path, track, field, s_max * 10.0, safety * 10.0, acc, s);
+    }
     t.pos[0] = track.pos.x / 10.0;
     t.pos[1] = track.pos.y / 10.0;
     t.pos[2] = track.pos.z / 10.0;

@@ -1212,16 +1212,13 @@ impl DetectorShower {
         &self.opts
     }
 
-    /// Why this run cannot go to a GPU (`None`: it can): a field map (no GPU twin of its
-    /// Runge–Kutta stepping yet; a uniform field runs on the GPU along the helix), hits in
-    /// sensitive volumes (recorded on the CPU only), a volume tree deeper than the device
-    /// navigator's paths.
+    /// Why this run cannot go to a GPU (`None`: it can): hits in sensitive volumes (recorded on
+    /// the CPU only), a volume tree deeper than the device navigator's paths. A uniform field
+    /// runs on the GPU along the helix, a field map along the Dormand–Prince path
+    /// (`kernels/field/{map,rk,propagate}.cuh`).
     #[must_use]
     pub fn cpu_only_reason(&self) -> Option<String> {
         let o = &self.opts;
-        if o.field_map.is_some() {
-            return Some("a field map: its Runge–Kutta stepping has no GPU twin yet".into());
-        }
         let tree = &self.gdml.tree;
         if !o.sensitive.is_empty() || tree.logical.iter().any(|l| l.auxiliary.iter().any(|(t, _)| t == "SensDet")) {
             return Some("sensitive volumes: hits are recorded on the CPU only".into());

@@ -538,6 +538,26 @@ fn detector_physics(text: &str, name: &str, builtin: bool) -> Result<crate::show
     Ok(d)
 }
 
+/// The nodes (r, z, B_r, B_z) of a solenoid-like field map covering simple-cms' world
+/// (r ≤ 8√2 m, |z| ≤ 13 m) on an uneven grid: B_z = 3.8 T (1 − r/15 m)(1 − |z|/20 m),
+/// B_r = 0.3 T (r/12 m)(z/13 m), so that the interpolation, the transverse part and the
+/// Dormand–Prince stepping all matter (the host twin test uses the same map).
+#[must_use]
+pub fn solenoid_map_rows() -> Vec<[f64; 4]> {
+    let mut rows = Vec::new();
+    for r in [0.0, 150.0, 600.0, 1300.0, 2000.0, 5000.0, 12000.0] {
+        for z in [-13000.0f64, -3000.0, -800.0, 0.0, 450.0, 3000.0, 13000.0] {
+            rows.push([
+                r,
+                z,
+                0.3 * (r / 12000.0) * (z / 13000.0),
+                3.8 * (1.0 - r / 15000.0) * (1.0 - z.abs() / 20000.0),
+            ]);
+        }
+    }
+    rows
+}
+
 /// Showers in GDML detectors on the GPU (issue #31, `em run DET.gdml --device cuda`): the GDML
 /// build of the shower kernel in precise mode against the CPU detector loop event by event
 /// (every volume slot's deposit and every other tallied integer), in TestEm3 as GDML (boxes),
@@ -546,11 +566,14 @@ fn detector_physics(text: &str, name: &str, builtin: bool) -> Result<crate::show
 /// the GPU (fast mode, the default), per material within 3σ. In a uniform field (the helix's
 /// twins, `kernels/field/*.cuh`): simple-cms in CMS's 3.8 T along z and TestEm3 as GDML in 1 T
 /// across the beam, and the library request of `em run simple-cms.gdml --field 0,0,3.8
-/// --device cuda --precise` against the CPU's.
+/// --device cuda --precise` against the CPU's. In a field map (the Dormand–Prince twins,
+/// `kernels/field/{map,rk,propagate}.cuh`): simple-cms in a solenoid-like (r, z) map
+/// ([`solenoid_map_rows`]), event by event and as the library request with `field_map`.
 ///
 /// Thresholds: TestEm3 and simple-cms bit for bit, every event, with or without the field
-/// (their solids need no transcendental on either side; the helix's sin and cos are the
-/// portable ones, `warpdrive_core::pmath`, the same bits on both). nested.gdml: at most 1 event in 20 may differ — its
+/// (their solids need no transcendental on either side; the helix's sin and cos and the
+/// Runge–Kutta step-size factor's pow are the portable ones, `warpdrive_core::pmath`, the same
+/// bits on both). nested.gdml: at most 1 event in 20 may differ — its
 /// polyhedra and sphere ask `atan2`/`sin` (CUDA's, not
 /// glibc's: `em-geo` checks distances to ≤ 1e-9 mm rather than bit for bit for that reason), so
 /// a track within an ulp of a polyhedra side or a θ cone can take another branch.
@@ -575,6 +598,9 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
     cms_field.set_field([0.0, 0.0, 3.8]);
     let mut testem3_field = testem3.clone();
     testem3_field.set_field([0.0, 1.0, 0.0]);
+    let mut cms_map = cms.clone();
+    let map = crate::field::FieldMap::from_rows(Path::new("solenoid-map.csv"), &solenoid_map_rows()).map_err(|e| e.to_string())?;
+    cms_map.set_field_map(std::sync::Arc::new(map)).map_err(|e| e.to_string())?;
     let nested = detector_physics(include_str!("../tests/data/nested.gdml"), "nested.gdml", false)?;
     let e1gev = |pos: [f64; 3], dir: [f64; 3]| Primary {
         particle: Particle::Electron,
@@ -599,6 +625,13 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
             "TestEm3 as GDML in 1 T along y",
             &testem3_field,
             e1gev([0.0, 0.0, -1.0], [0.0, 0.0, 1.0]),
+            10,
+            0,
+        ),
+        (
+            "simple-cms.gdml in a solenoid field map",
+            &cms_map,
+            e1gev([0.0; 3], unit([1.0, 0.2, 0.3])),
             10,
             0,
         ),
@@ -649,8 +682,8 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
     }
 
     // The library request of `em run DET.gdml --device cuda --precise` (engine::DetectorShower on
-    // a GPU control) against the same request on the CPU: the sums over the events; without and
-    // with a uniform field.
+    // a GPU control) against the same request on the CPU: the sums over the events; without a
+    // field, with a uniform field and with a field map.
     let requests = [
         (
             "testem3.gdml",
@@ -668,6 +701,14 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
             [0.0, 0.0, 3.8],
             "em run simple-cms.gdml --field 0,0,3.8 --device cuda --precise = --device cpu (sums per volume, 20 × 1 GeV e-)",
         ),
+        (
+            "simple-cms.gdml",
+            include_str!("../../../examples/em/simple-cms.gdml"),
+            [0.0; 3],
+            unit([1.0, 0.2, 0.3]),
+            [f64::NAN; 3],
+            "em run simple-cms.gdml --field-map solenoid.csv --device cuda --precise = --device cpu (sums per volume, 20 × 1 GeV e-)",
+        ),
     ];
     for (file_name, text, position_mm, direction, field_t, check_name) in requests {
         use crate::engine::{DetectorOptions, DetectorShower};
@@ -677,12 +718,25 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let file = dir.join(file_name);
         std::fs::write(&file, text).map_err(|e| e.to_string())?;
+        // A NaN field: the solenoid map, as a CSV file.
+        let field_map = if field_t[0].is_nan() {
+            let csv = dir.join("solenoid.csv");
+            let mut t = String::from("r_mm,z_mm,br_T,bz_T\n");
+            for r in solenoid_map_rows() {
+                t.push_str(&format!("{:e},{:e},{:e},{:e}\n", r[0], r[1], r[2], r[3]));
+            }
+            std::fs::write(&csv, t).map_err(|e| e.to_string())?;
+            Some(csv)
+        } else {
+            None
+        };
         let o = DetectorOptions {
             energy: 1000.0,
             events: 20,
             position_mm,
             direction,
-            field_t,
+            field_t: if field_map.is_some() { [0.0; 3] } else { field_t },
+            field_map,
             ..DetectorOptions::default()
         };
         let req = DetectorShower::new(&file, &o).map_err(|e| e.to_string())?;

@@ -340,9 +340,8 @@ fn gdml_errors_name_the_file_and_line() {
     assert!(e.contains("does-not-exist.gdml"), "{e}");
 }
 
-/// What the GPU cannot do yet is refused on `cuda` with its reason (sensitive volumes; a field
-/// map in the tests of the CLI), before anything runs; the CPU runs it. A uniform field goes to
-/// the GPU (no reason).
+/// What the GPU cannot do yet is refused on `cuda` with its reason (sensitive volumes), before
+/// anything runs; the CPU runs it. A uniform field and a field map go to the GPU (no reason).
 #[test]
 fn cuda_refuses_what_the_gpu_cannot_do_and_cpu_runs() {
     let o = DetectorOptions {
@@ -358,6 +357,17 @@ fn cuda_refuses_what_the_gpu_cannot_do_and_cpu_runs() {
         ..o.clone()
     };
     assert_eq!(DetectorShower::new(&data("testem3.gdml"), &field).unwrap().cpu_only_reason(), None);
+    // A map covering TestEm3's world (its box reaches r = 339.4 mm, |z| = 480 mm).
+    let dir = std::env::temp_dir().join(format!("wd-detector-cuda-map-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let map = dir.join("m.csv");
+    std::fs::write(&map, "r_mm,z_mm,br_T,bz_T\n0,-500,0,1\n0,500,0,1\n400,-500,0.1,1\n400,500,-0.1,1\n").unwrap();
+    let mapped = DetectorOptions {
+        field_map: Some(map),
+        ..o.clone()
+    };
+    assert_eq!(DetectorShower::new(&data("testem3.gdml"), &mapped).unwrap().cpu_only_reason(), None);
+    std::fs::remove_dir_all(&dir).ok();
     let ctl = Control::new().device(Device::Cuda(vec![0]));
     let opts = DetectorOptions {
         sensitive: vec!["LeadV".into()],

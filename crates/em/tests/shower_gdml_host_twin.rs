@@ -18,7 +18,9 @@ use std::path::Path;
 use std::process::Command;
 use warpdrive_em::shower::cuts::RangeCuts;
 use warpdrive_em::shower::detector::{run_event, DetectorPhysics};
-use warpdrive_em::shower::gpu::{detector_primaries, tally_from_words, tally_stride, HostTables, GDML_TRACK_WORDS};
+use warpdrive_em::shower::gpu::{
+    detector_primaries, tally_from_words, tally_stride, HostTables, FIELD_MAP, FIELD_UNIFORM, GDML_TRACK_WORDS,
+};
 use warpdrive_em::shower::run::event_words;
 use warpdrive_em::shower::tables::TableOptions;
 use warpdrive_em::shower::transport::{to_fixed, Primary};
@@ -66,8 +68,19 @@ fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, e
     f.extend_from_slice(bytes(&g.placements));
     f.extend_from_slice(bytes(offsets));
     let field = t.field.unwrap_or_default();
-    f.extend_from_slice(&u64::from(t.field.is_some()).to_le_bytes());
-    for x in [field.b[0], field.b[1], field.b[2], field.delta_chord, field.delta_intersection] {
+    let map = t.field_map.clone().unwrap_or_default();
+    let field_on = match (&t.field, &t.field_map) {
+        (_, Some(_)) => FIELD_MAP,
+        (Some(_), None) => FIELD_UNIFORM,
+        (None, None) => 0,
+    };
+    f.extend_from_slice(&u64::from(field_on).to_le_bytes());
+    let (dc, di) = if t.field_map.is_some() {
+        (map.delta_chord, map.delta_intersection)
+    } else {
+        (field.delta_chord, field.delta_intersection)
+    };
+    for x in [field.b[0], field.b[1], field.b[2], dc, di] {
         f.extend_from_slice(&x.to_le_bytes());
     }
     for n in [g.bvh_nodes.len(), g.bvh_items.len(), g.bvh_root.len()] {
@@ -76,6 +89,13 @@ fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, e
     f.extend_from_slice(bytes(&g.bvh_nodes));
     f.extend_from_slice(bytes(&g.bvh_items));
     f.extend_from_slice(bytes(&g.bvh_root));
+    f.extend_from_slice(&(map.r.len() as u64).to_le_bytes());
+    f.extend_from_slice(&(map.z.len() as u64).to_le_bytes());
+    f.extend_from_slice(&map.b_max.to_le_bytes());
+    f.extend_from_slice(&map.epsilon.to_le_bytes());
+    f.extend_from_slice(bytes(&map.r));
+    f.extend_from_slice(bytes(&map.z));
+    f.extend_from_slice(bytes(&map.b));
     let tables = dir.join("tables.bin");
     std::fs::write(&tables, f).unwrap();
     let (first, missed) = detector_primaries(det, primary, 0, events);
@@ -110,11 +130,19 @@ fn unit(d: [f64; 3]) -> [f64; 3] {
 }
 
 /// (geometry, file, primary particle, energy [MeV], position [cm], direction, events); a
-/// geometry named `*-field` has the uniform field [`FIELD_T`].
+/// geometry named `*-field` has the uniform field [`FIELD_T`], one named `*-map` the field map
+/// [`solenoid_map`].
 type Case = (&'static str, std::path::PathBuf, Particle, f64, [f64; 3], [f64; 3], u64);
 
 /// The uniform field of the `*-field` cases [T]: CMS's 3.8 T along z.
 const FIELD_T: [f64; 3] = [0.0, 0.0, 3.8];
+
+/// A solenoid-like (r, z) map covering simple-cms' world on an uneven grid
+/// (`gpu_check::solenoid_map_rows`, the map the GPU check uses): the bilinear interpolation, the
+/// transverse part and the Dormand–Prince stepping all matter.
+fn solenoid_map() -> warpdrive_em::field::FieldMap {
+    warpdrive_em::field::FieldMap::from_rows(Path::new("solenoid-map.csv"), &warpdrive_em::gpu_check::solenoid_map_rows()).unwrap()
+}
 
 #[test]
 fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
@@ -133,10 +161,11 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
     // with 3.8 T along z (the curved-path twins, kernels/field/*.cuh): 1 GeV e⁻ showering in the
     // barrel (helices through the vacuum pipe, the tracker's air, the crystals), and a 1 MeV e⁻
     // nearly across the field that circles in the vacuum pipe until it is a looper (killed
-    // after transport.rs LOOPER_TURNS turns).
+    // after transport.rs LOOPER_TURNS turns). The same in the field map (`*-map`, the
+    // Dormand–Prince twins kernels/field/{map,rk}.cuh and propagate_in_map).
     let nested = || data("nested.gdml");
     let cms = || root.join("examples/em/simple-cms.gdml");
-    let cases: [Case; 11] = [
+    let cases: [Case; 13] = [
         ("nested", nested(), Particle::Electron, 1000.0, [0.0; 3], [0.0, 0.0, 1.0], 4),
         ("nested", nested(), Particle::Electron, 300.0, [0.0; 3], [0.0, 0.0, -1.0], 6),
         ("nested", nested(), Particle::Gamma, 300.0, [0.0; 3], unit([1.0, -1.0, 0.0]), 12),
@@ -188,6 +217,24 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
             unit([1.0, 0.0, 0.001]),
             2,
         ),
+        (
+            "simple-cms-map",
+            cms(),
+            Particle::Electron,
+            1000.0,
+            [0.0; 3],
+            unit([1.0, 0.2, 0.3]),
+            2,
+        ),
+        (
+            "simple-cms-map",
+            cms(),
+            Particle::Electron,
+            1.0,
+            [0.0; 3],
+            unit([1.0, 0.0, 0.001]),
+            1,
+        ),
     ];
     let mut failures = Vec::new();
     let mut built: Vec<(String, DetectorPhysics)> = Vec::new();
@@ -210,6 +257,10 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
             if name.ends_with("-field") {
                 det.set_field(FIELD_T);
             }
+            if name.ends_with("-map") {
+                det.set_field_map(std::sync::Arc::new(solenoid_map())).unwrap();
+                assert!(matches!(det.field, Some(warpdrive_em::field::Field::Map(_))));
+            }
             built.push((name.to_string(), det));
         }
         let det = &built.iter().find(|(b, _)| b == name).unwrap().1;
@@ -226,7 +277,7 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
         let hit = (1..det.volumes()).filter(|&v| cpu.iter().any(|w| w[v] != 0)).count();
         let killed: u64 = tallies.iter().map(|t| t.killed).sum();
         eprintln!("{name} {p:?} {e} MeV: deposits in {hit} volumes besides the world, {killed} tracks killed");
-        if name.ends_with("-field") && e < 10.0 && killed != n {
+        if (name.ends_with("-field") || name.ends_with("-map")) && e < 10.0 && killed != n {
             failures.push(format!(
                 "{name} {p:?} {e} MeV: {killed} loopers killed in {n} events, expected one per event"
             ));

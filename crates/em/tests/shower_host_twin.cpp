@@ -13,9 +13,11 @@
 // u32 stride, f64 transverse, twopi_mc2_rcl2, alpha_re2, pi_re2, u64 seed, u64 events, then the
 // arrays as raw bytes; the GDML build (WD_GEOMETRY_GDML, shower_gdml_host_twin.cpp) then reads
 // u64 counts (solids, pool, logical, placements, slot offsets), u64 world and those arrays
-// (`planes` is empty there), then u64 field_on and f64 Bx, By, Bz [T], delta_chord,
-// delta_intersection [mm] (the uniform field), then u64 counts (bvh nodes, items, roots) and those
-// arrays. PRIMARIES: WdTrack records (10 u64 words; GDML 18). OUT: events ×
+// (`planes` is empty there), then u64 field_on (0 none, 1 uniform, 2 map) and f64 Bx, By, Bz
+// [T], delta_chord, delta_intersection [mm] (the uniform field), then u64 counts (bvh nodes,
+// items, roots) and those arrays, then the field map: u64 nr, u64 nz, f64 b_max [T], f64
+// epsilon, r[nr], z[nz] [mm], (B_r, B_z)[nr nz] [T] (nr = nz = 0: none).
+// PRIMARIES: WdTrack records (10 u64 words; GDML 18). OUT: events ×
 // stride u64.
 #include <algorithm>
 #include <cmath>
@@ -108,6 +110,8 @@ using std::isfinite;
 #include "geo/solid.cuh"
 #include "geo/navigator.cuh"
 #include "field/helix.cuh"
+#include "field/map.cuh"
+#include "field/rk.cuh"
 #include "field/propagate.cuh"
 #endif
 #include "shower.cu"
@@ -161,10 +165,32 @@ int main(int argc, char** argv) {
     std::vector<BvhNodeRecord> bvh_nodes = read_array<BvhNodeRecord>(f, bc[0]);
     std::vector<unsigned int> bvh_items = read_array<unsigned int>(f, bc[1]);
     std::vector<unsigned int> bvh_root = read_array<unsigned int>(f, bc[2]);
-    WdGdml gdml{solids.data(),  pool.data(),       logical.data(),     placements.data(),
-                slot_offset.data(), (unsigned int)gc[5], (unsigned int)field_on, {field[0], field[1], field[2]},
-                field[3],       field[4],          bvh_nodes.data(),   bvh_items.data(),
-                bvh_root.data()};
+    unsigned long long map_n[2];
+    double map_c[2];
+    if (fread(map_n, 8, 2, f) != 2 || fread(map_c, 8, 2, f) != 2) return 2;
+    std::vector<double> map_r = read_array<double>(f, map_n[0]);
+    std::vector<double> map_z = read_array<double>(f, map_n[1]);
+    std::vector<double> map_b = read_array<double>(f, 2 * map_n[0] * map_n[1]);
+    WdGdml gdml{solids.data(),
+                pool.data(),
+                logical.data(),
+                placements.data(),
+                slot_offset.data(),
+                (unsigned int)gc[5],
+                (unsigned int)field_on,
+                {field[0], field[1], field[2]},
+                field[3],
+                field[4],
+                bvh_nodes.data(),
+                bvh_items.data(),
+                bvh_root.data(),
+                map_r.data(),
+                map_z.data(),
+                map_b.data(),
+                (unsigned int)map_n[0],
+                (unsigned int)map_n[1],
+                map_c[0],
+                map_c[1]};
 #endif
     fclose(f);
     unsigned long long events = seed_events[1];

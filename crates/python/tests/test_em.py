@@ -269,7 +269,7 @@ def test_detector_bad_inputs(tmp_path):
         em.run(gdml=TESTEM3_GDML, energy=5.0)
     with pytest.raises(TypeError, match="need gdml="):
         em.run(events=3)
-    # A GDML run goes to a GPU unless it needs the CPU (hits in sensitive volumes, a field map):
+    # A GDML run goes to a GPU unless it needs the CPU (hits in sensitive volumes):
     # then `cuda` is refused with the reason, before any GPU is looked for.
     with pytest.raises(
         ValueError,

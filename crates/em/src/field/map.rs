@@ -153,10 +153,12 @@ impl FieldMap {
         [mix(0), mix(1)]
     }
 
-    /// B [T] at a point [mm] in the world's frame.
+    /// B [T] at a point [mm] in the world's frame. r = √(x² + y²) as written (not `hypot`,
+    /// whose last bit is the platform libm's): the GPU twin (`kernels/field/map.cuh`
+    /// `field_map_at`) computes the same bits.
     #[must_use]
     pub fn at(&self, p: Vec3) -> Vec3 {
-        let r = p.x.hypot(p.y);
+        let r = (p.x * p.x + p.y * p.y).sqrt();
         let [br, bz] = self.brz(r, p.z);
         if r < 1e-12 {
             return Vec3::new(0.0, 0.0, bz);

@@ -11,9 +11,11 @@
 //! e = max(|Δx|/h, |ΔΩ|) ≤ ε (a relative error per unit length), else it is retried with
 //! h·max(0.2, 0.9 (ε/e)^{1/5}); accepted steps grow by at most ×5 (Hairer, Nørsett & Wanner,
 //! Solving ODEs I, §II.4). Ω is renormalised after each step (|p| is conserved in a magnetic
-//! field).
+//! field). The step-size factor (ε/e)^{1/5} is `warpdrive_core::pmath::pow` (the same bits as
+//! its CUDA twin `kernels/field/rk.cuh`).
 
 use crate::geo::Vec3;
+use warpdrive_core::pmath::Portable;
 
 /// Butcher tableau of RK5(4)7M (Dormand & Prince 1980, table 2).
 /// (The nodes c_i = Σ_j a_ij are not needed: a static field does not depend on s.)
@@ -97,13 +99,13 @@ pub fn integrate(y: State, s: f64, k: f64, field: &dyn Fn(Vec3) -> Vec3, epsilon
             if !last {
                 h = step
                     * if err > 0.0 {
-                        (0.9 * (epsilon / err).powf(0.2)).min(5.0)
+                        (0.9 * (epsilon / err).ppowf(0.2)).min(5.0)
                     } else {
                         5.0
                     };
             }
         } else {
-            h = step * (0.9 * (epsilon / err).powf(0.2)).max(0.2);
+            h = step * (0.9 * (epsilon / err).ppowf(0.2)).max(0.2);
         }
     }
     *h0 = h;

@@ -74,8 +74,8 @@ pub const KERNEL_SRC: &str = include_str!("../../kernels/shower.cu");
 /// The build for GDML detectors ([`run_detector_range`]): the same kernel with its geometry hooks
 /// switched to the volume tree (`WD_GEOMETRY_GDML`: detector.rs next_boundary, cross, safety,
 /// curved_step, the slot's material), after the navigator's twins (`kernels/geo/*.cuh`) and the
-/// uniform field's (`kernels/field/helix.cuh`, `propagate.cuh`: the helix and the boundary
-/// search along it). The slab build's source is untouched by the switch (its preprocessed text
+/// fields' (`kernels/field/helix.cuh`, `map.cuh`, `rk.cuh`, `propagate.cuh`: the helix, the
+/// (r, z) map, its Dormand–Prince stepping and the boundary search along the curved path). The slab build's source is untouched by the switch (its preprocessed text
 /// is the same).
 pub const GDML_NAME: &str = "shower_gdml.cu";
 pub const GDML_SRC: &str = concat!(
@@ -85,6 +85,8 @@ pub const GDML_SRC: &str = concat!(
     include_str!("../../kernels/geo/solid.cuh"),
     include_str!("../../kernels/geo/navigator.cuh"),
     include_str!("../../kernels/field/helix.cuh"),
+    include_str!("../../kernels/field/map.cuh"),
+    include_str!("../../kernels/field/rk.cuh"),
     include_str!("../../kernels/field/propagate.cuh"),
     include_str!("../../kernels/shower.cu"),
 );
@@ -297,7 +299,8 @@ struct GdmlRecord {
     placements: u64,
     slot_offset: u64,
     world: u32,
-    /// detector.rs field_on for a uniform field: 1, with B [T] and the accuracy [mm].
+    /// The field (kernel `WD_FIELD_NONE`, `WD_FIELD_UNIFORM` with B [T], `WD_FIELD_MAP`) and the
+    /// accuracy of the curved path [mm].
     field_on: u32,
     field: [f64; 3],
     delta_chord: f64,
@@ -306,8 +309,16 @@ struct GdmlRecord {
     bvh_nodes: u64,
     bvh_items: u64,
     bvh_root: u64,
+    /// The field map on the device (kernel `FieldMap`): node radii, node z, (B_r, B_z) per node.
+    map_r: u64,
+    map_z: u64,
+    map_b: u64,
+    map_nr: u32,
+    map_nz: u32,
+    map_b_max: f64,
+    epsilon: f64,
 }
-const _: () = assert!(size_of::<GdmlRecord>() == 112);
+const _: () = assert!(size_of::<GdmlRecord>() == 160);
 
 /// The geometry a GPU run tracks in: the slab calorimeter (`shower.cu`) or a GDML detector
 /// (`shower_gdml.cu`, its volume tree flattened by [`DeviceGeometry`]).
@@ -396,8 +407,32 @@ pub struct HostTables {
     /// The GDML build's volume tree and per placement its slot offset.
     pub gdml: Option<(DeviceGeometry, Vec<u32>)>,
     /// The GDML build's uniform field (`WdGdml::field_on`, `field`, `delta_chord`,
-    /// `delta_intersection`); `None`: no field.
+    /// `delta_intersection`); `None`: no uniform field.
     pub field: Option<UniformFieldRecord>,
+    /// The GDML build's field map (`WdGdml::map_*`, `epsilon`); `None`: no map.
+    pub field_map: Option<FieldMapRecord>,
+}
+
+/// A GDML detector's field map as the kernel reads it (`kernels/field/map.cuh` `FieldMap`):
+/// the node coordinates [mm], (B_r, B_z) [T] per node `i * nz + j` flattened, the largest |B|
+/// [T], and the curved path's accuracy (detector.rs `accuracy`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FieldMapRecord {
+    pub r: Vec<f64>,
+    pub z: Vec<f64>,
+    pub b: Vec<f64>,
+    pub b_max: f64,
+    pub delta_chord: f64,
+    pub delta_intersection: f64,
+    pub epsilon: f64,
+}
+
+impl FieldMapRecord {
+    /// Bytes the map takes on the device.
+    #[must_use]
+    pub fn bytes(&self) -> usize {
+        8 * (self.r.len() + self.z.len() + self.b.len())
+    }
 }
 
 /// A GDML detector's uniform field as the kernel reads it: B [T] in the world's frame and the
@@ -408,6 +443,11 @@ pub struct UniformFieldRecord {
     pub delta_chord: f64,
     pub delta_intersection: f64,
 }
+
+/// `WdGdml::field_on` of a uniform field and of a field map (kernel `WD_FIELD_UNIFORM`,
+/// `WD_FIELD_MAP`).
+pub const FIELD_UNIFORM: u32 = 1;
+pub const FIELD_MAP: u32 = 2;
 
 /// The material index of a vacuum slot (kernel `WD_VACUUM`).
 pub const VACUUM_SLOT: u32 = u32::MAX;
@@ -458,9 +498,19 @@ impl HostTables {
                 delta_chord: det.accuracy.delta_chord,
                 delta_intersection: det.accuracy.delta_intersection,
             }),
-            Some(crate::field::Field::Map(m)) => {
-                return Err(format!("{}: a field map has no GPU twin yet", m.path.display()));
-            }
+            Some(crate::field::Field::Map(_)) => None,
+        };
+        t.field_map = match &det.field {
+            Some(crate::field::Field::Map(m)) => Some(FieldMapRecord {
+                r: m.r.clone(),
+                z: m.z.clone(),
+                b: m.b.iter().flatten().copied().collect(),
+                b_max: m.b_max,
+                delta_chord: det.accuracy.delta_chord,
+                delta_intersection: det.accuracy.delta_intersection,
+                epsilon: det.accuracy.epsilon,
+            }),
+            _ => None,
         };
         Ok(t)
     }
@@ -852,8 +902,8 @@ pub fn run_devices_range(
 /// Events `events` of a shower in a GDML detector on the GPUs `devices` (contiguous shares, as
 /// [`run_devices_range`]): every event's tally as detector.rs `run_event` makes it (bit for bit
 /// in precise mode), in event order; in a uniform field along the helix
-/// (`kernels/field/propagate.cuh`). A field map and hits in sensitive volumes are not on the
-/// GPU yet: refused, naming them.
+/// (`kernels/field/propagate.cuh` `propagate`), in a field map along the Dormand–Prince path
+/// (`propagate_in_map`). Hits in sensitive volumes are not on the GPU yet: refused, naming them.
 pub fn run_detector_range(
     det: &DetectorPhysics,
     primary: &Primary,
@@ -868,11 +918,6 @@ pub fn run_detector_range(
             "primary energy {} MeV outside (0, {MAX_PRIMARY_ENERGY}] MeV",
             primary.energy
         )));
-    }
-    if matches!(det.field, Some(crate::field::Field::Map(_))) {
-        return Err(GpuError::Other(
-            "showers in a field map run on the CPU only (its Runge–Kutta stepping has no GPU twin yet)".into(),
-        ));
     }
     if det.any_sensitive() {
         return Err(GpuError::Other(
@@ -950,6 +995,7 @@ struct Buffers {
 
 /// The volume tree on the device (`WdGdml`): kept alive while `record` points to it.
 struct GdmlBuffers {
+    _map: Option<[CudaSlice<f64>; 3]>,
     _solids: CudaSlice<SolidRecord>,
     _pool: CudaSlice<f64>,
     _logical: CudaSlice<LogicalRecord>,
@@ -962,7 +1008,14 @@ struct GdmlBuffers {
 }
 
 impl GdmlBuffers {
-    fn new(st: &Arc<CudaStream>, g: &DeviceGeometry, offsets: &[u32], field: Option<&UniformFieldRecord>) -> Result<Self, GpuError> {
+    /// Upload the tree and the field (a map's size checked by the caller, [`run_share`]).
+    fn new(
+        st: &Arc<CudaStream>,
+        g: &DeviceGeometry,
+        offsets: &[u32],
+        field: Option<&UniformFieldRecord>,
+        map: Option<&FieldMapRecord>,
+    ) -> Result<Self, GpuError> {
         let solids = st.clone_htod(&nonempty(&g.solids))?;
         let pool = st.clone_htod(&nonempty(&g.pool))?;
         let logical = st.clone_htod(&nonempty(&g.logical))?;
@@ -971,6 +1024,10 @@ impl GdmlBuffers {
         let bvh_nodes = st.clone_htod(&nonempty(&g.bvh_nodes))?;
         let bvh_items = st.clone_htod(&nonempty(&g.bvh_items))?;
         let bvh_root = st.clone_htod(&nonempty(&g.bvh_root))?;
+        let map_buffers = match map {
+            Some(m) => Some([st.clone_htod(&m.r)?, st.clone_htod(&m.z)?, st.clone_htod(&m.b)?]),
+            None => None,
+        };
         let r = GdmlRecord {
             solids: ptr(&solids, st),
             pool: ptr(&pool, st),
@@ -978,15 +1035,27 @@ impl GdmlBuffers {
             placements: ptr(&placements, st),
             slot_offset: ptr(&slot_offset, st),
             world: g.world,
-            field_on: u32::from(field.is_some()),
+            field_on: match (field, map) {
+                (_, Some(_)) => FIELD_MAP,
+                (Some(_), None) => FIELD_UNIFORM,
+                (None, None) => 0,
+            },
             field: field.map_or([0.0; 3], |f| f.b),
-            delta_chord: field.map_or(0.0, |f| f.delta_chord),
-            delta_intersection: field.map_or(0.0, |f| f.delta_intersection),
+            delta_chord: map.map_or(field.map_or(0.0, |f| f.delta_chord), |m| m.delta_chord),
+            delta_intersection: map.map_or(field.map_or(0.0, |f| f.delta_intersection), |m| m.delta_intersection),
+            map_r: map_buffers.as_ref().map_or(0, |b| ptr(&b[0], st)),
+            map_z: map_buffers.as_ref().map_or(0, |b| ptr(&b[1], st)),
+            map_b: map_buffers.as_ref().map_or(0, |b| ptr(&b[2], st)),
+            map_nr: map.map_or(0, |m| m.r.len() as u32),
+            map_nz: map.map_or(0, |m| m.z.len() as u32),
+            map_b_max: map.map_or(0.0, |m| m.b_max),
+            epsilon: map.map_or(0.0, |m| m.epsilon),
             bvh_nodes: ptr(&bvh_nodes, st),
             bvh_items: ptr(&bvh_items, st),
             bvh_root: ptr(&bvh_root, st),
         };
         Ok(Self {
+            _map: map_buffers,
             record: st.clone_htod(&[r])?,
             _solids: solids,
             _pool: pool,
@@ -1156,7 +1225,22 @@ fn run_share(
         module.load_function("interact_charged")?,
     ];
     let st = gpu.stream.clone();
-    let (free, _total) = gpu.ctx.mem_get_info()?;
+    let (mut free, _total) = gpu.ctx.mem_get_info()?;
+    // A field map (at most map.rs MAX_NODES nodes, 160 MB) is checked against the device's
+    // free memory before it is uploaded: it may take a quarter; the lists and tallies are
+    // budgeted from what it leaves.
+    if let Some(m) = &tables.field_map {
+        if m.bytes() > free / 4 {
+            return Err(GpuError::Other(format!(
+                "the field map ({} × {} nodes, {} MB) does not fit in a quarter of the {} MB free on the device: use a coarser map",
+                m.r.len(),
+                m.z.len(),
+                m.bytes() / 1_000_000,
+                free / 1_000_000
+            )));
+        }
+        free -= m.bytes();
+    }
     // A quarter of the free memory for the lists (queue: each track also has a 4-byte flag).
     let (n_lists, track_bytes) = if queue { (2, track_words * 8 + 4) } else { (4, track_words * 8) };
     let capacity = opts
@@ -1204,7 +1288,7 @@ fn run_share(
             None
         },
         gdml: match &tables.gdml {
-            Some((g, offsets)) => Some(GdmlBuffers::new(&st, g, offsets, tables.field.as_ref())?),
+            Some((g, offsets)) => Some(GdmlBuffers::new(&st, g, offsets, tables.field.as_ref(), tables.field_map.as_ref())?),
             None => None,
         },
     };
@@ -1701,6 +1785,8 @@ mod tests {
         assert_eq!(def("WD_N_SHELLS") as usize, N_SHELLS);
         assert_eq!(def("WD_MAX_ELEMENTS") as usize, MAX_ELEMENTS);
         assert_eq!(msc::FOURTH_ROOT_2, 2f64.powf(0.25));
+        assert_eq!(def("WD_FIELD_UNIFORM"), f64::from(FIELD_UNIFORM));
+        assert_eq!(def("WD_FIELD_MAP"), f64::from(FIELD_MAP));
     }
 
     #[test]
@@ -1781,6 +1867,9 @@ mod tests {
             "bool wd_fly(",
             "Helix helix_new(",
             "int propagate(",
+            "int propagate_in_field(",
+            "V3 field_map_at(",
+            "double dormand_prince_step(",
             "int wd_curved_step(",
             "bool wd_fly_curved(",
         ] {

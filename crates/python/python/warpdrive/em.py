@@ -309,7 +309,7 @@ def detector(gdml: PathLike, primary: str = "e-", energy_mev: float = 1000.0,
     particles on helices, docs/em-geometry.md) or a ``field_map`` file (CSV or Parquet: ``r_mm``, ``z_mm``,
     ``br_T``, ``bz_T``; it must cover the world), step-level hits in the ``sensitive`` logical volumes
     (and those with a GDML ``SensDet`` auxiliary). ``device`` "cuda" runs the showers on a GPU (the GDML
-    build of the shower kernel; a uniform field too) when nothing asks for the CPU — a field map and
+    build of the shower kernel; a uniform field and a field map too) when nothing asks for the CPU —
     sensitive volumes have no GPU twin yet, and "cuda" refuses such a run naming why; "auto" takes a GPU when there is one
     and the run can use it, else the CPU with a note. The curved path's accuracy (the CLI's ``--delta-chord``, ``--delta-intersection``,
     ``--field-epsilon``): ``delta_chord`` [mm], largest sagitta of a chord checked for boundaries;
