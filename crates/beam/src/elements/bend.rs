@@ -211,7 +211,20 @@ impl Bend {
         let (s, c) = e.sin_cos();
         let th = -e;
         let (st, ct) = th.sin_cos();
-        Some([c, s, th, ct, st, (2.0 * th).sin(), st * st, h, 1.0 / h, (sigma * psi).tan(), 0.5 * sigma * h, sigma * h])
+        Some([
+            c,
+            s,
+            th,
+            ct,
+            st,
+            (2.0 * th).sin(),
+            st * st,
+            h,
+            1.0 / h,
+            (sigma * psi).tan(),
+            0.5 * sigma * h,
+            sigma * h,
+        ])
     }
 }
 
@@ -516,7 +529,13 @@ mod tests {
     #[test]
     fn wedge_edge_linear_part_is_the_kick() {
         for (e, hgap, fint) in [(0.1, 0.0, 0.0), (-0.25, 0.0, 0.0), (0.35, 0.03, 0.5), (-0.05, 0.02, 0.7)] {
-            let b = Bend { e1: e, e2: e, hgap, fint, ..bend(1.3, 0.4) };
+            let b = Bend {
+                e1: e,
+                e2: e,
+                hgap,
+                fint,
+                ..bend(1.3, 0.4)
+            };
             let h = b.h();
             let psi = fringe_angle(h, e, hgap, fint);
             for entrance in [true, false] {
@@ -530,7 +549,13 @@ mod tests {
                             _ if i == j => 1.0,
                             _ => 0.0,
                         };
-                        assert!((mi.g[j] - want).abs() < 1e-14, "e {e} entrance {entrance}: R{}{} = {} vs {want}", i + 1, j + 1, mi.g[j]);
+                        assert!(
+                            (mi.g[j] - want).abs() < 1e-14,
+                            "e {e} entrance {entrance}: R{}{} = {} vs {want}",
+                            i + 1,
+                            j + 1,
+                            mi.g[j]
+                        );
                     }
                 }
             }
@@ -566,7 +591,11 @@ mod tests {
         // the generator (h t²/2) p_x (y² − x²) + h t² x y p_y; the h² term comes from the vertical
         // kick h t y entering the wedge's p_s.
         for e in [0.1f64, -0.3, 0.45] {
-            let b = Bend { e1: e, e2: e, ..bend(1.1, 0.35) };
+            let b = Bend {
+                e1: e,
+                e2: e,
+                ..bend(1.1, 0.35)
+            };
             let (h, t) = (b.h(), e.tan());
             let m = edge_series([0.0; 6], &b.wedge_edge(e, true).unwrap(), true);
             let t2 = t * t;
@@ -593,13 +622,22 @@ mod tests {
     #[test]
     fn wedge_edge_is_symplectic() {
         for e in [0.2, -0.4] {
-            let b = Bend { e1: e, e2: -0.5 * e, hgap: 0.03, fint: 0.6, ..bend(1.0, 0.5) };
+            let b = Bend {
+                e1: e,
+                e2: -0.5 * e,
+                hgap: 0.03,
+                fint: 0.6,
+                ..bend(1.0, 0.5)
+            };
             for entrance in [true, false] {
                 let w = b.wedge_edge(if entrance { b.e1 } else { b.e2 }, entrance).unwrap();
                 let at = [1.5e-3, 2e-3, -1e-3, 1e-3, 0.0, 4e-3];
                 let m: [[f64; 6]; 6] = edge_series(at, &w, entrance).map(|s| s.g);
                 let (worst, det) = defect(&m);
-                assert!(worst < 1e-12 && det < 1e-12, "e {e} entrance {entrance}: MᵀJM − J {worst:e}, det − 1 {det:e}");
+                assert!(
+                    worst < 1e-12 && det < 1e-12,
+                    "e {e} entrance {entrance}: MᵀJM − J {worst:e}, det − 1 {det:e}"
+                );
             }
         }
     }
