@@ -345,13 +345,14 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
     let want = run(&kick_program, &mut cpu, &o)?;
     let alive = want.lost_at.iter().filter(|&&l| l == 0).count();
     // The bound. Precise: every operation is IEEE as on the CPU but asin (CUDA: ≤ 2 ulp, glibc:
-    // < 1 ulp, so ≤ 3 ulp apart), called twice per dipole arc: (2 arcs × 3 weights × 8 steps of
-    // the combined-function bend + 1 arc of the plain one) × 2 per cell, 4 cells: 392 per pass. Each rounding moves a
+    // < 1 ulp, so ≤ 3 ulp apart), called twice per dipole arc and per wedge: (2 arcs × 3 weights
+    // × 8 steps of the combined-function bend + 2 wedges of its edges E1, E2 + 1 arc of the plain
+    // one) × 2 per cell, 4 cells: 408 per pass. Each rounding moves a
     // coordinate by ≤ 3 ulp of its size, and the linear optics carry it on with a gain ≲ 10
-    // (β ratio of the ring); summed linearly over 20 passes: 392 × 20 × 3 × 2⁻⁵² × 10 = 5.2e-11
+    // (β ratio of the ring); summed linearly over 20 passes: 408 × 20 × 3 × 2⁻⁵² × 10 = 5.4e-11
     // of a coordinate's size. Fast (FMA contraction): every operation may round differently,
     // ≈ 40 per arc or kick, so 40 × that.
-    let asin_calls = 392.0 * f64::from(passes);
+    let asin_calls = 408.0 * f64::from(passes);
     let ulp = f64::EPSILON;
     for precise in [true, false] {
         let mut g = gpu(

@@ -337,3 +337,26 @@ fn a_ring_turned_by_tilt_has_the_coupled_modes_of_the_untilted_ring() {
         );
     }
 }
+
+#[test]
+fn rectangular_bend_fodo_chromaticity_is_xtrack_s_full_edge() {
+    // The FODO ring with its bends' edges at E1 = E2 = ANGLE/2 (RBEN-like). Reference: xtrack
+    // 0.118.4, `twiss(method="4d")`, the ring built element by element with
+    // `Bend(edge_entry_angle=E, edge_exit_angle=E, edge_*_model="full")` and sextupoles of 400
+    // kicks (docs/validation/beam.md, "Rectangular bends against xtrack"): Q = (3.218734,
+    // 3.221483), ξ = (3.111570, 3.671607). Before the wedge (linear edge kick and the leading
+    // fringe term) ours was ξ = (3.0939, 3.6744).
+    let e = 0.5 * 0.19634954084936207;
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lattices/fodo_ring.lte"))
+        .unwrap()
+        .replace("ANGLE=0.19634954084936207", &format!("ANGLE=0.19634954084936207, E1={e}, E2={e}"));
+    let lat = parse(&text, "rben.lte", None).unwrap();
+    let (_, s) = twiss(&lat, None, None).unwrap();
+    eprintln!("RBEN FODO: Q {:?} ξ {:?}", s.tunes, s.chromaticity);
+    for (q, want) in s.tunes.iter().zip([3.218734, 3.221483]) {
+        assert!((q - want).abs() < 1e-6, "Q {q} vs xtrack {want}");
+    }
+    for (xi, want) in s.chromaticity.iter().zip([3.111570, 3.671607]) {
+        assert!((xi - want).abs() < 1e-3, "ξ {xi} vs xtrack {want}");
+    }
+}

@@ -34,7 +34,17 @@
 //!   entry: x += (h/2) y², p_y −= h y p_x;   exit: x −= (h/2) y², p_y += h y p_x
 //! (Brown, SLAC-75, second-order fringe-field terms T_133 = h/2, T_423 = −h at e = 0; the same
 //! terms appear in MAD-X's TWISS maps). It gives the vertical chromaticity of a bend's edges
-//! (h D' per edge). The tan e parts of Brown's second-order edge terms are not modelled.
+//! (h D' per edge). This is the whole edge where e = 0 (sector bends: their maps are unchanged).
+//!
+//! Edges with e ≠ 0 (rectangular bends, E1/E2) are the exact hard edge instead ([`wedge_edge`],
+//! Forest 1998, §12.2 and ch. 13; the same composition as PTC's, MAD-NG's and xtrack's `full`
+//! edge): the field-free rotation of the frame by e onto the pole face, the hard-edge fringe in
+//! that frame (where the reference crosses the face at the angle e: the vertical kick
+//! h tan(e − ψ) y and the B_s term above), and the wedge, the rotation by −e back onto the
+//! sector's radial plane inside the field, solved exactly as the body's arc is. Its first order
+//! is the linear kick above (tested: `wedge_edge_linear_part_is_the_kick`); its second order
+//! carries the h tan²e terms of the wedge's geometry that the linear kick leaves out (the
+//! chromaticity of rectangular bends: docs/validation/beam.md).
 
 use super::{from_canonical, split, straight_drift, to_canonical};
 use crate::exact::Coords;
@@ -97,7 +107,9 @@ impl Bend {
     /// device uses the same bits: fringe coefficients (entrance, exit) and its flag; each edge's
     /// flag, h tan e and h tan(e − ψ); the body's mode (0: one exact arc), steps, weights;
     /// K1, K2/2, h K1, K2 + h K1; the arc over L ([`arc`]); per weight w the arc over w·t/2 and
-    /// the kick length w·t (t = L/steps).
+    /// the kick length w·t (t = L/steps); then per edge (entrance, exit) the flag of its wedge and
+    /// its 12 constants ([`Bend::wedge_edge`]; where the flag is set, the edge's linear kick and
+    /// leading fringe above are not used).
     pub fn track_constants(&self) -> Vec<f64> {
         let h = self.h();
         let steps = self.n_kicks.max(1) as usize;
@@ -126,6 +138,16 @@ impl Bend {
             k.extend(arc(h, 0.5 * wk * step));
             k.push(wk * step);
         }
+        // Each edge's wedge ([`wedge_edge`]): its flag and constants (zeros without one).
+        for (e, entrance) in [(self.e1, true), (self.e2, false)] {
+            match self.wedge_edge(e, entrance) {
+                Some(c) => {
+                    k.push(1.0);
+                    k.extend(c);
+                }
+                None => k.extend([0.0; 13]),
+            }
+        }
         k
     }
 
@@ -133,8 +155,12 @@ impl Bend {
         let h = self.h();
         let (px, py) = to_canonical(z);
         let mut s = (*z, px, py);
-        fringe(&mut s.0, &mut s.1, &mut s.2, h, true);
-        edge(&mut s.0, &mut s.1, &mut s.2, h, self.e1, self.hgap, self.fint);
+        if let Some(w) = self.wedge_edge(self.e1, true) {
+            wedge_edge(&mut s.0, &mut s.1, &mut s.2, &w, true);
+        } else {
+            fringe(&mut s.0, &mut s.1, &mut s.2, h, true);
+            edge(&mut s.0, &mut s.1, &mut s.2, h, self.e1, self.hgap, self.fint);
+        }
         if self.k1 == 0.0 && self.k2 == 0.0 {
             dipole(&mut s.0, &mut s.1, &mut s.2, h, self.l);
         } else {
@@ -155,11 +181,143 @@ impl Bend {
                 },
             );
         }
-        edge(&mut s.0, &mut s.1, &mut s.2, h, self.e2, self.hgap, self.fint);
-        fringe(&mut s.0, &mut s.1, &mut s.2, h, false);
+        if let Some(w) = self.wedge_edge(self.e2, false) {
+            wedge_edge(&mut s.0, &mut s.1, &mut s.2, &w, false);
+        } else {
+            edge(&mut s.0, &mut s.1, &mut s.2, h, self.e2, self.hgap, self.fint);
+            fringe(&mut s.0, &mut s.1, &mut s.2, h, false);
+        }
         *z = s.0;
         from_canonical(z, s.1, s.2);
     }
+}
+
+/// The constants of a wedge edge ([`wedge_edge`]): the frame rotation by e (cos e, sin e), the
+/// wedge θ = −e in the field h (θ, cos θ, sin θ, sin 2θ, sin²θ, h, 1/h) and the fringe in the
+/// rotated frame (tan(σψ), σh/2, σh; σ = 1 at the entrance, −1 at the exit).
+pub type WedgeEdge = [f64; 12];
+
+impl Bend {
+    /// The constants of the exact edge ([`wedge_edge`]) of the edge angle `e` at the entrance or
+    /// exit, `None` where the edge has no wedge (e = 0 or no field: the linear kick and the
+    /// leading fringe term of [`edge`] and [`fringe`] act, as for sector bends).
+    pub fn wedge_edge(&self, e: f64, entrance: bool) -> Option<WedgeEdge> {
+        let h = self.h();
+        if h == 0.0 || e == 0.0 {
+            return None;
+        }
+        let sigma = if entrance { 1.0 } else { -1.0 };
+        let psi = fringe_angle(h, e, self.hgap, self.fint);
+        let (s, c) = e.sin_cos();
+        let th = -e;
+        let (st, ct) = th.sin_cos();
+        Some([
+            c,
+            s,
+            th,
+            ct,
+            st,
+            (2.0 * th).sin(),
+            st * st,
+            h,
+            1.0 / h,
+            (sigma * psi).tan(),
+            0.5 * sigma * h,
+            sigma * h,
+        ])
+    }
+}
+
+/// The exact hard edge with pole-face angle e (Forest, "Beam Dynamics: A New Attitude and
+/// Framework", 1998, §12.2 and ch. 13: a bend's face is treated in the frame whose s axis is its
+/// normal). Entrance: the field-free frame rotation by e onto the face ([`rotate_frame`]), the
+/// hard-edge fringe there ([`edge_fringe`]), the wedge −e inside the field back onto the
+/// sector's radial plane ([`wedge`]); exit: the mirror (wedge −e, fringe with −h, rotation by e).
+/// To first order this is the kick p_x += h tan(e) x, p_y −= h tan(e − ψ) y of [`edge`]; its
+/// second order adds the terms of the wedge's geometry (∝ h tan²e, h² tan e, …). CUDA twin:
+/// `bend::wedge_edge` in kernels/bend.cu.
+pub fn wedge_edge<R: Real>(z: &mut Coords<R>, px: &mut R, py: &mut R, w: &WedgeEdge, entrance: bool) {
+    let wg: &[f64; 7] = w[2..9].try_into().unwrap();
+    if entrance {
+        rotate_frame(z, px, py, w[0], w[1]);
+        edge_fringe(z, px, py, w[9], w[10], w[11]);
+        wedge(z, px, py, wg);
+    } else {
+        wedge(z, px, py, wg);
+        edge_fringe(z, px, py, w[9], w[10], w[11]);
+        rotate_frame(z, px, py, w[0], w[1]);
+    }
+}
+
+/// The exact change of frame, in field-free space, to the frame turned by θ (cos θ = `c`,
+/// sin θ = `s`) about the vertical axis through the reference point, in the sense of the bend's
+/// arc (Forest 1998, §12.2, the "rotation" of the drift; derived here): the straight line from
+/// (x, 0) with direction (p_x, p_y, p_s) meets the turned plane after τ = x sin θ/(p_s cos θ −
+/// p_x sin θ) (in units of the momentum), so
+///   x₁ = x p_s/(p_s cos θ − p_x sin θ),  p_x1 = p_x cos θ + p_s sin θ,
+///   y₁ = y + τ p_y,  ℓ₁ = ℓ + τ (1+δ).
+pub fn rotate_frame<R: Real>(z: &mut Coords<R>, px: &mut R, py: &mut R, c: f64, s: f64) {
+    let d1 = R::cst(1.0) + z[5];
+    let ps = (d1 * d1 - *px * *px - *py * *py).sqrt();
+    let den = ps * R::cst(c) - *px * R::cst(s);
+    let tau = z[0] * R::cst(s) / den;
+    z[0] = z[0] * ps / den;
+    z[2] = z[2] + tau * *py;
+    z[4] = z[4] + tau * d1;
+    *px = *px * R::cst(c) + ps * R::cst(s);
+}
+
+/// The wedge: the exact change of frame inside the uniform field h to the frame turned by θ
+/// about the vertical axis through the reference point (Forest 1998, §12.2, the "wedge"; derived
+/// here as [`dipole`] is). With P the position in the bend plane from the reference point, the
+/// momentum Q = p − h ẑ × P is conserved: at entry Q = p_x x̂ + (p_s − h x) ŝ, at exit
+/// Q = p_x1 x̂₁ + (p_s1 − h x₁) ŝ₁, so (p⊥² = (1+δ)² − p_y²)
+///   p_x1 = p_x cos θ + (p_s − h x) sin θ,   p_s1 = √(p⊥² − p_x1²),
+///   x₁ = x cos θ + (p_s1 − p_s cos θ + p_x sin θ)/h
+///      = x cos θ + (x p_x sin 2θ + sin²θ (2 x p_s − h x²))/(p_s1 + p_s cos θ − p_x sin θ)
+/// (the second form, without the cancellation, from (a − b) = (a² − b²)/(a + b)); the momentum
+/// turns by α = θ + asin(p_x/p⊥) − asin(p_x1/p⊥) along a helix of length α (1+δ)/h, over which y
+/// advances by α p_y/h. w: θ, cos θ, sin θ, sin 2θ, sin²θ, h, 1/h.
+pub fn wedge<R: Real>(z: &mut Coords<R>, px: &mut R, py: &mut R, w: &[f64; 7]) {
+    let [th, c, s, s2, ss, h, inv_h] = *w;
+    let d1 = R::cst(1.0) + z[5];
+    let pperp2 = d1 * d1 - *py * *py;
+    let ps = (pperp2 - *px * *px).sqrt();
+    let x = z[0];
+    let px1 = *px * R::cst(c) + (ps - R::cst(h) * x) * R::cst(s);
+    let ps1 = (pperp2 - px1 * px1).sqrt();
+    let num = x * *px * R::cst(s2) + R::cst(ss) * (R::cst(2.0) * x * ps - R::cst(h) * x * x);
+    let x1 = x * R::cst(c) + num / (ps1 + ps * R::cst(c) - *px * R::cst(s));
+    let pperp = pperp2.sqrt();
+    let alpha = R::cst(th) + (*px / pperp).asin() - (px1 / pperp).asin();
+    z[0] = x1;
+    z[2] = z[2] + alpha * *py * R::cst(inv_h);
+    z[4] = z[4] + alpha * d1 * R::cst(inv_h);
+    *px = px1;
+}
+
+/// The hard-edge fringe in the frame of the pole face, where the particle crosses the face at
+/// the angle a = asin(p_x/(1+δ)) (a = ±e for the reference): the exact shear generated by
+///   F = σ (h/2) y² g(p_x, δ),   g = tan(a − σψ) = (u − t)/(1 + u t),  u = p_x/p_z,
+///   p_z = √((1+δ)² − p_x²),  t = tan(σψ)
+/// (σ = 1 entrance, −1 exit). y, p_x and δ commute, so the flow is explicit:
+///   p_y −= σ h y g,   x += σ (h/2) y² (1+g²)/p_z,   ℓ += σ (h/2) y² (1+g²) p_x/((1+δ) p_z)
+/// (∂a/∂p_x = 1/p_z, ∂a/∂δ = −p_x/((1+δ) p_z); ℓ is conjugate to −δ). It is Forest's hard-edge
+/// dipole fringe (Forest, §13.2; the vertical kick h tan(a) y and, through ∂g/∂p_x, the
+/// longitudinal-field term (h/2) y² of [`fringe`] at a = 0), without its p_y dependence
+/// (terms y² p_y², fourth order), and with Brown's gap correction ψ in the angle as in [`edge`].
+/// `t` = tan(σψ), `a` = σh/2, `b` = σh.
+pub fn edge_fringe<R: Real>(z: &mut Coords<R>, px: &mut R, py: &mut R, t: f64, a: f64, b: f64) {
+    let d1 = R::cst(1.0) + z[5];
+    let pz = (d1 * d1 - *px * *px).sqrt();
+    let u = *px / pz;
+    let g = (u - R::cst(t)) / (R::cst(1.0) + u * R::cst(t));
+    let gg = R::cst(1.0) + g * g;
+    let y = z[2];
+    let q = R::cst(a) * y * y * gg / pz;
+    z[0] = z[0] + q;
+    z[4] = z[4] + q * *px / d1;
+    *py = *py - R::cst(b) * y * g;
 }
 
 /// Fringe-field correction angle ψ = 2 FINT HGAP h (1 + sin² e)/cos e (Brown, SLAC-75).
@@ -243,6 +401,7 @@ mod tests {
     use super::*;
     use crate::elements::symplectic::{defect, jacobian};
     use crate::map::Element;
+    use crate::tpsa::{pair, Tpsa2};
 
     fn bend(l: f64, angle: f64) -> Bend {
         Bend {
@@ -357,6 +516,132 @@ mod tests {
         assert!((r[3][2] - (-2.0 * t + t * t * l)).abs() < 1e-12);
     }
 
+    /// The edge alone as order-2 series in canonical variables (x, p_x, y, p_y, −ℓ, δ) around
+    /// `at`.
+    fn edge_series(at: [f64; 6], w: &WedgeEdge, entrance: bool) -> [Tpsa2; 6] {
+        let q: [Tpsa2; 6] = std::array::from_fn(|i| Tpsa2::variable(i, at[i]));
+        let mut z = [q[0], Tpsa2::constant(0.0), q[2], Tpsa2::constant(0.0), -q[4], q[5]];
+        let (mut px, mut py) = (q[1], q[3]);
+        wedge_edge(&mut z, &mut px, &mut py, w, entrance);
+        [z[0], px, z[2], py, -z[4], z[5]]
+    }
+
+    #[test]
+    fn wedge_edge_linear_part_is_the_kick() {
+        for (e, hgap, fint) in [(0.1, 0.0, 0.0), (-0.25, 0.0, 0.0), (0.35, 0.03, 0.5), (-0.05, 0.02, 0.7)] {
+            let b = Bend {
+                e1: e,
+                e2: e,
+                hgap,
+                fint,
+                ..bend(1.3, 0.4)
+            };
+            let h = b.h();
+            let psi = fringe_angle(h, e, hgap, fint);
+            for entrance in [true, false] {
+                let m = edge_series([0.0; 6], &b.wedge_edge(e, entrance).unwrap(), entrance);
+                for (i, mi) in m.iter().enumerate() {
+                    assert!(mi.c.abs() < 1e-16, "e {e} entrance {entrance}: constant of {i}: {:e}", mi.c);
+                    for j in 0..6 {
+                        let want = match (i, j) {
+                            (1, 0) => h * e.tan(),
+                            (3, 2) => -h * (e - psi).tan(),
+                            _ if i == j => 1.0,
+                            _ => 0.0,
+                        };
+                        assert!(
+                            (mi.g[j] - want).abs() < 1e-14,
+                            "e {e} entrance {entrance}: R{}{} = {} vs {want}",
+                            i + 1,
+                            j + 1,
+                            mi.g[j]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rotation_is_the_field_free_wedge() {
+        // The wedge with a vanishing field is the field-free rotation of the frame.
+        let th: f64 = 0.3;
+        let z0 = [2e-3, 0.0, -1e-3, 0.0, 0.0, 3e-3];
+        let (mut za, mut pxa, mut pya) = (z0, 0.02, -0.01);
+        rotate_frame(&mut za, &mut pxa, &mut pya, th.cos(), th.sin());
+        let h = 1e-6;
+        let w = [th, th.cos(), th.sin(), (2.0 * th).sin(), th.sin() * th.sin(), h, 1.0 / h];
+        let (mut zb, mut pxb, mut pyb) = (z0, 0.02, -0.01);
+        wedge(&mut zb, &mut pxb, &mut pyb, &w);
+        // The field moves the particle by O(h x) over the wedge; rounding of α/h is ~1e-10.
+        for (a, b) in [(za[0], zb[0]), (za[2], zb[2]), (za[4], zb[4]), (pxa, pxb), (pya, pyb)] {
+            assert!((a - b).abs() < 1e-8, "{a} vs {b}");
+        }
+        assert!((za[0] - z0[0]).abs() > 1e-5, "the rotation moved nothing");
+    }
+
+    #[test]
+    fn wedge_edge_second_order_is_the_analytic() {
+        // Entrance edge, ψ = 0, t = tan e, canonical variables, derived by hand (expanding the
+        // three maps of `wedge_edge`; docs/validation/beam.md, "The wedge"):
+        //   x₁ = x − (h t²/2) x² + (h/2)(1+t²) y²,
+        //   p_x1 = p_x + h t x + h t² x p_x − h t² y p_y + (h² t (1 + 2t²)/2) y²,
+        //   y₁ = y + h t² x y,   p_y1 = p_y − h t y − h (1+t²) y p_x − h t² x p_y,
+        // ℓ and δ: no second-order terms (nor any δ dependence at second order). The h t² part is
+        // the generator (h t²/2) p_x (y² − x²) + h t² x y p_y; the h² term comes from the vertical
+        // kick h t y entering the wedge's p_s.
+        for e in [0.1f64, -0.3, 0.45] {
+            let b = Bend {
+                e1: e,
+                e2: e,
+                ..bend(1.1, 0.35)
+            };
+            let (h, t) = (b.h(), e.tan());
+            let m = edge_series([0.0; 6], &b.wedge_edge(e, true).unwrap(), true);
+            let t2 = t * t;
+            let want: [&[((usize, usize), f64)]; 6] = [
+                &[((0, 0), -0.5 * h * t2), ((2, 2), 0.5 * h * (1.0 + t2))],
+                &[((0, 1), h * t2), ((2, 3), -h * t2), ((2, 2), 0.5 * h * h * t * (1.0 + 2.0 * t2))],
+                &[((0, 2), h * t2)],
+                &[((1, 2), -h * (1.0 + t2)), ((0, 3), -h * t2)],
+                &[],
+                &[],
+            ];
+            for (i, terms) in want.iter().enumerate() {
+                for j in 0..6 {
+                    for k in j..6 {
+                        let w = terms.iter().find(|(jk, _)| *jk == (j, k)).map_or(0.0, |(_, v)| *v);
+                        let got = m[i].h[pair(j, k)];
+                        assert!((got - w).abs() < 1e-13, "e {e}: T{}{}{} = {got} vs {w}", i + 1, j + 1, k + 1);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wedge_edge_is_symplectic() {
+        for e in [0.2, -0.4] {
+            let b = Bend {
+                e1: e,
+                e2: -0.5 * e,
+                hgap: 0.03,
+                fint: 0.6,
+                ..bend(1.0, 0.5)
+            };
+            for entrance in [true, false] {
+                let w = b.wedge_edge(if entrance { b.e1 } else { b.e2 }, entrance).unwrap();
+                let at = [1.5e-3, 2e-3, -1e-3, 1e-3, 0.0, 4e-3];
+                let m: [[f64; 6]; 6] = edge_series(at, &w, entrance).map(|s| s.g);
+                let (worst, det) = defect(&m);
+                assert!(
+                    worst < 1e-12 && det < 1e-12,
+                    "e {e} entrance {entrance}: MᵀJM − J {worst:e}, det − 1 {det:e}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn integrators_are_symplectic() {
         let at = [1e-3, -2e-4, 5e-4, 3e-4, 0.0, 2e-3];
@@ -370,6 +655,12 @@ mod tests {
                 hgap: 0.02,
                 fint: 0.5,
                 ..bend(1.0, 0.3)
+            },
+            // A rectangular bend (the wedge at both edges).
+            Bend {
+                e1: 0.15,
+                e2: 0.15,
+                ..bend(1.5, 0.3)
             },
         ];
         for b in cases {

@@ -223,11 +223,65 @@ fn cuda_kick_item(kind: &str, k: &[f64], z: &mut [f64; 6]) {
             *px += a * z[0];
             *py -= b * z[2];
         };
-        if q[4] != 0.0 {
-            fringe(z, px, &mut py, q[0], q[1]);
-        }
-        if q[5] != 0.0 {
-            edge(z, &mut px, &mut py, q[6], q[7]);
+        let rotate_frame = |z: &mut [f64; 6], px: &mut f64, py: f64, c: f64, s: f64| {
+            let d1 = 1.0 + z[5];
+            let ps = (d1 * d1 - *px * *px - py * py).sqrt();
+            let den = ps * c - *px * s;
+            let tau = z[0] * s / den;
+            z[0] = z[0] * ps / den;
+            z[2] += tau * py;
+            z[4] += tau * d1;
+            *px = *px * c + ps * s;
+        };
+        let wedge = |z: &mut [f64; 6], px: &mut f64, py: f64, w: &[f64]| {
+            let d1 = 1.0 + z[5];
+            let pperp2 = d1 * d1 - py * py;
+            let ps = (pperp2 - *px * *px).sqrt();
+            let x = z[0];
+            let px1 = *px * w[1] + (ps - w[5] * x) * w[2];
+            let ps1 = (pperp2 - px1 * px1).sqrt();
+            let num = x * *px * w[3] + w[4] * (2.0 * x * ps - w[5] * x * x);
+            let x1 = x * w[1] + num / (ps1 + ps * w[1] - *px * w[2]);
+            let pperp = pperp2.sqrt();
+            let alpha = w[0] + (*px / pperp).asin() - (px1 / pperp).asin();
+            z[0] = x1;
+            z[2] += alpha * py * w[6];
+            z[4] += alpha * d1 * w[6];
+            *px = px1;
+        };
+        let edge_fringe = |z: &mut [f64; 6], px: f64, py: &mut f64, t: f64, a: f64, b: f64| {
+            let d1 = 1.0 + z[5];
+            let pz = (d1 * d1 - px * px).sqrt();
+            let u = px / pz;
+            let g = (u - t) / (1.0 + u * t);
+            let gg = 1.0 + g * g;
+            let y = z[2];
+            let q = a * y * y * gg / pz;
+            z[0] += q;
+            z[4] += q * px / d1;
+            *py -= b * y * g;
+        };
+        let wedge_edge = |z: &mut [f64; 6], px: &mut f64, py: &mut f64, w: &[f64], entrance: bool| {
+            if entrance {
+                rotate_frame(z, px, *py, w[0], w[1]);
+                edge_fringe(z, *px, py, w[9], w[10], w[11]);
+                wedge(z, px, *py, &w[2..9]);
+            } else {
+                wedge(z, px, *py, &w[2..9]);
+                edge_fringe(z, *px, py, w[9], w[10], w[11]);
+                rotate_frame(z, px, *py, w[0], w[1]);
+            }
+        };
+        let we = &q[24 + 7 * q[13] as usize..];
+        if we[0] != 0.0 {
+            wedge_edge(z, &mut px, &mut py, &we[1..13], true);
+        } else {
+            if q[4] != 0.0 {
+                fringe(z, px, &mut py, q[0], q[1]);
+            }
+            if q[5] != 0.0 {
+                edge(z, &mut px, &mut py, q[6], q[7]);
+            }
         }
         if q[11] == 0.0 {
             dipole(z, &mut px, py, &q[18..24]);
@@ -243,11 +297,15 @@ fn cuda_kick_item(kind: &str, k: &[f64], z: &mut [f64; 6]) {
                 }
             }
         }
-        if q[8] != 0.0 {
-            edge(z, &mut px, &mut py, q[9], q[10]);
-        }
-        if q[4] != 0.0 {
-            fringe(z, px, &mut py, q[2], q[3]);
+        if we[13] != 0.0 {
+            wedge_edge(z, &mut px, &mut py, &we[14..26], false);
+        } else {
+            if q[8] != 0.0 {
+                edge(z, &mut px, &mut py, q[9], q[10]);
+            }
+            if q[4] != 0.0 {
+                fringe(z, px, &mut py, q[2], q[3]);
+            }
         }
     } else {
         let n = q[1] as usize;
