@@ -158,7 +158,18 @@ pub fn transport_xs_per_atom(particle: Particle, z: f64, a_mass: f64, z2: f64, t
     2.0 * PI * k * (i + mott).max(0.0)
 }
 
-/// Transport mean free path λ₁ [cm] in a material: 1/λ₁ = Σ_i n_i σ₁(Z_i) with Z(Z + 1).
+/// The longest λ₁ [cm] tabulated: "no scattering". Below a few keV a positron's σ₁ on a
+/// high-Z atom is 0 ([`transport_xs_per_atom`] clamps I + M, where the first-order Mott term
+/// −παZβ outweighs the screened integral: Pb below ~6 keV), so 1/Σ nσ₁ is ∞. An ∞ in the
+/// table made NaN downstream — ∞ − ∞ in the grid's interpolation, 0·∞ in z(t) — and a NaN
+/// geometric length put the positron at a NaN position (its annihilation photons too); in a
+/// field the curved step never reached its NaN length and ran its chord loop to the cap
+/// (seconds per step: issue #31's slow GPU runs of Celeritas' simple-cms). 10²⁰ cm keeps every
+/// quantity finite and changes no step: z(t) = t, ⟨cos θ⟩ = 1 to double precision.
+pub const LAMBDA1_MAX: f64 = 1e20;
+
+/// Transport mean free path λ₁ [cm] in a material: 1/λ₁ = Σ_i n_i σ₁(Z_i) with Z(Z + 1),
+/// at most [`LAMBDA1_MAX`].
 #[must_use]
 pub fn lambda1_formula(m: &ShowerMaterial, particle: Particle, t: f64) -> f64 {
     let inv: f64 = m
@@ -167,7 +178,7 @@ pub fn lambda1_formula(m: &ShowerMaterial, particle: Particle, t: f64) -> f64 {
         .zip(&m.atom_density)
         .map(|(e, n)| n * transport_xs_per_atom(particle, e.z, e.a, e.z * (e.z + 1.0), t))
         .sum();
-    1.0 / inv
+    (1.0 / inv).min(LAMBDA1_MAX)
 }
 
 /// λ₁ of e⁻ and e⁺ in one material, tabulated, plus what the sampler needs of the material.
@@ -745,6 +756,21 @@ mod tests {
     /// densities this gives λ₁(Pb) ≈ 1/(3.299e22 · 4.5625e-21 · (82/79)² · 83/82) = 6.09e-3 cm
     /// (the Z² scaling between neighbours is an approximation of a few %). The model is ~10 %
     /// longer (module doc): tolerance 15 %.
+    #[test]
+    fn low_energy_positrons_in_lead_keep_finite_lengths() {
+        // σ₁ of a positron in Pb is clamped to 0 below a few keV: λ₁ must stay finite, and
+        // so must the geometric length and ⟨cos θ⟩ of its last steps (they were NaN).
+        let tb = tables(&ShowerMaterial::lead());
+        assert_eq!(transport_xs_per_atom(Particle::Positron, 82.0, 207.2, 82.0 * 83.0, 0.002), 0.0);
+        assert!(tb.positron.value.iter().all(|v| v.is_finite() && *v > 0.0 && *v <= LAMBDA1_MAX));
+        for &(t, len) in &[(0.0048279553323760105, 1.811227699464049e-5), (0.0035, 1.1e-5), (0.02, 2e-4)] {
+            let z = true_to_geom(&tb, Particle::Positron, t, len, len);
+            assert!(z.is_finite() && z > 0.0 && z <= len, "z({t} MeV, {len} cm) = {z}");
+            let c = mean_cos(&tb, Particle::Positron, t, 0.0, len);
+            assert!(c.is_finite() && c <= 1.0, "<cos> = {c}");
+        }
+    }
+
     #[test]
     fn lambda1_of_lead_at_1_mev() {
         let pb = ShowerMaterial::lead();
