@@ -1614,10 +1614,21 @@ fn run_batch_phases(
     ];
     let live_word = b.queue_ctl.slice(QUEUE_LIVE..QUEUE_LIVE + 1);
     let mut iterations = 0u64;
+    // WARPDRIVE_EM_TRACE=1 (diagnosis; it synchronises after every launch): the live tracks and
+    // the wall time every 1024 iterations; each poll whose six kernels took more than 50 ms, and
+    // the first 16 polls with at most 4 live tracks, with the seconds per kernel and (up to 64
+    // live) the live charged tracks — how a pathological step (issue #31: a NaN step length)
+    // and a batch's long tail were found.
+    let trace = std::env::var_os("WARPDRIVE_EM_TRACE").is_some_and(|v| v != "0");
+    let t_batch = std::time::Instant::now();
+    let mut tail = false;
+    let mut tail_polls = 0u32;
+    let mut per_kernel = [0f64; 6];
     loop {
         for _ in 0..PHASE_POLL {
             st.memset_zeros(&mut ph.count)?;
             for (k, (f, cfg)) in fns.iter().zip(cfgs).enumerate() {
+                let t_launch = std::time::Instant::now();
                 let mut l = st.launch_builder(f);
                 l.arg(&p);
                 // phase_clamp takes the queues' parameters only.
@@ -1628,10 +1639,33 @@ fn run_batch_phases(
                 // n_slots, list entries below list_stride per process (one per slot), queue
                 // slots below `capacity`, event records below the batch's events.
                 unsafe { l.launch(cfg) }?;
+                if trace {
+                    st.synchronize()?;
+                    per_kernel[k] += t_launch.elapsed().as_secs_f64();
+                }
             }
         }
         iterations += PHASE_POLL;
         let live = st.clone_dtoh(&live_word)?[0];
+        if trace && iterations % 1024 == 0 {
+            eprintln!(
+                "em phases: events {lo}..{hi}: iteration {iterations}, {live} live, {:.3} s",
+                t_batch.elapsed().as_secs_f64()
+            );
+        }
+        let slow = per_kernel.iter().sum::<f64>() > 0.05;
+        if trace && ((tail && tail_polls < 16) || slow) {
+            tail_polls += u32::from(tail);
+            eprintln!(
+                "em phases tail: iteration {iterations}, {live} live, {:.3} s; seconds per kernel over the poll {per_kernel:.4?}",
+                t_batch.elapsed().as_secs_f64()
+            );
+            if tail || (slow && live <= 64) {
+                trace_live_charged(ph, st)?;
+            }
+        }
+        per_kernel = [0.0; 6];
+        tail = trace && live <= 4;
         // Stopped: the batch is abandoned (its events are not reported; the run is discarded).
         if job.progress.should_stop() {
             stats.generations += iterations;
@@ -1653,6 +1687,34 @@ fn run_batch_phases(
     }
     stats.generations += iterations;
     Ok(Some(read_events(b, st, geo, primary, &missed)?))
+}
+
+/// WARPDRIVE_EM_TRACE: the live charged slots' tracks (`WdTrack`'s first words: energy,
+/// position, direction, id, event, volume slot, particle).
+fn trace_live_charged(ph: &PhaseBuffers, st: &Arc<CudaStream>) -> Result<(), GpuError> {
+    let alive = st.clone_dtoh(&ph.alive)?;
+    let n = ph.n_slots[0];
+    let bytes = ph.charged.len() / ph.n_slots[1].max(1);
+    for (i, _) in alive[n..].iter().enumerate().filter(|(_, &a)| a != 0).take(64) {
+        let w = st.clone_dtoh(&ph.charged.slice(i * bytes..i * bytes + 80))?;
+        let f = |k: usize| f64::from_le_bytes(w[8 * k..8 * k + 8].try_into().unwrap_or([0; 8]));
+        let u = |k: usize| u32::from_le_bytes(w[4 * k..4 * k + 4].try_into().unwrap_or([0; 4]));
+        eprintln!(
+            "  slot {i}: E {:.6e} MeV, pos [{:.4}, {:.4}, {:.4}] cm, dir [{:.5}, {:.5}, {:.5}], id {:#x}, event {}, volume slot {}, particle {}",
+            f(0),
+            f(1),
+            f(2),
+            f(3),
+            f(4),
+            f(5),
+            f(6),
+            u64::from_le_bytes(w[56..64].try_into().unwrap_or([0; 8])),
+            u(16),
+            u(17),
+            u(18)
+        );
+    }
+    Ok(())
 }
 
 /// The builds `warpdrive doctor` checks (fast and precise): the slab kernel with each switch,
