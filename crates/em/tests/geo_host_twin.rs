@@ -9,7 +9,7 @@
 //! `WARPDRIVE_REQUIRE_DATA=1`.
 
 mod common;
-use common::{bytes, compile};
+use common::{bytes, compile_once};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use warpdrive_em::geo::device::{flatten_solids, DeviceGeometry};
@@ -81,7 +81,7 @@ fn tempdir(name: &str) -> PathBuf {
 #[test]
 fn solid_twins_equal_the_cpu_bit_for_bit() {
     let dir = tempdir("solids");
-    let Some(exe) = compile(&dir, "geo_host_twin") else { return };
+    let Some(exe) = compile_once("geo_host_twin") else { return };
     let n = 20_000u64;
     for (k, s) in zoo::specimens().iter().enumerate() {
         let b = s.solids.bounding_box(s.id);
@@ -127,7 +127,7 @@ fn solid_twins_equal_the_cpu_bit_for_bit() {
 #[test]
 fn navigator_twin_walks_nested_gdml_as_the_cpu() {
     let dir = tempdir("nested");
-    let Some(exe) = compile(&dir, "geo_host_twin") else { return };
+    let Some(exe) = compile_once("geo_host_twin") else { return };
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/nested.gdml");
     let gdml = warpdrive_em::gdml::read(&path).unwrap();
     let g = DeviceGeometry::new(&gdml.tree).unwrap();
@@ -170,7 +170,7 @@ fn navigator_twin_walks_nested_gdml_as_the_cpu() {
 fn navigator_twin_walks_a_crowded_level_as_the_cpu() {
     use warpdrive_em::geo::crowd::{build, Crowd, Layout};
     let dir = tempdir("crowd");
-    let Some(exe) = compile(&dir, "geo_host_twin") else { return };
+    let Some(exe) = compile_once("geo_host_twin") else { return };
     let gdml = build(&Crowd {
         daughters: 2000,
         layout: Layout::Jittered,

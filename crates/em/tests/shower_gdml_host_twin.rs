@@ -14,7 +14,8 @@
 
 mod common;
 use common::{bytes, compile};
-use std::path::Path;
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use warpdrive_em::shower::cuts::RangeCuts;
 use warpdrive_em::shower::detector::{run_event, DetectorPhysics};
@@ -23,11 +24,23 @@ use warpdrive_em::shower::gpu::{
 };
 use warpdrive_em::shower::run::event_words;
 use warpdrive_em::shower::tables::TableOptions;
-use warpdrive_em::shower::transport::{to_fixed, Primary};
+use warpdrive_em::shower::transport::{to_fixed, EventTally, Primary};
 use warpdrive_em::shower::Particle;
 
-/// Run `events` events of `primary` through the host twin; the events' tally words.
-fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, events: u64, seed: u64, mode: &str) -> Vec<Vec<u64>> {
+/// The host twin's input files for `events` events of `primary` (the tables and the first
+/// generation), written once into `dir` and read by every schedule ([`host_twin`]).
+struct TwinInputs {
+    tables: PathBuf,
+    prim: PathBuf,
+    missed: Vec<bool>,
+    stride: usize,
+    slots: usize,
+    n_mat: usize,
+    energy: f64,
+    events: u64,
+}
+
+fn host_twin_inputs(dir: &Path, det: &DetectorPhysics, primary: &Primary, events: u64, seed: u64) -> TwinInputs {
     let t = HostTables::build_detector(det).unwrap();
     let (slots, n_mat) = (det.volumes(), det.materials.len());
     let stride = tally_stride(slots, n_mat);
@@ -103,22 +116,48 @@ fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, e
     assert_eq!(words.len() % (8 * GDML_TRACK_WORDS), 0);
     let prim = dir.join("primaries.bin");
     std::fs::write(&prim, words).unwrap();
-    let out = dir.join("tally.bin");
-    let o = Command::new(exe).arg(&tables).arg(&prim).arg(&out).arg(mode).output().unwrap();
+    TwinInputs {
+        tables,
+        prim,
+        missed,
+        stride,
+        slots,
+        n_mat,
+        energy: primary.energy,
+        events,
+    }
+}
+
+/// Run the events of `inp` through the host twin with the schedule `mode`; the events' tally
+/// words and the twin's output line.
+fn host_twin(exe: &Path, inp: &TwinInputs, mode: &str) -> (Vec<Vec<u64>>, String) {
+    let out = inp.tables.with_file_name(format!("tally-{mode}.bin"));
+    let o = Command::new(exe)
+        .arg(&inp.tables)
+        .arg(&inp.prim)
+        .arg(&out)
+        .arg(mode)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "host twin: {}", String::from_utf8_lossy(&o.stderr));
-    eprint!("host twin: {}", String::from_utf8_lossy(&o.stdout));
     let raw = std::fs::read(&out).unwrap();
     let all: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
-    (0..events as usize)
+    let (stride, energy) = (inp.stride, inp.energy);
+    let words = (0..inp.events as usize)
         .map(|k| {
-            let mut e = tally_from_words(&all[k * stride..(k + 1) * stride], slots, n_mat, primary.energy);
-            if missed[k] {
-                e.escaped = to_fixed(primary.energy);
+            let mut e = tally_from_words(&all[k * stride..(k + 1) * stride], inp.slots, inp.n_mat, energy);
+            if inp.missed[k] {
+                e.escaped = to_fixed(energy);
             }
             event_words(&e)
         })
-        .collect()
+        .collect();
+    (words, String::from_utf8_lossy(&o.stdout).into_owned())
 }
+
+/// The three schedules of shower::gpu's detector build: a launch pair per generation, the
+/// one-launch queues, and the phase launches.
+const MODES: [&str; 3] = ["generations", "queue", "phases"];
 
 fn data(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
@@ -148,9 +187,20 @@ fn solenoid_map() -> warpdrive_em::field::FieldMap {
 fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
     let dir = std::env::temp_dir().join(format!("wd-shower-gdml-twin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let Some(exe) = compile(&dir, "shower_gdml_host_twin") else {
-        return;
-    };
+    // The C++ build of the kernel (one core, most of a minute) runs while the detectors are
+    // built and the CPU events run; the cases' CPU events, and then their host-twin runs (three
+    // schedules of one set of input files per case), run in parallel. The work and the checks
+    // are the ones done one after the other before; on CI's two cores this halves the test's time.
+    std::thread::scope(|s| {
+        let cc = s.spawn(|| compile(&dir, "shower_gdml_host_twin"));
+        check_cases(&dir, || cc.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+    });
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The cases of [`host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop`]; `exe` waits for
+/// the host build of the kernel (`None`: skipped, no C++ compiler).
+fn check_cases(dir: &Path, exe: impl FnOnce() -> Option<PathBuf>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     // nested.gdml: a G4_Galactic world (vacuum flights for γ and e±), every solid kind,
     // booleans, rotations, an assembly, a calorimeter of layers; simple-cms: a vacuum beam pipe,
@@ -238,12 +288,12 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
     ];
     let mut failures = Vec::new();
     let mut built: Vec<(String, DetectorPhysics)> = Vec::new();
-    for (name, path, p, e, pos, d, n) in cases {
+    for &(name, ref path, ..) in &cases {
         if !built.iter().any(|(b, _)| b == name) {
             // nested.gdml's `Lead` and `Mix` have no mean excitation energy (the reader's tests
             // of a bare Z material and of a mixture by fraction): give them one (lead's 823 eV;
             // 300 eV for the water–lead mixture).
-            let text = std::fs::read_to_string(&path)
+            let text = std::fs::read_to_string(path)
                 .unwrap()
                 .replace(
                     r#"<material name="Lead" Z="82">"#,
@@ -263,14 +313,34 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
             }
             built.push((name.to_string(), det));
         }
-        let det = &built.iter().find(|(b, _)| b == name).unwrap().1;
-        let primary = Primary {
-            particle: p,
-            energy: e,
-            pos,
-            dir: d,
-        };
-        let tallies: Vec<_> = (0..n).map(|k| run_event(det, &primary, 31, k)).collect();
+    }
+    let det = |name: &str| &built.iter().find(|(b, _)| b == name).unwrap().1;
+    let primary = |(_, _, p, e, pos, d, _): &Case| Primary {
+        particle: *p,
+        energy: *e,
+        pos: *pos,
+        dir: *d,
+    };
+    // The CPU detector loop, event by event, and the twins' input files, case by case.
+    let cpu_runs: Vec<(Vec<EventTally>, TwinInputs)> = cases
+        .par_iter()
+        .enumerate()
+        .map(|(i, case)| {
+            let (det, primary, n) = (det(case.0), primary(case), case.6);
+            let tallies = (0..n).map(|k| run_event(det, &primary, 31, k)).collect();
+            let case_dir = dir.join(format!("case{i}"));
+            std::fs::create_dir_all(&case_dir).unwrap();
+            (tallies, host_twin_inputs(&case_dir, det, &primary, n, 31))
+        })
+        .collect();
+    let Some(exe) = exe() else { return };
+    // Every case's three schedules.
+    let jobs: Vec<(usize, &str)> = (0..cases.len()).flat_map(|i| MODES.map(|m| (i, m))).collect();
+    let twins: Vec<(Vec<Vec<u64>>, String)> = jobs.par_iter().map(|&(i, mode)| host_twin(&exe, &cpu_runs[i].1, mode)).collect();
+    for (i, (name, _, p, e, _, d, n)) in cases.iter().enumerate() {
+        let (name, p, e, d, n) = (*name, *p, *e, *d, *n);
+        let det = det(name);
+        let tallies = &cpu_runs[i].0;
         let cpu: Vec<Vec<u64>> = tallies.iter().map(event_words).collect();
         // Each case reaches matter: some volume other than the world gets a deposit (the looper:
         // is killed in every event, depositing in the pipe's vacuum slot).
@@ -287,11 +357,12 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
                 "{name} {p:?} {e} MeV along {d:?}: no deposit outside the world (the case tests nothing)"
             ));
         }
-        for mode in ["generations", "queue", "phases"] {
-            let twin = host_twin(&exe, &dir, det, &primary, n, 31, mode);
-            let same = cpu.iter().zip(&twin).filter(|(a, b)| a == b).count();
+        for (k, mode) in MODES.iter().enumerate() {
+            let (twin, line) = &twins[i * MODES.len() + k];
+            eprint!("host twin: {line}");
+            let same = cpu.iter().zip(twin).filter(|(a, b)| a == b).count();
             eprintln!("{mode}: {name} {p:?} {e} MeV: {same} of {n} events identical");
-            if let Some(k) = cpu.iter().zip(&twin).position(|(a, b)| a != b) {
+            if let Some(k) = cpu.iter().zip(twin).position(|(a, b)| a != b) {
                 let diff: Vec<usize> = (0..cpu[k].len()).filter(|&w| cpu[k][w] != twin[k][w]).take(8).collect();
                 failures.push(format!(
                     "{mode}: {name} {p:?} {e} MeV: {same} of {n} identical; event {k} differs in words {diff:?} (of {})",
@@ -301,5 +372,4 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -13,7 +13,8 @@
 
 mod common;
 use common::{bytes, compile};
-use std::path::Path;
+use rayon::prelude::*;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use warpdrive_core::progress::Progress;
 use warpdrive_em::shower::cuts::RangeCuts;
@@ -25,8 +26,20 @@ use warpdrive_em::shower::tables::TableOptions;
 use warpdrive_em::shower::transport::{to_fixed, Primary, ShowerPhysics};
 use warpdrive_em::shower::Particle;
 
-/// Run `events` events of `primary` through the host twin; the events' tallies.
-fn host_twin(exe: &Path, dir: &Path, phys: &ShowerPhysics, primary: &Primary, events: u64, seed: u64, mode: &str) -> Vec<Vec<u64>> {
+/// The host twin's input files for `events` events of `primary` (the tables and the first
+/// generation), written once into `dir` and read by every schedule ([`host_twin`]).
+struct TwinInputs {
+    tables: PathBuf,
+    prim: PathBuf,
+    missed: Vec<bool>,
+    stride: usize,
+    slabs: usize,
+    n_mat: usize,
+    energy: f64,
+    events: u64,
+}
+
+fn host_twin_inputs(dir: &Path, phys: &ShowerPhysics, primary: &Primary, events: u64, seed: u64) -> TwinInputs {
     let t = HostTables::build(phys).unwrap();
     let cal = &phys.calorimeter;
     let stride = tally_stride(cal.slabs(), cal.materials.len());
@@ -63,21 +76,43 @@ fn host_twin(exe: &Path, dir: &Path, phys: &ShowerPhysics, primary: &Primary, ev
     assert_eq!(words.len() % (8 * TRACK_WORDS), 0);
     let prim = dir.join("primaries.bin");
     std::fs::write(&prim, words).unwrap();
-    let out = dir.join("tally.bin");
-    let o = Command::new(exe).arg(&tables).arg(&prim).arg(&out).arg(mode).output().unwrap();
+    TwinInputs {
+        tables,
+        prim,
+        missed,
+        stride,
+        slabs: cal.slabs(),
+        n_mat: cal.materials.len(),
+        energy: primary.energy,
+        events,
+    }
+}
+
+/// Run the events of `inp` through the host twin with the schedule `mode`; the events' tallies
+/// and the twin's output line.
+fn host_twin(exe: &Path, inp: &TwinInputs, mode: &str) -> (Vec<Vec<u64>>, String) {
+    let out = inp.tables.with_file_name(format!("tally-{mode}.bin"));
+    let o = Command::new(exe)
+        .arg(&inp.tables)
+        .arg(&inp.prim)
+        .arg(&out)
+        .arg(mode)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "host twin: {}", String::from_utf8_lossy(&o.stderr));
-    eprint!("host twin: {}", String::from_utf8_lossy(&o.stdout));
     let raw = std::fs::read(&out).unwrap();
     let all: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
-    (0..events as usize)
+    let (stride, energy) = (inp.stride, inp.energy);
+    let words = (0..inp.events as usize)
         .map(|k| {
-            let mut e = tally_from_words(&all[k * stride..(k + 1) * stride], cal.slabs(), cal.materials.len(), primary.energy);
-            if missed[k] {
-                e.escaped = to_fixed(primary.energy);
+            let mut e = tally_from_words(&all[k * stride..(k + 1) * stride], inp.slabs, inp.n_mat, energy);
+            if inp.missed[k] {
+                e.escaped = to_fixed(energy);
             }
             event_words(&e)
         })
-        .collect()
+        .collect();
+    (words, String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 /// The three schedules of shower::gpu: a launch pair per generation, the one-launch queues, and
@@ -88,30 +123,20 @@ const MODES: [&str; 3] = ["generations", "queue", "phases"];
 fn host_build_of_the_kernel_equals_the_cpu_loop() {
     let dir = std::env::temp_dir().join(format!("wd-shower-twin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let Some(exe) = compile(&dir, "shower_host_twin") else { return };
-    let phys = ShowerPhysics::testem3();
-    let mut failures = Vec::new();
-    for (p, e, n) in [
-        (Particle::Electron, 1000.0, 24),
-        (Particle::Positron, 100.0, 20),
-        (Particle::Gamma, 300.0, 20),
-        (Particle::Gamma, 0.05, 200),
-    ] {
-        let primary = Primary::testem3(p, e);
-        let cpu = run(&phys, &primary, n, 2024, &Progress::hidden());
-        for mode in MODES {
-            let twin = host_twin(&exe, &dir, &phys, &primary, n, 2024, mode);
-            let same = cpu.events.iter().zip(&twin).filter(|(a, b)| event_words(a) == **b).count();
-            eprintln!("{mode}: {p:?} {e} MeV: {same} of {n} events identical");
-            if let Some(k) = cpu.events.iter().zip(&twin).position(|(a, b)| event_words(a) != *b) {
-                failures.push(format!(
-                    "{mode}: {p:?} {e} MeV: {same} of {n} identical; event {k} differs:\nCPU  {:?}\ntwin {:?}",
-                    event_words(&cpu.events[k]),
-                    twin[k]
-                ));
-            }
-        }
-    }
+    // The C++ build of the kernel (one core) runs while the CPU showers run; the host-twin runs
+    // (three schedules of one set of input files per case) then run in parallel. The work and
+    // the checks are the ones done one after the other before.
+    std::thread::scope(|s| {
+        let cc = s.spawn(|| compile(&dir, "shower_host_twin"));
+        check_cases(&dir, || cc.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+    });
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The cases of [`host_build_of_the_kernel_equals_the_cpu_loop`]; `exe` waits for the host build
+/// of the kernel (`None`: skipped, no C++ compiler).
+fn check_cases(dir: &Path, exe: impl FnOnce() -> Option<PathBuf>) {
+    let testem3 = ShowerPhysics::testem3();
     // Compounds: the element choice of pair production, photo-absorption, Rayleigh scattering and
     // (by integrating the spectrum per element) bremsstrahlung; lead tungstate and water.
     let pwo = "name = \"PbWO4\"\ndensity = 8.28\nI_eV = 600.7\n[[elements]]\nZ = 82\nA = 207.2\nfraction = 0.455\n\
@@ -120,19 +145,51 @@ fn host_build_of_the_kernel_equals_the_cpu_loop() {
                  [[elements]]\nZ = 8\nA = 15.999\nfraction = 0.888106\n";
     let m = |t: &str| ShowerMaterial::from_toml_str(t, Path::new("m.toml")).unwrap();
     let cal = Calorimeter::new("compounds", vec![(m(pwo), 0.5), (m(water), 1.0)], 10, 20.0).unwrap();
-    let phys = ShowerPhysics::build(cal, RangeCuts::default(), TableOptions::default());
-    for (p, e, n) in [(Particle::Electron, 100.0, 6), (Particle::Gamma, 30.0, 10)] {
-        let primary = Primary::testem3(p, e);
-        let cpu = run(&phys, &primary, n, 77, &Progress::hidden());
-        for mode in MODES {
-            let twin = host_twin(&exe, &dir, &phys, &primary, n, 77, mode);
-            let same = cpu.events.iter().zip(&twin).filter(|(a, b)| event_words(a) == **b).count();
-            eprintln!("{mode}: compounds, {p:?} {e} MeV: {same} of {n} events identical");
-            if same != n as usize {
-                failures.push(format!("{mode}: compounds, {p:?} {e} MeV: {same} of {n} identical"));
+    let compounds = ShowerPhysics::build(cal, RangeCuts::default(), TableOptions::default());
+    // (label, physics, particle, energy [MeV], events, seed)
+    let cases: [(&str, &ShowerPhysics, Particle, f64, u64, u64); 6] = [
+        ("", &testem3, Particle::Electron, 1000.0, 24, 2024),
+        ("", &testem3, Particle::Positron, 100.0, 20, 2024),
+        ("", &testem3, Particle::Gamma, 300.0, 20, 2024),
+        ("", &testem3, Particle::Gamma, 0.05, 200, 2024),
+        ("compounds, ", &compounds, Particle::Electron, 100.0, 6, 77),
+        ("compounds, ", &compounds, Particle::Gamma, 30.0, 10, 77),
+    ];
+    // The CPU loop (parallel over events) and the twins' input files, case by case.
+    let cpu_runs: Vec<_> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, phys, p, e, n, seed))| {
+            let primary = Primary::testem3(p, e);
+            let cpu = run(phys, &primary, n, seed, &Progress::hidden());
+            let case_dir = dir.join(format!("case{i}"));
+            std::fs::create_dir_all(&case_dir).unwrap();
+            (cpu, host_twin_inputs(&case_dir, phys, &primary, n, seed))
+        })
+        .collect();
+    let Some(exe) = exe() else { return };
+    let jobs: Vec<(usize, &str)> = (0..cases.len()).flat_map(|i| MODES.map(|m| (i, m))).collect();
+    let twins: Vec<(Vec<Vec<u64>>, String)> = jobs.par_iter().map(|&(i, mode)| host_twin(&exe, &cpu_runs[i].1, mode)).collect();
+    let mut failures = Vec::new();
+    for (i, &(label, _, p, e, n, _)) in cases.iter().enumerate() {
+        let cpu = &cpu_runs[i].0;
+        for (k, mode) in MODES.iter().enumerate() {
+            let (twin, line) = &twins[i * MODES.len() + k];
+            eprint!("host twin: {line}");
+            let same = cpu.events.iter().zip(twin).filter(|(a, b)| event_words(a) == **b).count();
+            eprintln!("{mode}: {label}{p:?} {e} MeV: {same} of {n} events identical");
+            if label.is_empty() {
+                if let Some(k) = cpu.events.iter().zip(twin).position(|(a, b)| event_words(a) != *b) {
+                    failures.push(format!(
+                        "{mode}: {p:?} {e} MeV: {same} of {n} identical; event {k} differs:\nCPU  {:?}\ntwin {:?}",
+                        event_words(&cpu.events[k]),
+                        twin[k]
+                    ));
+                }
+            } else if same != n as usize {
+                failures.push(format!("{mode}: {label}{p:?} {e} MeV: {same} of {n} identical"));
             }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -41,3 +41,17 @@ pub fn compile(dir: &Path, name: &str) -> Option<PathBuf> {
         }
     }
 }
+
+/// [`compile`] once per test binary, into a directory of this process: the tests of one binary
+/// share the build of `tests/NAME.cpp` instead of each compiling the same source.
+#[allow(dead_code)] // Not every test binary that includes this module uses it.
+pub fn compile_once(name: &str) -> Option<PathBuf> {
+    static EXE: std::sync::OnceLock<(String, Option<PathBuf>)> = std::sync::OnceLock::new();
+    let (built, exe) = EXE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("wd-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        (name.to_string(), compile(&dir, name))
+    });
+    assert_eq!(built, name, "one host twin per test binary");
+    exe.clone()
+}
