@@ -29,6 +29,8 @@ pub const KERNEL_NAME: &str = "tabulate.cu";
 /// The tabulation kernel: propagate.cu's device functions, then tabulate.cu.
 pub const KERNEL_SRC: &str = concat!(
     include_str!("../../kernels/propagate.cu"),
+    "\n// ---- fixed_point.cuh ----\n",
+    include_str!("../../kernels/fixed_point.cuh"),
     "\n// ---- tabulate.cu ----\n",
     include_str!("../../kernels/tabulate.cu")
 );
@@ -52,6 +54,8 @@ pub const SWITCHES: &[&str] = &["WD_SELECT_SCATTER", "WD_BRANCHLESS_WALK"];
 pub const SAMPLED_NAME: &str = "sampled.cu";
 pub const SAMPLED_SRC: &str = concat!(
     include_str!("../../kernels/propagate.cu"),
+    "\n// ---- fixed_point.cuh ----\n",
+    include_str!("../../kernels/fixed_point.cuh"),
     "\n// ---- sampled.cu ----\n",
     include_str!("../../kernels/sampled.cu")
 );
