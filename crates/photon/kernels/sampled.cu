@@ -18,7 +18,15 @@
 #define WD_GOLDEN 0x9E3779B9u
 #define WD_SUM_UNIT 65536.0
 #define WD_SQ_UNIT 4294967296.0
-#define WD_TWO64 18446744073709551616.0
+// The warp compaction of the points (sampled_points_warp below; 1, default) or one lane at a
+// time (0), and where the per-thread counters live: shared memory (1, the default with the
+// compaction: 64 registers without spills on sm_90) or registers (0, the default without it).
+#ifndef WD_SAMP_COMPACT
+#define WD_SAMP_COMPACT 1
+#endif
+#ifndef WD_SAMP_SHARED_COUNTS
+#define WD_SAMP_SHARED_COUNTS WD_SAMP_COMPACT
+#endif
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
 #ifndef WD_SAMP_BLOCK
@@ -104,60 +112,75 @@ __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned in
     return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
 }
 
-// Add an integer-valued double v (0 ≤ v < 2¹²⁸) to a u128 held as (low, high) words.
-__device__ __forceinline__ void sampled_add_u128(unsigned long long* p, double v) {
-    unsigned long long hi = 0, lo;
-    if (v < WD_TWO64) {
-        lo = (unsigned long long)v;
-    } else {
-        double h = floor(v / WD_TWO64);
-        hi = (unsigned long long)h;
-        lo = (unsigned long long)(v - h * WD_TWO64);
-    }
-    unsigned long long old = atomicAdd(p, lo);
-    if (old + lo < old) hi += 1;
-    if (hi) atomicAdd(p + 1, hi);
-}
+// add_u128: fixed_point.cuh (assembled before this file).
 
 // sampled.rs Sampler: the open runs of a photon.
 struct SampRuns {
     int cell, spatial;
     float x, spatial_x;
-    unsigned int runs, points;
 };
+
+// Per-thread counters, added to the global ones once at the thread's end: in shared memory
+// with WD_SAMP_SHARED_COUNTS (48 bytes per thread), else in registers.
+struct SampCounts { unsigned long long tabulated, absorbed, escaped, segments, runs, points; };
 
 // sampled.rs Histogram::record of a closed run: x to the cell's sum, x² to its squares.
 __device__ __forceinline__ void close_cell(const SampParams& T, int c, float x) {
     double xd = (double)x;
     atomicAdd(T.sum + c, (unsigned long long)round(xd * WD_SUM_UNIT));
-    sampled_add_u128(T.sumsq + 2 * (size_t)c, round(xd * xd * WD_SQ_UNIT));
+    add_u128(T.sumsq + 2 * (size_t)c, round(xd * xd * WD_SQ_UNIT));
 }
 
 __device__ __forceinline__ void close_spatial(const SampParams& T, int sp, float x) {
     double xd = (double)x;
-    sampled_add_u128(T.spatial_sumsq + 2 * (size_t)sp, round(xd * xd * WD_SQ_UNIT));
+    add_u128(T.spatial_sumsq + 2 * (size_t)sp, round(xd * xd * WD_SQ_UNIT));
 }
 
-// sampled.rs Sampler::record: a point of weighted length x in cell c.
-__device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r, int c, float x) {
-    r.points += 1;
+// The runs one point closes (cell < 0, spatial < 0: none), added by the caller.
+struct SampClosed {
+    int cell;
+    float x;
+    int spatial;
+    float spatial_x;
+};
+
+// sampled.rs Sampler::record without the additions: a point of weighted length x in cell c
+// extends the open runs or closes them (returned) and opens new ones. The float sums follow the
+// photon's points in order, so both kernel paths (below) give the same bits.
+__device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRuns& r, int c, float x, SampCounts& n) {
+    SampClosed o{-1, 0.0f, -1, 0.0f};
+    n.points += 1;
     if (c != r.cell) {
-        if (r.cell >= 0) { close_cell(T, r.cell, r.x); r.runs += 1; }
+        if (r.cell >= 0) { o.cell = r.cell; o.x = r.x; n.runs += 1; }
         r.cell = c;
         r.x = 0.0f;
     }
     r.x += x;
     int sp = c / (int)T.time_cells;
     if (sp != r.spatial) {
-        if (r.spatial >= 0) close_spatial(T, r.spatial, r.spatial_x);
+        if (r.spatial >= 0) { o.spatial = r.spatial; o.spatial_x = r.spatial_x; }
         r.spatial = sp;
         r.spatial_x = 0.0f;
     }
     r.spatial_x += x;
+    return o;
 }
 
-// Per-thread counters, added to the global ones once at the thread's end.
-struct SampCounts { unsigned long long tabulated, absorbed, escaped, segments, runs, points; };
+// sampled.rs Sampler::record: a point of weighted length x in cell c, closed runs added at once.
+__device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r, int c, float x, SampCounts& n) {
+    SampClosed o = sampled_merge(T, r, c, x, n);
+    if (o.cell >= 0) close_cell(T, o.cell, o.x);
+    if (o.spatial >= 0) close_spatial(T, o.spatial, o.spatial_x);
+}
+
+// A point of the segment from p along d at distance s (and its time): one expression for both
+// kernel paths, so that both round (and contract) it alike.
+__device__ __forceinline__ V3 sampled_at(V3 p, V3 d, float s) {
+    return V3{p.x + s * d.x, p.y + s * d.y, p.z + s * d.z};
+}
+__device__ __forceinline__ float sampled_time(float t, float ocm, float s) {
+    return t + s * ocm;
+}
 
 // One photon's state between segments: propagate.cu's PState, the sampler's (the photon's random
 // bits, the distance from the segment's start to the next point, the segment's index) and the
@@ -176,7 +199,7 @@ __device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampP
     S.bits = wd_next_u32(r);
     S.next = wd_u32_to_uniform(S.bits) * T.step;
     S.k = 0;
-    S.runs = SampRuns{-1, -1, 0.0f, 0.0f, 0u, 0u};
+    S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
 }
 
 // The photon's end: its open runs closed, its counts added.
@@ -184,43 +207,56 @@ __device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, S
     if (S.runs.cell >= 0) {
         close_cell(T, S.runs.cell, S.runs.x);
         close_spatial(T, S.runs.spatial, S.runs.spatial_x);
-        S.runs.runs += 1;
+        n.runs += 1;
         n.tabulated += 1;
     }
     n.segments += S.k;
     n.absorbed += absorbed;
     n.escaped += escaped;
-    n.runs += S.runs.runs;
-    n.points += S.runs.points;
 }
 
-// One segment of mod.rs Tabulate::walk (the fast build's `step` without modules or hole ice)
-// with Tabulate::photon_sampled's points; false when the photon ends (then its runs are closed).
-__device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampParams& T, SampState& S, SampCounts& n) {
-    PState& st = S.st;
-    float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
+// One segment of the photon (the fast build's `step` without modules or hole ice): its layer
+// walk and the weight of its points.
+struct SampSeg {
+    Segment seg;
+    float zp, w;
+};
+
+__device__ __forceinline__ void sampled_walk(const PhotonParams& P, const SampParams& T, const SampState& S, SampSeg& g) {
+    const PState& st = S.st;
+    g.zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
     float nr = absorption_factor(P, st.dir);
-    Segment seg = layer_walk(P, st.slice, zp, st.dir.z, st.sca_depth, st.tot, nr);
-    float len = seg.length;
+    g.seg = layer_walk(P, st.slice, g.zp, st.dir.z, st.sca_depth, st.tot, nr);
+    g.w = g.seg.length > 0.0f ? sampled_weight(T, st.slice, st.dir.z) : 0.0f;
+}
+
+// Tabulate::photon_sampled's points of a segment, one lane at a time (WD_SAMP_COMPACT=0).
+__device__ __forceinline__ void sampled_points(const SampParams& T, SampState& S, const SampSeg& g, SampCounts& n) {
+    const PState& st = S.st;
+    float len = g.seg.length;
     if (len > 0.0f) {
-        float w = sampled_weight(T, st.slice, st.dir.z);
         if (!(T.step > 0.0f)) {
             float s = wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
-            V3 at{st.pos.x + s * st.dir.x, st.pos.y + s * st.dir.y, st.pos.z + s * st.dir.z};
-            int c = sampled_cell(T, at, st.time + s * st.ocm);
-            if (c >= 0) sampled_record(T, S.runs, c, w * len);
+            int c = sampled_cell(T, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s));
+            if (c >= 0) sampled_record(T, S.runs, c, g.w * len, n);
         } else {
-            float x = w * T.step;
+            float x = g.w * T.step;
             for (; S.next < len; S.next += T.step) {
-                V3 at{st.pos.x + S.next * st.dir.x, st.pos.y + S.next * st.dir.y, st.pos.z + S.next * st.dir.z};
-                int c = sampled_cell(T, at, st.time + S.next * st.ocm);
-                if (c >= 0) sampled_record(T, S.runs, c, x);
+                int c = sampled_cell(T, sampled_at(st.pos, st.dir, S.next), sampled_time(st.time, st.ocm, S.next));
+                if (c >= 0) sampled_record(T, S.runs, c, x, n);
             }
             S.next -= len;
         }
     }
+}
+
+// The rest of mod.rs Tabulate::walk's segment after its points: absorption, escape, the move,
+// birefringence and the scattering; false when the photon ends (then its runs are closed).
+__device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampParams& T, SampState& S, const SampSeg& g, SampCounts& n) {
+    PState& st = S.st;
+    float len = g.seg.length;
     S.k += 1;
-    st.tot = seg.tot;
+    st.tot = g.seg.tot;
     if (st.tot <= 0.0f) { sampled_end(T, S, n, true, false); return false; }
     st.pos = V3{st.pos.x + len * st.dir.x, st.pos.y + len * st.dir.y, st.pos.z + len * st.dir.z};
     st.time += len * st.ocm;
@@ -243,9 +279,9 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
         // propagate.cu step: one whole draw per segment, the deflection and the end-point shift.
         float ra, rb;
 #ifdef WD_WALK_BFR
-        ra = seg.ra; rb = seg.rb;
+        ra = g.seg.ra; rb = g.seg.rb;
 #else
-        bfr_path(P, zp, st.dir.z, len, ra, rb);
+        bfr_path(P, g.zp, st.dir.z, len, ra, rb);
 #endif
         unsigned int wb[4];
 #if defined(WD_FAST_RNG)
@@ -278,14 +314,158 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
     return true;
 }
 
+// One segment of mod.rs Tabulate::walk with Tabulate::photon_sampled's points, one lane at a
+// time; false when the photon ends.
+__device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampParams& T, SampState& S, SampCounts& n) {
+    SampSeg g;
+    sampled_walk(P, T, S, g);
+    sampled_points(T, S, g, n);
+    return sampled_move(P, T, S, g, n);
+}
+
+// Warp compaction of the points (issue #32; docs/spline.md "Measured GPU rate": 8.8 of 32 lanes
+// were active, the lanes of a warp having different numbers of points per segment). Once per
+// segment the whole warp bins its points together: in rounds, every lane with a point left puts
+// its next one (position and time) into the warp's queue in shared memory (slot = the queue's
+// length + the number of lanes below with a point, __ballot_sync/__popc); as soon as the queue
+// holds a warp's width of points, all lanes look up one point's cell each; then each lane merges
+// its own points' cells into its photon's runs in the photon's order (float sums, the same bits
+// as one lane at a time) and the runs closed are added by all lanes, one close each. The queue
+// is emptied at the segment's end. Integer atomics: the sums do not depend on which lane adds
+// them, so the tables are the same integers as WD_SAMP_COMPACT=0's for the same photons.
+// Default on (top of the file); WD_SAMP_COMPACT=0 for the lane-at-a-time path.
+#if WD_SAMP_COMPACT
+#if WD_SAMP_BLOCK > 512
+#error "WD_SAMP_COMPACT's queues (1.7 kB per warp, static shared memory) need blocks of at most 512 threads; WD_SAMP_COMPACT=0 for larger blocks"
+#endif
+// Up to 2·32 − 1 points: fewer than a warp's width left from the last round plus one per lane.
+#define WD_SAMP_QUEUE 64
+struct SampQueue {
+    float x[WD_SAMP_QUEUE], y[WD_SAMP_QUEUE], z[WD_SAMP_QUEUE], t[WD_SAMP_QUEUE];
+    int cell[32];
+    int n_cell, n_spatial;
+    int close_cell[32], close_spatial[32];
+    float close_x[32], close_spatial_x[32];
+};
+
+// One batch of the queue's first `count` points (count ≤ width): the cells by all lanes, the merge by each
+// point's lane (`mine`: its points among the batch's slots, in the photon's order; x its points'
+// weighted length), the closed runs added by all lanes.
+__device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q, unsigned full, int lane, int count, unsigned mine, float x, SampRuns& r, SampCounts& n) {
+    __syncwarp(full);
+    if (lane < count) q.cell[lane] = sampled_cell(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane]);
+    if (lane == 0) { q.n_cell = 0; q.n_spatial = 0; }
+    __syncwarp(full);
+    while (mine) {
+        int j = __ffs(mine) - 1;
+        mine &= mine - 1;
+        int c = q.cell[j];
+        if (c < 0) continue;
+        SampClosed o = sampled_merge(T, r, c, x, n);
+        if (o.cell >= 0) {
+            int k = atomicAdd(&q.n_cell, 1);
+            q.close_cell[k] = o.cell;
+            q.close_x[k] = o.x;
+        }
+        if (o.spatial >= 0) {
+            int k = atomicAdd(&q.n_spatial, 1);
+            q.close_spatial[k] = o.spatial;
+            q.close_spatial_x[k] = o.spatial_x;
+        }
+    }
+    __syncwarp(full);
+    if (lane < q.n_cell) close_cell(T, q.close_cell[lane], q.close_x[lane]);
+    if (lane < q.n_spatial) close_spatial(T, q.close_spatial[lane], q.close_spatial_x[lane]);
+    __syncwarp(full);
+}
+
+// sampled_points for the whole warp (every lane of `full` calls it, `width` lanes): a lane
+// whose photon ended or whose segment is empty (has false) adds no points.
+__device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n) {
+    const PState& st = S.st;
+    float len = g.seg.length;
+    bool step = T.step > 0.0f;
+    has = has && len > 0.0f;
+    float s = 0.0f, x = 0.0f;
+    if (has) {
+        s = step ? S.next : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
+        x = step ? g.w * T.step : g.w * len;
+    }
+    bool more = has && (!step || s < len);
+    unsigned long long mine = 0;  // this lane's points among the queue's slots
+    unsigned below = (1u << lane) - 1u;
+    int queued = 0;  // the same on every lane
+    for (;;) {
+        unsigned b = __ballot_sync(full, more);
+        if (b == 0u) break;
+        if (more) {
+            int slot = queued + __popc(b & below);
+            V3 at = sampled_at(st.pos, st.dir, s);
+            q.x[slot] = at.x;
+            q.y[slot] = at.y;
+            q.z[slot] = at.z;
+            q.t[slot] = sampled_time(st.time, st.ocm, s);
+            mine |= 1ull << slot;
+            if (step) {
+                s += T.step;
+                more = s < len;
+            } else {
+                more = false;
+            }
+        }
+        queued += __popc(b);
+        if (queued >= width) {
+            unsigned m = width == 32 ? (unsigned)mine : (unsigned)mine & ((1u << width) - 1u);
+            sampled_drain(T, q, full, lane, width, m, x, S.runs, n);
+            // The points beyond the batch move to the front (slots ≥ width to slots < width).
+            int left = queued - width;
+            float px = 0.0f, py = 0.0f, pz = 0.0f, pt = 0.0f;
+            if (lane < left) { px = q.x[lane + width]; py = q.y[lane + width]; pz = q.z[lane + width]; pt = q.t[lane + width]; }
+            if (lane < left) { q.x[lane] = px; q.y[lane] = py; q.z[lane] = pz; q.t[lane] = pt; }
+            __syncwarp(full);
+            mine >>= width;
+            queued = left;
+        }
+    }
+    if (queued > 0) sampled_drain(T, q, full, lane, queued, (unsigned)mine, x, S.runs, n);
+    if (has && step) S.next = s - len;
+}
+#endif
+
 // As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
-// its next photon (a warp does not wait for its longest photon).
+// its next photon (a warp does not wait for its longest photon). With WD_SAMP_COMPACT the lanes
+// without photons left stay in the loop (adding no points) until the whole warp is done.
 extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) tabulate_sampled(__grid_constant__ const PhotonParams P, __grid_constant__ const SampParams T) {
+#if WD_SAMP_SHARED_COUNTS
+    __shared__ SampCounts counts[WD_SAMP_BLOCK];
+    SampCounts& n = counts[threadIdx.x];
+    n = SampCounts{0, 0, 0, 0, 0, 0};
+#else
     SampCounts n = {0, 0, 0, 0, 0, 0};
+#endif
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long next = T.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     SampState S;
     bool alive = false;
+#if WD_SAMP_COMPACT
+    __shared__ SampQueue queues[(WD_SAMP_BLOCK + 31) / 32];
+    SampQueue& q = queues[threadIdx.x >> 5];
+    int lane = threadIdx.x & 31;
+    int width = min(32, (int)(blockDim.x - (threadIdx.x & ~31u)));
+    unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+    for (;;) {
+        if (!alive && next < T.photon_hi) {
+            sampled_start(P, T, next, S);
+            next += stride;
+            alive = true;
+        }
+        if (!__any_sync(full, alive)) break;
+        SampSeg g{};
+        if (alive) sampled_walk(P, T, S, g);
+        sampled_points_warp(T, q, full, width, lane, alive, S, g, n);
+        if (alive) alive = sampled_move(P, T, S, g, n);
+    }
+#else
     for (;;) {
         if (!alive) {
             if (next >= T.photon_hi) break;
@@ -295,6 +475,7 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
         }
         alive = sampled_step(P, T, S, n);
     }
+#endif
     unsigned long long* c = T.counters;
     if (n.tabulated) atomicAdd(c + 0, n.tabulated);
     if (n.absorbed) atomicAdd(c + 1, n.absorbed);

@@ -35,7 +35,6 @@
 // Fixed-point units of the sums (tabulate/mod.rs SUM_UNIT, SQ_UNIT).
 #define WD_SUM_UNIT 65536.0
 #define WD_SQ_UNIT 4294967296.0
-#define WD_TWO64 18446744073709551616.0
 // Rust's f64::to_degrees factor and to_radians (π/180).
 #define WD_PIS_IN_180 57.2957795130823208767981548141051703
 // Counters (tabulate/gpu.rs COUNTERS): tabulated, absorbed, escaped, segments, entries, inside
@@ -341,20 +340,7 @@ __device__ bool escaped(const TabParams& T, const double* x) {
     return tdot(perp, perp) > rmax * rmax || u < T.polar[0] - T.margin || u > T.polar[T.n_polar - 1] + T.margin;
 }
 
-// Add an integer-valued double v (0 ≤ v < 2¹²⁸) to a u128 held as (low, high) words.
-__device__ __forceinline__ void add_u128(unsigned long long* p, double v) {
-    unsigned long long hi = 0, lo;
-    if (v < WD_TWO64) {
-        lo = (unsigned long long)v;
-    } else {
-        double h = floor(v / WD_TWO64);
-        hi = (unsigned long long)h;
-        lo = (unsigned long long)(v - h * WD_TWO64);
-    }
-    unsigned long long old = atomicAdd(p, lo);
-    if (old + lo < old) hi += 1;
-    if (hi) atomicAdd(p + 1, hi);
-}
+// add_u128: fixed_point.cuh (assembled before this file).
 
 // mod.rs Histogram::photon_done: a photon's per-cell sums, sorted by cell, rounded to the fixed
 // point and added (x to the sum, x² to the squares; per spatial cell the square of its sum over

@@ -1187,7 +1187,16 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
         file: crate::tabulate::gpu::SAMPLED_NAME.to_string(),
         src: crate::tabulate::gpu::SAMPLED_SRC.to_string(),
         functions: crate::tabulate::gpu::SAMPLED_FUNCTIONS.iter().map(|f| (*f).to_string()).collect(),
-        variants: vec![Vec::new(), samp(&[]), samp(&["WD_BFR"]), samp(&["WD_BFR", "WD_BFR_RB_CONST"])],
+        // The warp compaction of the points is the default; WD_SAMP_COMPACT=0 the lane-at-a-time
+        // path (gpu-check compares them).
+        variants: vec![
+            Vec::new(),
+            samp(&[]),
+            samp(&["WD_BFR"]),
+            samp(&["WD_BFR", "WD_BFR_RB_CONST"]),
+            samp(&["WD_SAMP_COMPACT=0"]),
+            samp(&["WD_BFR", "WD_SAMP_COMPACT=0"]),
+        ],
         fast: true,
         generated: false,
     });

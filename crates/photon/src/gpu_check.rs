@@ -806,6 +806,72 @@ pub fn check_sampled_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
     ))
 }
 
+/// The sampled kernel's warp compaction of the points (sampled.cu WD_SAMP_COMPACT, the default)
+/// against its lane-at-a-time path (WD_SAMP_COMPACT=0) on the same photons: the same integers
+/// in every cell (sums, squares, spatial squares) and the same counters (tabulated, absorbed,
+/// escaped, segments, runs, points) — the float runs are merged in each photon's order on both
+/// and the integer atomics do not depend on the order. `g` is the default build's run of `t`
+/// with the default step; also one point per segment (Δ = ∞) both ways, and the compaction
+/// in blocks of 80 threads (a warp of 16 lanes: the queue's width is the warp's).
+pub fn check_sampled_compaction(
+    t: &crate::tabulate::Tabulate,
+    g: &crate::tabulate::Tables,
+    on: &dyn Fn(&[&str], u64) -> crate::tabulate::gpu::TabGpuOptions,
+    gpu_ctl: &warpdrive_core::engine::Control,
+) -> Result<Check, warpdrive_core::engine::Error> {
+    use crate::tabulate::{Estimator, Tables, DEFAULT_SAMPLE_STEP};
+    let same = |a: &Tables, b: &Tables| {
+        let counts = |t: &Tables| {
+            t.per_source
+                .iter()
+                .map(|h| (h.tabulated, h.absorbed, h.escaped, h.segments, h.entries, h.points))
+                .collect::<Vec<_>>()
+        };
+        let a_ = crate::tabulate::agreement::agreement(a, b);
+        (a_.identical && counts(a) == counts(b), a_.identical_cells, a_.cells)
+    };
+    let batch = crate::tabulate::gpu::BATCH;
+    let lane = t
+        .clone()
+        .with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?
+        .run_gpu(&on(&["WD_SAMP_COMPACT=0"], batch), gpu_ctl)?;
+    let per_segment = t.clone().with_estimator(Estimator::Sampled { step: f64::INFINITY })?;
+    let seg_warp = per_segment.run_gpu(&on(&[], batch), gpu_ctl)?;
+    let seg_lane = per_segment.run_gpu(&on(&["WD_SAMP_COMPACT=0"], batch), gpu_ctl)?;
+    let narrow = crate::tabulate::gpu::TabGpuOptions {
+        block: 80,
+        ..on(&[], batch)
+    };
+    let small = t
+        .clone()
+        .with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?
+        .run_gpu(&narrow, gpu_ctl)?;
+    let (d, s, w) = (same(&lane, g), same(&seg_lane, &seg_warp), same(&lane, &small));
+    Ok(check(
+        "photon tabulate sampled: warp compaction = lane at a time (the same integers)",
+        d.0 && s.0 && w.0 && g.hist.points > 0 && seg_warp.hist.points > 0,
+        format!(
+            "Δ = {DEFAULT_SAMPLE_STEP} m: {} ({} of {} cells; {} points, {} runs; kernels {:.3} s compacted, {:.3} s lane at a time); \
+             one point per segment: {} ({} of {} cells; kernels {:.3} s, {:.3} s); blocks of 80 threads: {} ({} of {} cells)",
+            d.0,
+            d.1,
+            d.2,
+            g.hist.points,
+            g.hist.entries,
+            g.kernel_seconds,
+            lane.kernel_seconds,
+            s.0,
+            s.1,
+            s.2,
+            seg_warp.kernel_seconds,
+            seg_lane.kernel_seconds,
+            w.0,
+            w.1,
+            w.2
+        ),
+    ))
+}
+
 /// The tabulation requests the checks run: a cascade in spice_3.2.1 (1-D tilt, the old
 /// anisotropy) off the vertical, and two muon-segment depths in spice_ftp-v3m (birefringence,
 /// 2-D tilt, the new absorption anisotropy), with time tables and a margin.
@@ -861,7 +927,8 @@ pub fn tabulate_cases(data: &Path) -> Vec<(&'static str, crate::tabulate::Tabula
 /// table within the fixed point's rounding, launches of 2¹² photons give the same integers as
 /// the default, and with a kernel scratch of 8 cells the photons the host takes over still add up
 /// and agree with the CPU) — these with the exact estimator on both; "photon tabulate sampled:
-/// struct layout (SampParams)"; "photon tabulate sampled GPU = sampled CPU (…)" and "… = exact
+/// struct layout (SampParams)"; "photon tabulate sampled: warp compaction = lane at a time"
+/// ([`check_sampled_compaction`], the first case); "photon tabulate sampled GPU = sampled CPU (…)" and "… = exact
 /// CPU (…)" for each case (the GPU's fast build against the CPU, independent photons:
 /// [`crate::tabulate::agreement::independent`], χ²/ndf ≤ 1.5 with both variances, totals within
 /// 1 %, every photon absorbed or escaped on both, absorbed and escaped within 1 %); and "photon
@@ -951,12 +1018,17 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     let sampled = crate::tabulate::Estimator::Sampled {
         step: crate::tabulate::DEFAULT_SAMPLE_STEP,
     };
-    for (label, o) in tabulate_cases(data) {
+    for (i, (label, o)) in tabulate_cases(data).into_iter().enumerate() {
         let t = Tabulate::new(&o)?;
         let exact_cpu = t.clone().with_estimator(crate::tabulate::Estimator::Exact)?.run_cpu(&cpu_ctl)?;
-        let ts = t.with_estimator(sampled)?;
+        let ts = t.clone().with_estimator(sampled)?;
         let cpu = ts.run_cpu(&cpu_ctl)?;
+        // The default build: the warp compaction of the points (sampled.cu WD_SAMP_COMPACT).
         let g = ts.run_gpu(&on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
+        if i == 0 {
+            out.push(check_sampled_compaction(&t, &g, &on, &gpu_ctl)?);
+            log(&format!("{:?}", out.last()));
+        }
         for (what, reference) in [("sampled CPU", &cpu), ("exact CPU", &exact_cpu)] {
             let a = crate::tabulate::agreement::independent(reference, &g);
             out.push(check(

@@ -166,3 +166,222 @@ fn device_lookup_is_the_rust_lookup() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The text of `src` from the line starting `from` up to (without) the one starting `to`.
+fn piece<'a>(src: &'a str, from: &str, to: &str) -> &'a str {
+    let a = src.find(from).unwrap_or_else(|| panic!("{from:?} not in the kernel"));
+    let b = a + src[a..].find(to).unwrap_or_else(|| panic!("{to:?} not after {from:?}"));
+    &src[a..b]
+}
+
+/// The warp compaction of the points (`kernels/sampled.cu` WD_SAMP_COMPACT: `sampled_points_warp`,
+/// `sampled_drain`) compiled for the host with a warp of threads (`__ballot_sync`, `__syncwarp`
+/// on a barrier of the warp's lanes, the atomics on the host's) against the lane-at-a-time
+/// `sampled_points` of the same file on the same segments: per lane a run of photons, each a
+/// chain of random segments (0–12 points at Δ = 1 m, some lanes idle, photons ending with
+/// `sampled_end`), into a 4-D grid whose cells the points hit and leave. The histograms (sums,
+/// squares, spatial squares) must be the same integers, the counters and every lane's state (next
+/// distance, open runs) the same bits; with full warps and a warp of 13 lanes, Δ = 1 m and one
+/// point per segment. Both paths are compiled from the kernel's text, so a compaction that lost,
+/// reordered (the float runs) or duplicated a point, or mishandled the queue's refill past a
+/// warp's width, would differ.
+#[test]
+fn warp_compaction_is_lane_at_a_time() {
+    let fixed = include_str!("../kernels/fixed_point.cuh");
+    let mut body = String::new();
+    for (from, to) in [
+        ("#define WD_TAG_TABULATE", "// Must match SampParams"),
+        ("struct SampParams {", "// mod.rs Acceptance::weight"),
+        ("// sampled.rs Sampler: the open runs", "// One photon's state between segments"),
+        ("// One photon's state between segments", "// mod.rs Tabulate::walk's start"),
+        (
+            "// The photon's end: its open runs closed",
+            "__device__ __forceinline__ void sampled_walk",
+        ),
+        (
+            "// Tabulate::photon_sampled's points of a segment",
+            "// The rest of mod.rs Tabulate::walk",
+        ),
+        ("// Warp compaction of the points", "// As propagate.cu's default loop"),
+    ] {
+        body.push_str(piece(KERNEL, from, to));
+    }
+    assert!(body.contains("sampled_points_warp(") && body.contains("#if WD_SAMP_COMPACT"));
+    let pre = r#"#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <algorithm>
+#include <barrier>
+#include <thread>
+#include <vector>
+using std::min; using std::max;
+#define __device__
+#define __forceinline__ inline
+#define WD_SAMP_COMPACT 1
+struct V3 { float x, y, z; };
+struct PState { V3 pos, dir; float time, ocm; };
+struct Segment { float length, tot; };
+static float wd_u32_to_uniform(unsigned int x) { return (float)((x >> 8) + 1u) * (1.0f / 16777216.0f); }
+static unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+static int __popc(unsigned x) { return __builtin_popcount(x); }
+// The warp: `width` threads, lane = thread_local, a barrier for __syncwarp and the ballots.
+static int g_width = 32;
+static std::barrier<>* g_bar;
+static thread_local int t_lane;
+static bool g_pred[32];
+static void __syncwarp(unsigned) { g_bar->arrive_and_wait(); }
+static unsigned __ballot_sync(unsigned, bool p) {
+    g_pred[t_lane] = p;
+    g_bar->arrive_and_wait();
+    unsigned b = 0;
+    for (int i = 0; i < g_width; ++i) b |= (unsigned)g_pred[i] << i;
+    g_bar->arrive_and_wait();
+    return b;
+}
+"#;
+    let main = r#"
+static unsigned long long lcg(unsigned long long& s) { s = s * 6364136223846793005ull + 1442695040888963407ull; return s >> 33; }
+static float unif(unsigned long long& s) { return (float)(lcg(s) & 0xffffff) / 16777216.0f; }
+struct Hist { std::vector<unsigned long long> sum, sumsq, ssq; };
+int main() {
+    // A spherical grid (r by arithmetic, φ, cos θ and the delays searched), as the kernel's.
+    static float radial[11], azimuth[5] = {0.0f, 15.0f, 60.0f, 100.0f, 180.0f}, polar[9], delay[17];
+    for (int i = 0; i <= 10; ++i) radial[i] = 3.0f * i;
+    for (int i = 0; i <= 8; ++i) polar[i] = -1.0f + 0.25f * i;
+    for (int i = 0; i <= 16; ++i) delay[i] = -20.0f + 20.0f * i;
+    SampParams T;
+    memset(&T, 0, sizeof T);
+    T.radial = radial; T.azimuth = azimuth; T.polar = polar; T.delay = delay;
+    T.n_radial = 11; T.n_azimuth = 5; T.n_polar = 9; T.n_delay = 17;
+    T.lo[0] = 0.0f; T.inv[0] = 1.0f / 3.0f;
+    T.axis[2] = 1.0f; T.e1[0] = 1.0f; T.e2[1] = 1.0f;
+    T.ng_over_c = 4.5f; T.spherical = 1; T.time_cells = 18;
+    int cells = 10 * 4 * 8 * 18, spatial = 10 * 4 * 8;
+    const int STEPS = 60;  // a warp of threads on barriers is slow on a busy host
+    int failures = 0;
+    for (int width : {32, 13}) {
+        for (float step : {1.0f, 0.0f}) {
+            T.step = step;
+            g_width = width;
+            // The segments: per lane and step its start, direction, length, time; the photon ends
+            // (then a new one starts) with probability 1/8 after a segment; lane 3 idles on odd steps.
+            struct Seg { V3 pos, dir; float len, time, w; bool has, end; };
+            std::vector<Seg> segs(STEPS * width);
+            unsigned long long rs = 12345 + width + (step > 0.0f);
+            for (int k = 0; k < STEPS; ++k) for (int l = 0; l < width; ++l) {
+                Seg& g = segs[k * width + l];
+                float ct = 2.0f * unif(rs) - 1.0f, ph = 6.2831853f * unif(rs), st = sqrtf(1.0f - ct * ct);
+                g.pos = V3{36.0f * unif(rs) - 18.0f, 36.0f * unif(rs) - 18.0f, 36.0f * unif(rs) - 18.0f};
+                g.dir = V3{st * cosf(ph), st * sinf(ph), ct};
+                g.len = (lcg(rs) % 8 == 0) ? 0.0f : 12.0f * unif(rs);
+                g.time = 300.0f * unif(rs);
+                g.w = 0.25f + unif(rs);
+                g.has = !(l == 3 && (k & 1));
+                g.end = lcg(rs) % 8 == 0;
+            }
+            auto seg_of = [&](SampState& S, SampSeg& sg, const Seg& g) {
+                S.st.pos = g.pos; S.st.dir = g.dir; S.st.time = g.time; S.st.ocm = 1.0f / 0.22f;
+                sg.seg.length = g.len; sg.seg.tot = 1.0f; sg.w = g.w;
+            };
+            auto fresh = [&](SampState& S, int l, int k) {
+                S.bits = 0x9E3779B9u * (unsigned)(l * 1000 + k + 1);
+                S.next = wd_u32_to_uniform(S.bits) * T.step;
+                S.k = 0;
+                S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
+            };
+            Hist h[2];
+            std::vector<SampCounts> cnt[2];
+            std::vector<SampState> fin[2];
+            for (int path = 0; path < 2; ++path) {
+                Hist& H = h[path];
+                H.sum.assign(cells, 0); H.sumsq.assign(2 * cells, 0); H.ssq.assign(2 * spatial, 0);
+                SampParams TT = T;
+                TT.sum = H.sum.data(); TT.sumsq = H.sumsq.data(); TT.spatial_sumsq = H.ssq.data();
+                cnt[path].assign(width, SampCounts{0, 0, 0, 0, 0, 0});
+                fin[path].assign(width, SampState{});
+                auto lane_fn = [&](int l) {
+                    t_lane = l;
+                    SampState S; fresh(S, l, 0);
+                    SampCounts& n = cnt[path][l];
+                    static SampQueue q;
+                    for (int k = 0; k < STEPS; ++k) {
+                        const Seg& g = segs[k * width + l];
+                        SampSeg sg; seg_of(S, sg, g);
+                        if (path == 0) {
+                            unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+                            sampled_points_warp(TT, q, full, width, l, g.has, S, sg, n);
+                        } else if (g.has) {
+                            sampled_points(TT, S, sg, n);
+                        }
+                        if (g.has) {
+                            S.k += 1;
+                            if (g.end) { sampled_end(TT, S, n, true, false); fresh(S, l, k + 1); }
+                        }
+                    }
+                    fin[path][l] = S;
+                };
+                if (path == 0) {
+                    std::barrier<> bar(width);
+                    g_bar = &bar;
+                    std::vector<std::thread> th;
+                    for (int l = 0; l < width; ++l) th.emplace_back(lane_fn, l);
+                    for (auto& t : th) t.join();
+                } else {
+                    for (int l = 0; l < width; ++l) lane_fn(l);
+                }
+            }
+            unsigned long long points = 0, runs = 0, filled = 0;
+            bool same = h[0].sum == h[1].sum && h[0].sumsq == h[1].sumsq && h[0].ssq == h[1].ssq;
+            for (int l = 0; l < width; ++l) {
+                const SampCounts &a = cnt[0][l], &b = cnt[1][l];
+                same = same && memcmp(&a, &b, sizeof a) == 0;
+                const SampState &x = fin[0][l], &y = fin[1][l];
+                same = same && memcmp(&x.next, &y.next, 4) == 0 && x.k == y.k && x.runs.cell == y.runs.cell
+                    && x.runs.spatial == y.runs.spatial && memcmp(&x.runs.x, &y.runs.x, 4) == 0
+                    && memcmp(&x.runs.spatial_x, &y.runs.spatial_x, 4) == 0;
+                points += b.points; runs += b.runs;
+            }
+            for (int c = 0; c < cells; ++c) filled += h[1].sum[c] != 0;
+            printf("width %d, step %g: %llu points, %llu runs, %llu cells filled: %s\n", width, step, points, runs, filled, same ? "same" : "DIFFERENT");
+            if (!same || points < 200 || runs < 100 || filled < 100) ++failures;
+        }
+    }
+    return failures;
+}
+"#;
+    let src = format!("{pre}{fixed}{body}{main}");
+    let dir = std::env::temp_dir().join(format!("wd-sampled-warp-twin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cpp, exe) = (dir.join("warp.cpp"), dir.join("warp"));
+    std::fs::write(&cpp, src).unwrap();
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    match Command::new(&cxx)
+        .args(["-O2", "-std=c++20", "-ffp-contract=off", "-pthread", "-w"])
+        .arg(&cpp)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+    {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!("{cxx} failed on the warp twin:\n{}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => {
+            assert!(
+                std::env::var("WARPDRIVE_REQUIRE_DATA").as_deref() != Ok("1"),
+                "no C++ compiler ({cxx}: {e})"
+            );
+            eprintln!("skipped: no C++ compiler ({cxx}: {e})");
+            return;
+        }
+    }
+    let o = Command::new(&exe).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    eprintln!("{out}");
+    assert!(
+        o.status.success(),
+        "the warp compaction differs from the lane-at-a-time path:\n{out}"
+    );
+    assert_eq!(out.lines().filter(|l| l.ends_with(": same")).count(), 4, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -29,6 +29,8 @@ pub const KERNEL_NAME: &str = "tabulate.cu";
 /// The tabulation kernel: propagate.cu's device functions, then tabulate.cu.
 pub const KERNEL_SRC: &str = concat!(
     include_str!("../../kernels/propagate.cu"),
+    "\n// ---- fixed_point.cuh ----\n",
+    include_str!("../../kernels/fixed_point.cuh"),
     "\n// ---- tabulate.cu ----\n",
     include_str!("../../kernels/tabulate.cu")
 );
@@ -52,6 +54,8 @@ pub const SWITCHES: &[&str] = &["WD_SELECT_SCATTER", "WD_BRANCHLESS_WALK"];
 pub const SAMPLED_NAME: &str = "sampled.cu";
 pub const SAMPLED_SRC: &str = concat!(
     include_str!("../../kernels/propagate.cu"),
+    "\n// ---- fixed_point.cuh ----\n",
+    include_str!("../../kernels/fixed_point.cuh"),
     "\n// ---- sampled.cu ----\n",
     include_str!("../../kernels/sampled.cu")
 );
@@ -764,6 +768,14 @@ mod tests {
         assert!(src.contains(&format!("#define WD_SAMP_COUNTERS {SAMPLED_COUNTERS}")));
         assert!(src.contains(&format!("#define WD_SUM_UNIT {:.1}", super::super::SUM_UNIT)));
         assert!(src.contains(&format!("#define WD_SQ_UNIT {:.1}", super::super::SQ_UNIT)));
+        // One add_u128, in fixed_point.cuh, assembled before each kernel file.
+        for k in [KERNEL_SRC, SAMPLED_SRC] {
+            assert_eq!(k.matches("void add_u128(").count(), 1);
+            assert!(k.find("void add_u128(") < k.find("add_u128(T."));
+        }
+        assert!(!src.contains("void add_u128(") && !include_str!("../../kernels/tabulate.cu").contains("void add_u128("));
+        // The warp compaction is the default; WD_SAMP_COMPACT=0 the lane-at-a-time path.
+        assert!(src.contains("#define WD_SAMP_COMPACT 1") && src.contains("#if WD_SAMP_COMPACT"));
         let d = sampled_switches();
         assert!(
             d.iter().any(|s| s == "WD_FAST_RNG") && d.iter().any(|s| s == "WD_FACTORED_ICE"),
