@@ -158,6 +158,52 @@ fn worst_per_coordinate(a: &Particles, b: &Particles) -> [f64; 6] {
 }
 
 /// The beam checks of a `gpu-check` suite ([`run_all`] when the suite holds them).
+/// Non-finite losses without an aperture (the open form of the run kernels, gpu.rs `generate`):
+/// a FODO line with strong sextupoles, a sector bend and an exact drift, whose dynamic aperture
+/// (≈ 1 cm) particles started outside leave within a few passes, overflowing (x², y'² → ∞) at
+/// different elements in different passes; with NaN and ∞ particles from the start
+/// ([`open_loss_beam`]).
+pub const OPEN_LOSS_LINE: &str = "Q1: QUAD, L=0.3, K1=1.2\nQ2: QUAD, L=0.3, K1=-1.2\nD: DRIF, L=1.0\n\
+S: SEXT, L=0.2, K2=40\nE: EDRIFT, L=0.5\nB: SBEN, L=0.5, ANGLE=0.05\n\
+CELL: LINE=(Q1, D, S, E, Q2, D, B)\nOL: LINE=(4*CELL)\n";
+
+/// Passes of the open-aperture loss check.
+pub const OPEN_LOSS_PASSES: u32 = 20;
+
+/// The beam of the open-aperture loss check: [`check_beam_spec`]'s with NaN x, ∞ s and a huge
+/// y' in three particles and x = y from 2.5 cm to 1 m in 69 more, all outside the line's dynamic
+/// aperture (≈ 1 cm) by enough that the pass of their loss is no matter of rounding (the fast
+/// build's fused multiply-adds): on the CPU they are lost at 8 elements in passes 0–2.
+pub fn open_loss_beam(n: usize) -> Particles {
+    let mut p = gaussian(&check_beam_spec(n));
+    p.x[11] = f64::NAN;
+    p.s[12] = f64::INFINITY;
+    p.yp[13] = 1e200;
+    for k in 0..69 {
+        let a = 10f64.powf(-1.6 + 1.6 * k as f64 / 68.0);
+        p.y[100 + 7 * k] = a;
+        p.x[100 + 7 * k] = a;
+    }
+    p
+}
+
+/// The CPU's run of the open-aperture loss check and the distinct (element, pass) of its losses.
+fn open_loss_cpu(program: &Program, p: &Particles, reference: Reference) -> Result<(Particles, usize), String> {
+    let o = opts(OPEN_LOSS_PASSES, f64::INFINITY, Histogram::BlockAtomic, reference);
+    let mut cpu = CpuBackend {
+        particles: p.clone(),
+        reference,
+        aperture: f64::INFINITY,
+        histogram: Histogram::BlockAtomic,
+    };
+    let want = run(program, &mut cpu, &o)?;
+    let places: std::collections::BTreeSet<(u32, u32)> = (0..want.len())
+        .filter(|&i| want.lost_at[i] > 0)
+        .map(|i| (want.lost_at[i], want.lost_pass[i]))
+        .collect();
+    Ok((want, places.len()))
+}
+
 pub fn run_suite(
     suite: Suite,
     _data: &Path,
@@ -273,6 +319,37 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
                 ),
             });
         }
+    }
+
+    log("beam: non-finite losses without an aperture (open run kernels), GPU vs CPU");
+    let open_program = Program::compile(&parse(OPEN_LOSS_LINE, "open-loss.lte", None).map_err(|e| e.to_string())?);
+    let reference = Reference::electron(1000.0);
+    let p = open_loss_beam(200_000);
+    let (want, places) = open_loss_cpu(&open_program, &p, reference)?;
+    let lost = want.lost_at.iter().filter(|&&l| l > 0).count();
+    let o = opts(OPEN_LOSS_PASSES, f64::INFINITY, Histogram::BlockAtomic, reference);
+    for precise in [true, false] {
+        let mut g = gpu(
+            &open_program,
+            &p,
+            reference,
+            options(device, precise, false, Histogram::BlockAtomic, f64::INFINITY),
+        )?;
+        let got = run(&open_program, &mut g, &o)?;
+        let same_flags = got.lost_at == want.lost_at && got.lost_pass == want.lost_pass;
+        let bits = |q: &Particles| -> Vec<u64> { q.coords().iter().flat_map(|c| c.iter().map(|v| v.to_bits())).collect() };
+        let identical = bits(&got) == bits(&want) && same_flags;
+        let worst = worst_relative(&want, &got);
+        // The losses must spread over elements and passes, or the check proves little.
+        let passed = places >= 10 && lost >= 72 && same_flags && if precise { identical } else { worst <= 1e-12 };
+        checks.push(Check {
+            name: format!("beam open-aperture losses GPU = CPU ({})", if precise { "precise" } else { "fast" }),
+            passed,
+            detail: format!(
+                "{} particles × {OPEN_LOSS_PASSES} passes without an aperture (the run kernel without a test after every element, and the particles that end a pass non-finite tracked again with it): {lost} lost on the CPU at {places} distinct (element, pass), must be ≥ 10; loss element and pass identical: {same_flags}; bit-identical (coordinates at loss included): {identical}; max |Δ|/size of a coordinate = {worst:.3e} (bound: 0 precise, 1e-12 fast)",
+                p.len()
+            ),
+        });
     }
 
     log("beam: RF cavity (RFCA), GPU vs CPU");
@@ -453,5 +530,32 @@ mod tests {
         let names: Vec<String> = crate::gpu::doctor_sources().into_iter().map(|s| s.0).collect();
         assert!(names.contains(&"beam_maps_all_kinds.cu".to_string()), "{names:?}");
         assert!(names.contains(&"beam_maps_apertures.cu".to_string()), "{names:?}");
+    }
+
+    /// The open-aperture loss check's line loses particles at many elements in many passes on
+    /// the CPU (so the GPU check can tell a wrong loss place), and its run gets the open form of
+    /// the kernel (no test after every element) when tracked without an aperture.
+    #[test]
+    fn open_loss_line_loses_along_the_line_and_gets_the_open_kernel() {
+        use super::*;
+        let program = Program::compile(&parse(OPEN_LOSS_LINE, "open-loss.lte", None).unwrap());
+        let p = open_loss_beam(2_000);
+        let (want, places) = open_loss_cpu(&program, &p, Reference::electron(1000.0)).unwrap();
+        let lost: Vec<(usize, u32, u32)> = (0..want.len())
+            .filter(|&i| want.lost_at[i] > 0)
+            .map(|i| (i, want.lost_at[i], want.lost_pass[i]))
+            .collect();
+        let passes: std::collections::BTreeSet<u32> = lost.iter().map(|l| l.2).collect();
+        assert!(places >= 10 && passes.len() >= 3, "{lost:?}");
+        // NaN x: lost at the first element, pass 0; of the others exactly those started outside
+        // the dynamic aperture.
+        assert_eq!((want.lost_at[11], want.lost_pass[11]), (1, 0));
+        assert_eq!(lost.len(), 3 + 69, "{lost:?}");
+        assert!(lost
+            .iter()
+            .all(|&(i, _, _)| i == 11 || i == 12 || i == 13 || (i >= 100 && (i - 100) % 7 == 0)));
+        let open = crate::gpu::generate(&program, 2, false, true).unwrap();
+        let checked = crate::gpu::generate(&program, 2, false, false).unwrap();
+        assert!(open.source.contains("goto recheck;") && !checked.source.contains("goto recheck;"));
     }
 }
