@@ -120,6 +120,7 @@ fn options(device: usize, precise: bool, per_element: bool, histogram: Histogram
         histogram,
         aperture,
         min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
+        roll: false,
     }
 }
 
@@ -328,12 +329,15 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
     let (want, places) = open_loss_cpu(&open_program, &p, reference)?;
     let lost = want.lost_at.iter().filter(|&&l| l > 0).count();
     let o = opts(OPEN_LOSS_PASSES, f64::INFINITY, Histogram::BlockAtomic, reference);
-    for precise in [true, false] {
+    for (precise, roll) in [(true, false), (false, false), (true, true)] {
         let mut g = gpu(
             &open_program,
             &p,
             reference,
-            options(device, precise, false, Histogram::BlockAtomic, f64::INFINITY),
+            GpuOptions {
+                roll,
+                ..options(device, precise, false, Histogram::BlockAtomic, f64::INFINITY)
+            },
         )?;
         let got = run(&open_program, &mut g, &o)?;
         let same_flags = got.lost_at == want.lost_at && got.lost_pass == want.lost_pass;
@@ -343,7 +347,11 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
         // The losses must spread over elements and passes, or the check proves little.
         let passed = places >= 10 && lost >= 72 && same_flags && if precise { identical } else { worst <= 1e-12 };
         checks.push(Check {
-            name: format!("beam open-aperture losses GPU = CPU ({})", if precise { "precise" } else { "fast" }),
+            name: format!(
+                "beam open-aperture losses GPU = CPU ({}{})",
+                if precise { "precise" } else { "fast" },
+                if roll { ", cells as loops" } else { "" }
+            ),
             passed,
             detail: format!(
                 "{} particles × {OPEN_LOSS_PASSES} passes without an aperture (the run kernel without a test after every element, and the particles that end a pass non-finite tracked again with it): {lost} lost on the CPU at {places} distinct (element, pass), must be ≥ 10; loss element and pass identical: {same_flags}; bit-identical (coordinates at loss included): {identical}; max |Δ|/size of a coordinate = {worst:.3e} (bound: 0 precise, 1e-12 fast)",
@@ -532,6 +540,55 @@ mod tests {
         assert!(names.contains(&"beam_maps_apertures.cu".to_string()), "{names:?}");
     }
 
+    /// Rolling folds the ring's repeated cells into one loop with the element numbers of every
+    /// cell, keeps single items single, and leaves the unrolled source unchanged otherwise.
+    #[test]
+    fn repeated_cells_become_loops() {
+        use super::*;
+        use crate::gpu::{roll, Block, Shape};
+        let lattice = parse(RF_LINE, "rf.lte", None).unwrap();
+        let program = Program::compile_with(&lattice, Some(&rf_reference()));
+        let flat = crate::gpu::generate(&program, Shape::new(true)).unwrap();
+        let rolled = crate::gpu::generate(
+            &program,
+            Shape {
+                roll: true,
+                ..Shape::new(true)
+            },
+        )
+        .unwrap();
+        assert_eq!(flat.constants, rolled.constants);
+        // RF, then 4 cells of 8 elements: one loop in the open passes and one in the checked ones.
+        assert_eq!(
+            rolled.source.matches("for (unsigned c = 0; c < 4; ++c) {").count(),
+            2,
+            "{}",
+            rolled.source
+        );
+        assert!(rolled.source.contains("CHECK(2 + 8 * c);") && rolled.source.contains("CHECK(9 + 8 * c);"));
+        assert!(!flat.source.contains("unsigned c = 0") && flat.source.contains("CHECK(33);"));
+        let body: Vec<(String, usize)> = ["a", "r", "b", "c", "b", "c", "b", "c", "z"]
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (s.to_string(), k + 1))
+            .collect();
+        // Too short a repetition (6 items; 8 at least) stays inline; a longer one is a loop.
+        assert!(roll(&body).iter().all(|b| matches!(b, Block::One(_))));
+        let long: Vec<(String, usize)> = (0..20).map(|k| (["p", "q"][k % 2].to_string(), 3 * k + 1)).collect();
+        assert_eq!(
+            roll(&long),
+            vec![Block::Loop {
+                start: 0,
+                period: 2,
+                reps: 10,
+                stride: 6
+            }]
+        );
+        // Equal calls whose element numbers do not advance evenly are not one loop.
+        let uneven: Vec<(String, usize)> = (0..20).map(|k| ("p".to_string(), k * k + 1)).collect();
+        assert!(roll(&uneven).iter().all(|b| matches!(b, Block::One(_))));
+    }
+
     /// The open-aperture loss check's line loses particles at many elements in many passes on
     /// the CPU (so the GPU check can tell a wrong loss place), and its run gets the open form of
     /// the kernel (no test after every element) when tracked without an aperture.
@@ -554,8 +611,8 @@ mod tests {
         assert!(lost
             .iter()
             .all(|&(i, _, _)| i == 11 || i == 12 || i == 13 || (i >= 100 && (i - 100) % 7 == 0)));
-        let open = crate::gpu::generate(&program, 2, false, true).unwrap();
-        let checked = crate::gpu::generate(&program, 2, false, false).unwrap();
+        let open = crate::gpu::generate(&program, crate::gpu::Shape::new(true)).unwrap();
+        let checked = crate::gpu::generate(&program, crate::gpu::Shape::new(false)).unwrap();
         assert!(open.source.contains("goto recheck;") && !checked.source.contains("goto recheck;"));
     }
 }

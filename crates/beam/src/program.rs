@@ -796,13 +796,13 @@ mod tests {
             positions: vec![0.0],
             length: 0.0,
         };
-        let src = crate::gpu::generate(&program, 2, false, true).unwrap();
+        let src = crate::gpu::generate(&program, crate::gpu::Shape::new(true)).unwrap();
         assert!(!src.source.contains("goto recheck;"));
         let kq = crate::lattice::parse("QF: KQUAD, L=0.4, K1=0.6\nD: DRIF, L=1\nL: LINE=(QF, D)\n", "k.lte", None).unwrap();
-        let src = crate::gpu::generate(&Program::compile(&kq), 2, false, true).unwrap();
+        let src = crate::gpu::generate(&Program::compile(&kq), crate::gpu::Shape::new(true)).unwrap();
         assert!(!src.source.contains("goto recheck;"), "kick integrators keep the checked form");
         let fodo = crate::lattice::parse("QF: QUAD, L=0.4, K1=0.6\nD: EDRIFT, L=1\nL: LINE=(QF, D)\n", "q.lte", None).unwrap();
-        let src = crate::gpu::generate(&Program::compile(&fodo), 2, false, true).unwrap();
+        let src = crate::gpu::generate(&Program::compile(&fodo), crate::gpu::Shape::new(true)).unwrap();
         assert!(src.source.contains("goto recheck;"));
     }
 
