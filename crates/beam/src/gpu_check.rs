@@ -4,6 +4,9 @@
 //!   with an aperture that loses particles (loss flags identical) and NaN particles;
 //! * apertures: MAXAMP (rectangular, elliptical), RCOL, ECOL lose the same particles at the same
 //!   element and pass on the GPU as on the CPU (precise: bit-identical);
+//! * non-finite losses without an aperture (the open run kernels: one finiteness test per pass,
+//!   failing particles tracked again with the per-element test): the same loss element and pass
+//!   and, precise, the same bits as the CPU, also with repeated cells as loops;
 //! * RF: a ring with one RFCA, 100 passes: precise GPU bit-identical to the CPU but for the
 //!   particles whose energy CUDA's sine rounds differently (< 1 %), every difference within 1e-8
 //!   of a coordinate's size (the arrival time t − t_ref amplifies the last bit of t);
