@@ -240,6 +240,7 @@ fn gpu_runs(o: &BenchOptions, device: usize, maps: &Program, lsc: &Program, ctl:
                 histogram: Histogram::BlockAtomic,
                 aperture: f64::INFINITY,
                 min_blocks,
+                roll: crate::gpu::roll_from_env(),
             };
             let mut g = GpuBackend::new(maps, &beam, reference, opts)?;
             time_run(&mut g, maps, 1, reference)?; // warm-up (module load, clocks)
@@ -277,6 +278,7 @@ fn gpu_runs(o: &BenchOptions, device: usize, maps: &Program, lsc: &Program, ctl:
             histogram: h,
             aperture: f64::INFINITY,
             min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
+            roll: crate::gpu::roll_from_env(),
         };
         let mut g = GpuBackend::new(lsc, &beam, reference, opts)?;
         time_run(&mut g, lsc, 1, reference)?;

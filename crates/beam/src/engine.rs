@@ -820,6 +820,7 @@ impl Track {
                         histogram: self.histogram,
                         aperture: self.aperture,
                         min_blocks: self.min_blocks,
+                        roll: crate::gpu::roll_from_env(),
                     },
                 )?;
                 let name = format!("cuda:{d} ({})", g.gpu().name);

@@ -65,12 +65,120 @@ fn kc(i: usize) -> String {
     format!("K[{i}]")
 }
 
+/// How [`generate`] lays out the map kernels.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Blocks of 256 threads per multiprocessor to compile for (0: the compiler's choice).
+    pub min_blocks: u32,
+    /// One kernel per element of every run besides the fused ones.
+    pub per_element: bool,
+    /// Tracking without an aperture of its own (+∞): the open form of eligible runs.
+    pub open_aperture: bool,
+    /// Fold repeated cells of a run into loops ([`roll`]): the same operations in the same
+    /// order, in a fraction of the code (the ring of issue #30: one loop of its 12-element cell
+    /// instead of 192 inlined maps). `beam track` and `bench beam`: `WARPDRIVE_BEAM_ROLL=1` ([`roll_from_env`]).
+    pub roll: bool,
+}
+
+impl Shape {
+    /// The default shape of a run's kernels: [`DEFAULT_MIN_BLOCKS`], fused runs only, the
+    /// open form when there is no aperture.
+    pub fn new(open_aperture: bool) -> Self {
+        Self {
+            min_blocks: DEFAULT_MIN_BLOCKS,
+            per_element: false,
+            open_aperture,
+            roll: false,
+        }
+    }
+}
+
+/// A piece of a run's body: one item, or `reps` repetitions of the `period` items from `start`
+/// whose element numbers advance by `stride` per repetition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    One(usize),
+    Loop {
+        start: usize,
+        period: usize,
+        reps: usize,
+        stride: usize,
+    },
+}
+
+/// Longest cell [`roll`] looks for, and the fewest items a loop must cover.
+const ROLL_MAX_PERIOD: usize = 64;
+const ROLL_MIN_ITEMS: usize = 8;
+
+/// Split a run's body — (generated call, element number) per item — into single items and
+/// loops over repeated cells: greedily from the front, the period (≤ [`ROLL_MAX_PERIOD`]) whose
+/// repetitions (identical calls, element numbers advancing by one stride) cover the most items,
+/// if at least [`ROLL_MIN_ITEMS`].
+pub fn roll(body: &[(String, usize)]) -> Vec<Block> {
+    let n = body.len();
+    let mut out = Vec::new();
+    let mut a = 0;
+    while a < n {
+        let mut best: Option<Block> = None;
+        let mut covered = 0;
+        for p in 1..=ROLL_MAX_PERIOD.min((n - a) / 2) {
+            let Some(stride) = body[a + p].1.checked_sub(body[a].1).filter(|&s| s > 0) else {
+                continue;
+            };
+            let same =
+                |r: usize| (0..p).all(|q| body[a + r * p + q].0 == body[a + q].0 && body[a + r * p + q].1 == body[a + q].1 + r * stride);
+            let mut reps = 1;
+            while a + (reps + 1) * p <= n && same(reps) {
+                reps += 1;
+            }
+            if reps >= 2 && p * reps >= ROLL_MIN_ITEMS && p * reps > covered {
+                covered = p * reps;
+                best = Some(Block::Loop {
+                    start: a,
+                    period: p,
+                    reps,
+                    stride,
+                });
+            }
+        }
+        match best {
+            Some(b) => {
+                out.push(b);
+                a += covered;
+            }
+            None => {
+                out.push(Block::One(a));
+                a += 1;
+            }
+        }
+    }
+    out
+}
+
 /// Generate the map kernels of `program`; `min_blocks` > 0 asks the compiler to fit that many
 /// 256-thread blocks per multiprocessor (`__launch_bounds__(256, min_blocks)`: fewer registers,
 /// more warps in flight). `per_element` adds one kernel per element of every run (for
 /// `--launch-per-element`); without it the module holds the fused run kernels only, which is what
 /// NVRTC spends its time on (a ring of 193 elements with 96 kick integrators: 2 s instead of 12 s).
-pub fn generate(program: &Program, min_blocks: u32, per_element: bool) -> Result<MapSource, String> {
+///
+/// `open_aperture` (the tracking has no aperture of its own, `aperture` = +∞): a run whose items
+/// all keep a non-finite coordinate non-finite ([`keeps_non_finite`]) gets the open form of its
+/// kernel: the passes without the test after every element — with an infinite aperture that
+/// test only catches a non-finite x or y, and such a particle is still non-finite at the end of
+/// the pass — and one test of all six coordinates per pass; a particle that fails it is tracked
+/// again from its coordinates at the launch's start with the test after every element (the
+/// checked form, the same operations in the same order), so that it is lost at the element and
+/// pass, and with the coordinates, of the checked kernel and the CPU. The checked form's test
+/// and early exit cost, per element, two FP64 compares, two branches and the moves that bring
+/// the six coordinates into the exit's registers: on the ring of issue #30 (193 elements) 8 373
+/// instructions per pass against 5 666 without them (sm_90 SASS, docs/performance/beam.md).
+pub fn generate(program: &Program, shape: Shape) -> Result<MapSource, String> {
+    let Shape {
+        min_blocks,
+        per_element,
+        open_aperture,
+        ..
+    } = shape;
     let bounds = if min_blocks > 0 {
         format!("{BLOCK}, {min_blocks}")
     } else {
@@ -150,6 +258,7 @@ pub fn generate(program: &Program, min_blocks: u32, per_element: bool) -> Result
     };
     // Constants of the kick–drift elements, shared by equal elements.
     let mut kick_offsets: HashMap<Vec<u64>, usize> = HashMap::new();
+    let mut drift_offsets: HashMap<u64, usize> = HashMap::new();
     let mut kernels = String::new();
     let mut run_kernels = HashMap::new();
     let mut element_kernels = HashMap::new();
@@ -164,15 +273,19 @@ pub fn generate(program: &Program, min_blocks: u32, per_element: bool) -> Result
         })
         .collect();
     for (step, items) in runs {
-        let body: Vec<String> = items
+        let body: Vec<(String, usize)> = items
             .iter()
             .map(|it| {
                 let call = match it {
                     RunItem::Map { map, .. } => format!("map_{}(z0, z1, z2, z3, z4, z5);", map_id(map, &mut functions, &mut constants)),
                     RunItem::ExactDrift { l, .. } => {
-                        let c = kc(constants.len());
-                        constants.push(*l);
-                        format!("exact_drift(z0, z1, z2, z3, z4, {c});")
+                        // One constant per length (equal drifts then have equal calls, which
+                        // `roll` folds into loops).
+                        let k = *drift_offsets.entry(l.to_bits()).or_insert_with(|| {
+                            constants.push(*l);
+                            constants.len() - 1
+                        });
+                        format!("exact_drift(z0, z1, z2, z3, z4, {});", kc(k))
                     }
                     RunItem::Kick { kick, element } => {
                         let (kind, k) = kick
@@ -211,16 +324,64 @@ pub fn generate(program: &Program, min_blocks: u32, per_element: bool) -> Result
                         )
                     }
                 };
-                Ok(format!("{call} CHECK({});", it.element() + 1))
+                Ok((call, it.element() + 1))
             })
             .collect::<Result<_, String>>()?;
+        let open = open_aperture && items.iter().all(keeps_non_finite);
+        let checked: Vec<String> = body.iter().map(|(call, e)| format!("{call} CHECK({e});")).collect();
         let last = items.last().map_or(0, |it| it.element() + 1);
         let name = format!("run_{step}");
+        // The body of one pass, with or without the test after every element; repeated cells
+        // folded into loops when asked (`roll`).
+        let lines = |check: bool| -> Vec<String> {
+            let line = |k: usize, e: String| {
+                if check {
+                    format!("{} CHECK({e});", body[k].0)
+                } else {
+                    body[k].0.clone()
+                }
+            };
+            if !shape.roll {
+                return (0..body.len()).map(|k| line(k, body[k].1.to_string())).collect();
+            }
+            let mut out = Vec::new();
+            for block in roll(&body) {
+                match block {
+                    Block::One(k) => out.push(line(k, body[k].1.to_string())),
+                    Block::Loop {
+                        start,
+                        period,
+                        reps,
+                        stride,
+                    } => {
+                        out.push(format!("#pragma unroll 1\n      for (unsigned c = 0; c < {reps}; ++c) {{"));
+                        out.extend((start..start + period).map(|k| format!("  {}", line(k, format!("{} + {stride} * c", body[k].1)))));
+                        out.push("}".into());
+                    }
+                }
+            }
+            out
+        };
+        let passes = |body: &[String], end: &str| {
+            format!(
+                "for (unsigned pass = pass0; pass < pass0 + npass; ++pass) {{\n      {}\n      {end}\n    }}",
+                body.join("\n      ")
+            )
+        };
+        let checked_passes = passes(&lines(true), &format!("FINITE({last});"));
+        let tracking = if open {
+            format!(
+                "{}\n    goto done;\n  recheck:\n    RELOAD;\n    {checked_passes}",
+                passes(&lines(false), "if (!ALL_FINITE) goto recheck;")
+            )
+        } else {
+            checked_passes
+        };
         let _ = writeln!(
             kernels,
-            "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  FOR_PARTICLES {{\n    LOAD;\n    for (unsigned pass = pass0; pass < pass0 + npass; ++pass) {{\n      {}\n      FINITE({last});\n    }}\n    STORE;\n  }}\n}}",
-            body.join("\n      ")
+            "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}(PARTICLE_ARGS, unsigned pass0, unsigned npass, double aperture) {{\n  FOR_PARTICLES {{\n    LOAD;\n    {tracking}\n    STORE;\n  }}\n}}"
         );
+        let body = checked;
         run_kernels.insert(step, name);
         if !per_element {
             continue;
@@ -258,6 +419,24 @@ pub fn generate(program: &Program, min_blocks: u32, per_element: bool) -> Result
     })
 }
 
+/// Does a particle that enters `item` with a non-finite coordinate (NaN or ±∞) leave it with
+/// one? Then a particle whose six coordinates are finite after a pass of such items had finite
+/// coordinates after every element of it, and with an infinite aperture (lost iff x or y is not
+/// finite) was lost nowhere in it: what the open form of a run kernel ([`generate`]) relies on.
+/// Maps: when every input coordinate is kept (identity row) or appears in a computed row (with a
+/// non-zero coefficient, as every stored term has: ±∞ times a non-zero number or 0 · ±∞ and any
+/// sum with a non-finite term are not finite). Exact drifts: x, y and s add a multiple of
+/// themselves, x', y', δ are kept. RF cavities (`rf_item_track`): x, y as the drifts; x', y'
+/// become NaN through p_x = x' · (1+δ)/√(1+x'²+y'²) (∞ · 0 or NaN); s and δ through the
+/// arrival time and the sine. Kick integrators (arcsines, divisions) and aperture tests: no.
+pub fn keeps_non_finite(item: &RunItem) -> bool {
+    match item {
+        RunItem::Map { map, .. } => map.keeps_non_finite(),
+        RunItem::ExactDrift { .. } | RunItem::Rf { .. } => true,
+        RunItem::Kick { .. } | RunItem::Check { .. } => false,
+    }
+}
+
 /// CUDA twins of `elements/mod.rs`, `elements/bend.rs` and `elements/multipole.rs` (the
 /// kick–drift integrators), included in every generated map kernel.
 pub const ELEMENTS_SRC: &str = include_str!("../kernels/elements.cu");
@@ -272,7 +451,9 @@ const MAP_PRELUDE: &str = r#"// Generated by warpdrive-beam (src/gpu.rs): second
 #define LOAD if (lost_at[i]) continue; \
     double z0 = px[i], z1 = pxp[i], z2 = py[i], z3 = pyp[i], z4 = ps[i], z5 = pd[i]; unsigned lost = 0, lpass = 0
 #define CHECK(e) if (!(fabs(z0) < aperture && fabs(z2) < aperture)) { lost = (e); lpass = pass; goto done; }
-#define FINITE(e) if (!(isfinite(z0) && isfinite(z1) && isfinite(z2) && isfinite(z3) && isfinite(z4) && isfinite(z5))) { lost = (e); lpass = pass; goto done; }
+#define ALL_FINITE (isfinite(z0) && isfinite(z1) && isfinite(z2) && isfinite(z3) && isfinite(z4) && isfinite(z5))
+#define FINITE(e) if (!ALL_FINITE) { lost = (e); lpass = pass; goto done; }
+#define RELOAD z0 = px[i]; z1 = pxp[i]; z2 = py[i]; z3 = pyp[i]; z4 = ps[i]; z5 = pd[i]
 #define STORE done: px[i] = z0; pxp[i] = z1; py[i] = z2; pyp[i] = z3; ps[i] = z4; pd[i] = z5; \
     if (lost) { lost_at[i] = lost; lost_pass[i] = lpass; }
 
@@ -343,6 +524,14 @@ pub struct GpuOptions {
     pub aperture: f64,
     /// Blocks per multiprocessor the map kernels are compiled for (0: the compiler's choice).
     pub min_blocks: u32,
+    /// Repeated cells of a run as loops ([`Shape::roll`]).
+    pub roll: bool,
+}
+
+/// `WARPDRIVE_BEAM_ROLL=1`: the map kernels with repeated cells as loops ([`Shape::roll`]), for
+/// measuring what the smaller code gains against the loops' cost.
+pub fn roll_from_env() -> bool {
+    std::env::var("WARPDRIVE_BEAM_ROLL").is_ok_and(|v| v == "1")
 }
 
 /// Measured on an H100 (docs/performance/beam.md): the fused benchmark line ran at 17.2 TFLOP/s
@@ -413,7 +602,13 @@ fn cfg(gpu: &Gpu, n: usize, shared: u32) -> LaunchConfig {
 impl GpuBackend {
     pub fn new(program: &Program, particles: &Particles, reference: Reference, opts: GpuOptions) -> Result<Self, GpuError> {
         let gpu = cuda::open(opts.device)?;
-        let src = generate(program, opts.min_blocks, opts.per_element).map_err(GpuError::Other)?;
+        let shape = Shape {
+            min_blocks: opts.min_blocks,
+            per_element: opts.per_element,
+            open_aperture: opts.aperture == f64::INFINITY,
+            roll: opts.roll,
+        };
+        let src = generate(program, shape).map_err(GpuError::Other)?;
         let mut run_fns = HashMap::new();
         let mut elem_fns = HashMap::new();
         let mut maps = None;
@@ -860,8 +1055,10 @@ const RF_CONSTANTS: usize = 12;
 pub const MAPS_NAME: &str = "beam_maps.cu";
 
 /// Generated map sources that `warpdrive doctor` compiles: the benchmark line (maps only and
-/// with LSCDRIFT), a line with every element kind, the aperture line and the RF ring (compiled
-/// with the RF checks' reference particle; lines without a cavity do not use it). (name, source, run-kernel names)
+/// with LSCDRIFT), a line with every element kind, the aperture line, the RF ring and the
+/// open-aperture loss line (also with its cells as loops), as tracked without an aperture (the
+/// open form where a run has it; compiled with the RF checks' reference particle; lines without
+/// a cavity do not use it). (name, source, run-kernel names)
 pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
     let lines = [
         ("beam_maps_bench.cu", crate::lattice::bench_lte(false)),
@@ -871,13 +1068,19 @@ pub fn doctor_sources() -> Vec<(String, String, Vec<String>)> {
         ("beam_maps_open_apertures.cu", crate::gpu_check::OPEN_APERTURE_LINE.to_string()),
         ("beam_maps_rf.cu", crate::gpu_check::RF_LINE.to_string()),
         ("beam_maps_kicks.cu", crate::gpu_check::KICK_LINE.to_string()),
+        ("beam_maps_open_loss.cu", crate::gpu_check::OPEN_LOSS_LINE.to_string()),
+        ("beam_maps_open_loss_rolled.cu", crate::gpu_check::OPEN_LOSS_LINE.to_string()),
     ];
     let reference = crate::gpu_check::rf_reference();
     lines
         .into_iter()
         .filter_map(|(name, text)| {
             let lattice = crate::lattice::parse(&text, name, None).ok()?;
-            let src = generate(&Program::compile_with(&lattice, Some(&reference)), DEFAULT_MIN_BLOCKS, false).ok()?;
+            let shape = Shape {
+                roll: name.ends_with("_rolled.cu"),
+                ..Shape::new(true)
+            };
+            let src = generate(&Program::compile_with(&lattice, Some(&reference)), shape).ok()?;
             let mut fns: Vec<String> = src.run_kernels.values().cloned().collect();
             fns.sort();
             Some((name.to_string(), src.source, fns))

@@ -4,6 +4,9 @@
 //!   with an aperture that loses particles (loss flags identical) and NaN particles;
 //! * apertures: MAXAMP (rectangular, elliptical), RCOL, ECOL lose the same particles at the same
 //!   element and pass on the GPU as on the CPU (precise: bit-identical);
+//! * non-finite losses without an aperture (the open run kernels: one finiteness test per pass,
+//!   failing particles tracked again with the per-element test): the same loss element and pass
+//!   and, precise, the same bits as the CPU, also with repeated cells as loops;
 //! * RF: a ring with one RFCA, 100 passes: precise GPU bit-identical to the CPU but for the
 //!   particles whose energy CUDA's sine rounds differently (< 1 %), every difference within 1e-8
 //!   of a coordinate's size (the arrival time t − t_ref amplifies the last bit of t);
@@ -120,6 +123,7 @@ fn options(device: usize, precise: bool, per_element: bool, histogram: Histogram
         histogram,
         aperture,
         min_blocks: crate::gpu::DEFAULT_MIN_BLOCKS,
+        roll: false,
     }
 }
 
@@ -158,6 +162,52 @@ fn worst_per_coordinate(a: &Particles, b: &Particles) -> [f64; 6] {
 }
 
 /// The beam checks of a `gpu-check` suite ([`run_all`] when the suite holds them).
+/// Non-finite losses without an aperture (the open form of the run kernels, gpu.rs `generate`):
+/// a FODO line with strong sextupoles, a sector bend and an exact drift, whose dynamic aperture
+/// (≈ 1 cm) particles started outside leave within a few passes, overflowing (x², y'² → ∞) at
+/// different elements in different passes; with NaN and ∞ particles from the start
+/// ([`open_loss_beam`]).
+pub const OPEN_LOSS_LINE: &str = "Q1: QUAD, L=0.3, K1=1.2\nQ2: QUAD, L=0.3, K1=-1.2\nD: DRIF, L=1.0\n\
+S: SEXT, L=0.2, K2=40\nE: EDRIFT, L=0.5\nB: SBEN, L=0.5, ANGLE=0.05\n\
+CELL: LINE=(Q1, D, S, E, Q2, D, B)\nOL: LINE=(4*CELL)\n";
+
+/// Passes of the open-aperture loss check.
+pub const OPEN_LOSS_PASSES: u32 = 20;
+
+/// The beam of the open-aperture loss check: [`check_beam_spec`]'s with NaN x, ∞ s and a huge
+/// y' in three particles and x = y from 2.5 cm to 1 m in 69 more, all outside the line's dynamic
+/// aperture (≈ 1 cm) by enough that the pass of their loss is no matter of rounding (the fast
+/// build's fused multiply-adds): on the CPU they are lost at 8 elements in passes 0–2.
+pub fn open_loss_beam(n: usize) -> Particles {
+    let mut p = gaussian(&check_beam_spec(n));
+    p.x[11] = f64::NAN;
+    p.s[12] = f64::INFINITY;
+    p.yp[13] = 1e200;
+    for k in 0..69 {
+        let a = 10f64.powf(-1.6 + 1.6 * k as f64 / 68.0);
+        p.y[100 + 7 * k] = a;
+        p.x[100 + 7 * k] = a;
+    }
+    p
+}
+
+/// The CPU's run of the open-aperture loss check and the distinct (element, pass) of its losses.
+fn open_loss_cpu(program: &Program, p: &Particles, reference: Reference) -> Result<(Particles, usize), String> {
+    let o = opts(OPEN_LOSS_PASSES, f64::INFINITY, Histogram::BlockAtomic, reference);
+    let mut cpu = CpuBackend {
+        particles: p.clone(),
+        reference,
+        aperture: f64::INFINITY,
+        histogram: Histogram::BlockAtomic,
+    };
+    let want = run(program, &mut cpu, &o)?;
+    let places: std::collections::BTreeSet<(u32, u32)> = (0..want.len())
+        .filter(|&i| want.lost_at[i] > 0)
+        .map(|i| (want.lost_at[i], want.lost_pass[i]))
+        .collect();
+    Ok((want, places.len()))
+}
+
 pub fn run_suite(
     suite: Suite,
     _data: &Path,
@@ -273,6 +323,44 @@ pub fn run_all(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, S
                 ),
             });
         }
+    }
+
+    log("beam: non-finite losses without an aperture (open run kernels), GPU vs CPU");
+    let open_program = Program::compile(&parse(OPEN_LOSS_LINE, "open-loss.lte", None).map_err(|e| e.to_string())?);
+    let reference = Reference::electron(1000.0);
+    let p = open_loss_beam(200_000);
+    let (want, places) = open_loss_cpu(&open_program, &p, reference)?;
+    let lost = want.lost_at.iter().filter(|&&l| l > 0).count();
+    let o = opts(OPEN_LOSS_PASSES, f64::INFINITY, Histogram::BlockAtomic, reference);
+    for (precise, roll) in [(true, false), (false, false), (true, true)] {
+        let mut g = gpu(
+            &open_program,
+            &p,
+            reference,
+            GpuOptions {
+                roll,
+                ..options(device, precise, false, Histogram::BlockAtomic, f64::INFINITY)
+            },
+        )?;
+        let got = run(&open_program, &mut g, &o)?;
+        let same_flags = got.lost_at == want.lost_at && got.lost_pass == want.lost_pass;
+        let bits = |q: &Particles| -> Vec<u64> { q.coords().iter().flat_map(|c| c.iter().map(|v| v.to_bits())).collect() };
+        let identical = bits(&got) == bits(&want) && same_flags;
+        let worst = worst_relative(&want, &got);
+        // The losses must spread over elements and passes, or the check proves little.
+        let passed = places >= 10 && lost >= 72 && same_flags && if precise { identical } else { worst <= 1e-12 };
+        checks.push(Check {
+            name: format!(
+                "beam open-aperture losses GPU = CPU ({}{})",
+                if precise { "precise" } else { "fast" },
+                if roll { ", cells as loops" } else { "" }
+            ),
+            passed,
+            detail: format!(
+                "{} particles × {OPEN_LOSS_PASSES} passes without an aperture (the run kernel without a test after every element, and the particles that end a pass non-finite tracked again with it): {lost} lost on the CPU at {places} distinct (element, pass), must be ≥ 10; loss element and pass identical: {same_flags}; bit-identical (coordinates at loss included): {identical}; max |Δ|/size of a coordinate = {worst:.3e} (bound: 0 precise, 1e-12 fast)",
+                p.len()
+            ),
+        });
     }
 
     log("beam: RF cavity (RFCA), GPU vs CPU");
@@ -453,5 +541,81 @@ mod tests {
         let names: Vec<String> = crate::gpu::doctor_sources().into_iter().map(|s| s.0).collect();
         assert!(names.contains(&"beam_maps_all_kinds.cu".to_string()), "{names:?}");
         assert!(names.contains(&"beam_maps_apertures.cu".to_string()), "{names:?}");
+    }
+
+    /// Rolling folds the ring's repeated cells into one loop with the element numbers of every
+    /// cell, keeps single items single, and leaves the unrolled source unchanged otherwise.
+    #[test]
+    fn repeated_cells_become_loops() {
+        use super::*;
+        use crate::gpu::{roll, Block, Shape};
+        let lattice = parse(RF_LINE, "rf.lte", None).unwrap();
+        let program = Program::compile_with(&lattice, Some(&rf_reference()));
+        let flat = crate::gpu::generate(&program, Shape::new(true)).unwrap();
+        let rolled = crate::gpu::generate(
+            &program,
+            Shape {
+                roll: true,
+                ..Shape::new(true)
+            },
+        )
+        .unwrap();
+        assert_eq!(flat.constants, rolled.constants);
+        // RF, then 4 cells of 8 elements: one loop in the open passes and one in the checked ones.
+        assert_eq!(
+            rolled.source.matches("for (unsigned c = 0; c < 4; ++c) {").count(),
+            2,
+            "{}",
+            rolled.source
+        );
+        assert!(rolled.source.contains("CHECK(2 + 8 * c);") && rolled.source.contains("CHECK(9 + 8 * c);"));
+        assert!(!flat.source.contains("unsigned c = 0") && flat.source.contains("CHECK(33);"));
+        let body: Vec<(String, usize)> = ["a", "r", "b", "c", "b", "c", "b", "c", "z"]
+            .iter()
+            .enumerate()
+            .map(|(k, s)| (s.to_string(), k + 1))
+            .collect();
+        // Too short a repetition (6 items; 8 at least) stays inline; a longer one is a loop.
+        assert!(roll(&body).iter().all(|b| matches!(b, Block::One(_))));
+        let long: Vec<(String, usize)> = (0..20).map(|k| (["p", "q"][k % 2].to_string(), 3 * k + 1)).collect();
+        assert_eq!(
+            roll(&long),
+            vec![Block::Loop {
+                start: 0,
+                period: 2,
+                reps: 10,
+                stride: 6
+            }]
+        );
+        // Equal calls whose element numbers do not advance evenly are not one loop.
+        let uneven: Vec<(String, usize)> = (0..20).map(|k| ("p".to_string(), k * k + 1)).collect();
+        assert!(roll(&uneven).iter().all(|b| matches!(b, Block::One(_))));
+    }
+
+    /// The open-aperture loss check's line loses particles at many elements in many passes on
+    /// the CPU (so the GPU check can tell a wrong loss place), and its run gets the open form of
+    /// the kernel (no test after every element) when tracked without an aperture.
+    #[test]
+    fn open_loss_line_loses_along_the_line_and_gets_the_open_kernel() {
+        use super::*;
+        let program = Program::compile(&parse(OPEN_LOSS_LINE, "open-loss.lte", None).unwrap());
+        let p = open_loss_beam(2_000);
+        let (want, places) = open_loss_cpu(&program, &p, Reference::electron(1000.0)).unwrap();
+        let lost: Vec<(usize, u32, u32)> = (0..want.len())
+            .filter(|&i| want.lost_at[i] > 0)
+            .map(|i| (i, want.lost_at[i], want.lost_pass[i]))
+            .collect();
+        let passes: std::collections::BTreeSet<u32> = lost.iter().map(|l| l.2).collect();
+        assert!(places >= 10 && passes.len() >= 3, "{lost:?}");
+        // NaN x: lost at the first element, pass 0; of the others exactly those started outside
+        // the dynamic aperture.
+        assert_eq!((want.lost_at[11], want.lost_pass[11]), (1, 0));
+        assert_eq!(lost.len(), 3 + 69, "{lost:?}");
+        assert!(lost
+            .iter()
+            .all(|&(i, _, _)| i == 11 || i == 12 || i == 13 || (i >= 100 && (i - 100) % 7 == 0)));
+        let open = crate::gpu::generate(&program, crate::gpu::Shape::new(true)).unwrap();
+        let checked = crate::gpu::generate(&program, crate::gpu::Shape::new(false)).unwrap();
+        assert!(open.source.contains("goto recheck;") && !checked.source.contains("goto recheck;"));
     }
 }

@@ -126,6 +126,19 @@ impl Compact {
         self.rows.iter().map(Row::flops).sum()
     }
 
+    /// Is every input coordinate either kept (its row is the identity) or read by a computed
+    /// row? Then a non-finite input leaves a non-finite output (gpu.rs `keeps_non_finite`).
+    pub fn keeps_non_finite(&self) -> bool {
+        (0..6).all(|j| {
+            self.rows[j].is_identity(j)
+                || self.rows.iter().enumerate().any(|(i, row)| {
+                    !row.is_identity(i)
+                        && (row.r.iter().any(|&(k, _)| usize::from(k) == j)
+                            || row.t.iter().any(|&(k, l, _)| usize::from(k) == j || usize::from(l) == j))
+                })
+        })
+    }
+
     /// FLOPs of the GPU's fast form ([`Row::fast_flops`]; identity rows cost nothing).
     pub fn fast_flops(&self) -> usize {
         self.rows
@@ -745,6 +758,52 @@ mod tests {
             acc += zj * bracket;
         }
         acc
+    }
+
+    /// A map keeps a non-finite input non-finite when every input is kept or read; one that
+    /// drops an input (x ← x', nothing else reads x) does not, and the generated kernels then
+    /// keep the test after every element even without an aperture.
+    #[test]
+    fn maps_that_drop_an_input_are_not_trusted_to_keep_non_finite_values() {
+        let drift = Compact::from_map(&Element::Drift { l: 1.0 }.map2());
+        assert!(drift.keeps_non_finite());
+        let mut z = [f64::INFINITY, 0.0, 0.0, 0.0, 0.0, 0.0];
+        drift.apply(&mut z);
+        assert!(!z[0].is_finite());
+        let identity = |i: usize| Row {
+            c: 0.0,
+            r: vec![(i as u8, 1.0)],
+            t: Vec::new(),
+        };
+        let mut rows: [Row; 6] = std::array::from_fn(identity);
+        rows[0] = Row {
+            c: 0.0,
+            r: vec![(1, 0.5)],
+            t: Vec::new(),
+        };
+        let drops = Compact { rows };
+        assert!(!drops.keeps_non_finite());
+        let mut z = [f64::NAN, 1e-3, 0.0, 0.0, 0.0, 0.0];
+        drops.apply(&mut z);
+        assert!(z.iter().all(|v| v.is_finite()), "{z:?}");
+        // In a line: the run of the dropping map keeps the checked form only.
+        let program = Program {
+            steps: vec![Step::Run(vec![RunItem::Map {
+                element: 0,
+                map: Arc::new(drops),
+            }])],
+            names: vec!["X".into()],
+            positions: vec![0.0],
+            length: 0.0,
+        };
+        let src = crate::gpu::generate(&program, crate::gpu::Shape::new(true)).unwrap();
+        assert!(!src.source.contains("goto recheck;"));
+        let kq = crate::lattice::parse("QF: KQUAD, L=0.4, K1=0.6\nD: DRIF, L=1\nL: LINE=(QF, D)\n", "k.lte", None).unwrap();
+        let src = crate::gpu::generate(&Program::compile(&kq), crate::gpu::Shape::new(true)).unwrap();
+        assert!(!src.source.contains("goto recheck;"), "kick integrators keep the checked form");
+        let fodo = crate::lattice::parse("QF: QUAD, L=0.4, K1=0.6\nD: EDRIFT, L=1\nL: LINE=(QF, D)\n", "q.lte", None).unwrap();
+        let src = crate::gpu::generate(&Program::compile(&fodo), crate::gpu::Shape::new(true)).unwrap();
+        assert!(src.source.contains("goto recheck;"));
     }
 
     #[test]
