@@ -29,7 +29,7 @@ use super::scatter::Phase;
 use super::Fast;
 use crate::collision::DomIndex;
 use crate::medium::Medium;
-use crate::propagate::{step_with, ChunkIds, Mode, PhotonState, RawHit, SegmentEnd, MAX_SEGMENTS};
+use crate::propagate::{step_with, ChunkIds, Mode, PhotonState, RawHit, Segment, SegmentEnd, MAX_SEGMENTS};
 use crate::source::{emit, tags, Source};
 
 /// Photons stepped together (one AVX2 register of floats).
@@ -183,6 +183,112 @@ fn scatter_lanes(ph: &Phase, go: &[bool; W], x: &mut [u32; W], c: &mut [u32; W],
     }
 }
 
+/// One lane's layer walk set up as `walk::layer_walk` sets it up: the table index of its layer
+/// (slice·layers + j), the step (±1), the index of the last layer it can reach, the first
+/// distance to a boundary and the distance between boundaries.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WalkStart {
+    pub idx: i32,
+    pub step: i32,
+    pub last: i32,
+    pub dl: f32,
+    pub dl_layer: f32,
+}
+
+impl WalkStart {
+    /// `walk::layer_walk`'s lines before its loop (same operations).
+    #[inline(always)]
+    #[must_use]
+    pub fn new(m: &Medium, slice: u32, zp: f32, nz: f32) -> Self {
+        let base = slice as usize * m.n_layers;
+        let j = super::walk::layer_of(m, zp);
+        let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
+        let inv_nz = 1.0 / nz;
+        let dl = if nz == 0.0 || j == last {
+            f32::INFINITY
+        } else {
+            ((m.hmin + (j as f32 + half) * m.dh - zp) * inv_nz).max(0.0)
+        };
+        Self {
+            idx: (base + j) as i32,
+            step: if half > 0.0 { 1 } else { -1 },
+            last: (base + last) as i32,
+            dl,
+            dl_layer: m.dh * inv_nz.abs(),
+        }
+    }
+}
+
+/// `walk::layer_walk`'s loop for eight lanes in AVX2 registers: each lane runs until its
+/// segment ends (scattering or absorption), the loop until every lane in `active` has ended;
+/// per lane the scalar loop's operations in its order (so its bits). Returns each lane's
+/// (length, absorption depth left); lanes not in `active` get zeros.
+///
+/// # Safety
+/// The CPU must have AVX2; every active lane's layers (from `start.idx` stepping to
+/// `start.last`) must lie inside `m.sca` and `m.abs` (as `WalkStart::new` makes them).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[must_use]
+pub unsafe fn walk8(m: &Medium, start: &[WalkStart; W], sca_depth: &[f32; W], tot: &[f32; W], abs_factor: &[f32; W], active: &[bool; W]) -> ([f32; W], [f32; W]) {
+    use std::arch::x86_64::*;
+    let gi = |f: &dyn Fn(&WalkStart) -> i32| {
+        let v: [i32; W] = std::array::from_fn(|i| f(&start[i]));
+        _mm256_loadu_si256(v.as_ptr().cast())
+    };
+    let gf = |f: &dyn Fn(&WalkStart) -> f32| {
+        let v: [f32; W] = std::array::from_fn(|i| f(&start[i]));
+        _mm256_loadu_ps(v.as_ptr())
+    };
+    let mut idx = gi(&|w| w.idx);
+    let step = gi(&|w| w.step);
+    let last = gi(&|w| w.last);
+    let mut dl = gf(&|w| w.dl);
+    let dl_layer = gf(&|w| w.dl_layer);
+    let af = _mm256_loadu_ps(abs_factor.as_ptr());
+    let mut sd_left = _mm256_loadu_ps(sca_depth.as_ptr());
+    let mut tot_left = _mm256_loadu_ps(tot.as_ptr());
+    let act: [i32; W] = std::array::from_fn(|i| if active[i] { -1 } else { 0 });
+    let mut act = _mm256_castsi256_ps(_mm256_loadu_si256(act.as_ptr().cast()));
+    let mut length = _mm256_setzero_ps();
+    let (mut out_len, mut out_tot) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+    let inf = _mm256_set1_ps(f32::INFINITY);
+    let zero = _mm256_setzero_ps();
+    while _mm256_movemask_ps(act) != 0 {
+        let s = _mm256_mask_i32gather_ps::<4>(zero, m.sca.as_ptr(), idx, act);
+        let a = _mm256_mul_ps(_mm256_mask_i32gather_ps::<4>(zero, m.abs.as_ptr(), idx, act), af);
+        let (sd, ad) = (_mm256_mul_ps(s, dl), _mm256_mul_ps(a, dl));
+        let ends = _mm256_and_ps(
+            act,
+            _mm256_or_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(sd_left, sd), _mm256_cmp_ps::<_CMP_LE_OQ>(tot_left, ad)),
+        );
+        if _mm256_movemask_ps(ends) != 0 {
+            // tot·s ≤ sca·a: absorbed (length + tot/a, 0), else scattered at ls = sca/s.
+            let absorbed = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_mul_ps(tot_left, s), _mm256_mul_ps(sd_left, a));
+            let ls = _mm256_div_ps(sd_left, s);
+            let len_abs = _mm256_add_ps(length, _mm256_div_ps(tot_left, a));
+            let len_sca = _mm256_add_ps(length, ls);
+            let tot_sca = _mm256_sub_ps(tot_left, _mm256_mul_ps(a, ls));
+            let l = _mm256_blendv_ps(len_sca, len_abs, absorbed);
+            let t = _mm256_blendv_ps(tot_sca, zero, absorbed);
+            out_len = _mm256_blendv_ps(out_len, l, ends);
+            out_tot = _mm256_blendv_ps(out_tot, t, ends);
+            act = _mm256_andnot_ps(ends, act);
+        }
+        length = _mm256_blendv_ps(length, _mm256_add_ps(length, dl), act);
+        sd_left = _mm256_blendv_ps(sd_left, _mm256_sub_ps(sd_left, sd), act);
+        tot_left = _mm256_blendv_ps(tot_left, _mm256_sub_ps(tot_left, ad), act);
+        let acti = _mm256_castps_si256(act);
+        idx = _mm256_add_epi32(idx, _mm256_and_si256(step, acti));
+        let at_last = _mm256_castsi256_ps(_mm256_cmpeq_epi32(idx, last));
+        dl = _mm256_blendv_ps(dl, _mm256_blendv_ps(dl_layer, inf, at_last), act);
+    }
+    let (mut l, mut t) = ([0f32; W], [0f32; W]);
+    _mm256_storeu_ps(l.as_mut_ptr(), out_len);
+    _mm256_storeu_ps(t.as_mut_ptr(), out_tot);
+    (l, t)
+}
+
 /// One lane: its photon between segments, streams and counts.
 #[derive(Clone, Copy)]
 struct Lane {
@@ -195,9 +301,12 @@ struct Lane {
 
 /// The photons of one chunk, [`W`] at a time; hits appended to `out` in canonical order. Only
 /// for media without hole ice (the caller checks).
+///
+/// # Safety
+/// The CPU must have AVX2.
 #[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-pub(super) fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, mut ids: ChunkIds<'_>, out: &mut Vec<RawHit>) {
+pub(super) unsafe fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, mut ids: ChunkIds<'_>, out: &mut Vec<RawHit>) {
     debug_assert!(m.hole.is_none());
     let first_out = out.len();
     let blank = Lane {
@@ -225,6 +334,9 @@ pub(super) fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source]
     let mut go = [false; W];
     let mut d = [[0f32; W]; 3];
     let mut depth = [0f32; W];
+    let (mut zp, mut nr, mut sdep, mut tots) = ([0f32; W], [0f32; W], [0f32; W], [0f32; W]);
+    let mut ws = [WalkStart::default(); W];
+    let mut act = [false; W];
     loop {
         // Refill finished lanes with the chunk's next photons (emitted as `fast::photon` does).
         if !exhausted {
@@ -259,20 +371,42 @@ pub(super) fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source]
             }
         }
         let mut any = false;
-        // The scalar part of each live lane's segment, up to its scattering.
+        // Each live lane's tilt-corrected height, absorption factor and walk set-up (scalar),
+        // then the eight walks together.
         for i in 0..W {
-            go[i] = false;
-            let lane = &mut lanes[i];
+            let lane = &lanes[i];
+            act[i] = lane.live;
             if !lane.live {
                 continue;
             }
             any = true;
+            let p = &lane.st.photon;
+            zp[i] = p.pos[2] - fast.zshift(m, p.pos);
+            nr[i] = fast.absorption_factor(m, p.dir);
+            ws[i] = WalkStart::new(m, p.slice, zp[i], p.dir[2]);
+            sdep[i] = lane.st.sca_depth;
+            tots[i] = lane.st.tot;
+        }
+        if !any {
+            break;
+        }
+        // SAFETY: AVX2 (the caller's contract); `WalkStart::new` keeps the layers in the tables.
+        let (seg_len, seg_tot) = unsafe { walk8(m, &ws, &sdep, &tots, &nr, &act) };
+        // The rest of each live lane's segment up to its scattering (scalar).
+        for i in 0..W {
+            go[i] = false;
+            let lane = &mut lanes[i];
+            if !act[i] {
+                continue;
+            }
             let src = &sources[lane.s as usize];
             let st = &mut lane.st;
             let p = &mut st.photon;
-            let zp = p.pos[2] - fast.zshift(m, p.pos);
-            let nr = fast.absorption_factor(m, p.dir);
-            let seg = fast.walk(m, p.slice, zp, p.dir[2], st.sca_depth, st.tot, nr);
+            let seg = Segment {
+                length: seg_len[i],
+                tot: seg_tot[i],
+            };
+            let zp = zp[i];
             lane.segments += 1;
             if fast.first_hit(doms, p.pos, p.dir, seg.length, st.skip, src.own_dom).is_some() {
                 // A segment that meets a DOM: the whole scalar segment (the same pure
@@ -312,9 +446,6 @@ pub(super) fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source]
                 d[k][i] = p.dir[k];
             }
             depth[i] = st.sca_depth;
-        }
-        if !any {
-            break;
         }
         // The scatterings, in lanes.
         scatter_lanes(&fast.phase, &go, &mut x, &mut c, &mut d, &mut depth);
@@ -362,6 +493,44 @@ mod tests {
                 let cos_t = ph.cosine(u[0], u[1]);
                 let (a, b) = (scatter_l(&ph, n, cos_t, u[2]), ph.scatter(n, cos_t, u[2]));
                 assert_eq!(a.map(f32::to_bits), b.map(f32::to_bits), "{n:?} {cos_t} {}", u[2]);
+            }
+        }
+    }
+    /// Eight walks in AVX2 lanes equal the scalar fast walk bit for bit (random heights inside
+    /// and outside the table, directions including horizontal ones, some lanes off).
+    #[test]
+    fn eight_walks_equal_the_scalar_walk() {
+        if !(is_x86_feature_detected!("avx2")) {
+            return; // nothing to compare on this CPU (the lanes are not used without AVX2)
+        }
+        let det = crate::detector::Detector::build(&crate::detector::DetectorOptions {
+            ice_dir: Some(crate::test_data::data_dir().join("ice/spice_ftp-v3m")),
+            ..Default::default()
+        })
+        .unwrap();
+        let m = &det.medium;
+        let mut r = RandomStream::new(92, 0, 0);
+        for _ in 0..40_000 {
+            let mut ws = [WalkStart::default(); W];
+            let (mut s, mut t, mut f, mut act) = ([0f32; W], [0f32; W], [0f32; W], [false; W]);
+            let mut args = [(0u32, 0f32, 0f32); W];
+            for i in 0..W {
+                let zp = m.hmin + (m.n_layers as f32 + 4.0) * m.dh * r.uniform() - 2.0 * m.dh;
+                let nz = if r.uniform() < 0.02 { 0.0 } else { 2.0 * r.uniform() - 1.0 };
+                let slice = r.next_u32() % m.slices.len() as u32;
+                (s[i], t[i], f[i], act[i]) = (r.exponential(), 3.0 * r.exponential(), 0.8 + 0.4 * r.uniform(), r.uniform() < 0.9);
+                ws[i] = WalkStart::new(m, slice, zp, nz);
+                args[i] = (slice, zp, nz);
+            }
+            // SAFETY: AVX2 checked above; the starts come from `WalkStart::new`.
+            let (len, tot) = unsafe { walk8(m, &ws, &s, &t, &f, &act) };
+            for i in 0..W {
+                if !act[i] {
+                    continue;
+                }
+                let (slice, zp, nz) = args[i];
+                let e = super::super::walk::layer_walk(m, slice, zp, nz, s[i], t[i], f[i]);
+                assert_eq!((len[i].to_bits(), tot[i].to_bits()), (e.length.to_bits(), e.tot.to_bits()), "{:?} {e:?}", args[i]);
             }
         }
     }

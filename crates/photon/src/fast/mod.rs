@@ -26,6 +26,7 @@
 
 pub mod birefringence;
 pub mod collision;
+#[cfg(target_arch = "x86_64")]
 pub mod lanes;
 pub mod math;
 pub mod rng;
