@@ -145,12 +145,65 @@ fn scatter_l(ph: &Phase, n: [f32; 3], cos_t: f32, u_phi: f32) -> [f32; 3] {
     }
 }
 
-/// The scattering of the lanes in `go`, on a structure of arrays: each lane's block of four
-/// MWC64X words (its stream advanced only where `go`), three uniforms for the phase function
-/// and the azimuth, the next optical depth from the fourth; the directions in `d` replaced.
+/// `birefringence::box_muller` (same operations) for u2 ∈ (0, 1].
 #[inline(always)]
-#[allow(clippy::needless_range_loop)] // indexed lane loops: the form LLVM vectorises
-fn scatter_lanes(ph: &Phase, go: &[bool; W], x: &mut [u32; W], c: &mut [u32; W], d: &mut [[f32; W]; 3], depth: &mut [f32; W]) {
+fn box_muller_l(u1: f32, u2: f32) -> (f32, f32) {
+    let r = (-2.0 * math::ln(u1)).sqrt();
+    let (s, c) = sincos_turn_l(u2);
+    (r * c, r * s)
+}
+
+/// `birefringence::stereographic` (same operations).
+#[inline(always)]
+fn stereographic_l(n: [f32; 3], q: [f32; 3], p: [f32; 3], a: f32, b: f32) -> [f32; 3] {
+    let k = a * a + b * b;
+    let den = 2.0 / (1.0 + k);
+    let (a, b, c) = (a * den, b * den, -k * den);
+    [
+        n[0] + q[0] * a + p[0] * b + n[0] * c,
+        n[1] + q[1] * a + p[1] * b + n[1] * c,
+        n[2] + q[2] * a + p[2] * b + n[2] * c,
+    ]
+}
+
+/// `FastBfr::deflect` after its widths (`dot` = axis·n, σx, σy, μx already scaled by the path
+/// integrals): the frame's branches as selects, the same operations (so the same bits).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn deflect_l(axis: [f32; 2], n: [f32; 3], len: f32, dot: f32, sx: f32, sy: f32, mx: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]) {
+    let q = [axis[0] - dot * n[0], axis[1] - dot * n[1], -dot * n[2]];
+    let neg = dot < 0.0;
+    let q = [if neg { -q[0] } else { q[0] }, if neg { -q[1] } else { q[1] }, if neg { -q[2] } else { q[2] }];
+    let qn = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
+    let pos = qn > 0.0;
+    let f = 1.0 / qn.sqrt();
+    let q = [if pos { q[0] * f } else { 0.0 }, if pos { q[1] * f } else { 0.0 }, if pos { q[2] * f } else { 1.0 }];
+    let pv = [n[1] * q[2] - n[2] * q[1], n[2] * q[0] - n[0] * q[2], n[0] * q[1] - n[1] * q[0]];
+    let (g1, g2) = box_muller_l(u[0], u[1]);
+    let (g3, g4) = box_muller_l(u[2], u[3]);
+    let du = sx * g1 + mx;
+    let dv = sy * g2;
+    let r3 = 1.0 / 3.0f32.sqrt();
+    let m = stereographic_l(n, q, pv, (du + sx * g3 * r3) * 0.5, (dv + sy * g4 * r3) * 0.5);
+    let half = len * 0.5;
+    let shift = [half * (m[0] - n[0]), half * (m[1] - n[1]), half * (m[2] - n[2])];
+    (stereographic_l(n, q, pv, du * 0.5, dv * 0.5), shift)
+}
+
+/// The per-lane inputs of the birefringent deflection (see [`deflect_l`]).
+#[derive(Clone, Copy, Default)]
+struct BfrLanes {
+    len: [f32; W],
+    dot: [f32; W],
+    sx: [f32; W],
+    sy: [f32; W],
+    mx: [f32; W],
+}
+
+/// Four MWC64X words per lane, each lane's stream advanced only where `go`.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+fn words_lanes(go: &[bool; W], x: &mut [u32; W], c: &mut [u32; W]) -> [[f32; W]; 4] {
     let mut w = [[0u32; W]; 4];
     let (mut nx, mut nc) = (*x, *c);
     for k in 0..4 {
@@ -172,6 +225,32 @@ fn scatter_lanes(ph: &Phase, go: &[bool; W], x: &mut [u32; W], c: &mut [u32; W],
             u[k][i] = ((w[k][i] >> 8) + 1) as i32 as f32 * (1.0 / 16_777_216.0);
         }
     }
+    u
+}
+
+/// The birefringent deflections of the lanes in `go`: a block of four words each, the
+/// direction in `d` replaced and the position in `r` shifted.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)]
+fn deflect_lanes(axis: [f32; 2], b: &BfrLanes, go: &[bool; W], x: &mut [u32; W], c: &mut [u32; W], d: &mut [[f32; W]; 3], r: &mut [[f32; W]; 3]) {
+    let u = words_lanes(go, x, c);
+    for i in 0..W {
+        let n = [d[0][i], d[1][i], d[2][i]];
+        let (dir, shift) = deflect_l(axis, n, b.len[i], b.dot[i], b.sx[i], b.sy[i], b.mx[i], [u[0][i], u[1][i], u[2][i], u[3][i]]);
+        for k in 0..3 {
+            r[k][i] = if go[i] { r[k][i] + shift[k] } else { r[k][i] };
+            d[k][i] = if go[i] { dir[k] } else { d[k][i] };
+        }
+    }
+}
+
+/// The scattering of the lanes in `go`, on a structure of arrays: each lane's block of four
+/// MWC64X words (its stream advanced only where `go`), three uniforms for the phase function
+/// and the azimuth, the next optical depth from the fourth; the directions in `d` replaced.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // indexed lane loops: the form LLVM vectorises
+fn scatter_lanes(ph: &Phase, go: &[bool; W], x: &mut [u32; W], c: &mut [u32; W], d: &mut [[f32; W]; 3], depth: &mut [f32; W]) {
+    let u = words_lanes(go, x, c);
     for i in 0..W {
         let dep = -math::ln(u[3][i]);
         let n = [d[0][i], d[1][i], d[2][i]];
@@ -337,6 +416,7 @@ pub(super) unsafe fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[
     let (mut zp, mut nr, mut sdep, mut tots) = ([0f32; W], [0f32; W], [0f32; W], [0f32; W]);
     let mut ws = [WalkStart::default(); W];
     let mut act = [false; W];
+    let (mut gb, mut bl, mut rr) = ([false; W], BfrLanes::default(), [[0f32; W]; 3]);
     loop {
         // Refill finished lanes with the chunk's next photons (emitted as `fast::photon` does).
         if !exhausted {
@@ -394,7 +474,7 @@ pub(super) unsafe fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[
         let (seg_len, seg_tot) = unsafe { walk8(m, &ws, &sdep, &tots, &nr, &act) };
         // The rest of each live lane's segment up to its scattering (scalar).
         for i in 0..W {
-            go[i] = false;
+            (go[i], gb[i]) = (false, false);
             let lane = &mut lanes[i];
             if !act[i] {
                 continue;
@@ -432,27 +512,48 @@ pub(super) unsafe fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[
             p.time += len * ocm;
             if let Some(b) = &m.bfr {
                 if len > 0.0 {
-                    let (ra, rb) = fast.bfr_integrals(b, m, zp, p.dir[2], len);
-                    let mut words = Mwc64x { x: x[i], c: c[i] };
-                    let u = words.block4().map(u32_to_unit_f32);
-                    (x[i], c[i]) = (words.x, words.c);
-                    let (dir, shift) = fast.deflect(b, p.dir, len, ra, rb, u);
-                    p.pos = [p.pos[0] + shift[0], p.pos[1] + shift[1], p.pos[2] + shift[2]];
-                    p.dir = dir;
+                    let (ra_l, rb_l) = fast.bfr_integrals(b, m, zp, p.dir[2], len);
+                    let n = p.dir;
+                    match &fast.bfr {
+                        Some(f) => {
+                            // `FastBfr::deflect`'s widths here, the rest in lanes.
+                            let dot = f.axis[0] * n[0] + f.axis[1] * n[1];
+                            let sra = ra_l.sqrt();
+                            let w = f.widths(dot);
+                            (bl.len[i], bl.dot[i]) = (len, dot);
+                            (bl.sx[i], bl.sy[i], bl.mx[i]) = (sra * w[0], sra * w[1], rb_l * w[2]);
+                            gb[i] = true;
+                        }
+                        None => {
+                            let mut words = Mwc64x { x: x[i], c: c[i] };
+                            let u = words.block4().map(u32_to_unit_f32);
+                            (x[i], c[i]) = (words.x, words.c);
+                            let (dir, shift) = fast.deflect(b, p.dir, len, ra_l, rb_l, u);
+                            p.pos = [p.pos[0] + shift[0], p.pos[1] + shift[1], p.pos[2] + shift[2]];
+                            p.dir = dir;
+                        }
+                    }
                 }
             }
             go[i] = true;
             for k in 0..3 {
                 d[k][i] = p.dir[k];
+                rr[k][i] = p.pos[k];
             }
             depth[i] = st.sca_depth;
         }
         // The scatterings, in lanes.
+        if let Some(f) = &fast.bfr {
+            if gb.iter().any(|&g| g) {
+                deflect_lanes(f.axis, &bl, &gb, &mut x, &mut c, &mut d, &mut rr);
+            }
+        }
         scatter_lanes(&fast.phase, &go, &mut x, &mut c, &mut d, &mut depth);
         for i in 0..W {
             if go[i] {
                 let lane = &mut lanes[i];
                 lane.st.photon.dir = [d[0][i], d[1][i], d[2][i]];
+                lane.st.photon.pos = [rr[0][i], rr[1][i], rr[2][i]];
                 lane.st.sca_depth = depth[i];
                 if lane.segments >= MAX_SEGMENTS {
                     lane.live = false;
@@ -532,6 +633,32 @@ mod tests {
                 let e = super::super::walk::layer_walk(m, slice, zp, nz, s[i], t[i], f[i]);
                 assert_eq!((len[i].to_bits(), tot[i].to_bits()), (e.length.to_bits(), e.tot.to_bits()), "{:?} {e:?}", args[i]);
             }
+        }
+    }
+    /// The lane deflection equals `FastBfr::deflect` bit for bit (spice_ftp-v3m's table).
+    #[test]
+    fn lane_deflection_equals_the_scalar_one() {
+        let d = crate::test_data::data_dir().join("ice/spice_ftp-v3m");
+        let cfg = crate::config::Config::read(&d.join("cfg.txt")).unwrap();
+        let layers = crate::ice::Layers::read_dir(&d, None, None).unwrap();
+        let b = crate::birefringence::Birefringence::new(&cfg, &layers, 1.0, 1.0).unwrap();
+        let f = super::super::birefringence::FastBfr::new(&b);
+        let mut r = RandomStream::new(93, 0, 0);
+        for i in 0..200_000 {
+            let n = crate::scatter::normalize([r.uniform() - 0.5, r.uniform() - 0.5, r.uniform() - 0.5]);
+            // Also directions along the flow axis (the frame's other branch) and vertical ones.
+            let n = match i % 50 {
+                0 => [f.axis[0], f.axis[1], 0.0],
+                1 => [0.0, 0.0, 1.0],
+                _ => n,
+            };
+            let (len, ra, rb) = (20.0 * r.uniform(), 20.0 * r.uniform(), 20.0 * r.uniform());
+            let u = [r.next_u32(), r.next_u32(), r.next_u32(), r.next_u32()].map(u32_to_unit_f32);
+            let dot = f.axis[0] * n[0] + f.axis[1] * n[1];
+            let (sra, w) = (ra.sqrt(), f.widths(dot));
+            let (dl, sl) = deflect_l(f.axis, n, len, dot, sra * w[0], sra * w[1], rb * w[2], u);
+            let (de, se) = f.deflect(n, len, ra, rb, u);
+            assert_eq!((dl.map(f32::to_bits), sl.map(f32::to_bits)), (de.map(f32::to_bits), se.map(f32::to_bits)), "{n:?}");
         }
     }
 }
