@@ -173,11 +173,19 @@ fn stereographic_l(n: [f32; 3], q: [f32; 3], p: [f32; 3], a: f32, b: f32) -> [f3
 fn deflect_l(axis: [f32; 2], n: [f32; 3], len: f32, dot: f32, sx: f32, sy: f32, mx: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]) {
     let q = [axis[0] - dot * n[0], axis[1] - dot * n[1], -dot * n[2]];
     let neg = dot < 0.0;
-    let q = [if neg { -q[0] } else { q[0] }, if neg { -q[1] } else { q[1] }, if neg { -q[2] } else { q[2] }];
+    let q = [
+        if neg { -q[0] } else { q[0] },
+        if neg { -q[1] } else { q[1] },
+        if neg { -q[2] } else { q[2] },
+    ];
     let qn = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
     let pos = qn > 0.0;
     let f = 1.0 / qn.sqrt();
-    let q = [if pos { q[0] * f } else { 0.0 }, if pos { q[1] * f } else { 0.0 }, if pos { q[2] * f } else { 1.0 }];
+    let q = [
+        if pos { q[0] * f } else { 0.0 },
+        if pos { q[1] * f } else { 0.0 },
+        if pos { q[2] * f } else { 1.0 },
+    ];
     let pv = [n[1] * q[2] - n[2] * q[1], n[2] * q[0] - n[0] * q[2], n[0] * q[1] - n[1] * q[0]];
     let (g1, g2) = box_muller_l(u[0], u[1]);
     let (g3, g4) = box_muller_l(u[2], u[3]);
@@ -232,11 +240,28 @@ fn words_lanes(go: &[bool; W], x: &mut [u32; W], c: &mut [u32; W]) -> [[f32; W];
 /// direction in `d` replaced and the position in `r` shifted.
 #[inline(always)]
 #[allow(clippy::needless_range_loop)]
-fn deflect_lanes(axis: [f32; 2], b: &BfrLanes, go: &[bool; W], x: &mut [u32; W], c: &mut [u32; W], d: &mut [[f32; W]; 3], r: &mut [[f32; W]; 3]) {
+fn deflect_lanes(
+    axis: [f32; 2],
+    b: &BfrLanes,
+    go: &[bool; W],
+    x: &mut [u32; W],
+    c: &mut [u32; W],
+    d: &mut [[f32; W]; 3],
+    r: &mut [[f32; W]; 3],
+) {
     let u = words_lanes(go, x, c);
     for i in 0..W {
         let n = [d[0][i], d[1][i], d[2][i]];
-        let (dir, shift) = deflect_l(axis, n, b.len[i], b.dot[i], b.sx[i], b.sy[i], b.mx[i], [u[0][i], u[1][i], u[2][i], u[3][i]]);
+        let (dir, shift) = deflect_l(
+            axis,
+            n,
+            b.len[i],
+            b.dot[i],
+            b.sx[i],
+            b.sy[i],
+            b.mx[i],
+            [u[0][i], u[1][i], u[2][i], u[3][i]],
+        );
         for k in 0..3 {
             r[k][i] = if go[i] { r[k][i] + shift[k] } else { r[k][i] };
             d[k][i] = if go[i] { dir[k] } else { d[k][i] };
@@ -309,7 +334,14 @@ impl WalkStart {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[must_use]
-pub unsafe fn walk8(m: &Medium, start: &[WalkStart; W], sca_depth: &[f32; W], tot: &[f32; W], abs_factor: &[f32; W], active: &[bool; W]) -> ([f32; W], [f32; W]) {
+pub unsafe fn walk8(
+    m: &Medium,
+    start: &[WalkStart; W],
+    sca_depth: &[f32; W],
+    tot: &[f32; W],
+    abs_factor: &[f32; W],
+    active: &[bool; W],
+) -> ([f32; W], [f32; W]) {
     use std::arch::x86_64::*;
     let gi = |f: &dyn Fn(&WalkStart) -> i32| {
         let v: [i32; W] = std::array::from_fn(|i| f(&start[i]));
@@ -385,7 +417,15 @@ struct Lane {
 /// The CPU must have AVX2.
 #[inline(always)]
 #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-pub(super) unsafe fn chunk(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, mut ids: ChunkIds<'_>, out: &mut Vec<RawHit>) {
+pub(super) unsafe fn chunk(
+    fast: &Fast,
+    m: &Medium,
+    doms: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    mut ids: ChunkIds<'_>,
+    out: &mut Vec<RawHit>,
+) {
     debug_assert!(m.hole.is_none());
     let first_out = out.len();
     let blank = Lane {
@@ -580,7 +620,11 @@ mod tests {
             old_abs_scale: 1.0,
             new_abs: None,
         };
-        for ph in [Phase::new(0.9, 0.35, None), Phase::new(0.9, 0.35, Some(&aniso)), Phase::new(0.0, 0.0, None)] {
+        for ph in [
+            Phase::new(0.9, 0.35, None),
+            Phase::new(0.9, 0.35, Some(&aniso)),
+            Phase::new(0.0, 0.0, None),
+        ] {
             for _ in 0..200_000 {
                 let w = [r.next_u32(), r.next_u32(), r.next_u32()];
                 let u = w.map(u32_to_unit_f32);
@@ -590,7 +634,11 @@ mod tests {
                 assert_eq!((s.0.to_bits(), s.1.to_bits()), (c.0.to_bits(), c.1.to_bits()));
                 let n = crate::scatter::normalize([r.uniform() - 0.5, r.uniform() - 0.5, r.uniform() - 0.5]);
                 // Also the poles (the rotation's other frame).
-                let n = if r.uniform() < 0.05 { [0.0, 0.0, if u[0] < 0.5 { 1.0 } else { -1.0 }] } else { n };
+                let n = if r.uniform() < 0.05 {
+                    [0.0, 0.0, if u[0] < 0.5 { 1.0 } else { -1.0 }]
+                } else {
+                    n
+                };
                 let cos_t = ph.cosine(u[0], u[1]);
                 let (a, b) = (scatter_l(&ph, n, cos_t, u[2]), ph.scatter(n, cos_t, u[2]));
                 assert_eq!(a.map(f32::to_bits), b.map(f32::to_bits), "{n:?} {cos_t} {}", u[2]);
@@ -631,7 +679,12 @@ mod tests {
                 }
                 let (slice, zp, nz) = args[i];
                 let e = super::super::walk::layer_walk(m, slice, zp, nz, s[i], t[i], f[i]);
-                assert_eq!((len[i].to_bits(), tot[i].to_bits()), (e.length.to_bits(), e.tot.to_bits()), "{:?} {e:?}", args[i]);
+                assert_eq!(
+                    (len[i].to_bits(), tot[i].to_bits()),
+                    (e.length.to_bits(), e.tot.to_bits()),
+                    "{:?} {e:?}",
+                    args[i]
+                );
             }
         }
     }
@@ -658,7 +711,11 @@ mod tests {
             let (sra, w) = (ra.sqrt(), f.widths(dot));
             let (dl, sl) = deflect_l(f.axis, n, len, dot, sra * w[0], sra * w[1], rb * w[2], u);
             let (de, se) = f.deflect(n, len, ra, rb, u);
-            assert_eq!((dl.map(f32::to_bits), sl.map(f32::to_bits)), (de.map(f32::to_bits), se.map(f32::to_bits)), "{n:?}");
+            assert_eq!(
+                (dl.map(f32::to_bits), sl.map(f32::to_bits)),
+                (de.map(f32::to_bits), se.map(f32::to_bits)),
+                "{n:?}"
+            );
         }
     }
 }

@@ -22,7 +22,9 @@
 //!   results, without libm's floor/round calls, with a compact clearance grid.
 //!
 //! Emission and hole ice are the precise code. On x86-64 CPUs with AVX2 and FMA the loop is
-//! compiled for them ([`run`]; the same bits).
+//! compiled for them ([`run`]; the same bits), and in media without hole ice the photons of a
+//! chunk are stepped eight at a time ([`lanes`]: SIMD across photons, the same bits;
+//! `WARPDRIVE_NO_LANES=1` runs the one-photon loop).
 
 pub mod birefringence;
 pub mod collision;
@@ -224,7 +226,15 @@ unsafe fn chunk_avx2(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn chunk_lanes_avx2(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, ids: ChunkIds<'_>, out: &mut Vec<RawHit>) {
+unsafe fn chunk_lanes_avx2(
+    fast: &Fast,
+    m: &Medium,
+    doms: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    ids: ChunkIds<'_>,
+    out: &mut Vec<RawHit>,
+) {
     lanes::chunk(fast, m, doms, sources, seed, ids, out);
 }
 
