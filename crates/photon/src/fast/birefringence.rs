@@ -11,7 +11,7 @@ use crate::birefringence::{Birefringence, BFR_TABLE_BINS};
 /// The widths table of a model's diffusion.
 #[derive(Clone, Debug)]
 pub struct FastBfr {
-    axis: [f32; 2],
+    pub(crate) axis: [f32; 2],
     table: Vec<[f32; 4]>,
 }
 

@@ -80,7 +80,7 @@ pub fn powf(x: f32, y: f32) -> f32 {
 /// (sin x, cos x) for x ∈ [−π/4, π/4]: Taylor to x⁹ and x¹⁰.
 #[inline(always)]
 #[must_use]
-fn sincos_reduced(x: f32) -> (f32, f32) {
+pub(crate) fn sincos_reduced(x: f32) -> (f32, f32) {
     let x2 = x * x;
     let s = x * (1.0 + x2 * (-1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 * (-1.0 / 5040.0 + x2 * (1.0 / 362_880.0)))));
     let c = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24.0 + x2 * (-1.0 / 720.0 + x2 * (1.0 / 40_320.0))));

@@ -22,10 +22,14 @@
 //!   results, without libm's floor/round calls, with a compact clearance grid.
 //!
 //! Emission and hole ice are the precise code. On x86-64 CPUs with AVX2 and FMA the loop is
-//! compiled for them ([`run`]; the same bits).
+//! compiled for them ([`run`]; the same bits), and in media without hole ice the photons of a
+//! chunk are stepped eight at a time ([`lanes`]: SIMD across photons, the same bits;
+//! `WARPDRIVE_NO_LANES=1` runs the one-photon loop).
 
 pub mod birefringence;
 pub mod collision;
+#[cfg(target_arch = "x86_64")]
+pub mod lanes;
 pub mod math;
 pub mod rng;
 pub mod scatter;
@@ -214,6 +218,26 @@ unsafe fn chunk_avx2(fast: &Fast, m: &Medium, doms: &DomIndex, sources: &[Source
     chunk(fast, m, doms, sources, seed, ids, out);
 }
 
+/// [`lanes::chunk`] compiled for x86-64 with AVX2 and FMA (8-float lanes; no contraction, so
+/// the bits of [`chunk`]).
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA ([`run`] checks).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn chunk_lanes_avx2(
+    fast: &Fast,
+    m: &Medium,
+    doms: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    ids: ChunkIds<'_>,
+    out: &mut Vec<RawHit>,
+) {
+    lanes::chunk(fast, m, doms, sources, seed, ids, out);
+}
+
 /// `propagate::run` in the fast mode: the same chunks, progress and stop requests; hits in
 /// canonical order, identical for any number of threads (and on CPUs with or without AVX2).
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
@@ -232,7 +256,15 @@ pub fn run_range(
     let fast = Fast::new(m, doms);
     #[cfg(target_arch = "x86_64")]
     let avx2 = std::env::var_os("WARPDRIVE_NO_AVX2").is_none() && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+    #[cfg(target_arch = "x86_64")]
+    let lanes = avx2 && m.hole.is_none() && std::env::var_os("WARPDRIVE_NO_LANES").is_none();
     crate::propagate::run_chunks(sources, ids, progress, |ids, out| {
+        #[cfg(target_arch = "x86_64")]
+        if lanes {
+            // SAFETY: AVX2 and FMA detected above.
+            unsafe { chunk_lanes_avx2(&fast, m, doms, sources, seed, ids, out) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if avx2 {
             // SAFETY: AVX2 and FMA detected above.

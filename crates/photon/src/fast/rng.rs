@@ -14,8 +14,8 @@ pub const MWC_A: u32 = 4_294_883_355;
 /// One photon's MWC64X state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mwc64x {
-    x: u32,
-    c: u32,
+    pub(crate) x: u32,
+    pub(crate) c: u32,
 }
 
 impl Mwc64x {
