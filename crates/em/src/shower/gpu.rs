@@ -275,8 +275,13 @@ const PHASE_LISTS: usize = 8;
 /// 2¹⁹ 24 222 / 3 165; 2²⁰ was slower at 1 GeV than 2¹⁸ (docs/performance/em.md). 256 MB of
 /// states.
 const PHASE_SLOTS: usize = 1 << 19;
-/// Iterations between two reads of the live-track count (each read waits for the device).
+/// Iterations between two reads of the live-track count (each read waits for the device), at
+/// most: fewer while a poll takes longer than [`POLL_SECONDS`].
 const PHASE_POLL: u64 = 16;
+/// The longest a poll of the phase schedule should take: the stop flag is read between polls,
+/// so Ctrl-C waits for at most about this (and at least one iteration). Halved polls while
+/// slower, doubled back while under a fifth of it.
+const POLL_SECONDS: f64 = 0.25;
 
 // SAFETY: plain old data with the kernel's layouts (checked above and by static_assert in
 // shower.cu).
@@ -1624,8 +1629,10 @@ fn run_batch_phases(
     let mut tail = false;
     let mut tail_polls = 0u32;
     let mut per_kernel = [0f64; 6];
+    let mut poll = PHASE_POLL;
     loop {
-        for _ in 0..PHASE_POLL {
+        let t_poll = std::time::Instant::now();
+        for _ in 0..poll {
             st.memset_zeros(&mut ph.count)?;
             for (k, (f, cfg)) in fns.iter().zip(cfgs).enumerate() {
                 let t_launch = std::time::Instant::now();
@@ -1645,9 +1652,17 @@ fn run_batch_phases(
                 }
             }
         }
-        iterations += PHASE_POLL;
+        iterations += poll;
         let live = st.clone_dtoh(&live_word)?[0];
-        if trace && iterations % 1024 == 0 {
+        let poll_seconds = t_poll.elapsed().as_secs_f64();
+        poll = if poll_seconds > POLL_SECONDS {
+            (poll / 2).max(1)
+        } else if poll_seconds < 0.2 * POLL_SECONDS {
+            (poll * 2).min(PHASE_POLL)
+        } else {
+            poll
+        };
+        if trace && iterations % 1024 < poll {
             eprintln!(
                 "em phases: events {lo}..{hi}: iteration {iterations}, {live} live, {:.3} s",
                 t_batch.elapsed().as_secs_f64()
