@@ -7,7 +7,12 @@
 //! every volume slot, the escaped energy, the counts, the track lengths. This checks the
 //! geometry hooks (next boundary, crossing and relocation, safety, a slot's material, vacuum),
 //! the volume paths carried by the tracks and their secondaries, and the flattened tree, without
-//! a GPU; the device's own arithmetic is `warpdrive gpu-check --domain em`'s.
+//! a GPU; the device's own arithmetic is `warpdrive gpu-check --domain em`'s. With sensitive
+//! volumes (all geometries but nested.gdml) the twin's hits must be those of
+//! `detector::run_event_with_hits`, hit for hit (slot, fixed-point deposit, the bits of time and
+//! position, track id, ordinal) in the canonical order, in every schedule: this checks the time
+//! the tracks carry (straight, curved and vacuum flights, secondaries), the pre-step points of
+//! curved steps, the hit buffer and its overflow flag.
 //!
 //! Needs a C++ compiler (`c++`, or `$CXX`); skipped without one unless
 //! `WARPDRIVE_REQUIRE_DATA=1`.
@@ -17,17 +22,30 @@ use common::{bytes, compile};
 use std::path::Path;
 use std::process::Command;
 use warpdrive_em::shower::cuts::RangeCuts;
-use warpdrive_em::shower::detector::{run_event, DetectorPhysics};
+use warpdrive_em::shower::detector::{run_event_with_hits, DetectorPhysics};
 use warpdrive_em::shower::gpu::{
-    detector_primaries, tally_from_words, tally_stride, HostTables, FIELD_MAP, FIELD_UNIFORM, GDML_TRACK_WORDS,
+    detector_primaries, hits_from_words, tally_from_words, tally_stride, HostTables, FIELD_MAP, FIELD_UNIFORM, GDML_TRACK_WORDS,
 };
 use warpdrive_em::shower::run::event_words;
 use warpdrive_em::shower::tables::TableOptions;
-use warpdrive_em::shower::transport::{to_fixed, Primary};
+use warpdrive_em::shower::transport::{to_fixed, Hit, Primary};
 use warpdrive_em::shower::Particle;
 
-/// Run `events` events of `primary` through the host twin; the events' tally words.
-fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, events: u64, seed: u64, mode: &str) -> Vec<Vec<u64>> {
+/// Run `events` events of `primary` through the host twin with a hit buffer of `hit_capacity`
+/// hits (used when a volume is sensitive): the events' tally words and the hits in the canonical
+/// order (`gpu::hits_from_words`, as the host reads the device's); `None` when the twin reported
+/// a full list or hit buffer (the host's re-run).
+#[allow(clippy::too_many_arguments)]
+fn host_twin_hits(
+    exe: &Path,
+    dir: &Path,
+    det: &DetectorPhysics,
+    primary: &Primary,
+    events: u64,
+    seed: u64,
+    mode: &str,
+    hit_capacity: u64,
+) -> Option<(Vec<Vec<u64>>, Vec<(u64, Hit)>)> {
     let t = HostTables::build_detector(det).unwrap();
     let (slots, n_mat) = (det.volumes(), det.materials.len());
     let stride = tally_stride(slots, n_mat);
@@ -96,6 +114,15 @@ fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, e
     f.extend_from_slice(bytes(&map.r));
     f.extend_from_slice(bytes(&map.z));
     f.extend_from_slice(bytes(&map.b));
+    // The hits: capacity (0 without sensitive volumes) and per slot its flag.
+    let sensitive = if t.sensitive.is_empty() {
+        vec![0u8; slots]
+    } else {
+        t.sensitive.clone()
+    };
+    assert_eq!(sensitive.len(), t.slab_material.len());
+    f.extend_from_slice(&(if t.sensitive.is_empty() { 0 } else { hit_capacity }).to_le_bytes());
+    f.extend_from_slice(&sensitive);
     let tables = dir.join("tables.bin");
     std::fs::write(&tables, f).unwrap();
     let (first, missed) = detector_primaries(det, primary, 0, events);
@@ -105,11 +132,20 @@ fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, e
     std::fs::write(&prim, words).unwrap();
     let out = dir.join("tally.bin");
     let o = Command::new(exe).arg(&tables).arg(&prim).arg(&out).arg(mode).output().unwrap();
+    if o.status.code() == Some(3) {
+        return None;
+    }
     assert!(o.status.success(), "host twin: {}", String::from_utf8_lossy(&o.stderr));
     eprint!("host twin: {}", String::from_utf8_lossy(&o.stdout));
+    let raw_hits = std::fs::read(dir.join("tally.bin.hits")).unwrap();
+    let hit_words: Vec<u64> = raw_hits
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let hits = hits_from_words(&hit_words, 0);
     let raw = std::fs::read(&out).unwrap();
     let all: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
-    (0..events as usize)
+    let tallies = (0..events as usize)
         .map(|k| {
             let mut e = tally_from_words(&all[k * stride..(k + 1) * stride], slots, n_mat, primary.energy);
             if missed[k] {
@@ -117,7 +153,8 @@ fn host_twin(exe: &Path, dir: &Path, det: &DetectorPhysics, primary: &Primary, e
             }
             event_words(&e)
         })
-        .collect()
+        .collect();
+    Some((tallies, hits))
 }
 
 fn data(name: &str) -> std::path::PathBuf {
@@ -261,6 +298,16 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
                 det.set_field_map(std::sync::Arc::new(solenoid_map())).unwrap();
                 assert!(matches!(det.field, Some(warpdrive_em::field::Field::Map(_))));
             }
+            // Hits: TestEm3's lead and argon; simple-cms' ECAL crystals, a pixel and a strip
+            // layer and the beam pipe's vacuum (where the loopers stop); nested.gdml none (no
+            // hit buffer, the kernel's path without hits).
+            let sensitive: &[&str] = match name {
+                "testem3" => &["ArgonV", "LeadV"],
+                "nested" => &[],
+                _ => &["EcalBarrel", "PixelLayer1", "StripLayer2", "BeamVacuum"],
+            };
+            det.set_sensitive(&sensitive.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .unwrap();
             built.push((name.to_string(), det));
         }
         let det = &built.iter().find(|(b, _)| b == name).unwrap().1;
@@ -270,13 +317,29 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
             pos,
             dir: d,
         };
-        let tallies: Vec<_> = (0..n).map(|k| run_event(det, &primary, 31, k)).collect();
+        let mut tallies = Vec::new();
+        let mut cpu_hits = Vec::new();
+        for k in 0..n {
+            let (t, h) = run_event_with_hits(det, &primary, 31, k, &|| false).unwrap();
+            tallies.push(t);
+            cpu_hits.extend(h.into_iter().map(|x| (k, x)));
+        }
         let cpu: Vec<Vec<u64>> = tallies.iter().map(event_words).collect();
         // Each case reaches matter: some volume other than the world gets a deposit (the looper:
         // is killed in every event, depositing in the pipe's vacuum slot).
         let hit = (1..det.volumes()).filter(|&v| cpu.iter().any(|w| w[v] != 0)).count();
         let killed: u64 = tallies.iter().map(|t| t.killed).sum();
-        eprintln!("{name} {p:?} {e} MeV: deposits in {hit} volumes besides the world, {killed} tracks killed");
+        let late = cpu_hits.iter().map(|(_, h)| h.time_ns).fold(0.0, f64::max);
+        eprintln!(
+            "{name} {p:?} {e} MeV: deposits in {hit} volumes besides the world, {killed} tracks killed, {} hits (the latest at {late:.3} ns)",
+            cpu_hits.len()
+        );
+        // With sensitive volumes every case records hits, at times > 0; a looper's stop in the
+        // pipe's vacuum is a hit after ≈ 1 000 turns of ≈ 0.03 ns (the time of its curved vacuum
+        // flight, transport.rs fly_curved / the kernel's wd_fly_curved).
+        if det.any_sensitive() && (cpu_hits.is_empty() || late <= 0.0 || (killed > 0 && late < 5.0)) {
+            failures.push(format!("{name} {p:?} {e} MeV: {} hits, the latest at {late} ns", cpu_hits.len()));
+        }
         if (name.ends_with("-field") || name.ends_with("-map")) && e < 10.0 && killed != n {
             failures.push(format!(
                 "{name} {p:?} {e} MeV: {killed} loopers killed in {n} events, expected one per event"
@@ -288,7 +351,21 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
             ));
         }
         for mode in ["generations", "queue", "phases"] {
-            let twin = host_twin(&exe, &dir, det, &primary, n, 31, mode);
+            let (twin, hits) = host_twin_hits(&exe, &dir, det, &primary, n, 31, mode, 1 << 22).expect("no overflow");
+            if hits != cpu_hits {
+                let k = hits
+                    .iter()
+                    .zip(&cpu_hits)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(hits.len().min(cpu_hits.len()));
+                failures.push(format!(
+                    "{mode}: {name} {p:?} {e} MeV: {} hits, the CPU {}; first difference at {k}: {:?} vs {:?}",
+                    hits.len(),
+                    cpu_hits.len(),
+                    hits.get(k),
+                    cpu_hits.get(k)
+                ));
+            }
             let same = cpu.iter().zip(&twin).filter(|(a, b)| a == b).count();
             eprintln!("{mode}: {name} {p:?} {e} MeV: {same} of {n} events identical");
             if let Some(k) = cpu.iter().zip(&twin).position(|(a, b)| a != b) {
@@ -297,6 +374,21 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
                     "{mode}: {name} {p:?} {e} MeV: {same} of {n} identical; event {k} differs in words {diff:?} (of {})",
                     cpu[k].len()
                 ));
+            }
+        }
+        // A hit buffer one hit too small raises the overflow flag (the host re-runs the batch in
+        // halves); one that just holds the hits does not.
+        if name == "testem3" && p == Particle::Gamma {
+            let m = cpu_hits.len() as u64;
+            for (mode, cap, fits) in [
+                ("phases", m - 1, false),
+                ("queue", m - 1, false),
+                ("generations", m - 1, false),
+                ("phases", m, true),
+            ] {
+                if host_twin_hits(&exe, &dir, det, &primary, n, 31, mode, cap).is_some() != fits {
+                    failures.push(format!("{mode}: a buffer of {cap} hits for {m} hits: overflow {}", !fits));
+                }
             }
         }
     }
