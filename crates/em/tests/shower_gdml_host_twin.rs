@@ -8,7 +8,7 @@
 //! geometry hooks (next boundary, crossing and relocation, safety, a slot's material, vacuum),
 //! the volume paths carried by the tracks and their secondaries, and the flattened tree, without
 //! a GPU; the device's own arithmetic is `warpdrive gpu-check --domain em`'s. With sensitive
-//! volumes (all geometries but nested.gdml) the twin's hits must be those of
+//! volumes (in every geometry: nested.gdml's `SensDet` ones, and more marked here) the twin's hits must be those of
 //! `detector::run_event_with_hits`, hit for hit (slot, fixed-point deposit, the bits of time and
 //! position, track id, ordinal) in the canonical order, in every schedule: this checks the time
 //! the tracks carry (straight, curved and vacuum flights, secondaries), the pre-step points of
@@ -31,6 +31,9 @@ use warpdrive_em::shower::tables::TableOptions;
 use warpdrive_em::shower::transport::{to_fixed, Hit, Primary};
 use warpdrive_em::shower::Particle;
 
+/// The host twin's events (tally words) and hits (`(event, hit)`).
+type TwinRun = (Vec<Vec<u64>>, Vec<(u64, Hit)>);
+
 /// Run `events` events of `primary` through the host twin with a hit buffer of `hit_capacity`
 /// hits (used when a volume is sensitive): the events' tally words and the hits in the canonical
 /// order (`gpu::hits_from_words`, as the host reads the device's); `None` when the twin reported
@@ -45,7 +48,7 @@ fn host_twin_hits(
     seed: u64,
     mode: &str,
     hit_capacity: u64,
-) -> Option<(Vec<Vec<u64>>, Vec<(u64, Hit)>)> {
+) -> Option<TwinRun> {
     let t = HostTables::build_detector(det).unwrap();
     let (slots, n_mat) = (det.volumes(), det.materials.len());
     let stride = tally_stride(slots, n_mat);
@@ -299,8 +302,8 @@ fn host_build_of_the_gdml_kernel_equals_the_cpu_detector_loop() {
                 assert!(matches!(det.field, Some(warpdrive_em::field::Field::Map(_))));
             }
             // Hits: TestEm3's lead and argon; simple-cms' ECAL crystals, a pixel and a strip
-            // layer and the beam pipe's vacuum (where the loopers stop); nested.gdml none (no
-            // hit buffer, the kernel's path without hits).
+            // layer and the beam pipe's vacuum (where the loopers stop); nested.gdml its own
+            // (GDML `SensDet` auxiliaries).
             let sensitive: &[&str] = match name {
                 "testem3" => &["ArgonV", "LeadV"],
                 "nested" => &[],

@@ -511,8 +511,8 @@ pub struct DetectorRun {
     pub too_many_hits: bool,
 }
 
-/// Most hits a run holds in memory (about 48 bytes each: 1 GB); a run that makes more stops
-/// and is refused (fewer events or fewer sensitive volumes).
+/// Most hits a run holds in memory (64 bytes each with its event number: 1.3 GB); a run that
+/// makes more stops and is refused (fewer events or fewer sensitive volumes).
 pub const MAX_HITS: usize = 20_000_000;
 
 impl DetectorRun {

@@ -1942,6 +1942,37 @@ mod tests {
         }
     }
 
+    /// The kernel's hit records (`WdHit`) read back into the canonical order: by event, track id,
+    /// ordinal, whatever order the device wrote them in; every field decoded.
+    #[test]
+    fn hits_from_words_decode_and_sort() {
+        let rec = |event: u64, slot: u64, track: u64, ordinal: u64, edep: u64, t: f64| {
+            [
+                track,
+                edep,
+                t.to_bits(),
+                1.5f64.to_bits(),
+                (-2.0f64).to_bits(),
+                0.25f64.to_bits(),
+                event | (slot << 32),
+                ordinal,
+            ]
+        };
+        let words: Vec<u64> = [
+            rec(1, 7, 5, 0, 10, 0.5),
+            rec(0, 3, 9, 1, 11, 0.75),
+            rec(0, 3, 9, 0, 12, 0.25),
+            rec(0, 4, 2, 0, 13, 1.0),
+        ]
+        .concat();
+        let h = hits_from_words(&words, 100);
+        let key: Vec<(u64, u64, u32, u64)> = h.iter().map(|(e, x)| (*e, x.track, x.ordinal, x.edep)).collect();
+        assert_eq!(key, vec![(100, 2, 0, 13), (100, 9, 0, 12), (100, 9, 1, 11), (101, 5, 0, 10)]);
+        assert_eq!(h[3].1.slot, 7);
+        assert_eq!(h[1].1.time_ns, 0.25);
+        assert_eq!(h[1].1.pos, [1.5, -2.0, 0.25]);
+    }
+
     /// The GDML tables: per slot its material (vacuum marked), per placement its slot offset, the
     /// device tree; the primaries' words carry the located path and its slot.
     #[test]
@@ -1981,8 +2012,9 @@ mod tests {
             assert_eq!(w[7], super::super::transport::primary_id(5 + k as u64));
             assert_eq!(w[8], k as u64 | ((det.slot(&path) as u64) << 32));
             assert_eq!(w[9], 1 | ((path.placements.len() as u64) << 32));
+            assert_eq!(f64::from_bits(w[10]), 0.0, "a primary starts at t = 0");
             for (i, &p) in path.placements.iter().enumerate() {
-                assert_eq!((w[10 + i / 2] >> (32 * (i % 2))) as u32, p);
+                assert_eq!((w[11 + i / 2] >> (32 * (i % 2))) as u32, p);
             }
         }
         // Outside the world: every event's primary escapes.
@@ -2018,6 +2050,7 @@ mod tests {
             assert_eq!(GDML_SRC.matches(f).count(), 1, "{f}");
         }
         assert!(!GDML_SRC.contains("#include \"geo/") && !GDML_SRC.contains("#include \"field/"));
-        assert_eq!(GDML_TRACK_WORDS, TRACK_WORDS + crate::geo::device::MAX_DEPTH / 2);
+        // The slab track, its time, its path.
+        assert_eq!(GDML_TRACK_WORDS, TRACK_WORDS + 1 + crate::geo::device::MAX_DEPTH / 2);
     }
 }
