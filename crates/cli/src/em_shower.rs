@@ -24,9 +24,9 @@ pub enum ShowerCommand {
         args: ShowerArgs,
     },
     /// Showers in a detector described in GDML: energy deposit per volume and material,
-    /// optional uniform field and hits in sensitive volumes (docs/em.md); on a GPU with
-    /// --device cuda (a uniform field too; no field map, no hits yet: docs/em-geometry.md
-    /// "Showers on the GPU").
+    /// optional uniform field or field map and hits in sensitive volumes (docs/em.md); on a GPU
+    /// with --device cuda (the field, the map and the hits too: docs/em-geometry.md "Showers on
+    /// the GPU").
     #[command(alias = "detector")]
     Run(DetectorArgs),
 }

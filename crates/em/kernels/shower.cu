@@ -68,6 +68,7 @@
 #define WD_N_SHELLS 9
 #define WD_INF __longlong_as_double(0x7ff0000000000000ll)
 #define WD_MIN_POSITIVE 2.2250738585072014e-308
+#define WD_C_CM_PER_NS 29.9792458
 
 // Particles and the processes that create secondaries (transport.rs `CREATORS`).
 #define WD_GAMMA 0u
@@ -177,11 +178,12 @@ struct WdTrack {
     unsigned int particle;
     unsigned int pad;      // GDML: the path's depth
 #ifdef WD_GEOMETRY_GDML
+    double time;           // transport.rs Track::time: since the primary started [ns] (for hits)
     unsigned int path[GEO_MAX_DEPTH];  // detector.rs VolumePath: the placements from the world down
 #endif
 };
 #ifdef WD_GEOMETRY_GDML
-static_assert(sizeof(WdTrack) == 80 + 4 * GEO_MAX_DEPTH, "WdTrack size");
+static_assert(sizeof(WdTrack) == 88 + 4 * GEO_MAX_DEPTH, "WdTrack size");
 #else
 static_assert(sizeof(WdTrack) == 80, "WdTrack size");
 #endif
@@ -368,8 +370,28 @@ struct WdGdml {
     unsigned int map_nr, map_nz;
     double map_b_max;                 // FieldMap::b_max [T] (field_strength)
     double epsilon;                   // FieldAccuracy::epsilon (the Runge–Kutta error per unit length)
+    // Hits (transport.rs Event::deposit_in): per volume slot whether it is sensitive, the
+    // batch's hit buffer and its counter (a full buffer raises ShowerParams::overflow).
+    const unsigned char* sensitive;
+    struct WdHit* hits;
+    unsigned int* hit_count;
+    unsigned int hit_capacity;
+    unsigned int pad;
 };
-static_assert(sizeof(WdGdml) == 160, "WdGdml size");
+static_assert(sizeof(WdGdml) == 192, "WdGdml size");
+
+// transport.rs Hit with its event (index in the batch); shower/gpu.rs hits_from_words reads it.
+struct WdHit {
+    unsigned long long track;  // Hit::track
+    unsigned long long edep;   // fixed point
+    double time;               // [ns]
+    double pos[3];             // [cm]
+    unsigned int event;
+    unsigned int slot;
+    unsigned int ordinal;
+    unsigned int pad;
+};
+static_assert(sizeof(WdHit) == 64, "WdHit size");
 
 // detector.rs `field`: none, Field::Uniform, Field::Map.
 #define WD_FIELD_NONE 0u
@@ -609,14 +631,51 @@ struct WdEvent {
     unsigned long long children;
     unsigned long long id;
     unsigned int event;
+    unsigned int hits;          // the track's hits so far (transport.rs Event::track_hits)
 #ifdef WD_GEOMETRY_GDML
-    const WdTrack* parent;      // the track whose secondaries are pushed (its path)
+    const WdTrack* parent;      // the track whose secondaries are pushed (its path, its time)
 #endif
 };
 
-__device__ __forceinline__ void wd_deposit(WdEvent& ev, unsigned int slab, double e) {
+#ifdef WD_GEOMETRY_GDML
+// The time of a track [ns] (the slab build keeps none: it records no hits).
+#define WD_TIME(t) ((t).time)
+
+// transport.rs Event::deposit_in's hit: the deposit in a sensitive slot, where and when, by
+// which track and its ordinal along it; a full buffer raises the overflow flag.
+WD_FN void wd_hit(WdEvent& ev, unsigned int slot, const double pos[3], double time, unsigned long long q) {
+    const WdGdml& G = *ev.P->gdml;
+    unsigned int k = atomicAdd(G.hit_count, 1u);
+    unsigned int ordinal = ev.hits;
+    ev.hits += 1u;
+    if (k >= G.hit_capacity) {
+        atomicExch(ev.P->overflow, 1u);
+        return;
+    }
+    WdHit& h = G.hits[k];
+    h.track = ev.id;
+    h.edep = q;
+    h.time = time;
+    h.pos[0] = pos[0]; h.pos[1] = pos[1]; h.pos[2] = pos[2];
+    h.event = ev.event;
+    h.slot = slot;
+    h.ordinal = ordinal;
+    h.pad = 0u;
+}
+#else
+#define WD_TIME(t) 0.0
+#endif
+
+// transport.rs Event::deposit / deposit_in: `e` [MeV] to the slot's tally word, and in a
+// sensitive volume (GDML) a hit at `pos` [cm] and `time` [ns].
+__device__ __forceinline__ void wd_deposit(WdEvent& ev, unsigned int slab, const double pos[3], double time, double e) {
     unsigned long long q = wd_fixed(e);
-    if (q != 0ull) atomicAdd(ev.tally + slab, q);
+    if (q != 0ull) {
+        atomicAdd(ev.tally + slab, q);
+#ifdef WD_GEOMETRY_GDML
+        if (ev.P->gdml->hit_capacity != 0u && ev.P->gdml->sensitive[slab] != 0u) wd_hit(ev, slab, pos, time, q);
+#endif
+    }
 }
 
 __device__ __forceinline__ void wd_tally_add(WdEvent& ev, unsigned int word, unsigned long long v) {
@@ -655,6 +714,7 @@ WD_FN void wd_push(WdEvent& ev, const double pos[3], unsigned int slab, unsigned
     t.slab = slab;
     t.particle = particle;
 #ifdef WD_GEOMETRY_GDML
+    t.time = ev.parent->time;
     t.pad = ev.parent->pad;
     for (unsigned int i = 0; i < GEO_MAX_DEPTH; ++i) t.path[i] = i < t.pad ? ev.parent->path[i] : 0u;
 #else
@@ -668,6 +728,14 @@ WD_FN void wd_push(WdEvent& ev, const double pos[3], unsigned int slab, unsigned
         atomicExch(P.ready + list * P.capacity + slot, 1u);
     }
 }
+
+#ifdef WD_GEOMETRY_GDML
+// transport.rs speed [cm/ns]: c for a photon, βc = c·p/(E + m) for an e± of kinetic energy e.
+__device__ __forceinline__ double wd_speed(unsigned int particle, double e) {
+    if (particle == WD_GAMMA) return WD_C_CM_PER_NS;
+    return WD_C_CM_PER_NS * sqrt(e * (e + 2.0 * WD_ME)) / (e + WD_ME);
+}
+#endif
 
 // transport.rs exp1: −ln u.
 __device__ __forceinline__ double wd_exp1(WdRng& rng) { return -wd_ln(wd_uniform_f64(rng)); }
@@ -813,7 +881,7 @@ WD_FN void wd_photoelectric(WdEvent& ev, const WdMaterial& m, double e, const do
     }
     int idx = wd_pick(w, (int)m.n_elem, rng);
     if (idx < 0 || P.elements[m.elem_off + idx].photo < 0) {
-        wd_deposit(ev, slab, e);
+        wd_deposit(ev, slab, pos, WD_TIME(*ev.parent), e);
         return;
     }
     const WdPhoto& el = P.photo[P.elements[m.elem_off + idx].photo];
@@ -851,7 +919,7 @@ WD_FN void wd_photoelectric(WdEvent& ev, const WdMaterial& m, double e, const do
     }
     double a, b, local;
     wd_close_sum(e, el_e, fl_e, a, b, local);
-    wd_deposit(ev, slab, local);
+    wd_deposit(ev, slab, pos, WD_TIME(*ev.parent), local);
     if (has_electron) wd_push(ev, pos, slab, WD_ELECTRON, a, el_dir, WD_BY_PHOTOELECTRIC);
     if (has_fluo) wd_push(ev, pos, slab, WD_GAMMA, b, fl_dir, WD_BY_FLUORESCENCE);
 }
@@ -1121,14 +1189,14 @@ WD_FN void wd_compton(WdEvent& ev, double& energy, double dir[3], const double p
     double new_energy = eps * energy;
     double electron = energy - new_energy;
     if (electron < WD_SECONDARY_CUTOFF) {
-        wd_deposit(ev, slab, electron);
+        wd_deposit(ev, slab, pos, WD_TIME(*ev.parent), electron);
     } else {
         double p0 = energy * dir[0] - new_energy * nd[0];
         double p1 = energy * dir[1] - new_energy * nd[1];
         double p2 = energy * dir[2] - new_energy * nd[2];
         double norm = sqrt(p0 * p0 + p1 * p1 + p2 * p2);
         double ed[3] = {p0 / norm, p1 / norm, p2 / norm};
-        wd_deposit(ev, slab, 0.0);
+        wd_deposit(ev, slab, pos, WD_TIME(*ev.parent), 0.0);
         wd_push(ev, pos, slab, WD_ELECTRON, electron, ed, WD_BY_COMPTON);
     }
     energy = new_energy;
@@ -1160,6 +1228,7 @@ __device__ __forceinline__ WdEvent wd_event_of(const ShowerParams& P, const WdTr
     ev.children = 0ull;
     ev.id = t.id;
     ev.event = t.event;
+    ev.hits = 0u;
 #ifdef WD_GEOMETRY_GDML
     ev.parent = nullptr;
 #endif
@@ -1203,6 +1272,7 @@ __device__ __forceinline__ bool wd_photon_end(WdPhotonState& s) {
 WD_FN bool wd_fly(WdEvent& ev, WdTrack& t) {
     const ShowerParams& P = *ev.P;
     WdBoundary b = wd_next_boundary(P, t);
+    t.time += b.distance / wd_speed(t.particle, t.energy);
     if (wd_cross(P, t, b)) return true;
     wd_tally_add(ev, wd_w_escaped(P), wd_fixed(t.energy));
     return false;
@@ -1213,14 +1283,14 @@ WD_FN bool wd_fly(WdEvent& ev, WdTrack& t) {
 // material's cross sections, the boundary or the interaction point, the choice.
 __device__ int wd_photon_along(const ShowerParams& P, WdPhotonState& s) {
     if (s.t.energy < WD_LOWEST_PHOTON_ENERGY) {
-        wd_deposit(s.ev, s.t.slab, s.t.energy);
+        wd_deposit(s.ev, s.t.slab, s.t.pos, WD_TIME(s.t), s.t.energy);
         wd_photon_end(s);
         return WD_ACT_END;
     }
     s.steps += 1ull;
     if (s.steps > WD_MAX_STEPS) {
         wd_tally_add(s.ev, wd_w_killed(P), 1ull);
-        wd_deposit(s.ev, s.t.slab, s.t.energy);
+        wd_deposit(s.ev, s.t.slab, s.t.pos, WD_TIME(s.t), s.t.energy);
         wd_photon_end(s);
         return WD_ACT_END;
     }
@@ -1246,6 +1316,7 @@ __device__ int wd_photon_along(const ShowerParams& P, WdPhotonState& s) {
     if (d_int >= b.distance) {
         s.n_left -= b.distance * total;
 #ifdef WD_GEOMETRY_GDML
+        s.t.time += b.distance / WD_C_CM_PER_NS;
         if (wd_cross(P, s.t, b)) return WD_ACT_NONE;
 #else
         wd_cross(s.t.pos, s.t.dir, b);
@@ -1259,6 +1330,9 @@ __device__ int wd_photon_along(const ShowerParams& P, WdPhotonState& s) {
         return WD_ACT_END;
     }
     for (int k = 0; k < 3; ++k) s.t.pos[k] += d_int * s.t.dir[k];
+#ifdef WD_GEOMETRY_GDML
+    s.t.time += d_int / WD_C_CM_PER_NS;
+#endif
     s.n_left = wd_exp1(s.rng);
     double u = wd_uniform_f64(s.rng) * total;
     int chosen = 3;
@@ -1906,7 +1980,7 @@ WD_FN void wd_stop(WdEvent& ev, WdTrack& t, WdRng& rng) {
 #ifdef WD_GEOMETRY_GDML
     ev.parent = &t;
 #endif
-    wd_deposit(ev, t.slab, t.energy);
+    wd_deposit(ev, t.slab, t.pos, WD_TIME(t), t.energy);
     t.energy = 0.0;
     if (t.particle == WD_POSITRON) wd_annihilate_at_rest(ev, t.pos, t.slab, rng);
 }
@@ -1969,6 +2043,7 @@ WD_FN bool wd_fly_curved(WdChargedState& s) {
     double moved;
     int end = wd_curved_step(P, s.t, q, p, s_max, 0.0, moved);
     s.vacuum_path += moved;
+    s.t.time += moved / wd_speed(s.t.particle, s.t.energy);
     if (end == FIELD_CROSSED) return true;
     if (end == FIELD_LIMIT && !last) return true;
     if (end == FIELD_LEFT_WORLD) {
@@ -1991,6 +2066,7 @@ struct WdChargedMid {
 #ifdef WD_GEOMETRY_GDML
     unsigned int slot;  // the volume slot the step started in (its deposit's)
     int curved;         // in a field: the FieldStepEnd of the curved step (the track has moved); else -1
+    double pos[3];      // the pre-step point (its deposit's hit; the curved step has moved the track)
 #endif
 };
 
@@ -2055,6 +2131,7 @@ __device__ int wd_charged_limits(const ShowerParams& P, WdChargedState& s, WdCha
     WdBoundary b;
     mid.slot = s.t.slab;
     mid.curved = -1;
+    for (int k = 0; k < 3; ++k) mid.pos[k] = s.t.pos[k];
     if (field) {
         double q = s.q == 1 ? 1.0 : -1.0;
         double mom = sqrt(e0 * (e0 + 2.0 * WD_ME));
@@ -2107,11 +2184,14 @@ __device__ int wd_charged_finish(const ShowerParams& P, WdChargedState& s, const
     }
     double e1 = e0 - loss;
 #ifdef WD_GEOMETRY_GDML
-    wd_deposit(s.ev, mid.slot, loss);
+    wd_deposit(s.ev, mid.slot, mid.pos, s.t.time, loss);
 #else
-    wd_deposit(s.ev, s.t.slab, loss);
+    wd_deposit(s.ev, s.t.slab, s.t.pos, 0.0, loss);
 #endif
     wd_tally_add(s.ev, wd_w_length(P) + mat, wd_fixed(t_true));
+#ifdef WD_GEOMETRY_GDML
+    s.t.time += t_true / wd_speed(s.t.particle, e0);
+#endif
     // 4. Move and scatter.
 #ifdef WD_GEOMETRY_GDML
     bool inside = true;
@@ -2415,9 +2495,9 @@ static_assert(sizeof(WdPhaseParams) == 64, "WdPhaseParams size");
 // shower/gpu.rs PHOTON_STATE_BYTES, CHARGED_STATE_BYTES, CHARGED_MID_BYTES (GDML_*): the host
 // allocates the slots.
 #ifdef WD_GEOMETRY_GDML
-static_assert(sizeof(WdChargedMid) == 88, "WdChargedMid size");
-static_assert(sizeof(WdPhotonState) == 264, "WdPhotonState size");
-static_assert(sizeof(WdChargedState) == 304, "WdChargedState size");
+static_assert(sizeof(WdChargedMid) == 112, "WdChargedMid size");
+static_assert(sizeof(WdPhotonState) == 272, "WdPhotonState size");
+static_assert(sizeof(WdChargedState) == 312, "WdChargedState size");
 #else
 static_assert(sizeof(WdChargedMid) == 72, "WdChargedMid size");
 static_assert(sizeof(WdPhotonState) == 192, "WdPhotonState size");

@@ -330,9 +330,9 @@ fn simple_cms_gpu(
     for opts in &modes {
         ctl.check()?;
         let mode = if opts.precise { "precise" } else { "fast" };
-        let (events, st) = crate::shower::gpu::run_detector_range(phys, primary, 0..n, 12345, &[ordinal], &ctl.progress, opts)?;
+        let (events, hits, st) = crate::shower::gpu::run_detector_range(phys, primary, 0..n, 12345, &[ordinal], &ctl.progress, opts)?;
         ctl.check()?;
-        let r = crate::shower::detector::run_from_events(phys, primary, 0, 12345, &events);
+        let r = crate::shower::detector::run_from_events(phys, primary, 0, 12345, &events, &hits);
         let steps = r.steps[0] + r.steps[1];
         let (ev, stp) = (n as f64 / st.seconds, steps as f64 / st.seconds);
         lines(&format!(

@@ -1212,18 +1212,15 @@ impl DetectorShower {
         &self.opts
     }
 
-    /// Why this run cannot go to a GPU (`None`: it can): hits in sensitive volumes (recorded on
-    /// the CPU only), a volume tree deeper than the device navigator's paths. A uniform field
-    /// runs on the GPU along the helix, a field map along the Dormand–Prince path
-    /// (`kernels/field/{map,rk,propagate}.cuh`).
+    /// Why this run cannot go to a GPU (`None`: it can): a volume tree deeper than the device
+    /// navigator's paths. A uniform field runs on the GPU along the helix, a field map along the
+    /// Dormand–Prince path (`kernels/field/{map,rk,propagate}.cuh`); hits in sensitive volumes
+    /// are recorded by the kernel too (the same hits as the CPU's in precise mode).
     #[must_use]
     pub fn cpu_only_reason(&self) -> Option<String> {
-        let o = &self.opts;
-        let tree = &self.gdml.tree;
-        if !o.sensitive.is_empty() || tree.logical.iter().any(|l| l.auxiliary.iter().any(|(t, _)| t == "SensDet")) {
-            return Some("sensitive volumes: hits are recorded on the CPU only".into());
-        }
-        crate::geo::device::DeviceGeometry::new(tree).err().map(|e| e.to_string())
+        crate::geo::device::DeviceGeometry::new(&self.gdml.tree)
+            .err()
+            .map(|e| e.to_string())
     }
 
     /// Refuse a CUDA device choice this run cannot use ([`Self::cpu_only_reason`]), naming the
@@ -1330,10 +1327,10 @@ impl DetectorShower {
                         precise: ctl.precise,
                         ..GpuShowerOptions::default()
                     };
-                    let (events, st) =
+                    let (events, hits, st) =
                         crate::shower::gpu::run_detector_range(&phys, &self.primary, 0..o.events, o.seed, d, &ctl.progress, &g)?;
                     ctl.check()?;
-                    let run = crate::shower::detector::run_from_events(&phys, &self.primary, 0, o.seed, &events);
+                    let run = crate::shower::detector::run_from_events(&phys, &self.primary, 0, o.seed, &events, &hits);
                     let device = format!(
                         "{} ({} mode, {:?} schedule, registers {}/{}, {} batches, {} re-runs after full lists)",
                         st.device,
@@ -1427,7 +1424,9 @@ impl DetectorResult {
             .collect()
     }
 
-    /// `hits.parquet`: one row per deposit in a sensitive volume, in event order — `event`,
+    /// `hits.parquet`: one row per deposit in a sensitive volume, in event order and within an
+    /// event in the canonical order of `shower::transport::Hit` (by the id of the track that
+    /// made it, then along the track), the same on the CPU and the GPU — `event`,
     /// `volume` (the slot of volumes.parquet; its path in the metadata `em.volume_paths`),
     /// `copy` (the copy number of its deepest placement), `edep_mev`, `time_ns` (since the
     /// primary started), `x_mm`, `y_mm`, `z_mm` (the step's pre-step point, or where the energy

@@ -308,6 +308,7 @@ pub fn shower_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Che
             batch_events: Some(40),
             schedule: None,
             precise,
+            hit_capacity: None,
         };
         let (s, sst) = run_devices(&phys, &primary, 40, 2024, &[device], &hidden, &small).map_err(|e| e.to_string())?;
         let same = s.events[..] == *reference;
@@ -642,7 +643,7 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
         let t0 = std::time::Instant::now();
         let cpu: Vec<_> = (0..n).map(|k| run_event(det, &primary, 2024, k)).collect();
         let cpu_s = t0.elapsed().as_secs_f64();
-        let (gpu, st) = run_detector_range(det, &primary, 0..n, 2024, &[device], &hidden, &precise).map_err(|e| e.to_string())?;
+        let (gpu, _, st) = run_detector_range(det, &primary, 0..n, 2024, &[device], &hidden, &precise).map_err(|e| e.to_string())?;
         let same_slots = gpu.iter().zip(&cpu).filter(|(a, b)| a.edep == b.edep).count() as u64;
         let same_all = gpu.iter().zip(&cpu).filter(|(a, b)| event_words(a) == event_words(b)).count() as u64;
         let first_diff = gpu
@@ -651,8 +652,8 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
             .position(|(a, b)| event_words(a) != event_words(b))
             .map_or(String::new(), |k| format!("; first differing event {k}"));
         let (a, b) = (
-            run_from_events(det, &primary, 0, 2024, &gpu),
-            run_from_events(det, &primary, 0, 2024, &cpu),
+            run_from_events(det, &primary, 0, 2024, &gpu, &[]),
+            run_from_events(det, &primary, 0, 2024, &cpu, &[]),
         );
         let slots_hit = (0..det.volumes()).filter(|&v| b.edep[v] != 0).count();
         checks.push(Check {
@@ -760,14 +761,16 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
         });
     }
 
+    checks.extend(hit_checks(device, log)?);
+
     log("em-detector: 2000 events of 1 GeV e- in TestEm3 as GDML and in the slab TestEm3, GPU (fast mode)");
     let n = 2000u64;
     let primary = Primary::testem3(Particle::Electron, 1000.0);
     let slabs = ShowerPhysics::testem3();
     let fast = GpuShowerOptions::default();
     let (s, sst) = run_devices(&slabs, &primary, n, 7, &[device], &hidden, &fast).map_err(|e| e.to_string())?;
-    let (g, gst) = run_detector_range(&testem3, &primary, 0..n, 7, &[device], &hidden, &fast).map_err(|e| e.to_string())?;
-    let g = run_from_events(&testem3, &primary, 0, 7, &g);
+    let (g, _, gst) = run_detector_range(&testem3, &primary, 0..n, 7, &[device], &hidden, &fast).map_err(|e| e.to_string())?;
+    let g = run_from_events(&testem3, &primary, 0, 7, &g, &[]);
     let per = s.per_material(&slabs);
     let mut ok = g.events == n && g.worst_balance < 1e-9;
     let mut lines = Vec::new();
@@ -798,5 +801,145 @@ pub fn detector_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<C
             gst.seconds / sst.seconds
         ),
     });
+    Ok(checks)
+}
+
+/// Hits in sensitive volumes on the GPU (issue #31): `em run DET.gdml --sensitive … --device cuda
+/// --precise` against `--device cpu` — every hit (event, slot, deposit, time, position) in the
+/// canonical order, the bytes of hits.parquet and summary.json's `hits` section — without a field
+/// (TestEm3's argon gaps) and in CMS's 3.8 T (simple-cms' ECAL crystals and tracker layers); then
+/// a hit buffer that holds the largest event's hits but not a batch's, in each schedule (re-runs
+/// in halves), against detector.rs `run_event_with_hits`.
+fn hit_checks(device: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, String> {
+    use crate::engine::{DetectorOptions, DetectorShower};
+    use crate::shower::detector::run_event_with_hits;
+    use crate::shower::gpu::{run_detector_range, GpuShowerOptions, Schedule};
+    use crate::shower::transport::Primary;
+    use crate::shower::Particle;
+    use warpdrive_core::engine::{Control, Device};
+    let n = 20u64;
+    let unit = |d: [f64; 3]| {
+        let m = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
+        d.map(|x| x / m)
+    };
+    let cms_text = include_str!("../../../examples/em/simple-cms.gdml");
+    let requests = [
+        (
+            "testem3.gdml",
+            include_str!("../tests/data/testem3.gdml"),
+            vec!["ArgonV".to_string()],
+            [0.0, 0.0, -10.0],
+            [0.0, 0.0, 1.0],
+            [0.0; 3],
+            "no field, ArgonV sensitive",
+        ),
+        (
+            "simple-cms.gdml",
+            cms_text,
+            vec!["EcalBarrel".to_string(), "PixelLayer1".to_string(), "StripLayer2".to_string()],
+            [0.0; 3],
+            unit([1.0, 0.0, 0.1]),
+            [0.0, 0.0, 3.8],
+            "3.8 T along z, EcalBarrel, PixelLayer1 and StripLayer2 sensitive",
+        ),
+    ];
+    let mut checks = Vec::new();
+    let dir = std::env::temp_dir().join(format!("wd-gpu-check-hits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    for (file_name, text, sensitive, position_mm, direction, field_t, label) in requests {
+        log(&format!(
+            "em-detector: hits, {n} × 1 GeV e- in {file_name} ({label}) on GPU (precise) and CPU"
+        ));
+        let file = dir.join(file_name);
+        std::fs::write(&file, text).map_err(|e| e.to_string())?;
+        let o = DetectorOptions {
+            energy: 1000.0,
+            events: n,
+            position_mm,
+            direction,
+            field_t,
+            sensitive,
+            ..DetectorOptions::default()
+        };
+        let req = DetectorShower::new(&file, &o).map_err(|e| e.to_string())?;
+        let g = req
+            .run(&Control::new().device(Device::Cuda(vec![device])).precise(true))
+            .map_err(|e| e.to_string())?;
+        let c = req.run(&Control::new().device(Device::Cpu)).map_err(|e| e.to_string())?;
+        let (pg, pc) = (dir.join("gpu-hits.parquet"), dir.join("cpu-hits.parquet"));
+        g.hits_table().write_parquet(&pg).map_err(|e| e.to_string())?;
+        c.hits_table().write_parquet(&pc).map_err(|e| e.to_string())?;
+        let same_file = std::fs::read(&pg).map_err(|e| e.to_string())? == std::fs::read(&pc).map_err(|e| e.to_string())?;
+        let same_hits = g.run.hits == c.run.hits;
+        let first_diff = g
+            .run
+            .hits
+            .iter()
+            .zip(&c.run.hits)
+            .position(|(a, b)| a != b)
+            .map_or(String::new(), |k| {
+                format!("; first differing hit {k}: GPU {:?}, CPU {:?}", g.run.hits[k], c.run.hits[k])
+            });
+        let same_summary = g.summary()["hits"] == c.summary()["hits"];
+        let same_volumes = g.run.edep == c.run.edep;
+        let times = c.run.hits.iter().filter(|(_, h)| h.time_ns > 0.0).count();
+        checks.push(Check {
+            name: format!("em-detector: em run with sensitive volumes: precise GPU = CPU hit for hit ({file_name}, {label}, {n} × 1 GeV e-)"),
+            passed: same_hits && same_file && same_summary && same_volumes && c.run.hits.len() > 100 && times > 0 && g.device.starts_with("cuda"),
+            detail: format!(
+                "GPU {} hits, CPU {} hits ({times} with time > 0): identical {same_hits}{first_diff}; hits.parquet bytes identical {same_file}; \
+                 summary.json hits identical {same_summary}; deposits per volume identical {same_volumes}; GPU: {} ({:.3} s); CPU {:.3} s",
+                g.run.hits.len(),
+                c.run.hits.len(),
+                g.device,
+                g.transport_seconds,
+                c.transport_seconds
+            ),
+        });
+    }
+    // A small hit buffer: batches re-run in halves, in every schedule.
+    let mut det = detector_physics(cms_text, "simple-cms.gdml", false)?;
+    det.set_field([0.0, 0.0, 3.8]);
+    det.set_sensitive(&["EcalBarrel".to_string(), "PixelLayer1".to_string()])?;
+    let primary = Primary {
+        particle: Particle::Electron,
+        energy: 1000.0,
+        pos: [0.0; 3],
+        dir: unit([1.0, 0.0, 0.1]),
+    };
+    let m = 8u64;
+    log(&format!(
+        "em-detector: hits, {m} × 1 GeV e- in simple-cms.gdml in 3.8 T with a small hit buffer, each schedule"
+    ));
+    let mut cpu = Vec::new();
+    let mut largest = 1usize;
+    for k in 0..m {
+        let (_, h) = run_event_with_hits(&det, &primary, 99, k, &|| false).ok_or("stopped")?;
+        largest = largest.max(h.len());
+        cpu.extend(h.into_iter().map(|x| (k, x)));
+    }
+    for schedule in [Schedule::Phases, Schedule::Queue, Schedule::Generations] {
+        let opts = GpuShowerOptions {
+            precise: true,
+            schedule: Some(schedule),
+            hit_capacity: Some(largest),
+            ..GpuShowerOptions::default()
+        };
+        let (_, hits, st) =
+            run_detector_range(&det, &primary, 0..m, 99, &[device], &Progress::hidden(), &opts).map_err(|e| e.to_string())?;
+        let same = hits == cpu;
+        checks.push(Check {
+            name: format!("em-detector: full hit buffers (re-runs in halves) give the CPU's hits ({schedule:?} schedule, {m} × 1 GeV e- in simple-cms.gdml in 3.8 T, precise)"),
+            passed: same && st.reruns > 0 && cpu.len() > largest,
+            detail: format!(
+                "GPU {} hits, CPU {}: identical {same}; a buffer of {largest} hits (the largest event's): {} re-runs, {} batches",
+                hits.len(),
+                cpu.len(),
+                st.reruns,
+                st.batches
+            ),
+        });
+    }
+    std::fs::remove_dir_all(&dir).ok();
     Ok(checks)
 }

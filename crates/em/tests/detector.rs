@@ -340,8 +340,9 @@ fn gdml_errors_name_the_file_and_line() {
     assert!(e.contains("does-not-exist.gdml"), "{e}");
 }
 
-/// What the GPU cannot do yet is refused on `cuda` with its reason (sensitive volumes), before
-/// anything runs; the CPU runs it. A uniform field and a field map go to the GPU (no reason).
+/// What the GPU cannot do is refused on `cuda` with its reason (a volume tree deeper than the
+/// device navigator's 16 levels), before anything runs; the CPU runs it. A uniform field, a field
+/// map and sensitive volumes (hits) go to the GPU (no reason).
 #[test]
 fn cuda_refuses_what_the_gpu_cannot_do_and_cpu_runs() {
     let o = DetectorOptions {
@@ -367,18 +368,45 @@ fn cuda_refuses_what_the_gpu_cannot_do_and_cpu_runs() {
         ..o.clone()
     };
     assert_eq!(DetectorShower::new(&data("testem3.gdml"), &mapped).unwrap().cpu_only_reason(), None);
-    std::fs::remove_dir_all(&dir).ok();
-    let ctl = Control::new().device(Device::Cuda(vec![0]));
-    let opts = DetectorOptions {
+    let sensitive = DetectorOptions {
         sensitive: vec!["LeadV".into()],
         ..o.clone()
     };
-    let why = "sensitive volumes: hits are recorded on the CPU only";
-    let r = DetectorShower::new(&data("testem3.gdml"), &opts).unwrap();
-    match r.run(&ctl) {
+    assert_eq!(
+        DetectorShower::new(&data("testem3.gdml"), &sensitive).unwrap().cpu_only_reason(),
+        None
+    );
+    // 18 nested boxes: a path of 17 placements.
+    let mut volumes = String::from(r#"<volume name="V17"><materialref ref="G4_WATER"/><solidref ref="B17"/></volume>"#);
+    let mut solids = String::from(r#"<box name="B17" x="1" y="1" z="1" lunit="mm"/>"#);
+    for k in (0..17).rev() {
+        solids.push_str(&format!(r#"<box name="B{k}" x="{0}" y="{0}" z="{0}" lunit="mm"/>"#, 2 * (18 - k)));
+        volumes.push_str(&format!(
+            r#"<volume name="V{k}"><materialref ref="G4_WATER"/><solidref ref="B{k}"/><physvol name="P{0}"><volumeref ref="V{0}"/></physvol></volume>"#,
+            k + 1
+        ));
+    }
+    let deep = dir.join("deep.gdml");
+    std::fs::write(
+        &deep,
+        format!(r#"<gdml><solids>{solids}</solids><structure>{volumes}</structure><setup name="Default" version="1.0"><world ref="V0"/></setup></gdml>"#),
+    )
+    .unwrap();
+    let r = DetectorShower::new(
+        &deep,
+        &DetectorOptions {
+            position_mm: [0.0; 3],
+            ..o.clone()
+        },
+    )
+    .unwrap();
+    let why = r.cpu_only_reason().expect("too deep for the GPU");
+    assert!(why.contains("17 levels deep; the GPU navigator holds at most 16"), "{why}");
+    match r.run(&Control::new().device(Device::Cuda(vec![0]))) {
         Err(Error::Param(p)) => assert_eq!(p.text, format!("cuda:0: this detector run needs the CPU ({why}); use cpu or auto")),
         other => panic!("{:?}", other.map(|r| r.run.events)),
     }
+    std::fs::remove_dir_all(&dir).ok();
     let r = req.run(&Control::new().device(Device::Cpu)).unwrap();
     assert_eq!(r.run.events, 3);
     let t = r.volumes_table();

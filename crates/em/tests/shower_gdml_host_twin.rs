@@ -7,7 +7,12 @@
 //! every volume slot, the escaped energy, the counts, the track lengths. This checks the
 //! geometry hooks (next boundary, crossing and relocation, safety, a slot's material, vacuum),
 //! the volume paths carried by the tracks and their secondaries, and the flattened tree, without
-//! a GPU; the device's own arithmetic is `warpdrive gpu-check --domain em`'s.
+//! a GPU; the device's own arithmetic is `warpdrive gpu-check --domain em`'s. With sensitive
+//! volumes (in every geometry: nested.gdml's `SensDet` ones, and more marked here) the twin's hits must be those of
+//! `detector::run_event_with_hits`, hit for hit (slot, fixed-point deposit, the bits of time and
+//! position, track id, ordinal) in the canonical order, in every schedule: this checks the time
+//! the tracks carry (straight, curved and vacuum flights, secondaries), the pre-step points of
+//! curved steps, the hit buffer and its overflow flag.
 //!
 //! Needs a C++ compiler (`c++`, or `$CXX`); skipped without one unless
 //! `WARPDRIVE_REQUIRE_DATA=1`.
@@ -18,17 +23,18 @@ use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use warpdrive_em::shower::cuts::RangeCuts;
-use warpdrive_em::shower::detector::{run_event, DetectorPhysics};
+use warpdrive_em::shower::detector::{run_event_with_hits, DetectorPhysics};
 use warpdrive_em::shower::gpu::{
-    detector_primaries, tally_from_words, tally_stride, HostTables, FIELD_MAP, FIELD_UNIFORM, GDML_TRACK_WORDS,
+    detector_primaries, hits_from_words, tally_from_words, tally_stride, HostTables, FIELD_MAP, FIELD_UNIFORM, GDML_TRACK_WORDS,
 };
 use warpdrive_em::shower::run::event_words;
 use warpdrive_em::shower::tables::TableOptions;
-use warpdrive_em::shower::transport::{to_fixed, EventTally, Primary};
+use warpdrive_em::shower::transport::{to_fixed, EventTally, Hit, Primary};
 use warpdrive_em::shower::Particle;
 
-/// The host twin's input files for `events` events of `primary` (the tables and the first
-/// generation), written once into `dir` and read by every schedule ([`host_twin`]).
+/// The host twin's input files for `events` events of `primary` (the tables with a hit buffer
+/// of `hit_capacity` hits, used when a volume is sensitive, and the first generation), written
+/// once into `dir` and read by every schedule ([`host_twin`]).
 struct TwinInputs {
     tables: PathBuf,
     prim: PathBuf,
@@ -40,7 +46,10 @@ struct TwinInputs {
     events: u64,
 }
 
-fn host_twin_inputs(dir: &Path, det: &DetectorPhysics, primary: &Primary, events: u64, seed: u64) -> TwinInputs {
+/// The host twin's events (tally words), hits (`(event, hit)`) and output line.
+type TwinRun = (Vec<Vec<u64>>, Vec<(u64, Hit)>, String);
+
+fn host_twin_inputs(dir: &Path, det: &DetectorPhysics, primary: &Primary, events: u64, seed: u64, hit_capacity: u64) -> TwinInputs {
     let t = HostTables::build_detector(det).unwrap();
     let (slots, n_mat) = (det.volumes(), det.materials.len());
     let stride = tally_stride(slots, n_mat);
@@ -109,6 +118,15 @@ fn host_twin_inputs(dir: &Path, det: &DetectorPhysics, primary: &Primary, events
     f.extend_from_slice(bytes(&map.r));
     f.extend_from_slice(bytes(&map.z));
     f.extend_from_slice(bytes(&map.b));
+    // The hits: capacity (0 without sensitive volumes) and per slot its flag.
+    let sensitive = if t.sensitive.is_empty() {
+        vec![0u8; slots]
+    } else {
+        t.sensitive.clone()
+    };
+    assert_eq!(sensitive.len(), t.slab_material.len());
+    f.extend_from_slice(&(if t.sensitive.is_empty() { 0 } else { hit_capacity }).to_le_bytes());
+    f.extend_from_slice(&sensitive);
     let tables = dir.join("tables.bin");
     std::fs::write(&tables, f).unwrap();
     let (first, missed) = detector_primaries(det, primary, 0, events);
@@ -128,9 +146,11 @@ fn host_twin_inputs(dir: &Path, det: &DetectorPhysics, primary: &Primary, events
     }
 }
 
-/// Run the events of `inp` through the host twin with the schedule `mode`; the events' tally
-/// words and the twin's output line.
-fn host_twin(exe: &Path, inp: &TwinInputs, mode: &str) -> (Vec<Vec<u64>>, String) {
+/// Run the events of `inp` through the host twin with the schedule `mode`: the events' tally
+/// words, the hits in the canonical order (`gpu::hits_from_words`, as the host reads the
+/// device's) and the twin's output line; `None` when the twin reported a full list or hit
+/// buffer (the host's re-run).
+fn host_twin(exe: &Path, inp: &TwinInputs, mode: &str) -> Option<TwinRun> {
     let out = inp.tables.with_file_name(format!("tally-{mode}.bin"));
     let o = Command::new(exe)
         .arg(&inp.tables)
@@ -139,7 +159,16 @@ fn host_twin(exe: &Path, inp: &TwinInputs, mode: &str) -> (Vec<Vec<u64>>, String
         .arg(mode)
         .output()
         .unwrap();
+    if o.status.code() == Some(3) {
+        return None;
+    }
     assert!(o.status.success(), "host twin: {}", String::from_utf8_lossy(&o.stderr));
+    let raw_hits = std::fs::read(out.with_file_name(format!("tally-{mode}.bin.hits"))).unwrap();
+    let hit_words: Vec<u64> = raw_hits
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let hits = hits_from_words(&hit_words, 0);
     let raw = std::fs::read(&out).unwrap();
     let all: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
     let (stride, energy) = (inp.stride, inp.energy);
@@ -152,7 +181,7 @@ fn host_twin(exe: &Path, inp: &TwinInputs, mode: &str) -> (Vec<Vec<u64>>, String
             event_words(&e)
         })
         .collect();
-    (words, String::from_utf8_lossy(&o.stdout).into_owned())
+    Some((words, hits, String::from_utf8_lossy(&o.stdout).into_owned()))
 }
 
 /// The three schedules of shower::gpu's detector build: a launch pair per generation, the
@@ -311,6 +340,16 @@ fn check_cases(dir: &Path, exe: impl FnOnce() -> Option<PathBuf>) {
                 det.set_field_map(std::sync::Arc::new(solenoid_map())).unwrap();
                 assert!(matches!(det.field, Some(warpdrive_em::field::Field::Map(_))));
             }
+            // Hits: TestEm3's lead and argon; simple-cms' ECAL crystals, a pixel and a strip
+            // layer and the beam pipe's vacuum (where the loopers stop); nested.gdml its own
+            // (GDML `SensDet` auxiliaries).
+            let sensitive: &[&str] = match name {
+                "testem3" => &["ArgonV", "LeadV"],
+                "nested" => &[],
+                _ => &["EcalBarrel", "PixelLayer1", "StripLayer2", "BeamVacuum"],
+            };
+            det.set_sensitive(&sensitive.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .unwrap();
             built.push((name.to_string(), det));
         }
     }
@@ -321,32 +360,54 @@ fn check_cases(dir: &Path, exe: impl FnOnce() -> Option<PathBuf>) {
         pos: *pos,
         dir: *d,
     };
-    // The CPU detector loop, event by event, and the twins' input files, case by case.
-    let cpu_runs: Vec<(Vec<EventTally>, TwinInputs)> = cases
+    // The CPU detector loop with hits, event by event, and the twins' input files, case by case.
+    type CpuRun = (Vec<EventTally>, Vec<(u64, Hit)>, TwinInputs);
+    let cpu_runs: Vec<CpuRun> = cases
         .par_iter()
         .enumerate()
         .map(|(i, case)| {
             let (det, primary, n) = (det(case.0), primary(case), case.6);
-            let tallies = (0..n).map(|k| run_event(det, &primary, 31, k)).collect();
+            let mut tallies = Vec::new();
+            let mut cpu_hits = Vec::new();
+            for k in 0..n {
+                let (t, h) = run_event_with_hits(det, &primary, 31, k, &|| false).unwrap();
+                tallies.push(t);
+                cpu_hits.extend(h.into_iter().map(|x| (k, x)));
+            }
             let case_dir = dir.join(format!("case{i}"));
             std::fs::create_dir_all(&case_dir).unwrap();
-            (tallies, host_twin_inputs(&case_dir, det, &primary, n, 31))
+            (tallies, cpu_hits, host_twin_inputs(&case_dir, det, &primary, n, 31, 1 << 22))
         })
         .collect();
     let Some(exe) = exe() else { return };
     // Every case's three schedules.
     let jobs: Vec<(usize, &str)> = (0..cases.len()).flat_map(|i| MODES.map(|m| (i, m))).collect();
-    let twins: Vec<(Vec<Vec<u64>>, String)> = jobs.par_iter().map(|&(i, mode)| host_twin(&exe, &cpu_runs[i].1, mode)).collect();
-    for (i, (name, _, p, e, _, d, n)) in cases.iter().enumerate() {
+    let twins: Vec<TwinRun> = jobs
+        .par_iter()
+        .map(|&(i, mode)| host_twin(&exe, &cpu_runs[i].2, mode).expect("no overflow"))
+        .collect();
+    for (i, case) in cases.iter().enumerate() {
+        let (name, _, p, e, _, d, n) = case;
         let (name, p, e, d, n) = (*name, *p, *e, *d, *n);
         let det = det(name);
-        let tallies = &cpu_runs[i].0;
+        let (tallies, cpu_hits) = (&cpu_runs[i].0, &cpu_runs[i].1);
         let cpu: Vec<Vec<u64>> = tallies.iter().map(event_words).collect();
         // Each case reaches matter: some volume other than the world gets a deposit (the looper:
         // is killed in every event, depositing in the pipe's vacuum slot).
         let hit = (1..det.volumes()).filter(|&v| cpu.iter().any(|w| w[v] != 0)).count();
         let killed: u64 = tallies.iter().map(|t| t.killed).sum();
-        eprintln!("{name} {p:?} {e} MeV: deposits in {hit} volumes besides the world, {killed} tracks killed");
+        let late = cpu_hits.iter().map(|(_, h)| h.time_ns).fold(0.0, f64::max);
+        eprintln!(
+            "{name} {p:?} {e} MeV: deposits in {hit} volumes besides the world, {killed} tracks killed, {} hits (the latest at {late:.3} ns)",
+            cpu_hits.len()
+        );
+        // Every case with volumes marked here records hits, at times > 0 (nested.gdml's own
+        // sensitive calorimeter lies in one direction only); a looper's stop in the pipe's vacuum
+        // is a hit after ≈ 1 000 turns of ≈ 0.03 ns (the time of its curved vacuum flight,
+        // transport.rs fly_curved / the kernel's wd_fly_curved).
+        if name != "nested" && (cpu_hits.is_empty() || late <= 0.0 || (killed > 0 && late < 5.0)) {
+            failures.push(format!("{name} {p:?} {e} MeV: {} hits, the latest at {late} ns", cpu_hits.len()));
+        }
         if (name.ends_with("-field") || name.ends_with("-map")) && e < 10.0 && killed != n {
             failures.push(format!(
                 "{name} {p:?} {e} MeV: {killed} loopers killed in {n} events, expected one per event"
@@ -358,8 +419,22 @@ fn check_cases(dir: &Path, exe: impl FnOnce() -> Option<PathBuf>) {
             ));
         }
         for (k, mode) in MODES.iter().enumerate() {
-            let (twin, line) = &twins[i * MODES.len() + k];
+            let (twin, hits, line) = &twins[i * MODES.len() + k];
             eprint!("host twin: {line}");
+            if hits != cpu_hits {
+                let k = hits
+                    .iter()
+                    .zip(cpu_hits)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(hits.len().min(cpu_hits.len()));
+                failures.push(format!(
+                    "{mode}: {name} {p:?} {e} MeV: {} hits, the CPU {}; first difference at {k}: {:?} vs {:?}",
+                    hits.len(),
+                    cpu_hits.len(),
+                    hits.get(k),
+                    cpu_hits.get(k)
+                ));
+            }
             let same = cpu.iter().zip(twin).filter(|(a, b)| a == b).count();
             eprintln!("{mode}: {name} {p:?} {e} MeV: {same} of {n} events identical");
             if let Some(k) = cpu.iter().zip(twin).position(|(a, b)| a != b) {
@@ -368,6 +443,24 @@ fn check_cases(dir: &Path, exe: impl FnOnce() -> Option<PathBuf>) {
                     "{mode}: {name} {p:?} {e} MeV: {same} of {n} identical; event {k} differs in words {diff:?} (of {})",
                     cpu[k].len()
                 ));
+            }
+        }
+        // A hit buffer one hit too small raises the overflow flag (the host re-runs the batch in
+        // halves); one that just holds the hits does not.
+        if name == "testem3" && p == Particle::Gamma {
+            let m = cpu_hits.len() as u64;
+            for (mode, cap, fits) in [
+                ("phases", m - 1, false),
+                ("queue", m - 1, false),
+                ("generations", m - 1, false),
+                ("phases", m, true),
+            ] {
+                let case_dir = dir.join(format!("case{i}-{mode}-{cap}"));
+                std::fs::create_dir_all(&case_dir).unwrap();
+                let inp = host_twin_inputs(&case_dir, det, &primary(case), n, 31, cap);
+                if host_twin(&exe, &inp, mode).is_some() != fits {
+                    failures.push(format!("{mode}: a buffer of {cap} hits for {m} hits: overflow {}", !fits));
+                }
             }
         }
     }

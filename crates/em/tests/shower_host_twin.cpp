@@ -16,15 +16,17 @@
 // (`planes` is empty there), then u64 field_on (0 none, 1 uniform, 2 map) and f64 Bx, By, Bz
 // [T], delta_chord, delta_intersection [mm] (the uniform field), then u64 counts (bvh nodes,
 // items, roots) and those arrays, then the field map: u64 nr, u64 nz, f64 b_max [T], f64
-// epsilon, r[nr], z[nz] [mm], (B_r, B_z)[nr nz] [T] (nr = nz = 0: none).
-// PRIMARIES: WdTrack records (10 u64 words; GDML 18). OUT: events ×
-// stride u64.
+// epsilon, r[nr], z[nz] [mm], (B_r, B_z)[nr nz] [T] (nr = nz = 0: none), then the hits: u64
+// hit capacity (0: no sensitive volume), u8 per volume slot (sensitive or not).
+// PRIMARIES: WdTrack records (10 u64 words; GDML 19). OUT: events × stride u64; the GDML build
+// writes the hits (WdHit records, in the order the kernels made them) to OUT.hits.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #define __device__
@@ -171,6 +173,11 @@ int main(int argc, char** argv) {
     std::vector<double> map_r = read_array<double>(f, map_n[0]);
     std::vector<double> map_z = read_array<double>(f, map_n[1]);
     std::vector<double> map_b = read_array<double>(f, 2 * map_n[0] * map_n[1]);
+    unsigned long long hit_capacity;
+    if (fread(&hit_capacity, 8, 1, f) != 1) return 2;
+    std::vector<unsigned char> sensitive = read_array<unsigned char>(f, c[6]);
+    std::vector<WdHit> hits(hit_capacity > 0 ? hit_capacity : 1);
+    unsigned int hit_count = 0u;
     WdGdml gdml{solids.data(),
                 pool.data(),
                 logical.data(),
@@ -190,7 +197,12 @@ int main(int argc, char** argv) {
                 (unsigned int)map_n[0],
                 (unsigned int)map_n[1],
                 map_c[0],
-                map_c[1]};
+                map_c[1],
+                sensitive.data(),
+                hits.data(),
+                &hit_count,
+                (unsigned int)hit_capacity,
+                0u};
 #endif
     fclose(f);
     unsigned long long events = seed_events[1];
@@ -331,6 +343,13 @@ int main(int argc, char** argv) {
     f = fopen(argv[3], "wb");
     if (!f || fwrite(tally.data(), 8, tally.size(), f) != tally.size()) return 2;
     fclose(f);
+#ifdef WD_GEOMETRY_GDML
+    std::string hits_path = std::string(argv[3]) + ".hits";
+    f = fopen(hits_path.c_str(), "wb");
+    if (!f || fwrite(hits.data(), sizeof(WdHit), hit_count, f) != hit_count) return 2;
+    fclose(f);
+    printf("%u hits\n", hit_count);
+#endif
     printf("%llu events, %llu generations\n", events, generations);
     return 0;
 }

@@ -269,13 +269,27 @@ def test_detector_bad_inputs(tmp_path):
         em.run(gdml=TESTEM3_GDML, energy=5.0)
     with pytest.raises(TypeError, match="need gdml="):
         em.run(events=3)
-    # A GDML run goes to a GPU unless it needs the CPU (hits in sensitive volumes):
-    # then `cuda` is refused with the reason, before any GPU is looked for.
+    # A GDML run goes to a GPU (hits in sensitive volumes too) unless it needs the CPU (a volume
+    # tree deeper than the GPU navigator's 16 levels): then `cuda` is refused with the reason,
+    # before any GPU is looked for.
+    solids = '<box name="B17" x="1" y="1" z="1" lunit="mm"/>'
+    volumes = '<volume name="V17"><materialref ref="G4_WATER"/><solidref ref="B17"/></volume>'
+    for k in range(16, -1, -1):
+        solids += f'<box name="B{k}" x="{2 * (18 - k)}" y="{2 * (18 - k)}" z="{2 * (18 - k)}" lunit="mm"/>'
+        volumes += (
+            f'<volume name="V{k}"><materialref ref="G4_WATER"/><solidref ref="B{k}"/>'
+            f'<physvol name="P{k + 1}"><volumeref ref="V{k + 1}"/></physvol></volume>'
+        )
+    deep = tmp_path / "deep.gdml"
+    deep.write_text(
+        f'<gdml><solids>{solids}</solids><structure>{volumes}</structure>'
+        '<setup name="Default" version="1.0"><world ref="V0"/></setup></gdml>'
+    )
     with pytest.raises(
         ValueError,
-        match=r"^device cuda:0: this detector run needs the CPU \(sensitive volumes: hits are recorded on the CPU only\); use cpu or auto",
+        match=r"^device cuda:0: this detector run needs the CPU \(the volume tree is 17 levels deep; the GPU navigator holds at most 16 \(run on the CPU\)\); use cpu or auto",
     ):
-        em.run(gdml=TESTEM3_GDML, events=1, device="cuda", sensitive=["LeadV"])
+        em.run(gdml=deep, events=1, position=(0, 0, 0), device="cuda", sensitive=["V3"])
     m = tmp_path / "m.csv"
     m.write_text("r_mm,z_mm,br_T,bz_T\n0,-10,0,1\n0,10,0,1\n5,-10,0,1\n5,10,0,1\n")
     with pytest.raises(ValueError, match="m.csv: the field map covers r ≤ 5 mm"):

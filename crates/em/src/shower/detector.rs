@@ -511,8 +511,8 @@ pub struct DetectorRun {
     pub too_many_hits: bool,
 }
 
-/// Most hits a run holds in memory (about 48 bytes each: 1 GB); a run that makes more stops
-/// and is refused (fewer events or fewer sensitive volumes).
+/// Most hits a run holds in memory (64 bytes each with its event number: 1.3 GB); a run that
+/// makes more stops and is refused (fewer events or fewer sensitive volumes).
 pub const MAX_HITS: usize = 20_000_000;
 
 impl DetectorRun {
@@ -616,15 +616,40 @@ pub fn event_tally_bytes(volumes: usize, materials: usize) -> u64 {
     (std::mem::size_of::<EventTally>() + 8 * (volumes + materials)) as u64
 }
 
-/// The sums of events `first ..` from their tallies, in event order (a GPU run's events: no
-/// hits), as [`run_range`] sums them.
+/// The sums of events `first ..` from their tallies, in event order (a GPU run's events), with
+/// their hits (`(event, hit)` sorted by event, each event's in the canonical order of
+/// [`Hit`]), as [`run_range`] sums them: in batches of [`BATCH`] events from `first`, stopping
+/// after the batch in which the hits passed [`MAX_HITS`] (`too_many_hits`), so that a GPU run
+/// that ran at least up to there ends where the CPU's does.
 #[must_use]
-pub fn run_from_events(phys: &DetectorPhysics, primary: &Primary, first: u64, seed: u64, events: &[EventTally]) -> DetectorRun {
+pub fn run_from_events(
+    phys: &DetectorPhysics,
+    primary: &Primary,
+    first: u64,
+    seed: u64,
+    events: &[EventTally],
+    hits: &[(u64, Hit)],
+) -> DetectorRun {
     let mut run = DetectorRun::new(phys, primary, first, seed);
     let slot_material: Vec<usize> = phys.volume_list().iter().map(|v| v.material).collect();
-    for e in events {
-        run.add(&slot_material, e, &[]);
+    let mut h = 0usize;
+    let mut event_hits = Vec::new();
+    for (k, e) in events.iter().enumerate() {
+        let event = first + k as u64;
+        event_hits.clear();
+        while h < hits.len() && hits[h].0 <= event {
+            if hits[h].0 == event {
+                event_hits.push(hits[h].1);
+            }
+            h += 1;
+        }
+        run.add(&slot_material, e, &event_hits);
+        if (k as u64 + 1).is_multiple_of(BATCH) && run.hits.len() > MAX_HITS {
+            run.too_many_hits = true;
+            return run;
+        }
     }
+    run.too_many_hits = run.hits.len() > MAX_HITS;
     run
 }
 

@@ -59,7 +59,7 @@ use super::photoelectric::{sauter_shape, PhotoData, N_SHELLS};
 use super::physics::MaterialPhysics;
 use super::rayleigh::RayleighData;
 use super::run::ShowerRun;
-use super::transport::{primary_id, primary_start, to_fixed, EventTally, Primary, ShowerPhysics, MAX_PRIMARY_ENERGY};
+use super::transport::{primary_id, primary_start, to_fixed, EventTally, Hit, Primary, ShowerPhysics, MAX_PRIMARY_ENERGY};
 use super::{brems, Particle, ELECTRON_RADIUS, TWOPI_MC2_RCL2};
 use crate::geo::device::{BvhNodeRecord, DeviceGeometry, LogicalRecord, PlacementRecord, SolidRecord};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
@@ -118,9 +118,12 @@ const BLOCK: u32 = 128;
 pub const MAX_ELEMENTS: usize = 16;
 /// Words (u64) per track in the lists: energy, pos, dir, id, event | slab << 32, particle.
 pub const TRACK_WORDS: usize = 10;
-/// Words per track of the GDML build: then `particle | depth << 32` and the volume path's 16
-/// placements (`WdTrack::path`, 80 + 4 × 16 bytes).
-pub const GDML_TRACK_WORDS: usize = 18;
+/// Words per track of the GDML build: then `particle | depth << 32`, the time [ns] and the
+/// volume path's 16 placements (`WdTrack::time`, `path`: 88 + 4 × 16 bytes).
+pub const GDML_TRACK_WORDS: usize = 19;
+/// Words (u64) per hit of the GDML build (`WdHit`): track id, deposit, time, pos, event | slot
+/// << 32, ordinal.
+pub const HIT_WORDS: usize = 8;
 /// Per-thread stack of the GDML build [bytes]: the navigator's boolean solids recurse (the
 /// geometry kernels take 4 KiB), and a hook holds a volume path with its transforms (1.6 kB).
 const GDML_STACK_BYTES: usize = 8192;
@@ -261,11 +264,11 @@ const CHARGED_STATE_BYTES: usize = 224;
 /// Bytes of the kernel's `WdChargedMid` (a crossing e± step's first half, one per e± slot).
 const CHARGED_MID_BYTES: usize = 72;
 /// The same three of the GDML build (a track holds its volume path, an event the parent's
-/// track, a boundary the navigator's distance in mm too, an e± its path length in vacuum, a
-/// step's first half its start's slot and the end of its curved step).
-const GDML_PHOTON_STATE_BYTES: usize = 264;
-const GDML_CHARGED_STATE_BYTES: usize = 304;
-const GDML_CHARGED_MID_BYTES: usize = 88;
+/// track, a track its time, a boundary the navigator's distance in mm too, an e± its path length
+/// in vacuum, a step's first half its start's slot and point and the end of its curved step).
+const GDML_PHOTON_STATE_BYTES: usize = 272;
+const GDML_CHARGED_STATE_BYTES: usize = 312;
+const GDML_CHARGED_MID_BYTES: usize = 112;
 /// Lists of the phase schedule: one per process, 4 for γ (Compton, photoelectric, conversion,
 /// Rayleigh) and 3 for e± (δ-ray, bremsstrahlung, annihilation), then the e± steps that cross a
 /// boundary (kernel WD_LIST_CROSSING).
@@ -322,8 +325,15 @@ struct GdmlRecord {
     map_nz: u32,
     map_b_max: f64,
     epsilon: f64,
+    /// Hits: per volume slot whether it is sensitive (u8), the hit buffer (`WdHit`), its
+    /// counter and capacity (0: no sensitive volume, no hits recorded).
+    sensitive: u64,
+    hits: u64,
+    hit_count: u64,
+    hit_capacity: u32,
+    pad: u32,
 }
-const _: () = assert!(size_of::<GdmlRecord>() == 160);
+const _: () = assert!(size_of::<GdmlRecord>() == 192);
 
 /// The geometry a GPU run tracks in: the slab calorimeter (`shower.cu`) or a GDML detector
 /// (`shower_gdml.cu`, its volume tree flattened by [`DeviceGeometry`]).
@@ -416,6 +426,9 @@ pub struct HostTables {
     pub field: Option<UniformFieldRecord>,
     /// The GDML build's field map (`WdGdml::map_*`, `epsilon`); `None`: no map.
     pub field_map: Option<FieldMapRecord>,
+    /// The GDML build: per volume slot 1 where it records hits (`WdGdml::sensitive`); empty
+    /// when no volume does.
+    pub sensitive: Vec<u8>,
 }
 
 /// A GDML detector's field map as the kernel reads it (`kernels/field/map.cuh` `FieldMap`):
@@ -488,11 +501,14 @@ impl HostTables {
     /// cannot hold (a tree deeper than the device navigator's paths).
     pub fn build_detector(det: &DetectorPhysics) -> Result<HostTables, String> {
         let mut t = Self::build_materials(&det.materials)?;
-        t.slab_material = det
-            .volume_list()
+        let volumes = det.volume_list();
+        t.slab_material = volumes
             .iter()
             .map(|v| det.material_of[v.material].map_or(VACUUM_SLOT, |i| i as u32))
             .collect();
+        if det.any_sensitive() {
+            t.sensitive = volumes.iter().map(|v| u8::from(det.sensitive[v.logical as usize])).collect();
+        }
         let g = DeviceGeometry::new(&det.gdml.tree).map_err(|e| format!("{}: {e}", det.gdml.path.display()))?;
         let offsets = det.offsets.iter().map(|&o| o as u32).collect();
         t.gdml = Some((g, offsets));
@@ -701,10 +717,36 @@ pub fn gdml_track_words(
     let mut w = [0u64; GDML_TRACK_WORDS];
     w[..TRACK_WORDS].copy_from_slice(&track_words(particle, energy, pos, dir, id, event, slot));
     w[9] |= (path.len() as u64) << 32;
+    // w[10]: the time, 0 ns at the start.
     for (i, &k) in path.iter().enumerate() {
-        w[10 + i / 2] |= u64::from(k) << (32 * (i % 2));
+        w[11 + i / 2] |= u64::from(k) << (32 * (i % 2));
     }
     w
+}
+
+/// The hits of a batch of events `lo..` from the kernel's `WdHit` records ([`HIT_WORDS`] each,
+/// in the order the kernel made them), with their event numbers, in the canonical order
+/// ([`Hit`]: by event, then track id, then ordinal along the track).
+#[must_use]
+pub fn hits_from_words(words: &[u64], lo: u64) -> Vec<(u64, Hit)> {
+    let mut hits: Vec<(u64, Hit)> = words
+        .chunks_exact(HIT_WORDS)
+        .map(|w| {
+            (
+                lo + (w[6] & 0xffff_ffff),
+                Hit {
+                    track: w[0],
+                    ordinal: (w[7] & 0xffff_ffff) as u32,
+                    slot: (w[6] >> 32) as u32,
+                    edep: w[1],
+                    time_ns: f64::from_bits(w[2]),
+                    pos: [f64::from_bits(w[3]), f64::from_bits(w[4]), f64::from_bits(w[5])],
+                },
+            )
+        })
+        .collect();
+    hits.sort_unstable_by_key(|(e, h)| (*e, h.track, h.ordinal));
+    hits
 }
 
 /// The primaries of events `lo..hi` in a GDML detector as list words (as [`batch_primaries`]):
@@ -806,6 +848,10 @@ pub struct GpuShowerOptions {
     /// libm with contraction — the same physics, histories that part from the CPU's at the first
     /// last-bit difference (statistically equivalent; `gpu-check em` holds it to the Geant4 bounds).
     pub precise: bool,
+    /// GDML detectors with sensitive volumes: hits the device buffer holds per batch (a batch
+    /// that makes more is re-run in halves). Default: an eighth of the free device memory, at
+    /// most 2²⁷ hits.
+    pub hit_capacity: Option<usize>,
 }
 
 /// Timing and bookkeeping of a GPU run.
@@ -892,7 +938,7 @@ pub fn run_devices_range(
     }
     let tables = HostTables::build(phys).map_err(GpuError::Other)?;
     let first = events.start;
-    let (events, stats) = run_geometry(GpuGeometry::Slabs(phys), &tables, primary, events, seed, devices, progress, opts)?;
+    let (events, _hits, stats) = run_geometry(GpuGeometry::Slabs(phys), &tables, primary, events, seed, devices, progress, opts)?;
     Ok((
         ShowerRun {
             primary: *primary,
@@ -908,7 +954,11 @@ pub fn run_devices_range(
 /// [`run_devices_range`]): every event's tally as detector.rs `run_event` makes it (bit for bit
 /// in precise mode), in event order; in a uniform field along the helix
 /// (`kernels/field/propagate.cuh` `propagate`), in a field map along the Dormand–Prince path
-/// (`propagate_in_map`). Hits in sensitive volumes are not on the GPU yet: refused, naming them.
+/// (`propagate_in_map`). With sensitive volumes also the hits, `(event, hit)` in the canonical
+/// order ([`Hit`]) — in precise mode those of detector.rs `run_event_with_hits`, hit for hit. A
+/// device share stops once its hits pass detector.rs `MAX_HITS`, at the end of the CPU's batch
+/// of events (detector.rs `BATCH`) where that happened, so that `run_from_events` ends the run
+/// where `run_range` would.
 pub fn run_detector_range(
     det: &DetectorPhysics,
     primary: &Primary,
@@ -917,21 +967,20 @@ pub fn run_detector_range(
     devices: &[usize],
     progress: &Progress,
     opts: &GpuShowerOptions,
-) -> Result<(Vec<EventTally>, GpuShowerStats), GpuError> {
+) -> Result<DetectorEvents, GpuError> {
     if !(primary.energy > 0.0 && primary.energy <= MAX_PRIMARY_ENERGY) {
         return Err(GpuError::Other(format!(
             "primary energy {} MeV outside (0, {MAX_PRIMARY_ENERGY}] MeV",
             primary.energy
         )));
     }
-    if det.any_sensitive() {
-        return Err(GpuError::Other(
-            "hits in sensitive volumes are recorded on the CPU only (the GPU tallies deposits per volume)".into(),
-        ));
-    }
     let tables = HostTables::build_detector(det).map_err(GpuError::Other)?;
     run_geometry(GpuGeometry::Gdml(det), &tables, primary, events, seed, devices, progress, opts)
 }
+
+/// A GDML run's events: every event's tally in event order, the hits (`(event, hit)`, in the
+/// canonical order), the run's statistics.
+pub type DetectorEvents = (Vec<EventTally>, Vec<(u64, Hit)>, GpuShowerStats);
 
 /// Events `events` in `geo` on `devices`, in event order.
 #[allow(clippy::too_many_arguments)]
@@ -944,7 +993,7 @@ fn run_geometry(
     devices: &[usize],
     progress: &Progress,
     opts: &GpuShowerOptions,
-) -> Result<(Vec<EventTally>, GpuShowerStats), GpuError> {
+) -> Result<DetectorEvents, GpuError> {
     let first = events.start;
     let parts = cuda::split_across(devices, events.end - first, |&d, share| {
         run_share(
@@ -953,19 +1002,22 @@ fn run_geometry(
             primary,
             seed,
             d,
+            first,
             first + share.start..first + share.end,
             progress,
             opts,
         )
     });
     let mut all = Vec::with_capacity((events.end - first) as usize);
+    let mut hits = Vec::new();
     let mut stats = GpuShowerStats::default();
     for p in parts {
-        let (ev, st) = p?;
+        let (ev, h, st) = p?;
         all.extend(ev);
+        hits.extend(h);
         stats.merge(&st);
     }
-    Ok((all, stats))
+    Ok((all, hits, stats))
 }
 
 /// Device buffers of one run.
@@ -1009,17 +1061,26 @@ struct GdmlBuffers {
     _bvh_nodes: CudaSlice<BvhNodeRecord>,
     _bvh_items: CudaSlice<u32>,
     _bvh_root: CudaSlice<u32>,
+    _sensitive: CudaSlice<u8>,
+    /// The batch's hits (`WdHit`, [`HIT_WORDS`] each) and their counter; capacity 0 without
+    /// sensitive volumes.
+    hits: CudaSlice<u64>,
+    hit_count: CudaSlice<u32>,
+    hit_capacity: usize,
     record: CudaSlice<GdmlRecord>,
 }
 
 impl GdmlBuffers {
-    /// Upload the tree and the field (a map's size checked by the caller, [`run_share`]).
+    /// Upload the tree and the field (a map's size checked by the caller, [`run_share`]) and
+    /// allocate the hit buffer (`hit_capacity` hits, checked by the caller).
     fn new(
         st: &Arc<CudaStream>,
         g: &DeviceGeometry,
         offsets: &[u32],
         field: Option<&UniformFieldRecord>,
         map: Option<&FieldMapRecord>,
+        sensitive: &[u8],
+        hit_capacity: usize,
     ) -> Result<Self, GpuError> {
         let solids = st.clone_htod(&nonempty(&g.solids))?;
         let pool = st.clone_htod(&nonempty(&g.pool))?;
@@ -1033,6 +1094,9 @@ impl GdmlBuffers {
             Some(m) => Some([st.clone_htod(&m.r)?, st.clone_htod(&m.z)?, st.clone_htod(&m.b)?]),
             None => None,
         };
+        let sensitive_flags = st.clone_htod(&nonempty(sensitive))?;
+        let hits = st.alloc_zeros::<u64>(hit_capacity.max(1) * HIT_WORDS)?;
+        let hit_count = st.alloc_zeros::<u32>(1)?;
         let r = GdmlRecord {
             solids: ptr(&solids, st),
             pool: ptr(&pool, st),
@@ -1058,6 +1122,11 @@ impl GdmlBuffers {
             bvh_nodes: ptr(&bvh_nodes, st),
             bvh_items: ptr(&bvh_items, st),
             bvh_root: ptr(&bvh_root, st),
+            sensitive: ptr(&sensitive_flags, st),
+            hits: ptr(&hits, st),
+            hit_count: ptr(&hit_count, st),
+            hit_capacity: hit_capacity as u32,
+            pad: 0,
         };
         Ok(Self {
             _map: map_buffers,
@@ -1070,6 +1139,10 @@ impl GdmlBuffers {
             _bvh_nodes: bvh_nodes,
             _bvh_items: bvh_items,
             _bvh_root: bvh_root,
+            _sensitive: sensitive_flags,
+            hits,
+            hit_count,
+            hit_capacity,
         })
     }
 }
@@ -1192,10 +1265,11 @@ fn run_share(
     primary: &Primary,
     seed: u64,
     ordinal: usize,
+    first: u64,
     share: std::ops::Range<u64>,
     progress: &Progress,
     opts: &GpuShowerOptions,
-) -> Result<(Vec<EventTally>, GpuShowerStats), GpuError> {
+) -> Result<DetectorEvents, GpuError> {
     let stride = tally_stride(geo.slots(), geo.n_materials());
     let track_words = geo.track_words();
     let gpu = cuda::open(ordinal)?;
@@ -1246,6 +1320,23 @@ fn run_share(
         }
         free -= m.bytes();
     }
+    // Hits (sensitive volumes only): an eighth of the free memory, at most MAX_CAPACITY hits,
+    // checked before the buffer is allocated; it is taken from what the lists are budgeted from.
+    let hit_capacity = if tables.sensitive.is_empty() {
+        0
+    } else {
+        let n = opts.hit_capacity.unwrap_or(free / 8 / (HIT_WORDS * 8)).clamp(1, MAX_CAPACITY);
+        let bytes = n * HIT_WORDS * 8;
+        if bytes > free / 4 {
+            return Err(GpuError::Other(format!(
+                "a hit buffer of {n} hits ({} MB) does not fit in a quarter of the {} MB free on the device",
+                bytes / 1_000_000,
+                free / 1_000_000
+            )));
+        }
+        free -= bytes;
+        n
+    };
     // A quarter of the free memory for the lists (queue: each track also has a 4-byte flag).
     let (n_lists, track_bytes) = if queue { (2, track_words * 8 + 4) } else { (4, track_words * 8) };
     let capacity = opts
@@ -1293,7 +1384,15 @@ fn run_share(
             None
         },
         gdml: match &tables.gdml {
-            Some((g, offsets)) => Some(GdmlBuffers::new(&st, g, offsets, tables.field.as_ref(), tables.field_map.as_ref())?),
+            Some((g, offsets)) => Some(GdmlBuffers::new(
+                &st,
+                g,
+                offsets,
+                tables.field.as_ref(),
+                tables.field_map.as_ref(),
+                &tables.sensitive,
+                hit_capacity,
+            )?),
             None => None,
         },
     };
@@ -1314,6 +1413,7 @@ fn run_share(
     };
     let t0 = std::time::Instant::now();
     let mut out: Vec<EventTally> = Vec::with_capacity((share.end - share.start) as usize);
+    let mut hits: Vec<(u64, Hit)> = Vec::new();
     let mut todo: Vec<(u64, u64)> = Vec::new();
     let mut a = share.start;
     while a < share.end {
@@ -1348,17 +1448,38 @@ fn run_share(
             break;
         }
         match done {
-            Some(ev) => {
+            Some((ev, h)) => {
                 progress.add(hi - lo);
                 stats.batches += 1;
                 out.extend(ev);
+                hits.extend(h);
+                if hits.len() > super::detector::MAX_HITS {
+                    // detector.rs run_range stops after its batch of BATCH events (from the
+                    // run's first) in which the hits passed MAX_HITS: run up to that batch's
+                    // end and no further (run_from_events ends the run there too).
+                    let b = super::detector::BATCH;
+                    let end = (first + (hi - first).div_ceil(b) * b).min(share.end);
+                    todo.clear();
+                    if hi < end {
+                        todo.push((hi, end));
+                    }
+                }
             }
             None => {
                 if hi - lo < 2 {
-                    return Err(GpuError::Other(format!(
-                        "one event needs more than {capacity} tracks in one generation (the shower list capacity); \
-                         free more device memory or lower the primary energy"
-                    )));
+                    let hit_capacity = b.gdml.as_ref().map_or(0, |g| g.hit_capacity);
+                    return Err(GpuError::Other(if hit_capacity > 0 {
+                        format!(
+                            "one event needs more than {capacity} tracks in one generation (the shower list capacity) \
+                             or makes more than {hit_capacity} hits (the hit buffer's capacity); free more device memory, \
+                             lower the primary energy or mark fewer volumes sensitive"
+                        )
+                    } else {
+                        format!(
+                            "one event needs more than {capacity} tracks in one generation (the shower list capacity); \
+                             free more device memory or lower the primary energy"
+                        )
+                    }));
                 }
                 let mid = lo + (hi - lo) / 2;
                 todo.push((mid, hi));
@@ -1368,8 +1489,11 @@ fn run_share(
         }
     }
     stats.seconds = t0.elapsed().as_secs_f64();
-    Ok((out, stats))
+    Ok((out, hits, stats))
 }
+
+/// What a finished batch gives: its events' tallies and its hits (`(event, hit)`, canonical order).
+type BatchOut = (Vec<EventTally>, Vec<(u64, Hit)>);
 
 /// What the batches of a run share.
 #[derive(Clone, Copy)]
@@ -1402,6 +1526,9 @@ fn upload_batch(job: &Job, lo: u64, hi: u64, b: &mut Buffers) -> Result<Option<U
     } = *job;
     let stride = tally_stride(geo.slots(), geo.n_materials());
     st.memset_zeros(&mut b.tally.slice_mut(0..stride * (hi - lo) as usize))?;
+    if let Some(g) = b.gdml.as_mut() {
+        st.memset_zeros(&mut g.hit_count)?;
+    }
     let (first, missed) = geo.primaries(primary, lo, hi);
     let count = [first[0].len() / geo.track_words(), first[1].len() / geo.track_words()];
     if count[0] > capacity || count[1] > capacity {
@@ -1424,7 +1551,7 @@ fn run_batch(
     photons: &cudarc::driver::CudaFunction,
     charged: &cudarc::driver::CudaFunction,
     stats: &mut GpuShowerStats,
-) -> Result<Option<Vec<EventTally>>, GpuError> {
+) -> Result<Option<BatchOut>, GpuError> {
     let Job { geo, primary, st, .. } = *job;
     let Some((mut count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
@@ -1439,7 +1566,7 @@ fn run_batch(
     while count[0] + count[1] > 0 {
         // Stopped: the batch is abandoned (its events are not reported; the run is discarded).
         if job.progress.should_stop() {
-            return Ok(Some(Vec::new()));
+            return Ok(Some(BatchOut::default()));
         }
         generations += 1;
         if generations > MAX_GENERATIONS {
@@ -1500,22 +1627,36 @@ fn run_batch(
         input = output;
     }
     stats.generations += generations;
-    Ok(Some(read_events(b, st, geo, primary, &missed)?))
+    Ok(Some(read_events(b, st, geo, primary, lo, &missed)?))
 }
 
-/// The tallies of a finished batch of `missed.len()` events (an event whose primary missed the
-/// calorimeter escaped whole).
+/// The tallies of a finished batch of `missed.len()` events `lo..` (an event whose primary
+/// missed the calorimeter escaped whole) and its hits.
 fn read_events(
     b: &Buffers,
     st: &Arc<CudaStream>,
     geo: GpuGeometry,
     primary: &Primary,
+    lo: u64,
     missed: &[bool],
-) -> Result<Vec<EventTally>, GpuError> {
+) -> Result<BatchOut, GpuError> {
     let (slabs, n_mat) = (geo.slots(), geo.n_materials());
     let stride = tally_stride(slabs, n_mat);
     let words = st.clone_dtoh(&b.tally.slice(0..stride * missed.len()))?;
-    Ok(missed
+    // The hits (the overflow flag was clear, so the counter is within the buffer).
+    let hits = match &b.gdml {
+        Some(g) if g.hit_capacity > 0 => {
+            let n = (st.clone_dtoh(&g.hit_count)?[0] as usize).min(g.hit_capacity);
+            let w = if n > 0 {
+                st.clone_dtoh(&g.hits.slice(0..n * HIT_WORDS))?
+            } else {
+                Vec::new()
+            };
+            hits_from_words(&w, lo)
+        }
+        _ => Vec::new(),
+    };
+    let events: Vec<EventTally> = missed
         .iter()
         .enumerate()
         .map(|(k, &m)| {
@@ -1525,7 +1666,8 @@ fn read_events(
             }
             e
         })
-        .collect())
+        .collect();
+    Ok((events, hits))
 }
 
 /// Events `lo..hi` in one launch of `showers` (queue mode, see the kernel); `None` when a
@@ -1536,7 +1678,7 @@ fn run_batch_queue(
     hi: u64,
     b: &mut Buffers,
     showers: &cudarc::driver::CudaFunction,
-) -> Result<Option<Vec<EventTally>>, GpuError> {
+) -> Result<Option<BatchOut>, GpuError> {
     let Job { geo, primary, st, .. } = *job;
     let Some((count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
@@ -1561,7 +1703,7 @@ fn run_batch_queue(
         st.memset_zeros(&mut b.counters)?;
         return Ok(None);
     }
-    Ok(Some(read_events(b, st, geo, primary, &missed)?))
+    Ok(Some(read_events(b, st, geo, primary, lo, &missed)?))
 }
 
 /// The queues of a batch whose primaries [`upload_batch`] put at their fronts (`count` γ and
@@ -1592,7 +1734,7 @@ fn run_batch_phases(
     b: &mut Buffers,
     fns: &[cudarc::driver::CudaFunction; 6],
     stats: &mut GpuShowerStats,
-) -> Result<Option<Vec<EventTally>>, GpuError> {
+) -> Result<Option<BatchOut>, GpuError> {
     let Job { geo, primary, st, .. } = *job;
     let Some((count, missed)) = upload_batch(job, lo, hi, b)? else {
         return Ok(None);
@@ -1684,7 +1826,7 @@ fn run_batch_phases(
         // Stopped: the batch is abandoned (its events are not reported; the run is discarded).
         if job.progress.should_stop() {
             stats.generations += iterations;
-            return Ok(Some(Vec::new()));
+            return Ok(Some(BatchOut::default()));
         }
         let c = st.clone_dtoh(&b.counters)?;
         if c[2] != 0 {
@@ -1701,7 +1843,7 @@ fn run_batch_phases(
         }
     }
     stats.generations += iterations;
-    Ok(Some(read_events(b, st, geo, primary, &missed)?))
+    Ok(Some(read_events(b, st, geo, primary, lo, &missed)?))
 }
 
 /// WARPDRIVE_EM_TRACE: the live charged slots' tracks (`WdTrack`'s first words: energy,
@@ -1877,6 +2019,37 @@ mod tests {
         }
     }
 
+    /// The kernel's hit records (`WdHit`) read back into the canonical order: by event, track id,
+    /// ordinal, whatever order the device wrote them in; every field decoded.
+    #[test]
+    fn hits_from_words_decode_and_sort() {
+        let rec = |event: u64, slot: u64, track: u64, ordinal: u64, edep: u64, t: f64| {
+            [
+                track,
+                edep,
+                t.to_bits(),
+                1.5f64.to_bits(),
+                (-2.0f64).to_bits(),
+                0.25f64.to_bits(),
+                event | (slot << 32),
+                ordinal,
+            ]
+        };
+        let words: Vec<u64> = [
+            rec(1, 7, 5, 0, 10, 0.5),
+            rec(0, 3, 9, 1, 11, 0.75),
+            rec(0, 3, 9, 0, 12, 0.25),
+            rec(0, 4, 2, 0, 13, 1.0),
+        ]
+        .concat();
+        let h = hits_from_words(&words, 100);
+        let key: Vec<(u64, u64, u32, u64)> = h.iter().map(|(e, x)| (*e, x.track, x.ordinal, x.edep)).collect();
+        assert_eq!(key, vec![(100, 2, 0, 13), (100, 9, 0, 12), (100, 9, 1, 11), (101, 5, 0, 10)]);
+        assert_eq!(h[3].1.slot, 7);
+        assert_eq!(h[1].1.time_ns, 0.25);
+        assert_eq!(h[1].1.pos, [1.5, -2.0, 0.25]);
+    }
+
     /// The GDML tables: per slot its material (vacuum marked), per placement its slot offset, the
     /// device tree; the primaries' words carry the located path and its slot.
     #[test]
@@ -1916,8 +2089,9 @@ mod tests {
             assert_eq!(w[7], super::super::transport::primary_id(5 + k as u64));
             assert_eq!(w[8], k as u64 | ((det.slot(&path) as u64) << 32));
             assert_eq!(w[9], 1 | ((path.placements.len() as u64) << 32));
+            assert_eq!(f64::from_bits(w[10]), 0.0, "a primary starts at t = 0");
             for (i, &p) in path.placements.iter().enumerate() {
-                assert_eq!((w[10 + i / 2] >> (32 * (i % 2))) as u32, p);
+                assert_eq!((w[11 + i / 2] >> (32 * (i % 2))) as u32, p);
             }
         }
         // Outside the world: every event's primary escapes.
@@ -1953,6 +2127,7 @@ mod tests {
             assert_eq!(GDML_SRC.matches(f).count(), 1, "{f}");
         }
         assert!(!GDML_SRC.contains("#include \"geo/") && !GDML_SRC.contains("#include \"field/"));
-        assert_eq!(GDML_TRACK_WORDS, TRACK_WORDS + crate::geo::device::MAX_DEPTH / 2);
+        // The slab track, its time, its path.
+        assert_eq!(GDML_TRACK_WORDS, TRACK_WORDS + 1 + crate::geo::device::MAX_DEPTH / 2);
     }
 }

@@ -141,8 +141,16 @@ pub const C_CM_PER_NS: f64 = 29.979_245_8;
 /// One deposit in a sensitive volume: a step's continuous loss (at its pre-step point and
 /// time, Geant4's `G4Step::GetPreStepPoint`), or energy deposited locally at a point (a stopped
 /// track, an absorbed photon, a Compton or photoelectric local deposit).
+///
+/// An event's hits are in a canonical order that does not depend on the order its tracks are
+/// processed in (the CPU's LIFO stack, the GPU's queues and slots): by track id
+/// ([`child_id`], unique within an event), then by `ordinal` along the track ([`sort_hits`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Hit {
+    /// The id of the track that made it.
+    pub track: u64,
+    /// Its place among that track's hits, from 0.
+    pub ordinal: u32,
     /// The tally slot (volume instance) of the deposit.
     pub slot: u32,
     /// The deposit [2⁻⁴⁰ MeV], exactly what was added to the slot's tally.
@@ -151,6 +159,12 @@ pub struct Hit {
     pub time_ns: f64,
     /// Position [cm].
     pub pos: [f64; 3],
+}
+
+/// Put one event's hits in the canonical order ([`Hit`]): by (track id, ordinal). On the CPU
+/// a track's hits are made in ordinal order and together, so this only orders the tracks.
+pub fn sort_hits(hits: &mut [Hit]) {
+    hits.sort_unstable_by_key(|h| (h.track, h.ordinal));
 }
 
 impl ShowerGeometry for Calorimeter {
@@ -442,8 +456,12 @@ struct Event<'a, G: ShowerGeometry> {
     stack: Vec<Track<G::Loc>>,
     tally: EventTally,
     /// Deposits in sensitive volumes ([`ShowerGeometry::sensitive`]), in the order they were
-    /// made (the CPU's LIFO order); empty without sensitive volumes.
+    /// made (the CPU's LIFO order; [`sort_hits`] at the end); empty without sensitive volumes.
     hits: Vec<Hit>,
+    /// The id of the track being transported and the hits it made so far (a track runs to its
+    /// end before the next is popped, and only it deposits).
+    track: u64,
+    track_hits: u32,
 }
 
 impl<G: ShowerGeometry> Event<'_, G> {
@@ -477,11 +495,14 @@ impl<G: ShowerGeometry> Event<'_, G> {
         self.tally.edep[slot] += q;
         if sensitive && q > 0 {
             self.hits.push(Hit {
+                track: self.track,
+                ordinal: self.track_hits,
                 slot: slot as u32,
                 edep: q,
                 time_ns: time,
                 pos,
             });
+            self.track_hits += 1;
         }
     }
 
@@ -913,6 +934,8 @@ pub(crate) fn track_event<G: ShowerGeometry>(
         stack: Vec::new(),
         tally,
         hits: Vec::new(),
+        track: 0,
+        track_hits: 0,
     };
     let Some((pos, slab)) = start else {
         ev.tally.escaped = to_fixed(primary.energy);
@@ -935,10 +958,13 @@ pub(crate) fn track_event<G: ShowerGeometry>(
         if popped.is_multiple_of(STOP_POLL_TRACKS) && stop() {
             return None;
         }
+        ev.track = t.id;
+        ev.track_hits = 0;
         match t.particle {
             Particle::Gamma => ev.photon(t),
             _ => ev.charged(t),
         }
     }
+    sort_hits(&mut ev.hits);
     Some((ev.tally, ev.hits))
 }
