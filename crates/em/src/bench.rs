@@ -286,7 +286,7 @@ fn simple_cms(o: &BenchOptions, threads: &[usize], ctl: &Control, lines: Lines) 
                 lines,
             )?);
         }
-        lines("GPU: no field and the uniform 3.8 T (a field map runs on the GPU too, `em run --field-map`; not timed here); issue target: GPU ≥ 100 × one CPU core with 10 GeV e⁻ in 3.8 T");
+        lines("GPU: no field and the uniform 3.8 T (field maps run on the GPU too; not timed here); issue target: GPU ≥ 100 × one CPU core with 10 GeV e⁻ in 3.8 T");
     }
     json_text(
         &serde_json::json!({"benchmark": "em-simple-cms", "gdml": path.display().to_string(), "primary": "e-",
