@@ -143,17 +143,6 @@ fn run_photospline(o: &AnchorOptions, ctl: &Control, table: &std::path::Path, nd
     })
 }
 
-/// Fastest of `repeats` timings of `work` on a pool of `threads`.
-fn fastest<R: Send>(ctl: &Control, threads: usize, repeats: usize, work: impl Fn() -> R + Send + Sync) -> Result<f64> {
-    let mut best = f64::INFINITY;
-    for _ in 0..repeats {
-        let (r, s) = bench::timed(ctl, threads, &work)?;
-        std::hint::black_box(r);
-        best = best.min(s);
-    }
-    Ok(best)
-}
-
 /// Compare photospline and warpdrive on every table of [`TABLES`].
 pub fn run(o: &AnchorOptions, ctl: &Control, lines: Lines) -> Result<BenchReport> {
     let threads = bench::thread_counts(&o.threads)?;
@@ -179,8 +168,8 @@ pub fn run(o: &AnchorOptions, ctl: &Control, lines: Lines) -> Result<BenchReport
         let mut wd = serde_json::Map::new();
         let (mut v1, mut g1, mut va, mut ga) = (0.0, 0.0, 0.0, 0.0);
         for &th in &threads {
-            let v = n / fastest(ctl, th, o.repeats, || evaluate_cpu(&t, &pts, false, &hidden))?;
-            let g = n / fastest(ctl, th, o.repeats, || evaluate_cpu(&t, &pts, true, &hidden))?;
+            let v = n / bench::fastest(ctl, th, o.repeats, || evaluate_cpu(&t, &pts, false, &hidden))?;
+            let g = n / bench::fastest(ctl, th, o.repeats, || evaluate_cpu(&t, &pts, true, &hidden))?;
             if th == threads[0] {
                 (v1, g1) = (v, g);
             }

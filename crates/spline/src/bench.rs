@@ -131,13 +131,21 @@ pub fn run(o: &BenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport>
     })
 }
 
-/// Value and gradient rates on each thread count.
+/// Timed calls per CPU rate, after one untimed call; the fastest counts (bench::fastest).
+const CPU_REPEATS: usize = 3;
+
+/// Value and gradient rates on each thread count (the fastest of [`CPU_REPEATS`] calls).
 fn eval_cpu(label: &str, t: &SplineTable, n: usize, threads: &[usize], ctl: &Control, report: &mut Report) -> Result<()> {
     let pts = uniform_points(t, n, 1);
     for &threads in threads {
         for grad in [false, true] {
-            let (v, s) = bench::timed(ctl, threads, || if grad { t.gradient_many(&pts) } else { t.evaluate_many(&pts) })?;
-            std::hint::black_box(v);
+            let s = bench::fastest(ctl, threads, CPU_REPEATS, || {
+                if grad {
+                    t.gradient_many(&pts)
+                } else {
+                    t.evaluate_many(&pts)
+                }
+            })?;
             let rate = n as f64 / s;
             let what = if grad { "gradient" } else { "value" };
             report.add(
