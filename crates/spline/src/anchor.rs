@@ -66,9 +66,13 @@ fn run_photospline(o: &AnchorOptions, ctl: &Control, table: &std::path::Path, nd
         )
         .into()
     };
+    // photospline's evaluation is single-threaded; numpy's bundled OpenBLAS would otherwise start
+    // a thread per CPU of the machine inside a one-core `taskset`.
     let mut child = Command::new(&o.python)
         .arg("-c")
         .arg(SCRIPT)
+        .env("OPENBLAS_NUM_THREADS", "1")
+        .env("OMP_NUM_THREADS", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -6,9 +6,14 @@
 # Timed exactly as a user calls photospline on arrays: SplineTable.evaluate_simple with one array
 # per coordinate (values), and the gradient as that call plus one call per dimension with the
 # derivative bitmask 1 << d (photospline's Python module has no vectorised gradient call).
+import faulthandler
 import json
 import sys
 import time
+
+# A crash inside photospline's C++ (a segfault) then leaves a traceback on stderr, which the
+# benchmark's error message quotes.
+faulthandler.enable()
 
 try:
     import numpy as np
