@@ -16,8 +16,11 @@ import time
 faulthandler.enable()
 
 try:
-    import numpy as np
+    # photospline first: on the GPU machine's host (Python 3.12, numpy 2.5.2 wheels, photospline
+    # 4296d49 with cfitsio 4.6.4 built from source) every SplineTable(path) segfaulted when numpy
+    # had been imported before photospline, and worked in this order (docs/performance/spline.md).
     import photospline
+    import numpy as np
 except ImportError as e:
     json.dump({"error": f"{e}"}, sys.stdout)
     sys.stdout.write("\n")
