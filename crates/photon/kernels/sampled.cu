@@ -27,6 +27,26 @@
 #ifndef WD_SAMP_SHARED_COUNTS
 #define WD_SAMP_SHARED_COUNTS WD_SAMP_COMPACT
 #endif
+// Exact speed-ups of the tabulation machinery (issue #32's profile, docs/spline.md "Cheaper
+// points"; each leaves the tables the same integers for the same photons, so default on; 0 for
+// the earlier code, to A/B on a GPU):
+// WD_SAMP_NODIV: the lookup hands the merge the spatial cell it computed, instead of the merge
+// dividing the cell by the time cells (a runtime integer division per point, the hottest line).
+// WD_SAMP_EDGES: the first and last edges of each axis from the parameters (lo, hi: the same
+// floats as the uploaded edges' first and last) instead of two loads per axis and point.
+// WD_SAMP_SLOTS (with WD_SAMP_COMPACT): the merge writes the runs a point closes into that
+// point's slot (no shared-memory atomics), drops the points outside the grid by one ballot,
+// counts points and runs once per batch, and the closes are packed so that all lanes add them
+// in one pass (cells and spatial cells together) instead of two passes of a few lanes each.
+#ifndef WD_SAMP_NODIV
+#define WD_SAMP_NODIV 1
+#endif
+#ifndef WD_SAMP_EDGES
+#define WD_SAMP_EDGES 1
+#endif
+#ifndef WD_SAMP_SLOTS
+#define WD_SAMP_SLOTS 1
+#endif
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
 #ifndef WD_SAMP_BLOCK
@@ -57,11 +77,11 @@ struct SampParams {
     int spherical, n_ang;
     unsigned int time_cells;
     int pad;
+    float hi[4];                        // per axis: last edge (lo: first edge)
 };
 
-// sampled.rs Axis::bin: -1 outside [e0, e_last]; the last edge in the last bin.
-__device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float inv, float x) {
-    if (!(x >= e[0] && x <= e[n - 1])) return -1;
+// sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
+__device__ __forceinline__ int axis_bin_in(const float* e, int n, float lo, float inv, float x) {
     if (inv > 0.0f) return min((int)((x - lo) * inv), n - 2);
     int a = 0, b = n;  // partition_point(e <= x)
     while (a < b) {
@@ -71,8 +91,19 @@ __device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float i
     return max(min(a, n - 1), 1) - 1;
 }
 
-// sampled.rs Lookup::coordinates + Lookup::cell: the cell of the point x at time t, or -1.
-__device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) {
+// sampled.rs Axis::bin: -1 outside [e0, e_last] (lo = e0, hi = e_last as floats).
+__device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float hi, float inv, float x) {
+#if WD_SAMP_EDGES
+    if (!(x >= lo && x <= hi)) return -1;
+#else
+    if (!(x >= e[0] && x <= e[n - 1])) return -1;
+#endif
+    return axis_bin_in(e, n, lo, inv, x);
+}
+
+// sampled.rs Lookup::coordinates + Lookup::cell: the cell of the point x at time t, or -1; sp
+// its spatial cell (the cell / time cells; set only for cells ≥ 0).
+__device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float t, int& sp) {
     float rx = x.x - T.origin[0], ry = x.y - T.origin[1], rz = x.z - T.origin[2];
     float axial = rx * T.axis[0] + ry * T.axis[1] + rz * T.axis[2];
     float rad, polar, delay;
@@ -86,23 +117,36 @@ __device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) 
         polar = axial;
         delay = t - axial * T.inv_c - rad * T.cone;
     }
-    int i = axis_bin(T.radial, T.n_radial, T.lo[0], T.inv[0], rad);
+    int i = axis_bin(T.radial, T.n_radial, T.lo[0], T.hi[0], T.inv[0], rad);
     if (i < 0) return -1;
-    int k = axis_bin(T.polar, T.n_polar, T.lo[2], T.inv[2], polar);
+    int k = axis_bin(T.polar, T.n_polar, T.lo[2], T.hi[2], T.inv[2], polar);
     if (k < 0) return -1;
     float a = rx * T.e1[0] + ry * T.e1[1] + rz * T.e1[2];
     float b = rx * T.e2[0] + ry * T.e2[1] + rz * T.e2[2];
     float phi = fabsf(atan2f(b, a)) * 57.29577951308232f;
-    int j = axis_bin(T.azimuth, T.n_azimuth, T.lo[1], T.inv[1], phi);
+    int j = axis_bin(T.azimuth, T.n_azimuth, T.lo[1], T.hi[1], T.inv[1], phi);
     if (j < 0) return -1;
     int spatial = (i * (T.n_azimuth - 1) + j) * (T.n_polar - 1) + k;
     int tc = 0;
     if (T.n_delay > 0) {
+#if WD_SAMP_EDGES
+        // delay ∈ [e0, e_last): within the axis, so its range test is not repeated.
+        if (delay < T.lo[3]) tc = 0;
+        else if (delay >= T.hi[3]) tc = T.n_delay;
+        else tc = 1 + max(axis_bin_in(T.delay, T.n_delay, T.lo[3], T.inv[3], delay), 0);
+#else
         if (delay < T.delay[0]) tc = 0;
         else if (delay >= T.delay[T.n_delay - 1]) tc = T.n_delay;
-        else tc = 1 + max(axis_bin(T.delay, T.n_delay, T.lo[3], T.inv[3], delay), 0);
+        else tc = 1 + max(axis_bin(T.delay, T.n_delay, T.lo[3], T.hi[3], T.inv[3], delay), 0);
+#endif
     }
+    sp = spatial;
     return spatial * (int)T.time_cells + tc;
+}
+
+__device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) {
+    int sp;
+    return sampled_cell_sp(T, x, t, sp);
 }
 
 // mod.rs Acceptance::weight, in float.
@@ -145,9 +189,9 @@ struct SampClosed {
 };
 
 // sampled.rs Sampler::record without the additions: a point of weighted length x in cell c
-// extends the open runs or closes them (returned) and opens new ones. The float sums follow the
-// photon's points in order, so both kernel paths (below) give the same bits.
-__device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRuns& r, int c, float x, SampCounts& n) {
+// (spatial cell sp) extends the open runs or closes them (returned) and opens new ones. The
+// float sums follow the photon's points in order, so both kernel paths (below) give the same bits.
+__device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRuns& r, int c, int sp, float x, SampCounts& n) {
     SampClosed o{-1, 0.0f, -1, 0.0f};
     n.points += 1;
     if (c != r.cell) {
@@ -156,7 +200,9 @@ __device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRun
         r.x = 0.0f;
     }
     r.x += x;
-    int sp = c / (int)T.time_cells;
+#if !WD_SAMP_NODIV
+    sp = c / (int)T.time_cells;
+#endif
     if (sp != r.spatial) {
         if (r.spatial >= 0) { o.spatial = r.spatial; o.spatial_x = r.spatial_x; }
         r.spatial = sp;
@@ -167,8 +213,8 @@ __device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRun
 }
 
 // sampled.rs Sampler::record: a point of weighted length x in cell c, closed runs added at once.
-__device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r, int c, float x, SampCounts& n) {
-    SampClosed o = sampled_merge(T, r, c, x, n);
+__device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r, int c, int sp, float x, SampCounts& n) {
+    SampClosed o = sampled_merge(T, r, c, sp, x, n);
     if (o.cell >= 0) close_cell(T, o.cell, o.x);
     if (o.spatial >= 0) close_spatial(T, o.spatial, o.spatial_x);
 }
@@ -237,13 +283,15 @@ __device__ __forceinline__ void sampled_points(const SampParams& T, SampState& S
     if (len > 0.0f) {
         if (!(T.step > 0.0f)) {
             float s = wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
-            int c = sampled_cell(T, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s));
-            if (c >= 0) sampled_record(T, S.runs, c, g.w * len, n);
+            int sp;
+            int c = sampled_cell_sp(T, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s), sp);
+            if (c >= 0) sampled_record(T, S.runs, c, sp, g.w * len, n);
         } else {
             float x = g.w * T.step;
             for (; S.next < len; S.next += T.step) {
-                int c = sampled_cell(T, sampled_at(st.pos, st.dir, S.next), sampled_time(st.time, st.ocm, S.next));
-                if (c >= 0) sampled_record(T, S.runs, c, x, n);
+                int sp;
+                int c = sampled_cell_sp(T, sampled_at(st.pos, st.dir, S.next), sampled_time(st.time, st.ocm, S.next), sp);
+                if (c >= 0) sampled_record(T, S.runs, c, sp, x, n);
             }
             S.next -= len;
         }
@@ -263,14 +311,19 @@ __device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampPa
     {
         // bins.rs Binning::escaped, in float.
         float rx = st.pos.x - T.origin[0], ry = st.pos.y - T.origin[1], rz = st.pos.z - T.origin[2];
-        float rmax = T.radial[T.n_radial - 1] + T.margin;
+#if WD_SAMP_EDGES
+        float r_hi = T.hi[0], p_lo = T.lo[2], p_hi = T.hi[2];
+#else
+        float r_hi = T.radial[T.n_radial - 1], p_lo = T.polar[0], p_hi = T.polar[T.n_polar - 1];
+#endif
+        float rmax = r_hi + T.margin;
         bool out;
         if (T.spherical) {
             out = rx * rx + ry * ry + rz * rz > rmax * rmax;
         } else {
             float u = rx * T.axis[0] + ry * T.axis[1] + rz * T.axis[2];
             float px = rx - u * T.axis[0], py = ry - u * T.axis[1], pz = rz - u * T.axis[2];
-            out = px * px + py * py + pz * pz > rmax * rmax || u < T.polar[0] - T.margin || u > T.polar[T.n_polar - 1] + T.margin;
+            out = px * px + py * py + pz * pz > rmax * rmax || u < p_lo - T.margin || u > p_hi + T.margin;
         }
         if (out) { sampled_end(T, S, n, false, true); return false; }
     }
@@ -342,10 +395,14 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
 #define WD_SAMP_QUEUE 64
 struct SampQueue {
     float x[WD_SAMP_QUEUE], y[WD_SAMP_QUEUE], z[WD_SAMP_QUEUE], t[WD_SAMP_QUEUE];
-    int cell[32];
+    int cell[32], sp[32];
     int n_cell, n_spatial;
-    int close_cell[32], close_spatial[32];
-    float close_x[32], close_spatial_x[32];
+    // WD_SAMP_SLOTS: per slot j the cell run its point closed (close_i[j], close_v[j]) and the
+    // spatial run (close_i[32 + j], close_v[32 + j]), -1 for none; then the same arrays hold the
+    // closes packed (a cell c as c, a spatial cell s as ~s). Else the closes appended: cells
+    // close_i[0..n_cell), spatial cells close_i[32..32 + n_spatial).
+    int close_i[64];
+    float close_v[64];
 };
 
 // One batch of the queue's first `count` points (count ≤ width): the cells by all lanes, the merge by each
@@ -353,7 +410,67 @@ struct SampQueue {
 // weighted length), the closed runs added by all lanes.
 __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q, unsigned full, int lane, int count, unsigned mine, float x, SampRuns& r, SampCounts& n) {
     __syncwarp(full);
-    if (lane < count) q.cell[lane] = sampled_cell(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane]);
+#if WD_SAMP_SLOTS
+    int cl = -1, sl = -1;
+    if (lane < count) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+    q.cell[lane] = cl;
+    q.sp[lane] = sl;
+    q.close_i[lane] = -1;
+    q.close_i[32 + lane] = -1;
+    mine &= __ballot_sync(full, cl >= 0);  // the points outside the grid add nothing
+    __syncwarp(full);
+    n.points += __popc(mine);
+    unsigned runs = 0;
+    while (mine) {
+        // sampled_merge, the closes into the point's slot.
+        int j = __ffs(mine) - 1;
+        mine &= mine - 1;
+        int c = q.cell[j];
+        if (c != r.cell) {
+            if (r.cell >= 0) { q.close_i[j] = r.cell; q.close_v[j] = r.x; runs += 1; }
+            r.cell = c;
+            r.x = 0.0f;
+        }
+        r.x += x;
+#if WD_SAMP_NODIV
+        int sp = q.sp[j];
+#else
+        int sp = c / (int)T.time_cells;
+#endif
+        if (sp != r.spatial) {
+            if (r.spatial >= 0) { q.close_i[32 + j] = r.spatial; q.close_v[32 + j] = r.spatial_x; }
+            r.spatial = sp;
+            r.spatial_x = 0.0f;
+        }
+        r.spatial_x += x;
+    }
+    n.runs += runs;
+    __syncwarp(full);
+    // Pack the closes: cells first, then spatial cells; all lanes add them, a warp's width at a time.
+    int ci = -1, si = -1;
+    float cv = 0.0f, sv = 0.0f;
+    if (lane < count) { ci = q.close_i[lane]; cv = q.close_v[lane]; si = q.close_i[32 + lane]; sv = q.close_v[32 + lane]; }
+    unsigned bc = __ballot_sync(full, ci >= 0), bs = __ballot_sync(full, si >= 0);
+    unsigned below = (1u << lane) - 1u;
+    int nc = __popc(bc), total = nc + __popc(bs);
+    __syncwarp(full);
+    if (ci >= 0) { int k = __popc(bc & below); q.close_i[k] = ci; q.close_v[k] = cv; }
+    if (si >= 0) { int k = nc + __popc(bs & below); q.close_i[k] = ~si; q.close_v[k] = sv; }
+    __syncwarp(full);
+    for (int b = 0, w = __popc(full); b < total; b += w) {
+        if (b + lane < total) {
+            int i = q.close_i[b + lane];
+            double xd = (double)q.close_v[b + lane];
+            // close_cell / close_spatial
+            bool cell = i >= 0;
+            int k = cell ? i : ~i;
+            if (cell) atomicAdd(T.sum + k, (unsigned long long)round(xd * WD_SUM_UNIT));
+            add_u128((cell ? T.sumsq : T.spatial_sumsq) + 2 * (size_t)k, round(xd * xd * WD_SQ_UNIT));
+        }
+    }
+    __syncwarp(full);
+#else
+    if (lane < count) q.cell[lane] = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], q.sp[lane]);
     if (lane == 0) { q.n_cell = 0; q.n_spatial = 0; }
     __syncwarp(full);
     while (mine) {
@@ -361,22 +478,23 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
         mine &= mine - 1;
         int c = q.cell[j];
         if (c < 0) continue;
-        SampClosed o = sampled_merge(T, r, c, x, n);
+        SampClosed o = sampled_merge(T, r, c, q.sp[j], x, n);
         if (o.cell >= 0) {
             int k = atomicAdd(&q.n_cell, 1);
-            q.close_cell[k] = o.cell;
-            q.close_x[k] = o.x;
+            q.close_i[k] = o.cell;
+            q.close_v[k] = o.x;
         }
         if (o.spatial >= 0) {
             int k = atomicAdd(&q.n_spatial, 1);
-            q.close_spatial[k] = o.spatial;
-            q.close_spatial_x[k] = o.spatial_x;
+            q.close_i[32 + k] = o.spatial;
+            q.close_v[32 + k] = o.spatial_x;
         }
     }
     __syncwarp(full);
-    if (lane < q.n_cell) close_cell(T, q.close_cell[lane], q.close_x[lane]);
-    if (lane < q.n_spatial) close_spatial(T, q.close_spatial[lane], q.close_spatial_x[lane]);
+    if (lane < q.n_cell) close_cell(T, q.close_i[lane], q.close_v[lane]);
+    if (lane < q.n_spatial) close_spatial(T, q.close_i[32 + lane], q.close_v[32 + lane]);
     __syncwarp(full);
+#endif
 }
 
 // sampled_points for the whole warp (every lane of `full` calls it, `width` lanes): a lane
@@ -495,7 +613,8 @@ extern "C" __global__ void sampled_layout(unsigned long long* out) {
     out[3] = (const char*)&t.lo - b;
     out[4] = (const char*)&t.n_radial - b;
     out[5] = (const char*)&t.time_cells - b;
-    out[6] = sizeof(SampParams);
+    out[6] = (const char*)&t.hi - b;
+    out[7] = sizeof(SampParams);
 }
 
 // Twin check of the lookup (gpu-check and scripts/tabulate-twin-check): the cell of n points
