@@ -47,6 +47,19 @@
 #ifndef WD_SAMP_SLOTS
 #define WD_SAMP_SLOTS 1
 #endif
+// WD_SAMP_DEFER (with WD_SAMP_COMPACT and WD_SAMP_SLOTS, default with them): the warp's queue
+// is not emptied at each segment's end but kept across segments, each point with its weighted
+// length, so every batch is a warp's width of points (the lookup on all lanes) instead of one
+// full and one partial batch per segment; a photon's end is a marker in the queue after its
+// points, whose merge closes the photon's open runs (sampled_end), and the queue is emptied
+// once more when the warp's photons are all done. The same runs, the same order per photon.
+#ifndef WD_SAMP_DEFER
+#define WD_SAMP_DEFER WD_SAMP_SLOTS
+#endif
+#if WD_SAMP_COMPACT && WD_SAMP_DEFER && !WD_SAMP_SLOTS
+#error "WD_SAMP_DEFER needs WD_SAMP_SLOTS"
+#endif
+#define WD_SAMP_DEFERRED (WD_SAMP_COMPACT && WD_SAMP_DEFER)
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
 #ifndef WD_SAMP_BLOCK
@@ -245,10 +258,19 @@ __device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampP
     S.bits = wd_next_u32(r);
     S.next = wd_u32_to_uniform(S.bits) * T.step;
     S.k = 0;
-    S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
+#if !WD_SAMP_DEFERRED
+    S.runs = SampRuns{-1, -1, 0.0f, 0.0f};  // (deferred: the end marker's merge resets them)
+#endif
 }
 
-// The photon's end: its open runs closed, its counts added.
+// The photon's end: its counts added (here), its open runs closed (sampled_end; deferred: by
+// its end marker's merge in sampled_drain).
+__device__ __forceinline__ void sampled_end_counts(const SampState& S, SampCounts& n, bool absorbed, bool escaped) {
+    n.segments += S.k;
+    n.absorbed += absorbed;
+    n.escaped += escaped;
+}
+
 __device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
     if (S.runs.cell >= 0) {
         close_cell(T, S.runs.cell, S.runs.x);
@@ -256,9 +278,16 @@ __device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, S
         n.runs += 1;
         n.tabulated += 1;
     }
-    n.segments += S.k;
-    n.absorbed += absorbed;
-    n.escaped += escaped;
+    sampled_end_counts(S, n, absorbed, escaped);
+}
+
+// sampled_move's end of the photon: the counts and, unless deferred, the runs.
+__device__ __forceinline__ void sampled_end_move(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
+#if WD_SAMP_DEFERRED
+    sampled_end_counts(S, n, absorbed, escaped);
+#else
+    sampled_end(T, S, n, absorbed, escaped);
+#endif
 }
 
 // One segment of the photon (the fast build's `step` without modules or hole ice): its layer
@@ -305,7 +334,7 @@ __device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampPa
     float len = g.seg.length;
     S.k += 1;
     st.tot = g.seg.tot;
-    if (st.tot <= 0.0f) { sampled_end(T, S, n, true, false); return false; }
+    if (st.tot <= 0.0f) { sampled_end_move(T, S, n, true, false); return false; }
     st.pos = V3{st.pos.x + len * st.dir.x, st.pos.y + len * st.dir.y, st.pos.z + len * st.dir.z};
     st.time += len * st.ocm;
     {
@@ -325,7 +354,7 @@ __device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampPa
             float px = rx - u * T.axis[0], py = ry - u * T.axis[1], pz = rz - u * T.axis[2];
             out = px * px + py * py + pz * pz > rmax * rmax || u < p_lo - T.margin || u > p_hi + T.margin;
         }
-        if (out) { sampled_end(T, S, n, false, true); return false; }
+        if (out) { sampled_end_move(T, S, n, false, true); return false; }
     }
 #ifdef WD_BFR
     if (P.has_bfr && len > 0.0f) {
@@ -363,7 +392,7 @@ __device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampPa
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
 #endif
     st.dir = scatter(P, st.dir, cos_t, u3);
-    if (S.k >= WD_MAX_SEGMENTS) { sampled_end(T, S, n, false, false); return false; }
+    if (S.k >= WD_MAX_SEGMENTS) { sampled_end_move(T, S, n, false, false); return false; }
     return true;
 }
 
@@ -395,6 +424,9 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
 #define WD_SAMP_QUEUE 64
 struct SampQueue {
     float x[WD_SAMP_QUEUE], y[WD_SAMP_QUEUE], z[WD_SAMP_QUEUE], t[WD_SAMP_QUEUE];
+#if WD_SAMP_DEFER
+    float w[WD_SAMP_QUEUE];  // the point's weighted length; < 0: its photon's end marker
+#endif
     int cell[32], sp[32];
     int n_cell, n_spatial;
     // WD_SAMP_SLOTS: per slot j the cell run its point closed (close_i[j], close_v[j]) and the
@@ -412,19 +444,46 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
     __syncwarp(full);
 #if WD_SAMP_SLOTS
     int cl = -1, sl = -1;
+#if WD_SAMP_DEFER
+    bool mark = lane < count && q.w[lane] < 0.0f;
+    if (lane < count && !mark) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+#else
     if (lane < count) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+#endif
     q.cell[lane] = cl;
     q.sp[lane] = sl;
     q.close_i[lane] = -1;
     q.close_i[32 + lane] = -1;
-    mine &= __ballot_sync(full, cl >= 0);  // the points outside the grid add nothing
+    unsigned inside = __ballot_sync(full, cl >= 0);
+    n.points += __popc(mine & inside);
+#if WD_SAMP_DEFER
+    mine &= inside | __ballot_sync(full, mark);  // the points outside the grid add nothing
+    unsigned ended = 0;
+#else
+    mine &= inside;  // the points outside the grid add nothing
+#endif
     __syncwarp(full);
-    n.points += __popc(mine);
     unsigned runs = 0;
     while (mine) {
         // sampled_merge, the closes into the point's slot.
         int j = __ffs(mine) - 1;
         mine &= mine - 1;
+#if WD_SAMP_DEFER
+        x = q.w[j];
+        if (x < 0.0f) {
+            // The photon's end marker: sampled_end's closes, the runs reset for the next photon.
+            if (r.cell >= 0) {
+                q.close_i[j] = r.cell;
+                q.close_v[j] = r.x;
+                q.close_i[32 + j] = r.spatial;
+                q.close_v[32 + j] = r.spatial_x;
+                runs += 1;
+                ended += 1;
+            }
+            r = SampRuns{-1, -1, 0.0f, 0.0f};
+            continue;
+        }
+#endif
         int c = q.cell[j];
         if (c != r.cell) {
             if (r.cell >= 0) { q.close_i[j] = r.cell; q.close_v[j] = r.x; runs += 1; }
@@ -445,6 +504,9 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
         r.spatial_x += x;
     }
     n.runs += runs;
+#if WD_SAMP_DEFER
+    n.tabulated += ended;
+#endif
     __syncwarp(full);
     // Pack the closes: cells first, then spatial cells; all lanes add them, a warp's width at a time.
     int ci = -1, si = -1;
@@ -497,9 +559,32 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
 #endif
 }
 
-// sampled_points for the whole warp (every lane of `full` calls it, `width` lanes): a lane
-// whose photon ended or whose segment is empty (has false) adds no points.
-__device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n) {
+// The queue's first `width` entries (a batch) drained, the rest moved to the front (slots ≥
+// width to slots < width).
+__device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, float x, SampRuns& r, SampCounts& n, unsigned long long& mine, int& queued) {
+    unsigned m = width == 32 ? (unsigned)mine : (unsigned)mine & ((1u << width) - 1u);
+    sampled_drain(T, q, full, lane, width, m, x, r, n);
+    int left = queued - width;
+    float px = 0.0f, py = 0.0f, pz = 0.0f, pt = 0.0f;
+    if (lane < left) { px = q.x[lane + width]; py = q.y[lane + width]; pz = q.z[lane + width]; pt = q.t[lane + width]; }
+#if WD_SAMP_DEFER
+    float pw = 0.0f;
+    if (lane < left) pw = q.w[lane + width];
+#endif
+    if (lane < left) { q.x[lane] = px; q.y[lane] = py; q.z[lane] = pz; q.t[lane] = pt; }
+#if WD_SAMP_DEFER
+    if (lane < left) q.w[lane] = pw;
+#endif
+    __syncwarp(full);
+    mine >>= width;
+    queued = left;
+}
+
+// A segment's points into the warp's queue (every lane of `full` calls it, `width` lanes), a
+// batch drained whenever the queue holds a warp's width: `mine` this lane's entries among the
+// queue's slots, `queued` the queue's length (the same on every lane). A lane whose photon ended
+// or whose segment is empty (has false) adds no points. Returns the points' weighted length.
+__device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n, unsigned long long& mine, int& queued) {
     const PState& st = S.st;
     float len = g.seg.length;
     bool step = T.step > 0.0f;
@@ -510,9 +595,7 @@ __device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQue
         x = step ? g.w * T.step : g.w * len;
     }
     bool more = has && (!step || s < len);
-    unsigned long long mine = 0;  // this lane's points among the queue's slots
     unsigned below = (1u << lane) - 1u;
-    int queued = 0;  // the same on every lane
     for (;;) {
         unsigned b = __ballot_sync(full, more);
         if (b == 0u) break;
@@ -523,6 +606,9 @@ __device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQue
             q.y[slot] = at.y;
             q.z[slot] = at.z;
             q.t[slot] = sampled_time(st.time, st.ocm, s);
+#if WD_SAMP_DEFER
+            q.w[slot] = x;
+#endif
             mine |= 1ull << slot;
             if (step) {
                 s += T.step;
@@ -532,22 +618,35 @@ __device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQue
             }
         }
         queued += __popc(b);
-        if (queued >= width) {
-            unsigned m = width == 32 ? (unsigned)mine : (unsigned)mine & ((1u << width) - 1u);
-            sampled_drain(T, q, full, lane, width, m, x, S.runs, n);
-            // The points beyond the batch move to the front (slots ≥ width to slots < width).
-            int left = queued - width;
-            float px = 0.0f, py = 0.0f, pz = 0.0f, pt = 0.0f;
-            if (lane < left) { px = q.x[lane + width]; py = q.y[lane + width]; pz = q.z[lane + width]; pt = q.t[lane + width]; }
-            if (lane < left) { q.x[lane] = px; q.y[lane] = py; q.z[lane] = pz; q.t[lane] = pt; }
-            __syncwarp(full);
-            mine >>= width;
-            queued = left;
-        }
+        if (queued >= width) sampled_batch(T, q, full, width, lane, x, S.runs, n, mine, queued);
     }
-    if (queued > 0) sampled_drain(T, q, full, lane, queued, (unsigned)mine, x, S.runs, n);
     if (has && step) S.next = s - len;
+    return x;
 }
+
+// sampled_points for the whole warp, the queue emptied at the segment's end.
+__device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n) {
+    unsigned long long mine = 0;
+    int queued = 0;
+    float x = sampled_enqueue(T, q, full, width, lane, has, S, g, n, mine, queued);
+    if (queued > 0) sampled_drain(T, q, full, lane, queued, (unsigned)mine, x, S.runs, n);
+}
+
+#if WD_SAMP_DEFER
+// WD_SAMP_DEFER: the end markers of the lanes whose photon ended (`ending`; its counts added by
+// sampled_end_counts) into the queue after their points, a batch drained if the queue is full.
+__device__ __forceinline__ void sampled_mark(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool ending, SampRuns& r, SampCounts& n, unsigned long long& mine, int& queued) {
+    unsigned b = __ballot_sync(full, ending);
+    if (b == 0u) return;
+    if (ending) {
+        int slot = queued + __popc(b & ((1u << lane) - 1u));
+        q.w[slot] = -1.0f;
+        mine |= 1ull << slot;
+    }
+    queued += __popc(b);
+    if (queued >= width) sampled_batch(T, q, full, width, lane, 0.0f, r, n, mine, queued);
+}
+#endif
 #endif
 
 // As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
@@ -571,6 +670,12 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
     int lane = threadIdx.x & 31;
     int width = min(32, (int)(blockDim.x - (threadIdx.x & ~31u)));
     unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+#if WD_SAMP_DEFER
+    // The queue kept across segments and photons: this lane's entries, the queue's length.
+    unsigned long long mine = 0;
+    int queued = 0;
+    S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
+#endif
     for (;;) {
         if (!alive && next < T.photon_hi) {
             sampled_start(P, T, next, S);
@@ -580,9 +685,22 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
         if (!__any_sync(full, alive)) break;
         SampSeg g{};
         if (alive) sampled_walk(P, T, S, g);
+#if WD_SAMP_DEFER
+        sampled_enqueue(T, q, full, width, lane, alive, S, g, n, mine, queued);
+        bool ending = false;
+        if (alive) {
+            alive = sampled_move(P, T, S, g, n);
+            ending = !alive;
+        }
+        sampled_mark(T, q, full, width, lane, ending, S.runs, n, mine, queued);
+#else
         sampled_points_warp(T, q, full, width, lane, alive, S, g, n);
         if (alive) alive = sampled_move(P, T, S, g, n);
+#endif
     }
+#if WD_SAMP_DEFER
+    if (queued > 0) sampled_drain(T, q, full, lane, queued, (unsigned)mine, 0.0f, S.runs, n);
+#endif
 #else
     for (;;) {
         if (!alive) {

@@ -215,7 +215,7 @@ fn warp_compaction_is_lane_at_a_time() {
         ("// sampled.rs Sampler: the open runs", "// One photon's state between segments"),
         ("// One photon's state between segments", "// mod.rs Tabulate::walk's start"),
         (
-            "// The photon's end: its open runs closed",
+            "// The photon's end: its counts added",
             "__device__ __forceinline__ void sampled_walk",
         ),
         (
@@ -328,12 +328,25 @@ int main() {
                     SampState S; fresh(S, l, 0);
                     SampCounts& n = cnt[path][l];
                     static SampQueue q;
+                    unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+                    // WD_SAMP_DEFER: the queue kept across segments and photons (the kernel's loop).
+                    unsigned long long mine = 0;
+                    int queued = 0;
                     for (int k = 0; k < STEPS; ++k) {
                         const Seg& g = segs[k * width + l];
                         SampSeg sg; seg_of(S, sg, g);
+                        bool ending = g.has && g.end;
                         if (path == 0) {
-                            unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+#if WD_SAMP_DEFER
+                            sampled_enqueue(TT, q, full, width, l, g.has, S, sg, n, mine, queued);
+                            if (g.has) S.k += 1;
+                            if (ending) sampled_end_counts(S, n, true, false);
+                            sampled_mark(TT, q, full, width, l, ending, S.runs, n, mine, queued);
+                            if (ending) { SampRuns keep = S.runs; fresh(S, l, k + 1); S.runs = keep; }
+                            continue;
+#else
                             sampled_points_warp(TT, q, full, width, l, g.has, S, sg, n);
+#endif
                         } else if (g.has) {
                             sampled_points(TT, S, sg, n);
                         }
@@ -342,6 +355,9 @@ int main() {
                             if (g.end) { sampled_end(TT, S, n, true, false); fresh(S, l, k + 1); }
                         }
                     }
+#if WD_SAMP_DEFER
+                    if (path == 0 && queued > 0) sampled_drain(TT, q, full, l, queued, (unsigned)mine, 0.0f, S.runs, n);
+#endif
                     fin[path][l] = S;
                 };
                 if (path == 0) {
@@ -386,12 +402,13 @@ int main() {
     std::fs::write(&cpp, src).unwrap();
     // The default switches, the earlier code (all off) and each speed-up off alone: every build's
     // compaction equals its lane-at-a-time path, and all builds give the same tables.
-    let builds: [&[&str]; 5] = [
+    let builds: [&[&str]; 6] = [
         &[],
-        &["WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0", "WD_SAMP_SLOTS=0"],
+        &["WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0", "WD_SAMP_SLOTS=0", "WD_SAMP_DEFER=0"],
         &["WD_SAMP_NODIV=0"],
         &["WD_SAMP_EDGES=0"],
-        &["WD_SAMP_SLOTS=0"],
+        &["WD_SAMP_DEFER=0"],
+        &["WD_SAMP_SLOTS=0", "WD_SAMP_DEFER=0"],
     ];
     let mut first: Option<String> = None;
     for (i, defines) in builds.iter().enumerate() {
