@@ -426,6 +426,10 @@ struct SampQueue {
     float x[WD_SAMP_QUEUE], y[WD_SAMP_QUEUE], z[WD_SAMP_QUEUE], t[WD_SAMP_QUEUE];
 #if WD_SAMP_DEFER
     float w[WD_SAMP_QUEUE];  // the point's weighted length; < 0: its photon's end marker
+    // Between the kernel loop's queue steps (not in registers across the propagation): per lane
+    // its entries among the slots and the queue's length (the same on every lane).
+    unsigned long long mine[32];
+    int queued[32];
 #endif
     int cell[32], sp[32];
     int n_cell, n_spatial;
@@ -672,8 +676,8 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
     unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
 #if WD_SAMP_DEFER
     // The queue kept across segments and photons: this lane's entries, the queue's length.
-    unsigned long long mine = 0;
-    int queued = 0;
+    q.mine[lane] = 0;
+    q.queued[lane] = 0;
     S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
 #endif
     for (;;) {
@@ -686,20 +690,32 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
         SampSeg g{};
         if (alive) sampled_walk(P, T, S, g);
 #if WD_SAMP_DEFER
-        sampled_enqueue(T, q, full, width, lane, alive, S, g, n, mine, queued);
+        {
+            unsigned long long mine = q.mine[lane];
+            int queued = q.queued[lane];
+            sampled_enqueue(T, q, full, width, lane, alive, S, g, n, mine, queued);
+            q.mine[lane] = mine;
+            q.queued[lane] = queued;
+        }
         bool ending = false;
         if (alive) {
             alive = sampled_move(P, T, S, g, n);
             ending = !alive;
         }
-        sampled_mark(T, q, full, width, lane, ending, S.runs, n, mine, queued);
+        {
+            unsigned long long mine = q.mine[lane];
+            int queued = q.queued[lane];
+            sampled_mark(T, q, full, width, lane, ending, S.runs, n, mine, queued);
+            q.mine[lane] = mine;
+            q.queued[lane] = queued;
+        }
 #else
         sampled_points_warp(T, q, full, width, lane, alive, S, g, n);
         if (alive) alive = sampled_move(P, T, S, g, n);
 #endif
     }
 #if WD_SAMP_DEFER
-    if (queued > 0) sampled_drain(T, q, full, lane, queued, (unsigned)mine, 0.0f, S.runs, n);
+    if (q.queued[lane] > 0) sampled_drain(T, q, full, lane, q.queued[lane], (unsigned)q.mine[lane], 0.0f, S.runs, n);
 #endif
 #else
     for (;;) {
