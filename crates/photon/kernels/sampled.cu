@@ -47,6 +47,11 @@
 #ifndef WD_SAMP_SLOTS
 #define WD_SAMP_SLOTS 1
 #endif
+// WD_SAMP_UNROLL: the acceptance polynomial's loop (once per segment) unrolled by 4 (the same
+// multiply-adds in the same order).
+#ifndef WD_SAMP_UNROLL
+#define WD_SAMP_UNROLL 1
+#endif
 // WD_SAMP_DEFER (with WD_SAMP_COMPACT and WD_SAMP_SLOTS, default with them): the warp's queue
 // is not emptied at each segment's end but kept across segments, each point with its weighted
 // length, so every batch is a warp's width of points (the lookup on all lanes) instead of one
@@ -165,6 +170,9 @@ __device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) 
 // mod.rs Acceptance::weight, in float.
 __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned int slice, float nz) {
     float acc = 0.0f;
+#if WD_SAMP_UNROLL
+#pragma unroll 4
+#endif
     for (int i = T.n_ang - 1; i >= 0; --i) acc = acc * nz + T.ang[i];
     return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
 }
