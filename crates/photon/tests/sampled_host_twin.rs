@@ -59,7 +59,10 @@ fn compile(cpp: &std::path::Path, exe: &std::path::Path, flags: &[&str], defines
         .output()
     {
         Ok(o) if o.status.success() => true,
-        Ok(o) => panic!("{cxx} failed on the host twin ({defines:?}):\n{}", String::from_utf8_lossy(&o.stderr)),
+        Ok(o) => panic!(
+            "{cxx} failed on the host twin ({defines:?}):\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
         Err(e) => {
             assert!(
                 std::env::var("WARPDRIVE_REQUIRE_DATA").as_deref() != Ok("1"),
@@ -157,7 +160,11 @@ fn device_lookup_is_the_rust_lookup() {
         let run = |exe: &std::path::Path| {
             let o = Command::new(exe).stdin(std::fs::File::open(&inp).unwrap()).output().unwrap();
             assert!(o.status.success());
-            String::from_utf8(o.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect::<Vec<i64>>()
+            String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .map(|l| l.parse().unwrap())
+                .collect::<Vec<i64>>()
         };
         let got = run(&exes[0]);
         assert_eq!(got.len(), n);
