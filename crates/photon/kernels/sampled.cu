@@ -61,6 +61,14 @@
 #ifndef WD_SAMP_DEFER
 #define WD_SAMP_DEFER WD_SAMP_SLOTS
 #endif
+// WD_SAMP_ROUNDS=K (with WD_SAMP_DEFER; default 4, 0: no limit): a segment's points enter the
+// queue at most K per lane and loop step; a lane whose segment has points left keeps it (no
+// walk, no move) and goes on at the next step while the other lanes walk their next segments,
+// instead of the whole warp looping over the longest segment's points with the other lanes idle.
+// The same points in the same order per photon.
+#ifndef WD_SAMP_ROUNDS
+#define WD_SAMP_ROUNDS 4
+#endif
 #if WD_SAMP_COMPACT && WD_SAMP_DEFER && !WD_SAMP_SLOTS
 #error "WD_SAMP_DEFER needs WD_SAMP_SLOTS"
 #endif
@@ -438,6 +446,7 @@ struct SampQueue {
     // its entries among the slots and the queue's length (the same on every lane).
     unsigned long long mine[32];
     int queued[32];
+    SampSeg seg[32];  // WD_SAMP_ROUNDS: the segment of a lane with points left
 #endif
     int cell[32], sp[32];
     int n_cell, n_spatial;
@@ -595,8 +604,10 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
 // A segment's points into the warp's queue (every lane of `full` calls it, `width` lanes), a
 // batch drained whenever the queue holds a warp's width: `mine` this lane's entries among the
 // queue's slots, `queued` the queue's length (the same on every lane). A lane whose photon ended
-// or whose segment is empty (has false) adds no points. Returns the points' weighted length.
-__device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n, unsigned long long& mine, int& queued) {
+// or whose segment is empty (has false) adds no points. At most `rounds` points per lane (0: all);
+// `left`: this lane's segment has points left (then S.next is the next one's distance from the
+// segment's start, else from the next segment's). Returns the points' weighted length.
+__device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n, unsigned long long& mine, int& queued, int rounds, bool& left) {
     const PState& st = S.st;
     float len = g.seg.length;
     bool step = T.step > 0.0f;
@@ -608,7 +619,7 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
     }
     bool more = has && (!step || s < len);
     unsigned below = (1u << lane) - 1u;
-    for (;;) {
+    for (int round = 0; rounds == 0 || round < rounds; ++round) {
         unsigned b = __ballot_sync(full, more);
         if (b == 0u) break;
         if (more) {
@@ -632,7 +643,8 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
         queued += __popc(b);
         if (queued >= width) sampled_batch(T, q, full, width, lane, x, S.runs, n, mine, queued);
     }
-    if (has && step) S.next = s - len;
+    left = more;
+    if (has && step) S.next = more ? s : s - len;
     return x;
 }
 
@@ -640,7 +652,8 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
 __device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n) {
     unsigned long long mine = 0;
     int queued = 0;
-    float x = sampled_enqueue(T, q, full, width, lane, has, S, g, n, mine, queued);
+    bool left;
+    float x = sampled_enqueue(T, q, full, width, lane, has, S, g, n, mine, queued, 0, left);
     if (queued > 0) sampled_drain(T, q, full, lane, queued, (unsigned)mine, x, S.runs, n);
 }
 
@@ -687,6 +700,7 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
     q.mine[lane] = 0;
     q.queued[lane] = 0;
     S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
+    bool pending = false;
 #endif
     for (;;) {
         if (!alive && next < T.photon_hi) {
@@ -696,17 +710,20 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
         }
         if (!__any_sync(full, alive)) break;
         SampSeg g{};
-        if (alive) sampled_walk(P, T, S, g);
 #if WD_SAMP_DEFER
+        // pending: this lane's segment (walked at an earlier step) has points left.
+        if (alive && !pending) sampled_walk(P, T, S, g);
+        if (pending) g = q.seg[lane];
         {
             unsigned long long mine = q.mine[lane];
             int queued = q.queued[lane];
-            sampled_enqueue(T, q, full, width, lane, alive, S, g, n, mine, queued);
+            sampled_enqueue(T, q, full, width, lane, alive, S, g, n, mine, queued, WD_SAMP_ROUNDS, pending);
             q.mine[lane] = mine;
             q.queued[lane] = queued;
         }
+        if (pending) q.seg[lane] = g;
         bool ending = false;
-        if (alive) {
+        if (alive && !pending) {
             alive = sampled_move(P, T, S, g, n);
             ending = !alive;
         }
@@ -718,6 +735,7 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
             q.queued[lane] = queued;
         }
 #else
+        if (alive) sampled_walk(P, T, S, g);
         sampled_points_warp(T, q, full, width, lane, alive, S, g, n);
         if (alive) alive = sampled_move(P, T, S, g, n);
 #endif

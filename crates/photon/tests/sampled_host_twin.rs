@@ -339,21 +339,38 @@ int main() {
                     // WD_SAMP_DEFER: the queue kept across segments and photons (the kernel's loop).
                     unsigned long long mine = 0;
                     int queued = 0;
+#if WD_SAMP_DEFER
+                    if (path == 0) {
+                        // The kernel's loop: a lane whose segment has points left after
+                        // WD_SAMP_ROUNDS keeps it (no next segment, no end) at the next step.
+                        int k = 0;
+                        bool pending = false;
+                        for (;;) {
+                            bool active = k < STEPS;
+                            if (__ballot_sync(full, active) == 0u) break;
+                            const Seg& g = segs[min(k, STEPS - 1) * width + l];
+                            SampSeg sg{};
+                            if (active) seg_of(S, sg, g);
+                            sampled_enqueue(TT, q, full, width, l, active && g.has, S, sg, n, mine, queued, WD_SAMP_ROUNDS, pending);
+                            bool ending = false;
+                            if (active && !pending) {
+                                if (g.has) { S.k += 1; ending = g.end; }
+                                if (ending) sampled_end_counts(S, n, true, false);
+                                ++k;
+                            }
+                            sampled_mark(TT, q, full, width, l, ending, S.runs, n, mine, queued);
+                            if (ending) { SampRuns keep = S.runs; fresh(S, l, k); S.runs = keep; }
+                        }
+                        if (queued > 0) sampled_drain(TT, q, full, l, queued, (unsigned)mine, 0.0f, S.runs, n);
+                        fin[path][l] = S;
+                        return;
+                    }
+#endif
                     for (int k = 0; k < STEPS; ++k) {
                         const Seg& g = segs[k * width + l];
                         SampSeg sg; seg_of(S, sg, g);
-                        bool ending = g.has && g.end;
                         if (path == 0) {
-#if WD_SAMP_DEFER
-                            sampled_enqueue(TT, q, full, width, l, g.has, S, sg, n, mine, queued);
-                            if (g.has) S.k += 1;
-                            if (ending) sampled_end_counts(S, n, true, false);
-                            sampled_mark(TT, q, full, width, l, ending, S.runs, n, mine, queued);
-                            if (ending) { SampRuns keep = S.runs; fresh(S, l, k + 1); S.runs = keep; }
-                            continue;
-#else
                             sampled_points_warp(TT, q, full, width, l, g.has, S, sg, n);
-#endif
                         } else if (g.has) {
                             sampled_points(TT, S, sg, n);
                         }
@@ -362,9 +379,6 @@ int main() {
                             if (g.end) { sampled_end(TT, S, n, true, false); fresh(S, l, k + 1); }
                         }
                     }
-#if WD_SAMP_DEFER
-                    if (path == 0 && queued > 0) sampled_drain(TT, q, full, l, queued, (unsigned)mine, 0.0f, S.runs, n);
-#endif
                     fin[path][l] = S;
                 };
                 if (path == 0) {
@@ -409,8 +423,10 @@ int main() {
     std::fs::write(&cpp, src).unwrap();
     // The default switches, the earlier code (all off) and each speed-up off alone: every build's
     // compaction equals its lane-at-a-time path, and all builds give the same tables.
-    let builds: [&[&str]; 6] = [
+    let builds: [&[&str]; 8] = [
         &[],
+        &["WD_SAMP_ROUNDS=0"],
+        &["WD_SAMP_ROUNDS=1"],
         &["WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0", "WD_SAMP_SLOTS=0", "WD_SAMP_DEFER=0"],
         &["WD_SAMP_NODIV=0"],
         &["WD_SAMP_EDGES=0"],
