@@ -433,9 +433,6 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
 // them, so the tables are the same integers as WD_SAMP_COMPACT=0's for the same photons.
 // Default on (top of the file); WD_SAMP_COMPACT=0 for the lane-at-a-time path.
 #if WD_SAMP_COMPACT
-#if WD_SAMP_BLOCK > 512
-#error "WD_SAMP_COMPACT's queues (1.7 kB per warp, static shared memory) need blocks of at most 512 threads; WD_SAMP_COMPACT=0 for larger blocks"
-#endif
 // Up to 2·32 − 1 points: fewer than a warp's width left from the last round plus one per lane.
 #define WD_SAMP_QUEUE 64
 struct SampQueue {
@@ -690,6 +687,10 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
     SampState S;
     bool alive = false;
 #if WD_SAMP_COMPACT
+    // Static shared memory: at most 48 kB per block (the queues: 3.1 kB per warp with
+    // WD_SAMP_DEFER, 1.9 kB without; the counters: 48 bytes per thread).
+    static_assert(sizeof(SampQueue) * ((WD_SAMP_BLOCK + 31) / 32) + WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK <= 48 * 1024,
+                  "WD_SAMP_COMPACT's queues and counters exceed 48 kB of static shared memory per block: a smaller WD_SAMP_BLOCK, WD_SAMP_DEFER=0, WD_SAMP_SHARED_COUNTS=0 or WD_SAMP_COMPACT=0");
     __shared__ SampQueue queues[(WD_SAMP_BLOCK + 31) / 32];
     SampQueue& q = queues[threadIdx.x >> 5];
     int lane = threadIdx.x & 31;
