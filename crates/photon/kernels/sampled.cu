@@ -687,8 +687,8 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
     SampState S;
     bool alive = false;
 #if WD_SAMP_COMPACT
-    // Static shared memory: at most 48 kB per block (the queues: 3.1 kB per warp with
-    // WD_SAMP_DEFER, 1.9 kB without; the counters: 48 bytes per thread).
+    // Static shared memory: at most 48 kB per block (the queues: 2.9 kB per warp with
+    // WD_SAMP_DEFER, 1.8 kB without; the counters: 48 bytes per thread).
     static_assert(sizeof(SampQueue) * ((WD_SAMP_BLOCK + 31) / 32) + WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK <= 48 * 1024,
                   "WD_SAMP_COMPACT's queues and counters exceed 48 kB of static shared memory per block: a smaller WD_SAMP_BLOCK, WD_SAMP_DEFER=0, WD_SAMP_SHARED_COUNTS=0 or WD_SAMP_COMPACT=0");
     __shared__ SampQueue queues[(WD_SAMP_BLOCK + 31) / 32];
