@@ -28,7 +28,7 @@
 #define WD_SAMP_SHARED_COUNTS WD_SAMP_COMPACT
 #endif
 // Exact speed-ups of the tabulation machinery (issue #32's profile, docs/spline.md "Cheaper
-// points"; each leaves the tables the same integers for the same photons, so default on; 0 for
+// tabulation machinery"; each leaves the tables the same integers for the same photons, so default on; 0 for
 // the earlier code, to A/B on a GPU):
 // WD_SAMP_NODIV: the lookup hands the merge the spatial cell it computed, instead of the merge
 // dividing the cell by the time cells (a runtime integer division per point, the hottest line).
