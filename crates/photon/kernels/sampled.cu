@@ -27,6 +27,52 @@
 #ifndef WD_SAMP_SHARED_COUNTS
 #define WD_SAMP_SHARED_COUNTS WD_SAMP_COMPACT
 #endif
+// Exact speed-ups of the tabulation machinery (issue #32's profile, docs/spline.md "Cheaper
+// tabulation machinery"; each leaves the tables the same integers for the same photons, so default on; 0 for
+// the earlier code, to A/B on a GPU):
+// WD_SAMP_NODIV: the lookup hands the merge the spatial cell it computed, instead of the merge
+// dividing the cell by the time cells (a runtime integer division per point, the hottest line).
+// WD_SAMP_EDGES: the first and last edges of each axis from the parameters (lo, hi: the same
+// floats as the uploaded edges' first and last) instead of two loads per axis and point.
+// WD_SAMP_SLOTS (with WD_SAMP_COMPACT): the merge writes the runs a point closes into that
+// point's slot (no shared-memory atomics), drops the points outside the grid by one ballot,
+// counts points and runs once per batch, and the closes are packed so that all lanes add them
+// in one pass (cells and spatial cells together) instead of two passes of a few lanes each.
+#ifndef WD_SAMP_NODIV
+#define WD_SAMP_NODIV 1
+#endif
+#ifndef WD_SAMP_EDGES
+#define WD_SAMP_EDGES 1
+#endif
+#ifndef WD_SAMP_SLOTS
+#define WD_SAMP_SLOTS 1
+#endif
+// WD_SAMP_UNROLL: the acceptance polynomial's loop (once per segment) unrolled by 4 (the same
+// multiply-adds in the same order).
+#ifndef WD_SAMP_UNROLL
+#define WD_SAMP_UNROLL 1
+#endif
+// WD_SAMP_DEFER (with WD_SAMP_COMPACT and WD_SAMP_SLOTS, default with them): the warp's queue
+// is not emptied at each segment's end but kept across segments, each point with its weighted
+// length, so every batch is a warp's width of points (the lookup on all lanes) instead of one
+// full and one partial batch per segment; a photon's end is a marker in the queue after its
+// points, whose merge closes the photon's open runs (sampled_end), and the queue is emptied
+// once more when the warp's photons are all done. The same runs, the same order per photon.
+#ifndef WD_SAMP_DEFER
+#define WD_SAMP_DEFER WD_SAMP_SLOTS
+#endif
+// WD_SAMP_ROUNDS=K (with WD_SAMP_DEFER; default 4, 0: no limit): a segment's points enter the
+// queue at most K per lane and loop step; a lane whose segment has points left keeps it (no
+// walk, no move) and goes on at the next step while the other lanes walk their next segments,
+// instead of the whole warp looping over the longest segment's points with the other lanes idle.
+// The same points in the same order per photon.
+#ifndef WD_SAMP_ROUNDS
+#define WD_SAMP_ROUNDS 4
+#endif
+#if WD_SAMP_COMPACT && WD_SAMP_DEFER && !WD_SAMP_SLOTS
+#error "WD_SAMP_DEFER needs WD_SAMP_SLOTS"
+#endif
+#define WD_SAMP_DEFERRED (WD_SAMP_COMPACT && WD_SAMP_DEFER)
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
 #ifndef WD_SAMP_BLOCK
@@ -57,11 +103,11 @@ struct SampParams {
     int spherical, n_ang;
     unsigned int time_cells;
     int pad;
+    float hi[4];                        // per axis: last edge (lo: first edge)
 };
 
-// sampled.rs Axis::bin: -1 outside [e0, e_last]; the last edge in the last bin.
-__device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float inv, float x) {
-    if (!(x >= e[0] && x <= e[n - 1])) return -1;
+// sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
+__device__ __forceinline__ int axis_bin_in(const float* e, int n, float lo, float inv, float x) {
     if (inv > 0.0f) return min((int)((x - lo) * inv), n - 2);
     int a = 0, b = n;  // partition_point(e <= x)
     while (a < b) {
@@ -71,8 +117,19 @@ __device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float i
     return max(min(a, n - 1), 1) - 1;
 }
 
-// sampled.rs Lookup::coordinates + Lookup::cell: the cell of the point x at time t, or -1.
-__device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) {
+// sampled.rs Axis::bin: -1 outside [e0, e_last] (lo = e0, hi = e_last as floats).
+__device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float hi, float inv, float x) {
+#if WD_SAMP_EDGES
+    if (!(x >= lo && x <= hi)) return -1;
+#else
+    if (!(x >= e[0] && x <= e[n - 1])) return -1;
+#endif
+    return axis_bin_in(e, n, lo, inv, x);
+}
+
+// sampled.rs Lookup::coordinates + Lookup::cell: the cell of the point x at time t, or -1; sp
+// its spatial cell (the cell / time cells; set only for cells ≥ 0).
+__device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float t, int& sp) {
     float rx = x.x - T.origin[0], ry = x.y - T.origin[1], rz = x.z - T.origin[2];
     float axial = rx * T.axis[0] + ry * T.axis[1] + rz * T.axis[2];
     float rad, polar, delay;
@@ -86,28 +143,44 @@ __device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) 
         polar = axial;
         delay = t - axial * T.inv_c - rad * T.cone;
     }
-    int i = axis_bin(T.radial, T.n_radial, T.lo[0], T.inv[0], rad);
+    int i = axis_bin(T.radial, T.n_radial, T.lo[0], T.hi[0], T.inv[0], rad);
     if (i < 0) return -1;
-    int k = axis_bin(T.polar, T.n_polar, T.lo[2], T.inv[2], polar);
+    int k = axis_bin(T.polar, T.n_polar, T.lo[2], T.hi[2], T.inv[2], polar);
     if (k < 0) return -1;
     float a = rx * T.e1[0] + ry * T.e1[1] + rz * T.e1[2];
     float b = rx * T.e2[0] + ry * T.e2[1] + rz * T.e2[2];
     float phi = fabsf(atan2f(b, a)) * 57.29577951308232f;
-    int j = axis_bin(T.azimuth, T.n_azimuth, T.lo[1], T.inv[1], phi);
+    int j = axis_bin(T.azimuth, T.n_azimuth, T.lo[1], T.hi[1], T.inv[1], phi);
     if (j < 0) return -1;
     int spatial = (i * (T.n_azimuth - 1) + j) * (T.n_polar - 1) + k;
     int tc = 0;
     if (T.n_delay > 0) {
+#if WD_SAMP_EDGES
+        // delay ∈ [e0, e_last): within the axis, so its range test is not repeated.
+        if (delay < T.lo[3]) tc = 0;
+        else if (delay >= T.hi[3]) tc = T.n_delay;
+        else tc = 1 + max(axis_bin_in(T.delay, T.n_delay, T.lo[3], T.inv[3], delay), 0);
+#else
         if (delay < T.delay[0]) tc = 0;
         else if (delay >= T.delay[T.n_delay - 1]) tc = T.n_delay;
-        else tc = 1 + max(axis_bin(T.delay, T.n_delay, T.lo[3], T.inv[3], delay), 0);
+        else tc = 1 + max(axis_bin(T.delay, T.n_delay, T.lo[3], T.hi[3], T.inv[3], delay), 0);
+#endif
     }
+    sp = spatial;
     return spatial * (int)T.time_cells + tc;
+}
+
+__device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) {
+    int sp;
+    return sampled_cell_sp(T, x, t, sp);
 }
 
 // mod.rs Acceptance::weight, in float.
 __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned int slice, float nz) {
     float acc = 0.0f;
+#if WD_SAMP_UNROLL
+#pragma unroll 4
+#endif
     for (int i = T.n_ang - 1; i >= 0; --i) acc = acc * nz + T.ang[i];
     return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
 }
@@ -145,9 +218,9 @@ struct SampClosed {
 };
 
 // sampled.rs Sampler::record without the additions: a point of weighted length x in cell c
-// extends the open runs or closes them (returned) and opens new ones. The float sums follow the
-// photon's points in order, so both kernel paths (below) give the same bits.
-__device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRuns& r, int c, float x, SampCounts& n) {
+// (spatial cell sp) extends the open runs or closes them (returned) and opens new ones. The
+// float sums follow the photon's points in order, so both kernel paths (below) give the same bits.
+__device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRuns& r, int c, int sp, float x, SampCounts& n) {
     SampClosed o{-1, 0.0f, -1, 0.0f};
     n.points += 1;
     if (c != r.cell) {
@@ -156,7 +229,9 @@ __device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRun
         r.x = 0.0f;
     }
     r.x += x;
-    int sp = c / (int)T.time_cells;
+#if !WD_SAMP_NODIV
+    sp = c / (int)T.time_cells;
+#endif
     if (sp != r.spatial) {
         if (r.spatial >= 0) { o.spatial = r.spatial; o.spatial_x = r.spatial_x; }
         r.spatial = sp;
@@ -167,8 +242,8 @@ __device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRun
 }
 
 // sampled.rs Sampler::record: a point of weighted length x in cell c, closed runs added at once.
-__device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r, int c, float x, SampCounts& n) {
-    SampClosed o = sampled_merge(T, r, c, x, n);
+__device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r, int c, int sp, float x, SampCounts& n) {
+    SampClosed o = sampled_merge(T, r, c, sp, x, n);
     if (o.cell >= 0) close_cell(T, o.cell, o.x);
     if (o.spatial >= 0) close_spatial(T, o.spatial, o.spatial_x);
 }
@@ -199,10 +274,19 @@ __device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampP
     S.bits = wd_next_u32(r);
     S.next = wd_u32_to_uniform(S.bits) * T.step;
     S.k = 0;
-    S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
+#if !WD_SAMP_DEFERRED
+    S.runs = SampRuns{-1, -1, 0.0f, 0.0f};  // (deferred: the end marker's merge resets them)
+#endif
 }
 
-// The photon's end: its open runs closed, its counts added.
+// The photon's end: its counts added (here), its open runs closed (sampled_end; deferred: by
+// its end marker's merge in sampled_drain).
+__device__ __forceinline__ void sampled_end_counts(const SampState& S, SampCounts& n, bool absorbed, bool escaped) {
+    n.segments += S.k;
+    n.absorbed += absorbed;
+    n.escaped += escaped;
+}
+
 __device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
     if (S.runs.cell >= 0) {
         close_cell(T, S.runs.cell, S.runs.x);
@@ -210,9 +294,16 @@ __device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, S
         n.runs += 1;
         n.tabulated += 1;
     }
-    n.segments += S.k;
-    n.absorbed += absorbed;
-    n.escaped += escaped;
+    sampled_end_counts(S, n, absorbed, escaped);
+}
+
+// sampled_move's end of the photon: the counts and, unless deferred, the runs.
+__device__ __forceinline__ void sampled_end_move(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
+#if WD_SAMP_DEFERRED
+    sampled_end_counts(S, n, absorbed, escaped);
+#else
+    sampled_end(T, S, n, absorbed, escaped);
+#endif
 }
 
 // One segment of the photon (the fast build's `step` without modules or hole ice): its layer
@@ -237,13 +328,15 @@ __device__ __forceinline__ void sampled_points(const SampParams& T, SampState& S
     if (len > 0.0f) {
         if (!(T.step > 0.0f)) {
             float s = wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
-            int c = sampled_cell(T, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s));
-            if (c >= 0) sampled_record(T, S.runs, c, g.w * len, n);
+            int sp;
+            int c = sampled_cell_sp(T, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s), sp);
+            if (c >= 0) sampled_record(T, S.runs, c, sp, g.w * len, n);
         } else {
             float x = g.w * T.step;
             for (; S.next < len; S.next += T.step) {
-                int c = sampled_cell(T, sampled_at(st.pos, st.dir, S.next), sampled_time(st.time, st.ocm, S.next));
-                if (c >= 0) sampled_record(T, S.runs, c, x, n);
+                int sp;
+                int c = sampled_cell_sp(T, sampled_at(st.pos, st.dir, S.next), sampled_time(st.time, st.ocm, S.next), sp);
+                if (c >= 0) sampled_record(T, S.runs, c, sp, x, n);
             }
             S.next -= len;
         }
@@ -257,22 +350,27 @@ __device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampPa
     float len = g.seg.length;
     S.k += 1;
     st.tot = g.seg.tot;
-    if (st.tot <= 0.0f) { sampled_end(T, S, n, true, false); return false; }
+    if (st.tot <= 0.0f) { sampled_end_move(T, S, n, true, false); return false; }
     st.pos = V3{st.pos.x + len * st.dir.x, st.pos.y + len * st.dir.y, st.pos.z + len * st.dir.z};
     st.time += len * st.ocm;
     {
         // bins.rs Binning::escaped, in float.
         float rx = st.pos.x - T.origin[0], ry = st.pos.y - T.origin[1], rz = st.pos.z - T.origin[2];
-        float rmax = T.radial[T.n_radial - 1] + T.margin;
+#if WD_SAMP_EDGES
+        float r_hi = T.hi[0], p_lo = T.lo[2], p_hi = T.hi[2];
+#else
+        float r_hi = T.radial[T.n_radial - 1], p_lo = T.polar[0], p_hi = T.polar[T.n_polar - 1];
+#endif
+        float rmax = r_hi + T.margin;
         bool out;
         if (T.spherical) {
             out = rx * rx + ry * ry + rz * rz > rmax * rmax;
         } else {
             float u = rx * T.axis[0] + ry * T.axis[1] + rz * T.axis[2];
             float px = rx - u * T.axis[0], py = ry - u * T.axis[1], pz = rz - u * T.axis[2];
-            out = px * px + py * py + pz * pz > rmax * rmax || u < T.polar[0] - T.margin || u > T.polar[T.n_polar - 1] + T.margin;
+            out = px * px + py * py + pz * pz > rmax * rmax || u < p_lo - T.margin || u > p_hi + T.margin;
         }
-        if (out) { sampled_end(T, S, n, false, true); return false; }
+        if (out) { sampled_end_move(T, S, n, false, true); return false; }
     }
 #ifdef WD_BFR
     if (P.has_bfr && len > 0.0f) {
@@ -310,7 +408,7 @@ __device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampPa
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
 #endif
     st.dir = scatter(P, st.dir, cos_t, u3);
-    if (S.k >= WD_MAX_SEGMENTS) { sampled_end(T, S, n, false, false); return false; }
+    if (S.k >= WD_MAX_SEGMENTS) { sampled_end_move(T, S, n, false, false); return false; }
     return true;
 }
 
@@ -335,17 +433,26 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
 // them, so the tables are the same integers as WD_SAMP_COMPACT=0's for the same photons.
 // Default on (top of the file); WD_SAMP_COMPACT=0 for the lane-at-a-time path.
 #if WD_SAMP_COMPACT
-#if WD_SAMP_BLOCK > 512
-#error "WD_SAMP_COMPACT's queues (1.7 kB per warp, static shared memory) need blocks of at most 512 threads; WD_SAMP_COMPACT=0 for larger blocks"
-#endif
 // Up to 2·32 − 1 points: fewer than a warp's width left from the last round plus one per lane.
 #define WD_SAMP_QUEUE 64
 struct SampQueue {
     float x[WD_SAMP_QUEUE], y[WD_SAMP_QUEUE], z[WD_SAMP_QUEUE], t[WD_SAMP_QUEUE];
-    int cell[32];
+#if WD_SAMP_DEFER
+    float w[WD_SAMP_QUEUE];  // the point's weighted length; < 0: its photon's end marker
+    // Between the kernel loop's queue steps (not in registers across the propagation): per lane
+    // its entries among the slots and the queue's length (the same on every lane).
+    unsigned long long mine[32];
+    int queued[32];
+    SampSeg seg[32];  // WD_SAMP_ROUNDS: the segment of a lane with points left
+#endif
+    int cell[32], sp[32];
     int n_cell, n_spatial;
-    int close_cell[32], close_spatial[32];
-    float close_x[32], close_spatial_x[32];
+    // WD_SAMP_SLOTS: per slot j the cell run its point closed (close_i[j], close_v[j]) and the
+    // spatial run (close_i[32 + j], close_v[32 + j]), -1 for none; then the same arrays hold the
+    // closes packed (a cell c as c, a spatial cell s as ~s). Else the closes appended: cells
+    // close_i[0..n_cell), spatial cells close_i[32..32 + n_spatial).
+    int close_i[64];
+    float close_v[64];
 };
 
 // One batch of the queue's first `count` points (count ≤ width): the cells by all lanes, the merge by each
@@ -353,7 +460,97 @@ struct SampQueue {
 // weighted length), the closed runs added by all lanes.
 __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q, unsigned full, int lane, int count, unsigned mine, float x, SampRuns& r, SampCounts& n) {
     __syncwarp(full);
-    if (lane < count) q.cell[lane] = sampled_cell(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane]);
+#if WD_SAMP_SLOTS
+    int cl = -1, sl = -1;
+#if WD_SAMP_DEFER
+    bool mark = lane < count && q.w[lane] < 0.0f;
+    if (lane < count && !mark) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+#else
+    if (lane < count) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+#endif
+    q.cell[lane] = cl;
+    q.sp[lane] = sl;
+    q.close_i[lane] = -1;
+    q.close_i[32 + lane] = -1;
+    unsigned inside = __ballot_sync(full, cl >= 0);
+    n.points += __popc(mine & inside);
+#if WD_SAMP_DEFER
+    mine &= inside | __ballot_sync(full, mark);  // the points outside the grid add nothing
+    unsigned ended = 0;
+#else
+    mine &= inside;  // the points outside the grid add nothing
+#endif
+    __syncwarp(full);
+    unsigned runs = 0;
+    while (mine) {
+        // sampled_merge, the closes into the point's slot.
+        int j = __ffs(mine) - 1;
+        mine &= mine - 1;
+#if WD_SAMP_DEFER
+        x = q.w[j];
+        if (x < 0.0f) {
+            // The photon's end marker: sampled_end's closes, the runs reset for the next photon.
+            if (r.cell >= 0) {
+                q.close_i[j] = r.cell;
+                q.close_v[j] = r.x;
+                q.close_i[32 + j] = r.spatial;
+                q.close_v[32 + j] = r.spatial_x;
+                runs += 1;
+                ended += 1;
+            }
+            r = SampRuns{-1, -1, 0.0f, 0.0f};
+            continue;
+        }
+#endif
+        int c = q.cell[j];
+        if (c != r.cell) {
+            if (r.cell >= 0) { q.close_i[j] = r.cell; q.close_v[j] = r.x; runs += 1; }
+            r.cell = c;
+            r.x = 0.0f;
+        }
+        r.x += x;
+#if WD_SAMP_NODIV
+        int sp = q.sp[j];
+#else
+        int sp = c / (int)T.time_cells;
+#endif
+        if (sp != r.spatial) {
+            if (r.spatial >= 0) { q.close_i[32 + j] = r.spatial; q.close_v[32 + j] = r.spatial_x; }
+            r.spatial = sp;
+            r.spatial_x = 0.0f;
+        }
+        r.spatial_x += x;
+    }
+    n.runs += runs;
+#if WD_SAMP_DEFER
+    n.tabulated += ended;
+#endif
+    __syncwarp(full);
+    // Pack the closes: cells first, then spatial cells; all lanes add them, a warp's width at a time.
+    int ci = -1, si = -1;
+    float cv = 0.0f, sv = 0.0f;
+    if (lane < count) { ci = q.close_i[lane]; cv = q.close_v[lane]; si = q.close_i[32 + lane]; sv = q.close_v[32 + lane]; }
+    unsigned bc = __ballot_sync(full, ci >= 0), bs = __ballot_sync(full, si >= 0);
+    unsigned below = (1u << lane) - 1u;
+    int nc = __popc(bc), total = nc + __popc(bs);
+    __syncwarp(full);
+    if (ci >= 0) { int k = __popc(bc & below); q.close_i[k] = ci; q.close_v[k] = cv; }
+    if (si >= 0) { int k = nc + __popc(bs & below); q.close_i[k] = ~si; q.close_v[k] = sv; }
+    __syncwarp(full);
+    for (int b = 0, w = __popc(full); b < total; b += w) {
+        if (b + lane < total) {
+            int i = q.close_i[b + lane];
+            double xd = (double)q.close_v[b + lane];
+            // close_cell / close_spatial
+            bool cell = i >= 0;
+            int k = cell ? i : ~i;
+            if (cell) atomicAdd(T.sum + k, (unsigned long long)round(xd * WD_SUM_UNIT));
+            add_u128((cell ? T.sumsq : T.spatial_sumsq) + 2 * (size_t)k, round(xd * xd * WD_SQ_UNIT));
+        }
+    }
+    __syncwarp(full);
+#else
+    if (lane < count) q.cell[lane] = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], q.sp[lane]);
     if (lane == 0) { q.n_cell = 0; q.n_spatial = 0; }
     __syncwarp(full);
     while (mine) {
@@ -361,27 +558,53 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
         mine &= mine - 1;
         int c = q.cell[j];
         if (c < 0) continue;
-        SampClosed o = sampled_merge(T, r, c, x, n);
+        SampClosed o = sampled_merge(T, r, c, q.sp[j], x, n);
         if (o.cell >= 0) {
             int k = atomicAdd(&q.n_cell, 1);
-            q.close_cell[k] = o.cell;
-            q.close_x[k] = o.x;
+            q.close_i[k] = o.cell;
+            q.close_v[k] = o.x;
         }
         if (o.spatial >= 0) {
             int k = atomicAdd(&q.n_spatial, 1);
-            q.close_spatial[k] = o.spatial;
-            q.close_spatial_x[k] = o.spatial_x;
+            q.close_i[32 + k] = o.spatial;
+            q.close_v[32 + k] = o.spatial_x;
         }
     }
     __syncwarp(full);
-    if (lane < q.n_cell) close_cell(T, q.close_cell[lane], q.close_x[lane]);
-    if (lane < q.n_spatial) close_spatial(T, q.close_spatial[lane], q.close_spatial_x[lane]);
+    if (lane < q.n_cell) close_cell(T, q.close_i[lane], q.close_v[lane]);
+    if (lane < q.n_spatial) close_spatial(T, q.close_i[32 + lane], q.close_v[32 + lane]);
     __syncwarp(full);
+#endif
 }
 
-// sampled_points for the whole warp (every lane of `full` calls it, `width` lanes): a lane
-// whose photon ended or whose segment is empty (has false) adds no points.
-__device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n) {
+// The queue's first `width` entries (a batch) drained, the rest moved to the front (slots ≥
+// width to slots < width).
+__device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, float x, SampRuns& r, SampCounts& n, unsigned long long& mine, int& queued) {
+    unsigned m = width == 32 ? (unsigned)mine : (unsigned)mine & ((1u << width) - 1u);
+    sampled_drain(T, q, full, lane, width, m, x, r, n);
+    int left = queued - width;
+    float px = 0.0f, py = 0.0f, pz = 0.0f, pt = 0.0f;
+    if (lane < left) { px = q.x[lane + width]; py = q.y[lane + width]; pz = q.z[lane + width]; pt = q.t[lane + width]; }
+#if WD_SAMP_DEFER
+    float pw = 0.0f;
+    if (lane < left) pw = q.w[lane + width];
+#endif
+    if (lane < left) { q.x[lane] = px; q.y[lane] = py; q.z[lane] = pz; q.t[lane] = pt; }
+#if WD_SAMP_DEFER
+    if (lane < left) q.w[lane] = pw;
+#endif
+    __syncwarp(full);
+    mine >>= width;
+    queued = left;
+}
+
+// A segment's points into the warp's queue (every lane of `full` calls it, `width` lanes), a
+// batch drained whenever the queue holds a warp's width: `mine` this lane's entries among the
+// queue's slots, `queued` the queue's length (the same on every lane). A lane whose photon ended
+// or whose segment is empty (has false) adds no points. At most `rounds` points per lane (0: all);
+// `left`: this lane's segment has points left (then S.next is the next one's distance from the
+// segment's start, else from the next segment's). Returns the points' weighted length.
+__device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n, unsigned long long& mine, int& queued, int rounds, bool& left) {
     const PState& st = S.st;
     float len = g.seg.length;
     bool step = T.step > 0.0f;
@@ -392,10 +615,8 @@ __device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQue
         x = step ? g.w * T.step : g.w * len;
     }
     bool more = has && (!step || s < len);
-    unsigned long long mine = 0;  // this lane's points among the queue's slots
     unsigned below = (1u << lane) - 1u;
-    int queued = 0;  // the same on every lane
-    for (;;) {
+    for (int round = 0; rounds == 0 || round < rounds; ++round) {
         unsigned b = __ballot_sync(full, more);
         if (b == 0u) break;
         if (more) {
@@ -405,6 +626,9 @@ __device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQue
             q.y[slot] = at.y;
             q.z[slot] = at.z;
             q.t[slot] = sampled_time(st.time, st.ocm, s);
+#if WD_SAMP_DEFER
+            q.w[slot] = x;
+#endif
             mine |= 1ull << slot;
             if (step) {
                 s += T.step;
@@ -414,22 +638,37 @@ __device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQue
             }
         }
         queued += __popc(b);
-        if (queued >= width) {
-            unsigned m = width == 32 ? (unsigned)mine : (unsigned)mine & ((1u << width) - 1u);
-            sampled_drain(T, q, full, lane, width, m, x, S.runs, n);
-            // The points beyond the batch move to the front (slots ≥ width to slots < width).
-            int left = queued - width;
-            float px = 0.0f, py = 0.0f, pz = 0.0f, pt = 0.0f;
-            if (lane < left) { px = q.x[lane + width]; py = q.y[lane + width]; pz = q.z[lane + width]; pt = q.t[lane + width]; }
-            if (lane < left) { q.x[lane] = px; q.y[lane] = py; q.z[lane] = pz; q.t[lane] = pt; }
-            __syncwarp(full);
-            mine >>= width;
-            queued = left;
-        }
+        if (queued >= width) sampled_batch(T, q, full, width, lane, x, S.runs, n, mine, queued);
     }
-    if (queued > 0) sampled_drain(T, q, full, lane, queued, (unsigned)mine, x, S.runs, n);
-    if (has && step) S.next = s - len;
+    left = more;
+    if (has && step) S.next = more ? s : s - len;
+    return x;
 }
+
+// sampled_points for the whole warp, the queue emptied at the segment's end.
+__device__ __forceinline__ void sampled_points_warp(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n) {
+    unsigned long long mine = 0;
+    int queued = 0;
+    bool left;
+    float x = sampled_enqueue(T, q, full, width, lane, has, S, g, n, mine, queued, 0, left);
+    if (queued > 0) sampled_drain(T, q, full, lane, queued, (unsigned)mine, x, S.runs, n);
+}
+
+#if WD_SAMP_DEFER
+// WD_SAMP_DEFER: the end markers of the lanes whose photon ended (`ending`; its counts added by
+// sampled_end_counts) into the queue after their points, a batch drained if the queue is full.
+__device__ __forceinline__ void sampled_mark(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool ending, SampRuns& r, SampCounts& n, unsigned long long& mine, int& queued) {
+    unsigned b = __ballot_sync(full, ending);
+    if (b == 0u) return;
+    if (ending) {
+        int slot = queued + __popc(b & ((1u << lane) - 1u));
+        q.w[slot] = -1.0f;
+        mine |= 1ull << slot;
+    }
+    queued += __popc(b);
+    if (queued >= width) sampled_batch(T, q, full, width, lane, 0.0f, r, n, mine, queued);
+}
+#endif
 #endif
 
 // As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
@@ -448,11 +687,22 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
     SampState S;
     bool alive = false;
 #if WD_SAMP_COMPACT
+    // Static shared memory: at most 48 kB per block (the queues: 2.9 kB per warp with
+    // WD_SAMP_DEFER, 1.8 kB without; the counters: 48 bytes per thread).
+    static_assert(sizeof(SampQueue) * ((WD_SAMP_BLOCK + 31) / 32) + WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK <= 48 * 1024,
+                  "WD_SAMP_COMPACT's queues and counters exceed 48 kB of static shared memory per block: a smaller WD_SAMP_BLOCK, WD_SAMP_DEFER=0, WD_SAMP_SHARED_COUNTS=0 or WD_SAMP_COMPACT=0");
     __shared__ SampQueue queues[(WD_SAMP_BLOCK + 31) / 32];
     SampQueue& q = queues[threadIdx.x >> 5];
     int lane = threadIdx.x & 31;
     int width = min(32, (int)(blockDim.x - (threadIdx.x & ~31u)));
     unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+#if WD_SAMP_DEFER
+    // The queue kept across segments and photons: this lane's entries, the queue's length.
+    q.mine[lane] = 0;
+    q.queued[lane] = 0;
+    S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
+    bool pending = false;
+#endif
     for (;;) {
         if (!alive && next < T.photon_hi) {
             sampled_start(P, T, next, S);
@@ -461,10 +711,39 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
         }
         if (!__any_sync(full, alive)) break;
         SampSeg g{};
+#if WD_SAMP_DEFER
+        // pending: this lane's segment (walked at an earlier step) has points left.
+        if (alive && !pending) sampled_walk(P, T, S, g);
+        if (pending) g = q.seg[lane];
+        {
+            unsigned long long mine = q.mine[lane];
+            int queued = q.queued[lane];
+            sampled_enqueue(T, q, full, width, lane, alive, S, g, n, mine, queued, WD_SAMP_ROUNDS, pending);
+            q.mine[lane] = mine;
+            q.queued[lane] = queued;
+        }
+        if (pending) q.seg[lane] = g;
+        bool ending = false;
+        if (alive && !pending) {
+            alive = sampled_move(P, T, S, g, n);
+            ending = !alive;
+        }
+        {
+            unsigned long long mine = q.mine[lane];
+            int queued = q.queued[lane];
+            sampled_mark(T, q, full, width, lane, ending, S.runs, n, mine, queued);
+            q.mine[lane] = mine;
+            q.queued[lane] = queued;
+        }
+#else
         if (alive) sampled_walk(P, T, S, g);
         sampled_points_warp(T, q, full, width, lane, alive, S, g, n);
         if (alive) alive = sampled_move(P, T, S, g, n);
+#endif
     }
+#if WD_SAMP_DEFER
+    if (q.queued[lane] > 0) sampled_drain(T, q, full, lane, q.queued[lane], (unsigned)q.mine[lane], 0.0f, S.runs, n);
+#endif
 #else
     for (;;) {
         if (!alive) {
@@ -495,7 +774,8 @@ extern "C" __global__ void sampled_layout(unsigned long long* out) {
     out[3] = (const char*)&t.lo - b;
     out[4] = (const char*)&t.n_radial - b;
     out[5] = (const char*)&t.time_cells - b;
-    out[6] = sizeof(SampParams);
+    out[6] = (const char*)&t.hi - b;
+    out[7] = sizeof(SampParams);
 }
 
 // Twin check of the lookup (gpu-check and scripts/tabulate-twin-check): the cell of n points

@@ -1188,7 +1188,9 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
         src: crate::tabulate::gpu::SAMPLED_SRC.to_string(),
         functions: crate::tabulate::gpu::SAMPLED_FUNCTIONS.iter().map(|f| (*f).to_string()).collect(),
         // The warp compaction of the points is the default; WD_SAMP_COMPACT=0 the lane-at-a-time
-        // path (gpu-check compares them).
+        // path (gpu-check compares them); the earlier code without the exact speed-ups, lane at a
+        // time (gpu-check's reference) and compacted, and the deferred queue off or unlimited
+        // (the A/B of docs/spline.md).
         variants: vec![
             Vec::new(),
             samp(&[]),
@@ -1196,6 +1198,10 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_BFR", "WD_BFR_RB_CONST"]),
             samp(&["WD_SAMP_COMPACT=0"]),
             samp(&["WD_BFR", "WD_SAMP_COMPACT=0"]),
+            samp(&["WD_SAMP_COMPACT=0", "WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0"]),
+            samp(&["WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0", "WD_SAMP_SLOTS=0", "WD_SAMP_UNROLL=0"]),
+            samp(&["WD_SAMP_DEFER=0"]),
+            samp(&["WD_SAMP_ROUNDS=0"]),
         ],
         fast: true,
         generated: false,

@@ -812,7 +812,10 @@ pub fn check_sampled_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
 /// escaped, segments, runs, points) — the float runs are merged in each photon's order on both
 /// and the integer atomics do not depend on the order. `g` is the default build's run of `t`
 /// with the default step; also one point per segment (Δ = ∞) both ways, and the compaction
-/// in blocks of 80 threads (a warp of 16 lanes: the queue's width is the warp's).
+/// in blocks of 80 threads (a warp of 16 lanes: the queue's width is the warp's). The
+/// lane-at-a-time reference is the earlier code (WD_SAMP_NODIV=0, WD_SAMP_EDGES=0: the merge's
+/// division, the edges loaded), so the default's exact speed-ups (WD_SAMP_NODIV, _EDGES, _SLOTS,
+/// _DEFER) are checked with it; also the compaction without the deferred queue (WD_SAMP_DEFER=0).
 pub fn check_sampled_compaction(
     t: &crate::tabulate::Tabulate,
     g: &crate::tabulate::Tables,
@@ -831,13 +834,13 @@ pub fn check_sampled_compaction(
         (a_.identical && counts(a) == counts(b), a_.identical_cells, a_.cells)
     };
     let batch = crate::tabulate::gpu::BATCH;
-    let lane = t
-        .clone()
-        .with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?
-        .run_gpu(&on(&["WD_SAMP_COMPACT=0"], batch), gpu_ctl)?;
+    let earlier = ["WD_SAMP_COMPACT=0", "WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0"];
+    let stepped = t.clone().with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?;
+    let lane = stepped.run_gpu(&on(&earlier, batch), gpu_ctl)?;
+    let undeferred = stepped.run_gpu(&on(&["WD_SAMP_DEFER=0"], batch), gpu_ctl)?;
     let per_segment = t.clone().with_estimator(Estimator::Sampled { step: f64::INFINITY })?;
     let seg_warp = per_segment.run_gpu(&on(&[], batch), gpu_ctl)?;
-    let seg_lane = per_segment.run_gpu(&on(&["WD_SAMP_COMPACT=0"], batch), gpu_ctl)?;
+    let seg_lane = per_segment.run_gpu(&on(&earlier, batch), gpu_ctl)?;
     let narrow = crate::tabulate::gpu::TabGpuOptions {
         block: 80,
         ..on(&[], batch)
@@ -847,12 +850,14 @@ pub fn check_sampled_compaction(
         .with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?
         .run_gpu(&narrow, gpu_ctl)?;
     let (d, s, w) = (same(&lane, g), same(&seg_lane, &seg_warp), same(&lane, &small));
+    let u = same(&lane, &undeferred);
     Ok(check(
         "photon tabulate sampled: warp compaction = lane at a time (the same integers)",
-        d.0 && s.0 && w.0 && g.hist.points > 0 && seg_warp.hist.points > 0,
+        d.0 && s.0 && w.0 && u.0 && g.hist.points > 0 && seg_warp.hist.points > 0,
         format!(
             "Δ = {DEFAULT_SAMPLE_STEP} m: {} ({} of {} cells; {} points, {} runs; kernels {:.3} s compacted, {:.3} s lane at a time); \
-             one point per segment: {} ({} of {} cells; kernels {:.3} s, {:.3} s); blocks of 80 threads: {} ({} of {} cells)",
+             one point per segment: {} ({} of {} cells; kernels {:.3} s, {:.3} s); blocks of 80 threads: {} ({} of {} cells); \
+             WD_SAMP_DEFER=0: {} ({} of {} cells; kernels {:.3} s)",
             d.0,
             d.1,
             d.2,
@@ -867,7 +872,11 @@ pub fn check_sampled_compaction(
             seg_lane.kernel_seconds,
             w.0,
             w.1,
-            w.2
+            w.2,
+            u.0,
+            u.1,
+            u.2,
+            undeferred.kernel_seconds
         ),
     ))
 }

@@ -34,6 +34,7 @@ int main() {
     for (int k = 0; k < 3; ++k) { T.origin[k] = f[k]; T.axis[k] = f[3 + k]; T.e1[k] = f[6 + k]; T.e2[k] = f[9 + k]; }
     T.ng_over_c = f[12]; T.cone = f[13]; T.inv_c = f[14];
     for (int k = 0; k < 4; ++k) { T.lo[k] = f[15 + k]; T.inv[k] = f[19 + k]; }
+    T.hi[0] = T.radial[n[0] - 1]; T.hi[1] = T.azimuth[n[1] - 1]; T.hi[2] = T.polar[n[2] - 1]; T.hi[3] = T.delay[n[3] - 1];
     scanf("%d %u", &T.spherical, &T.time_cells);
     int m; scanf("%d", &m);
     for (int i = 0; i < m; ++i) {
@@ -45,30 +46,48 @@ int main() {
     format!("{pre}{body}{main}")
 }
 
-#[test]
-fn device_lookup_is_the_rust_lookup() {
-    let dir = std::env::temp_dir().join(format!("wd-sampled-twin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (cpp, exe) = (dir.join("twin.cpp"), dir.join("twin"));
-    std::fs::write(&cpp, source()).unwrap();
+/// Compiles `cpp` to `exe` with `flags` (and the kernel switches `defines`); false (test skipped)
+/// without a C++ compiler unless `WARPDRIVE_REQUIRE_DATA=1`.
+fn compile(cpp: &std::path::Path, exe: &std::path::Path, flags: &[&str], defines: &[&str]) -> bool {
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     match Command::new(&cxx)
-        .args(["-O2", "-std=c++17", "-ffp-contract=off", "-w"])
-        .arg(&cpp)
+        .args(flags)
+        .args(defines.iter().map(|d| format!("-D{d}")))
+        .arg(cpp)
         .arg("-o")
-        .arg(&exe)
+        .arg(exe)
         .output()
     {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!("{cxx} failed on the host twin:\n{}", String::from_utf8_lossy(&o.stderr)),
+        Ok(o) if o.status.success() => true,
+        Ok(o) => panic!(
+            "{cxx} failed on the host twin ({defines:?}):\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
         Err(e) => {
             assert!(
                 std::env::var("WARPDRIVE_REQUIRE_DATA").as_deref() != Ok("1"),
                 "no C++ compiler ({cxx}: {e})"
             );
             eprintln!("skipped: no C++ compiler ({cxx}: {e})");
-            return;
+            false
         }
+    }
+}
+
+/// The lookup with its first and last edges from the parameters (WD_SAMP_EDGES, the default)
+/// and loaded from the edges (WD_SAMP_EDGES=0, the earlier code): each compared with the Rust
+/// lookup below, and with each other point by point (the same cell for every point: the same
+/// floats are compared).
+#[test]
+fn device_lookup_is_the_rust_lookup() {
+    let dir = std::env::temp_dir().join(format!("wd-sampled-twin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cpp = dir.join("twin.cpp");
+    std::fs::write(&cpp, source()).unwrap();
+    let flags = ["-O2", "-std=c++17", "-ffp-contract=off", "-w"];
+    let exes = [dir.join("twin"), dir.join("twin-loads")];
+    if !compile(&cpp, &exes[0], &flags, &["WD_SAMP_EDGES=1"]) || !compile(&cpp, &exes[1], &flags, &["WD_SAMP_EDGES=0"]) {
+        return;
     }
     let lin = |a: f64, b: f64, n: usize| (0..=n).map(|i| a + (b - a) * i as f64 / n as f64).collect::<Vec<_>>();
     let mut r = RandomStream::new(21, 0, 0);
@@ -138,10 +157,18 @@ fn device_lookup_is_the_rust_lookup() {
         }
         let inp = dir.join("in.txt");
         std::fs::write(&inp, input).unwrap();
-        let o = Command::new(&exe).stdin(std::fs::File::open(&inp).unwrap()).output().unwrap();
-        assert!(o.status.success());
-        let got: Vec<i64> = String::from_utf8(o.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+        let run = |exe: &std::path::Path| {
+            let o = Command::new(exe).stdin(std::fs::File::open(&inp).unwrap()).output().unwrap();
+            assert!(o.status.success());
+            String::from_utf8(o.stdout)
+                .unwrap()
+                .lines()
+                .map(|l| l.parse().unwrap())
+                .collect::<Vec<i64>>()
+        };
+        let got = run(&exes[0]);
         assert_eq!(got.len(), n);
+        assert!(got == run(&exes[1]), "{shape:?}: WD_SAMP_EDGES=1 and 0 give different cells");
         let (mut inside, mut near, mut far) = (0, 0, 0);
         for (p, &g) in pts.iter().zip(&got) {
             let c = look.coordinates(&f, [p[0], p[1], p[2]], p[3]);
@@ -195,7 +222,7 @@ fn warp_compaction_is_lane_at_a_time() {
         ("// sampled.rs Sampler: the open runs", "// One photon's state between segments"),
         ("// One photon's state between segments", "// mod.rs Tabulate::walk's start"),
         (
-            "// The photon's end: its open runs closed",
+            "// The photon's end: its counts added",
             "__device__ __forceinline__ void sampled_walk",
         ),
         (
@@ -256,6 +283,8 @@ int main() {
     T.radial = radial; T.azimuth = azimuth; T.polar = polar; T.delay = delay;
     T.n_radial = 11; T.n_azimuth = 5; T.n_polar = 9; T.n_delay = 17;
     T.lo[0] = 0.0f; T.inv[0] = 1.0f / 3.0f;
+    T.lo[1] = azimuth[0]; T.lo[2] = polar[0]; T.lo[3] = delay[0];
+    T.hi[0] = radial[10]; T.hi[1] = azimuth[4]; T.hi[2] = polar[8]; T.hi[3] = delay[16];
     T.axis[2] = 1.0f; T.e1[0] = 1.0f; T.e2[1] = 1.0f;
     T.ng_over_c = 4.5f; T.spherical = 1; T.time_cells = 18;
     int cells = 10 * 4 * 8 * 18, spatial = 10 * 4 * 8;
@@ -306,11 +335,41 @@ int main() {
                     SampState S; fresh(S, l, 0);
                     SampCounts& n = cnt[path][l];
                     static SampQueue q;
+                    unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+                    // WD_SAMP_DEFER: the queue kept across segments and photons (the kernel's loop).
+                    unsigned long long mine = 0;
+                    int queued = 0;
+#if WD_SAMP_DEFER
+                    if (path == 0) {
+                        // The kernel's loop: a lane whose segment has points left after
+                        // WD_SAMP_ROUNDS keeps it (no next segment, no end) at the next step.
+                        int k = 0;
+                        bool pending = false;
+                        for (;;) {
+                            bool active = k < STEPS;
+                            if (__ballot_sync(full, active) == 0u) break;
+                            const Seg& g = segs[min(k, STEPS - 1) * width + l];
+                            SampSeg sg{};
+                            if (active) seg_of(S, sg, g);
+                            sampled_enqueue(TT, q, full, width, l, active && g.has, S, sg, n, mine, queued, WD_SAMP_ROUNDS, pending);
+                            bool ending = false;
+                            if (active && !pending) {
+                                if (g.has) { S.k += 1; ending = g.end; }
+                                if (ending) sampled_end_counts(S, n, true, false);
+                                ++k;
+                            }
+                            sampled_mark(TT, q, full, width, l, ending, S.runs, n, mine, queued);
+                            if (ending) { SampRuns keep = S.runs; fresh(S, l, k); S.runs = keep; }
+                        }
+                        if (queued > 0) sampled_drain(TT, q, full, l, queued, (unsigned)mine, 0.0f, S.runs, n);
+                        fin[path][l] = S;
+                        return;
+                    }
+#endif
                     for (int k = 0; k < STEPS; ++k) {
                         const Seg& g = segs[k * width + l];
                         SampSeg sg; seg_of(S, sg, g);
                         if (path == 0) {
-                            unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
                             sampled_points_warp(TT, q, full, width, l, g.has, S, sg, n);
                         } else if (g.has) {
                             sampled_points(TT, S, sg, n);
@@ -344,7 +403,13 @@ int main() {
                 points += b.points; runs += b.runs;
             }
             for (int c = 0; c < cells; ++c) filled += h[1].sum[c] != 0;
-            printf("width %d, step %g: %llu points, %llu runs, %llu cells filled: %s\n", width, step, points, runs, filled, same ? "same" : "DIFFERENT");
+            // FNV-1a of the compacted path's tables, counters and final states: compared across
+            // builds with other switches by the test.
+            unsigned long long fnv = 1469598103934665603ull;
+            auto eat = [&](const void* p, size_t len) { for (size_t i = 0; i < len; ++i) { fnv ^= ((const unsigned char*)p)[i]; fnv *= 1099511628211ull; } };
+            eat(h[0].sum.data(), 8 * h[0].sum.size()); eat(h[0].sumsq.data(), 8 * h[0].sumsq.size()); eat(h[0].ssq.data(), 8 * h[0].ssq.size());
+            for (int l = 0; l < width; ++l) { eat(&cnt[0][l], sizeof(SampCounts)); eat(&fin[0][l].next, 4); eat(&fin[0][l].runs, sizeof(SampRuns)); }
+            printf("width %d, step %g: %llu points, %llu runs, %llu cells filled, tables %016llx: %s\n", width, step, points, runs, filled, fnv, same ? "same" : "DIFFERENT");
             if (!same || points < 200 || runs < 100 || filled < 100) ++failures;
         }
     }
@@ -354,34 +419,38 @@ int main() {
     let src = format!("{pre}{fixed}{body}{main}");
     let dir = std::env::temp_dir().join(format!("wd-sampled-warp-twin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (cpp, exe) = (dir.join("warp.cpp"), dir.join("warp"));
+    let cpp = dir.join("warp.cpp");
     std::fs::write(&cpp, src).unwrap();
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    match Command::new(&cxx)
-        .args(["-O2", "-std=c++20", "-ffp-contract=off", "-pthread", "-w"])
-        .arg(&cpp)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-    {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!("{cxx} failed on the warp twin:\n{}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => {
-            assert!(
-                std::env::var("WARPDRIVE_REQUIRE_DATA").as_deref() != Ok("1"),
-                "no C++ compiler ({cxx}: {e})"
-            );
-            eprintln!("skipped: no C++ compiler ({cxx}: {e})");
+    // The default switches, the earlier code (all off) and each speed-up off alone: every build's
+    // compaction equals its lane-at-a-time path, and all builds give the same tables.
+    let builds: [&[&str]; 8] = [
+        &[],
+        &["WD_SAMP_ROUNDS=0"],
+        &["WD_SAMP_ROUNDS=1"],
+        &["WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0", "WD_SAMP_SLOTS=0", "WD_SAMP_DEFER=0"],
+        &["WD_SAMP_NODIV=0"],
+        &["WD_SAMP_EDGES=0"],
+        &["WD_SAMP_DEFER=0"],
+        &["WD_SAMP_SLOTS=0", "WD_SAMP_DEFER=0"],
+    ];
+    let mut first: Option<String> = None;
+    for (i, defines) in builds.iter().enumerate() {
+        let exe = dir.join(format!("warp{i}"));
+        if !compile(&cpp, &exe, &["-O2", "-std=c++20", "-ffp-contract=off", "-pthread", "-w"], defines) {
             return;
         }
+        let o = Command::new(&exe).output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        eprintln!("{defines:?}:\n{out}");
+        assert!(
+            o.status.success(),
+            "{defines:?}: the warp compaction differs from the lane-at-a-time path:\n{out}"
+        );
+        assert_eq!(out.lines().filter(|l| l.ends_with(": same")).count(), 4, "{out}");
+        match &first {
+            None => first = Some(out),
+            Some(f) => assert_eq!(&out, f, "{defines:?} gives other tables than the default switches"),
+        }
     }
-    let o = Command::new(&exe).output().unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    eprintln!("{out}");
-    assert!(
-        o.status.success(),
-        "the warp compaction differs from the lane-at-a-time path:\n{out}"
-    );
-    assert_eq!(out.lines().filter(|l| l.ends_with(": same")).count(), 4, "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }

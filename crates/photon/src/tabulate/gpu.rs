@@ -136,21 +136,24 @@ pub struct SampParams {
     pub n_ang: i32,
     pub time_cells: u32,
     pub pad: i32,
+    /// Per axis: the last edge (as the uploaded edges' last float; `lo` is the first).
+    pub hi: [f32; 4],
 }
 // SAFETY: plain old data of integers and floats, `#[repr(C)]`, passed by value to the kernel.
 unsafe impl cudarc::driver::DeviceRepr for SampParams {}
 
 /// Offsets the kernel's `sampled_layout` reports, in its order.
-pub const SAMPLED_LAYOUT: [usize; 7] = [
+pub const SAMPLED_LAYOUT: [usize; 8] = [
     offset_of!(SampParams, photon_lo),
     offset_of!(SampParams, origin),
     offset_of!(SampParams, step),
     offset_of!(SampParams, lo),
     offset_of!(SampParams, n_radial),
     offset_of!(SampParams, time_cells),
+    offset_of!(SampParams, hi),
     size_of::<SampParams>(),
 ];
-const _: () = assert!(size_of::<SampParams>() == 232);
+const _: () = assert!(size_of::<SampParams>() == 248);
 
 /// Mirror of `struct TabParams` in tabulate.cu.
 #[repr(C)]
@@ -592,12 +595,14 @@ fn run_sampled_on(
         p
     };
     let look = super::sampled::Lookup::new(b);
-    let axis = |a: &super::sampled::Axis| (a.lo as f32, a.inv as f32);
+    // lo and hi: the first and last edges as the uploaded floats (the kernel's range tests
+    // compare with them instead of loading the edges: the same floats, the same cells).
+    let axis = |a: &super::sampled::Axis| (a.lo as f32, a.inv as f32, a.edges[a.edges.len() - 1] as f32);
     let axes = [
         axis(&look.radial),
         axis(&look.azimuth),
         axis(&look.polar),
-        look.delay.as_ref().map_or((0.0, 0.0), axis),
+        look.delay.as_ref().map_or((0.0, 0.0, 0.0), axis),
     ];
     let f3 = |v: [f64; 3]| v.map(|x| x as f32);
     let mut tp = SampParams {
@@ -616,6 +621,7 @@ fn run_sampled_on(
         step: if step.is_finite() { step as f32 } else { 0.0 },
         lo: axes.map(|a| a.0),
         inv: axes.map(|a| a.1),
+        hi: axes.map(|a| a.2),
         n_radial: b.radial.len() as i32,
         n_azimuth: b.azimuth.len() as i32,
         n_polar: b.polar.len() as i32,
