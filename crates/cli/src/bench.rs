@@ -303,6 +303,7 @@ fn spline(b: &BenchSpline, force: bool) -> Result<()> {
             python: b.python.clone(),
             points: b.cpu_points,
             repeats: 3,
+            rounds: 3,
             threads: b.common.threads.clone(),
             command: crate::command_line(),
         };
