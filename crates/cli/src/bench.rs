@@ -302,8 +302,7 @@ fn spline(b: &BenchSpline, force: bool) -> Result<()> {
         let opts = warpdrive_spline::anchor::AnchorOptions {
             python: b.python.clone(),
             points: b.cpu_points,
-            repeats: 3,
-            rounds: 3,
+            pairs: warpdrive_spline::anchor::DEFAULT_PAIRS,
             threads: b.common.threads.clone(),
             command: crate::command_line(),
         };

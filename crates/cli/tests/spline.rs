@@ -326,16 +326,40 @@ fn sigint_stops_an_unfolding_within_a_second() {
     assert_eq!(left, [std::ffi::OsString::from("event.parquet")]);
 }
 
-/// A stand-in for the Python interpreter of `bench spline --against photospline`: it swallows the
-/// points and answers `head` as the first line, then `bytes` zero bytes (the values).
-fn fake_python(dir: &Path, head: &str, bytes: usize) -> PathBuf {
+/// A stand-in for the Python interpreter of `bench spline --against photospline`, speaking the
+/// anchor script's protocol: it answers `head` as its first line (an `error` at once, before
+/// reading, as the real script does when photospline cannot be imported), then every value call
+/// takes 0.01 s and every gradient 0.02 s, and its values are zeros.
+fn fake_python(dir: &Path, head: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let p = dir.join("fake-python");
-    std::fs::write(
-        &p,
-        format!("#!/bin/sh\ncat > /dev/null\necho '{head}'\nhead -c {bytes} /dev/zero\n"),
-    )
-    .unwrap();
+    let p = dir.join(format!("fake-python-{}", head.len()));
+    let script = format!(
+        r#"#!/usr/bin/env python3
+import json, sys
+i, o = sys.stdin.buffer, sys.stdout.buffer
+head = {head:?}
+if "error" in head:
+    o.write(head.encode() + b"\n")
+    sys.exit(0)
+h = json.loads(i.readline())
+n = h["points"]
+i.read(8 * n * h["ndim"])
+o.write(head.encode() + b"\n")
+o.flush()
+for line in iter(i.readline, b""):
+    c = line.strip()
+    if c == b"v":
+        o.write(b"0.01\n")
+    elif c == b"g":
+        o.write(b"0.02\n")
+    elif c == b"d":
+        o.write(b"values %d\n" % n + bytes(8 * n))
+    elif c == b"q":
+        break
+    o.flush()
+"#
+    );
+    std::fs::write(&p, script).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     p
 }
@@ -370,7 +394,7 @@ fn bench_against_photospline_reports_both_sides_or_says_what_is_missing() {
             .arg(&json);
         c
     };
-    let fake = fake_python(&dir, r#"{"value_s": 0.01, "gradient_s": 0.02, "version": "stand-in"}"#, 800);
+    let fake = fake_python(&dir, r#"{"version": "stand-in"}"#);
     let o = run_ok(&mut bench(&fake));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("test_spline_5d") && text.contains("ems_z0_a0.pt.prob"), "{text}");
@@ -379,6 +403,8 @@ fn bench_against_photospline_reports_both_sides_or_says_what_is_missing() {
     assert_eq!(tables.len(), 7);
     for t in tables {
         assert_eq!(t["photospline"]["value_per_s"].as_f64(), Some(1e4), "{t}");
+        assert_eq!(t["photospline"]["gradient_per_s"].as_f64(), Some(5e3), "{t}");
+        assert_eq!(t["value_pairs"]["a_s"].as_array().unwrap().len(), 11, "{t}");
         assert_eq!(t["photospline"]["version"], "stand-in");
         assert!(t["warpdrive"]["threads 1"]["value_per_s"].as_f64().unwrap() > 0.0, "{t}");
         // Zeros against the spline: a difference of the order of the coefficient scale.
@@ -386,7 +412,7 @@ fn bench_against_photospline_reports_both_sides_or_says_what_is_missing() {
     }
     std::fs::remove_file(&json).unwrap();
 
-    let no_module = fake_python(&dir, r#"{"error": "No module named photospline"}"#, 0);
+    let no_module = fake_python(&dir, r#"{"error": "No module named photospline"}"#);
     let o = bench(&no_module).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

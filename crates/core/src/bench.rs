@@ -66,6 +66,90 @@ pub fn fastest<R: Send>(ctl: &Control, threads: usize, repeats: usize, work: imp
     Ok(best)
 }
 
+/// Two timings taken in alternation, pair by pair: the comparison of two codes (or of one code on
+/// two thread counts) on a machine whose speed drifts. On the 2-core VM and on the GPU host one
+/// core's rate for the same single-threaded work moved by up to 2x in phases lasting seconds
+/// (docs/performance/spline.md); two sides timed one after the other, or each side's fastest of a
+/// few rounds, then differ by that much. The two calls of a pair are adjacent in time, so a pair's
+/// ratio sees the same phase on both sides, and the median over the pairs is robust to the pairs
+/// that straddle a change of phase.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Paired {
+    /// Seconds of side A's call in each pair.
+    pub a: Vec<f64>,
+    /// Seconds of side B's call in each pair.
+    pub b: Vec<f64>,
+}
+
+impl Paired {
+    /// The per-pair ratios a_i / b_i, sorted (how many times faster B was than A in each pair).
+    pub fn ratios(&self) -> Vec<f64> {
+        let mut r: Vec<f64> = self.a.iter().zip(&self.b).map(|(a, b)| a / b).collect();
+        r.sort_by(f64::total_cmp);
+        r
+    }
+
+    /// The median of the per-pair ratios a_i / b_i.
+    pub fn median_ratio(&self) -> f64 {
+        median_sorted(&self.ratios())
+    }
+
+    /// The median seconds of side A's calls.
+    pub fn median_a(&self) -> f64 {
+        median(&self.a)
+    }
+
+    /// The median seconds of side B's calls.
+    pub fn median_b(&self) -> f64 {
+        median(&self.b)
+    }
+
+    /// The smallest and the largest per-pair ratio.
+    pub fn ratio_range(&self) -> (f64, f64) {
+        let r = self.ratios();
+        (r.first().copied().unwrap_or(f64::NAN), r.last().copied().unwrap_or(f64::NAN))
+    }
+}
+
+fn median_sorted(v: &[f64]) -> f64 {
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    median_sorted(&v)
+}
+
+/// Time sides `a` and `b` (each closure makes one call and returns its seconds) in `pairs`
+/// adjacent pairs after one untimed call of each; the order alternates (a b, b a, a b, …) so that
+/// neither side always runs second, i.e. in the caches the other left.
+pub fn paired(ctl: &Control, pairs: usize, mut a: impl FnMut() -> Result<f64>, mut b: impl FnMut() -> Result<f64>) -> Result<Paired> {
+    if pairs == 0 {
+        return Err(ParamError::new("pairs", "must be at least 1").into());
+    }
+    a()?;
+    b()?;
+    let mut p = Paired::default();
+    for i in 0..pairs {
+        ctl.check()?;
+        let (ta, tb) = if i % 2 == 0 {
+            let ta = a()?;
+            (ta, b()?)
+        } else {
+            let tb = b()?;
+            (a()?, tb)
+        };
+        p.a.push(ta);
+        p.b.push(tb);
+    }
+    Ok(p)
+}
+
 /// A benchmark's result: the JSON document, laid out as each domain has always written it
 /// (docs/performance/*.md cite its fields).
 #[derive(Clone, Debug, PartialEq)]
@@ -80,5 +164,38 @@ impl BenchReport {
     /// it visible.
     pub fn save(&self, out: Staged) -> Result<()> {
         Ok(out.write(self.json.as_bytes())?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A phase that halves the machine's speed for some pairs slows both calls of those pairs, so
+    /// the median of the per-pair ratios stays the true ratio.
+    #[test]
+    fn paired_median_ignores_a_slow_phase() {
+        let ctl = Control::default();
+        // Calls 2k and 2k + 1 are one pair (the first two are the untimed ones).
+        let calls = std::cell::Cell::new(0usize);
+        let timed = |cost: f64| {
+            let k = calls.get();
+            calls.set(k + 1);
+            let slow = if (6..11).contains(&(k / 2)) { 2.0 } else { 1.0 };
+            Ok(cost * slow)
+        };
+        let p = paired(&ctl, 15, || timed(3.0), || timed(1.0)).unwrap();
+        assert_eq!((p.a.len(), p.b.len()), (15, 15));
+        assert_eq!(p.median_ratio(), 3.0, "{:?}", p.ratios());
+        assert_eq!(p.ratio_range(), (3.0, 3.0));
+        assert_eq!((p.median_a(), p.median_b()), (3.0, 1.0));
+        assert!(paired(&ctl, 0, || Ok(1.0), || Ok(1.0)).unwrap_err().to_string().contains("pairs"));
+    }
+
+    #[test]
+    fn medians_of_even_and_odd_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
     }
 }

@@ -2,21 +2,26 @@
 //! the same random points of the same tables on the CPU, side by side in one run.
 //!
 //! photospline runs in a child process of the interpreter given (`--python`; it must import
-//! `photospline` and `numpy`), through `anchor_photospline.py`: points go in on its stdin, its
-//! times and values come back on its stdout. Both sides time the best of `repeats` calls over all
-//! points, in `rounds` alternating rounds (photospline, then warpdrive; each side's fastest round
-//! counts); warpdrive's side is the evaluation behind `spline eval` and `Table.eval` (the CPU
-//! path of [`crate::points::evaluate_cpu`]) on a pool of one thread, then of every thread count
-//! asked for. Run it under `taskset -c N` to put both on one core: the child inherits the
-//! affinity. The values are compared too (photospline evaluates in float32 arithmetic:
-//! ~1e-7 of the coefficient scale).
+//! `photospline` and `numpy`), through `anchor_photospline.py`: the points go in once per table,
+//! then the child answers commands — time one value call, time one gradient, send the values —
+//! on its stdin and stdout. The two sides are timed in adjacent pairs ([`bench::paired`]: one
+//! photospline call, one warpdrive call, alternating which goes first), `pairs` pairs per table,
+//! and a ratio is the median of the per-pair ratios: the machines this runs on change one core's
+//! speed by up to 2x in phases of seconds (docs/performance/spline.md), which moved the earlier
+//! measurement's ratios (each side's fastest of a few rounds) by as much. warpdrive's side is the
+//! evaluation behind `spline eval` and `Table.eval` (the CPU path of
+//! [`crate::points::evaluate_cpu`]) on a pool of one thread; every further thread count asked for
+//! is paired with the one-thread call the same way (the scaling). Run it under `taskset -c N` to
+//! put both on one core: the child inherits the affinity. The values are compared too
+//! (photospline evaluates in float32 arithmetic: ~1e-7 of the coefficient scale).
 
 use crate::eval::uniform_points;
 use crate::points::evaluate_cpu;
 use crate::SplineTable;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use warpdrive_core::bench::{self, BenchReport, Lines};
 use warpdrive_core::engine::{Cancelled, Control, Error, ParamError, Result};
 use warpdrive_core::progress::Progress;
@@ -41,130 +46,214 @@ pub struct AnchorOptions {
     pub python: PathBuf,
     /// Random points per table (uniform in its extents).
     pub points: usize,
-    /// Calls timed per side; the fastest counts.
-    pub repeats: usize,
-    /// Rounds per table, each timing photospline and then warpdrive; each side's fastest round
-    /// counts. On shared machines one core's speed moved by 2x within seconds (the GPU host,
-    /// docs/performance/spline.md), so the two sides are timed alternately, not one after the other.
-    pub rounds: usize,
+    /// Pairs of adjacent calls (photospline, warpdrive) timed per table and quantity; the ratio is
+    /// the median over the pairs.
+    pub pairs: usize,
     /// warpdrive's thread counts (empty: 1 and all cores); photospline runs on one.
     pub threads: Vec<usize>,
     pub command: String,
 }
 
-/// photospline's side of one table.
-struct Anchor {
-    value_s: f64,
-    gradient_s: f64,
-    version: String,
-    values: Vec<f64>,
+/// Pairs per table and quantity by default: an odd number (the median is one pair's ratio), enough
+/// that a slow phase spanning a few pairs cannot move it.
+pub const DEFAULT_PAIRS: usize = 11;
+
+/// What photospline's process sends back.
+enum Answer {
+    Line(String),
+    Values(Vec<f64>),
+    /// Its stdout closed (it exited or crashed).
+    End,
 }
 
-fn run_photospline(o: &AnchorOptions, ctl: &Control, table: &std::path::Path, nd: usize, pts: &[f64]) -> Result<Anchor> {
-    let unusable = |why: String| -> Error {
+/// photospline's process for one table, serving timing commands.
+struct Photospline {
+    child: Child,
+    stdin: ChildStdin,
+    answers: Receiver<Answer>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+    python: PathBuf,
+    version: String,
+}
+
+impl Photospline {
+    /// An error naming the interpreter and what went wrong.
+    fn unusable(python: &std::path::Path, why: String) -> Error {
         ParamError::new(
             "python",
             format!(
                 "{}: photospline cannot be run with it ({why}); build photospline's Python module as docs/performance/spline.md says and put it on PYTHONPATH",
-                o.python.display()
+                python.display()
             ),
         )
         .into()
-    };
-    // photospline's evaluation is single-threaded; numpy's bundled OpenBLAS would otherwise start
-    // a thread per CPU of the machine inside a one-core `taskset`.
-    let mut child = Command::new(&o.python)
-        .arg("-c")
-        .arg(SCRIPT)
-        .env("OPENBLAS_NUM_THREADS", "1")
-        .env("OMP_NUM_THREADS", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| unusable(e.to_string()))?;
-    let head = serde_json::json!({"table": table, "ndim": nd, "points": pts.len() / nd, "repeats": o.repeats});
-    // Feed and read on threads, so that this one can watch for Ctrl-C: a cancelled run kills
-    // photospline's process rather than leaving it to finish its timing.
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let bytes: Vec<u8> = pts.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let feeder = std::thread::spawn(move || {
+    }
+
+    /// Start the child, hand it the table and the points, and wait until it has opened the table.
+    fn start(o: &AnchorOptions, ctl: &Control, table: &std::path::Path, nd: usize, pts: &[f64]) -> Result<Self> {
+        // photospline's evaluation is single-threaded; numpy's bundled OpenBLAS would otherwise
+        // start a thread per CPU of the machine inside a one-core `taskset`.
+        let mut child = Command::new(&o.python)
+            .arg("-c")
+            .arg(SCRIPT)
+            .env("OPENBLAS_NUM_THREADS", "1")
+            .env("OMP_NUM_THREADS", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Self::unusable(&o.python, e.to_string()))?;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
+        let stderr = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = stderr_pipe.read_to_end(&mut buf);
+            buf
+        });
+        // Answers are read on a thread, so that this one can watch for Ctrl-C while waiting.
+        let (tx, answers) = channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            loop {
+                let mut line = String::new();
+                if !matches!(r.read_line(&mut line), Ok(n) if n > 0) {
+                    let _ = tx.send(Answer::End);
+                    return;
+                }
+                let line = line.trim_end().to_string();
+                let answer = match line.strip_prefix("values ").and_then(|n| n.parse::<usize>().ok()) {
+                    Some(n) => {
+                        let mut bytes = vec![0u8; 8 * n];
+                        if r.read_exact(&mut bytes).is_err() {
+                            let _ = tx.send(Answer::End);
+                            return;
+                        }
+                        Answer::Values(
+                            bytes
+                                .chunks_exact(8)
+                                .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
+                                .collect(),
+                        )
+                    }
+                    None => Answer::Line(line),
+                };
+                if tx.send(answer).is_err() {
+                    return;
+                }
+            }
+        });
+        let head = serde_json::json!({"table": table, "ndim": nd, "points": pts.len() / nd});
+        let bytes: Vec<u8> = pts.iter().flat_map(|v| v.to_le_bytes()).collect();
         // A child that exits early (import error) closes its stdin: its answer says why.
         let _ = stdin
             .write_all(format!("{head}\n").as_bytes())
-            .and_then(|_| stdin.write_all(&bytes));
-    });
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
+            .and_then(|_| stdin.write_all(&bytes))
+            .and_then(|_| stdin.flush());
+        let mut p = Self {
+            child,
+            stdin,
+            answers,
+            stderr: Some(stderr),
+            python: o.python.clone(),
+            version: String::new(),
+        };
+        let meta: serde_json::Value = match p.next(ctl)? {
+            Answer::Line(l) => serde_json::from_str(&l).map_err(|e| p.fail(format!("its answer is not JSON: {e}")))?,
+            _ => return Err(p.fail("no answer".into())),
+        };
+        if let Some(e) = meta.get("error") {
+            return Err(p.fail(e.as_str().unwrap_or("?").to_string()));
+        }
+        p.version = meta.get("version").and_then(|v| v.as_str()).unwrap_or("unknown").to_string();
+        Ok(p)
+    }
+
+    /// The next answer; a raised stop kills the child.
+    fn next(&mut self, ctl: &Control) -> Result<Answer> {
+        loop {
+            match self.answers.recv_timeout(std::time::Duration::from_millis(50)) {
+                Ok(a) => return Ok(a),
+                Err(RecvTimeoutError::Disconnected) => return Ok(Answer::End),
+                Err(RecvTimeoutError::Timeout) => {
+                    if ctl.progress.should_stop() {
+                        let _ = self.child.kill();
+                        let _ = self.child.wait();
+                        return Err(Cancelled.into());
+                    }
+                }
             }
-            buf
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| unusable(e.to_string()))? {
-            break st;
         }
-        if ctl.progress.should_stop() {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(Cancelled.into());
+    }
+
+    /// The child's failure, with its exit status and stderr (a crash's traceback).
+    fn fail(&mut self, why: String) -> Error {
+        let _ = self.child.kill();
+        let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
+        let stderr = self.stderr.take().and_then(|h| h.join().ok()).unwrap_or_default();
+        Self::unusable(
+            &self.python,
+            format!("{why}; {status}; {}", String::from_utf8_lossy(&stderr).trim()),
+        )
+    }
+
+    fn ask(&mut self, ctl: &Control, cmd: &str) -> Result<Answer> {
+        if let Err(e) = self.stdin.write_all(format!("{cmd}\n").as_bytes()).and_then(|_| self.stdin.flush()) {
+            return Err(self.fail(format!("its stdin: {e}")));
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    let _ = feeder.join();
-    let out = std::process::Output {
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    };
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let nl = out.stdout.iter().position(|&b| b == b'\n');
-    let Some(nl) = nl.filter(|_| out.status.success()) else {
-        return Err(unusable(format!("{}; {}", out.status, stderr.trim())));
-    };
-    let meta: serde_json::Value =
-        serde_json::from_slice(&out.stdout[..nl]).map_err(|e| unusable(format!("its answer is not JSON: {e}")))?;
-    if let Some(e) = meta.get("error") {
-        return Err(unusable(e.as_str().unwrap_or("?").to_string()));
+        match self.next(ctl)? {
+            Answer::End => Err(self.fail("it stopped answering".into())),
+            a => Ok(a),
+        }
     }
-    let values: Vec<f64> = out.stdout[nl + 1..]
-        .chunks_exact(8)
-        .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
-        .collect();
-    if values.len() != pts.len() / nd {
-        return Err(unusable(format!("{} values for {} points", values.len(), pts.len() / nd)));
+
+    /// Seconds of one timed call (`v` value, `g` gradient).
+    fn seconds(&mut self, ctl: &Control, cmd: &str) -> Result<f64> {
+        match self.ask(ctl, cmd)? {
+            Answer::Line(l) => match l.parse::<f64>() {
+                Ok(s) if s > 0.0 => Ok(s),
+                _ => Err(self.fail(format!("answered {l:?} to {cmd}"))),
+            },
+            _ => Err(self.fail(format!("answered values to {cmd}"))),
+        }
     }
-    let num = |k: &str| {
-        meta.get(k)
-            .and_then(serde_json::Value::as_f64)
-            .ok_or_else(|| unusable(format!("no {k}")))
-    };
-    Ok(Anchor {
-        value_s: num("value_s")?,
-        gradient_s: num("gradient_s")?,
-        version: meta.get("version").and_then(|v| v.as_str()).unwrap_or("unknown").to_string(),
-        values,
-    })
+
+    fn values(&mut self, ctl: &Control) -> Result<Vec<f64>> {
+        match self.ask(ctl, "d")? {
+            Answer::Values(v) => Ok(v),
+            Answer::Line(l) => Err(self.fail(format!("answered {l:?} to d"))),
+            Answer::End => Err(self.fail("no values".into())),
+        }
+    }
+
+    fn quit(mut self) {
+        let _ = self.stdin.write_all(b"q\n").and_then(|_| self.stdin.flush());
+        let _ = self.child.wait();
+    }
 }
 
 /// Compare photospline and warpdrive on every table of [`TABLES`].
 pub fn run(o: &AnchorOptions, ctl: &Control, lines: Lines) -> Result<BenchReport> {
     let threads = bench::thread_counts(&o.threads)?;
-    if o.points == 0 || o.repeats == 0 || o.rounds == 0 {
-        return Err(ParamError::new("points", "and repeats and rounds must be at least 1").into());
+    if o.points == 0 || o.pairs == 0 {
+        return Err(ParamError::new("points", "and pairs must be at least 1").into());
     }
     warpdrive_core::limits::check_alloc("points", o.points as u64, 8 * 16, "compare fewer points")?;
     let dir = warpdrive_core::data::data_dir().join("splines");
     let hidden = Progress::hidden();
     let mut rows = Vec::new();
     lines(&format!(
-        "{:<34} {:>10} {:>10} {:>7}   {:>10} {:>10} {:>7}   {:>9}",
-        "table (one core)", "ps value/s", "wd value/s", "wd/ps", "ps grad/s", "wd grad/s", "wd/ps", "max|Δ|/sc"
+        "{:<44} {:>10} {:>10} {:>7} {:>11}   {:>10} {:>10} {:>7} {:>11}   {:>9}",
+        "table (one core)",
+        "ps value/s",
+        "wd value/s",
+        "wd/ps",
+        "pairs' range",
+        "ps grad/s",
+        "wd grad/s",
+        "wd/ps",
+        "pairs' range",
+        "max|Δ|/sc"
     ));
     for name in TABLES {
         ctl.check()?;
@@ -173,79 +262,102 @@ pub fn run(o: &AnchorOptions, ctl: &Control, lines: Lines) -> Result<BenchReport
         let nd = t.ndim();
         let pts = uniform_points(&t, o.points, 1);
         let n = o.points as f64;
-        // Fastest times per side over the rounds: photospline's, and ours per thread count.
-        let mut anchor = run_photospline(o, ctl, &path, nd, &pts)?;
-        let mut ours = vec![(f64::INFINITY, f64::INFINITY); threads.len()];
-        for round in 0..o.rounds {
-            if round > 0 {
-                let again = run_photospline(o, ctl, &path, nd, &pts)?;
-                anchor.value_s = anchor.value_s.min(again.value_s);
-                anchor.gradient_s = anchor.gradient_s.min(again.gradient_s);
-            }
-            for (&th, best) in threads.iter().zip(ours.iter_mut()) {
-                best.0 = best
-                    .0
-                    .min(bench::fastest(ctl, th, o.repeats, || evaluate_cpu(&t, &pts, false, &hidden))?);
-                best.1 = best
-                    .1
-                    .min(bench::fastest(ctl, th, o.repeats, || evaluate_cpu(&t, &pts, true, &hidden))?);
-            }
-        }
-        let mut wd = serde_json::Map::new();
-        let (mut v1, mut g1, mut va, mut ga) = (0.0, 0.0, 0.0, 0.0);
-        for (&th, &(vs, gs)) in threads.iter().zip(&ours) {
-            let (v, g) = (n / vs, n / gs);
-            if th == threads[0] {
-                (v1, g1) = (v, g);
-            }
-            (va, ga) = (v, g);
-            wd.insert(format!("threads {th}"), serde_json::json!({"value_per_s": v, "gradient_per_s": g}));
-        }
+        let ours = |th: usize, grad: bool| bench::timed(ctl, th, || evaluate_cpu(&t, &pts, grad, &hidden)).map(|(_, s)| s);
+        let mut ps = Photospline::start(o, ctl, &path, nd, &pts)?;
+        // photospline's seconds are a, ours b: a pair's ratio is how many times faster we were.
+        let value = bench::paired(ctl, o.pairs, || ps.seconds(ctl, "v"), || ours(1, false))?;
+        let gradient = bench::paired(ctl, o.pairs, || ps.seconds(ctl, "g"), || ours(1, true))?;
+        let theirs = ps.values(ctl)?;
+        let version = ps.version.clone();
+        ps.quit();
         // Agreement: |photospline − warpdrive| against Σ|c·ΠB| (the float32 rounding scale).
-        let ours = evaluate_cpu(&t, &pts, false, &hidden);
+        let mine = evaluate_cpu(&t, &pts, false, &hidden);
+        if theirs.len() != mine.len() {
+            return Err(Photospline::unusable(
+                &o.python,
+                format!("{} values for {} points", theirs.len(), mine.len()),
+            ));
+        }
         let worst = pts
             .chunks_exact(nd)
-            .zip(ours.iter().zip(&anchor.values))
+            .zip(mine.iter().zip(&theirs))
             .map(|(x, (a, b))| (a - b).abs() / t.magnitude(x).max(f64::MIN_POSITIVE))
             .fold(0.0, f64::max);
-        let (pv, pg) = (n / anchor.value_s, n / anchor.gradient_s);
         let label = name.rsplit('/').next().unwrap_or(name).trim_end_matches(".fits");
+        let range = |p: &bench::Paired| {
+            let (lo, hi) = p.ratio_range();
+            format!("{lo:.2}–{hi:.2}")
+        };
         lines(&format!(
-            "{:<34} {pv:>10.3e} {v1:>10.3e} {:>6.2}×   {pg:>10.3e} {g1:>10.3e} {:>6.2}×   {worst:>9.1e}",
+            "{:<44} {:>10.3e} {:>10.3e} {:>6.2}× {:>11}   {:>10.3e} {:>10.3e} {:>6.2}× {:>11}   {worst:>9.1e}",
             format!("{label} ({nd}-D, orders {:?})", t.order),
-            v1 / pv,
-            g1 / pg
+            n / value.median_a(),
+            n / value.median_b(),
+            value.median_ratio(),
+            range(&value),
+            n / gradient.median_a(),
+            n / gradient.median_b(),
+            gradient.median_ratio(),
+            range(&gradient)
         ));
-        if threads.len() > 1 {
+        // Thread scaling: each further thread count paired with one thread.
+        let mut scaling = serde_json::Map::new();
+        for &th in threads.iter().filter(|&&th| th != 1) {
+            let v = bench::paired(ctl, o.pairs, || ours(1, false), || ours(th, false))?;
+            let g = bench::paired(ctl, o.pairs, || ours(1, true), || ours(th, true))?;
             lines(&format!(
-                "{:<34} warpdrive on {} threads: value {va:.3e}/s ({:.2}× one thread), gradient {ga:.3e}/s ({:.2}×)",
+                "{:<44} warpdrive on {th} threads over 1: value {:.2}× ({}; {:.3e}/s), gradient {:.2}× ({}; {:.3e}/s)",
                 "",
-                threads[threads.len() - 1],
-                va / v1,
-                ga / g1
+                v.median_ratio(),
+                range(&v),
+                n / v.median_b(),
+                g.median_ratio(),
+                range(&g),
+                n / g.median_b()
             ));
+            scaling.insert(
+                format!("threads {th} over 1"),
+                serde_json::json!({"value": paired_json(&v, n), "gradient": paired_json(&g, n)}),
+            );
         }
         rows.push(serde_json::json!({
             "table": name,
             "ndim": nd,
             "orders": t.order,
-            "photospline": {"value_per_s": pv, "gradient_per_s": pg, "version": anchor.version},
-            "warpdrive": wd,
-            "value_ratio_one_thread": v1 / pv,
-            "gradient_ratio_one_thread": g1 / pg,
+            "photospline": {"value_per_s": n / value.median_a(), "gradient_per_s": n / gradient.median_a(), "version": version},
+            "warpdrive": {"threads 1": {"value_per_s": n / value.median_b(), "gradient_per_s": n / gradient.median_b()}},
+            "value_ratio_one_thread": value.median_ratio(),
+            "gradient_ratio_one_thread": gradient.median_ratio(),
+            "value_pairs": paired_json(&value, n),
+            "gradient_pairs": paired_json(&gradient, n),
+            "scaling": scaling,
             "max_abs_difference_over_scale": worst,
         }));
     }
     let doc = serde_json::json!({
         "command": o.command,
         "points": o.points,
-        "repeats": o.repeats,
-        "rounds": o.rounds,
+        "pairs": o.pairs,
         "threads": threads,
         "python": o.python,
         "tables": rows,
     });
     Ok(BenchReport {
         json: format!("{doc:#}\n"),
+    })
+}
+
+/// A pairing's record in the report: every pair's seconds (a: the first side), the medians as
+/// rates of `n` evaluations, and the per-pair ratios' median and range.
+fn paired_json(p: &bench::Paired, n: f64) -> serde_json::Value {
+    let (lo, hi) = p.ratio_range();
+    serde_json::json!({
+        "a_s": p.a,
+        "b_s": p.b,
+        "a_per_s_median": n / p.median_a(),
+        "b_per_s_median": n / p.median_b(),
+        "median_ratio": p.median_ratio(),
+        "ratio_min": lo,
+        "ratio_max": hi,
     })
 }

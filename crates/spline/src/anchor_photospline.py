@@ -1,7 +1,12 @@
 # The photospline side of `warpdrive bench spline --against photospline` (issue #34), run by the
-# interpreter given with --python. Reads from stdin one line of JSON ({"table", "ndim", "points",
-# "repeats"}) and then points*ndim little-endian float64 coordinates (row-major); writes one line
-# of JSON (rates, photospline's version) and then the photospline values as float64.
+# interpreter given with --python. Reads from stdin one line of JSON ({"table", "ndim", "points"})
+# and then points*ndim little-endian float64 coordinates (row-major), opens the table and answers
+# one line of JSON (photospline's version). Then it serves commands, one per line on stdin, so that
+# the benchmark can time photospline's calls alternately with its own (pairs adjacent in time):
+#   v  time one value call: answers its seconds
+#   g  time one gradient: answers its seconds
+#   d  answers "values N" and then the N values as little-endian float64
+#   q  (or the end of stdin) exit
 #
 # Timed exactly as a user calls photospline on arrays: SplineTable.evaluate_simple with one array
 # per coordinate (values), and the gradient as that call plus one call per dimension with the
@@ -26,33 +31,46 @@ except ImportError as e:
     sys.stdout.write("\n")
     sys.exit(0)
 
-head = json.loads(sys.stdin.buffer.readline())
-n, nd, repeats = head["points"], head["ndim"], head["repeats"]
-x = np.frombuffer(sys.stdin.buffer.read(8 * n * nd), dtype="<f8").reshape(n, nd)
+stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+head = json.loads(stdin.readline())
+n, nd = head["points"], head["ndim"]
+x = np.frombuffer(stdin.read(8 * n * nd), dtype="<f8").reshape(n, nd)
 coords = [np.ascontiguousarray(x[:, d]) for d in range(nd)]
 table = photospline.SplineTable(head["table"])
 
 
-def best_of(f):
-    # One untimed call first, as warpdrive's side (bench::fastest): page faults of fresh
-    # output arrays and cold caches stay out of both sides' numbers.
-    out = f()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+def answer(text):
+    stdout.write(text.encode() + b"\n")
+    stdout.flush()
 
 
-value_s, values = best_of(lambda: table.evaluate_simple(coords))
-gradient_s, _ = best_of(lambda: [table.evaluate_simple(coords)] + [table.evaluate_simple(coords, 1 << d) for d in range(nd)])
-meta = {
-    "value_s": value_s,
-    "gradient_s": gradient_s,
-    "version": getattr(photospline, "__version__", "unknown"),
-    "module": getattr(photospline, "__file__", "?"),
-}
-sys.stdout.write(json.dumps(meta) + "\n")
-sys.stdout.flush()
-sys.stdout.buffer.write(np.ascontiguousarray(values, dtype="<f8").tobytes())
+def value():
+    return table.evaluate_simple(coords)
+
+
+def gradient():
+    return [table.evaluate_simple(coords)] + [table.evaluate_simple(coords, 1 << d) for d in range(nd)]
+
+
+def seconds(f):
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
+answer(json.dumps({"version": getattr(photospline, "__version__", "unknown"), "module": getattr(photospline, "__file__", "?")}))
+for line in iter(stdin.readline, b""):
+    cmd = line.strip()
+    if cmd == b"v":
+        answer(repr(seconds(value)))
+    elif cmd == b"g":
+        answer(repr(seconds(gradient)))
+    elif cmd == b"d":
+        v = np.ascontiguousarray(value(), dtype="<f8")
+        answer(f"values {v.size}")
+        stdout.write(v.tobytes())
+        stdout.flush()
+    elif cmd == b"q":
+        break
+    else:
+        answer(json.dumps({"error": f"unknown command {cmd!r}"}))

@@ -134,24 +134,48 @@ pub fn run(o: &BenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport>
 /// Timed calls per CPU rate, after one untimed call; the fastest counts (bench::fastest).
 const CPU_REPEATS: usize = 3;
 
-/// Value and gradient rates on each thread count (the fastest of [`CPU_REPEATS`] calls).
+/// Pairs of adjacent calls (one thread, N threads) behind a scaling (bench::paired).
+const SCALING_PAIRS: usize = 11;
+
+/// Value and gradient rates on each thread count (the fastest of [`CPU_REPEATS`] calls), and
+/// each further thread count's scaling over the first: the median over [`SCALING_PAIRS`] pairs of
+/// adjacent calls, since two rates measured a few seconds apart on a shared machine differ by the
+/// machine's phases, not only by the threads (docs/performance/spline.md).
 fn eval_cpu(label: &str, t: &SplineTable, n: usize, threads: &[usize], ctl: &Control, report: &mut Report) -> Result<()> {
     let pts = uniform_points(t, n, 1);
-    for &threads in threads {
+    let call = |grad: bool| {
+        if grad {
+            t.gradient_many(&pts)
+        } else {
+            t.evaluate_many(&pts)
+        }
+    };
+    for &th in threads {
         for grad in [false, true] {
-            let s = bench::fastest(ctl, threads, CPU_REPEATS, || {
-                if grad {
-                    t.gradient_many(&pts)
-                } else {
-                    t.evaluate_many(&pts)
-                }
-            })?;
+            let s = bench::fastest(ctl, th, CPU_REPEATS, || call(grad))?;
             let rate = n as f64 / s;
             let what = if grad { "gradient" } else { "value" };
             report.add(
-                format!("{label:<14} cpu {threads:>2} thread(s) {what:<9} {rate:>12.3e} evals/s"),
-                format!("{label} cpu{threads} {what}"),
+                format!("{label:<14} cpu {th:>2} thread(s) {what:<9} {rate:>12.3e} evals/s"),
+                format!("{label} cpu{th} {what}"),
                 serde_json::json!(rate),
+            );
+        }
+    }
+    let first = threads[0];
+    for &th in threads.iter().filter(|&&th| th != first) {
+        for grad in [false, true] {
+            let timed = |k: usize| bench::timed(ctl, k, || call(grad)).map(|(_, s)| s);
+            let p = bench::paired(ctl, SCALING_PAIRS, || timed(first), || timed(th))?;
+            let (lo, hi) = p.ratio_range();
+            let what = if grad { "gradient" } else { "value" };
+            report.add(
+                format!(
+                    "{label:<14} cpu {th:>2} over {first} thread(s) {what:<9} {:>6.2}× (median of {SCALING_PAIRS} adjacent pairs; {lo:.2}–{hi:.2})",
+                    p.median_ratio()
+                ),
+                format!("{label} cpu{th} over cpu{first} {what}"),
+                serde_json::json!({"median_ratio": p.median_ratio(), "ratio_min": lo, "ratio_max": hi, "a_s": p.a, "b_s": p.b}),
             );
         }
     }

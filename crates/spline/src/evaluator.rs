@@ -320,23 +320,53 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Σ_rows weight · (run · B_last): the value at a located point.
+    /// Σ_rows weight · run, per coefficient of the run: the support contracted over the leading
+    /// dimensions. Each of the N sums runs over the rows in order, even and odd rows apart (two
+    /// chains for the pipeline), so the N lanes vectorise (one float → double conversion and one
+    /// multiply-add per coefficient, the N of a run side by side) without changing any sum's order.
     #[inline(always)]
-    fn contract_rows<const N: usize>(&self) -> f64 {
+    fn runs_sum<const N: usize>(&self) -> [f64; N] {
         let c = &self.table.coefficients;
-        let b = &self.axes[self.table.ndim() - 1].value;
-        let (mut s0, mut s1) = (0.0, 0.0);
         let rows = &self.rows;
+        let (mut a0, mut a1) = ([0.0f64; N], [0.0f64; N]);
         let mut q = 0;
         while q + 1 < self.nrows {
-            s0 += rows.weight[q] * dot::<N>(&c[rows.offset[q]..], b);
-            s1 += rows.weight[q + 1] * dot::<N>(&c[rows.offset[q + 1]..], b);
+            let (r0, r1) = (&c[rows.offset[q]..][..N], &c[rows.offset[q + 1]..][..N]);
+            let (w0, w1) = (rows.weight[q], rows.weight[q + 1]);
+            for m in 0..N {
+                a0[m] += w0 * f64::from(r0[m]);
+                a1[m] += w1 * f64::from(r1[m]);
+            }
             q += 2;
         }
         if q < self.nrows {
-            s0 += rows.weight[q] * dot::<N>(&c[rows.offset[q]..], b);
+            let (r0, w0) = (&c[rows.offset[q]..][..N], rows.weight[q]);
+            for m in 0..N {
+                a0[m] += w0 * f64::from(r0[m]);
+            }
         }
-        s0 + s1
+        for m in 0..N {
+            a0[m] += a1[m];
+        }
+        a0
+    }
+
+    /// Σ_m a_m · b_m in order of m.
+    #[inline(always)]
+    fn last_dot<const N: usize>(a: &[f64; N], b: &[f64; W]) -> f64 {
+        let mut s = 0.0;
+        for m in 0..N {
+            s += a[m] * b[m];
+        }
+        s
+    }
+
+    /// The value at a located point: Σ_rows weight · (run · B_last), summed as
+    /// (Σ_rows weight · run) · B_last.
+    #[inline(always)]
+    fn contract_rows<const N: usize>(&self) -> f64 {
+        let a = self.runs_sum::<N>();
+        Self::last_dot(&a, &self.axes[self.table.ndim() - 1].value)
     }
 
     /// f(x).
@@ -439,8 +469,10 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// Value and gradient over the runs: each run's dot products with B_last and B'_last, the
-    /// value weight and the leading dimensions' derivative weights.
+    /// Value and gradient over the runs: the value and the last dimension's derivative from the
+    /// runs contracted with the value weights (the same sums as [`Self::contract_rows`], so a
+    /// gradient's value is the value bit for bit), each leading dimension's derivative from the
+    /// runs contracted with its derivative weights.
     #[inline(always)]
     fn gradient_rows<const N: usize>(&self, out: &mut [f64]) {
         let nd = self.table.ndim();
@@ -449,25 +481,20 @@ impl<'a> Evaluator<'a> {
         let (b, db) = (&self.axes[last].value, &self.axes[last].deriv);
         let stride = self.nrows;
         let rows = &self.rows;
-        let mut g = [0.0f64; MAX_DIM + 1];
-        // The value summed as `contract_rows` sums it (even and odd runs apart), so that a
-        // gradient's value is the value bit for bit.
-        let mut odd = 0.0;
-        for q in 0..self.nrows {
-            let run = &c[rows.offset[q]..];
-            let (s, sd) = (dot::<N>(run, b), dot::<N>(run, db));
-            if q % 2 == 0 {
-                g[0] += rows.weight[q] * s;
-            } else {
-                odd += rows.weight[q] * s;
+        let a = self.runs_sum::<N>();
+        out[0] = Self::last_dot(&a, b);
+        out[nd] = Self::last_dot(&a, db);
+        for e in 0..last {
+            let dw = &rows.dweight[e * stride..][..self.nrows];
+            let mut d = [0.0f64; N];
+            for (q, &w) in dw.iter().enumerate() {
+                let r = &c[rows.offset[q]..][..N];
+                for m in 0..N {
+                    d[m] += w * f64::from(r[m]);
+                }
             }
-            g[nd] += rows.weight[q] * sd;
-            for e in 0..last {
-                g[1 + e] += rows.dweight[e * stride + q] * s;
-            }
+            out[1 + e] = Self::last_dot(&d, b);
         }
-        g[0] += odd;
-        out[..=nd].copy_from_slice(&g[..=nd]);
     }
 
     /// The located point in [`crate::eval`]'s form (the general contraction of huge supports).
