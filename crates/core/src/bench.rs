@@ -150,6 +150,46 @@ pub fn paired(ctl: &Control, pairs: usize, mut a: impl FnMut() -> Result<f64>, m
     Ok(p)
 }
 
+/// The machine's own scaling from one thread to `threads`, measured as a benchmark's scaling is
+/// ([`paired`]): a fixed amount of arithmetic that shares nothing between threads (independent
+/// xorshift chains turned into floats, summed per thread), split evenly over `threads` plain OS
+/// threads, paired with the same work on one thread. On a machine whose cores are what they say,
+/// this is ≈ `threads`; on a virtual machine whose virtual cores share physical ones, or whose
+/// host is busy, it is less — and no code's scaling there can be judged against more than it.
+pub fn machine_scaling(ctl: &Control, threads: usize, pairs: usize) -> Result<Paired> {
+    /// ~0.1 s of work on one core of a current x86-64 machine.
+    const STEPS: u64 = 1 << 27;
+    let work = |n: usize| -> Result<f64> {
+        let t0 = Instant::now();
+        let per = STEPS / n as u64;
+        let sums: Vec<f64> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|k| {
+                    s.spawn(move || {
+                        // Four independent chains, so that the core's pipelines are busy as in
+                        // real work rather than waiting on one dependency.
+                        let mut x = [1u64 + k as u64, 7, 13, 29].map(|v| v.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                        let mut acc = [0.0f64; 4];
+                        for _ in 0..per / 4 {
+                            for (x, a) in x.iter_mut().zip(acc.iter_mut()) {
+                                *x ^= *x << 13;
+                                *x ^= *x >> 7;
+                                *x ^= *x << 17;
+                                *a += (*x >> 11) as f64 * 1.0e-16;
+                            }
+                        }
+                        acc.iter().sum::<f64>()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or(f64::NAN)).collect()
+        });
+        std::hint::black_box(sums);
+        Ok(t0.elapsed().as_secs_f64())
+    };
+    paired(ctl, pairs, || work(1), || work(threads.max(1)))
+}
+
 /// A benchmark's result: the JSON document, laid out as each domain has always written it
 /// (docs/performance/*.md cite its fields).
 #[derive(Clone, Debug, PartialEq)]
@@ -190,6 +230,13 @@ mod tests {
         assert_eq!(p.ratio_range(), (3.0, 3.0));
         assert_eq!((p.median_a(), p.median_b()), (3.0, 1.0));
         assert!(paired(&ctl, 0, || Ok(1.0), || Ok(1.0)).unwrap_err().to_string().contains("pairs"));
+    }
+
+    /// The control runs and gives a positive ratio (its size is the machine's, not checked here).
+    #[test]
+    fn machine_scaling_runs() {
+        let p = machine_scaling(&Control::default(), 2, 1).unwrap();
+        assert!(p.median_ratio() > 0.0 && p.median_ratio().is_finite());
     }
 
     #[test]

@@ -334,10 +334,22 @@ pub fn run(o: &AnchorOptions, ctl: &Control, lines: Lines) -> Result<BenchReport
             "max_abs_difference_over_scale": worst,
         }));
     }
+    // The machine's own scaling, the ceiling of the scaling lines above.
+    let mut machine = serde_json::Map::new();
+    for &th in threads.iter().filter(|&&th| th != 1) {
+        let p = bench::machine_scaling(ctl, th, o.pairs)?;
+        let (lo, hi) = p.ratio_range();
+        lines(&format!(
+            "the machine itself on {th} threads over 1 (arithmetic sharing nothing, plain threads): {:.2}× ({lo:.2}–{hi:.2})",
+            p.median_ratio()
+        ));
+        machine.insert(format!("threads {th} over 1"), paired_json(&p, 1.0));
+    }
     let doc = serde_json::json!({
         "command": o.command,
         "points": o.points,
         "pairs": o.pairs,
+        "machine_scaling": machine,
         "threads": threads,
         "python": o.python,
         "tables": rows,

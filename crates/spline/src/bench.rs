@@ -105,6 +105,7 @@ pub fn run(o: &BenchOptions, ctl: &Control, lines: Lines) -> Result<BenchReport>
             eval_gpu(label, &t, o.points, dev, ctl, &mut report)?;
         }
     }
+    machine_scaling(&threads, ctl, &mut report)?;
     // Response matrix: 5 160 DOMs × 100 segments, then unfolding it.
     let (model, geo, _) = load(&ModelFiles::default())?;
     let (sources, bins) = bench_event(&model, &geo)?;
@@ -178,6 +179,27 @@ fn eval_cpu(label: &str, t: &SplineTable, n: usize, threads: &[usize], ctl: &Con
                 serde_json::json!({"median_ratio": p.median_ratio(), "ratio_min": lo, "ratio_max": hi, "a_s": p.a, "b_s": p.b}),
             );
         }
+    }
+    Ok(())
+}
+
+/// The machine's own scaling over the same thread counts ([`bench::machine_scaling`]): the
+/// ceiling the evaluation's scaling above is to be read against.
+fn machine_scaling(threads: &[usize], ctl: &Control, report: &mut Report) -> Result<()> {
+    let first = threads[0];
+    for &th in threads.iter().filter(|&&th| th != first) {
+        // Against one thread, as the evaluation's scaling lines (the first count is 1 unless the
+        // thread counts were given otherwise; the ceiling is per thread anyway).
+        let p = bench::machine_scaling(ctl, th, SCALING_PAIRS)?;
+        let (lo, hi) = p.ratio_range();
+        report.add(
+            format!(
+                "machine itself  cpu {th:>2} over 1 thread(s) {:>6.2}× (arithmetic sharing nothing, plain threads; median of {SCALING_PAIRS} pairs; {lo:.2}–{hi:.2})",
+                p.median_ratio()
+            ),
+            format!("machine cpu{th} over cpu1"),
+            serde_json::json!({"median_ratio": p.median_ratio(), "ratio_min": lo, "ratio_max": hi, "a_s": p.a, "b_s": p.b}),
+        );
     }
     Ok(())
 }
