@@ -748,9 +748,9 @@ struct SampJobs {
 };
 
 #if WD_SAMP_JOBQ
-// The job queue's emission, out of line: inlined, its temporaries would compete with the live
-// photon states of the other lanes for the 64 registers (ptxas: 44–52 bytes of spills in the
-// loop); as a call, the registers are saved only when a warp refills its queue.
+// The job queue's emission, out of line: inlined, its temporaries compete with the live photon
+// states of the other lanes for the 64 registers (ptxas, sm_90: 40–52 bytes of spills against 36
+// out of line, with the queue's counts packed into one register).
 __device__ __noinline__ void sampled_emit_jobs(const PhotonParams& P, unsigned long long id, SampJobs* J, int lane) {
     sampled_emit(P, id, J->st[lane], J->bits[lane]);
 }
@@ -776,8 +776,8 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #if WD_SAMP_JOBQ
     (void)next;
     (void)stride;
-    int jn = 0, jhead = 0;  // photons in the job queue, its first (warp-uniform)
-    bool more = true;       // ids left in the launch (warp-uniform)
+    // The job queue's photons (bits 0-7), its first (8-15), ids left in the launch (16); warp-uniform.
+    unsigned int jq = 1u << 16;
 #else
     (void)J;
 #endif
@@ -785,7 +785,8 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #if WD_SAMP_JOBQ
         unsigned idle = __ballot_sync(full, !alive);
         if (idle) {
-            if (jn == 0 && more) {
+            int jn = jq & 0xff, jhead = (jq >> 8) & 0xff;
+            if (jn == 0 && (jq >> 16)) {
                 int cap = min(WD_SAMP_JOBS, width);
                 unsigned long long base = 0;
                 if (lane == 0) base = atomicAdd(T.counters + WD_SAMP_COUNTERS, (unsigned long long)cap);
@@ -797,7 +798,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
                     jhead = 0;
                     if (lane < jn) sampled_emit_jobs(P, first + (unsigned long long)lane, J, lane);
                 } else {
-                    more = false;
+                    jq = 0u;
                 }
                 __syncwarp(full);
             }
@@ -808,11 +809,10 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
                 alive = true;
             }
             int taken = min(__popc(idle), jn);
-            jhead += taken;
-            jn -= taken;
+            jq = (jq & (1u << 16)) | ((unsigned)(jhead + taken) << 8) | (unsigned)(jn - taken);
             __syncwarp(full);
         }
-        if (!__any_sync(full, alive) && jn == 0 && !more) break;
+        if (!__any_sync(full, alive) && (jq & 0xff) == 0 && !(jq >> 16)) break;
 #else
         if (!alive && next < T.photon_hi) {
             sampled_start(P, T, next, S);
