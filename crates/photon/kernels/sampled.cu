@@ -73,6 +73,35 @@
 #error "WD_SAMP_DEFER needs WD_SAMP_SLOTS"
 #endif
 #define WD_SAMP_DEFERRED (WD_SAMP_COMPACT && WD_SAMP_DEFER)
+// Structural alternatives for issue #32's rate (docs/spline.md "Job queue and fire-and-forget
+// squares"; default 0 until measured on a device; each leaves the tables the same integers):
+// WD_SAMP_JOBQ (with the deferred queue): the warp's photons come from a per-warp job queue in
+// shared memory, WD_SAMP_JOBS photons emitted together by that many lanes (propagate.cu's
+// WD_JOBQUEUE) whenever the queue is empty and a lane is idle, their ids taken from a global
+// counter (counters[WD_SAMP_COUNTERS], zeroed by the host before each launch: WD_DYNAMIC), so
+// an idle lane takes the next photon at once. The profile of the default loop: the walk at 22.4
+// of 32 lanes (each lane's fixed share of the launch ends at a different time, the warp runs to
+// its slowest lane) and the emission at 1.5 lanes (7.7 % of the instructions).
+#ifndef WD_SAMP_JOBQ
+#define WD_SAMP_JOBQ 0
+#endif
+#ifndef WD_SAMP_JOBS
+#define WD_SAMP_JOBS 16
+#endif
+#if WD_SAMP_JOBQ && !WD_SAMP_DEFERRED
+#error "WD_SAMP_JOBQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
+#endif
+// WD_SAMP_RED: each square (x² in the fixed point, an integer v < 2⁹⁶) is added as fire-and-forget
+// 64-bit adds of its three 32-bit digits — v = a + b·2³² + c·2⁶⁴ to three words of the cell —
+// instead of add_u128's add that waits for the old value to carry (the profile's largest stall:
+// 7.7 % of the samples on that one atomic). Each word gets fewer than 2³² adds of < 2³² in a
+// launch (the host checks the launch's runs), so none wraps; after every launch the host's
+// sampled_fold adds each cell's a + b·2³² + c·2⁶⁴ to its u128 (two words, add_u128's format) and
+// zeroes the digits: the same integers as add_u128's. A v ≥ 2⁹⁶ (a run longer than 2³² m) is
+// counted in counters[WD_SAMP_COUNTERS + 1] and refused by the host.
+#ifndef WD_SAMP_RED
+#define WD_SAMP_RED 0
+#endif
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
 #ifndef WD_SAMP_BLOCK
@@ -91,9 +120,9 @@ struct SampParams {
     const float* share;                 // per-slice share of the envelope
     const float* ang;                   // angular polynomial, lowest order first
     unsigned long long* sum;            // cells
-    unsigned long long* sumsq;          // 2 × cells: (low, high) words of a u128
-    unsigned long long* spatial_sumsq;  // 2 × spatial cells
-    unsigned long long* counters;       // WD_SAMP_COUNTERS
+    unsigned long long* sumsq;          // 2 × cells: (low, high) words of a u128 (WD_SAMP_RED: 3 × cells, digits)
+    unsigned long long* spatial_sumsq;  // 2 × spatial cells (WD_SAMP_RED: 3 ×)
+    unsigned long long* counters;       // WD_SAMP_COUNTERS, the job counter (WD_SAMP_JOBQ), squares ≥ 2⁹⁶ (WD_SAMP_RED)
     unsigned long long photon_lo, photon_hi;
     float origin[3], axis[3], e1[3], e2[3];
     float ng_over_c, cone, inv_c, margin, mas;
@@ -187,6 +216,32 @@ __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned in
 
 // add_u128: fixed_point.cuh (assembled before this file).
 
+// Words per cell of the squares (and spatial squares) the kernel adds to: add_u128's (low,
+// high) pair, or WD_SAMP_RED's three digits.
+#define WD_SAMP_SQ_WORDS (WD_SAMP_RED ? 3 : 2)
+
+// A square's integer v (0 ≤ v, integer-valued) to the cell's words at p: add_u128, or with
+// WD_SAMP_RED its digits a, b, c (v = a + b·2³² + c·2⁶⁴) by adds whose results are unused
+// (`red`). All exact in double: ⌊v/2³²⌋ and ⌊v/2⁶⁴⌋ are power-of-two scalings and floors, and
+// v − ⌊v/2³²⌋·2³² (v mod 2³²) and ⌊v/2³²⌋ − ⌊v/2⁶⁴⌋·2³² are representable differences.
+__device__ __forceinline__ void samp_add_sq(const SampParams& T, unsigned long long* p, double v) {
+#if WD_SAMP_RED
+    if (!(v < 79228162514264337593543950336.0)) {  // 2⁹⁶
+        atomicAdd(T.counters + WD_SAMP_COUNTERS + 1, 1ull);
+        return;
+    }
+    double hb = floor(v * (1.0 / 4294967296.0));
+    double c = floor(v * (1.0 / 18446744073709551616.0));
+    double b = hb - c * 4294967296.0;
+    atomicAdd(p, (unsigned long long)(v - hb * 4294967296.0));
+    if (b > 0.0) atomicAdd(p + 1, (unsigned long long)b);
+    if (c > 0.0) atomicAdd(p + 2, (unsigned long long)c);
+#else
+    (void)T;
+    add_u128(p, v);
+#endif
+}
+
 // sampled.rs Sampler: the open runs of a photon.
 struct SampRuns {
     int cell, spatial;
@@ -201,12 +256,12 @@ struct SampCounts { unsigned long long tabulated, absorbed, escaped, segments, r
 __device__ __forceinline__ void close_cell(const SampParams& T, int c, float x) {
     double xd = (double)x;
     atomicAdd(T.sum + c, (unsigned long long)round(xd * WD_SUM_UNIT));
-    add_u128(T.sumsq + 2 * (size_t)c, round(xd * xd * WD_SQ_UNIT));
+    samp_add_sq(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, round(xd * xd * WD_SQ_UNIT));
 }
 
 __device__ __forceinline__ void close_spatial(const SampParams& T, int sp, float x) {
     double xd = (double)x;
-    add_u128(T.spatial_sumsq + 2 * (size_t)sp, round(xd * xd * WD_SQ_UNIT));
+    samp_add_sq(T, T.spatial_sumsq + WD_SAMP_SQ_WORDS * (size_t)sp, round(xd * xd * WD_SQ_UNIT));
 }
 
 // The runs one point closes (cell < 0, spatial < 0: none), added by the caller.
@@ -267,13 +322,27 @@ struct SampState {
     SampRuns runs;
 };
 
-// mod.rs Tabulate::walk's start with Tabulate::photon_sampled's Sampler::new.
-__device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampParams& T, unsigned long long id, SampState& S) {
-    start(P, id, S.st);
+// mod.rs Tabulate::walk's start: the photon's emission (propagate.cu's start) and the
+// sampler's random bits (Philox stream tag 4 of the photon's id).
+__device__ __forceinline__ void sampled_emit(const PhotonParams& P, unsigned long long id, PState& st, unsigned int& bits) {
+    start(P, id, st);
     WdRng r = wd_rng(P.seed, WD_TAG_TABULATE, id);
-    S.bits = wd_next_u32(r);
+    bits = wd_next_u32(r);
+}
+
+// Tabulate::photon_sampled's Sampler::new from the photon's bits (sampled_start, and the job
+// queue's pop: the same state whichever lane and step take the photon).
+__device__ __forceinline__ void sampled_begin(const SampParams& T, unsigned int bits, SampState& S) {
+    S.bits = bits;
     S.next = wd_u32_to_uniform(S.bits) * T.step;
     S.k = 0;
+}
+
+// mod.rs Tabulate::walk's start with Tabulate::photon_sampled's Sampler::new.
+__device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampParams& T, unsigned long long id, SampState& S) {
+    unsigned int bits;
+    sampled_emit(P, id, S.st, bits);
+    sampled_begin(T, bits, S);
 #if !WD_SAMP_DEFERRED
     S.runs = SampRuns{-1, -1, 0.0f, 0.0f};  // (deferred: the end marker's merge resets them)
 #endif
@@ -545,7 +614,7 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
             bool cell = i >= 0;
             int k = cell ? i : ~i;
             if (cell) atomicAdd(T.sum + k, (unsigned long long)round(xd * WD_SUM_UNIT));
-            add_u128((cell ? T.sumsq : T.spatial_sumsq) + 2 * (size_t)k, round(xd * xd * WD_SQ_UNIT));
+            samp_add_sq(T, (cell ? T.sumsq : T.spatial_sumsq) + WD_SAMP_SQ_WORDS * (size_t)k, round(xd * xd * WD_SQ_UNIT));
         }
     }
     __syncwarp(full);
@@ -671,47 +740,88 @@ __device__ __forceinline__ void sampled_mark(const SampParams& T, SampQueue& q, 
 #endif
 #endif
 
-// As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
-// its next photon (a warp does not wait for its longest photon). With WD_SAMP_COMPACT the lanes
-// without photons left stay in the loop (adding no points) until the whole warp is done.
-extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) tabulate_sampled(__grid_constant__ const PhotonParams P, __grid_constant__ const SampParams T) {
-#if WD_SAMP_SHARED_COUNTS
-    __shared__ SampCounts counts[WD_SAMP_BLOCK];
-    SampCounts& n = counts[threadIdx.x];
-    n = SampCounts{0, 0, 0, 0, 0, 0};
-#else
-    SampCounts n = {0, 0, 0, 0, 0, 0};
+// WD_SAMP_JOBQ: a warp's job queue (shared memory): photons emitted together, popped by idle lanes.
+#if WD_SAMP_COMPACT
+struct SampJobs {
+    PState st[WD_SAMP_JOBS];
+    unsigned int bits[WD_SAMP_JOBS];
+};
+
+#if WD_SAMP_JOBQ
+// The job queue's emission, out of line: inlined, its temporaries compete with the live photon
+// states of the other lanes for the 64 registers (ptxas, sm_90: 40–52 bytes of spills against 36
+// out of line, with the queue's counts packed into one register).
+__device__ __noinline__ void sampled_emit_jobs(const PhotonParams& P, unsigned long long id, SampJobs* J, int lane) {
+    sampled_emit(P, id, J->st[lane], J->bits[lane]);
+}
 #endif
-    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    unsigned long long next = T.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+
+#if WD_SAMP_DEFERRED
+// The kernel's loop for one warp with the deferred queue (every lane of `full` calls it; J: the
+// warp's job queue with WD_SAMP_JOBQ, else unused): one segment per lane and step, a segment
+// with points left after WD_SAMP_ROUNDS kept for the next step, a photon's end a marker in the
+// queue; the queue emptied once more at the end. Photons: without WD_SAMP_JOBQ each lane's own
+// ids next, next + stride, … below photon_hi (a lane whose photon ended starts its next one);
+// with it the warp takes min(WD_SAMP_JOBS, width) ids at a time from the launch's counter
+// (counters[WD_SAMP_COUNTERS]), emitted by that many lanes into J when the queue is empty and a
+// lane is idle, and the idle lanes pop them in lane order.
+__device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampParams& T, SampQueue& q, SampJobs* J, unsigned full, int width, int lane, unsigned long long next, unsigned long long stride, SampCounts& n) {
     SampState S;
     bool alive = false;
-#if WD_SAMP_COMPACT
-    // Static shared memory: at most 48 kB per block (the queues: 2.9 kB per warp with
-    // WD_SAMP_DEFER, 1.8 kB without; the counters: 48 bytes per thread).
-    static_assert(sizeof(SampQueue) * ((WD_SAMP_BLOCK + 31) / 32) + WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK <= 48 * 1024,
-                  "WD_SAMP_COMPACT's queues and counters exceed 48 kB of static shared memory per block: a smaller WD_SAMP_BLOCK, WD_SAMP_DEFER=0, WD_SAMP_SHARED_COUNTS=0 or WD_SAMP_COMPACT=0");
-    __shared__ SampQueue queues[(WD_SAMP_BLOCK + 31) / 32];
-    SampQueue& q = queues[threadIdx.x >> 5];
-    int lane = threadIdx.x & 31;
-    int width = min(32, (int)(blockDim.x - (threadIdx.x & ~31u)));
-    unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
-#if WD_SAMP_DEFER
     // The queue kept across segments and photons: this lane's entries, the queue's length.
     q.mine[lane] = 0;
     q.queued[lane] = 0;
     S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
     bool pending = false;
+#if WD_SAMP_JOBQ
+    (void)next;
+    (void)stride;
+    // The job queue's photons (bits 0-7), its first (8-15), ids left in the launch (16); warp-uniform.
+    unsigned int jq = 1u << 16;
+#else
+    (void)J;
 #endif
     for (;;) {
+#if WD_SAMP_JOBQ
+        unsigned idle = __ballot_sync(full, !alive);
+        if (idle) {
+            int jn = jq & 0xff, jhead = (jq >> 8) & 0xff;
+            if (jn == 0 && (jq >> 16)) {
+                int cap = min(WD_SAMP_JOBS, width);
+                unsigned long long base = 0;
+                if (lane == 0) base = atomicAdd(T.counters + WD_SAMP_COUNTERS, (unsigned long long)cap);
+                base = __shfl_sync(full, base, 0);
+                unsigned long long first = T.photon_lo + base;
+                if (first < T.photon_hi) {
+                    unsigned long long left = T.photon_hi - first;
+                    jn = left < (unsigned long long)cap ? (int)left : cap;
+                    jhead = 0;
+                    if (lane < jn) sampled_emit_jobs(P, first + (unsigned long long)lane, J, lane);
+                } else {
+                    jq = 0u;
+                }
+                __syncwarp(full);
+            }
+            int rank = __popc(idle & ((1u << lane) - 1u));
+            if (!alive && rank < jn) {
+                S.st = J->st[jhead + rank];
+                sampled_begin(T, J->bits[jhead + rank], S);
+                alive = true;
+            }
+            int taken = min(__popc(idle), jn);
+            jq = (jq & (1u << 16)) | ((unsigned)(jhead + taken) << 8) | (unsigned)(jn - taken);
+            __syncwarp(full);
+        }
+        if (!__any_sync(full, alive) && (jq & 0xff) == 0 && !(jq >> 16)) break;
+#else
         if (!alive && next < T.photon_hi) {
             sampled_start(P, T, next, S);
             next += stride;
             alive = true;
         }
         if (!__any_sync(full, alive)) break;
+#endif
         SampSeg g{};
-#if WD_SAMP_DEFER
         // pending: this lane's segment (walked at an earlier step) has points left.
         if (alive && !pending) sampled_walk(P, T, S, g);
         if (pending) g = q.seg[lane];
@@ -735,16 +845,64 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
             q.mine[lane] = mine;
             q.queued[lane] = queued;
         }
+    }
+    if (q.queued[lane] > 0) sampled_drain(T, q, full, lane, q.queued[lane], (unsigned)q.mine[lane], 0.0f, S.runs, n);
+}
+#endif
+#endif
+
+// As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
+// its next photon (a warp does not wait for its longest photon). With WD_SAMP_COMPACT the lanes
+// without photons left stay in the loop (adding no points) until the whole warp is done.
+extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) tabulate_sampled(__grid_constant__ const PhotonParams P, __grid_constant__ const SampParams T) {
+#if WD_SAMP_SHARED_COUNTS
+    __shared__ SampCounts counts[WD_SAMP_BLOCK];
+    SampCounts& n = counts[threadIdx.x];
+    n = SampCounts{0, 0, 0, 0, 0, 0};
 #else
+    SampCounts n = {0, 0, 0, 0, 0, 0};
+#endif
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long next = T.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+#if WD_SAMP_COMPACT
+    // Static shared memory: at most 48 kB per block (the queues: 2.9 kB per warp with
+    // WD_SAMP_DEFER, 1.8 kB without; the job queues: 1.3 kB per warp with WD_SAMP_JOBQ; the
+    // counters: 48 bytes per thread).
+    static_assert(sizeof(SampQueue) * ((WD_SAMP_BLOCK + 31) / 32) + WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK
+                          + WD_SAMP_JOBQ * sizeof(SampJobs) * ((WD_SAMP_BLOCK + 31) / 32) <= 48 * 1024,
+                  "WD_SAMP_COMPACT's queues and counters exceed 48 kB of static shared memory per block: a smaller WD_SAMP_BLOCK, WD_SAMP_JOBQ=0, WD_SAMP_DEFER=0, WD_SAMP_SHARED_COUNTS=0 or WD_SAMP_COMPACT=0");
+    __shared__ SampQueue queues[(WD_SAMP_BLOCK + 31) / 32];
+    SampQueue& q = queues[threadIdx.x >> 5];
+    int lane = threadIdx.x & 31;
+    int width = min(32, (int)(blockDim.x - (threadIdx.x & ~31u)));
+    unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+#if WD_SAMP_DEFER
+#if WD_SAMP_JOBQ
+    __shared__ SampJobs jobs[(WD_SAMP_BLOCK + 31) / 32];
+    SampJobs* J = &jobs[threadIdx.x >> 5];
+#else
+    SampJobs* J = nullptr;
+#endif
+    sampled_loop(P, T, q, J, full, width, lane, next, stride, n);
+#else
+    SampState S;
+    bool alive = false;
+    for (;;) {
+        if (!alive && next < T.photon_hi) {
+            sampled_start(P, T, next, S);
+            next += stride;
+            alive = true;
+        }
+        if (!__any_sync(full, alive)) break;
+        SampSeg g{};
         if (alive) sampled_walk(P, T, S, g);
         sampled_points_warp(T, q, full, width, lane, alive, S, g, n);
         if (alive) alive = sampled_move(P, T, S, g, n);
-#endif
     }
-#if WD_SAMP_DEFER
-    if (q.queued[lane] > 0) sampled_drain(T, q, full, lane, q.queued[lane], (unsigned)q.mine[lane], 0.0f, S.runs, n);
 #endif
 #else
+    SampState S;
+    bool alive = false;
     for (;;) {
         if (!alive) {
             if (next >= T.photon_hi) break;
@@ -762,6 +920,25 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
     if (n.segments) atomicAdd(c + 3, n.segments);
     if (n.runs) atomicAdd(c + 4, n.runs);
     if (n.points) atomicAdd(c + 5, n.points);
+}
+
+// WD_SAMP_RED: after every tabulate_sampled launch, each of n cells' digits (a, b, c at w[3i..])
+// added to its u128 (acc[2i], acc[2i + 1]: low, high) and zeroed. a, b, c < 2⁶⁴ (fewer than 2³²
+// adds of < 2³² each in a launch), so a + b·2³² + c·2⁶⁴ is formed in two words with the carry.
+extern "C" __global__ void sampled_fold(unsigned long long* w, unsigned long long* acc, unsigned long long n) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        unsigned long long a = w[3 * i], b = w[3 * i + 1], c = w[3 * i + 2];
+        if ((a | b | c) == 0ull) continue;
+        unsigned long long lo = a + (b << 32);
+        unsigned long long hi = (b >> 32) + c + (lo < a ? 1ull : 0ull);
+        unsigned long long old = acc[2 * i];
+        acc[2 * i] = old + lo;
+        acc[2 * i + 1] += hi + (old + lo < old ? 1ull : 0ull);
+        w[3 * i] = 0ull;
+        w[3 * i + 1] = 0ull;
+        w[3 * i + 2] = 0ull;
+    }
 }
 
 // Field offsets of SampParams, compared with Rust's offset_of! by gpu-check.

@@ -727,3 +727,37 @@ pub fn tabulation_rate(
         }
     }
 }
+
+/// The sampled tabulation's photon rate alone (kernel time, photons/s) of [`tabulation_rate`]'s
+/// request on device `device` with launch options `shape` (e.g. a structural alternative's
+/// switches: gpu-check prints them beside the default's rate), after a warm-up run.
+pub fn sampled_tabulation_rate(
+    ice: &std::path::Path,
+    device: usize,
+    photons: u64,
+    seed: u64,
+    step: f64,
+    shape: &crate::tabulate::gpu::TabGpuOptions,
+    ctl: &Control,
+) -> Result<f64> {
+    use crate::tabulate::{gpu::TabGpuOptions, Estimator, Tabulate, TabulateOptions};
+    let sampled = Estimator::Sampled { step };
+    let o = TabulateOptions {
+        ice: Some(ice.to_path_buf()),
+        photons,
+        seed,
+        ..Default::default()
+    };
+    let topts = TabGpuOptions {
+        devices: vec![device],
+        ..shape.clone()
+    };
+    Tabulate::new(&TabulateOptions {
+        photons: 1 << 16,
+        ..o.clone()
+    })?
+    .with_estimator(sampled)?
+    .run_gpu(&topts, ctl)?;
+    let r = Tabulate::new(&o)?.with_estimator(sampled)?.run_gpu(&topts, ctl)?;
+    Ok(photons as f64 / r.kernel_seconds.max(1e-12))
+}

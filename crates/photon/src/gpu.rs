@@ -1189,8 +1189,8 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
         functions: crate::tabulate::gpu::SAMPLED_FUNCTIONS.iter().map(|f| (*f).to_string()).collect(),
         // The warp compaction of the points is the default; WD_SAMP_COMPACT=0 the lane-at-a-time
         // path (gpu-check compares them); the earlier code without the exact speed-ups, lane at a
-        // time (gpu-check's reference) and compacted, and the deferred queue off or unlimited
-        // (the A/B of docs/spline.md).
+        // time (gpu-check's reference) and compacted, the deferred queue off or unlimited
+        // (the A/B of docs/spline.md), and the job queue and split squares.
         variants: vec![
             Vec::new(),
             samp(&[]),
@@ -1202,6 +1202,12 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0", "WD_SAMP_SLOTS=0", "WD_SAMP_UNROLL=0"]),
             samp(&["WD_SAMP_DEFER=0"]),
             samp(&["WD_SAMP_ROUNDS=0"]),
+            // The structural alternatives of docs/spline.md "Job queue and fire-and-forget
+            // squares" (off by default; gpu-check compares them with the default).
+            samp(&["WD_SAMP_JOBQ=1"]),
+            samp(&["WD_SAMP_RED=1"]),
+            samp(&["WD_SAMP_JOBQ=1", "WD_SAMP_RED=1"]),
+            samp(&["WD_BFR", "WD_SAMP_JOBQ=1", "WD_SAMP_RED=1"]),
         ],
         fast: true,
         generated: false,

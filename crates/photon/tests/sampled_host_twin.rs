@@ -219,7 +219,7 @@ fn warp_compaction_is_lane_at_a_time() {
     for (from, to) in [
         ("#define WD_TAG_TABULATE", "// Must match SampParams"),
         ("struct SampParams {", "// mod.rs Acceptance::weight"),
-        ("// sampled.rs Sampler: the open runs", "// One photon's state between segments"),
+        ("// add_u128: fixed_point.cuh", "// One photon's state between segments"),
         ("// One photon's state between segments", "// mod.rs Tabulate::walk's start"),
         (
             "// The photon's end: its counts added",
@@ -229,7 +229,7 @@ fn warp_compaction_is_lane_at_a_time() {
             "// Tabulate::photon_sampled's points of a segment",
             "// The rest of mod.rs Tabulate::walk",
         ),
-        ("// Warp compaction of the points", "// As propagate.cu's default loop"),
+        ("// Warp compaction of the points", "// WD_SAMP_JOBQ: a warp's job queue"),
     ] {
         body.push_str(piece(KERNEL, from, to));
     }
@@ -447,6 +447,292 @@ int main() {
             "{defines:?}: the warp compaction differs from the lane-at-a-time path:\n{out}"
         );
         assert_eq!(out.lines().filter(|l| l.ends_with(": same")).count(), 4, "{out}");
+        match &first {
+            None => first = Some(out),
+            Some(f) => assert_eq!(&out, f, "{defines:?} gives other tables than the default switches"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The structural alternatives of `kernels/sampled.cu` (docs/spline.md "Job queue and
+/// fire-and-forget squares"): the kernel's warp loop `sampled_loop` compiled for the host with a
+/// warp of threads, photons whose segments are a function of their id (stubs of the emission,
+/// walk and move), run with each build's photon distribution — the default (each lane its own
+/// ids, next += width), `WD_SAMP_JOBQ` (the job queue fed from the launch's counter; also with
+/// 5 photons a refill and with unlimited rounds) — and each build's squares — add_u128, or
+/// `WD_SAMP_RED`'s digits folded into u128 by the kernel's `sampled_fold` after the "launch". All
+/// builds must give the same integers (sums, u128 squares and spatial squares) and counters, every
+/// photon id of the launch started exactly once; with full warps and a warp of 13 lanes, Δ = 1 m
+/// and one point per segment. The digits are also checked against add_u128 value by value on
+/// 2·10⁵ integers up to 2⁹⁶ (sums of many into a few cells, folded between batches), and a
+/// square ≥ 2⁹⁶ must be counted, not added.
+#[test]
+fn job_queue_and_split_squares_are_the_default() {
+    let fixed = include_str!("../kernels/fixed_point.cuh");
+    let mut body = String::new();
+    for (from, to) in [
+        ("#define WD_TAG_TABULATE", "// Must match SampParams"),
+        ("struct SampParams {", "// mod.rs Acceptance::weight"),
+        ("// add_u128: fixed_point.cuh", "// One photon's state between segments"),
+        ("// One photon's state between segments", "// mod.rs Tabulate::walk's start"),
+        (
+            "// Tabulate::photon_sampled's Sampler::new from the photon's bits",
+            "// The photon's end: its counts added",
+        ),
+        (
+            "// The photon's end: its counts added",
+            "__device__ __forceinline__ void sampled_walk",
+        ),
+    ] {
+        body.push_str(piece(KERNEL, from, to));
+    }
+    let mut tail = String::new();
+    for (from, to) in [
+        ("// Warp compaction of the points", "// As propagate.cu's default loop"),
+        (
+            "// WD_SAMP_RED: after every tabulate_sampled launch",
+            "// Field offsets of SampParams",
+        ),
+    ] {
+        tail.push_str(piece(KERNEL, from, to));
+    }
+    assert!(tail.contains("void sampled_loop(") && tail.contains("void sampled_fold("));
+    let pre = r#"#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <algorithm>
+#include <barrier>
+#include <thread>
+#include <vector>
+using std::min; using std::max;
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __noinline__
+struct V3 { float x, y, z; };
+struct PhotonParams { int unused; };
+struct PState { V3 pos, dir; float time, ocm; unsigned long long id; };
+struct Segment { float length, tot; };
+struct Dim { unsigned x; };
+static Dim blockIdx{0}, threadIdx{0}, gridDim{1}, blockDim{1};
+static float wd_u32_to_uniform(unsigned int x) { return (float)((x >> 8) + 1u) * (1.0f / 16777216.0f); }
+static unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+static int __popc(unsigned x) { return __builtin_popcount(x); }
+// The warp: `width` threads, lane = thread_local, a barrier for __syncwarp, ballots, shuffles.
+static int g_width = 32;
+static std::barrier<>* g_bar;
+static thread_local int t_lane;
+static bool g_pred[32];
+static unsigned long long g_word;
+static void __syncwarp(unsigned) { g_bar->arrive_and_wait(); }
+static unsigned __ballot_sync(unsigned, bool p) {
+    g_pred[t_lane] = p;
+    g_bar->arrive_and_wait();
+    unsigned b = 0;
+    for (int i = 0; i < g_width; ++i) b |= (unsigned)g_pred[i] << i;
+    g_bar->arrive_and_wait();
+    return b;
+}
+static bool __any_sync(unsigned m, bool p) { return __ballot_sync(m, p) != 0u; }
+static unsigned long long __shfl_sync(unsigned, unsigned long long v, int src) {
+    if (t_lane == src) g_word = v;
+    g_bar->arrive_and_wait();
+    unsigned long long r = g_word;
+    g_bar->arrive_and_wait();
+    return r;
+}
+// Photons as functions of their id: the k-th segment's start, direction, time, length, weight
+// and whether the photon ends after it.
+static unsigned long long mix(unsigned long long x) {
+    x += 0x9E3779B97F4A7C15ull; x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull; x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+static float u01(unsigned long long h) { return (float)(h >> 40) * (1.0f / 16777216.0f); }
+static void seg_state(PState& st, unsigned int k) {
+    unsigned long long h = mix(st.id * 1000003ull + k);
+    float ct = 2.0f * u01(mix(h + 1)) - 1.0f, ph = 6.2831853f * u01(mix(h + 2)), s = sqrtf(1.0f - ct * ct);
+    st.pos = V3{36.0f * u01(mix(h + 3)) - 18.0f, 36.0f * u01(mix(h + 4)) - 18.0f, 36.0f * u01(mix(h + 5)) - 18.0f};
+    st.dir = V3{s * cosf(ph), s * sinf(ph), ct};
+    st.time = 300.0f * u01(mix(h + 6));
+}
+static unsigned long long g_lo;
+static std::vector<int> g_started;
+static void sampled_emit(const PhotonParams&, unsigned long long id, PState& st, unsigned int& bits) {
+    st.id = id;
+    st.ocm = 1.0f / 0.22f;
+    seg_state(st, 0);
+    bits = (unsigned int)mix(id ^ 0xABCDEFull);
+}
+"#;
+    let stubs = r#"
+static void sampled_walk(const PhotonParams&, const SampParams&, const SampState& S, SampSeg& g) {
+    // A photon's first segment: the photon taken by a lane (counted per id).
+    if (S.k == 0) __atomic_fetch_add(&g_started[S.st.id - g_lo], 1, __ATOMIC_RELAXED);
+    unsigned long long h = mix(S.st.id * 7919ull + S.k);
+    g.seg.length = (h % 8 == 0) ? 0.0f : 12.0f * u01(mix(h + 11));
+    g.seg.tot = 1.0f;
+    g.zp = 0.0f;
+    g.w = 0.25f + u01(mix(h + 12));
+}
+static bool sampled_move(const PhotonParams&, const SampParams& T, SampState& S, const SampSeg&, SampCounts& n) {
+    S.k += 1;
+    unsigned long long h = mix(S.st.id * 104729ull + S.k);
+    if (h % 6 == 0 || S.k >= 40) { sampled_end_move(T, S, n, (h & 64) != 0, (h & 64) == 0); return false; }
+    seg_state(S.st, S.k);
+    return true;
+}
+"#;
+    let main = r#"
+typedef unsigned __int128 u128;
+static unsigned long long fnv = 1469598103934665603ull;
+static void eat(const void* p, size_t len) { for (size_t i = 0; i < len; ++i) { fnv ^= ((const unsigned char*)p)[i]; fnv *= 1099511628211ull; } }
+// The squares of a table as u128: add_u128's pairs, or WD_SAMP_RED's digits folded into pairs.
+static std::vector<u128> squares(std::vector<unsigned long long>& w, size_t n) {
+    std::vector<unsigned long long> pairs;
+#if WD_SAMP_RED
+    pairs.assign(2 * n, 0);
+    sampled_fold(w.data(), pairs.data(), n);
+    for (size_t i = 0; i < 3 * n; ++i) if (w[i] != 0) { printf("fold left a digit\n"); exit(3); }
+#else
+    pairs = w;
+#endif
+    std::vector<u128> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = (u128)pairs[2 * i] | ((u128)pairs[2 * i + 1] << 64);
+    return v;
+}
+int main() {
+    int failures = 0;
+    // The digits against add_u128, value by value (both compiled in every build; samp_add_sq is
+    // add_u128 itself without WD_SAMP_RED).
+    {
+        SampParams T;
+        memset(&T, 0, sizeof T);
+        unsigned long long counters[WD_SAMP_COUNTERS + 2] = {0};
+        T.counters = counters;
+        const int cells = 5;
+        std::vector<unsigned long long> w(WD_SAMP_SQ_WORDS * cells, 0), ref(2 * cells, 0), acc(2 * cells, 0);
+        unsigned long long s = 99;
+        for (int i = 0; i < 200000; ++i) {
+            s = mix(s);
+            int e = (int)(s % 64);
+            double v = e < 40 ? std::round(std::ldexp((double)(mix(s + 1) >> 11), e - 30)) : std::ldexp((double)(mix(s + 1) >> 11), (int)(s % 43));
+            if (i % 1000 == 7) v = std::ldexp(1.0, 64 + (i / 1000) % 32) - (i % 2000 == 7 ? std::ldexp(1.0, 43) : 0.0);
+            if (!(v < std::ldexp(1.0, 96))) v = 0.0;
+            int c = (int)(mix(s + 2) % cells);
+            samp_add_sq(T, w.data() + WD_SAMP_SQ_WORDS * c, v);
+            add_u128(ref.data() + 2 * c, v);
+#if WD_SAMP_RED
+            // The host's fold after every "launch", into the same u128 (its carries).
+            if (i % 5000 == 4999) sampled_fold(w.data(), acc.data(), cells);
+#endif
+        }
+#if WD_SAMP_RED
+        sampled_fold(w.data(), acc.data(), cells);
+#else
+        acc = w;
+#endif
+        bool same = true;
+        for (int k = 0; k < cells; ++k) same = same && acc[2 * k] == ref[2 * k] && acc[2 * k + 1] == ref[2 * k + 1];
+        printf("split squares: 200000 integers up to 2^96 in %d cells: %s\n", cells, same ? "same" : "DIFFERENT");
+        if (!same) ++failures;
+#if WD_SAMP_RED
+        unsigned long long before[3] = {w[0], w[1], w[2]};
+        samp_add_sq(T, w.data(), std::ldexp(1.0, 96));
+        if (counters[WD_SAMP_COUNTERS + 1] != 1 || w[0] != before[0] || w[1] != before[1] || w[2] != before[2]) {
+            fprintf(stderr, "a square of 2^96 was not refused\n");
+            ++failures;
+        }
+#endif
+    }
+    // A spherical grid (r by arithmetic, φ, cos θ and the delays searched), as the kernel's.
+    static float radial[11], azimuth[5] = {0.0f, 15.0f, 60.0f, 100.0f, 180.0f}, polar[9], delay[17];
+    for (int i = 0; i <= 10; ++i) radial[i] = 3.0f * i;
+    for (int i = 0; i <= 8; ++i) polar[i] = -1.0f + 0.25f * i;
+    for (int i = 0; i <= 16; ++i) delay[i] = -20.0f + 20.0f * i;
+    SampParams T;
+    memset(&T, 0, sizeof T);
+    T.radial = radial; T.azimuth = azimuth; T.polar = polar; T.delay = delay;
+    T.n_radial = 11; T.n_azimuth = 5; T.n_polar = 9; T.n_delay = 17;
+    T.lo[0] = 0.0f; T.inv[0] = 1.0f / 3.0f;
+    T.lo[1] = azimuth[0]; T.lo[2] = polar[0]; T.lo[3] = delay[0];
+    T.hi[0] = radial[10]; T.hi[1] = azimuth[4]; T.hi[2] = polar[8]; T.hi[3] = delay[16];
+    T.axis[2] = 1.0f; T.e1[0] = 1.0f; T.e2[1] = 1.0f;
+    T.ng_over_c = 4.5f; T.spherical = 1; T.time_cells = 18;
+    const size_t cells = 10 * 4 * 8 * 18, spatial = 10 * 4 * 8;
+    const unsigned long long photons = 300;
+    for (int width : {32, 13}) {
+        for (float step : {1.0f, 0.0f}) {
+            T.step = step;
+            g_width = width;
+            g_lo = 5000 + width;
+            g_started.assign(photons, 0);
+            std::vector<unsigned long long> sum(cells, 0), sq(WD_SAMP_SQ_WORDS * cells, 0), ssq(WD_SAMP_SQ_WORDS * spatial, 0);
+            unsigned long long counters[WD_SAMP_COUNTERS + 2] = {0};
+            SampParams TT = T;
+            TT.sum = sum.data(); TT.sumsq = sq.data(); TT.spatial_sumsq = ssq.data(); TT.counters = counters;
+            TT.photon_lo = g_lo; TT.photon_hi = g_lo + photons;
+            std::vector<SampCounts> cnt(width, SampCounts{0, 0, 0, 0, 0, 0});
+            static SampQueue q;
+            static SampJobs J;
+            unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+            {
+                std::barrier<> bar(width);
+                g_bar = &bar;
+                std::vector<std::thread> th;
+                for (int l = 0; l < width; ++l)
+                    th.emplace_back([&, l] {
+                        t_lane = l;
+                        sampled_loop(PhotonParams{0}, TT, q, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
+                    });
+                for (auto& t : th) t.join();
+            }
+            SampCounts n{0, 0, 0, 0, 0, 0};
+            for (const SampCounts& c : cnt) {
+                n.tabulated += c.tabulated; n.absorbed += c.absorbed; n.escaped += c.escaped;
+                n.segments += c.segments; n.runs += c.runs; n.points += c.points;
+            }
+            bool once = true;
+            for (int c : g_started) once = once && c == 1;
+            std::vector<u128> a = squares(sq, cells), b = squares(ssq, spatial);
+            fnv = 1469598103934665603ull;
+            eat(sum.data(), 8 * cells); eat(a.data(), 16 * cells); eat(b.data(), 16 * spatial); eat(&n, sizeof n);
+            unsigned long long filled = 0;
+            for (size_t c = 0; c < cells; ++c) filled += sum[c] != 0;
+            printf("width %d, step %g: %llu photons ended (%llu absorbed), %llu segments, %llu points, %llu runs, %llu cells filled, each photon started once: %s, tables %016llx\n",
+                   width, step, n.absorbed + n.escaped, n.absorbed, n.segments, n.points, n.runs, filled, once ? "yes" : "NO", fnv);
+            if (!once || n.absorbed + n.escaped != photons || n.points < 500 || n.runs < 200 || filled < 100) ++failures;
+        }
+    }
+    return failures;
+}
+"#;
+    let src = format!("{pre}{fixed}{body}{stubs}{tail}{main}");
+    let dir = std::env::temp_dir().join(format!("wd-sampled-jobq-twin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cpp = dir.join("jobq.cpp");
+    std::fs::write(&cpp, src).unwrap();
+    let builds: [&[&str]; 6] = [
+        &[],
+        &["WD_SAMP_JOBQ=1"],
+        &["WD_SAMP_RED=1"],
+        &["WD_SAMP_JOBQ=1", "WD_SAMP_RED=1"],
+        &["WD_SAMP_JOBQ=1", "WD_SAMP_JOBS=5"],
+        &["WD_SAMP_JOBQ=1", "WD_SAMP_ROUNDS=0", "WD_SAMP_RED=1"],
+    ];
+    let mut first: Option<String> = None;
+    for (i, defines) in builds.iter().enumerate() {
+        let exe = dir.join(format!("jobq{i}"));
+        if !compile(&cpp, &exe, &["-O2", "-std=c++20", "-ffp-contract=off", "-pthread", "-w"], defines) {
+            return;
+        }
+        let o = Command::new(&exe).output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        eprintln!("{defines:?}:\n{out}{}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{defines:?}: a check failed:\n{out}");
+        assert_eq!(out.lines().filter(|l| l.contains("started once: yes")).count(), 4, "{out}");
         match &first {
             None => first = Some(out),
             Some(f) => assert_eq!(&out, f, "{defines:?} gives other tables than the default switches"),

@@ -59,10 +59,32 @@ pub const SAMPLED_SRC: &str = concat!(
     "\n// ---- sampled.cu ----\n",
     include_str!("../../kernels/sampled.cu")
 );
-pub const SAMPLED_FUNCTIONS: &[&str] = &["tabulate_sampled", "sampled_layout", "sampled_twin_cells"];
+pub const SAMPLED_FUNCTIONS: &[&str] = &["tabulate_sampled", "sampled_layout", "sampled_twin_cells", "sampled_fold"];
 /// Counters of the sampled kernel (WD_SAMP_COUNTERS): tabulated, absorbed, escaped, segments,
-/// runs, points.
+/// runs, points. After them in the same buffer: the job counter of `WD_SAMP_JOBQ` (zeroed before
+/// every launch) and `WD_SAMP_RED`'s count of squares it could not split (≥ 2⁹⁶).
 pub const SAMPLED_COUNTERS: usize = 6;
+/// The sampled kernel's structural alternatives (issue #32, docs/spline.md "Job queue and
+/// fire-and-forget squares"), off by default as in sampled.cu: `WD_SAMP_JOBQ` (a per-warp job
+/// queue fed from a counter) and `WD_SAMP_RED` (squares as three fire-and-forget digit adds,
+/// folded into the u128 squares by `sampled_fold` after every launch). Both leave the tables the
+/// same integers.
+pub const SAMPLED_JOBQ_DEFAULT: bool = false;
+pub const SAMPLED_RED_DEFAULT: bool = false;
+
+/// Whether `-D` switches `defines` turn `name` on: the last `name` or `name=V` among them (on
+/// unless V is 0), else `default`.
+#[must_use]
+pub fn switch_on(defines: &[String], name: &str, default: bool) -> bool {
+    defines
+        .iter()
+        .rev()
+        .find_map(|d| {
+            let (n, v) = d.split_once('=').unwrap_or((d.as_str(), "1"));
+            (n.trim() == name).then(|| v.trim() != "0")
+        })
+        .unwrap_or(default)
+}
 /// The fast build's switches that only shape the propagation kernel's launch (job queue, its
 /// refills and counter, register cap) or its module search: left out of the sampled build.
 pub const NOT_SAMPLED: &[&str] = &[
@@ -556,8 +578,12 @@ fn run_sampled_on(
         extra.push(format!("WD_SAMP_MIN_BLOCKS={}", opts.blocks_per_sm));
     }
     let defines = sampled_defines(m, &extra);
+    // WD_SAMP_RED: the squares as three digits a cell (sampled_fold adds them to the u128
+    // squares, `acc`, after every launch).
+    let red = switch_on(&defines, "WD_SAMP_RED", SAMPLED_RED_DEFAULT);
+    let words: u64 = if red { 3 } else { 2 };
     let (module, func) = cuda::load(gpu, SAMPLED_NAME, SAMPLED_SRC, "tabulate_sampled", false, &defines)?;
-    let _ = &module;
+    let fold = if red { Some(module.load_function("sampled_fold")?) } else { None };
     let res = cuda::resources(&func)?;
     let block = opts.block.min(res.max_threads_per_block.max(1) as u32);
     let name = format!("cuda:{} {}", gpu.ordinal, gpu.name);
@@ -565,6 +591,16 @@ fn run_sampled_on(
     let resident = (gpu.multiprocessors.max(1) as u64) * (gpu.max_threads_per_sm.max(1) as u64);
     device_budget(cells, spatial, 0, resident, res.local_bytes.max(0) as u64, free as u64, &name)
         .map_err(|e| GpuError::Other(e.to_string()))?;
+    if red {
+        // The digits besides the u128 squares: 24 bytes a cell and a spatial cell more.
+        let need = device_bytes(cells, spatial, 0, resident, res.local_bytes.max(0) as u64)
+            .saturating_add(cells.saturating_add(spatial).saturating_mul(24));
+        if need > free as u64 / 10 * 9 {
+            return Err(GpuError::Other(format!(
+                "{cells} cells with the split squares (WD_SAMP_RED) need {need} bytes on {name}, more than 90 % of its {free} bytes free: use fewer bins"
+            )));
+        }
+    }
     let stream = &gpu.stream;
     let sources: Vec<crate::source::Source> = t.sources.iter().map(|p| p.src.clone()).collect();
     let (tables, _hits, _count) = crate::gpu::upload(stream, m, &t.index, &sources, 1)?;
@@ -587,9 +623,19 @@ fn run_sampled_on(
         p
     };
     let mut sum = stream.alloc_zeros::<u64>(cells as usize)?;
-    let mut sumsq = stream.alloc_zeros::<u64>(2 * cells as usize)?;
-    let mut spatial_sumsq = stream.alloc_zeros::<u64>(2 * spatial as usize)?;
-    let mut counters = stream.alloc_zeros::<u64>(SAMPLED_COUNTERS)?;
+    let mut sumsq = stream.alloc_zeros::<u64>((words * cells) as usize)?;
+    let mut spatial_sumsq = stream.alloc_zeros::<u64>((words * spatial) as usize)?;
+    // The counters, then the job counter (WD_SAMP_JOBQ) and the unsplit squares (WD_SAMP_RED).
+    let mut counters = stream.alloc_zeros::<u64>(SAMPLED_COUNTERS + 2)?;
+    // WD_SAMP_RED: the u128 squares the digits are folded into (one word pair a cell).
+    let (mut acc, mut spatial_acc) = if red {
+        (
+            stream.alloc_zeros::<u64>(2 * cells as usize)?,
+            stream.alloc_zeros::<u64>(2 * spatial as usize)?,
+        )
+    } else {
+        (stream.alloc_zeros::<u64>(1)?, stream.alloc_zeros::<u64>(1)?)
+    };
     let dptr = |s: &CudaSlice<u64>| {
         let (p, _sync) = s.device_ptr(stream);
         p
@@ -653,8 +699,13 @@ fn run_sampled_on(
         stream.memset_zeros(&mut sumsq)?;
         stream.memset_zeros(&mut spatial_sumsq)?;
         stream.memset_zeros(&mut counters)?;
+        if red {
+            stream.memset_zeros(&mut acc)?;
+            stream.memset_zeros(&mut spatial_acc)?;
+        }
         let first = k as u64 * photons;
         let mut a = share.start;
+        let mut runs = 0u64;
         while a < share.end {
             if progress.should_stop() {
                 break;
@@ -662,24 +713,55 @@ fn run_sampled_on(
             let e = (a + batch).min(share.end);
             tp.photon_lo = first + a;
             tp.photon_hi = first + e;
+            // WD_SAMP_JOBQ's photon counter starts at 0 every launch (ids photon_lo + counter).
+            stream.memset_zeros(&mut counters.slice_mut(SAMPLED_COUNTERS..SAMPLED_COUNTERS + 1))?;
             let t0 = Instant::now();
             let mut launch = stream.launch_builder(&func);
             launch.arg(&pp).arg(&tp);
             // SAFETY: every pointer in `pp` and `tp` names a live allocation of this stream
             // (`tables`, `keep`, the histogram and counters, sized as the kernel indexes them:
-            // cells, 2 × cells, 2 × spatial cells, SAMPLED_COUNTERS).
+            // cells, `words` × cells, `words` × spatial cells, SAMPLED_COUNTERS + 2).
             unsafe { launch.launch(cfg) }?;
+            if let Some(fold) = &fold {
+                // The launch's digits into the u128 squares (timed with the launch: its cost).
+                for (w, acc, n) in [(&mut sumsq, &mut acc, cells), (&mut spatial_sumsq, &mut spatial_acc, spatial)] {
+                    let mut l = stream.launch_builder(fold);
+                    l.arg(w).arg(acc).arg(&n);
+                    let fcfg = LaunchConfig {
+                        grid_dim: (n.div_ceil(256).clamp(1, 4096) as u32, 1, 1),
+                        block_dim: (256, 1, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    // SAFETY: `w` holds 3 × n words, `acc` 2 × n (allocated above when `red`).
+                    unsafe { l.launch(fcfg) }?;
+                }
+            }
             stream.synchronize()?;
             stats.kernel_seconds += t0.elapsed().as_secs_f64();
             stats.launches += 1;
+            if red {
+                // Each digit word got at most one add per closed run of the launch (a spatial
+                // run closes only where a cell run does), each < 2³²: fewer than 2³² runs keep
+                // every word below 2⁶⁴; and no square was left unsplit.
+                let c = stream.clone_dtoh(&counters)?;
+                if c[4] - runs >= 1 << 32 || c[SAMPLED_COUNTERS + 1] > 0 {
+                    return Err(GpuError::Other(format!(
+                        "the split squares (WD_SAMP_RED) cannot hold this launch: {} runs (at most 2^32 - 1), {} squares of 2^96 or more",
+                        c[4] - runs,
+                        c[SAMPLED_COUNTERS + 1]
+                    )));
+                }
+                runs = c[4];
+            }
             progress.add(e - a);
             a = e;
         }
         let c = stream.clone_dtoh(&counters)?;
+        let (sq, ssq) = if red { (&acc, &spatial_acc) } else { (&sumsq, &spatial_sumsq) };
         hists.push(Histogram {
             sum: stream.clone_dtoh(&sum)?,
-            sumsq: wide(&stream.clone_dtoh(&sumsq)?),
-            spatial_sumsq: wide(&stream.clone_dtoh(&spatial_sumsq)?),
+            sumsq: wide(&stream.clone_dtoh(sq)?),
+            spatial_sumsq: wide(&stream.clone_dtoh(ssq)?),
             inside: 0,
             segments: c[3],
             worst_photon: 0.0,
@@ -775,9 +857,9 @@ mod tests {
         assert!(src.contains(&format!("#define WD_SUM_UNIT {:.1}", super::super::SUM_UNIT)));
         assert!(src.contains(&format!("#define WD_SQ_UNIT {:.1}", super::super::SQ_UNIT)));
         // One add_u128, in fixed_point.cuh, assembled before each kernel file.
-        for k in [KERNEL_SRC, SAMPLED_SRC] {
+        for (k, call) in [(KERNEL_SRC, "add_u128(T."), (SAMPLED_SRC, "add_u128(p, v)")] {
             assert_eq!(k.matches("void add_u128(").count(), 1);
-            assert!(k.find("void add_u128(") < k.find("add_u128(T."));
+            assert!(k.find("void add_u128(") < k.find(call));
         }
         assert!(!src.contains("void add_u128(") && !include_str!("../../kernels/tabulate.cu").contains("void add_u128("));
         // The warp compaction is the default; WD_SAMP_COMPACT=0 the lane-at-a-time path.
@@ -790,6 +872,25 @@ mod tests {
         let name = |s: &str| s.split('=').next().unwrap_or(s).to_string();
         assert!(d.iter().all(|s| !NOT_SAMPLED.contains(&name(s).as_str())), "{d:?}");
         assert_eq!(d.len() + NOT_SAMPLED.len(), crate::gpu::DEFAULT_SWITCHES.len());
+    }
+
+    /// The structural alternatives' defaults are the kernel's, and `switch_on` reads `-D`
+    /// lists as NVRTC does (the last definition wins; `NAME` alone is 1).
+    #[test]
+    fn sampled_alternatives_defaults_and_switches() {
+        let src = include_str!("../../kernels/sampled.cu");
+        let def = |on: bool| if on { 1 } else { 0 };
+        assert!(src.contains(&format!("#define WD_SAMP_JOBQ {}", def(SAMPLED_JOBQ_DEFAULT))));
+        assert!(src.contains(&format!("#define WD_SAMP_RED {}", def(SAMPLED_RED_DEFAULT))));
+        let v = |d: &[&str]| d.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
+        assert!(!switch_on(&v(&["WD_FAST_RNG", "WD_SAMP_REDX=1"]), "WD_SAMP_RED", false));
+        assert!(switch_on(&v(&["WD_SAMP_RED=1"]), "WD_SAMP_RED", false));
+        assert!(switch_on(&v(&["WD_SAMP_RED"]), "WD_SAMP_RED", false));
+        assert!(!switch_on(&v(&["WD_SAMP_RED=1", "WD_SAMP_RED=0"]), "WD_SAMP_RED", true));
+        assert!(switch_on(&v(&[]), "WD_SAMP_RED", true));
+        // The kernel keeps its job counter and the unsplit squares after the counters.
+        assert!(src.contains("T.counters + WD_SAMP_COUNTERS, (unsigned long long)cap"));
+        assert!(src.contains("T.counters + WD_SAMP_COUNTERS + 1, 1ull"));
     }
 
     /// The memory guard: a histogram that does not fit says how much it needs and what to do.
