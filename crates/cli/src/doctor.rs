@@ -5,12 +5,20 @@
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use warpdrive_core::check::{report_json, Suite};
+use warpdrive_core::doctor::KernelSet;
 use warpdrive_core::kernels::{self, Build, Scope};
 
 /// `warpdrive doctor`: every domain's kernel builds, compiled (`--compile-only`) or loaded on
 /// every GPU.
 pub fn run(compile_only: bool) -> Result<()> {
-    let sets = [
+    let n = warpdrive_core::doctor::run(&kernel_sets(), compile_only, &mut |l| println!("{l}"))?;
+    println!("doctor: {n} kernel builds OK");
+    Ok(())
+}
+
+/// Every domain's kernel sets (what `doctor` compiles or loads).
+fn kernel_sets() -> Vec<KernelSet> {
+    [
         warpdrive_photon::gpu::kernel_sets(),
         warpdrive_em::gpu::kernel_sets(),
         warpdrive_em::shower::gpu::kernel_sets(),
@@ -18,9 +26,19 @@ pub fn run(compile_only: bool) -> Result<()> {
         warpdrive_spline::gpu::kernel_sets(),
         warpdrive_beam::gpu::kernel_sets(),
     ]
-    .concat();
-    let n = warpdrive_core::doctor::run(&sets, compile_only, &mut |l| println!("{l}"))?;
-    println!("doctor: {n} kernel builds OK");
+    .concat()
+}
+
+/// `warpdrive doctor --compile-only --prebuild [DIR] [--arch …]`: the compile check and the
+/// prebuilt images from one set of NVRTC calls (CI: the images whose build the check compiles
+/// anyway are not compiled twice).
+pub fn compile_and_prebuild(dir: Option<&Path>, arch: &[String]) -> Result<()> {
+    let dir = prebuilt_dir(dir)?;
+    let (n, m) =
+        warpdrive_core::doctor::compile_and_prebuild(&kernel_sets(), &builds(Scope::Default), &archs_or_default(arch), &dir, &mut |l| {
+            println!("{l}")
+        })?;
+    println!("doctor: {n} kernel builds OK, {m} prebuilt images in {}", dir.display());
     Ok(())
 }
 

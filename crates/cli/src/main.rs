@@ -98,13 +98,14 @@ enum Command {
     /// List GPUs, driver and NVRTC; compile every kernel and print its resources; make the
     /// kernels of a node or an installation ready (docs/cluster.md, "Kernels on a fresh node").
     Doctor {
-        /// Only compile the kernels (needs NVRTC, no GPU): what CI runs.
+        /// Only compile the kernels (needs NVRTC, no GPU): what CI runs. With --prebuild, also
+        /// write the prebuilt images, each build that is both compiled once.
         #[arg(long)]
         compile_only: bool,
         /// Compile the kernel builds of default runs with NVRTC into DIR (default:
         /// `warpdrive-kernels/` beside this executable, where runs look for them): cubins for
         /// sm_80 and sm_90 and PTX for compute_80 unless --arch says otherwise. No GPU needed.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["compile_only", "check_prebuilt", "prepare"])]
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["check_prebuilt", "prepare"])]
         #[allow(clippy::option_option)]
         prebuild: Option<Option<PathBuf>>,
         /// Check that DIR (default: beside this executable) holds every image --prebuild makes,
@@ -248,6 +249,7 @@ fn run(cli: Cli) -> Result<()> {
             prepare,
             arch,
         } => match (prebuild, check_prebuilt) {
+            (Some(dir), _) if compile_only => doctor::compile_and_prebuild(dir.as_deref(), &arch),
             (Some(dir), _) => doctor::prebuild(dir.as_deref(), &arch),
             (None, Some(dir)) => doctor::check_prebuilt(dir.as_deref(), &arch),
             (None, None) if prepare => doctor::prepare(&arch),

@@ -103,7 +103,7 @@ pub fn run(sets: &[KernelSet], compile_only: bool, lines: Lines) -> Result<usize
         ));
     }
     if gpus.is_empty() {
-        return compile_all(sets, lines);
+        return Ok(compile_all(sets, None, lines)?.0);
     }
     let mut n = 0;
     for set in sets {
@@ -122,43 +122,166 @@ fn mode(precise: bool) -> &'static str {
     }
 }
 
-/// Compile every variant of every set, fast and precise, for `sm_90` (NVRTC only). The builds
-/// are independent NVRTC programs, compiled on all cores (CI's compile check is minutes of NVRTC
-/// on one); the lines come in the sets' order.
-fn compile_all(sets: &[KernelSet], lines: Lines) -> Result<usize> {
+/// The architecture of the compile check.
+const CHECK_ARCH: &str = "sm_90";
+
+/// What one NVRTC call of [`compile_all`] makes.
+#[derive(Clone, Copy)]
+enum Job<'a> {
+    /// A build of the compile check (set, precise, switches): with line tables, as runs compile.
+    Check(&'a KernelSet, bool, &'a Vec<String>),
+    /// A build of the compile check that is also a prebuilt image: compiled once, without line
+    /// tables (prebuilt images go without; the tables change no code), checked and written.
+    Shared(&'a KernelSet, bool, &'a Vec<String>),
+    /// A prebuilt image that no build of the check makes (another architecture or switch set).
+    Image(&'a Build, &'a str),
+}
+
+/// Compile every variant of every set, fast and precise, for `sm_90` (NVRTC only), and with
+/// `prebuilt = (builds, archs, dir)` also the prebuilt images of `builds` for `archs` into `dir`
+/// (what [`prebuild`] writes, MANIFEST.txt included): an image whose build the check compiles
+/// anyway (same source, arithmetic and switches, `sm_90`) comes from the check's NVRTC call,
+/// so CI compiles no build twice. The calls are independent NVRTC programs, compiled on all
+/// cores (CI's compile check is minutes of NVRTC on one); the lines come in the sets' order,
+/// then the images' in the builds' order. Returns (check builds, images).
+fn compile_all(sets: &[KernelSet], prebuilt: Option<(&[Build], &[String], &Path)>, lines: Lines) -> Result<(usize, usize)> {
     use rayon::prelude::*;
-    let builds: Vec<(&KernelSet, bool, &Vec<String>)> = sets
+    let checks: Vec<(&KernelSet, bool, &Vec<String>)> = sets
         .iter()
         .flat_map(|set| {
             set.modes()
                 .flat_map(move |precise| set.variants.iter().map(move |d| (set, precise, d)))
         })
         .collect();
-    let done: Vec<Result<String>> = builds
-        .par_iter()
-        .map(|&(set, precise, defines)| {
-            let opts = KernelOptions {
-                arch: "sm_90".into(),
-                precise,
-                defines: defines.clone(),
-            };
-            // Always NVRTC (never a cached or prebuilt image): this is the compile check.
-            let img = kernels::nvrtc_compile(&set.file, &cuda::expand_includes(&set.src), &opts, true)?;
-            let label: String = defines.iter().map(|d| format!(", -D{d}")).collect();
-            Ok(format!(
-                "{} ({}{}, sm_90{label}): compiled, {} bytes of {}",
-                set.file,
-                set.kind(),
-                mode(precise),
-                img.len(),
-                img.kind()
-            ))
+    let images: Vec<(&Build, &str)> = match prebuilt {
+        Some((builds, archs, _)) => builds.iter().flat_map(|b| archs.iter().map(move |a| (b, a.as_str()))).collect(),
+        None => Vec::new(),
+    };
+    let source = image_sources(&checks, &images);
+    let mut jobs: Vec<Job> = checks
+        .iter()
+        .enumerate()
+        .map(|(i, &(set, precise, d))| {
+            if source.contains(&Some(i)) {
+                Job::Shared(set, precise, d)
+            } else {
+                Job::Check(set, precise, d)
+            }
         })
         .collect();
-    for line in done {
-        lines(&line?);
+    jobs.extend(
+        images
+            .iter()
+            .zip(&source)
+            .filter(|(_, s)| s.is_none())
+            .map(|(&(b, arch), _)| Job::Image(b, arch)),
+    );
+    let done: Vec<Result<kernels::Image>> = jobs
+        .par_iter()
+        .map(|&job| {
+            // Always NVRTC (never a cached or prebuilt image): this is the compile check.
+            let (file, src, opts, line_info) = match job {
+                Job::Check(set, precise, d) | Job::Shared(set, precise, d) => (
+                    &set.file,
+                    &set.src,
+                    KernelOptions {
+                        arch: CHECK_ARCH.into(),
+                        precise,
+                        defines: d.clone(),
+                    },
+                    matches!(job, Job::Check(..)),
+                ),
+                Job::Image(b, arch) => (&b.file, &b.src, b.options(arch), false),
+            };
+            Ok(kernels::nvrtc_compile(file, &cuda::expand_includes(src), &opts, line_info)?)
+        })
+        .collect();
+    let mut done = done.into_iter();
+    let mut made: Vec<kernels::Image> = Vec::with_capacity(checks.len());
+    for (&(set, precise, defines), job) in checks.iter().zip(&jobs) {
+        let img = done.next().expect("one result per job")?;
+        let label: String = defines.iter().map(|d| format!(", -D{d}")).collect();
+        let shared = if matches!(job, Job::Shared(..)) {
+            " (no line tables: also the prebuilt image)"
+        } else {
+            ""
+        };
+        lines(&format!(
+            "{} ({}{}, {CHECK_ARCH}{label}): compiled, {} bytes of {}{shared}",
+            set.file,
+            set.kind(),
+            mode(precise),
+            img.len(),
+            img.kind()
+        ));
+        made.push(img);
     }
-    Ok(builds.len())
+    let Some((_, _, dir)) = prebuilt else {
+        return Ok((checks.len(), 0));
+    };
+    let (major, minor) = cuda::nvrtc_version()?;
+    let mut manifest = String::from(MANIFEST_HEAD);
+    for (&(b, arch), s) in images.iter().zip(&source) {
+        let own;
+        let img = match s {
+            Some(i) => &made[*i],
+            None => {
+                own = done.next().expect("one result per job")?;
+                &own
+            }
+        };
+        let (file, size) = kernels::write_prebuilt(b, arch, dir, img)?;
+        let line = format!("{file}\t{}\t{arch}\tNVRTC {major}.{minor}\t{size} bytes", b.label());
+        lines(&line.replace('\t', "  "));
+        manifest.push_str(&line);
+        manifest.push('\n');
+    }
+    write_manifest(dir, &manifest)?;
+    lines(&format!(
+        "{} of the {} prebuilt images from the compile check's NVRTC calls",
+        source.iter().filter(|s| s.is_some()).count(),
+        images.len()
+    ));
+    Ok((checks.len(), images.len()))
+}
+
+/// For each image (build, architecture), the index of the check build that makes it, if one
+/// does: the same file, source, arithmetic and switches (in any order), for the check's
+/// architecture.
+fn image_sources(checks: &[(&KernelSet, bool, &Vec<String>)], images: &[(&Build, &str)]) -> Vec<Option<usize>> {
+    images
+        .iter()
+        .map(|&(b, arch)| {
+            (arch == CHECK_ARCH)
+                .then(|| {
+                    checks.iter().position(|&(set, precise, d)| {
+                        set.file == b.file && set.src == b.src && precise == b.precise && kernels::canonical_defines(d) == b.defines
+                    })
+                })
+                .flatten()
+        })
+        .collect()
+}
+
+/// `warpdrive doctor --compile-only --prebuild DIR`: the compile check ([`run`] with
+/// `compile_only`) and the prebuilt images of `builds` for `archs` in `dir` ([`prebuild`]),
+/// the builds that are both compiled once (CI). Returns (check builds, images).
+pub fn compile_and_prebuild(sets: &[KernelSet], builds: &[Build], archs: &[String], dir: &Path, lines: Lines) -> Result<(usize, usize)> {
+    lines(&format!(
+        "driver:  {}",
+        if cuda::driver_present() { "libcuda loaded" } else { "not found" }
+    ));
+    let (major, minor) = cuda::nvrtc_version()?;
+    lines(&format!("NVRTC:   {major}.{minor}"));
+    std::fs::create_dir_all(dir).map_err(|e| Error::Failed(format!("{}: {e}", dir.display())))?;
+    compile_all(sets, Some((builds, archs, dir)), lines)
+}
+
+const MANIFEST_HEAD: &str = "# warpdrive doctor --prebuild: file, build, architecture, compiler, size\n";
+
+fn write_manifest(dir: &Path, manifest: &str) -> Result<()> {
+    crate::table::write_atomic(&dir.join("MANIFEST.txt"), manifest.as_bytes())
+        .map_err(|e| Error::Failed(format!("{}: {e}", dir.join("MANIFEST.txt").display())))
 }
 
 /// Load every function of `set` on every GPU and print its resources.
@@ -206,15 +329,14 @@ pub fn prebuild(builds: &[Build], archs: &[String], dir: &Path, lines: Lines) ->
             Ok(format!("{file}\t{}\t{arch}\tNVRTC {major}.{minor}\t{size} bytes", b.label()))
         })
         .collect();
-    let mut manifest = String::from("# warpdrive doctor --prebuild: file, build, architecture, compiler, size\n");
+    let mut manifest = String::from(MANIFEST_HEAD);
     for line in done {
         let line = line?;
         lines(&line.replace('\t', "  "));
         manifest.push_str(&line);
         manifest.push('\n');
     }
-    crate::table::write_atomic(&dir.join("MANIFEST.txt"), manifest.as_bytes())
-        .map_err(|e| Error::Failed(format!("{}: {e}", dir.join("MANIFEST.txt").display())))?;
+    write_manifest(dir, &manifest)?;
     Ok(jobs.len())
 }
 
@@ -301,5 +423,34 @@ mod tests {
         assert_eq!(sets[0].modes().collect::<Vec<_>>(), [true], "precise only");
         let g = KernelSet::generated("m.cu".into(), "src".into(), vec!["run0".into()]);
         assert_eq!((g.modes().count(), g.kind()), (2, "generated, "));
+    }
+
+    #[test]
+    fn images_come_from_the_check_build_with_their_source_arithmetic_and_switches() {
+        let mut sets = KernelSet::fixed(&[("k.cu", "src", &["f"])], &["WD_A"], true);
+        sets[0].variants.push(vec!["WD_B=2".into(), "WD_A".into()]);
+        let checks: Vec<(&KernelSet, bool, &Vec<String>)> = sets
+            .iter()
+            .flat_map(|s| s.modes().flat_map(move |p| s.variants.iter().map(move |d| (s, p, d))))
+            .collect();
+        // fast: [], [A], [B=2, A]; then precise: the same.
+        assert_eq!(checks.len(), 6);
+        let ab = Build::new("k.cu", "src", false, vec!["WD_A".into(), "WD_B=2".into()]);
+        let plain = Build::new("k.cu", "src", true, vec![]);
+        let other_src = Build::new("k.cu", "other", true, vec![]);
+        let other_switch = Build::new("k.cu", "src", true, vec!["WD_C".into()]);
+        let images: Vec<(&Build, &str)> = vec![
+            (&ab, "sm_90"),
+            (&plain, "sm_90"),
+            (&plain, "sm_80"),
+            (&plain, "compute_80"),
+            (&other_src, "sm_90"),
+            (&other_switch, "sm_90"),
+        ];
+        assert_eq!(
+            image_sources(&checks, &images),
+            [Some(2), Some(3), None, None, None, None],
+            "switch order is no difference; architecture, source and switches are"
+        );
     }
 }

@@ -370,10 +370,17 @@ pub fn nvrtc_compile(name: &str, full_src: &str, opts: &KernelOptions, line_info
 /// (atomically). Returns the file name and the image's size.
 pub fn prebuild(build: &Build, arch: &str, dir: &Path) -> Result<(String, usize), CudaError> {
     let full = expand_includes(&build.src);
-    let opts = build.options(arch);
-    let image = nvrtc_compile(&build.file, &full, &opts, false)?;
-    let file = prebuilt_name(&build.file, &full, &opts);
-    let bytes: &[u8] = match &image {
+    let image = nvrtc_compile(&build.file, &full, &build.options(arch), false)?;
+    write_prebuilt(build, arch, dir, &image)
+}
+
+/// Write `image`, compiled from `build` for `arch` without line tables (as [`prebuild`] makes
+/// it), into `dir` under its prebuilt name (atomically). Returns the file name and the image's
+/// size.
+pub fn write_prebuilt(build: &Build, arch: &str, dir: &Path, image: &Image) -> Result<(String, usize), CudaError> {
+    let full = expand_includes(&build.src);
+    let file = prebuilt_name(&build.file, &full, &build.options(arch));
+    let bytes: &[u8] = match image {
         Image::Cubin(b) => b,
         Image::Ptx(s) => s.as_bytes(),
     };
