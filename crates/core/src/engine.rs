@@ -21,6 +21,7 @@ use crate::error::InputError;
 use crate::limits::LimitError;
 use crate::output::{OutputError, Staged};
 use crate::progress::Progress;
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -367,15 +368,35 @@ impl Control {
     /// Run `work` on a rayon pool of [`Control::threads`] workers.
     pub fn install<R: Send>(&self, work: impl FnOnce() -> R + Send) -> Result<R, Error> {
         self.check_threads()?;
-        let mut b = rayon::ThreadPoolBuilder::new();
-        if let Some(n) = self.threads {
-            b = b.num_threads(n);
-        }
-        let pool = b
-            .build()
-            .map_err(|e| Error::Failed(format!("cannot start {} worker threads: {e}", self.threads.unwrap_or(0))))?;
-        Ok(pool.install(work))
+        Ok(pool(self.threads)?.install(work))
     }
+}
+
+/// The worker pool of `threads` workers (`None`: rayon's default size), built at its first run and
+/// kept for the process: its workers sleep between runs. A pool built for every run started fresh
+/// workers that the kernel first placed beside the thread that woke them, so a run of tens of
+/// milliseconds on two cores often ran on one (the GPU host: two threads took exactly one thread's
+/// time in most pairs of `bench spline --against photospline`, while plain threads scaled 1.98×;
+/// docs/performance/spline.md); a kept pool's workers stay where the scheduler spread them.
+fn pool(threads: Option<usize>) -> Result<Arc<rayon::ThreadPool>, Error> {
+    static POOLS: std::sync::OnceLock<std::sync::Mutex<HashMap<Option<usize>, Arc<rayon::ThreadPool>>>> = std::sync::OnceLock::new();
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(p) = pools.get(&threads) {
+        return Ok(Arc::clone(p));
+    }
+    let mut b = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = threads {
+        b = b.num_threads(n);
+    }
+    let p = Arc::new(
+        b.build()
+            .map_err(|e| Error::Failed(format!("cannot start {} worker threads: {e}", threads.unwrap_or(0))))?,
+    );
+    pools.insert(threads, Arc::clone(&p));
+    Ok(p)
 }
 
 /// Prepare a run's file output before it computes: checked against the inputs and `force`, its
