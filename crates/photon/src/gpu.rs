@@ -1203,11 +1203,12 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_DEFER=0"]),
             samp(&["WD_SAMP_ROUNDS=0"]),
             // The structural alternatives of docs/spline.md "Job queue and fire-and-forget
-            // squares" (off by default; gpu-check compares them with the default).
-            samp(&["WD_SAMP_JOBQ=1"]),
-            samp(&["WD_SAMP_RED=1"]),
-            samp(&["WD_SAMP_JOBQ=1", "WD_SAMP_RED=1"]),
-            samp(&["WD_BFR", "WD_SAMP_JOBQ=1", "WD_SAMP_RED=1"]),
+            // squares" (on by default) turned off, down to the earlier default (gpu-check
+            // compares them with the default).
+            samp(&["WD_SAMP_JOBQ=0"]),
+            samp(&["WD_SAMP_RED=0"]),
+            samp(&["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"]),
+            samp(&["WD_BFR", "WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"]),
         ],
         fast: true,
         generated: false,

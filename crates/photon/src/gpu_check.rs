@@ -883,17 +883,18 @@ pub fn check_sampled_compaction(
 
 /// The sampled kernel's structural alternatives (sampled.cu `WD_SAMP_JOBQ`: the per-warp job
 /// queue fed from a counter; `WD_SAMP_RED`: the squares as fire-and-forget digit adds folded into
-/// u128 after every launch; docs/spline.md "Job queue and fire-and-forget squares") against the
-/// default build on the same photons, each alone and both, at Δ = 1 m (`g`, the default's run of
-/// `t`), with one point per segment, in blocks of 80 threads (a warp of 16 lanes) and in launches
-/// of 2¹² photons (the job counter restarts and the digits are folded every launch). Expected:
-/// the same integers in every cell (sums, squares, spatial squares) and the same counters. The
-/// fast build's float contractions are NVVM's choice and may differ between builds whose code
-/// around them differs (the default's `WD_BFR` build already orders one `a² + b²` differently
-/// from the commit before these switches), which would part a few photons in their last bits;
-/// so a comparison that is not identical still passes with the shared-photon criterion of
-/// [`crate::tabulate::agreement::Agreement::passes`] (L1 ≤ 0.02, χ²/ndf ≤ 1 with both variances,
-/// counts within 1 %), and the detail says which it was.
+/// u128 after every launch; docs/spline.md "Job queue and fire-and-forget squares"), on by default,
+/// against builds with each turned off and with both off and the earlier 4 rounds (the earlier
+/// default), on the same photons at Δ = 1 m (`g`, the default's run of `t`); and the default with
+/// one point per segment (against the earlier default), in blocks of 80 threads (a warp of 16
+/// lanes) and in launches of 2¹² photons (the job counter restarts and the digits are folded every
+/// launch). Expected: the same integers in every cell (sums, squares, spatial squares) and the
+/// same counters. The fast build's float contractions are NVVM's choice and may differ between
+/// builds whose code around them differs (the `WD_BFR` build already orders one `a² + b²`
+/// differently from the commit before these switches), which would part a few photons in their
+/// last bits; so a comparison that is not identical still passes with the shared-photon criterion
+/// of [`crate::tabulate::agreement::Agreement::passes`] (L1 ≤ 0.02, χ²/ndf ≤ 1 with both
+/// variances, counts within 1 %), and the detail says which it was.
 pub fn check_sampled_alternatives(
     t: &crate::tabulate::Tabulate,
     g: &crate::tabulate::Tables,
@@ -920,11 +921,19 @@ pub fn check_sampled_alternatives(
         }
     };
     let batch = crate::tabulate::gpu::BATCH;
-    let (jobq, red, both) = (["WD_SAMP_JOBQ=1"], ["WD_SAMP_RED=1"], ["WD_SAMP_JOBQ=1", "WD_SAMP_RED=1"]);
+    let (jobq, red, earlier) = (
+        ["WD_SAMP_JOBQ=0"],
+        ["WD_SAMP_RED=0"],
+        ["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"],
+    );
     let stepped = t.clone().with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?;
     let mut rows = Vec::new();
     let mut ok = g.hist.points > 0;
-    for (label, d) in [("WD_SAMP_JOBQ=1", &jobq[..]), ("WD_SAMP_RED=1", &red[..]), ("both", &both[..])] {
+    for (label, d) in [
+        ("WD_SAMP_JOBQ=0", &jobq[..]),
+        ("WD_SAMP_RED=0", &red[..]),
+        ("the earlier default (both 0, 4 rounds)", &earlier[..]),
+    ] {
         let r = stepped.run_gpu(&on(d, batch), gpu_ctl)?;
         let (s, words) = compare(g, &r);
         ok &= s;
@@ -932,23 +941,23 @@ pub fn check_sampled_alternatives(
     }
     let per_segment = t.clone().with_estimator(Estimator::Sampled { step: f64::INFINITY })?;
     let seg_default = per_segment.run_gpu(&on(&[], batch), gpu_ctl)?;
-    let seg_both = per_segment.run_gpu(&on(&both, batch), gpu_ctl)?;
-    let (s, words) = compare(&seg_default, &seg_both);
+    let seg_earlier = per_segment.run_gpu(&on(&earlier, batch), gpu_ctl)?;
+    let (s, words) = compare(&seg_default, &seg_earlier);
     ok &= s && seg_default.hist.points > 0;
-    rows.push(format!("one point per segment, both: {words}"));
+    rows.push(format!("one point per segment, default against the earlier default: {words}"));
     let narrow = crate::tabulate::gpu::TabGpuOptions {
         block: 80,
-        ..on(&both, batch)
+        ..on(&[], batch)
     };
     let (s, words) = compare(g, &stepped.run_gpu(&narrow, gpu_ctl)?);
     ok &= s;
-    rows.push(format!("blocks of 80 threads, both: {words}"));
-    let small = stepped.run_gpu(&on(&both, 1 << 12), gpu_ctl)?;
+    rows.push(format!("blocks of 80 threads: {words}"));
+    let small = stepped.run_gpu(&on(&[], 1 << 12), gpu_ctl)?;
     let (s, words) = compare(g, &small);
     ok &= s && small.photons > 1 << 12;
-    rows.push(format!("launches of 2^12 photons, both: {words}"));
+    rows.push(format!("launches of 2^12 photons: {words}"));
     Ok(check(
-        "photon tabulate sampled: job queue and split squares = default (the same integers)",
+        "photon tabulate sampled: job queue and split squares = without them (the same integers)",
         ok,
         format!(
             "Δ = {DEFAULT_SAMPLE_STEP} m, {} points, {} runs, default kernels {:.4} s; {}",
@@ -1149,13 +1158,13 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         &crate::tabulate::gpu::TabGpuOptions::default(),
         &gpu_ctl,
     )?;
-    // The structural alternatives' rates beside the default's (information: the verdict is the
+    // The structural alternatives turned off: their rates beside the default's (information: the verdict is the
     // default build's, which is what a tabulation runs).
     let mut alternatives = Vec::new();
     for d in [
-        &["WD_SAMP_JOBQ=1"][..],
-        &["WD_SAMP_RED=1"][..],
-        &["WD_SAMP_JOBQ=1", "WD_SAMP_RED=1"][..],
+        &["WD_SAMP_JOBQ=0"][..],
+        &["WD_SAMP_RED=0"][..],
+        &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"][..],
     ] {
         let shape = crate::tabulate::gpu::TabGpuOptions {
             defines: d.iter().map(|s| (*s).to_string()).collect(),

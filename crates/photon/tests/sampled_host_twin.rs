@@ -245,6 +245,11 @@ using std::min; using std::max;
 #define __device__
 #define __forceinline__ inline
 #define WD_SAMP_COMPACT 1
+// This twin's warp loop is the lane-per-photon loop (each lane's own photons); the job queue and
+// the split squares, on by default in the kernel, have their own twin below
+// (`job_queue_and_split_squares_are_the_default`), which runs the kernel's loop itself.
+#define WD_SAMP_JOBQ 0
+#define WD_SAMP_RED 0
 struct V3 { float x, y, z; };
 struct PState { V3 pos, dir; float time, ocm; };
 struct Segment { float length, tot; };
@@ -458,10 +463,11 @@ int main() {
 /// The structural alternatives of `kernels/sampled.cu` (docs/spline.md "Job queue and
 /// fire-and-forget squares"): the kernel's warp loop `sampled_loop` compiled for the host with a
 /// warp of threads, photons whose segments are a function of their id (stubs of the emission,
-/// walk and move), run with each build's photon distribution — the default (each lane its own
-/// ids, next += width), `WD_SAMP_JOBQ` (the job queue fed from the launch's counter; also with
-/// 5 photons a refill and with unlimited rounds) — and each build's squares — add_u128, or
-/// `WD_SAMP_RED`'s digits folded into u128 by the kernel's `sampled_fold` after the "launch". All
+/// walk and move), run with each build's photon distribution — `WD_SAMP_JOBQ` (the default: the
+/// job queue fed from the launch's counter; also with 5 photons a refill and with unlimited
+/// rounds), or each lane its own ids, next += width (`WD_SAMP_JOBQ=0`, the earlier default) — and
+/// each build's squares — `WD_SAMP_RED`'s digits folded into u128 by the kernel's `sampled_fold`
+/// after the "launch" (the default), or add_u128 (`WD_SAMP_RED=0`). All
 /// builds must give the same integers (sums, u128 squares and spatial squares) and counters, every
 /// photon id of the launch started exactly once; with full warps and a warp of 13 lanes, Δ = 1 m
 /// and one point per segment. The digits are also checked against add_u128 value by value on
@@ -714,13 +720,15 @@ int main() {
     std::fs::create_dir_all(&dir).unwrap();
     let cpp = dir.join("jobq.cpp");
     std::fs::write(&cpp, src).unwrap();
+    // The default (job queue, split squares, 2 rounds), the earlier default, each turned off,
+    // 5-photon refills and unlimited rounds.
     let builds: [&[&str]; 6] = [
         &[],
-        &["WD_SAMP_JOBQ=1"],
-        &["WD_SAMP_RED=1"],
-        &["WD_SAMP_JOBQ=1", "WD_SAMP_RED=1"],
-        &["WD_SAMP_JOBQ=1", "WD_SAMP_JOBS=5"],
-        &["WD_SAMP_JOBQ=1", "WD_SAMP_ROUNDS=0", "WD_SAMP_RED=1"],
+        &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"],
+        &["WD_SAMP_JOBQ=0"],
+        &["WD_SAMP_RED=0"],
+        &["WD_SAMP_JOBS=5"],
+        &["WD_SAMP_ROUNDS=0"],
     ];
     let mut first: Option<String> = None;
     for (i, defines) in builds.iter().enumerate() {

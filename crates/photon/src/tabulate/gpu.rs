@@ -65,12 +65,13 @@ pub const SAMPLED_FUNCTIONS: &[&str] = &["tabulate_sampled", "sampled_layout", "
 /// every launch) and `WD_SAMP_RED`'s count of squares it could not split (≥ 2⁹⁶).
 pub const SAMPLED_COUNTERS: usize = 6;
 /// The sampled kernel's structural alternatives (issue #32, docs/spline.md "Job queue and
-/// fire-and-forget squares"), off by default as in sampled.cu: `WD_SAMP_JOBQ` (a per-warp job
-/// queue fed from a counter) and `WD_SAMP_RED` (squares as three fire-and-forget digit adds,
+/// fire-and-forget squares"), on by default as in sampled.cu since their A/B on an H200: `WD_SAMP_JOBQ`
+/// (a per-warp job queue fed from a counter; on wherever the deferred point queue is, i.e. off in
+/// the lane-at-a-time builds) and `WD_SAMP_RED` (squares as three fire-and-forget digit adds,
 /// folded into the u128 squares by `sampled_fold` after every launch). Both leave the tables the
 /// same integers.
-pub const SAMPLED_JOBQ_DEFAULT: bool = false;
-pub const SAMPLED_RED_DEFAULT: bool = false;
+pub const SAMPLED_JOBQ_DEFAULT: bool = true;
+pub const SAMPLED_RED_DEFAULT: bool = true;
 
 /// Whether `-D` switches `defines` turn `name` on: the last `name` or `name=V` among them (on
 /// unless V is 0), else `default`.
@@ -880,7 +881,7 @@ mod tests {
     fn sampled_alternatives_defaults_and_switches() {
         let src = include_str!("../../kernels/sampled.cu");
         let def = |on: bool| if on { 1 } else { 0 };
-        assert!(src.contains(&format!("#define WD_SAMP_JOBQ {}", def(SAMPLED_JOBQ_DEFAULT))));
+        assert!(SAMPLED_JOBQ_DEFAULT && src.contains("#define WD_SAMP_JOBQ WD_SAMP_DEFERRED"));
         assert!(src.contains(&format!("#define WD_SAMP_RED {}", def(SAMPLED_RED_DEFAULT))));
         let v = |d: &[&str]| d.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
         assert!(!switch_on(&v(&["WD_FAST_RNG", "WD_SAMP_REDX=1"]), "WD_SAMP_RED", false));
