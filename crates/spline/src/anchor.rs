@@ -361,7 +361,7 @@ pub fn run(o: &AnchorOptions, ctl: &Control, lines: Lines) -> Result<BenchReport
 
 /// A pairing's record in the report: every pair's seconds (a: the first side), the medians as
 /// rates of `n` evaluations, and the per-pair ratios' median and range.
-fn paired_json(p: &bench::Paired, n: f64) -> serde_json::Value {
+pub(crate) fn paired_json(p: &bench::Paired, n: f64) -> serde_json::Value {
     let (lo, hi) = p.ratio_range();
     serde_json::json!({
         "a_s": p.a,

@@ -176,7 +176,7 @@ fn eval_cpu(label: &str, t: &SplineTable, n: usize, threads: &[usize], ctl: &Con
                     p.median_ratio()
                 ),
                 format!("{label} cpu{th} over cpu{first} {what}"),
-                serde_json::json!({"median_ratio": p.median_ratio(), "ratio_min": lo, "ratio_max": hi, "a_s": p.a, "b_s": p.b}),
+                crate::anchor::paired_json(&p, n as f64),
             );
         }
     }
@@ -198,7 +198,7 @@ fn machine_scaling(threads: &[usize], ctl: &Control, report: &mut Report) -> Res
                 p.median_ratio()
             ),
             format!("machine cpu{th} over cpu1"),
-            serde_json::json!({"median_ratio": p.median_ratio(), "ratio_min": lo, "ratio_max": hi, "a_s": p.a, "b_s": p.b}),
+            crate::anchor::paired_json(&p, 1.0),
         );
     }
     Ok(())
