@@ -183,16 +183,28 @@ pub fn evaluate_points(t: &SplineTable, points: &[f64], opts: &PointsOptions, pr
 /// The CPU path: work items of [`CPU_CHUNK`] points on the current rayon pool, each with its
 /// own [`Evaluator`] writing its own slice of the result (value, or value and gradient, per
 /// point).
+///
+/// The result is allocated uninitialised and each work item zeroes its own slice before writing
+/// it: `vec![0.0; n]` would zero (and first touch) the whole result on the calling thread, a
+/// serial part that costs a short many-thread call a tenth of its time (a 4·10⁵-point 1-D
+/// gradient is 14 ms on one core, its 6.4 MB of zeroing ~1 ms).
 pub fn evaluate_cpu(t: &SplineTable, points: &[f64], gradient: bool, progress: &Progress) -> Vec<f64> {
     use rayon::prelude::*;
+    use std::mem::MaybeUninit;
     let nd = t.ndim();
     assert_eq!(points.len() % nd, 0, "points are not a multiple of {nd} coordinates");
     let per = if gradient { nd + 1 } else { 1 };
-    let mut out = vec![0.0; points.len() / nd * per];
+    let n = points.len() / nd * per;
+    let mut out: Vec<f64> = Vec::with_capacity(n);
     points
         .par_chunks(nd * CPU_CHUNK)
-        .zip(out.par_chunks_mut(per * CPU_CHUNK))
+        .zip(out.spare_capacity_mut()[..n].par_chunks_mut(per * CPU_CHUNK))
         .for_each(|(x, o)| {
+            for v in o.iter_mut() {
+                v.write(0.0);
+            }
+            // SAFETY: every element of `o` was written just above.
+            let o = unsafe { &mut *(o as *mut [MaybeUninit<f64>] as *mut [f64]) };
             if progress.should_stop() {
                 return;
             }
@@ -204,6 +216,10 @@ pub fn evaluate_cpu(t: &SplineTable, points: &[f64], gradient: bool, progress: &
             }
             progress.add((x.len() / nd) as u64);
         });
+    // SAFETY: the chunks above cover the first n elements exactly once (the two parallel
+    // iterators split `points` and the result into the same number of items), and each item
+    // initialised its whole slice before anything else.
+    unsafe { out.set_len(n) };
     out
 }
 
