@@ -201,6 +201,23 @@ fn piece<'a>(src: &'a str, from: &str, to: &str) -> &'a str {
     &src[a..b]
 }
 
+/// The spherical grid both warp twins bin into (C++ declaring `SampParams T`): r by arithmetic,
+/// φ, cos θ and the delays searched, as the kernel's.
+const SPHERICAL_GRID: &str = r#"    static float radial[11], azimuth[5] = {0.0f, 15.0f, 60.0f, 100.0f, 180.0f}, polar[9], delay[17];
+    for (int i = 0; i <= 10; ++i) radial[i] = 3.0f * i;
+    for (int i = 0; i <= 8; ++i) polar[i] = -1.0f + 0.25f * i;
+    for (int i = 0; i <= 16; ++i) delay[i] = -20.0f + 20.0f * i;
+    SampParams T;
+    memset(&T, 0, sizeof T);
+    T.radial = radial; T.azimuth = azimuth; T.polar = polar; T.delay = delay;
+    T.n_radial = 11; T.n_azimuth = 5; T.n_polar = 9; T.n_delay = 17;
+    T.lo[0] = 0.0f; T.inv[0] = 1.0f / 3.0f;
+    T.lo[1] = azimuth[0]; T.lo[2] = polar[0]; T.lo[3] = delay[0];
+    T.hi[0] = radial[10]; T.hi[1] = azimuth[4]; T.hi[2] = polar[8]; T.hi[3] = delay[16];
+    T.axis[2] = 1.0f; T.e1[0] = 1.0f; T.e2[1] = 1.0f;
+    T.ng_over_c = 4.5f; T.spherical = 1; T.time_cells = 18;
+"#;
+
 /// The warp compaction of the points (`kernels/sampled.cu` WD_SAMP_COMPACT: `sampled_points_warp`,
 /// `sampled_drain`) compiled for the host with a warp of threads (`__ballot_sync`, `__syncwarp`
 /// on a barrier of the warp's lanes, the atomics on the host's) against the lane-at-a-time
@@ -273,25 +290,12 @@ static unsigned __ballot_sync(unsigned, bool p) {
     return b;
 }
 "#;
-    let main = r#"
+    let main = [r#"
 static unsigned long long lcg(unsigned long long& s) { s = s * 6364136223846793005ull + 1442695040888963407ull; return s >> 33; }
 static float unif(unsigned long long& s) { return (float)(lcg(s) & 0xffffff) / 16777216.0f; }
 struct Hist { std::vector<unsigned long long> sum, sumsq, ssq; };
 int main() {
-    // A spherical grid (r by arithmetic, φ, cos θ and the delays searched), as the kernel's.
-    static float radial[11], azimuth[5] = {0.0f, 15.0f, 60.0f, 100.0f, 180.0f}, polar[9], delay[17];
-    for (int i = 0; i <= 10; ++i) radial[i] = 3.0f * i;
-    for (int i = 0; i <= 8; ++i) polar[i] = -1.0f + 0.25f * i;
-    for (int i = 0; i <= 16; ++i) delay[i] = -20.0f + 20.0f * i;
-    SampParams T;
-    memset(&T, 0, sizeof T);
-    T.radial = radial; T.azimuth = azimuth; T.polar = polar; T.delay = delay;
-    T.n_radial = 11; T.n_azimuth = 5; T.n_polar = 9; T.n_delay = 17;
-    T.lo[0] = 0.0f; T.inv[0] = 1.0f / 3.0f;
-    T.lo[1] = azimuth[0]; T.lo[2] = polar[0]; T.lo[3] = delay[0];
-    T.hi[0] = radial[10]; T.hi[1] = azimuth[4]; T.hi[2] = polar[8]; T.hi[3] = delay[16];
-    T.axis[2] = 1.0f; T.e1[0] = 1.0f; T.e2[1] = 1.0f;
-    T.ng_over_c = 4.5f; T.spherical = 1; T.time_cells = 18;
+"#, SPHERICAL_GRID, r#"
     int cells = 10 * 4 * 8 * 18, spatial = 10 * 4 * 8;
     const int STEPS = 60;  // a warp of threads on barriers is slow on a busy host
     int failures = 0;
@@ -420,7 +424,8 @@ int main() {
     }
     return failures;
 }
-"#;
+"#]
+    .concat();
     let src = format!("{pre}{fixed}{body}{main}");
     let dir = std::env::temp_dir().join(format!("wd-sampled-warp-twin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -591,7 +596,7 @@ static bool sampled_move(const PhotonParams&, const SampParams& T, SampState& S,
     return true;
 }
 "#;
-    let main = r#"
+    let main = [r#"
 typedef unsigned __int128 u128;
 static unsigned long long fnv = 1469598103934665603ull;
 static void eat(const void* p, size_t len) { for (size_t i = 0; i < len; ++i) { fnv ^= ((const unsigned char*)p)[i]; fnv *= 1099511628211ull; } }
@@ -653,20 +658,7 @@ int main() {
         }
 #endif
     }
-    // A spherical grid (r by arithmetic, φ, cos θ and the delays searched), as the kernel's.
-    static float radial[11], azimuth[5] = {0.0f, 15.0f, 60.0f, 100.0f, 180.0f}, polar[9], delay[17];
-    for (int i = 0; i <= 10; ++i) radial[i] = 3.0f * i;
-    for (int i = 0; i <= 8; ++i) polar[i] = -1.0f + 0.25f * i;
-    for (int i = 0; i <= 16; ++i) delay[i] = -20.0f + 20.0f * i;
-    SampParams T;
-    memset(&T, 0, sizeof T);
-    T.radial = radial; T.azimuth = azimuth; T.polar = polar; T.delay = delay;
-    T.n_radial = 11; T.n_azimuth = 5; T.n_polar = 9; T.n_delay = 17;
-    T.lo[0] = 0.0f; T.inv[0] = 1.0f / 3.0f;
-    T.lo[1] = azimuth[0]; T.lo[2] = polar[0]; T.lo[3] = delay[0];
-    T.hi[0] = radial[10]; T.hi[1] = azimuth[4]; T.hi[2] = polar[8]; T.hi[3] = delay[16];
-    T.axis[2] = 1.0f; T.e1[0] = 1.0f; T.e2[1] = 1.0f;
-    T.ng_over_c = 4.5f; T.spherical = 1; T.time_cells = 18;
+"#, SPHERICAL_GRID, r#"
     const size_t cells = 10 * 4 * 8 * 18, spatial = 10 * 4 * 8;
     const unsigned long long photons = 300;
     for (int width : {32, 13}) {
@@ -714,7 +706,8 @@ int main() {
     }
     return failures;
 }
-"#;
+"#]
+    .concat();
     let src = format!("{pre}{fixed}{body}{stubs}{tail}{main}");
     let dir = std::env::temp_dir().join(format!("wd-sampled-jobq-twin-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
