@@ -125,15 +125,29 @@ fn median(v: &[f64]) -> f64 {
     median_sorted(&v)
 }
 
+/// Seconds of untimed calls before [`paired`]'s pairs (both sides together; at least one call of
+/// each). A pool's newly started worker threads can share their parent's core until the
+/// scheduler moves one: on the GPU host the first table's 2-thread calls (8 ms each) ran at
+/// 1.1–1.2× one thread in all 11 pairs, right after the pool's first call, and at 1.9–2.0× in every
+/// later table of the same process.
+pub const WARMUP_S: f64 = 0.25;
+
 /// Time sides `a` and `b` (each closure makes one call and returns its seconds) in `pairs`
-/// adjacent pairs after one untimed call of each; the order alternates (a b, b a, a b, …) so that
-/// neither side always runs second, i.e. in the caches the other left.
+/// adjacent pairs after untimed calls of each (alternating, for [`WARMUP_S`] together, at least
+/// one each); the order alternates (a b, b a, a b, …) so that neither side always runs second,
+/// i.e. in the caches the other left.
 pub fn paired(ctl: &Control, pairs: usize, mut a: impl FnMut() -> Result<f64>, mut b: impl FnMut() -> Result<f64>) -> Result<Paired> {
     if pairs == 0 {
         return Err(ParamError::new("pairs", "must be at least 1").into());
     }
-    a()?;
-    b()?;
+    let mut warm = 0.0;
+    loop {
+        warm += a()? + b()?;
+        if warm >= WARMUP_S || warm.is_nan() {
+            break;
+        }
+        ctl.check()?;
+    }
     let mut p = Paired::default();
     for i in 0..pairs {
         ctl.check()?;
@@ -216,7 +230,7 @@ mod tests {
     #[test]
     fn paired_median_ignores_a_slow_phase() {
         let ctl = Control::default();
-        // Calls 2k and 2k + 1 are one pair (the first two are the untimed ones).
+        // Calls 2k and 2k + 1 are one pair (the first two are the untimed ones: 4 s ≥ WARMUP_S).
         let calls = std::cell::Cell::new(0usize);
         let timed = |cost: f64| {
             let k = calls.get();
@@ -230,6 +244,21 @@ mod tests {
         assert_eq!(p.ratio_range(), (3.0, 3.0));
         assert_eq!((p.median_a(), p.median_b()), (3.0, 1.0));
         assert!(paired(&ctl, 0, || Ok(1.0), || Ok(1.0)).unwrap_err().to_string().contains("pairs"));
+    }
+
+    /// Short calls are repeated untimed until both sides have run WARMUP_S together.
+    #[test]
+    fn paired_warms_up_short_calls() {
+        let ctl = Control::default();
+        let calls = std::cell::Cell::new(0usize);
+        let call = || {
+            calls.set(calls.get() + 1);
+            Ok(0.01)
+        };
+        let p = paired(&ctl, 3, call, call).unwrap();
+        // 0.02 s per untimed round: 13 rounds reach 0.26 s ≥ 0.25 s, then 3 pairs.
+        assert_eq!(calls.get(), 2 * 13 + 2 * 3);
+        assert_eq!(p.a.len(), 3);
     }
 
     /// The control runs and gives a positive ratio (its size is the machine's, not checked here).

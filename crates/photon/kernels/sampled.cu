@@ -104,6 +104,17 @@
 #ifndef WD_SAMP_RED
 #define WD_SAMP_RED 1
 #endif
+// WD_SAMP_ANGC (default 1): the acceptance polynomial's coefficients from the parameter block
+// (SampParams::angc, WD_SAMP_ANGC_MAX of them, zero above n_ang) in a loop unrolled to that
+// length, instead of a loop over n_ang loads from global memory: per segment ~60 warp
+// instructions (address arithmetic, loads, the loop's control; 5-6 % of the kernel's, issue
+// #32's profile of 2026-12-02) become WD_SAMP_ANGC_MAX multiply-adds with constant-bank operands.
+// The same bits: Horner from the top through the zero coefficients keeps acc = +0 (fma(+0, nz,
+// +0) = +0 for every finite nz), so the first nonzero step is acc = ang[n_ang - 1] as before.
+#ifndef WD_SAMP_ANGC
+#define WD_SAMP_ANGC 1
+#endif
+#define WD_SAMP_ANGC_MAX 16
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
 #ifndef WD_SAMP_BLOCK
@@ -135,6 +146,7 @@ struct SampParams {
     unsigned int time_cells;
     int pad;
     float hi[4];                        // per axis: last edge (lo: first edge)
+    float angc[WD_SAMP_ANGC_MAX];       // ang's coefficients, zero above n_ang (WD_SAMP_ANGC)
 };
 
 // sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
@@ -209,6 +221,13 @@ __device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) 
 // mod.rs Acceptance::weight, in float.
 __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned int slice, float nz) {
     float acc = 0.0f;
+#if WD_SAMP_ANGC
+    if (T.n_ang <= WD_SAMP_ANGC_MAX) {  // the same for every thread (a longer polynomial: the loop)
+#pragma unroll
+        for (int i = WD_SAMP_ANGC_MAX - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
+        return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
+    }
+#endif
 #if WD_SAMP_UNROLL
 #pragma unroll 4
 #endif
@@ -954,7 +973,8 @@ extern "C" __global__ void sampled_layout(unsigned long long* out) {
     out[4] = (const char*)&t.n_radial - b;
     out[5] = (const char*)&t.time_cells - b;
     out[6] = (const char*)&t.hi - b;
-    out[7] = sizeof(SampParams);
+    out[7] = (const char*)&t.angc - b;
+    out[8] = sizeof(SampParams);
 }
 
 // Twin check of the lookup (gpu-check and scripts/tabulate-twin-check): the cell of n points

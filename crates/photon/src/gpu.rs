@@ -1207,8 +1207,9 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             // compares them with the default).
             samp(&["WD_SAMP_JOBQ=0"]),
             samp(&["WD_SAMP_RED=0"]),
-            samp(&["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"]),
-            samp(&["WD_BFR", "WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"]),
+            samp(&["WD_SAMP_ANGC=0"]),
+            samp(crate::tabulate::gpu::SAMPLED_EARLIER),
+            samp(&[&["WD_BFR"], crate::tabulate::gpu::SAMPLED_EARLIER].concat()),
         ],
         fast: true,
         generated: false,

@@ -883,9 +883,10 @@ pub fn check_sampled_compaction(
 
 /// The sampled kernel's structural alternatives (sampled.cu `WD_SAMP_JOBQ`: the per-warp job
 /// queue fed from a counter; `WD_SAMP_RED`: the squares as fire-and-forget digit adds folded into
-/// u128 after every launch; docs/spline.md "Job queue and fire-and-forget squares"), on by default,
-/// against builds with each turned off and with both off and the earlier 4 rounds (the earlier
-/// default), on the same photons at Δ = 1 m (`g`, the default's run of `t`); and the default with
+/// u128 after every launch; docs/spline.md "Job queue and fire-and-forget squares";
+/// `WD_SAMP_ANGC`: the acceptance polynomial from the parameter block), on by default,
+/// against builds with each turned off and with all off and the earlier 4 rounds (the earlier
+/// default, `SAMPLED_EARLIER`), on the same photons at Δ = 1 m (`g`, the default's run of `t`); and the default with
 /// one point per segment (against the earlier default), in blocks of 80 threads (a warp of 16
 /// lanes) and in launches of 2¹² photons (the job counter restarts and the digits are folded every
 /// launch). Expected: the same integers in every cell (sums, squares, spatial squares) and the
@@ -921,18 +922,15 @@ pub fn check_sampled_alternatives(
         }
     };
     let batch = crate::tabulate::gpu::BATCH;
-    let (jobq, red, earlier) = (
-        ["WD_SAMP_JOBQ=0"],
-        ["WD_SAMP_RED=0"],
-        ["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"],
-    );
+    let earlier = crate::tabulate::gpu::SAMPLED_EARLIER;
     let stepped = t.clone().with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?;
     let mut rows = Vec::new();
     let mut ok = g.hist.points > 0;
     for (label, d) in [
-        ("WD_SAMP_JOBQ=0", &jobq[..]),
-        ("WD_SAMP_RED=0", &red[..]),
-        ("the earlier default (both 0, 4 rounds)", &earlier[..]),
+        ("WD_SAMP_JOBQ=0", &["WD_SAMP_JOBQ=0"][..]),
+        ("WD_SAMP_RED=0", &["WD_SAMP_RED=0"][..]),
+        ("WD_SAMP_ANGC=0", &["WD_SAMP_ANGC=0"][..]),
+        ("the earlier default (all three 0, 4 rounds)", earlier),
     ] {
         let r = stepped.run_gpu(&on(d, batch), gpu_ctl)?;
         let (s, words) = compare(g, &r);
@@ -941,7 +939,7 @@ pub fn check_sampled_alternatives(
     }
     let per_segment = t.clone().with_estimator(Estimator::Sampled { step: f64::INFINITY })?;
     let seg_default = per_segment.run_gpu(&on(&[], batch), gpu_ctl)?;
-    let seg_earlier = per_segment.run_gpu(&on(&earlier, batch), gpu_ctl)?;
+    let seg_earlier = per_segment.run_gpu(&on(earlier, batch), gpu_ctl)?;
     let (s, words) = compare(&seg_default, &seg_earlier);
     ok &= s && seg_default.hist.points > 0;
     rows.push(format!("one point per segment, default against the earlier default: {words}"));
@@ -1164,7 +1162,8 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     for d in [
         &["WD_SAMP_JOBQ=0"][..],
         &["WD_SAMP_RED=0"][..],
-        &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"][..],
+        &["WD_SAMP_ANGC=0"][..],
+        crate::tabulate::gpu::SAMPLED_EARLIER,
     ] {
         let shape = crate::tabulate::gpu::TabGpuOptions {
             defines: d.iter().map(|s| (*s).to_string()).collect(),

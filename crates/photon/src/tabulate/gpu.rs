@@ -161,12 +161,24 @@ pub struct SampParams {
     pub pad: i32,
     /// Per axis: the last edge (as the uploaded edges' last float; `lo` is the first).
     pub hi: [f32; 4],
+    /// The acceptance polynomial's coefficients (as `ang`'s floats), zero above `n_ang`
+    /// (sampled.cu WD_SAMP_ANGC).
+    pub angc: [f32; SAMPLED_ANGC_MAX],
 }
 // SAFETY: plain old data of integers and floats, `#[repr(C)]`, passed by value to the kernel.
 unsafe impl cudarc::driver::DeviceRepr for SampParams {}
 
+/// The sampled kernel's default before the structural alternatives (sampled.cu WD_SAMP_JOBQ,
+/// WD_SAMP_RED, WD_SAMP_ROUNDS, WD_SAMP_ANGC): gpu-check's reference of the same integers, and
+/// the rate it prints beside the default's.
+pub const SAMPLED_EARLIER: &[&str] = &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4", "WD_SAMP_ANGC=0"];
+
+/// Coefficients of the acceptance polynomial the sampled kernel holds in its parameter block
+/// (sampled.cu WD_SAMP_ANGC_MAX); a longer polynomial is evaluated from `ang` as before.
+pub const SAMPLED_ANGC_MAX: usize = 16;
+
 /// Offsets the kernel's `sampled_layout` reports, in its order.
-pub const SAMPLED_LAYOUT: [usize; 8] = [
+pub const SAMPLED_LAYOUT: [usize; 9] = [
     offset_of!(SampParams, photon_lo),
     offset_of!(SampParams, origin),
     offset_of!(SampParams, step),
@@ -174,9 +186,23 @@ pub const SAMPLED_LAYOUT: [usize; 8] = [
     offset_of!(SampParams, n_radial),
     offset_of!(SampParams, time_cells),
     offset_of!(SampParams, hi),
+    offset_of!(SampParams, angc),
     size_of::<SampParams>(),
 ];
-const _: () = assert!(size_of::<SampParams>() == 248);
+const _: () = assert!(size_of::<SampParams>() == 248 + 4 * SAMPLED_ANGC_MAX);
+
+/// The acceptance polynomial's coefficients as the kernel's floats, zero above their number
+/// ([`SampParams::angc`]; all zero when there are more than [`SAMPLED_ANGC_MAX`]: the kernel then
+/// loads them).
+fn angc(coeffs: &[f64]) -> [f32; SAMPLED_ANGC_MAX] {
+    let mut c = [0.0f32; SAMPLED_ANGC_MAX];
+    if coeffs.len() <= SAMPLED_ANGC_MAX {
+        for (c, &x) in c.iter_mut().zip(coeffs) {
+            *c = x as f32;
+        }
+    }
+    c
+}
 
 /// Mirror of `struct TabParams` in tabulate.cu.
 #[repr(C)]
@@ -676,6 +702,7 @@ fn run_sampled_on(
         spherical: i32::from(b.shape == super::Shape::Spherical),
         n_ang: t.acceptance.angular.coeffs.len() as i32,
         time_cells: b.time_cells() as u32,
+        angc: angc(&t.acceptance.angular.coeffs),
         ..Default::default()
     };
     let cfg = LaunchConfig {
