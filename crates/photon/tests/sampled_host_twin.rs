@@ -741,3 +741,91 @@ int main() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `sampled_weight` with the acceptance polynomial from the parameter block (sampled.cu
+/// WD_SAMP_ANGC, the default: Horner unrolled over 16 coefficients, zeros above `n_ang`) against
+/// the loop over `n_ang` loaded coefficients (WD_SAMP_ANGC=0), compiled for the host with
+/// multiply-adds fused as NVVM fuses them on the GPU (`-ffp-contract=fast -mfma`): the same bits
+/// for every photon direction cos θ in [−1, 1] (200 001 values and ±0) and the polynomials of the
+/// three ice models' `as.dat` (11 coefficients), one of 16 and one of 17 (the loop in both
+/// builds). The identity: fma(+0, nz, +0) = +0, so the leading zeros leave acc = +0 and the
+/// first nonzero step is the loop's first. gpu-check compares the two builds' tables on a GPU.
+#[test]
+fn acceptance_polynomial_from_the_parameters_is_the_loop() {
+    use warpdrive_photon::spectrum::AngularSensitivity;
+    let fma = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.split_whitespace().any(|w| w == "fma"));
+    if !fma {
+        eprintln!("skipped: this CPU has no fused multiply-add (the twin needs -mfma)");
+        return;
+    }
+    let mut polys: Vec<(f64, Vec<f64>)> = ["spice_3.2.1", "spice_ftp-v3m", "spice_bfr-v2"]
+        .iter()
+        .map(|m| {
+            let a = AngularSensitivity::read(&warpdrive_core::data::data_dir().join("ice").join(m).join("as.dat"))
+                .unwrap_or_else(|e| panic!("{e} (the ice models are shared data: WARPDRIVE_DATA)"));
+            (a.mas, a.coeffs)
+        })
+        .collect();
+    assert!(polys.iter().all(|(_, c)| c.len() == 11), "the models' polynomials changed length");
+    for n in [16usize, 17] {
+        polys.push((0.9, (0..n).map(|i| 0.3 * (-0.7f64).powi(i as i32) + 0.01 * i as f64).collect()));
+    }
+    let body = [
+        piece(KERNEL, "#define WD_TAG_TABULATE", "// Must match SampParams"),
+        piece(KERNEL, "struct SampParams {", "// add_u128: fixed_point.cuh"),
+    ]
+    .concat();
+    assert!(body.contains("#if WD_SAMP_ANGC") && body.contains("float angc[WD_SAMP_ANGC_MAX]"));
+    let pre = "#include <cmath>\n#include <cstdio>\n#include <cstring>\n#include <algorithm>\n\
+               using std::min; using std::max;\n#define __device__\n#define __forceinline__ inline\n\
+               struct V3 { float x, y, z; };\n";
+    let main = r#"
+int main() {
+    int n; double mas;
+    unsigned bad = 0;
+    while (scanf("%d %lf", &n, &mas) == 2) {
+        static float ang[64], share[1] = {1.0f};
+        SampParams T;
+        memset(&T, 0, sizeof T);
+        for (int i = 0; i < n; ++i) { double c; scanf("%lf", &c); ang[i] = (float)c; if (i < WD_SAMP_ANGC_MAX && n <= WD_SAMP_ANGC_MAX) T.angc[i] = (float)c; }
+        T.ang = ang; T.n_ang = n; T.share = share; T.mas = (float)mas;
+        unsigned long long h = 1469598103934665603ull;
+        for (int k = -100000; k <= 100002; ++k) {
+            float nz = k == 100001 ? 0.0f : k == 100002 ? -0.0f : (float)k / 100000.0f;
+            float w = sampled_weight(T, 0, nz);
+            unsigned u; memcpy(&u, &w, 4);
+            h = (h ^ u) * 1099511628211ull;
+        }
+        printf("%d %016llx\n", n, h);
+    }
+}
+"#;
+    let src = format!("{pre}{body}{main}");
+    let dir = std::env::temp_dir().join(format!("wd-sampled-angc-twin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cpp = dir.join("angc.cpp");
+    std::fs::write(&cpp, src).unwrap();
+    let mut input = String::new();
+    for (mas, c) in &polys {
+        write!(input, "{} {mas:e}", c.len()).unwrap();
+        for x in c {
+            write!(input, " {x:e}").unwrap();
+        }
+        input.push('\n');
+    }
+    let mut outs = Vec::new();
+    for (i, defines) in [&["WD_SAMP_ANGC=1"][..], &["WD_SAMP_ANGC=0"][..]].iter().enumerate() {
+        let exe = dir.join(format!("angc{i}"));
+        if !compile(&cpp, &exe, &["-O2", "-ffp-contract=fast", "-mfma", "-w"], defines) {
+            return;
+        }
+        let inp = dir.join("polynomials.txt");
+        std::fs::write(&inp, &input).unwrap();
+        let o = Command::new(&exe).stdin(std::fs::File::open(&inp).unwrap()).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        outs.push(String::from_utf8(o.stdout).unwrap());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(outs[0].lines().count(), polys.len(), "{}", outs[0]);
+    assert_eq!(outs[0], outs[1], "WD_SAMP_ANGC changed the weights' bits (hash per polynomial)");
+}
