@@ -19,7 +19,12 @@ use warpdrive_photon::tabulate::sampled::Lookup;
 const KERNEL: &str = include_str!("../kernels/sampled.cu");
 
 fn source() -> String {
-    let body = &KERNEL[KERNEL.find("struct SampParams {").unwrap()..KERNEL.find("// mod.rs Acceptance::weight").unwrap()];
+    // The kernel's switches and constants (WD_SAMP_ANGC_MAX sizes SampParams), then the lookup.
+    let body = [
+        piece(KERNEL, "#define WD_TAG_TABULATE", "// Must match SampParams"),
+        piece(KERNEL, "struct SampParams {", "// mod.rs Acceptance::weight"),
+    ]
+    .concat();
     let pre = "#include <cmath>\n#include <cstdio>\n#include <algorithm>\nusing std::min; using std::max;\n\
                #define __device__\n#define __forceinline__ inline\nstruct V3 { float x, y, z; };\n";
     let main = r#"
