@@ -160,6 +160,10 @@ pub struct BenchSpline {
     /// put both on one core.
     #[arg(long, value_name = "ANCHOR", value_parser = ["photospline"])]
     against: Option<String>,
+    /// Adjacent pairs of calls timed per table and quantity with --against (the ratio is their
+    /// median; odd, so that it is one pair's).
+    #[arg(long, default_value_t = warpdrive_spline::anchor::DEFAULT_PAIRS, requires = "against")]
+    pairs: usize,
     /// Python interpreter that imports photospline (with --against).
     #[arg(long, default_value = "python3", requires = "against")]
     python: PathBuf,
@@ -302,7 +306,7 @@ fn spline(b: &BenchSpline, force: bool) -> Result<()> {
         let opts = warpdrive_spline::anchor::AnchorOptions {
             python: b.python.clone(),
             points: b.cpu_points,
-            pairs: warpdrive_spline::anchor::DEFAULT_PAIRS,
+            pairs: b.pairs,
             threads: b.common.threads.clone(),
             command: crate::command_line(),
         };

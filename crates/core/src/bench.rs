@@ -51,6 +51,19 @@ pub fn timed<R: Send>(ctl: &Control, threads: usize, work: impl FnOnce() -> R + 
     })
 }
 
+/// Minor page faults of this process so far (`getrusage`): a call's count is the difference
+/// around it. A fresh result of n doubles faults about n/512 pages when first written; on a
+/// virtual machine a page the guest never touched before costs the host a fault of its own as
+/// well (docs/performance/spline.md, the first table's two-thread calls).
+pub fn minor_faults() -> u64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    ru.ru_minflt as u64
+}
+
 /// Fastest of `repeats` timings of `work` on a pool of `threads`, after one untimed call (the
 /// first call pays for page faults of fresh output buffers and cold caches, which on a VM moved a
 /// one-thread rate by up to 2x between otherwise identical calls).
