@@ -56,12 +56,21 @@ pub fn timed<R: Send>(ctl: &Control, threads: usize, work: impl FnOnce() -> R + 
 /// virtual machine a page the guest never touched before costs the host a fault of its own as
 /// well (docs/performance/spline.md, the first table's two-thread calls).
 pub fn minor_faults() -> u64 {
+    rusage().map_or(0, |ru| ru.ru_minflt as u64)
+}
+
+/// CPU seconds (user + system) of all this process's threads so far (`getrusage`): around a
+/// call on a pool of n workers, CPU seconds over wall seconds is how many of them ran at once —
+/// ≈ n when each had a core of its own, ≈ 1 when they took turns on one.
+pub fn cpu_seconds() -> f64 {
+    let s = |t: libc::timeval| t.tv_sec as f64 + 1e-6 * t.tv_usec as f64;
+    rusage().map_or(0.0, |ru| s(ru.ru_utime) + s(ru.ru_stime))
+}
+
+fn rusage() -> Option<libc::rusage> {
     // SAFETY: getrusage only writes the struct it is given.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return 0;
-    }
-    ru.ru_minflt as u64
+    (unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0).then_some(ru)
 }
 
 /// Fastest of `repeats` timings of `work` on a pool of `threads`, after one untimed call (the

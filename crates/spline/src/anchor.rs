@@ -319,7 +319,7 @@ pub fn run(o: &AnchorOptions, ctl: &Control, lines: Lines) -> Result<BenchReport
                 let v = scaling_pairs(ctl, o.pairs, &t, pts, th, false)?;
                 let g = scaling_pairs(ctl, o.pairs, &t, pts, th, true)?;
                 lines(&format!(
-                    "{:<44} {th} threads over 1, {:.1e} points: value {:.2}× ({}; {:.3e}/s), gradient {:.2}× ({}; {:.3e}/s); faults/call {}",
+                    "{:<44} {th} threads over 1, {:.1e} points: value {:.2}× ({}; {:.3e}/s), gradient {:.2}× ({}; {:.3e}/s); {}",
                     "",
                     m,
                     v.times.median_ratio(),
@@ -328,7 +328,7 @@ pub fn run(o: &AnchorOptions, ctl: &Control, lines: Lines) -> Result<BenchReport
                     g.times.median_ratio(),
                     range(&g.times),
                     m / g.times.median_b(),
-                    v.faults_summary()
+                    v.summary()
                 ));
                 scaling.insert(
                     format!("threads {th} over 1{tag}"),
@@ -397,42 +397,68 @@ struct Scaling {
     times: bench::Paired,
     faults_one: Vec<u64>,
     faults_many: Vec<u64>,
+    /// Each call's CPU seconds (all threads) over its wall seconds.
+    busy_one: Vec<f64>,
+    busy_many: Vec<f64>,
 }
 
 fn scaling_pairs(ctl: &Control, pairs: usize, t: &SplineTable, pts: &[f64], th: usize, grad: bool) -> Result<Scaling> {
     let hidden = Progress::hidden();
-    let call = |threads: usize, faults: &mut Vec<u64>| -> Result<f64> {
-        let f0 = bench::minor_faults();
+    let call = |threads: usize, faults: &mut Vec<u64>, busy: &mut Vec<f64>| -> Result<f64> {
+        let (f0, c0) = (bench::minor_faults(), bench::cpu_seconds());
         let (r, s) = bench::timed(ctl, threads, || evaluate_cpu(t, pts, grad, &hidden))?;
         faults.push(bench::minor_faults() - f0);
+        busy.push((bench::cpu_seconds() - c0) / s);
         drop(r);
         Ok(s)
     };
-    let (mut one, mut many) = (Vec::new(), Vec::new());
-    let times = bench::paired(ctl, pairs, || call(1, &mut one), || call(th, &mut many))?;
-    // The untimed warm-up calls come first: keep the timed pairs' counts.
-    let keep = |v: Vec<u64>| v[v.len() - pairs..].to_vec();
+    let (mut one, mut many, mut busy_one, mut busy_many) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let times = bench::paired(
+        ctl,
+        pairs,
+        || call(1, &mut one, &mut busy_one),
+        || call(th, &mut many, &mut busy_many),
+    )?;
+    // The untimed warm-up calls come first: keep the timed pairs' records.
+    fn keep<T: Clone>(v: Vec<T>, pairs: usize) -> Vec<T> {
+        v[v.len() - pairs..].to_vec()
+    }
     Ok(Scaling {
         times,
-        faults_one: keep(one),
-        faults_many: keep(many),
+        faults_one: keep(one, pairs),
+        faults_many: keep(many, pairs),
+        busy_one: keep(busy_one, pairs),
+        busy_many: keep(busy_many, pairs),
     })
 }
 
 impl Scaling {
-    fn faults_summary(&self) -> String {
+    fn summary(&self) -> String {
         let med = |v: &[u64]| {
             let mut v = v.to_vec();
             v.sort_unstable();
             v[v.len() / 2]
         };
-        format!("{} (1 thread), {} (more)", med(&self.faults_one), med(&self.faults_many))
+        let medf = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        format!(
+            "faults/call {} (1 thread), {} (more); CPU/wall {:.2}, {:.2}",
+            med(&self.faults_one),
+            med(&self.faults_many),
+            medf(&self.busy_one),
+            medf(&self.busy_many)
+        )
     }
 
     fn json(&self, n: f64) -> serde_json::Value {
         let mut j = paired_json(&self.times, n);
         j["faults_one_thread"] = serde_json::json!(self.faults_one);
         j["faults_more_threads"] = serde_json::json!(self.faults_many);
+        j["cpu_over_wall_one_thread"] = serde_json::json!(self.busy_one);
+        j["cpu_over_wall_more_threads"] = serde_json::json!(self.busy_many);
         j
     }
 }
