@@ -18,6 +18,8 @@ use super::msc::MscTables;
 use super::tables::{IonisationTables, TableOptions};
 use super::{annihilation, brems, pair, photoelectric, rayleigh, Particle};
 use crate::xs::{cross_section_per_atom as compton_per_atom, BARN};
+use rayon::prelude::*;
+use std::collections::HashMap;
 
 /// Tables of e⁻ or e⁺ in one material.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,13 +70,31 @@ pub enum ChargedProcess {
 impl MaterialPhysics {
     #[must_use]
     pub fn build(material: &ShowerMaterial, cuts: EnergyCuts, opts: &TableOptions) -> Self {
+        let k_cut = cuts.gamma;
+        // The restricted bremsstrahlung loss below the γ cut is the same function for e⁻ and e⁺
+        // (and the costliest part of their tables): evaluated once at every energy the two table
+        // builds ask for, keyed by the energy's bits, and looked up there — the same values, bit
+        // for bit, as evaluating it in each build (any energy not in the list is evaluated).
+        let mut energies = super::tables::radiative_energies(opts);
+        energies.sort_unstable_by_key(|e| e.to_bits());
+        energies.dedup_by_key(|e| e.to_bits());
+        let loss: HashMap<u64, f64> = energies
+            .par_iter()
+            .map(|&e| (e.to_bits(), brems::restricted_loss(material, e, k_cut)))
+            .collect();
+        let radiative = |e: f64| match loss.get(&e.to_bits()) {
+            Some(&v) => v,
+            None => brems::restricted_loss(material, e, k_cut),
+        };
+        // Photons above the cut: one table for e⁻ and e⁺ alike (the same function again).
+        let brems_xs =
+            (k_cut < opts.e_max).then(|| LogGrid::new(k_cut, opts.e_max, opts.bins_per_decade, |e| brems::macro_xs(material, e, k_cut)));
         let charged = |p: Particle| {
-            let k_cut = cuts.gamma;
-            let eloss =
-                IonisationTables::build_with_radiative(material, p, cuts.electron, opts, &|e| brems::restricted_loss(material, e, k_cut));
-            let brems_xs = (k_cut < opts.e_max)
-                .then(|| LogGrid::new(k_cut, opts.e_max, opts.bins_per_decade, |e| brems::macro_xs(material, e, k_cut)));
-            ChargedPhysics { eloss, brems_xs }
+            let eloss = IonisationTables::build_with_radiative(material, p, cuts.electron, opts, &radiative);
+            ChargedPhysics {
+                eloss,
+                brems_xs: brems_xs.clone(),
+            }
         };
         let grid = |f: &(dyn Fn(f64) -> f64 + Sync)| LogGrid::new(opts.e_min, opts.e_max, opts.bins_per_decade, f);
         let gamma = GammaPhysics {

@@ -165,22 +165,46 @@ impl IonisationTables {
     }
 }
 
+/// Simpson intervals per bin of the range integral ([`range_grid`]).
+const SIMPSON_N: usize = 16;
+
+/// The Simpson nodes of the range integral over the bin `e_lo`..`e_hi`: (the energies, the step
+/// in ln E). [`range_grid`] and [`radiative_energies`] both take them from here.
+fn simpson_nodes(e_lo: f64, e_hi: f64) -> ([f64; SIMPSON_N + 1], f64) {
+    let (u0, u1) = (e_lo.pln(), e_hi.pln());
+    let h = (u1 - u0) / SIMPSON_N as f64;
+    (std::array::from_fn(|k| (u0 + k as f64 * h).pexp()), h)
+}
+
+/// Every energy at which [`IonisationTables::build_with_radiative`] evaluates its `radiative`
+/// loss with options `opts`: the dE/dx grid's points and the range integral's Simpson nodes
+/// (repeats included). The loss does not depend on the particle, so a caller can evaluate it
+/// once at these energies for both e⁻ and e⁺ (`physics::MaterialPhysics::build`).
+#[must_use]
+pub fn radiative_energies(opts: &TableOptions) -> Vec<f64> {
+    let grid = LogGrid::new(opts.e_min, opts.e_max, opts.bins_per_decade, |_| 0.0);
+    let mut energies = grid.energy.clone();
+    for w in grid.energy.windows(2) {
+        energies.extend(simpson_nodes(w[0], w[1]).0);
+    }
+    energies
+}
+
 /// Range on the energies of `dedx`: R(E₀) = 2E₀/S(E₀) (S ∝ √E below E₀, as Geant4's range
 /// builder assumes), then R(E_{i+1}) = R(E_i) + ∫ E/S(E) d(ln E) over the bin by Simpson's rule
 /// with 16 intervals, S evaluated by the formula `s` itself rather than the interpolated table.
 fn range_grid(dedx: &LogGrid, s: impl Fn(f64) -> f64 + Sync) -> LogGrid {
-    const N: usize = 16;
+    const N: usize = SIMPSON_N;
     let e0 = dedx.front();
     // Simpson's rule in ln E over each bin, the bins in parallel (independent), then summed in
     // order: the same values as one sequential loop.
     let integrals: Vec<f64> = (0..dedx.len() - 1)
         .into_par_iter()
         .map(|i| {
-            let (u0, u1) = (dedx.energy[i].pln(), dedx.energy[i + 1].pln());
-            let h = (u1 - u0) / N as f64;
+            let (nodes, h) = simpson_nodes(dedx.energy[i], dedx.energy[i + 1]);
             (0..=N)
                 .map(|k| {
-                    let e = (u0 + k as f64 * h).pexp();
+                    let e = nodes[k];
                     let w = if k == 0 || k == N {
                         1.0
                     } else if k % 2 == 1 {
