@@ -317,41 +317,52 @@ fn check_cases(dir: &Path, exe: impl FnOnce() -> Option<PathBuf>) {
     ];
     let mut failures = Vec::new();
     let mut built: Vec<(String, DetectorPhysics)> = Vec::new();
+    // The tables of each file are built once: simple-cms' three set-ups (no field, the uniform
+    // field, the map) are clones of one build (the tables depend on neither field nor hits).
+    let mut files: Vec<(&Path, DetectorPhysics)> = Vec::new();
     for &(name, ref path, ..) in &cases {
-        if !built.iter().any(|(b, _)| b == name) {
-            // nested.gdml's `Lead` and `Mix` have no mean excitation energy (the reader's tests
-            // of a bare Z material and of a mixture by fraction): give them one (lead's 823 eV;
-            // 300 eV for the water–lead mixture).
-            let text = std::fs::read_to_string(path)
-                .unwrap()
-                .replace(
-                    r#"<material name="Lead" Z="82">"#,
-                    r#"<material name="Lead" Z="82"><MEE unit="eV" value="823"/>"#,
-                )
-                .replace(r#"<material name="Mix">"#, r#"<material name="Mix"><MEE unit="eV" value="300"/>"#);
-            let copy = dir.join(format!("{name}.gdml"));
-            std::fs::write(&copy, text).unwrap();
-            let g = warpdrive_em::gdml::read(&copy).unwrap();
-            let mut det = DetectorPhysics::build(g, RangeCuts::uniform(0.07), TableOptions::default()).unwrap();
-            if name.ends_with("-field") {
-                det.set_field(FIELD_T);
-            }
-            if name.ends_with("-map") {
-                det.set_field_map(std::sync::Arc::new(solenoid_map())).unwrap();
-                assert!(matches!(det.field, Some(warpdrive_em::field::Field::Map(_))));
-            }
-            // Hits: TestEm3's lead and argon; simple-cms' ECAL crystals, a pixel and a strip
-            // layer and the beam pipe's vacuum (where the loopers stop); nested.gdml its own
-            // (GDML `SensDet` auxiliaries).
-            let sensitive: &[&str] = match name {
-                "testem3" => &["ArgonV", "LeadV"],
-                "nested" => &[],
-                _ => &["EcalBarrel", "PixelLayer1", "StripLayer2", "BeamVacuum"],
-            };
-            det.set_sensitive(&sensitive.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-                .unwrap();
-            built.push((name.to_string(), det));
+        if built.iter().any(|(b, _)| b == name) {
+            continue;
         }
+        let mut det = match files.iter().find(|(f, _)| *f == path.as_path()) {
+            Some((_, det)) => det.clone(),
+            None => {
+                // nested.gdml's `Lead` and `Mix` have no mean excitation energy (the reader's
+                // tests of a bare Z material and of a mixture by fraction): give them one (lead's
+                // 823 eV; 300 eV for the water–lead mixture).
+                let text = std::fs::read_to_string(path)
+                    .unwrap()
+                    .replace(
+                        r#"<material name="Lead" Z="82">"#,
+                        r#"<material name="Lead" Z="82"><MEE unit="eV" value="823"/>"#,
+                    )
+                    .replace(r#"<material name="Mix">"#, r#"<material name="Mix"><MEE unit="eV" value="300"/>"#);
+                let copy = dir.join(format!("{name}.gdml"));
+                std::fs::write(&copy, text).unwrap();
+                let g = warpdrive_em::gdml::read(&copy).unwrap();
+                let det = DetectorPhysics::build(g, RangeCuts::uniform(0.07), TableOptions::default()).unwrap();
+                files.push((path, det.clone()));
+                det
+            }
+        };
+        if name.ends_with("-field") {
+            det.set_field(FIELD_T);
+        }
+        if name.ends_with("-map") {
+            det.set_field_map(std::sync::Arc::new(solenoid_map())).unwrap();
+            assert!(matches!(det.field, Some(warpdrive_em::field::Field::Map(_))));
+        }
+        // Hits: TestEm3's lead and argon; simple-cms' ECAL crystals, a pixel and a strip
+        // layer and the beam pipe's vacuum (where the loopers stop); nested.gdml its own
+        // (GDML `SensDet` auxiliaries).
+        let sensitive: &[&str] = match name {
+            "testem3" => &["ArgonV", "LeadV"],
+            "nested" => &[],
+            _ => &["EcalBarrel", "PixelLayer1", "StripLayer2", "BeamVacuum"],
+        };
+        det.set_sensitive(&sensitive.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .unwrap();
+        built.push((name.to_string(), det));
     }
     let det = |name: &str| &built.iter().find(|(b, _)| b == name).unwrap().1;
     let primary = |(_, _, p, e, pos, d, _): &Case| Primary {

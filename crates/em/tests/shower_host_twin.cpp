@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #define __device__
@@ -118,6 +119,28 @@ using std::isfinite;
 #endif
 #include "shower.cu"
 
+// A zeroed buffer of plain records from calloc: the same zero bytes as std::vector<T>(n), but
+// the pages stay the kernel's zero pages until written. The output lists and the hit buffer are
+// sized for the worst case (2 × 4 Mi tracks and 4 Mi hits: ≈ 1.5 GB in the GDML build), and a
+// run writes a small part of them; filling them with zeros took most of a short case's run.
+template <typename T>
+struct ZeroBuf {
+    static_assert(std::is_trivially_copyable<T>::value && std::is_trivially_default_constructible<T>::value,
+                  "plain records only");
+    T* p;
+    explicit ZeroBuf(size_t n) : p(static_cast<T*>(std::calloc(n, sizeof(T)))) {
+        if (!p) {
+            fprintf(stderr, "out of memory\n");
+            exit(2);
+        }
+    }
+    ZeroBuf(const ZeroBuf&) = delete;
+    ZeroBuf& operator=(const ZeroBuf&) = delete;
+    ~ZeroBuf() { std::free(p); }
+    T* data() const { return p; }
+    T* begin() const { return p; }
+};
+
 template <typename T>
 static std::vector<T> read_array(FILE* f, unsigned long long n) {
     std::vector<T> v(n > 0 ? n : 1);
@@ -176,7 +199,7 @@ int main(int argc, char** argv) {
     unsigned long long hit_capacity;
     if (fread(&hit_capacity, 8, 1, f) != 1) return 2;
     std::vector<unsigned char> sensitive = read_array<unsigned char>(f, c[6]);
-    std::vector<WdHit> hits(hit_capacity > 0 ? hit_capacity : 1);
+    ZeroBuf<WdHit> hits(hit_capacity > 0 ? hit_capacity : 1);
     unsigned int hit_count = 0u;
     WdGdml gdml{solids.data(),
                 pool.data(),
@@ -217,7 +240,7 @@ int main(int argc, char** argv) {
     fclose(f);
 
     const size_t capacity = 1 << 22;
-    std::vector<WdTrack> out[2] = {std::vector<WdTrack>(capacity), std::vector<WdTrack>(capacity)};
+    ZeroBuf<WdTrack> out[2] = {ZeroBuf<WdTrack>(capacity), ZeroBuf<WdTrack>(capacity)};
     unsigned int counters[3] = {0, 0, 0};
     ShowerParams P;
     P.data = data.data();
@@ -251,10 +274,9 @@ int main(int argc, char** argv) {
     unsigned long long generations = 0;
     // Queue and phases (gpu.rs run_batch_queue, run_batch_phases): the primaries at the queues'
     // fronts, published by the host.
-    std::vector<unsigned int> ready;
+    ZeroBuf<unsigned int> ready(queue || phases ? 2 * capacity : 1);
     unsigned int ctl[96] = {0u};
     if (queue || phases) {
-        ready.assign(2 * capacity, 0u);
         ctl[WD_Q_LIVE] = (unsigned int)(lists[0].size() + lists[1].size());
         for (int k = 0; k < 2; ++k) {
             std::copy(lists[k].begin(), lists[k].end(), out[k].begin());
