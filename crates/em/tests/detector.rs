@@ -18,8 +18,13 @@ fn data(name: &str) -> std::path::PathBuf {
 
 /// testem3.gdml with TestEm3's built-in materials substituted for the file's (same physics as
 /// the slab calorimeter; the file's own materials differ only in the density-effect
-/// parameters of lead, see `file_materials_are_testem3s`).
-fn testem3_gdml_builtin_materials() -> DetectorPhysics {
+/// parameters of lead, see `file_materials_are_testem3s`). Built once per test binary.
+fn testem3_gdml_builtin_materials() -> &'static DetectorPhysics {
+    static BUILT: std::sync::OnceLock<DetectorPhysics> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_testem3_gdml_builtin_materials)
+}
+
+fn build_testem3_gdml_builtin_materials() -> DetectorPhysics {
     let g = gdml::read(&data("testem3.gdml")).unwrap();
     let (of, list) = detector::shower_materials(&g).unwrap();
     let list: Vec<ShowerMaterial> = list
@@ -175,14 +180,22 @@ const CLOSED: &str = r#"<?xml version="1.0"?>
 </gdml>
 "#;
 
+/// [`CLOSED`]'s physics, built once per test binary.
+fn closed() -> &'static DetectorPhysics {
+    static BUILT: std::sync::OnceLock<DetectorPhysics> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let g = gdml::parse(CLOSED, Path::new("closed.gdml")).unwrap();
+        DetectorPhysics::build(g, RangeCuts::default(), TableOptions::default()).unwrap()
+    })
+}
+
 /// (b) Energy conservation in a nested geometry of water, lead, air, silicon and a vacuum gap:
 /// in every event the deposits in all volumes + the energy that left the world + the net rest
 /// mass made (pairs − annihilations) equal the primary energy within 1e-9 of it (the fixed-point
 /// rounding bound, `EventTally::balance`), for γ, e⁻ and e⁺; and the run's sums agree too.
 #[test]
 fn energy_is_conserved_in_a_nested_geometry() {
-    let g = gdml::parse(CLOSED, Path::new("closed.gdml")).unwrap();
-    let d = DetectorPhysics::build(g, RangeCuts::default(), TableOptions::default()).unwrap();
+    let d = closed();
     let vols = d.volume_list();
     assert_eq!(vols.len(), 5);
     let progress = Progress::hidden();
@@ -228,8 +241,7 @@ fn energy_is_conserved_in_a_nested_geometry() {
 /// The run does not depend on the thread count (batches reduced in event order).
 #[test]
 fn detector_run_is_thread_count_independent() {
-    let g = gdml::parse(CLOSED, Path::new("closed.gdml")).unwrap();
-    let d = DetectorPhysics::build(g, RangeCuts::default(), TableOptions::default()).unwrap();
+    let d = closed();
     let primary = Primary {
         particle: Particle::Electron,
         energy: 200.0,

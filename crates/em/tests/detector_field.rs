@@ -17,9 +17,16 @@ fn data(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
+/// testem3.gdml's physics, without a field: the tables are built once per test binary, and each
+/// call gets its own copy (the tests set fields and sensitive volumes on theirs).
 fn testem3() -> DetectorPhysics {
-    let g = gdml::read(&data("testem3.gdml")).unwrap();
-    DetectorPhysics::build(g, RangeCuts::default(), TableOptions::default()).unwrap()
+    static BUILT: std::sync::OnceLock<DetectorPhysics> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let g = gdml::read(&data("testem3.gdml")).unwrap();
+            DetectorPhysics::build(g, RangeCuts::default(), TableOptions::default()).unwrap()
+        })
+        .clone()
 }
 
 /// TestEm3's primary: on the axis 1 cm in front of the calorimeter (its front face is at

@@ -16,9 +16,15 @@ use warpdrive_em::shower::run::run;
 use warpdrive_em::shower::transport::{Primary, ShowerPhysics};
 use warpdrive_em::shower::Particle;
 
+/// TestEm3's physics, built once per test binary (the tests only read it).
+fn testem3() -> &'static ShowerPhysics {
+    static BUILT: std::sync::OnceLock<ShowerPhysics> = std::sync::OnceLock::new();
+    BUILT.get_or_init(ShowerPhysics::testem3)
+}
+
 #[test]
 fn energy_is_conserved_in_every_event() {
-    let phys = ShowerPhysics::testem3();
+    let phys = testem3();
     for (p, e) in [
         (Particle::Electron, 1000.0),
         (Particle::Positron, 100.0),
@@ -49,7 +55,7 @@ fn energy_is_conserved_in_every_event() {
 
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
-    let phys = ShowerPhysics::testem3();
+    let phys = testem3();
     let primary = Primary::testem3(Particle::Electron, 1000.0);
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
@@ -63,7 +69,7 @@ fn results_do_not_depend_on_the_thread_count() {
 
 #[test]
 fn testem3_energies_agree_with_geant4() {
-    let phys = ShowerPhysics::testem3();
+    let phys = testem3();
     let r = run(
         &phys,
         &Primary::testem3(Particle::Electron, 1000.0),

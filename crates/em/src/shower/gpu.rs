@@ -1911,6 +1911,12 @@ mod tests {
     use crate::shower::run::event_words;
     use warpdrive_core::progress::Progress;
 
+    /// TestEm3's physics, built once for the tests of this module (they only read it).
+    fn testem3() -> &'static ShowerPhysics {
+        static BUILT: std::sync::OnceLock<ShowerPhysics> = std::sync::OnceLock::new();
+        BUILT.get_or_init(ShowerPhysics::testem3)
+    }
+
     fn grid_back(t: &HostTables, g: &GpuGrid) -> (Vec<f64>, Vec<f64>) {
         let (o, n) = (g.off as usize, g.n as usize);
         (t.data[o..o + n].to_vec(), t.data[o + n..o + 2 * n].to_vec())
@@ -1918,7 +1924,7 @@ mod tests {
 
     #[test]
     fn flattened_tables_hold_the_cpu_numbers() {
-        let phys = ShowerPhysics::testem3();
+        let phys = testem3();
         let t = HostTables::build(&phys).unwrap();
         assert_eq!(t.materials.len(), 2);
         assert_eq!(t.planes.len(), 101);
@@ -2010,7 +2016,7 @@ mod tests {
 
     #[test]
     fn tally_words_round_trip() {
-        let phys = ShowerPhysics::testem3();
+        let phys = testem3();
         let r = crate::shower::run::run(&phys, &Primary::testem3(Particle::Positron, 30.0), 3, 5, &Progress::hidden());
         for e in &r.events {
             let w = event_words(e);
