@@ -154,18 +154,29 @@ fn bad_aperture_parameters_are_named() {
     }
 }
 
-/// An independent tracking of one particle through the ring element by element (scalar maps,
-/// the collimator's opening tested by hand): the pass in which it is lost, if any.
-fn loss_pass_by_hand(lattice: &warpdrive_beam::lattice::Lattice, z0: [f64; 6], passes: u32) -> Option<(u32, usize)> {
-    let mut z = z0;
-    let maps: Vec<Option<Compact>> = lattice
+/// The element maps of [`loss_pass_by_hand`] (per element: its map, `None` for the others),
+/// built once for all particles.
+fn maps_by_hand(lattice: &warpdrive_beam::lattice::Lattice) -> Vec<Option<Compact>> {
+    lattice
         .elements
         .iter()
         .map(|e| match &e.kind {
             Kind::Map { element, tilt, order, .. } => Some(Compact::from_map(&element.map2_with(*tilt, *order))),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// An independent tracking of one particle through the ring element by element (scalar maps
+/// `maps` from [`maps_by_hand`], the collimator's opening tested by hand): the pass in which it
+/// is lost, if any.
+fn loss_pass_by_hand(
+    lattice: &warpdrive_beam::lattice::Lattice,
+    maps: &[Option<Compact>],
+    z0: [f64; 6],
+    passes: u32,
+) -> Option<(u32, usize)> {
+    let mut z = z0;
     for pass in 0..passes {
         for (k, e) in lattice.elements.iter().enumerate() {
             match &e.kind {
@@ -227,9 +238,10 @@ fn losses_are_counted_per_turn_in_a_ring_with_a_collimator() {
     let r = t.run(&Control::new().device(Device::Cpu).threads(Some(2)), None).unwrap();
     let col = line.lattice().elements.iter().position(|e| e.name == "COL").unwrap();
     let mut expected: std::collections::BTreeMap<u32, usize> = Default::default();
+    let maps = maps_by_hand(line.lattice());
     for i in 0..n {
         let z0 = t.bunch().particles.get(i);
-        let by_hand = loss_pass_by_hand(line.lattice(), z0, passes);
+        let by_hand = loss_pass_by_hand(line.lattice(), &maps, z0, passes);
         let got = (r.particles.lost_at[i] > 0).then(|| (r.particles.lost_pass[i], r.particles.lost_at[i] as usize - 1));
         assert_eq!(got, by_hand, "particle {i}");
         if let Some((pass, k)) = by_hand {
