@@ -107,7 +107,7 @@ fn testem3_as_gdml_matches_the_slab_calorimeter() {
     let progress = Progress::hidden();
     let a = run::run(&slabs, &primary, n, seed, &progress);
     let d = testem3_gdml_builtin_materials();
-    let b = detector::run_range(&d, &primary, 0, n, seed, &progress);
+    let b = detector::run_range(d, &primary, 0, n, seed, &progress);
     assert_eq!(b.events, n);
     assert_eq!(b.killed, 0);
     assert!(b.worst_balance < 1e-9, "balance {}", b.worst_balance);
@@ -208,7 +208,7 @@ fn energy_is_conserved_in_a_nested_geometry() {
         };
         let mut total_edep = 0.0;
         for ev in 0..10 {
-            let t = detector::run_event(&d, &primary, 99, ev);
+            let t = detector::run_event(d, &primary, 99, ev);
             assert!(
                 t.balance().abs() < 1e-9 * primary.energy,
                 "{particle:?} event {ev}: balance {}",
@@ -220,7 +220,7 @@ fn energy_is_conserved_in_a_nested_geometry() {
             let gap = vols.iter().position(|v| v.path.ends_with("gap[0]")).unwrap();
             assert_eq!(t.edep[gap], 0);
         }
-        let r = detector::run_range(&d, &primary, 0, 10, 99, &progress);
+        let r = detector::run_range(d, &primary, 0, 10, 99, &progress);
         let sum_edep: f64 = (0..d.volumes()).map(|s| r.edep_mev(s)).sum();
         let rest = r.rest_mass as f64 / warpdrive_em::shower::transport::FIXED_SCALE;
         let out = sum_edep + r.escaped_mean() * 10.0 + rest;
@@ -250,10 +250,10 @@ fn detector_run_is_thread_count_independent() {
     };
     let progress = Progress::hidden();
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let a = one.install(|| detector::run_range(&d, &primary, 0, 40, 5, &progress));
-    let b = detector::run_range(&d, &primary, 0, 40, 5, &progress);
+    let a = one.install(|| detector::run_range(d, &primary, 0, 40, 5, &progress));
+    let b = detector::run_range(d, &primary, 0, 40, 5, &progress);
     assert_eq!(a, b);
-    let c = detector::run_range(&d, &primary, 0, 40, 6, &progress);
+    let c = detector::run_range(d, &primary, 0, 40, 6, &progress);
     assert_ne!(a.edep, c.edep);
 }
 

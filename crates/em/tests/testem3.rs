@@ -31,7 +31,7 @@ fn energy_is_conserved_in_every_event() {
         (Particle::Gamma, 100.0),
         (Particle::Electron, 5.0),
     ] {
-        let r = run(&phys, &Primary::testem3(p, e), 30, 7, &Progress::hidden());
+        let r = run(phys, &Primary::testem3(p, e), 30, 7, &Progress::hidden());
         // deposits + escaped kinetic energy + net rest mass = primary kinetic energy.
         // Fixed-point tallies (2⁻⁴⁰ MeV units): the quantisation part of the balance is bounded
         // by EventTally::quantisation_bound; the rest is the rounding of the physics.
@@ -59,26 +59,20 @@ fn results_do_not_depend_on_the_thread_count() {
     let primary = Primary::testem3(Particle::Electron, 1000.0);
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-    let a = one.install(|| run(&phys, &primary, 12, 99, &Progress::hidden()));
-    let b = two.install(|| run(&phys, &primary, 12, 99, &Progress::hidden()));
+    let a = one.install(|| run(phys, &primary, 12, 99, &Progress::hidden()));
+    let b = two.install(|| run(phys, &primary, 12, 99, &Progress::hidden()));
     assert_eq!(a, b);
     // A different seed gives different events.
-    let c = two.install(|| run(&phys, &primary, 12, 100, &Progress::hidden()));
+    let c = two.install(|| run(phys, &primary, 12, 100, &Progress::hidden()));
     assert_ne!(a.checksum(), c.checksum());
 }
 
 #[test]
 fn testem3_energies_agree_with_geant4() {
     let phys = testem3();
-    let r = run(
-        &phys,
-        &Primary::testem3(Particle::Electron, 1000.0),
-        1000,
-        2024,
-        &Progress::hidden(),
-    );
+    let r = run(phys, &Primary::testem3(Particle::Electron, 1000.0), 1000, 2024, &Progress::hidden());
     let per: Vec<_> = r
-        .per_material(&phys)
+        .per_material(phys)
         .into_iter()
         .map(|m| (m.name, m.edep_mean_mev, m.edep_rms_mev))
         .collect();

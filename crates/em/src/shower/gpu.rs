@@ -1925,7 +1925,7 @@ mod tests {
     #[test]
     fn flattened_tables_hold_the_cpu_numbers() {
         let phys = testem3();
-        let t = HostTables::build(&phys).unwrap();
+        let t = HostTables::build(phys).unwrap();
         assert_eq!(t.materials.len(), 2);
         assert_eq!(t.planes.len(), 101);
         assert_eq!(t.planes[100], phys.calorimeter.thickness());
@@ -2017,7 +2017,7 @@ mod tests {
     #[test]
     fn tally_words_round_trip() {
         let phys = testem3();
-        let r = crate::shower::run::run(&phys, &Primary::testem3(Particle::Positron, 30.0), 3, 5, &Progress::hidden());
+        let r = crate::shower::run::run(phys, &Primary::testem3(Particle::Positron, 30.0), 3, 5, &Progress::hidden());
         for e in &r.events {
             let w = event_words(e);
             assert_eq!(w.len(), tally_stride(100, 2));
