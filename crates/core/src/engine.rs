@@ -391,43 +391,12 @@ fn pool(threads: Option<usize>) -> Result<Arc<rayon::ThreadPool>, Error> {
     if let Some(n) = threads {
         b = b.num_threads(n);
     }
-    if std::env::var("WARPDRIVE_BIND").is_ok_and(|v| v == "cores") {
-        if let Some(cpus) = allowed_cpus() {
-            b = b.start_handler(move |i| bind_to(cpus[i % cpus.len()]));
-        }
-    }
     let p = Arc::new(
         b.build()
             .map_err(|e| Error::Failed(format!("cannot start {} worker threads: {e}", threads.unwrap_or(0))))?,
     );
     pools.insert(threads, Arc::clone(&p));
     Ok(p)
-}
-
-/// The CPUs this process may run on (its affinity mask, e.g. a `taskset` or a batch slot's cpuset),
-/// in increasing order; `None` where it cannot be read.
-fn allowed_cpus() -> Option<Vec<usize>> {
-    // SAFETY: a zeroed cpu_set_t is the empty set; sched_getaffinity only writes into it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
-        return None;
-    }
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect();
-    (!cpus.is_empty()).then_some(cpus)
-}
-
-/// `WARPDRIVE_BIND=cores`: worker i of a pool runs only on the i-th CPU the process may use
-/// (modulo their number), instead of where the kernel's scheduler puts it. An experiment for
-/// issue #34's two-core scaling: on the GPU host, two unbound workers now and then shared one core
-/// for seconds (2 threads at 1.1× one; docs/performance/spline.md). Off by default: a machine
-/// shared by several processes that each bind worker 0 to the same CPU would pile them up.
-fn bind_to(cpu: usize) {
-    // SAFETY: as above; pid 0 is the calling thread (the worker being started).
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
 }
 
 /// Prepare a run's file output before it computes: checked against the inputs and `force`, its
@@ -446,21 +415,6 @@ pub fn prepare_dir(path: &Path, force: bool, inputs: &[PathBuf]) -> Result<Stage
 
 #[cfg(test)]
 mod tests {
-
-    #[test]
-    fn a_bound_worker_runs_on_its_cpu() {
-        let cpus = allowed_cpus().expect("the affinity mask");
-        let last = *cpus.last().expect("a CPU");
-        let on = std::thread::spawn(move || {
-            bind_to(last);
-            // SAFETY: sched_getcpu has no arguments.
-            unsafe { libc::sched_getcpu() }
-        })
-        .join()
-        .expect("the thread");
-        assert_eq!(on, last as i32, "allowed {cpus:?}");
-    }
-    use super::*;
 
     #[test]
     fn param_names_follow_the_front_end() {
