@@ -415,6 +415,7 @@ pub fn prepare_dir(path: &Path, force: bool, inputs: &[PathBuf]) -> Result<Stage
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn param_names_follow_the_front_end() {
