@@ -18,6 +18,9 @@ pub struct KernelSet {
     pub functions: Vec<String>,
     /// Switch sets (`-D` definitions) compiled without a GPU, the empty set first.
     pub variants: Vec<Vec<String>>,
+    /// The precise builds' switch sets where they differ from `variants` ([`Self::drop_in_precise`]:
+    /// the switches precise runs leave out removed, each resulting set once); `None`: `variants`.
+    pub precise_variants: Option<Vec<Vec<String>>>,
     /// Also built in fast mode (a domain whose CPU and GPU counts must match is always precise).
     pub fast: bool,
     /// Generated from a lattice (beam's map kernels), said so in the lines.
@@ -37,6 +40,7 @@ impl KernelSet {
                 variants: std::iter::once(Vec::new())
                     .chain(switches.iter().map(|s| vec![s.to_string()]))
                     .collect(),
+                precise_variants: None,
                 fast,
                 generated: false,
             })
@@ -50,8 +54,32 @@ impl KernelSet {
             src,
             functions,
             variants: vec![Vec::new()],
+            precise_variants: None,
             fast: true,
             generated: true,
+        }
+    }
+
+    /// Precise builds leave out `switches` (exact strings), as precise runs do (photon's
+    /// fast-only switches, `kernel_defines`): the compile check then compiles the precise builds
+    /// that runs can make — each once — and not precise builds with fast-only switches, which no
+    /// run makes and which, once the switches are dropped, repeat another variant.
+    pub fn drop_in_precise(&mut self, switches: &[&str]) {
+        let mut kept: Vec<Vec<String>> = Vec::new();
+        for v in &self.variants {
+            let d: Vec<String> = v.iter().filter(|d| !switches.contains(&d.as_str())).cloned().collect();
+            if !kept.contains(&d) {
+                kept.push(d);
+            }
+        }
+        self.precise_variants = Some(kept);
+    }
+
+    /// The switch sets built in one mode.
+    fn variants_in(&self, precise: bool) -> &[Vec<String>] {
+        match (&self.precise_variants, precise) {
+            (Some(v), true) => v,
+            _ => &self.variants,
         }
     }
 
@@ -150,7 +178,7 @@ fn compile_all(sets: &[KernelSet], prebuilt: Option<(&[Build], &[String], &Path)
         .iter()
         .flat_map(|set| {
             set.modes()
-                .flat_map(move |precise| set.variants.iter().map(move |d| (set, precise, d)))
+                .flat_map(move |precise| set.variants_in(precise).iter().map(move |d| (set, precise, d)))
         })
         .collect();
     let images: Vec<(&Build, &str)> = match prebuilt {
@@ -414,6 +442,20 @@ pub fn prepare(builds: &[Build], archs: &[String], lines: Lines) -> Result<(usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn precise_builds_drop_the_fast_only_switches_and_repeat_no_set() {
+        let mut set = KernelSet::fixed(&[("k.cu", "src", &["f"])], &["WD_A", "WD_F", "WD_B=2"], true).remove(0);
+        set.variants.push(vec!["WD_A".into(), "WD_F".into()]);
+        set.drop_in_precise(&["WD_F"]);
+        let s = |v: &[&str]| v.iter().map(|d| (*d).to_string()).collect::<Vec<_>>();
+        // fast: every set as listed; precise: WD_F left out, [] and [WD_A] once each.
+        assert_eq!(
+            set.variants_in(false),
+            [s(&[]), s(&["WD_A"]), s(&["WD_F"]), s(&["WD_B=2"]), s(&["WD_A", "WD_F"])]
+        );
+        assert_eq!(set.variants_in(true), [s(&[]), s(&["WD_A"]), s(&["WD_B=2"])]);
+    }
 
     #[test]
     fn fixed_sets_build_each_switch_alone() {

@@ -1158,6 +1158,8 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             set.variants
                 .push(owned(DEFAULT_SWITCHES.iter().chain(combined.iter()).copied().collect()));
         }
+        // Precise runs drop the fast-only switches (kernel_defines): check the builds they make.
+        set.drop_in_precise(FAST_ONLY);
     }
     // The tabulation kernel (tabulate/gpu.rs): precise only, with the switches it keeps and the
     // birefringence features the ice models switch on.
@@ -1166,6 +1168,7 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
         file: crate::tabulate::gpu::KERNEL_NAME.to_string(),
         src: crate::tabulate::gpu::KERNEL_SRC.to_string(),
         functions: crate::tabulate::gpu::FUNCTIONS.iter().map(|f| (*f).to_string()).collect(),
+        precise_variants: None,
         variants: vec![
             Vec::new(),
             tab(&[]),
@@ -1187,6 +1190,7 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
         file: crate::tabulate::gpu::SAMPLED_NAME.to_string(),
         src: crate::tabulate::gpu::SAMPLED_SRC.to_string(),
         functions: crate::tabulate::gpu::SAMPLED_FUNCTIONS.iter().map(|f| (*f).to_string()).collect(),
+        precise_variants: None,
         // The warp compaction of the points is the default; WD_SAMP_COMPACT=0 the lane-at-a-time
         // path (gpu-check compares them); the earlier code without the exact speed-ups, lane at a
         // time (gpu-check's reference) and compacted, the deferred queue off or unlimited
