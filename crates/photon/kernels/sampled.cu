@@ -18,14 +18,32 @@
 #define WD_GOLDEN 0x9E3779B9u
 #define WD_SUM_UNIT 65536.0
 #define WD_SQ_UNIT 4294967296.0
+// WD_SAMP_STEPWISE (issue #32's rate; docs/spline.md "One point per step"): each lane bins its
+// own photon's points, one point per loop step, its open runs in registers (sampled_record, in
+// the photon's order: the same integers as the other paths), no queue of points; a lane whose
+// segment has points left keeps it while the other lanes walk their next segments. Photons from
+// the warp's job queue (WD_SAMP_JOBQ), the counters in shared memory.
+#ifndef WD_SAMP_STEPWISE
+#define WD_SAMP_STEPWISE 0
+#endif
 // The warp compaction of the points (sampled_points_warp below; 1, default) or one lane at a
 // time (0), and where the per-thread counters live: shared memory (1, the default with the
 // compaction: 64 registers without spills on sm_90) or registers (0, the default without it).
 #ifndef WD_SAMP_COMPACT
-#define WD_SAMP_COMPACT 1
+#define WD_SAMP_COMPACT (!WD_SAMP_STEPWISE)
+#endif
+#if WD_SAMP_STEPWISE && WD_SAMP_COMPACT
+#error "WD_SAMP_STEPWISE has no queue of points: WD_SAMP_COMPACT=0"
+#endif
+// WD_SAMP_STEP_POINTS=K (with WD_SAMP_STEPWISE, default 1): at most K points per lane and step.
+#ifndef WD_SAMP_STEP_POINTS
+#define WD_SAMP_STEP_POINTS 1
+#endif
+#if WD_SAMP_STEP_POINTS < 1
+#error "WD_SAMP_STEP_POINTS must be at least 1"
 #endif
 #ifndef WD_SAMP_SHARED_COUNTS
-#define WD_SAMP_SHARED_COUNTS WD_SAMP_COMPACT
+#define WD_SAMP_SHARED_COUNTS (WD_SAMP_COMPACT || WD_SAMP_STEPWISE)
 #endif
 // Exact speed-ups of the tabulation machinery (issue #32's profile, docs/spline.md "Cheaper
 // tabulation machinery"; each leaves the tables the same integers for the same photons, so default on; 0 for
@@ -85,13 +103,13 @@
 // of 32 lanes (each lane's fixed share of the launch ends at a different time, the warp runs to
 // its slowest lane) and the emission at 1.5 lanes (7.7 % of the instructions).
 #ifndef WD_SAMP_JOBQ
-#define WD_SAMP_JOBQ WD_SAMP_DEFERRED
+#define WD_SAMP_JOBQ (WD_SAMP_DEFERRED || WD_SAMP_STEPWISE)
 #endif
 #ifndef WD_SAMP_JOBS
 #define WD_SAMP_JOBS 16
 #endif
-#if WD_SAMP_JOBQ && !WD_SAMP_DEFERRED
-#error "WD_SAMP_JOBQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
+#if WD_SAMP_JOBQ && !WD_SAMP_DEFERRED && !WD_SAMP_STEPWISE
+#error "WD_SAMP_JOBQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on) or WD_SAMP_STEPWISE"
 #endif
 // WD_SAMP_RED: each square (x² in the fixed point, an integer v < 2⁹⁶) is added as fire-and-forget
 // 64-bit adds of its three 32-bit digits — v = a + b·2³² + c·2⁶⁴ to three words of the cell —
@@ -762,7 +780,7 @@ __device__ __forceinline__ void sampled_mark(const SampParams& T, SampQueue& q, 
 #endif
 
 // WD_SAMP_JOBQ: a warp's job queue (shared memory): photons emitted together, popped by idle lanes.
-#if WD_SAMP_COMPACT
+#if WD_SAMP_COMPACT || WD_SAMP_STEPWISE
 struct SampJobs {
     PState st[WD_SAMP_JOBS];
     unsigned int bits[WD_SAMP_JOBS];
@@ -774,6 +792,50 @@ struct SampJobs {
 // out of line, with the queue's counts packed into one register).
 __device__ __noinline__ void sampled_emit_jobs(const PhotonParams& P, unsigned long long id, SampJobs* J, int lane) {
     sampled_emit(P, id, J->st[lane], J->bits[lane]);
+}
+
+// The job queue's turn of a loop step (every lane of `full` calls it): when a lane is idle and the
+// queue is empty, the warp takes min(WD_SAMP_JOBS, width) ids from the launch's counter
+// (counters[WD_SAMP_COUNTERS]) and that many lanes emit them into J; the idle lanes pop the
+// queue's photons in lane order. jq, warp-uniform: the queue's photons (bits 0-7), its first
+// (8-15), ids left in the launch (16). The same photon state whichever lane and step take it.
+__device__ __forceinline__ void sampled_take(const PhotonParams& P, const SampParams& T, SampJobs* J, unsigned full, int width, int lane, bool& alive, SampState& S, unsigned int& jq) {
+    unsigned idle = __ballot_sync(full, !alive);
+    if (!idle) return;
+    int jn = jq & 0xff, jhead = (jq >> 8) & 0xff;
+    if (jn == 0 && (jq >> 16)) {
+        int cap = min(WD_SAMP_JOBS, width);
+        unsigned long long base = 0;
+        if (lane == 0) base = atomicAdd(T.counters + WD_SAMP_COUNTERS, (unsigned long long)cap);
+        base = __shfl_sync(full, base, 0);
+        unsigned long long first = T.photon_lo + base;
+        if (first < T.photon_hi) {
+            unsigned long long left = T.photon_hi - first;
+            jn = left < (unsigned long long)cap ? (int)left : cap;
+            jhead = 0;
+            if (lane < jn) sampled_emit_jobs(P, first + (unsigned long long)lane, J, lane);
+        } else {
+            jq = 0u;
+        }
+        __syncwarp(full);
+    }
+    int rank = __popc(idle & ((1u << lane) - 1u));
+    if (!alive && rank < jn) {
+        S.st = J->st[jhead + rank];
+        sampled_begin(T, J->bits[jhead + rank], S);
+#if !WD_SAMP_DEFERRED
+        S.runs = SampRuns{-1, -1, 0.0f, 0.0f};  // (deferred: the end marker's merge resets them)
+#endif
+        alive = true;
+    }
+    int taken = min(__popc(idle), jn);
+    jq = (jq & (1u << 16)) | ((unsigned)(jhead + taken) << 8) | (unsigned)(jn - taken);
+    __syncwarp(full);
+}
+
+// Whether the warp's loop is done: no lane alive, the job queue empty and no ids left.
+__device__ __forceinline__ bool sampled_done(unsigned full, bool alive, unsigned int jq) {
+    return !__any_sync(full, alive) && (jq & 0xff) == 0 && !(jq >> 16);
 }
 #endif
 
@@ -804,36 +866,8 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #endif
     for (;;) {
 #if WD_SAMP_JOBQ
-        unsigned idle = __ballot_sync(full, !alive);
-        if (idle) {
-            int jn = jq & 0xff, jhead = (jq >> 8) & 0xff;
-            if (jn == 0 && (jq >> 16)) {
-                int cap = min(WD_SAMP_JOBS, width);
-                unsigned long long base = 0;
-                if (lane == 0) base = atomicAdd(T.counters + WD_SAMP_COUNTERS, (unsigned long long)cap);
-                base = __shfl_sync(full, base, 0);
-                unsigned long long first = T.photon_lo + base;
-                if (first < T.photon_hi) {
-                    unsigned long long left = T.photon_hi - first;
-                    jn = left < (unsigned long long)cap ? (int)left : cap;
-                    jhead = 0;
-                    if (lane < jn) sampled_emit_jobs(P, first + (unsigned long long)lane, J, lane);
-                } else {
-                    jq = 0u;
-                }
-                __syncwarp(full);
-            }
-            int rank = __popc(idle & ((1u << lane) - 1u));
-            if (!alive && rank < jn) {
-                S.st = J->st[jhead + rank];
-                sampled_begin(T, J->bits[jhead + rank], S);
-                alive = true;
-            }
-            int taken = min(__popc(idle), jn);
-            jq = (jq & (1u << 16)) | ((unsigned)(jhead + taken) << 8) | (unsigned)(jn - taken);
-            __syncwarp(full);
-        }
-        if (!__any_sync(full, alive) && (jq & 0xff) == 0 && !(jq >> 16)) break;
+        sampled_take(P, T, J, full, width, lane, alive, S, jq);
+        if (sampled_done(full, alive, jq)) break;
 #else
         if (!alive && next < T.photon_hi) {
             sampled_start(P, T, next, S);
@@ -872,6 +906,79 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #endif
 #endif
 
+#if WD_SAMP_STEPWISE
+// The point at distance s along the photon's segment, of weighted length x: its cell, and the
+// runs it extends or closes (sampled_points' loop body).
+__device__ __forceinline__ void sampled_point(const SampParams& T, SampState& S, float s, float x, SampCounts& n) {
+    const PState& st = S.st;
+    int sp;
+    int c = sampled_cell_sp(T, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s), sp);
+    if (c >= 0) sampled_record(T, S.runs, c, sp, x, n);
+}
+
+// WD_SAMP_STEPWISE: the kernel's loop for one warp (every lane of `full` calls it), one lane at a
+// time but at most WD_SAMP_STEP_POINTS points (1) per lane and step. A step of a lane: walk its
+// next segment unless it holds one with points left (`walked`); bin the segment's next point
+// (sampled_points' loop body: the same positions, times and float run sums as one lane at a time,
+// so the same integers); move (absorption, escape, scattering: sampled_move) once the segment has
+// no point left. So a segment of m points takes max(1, m) steps, and a lane with a long segment
+// does not hold the warp's other lanes in a loop over its points. Photons as in the deferred
+// loop: the job queue (WD_SAMP_JOBQ, default) or each lane's own ids next, next + stride, ….
+__device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampParams& T, SampJobs* J, unsigned full, int width, int lane, unsigned long long next, unsigned long long stride, SampCounts& n) {
+    SampState S;
+    SampSeg g{};
+    bool alive = false, walked = false;
+    const bool step = T.step > 0.0f;
+#if WD_SAMP_JOBQ
+    (void)next;
+    (void)stride;
+    unsigned int jq = 1u << 16;  // as in the deferred loop
+#else
+    (void)J;
+    (void)width;
+#endif
+    for (;;) {
+#if WD_SAMP_JOBQ
+        sampled_take(P, T, J, full, width, lane, alive, S, jq);
+        if (sampled_done(full, alive, jq)) break;
+#else
+        if (!alive && next < T.photon_hi) {
+            sampled_start(P, T, next, S);
+            next += stride;
+            alive = true;
+        }
+        if (!__any_sync(full, alive)) break;
+#endif
+        if (!alive) continue;
+        if (!walked) {
+            sampled_walk(P, T, S, g);
+            walked = true;
+        }
+        // The segment's next points (Tabulate::photon_sampled; sampled_points' body), at most
+        // WD_SAMP_STEP_POINTS of them in this step.
+        const float len = g.seg.length;
+        bool left = false;
+        if (len > 0.0f) {
+            if (step) {
+                const float x = g.w * T.step;
+                for (int k = 0; k < WD_SAMP_STEP_POINTS && S.next < len; ++k) {
+                    sampled_point(T, S, S.next, x, n);
+                    S.next += T.step;
+                }
+                left = S.next < len;
+            } else {
+                sampled_point(T, S, wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len, g.w * len, n);
+            }
+        }
+        if (!left) {
+            if (step && len > 0.0f) S.next -= len;
+            alive = sampled_move(P, T, S, g, n);
+            walked = false;
+        }
+    }
+}
+#endif
+
 // As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
 // its next photon (a warp does not wait for its longest photon). With WD_SAMP_COMPACT the lanes
 // without photons left stay in the loop (adding no points) until the whole warp is done.
@@ -885,7 +992,20 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
 #endif
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long next = T.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-#if WD_SAMP_COMPACT
+#if WD_SAMP_STEPWISE
+    static_assert(WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK + WD_SAMP_JOBQ * sizeof(SampJobs) * ((WD_SAMP_BLOCK + 31) / 32) <= 48 * 1024,
+                  "WD_SAMP_STEPWISE's job queues and counters exceed 48 kB of static shared memory per block: a smaller WD_SAMP_BLOCK");
+    int lane = threadIdx.x & 31;
+    int width = min(32, (int)(blockDim.x - (threadIdx.x & ~31u)));
+    unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+#if WD_SAMP_JOBQ
+    __shared__ SampJobs jobs[(WD_SAMP_BLOCK + 31) / 32];
+    SampJobs* J = &jobs[threadIdx.x >> 5];
+#else
+    SampJobs* J = nullptr;
+#endif
+    sampled_loop(P, T, J, full, width, lane, next, stride, n);
+#elif WD_SAMP_COMPACT
     // Static shared memory: at most 48 kB per block (the queues: 2.9 kB per warp with
     // WD_SAMP_DEFER, 1.8 kB without; the job queues: 1.3 kB per warp with WD_SAMP_JOBQ; the
     // counters: 48 bytes per thread).

@@ -1214,6 +1214,11 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_ANGC=0"]),
             samp(crate::tabulate::gpu::SAMPLED_EARLIER),
             samp(&[&["WD_BFR"], crate::tabulate::gpu::SAMPLED_EARLIER].concat()),
+            // One point per lane and step, no queue of points (docs/spline.md "One point per
+            // step"; gpu-check compares it with the default), with and without the job queue.
+            samp(&["WD_SAMP_STEPWISE=1"]),
+            samp(&["WD_BFR", "WD_SAMP_STEPWISE=1"]),
+            samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"]),
         ],
         fast: true,
         generated: false,

@@ -931,6 +931,11 @@ pub fn check_sampled_alternatives(
         ("WD_SAMP_RED=0", &["WD_SAMP_RED=0"][..]),
         ("WD_SAMP_ANGC=0", &["WD_SAMP_ANGC=0"][..]),
         ("the earlier default (all three 0, 4 rounds)", earlier),
+        ("WD_SAMP_STEPWISE=1 (one point per lane and step)", STEPWISE),
+        (
+            "WD_SAMP_STEPWISE=1 without the job queue",
+            &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"][..],
+        ),
     ] {
         let r = stepped.run_gpu(&on(d, batch), gpu_ctl)?;
         let (s, words) = compare(g, &r);
@@ -943,6 +948,9 @@ pub fn check_sampled_alternatives(
     let (s, words) = compare(&seg_default, &seg_earlier);
     ok &= s && seg_default.hist.points > 0;
     rows.push(format!("one point per segment, default against the earlier default: {words}"));
+    let (s, words) = compare(&seg_default, &per_segment.run_gpu(&on(STEPWISE, batch), gpu_ctl)?);
+    ok &= s;
+    rows.push(format!("one point per segment, default against WD_SAMP_STEPWISE=1: {words}"));
     let narrow = crate::tabulate::gpu::TabGpuOptions {
         block: 80,
         ..on(&[], batch)
@@ -966,6 +974,10 @@ pub fn check_sampled_alternatives(
         ),
     ))
 }
+
+/// The sampled kernel's loop with one point per lane and step (sampled.cu `WD_SAMP_STEPWISE`,
+/// docs/spline.md "One point per step"): compared with the default and timed beside it.
+const STEPWISE: &[&str] = &["WD_SAMP_STEPWISE=1"];
 
 /// The tabulation requests the checks run: a cascade in spice_3.2.1 (1-D tilt, the old
 /// anisotropy) off the vertical, and two muon-segment depths in spice_ftp-v3m (birefringence,
@@ -1159,14 +1171,18 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     // The structural alternatives turned off: their rates beside the default's (information: the verdict is the
     // default build's, which is what a tabulation runs).
     let mut alternatives = Vec::new();
-    for d in [
-        &["WD_SAMP_JOBQ=0"][..],
-        &["WD_SAMP_RED=0"][..],
-        &["WD_SAMP_ANGC=0"][..],
-        crate::tabulate::gpu::SAMPLED_EARLIER,
+    // (switches, blocks of 128 threads per multiprocessor: 8 = 64 registers, 6 = 80)
+    for (d, per_sm) in [
+        (&["WD_SAMP_JOBQ=0"][..], 8),
+        (&["WD_SAMP_RED=0"][..], 8),
+        (&["WD_SAMP_ANGC=0"][..], 8),
+        (crate::tabulate::gpu::SAMPLED_EARLIER, 8),
+        (STEPWISE, 8),
+        (STEPWISE, 6),
     ] {
         let shape = crate::tabulate::gpu::TabGpuOptions {
             defines: d.iter().map(|s| (*s).to_string()).collect(),
+            blocks_per_sm: per_sm,
             ..Default::default()
         };
         let rate = crate::bench::sampled_tabulation_rate(
@@ -1179,7 +1195,7 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
             &gpu_ctl,
         )?;
         alternatives.push(format!(
-            "{}: {rate:.3e} photons/s ({:.3} of fast, {:.2}x the default)",
+            "{}, per-sm={per_sm}: {rate:.3e} photons/s ({:.3} of fast, {:.2}x the default)",
             d.join(","),
             rate / r.fast,
             rate / r.tabulate

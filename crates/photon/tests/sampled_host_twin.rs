@@ -477,8 +477,9 @@ int main() {
 /// job queue fed from the launch's counter; also with 5 photons a refill and with unlimited
 /// rounds), or each lane its own ids, next += width (`WD_SAMP_JOBQ=0`, the earlier default) — and
 /// each build's squares — `WD_SAMP_RED`'s digits folded into u128 by the kernel's `sampled_fold`
-/// after the "launch" (the default), or add_u128 (`WD_SAMP_RED=0`). All
-/// builds must give the same integers (sums, u128 squares and spatial squares) and counters, every
+/// after the "launch" (the default), or add_u128 (`WD_SAMP_RED=0`) — and `WD_SAMP_STEPWISE`'s
+/// loop (docs/spline.md "One point per step": each lane bins its own points, at most one or three
+/// a step, with and without the job queue and the digits). All builds must give the same integers (sums, u128 squares and spatial squares) and counters, every
 /// photon id of the launch started exactly once; with full warps and a warp of 13 lanes, Δ = 1 m
 /// and one point per segment. The digits are also checked against add_u128 value by value on
 /// 2·10⁵ integers up to 2⁹⁶ (sums of many into a few cells, folded between batches), and a
@@ -678,7 +679,9 @@ int main() {
             TT.sum = sum.data(); TT.sumsq = sq.data(); TT.spatial_sumsq = ssq.data(); TT.counters = counters;
             TT.photon_lo = g_lo; TT.photon_hi = g_lo + photons;
             std::vector<SampCounts> cnt(width, SampCounts{0, 0, 0, 0, 0, 0});
+#if WD_SAMP_COMPACT
             static SampQueue q;
+#endif
             static SampJobs J;
             unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
             {
@@ -688,7 +691,11 @@ int main() {
                 for (int l = 0; l < width; ++l)
                     th.emplace_back([&, l] {
                         t_lane = l;
+#if WD_SAMP_STEPWISE
+                        sampled_loop(PhotonParams{0}, TT, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
+#else
                         sampled_loop(PhotonParams{0}, TT, q, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
+#endif
                     });
                 for (auto& t : th) t.join();
             }
@@ -720,13 +727,20 @@ int main() {
     std::fs::write(&cpp, src).unwrap();
     // The default (job queue, split squares, 2 rounds), the earlier default, each turned off,
     // 5-photon refills and unlimited rounds.
-    let builds: [&[&str]; 6] = [
+    // WD_SAMP_STEPWISE (one point per lane and step, no queue of points): with the job queue, with
+    // 5-photon refills, without the job queue, with add_u128's squares and with 3 points a step.
+    let builds: [&[&str]; 11] = [
         &[],
         &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"],
         &["WD_SAMP_JOBQ=0"],
         &["WD_SAMP_RED=0"],
         &["WD_SAMP_JOBS=5"],
         &["WD_SAMP_ROUNDS=0"],
+        &["WD_SAMP_STEPWISE=1"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBS=5"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_RED=0"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_STEP_POINTS=3"],
     ];
     let mut first: Option<String> = None;
     for (i, defines) in builds.iter().enumerate() {
