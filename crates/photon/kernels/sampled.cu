@@ -26,14 +26,37 @@
 #ifndef WD_SAMP_STEPWISE
 #define WD_SAMP_STEPWISE 0
 #endif
+// WD_SAMP_SCAN (issue #32's rate; docs/spline.md "Warp scans of the points"): every lane walks one
+// segment a step; the warp then bins all the step's points together, a warp's width at a time
+// (each slot finds its lane by a prefix sum of the lanes' point counts and takes the segment by
+// shuffles), and forms the runs by segmented prefix sums of the points' integer amounts
+// (WD_SAMP_QPOINT), so that no lane merges its points one at a time. Photons from the job queue.
+#ifndef WD_SAMP_SCAN
+#define WD_SAMP_SCAN 0
+#endif
+// WD_SAMP_QPOINT (with WD_SAMP_SCAN, or with WD_SAMP_STEPWISE as its reference): each point's
+// weighted length is rounded to the fixed point (q = rint(x·2¹⁶)) and a run is the integer sum Q
+// of its points' q, added as Q to the cell's sum and Q² to its squares — the same integers
+// whichever lane adds which part of a run; and the comb's points are s_k = fma(k, Δ, s₀) from the
+// segment's first s₀ (not repeated additions), the next segment's s₀ = fma(m, Δ, s₀) − length.
+// The tables differ from the float runs' (one rounding per run) by less than 2⁻¹⁶ m a point.
+#ifndef WD_SAMP_QPOINT
+#define WD_SAMP_QPOINT WD_SAMP_SCAN
+#endif
 // The warp compaction of the points (sampled_points_warp below; 1, default) or one lane at a
 // time (0), and where the per-thread counters live: shared memory (1, the default with the
 // compaction: 64 registers without spills on sm_90) or registers (0, the default without it).
 #ifndef WD_SAMP_COMPACT
-#define WD_SAMP_COMPACT (!WD_SAMP_STEPWISE)
+#define WD_SAMP_COMPACT (!WD_SAMP_STEPWISE && !WD_SAMP_SCAN)
 #endif
-#if WD_SAMP_STEPWISE && WD_SAMP_COMPACT
-#error "WD_SAMP_STEPWISE has no queue of points: WD_SAMP_COMPACT=0"
+#if (WD_SAMP_STEPWISE || WD_SAMP_SCAN) && WD_SAMP_COMPACT
+#error "WD_SAMP_STEPWISE and WD_SAMP_SCAN have no queue of points: WD_SAMP_COMPACT=0"
+#endif
+#if WD_SAMP_STEPWISE && WD_SAMP_SCAN
+#error "WD_SAMP_STEPWISE and WD_SAMP_SCAN are two loops: one of them"
+#endif
+#if WD_SAMP_QPOINT && !(WD_SAMP_STEPWISE || WD_SAMP_SCAN)
+#error "WD_SAMP_QPOINT needs WD_SAMP_SCAN or WD_SAMP_STEPWISE"
 #endif
 // WD_SAMP_STEP_POINTS=K (with WD_SAMP_STEPWISE, default 1): at most K points per lane and step.
 #ifndef WD_SAMP_STEP_POINTS
@@ -43,7 +66,7 @@
 #error "WD_SAMP_STEP_POINTS must be at least 1"
 #endif
 #ifndef WD_SAMP_SHARED_COUNTS
-#define WD_SAMP_SHARED_COUNTS (WD_SAMP_COMPACT || WD_SAMP_STEPWISE)
+#define WD_SAMP_SHARED_COUNTS (WD_SAMP_COMPACT || WD_SAMP_STEPWISE || WD_SAMP_SCAN)
 #endif
 // Exact speed-ups of the tabulation machinery (issue #32's profile, docs/spline.md "Cheaper
 // tabulation machinery"; each leaves the tables the same integers for the same photons, so default on; 0 for
@@ -103,13 +126,13 @@
 // of 32 lanes (each lane's fixed share of the launch ends at a different time, the warp runs to
 // its slowest lane) and the emission at 1.5 lanes (7.7 % of the instructions).
 #ifndef WD_SAMP_JOBQ
-#define WD_SAMP_JOBQ (WD_SAMP_DEFERRED || WD_SAMP_STEPWISE)
+#define WD_SAMP_JOBQ (WD_SAMP_DEFERRED || WD_SAMP_STEPWISE || WD_SAMP_SCAN)
 #endif
 #ifndef WD_SAMP_JOBS
 #define WD_SAMP_JOBS 16
 #endif
-#if WD_SAMP_JOBQ && !WD_SAMP_DEFERRED && !WD_SAMP_STEPWISE
-#error "WD_SAMP_JOBQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on) or WD_SAMP_STEPWISE"
+#if WD_SAMP_JOBQ && !WD_SAMP_DEFERRED && !WD_SAMP_STEPWISE && !WD_SAMP_SCAN
+#error "WD_SAMP_JOBQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on), WD_SAMP_STEPWISE or WD_SAMP_SCAN"
 #endif
 // WD_SAMP_RED: each square (x² in the fixed point, an integer v < 2⁹⁶) is added as fire-and-forget
 // 64-bit adds of its three 32-bit digits — v = a + b·2³² + c·2⁶⁴ to three words of the cell —
@@ -281,46 +304,87 @@ __device__ __forceinline__ void samp_add_sq(const SampParams& T, unsigned long l
 #endif
 }
 
+// What a run sums: its points' float weighted lengths (one rounding to the fixed point per run,
+// as sampled.rs), or with WD_SAMP_QPOINT their integer amounts q = rint(x·2¹⁶).
+#if WD_SAMP_QPOINT
+typedef unsigned long long SampAmt;
+__device__ __forceinline__ SampAmt samp_amount(float x) { return (unsigned long long)rintf(x * 65536.0f); }
+#else
+typedef float SampAmt;
+__device__ __forceinline__ SampAmt samp_amount(float x) { return x; }
+#endif
+
 // sampled.rs Sampler: the open runs of a photon.
 struct SampRuns {
     int cell, spatial;
-    float x, spatial_x;
+    SampAmt x, spatial_x;
 };
 
 // Per-thread counters, added to the global ones once at the thread's end: in shared memory
 // with WD_SAMP_SHARED_COUNTS (48 bytes per thread), else in registers.
 struct SampCounts { unsigned long long tabulated, absorbed, escaped, segments, runs, points; };
 
+#if WD_SAMP_QPOINT
+// WD_SAMP_QPOINT: a run's integer sum Q (< 2⁴⁸: a run below 2³² m) squared exactly, Q² < 2⁹⁶, to
+// the cell's words at p: WD_SAMP_RED's digits (Q² = a + b·2³² + c·2⁶⁴) or add_u128's two words.
+__device__ __forceinline__ void samp_add_sq_q(const SampParams& T, unsigned long long* p, unsigned long long q) {
+    unsigned long long lo = q * q, hi = __umul64hi(q, q);
+#if WD_SAMP_RED
+    if (hi >> 32) {
+        atomicAdd(T.counters + WD_SAMP_COUNTERS + 1, 1ull);
+        return;
+    }
+    atomicAdd(p, lo & 0xffffffffull);
+    if (lo >> 32) atomicAdd(p + 1, lo >> 32);
+    if (hi) atomicAdd(p + 2, hi);
+#else
+    (void)T;
+    unsigned long long old = atomicAdd(p, lo);
+    if (old + lo < old) hi += 1;
+    if (hi) atomicAdd(p + 1, hi);
+#endif
+}
+#endif
+
 // sampled.rs Histogram::record of a closed run: x to the cell's sum, x² to its squares.
-__device__ __forceinline__ void close_cell(const SampParams& T, int c, float x) {
+__device__ __forceinline__ void close_cell(const SampParams& T, int c, SampAmt x) {
+#if WD_SAMP_QPOINT
+    atomicAdd(T.sum + c, x);
+    samp_add_sq_q(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, x);
+#else
     double xd = (double)x;
     atomicAdd(T.sum + c, (unsigned long long)round(xd * WD_SUM_UNIT));
     samp_add_sq(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, round(xd * xd * WD_SQ_UNIT));
+#endif
 }
 
-__device__ __forceinline__ void close_spatial(const SampParams& T, int sp, float x) {
+__device__ __forceinline__ void close_spatial(const SampParams& T, int sp, SampAmt x) {
+#if WD_SAMP_QPOINT
+    samp_add_sq_q(T, T.spatial_sumsq + WD_SAMP_SQ_WORDS * (size_t)sp, x);
+#else
     double xd = (double)x;
     samp_add_sq(T, T.spatial_sumsq + WD_SAMP_SQ_WORDS * (size_t)sp, round(xd * xd * WD_SQ_UNIT));
+#endif
 }
 
 // The runs one point closes (cell < 0, spatial < 0: none), added by the caller.
 struct SampClosed {
     int cell;
-    float x;
+    SampAmt x;
     int spatial;
-    float spatial_x;
+    SampAmt spatial_x;
 };
 
 // sampled.rs Sampler::record without the additions: a point of weighted length x in cell c
 // (spatial cell sp) extends the open runs or closes them (returned) and opens new ones. The
 // float sums follow the photon's points in order, so both kernel paths (below) give the same bits.
-__device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRuns& r, int c, int sp, float x, SampCounts& n) {
-    SampClosed o{-1, 0.0f, -1, 0.0f};
+__device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRuns& r, int c, int sp, SampAmt x, SampCounts& n) {
+    SampClosed o{-1, 0, -1, 0};
     n.points += 1;
     if (c != r.cell) {
         if (r.cell >= 0) { o.cell = r.cell; o.x = r.x; n.runs += 1; }
         r.cell = c;
-        r.x = 0.0f;
+        r.x = 0;
     }
     r.x += x;
 #if !WD_SAMP_NODIV
@@ -329,7 +393,7 @@ __device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRun
     if (sp != r.spatial) {
         if (r.spatial >= 0) { o.spatial = r.spatial; o.spatial_x = r.spatial_x; }
         r.spatial = sp;
-        r.spatial_x = 0.0f;
+        r.spatial_x = 0;
     }
     r.spatial_x += x;
     return o;
@@ -337,7 +401,7 @@ __device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRun
 
 // sampled.rs Sampler::record: a point of weighted length x in cell c, closed runs added at once.
 __device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r, int c, int sp, float x, SampCounts& n) {
-    SampClosed o = sampled_merge(T, r, c, sp, x, n);
+    SampClosed o = sampled_merge(T, r, c, sp, samp_amount(x), n);
     if (o.cell >= 0) close_cell(T, o.cell, o.x);
     if (o.spatial >= 0) close_spatial(T, o.spatial, o.spatial_x);
 }
@@ -383,7 +447,7 @@ __device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampP
     sampled_emit(P, id, S.st, bits);
     sampled_begin(T, bits, S);
 #if !WD_SAMP_DEFERRED
-    S.runs = SampRuns{-1, -1, 0.0f, 0.0f};  // (deferred: the end marker's merge resets them)
+    S.runs = SampRuns{-1, -1, 0, 0};  // (deferred: the end marker's merge resets them)
 #endif
 }
 
@@ -606,7 +670,7 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
                 runs += 1;
                 ended += 1;
             }
-            r = SampRuns{-1, -1, 0.0f, 0.0f};
+            r = SampRuns{-1, -1, 0, 0};
             continue;
         }
 #endif
@@ -780,7 +844,7 @@ __device__ __forceinline__ void sampled_mark(const SampParams& T, SampQueue& q, 
 #endif
 
 // WD_SAMP_JOBQ: a warp's job queue (shared memory): photons emitted together, popped by idle lanes.
-#if WD_SAMP_COMPACT || WD_SAMP_STEPWISE
+#if WD_SAMP_COMPACT || WD_SAMP_STEPWISE || WD_SAMP_SCAN
 struct SampJobs {
     PState st[WD_SAMP_JOBS];
     unsigned int bits[WD_SAMP_JOBS];
@@ -824,7 +888,7 @@ __device__ __forceinline__ void sampled_take(const PhotonParams& P, const SampPa
         S.st = J->st[jhead + rank];
         sampled_begin(T, J->bits[jhead + rank], S);
 #if !WD_SAMP_DEFERRED
-        S.runs = SampRuns{-1, -1, 0.0f, 0.0f};  // (deferred: the end marker's merge resets them)
+        S.runs = SampRuns{-1, -1, 0, 0};  // (deferred: the end marker's merge resets them)
 #endif
         alive = true;
     }
@@ -854,7 +918,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
     // The queue kept across segments and photons: this lane's entries, the queue's length.
     q.mine[lane] = 0;
     q.queued[lane] = 0;
-    S.runs = SampRuns{-1, -1, 0.0f, 0.0f};
+    S.runs = SampRuns{-1, -1, 0, 0};
     bool pending = false;
 #if WD_SAMP_JOBQ
     (void)next;
@@ -906,7 +970,19 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #endif
 #endif
 
-#if WD_SAMP_STEPWISE
+#if WD_SAMP_QPOINT
+// WD_SAMP_QPOINT's comb on a segment: the number m of points s_k = fma(k, Δ, s₀) < length
+// (k = 0 … m − 1; s_k does not decrease with k), from an estimate corrected both ways.
+__device__ __forceinline__ int sampled_count(float s0, float step, float len) {
+    if (!(s0 < len)) return 0;
+    int m = max((int)ceilf((len - s0) / step), 1);
+    while (m > 1 && !(fmaf((float)(m - 1), step, s0) < len)) --m;
+    while (fmaf((float)m, step, s0) < len) ++m;
+    return m;
+}
+#endif
+
+#if WD_SAMP_STEPWISE || WD_SAMP_SCAN
 // The point at distance s along the photon's segment, of weighted length x: its cell, and the
 // runs it extends or closes (sampled_points' loop body).
 __device__ __forceinline__ void sampled_point(const SampParams& T, SampState& S, float s, float x, SampCounts& n) {
@@ -915,7 +991,9 @@ __device__ __forceinline__ void sampled_point(const SampParams& T, SampState& S,
     int c = sampled_cell_sp(T, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s), sp);
     if (c >= 0) sampled_record(T, S.runs, c, sp, x, n);
 }
+#endif
 
+#if WD_SAMP_STEPWISE
 // WD_SAMP_STEPWISE: the kernel's loop for one warp (every lane of `full` calls it), one lane at a
 // time but at most WD_SAMP_STEP_POINTS points (1) per lane and step. A step of a lane: walk its
 // next segment unless it holds one with points left (`walked`); bin the segment's next point
@@ -929,6 +1007,9 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
     SampSeg g{};
     bool alive = false, walked = false;
     const bool step = T.step > 0.0f;
+#if WD_SAMP_QPOINT
+    int kp = 0, np = 0;  // the segment's points binned, its points (sampled_count)
+#endif
 #if WD_SAMP_JOBQ
     (void)next;
     (void)stride;
@@ -953,6 +1034,10 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
         if (!walked) {
             sampled_walk(P, T, S, g);
             walked = true;
+#if WD_SAMP_QPOINT
+            kp = 0;
+            np = step && g.seg.length > 0.0f ? sampled_count(S.next, T.step, g.seg.length) : 0;
+#endif
         }
         // The segment's next points (Tabulate::photon_sampled; sampled_points' body), at most
         // WD_SAMP_STEP_POINTS of them in this step.
@@ -961,19 +1046,195 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
         if (len > 0.0f) {
             if (step) {
                 const float x = g.w * T.step;
+#if WD_SAMP_QPOINT
+                for (int k = 0; k < WD_SAMP_STEP_POINTS && kp < np; ++k, ++kp) sampled_point(T, S, fmaf((float)kp, T.step, S.next), x, n);
+                left = kp < np;
+#else
                 for (int k = 0; k < WD_SAMP_STEP_POINTS && S.next < len; ++k) {
                     sampled_point(T, S, S.next, x, n);
                     S.next += T.step;
                 }
                 left = S.next < len;
+#endif
             } else {
                 sampled_point(T, S, wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len, g.w * len, n);
             }
         }
         if (!left) {
+#if WD_SAMP_QPOINT
+            if (step && len > 0.0f) S.next = fmaf((float)np, T.step, S.next) - len;
+#else
             if (step && len > 0.0f) S.next -= len;
+#endif
             alive = sampled_move(P, T, S, g, n);
             walked = false;
+        }
+    }
+}
+#endif
+
+#if WD_SAMP_SCAN
+// A warp's scratch for sampled_scan: per slot of a batch, the lane whose first point in the
+// batch it holds (else -1).
+struct SampScan {
+    int owner[32];
+};
+
+// WD_SAMP_SCAN: the points of the warp's segments of this step (every lane of `full` calls it;
+// this lane's m points s_k = fma(k, ds, s0), each of amount x, on its photon's segment from
+// S.st.pos along S.st.dir), binned by the whole warp a `width` of points at a time. Slot j of the
+// step is point j − off of the lane whose points are [off, off + m) (an exclusive prefix sum of
+// the counts in lane order, so each lane's points are consecutive slots in its photon's order).
+// A batch: the slots' lanes (a max-scan of the lanes' first slots in it), the segments by
+// shuffles, one lookup per slot; a point continues its photon's run when its cell is that of the
+// photon's previous recorded point (in the batch, found by a max-scan of the recorded slots, or
+// the open run the lane carries in S.runs); the runs' integer sums by a segmented inclusive scan
+// (the carried run's sum entering at the lane's first slot); a point that starts a run closes
+// the previous one (close_cell with its sum); at the batch's end each lane carries the run of its
+// last recorded point. The spatial runs alike with the spatial cells. Points outside the grid
+// record nothing and do not break a run (sampled_points: only points in a cell are recorded).
+// The same closes, sums and squares as sampled_record one point at a time in the photon's order
+// (WD_SAMP_STEPWISE with WD_SAMP_QPOINT): integers, added in any order.
+__device__ __forceinline__ void sampled_scan(const SampParams& T, SampScan& sc, unsigned full, int width, int lane, SampState& S, int m, float s0, float ds, float x, SampCounts& n) {
+    int incl = m;
+    for (int d = 1; d < 32; d <<= 1) {
+        int v = __shfl_up_sync(full, incl, d);
+        if (lane >= d) incl += v;
+    }
+    const int total = __shfl_sync(full, incl, width - 1);
+    const int off = incl - m;
+    const SampAmt q = samp_amount(x);
+    for (int base = 0; base < total; base += width) {
+        // This lane's slots in the batch [lo, hi); each slot's lane.
+        const int lo = max(off - base, 0), hi = min(off + m - base, width);
+        const bool mine = lo < hi;
+        sc.owner[lane] = -1;
+        __syncwarp(full);
+        if (mine) sc.owner[lo] = lane;
+        __syncwarp(full);
+        int o = sc.owner[lane];
+        __syncwarp(full);
+        for (int d = 1; d < 32; d <<= 1) {
+            int v = __shfl_up_sync(full, o, d);
+            if (lane >= d) o = max(o, v);
+        }
+        const int j = base + lane;
+        const bool valid = j < total;
+        const int src = valid ? o : lane;
+        // The slot's segment, amount and carried runs, from its lane.
+        const int o_off = __shfl_sync(full, off, src);
+        const float o_s0 = __shfl_sync(full, s0, src), o_ds = __shfl_sync(full, ds, src);
+        const SampAmt o_q = __shfl_sync(full, q, src);
+        const V3 at{__shfl_sync(full, S.st.pos.x, src), __shfl_sync(full, S.st.pos.y, src), __shfl_sync(full, S.st.pos.z, src)};
+        const V3 dir{__shfl_sync(full, S.st.dir.x, src), __shfl_sync(full, S.st.dir.y, src), __shfl_sync(full, S.st.dir.z, src)};
+        const float t0 = __shfl_sync(full, S.st.time, src), ocm = __shfl_sync(full, S.st.ocm, src);
+        const int carry_c = __shfl_sync(full, S.runs.cell, src), carry_sp = __shfl_sync(full, S.runs.spatial, src);
+        const SampAmt carry_q = __shfl_sync(full, S.runs.x, src), carry_sq = __shfl_sync(full, S.runs.spatial_x, src);
+        int c = -1, sp = -1;
+        if (valid) {
+            const float s = fmaf((float)(j - o_off), o_ds, o_s0);
+            c = sampled_cell_sp(T, sampled_at(at, dir, s), sampled_time(t0, ocm, s), sp);
+        }
+        const bool rec = c >= 0;
+        n.points += rec;
+        // The last recorded slot up to this one (r) and before it (prev), and whether prev is this lane's photon's.
+        int r = rec ? lane : -1;
+        for (int d = 1; d < 32; d <<= 1) {
+            int v = __shfl_up_sync(full, r, d);
+            if (lane >= d) r = max(r, v);
+        }
+        int prev = __shfl_up_sync(full, r, 1);
+        if (lane == 0) prev = -1;
+        const int pi = max(prev, 0);
+        const int prev_o = __shfl_sync(full, o, pi), prev_c = __shfl_sync(full, c, pi), prev_sp = __shfl_sync(full, sp, pi);
+        const bool in_batch = prev >= 0 && prev_o == o;
+        const int pc = in_batch ? prev_c : carry_c, psp = in_batch ? prev_sp : carry_sp;
+        const bool first = valid && j == max(o_off, base);
+        const bool head = rec && c != pc, shead = rec && sp != psp;
+        // Segmented inclusive sums (a segment starts at a run's first point and at a lane's first slot).
+        SampAmt v = rec ? o_q : 0, sv = v;
+        if (first && !head) v += carry_q;
+        if (first && !shead) sv += carry_sq;
+        bool f = !valid || first || head, sf = !valid || first || shead;
+        for (int d = 1; d < 32; d <<= 1) {
+            SampAmt vu = __shfl_up_sync(full, v, d), svu = __shfl_up_sync(full, sv, d);
+            int fu = __shfl_up_sync(full, (int)f, d), sfu = __shfl_up_sync(full, (int)sf, d);
+            if (lane >= d) {
+                if (!f) v += vu;
+                if (!sf) sv += svu;
+                f = f || fu;
+                sf = sf || sfu;
+            }
+        }
+        // A run's first point closes the photon's previous run: its sum at prev, or the carried one.
+        const SampAmt prev_v = __shfl_sync(full, v, pi), prev_sv = __shfl_sync(full, sv, pi);
+        if (head && pc >= 0) {
+            close_cell(T, pc, in_batch ? prev_v : carry_q);
+            n.runs += 1;
+        }
+        if (shead && psp >= 0) close_spatial(T, psp, in_batch ? prev_sv : carry_sq);
+        // Each lane carries the run of its last recorded point in the batch.
+        const int last = __shfl_sync(full, r, mine ? hi - 1 : lane);
+        const bool moved = mine && last >= lo;
+        const int li = moved ? last : lane;
+        const int l_c = __shfl_sync(full, c, li), l_sp = __shfl_sync(full, sp, li);
+        const SampAmt l_v = __shfl_sync(full, v, li), l_sv = __shfl_sync(full, sv, li);
+        if (moved) S.runs = SampRuns{l_c, l_sp, l_v, l_sv};
+    }
+}
+
+// WD_SAMP_SCAN: the kernel's loop for one warp (every lane of `full` calls it): each step every
+// lane with a photon walks one segment; the warp bins all their points (sampled_scan); each lane
+// moves its photon (absorption, escape, scattering; at its end the open runs are closed).
+// Photons from the job queue (WD_SAMP_JOBQ, default) or each lane's own ids.
+__device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampParams& T, SampJobs* J, SampScan& sc, unsigned full, int width, int lane, unsigned long long next, unsigned long long stride, SampCounts& n) {
+    SampState S;
+    S.runs = SampRuns{-1, -1, 0, 0};
+    bool alive = false;
+    const bool step = T.step > 0.0f;
+#if WD_SAMP_JOBQ
+    (void)next;
+    (void)stride;
+    unsigned int jq = 1u << 16;  // as in the deferred loop
+#else
+    (void)J;
+#endif
+    for (;;) {
+#if WD_SAMP_JOBQ
+        sampled_take(P, T, J, full, width, lane, alive, S, jq);
+        if (sampled_done(full, alive, jq)) break;
+#else
+        if (!alive && next < T.photon_hi) {
+            sampled_start(P, T, next, S);
+            next += stride;
+            alive = true;
+        }
+        if (!__any_sync(full, alive)) break;
+#endif
+        SampSeg g{};
+        int m = 0;
+        float s0 = 0.0f, ds = 0.0f, x = 0.0f;
+        if (alive) {
+            sampled_walk(P, T, S, g);
+            const float len = g.seg.length;
+            if (len > 0.0f) {
+                if (step) {
+                    m = sampled_count(S.next, T.step, len);
+                    s0 = S.next;
+                    ds = T.step;
+                    x = g.w * T.step;
+                } else {
+                    m = 1;
+                    s0 = wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
+                    x = g.w * len;
+                }
+            }
+        }
+        sampled_scan(T, sc, full, width, lane, S, m, s0, ds, x, n);
+        if (alive) {
+            const float len = g.seg.length;
+            if (step && len > 0.0f) S.next = fmaf((float)m, T.step, S.next) - len;
+            alive = sampled_move(P, T, S, g, n);
         }
     }
 }
@@ -992,9 +1253,9 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
 #endif
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long next = T.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-#if WD_SAMP_STEPWISE
-    static_assert(WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK + WD_SAMP_JOBQ * sizeof(SampJobs) * ((WD_SAMP_BLOCK + 31) / 32) <= 48 * 1024,
-                  "WD_SAMP_STEPWISE's job queues and counters exceed 48 kB of static shared memory per block: a smaller WD_SAMP_BLOCK");
+#if WD_SAMP_STEPWISE || WD_SAMP_SCAN
+    static_assert(WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK + WD_SAMP_JOBQ * sizeof(SampJobs) * ((WD_SAMP_BLOCK + 31) / 32) <= 40 * 1024,
+                  "WD_SAMP_STEPWISE's or WD_SAMP_SCAN's job queues and counters exceed 40 kB of static shared memory per block: a smaller WD_SAMP_BLOCK");
     int lane = threadIdx.x & 31;
     int width = min(32, (int)(blockDim.x - (threadIdx.x & ~31u)));
     unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
@@ -1004,7 +1265,12 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
 #else
     SampJobs* J = nullptr;
 #endif
+#if WD_SAMP_SCAN
+    __shared__ SampScan scans[(WD_SAMP_BLOCK + 31) / 32];
+    sampled_loop(P, T, J, scans[threadIdx.x >> 5], full, width, lane, next, stride, n);
+#else
     sampled_loop(P, T, J, full, width, lane, next, stride, n);
+#endif
 #elif WD_SAMP_COMPACT
     // Static shared memory: at most 48 kB per block (the queues: 2.9 kB per warp with
     // WD_SAMP_DEFER, 1.8 kB without; the job queues: 1.3 kB per warp with WD_SAMP_JOBQ; the

@@ -1219,6 +1219,12 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_STEPWISE=1"]),
             samp(&["WD_BFR", "WD_SAMP_STEPWISE=1"]),
             samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"]),
+            // The warp scans of the points with per-point integer amounts (docs/spline.md "Warp
+            // scans of the points"), and their lane-at-a-time reference (gpu-check compares them).
+            samp(&["WD_SAMP_SCAN=1"]),
+            samp(&["WD_BFR", "WD_SAMP_SCAN=1"]),
+            samp(&["WD_SAMP_SCAN=1", "WD_SAMP_JOBQ=0"]),
+            samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_QPOINT=1"]),
         ],
         fast: true,
         generated: false,

@@ -951,6 +951,27 @@ pub fn check_sampled_alternatives(
     let (s, words) = compare(&seg_default, &per_segment.run_gpu(&on(STEPWISE, batch), gpu_ctl)?);
     ok &= s;
     rows.push(format!("one point per segment, default against WD_SAMP_STEPWISE=1: {words}"));
+    // The warp scans against their lane-at-a-time reference (expected: the same integers), and
+    // against the default (expected: not identical, the shared-photon criterion).
+    let scan = stepped.run_gpu(&on(SCAN, batch), gpu_ctl)?;
+    let reference = stepped.run_gpu(&on(QPOINT_REFERENCE, batch), gpu_ctl)?;
+    for (label, a, b) in [
+        ("WD_SAMP_SCAN=1 against WD_SAMP_STEPWISE=1,WD_SAMP_QPOINT=1", &reference, &scan),
+        ("WD_SAMP_SCAN=1 against the default (float runs)", g, &scan),
+    ] {
+        let (s, words) = compare(a, b);
+        ok &= s;
+        rows.push(format!("{label}: {words} (kernels {:.4} s)", b.kernel_seconds));
+    }
+    let narrow = |d: &[&str]| crate::tabulate::gpu::TabGpuOptions { block: 80, ..on(d, batch) };
+    for (label, request, reference, scan) in [
+        ("one point per segment", &per_segment, on(QPOINT_REFERENCE, batch), on(SCAN, batch)),
+        ("blocks of 80 threads", &stepped, narrow(QPOINT_REFERENCE), narrow(SCAN)),
+    ] {
+        let (s, words) = compare(&request.run_gpu(&reference, gpu_ctl)?, &request.run_gpu(&scan, gpu_ctl)?);
+        ok &= s;
+        rows.push(format!("WD_SAMP_SCAN=1 against its reference, {label}: {words}"));
+    }
     let narrow = crate::tabulate::gpu::TabGpuOptions {
         block: 80,
         ..on(&[], batch)
@@ -978,6 +999,12 @@ pub fn check_sampled_alternatives(
 /// The sampled kernel's loop with one point per lane and step (sampled.cu `WD_SAMP_STEPWISE`,
 /// docs/spline.md "One point per step"): compared with the default and timed beside it.
 const STEPWISE: &[&str] = &["WD_SAMP_STEPWISE=1"];
+/// The warp scans of the points (sampled.cu `WD_SAMP_SCAN`, docs/spline.md "Warp scans of the
+/// points") and their reference, one lane at a time with the same per-point integer amounts
+/// (`WD_SAMP_QPOINT`): the same integers; against the default (float runs), the shared-photon
+/// criterion.
+const SCAN: &[&str] = &["WD_SAMP_SCAN=1"];
+const QPOINT_REFERENCE: &[&str] = &["WD_SAMP_STEPWISE=1", "WD_SAMP_QPOINT=1"];
 
 /// The tabulation requests the checks run: a cascade in spice_3.2.1 (1-D tilt, the old
 /// anisotropy) off the vertical, and two muon-segment depths in spice_ftp-v3m (birefringence,
@@ -1178,7 +1205,8 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         (&["WD_SAMP_ANGC=0"][..], 8),
         (crate::tabulate::gpu::SAMPLED_EARLIER, 8),
         (STEPWISE, 8),
-        (STEPWISE, 6),
+        (SCAN, 8),
+        (SCAN, 6),
     ] {
         let shape = crate::tabulate::gpu::TabGpuOptions {
             defines: d.iter().map(|s| (*s).to_string()).collect(),

@@ -543,7 +543,6 @@ static int g_width = 32;
 static std::barrier<>* g_bar;
 static thread_local int t_lane;
 static bool g_pred[32];
-static unsigned long long g_word;
 static void __syncwarp(unsigned) { g_bar->arrive_and_wait(); }
 static unsigned __ballot_sync(unsigned, bool p) {
     g_pred[t_lane] = p;
@@ -554,13 +553,22 @@ static unsigned __ballot_sync(unsigned, bool p) {
     return b;
 }
 static bool __any_sync(unsigned m, bool p) { return __ballot_sync(m, p) != 0u; }
-static unsigned long long __shfl_sync(unsigned, unsigned long long v, int src) {
-    if (t_lane == src) g_word = v;
+// Shuffles of any value of up to 8 bytes: every lane posts its value, then reads its source's.
+static unsigned long long g_words[32];
+template <class X> static X shfl_from(X v, int src) {
+    unsigned long long w = 0;
+    memcpy(&w, &v, sizeof(X));
+    g_words[t_lane] = w;
     g_bar->arrive_and_wait();
-    unsigned long long r = g_word;
+    unsigned long long r = g_words[src];
     g_bar->arrive_and_wait();
-    return r;
+    X out;
+    memcpy(&out, &r, sizeof(X));
+    return out;
 }
+template <class X> static X __shfl_sync(unsigned, X v, int src) { return shfl_from(v, src); }
+template <class X> static X __shfl_up_sync(unsigned, X v, int d) { return shfl_from(v, t_lane >= d ? t_lane - d : t_lane); }
+static unsigned long long __umul64hi(unsigned long long a, unsigned long long b) { return (unsigned long long)(((unsigned __int128)a * b) >> 64); }
 // Photons as functions of their id: the k-th segment's start, direction, time, length, weight
 // and whether the photon ends after it.
 static unsigned long long mix(unsigned long long x) {
@@ -683,6 +691,9 @@ int main() {
             static SampQueue q;
 #endif
             static SampJobs J;
+#if WD_SAMP_SCAN
+            static SampScan sc;
+#endif
             unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
             {
                 std::barrier<> bar(width);
@@ -691,7 +702,9 @@ int main() {
                 for (int l = 0; l < width; ++l)
                     th.emplace_back([&, l] {
                         t_lane = l;
-#if WD_SAMP_STEPWISE
+#if WD_SAMP_SCAN
+                        sampled_loop(PhotonParams{0}, TT, &J, sc, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
+#elif WD_SAMP_STEPWISE
                         sampled_loop(PhotonParams{0}, TT, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
 #else
                         sampled_loop(PhotonParams{0}, TT, q, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
@@ -742,20 +755,59 @@ int main() {
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_RED=0"],
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_STEP_POINTS=3"],
     ];
-    let mut first: Option<String> = None;
-    for (i, defines) in builds.iter().enumerate() {
-        let exe = dir.join(format!("jobq{i}"));
-        if !compile(&cpp, &exe, &["-O2", "-std=c++20", "-ffp-contract=off", "-pthread", "-w"], defines) {
-            return;
+    // WD_SAMP_QPOINT's builds (integer amounts per point, the comb by fma): WD_SAMP_SCAN's warp
+    // scans (with and without the job queue, with add_u128's squares, with 5-photon refills) must
+    // give the integers of WD_SAMP_STEPWISE's lane-at-a-time merge with WD_SAMP_QPOINT (one and
+    // three points a step); their points and runs within 1 % of the float runs' builds above.
+    let qpoint: [&[&str]; 6] = [
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_QPOINT=1"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_QPOINT=1", "WD_SAMP_STEP_POINTS=3"],
+        &["WD_SAMP_SCAN=1"],
+        &["WD_SAMP_SCAN=1", "WD_SAMP_JOBQ=0"],
+        &["WD_SAMP_SCAN=1", "WD_SAMP_RED=0"],
+        &["WD_SAMP_SCAN=1", "WD_SAMP_JOBS=5"],
+    ];
+    let count = |line: &str, what: &str| -> f64 {
+        let i = line.find(&format!(" {what},")).unwrap_or_else(|| panic!("{what} in {line}"));
+        line[..i].rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let mut reference: Option<String> = None;
+    for group in [&builds[..], &qpoint[..]] {
+        let mut first: Option<String> = None;
+        for (i, defines) in group.iter().enumerate() {
+            let exe = dir.join(format!("jobq{i}"));
+            if !compile(&cpp, &exe, &["-O2", "-std=c++20", "-ffp-contract=off", "-pthread", "-w"], defines) {
+                return;
+            }
+            let o = Command::new(&exe).output().unwrap();
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            eprintln!("{defines:?}:\n{out}{}", String::from_utf8_lossy(&o.stderr));
+            assert!(o.status.success(), "{defines:?}: a check failed:\n{out}");
+            assert_eq!(out.lines().filter(|l| l.contains("started once: yes")).count(), 4, "{out}");
+            match &first {
+                None => first = Some(out),
+                Some(f) => assert_eq!(&out, f, "{defines:?} gives other tables than {:?}", group[0]),
+            }
         }
-        let o = Command::new(&exe).output().unwrap();
-        let out = String::from_utf8_lossy(&o.stdout).into_owned();
-        eprintln!("{defines:?}:\n{out}{}", String::from_utf8_lossy(&o.stderr));
-        assert!(o.status.success(), "{defines:?}: a check failed:\n{out}");
-        assert_eq!(out.lines().filter(|l| l.contains("started once: yes")).count(), 4, "{out}");
-        match &first {
-            None => first = Some(out),
-            Some(f) => assert_eq!(&out, f, "{defines:?} gives other tables than the default switches"),
+        let out = first.unwrap();
+        match &reference {
+            None => reference = Some(out),
+            Some(r) => {
+                assert_ne!(&out, r, "the per-point amounts change the tables' last digits");
+                for (a, b) in r
+                    .lines()
+                    .filter(|l| l.contains("tables"))
+                    .zip(out.lines().filter(|l| l.contains("tables")))
+                {
+                    for what in ["points", "runs", "segments"] {
+                        let (x, y) = (count(a, what), count(b, what));
+                        assert!(
+                            (x - y).abs() <= 0.01 * x,
+                            "{what}: {x} (float runs) against {y} (per-point amounts)\n{a}\n{b}"
+                        );
+                    }
+                }
+            }
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
