@@ -225,6 +225,55 @@ pub struct KernelOptions {
     pub precise: bool,
     /// Extra `-D` definitions (feature switches).
     pub defines: Vec<String>,
+    /// NVRTC arithmetic options of a precise build set to their fast-mode value, one by one
+    /// (measurement only: `bench photon --config precise,nvrtc:fmad`). None for every other build.
+    pub fast_arith: FastArith,
+}
+
+/// Single NVRTC arithmetic options a precise build takes from fast mode (measurement only: to
+/// see what each costs). The default, all off, leaves a build's options and names as they were.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FastArith {
+    /// `--fmad=true`: multiplies and adds contracted into FMAs.
+    pub fmad: bool,
+    /// `--ftz=true`: denormals flushed to zero.
+    pub ftz: bool,
+    /// `--prec-div=false`: approximate division.
+    pub div: bool,
+    /// `--prec-sqrt=false`: approximate square root.
+    pub sqrt: bool,
+    /// `--use_fast_math`: only the intrinsics for sinf, expf, logf, powf … — NVRTC 13.0 lets
+    /// the explicit `--ftz`, `--prec-div`, `--prec-sqrt` and `--fmad` of the same call win over
+    /// the values `--use_fast_math` implies (its PTX then has sin.approx and ex2.approx beside
+    /// div.rn, sqrt.rn, no .ftz and no contraction).
+    pub math: bool,
+}
+
+impl FastArith {
+    /// The `--config` item names (`nvrtc:NAME`), in the order of the fields.
+    pub const NAMES: [&'static str; 5] = ["fmad", "ftz", "fast-div", "fast-sqrt", "fast-math"];
+
+    /// Turn on the option called `name` (one of [`Self::NAMES`]); false for an unknown name.
+    pub fn set(&mut self, name: &str) -> bool {
+        let flag = match name {
+            "fmad" => &mut self.fmad,
+            "ftz" => &mut self.ftz,
+            "fast-div" => &mut self.div,
+            "fast-sqrt" => &mut self.sqrt,
+            "fast-math" => &mut self.math,
+            _ => return false,
+        };
+        *flag = true;
+        true
+    }
+
+    /// The names of the options on, comma-separated (empty when none is).
+    #[must_use]
+    pub fn label(&self) -> String {
+        let on = [self.fmad, self.ftz, self.div, self.sqrt, self.math];
+        let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, o)| *o).map(|(n, _)| *n).collect();
+        names.join(",")
+    }
 }
 
 type Cache = Mutex<HashMap<(String, String, KernelOptions), Image>>;
@@ -289,10 +338,24 @@ pub fn load(
     precise: bool,
     defines: &[String],
 ) -> Result<(Arc<CudaModule>, CudaFunction), CudaError> {
+    load_with(gpu, name, src, function, precise, defines, FastArith::default())
+}
+
+/// [`load`] with single fast-mode NVRTC options in a precise build (measurement only).
+pub fn load_with(
+    gpu: &Gpu,
+    name: &str,
+    src: &str,
+    function: &str,
+    precise: bool,
+    defines: &[String],
+    fast_arith: FastArith,
+) -> Result<(Arc<CudaModule>, CudaFunction), CudaError> {
     let opts = KernelOptions {
         arch: gpu.arch(),
         precise,
         defines: defines.to_vec(),
+        fast_arith,
     };
     let (img, origin) = compile_from(name, src, &opts, false)?;
     let module = match gpu.ctx.load_module(img.to_cudarc()) {

@@ -216,6 +216,7 @@ fn compile_all(sets: &[KernelSet], prebuilt: Option<(&[Build], &[String], &Path)
                         arch: CHECK_ARCH.into(),
                         precise,
                         defines: d.clone(),
+                        fast_arith: cuda::FastArith::default(),
                     },
                     matches!(job, Job::Check(..)),
                 ),

@@ -20,7 +20,7 @@
 //! build falls through to the next place. Switches are sorted and deduplicated before they are
 //! hashed and passed to NVRTC ([`canonical_defines`]): their order never decides a name.
 
-use crate::cuda::{expand_includes, CudaError, KernelOptions};
+use crate::cuda::{expand_includes, CudaError, FastArith, KernelOptions};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -116,6 +116,7 @@ impl Build {
             arch: arch.to_string(),
             precise: self.precise,
             defines: self.defines.clone(),
+            fast_arith: FastArith::default(),
         }
     }
 
@@ -150,6 +151,10 @@ fn build_name(name: &str, full_src: &str, opts: &KernelOptions, nvrtc: Option<(i
         .part(&[u8::from(opts.precise)]);
     for d in canonical_defines(&opts.defines) {
         h.part(d.as_bytes());
+    }
+    if opts.fast_arith != FastArith::default() {
+        // Only then, so that every other build keeps its name. No switch begins with "nvrtc:".
+        h.part(format!("nvrtc:{}", opts.fast_arith.label()).as_bytes());
     }
     if let Some((major, minor)) = nvrtc {
         h.part(format!("{major}.{minor}").as_bytes());
@@ -287,18 +292,20 @@ pub fn store_cached(name: &str, full_src: &str, opts: &KernelOptions, nvrtc: (i3
 /// The NVRTC options of a build: the switches, C++17, fast-math intrinsics in fast mode and
 /// IEEE arithmetic (no contraction, exact division and square root) in precise mode, line
 /// tables for profilers when `line_info` (they do not change the code, but triple a cubin's
-/// size: prebuilt images go without), the architecture.
+/// size: prebuilt images go without), the architecture. `opts.fast_arith` turns single options
+/// of a precise build to their fast-mode value (measurement only).
 fn nvrtc_options(opts: &KernelOptions, line_info: bool) -> Vec<String> {
     let fast = !opts.precise;
+    let a = opts.fast_arith;
     let mut o = vec![
-        format!("--ftz={fast}"),
-        format!("--prec-sqrt={}", opts.precise),
-        format!("--prec-div={}", opts.precise),
-        format!("--fmad={fast}"),
+        format!("--ftz={}", fast || a.ftz),
+        format!("--prec-sqrt={}", opts.precise && !a.sqrt),
+        format!("--prec-div={}", opts.precise && !a.div),
+        format!("--fmad={}", fast || a.fmad),
     ];
     o.extend(canonical_defines(&opts.defines).iter().map(|d| format!("-D{d}")));
     o.push("-std=c++17".into());
-    if fast {
+    if fast || a.math {
         // The fast-math intrinsics (sincosf, logf, powf, expf on the SFU).
         o.push("--use_fast_math".into());
     }
@@ -404,7 +411,145 @@ mod tests {
             arch: "sm_90".into(),
             precise: false,
             defines: vec!["B=2".into(), "A".into()],
+            fast_arith: FastArith::default(),
         }
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn the_default_options_are_unchanged() {
+        let fast = opts();
+        assert_eq!(
+            nvrtc_options(&fast, true),
+            strings(&[
+                "--ftz=true",
+                "--prec-sqrt=false",
+                "--prec-div=false",
+                "--fmad=true",
+                "-DA",
+                "-DB=2",
+                "-std=c++17",
+                "--use_fast_math",
+                "-lineinfo",
+                "--gpu-architecture=sm_90",
+            ])
+        );
+        let precise = KernelOptions { precise: true, ..fast };
+        assert_eq!(
+            nvrtc_options(&precise, false),
+            strings(&[
+                "--ftz=false",
+                "--prec-sqrt=true",
+                "--prec-div=true",
+                "--fmad=false",
+                "-DA",
+                "-DB=2",
+                "-std=c++17",
+                "--gpu-architecture=sm_90",
+            ])
+        );
+    }
+
+    #[test]
+    fn single_fast_options_of_a_precise_build() {
+        let precise = KernelOptions {
+            precise: true,
+            defines: vec![],
+            ..opts()
+        };
+        let with = |names: &[&str]| {
+            let mut a = FastArith::default();
+            for n in names {
+                assert!(a.set(n), "{n}");
+            }
+            nvrtc_options(
+                &KernelOptions {
+                    fast_arith: a,
+                    ..precise.clone()
+                },
+                false,
+            )
+        };
+        let tail = ["-std=c++17", "--gpu-architecture=sm_90"];
+        let expect = |head: [&str; 4], math: bool| {
+            let mut v = strings(&head);
+            v.push(tail[0].into());
+            if math {
+                v.push("--use_fast_math".into());
+            }
+            v.push(tail[1].into());
+            v
+        };
+        let ieee = ["--ftz=false", "--prec-sqrt=true", "--prec-div=true", "--fmad=false"];
+        assert_eq!(with(&[]), expect(ieee, false));
+        assert_eq!(
+            with(&["fmad"]),
+            expect(["--ftz=false", "--prec-sqrt=true", "--prec-div=true", "--fmad=true"], false)
+        );
+        assert_eq!(
+            with(&["ftz"]),
+            expect(["--ftz=true", "--prec-sqrt=true", "--prec-div=true", "--fmad=false"], false)
+        );
+        assert_eq!(
+            with(&["fast-div"]),
+            expect(["--ftz=false", "--prec-sqrt=true", "--prec-div=false", "--fmad=false"], false)
+        );
+        assert_eq!(
+            with(&["fast-sqrt"]),
+            expect(["--ftz=false", "--prec-sqrt=false", "--prec-div=true", "--fmad=false"], false)
+        );
+        assert_eq!(with(&["fast-math"]), expect(ieee, true));
+        let all = with(&FastArith::NAMES);
+        let fast = nvrtc_options(
+            &KernelOptions {
+                precise: false,
+                ..precise.clone()
+            },
+            false,
+        );
+        assert_eq!(all, fast, "every option turned: the fast build's options");
+        assert!(!FastArith::default().set("fma"), "unknown names are refused");
+    }
+
+    #[test]
+    fn fast_options_separate_names() {
+        let precise = KernelOptions { precise: true, ..opts() };
+        let base_key = disk_cache_key("p.cu", "src", &precise, (13, 0));
+        let base_name = prebuilt_name("p.cu", "src", &precise);
+        let mut keys = vec![base_key.clone()];
+        let mut names = vec![base_name];
+        for n in FastArith::NAMES {
+            let mut a = FastArith::default();
+            a.set(n);
+            let o = KernelOptions {
+                fast_arith: a,
+                ..precise.clone()
+            };
+            keys.push(disk_cache_key("p.cu", "src", &o, (13, 0)));
+            names.push(prebuilt_name("p.cu", "src", &o));
+        }
+        let mut all = FastArith::default();
+        for n in FastArith::NAMES {
+            all.set(n);
+        }
+        let o = KernelOptions {
+            fast_arith: all,
+            ..precise.clone()
+        };
+        keys.push(disk_cache_key("p.cu", "src", &o, (13, 0)));
+        names.push(prebuilt_name("p.cu", "src", &o));
+        for v in [&keys, &names] {
+            let distinct: std::collections::BTreeSet<&String> = v.iter().collect();
+            assert_eq!(distinct.len(), v.len(), "{v:?}");
+        }
+        // With none turned on, the name is the one computed before the field existed: the hash
+        // of the same parts (source, architecture, arithmetic, switches, NVRTC version).
+        let mut h = crate::hash::Fnv64::new();
+        h.part(b"src").part(b"sm_90").part(&[1]).part(b"A").part(b"B=2").part(b"13.0");
+        assert_eq!(base_key, format!("p_cu-{}.cubin", h.hex()));
     }
 
     #[test]

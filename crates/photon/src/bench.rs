@@ -4,10 +4,11 @@
 //! history and the launch configurations (docs/performance/photon.md cites both reports).
 
 use crate::detector::{Detector, DetectorOptions};
-use crate::gpu::{GpuOptions, DEFAULT_SWITCHES};
+use crate::gpu::{GpuOptions, DEFAULT_SWITCHES, FAST_ONLY};
 use crate::source::{Particle, Primary, Source, SourceSpec};
 use std::path::PathBuf;
 use warpdrive_core::bench::{self, BenchReport, Lines};
+use warpdrive_core::cuda::FastArith;
 use warpdrive_core::engine::{Control, Error, ParamError, Result};
 use warpdrive_core::jobs::Share;
 
@@ -93,12 +94,17 @@ fn workload(w: &str) -> Result<Workload, ParamError> {
 /// A `config` string as GPU options on top of `base`: comma-separated kernel switches (`WD_…`,
 /// see propagate.cu), `default` for the default switches, `-WD_…` to drop one given before,
 /// `block=N` and `per-sm=N` for the launch shape, `batch=K` for 2^K photons per launch,
-/// `precise` for the precise build.
+/// `precise` for the precise build. Measurement only, in a precise build (what each difference
+/// from fast mode costs): `keep:WD_…` keeps that switch of [`FAST_ONLY`] (and adds it), which
+/// precise mode otherwise drops; `nvrtc:fmad`, `nvrtc:ftz`, `nvrtc:fast-div`, `nvrtc:fast-sqrt`
+/// and `nvrtc:fast-math` turn that one NVRTC option to its fast-mode value (`--fmad=true`,
+/// `--ftz=true`, `--prec-div=false`, `--prec-sqrt=false`, `--use_fast_math`).
 pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamError> {
     let mut o = GpuOptions {
         defines: Vec::new(),
         ..base.clone()
     };
+    let err = |what: String| ParamError::new("config", format!("{text:?}: {what}"));
     for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         let number = |v: &str| -> Result<u32, ParamError> {
             v.parse()
@@ -110,20 +116,39 @@ pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamEr
             Some(("block", v)) => o.block = number(v)?,
             Some(("per-sm", v)) => o.blocks_per_sm = number(v)?,
             Some(("batch", v)) => o.batch = 1u64 << number(v)?.min(40),
+            _ if item.starts_with("keep:") => {
+                let name = &item["keep:".len()..];
+                if !FAST_ONLY.contains(&name) {
+                    return Err(err(format!("{item:?}: keep: names a fast-only switch ({})", FAST_ONLY.join(", "))));
+                }
+                o.keep_fast_only.push(name.to_string());
+                if !o.defines.iter().any(|d| d == name) {
+                    o.defines.push(name.to_string());
+                }
+            }
+            _ if item.starts_with("nvrtc:") => {
+                if !o.fast_arith.set(&item["nvrtc:".len()..]) {
+                    return Err(err(format!(
+                        "{item:?}: unknown NVRTC option (expected nvrtc:{})",
+                        FastArith::NAMES.join(", nvrtc:")
+                    )));
+                }
+            }
             _ if item.starts_with("WD_") => o.defines.push(item.to_string()),
             _ if item.starts_with("-WD_") => {
                 let name = &item[1..];
                 o.defines.retain(|d| d.split('=').next() != Some(name));
             }
             _ => {
-                return Err(ParamError::new(
-                    "config",
-                    format!(
-                        "{text:?}: unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, block=N, per-sm=N, batch=K)"
-                    ),
-                ))
+                return Err(err(format!(
+                    "unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, block=N, per-sm=N, \
+                     batch=K, keep:WD_… or nvrtc:OPTION with precise)"
+                )))
             }
         }
+    }
+    if !o.precise && (!o.keep_fast_only.is_empty() || o.fast_arith != FastArith::default()) {
+        return Err(err("keep:WD_… and nvrtc:OPTION change only a precise build: add precise".into()));
     }
     Ok(o)
 }
@@ -541,6 +566,50 @@ mod tests {
         assert!(o.precise && o.block == 128 && o.batch == 1 << 20);
         assert!(!o.defines.iter().any(|d| d == "WD_FAST_RNG"));
         assert_eq!(o.defines.len(), DEFAULT_SWITCHES.len() - 1);
+    }
+
+    #[test]
+    fn configs_keep_fast_only_switches_and_turn_nvrtc_options() {
+        use crate::gpu::{kernel_defines, KernelFeatures};
+        let base = GpuOptions::default();
+        let plain = parse_config("default,precise", &base).unwrap();
+        assert!(plain.keep_fast_only.is_empty() && plain.fast_arith == FastArith::default());
+        let o = parse_config("default,precise,keep:WD_TILT_LUT,keep:WD_FAST_RNG", &base).unwrap();
+        assert_eq!(o.keep_fast_only, ["WD_TILT_LUT", "WD_FAST_RNG"]);
+        assert_eq!(o.defines, plain.defines, "already among the defaults: not added twice");
+        let f = KernelFeatures::default();
+        let (d_plain, d) = (kernel_defines(&plain, f), kernel_defines(&o, f));
+        assert!(!d_plain.iter().any(|s| FAST_ONLY.contains(&s.as_str())));
+        let extra: Vec<&String> = d.iter().filter(|s| !d_plain.contains(s)).collect();
+        assert_eq!(extra, ["WD_TILT_LUT", "WD_FAST_RNG"], "the kept ones survive precise mode");
+        let alone = parse_config("precise,keep:WD_BFR_TABLE", &base).unwrap();
+        assert_eq!(alone.defines, ["WD_BFR_TABLE"], "keep: adds the switch");
+        assert!(kernel_defines(&alone, f).iter().any(|s| s == "WD_BFR_TABLE"));
+
+        let n = parse_config("default,precise,nvrtc:fmad,nvrtc:fast-sqrt", &base).unwrap();
+        let expect = FastArith {
+            fmad: true,
+            sqrt: true,
+            ..FastArith::default()
+        };
+        assert_eq!((n.fast_arith, n.defines.clone()), (expect, plain.defines.clone()));
+        for (name, get) in [
+            ("fmad", (|a: FastArith| a.fmad) as fn(FastArith) -> bool),
+            ("ftz", |a| a.ftz),
+            ("fast-div", |a| a.div),
+            ("fast-sqrt", |a| a.sqrt),
+            ("fast-math", |a| a.math),
+        ] {
+            let a = parse_config(&format!("precise,nvrtc:{name}"), &base).unwrap().fast_arith;
+            assert!(get(a) && a.label() == name, "{name}: {a:?}");
+        }
+
+        let err = |c: &str| parse_config(c, &base).unwrap_err().to_string();
+        assert!(err("default,keep:WD_TILT_LUT").contains("add precise"));
+        assert!(err("default,nvrtc:fmad").contains("add precise"));
+        assert!(err("precise,keep:WD_JOBQUEUE").contains("fast-only switch"));
+        assert!(err("precise,nvrtc:fma").contains("nvrtc:fmad, nvrtc:ftz"));
+        assert!(err("precise,bogus").contains("keep:WD_… or nvrtc:OPTION"));
     }
 }
 

@@ -411,6 +411,12 @@ pub struct GpuOptions {
     pub blocks_per_sm: u32,
     /// Kernel switches (`-D` definitions, see the top of propagate.cu's kernel section).
     pub defines: Vec<String>,
+    /// Switches of [`FAST_ONLY`] a precise build keeps (measurement only: what each costs
+    /// precise mode; `bench photon --config precise,keep:WD_…`). Empty for every real run.
+    pub keep_fast_only: Vec<String>,
+    /// Single NVRTC arithmetic options a precise build takes from fast mode (measurement only:
+    /// `bench photon --config precise,nvrtc:fmad`). None for every real run.
+    pub fast_arith: cuda::FastArith,
 }
 
 impl Default for GpuOptions {
@@ -423,6 +429,8 @@ impl Default for GpuOptions {
             block: 256,
             blocks_per_sm: 16,
             defines: DEFAULT_SWITCHES.iter().map(|d| (*d).to_string()).collect(),
+            keep_fast_only: Vec::new(),
+            fast_arith: cuda::FastArith::default(),
         }
     }
 }
@@ -805,7 +813,8 @@ impl KernelFeatures {
 }
 
 /// The `-D` switches of the kernel for `opts` and `features`: the tuning switches (precise
-/// mode drops those of [`FAST_ONLY`]: it promises the CPU path's arithmetic), the block size
+/// mode drops those of [`FAST_ONLY`] but `opts.keep_fast_only`: it promises the CPU path's
+/// arithmetic), the block size
 /// and the features' switches. `doctor --prebuild` lists its builds through this function too,
 /// so the prebuilt images are the ones runs ask for.
 #[must_use]
@@ -813,7 +822,7 @@ pub fn kernel_defines(opts: &GpuOptions, f: KernelFeatures) -> Vec<String> {
     let mut defines: Vec<String> = opts
         .defines
         .iter()
-        .filter(|d| !(opts.precise && FAST_ONLY.contains(&d.as_str())))
+        .filter(|d| !(opts.precise && FAST_ONLY.contains(&d.as_str()) && !opts.keep_fast_only.contains(d)))
         .cloned()
         .collect();
     defines.push(format!("WD_BLOCK={}", opts.block));
@@ -888,7 +897,7 @@ fn run_on(
 ) -> Result<(Vec<GpuHit>, GpuStats), GpuError> {
     let defines = kernel_defines(opts, KernelFeatures::of(m, idx, sources));
     let t_load = Instant::now();
-    let (_module, func) = cuda::load(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines)?;
+    let (_module, func) = cuda::load_with(gpu, KERNEL_NAME, KERNEL_SRC, "propagate", opts.precise, &defines, opts.fast_arith)?;
     let load_seconds = t_load.elapsed().as_secs_f64();
     let res = cuda::resources(&func)?;
     if opts.block as i32 > res.max_threads_per_block {
