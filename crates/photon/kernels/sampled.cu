@@ -211,6 +211,34 @@ __device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float h
     return axis_bin_in(e, n, lo, inv, x);
 }
 
+// WD_SAMP_ATAN (opt-in, issue #32's profile: atan2f was the hottest line of the lookup, ~6 % of
+// the kernel's instructions): |atan2(b, a)| in degrees from an octant reduction, t = min/max of
+// |a|, |b| and atan t = t·P(t²), P of degree 7 fitted by least squares on Chebyshev nodes of
+// [0, 1] (relative weights), in degrees so that the octants' offsets 90 and 180 are exact:
+// within 2·10⁻⁵ degrees of atan2 in double, as the default (atan2f in float, host twin
+// `azimuth_polynomial_is_atan2`), so a point's azimuth bin differs from atan2f's only within
+// ~10⁻⁵ degrees of an edge.
+#ifndef WD_SAMP_ATAN
+#define WD_SAMP_ATAN 0
+#endif
+__device__ __forceinline__ float samp_azimuth_deg(float b, float a) {
+    const float x = fabsf(a), y = fabsf(b);
+    const float hi = fmaxf(x, y), lo = fminf(x, y);
+    const float t = hi > 0.0f ? __fdividef(lo, hi) : 0.0f, u = t * t;
+    float p = -4.743196070e-03f;
+    p = p * u + 2.445040457e-02f;
+    p = p * u - 5.980099738e-02f;
+    p = p * u + 9.939748794e-02f;
+    p = p * u - 1.403047442e-01f;
+    p = p * u + 1.997213215e-01f;
+    p = p * u - 3.333221376e-01f;
+    p = p * u + 9.999999404e-01f;
+    float r = p * t * 57.29577951308232f;  // atan(lo / hi) in degrees, ∈ [0, 45]
+    if (y > x) r = 90.0f - r;              // (the octants' offsets exact in degrees)
+    if (a < 0.0f) r = 180.0f - r;
+    return r;
+}
+
 // sampled.rs Lookup::coordinates + Lookup::cell: the cell of the point x at time t, or -1; sp
 // its spatial cell (the cell / time cells; set only for cells ≥ 0).
 __device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float t, int& sp) {
@@ -233,7 +261,11 @@ __device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float 
     if (k < 0) return -1;
     float a = rx * T.e1[0] + ry * T.e1[1] + rz * T.e1[2];
     float b = rx * T.e2[0] + ry * T.e2[1] + rz * T.e2[2];
+#if WD_SAMP_ATAN
+    float phi = samp_azimuth_deg(b, a);
+#else
     float phi = fabsf(atan2f(b, a)) * 57.29577951308232f;
+#endif
     int j = axis_bin(T.azimuth, T.n_azimuth, T.lo[1], T.hi[1], T.inv[1], phi);
     if (j < 0) return -1;
     int spatial = (i * (T.n_azimuth - 1) + j) * (T.n_polar - 1) + k;
