@@ -211,15 +211,15 @@ __device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float h
     return axis_bin_in(e, n, lo, inv, x);
 }
 
-// WD_SAMP_ATAN (opt-in, issue #32's profile: atan2f was the hottest line of the lookup, ~6 % of
-// the kernel's instructions): |atan2(b, a)| in degrees from an octant reduction, t = min/max of
+// WD_SAMP_ATAN (default since its A/B on an H200, 2026-12-03: +3.5 % at Δ = 1 m; issue #32's
+// profile: atan2f was the hottest line of the lookup, ~6 % of the kernel's instructions; 0: atan2f): |atan2(b, a)| in degrees from an octant reduction, t = min/max of
 // |a|, |b| and atan t = t·P(t²), P of degree 7 fitted by least squares on Chebyshev nodes of
 // [0, 1] (relative weights), in degrees so that the octants' offsets 90 and 180 are exact:
 // within 2·10⁻⁵ degrees of atan2 in double, as the default (atan2f in float, host twin
 // `azimuth_polynomial_is_atan2`), so a point's azimuth bin differs from atan2f's only within
 // ~10⁻⁵ degrees of an edge.
 #ifndef WD_SAMP_ATAN
-#define WD_SAMP_ATAN 0
+#define WD_SAMP_ATAN 1
 #endif
 __device__ __forceinline__ float samp_azimuth_deg(float b, float a) {
     const float x = fabsf(a), y = fabsf(b);

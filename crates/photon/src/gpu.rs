@@ -1234,9 +1234,8 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_BFR", "WD_SAMP_SCAN=1"]),
             samp(&["WD_SAMP_SCAN=1", "WD_SAMP_JOBQ=0"]),
             samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_QPOINT=1"]),
-            // The azimuth by a polynomial instead of atan2f (opt-in, the A/B of docs/spline.md).
-            samp(&["WD_SAMP_ATAN=1"]),
-            samp(&["WD_SAMP_SCAN=1", "WD_SAMP_ATAN=1"]),
+            // The azimuth by atan2f instead of the default polynomial (gpu-check compares them).
+            samp(&["WD_SAMP_ATAN=0"]),
         ],
         fast: true,
         generated: false,

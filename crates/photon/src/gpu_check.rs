@@ -955,9 +955,13 @@ pub fn check_sampled_alternatives(
     // against the default (expected: not identical, the shared-photon criterion).
     let scan = stepped.run_gpu(&on(SCAN, batch), gpu_ctl)?;
     let reference = stepped.run_gpu(&on(QPOINT_REFERENCE, batch), gpu_ctl)?;
+    // The azimuth by atan2f (the default before WD_SAMP_ATAN): cells differ only for points
+    // within ~1e-5 degrees of an azimuth edge, so the shared-photon criterion.
+    let atan2f = stepped.run_gpu(&on(&["WD_SAMP_ATAN=0"], batch), gpu_ctl)?;
     for (label, a, b) in [
         ("WD_SAMP_SCAN=1 against WD_SAMP_STEPWISE=1,WD_SAMP_QPOINT=1", &reference, &scan),
         ("WD_SAMP_SCAN=1 against the default (float runs)", g, &scan),
+        ("WD_SAMP_ATAN=0 (atan2f) against the default (polynomial azimuth)", g, &atan2f),
     ] {
         let (s, words) = compare(a, b);
         ok &= s;
@@ -1206,7 +1210,7 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         (crate::tabulate::gpu::SAMPLED_EARLIER, 8),
         (STEPWISE, 8),
         (SCAN, 8),
-        (SCAN, 6),
+        (&["WD_SAMP_ATAN=0"][..], 8),
     ] {
         let shape = crate::tabulate::gpu::TabGpuOptions {
             defines: d.iter().map(|s| (*s).to_string()).collect(),

@@ -26,7 +26,7 @@ fn source() -> String {
     ]
     .concat();
     let pre = "#include <cmath>\n#include <cstdio>\n#include <algorithm>\nusing std::min; using std::max;\n\
-               #define __device__\n#define __forceinline__ inline\nstruct V3 { float x, y, z; };\n";
+               #define __device__\n#define __forceinline__ inline\nstatic float __fdividef(float a, float b) { return a / b; }\nstruct V3 { float x, y, z; };\n";
     let main = r#"
 static float* read(int n) { float* v = new float[n]; for (int i = 0; i < n; ++i) scanf("%f", &v[i]); return v; }
 int main() {
@@ -91,7 +91,12 @@ fn device_lookup_is_the_rust_lookup() {
     std::fs::write(&cpp, source()).unwrap();
     let flags = ["-O2", "-std=c++17", "-ffp-contract=off", "-w"];
     let exes = [dir.join("twin"), dir.join("twin-loads")];
-    if !compile(&cpp, &exes[0], &flags, &["WD_SAMP_EDGES=1"]) || !compile(&cpp, &exes[1], &flags, &["WD_SAMP_EDGES=0"]) {
+    // atan2f (WD_SAMP_ATAN=0) as the Rust lookup's atan2: the same floats, the same cells; the
+    // polynomial azimuth (the default) is checked by `azimuth_polynomial_is_atan2` and on a GPU by
+    // gpu-check's GPU = CPU comparisons.
+    if !compile(&cpp, &exes[0], &flags, &["WD_SAMP_EDGES=1", "WD_SAMP_ATAN=0"])
+        || !compile(&cpp, &exes[1], &flags, &["WD_SAMP_EDGES=0", "WD_SAMP_ATAN=0"])
+    {
         return;
     }
     let lin = |a: f64, b: f64, n: usize| (0..=n).map(|i| a + (b - a) * i as f64 / n as f64).collect::<Vec<_>>();
@@ -266,6 +271,7 @@ fn warp_compaction_is_lane_at_a_time() {
 using std::min; using std::max;
 #define __device__
 #define __forceinline__ inline
+static float __fdividef(float a, float b) { return a / b; }
 #define WD_SAMP_COMPACT 1
 // This twin's warp loop is the lane-per-photon loop (each lane's own photons); the job queue and
 // the split squares, on by default in the kernel, have their own twin below
@@ -526,6 +532,7 @@ using std::min; using std::max;
 #define __device__
 #define __global__
 #define __forceinline__ inline
+static float __fdividef(float a, float b) { return a / b; }
 #define __noinline__
 struct V3 { float x, y, z; };
 struct PhotonParams { int unused; };
@@ -848,7 +855,7 @@ fn acceptance_polynomial_from_the_parameters_is_the_loop() {
     .concat();
     assert!(body.contains("#if WD_SAMP_ANGC") && body.contains("float angc[WD_SAMP_ANGC_MAX]"));
     let pre = "#include <cmath>\n#include <cstdio>\n#include <cstring>\n#include <algorithm>\n\
-               using std::min; using std::max;\n#define __device__\n#define __forceinline__ inline\n\
+               using std::min; using std::max;\n#define __device__\n#define __forceinline__ inline\nstatic float __fdividef(float a, float b) { return a / b; }\n\
                struct V3 { float x, y, z; };\n";
     let main = r#"
 int main() {
