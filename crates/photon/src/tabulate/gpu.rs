@@ -891,8 +891,9 @@ mod tests {
         }
         assert!(!src.contains("void add_u128(") && !include_str!("../../kernels/tabulate.cu").contains("void add_u128("));
         // The warp compaction is the default; WD_SAMP_COMPACT=0 the lane-at-a-time path.
-        assert!(src.contains("#define WD_SAMP_COMPACT (!WD_SAMP_STEPWISE)") && src.contains("#if WD_SAMP_COMPACT"));
-        assert!(src.contains("#define WD_SAMP_STEPWISE 0"));
+        assert!(src.contains("#define WD_SAMP_COMPACT (!WD_SAMP_STEPWISE && !WD_SAMP_SCAN)") && src.contains("#if WD_SAMP_COMPACT"));
+        assert!(src.contains("#define WD_SAMP_STEPWISE 0") && src.contains("#define WD_SAMP_SCAN 0"));
+        assert!(src.contains("#define WD_SAMP_ATAN 1"));
         let d = sampled_switches();
         assert!(
             d.iter().any(|s| s == "WD_FAST_RNG") && d.iter().any(|s| s == "WD_FACTORED_ICE"),
@@ -909,7 +910,7 @@ mod tests {
     fn sampled_alternatives_defaults_and_switches() {
         let src = include_str!("../../kernels/sampled.cu");
         let def = |on: bool| if on { 1 } else { 0 };
-        assert!(SAMPLED_JOBQ_DEFAULT && src.contains("#define WD_SAMP_JOBQ (WD_SAMP_DEFERRED || WD_SAMP_STEPWISE)"));
+        assert!(SAMPLED_JOBQ_DEFAULT && src.contains("#define WD_SAMP_JOBQ (WD_SAMP_DEFERRED || WD_SAMP_STEPWISE || WD_SAMP_SCAN)"));
         assert!(src.contains(&format!("#define WD_SAMP_RED {}", def(SAMPLED_RED_DEFAULT))));
         let v = |d: &[&str]| d.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
         assert!(!switch_on(&v(&["WD_FAST_RNG", "WD_SAMP_REDX=1"]), "WD_SAMP_RED", false));
