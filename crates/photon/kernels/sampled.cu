@@ -935,6 +935,31 @@ __device__ __forceinline__ bool sampled_done(unsigned full, bool alive, unsigned
 }
 #endif
 
+#if WD_SAMP_STEPWISE || WD_SAMP_SCAN
+// A step's photons for the idle lanes (every lane of `full` calls it): the job queue
+// (WD_SAMP_JOBQ: sampled_take, jq its state, 1 << 16 at the start) or each lane's own ids next,
+// next + stride, … below photon_hi. True when the warp is done.
+__device__ __forceinline__ bool sampled_supply(const PhotonParams& P, const SampParams& T, SampJobs* J, unsigned full, int width, int lane, bool& alive, SampState& S, unsigned int& jq, unsigned long long& next, unsigned long long stride) {
+#if WD_SAMP_JOBQ
+    (void)next;
+    (void)stride;
+    sampled_take(P, T, J, full, width, lane, alive, S, jq);
+    return sampled_done(full, alive, jq);
+#else
+    (void)J;
+    (void)width;
+    (void)lane;
+    (void)jq;
+    if (!alive && next < T.photon_hi) {
+        sampled_start(P, T, next, S);
+        next += stride;
+        alive = true;
+    }
+    return !__any_sync(full, alive);
+#endif
+}
+#endif
+
 #if WD_SAMP_DEFERRED
 // The kernel's loop for one warp with the deferred queue (every lane of `full` calls it; J: the
 // warp's job queue with WD_SAMP_JOBQ, else unused): one segment per lane and step, a segment
@@ -1042,26 +1067,9 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #if WD_SAMP_QPOINT
     int kp = 0, np = 0;  // the segment's points binned, its points (sampled_count)
 #endif
-#if WD_SAMP_JOBQ
-    (void)next;
-    (void)stride;
-    unsigned int jq = 1u << 16;  // as in the deferred loop
-#else
-    (void)J;
-    (void)width;
-#endif
+    unsigned int jq = 1u << 16;  // sampled_supply's job queue
     for (;;) {
-#if WD_SAMP_JOBQ
-        sampled_take(P, T, J, full, width, lane, alive, S, jq);
-        if (sampled_done(full, alive, jq)) break;
-#else
-        if (!alive && next < T.photon_hi) {
-            sampled_start(P, T, next, S);
-            next += stride;
-            alive = true;
-        }
-        if (!__any_sync(full, alive)) break;
-#endif
+        if (sampled_supply(P, T, J, full, width, lane, alive, S, jq, next, stride)) break;
         if (!alive) continue;
         if (!walked) {
             sampled_walk(P, T, S, g);
@@ -1224,25 +1232,9 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
     S.runs = SampRuns{-1, -1, 0, 0};
     bool alive = false;
     const bool step = T.step > 0.0f;
-#if WD_SAMP_JOBQ
-    (void)next;
-    (void)stride;
-    unsigned int jq = 1u << 16;  // as in the deferred loop
-#else
-    (void)J;
-#endif
+    unsigned int jq = 1u << 16;  // sampled_supply's job queue
     for (;;) {
-#if WD_SAMP_JOBQ
-        sampled_take(P, T, J, full, width, lane, alive, S, jq);
-        if (sampled_done(full, alive, jq)) break;
-#else
-        if (!alive && next < T.photon_hi) {
-            sampled_start(P, T, next, S);
-            next += stride;
-            alive = true;
-        }
-        if (!__any_sync(full, alive)) break;
-#endif
+        if (sampled_supply(P, T, J, full, width, lane, alive, S, jq, next, stride)) break;
         SampSeg g{};
         int m = 0;
         float s0 = 0.0f, ds = 0.0f, x = 0.0f;
