@@ -22,7 +22,8 @@
 // own photon's points, one point per loop step, its open runs in registers (sampled_record, in
 // the photon's order: the same integers as the other paths), no queue of points; a lane whose
 // segment has points left keeps it while the other lanes walk their next segments. Photons from
-// the warp's job queue (WD_SAMP_JOBQ), the counters in shared memory.
+// the warp's job queue (WD_SAMP_JOBQ), the counters in shared memory. Opt-in: measured at the
+// default's rate on an H200 (docs/spline.md).
 #ifndef WD_SAMP_STEPWISE
 #define WD_SAMP_STEPWISE 0
 #endif
@@ -31,6 +32,8 @@
 // (each slot finds its lane by a prefix sum of the lanes' point counts and takes the segment by
 // shuffles), and forms the runs by segmented prefix sums of the points' integer amounts
 // (WD_SAMP_QPOINT), so that no lane merges its points one at a time. Photons from the job queue.
+// Opt-in: measured 14 % slower than the default at Δ = 1 m on an H200 (the scans' own
+// instructions outweigh the busier physics; docs/spline.md).
 #ifndef WD_SAMP_SCAN
 #define WD_SAMP_SCAN 0
 #endif
@@ -1039,7 +1042,7 @@ __device__ __forceinline__ int sampled_count(float s0, float step, float len) {
 }
 #endif
 
-#if WD_SAMP_STEPWISE || WD_SAMP_SCAN
+#if WD_SAMP_STEPWISE
 // The point at distance s along the photon's segment, of weighted length x: its cell, and the
 // runs it extends or closes (sampled_points' loop body).
 __device__ __forceinline__ void sampled_point(const SampParams& T, SampState& S, float s, float x, SampCounts& n) {
@@ -1048,9 +1051,7 @@ __device__ __forceinline__ void sampled_point(const SampParams& T, SampState& S,
     int c = sampled_cell_sp(T, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s), sp);
     if (c >= 0) sampled_record(T, S.runs, c, sp, x, n);
 }
-#endif
 
-#if WD_SAMP_STEPWISE
 // WD_SAMP_STEPWISE: the kernel's loop for one warp (every lane of `full` calls it), one lane at a
 // time but at most WD_SAMP_STEP_POINTS points (1) per lane and step. A step of a lane: walk its
 // next segment unless it holds one with points left (`walked`); bin the segment's next point
@@ -1264,6 +1265,16 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 }
 #endif
 
+// Static shared memory of a warp's point queue (WD_SAMP_COMPACT) or scan scratch (WD_SAMP_SCAN),
+// for the kernel's 48 kB check.
+#if WD_SAMP_COMPACT
+#define WD_SAMP_QUEUE_BYTES sizeof(SampQueue)
+#elif WD_SAMP_SCAN
+#define WD_SAMP_QUEUE_BYTES sizeof(SampScan)
+#else
+#define WD_SAMP_QUEUE_BYTES 0
+#endif
+
 // As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
 // its next photon (a warp does not wait for its longest photon). With WD_SAMP_COMPACT the lanes
 // without photons left stay in the loop (adding no points) until the whole warp is done.
@@ -1277,9 +1288,18 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
 #endif
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     unsigned long long next = T.photon_lo + (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-#if WD_SAMP_STEPWISE || WD_SAMP_SCAN
-    static_assert(WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK + WD_SAMP_JOBQ * sizeof(SampJobs) * ((WD_SAMP_BLOCK + 31) / 32) <= 40 * 1024,
-                  "WD_SAMP_STEPWISE's or WD_SAMP_SCAN's job queues and counters exceed 40 kB of static shared memory per block: a smaller WD_SAMP_BLOCK");
+#if WD_SAMP_COMPACT || WD_SAMP_STEPWISE || WD_SAMP_SCAN
+    // The warp loops: the warp's lanes, the job queue. Static shared memory: at most 48 kB per
+    // block (the point queues with WD_SAMP_COMPACT: 2.9 kB per warp with WD_SAMP_DEFER, 1.8 kB
+    // without; the job queues: 1.3 kB per warp with WD_SAMP_JOBQ; WD_SAMP_SCAN's scratch: 128
+    // bytes per warp; the counters: 48 bytes per thread).
+    static_assert(WD_SAMP_QUEUE_BYTES * ((WD_SAMP_BLOCK + 31) / 32) + WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK
+                          + WD_SAMP_JOBQ * sizeof(SampJobs) * ((WD_SAMP_BLOCK + 31) / 32) <= 48 * 1024,
+                  "the tabulation's queues and counters exceed 48 kB of static shared memory per block: a smaller WD_SAMP_BLOCK, WD_SAMP_JOBQ=0, WD_SAMP_DEFER=0, WD_SAMP_SHARED_COUNTS=0 or WD_SAMP_COMPACT=0");
+#if WD_SAMP_COMPACT
+    __shared__ SampQueue queues[(WD_SAMP_BLOCK + 31) / 32];
+    SampQueue& q = queues[threadIdx.x >> 5];
+#endif
     int lane = threadIdx.x & 31;
     int width = min(32, (int)(blockDim.x - (threadIdx.x & ~31u)));
     unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
@@ -1288,34 +1308,18 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
     SampJobs* J = &jobs[threadIdx.x >> 5];
 #else
     SampJobs* J = nullptr;
+#endif
 #endif
 #if WD_SAMP_SCAN
     __shared__ SampScan scans[(WD_SAMP_BLOCK + 31) / 32];
     sampled_loop(P, T, J, scans[threadIdx.x >> 5], full, width, lane, next, stride, n);
-#else
+#elif WD_SAMP_STEPWISE
     sampled_loop(P, T, J, full, width, lane, next, stride, n);
-#endif
 #elif WD_SAMP_COMPACT
-    // Static shared memory: at most 48 kB per block (the queues: 2.9 kB per warp with
-    // WD_SAMP_DEFER, 1.8 kB without; the job queues: 1.3 kB per warp with WD_SAMP_JOBQ; the
-    // counters: 48 bytes per thread).
-    static_assert(sizeof(SampQueue) * ((WD_SAMP_BLOCK + 31) / 32) + WD_SAMP_SHARED_COUNTS * sizeof(SampCounts) * WD_SAMP_BLOCK
-                          + WD_SAMP_JOBQ * sizeof(SampJobs) * ((WD_SAMP_BLOCK + 31) / 32) <= 48 * 1024,
-                  "WD_SAMP_COMPACT's queues and counters exceed 48 kB of static shared memory per block: a smaller WD_SAMP_BLOCK, WD_SAMP_JOBQ=0, WD_SAMP_DEFER=0, WD_SAMP_SHARED_COUNTS=0 or WD_SAMP_COMPACT=0");
-    __shared__ SampQueue queues[(WD_SAMP_BLOCK + 31) / 32];
-    SampQueue& q = queues[threadIdx.x >> 5];
-    int lane = threadIdx.x & 31;
-    int width = min(32, (int)(blockDim.x - (threadIdx.x & ~31u)));
-    unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
 #if WD_SAMP_DEFER
-#if WD_SAMP_JOBQ
-    __shared__ SampJobs jobs[(WD_SAMP_BLOCK + 31) / 32];
-    SampJobs* J = &jobs[threadIdx.x >> 5];
-#else
-    SampJobs* J = nullptr;
-#endif
     sampled_loop(P, T, q, J, full, width, lane, next, stride, n);
 #else
+    (void)J;
     SampState S;
     bool alive = false;
     for (;;) {
