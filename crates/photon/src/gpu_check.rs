@@ -799,10 +799,29 @@ pub fn check_sampled_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
     // SAFETY: one thread writes SAMPLED_LAYOUT.len() values.
     unsafe { l.launch(LaunchConfig::for_num_elems(1)) }?;
     let dev: Vec<usize> = s.clone_dtoh(&out)?.iter().map(|&v| v as usize).collect();
+    // The two-kernel estimator's parameters and records (sampled_split.cu, WD_SAMP_SPLIT).
+    let (_m, f) = cuda::load(
+        gpu,
+        tg::SAMPLED_NAME,
+        tg::SAMPLED_SRC,
+        "sampled_split_layout",
+        false,
+        &tg::sampled_switches(),
+    )?;
+    let mut out = s.alloc_zeros::<u64>(tg::SPLIT_LAYOUT.len())?;
+    let mut l = s.launch_builder(&f);
+    l.arg(&mut out);
+    // SAFETY: one thread writes SPLIT_LAYOUT.len() values.
+    unsafe { l.launch(LaunchConfig::for_num_elems(1)) }?;
+    let split: Vec<usize> = s.clone_dtoh(&out)?.iter().map(|&v| v as usize).collect();
     Ok(check(
-        "photon tabulate sampled: struct layout (SampParams)",
-        dev == tg::SAMPLED_LAYOUT,
-        format!("device {dev:?}, host {:?}", tg::SAMPLED_LAYOUT),
+        "photon tabulate sampled: struct layout (SampParams, SampSplit and its records)",
+        dev == tg::SAMPLED_LAYOUT && split == tg::SPLIT_LAYOUT,
+        format!(
+            "device {dev:?}, host {:?}; split: device {split:?}, host {:?}",
+            tg::SAMPLED_LAYOUT,
+            tg::SPLIT_LAYOUT
+        ),
     ))
 }
 
@@ -936,6 +955,11 @@ pub fn check_sampled_alternatives(
             "WD_SAMP_STEPWISE=1 without the job queue",
             &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"][..],
         ),
+        ("WD_SAMP_SPLIT=1 (two kernels a round)", SPLIT),
+        (
+            "WD_SAMP_SPLIT=1 with paths of 5 segments (most photons paused, resumed over rounds)",
+            &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=5"][..],
+        ),
     ] {
         let r = stepped.run_gpu(&on(d, batch), gpu_ctl)?;
         let (s, words) = compare(g, &r);
@@ -951,6 +975,13 @@ pub fn check_sampled_alternatives(
     let (s, words) = compare(&seg_default, &per_segment.run_gpu(&on(STEPWISE, batch), gpu_ctl)?);
     ok &= s;
     rows.push(format!("one point per segment, default against WD_SAMP_STEPWISE=1: {words}"));
+    let (s, words) = compare(&seg_default, &per_segment.run_gpu(&on(SPLIT, batch), gpu_ctl)?);
+    ok &= s;
+    rows.push(format!("one point per segment, default against WD_SAMP_SPLIT=1: {words}"));
+    let small_split = stepped.run_gpu(&on(SPLIT, 1 << 12), gpu_ctl)?;
+    let (s, words) = compare(g, &small_split);
+    ok &= s;
+    rows.push(format!("WD_SAMP_SPLIT=1 in launches of 2^12 photons: {words}"));
     // The warp scans against their lane-at-a-time reference (expected: the same integers), and
     // against the default (expected: not identical, the shared-photon criterion).
     let scan = stepped.run_gpu(&on(SCAN, batch), gpu_ctl)?;
@@ -1008,6 +1039,9 @@ const STEPWISE: &[&str] = &["WD_SAMP_STEPWISE=1"];
 /// (`WD_SAMP_QPOINT`): the same integers; against the default (float runs), the shared-photon
 /// criterion.
 const SCAN: &[&str] = &["WD_SAMP_SCAN=1"];
+/// The two kernels a round (sampled_split.cu, docs/spline.md "Two kernels"): the same integers
+/// as the default.
+const SPLIT: &[&str] = &["WD_SAMP_SPLIT=1"];
 const QPOINT_REFERENCE: &[&str] = &["WD_SAMP_STEPWISE=1", "WD_SAMP_QPOINT=1"];
 
 /// The tabulation requests the checks run: a cascade in spice_3.2.1 (1-D tilt, the old
@@ -1211,6 +1245,7 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         (STEPWISE, 8),
         (SCAN, 8),
         (&["WD_SAMP_ATAN=0"][..], 8),
+        (SPLIT, 8),
     ] {
         let shape = crate::tabulate::gpu::TabGpuOptions {
             defines: d.iter().map(|s| (*s).to_string()).collect(),

@@ -17,6 +17,7 @@ use warpdrive_photon::tabulate::bins::{Binning, Frame, Shape};
 use warpdrive_photon::tabulate::sampled::Lookup;
 
 const KERNEL: &str = include_str!("../kernels/sampled.cu");
+const SPLIT: &str = include_str!("../kernels/sampled_split.cu");
 
 fn source() -> String {
     // The kernel's switches and constants (WD_SAMP_ANGC_MAX sizes SampParams), then the lookup.
@@ -520,7 +521,10 @@ fn job_queue_and_split_squares_are_the_default() {
     ] {
         tail.push_str(piece(KERNEL, from, to));
     }
+    // The two-kernel estimator's loops (WD_SAMP_SPLIT): sampled_split.cu up to its kernels.
+    tail.push_str(piece(SPLIT, "#ifndef WD_SAMP_SPLIT", "// The counters of a thread, added"));
     assert!(tail.contains("void sampled_loop(") && tail.contains("void sampled_fold("));
+    assert!(tail.contains("void sampled_paths_loop(") && tail.contains("void sampled_bins_loop("));
     let pre = r#"#include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -536,7 +540,9 @@ static float __fdividef(float a, float b) { return a / b; }
 #define __noinline__
 struct V3 { float x, y, z; };
 struct PhotonParams { int unused; };
-struct PState { V3 pos, dir; float time, ocm; unsigned long long id; };
+struct PState { V3 pos, dir; float time, ocm; unsigned int slice; unsigned long long id; };
+struct float4 { float x, y, z, w; };
+static float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 struct Segment { float length, tot; };
 struct Dim { unsigned x; };
 static Dim blockIdx{0}, threadIdx{0}, gridDim{1}, blockDim{1};
@@ -595,19 +601,23 @@ static std::vector<int> g_started;
 static void sampled_emit(const PhotonParams&, unsigned long long id, PState& st, unsigned int& bits) {
     st.id = id;
     st.ocm = 1.0f / 0.22f;
+    st.slice = (unsigned int)(id % 3);
     seg_state(st, 0);
     bits = (unsigned int)mix(id ^ 0xABCDEFull);
 }
 "#;
     let stubs = r#"
-static void sampled_walk(const PhotonParams&, const SampParams&, const SampState& S, SampSeg& g) {
+// The weight of a segment's points from its photon's slice and direction (sampled_split.cu's
+// sampled_bins recomputes it from the path, as sampled.cu's from the acceptance).
+static float sampled_weight(const SampParams&, unsigned int slice, float nz) { return 0.25f + 0.5f * (nz + 1.0f) + 0.125f * (float)slice; }
+static void sampled_walk(const PhotonParams&, const SampParams& T, const SampState& S, SampSeg& g) {
     // A photon's first segment: the photon taken by a lane (counted per id).
     if (S.k == 0) __atomic_fetch_add(&g_started[S.st.id - g_lo], 1, __ATOMIC_RELAXED);
     unsigned long long h = mix(S.st.id * 7919ull + S.k);
     g.seg.length = (h % 8 == 0) ? 0.0f : 12.0f * u01(mix(h + 11));
     g.seg.tot = 1.0f;
     g.zp = 0.0f;
-    g.w = 0.25f + u01(mix(h + 12));
+    g.w = g.seg.length > 0.0f ? sampled_weight(T, S.st.slice, S.st.dir.z) : 0.0f;
 }
 static bool sampled_move(const PhotonParams&, const SampParams& T, SampState& S, const SampSeg&, SampCounts& n) {
     S.k += 1;
@@ -702,6 +712,33 @@ int main() {
             static SampScan sc;
 #endif
             unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+#if WD_SAMP_SPLIT
+            // Rounds of the two kernels' loops (one warp each), as tabulate/gpu.rs Split::launch:
+            // the paused photons resumed until none is left.
+            std::vector<SampSegRec> path(photons * WD_SAMP_PATH);
+            std::vector<SampHead> head(photons);
+            std::vector<SampCont> conts[2] = {std::vector<SampCont>(photons), std::vector<SampCont>(photons)};
+            static SampPathJobs PJ;
+            unsigned long long work[3], jobs = photons;
+            for (int round = 0; jobs > 0; ++round) {
+                SampSplit X{path.data(), head.data(), conts[round % 2].data(), conts[1 - round % 2].data(), work, jobs, round > 0, 0};
+                work[0] = work[1] = work[2] = 0;
+                for (int kernel = 0; kernel < 2; ++kernel) {
+                    std::barrier<> bar(width);
+                    g_bar = &bar;
+                    std::vector<std::thread> th;
+                    for (int l = 0; l < width; ++l)
+                        th.emplace_back([&, l] {
+                            t_lane = l;
+                            if (kernel == 0) sampled_paths_loop(PhotonParams{0}, TT, X, &PJ, full, width, l, cnt[l]);
+                            else sampled_bins_loop(TT, X, full, l, cnt[l]);
+                        });
+                    for (auto& t : th) t.join();
+                }
+                jobs = work[2];
+                if (round > 1000) { printf("the rounds do not end\n"); return 9; }
+            }
+#else
             {
                 std::barrier<> bar(width);
                 g_bar = &bar;
@@ -719,6 +756,7 @@ int main() {
                     });
                 for (auto& t : th) t.join();
             }
+#endif
             SampCounts n{0, 0, 0, 0, 0, 0};
             for (const SampCounts& c : cnt) {
                 n.tabulated += c.tabulated; n.absorbed += c.absorbed; n.escaped += c.escaped;
@@ -749,7 +787,10 @@ int main() {
     // 5-photon refills and unlimited rounds.
     // WD_SAMP_STEPWISE (one point per lane and step, no queue of points): with the job queue, with
     // 5-photon refills, without the job queue, with add_u128's squares and with 3 points a step.
-    let builds: [&[&str]; 11] = [
+    // WD_SAMP_SPLIT (two kernels a round): paths of 96 segments (no photon paused: the stubs'
+    // photons end by their 40th), of 3 and of 7 (most paused, several rounds), 5-photon refills,
+    // add_u128's squares.
+    let builds: [&[&str]; 16] = [
         &[],
         &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"],
         &["WD_SAMP_JOBQ=0"],
@@ -761,6 +802,11 @@ int main() {
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"],
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_RED=0"],
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_STEP_POINTS=3"],
+        &["WD_SAMP_SPLIT=1"],
+        &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=3"],
+        &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=7"],
+        &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=7", "WD_SAMP_JOBS=5"],
+        &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=3", "WD_SAMP_RED=0"],
     ];
     // WD_SAMP_QPOINT's builds (integer amounts per point, the comb by fma): WD_SAMP_SCAN's warp
     // scans (with and without the job queue, with add_u128's squares, with 5-photon refills) must

@@ -57,9 +57,19 @@ pub const SAMPLED_SRC: &str = concat!(
     "\n// ---- fixed_point.cuh ----\n",
     include_str!("../../kernels/fixed_point.cuh"),
     "\n// ---- sampled.cu ----\n",
-    include_str!("../../kernels/sampled.cu")
+    include_str!("../../kernels/sampled.cu"),
+    "\n// ---- sampled_split.cu ----\n",
+    include_str!("../../kernels/sampled_split.cu")
 );
-pub const SAMPLED_FUNCTIONS: &[&str] = &["tabulate_sampled", "sampled_layout", "sampled_twin_cells", "sampled_fold"];
+pub const SAMPLED_FUNCTIONS: &[&str] = &[
+    "tabulate_sampled",
+    "sampled_layout",
+    "sampled_twin_cells",
+    "sampled_fold",
+    "sampled_paths",
+    "sampled_bins",
+    "sampled_split_layout",
+];
 /// Counters of the sampled kernel (WD_SAMP_COUNTERS): tabulated, absorbed, escaped, segments,
 /// runs, points. After them in the same buffer: the job counter of `WD_SAMP_JOBQ` (zeroed before
 /// every launch) and `WD_SAMP_RED`'s count of squares it could not split (≥ 2⁹⁶).
@@ -167,6 +177,133 @@ pub struct SampParams {
 }
 // SAFETY: plain old data of integers and floats, `#[repr(C)]`, passed by value to the kernel.
 unsafe impl cudarc::driver::DeviceRepr for SampParams {}
+
+/// Mirror of `struct SampSplit` in sampled_split.cu: one round of the two-kernel sampled
+/// estimator (`WD_SAMP_SPLIT=1`, [`Split`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SplitParams {
+    pub path: u64,
+    pub head: u64,
+    pub cont_in: u64,
+    pub cont_out: u64,
+    pub work: u64,
+    pub jobs: u64,
+    pub resumed: i32,
+    pub pad: i32,
+}
+// SAFETY: plain old data of integers, `#[repr(C)]`, passed by value to the kernels.
+unsafe impl cudarc::driver::DeviceRepr for SplitParams {}
+
+/// What sampled_split.cu's `sampled_split_layout` reports: offsets of `work`, `jobs`,
+/// `resumed`, the size of [`SplitParams`], then the sizes of a path's segment, a job's head and a
+/// continuation, and WD_SAMP_PATH ([`SPLIT_PATH`] unless a define changes it).
+pub const SPLIT_LAYOUT: [usize; 8] = [
+    offset_of!(SplitParams, work),
+    offset_of!(SplitParams, jobs),
+    offset_of!(SplitParams, resumed),
+    size_of::<SplitParams>(),
+    SPLIT_SEGMENT_BYTES as usize,
+    SPLIT_HEAD_BYTES as usize,
+    SPLIT_CONT_BYTES as usize,
+    SPLIT_PATH as usize,
+];
+/// Segments a job's path holds per round (sampled_split.cu WD_SAMP_PATH), and the bytes of its
+/// records: a segment, a job's head, a continuation (PState and the sampler's state).
+pub const SPLIT_PATH: u64 = 96;
+pub const SPLIT_SEGMENT_BYTES: u64 = 32;
+pub const SPLIT_HEAD_BYTES: u64 = 32;
+pub const SPLIT_CONT_BYTES: u64 = 112;
+/// The most jobs a round holds on the device (its paths: ~3.4 kB a job with 96 segments).
+pub const SPLIT_JOBS: u64 = 1 << 21;
+
+/// The value of `-D` switch `name` among `defines` (the last one), if it is given with one.
+#[must_use]
+pub fn define_value(defines: &[String], name: &str) -> Option<u64> {
+    defines.iter().rev().find_map(|d| {
+        let (n, v) = d.split_once('=')?;
+        (n.trim() == name).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+/// The two-kernel sampled estimator's device state (sampled_split.cu, `WD_SAMP_SPLIT=1`): the
+/// kernels, a round's paths and heads for `jobs` jobs, the continuations in and out, the work
+/// counters.
+struct Split {
+    paths: cudarc::driver::CudaFunction,
+    bins: cudarc::driver::CudaFunction,
+    path: CudaSlice<u8>,
+    head: CudaSlice<u8>,
+    cont: [CudaSlice<u8>; 2],
+    work: CudaSlice<u64>,
+    jobs: u64,
+    bins_cfg: LaunchConfig,
+}
+
+impl Split {
+    /// Bytes a job of a round needs: its path, its head and two continuations.
+    fn job_bytes(path: u64) -> u64 {
+        path * SPLIT_SEGMENT_BYTES + SPLIT_HEAD_BYTES + 2 * SPLIT_CONT_BYTES
+    }
+
+    /// Photons `lo..hi` of the launch: rounds of sampled_paths and sampled_bins in chunks of at
+    /// most `self.jobs`, each round's paused photons resumed by the next until none is left.
+    fn launch(
+        &mut self,
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+        pp: &crate::gpu::GpuParams,
+        tp: &SampParams,
+        cfg: LaunchConfig,
+        lo: u64,
+        hi: u64,
+    ) -> Result<(), GpuError> {
+        let dptr = |s: &CudaSlice<u8>| {
+            let (p, _sync) = s.device_ptr(stream);
+            p
+        };
+        let mut a = lo;
+        while a < hi {
+            let e = (a + self.jobs).min(hi);
+            let mut t = *tp;
+            t.photon_lo = a;
+            t.photon_hi = e;
+            let mut jobs = e - a;
+            let mut round = 0usize;
+            while jobs > 0 {
+                let (cin, cout) = (round % 2, 1 - round % 2);
+                stream.memset_zeros(&mut self.work)?;
+                let wp = {
+                    let (p, _sync) = self.work.device_ptr(stream);
+                    p
+                };
+                let x = SplitParams {
+                    path: dptr(&self.path),
+                    head: dptr(&self.head),
+                    cont_in: dptr(&self.cont[cin]),
+                    cont_out: dptr(&self.cont[cout]),
+                    work: wp,
+                    jobs,
+                    resumed: i32::from(round > 0),
+                    pad: 0,
+                };
+                let mut l = stream.launch_builder(&self.paths);
+                l.arg(pp).arg(&t).arg(&x);
+                // SAFETY: `pp` and `t` as for tabulate_sampled; `x` names this stream's path
+                // (self.jobs × WD_SAMP_PATH segments), heads and continuations (self.jobs each;
+                // a round has at most self.jobs jobs and pauses at most as many) and 3 work words.
+                unsafe { l.launch(cfg) }?;
+                let mut l = stream.launch_builder(&self.bins);
+                l.arg(&t).arg(&x);
+                // SAFETY: as above.
+                unsafe { l.launch(self.bins_cfg) }?;
+                jobs = stream.clone_dtoh(&self.work)?[2];
+                round += 1;
+            }
+            a = e;
+        }
+        Ok(())
+    }
+}
 
 /// The sampled kernel's default before the structural alternatives (sampled.cu WD_SAMP_JOBQ,
 /// WD_SAMP_RED, WD_SAMP_ROUNDS, WD_SAMP_ANGC): gpu-check's reference of the same integers, and
@@ -629,6 +766,47 @@ fn run_sampled_on(
         }
     }
     let stream = &gpu.stream;
+    // WD_SAMP_SPLIT: the two kernels of sampled_split.cu instead of tabulate_sampled, a round's
+    // paths for up to SPLIT_JOBS jobs (fewer where 90 % of the free memory, less the histogram,
+    // holds fewer; at least 2¹² jobs).
+    let mut split = if switch_on(&defines, "WD_SAMP_SPLIT", false) {
+        let path = define_value(&defines, "WD_SAMP_PATH").unwrap_or(SPLIT_PATH).max(1);
+        let per_job = Split::job_bytes(path);
+        let table = device_bytes(cells, spatial, 0, resident, res.local_bytes.max(0) as u64).saturating_add(if red {
+            cells.saturating_add(spatial).saturating_mul(24)
+        } else {
+            0
+        });
+        let room = (free as u64 / 10 * 9).saturating_sub(table);
+        let jobs = (room / per_job).min(SPLIT_JOBS).min(opts.batch.max(1));
+        if jobs < 1 << 12 {
+            return Err(GpuError::Other(format!(
+                "the two-kernel tabulation (WD_SAMP_SPLIT) needs {per_job} bytes a job for at least 4096 jobs on {name}: \
+                 {room} bytes left of 90 % of its {free} bytes free beside the histogram"
+            )));
+        }
+        let bins_block = define_value(&defines, "WD_SAMP_BIN_BLOCK").unwrap_or(256) as u32;
+        let bins_per_sm = define_value(&defines, "WD_SAMP_BIN_MIN_BLOCKS").unwrap_or(4) as u32;
+        Some(Split {
+            paths: module.load_function("sampled_paths")?,
+            bins: module.load_function("sampled_bins")?,
+            path: stream.alloc_zeros::<u8>((jobs * path * SPLIT_SEGMENT_BYTES) as usize)?,
+            head: stream.alloc_zeros::<u8>((jobs * SPLIT_HEAD_BYTES) as usize)?,
+            cont: [
+                stream.alloc_zeros::<u8>((jobs * SPLIT_CONT_BYTES) as usize)?,
+                stream.alloc_zeros::<u8>((jobs * SPLIT_CONT_BYTES) as usize)?,
+            ],
+            work: stream.alloc_zeros::<u64>(3)?,
+            jobs,
+            bins_cfg: LaunchConfig {
+                grid_dim: ((gpu.multiprocessors.max(1) as u32) * bins_per_sm, 1, 1),
+                block_dim: (bins_block, 1, 1),
+                shared_mem_bytes: 0,
+            },
+        })
+    } else {
+        None
+    };
     let sources: Vec<crate::source::Source> = t.sources.iter().map(|p| p.src.clone()).collect();
     let (tables, _hits, _count) = crate::gpu::upload(stream, m, &t.index, &sources, 1)?;
     let mut pp = tables.params;
@@ -744,12 +922,16 @@ fn run_sampled_on(
             // WD_SAMP_JOBQ's photon counter starts at 0 every launch (ids photon_lo + counter).
             stream.memset_zeros(&mut counters.slice_mut(SAMPLED_COUNTERS..SAMPLED_COUNTERS + 1))?;
             let t0 = Instant::now();
-            let mut launch = stream.launch_builder(&func);
-            launch.arg(&pp).arg(&tp);
-            // SAFETY: every pointer in `pp` and `tp` names a live allocation of this stream
-            // (`tables`, `keep`, the histogram and counters, sized as the kernel indexes them:
-            // cells, `words` × cells, `words` × spatial cells, SAMPLED_COUNTERS + 2).
-            unsafe { launch.launch(cfg) }?;
+            if let Some(split) = &mut split {
+                split.launch(stream, &pp, &tp, cfg, tp.photon_lo, tp.photon_hi)?;
+            } else {
+                let mut launch = stream.launch_builder(&func);
+                launch.arg(&pp).arg(&tp);
+                // SAFETY: every pointer in `pp` and `tp` names a live allocation of this stream
+                // (`tables`, `keep`, the histogram and counters, sized as the kernel indexes them:
+                // cells, `words` × cells, `words` × spatial cells, SAMPLED_COUNTERS + 2).
+                unsafe { launch.launch(cfg) }?;
+            }
             if let Some(fold) = &fold {
                 // The launch's digits into the u128 squares (timed with the launch: its cost).
                 for (w, acc, n) in [(&mut sumsq, &mut acc, cells), (&mut spatial_sumsq, &mut spatial_acc, spatial)] {
