@@ -8,14 +8,16 @@
 // round of a launch is two kernels:
 // * sampled_paths: each lane propagates photons (tabulate_sampled's sampled_walk and
 //   sampled_move, nothing binned) and writes each segment's start, time, direction and length to
-//   its job's path (at most WD_SAMP_PATH segments a round); the warp's photons come from a job
-//   queue as in tabulate_sampled (WD_SAMP_JOBS emitted together).
+//   its job's path (at most the round's cap, WD_SAMP_PATH segments while photons are fresh); the
+//   warp's photons come from a job queue as in tabulate_sampled (WD_SAMP_JOBS emitted together).
 // * sampled_bins: each lane bins one job's path at a time, one point per loop step (the lookup
 //   and the run merge of sampled_points, sampled_record in the photon's order), taking the next
 //   job when its path is done.
 // A photon still alive after WD_SAMP_PATH segments is paused: sampled_paths writes its state to a
 // continuation (cont_out), sampled_bins leaves its open runs and its comb there, and the next
-// round resumes it (the host swaps cont_in and cont_out until no photon is paused). The segments,
+// round resumes it beside fresh photons (the host swaps cont_in and cont_out; after the last
+// fresh photons, rounds of the paused ones alone, each job then holding the whole buffer's share
+// of segments, until none is paused). The segments,
 // points and float run sums are those of tabulate_sampled in the same order per photon, so the
 // tables are the same integers.
 
@@ -58,14 +60,14 @@ struct SampCont {
 
 // Must match SplitParams in crates/photon/src/tabulate/gpu.rs.
 struct SampSplit {
-    SampSegRec* path;           // jobs × WD_SAMP_PATH segments
+    SampSegRec* path;           // jobs × cap segments
     SampHead* head;             // jobs
-    const SampCont* cont_in;    // the round's jobs when resumed
+    const SampCont* cont_in;    // the round's resumed jobs
     SampCont* cont_out;         // the photons paused in this round
     unsigned long long* work;   // [0] sampled_paths' job counter, [1] sampled_bins', [2] photons paused
     unsigned long long jobs;    // this round's jobs
-    int resumed;                // 0: job j is photon photon_lo + j; 1: cont_in[j]
-    int pad;
+    unsigned long long resumed; // jobs j < resumed resume cont_in[j]; the others are photons photon_lo + j − resumed
+    unsigned long long cap;     // segments a job's path holds in this round (WD_SAMP_PATH, more when few jobs are left)
 };
 
 // sampled_paths' job queue (per warp, shared memory): up to WD_SAMP_JOBS photons emitted or
@@ -78,13 +80,13 @@ struct SampPathJobs {
 // Job j's photon into slot e of the queue: emitted (round 0) or resumed. Out of line, as
 // sampled_emit_jobs (its temporaries would compete with the lanes' photon states).
 __device__ __noinline__ void paths_emit(const PhotonParams& P, const SampParams& T, const SampSplit& X, unsigned long long j, SampPathJobs* J, int e) {
-    if (X.resumed) {
+    if (j < X.resumed) {
         const SampCont& c = X.cont_in[j];
         J->st[e] = c.st;
         J->bits[e] = c.bits;
         J->k[e] = c.k;
     } else {
-        sampled_emit(P, T.photon_lo + j, J->st[e], J->bits[e]);
+        sampled_emit(P, T.photon_lo + (j - X.resumed), J->st[e], J->bits[e]);
         J->k[e] = 0u;
     }
     J->job[e] = (unsigned int)j;
@@ -129,7 +131,7 @@ __device__ __forceinline__ void paths_take(const PhotonParams& P, const SampPara
 }
 
 // sampled_paths for one warp: walk, record the segment, move; at the photon's end or after
-// WD_SAMP_PATH segments (paused: its state to cont_out) the job's head.
+// X.cap segments (paused: its state to cont_out) the job's head.
 __device__ __forceinline__ void sampled_paths_loop(const PhotonParams& P, const SampParams& T, const SampSplit& X, SampPathJobs* J, unsigned full, int width, int lane, SampCounts& n) {
     SampState S;
     bool alive = false;
@@ -140,12 +142,12 @@ __device__ __forceinline__ void sampled_paths_loop(const PhotonParams& P, const 
         if (!alive) continue;
         SampSeg g;
         sampled_walk(P, T, S, g);  // (its weight is sampled_bins' work: unused here)
-        SampSegRec* r = X.path + (size_t)job * WD_SAMP_PATH + (S.k - k0);
+        SampSegRec* r = X.path + job * X.cap + (S.k - k0);
         r->a = make_float4(S.st.pos.x, S.st.pos.y, S.st.pos.z, S.st.time);
         r->b = make_float4(S.st.dir.x, S.st.dir.y, S.st.dir.z, g.seg.length);
         alive = sampled_move(P, T, S, g, n);
         unsigned int count = S.k - k0;
-        bool pause = alive && count >= WD_SAMP_PATH;
+        bool pause = alive && count >= X.cap;
         if (!alive || pause) {
             int cont = -1;
             if (pause) {
@@ -185,7 +187,7 @@ __device__ __forceinline__ void sampled_bins_loop(const SampParams& T, const Sam
             if (!has && j < X.jobs) {
                 job = j;
                 h = X.head[j];
-                if (X.resumed) {
+                if (j < X.resumed) {
                     runs = X.cont_in[j].runs;
                     next = X.cont_in[j].next;
                 } else {
@@ -219,7 +221,7 @@ __device__ __forceinline__ void sampled_bins_loop(const SampParams& T, const Sam
                 has = false;
                 break;
             }
-            const SampSegRec* r = X.path + (size_t)job * WD_SAMP_PATH + i;
+            const SampSegRec* r = X.path + job * X.cap + i;
             a = r->a;
             b = r->b;
             pending = b.w > 0.0f;

@@ -715,13 +715,21 @@ int main() {
 #if WD_SAMP_SPLIT
             // Rounds of the two kernels' loops (one warp each), as tabulate/gpu.rs Split::launch:
             // the paused photons resumed until none is left.
-            std::vector<SampSegRec> path(photons * WD_SAMP_PATH);
-            std::vector<SampHead> head(photons);
-            std::vector<SampCont> conts[2] = {std::vector<SampCont>(photons), std::vector<SampCont>(photons)};
+            // Rounds of at most 64 jobs: the paused photons and fresh ones, then the paused alone
+            // with the buffer's share of segments each.
+            const unsigned long long cap_jobs = 64;
+            std::vector<SampSegRec> path(cap_jobs * WD_SAMP_PATH);
+            std::vector<SampHead> head(cap_jobs);
+            std::vector<SampCont> conts[2] = {std::vector<SampCont>(cap_jobs), std::vector<SampCont>(cap_jobs)};
             static SampPathJobs PJ;
-            unsigned long long work[3], jobs = photons;
-            for (int round = 0; jobs > 0; ++round) {
-                SampSplit X{path.data(), head.data(), conts[round % 2].data(), conts[1 - round % 2].data(), work, jobs, round > 0, 0};
+            unsigned long long work[3], pending = 0, done = 0;
+            for (int round = 0; done < photons || pending > 0; ++round) {
+                unsigned long long fresh = std::min(photons - done, cap_jobs - pending);
+                unsigned long long cap = fresh > 0 ? WD_SAMP_PATH : std::max<unsigned long long>(WD_SAMP_PATH, cap_jobs * WD_SAMP_PATH / pending);
+                SampSplit X{path.data(), head.data(), conts[round % 2].data(), conts[1 - round % 2].data(), work, pending + fresh, pending, cap};
+                TT.photon_lo = g_lo + done;
+                TT.photon_hi = g_lo + done + fresh;
+                done += fresh;
                 work[0] = work[1] = work[2] = 0;
                 for (int kernel = 0; kernel < 2; ++kernel) {
                     std::barrier<> bar(width);
@@ -735,7 +743,7 @@ int main() {
                         });
                     for (auto& t : th) t.join();
                 }
-                jobs = work[2];
+                pending = work[2];
                 if (round > 1000) { printf("the rounds do not end\n"); return 9; }
             }
 #else

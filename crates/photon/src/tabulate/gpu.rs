@@ -189,19 +189,19 @@ pub struct SplitParams {
     pub cont_out: u64,
     pub work: u64,
     pub jobs: u64,
-    pub resumed: i32,
-    pub pad: i32,
+    pub resumed: u64,
+    pub cap: u64,
 }
 // SAFETY: plain old data of integers, `#[repr(C)]`, passed by value to the kernels.
 unsafe impl cudarc::driver::DeviceRepr for SplitParams {}
 
 /// What sampled_split.cu's `sampled_split_layout` reports: offsets of `work`, `jobs`,
-/// `resumed`, the size of [`SplitParams`], then the sizes of a path's segment, a job's head and a
+/// `cap`, the size of [`SplitParams`], then the sizes of a path's segment, a job's head and a
 /// continuation, and WD_SAMP_PATH ([`SPLIT_PATH`] unless a define changes it).
 pub const SPLIT_LAYOUT: [usize; 8] = [
     offset_of!(SplitParams, work),
     offset_of!(SplitParams, jobs),
-    offset_of!(SplitParams, resumed),
+    offset_of!(SplitParams, cap),
     size_of::<SplitParams>(),
     SPLIT_SEGMENT_BYTES as usize,
     SPLIT_HEAD_BYTES as usize,
@@ -214,7 +214,8 @@ pub const SPLIT_PATH: u64 = 96;
 pub const SPLIT_SEGMENT_BYTES: u64 = 32;
 pub const SPLIT_HEAD_BYTES: u64 = 32;
 pub const SPLIT_CONT_BYTES: u64 = 112;
-/// The most jobs a round holds on the device (its paths: ~3.4 kB a job with 96 segments).
+/// The most jobs a round holds on the device (its paths: ~3.4 kB a job with 96 segments;
+/// `WD_SAMP_ROUND_JOBS=N` for another, measurement only).
 pub const SPLIT_JOBS: u64 = 1 << 21;
 
 /// The value of `-D` switch `name` among `defines` (the last one), if it is given with one.
@@ -227,16 +228,20 @@ pub fn define_value(defines: &[String], name: &str) -> Option<u64> {
 }
 
 /// The two-kernel sampled estimator's device state (sampled_split.cu, `WD_SAMP_SPLIT=1`): the
-/// kernels, a round's paths and heads for `jobs` jobs, the continuations in and out, the work
+/// kernels, a round's paths and heads for up to `jobs` jobs of `path` segments, the
+/// continuations (the `pending` photons paused by the last round are in `cont[cur]`), the work
 /// counters.
 struct Split {
     paths: cudarc::driver::CudaFunction,
     bins: cudarc::driver::CudaFunction,
-    path: CudaSlice<u8>,
+    path_buf: CudaSlice<u8>,
     head: CudaSlice<u8>,
     cont: [CudaSlice<u8>; 2],
     work: CudaSlice<u64>,
     jobs: u64,
+    path: u64,
+    pending: u64,
+    cur: usize,
     bins_cfg: LaunchConfig,
 }
 
@@ -246,8 +251,54 @@ impl Split {
         path * SPLIT_SEGMENT_BYTES + SPLIT_HEAD_BYTES + 2 * SPLIT_CONT_BYTES
     }
 
-    /// Photons `lo..hi` of the launch: rounds of sampled_paths and sampled_bins in chunks of at
-    /// most `self.jobs`, each round's paused photons resumed by the next until none is left.
+    /// One round: the `pending` paused photons resumed and `fresh` photons from `tp.photon_lo`,
+    /// each job's path `cap` segments; then `pending` = the photons this round paused.
+    fn round(
+        &mut self,
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+        pp: &crate::gpu::GpuParams,
+        tp: &SampParams,
+        cfg: LaunchConfig,
+        fresh: u64,
+        cap: u64,
+    ) -> Result<(), GpuError> {
+        let dptr = |s: &CudaSlice<u8>| {
+            let (p, _sync) = s.device_ptr(stream);
+            p
+        };
+        stream.memset_zeros(&mut self.work)?;
+        let work = {
+            let (p, _sync) = self.work.device_ptr(stream);
+            p
+        };
+        let x = SplitParams {
+            path: dptr(&self.path_buf),
+            head: dptr(&self.head),
+            cont_in: dptr(&self.cont[self.cur]),
+            cont_out: dptr(&self.cont[1 - self.cur]),
+            work,
+            jobs: self.pending + fresh,
+            resumed: self.pending,
+            cap,
+        };
+        debug_assert!(x.jobs <= self.jobs && x.jobs * cap <= self.jobs * self.path);
+        let mut l = stream.launch_builder(&self.paths);
+        l.arg(pp).arg(tp).arg(&x);
+        // SAFETY: `pp` and `tp` as for tabulate_sampled; `x` names this stream's path buffer
+        // (self.jobs × self.path ≥ x.jobs × cap segments), heads and continuations (self.jobs
+        // each; a round has at most self.jobs jobs and pauses at most as many) and 3 work words.
+        unsafe { l.launch(cfg) }?;
+        let mut l = stream.launch_builder(&self.bins);
+        l.arg(tp).arg(&x);
+        // SAFETY: as above.
+        unsafe { l.launch(self.bins_cfg) }?;
+        self.pending = stream.clone_dtoh(&self.work)?[2];
+        self.cur = 1 - self.cur;
+        Ok(())
+    }
+
+    /// Photons `lo..hi`: rounds of up to `self.jobs` jobs, the photons paused by each round
+    /// resumed by the next beside fresh ones (still pending after the last: [`Split::drain`]).
     fn launch(
         &mut self,
         stream: &std::sync::Arc<cudarc::driver::CudaStream>,
@@ -257,49 +308,29 @@ impl Split {
         lo: u64,
         hi: u64,
     ) -> Result<(), GpuError> {
-        let dptr = |s: &CudaSlice<u8>| {
-            let (p, _sync) = s.device_ptr(stream);
-            p
-        };
         let mut a = lo;
         while a < hi {
-            let e = (a + self.jobs).min(hi);
+            let fresh = (hi - a).min(self.jobs - self.pending);
             let mut t = *tp;
-            t.photon_lo = a;
-            t.photon_hi = e;
-            let mut jobs = e - a;
-            let mut round = 0usize;
-            while jobs > 0 {
-                let (cin, cout) = (round % 2, 1 - round % 2);
-                stream.memset_zeros(&mut self.work)?;
-                let wp = {
-                    let (p, _sync) = self.work.device_ptr(stream);
-                    p
-                };
-                let x = SplitParams {
-                    path: dptr(&self.path),
-                    head: dptr(&self.head),
-                    cont_in: dptr(&self.cont[cin]),
-                    cont_out: dptr(&self.cont[cout]),
-                    work: wp,
-                    jobs,
-                    resumed: i32::from(round > 0),
-                    pad: 0,
-                };
-                let mut l = stream.launch_builder(&self.paths);
-                l.arg(pp).arg(&t).arg(&x);
-                // SAFETY: `pp` and `t` as for tabulate_sampled; `x` names this stream's path
-                // (self.jobs × WD_SAMP_PATH segments), heads and continuations (self.jobs each;
-                // a round has at most self.jobs jobs and pauses at most as many) and 3 work words.
-                unsafe { l.launch(cfg) }?;
-                let mut l = stream.launch_builder(&self.bins);
-                l.arg(&t).arg(&x);
-                // SAFETY: as above.
-                unsafe { l.launch(self.bins_cfg) }?;
-                jobs = stream.clone_dtoh(&self.work)?[2];
-                round += 1;
-            }
-            a = e;
+            (t.photon_lo, t.photon_hi) = (a, a + fresh);
+            self.round(stream, pp, &t, cfg, fresh, self.path)?;
+            a += fresh;
+        }
+        Ok(())
+    }
+
+    /// Rounds of the paused photons alone until none is left, each job's path the buffer's
+    /// share (so the longest photons usually end in one round).
+    fn drain(
+        &mut self,
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+        pp: &crate::gpu::GpuParams,
+        tp: &SampParams,
+        cfg: LaunchConfig,
+    ) -> Result<(), GpuError> {
+        while self.pending > 0 {
+            let cap = (self.jobs * self.path / self.pending).max(self.path);
+            self.round(stream, pp, tp, cfg, 0, cap)?;
         }
         Ok(())
     }
@@ -778,7 +809,8 @@ fn run_sampled_on(
             0
         });
         let room = (free as u64 / 10 * 9).saturating_sub(table);
-        let jobs = (room / per_job).min(SPLIT_JOBS).min(opts.batch.max(1));
+        let most = define_value(&defines, "WD_SAMP_ROUND_JOBS").unwrap_or(SPLIT_JOBS);
+        let jobs = (room / per_job).min(most).min(opts.batch.max(1));
         if jobs < 1 << 12 {
             return Err(GpuError::Other(format!(
                 "the two-kernel tabulation (WD_SAMP_SPLIT) needs {per_job} bytes a job for at least 4096 jobs on {name}: \
@@ -790,7 +822,7 @@ fn run_sampled_on(
         Some(Split {
             paths: module.load_function("sampled_paths")?,
             bins: module.load_function("sampled_bins")?,
-            path: stream.alloc_zeros::<u8>((jobs * path * SPLIT_SEGMENT_BYTES) as usize)?,
+            path_buf: stream.alloc_zeros::<u8>((jobs * path * SPLIT_SEGMENT_BYTES) as usize)?,
             head: stream.alloc_zeros::<u8>((jobs * SPLIT_HEAD_BYTES) as usize)?,
             cont: [
                 stream.alloc_zeros::<u8>((jobs * SPLIT_CONT_BYTES) as usize)?,
@@ -798,6 +830,9 @@ fn run_sampled_on(
             ],
             work: stream.alloc_zeros::<u64>(3)?,
             jobs,
+            path,
+            pending: 0,
+            cur: 0,
             bins_cfg: LaunchConfig {
                 grid_dim: ((gpu.multiprocessors.max(1) as u32) * bins_per_sm, 1, 1),
                 block_dim: (bins_block, 1, 1),
@@ -909,6 +944,10 @@ fn run_sampled_on(
             stream.memset_zeros(&mut acc)?;
             stream.memset_zeros(&mut spatial_acc)?;
         }
+        if let Some(split) = &mut split {
+            // (a cancelled source's paused photons are not carried into the next)
+            (split.pending, split.cur) = (0, 0);
+        }
         let first = k as u64 * photons;
         let mut a = share.start;
         let mut runs = 0u64;
@@ -924,6 +963,10 @@ fn run_sampled_on(
             let t0 = Instant::now();
             if let Some(split) = &mut split {
                 split.launch(stream, &pp, &tp, cfg, tp.photon_lo, tp.photon_hi)?;
+                if e == share.end {
+                    // The source's last photons: every paused one finished before the histogram is read.
+                    split.drain(stream, &pp, &tp, cfg)?;
+                }
             } else {
                 let mut launch = stream.launch_builder(&func);
                 launch.arg(&pp).arg(&tp);
