@@ -956,6 +956,11 @@ pub fn check_sampled_alternatives(
             &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"][..],
         ),
         ("WD_SAMP_SPLIT=1 (two kernels a round)", SPLIT),
+        ("WD_SAMP_SPLIT=2 (the rounds overlapped on two streams)", &["WD_SAMP_SPLIT=2"][..]),
+        (
+            "WD_SAMP_SPLIT=2 with paths of 5 segments and rounds of 2^12 jobs",
+            &["WD_SAMP_SPLIT=2", "WD_SAMP_PATH=5", "WD_SAMP_ROUND_JOBS=4096"][..],
+        ),
         (
             "WD_SAMP_SPLIT=1 with paths of 5 segments (most photons paused, resumed over rounds)",
             &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=5"][..],
@@ -1246,6 +1251,7 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         (SCAN, 8),
         (&["WD_SAMP_ATAN=0"][..], 8),
         (SPLIT, 8),
+        (&["WD_SAMP_SPLIT=2"][..], 8),
     ] {
         let shape = crate::tabulate::gpu::TabGpuOptions {
             defines: d.iter().map(|s| (*s).to_string()).collect(),

@@ -227,28 +227,80 @@ pub fn define_value(defines: &[String], name: &str) -> Option<u64> {
     })
 }
 
-/// The two-kernel sampled estimator's device state (sampled_split.cu, `WD_SAMP_SPLIT=1`): the
-/// kernels, a round's paths and heads for up to `jobs` jobs of `path` segments, the
-/// continuations (the `pending` photons paused by the last round are in `cont[cur]`), the work
-/// counters.
+/// The two-kernel sampled estimator's device state (sampled_split.cu, `WD_SAMP_SPLIT=1`; `=2`:
+/// the rounds overlapped): the kernels, each round's paths and heads for up to `jobs` jobs of
+/// `path` segments (two sets with the overlap), three continuation buffers in turn (round r
+/// resumes `cont[r % 3]` and pauses into `cont[(r + 1) % 3]`), the work counters per set.
+///
+/// With the overlap, the bins of round r run on a second stream (`side`) while the paths of round
+/// r + 1 run on the launching stream: sampled_paths(r + 1) needs only the photon states paused by
+/// sampled_paths(r), and writes the other set of paths, once sampled_bins(r − 1) has read it
+/// (`done[set]`); sampled_bins(r) waits for sampled_paths(r). So each kernel's tail — the warps
+/// still walking or binning their last long photon — runs beside the other kernel's work.
 struct Split {
     paths: cudarc::driver::CudaFunction,
     bins: cudarc::driver::CudaFunction,
-    path_buf: CudaSlice<u8>,
-    head: CudaSlice<u8>,
-    cont: [CudaSlice<u8>; 2],
-    work: CudaSlice<u64>,
+    path_buf: Vec<CudaSlice<u8>>,
+    head: Vec<CudaSlice<u8>>,
+    work: Vec<CudaSlice<u64>>,
+    cont: [CudaSlice<u8>; 3],
+    side: Option<std::sync::Arc<cudarc::driver::CudaStream>>,
+    done: Vec<Option<cudarc::driver::CudaEvent>>,
     jobs: u64,
     path: u64,
     pending: u64,
-    cur: usize,
+    round: u64,
     bins_cfg: LaunchConfig,
 }
 
 impl Split {
-    /// Bytes a job of a round needs: its path, its head and two continuations.
-    fn job_bytes(path: u64) -> u64 {
-        path * SPLIT_SEGMENT_BYTES + SPLIT_HEAD_BYTES + 2 * SPLIT_CONT_BYTES
+    /// Bytes a job of a round needs: its path and head per set, three continuations.
+    fn job_bytes(path: u64, sets: u64) -> u64 {
+        sets * (path * SPLIT_SEGMENT_BYTES + SPLIT_HEAD_BYTES) + 3 * SPLIT_CONT_BYTES
+    }
+
+    fn new(
+        gpu: &Gpu,
+        module: &std::sync::Arc<cudarc::driver::CudaModule>,
+        defines: &[String],
+        jobs: u64,
+        path: u64,
+        overlap: bool,
+    ) -> Result<Self, GpuError> {
+        let stream = &gpu.stream;
+        let sets = if overlap { 2 } else { 1 };
+        let bytes = |n: u64| stream.alloc_zeros::<u8>(n as usize);
+        let bins_block = define_value(defines, "WD_SAMP_BIN_BLOCK").unwrap_or(256) as u32;
+        let bins_per_sm = define_value(defines, "WD_SAMP_BIN_MIN_BLOCKS").unwrap_or(4) as u32;
+        Ok(Self {
+            paths: module.load_function("sampled_paths")?,
+            bins: module.load_function("sampled_bins")?,
+            path_buf: (0..sets).map(|_| bytes(jobs * path * SPLIT_SEGMENT_BYTES)).collect::<Result<_, _>>()?,
+            head: (0..sets).map(|_| bytes(jobs * SPLIT_HEAD_BYTES)).collect::<Result<_, _>>()?,
+            work: (0..sets).map(|_| stream.alloc_zeros::<u64>(3)).collect::<Result<_, _>>()?,
+            cont: [bytes(jobs * SPLIT_CONT_BYTES)?, bytes(jobs * SPLIT_CONT_BYTES)?, bytes(jobs * SPLIT_CONT_BYTES)?],
+            side: if overlap { Some(stream.fork()?) } else { None },
+            done: (0..sets).map(|_| None).collect(),
+            jobs,
+            path,
+            pending: 0,
+            round: 0,
+            bins_cfg: LaunchConfig {
+                grid_dim: ((gpu.multiprocessors.max(1) as u32) * bins_per_sm, 1, 1),
+                block_dim: (bins_block, 1, 1),
+                shared_mem_bytes: 0,
+            },
+        })
+    }
+
+    /// The stream the bins (and so the histogram's additions) run on.
+    fn bin_stream<'a>(&'a self, stream: &'a std::sync::Arc<cudarc::driver::CudaStream>) -> &'a std::sync::Arc<cudarc::driver::CudaStream> {
+        self.side.as_ref().unwrap_or(stream)
+    }
+
+    /// A new source: nothing paused (a cancelled source's paused photons are not carried over).
+    fn reset(&mut self) {
+        (self.pending, self.round) = (0, 0);
     }
 
     /// One round: the `pending` paused photons resumed and `fresh` photons from `tp.photon_lo`,
@@ -262,20 +314,26 @@ impl Split {
         fresh: u64,
         cap: u64,
     ) -> Result<(), GpuError> {
-        let dptr = |s: &CudaSlice<u8>| {
+        let set = (self.round % self.path_buf.len() as u64) as usize;
+        let r = (self.round % 3) as usize;
+        if let Some(done) = &self.done[set] {
+            // The bins that read this set (two rounds ago) are done.
+            stream.wait(done)?;
+        }
+        stream.memset_zeros(&mut self.work[set])?;
+        let ptr = |s: &CudaSlice<u8>| {
             let (p, _sync) = s.device_ptr(stream);
             p
         };
-        stream.memset_zeros(&mut self.work)?;
         let work = {
-            let (p, _sync) = self.work.device_ptr(stream);
+            let (p, _sync) = self.work[set].device_ptr(stream);
             p
         };
         let x = SplitParams {
-            path: dptr(&self.path_buf),
-            head: dptr(&self.head),
-            cont_in: dptr(&self.cont[self.cur]),
-            cont_out: dptr(&self.cont[1 - self.cur]),
+            path: ptr(&self.path_buf[set]),
+            head: ptr(&self.head[set]),
+            cont_in: ptr(&self.cont[r]),
+            cont_out: ptr(&self.cont[(r + 1) % 3]),
             work,
             jobs: self.pending + fresh,
             resumed: self.pending,
@@ -288,12 +346,21 @@ impl Split {
         // (self.jobs × self.path ≥ x.jobs × cap segments), heads and continuations (self.jobs
         // each; a round has at most self.jobs jobs and pauses at most as many) and 3 work words.
         unsafe { l.launch(cfg) }?;
-        let mut l = stream.launch_builder(&self.bins);
+        let bins = self.bin_stream(stream).clone();
+        if self.side.is_some() {
+            bins.wait(&stream.record_event(None)?)?;
+        }
+        let mut l = bins.launch_builder(&self.bins);
         l.arg(tp).arg(&x);
-        // SAFETY: as above.
+        // SAFETY: as above; the bins run after this round's paths (the same stream, or the
+        // event above), and the next rounds' paths leave this set alone until `done[set]`.
         unsafe { l.launch(self.bins_cfg) }?;
-        self.pending = stream.clone_dtoh(&self.work)?[2];
-        self.cur = 1 - self.cur;
+        if self.side.is_some() {
+            self.done[set] = Some(bins.record_event(None)?);
+        }
+        // (on the launching stream: waits for this round's paths, not for its bins)
+        self.pending = stream.clone_dtoh(&self.work[set])?[2];
+        self.round += 1;
         Ok(())
     }
 
@@ -802,7 +869,8 @@ fn run_sampled_on(
     // holds fewer; at least 2¹² jobs).
     let mut split = if switch_on(&defines, "WD_SAMP_SPLIT", false) {
         let path = define_value(&defines, "WD_SAMP_PATH").unwrap_or(SPLIT_PATH).max(1);
-        let per_job = Split::job_bytes(path);
+        let overlap = define_value(&defines, "WD_SAMP_SPLIT").unwrap_or(1) >= 2;
+        let per_job = Split::job_bytes(path, if overlap { 2 } else { 1 });
         let table = device_bytes(cells, spatial, 0, resident, res.local_bytes.max(0) as u64).saturating_add(if red {
             cells.saturating_add(spatial).saturating_mul(24)
         } else {
@@ -817,28 +885,7 @@ fn run_sampled_on(
                  {room} bytes left of 90 % of its {free} bytes free beside the histogram"
             )));
         }
-        let bins_block = define_value(&defines, "WD_SAMP_BIN_BLOCK").unwrap_or(256) as u32;
-        let bins_per_sm = define_value(&defines, "WD_SAMP_BIN_MIN_BLOCKS").unwrap_or(4) as u32;
-        Some(Split {
-            paths: module.load_function("sampled_paths")?,
-            bins: module.load_function("sampled_bins")?,
-            path_buf: stream.alloc_zeros::<u8>((jobs * path * SPLIT_SEGMENT_BYTES) as usize)?,
-            head: stream.alloc_zeros::<u8>((jobs * SPLIT_HEAD_BYTES) as usize)?,
-            cont: [
-                stream.alloc_zeros::<u8>((jobs * SPLIT_CONT_BYTES) as usize)?,
-                stream.alloc_zeros::<u8>((jobs * SPLIT_CONT_BYTES) as usize)?,
-            ],
-            work: stream.alloc_zeros::<u64>(3)?,
-            jobs,
-            path,
-            pending: 0,
-            cur: 0,
-            bins_cfg: LaunchConfig {
-                grid_dim: ((gpu.multiprocessors.max(1) as u32) * bins_per_sm, 1, 1),
-                block_dim: (bins_block, 1, 1),
-                shared_mem_bytes: 0,
-            },
-        })
+        Some(Split::new(gpu, &module, &defines, jobs, path, overlap)?)
     } else {
         None
     };
@@ -930,7 +977,13 @@ fn run_sampled_on(
         ..Default::default()
     };
     let photons = t.photons();
-    let batch = opts.batch.max(1);
+    // The stream of the histogram's additions (the split's bins may run on their own) and, for
+    // the split, launches of at least 16 rounds (each launch ends with both streams idle).
+    let fs = split.as_ref().map_or_else(|| stream.clone(), |s| s.bin_stream(stream).clone());
+    let batch = match &split {
+        Some(s) => opts.batch.max(16 * s.jobs),
+        None => opts.batch.max(1),
+    };
     let mut hists = Vec::with_capacity(t.sources.len());
     for (k, placed) in t.sources.iter().enumerate() {
         let f = &placed.frame;
@@ -945,8 +998,7 @@ fn run_sampled_on(
             stream.memset_zeros(&mut spatial_acc)?;
         }
         if let Some(split) = &mut split {
-            // (a cancelled source's paused photons are not carried into the next)
-            (split.pending, split.cur) = (0, 0);
+            split.reset();
         }
         let first = k as u64 * photons;
         let mut a = share.start;
@@ -978,7 +1030,7 @@ fn run_sampled_on(
             if let Some(fold) = &fold {
                 // The launch's digits into the u128 squares (timed with the launch: its cost).
                 for (w, acc, n) in [(&mut sumsq, &mut acc, cells), (&mut spatial_sumsq, &mut spatial_acc, spatial)] {
-                    let mut l = stream.launch_builder(fold);
+                    let mut l = fs.launch_builder(fold);
                     l.arg(w).arg(acc).arg(&n);
                     let fcfg = LaunchConfig {
                         grid_dim: (n.div_ceil(256).clamp(1, 4096) as u32, 1, 1),
@@ -990,13 +1042,14 @@ fn run_sampled_on(
                 }
             }
             stream.synchronize()?;
+            fs.synchronize()?;
             stats.kernel_seconds += t0.elapsed().as_secs_f64();
             stats.launches += 1;
             if red {
                 // Each digit word got at most one add per closed run of the launch (a spatial
                 // run closes only where a cell run does), each < 2³²: fewer than 2³² runs keep
                 // every word below 2⁶⁴; and no square was left unsplit.
-                let c = stream.clone_dtoh(&counters)?;
+                let c = fs.clone_dtoh(&counters)?;
                 if c[4] - runs >= 1 << 32 || c[SAMPLED_COUNTERS + 1] > 0 {
                     return Err(GpuError::Other(format!(
                         "the split squares (WD_SAMP_RED) cannot hold this launch: {} runs (at most 2^32 - 1), {} squares of 2^96 or more",
@@ -1009,12 +1062,12 @@ fn run_sampled_on(
             progress.add(e - a);
             a = e;
         }
-        let c = stream.clone_dtoh(&counters)?;
+        let c = fs.clone_dtoh(&counters)?;
         let (sq, ssq) = if red { (&acc, &spatial_acc) } else { (&sumsq, &spatial_sumsq) };
         hists.push(Histogram {
-            sum: stream.clone_dtoh(&sum)?,
-            sumsq: wide(&stream.clone_dtoh(sq)?),
-            spatial_sumsq: wide(&stream.clone_dtoh(ssq)?),
+            sum: fs.clone_dtoh(&sum)?,
+            sumsq: wide(&fs.clone_dtoh(sq)?),
+            spatial_sumsq: wide(&fs.clone_dtoh(ssq)?),
             inside: 0,
             segments: c[3],
             worst_photon: 0.0,
