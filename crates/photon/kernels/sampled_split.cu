@@ -273,13 +273,14 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BIN_BLOCK, WD_SAMP_BIN_MIN_
     sampled_count_up(T, n);
 }
 
-// Field offsets of SampSplit and the sizes of the records, compared with Rust by gpu-check.
+// Offsets of SampSplit's work, jobs and cap, its size, the records' sizes and WD_SAMP_PATH, compared
+// with Rust's SPLIT_LAYOUT by gpu-check.
 extern "C" __global__ void sampled_split_layout(unsigned long long* out) {
     SampSplit s;
     const char* p = (const char*)&s;
     out[0] = (const char*)&s.work - p;
     out[1] = (const char*)&s.jobs - p;
-    out[2] = (const char*)&s.resumed - p;
+    out[2] = (const char*)&s.cap - p;
     out[3] = sizeof(SampSplit);
     out[4] = sizeof(SampSegRec);
     out[5] = sizeof(SampHead);

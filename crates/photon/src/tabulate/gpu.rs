@@ -275,10 +275,16 @@ impl Split {
         Ok(Self {
             paths: module.load_function("sampled_paths")?,
             bins: module.load_function("sampled_bins")?,
-            path_buf: (0..sets).map(|_| bytes(jobs * path * SPLIT_SEGMENT_BYTES)).collect::<Result<_, _>>()?,
+            path_buf: (0..sets)
+                .map(|_| bytes(jobs * path * SPLIT_SEGMENT_BYTES))
+                .collect::<Result<_, _>>()?,
             head: (0..sets).map(|_| bytes(jobs * SPLIT_HEAD_BYTES)).collect::<Result<_, _>>()?,
             work: (0..sets).map(|_| stream.alloc_zeros::<u64>(3)).collect::<Result<_, _>>()?,
-            cont: [bytes(jobs * SPLIT_CONT_BYTES)?, bytes(jobs * SPLIT_CONT_BYTES)?, bytes(jobs * SPLIT_CONT_BYTES)?],
+            cont: [
+                bytes(jobs * SPLIT_CONT_BYTES)?,
+                bytes(jobs * SPLIT_CONT_BYTES)?,
+                bytes(jobs * SPLIT_CONT_BYTES)?,
+            ],
             side: if overlap { Some(stream.fork()?) } else { None },
             done: (0..sets).map(|_| None).collect(),
             jobs,
