@@ -1278,6 +1278,17 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 // As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
 // its next photon (a warp does not wait for its longest photon). With WD_SAMP_COMPACT the lanes
 // without photons left stay in the loop (adding no points) until the whole warp is done.
+// A thread's counters added to the launch's (the kernels' end).
+__device__ __forceinline__ void sampled_count_up(const SampParams& T, const SampCounts& n) {
+    unsigned long long* c = T.counters;
+    if (n.tabulated) atomicAdd(c + 0, n.tabulated);
+    if (n.absorbed) atomicAdd(c + 1, n.absorbed);
+    if (n.escaped) atomicAdd(c + 2, n.escaped);
+    if (n.segments) atomicAdd(c + 3, n.segments);
+    if (n.runs) atomicAdd(c + 4, n.runs);
+    if (n.points) atomicAdd(c + 5, n.points);
+}
+
 extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) tabulate_sampled(__grid_constant__ const PhotonParams P, __grid_constant__ const SampParams T) {
 #if WD_SAMP_SHARED_COUNTS
     __shared__ SampCounts counts[WD_SAMP_BLOCK];
@@ -1348,13 +1359,7 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
         alive = sampled_step(P, T, S, n);
     }
 #endif
-    unsigned long long* c = T.counters;
-    if (n.tabulated) atomicAdd(c + 0, n.tabulated);
-    if (n.absorbed) atomicAdd(c + 1, n.absorbed);
-    if (n.escaped) atomicAdd(c + 2, n.escaped);
-    if (n.segments) atomicAdd(c + 3, n.segments);
-    if (n.runs) atomicAdd(c + 4, n.runs);
-    if (n.points) atomicAdd(c + 5, n.points);
+    sampled_count_up(T, n);
 }
 
 // WD_SAMP_RED: after every tabulate_sampled launch, each of n cells' digits (a, b, c at w[3i..])

@@ -241,17 +241,7 @@ __device__ __forceinline__ void sampled_bins_loop(const SampParams& T, const Sam
     }
 }
 
-// The counters of a thread, added to the launch's (tabulate_sampled's end).
-__device__ __forceinline__ void sampled_count_up(const SampParams& T, const SampCounts& n) {
-    unsigned long long* c = T.counters;
-    if (n.tabulated) atomicAdd(c + 0, n.tabulated);
-    if (n.absorbed) atomicAdd(c + 1, n.absorbed);
-    if (n.escaped) atomicAdd(c + 2, n.escaped);
-    if (n.segments) atomicAdd(c + 3, n.segments);
-    if (n.runs) atomicAdd(c + 4, n.runs);
-    if (n.points) atomicAdd(c + 5, n.points);
-}
-
+// The kernels (sampled_count_up: sampled.cu).
 extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) sampled_paths(__grid_constant__ const PhotonParams P, __grid_constant__ const SampParams T, __grid_constant__ const SampSplit X) {
     __shared__ SampPathJobs jobs[(WD_SAMP_BLOCK + 31) / 32];
     __shared__ SampCounts counts[WD_SAMP_BLOCK];

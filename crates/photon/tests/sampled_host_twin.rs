@@ -522,7 +522,7 @@ fn job_queue_and_split_squares_are_the_default() {
         tail.push_str(piece(KERNEL, from, to));
     }
     // The two-kernel estimator's loops (WD_SAMP_SPLIT): sampled_split.cu up to its kernels.
-    tail.push_str(piece(SPLIT, "#ifndef WD_SAMP_SPLIT", "// The counters of a thread, added"));
+    tail.push_str(piece(SPLIT, "#ifndef WD_SAMP_SPLIT", "// The kernels (sampled_count_up"));
     assert!(tail.contains("void sampled_loop(") && tail.contains("void sampled_fold("));
     assert!(tail.contains("void sampled_paths_loop(") && tail.contains("void sampled_bins_loop("));
     let pre = r#"#include <cmath>
@@ -581,6 +581,14 @@ template <class X> static X shfl_from(X v, int src) {
 }
 template <class X> static X __shfl_sync(unsigned, X v, int src) { return shfl_from(v, src); }
 template <class X> static X __shfl_up_sync(unsigned, X v, int d) { return shfl_from(v, t_lane >= d ? t_lane - d : t_lane); }
+// One warp's "launch": fn(lane) on `width` threads sharing the warp's barrier.
+template <class F> static void run_warp(int width, F fn) {
+    std::barrier<> bar(width);
+    g_bar = &bar;
+    std::vector<std::thread> th;
+    for (int l = 0; l < width; ++l) th.emplace_back([&, l] { t_lane = l; fn(l); });
+    for (auto& t : th) t.join();
+}
 static unsigned long long __umul64hi(unsigned long long a, unsigned long long b) { return (unsigned long long)(((unsigned __int128)a * b) >> 64); }
 // Photons as functions of their id: the k-th segment's start, direction, time, length, weight
 // and whether the photon ends after it.
@@ -731,39 +739,21 @@ int main() {
                 TT.photon_hi = g_lo + done + fresh;
                 done += fresh;
                 work[0] = work[1] = work[2] = 0;
-                for (int kernel = 0; kernel < 2; ++kernel) {
-                    std::barrier<> bar(width);
-                    g_bar = &bar;
-                    std::vector<std::thread> th;
-                    for (int l = 0; l < width; ++l)
-                        th.emplace_back([&, l] {
-                            t_lane = l;
-                            if (kernel == 0) sampled_paths_loop(PhotonParams{0}, TT, X, &PJ, full, width, l, cnt[l]);
-                            else sampled_bins_loop(TT, X, full, l, cnt[l]);
-                        });
-                    for (auto& t : th) t.join();
-                }
+                run_warp(width, [&](int l) { sampled_paths_loop(PhotonParams{0}, TT, X, &PJ, full, width, l, cnt[l]); });
+                run_warp(width, [&](int l) { sampled_bins_loop(TT, X, full, l, cnt[l]); });
                 pending = work[2];
                 if (round > 1000) { printf("the rounds do not end\n"); return 9; }
             }
 #else
-            {
-                std::barrier<> bar(width);
-                g_bar = &bar;
-                std::vector<std::thread> th;
-                for (int l = 0; l < width; ++l)
-                    th.emplace_back([&, l] {
-                        t_lane = l;
+            run_warp(width, [&](int l) {
 #if WD_SAMP_SCAN
-                        sampled_loop(PhotonParams{0}, TT, &J, sc, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
+                sampled_loop(PhotonParams{0}, TT, &J, sc, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
 #elif WD_SAMP_STEPWISE
-                        sampled_loop(PhotonParams{0}, TT, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
+                sampled_loop(PhotonParams{0}, TT, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
 #else
-                        sampled_loop(PhotonParams{0}, TT, q, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
+                sampled_loop(PhotonParams{0}, TT, q, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
 #endif
-                    });
-                for (auto& t : th) t.join();
-            }
+            });
 #endif
             SampCounts n{0, 0, 0, 0, 0, 0};
             for (const SampCounts& c : cnt) {
