@@ -15,11 +15,12 @@
 //   job when its path is done.
 // A photon still alive after WD_SAMP_PATH segments is paused: sampled_paths writes its state to a
 // continuation (cont_out), sampled_bins leaves its open runs and its comb there, and the next
-// round resumes it beside fresh photons (the host swaps cont_in and cont_out; after the last
-// fresh photons, rounds of the paused ones alone, each job then holding the whole buffer's share
-// of segments, until none is paused). The segments,
+// round resumes it (as cont_in) beside fresh photons; after the source's last fresh photons,
+// rounds of the paused ones alone, each job then holding the whole buffer's share of segments,
+// until none is paused (tabulate/gpu.rs Split: three continuation buffers in turn). The segments,
 // points and float run sums are those of tabulate_sampled in the same order per photon, so the
-// tables are the same integers.
+// tables are the same integers. Measured slower than tabulate_sampled (docs/spline.md "Two
+// kernels a round"): opt-in.
 
 #ifndef WD_SAMP_SPLIT
 #define WD_SAMP_SPLIT 0  // read by the host only: these kernels are in every sampled build
