@@ -879,6 +879,44 @@ __device__ __forceinline__ void sampled_mark(const SampParams& T, SampQueue& q, 
 #endif
 
 // WD_SAMP_JOBQ: a warp's job queue (shared memory): photons emitted together, popped by idle lanes.
+// Its turn (also sampled_split.cu's, so outside the switches):
+// A turn of a warp's job queue (every lane of `full` calls it): when a lane is idle and the queue
+// is empty, the warp takes min(WD_SAMP_JOBS, width) jobs lo + counter… below hi (counter: the
+// launch's or round's, zeroed by the host) and that many lanes call emit(job, slot) to fill the
+// queue's slots; each idle lane then pops the next slot in lane order (pop(slot), before the
+// warp's last sync) and is alive. jq, warp-uniform: the queue's jobs (bits 0-7), its first
+// (8-15), jobs left (16). Shared by tabulate_sampled's loops (sampled_take) and sampled_paths.
+template <class Emit, class Pop>
+__device__ __forceinline__ void samp_jobq_turn(unsigned full, int width, int lane, bool& alive, unsigned long long* counter, const unsigned long long& lo, const unsigned long long& hi, unsigned int& jq, Emit emit, Pop pop) {
+    unsigned idle = __ballot_sync(full, !alive);
+    if (!idle) return;
+    int jn = jq & 0xff, jhead = (jq >> 8) & 0xff;
+    if (jn == 0 && (jq >> 16)) {
+        int cap = min(WD_SAMP_JOBS, width);
+        unsigned long long base = 0;
+        if (lane == 0) base = atomicAdd(counter, (unsigned long long)cap);
+        base = __shfl_sync(full, base, 0);
+        unsigned long long first = lo + base;
+        if (first < hi) {
+            unsigned long long left = hi - first;
+            jn = left < (unsigned long long)cap ? (int)left : cap;
+            jhead = 0;
+            if (lane < jn) emit(first + (unsigned long long)lane, lane);
+        } else {
+            jq = 0u;
+        }
+        __syncwarp(full);
+    }
+    int rank = __popc(idle & ((1u << lane) - 1u));
+    if (!alive && rank < jn) {
+        pop(jhead + rank);
+        alive = true;
+    }
+    int taken = min(__popc(idle), jn);
+    jq = (jq & (1u << 16)) | ((unsigned)(jhead + taken) << 8) | (unsigned)(jn - taken);
+    __syncwarp(full);
+}
+
 #if WD_SAMP_COMPACT || WD_SAMP_STEPWISE || WD_SAMP_SCAN
 struct SampJobs {
     PState st[WD_SAMP_JOBS];
@@ -893,43 +931,19 @@ __device__ __noinline__ void sampled_emit_jobs(const PhotonParams& P, unsigned l
     sampled_emit(P, id, J->st[lane], J->bits[lane]);
 }
 
-// The job queue's turn of a loop step (every lane of `full` calls it): when a lane is idle and the
-// queue is empty, the warp takes min(WD_SAMP_JOBS, width) ids from the launch's counter
-// (counters[WD_SAMP_COUNTERS]) and that many lanes emit them into J; the idle lanes pop the
-// queue's photons in lane order. jq, warp-uniform: the queue's photons (bits 0-7), its first
-// (8-15), ids left in the launch (16). The same photon state whichever lane and step take it.
+// tabulate_sampled's turn of the job queue: photon ids from counters[WD_SAMP_COUNTERS], emitted
+// into J; the same photon state whichever lane and step take it.
 __device__ __forceinline__ void sampled_take(const PhotonParams& P, const SampParams& T, SampJobs* J, unsigned full, int width, int lane, bool& alive, SampState& S, unsigned int& jq) {
-    unsigned idle = __ballot_sync(full, !alive);
-    if (!idle) return;
-    int jn = jq & 0xff, jhead = (jq >> 8) & 0xff;
-    if (jn == 0 && (jq >> 16)) {
-        int cap = min(WD_SAMP_JOBS, width);
-        unsigned long long base = 0;
-        if (lane == 0) base = atomicAdd(T.counters + WD_SAMP_COUNTERS, (unsigned long long)cap);
-        base = __shfl_sync(full, base, 0);
-        unsigned long long first = T.photon_lo + base;
-        if (first < T.photon_hi) {
-            unsigned long long left = T.photon_hi - first;
-            jn = left < (unsigned long long)cap ? (int)left : cap;
-            jhead = 0;
-            if (lane < jn) sampled_emit_jobs(P, first + (unsigned long long)lane, J, lane);
-        } else {
-            jq = 0u;
-        }
-        __syncwarp(full);
-    }
-    int rank = __popc(idle & ((1u << lane) - 1u));
-    if (!alive && rank < jn) {
-        S.st = J->st[jhead + rank];
-        sampled_begin(T, J->bits[jhead + rank], S);
+    samp_jobq_turn(
+        full, width, lane, alive, T.counters + WD_SAMP_COUNTERS, T.photon_lo, T.photon_hi, jq,
+        [&](unsigned long long id, int e) { sampled_emit_jobs(P, id, J, e); },
+        [&](int e) {
+            S.st = J->st[e];
+            sampled_begin(T, J->bits[e], S);
 #if !WD_SAMP_DEFERRED
-        S.runs = SampRuns{-1, -1, 0, 0};  // (deferred: the end marker's merge resets them)
+            S.runs = SampRuns{-1, -1, 0, 0};  // (deferred: the end marker's merge resets them)
 #endif
-        alive = true;
-    }
-    int taken = min(__popc(idle), jn);
-    jq = (jq & (1u << 16)) | ((unsigned)(jhead + taken) << 8) | (unsigned)(jn - taken);
-    __syncwarp(full);
+        });
 }
 
 // Whether the warp's loop is done: no lane alive, the job queue empty and no ids left.
@@ -1275,9 +1289,6 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #define WD_SAMP_QUEUE_BYTES 0
 #endif
 
-// As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
-// its next photon (a warp does not wait for its longest photon). With WD_SAMP_COMPACT the lanes
-// without photons left stay in the loop (adding no points) until the whole warp is done.
 // A thread's counters added to the launch's (the kernels' end).
 __device__ __forceinline__ void sampled_count_up(const SampParams& T, const SampCounts& n) {
     unsigned long long* c = T.counters;
@@ -1289,6 +1300,9 @@ __device__ __forceinline__ void sampled_count_up(const SampParams& T, const Samp
     if (n.points) atomicAdd(c + 5, n.points);
 }
 
+// As propagate.cu's default loop: one segment per iteration, a lane whose photon ended starts
+// its next photon (a warp does not wait for its longest photon). With WD_SAMP_COMPACT the lanes
+// without photons left stay in the loop (adding no points) until the whole warp is done.
 extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) tabulate_sampled(__grid_constant__ const PhotonParams P, __grid_constant__ const SampParams T) {
 #if WD_SAMP_SHARED_COUNTS
     __shared__ SampCounts counts[WD_SAMP_BLOCK];

@@ -93,42 +93,20 @@ __device__ __noinline__ void paths_emit(const PhotonParams& P, const SampParams&
     J->job[e] = (unsigned int)j;
 }
 
-// sampled_take for jobs (every lane of `full` calls it): when a lane is idle and the queue is
-// empty, min(WD_SAMP_JOBS, width) jobs from the round's counter (work[0]); idle lanes pop them in
-// lane order. jq, warp-uniform: the queue's jobs (bits 0-7), its first (8-15), jobs left (16).
+// The job queue's turn for sampled_paths (samp_jobq_turn): jobs from the round's counter
+// (work[0]), emitted or resumed into J; a lane that pops one starts its segments' count at k0.
 __device__ __forceinline__ void paths_take(const PhotonParams& P, const SampParams& T, const SampSplit& X, SampPathJobs* J, unsigned full, int width, int lane, bool& alive, SampState& S, unsigned int& k0, unsigned int& job, unsigned int& jq) {
-    unsigned idle = __ballot_sync(full, !alive);
-    if (!idle) return;
-    int jn = jq & 0xff, jhead = (jq >> 8) & 0xff;
-    if (jn == 0 && (jq >> 16)) {
-        int cap = min(WD_SAMP_JOBS, width);
-        unsigned long long base = 0;
-        if (lane == 0) base = atomicAdd(X.work + 0, (unsigned long long)cap);
-        base = __shfl_sync(full, base, 0);
-        if (base < X.jobs) {
-            unsigned long long left = X.jobs - base;
-            jn = left < (unsigned long long)cap ? (int)left : cap;
-            jhead = 0;
-            if (lane < jn) paths_emit(P, T, X, base + (unsigned long long)lane, J, lane);
-        } else {
-            jq = 0u;
-        }
-        __syncwarp(full);
-    }
-    int rank = __popc(idle & ((1u << lane) - 1u));
-    if (!alive && rank < jn) {
-        int e = jhead + rank;
-        S.st = J->st[e];
-        S.bits = J->bits[e];
-        S.k = J->k[e];
-        S.runs = SampRuns{-1, -1, 0, 0};  // (sampled_move's end closes nothing here)
-        k0 = S.k;
-        job = J->job[e];
-        alive = true;
-    }
-    int taken = min(__popc(idle), jn);
-    jq = (jq & (1u << 16)) | ((unsigned)(jhead + taken) << 8) | (unsigned)(jn - taken);
-    __syncwarp(full);
+    samp_jobq_turn(
+        full, width, lane, alive, X.work + 0, 0ull, X.jobs, jq,
+        [&](unsigned long long j, int e) { paths_emit(P, T, X, j, J, e); },
+        [&](int e) {
+            S.st = J->st[e];
+            S.bits = J->bits[e];
+            S.k = J->k[e];
+            S.runs = SampRuns{-1, -1, 0, 0};  // (sampled_move's end closes nothing here)
+            k0 = S.k;
+            job = J->job[e];
+        });
 }
 
 // sampled_paths for one warp: walk, record the segment, move; at the photon's end or after

@@ -784,36 +784,20 @@ pub fn check_tabulate_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
 /// The sampled tabulation kernel's struct layout: `SampParams` offsets on the device equal Rust's.
 pub fn check_sampled_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
     use crate::tabulate::gpu as tg;
-    let (_m, f) = cuda::load(
-        gpu,
-        tg::SAMPLED_NAME,
-        tg::SAMPLED_SRC,
-        "sampled_layout",
-        false,
-        &tg::sampled_switches(),
-    )?;
-    let s = &gpu.stream;
-    let mut out = s.alloc_zeros::<u64>(tg::SAMPLED_LAYOUT.len())?;
-    let mut l = s.launch_builder(&f);
-    l.arg(&mut out);
-    // SAFETY: one thread writes SAMPLED_LAYOUT.len() values.
-    unsafe { l.launch(LaunchConfig::for_num_elems(1)) }?;
-    let dev: Vec<usize> = s.clone_dtoh(&out)?.iter().map(|&v| v as usize).collect();
+    // What one thread of layout kernel `function` writes (`len` values).
+    let layout = |function: &str, len: usize| -> Result<Vec<usize>, GpuError> {
+        let (_m, f) = cuda::load(gpu, tg::SAMPLED_NAME, tg::SAMPLED_SRC, function, false, &tg::sampled_switches())?;
+        let s = &gpu.stream;
+        let mut out = s.alloc_zeros::<u64>(len)?;
+        let mut l = s.launch_builder(&f);
+        l.arg(&mut out);
+        // SAFETY: one thread writes `len` values.
+        unsafe { l.launch(LaunchConfig::for_num_elems(1)) }?;
+        Ok(s.clone_dtoh(&out)?.iter().map(|&v| v as usize).collect())
+    };
+    let dev = layout("sampled_layout", tg::SAMPLED_LAYOUT.len())?;
     // The two-kernel estimator's parameters and records (sampled_split.cu, WD_SAMP_SPLIT).
-    let (_m, f) = cuda::load(
-        gpu,
-        tg::SAMPLED_NAME,
-        tg::SAMPLED_SRC,
-        "sampled_split_layout",
-        false,
-        &tg::sampled_switches(),
-    )?;
-    let mut out = s.alloc_zeros::<u64>(tg::SPLIT_LAYOUT.len())?;
-    let mut l = s.launch_builder(&f);
-    l.arg(&mut out);
-    // SAFETY: one thread writes SPLIT_LAYOUT.len() values.
-    unsafe { l.launch(LaunchConfig::for_num_elems(1)) }?;
-    let split: Vec<usize> = s.clone_dtoh(&out)?.iter().map(|&v| v as usize).collect();
+    let split = layout("sampled_split_layout", tg::SPLIT_LAYOUT.len())?;
     Ok(check(
         "photon tabulate sampled: struct layout (SampParams, SampSplit and its records)",
         dev == tg::SAMPLED_LAYOUT && split == tg::SPLIT_LAYOUT,
@@ -986,7 +970,7 @@ pub fn check_sampled_alternatives(
     let small_split = stepped.run_gpu(&on(SPLIT, 1 << 12), gpu_ctl)?;
     let (s, words) = compare(g, &small_split);
     ok &= s;
-    rows.push(format!("WD_SAMP_SPLIT=1 in launches of 2^12 photons: {words}"));
+    rows.push(format!("WD_SAMP_SPLIT=1 with a batch of 2^12 (rounds of 2^12 jobs): {words}"));
     // The warp scans against their lane-at-a-time reference (expected: the same integers), and
     // against the default (expected: not identical, the shared-photon criterion).
     let scan = stepped.run_gpu(&on(SCAN, batch), gpu_ctl)?;

@@ -83,18 +83,26 @@ pub const SAMPLED_COUNTERS: usize = 6;
 pub const SAMPLED_JOBQ_DEFAULT: bool = true;
 pub const SAMPLED_RED_DEFAULT: bool = true;
 
+/// The value of `-D` switch `name` among `defines` (the last `name` or `name=V`; a bare `name`
+/// is "1").
+fn define<'a>(defines: &'a [String], name: &str) -> Option<&'a str> {
+    defines.iter().rev().find_map(|d| {
+        let (n, v) = d.split_once('=').unwrap_or((d.as_str(), "1"));
+        (n.trim() == name).then(|| v.trim())
+    })
+}
+
 /// Whether `-D` switches `defines` turn `name` on: the last `name` or `name=V` among them (on
 /// unless V is 0), else `default`.
 #[must_use]
 pub fn switch_on(defines: &[String], name: &str, default: bool) -> bool {
-    defines
-        .iter()
-        .rev()
-        .find_map(|d| {
-            let (n, v) = d.split_once('=').unwrap_or((d.as_str(), "1"));
-            (n.trim() == name).then(|| v.trim() != "0")
-        })
-        .unwrap_or(default)
+    define(defines, name).map_or(default, |v| v != "0")
+}
+
+/// The number `-D` switch `name` is given among `defines` (the last one), if it is one.
+#[must_use]
+pub fn define_value(defines: &[String], name: &str) -> Option<u64> {
+    define(defines, name)?.parse().ok()
 }
 /// The fast build's switches that only shape the propagation kernel's launch (job queue, its
 /// refills and counter, register cap) or its module search: left out of the sampled build.
@@ -214,18 +222,13 @@ pub const SPLIT_PATH: u64 = 96;
 pub const SPLIT_SEGMENT_BYTES: u64 = 32;
 pub const SPLIT_HEAD_BYTES: u64 = 32;
 pub const SPLIT_CONT_BYTES: u64 = 112;
+/// sampled_bins' launch: threads per block and blocks per multiprocessor (sampled_split.cu
+/// WD_SAMP_BIN_BLOCK, WD_SAMP_BIN_MIN_BLOCKS, its launch bounds).
+pub const SPLIT_BIN_BLOCK: u64 = 256;
+pub const SPLIT_BIN_BLOCKS: u64 = 4;
 /// The most jobs a round holds on the device (its paths: ~3.4 kB a job with 96 segments;
 /// `WD_SAMP_ROUND_JOBS=N` for another, measurement only).
 pub const SPLIT_JOBS: u64 = 1 << 21;
-
-/// The value of `-D` switch `name` among `defines` (the last one), if it is given with one.
-#[must_use]
-pub fn define_value(defines: &[String], name: &str) -> Option<u64> {
-    defines.iter().rev().find_map(|d| {
-        let (n, v) = d.split_once('=')?;
-        (n.trim() == name).then(|| v.trim().parse().ok()).flatten()
-    })
-}
 
 /// The two-kernel sampled estimator's device state (sampled_split.cu, `WD_SAMP_SPLIT=1`; `=2`:
 /// the rounds overlapped): the kernels, each round's paths and heads for up to `jobs` jobs of
@@ -270,8 +273,8 @@ impl Split {
         let stream = &gpu.stream;
         let sets = if overlap { 2 } else { 1 };
         let bytes = |n: u64| stream.alloc_zeros::<u8>(n as usize);
-        let bins_block = define_value(defines, "WD_SAMP_BIN_BLOCK").unwrap_or(256) as u32;
-        let bins_per_sm = define_value(defines, "WD_SAMP_BIN_MIN_BLOCKS").unwrap_or(4) as u32;
+        let bins_block = define_value(defines, "WD_SAMP_BIN_BLOCK").unwrap_or(SPLIT_BIN_BLOCK) as u32;
+        let bins_per_sm = define_value(defines, "WD_SAMP_BIN_MIN_BLOCKS").unwrap_or(SPLIT_BIN_BLOCKS) as u32;
         Ok(Self {
             paths: module.load_function("sampled_paths")?,
             bins: module.load_function("sampled_bins")?,
@@ -859,15 +862,17 @@ fn run_sampled_on(
     let resident = (gpu.multiprocessors.max(1) as u64) * (gpu.max_threads_per_sm.max(1) as u64);
     device_budget(cells, spatial, 0, resident, res.local_bytes.max(0) as u64, free as u64, &name)
         .map_err(|e| GpuError::Other(e.to_string()))?;
-    if red {
-        // The digits besides the u128 squares: 24 bytes a cell and a spatial cell more.
-        let need = device_bytes(cells, spatial, 0, resident, res.local_bytes.max(0) as u64)
-            .saturating_add(cells.saturating_add(spatial).saturating_mul(24));
-        if need > free as u64 / 10 * 9 {
-            return Err(GpuError::Other(format!(
-                "{cells} cells with the split squares (WD_SAMP_RED) need {need} bytes on {name}, more than 90 % of its {free} bytes free: use fewer bins"
-            )));
-        }
+    // The histogram, and WD_SAMP_RED's digits besides the u128 squares: 24 bytes a cell and a
+    // spatial cell more.
+    let table = device_bytes(cells, spatial, 0, resident, res.local_bytes.max(0) as u64).saturating_add(if red {
+        cells.saturating_add(spatial).saturating_mul(24)
+    } else {
+        0
+    });
+    if red && table > free as u64 / 10 * 9 {
+        return Err(GpuError::Other(format!(
+            "{cells} cells with the split squares (WD_SAMP_RED) need {table} bytes on {name}, more than 90 % of its {free} bytes free: use fewer bins"
+        )));
     }
     let stream = &gpu.stream;
     // WD_SAMP_SPLIT: the two kernels of sampled_split.cu instead of tabulate_sampled, a round's
@@ -877,11 +882,6 @@ fn run_sampled_on(
         let path = define_value(&defines, "WD_SAMP_PATH").unwrap_or(SPLIT_PATH).max(1);
         let overlap = define_value(&defines, "WD_SAMP_SPLIT").unwrap_or(1) >= 2;
         let per_job = Split::job_bytes(path, if overlap { 2 } else { 1 });
-        let table = device_bytes(cells, spatial, 0, resident, res.local_bytes.max(0) as u64).saturating_add(if red {
-            cells.saturating_add(spatial).saturating_mul(24)
-        } else {
-            0
-        });
         let room = (free as u64 / 10 * 9).saturating_sub(table);
         let most = define_value(&defines, "WD_SAMP_ROUND_JOBS").unwrap_or(SPLIT_JOBS);
         let jobs = (room / per_job).min(most).min(opts.batch.max(1));
@@ -1202,8 +1202,16 @@ mod tests {
         assert!(switch_on(&v(&["WD_SAMP_RED"]), "WD_SAMP_RED", false));
         assert!(!switch_on(&v(&["WD_SAMP_RED=1", "WD_SAMP_RED=0"]), "WD_SAMP_RED", true));
         assert!(switch_on(&v(&[]), "WD_SAMP_RED", true));
+        assert_eq!(define_value(&v(&["WD_SAMP_PATH=5", "WD_SAMP_PATH=7"]), "WD_SAMP_PATH"), Some(7));
+        assert_eq!(define_value(&v(&["WD_SAMP_PATHS=5", "WD_SAMP_PATH=x"]), "WD_SAMP_PATH"), None);
+        assert_eq!(define_value(&v(&["WD_SAMP_SPLIT"]), "WD_SAMP_SPLIT"), Some(1));
+        // The split's host defaults are the kernel's.
+        let split = include_str!("../../kernels/sampled_split.cu");
+        assert!(split.contains(&format!("#define WD_SAMP_PATH {SPLIT_PATH}")));
+        assert!(split.contains(&format!("#define WD_SAMP_BIN_BLOCK {SPLIT_BIN_BLOCK}")));
+        assert!(split.contains(&format!("#define WD_SAMP_BIN_MIN_BLOCKS {SPLIT_BIN_BLOCKS}")));
         // The kernel keeps its job counter and the unsplit squares after the counters.
-        assert!(src.contains("T.counters + WD_SAMP_COUNTERS, (unsigned long long)cap"));
+        assert!(src.contains("T.counters + WD_SAMP_COUNTERS, T.photon_lo, T.photon_hi"));
         assert!(src.contains("T.counters + WD_SAMP_COUNTERS + 1, 1ull"));
     }
 
