@@ -877,7 +877,7 @@ fn run_sampled_on(
     let stream = &gpu.stream;
     // WD_SAMP_SPLIT: the two kernels of sampled_split.cu instead of tabulate_sampled, a round's
     // paths for up to SPLIT_JOBS jobs (fewer where 90 % of the free memory, less the histogram,
-    // holds fewer; at least 2¹² jobs).
+    // holds fewer; at least 2¹², or the batch if smaller).
     let mut split = if switch_on(&defines, "WD_SAMP_SPLIT", false) {
         let path = define_value(&defines, "WD_SAMP_PATH").unwrap_or(SPLIT_PATH).max(1);
         let overlap = define_value(&defines, "WD_SAMP_SPLIT").unwrap_or(1) >= 2;
@@ -885,9 +885,10 @@ fn run_sampled_on(
         let room = (free as u64 / 10 * 9).saturating_sub(table);
         let most = define_value(&defines, "WD_SAMP_ROUND_JOBS").unwrap_or(SPLIT_JOBS);
         let jobs = (room / per_job).min(most).min(opts.batch.max(1));
-        if jobs < 1 << 12 {
+        let least = opts.batch.clamp(1, 1 << 12);
+        if jobs < least {
             return Err(GpuError::Other(format!(
-                "the two-kernel tabulation (WD_SAMP_SPLIT) needs {per_job} bytes a job for at least 4096 jobs on {name}: \
+                "the two-kernel tabulation (WD_SAMP_SPLIT) needs {per_job} bytes a job for at least {least} jobs on {name}: \
                  {room} bytes left of 90 % of its {free} bytes free beside the histogram"
             )));
         }
