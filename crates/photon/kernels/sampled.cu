@@ -158,6 +158,13 @@
 #ifndef WD_SAMP_ANGC
 #define WD_SAMP_ANGC 1
 #endif
+// WD_SAMP_NOSQ (measurement only, off; needs the deferred queue): each point's weighted length
+// rounded on its own, rint(x·2¹⁶), to its cell's sum, and nothing else — no runs, no squares, no
+// spatial squares. The tables' sums only (N_eff is not formed): what binning costs without the
+// ordered merge, to judge a build whose squares come from a subsample of the photons.
+#ifndef WD_SAMP_NOSQ
+#define WD_SAMP_NOSQ 0
+#endif
 #define WD_SAMP_ANGC_MAX 16
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
@@ -674,6 +681,16 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
     if (lane < count && !mark) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
 #else
     if (lane < count) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+#endif
+#if WD_SAMP_NOSQ && WD_SAMP_DEFER
+    if (cl >= 0) atomicAdd(T.sum + cl, (unsigned long long)rintf(q.w[lane] * 65536.0f));
+    {
+        unsigned in = __ballot_sync(full, cl >= 0), marks = __ballot_sync(full, mark);
+        n.points += __popc(mine & in);
+        n.tabulated += __popc(mine & marks);
+    }
+    __syncwarp(full);
+    return;
 #endif
     q.cell[lane] = cl;
     q.sp[lane] = sl;

@@ -1236,6 +1236,9 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_QPOINT=1"]),
             // The azimuth by atan2f instead of the default polynomial (gpu-check compares them).
             samp(&["WD_SAMP_ATAN=0"]),
+            // The sums-only probe (measurement only: no squares; docs/spline.md "What the 50 %
+            // would cost in table quality").
+            samp(&["WD_SAMP_NOSQ=1"]),
         ],
         fast: true,
         generated: false,

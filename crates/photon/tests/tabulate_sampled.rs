@@ -250,3 +250,108 @@ fn measure_estimators() {
         );
     }
 }
+
+/// Issue #32: how much variance the comb adds at each step, per cell, for the `bench photon
+/// --tabulate` request (1 TeV cascade at 2000 m in spice_3.2.1; `FINE=1`: finer bins near the
+/// source). Not a test (`--ignored`, prints). The comb's phase has its own stream, so on one seed
+/// the sampled and exact estimators follow the same paths, and E[S_Δ | paths] = S_exact: per
+/// cell, Σ_seeds (S_Δ − S_exact)² estimates the comb's variance and the exact estimator's
+/// per-photon squares the photons' variance. R = 1 + comb / photons is the factor by which the
+/// comb multiplies a cell's variance; R·T (T the GPU time per photon at that step) compares the
+/// steps per unit of variance and time.
+#[test]
+#[ignore]
+fn measure_comb_noise() {
+    use warpdrive_photon::tabulate::{SQ_UNIT, SUM_UNIT};
+    let Some(d) = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")) else {
+        return;
+    };
+    let seeds: u64 = std::env::var("SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
+    let photons: u64 = std::env::var("PHOTONS").ok().and_then(|s| s.parse().ok()).unwrap_or(50_000);
+    let fine = std::env::var("FINE").is_ok_and(|v| v == "1");
+    let mut o = TabulateOptions {
+        ice: Some(d.join("ice/spice_3.2.1")),
+        photons,
+        ..Default::default()
+    };
+    if fine {
+        o.radial = Edges::List((0..=40).map(|i| 0.15 * f64::from(i * i)).collect());
+        o.azimuth_bins = Edges::Linear {
+            lo: 0.0,
+            hi: 180.0,
+            bins: 18,
+        };
+        o.polar = Some(Edges::Linear {
+            lo: -1.0,
+            hi: 1.0,
+            bins: 10,
+        });
+        o.delay = Some(Edges::List((0..=30).map(|i| -10.0 + 2.0 * f64::from(i * i)).collect()));
+    }
+    let steps = [1.0, 2.0, 3.0, 5.0, f64::INFINITY];
+    let go = |seed: u64, e: Estimator| {
+        let o = TabulateOptions { seed, ..o.clone() };
+        Tabulate::new(&o).unwrap().with_estimator(e).unwrap().run(&cpu()).unwrap()
+    };
+    let exact: Vec<Tables> = (1..=seeds).map(|s| go(s, Estimator::Exact)).collect();
+    let tc = exact[0].binning.time_cells() as usize;
+    let spatial = exact[0].hist.spatial_sumsq.len();
+    let cells = exact[0].hist.sum.len();
+    // Per cell over the seeds: the exact sums and the photons' variance (Σ x² per photon).
+    let sum = |t: &Tables, c: usize| t.hist.sum[c] as f64 / SUM_UNIT;
+    let ssum = |t: &Tables, sp: usize| (0..tc).map(|k| sum(t, sp * tc + k)).sum::<f64>();
+    let ph_cell: Vec<f64> = (0..cells)
+        .map(|c| exact.iter().map(|t| t.hist.sumsq[c] as f64 / SQ_UNIT).sum())
+        .collect();
+    let ph_sp: Vec<f64> = (0..spatial)
+        .map(|c| exact.iter().map(|t| t.hist.spatial_sumsq[c] as f64 / SQ_UNIT).sum())
+        .collect();
+    let tot_cell: Vec<f64> = (0..cells).map(|c| exact.iter().map(|t| sum(t, c)).sum()).collect();
+    let tot_sp: Vec<f64> = (0..spatial).map(|c| exact.iter().map(|t| ssum(t, c)).sum()).collect();
+    let neff = |s: f64, v: f64| if v > 0.0 { s * s / v } else { 0.0 };
+    eprintln!(
+        "{} bins: {} spatial cells, {} cells; {seeds} seeds × {photons} photons; exact {:.1} s a seed",
+        if fine { "fine" } else { "default" },
+        spatial,
+        cells,
+        exact[0].seconds
+    );
+    for step in steps {
+        let samp: Vec<Tables> = (1..=seeds).map(|s| go(s, Estimator::Sampled { step })).collect();
+        let comb_cell: Vec<f64> = (0..cells)
+            .map(|c| exact.iter().zip(&samp).map(|(e, s)| (sum(s, c) - sum(e, c)).powi(2)).sum())
+            .collect();
+        let comb_sp: Vec<f64> = (0..spatial)
+            .map(|c| exact.iter().zip(&samp).map(|(e, s)| (ssum(s, c) - ssum(e, c)).powi(2)).sum())
+            .collect();
+        let points = samp.iter().map(|t| t.hist.points).sum::<u64>() as f64 / (seeds * photons) as f64;
+        let quant = |ph: &[f64], comb: &[f64], tot: &[f64]| {
+            // R = 1 + comb/photons over the cells with N_eff ≥ 20 (exact), and the share of all
+            // cells' N_eff (so the cells that carry the table weigh in).
+            let mut r: Vec<(f64, f64)> = (0..ph.len())
+                .filter(|&c| neff(tot[c], ph[c]) >= 20.0)
+                .map(|c| (1.0 + comb[c] / ph[c], neff(tot[c], ph[c])))
+                .collect();
+            r.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let q = |p: f64| r[((r.len() - 1) as f64 * p) as usize].0;
+            // N_eff-weighted mean of R.
+            let w: f64 = r.iter().map(|x| x.1).sum();
+            let mean = r.iter().map(|x| x.0 * x.1).sum::<f64>() / w;
+            format!(
+                "{} cells: R 10 % {:.3}, median {:.3}, 90 % {:.3}, 99 % {:.3}, N_eff-weighted mean {:.3}",
+                r.len(),
+                q(0.1),
+                q(0.5),
+                q(0.9),
+                q(0.99),
+                mean
+            )
+        };
+        eprintln!(
+            "step {step}: {points:.1} points/photon, {:.2} s a seed; spatial {}; time cells {}",
+            samp[0].seconds,
+            quant(&ph_sp, &comb_sp, &tot_sp),
+            quant(&ph_cell, &comb_cell, &tot_cell)
+        );
+    }
+}

@@ -57,8 +57,8 @@ pub const MAX_EDGES: usize = 100_000;
 /// Most photons of one run.
 pub const MAX_PHOTONS: u64 = 1_000_000_000_000;
 /// Fixed-point units of the sums: 2⁻¹⁶ m of weighted track length, 2⁻³² m² of its square.
-const SUM_UNIT: f64 = 65_536.0;
-const SQ_UNIT: f64 = 4_294_967_296.0;
+pub const SUM_UNIT: f64 = 65_536.0;
+pub const SQ_UNIT: f64 = 4_294_967_296.0;
 /// Photonics' reference light yield (spec spline.md §1.4): 32 582 photons/m × 5.21 m/GeV. A
 /// table value S = ln(mean PE / Y_REF) gives Millipede's Λ = Y_REF · ε · exp(S).
 pub const PHOTONICS_PHOTONS_PER_M: f64 = 32_582.0;
