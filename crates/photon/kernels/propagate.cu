@@ -131,17 +131,19 @@ struct V3 { float x, y, z; };
 
 // WD_TWIN_MATH (measurement only, off; issue #29's precise mode at ≤ 2× fast): the transcendental
 // functions the kernel calls (logf, expf, powf, sinf/cosf/sincosf) replaced by the CPU fast mode's
-// approximations (fast/math.rs: ln, exp2, powf with x¹ = x, sincos_turn), which are built from +,
-// −, ×, ÷ and bit operations only. A precise build (IEEE division and square root, no flush to
-// zero) with them measures what a precise mode that twins the CPU fast path bit for bit would
-// cost. Not a mode: the angles here go through one more rounding (radians to turns).
+// approximations, twins of fast/math.rs (fast_round, fast_ln, fast_exp2, fast_powf,
+// fast_sincos_turn: math::round, ln, exp2, powf, sincos_turn), which are built from +, −, ×, ÷ and
+// bit operations only. A precise build (IEEE division and square root, no flush to zero) with
+// them measures what a precise mode that twins the CPU fast path bit for bit would cost
+// (docs/performance/photon.md). Not a mode: the angles go through one more rounding (radians to
+// turns), and powf skips x¹ inside (fast/mod.rs skips it at the absorption's call).
 #ifdef WD_TWIN_MATH
-__device__ __forceinline__ float wd_twin_round(float x) {
+__device__ __forceinline__ float fast_round(float x) {
     float y = x + 0.5f;
     float t = (float)(int)y;
     return t > y ? t - 1.0f : t;
 }
-__device__ __forceinline__ float wd_twin_ln(float x) {
+__device__ __forceinline__ float fast_ln(float x) {
     unsigned int bits = __float_as_uint(x);
     unsigned int t = bits - 0x3f3504f3u;
     int e = ((int)t) >> 23;
@@ -151,19 +153,19 @@ __device__ __forceinline__ float wd_twin_ln(float x) {
     float q = 2.0f + s2 * (2.0f / 3.0f + s2 * (2.0f / 5.0f + s2 * (2.0f / 7.0f + s2 * (2.0f / 9.0f))));
     return (float)e * 0.693147180559945f + s * q;
 }
-__device__ __forceinline__ float wd_twin_exp2(float y) {
+__device__ __forceinline__ float fast_exp2(float y) {
     y = fminf(fmaxf(y, -126.0f), 127.0f);
-    float n = wd_twin_round(y);
+    float n = fast_round(y);
     float f = (y - n) * 0.693147180559945f;
     float q = 1.0f + f * (1.0f + f * (0.5f + f * (1.0f / 6.0f + f * (1.0f / 24.0f + f * (1.0f / 120.0f + f * (1.0f / 720.0f + f * (1.0f / 5040.0f)))))));
     return q * __uint_as_float((unsigned int)((int)n + 127) << 23);
 }
-__device__ __forceinline__ float wd_twin_exp(float y) { return wd_twin_exp2(y * 1.442695040888963f); }
-__device__ __forceinline__ float wd_twin_powf(float x, float y) {
-    return y == 1.0f ? x : wd_twin_exp2(y * (wd_twin_ln(x) * 1.442695040888963f));
+__device__ __forceinline__ float fast_exp(float y) { return fast_exp2(y * 1.442695040888963f); }
+__device__ __forceinline__ float fast_powf(float x, float y) {
+    return y == 1.0f ? x : fast_exp2(y * (fast_ln(x) * 1.442695040888963f));
 }
-__device__ __forceinline__ void wd_twin_sincos_turn(float t, float* sp, float* cp) {
-    float q4 = wd_twin_round(4.0f * t);
+__device__ __forceinline__ void fast_sincos_turn(float t, float* sp, float* cp) {
+    float q4 = fast_round(4.0f * t);
     float x = (t - 0.25f * q4) * 6.283185307179586f, x2 = x * x;
     float s = x * (1.0f + x2 * (-1.0f / 6.0f + x2 * (1.0f / 120.0f + x2 * (-1.0f / 5040.0f + x2 * (1.0f / 362880.0f)))));
     float c = 1.0f + x2 * (-0.5f + x2 * (1.0f / 24.0f + x2 * (-1.0f / 720.0f + x2 * (1.0f / 40320.0f))));
@@ -172,15 +174,15 @@ __device__ __forceinline__ void wd_twin_sincos_turn(float t, float* sp, float* c
     *sp = __uint_as_float(((cb & odd) | (sb & ~odd)) ^ ((q & 2u) << 30));
     *cp = __uint_as_float(((sb & odd) | (cb & ~odd)) ^ (((q + 1u) & 2u) << 30));
 }
-__device__ __forceinline__ void wd_twin_sincos(float x, float* sp, float* cp) { wd_twin_sincos_turn(x * 0.15915494309189535f, sp, cp); }
-__device__ __forceinline__ float wd_twin_sin(float x) { float s, c; wd_twin_sincos(x, &s, &c); return s; }
-__device__ __forceinline__ float wd_twin_cos(float x) { float s, c; wd_twin_sincos(x, &s, &c); return c; }
-#define logf(x) wd_twin_ln(x)
-#define expf(x) wd_twin_exp(x)
-#define powf(x, y) wd_twin_powf(x, y)
-#define sincosf(x, s, c) wd_twin_sincos(x, s, c)
-#define sinf(x) wd_twin_sin(x)
-#define cosf(x) wd_twin_cos(x)
+__device__ __forceinline__ void fast_sincos(float x, float* sp, float* cp) { fast_sincos_turn(x * 0.15915494309189535f, sp, cp); }
+__device__ __forceinline__ float fast_sin(float x) { float s, c; fast_sincos(x, &s, &c); return s; }
+__device__ __forceinline__ float fast_cos(float x) { float s, c; fast_sincos(x, &s, &c); return c; }
+#define logf(x) fast_ln(x)
+#define expf(x) fast_exp(x)
+#define powf(x, y) fast_powf(x, y)
+#define sincosf(x, s, c) fast_sincos(x, s, c)
+#define sinf(x) fast_sin(x)
+#define cosf(x) fast_cos(x)
 #endif
 
 __device__ __forceinline__ V3 normalize(V3 v) {

@@ -160,10 +160,13 @@
 #endif
 // WD_SAMP_NOSQ (measurement only, off; needs the deferred queue): each point's weighted length
 // rounded on its own, rint(x·2¹⁶), to its cell's sum, and nothing else — no runs, no squares, no
-// spatial squares. The tables' sums only (N_eff is not formed): what binning costs without the
-// ordered merge, to judge a build whose squares come from a subsample of the photons.
+// spatial squares (N_eff is not formed; `tabulated` counts every photon's end). What the points
+// cost without the ordered merge and its closes (docs/spline.md "What the 50 % would cost").
 #ifndef WD_SAMP_NOSQ
 #define WD_SAMP_NOSQ 0
+#endif
+#if WD_SAMP_NOSQ && !WD_SAMP_DEFERRED
+#error "WD_SAMP_NOSQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
 #endif
 #define WD_SAMP_ANGC_MAX 16
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
@@ -682,8 +685,8 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
 #else
     if (lane < count) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
 #endif
-#if WD_SAMP_NOSQ && WD_SAMP_DEFER
-    if (cl >= 0) atomicAdd(T.sum + cl, (unsigned long long)rintf(q.w[lane] * 65536.0f));
+#if WD_SAMP_NOSQ
+    if (cl >= 0) atomicAdd(T.sum + cl, (unsigned long long)rintf(q.w[lane] * (float)WD_SUM_UNIT));
     {
         unsigned in = __ballot_sync(full, cl >= 0), marks = __ballot_sync(full, mark);
         n.points += __popc(mine & in);

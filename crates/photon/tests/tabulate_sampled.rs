@@ -288,70 +288,69 @@ fn measure_comb_noise() {
         });
         o.delay = Some(Edges::List((0..=30).map(|i| -10.0 + 2.0 * f64::from(i * i)).collect()));
     }
-    let steps = [1.0, 2.0, 3.0, 5.0, f64::INFINITY];
     let go = |seed: u64, e: Estimator| {
         let o = TabulateOptions { seed, ..o.clone() };
         Tabulate::new(&o).unwrap().with_estimator(e).unwrap().run(&cpu()).unwrap()
     };
+    // Per table and seed, at both levels (time cells, spatial cells): the sums and the
+    // per-photon squares.
+    let level = |t: &Tables, spatial: bool| -> (Vec<f64>, Vec<f64>) {
+        let h = &t.hist;
+        if !spatial {
+            return (
+                h.sum.iter().map(|&v| v as f64 / SUM_UNIT).collect(),
+                h.sumsq.iter().map(|&v| v as f64 / SQ_UNIT).collect(),
+            );
+        }
+        let tc = t.binning.time_cells() as usize;
+        (
+            h.sum.chunks(tc).map(|c| c.iter().sum::<u64>() as f64 / SUM_UNIT).collect(),
+            h.spatial_sumsq.iter().map(|&v| v as f64 / SQ_UNIT).collect(),
+        )
+    };
     let exact: Vec<Tables> = (1..=seeds).map(|s| go(s, Estimator::Exact)).collect();
-    let tc = exact[0].binning.time_cells() as usize;
-    let spatial = exact[0].hist.spatial_sumsq.len();
-    let cells = exact[0].hist.sum.len();
-    // Per cell over the seeds: the exact sums and the photons' variance (Σ x² per photon).
-    let sum = |t: &Tables, c: usize| t.hist.sum[c] as f64 / SUM_UNIT;
-    let ssum = |t: &Tables, sp: usize| (0..tc).map(|k| sum(t, sp * tc + k)).sum::<f64>();
-    let ph_cell: Vec<f64> = (0..cells)
-        .map(|c| exact.iter().map(|t| t.hist.sumsq[c] as f64 / SQ_UNIT).sum())
-        .collect();
-    let ph_sp: Vec<f64> = (0..spatial)
-        .map(|c| exact.iter().map(|t| t.hist.spatial_sumsq[c] as f64 / SQ_UNIT).sum())
-        .collect();
-    let tot_cell: Vec<f64> = (0..cells).map(|c| exact.iter().map(|t| sum(t, c)).sum()).collect();
-    let tot_sp: Vec<f64> = (0..spatial).map(|c| exact.iter().map(|t| ssum(t, c)).sum()).collect();
-    let neff = |s: f64, v: f64| if v > 0.0 { s * s / v } else { 0.0 };
     eprintln!(
         "{} bins: {} spatial cells, {} cells; {seeds} seeds × {photons} photons; exact {:.1} s a seed",
         if fine { "fine" } else { "default" },
-        spatial,
-        cells,
+        exact[0].hist.spatial_sumsq.len(),
+        exact[0].hist.sum.len(),
         exact[0].seconds
     );
-    for step in steps {
+    // R = 1 + comb / photons over the cells with exact N_eff ≥ 20: quantiles, and the mean
+    // weighted by N_eff (the cells that carry the table's information).
+    let r_of = |samp: &[Tables], spatial: bool| -> String {
+        let e: Vec<_> = exact.iter().map(|t| level(t, spatial)).collect();
+        let s: Vec<_> = samp.iter().map(|t| level(t, spatial).0).collect();
+        let mut r: Vec<(f64, f64)> = (0..e[0].0.len())
+            .filter_map(|c| {
+                let tot: f64 = e.iter().map(|x| x.0[c]).sum();
+                let ph: f64 = e.iter().map(|x| x.1[c]).sum();
+                let comb: f64 = e.iter().zip(&s).map(|(x, y)| (y[c] - x.0[c]).powi(2)).sum();
+                let neff = if ph > 0.0 { tot * tot / ph } else { 0.0 };
+                (neff >= 20.0).then_some((1.0 + comb / ph, neff))
+            })
+            .collect();
+        r.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let q = |p: f64| r[((r.len() - 1) as f64 * p) as usize].0;
+        let mean = r.iter().map(|x| x.0 * x.1).sum::<f64>() / r.iter().map(|x| x.1).sum::<f64>();
+        format!(
+            "{} cells: R 10 % {:.3}, median {:.3}, 90 % {:.3}, 99 % {:.3}, N_eff-weighted mean {:.3}",
+            r.len(),
+            q(0.1),
+            q(0.5),
+            q(0.9),
+            q(0.99),
+            mean
+        )
+    };
+    for step in [1.0, 2.0, 3.0, 5.0, f64::INFINITY] {
         let samp: Vec<Tables> = (1..=seeds).map(|s| go(s, Estimator::Sampled { step })).collect();
-        let comb_cell: Vec<f64> = (0..cells)
-            .map(|c| exact.iter().zip(&samp).map(|(e, s)| (sum(s, c) - sum(e, c)).powi(2)).sum())
-            .collect();
-        let comb_sp: Vec<f64> = (0..spatial)
-            .map(|c| exact.iter().zip(&samp).map(|(e, s)| (ssum(s, c) - ssum(e, c)).powi(2)).sum())
-            .collect();
         let points = samp.iter().map(|t| t.hist.points).sum::<u64>() as f64 / (seeds * photons) as f64;
-        let quant = |ph: &[f64], comb: &[f64], tot: &[f64]| {
-            // R = 1 + comb/photons over the cells with N_eff ≥ 20 (exact), and the share of all
-            // cells' N_eff (so the cells that carry the table weigh in).
-            let mut r: Vec<(f64, f64)> = (0..ph.len())
-                .filter(|&c| neff(tot[c], ph[c]) >= 20.0)
-                .map(|c| (1.0 + comb[c] / ph[c], neff(tot[c], ph[c])))
-                .collect();
-            r.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let q = |p: f64| r[((r.len() - 1) as f64 * p) as usize].0;
-            // N_eff-weighted mean of R.
-            let w: f64 = r.iter().map(|x| x.1).sum();
-            let mean = r.iter().map(|x| x.0 * x.1).sum::<f64>() / w;
-            format!(
-                "{} cells: R 10 % {:.3}, median {:.3}, 90 % {:.3}, 99 % {:.3}, N_eff-weighted mean {:.3}",
-                r.len(),
-                q(0.1),
-                q(0.5),
-                q(0.9),
-                q(0.99),
-                mean
-            )
-        };
         eprintln!(
             "step {step}: {points:.1} points/photon, {:.2} s a seed; spatial {}; time cells {}",
             samp[0].seconds,
-            quant(&ph_sp, &comb_sp, &tot_sp),
-            quant(&ph_cell, &comb_cell, &tot_cell)
+            r_of(&samp, true),
+            r_of(&samp, false)
         );
     }
 }
