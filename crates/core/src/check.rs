@@ -12,7 +12,7 @@ pub struct Check {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Suite {
     /// Every domain's checks (not the hole-ice and flasher comparisons, which are steps of
-    /// their own in `scripts/gpu-check photon`).
+    /// their own in `scripts/gpu-check photon`, nor the twin measurement).
     #[default]
     All,
     Photon,
@@ -20,6 +20,9 @@ pub enum Suite {
     PhotonHole,
     /// Only the photon flasher precise comparison.
     PhotonFlasher,
+    /// Only the photon twin measurement: GPU builds against the CPU's fast path photon by
+    /// photon (issue #29).
+    PhotonTwin,
     Sky,
     Em,
     Spline,
@@ -34,6 +37,7 @@ impl std::str::FromStr for Suite {
             "photon" => Suite::Photon,
             "photon-hole" => Suite::PhotonHole,
             "photon-flasher" => Suite::PhotonFlasher,
+            "photon-twin" => Suite::PhotonTwin,
             "sky" => Suite::Sky,
             "em" => Suite::Em,
             "spline" => Suite::Spline,
@@ -41,7 +45,7 @@ impl std::str::FromStr for Suite {
             d => {
                 return Err(crate::engine::ParamError::new(
                     "domain",
-                    format!("{d}: expected all, photon, photon-hole, photon-flasher, sky, em, spline or beam"),
+                    format!("{d}: expected all, photon, photon-hole, photon-flasher, photon-twin, sky, em, spline or beam"),
                 ))
             }
         })
@@ -52,7 +56,7 @@ impl Suite {
     /// Whether the checks of `part` run in this suite: their own suite, and every whole
     /// domain's in `All`.
     pub fn runs(self, part: Suite) -> bool {
-        self == part || (self == Suite::All && !matches!(part, Suite::PhotonHole | Suite::PhotonFlasher))
+        self == part || (self == Suite::All && !matches!(part, Suite::PhotonHole | Suite::PhotonFlasher | Suite::PhotonTwin))
     }
 }
 
@@ -88,6 +92,8 @@ mod tests {
             .starts_with("--domain chemistry: expected all, photon,"));
         assert!(Suite::All.runs(Suite::Sky) && !Suite::All.runs(Suite::PhotonHole));
         assert!(Suite::PhotonHole.runs(Suite::PhotonHole) && !Suite::PhotonHole.runs(Suite::Photon));
+        assert_eq!("photon-twin".parse::<Suite>().unwrap(), Suite::PhotonTwin);
+        assert!(!Suite::All.runs(Suite::PhotonTwin) && !Suite::Photon.runs(Suite::PhotonTwin));
     }
 
     #[test]

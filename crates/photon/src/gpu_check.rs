@@ -304,6 +304,9 @@ pub fn run_suite(
     if suite.runs(Suite::PhotonFlasher) {
         checks.extend(check_flashers(data, ordinal, log)?);
     }
+    if suite.runs(Suite::PhotonTwin) {
+        checks.extend(check_twin(data, ordinal, log)?);
+    }
     Ok(checks)
 }
 
@@ -1267,6 +1270,93 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     ));
     log(&format!("{:?}", out.last()));
     Ok(out)
+}
+
+/// The GPU builds [`check_twin`] compares with the CPU's fast path by default (`bench photon
+/// --config` strings; `WARPDRIVE_TWIN_CONFIGS` replaces them, separated by `;`): fast mode, and
+/// precise builds keeping the fast-only switches the CPU fast path implements (fast/mod.rs), with
+/// the CPU fast path's approximations (`WD_TWIN_MATH`), without and with contraction, and with
+/// every fast-only switch.
+pub const TWIN_CONFIGS: &[&str] = &[
+    "default",
+    "default,precise,keep:WD_TILT_LUT,keep:WD_TILT2_LATTICE,keep:WD_BFR_TABLE,keep:WD_FAST_BFR,keep:WD_ISO_SCATTER,\
+     keep:WD_FAST_RNG,keep:WD_FAST_PHASE,WD_TWIN_MATH",
+    "default,precise,keep:WD_TILT_LUT,keep:WD_TILT2_LATTICE,keep:WD_BFR_TABLE,keep:WD_FAST_BFR,keep:WD_ISO_SCATTER,\
+     keep:WD_FAST_RNG,keep:WD_FAST_PHASE,WD_TWIN_MATH,nvrtc:fmad",
+    "default,precise,keep:WD_TILT_LUT,keep:WD_TILT2_LATTICE,keep:WD_BFR_TABLE,keep:WD_FAST_BFR,keep:WD_ISO_SCATTER,\
+     keep:WD_FAST_RNG,keep:WD_FAST_PHASE,keep:WD_FACTORED_ICE,keep:WD_BFR_WALK,keep:WD_FAST_UNIFORM,keep:WD_FAST_GAMMA,\
+     WD_TWIN_MATH,nvrtc:fmad",
+];
+
+/// Issue #29 (measurement, `gpu-check --domain photon-twin`): how closely GPU builds follow the
+/// CPU's fast path (`fast::run`) photon by photon, the route to a precise mode at ≤ 2× fast
+/// (docs/performance/photon.md, "a precise mode that twins the CPU fast path"). The 10 TeV
+/// reference cascade in spice_3.2.1, spice_ftp-v3m and spice_bfr-v2, seed 20261122; per build
+/// the photons with the same hits ([`photon_agreement`]) and with bit-identical hits, against the
+/// CPU fast path and, for scale, the CPU precise path. A check passes at ≥ 99 % against the fast
+/// path (the precise comparison's criterion).
+pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
+    let configs: Vec<String> = match std::env::var("WARPDRIVE_TWIN_CONFIGS") {
+        Ok(v) => v.split(';').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect(),
+        Err(_) => TWIN_CONFIGS.iter().map(|c| (*c).to_string()).collect(),
+    };
+    let base = GpuOptions {
+        devices: vec![ordinal],
+        ..Default::default()
+    };
+    let opts: Vec<GpuOptions> = configs
+        .iter()
+        .map(|c| crate::bench::parse_config(c, &base).map_err(|e| GpuError::Other(e.to_string())))
+        .collect::<Result<_, _>>()?;
+    let input = data.join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
+    let text = std::fs::read_to_string(&input).map_err(|e| GpuError::Other(format!("{}: {e}", input.display())))?;
+    let seed = 20261122;
+    let mut out = Vec::new();
+    for model in ["spice_3.2.1", "spice_ftp-v3m", "spice_bfr-v2"] {
+        let det = Detector::build(&DetectorOptions {
+            ice_dir: Some(data.join("ice").join(model)),
+            ..Default::default()
+        })
+        .map_err(|e| GpuError::Other(e.to_string()))?;
+        let specs = parse_f2k(&input, &text, &det.yield_)
+            .map_err(|e| GpuError::Other(e.to_string()))?
+            .specs;
+        let sources = realise(&specs, seed);
+        let fast = crate::fast::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
+        let precise = crate::propagate::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
+        for (config, o) in configs.iter().zip(&opts) {
+            let (g, s) = gpu::run(&det.medium, &det.index, &sources, seed, o)?;
+            let (same, total) = photon_agreement(&fast, &g);
+            let exact = bit_identical_photons(&fast, &g);
+            let (same_p, total_p) = photon_agreement(&precise, &g);
+            let frac = same as f64 / total.max(1) as f64;
+            if let Some(dir) = std::env::var_os("WARPDRIVE_CHECK_DUMP") {
+                dump_differences(Path::new(&dir), &format!("twin {model} {config}"), &fast, &g);
+            }
+            out.push(check(
+                &format!("twin {model} [{config}]: photon-by-photon CPU fast = GPU"),
+                frac >= 0.99 && total > 0,
+                format!(
+                    "vs CPU fast: {same} of {total} photons with hits the same ({:.3} %), {exact} bit for bit; \
+                     vs CPU precise: {same_p} of {total_p} ({:.3} %); raw hits CPU fast {}, precise {}, GPU {}; kernel {:.3} s",
+                    100.0 * frac,
+                    100.0 * same_p as f64 / total_p.max(1) as f64,
+                    fast.len(),
+                    precise.len(),
+                    g.len(),
+                    s.kernel_seconds
+                ),
+            ));
+            log(&format!("{:?}", out.last()));
+        }
+    }
+    Ok(out)
+}
+
+/// Photons whose hits are identical bit for bit on both sides (every field of every hit).
+fn bit_identical_photons(a: &[RawHit], b: &[RawHit]) -> usize {
+    let (ma, mb) = (by_photon(a), by_photon(b));
+    ma.iter().filter(|(k, x)| mb.get(k) == Some(x)).count()
 }
 
 #[cfg(test)]
