@@ -109,8 +109,12 @@ struct PhotonParams {
     // The clearance grid's second level (collision.rs clear_more): per cell the second to fourth
     // nearest strings (~0u: none) and, as float bits, the bound on all strings beyond them.
     const uint4* clear_more;
+    // The out-of-reach test (WD_REACH, reach.rs): per slice the distance bound per unit of
+    // absorption depth; the z range of every DOM widened by rz_eff.
+    const float* reach;
+    float z_lo, z_hi;
 };
-static_assert(sizeof(PhotonParams) == 816, "PhotonParams layout differs from gpu.rs");
+static_assert(sizeof(PhotonParams) == 832, "PhotonParams layout differs from gpu.rs");
 #define WD_BFR_BINS 512
 #define WD_Z_BINS 128
 // (NVRTC has no offsetof: field offsets are checked at run time by `layout`, see gpu_check.rs.)
@@ -675,6 +679,35 @@ __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, floa
     return (int)P.clear_near[c];
 }
 
+#ifdef WD_REACH
+// collision.rs: distance2_lower_bound — a lower bound on the squared distance from r to every
+// point where a segment can hit a DOM: h² + v², h horizontally to the string cylinders from the
+// clearance grid's bounds (outside the grid, to its rectangle), v to the DOMs' z range.
+__device__ __forceinline__ float distance2_lower_bound(const PhotonParams& P, V3 r) {
+    int i = (int)floorf((r.x - P.grid_x0) * P.clear_inv), j = (int)floorf((r.y - P.grid_y0) * P.clear_inv);
+    float h;
+    if ((unsigned int)i >= (unsigned int)P.clear_nx || (unsigned int)j >= (unsigned int)P.clear_ny) {
+        const float cell = 1.0f / P.clear_inv;
+        float x1 = P.grid_x0 + (float)P.clear_nx * cell, y1 = P.grid_y0 + (float)P.clear_ny * cell;
+        float dx = fmaxf(fmaxf(P.grid_x0 - r.x, r.x - x1), 0.0f), dy = fmaxf(fmaxf(P.grid_y0 - r.y, r.y - y1), 0.0f);
+        h = sqrtf(dx * dx + dy * dy);
+    } else {
+        float4 clear = ((const float4*)P.clearance)[j * P.clear_nx + i];
+        float dx = r.x - clear.y, dy = r.y - clear.z;
+        h = fminf(clear.x, fmaxf(sqrtf(dx * dx + dy * dy) - clear.w, 0.0f));
+    }
+    float v = fmaxf(fmaxf(P.z_lo - r.z, r.z - P.z_hi), 0.0f);
+    return h * h + v * v;
+}
+
+// reach.rs: out_of_reach — the photon's remaining absorption depth tot cannot carry it to any
+// DOM (reach: its slice's path_per_depth).
+__device__ __forceinline__ bool out_of_reach(const PhotonParams& P, V3 pos, float tot, float reach) {
+    float l = tot * reach;
+    return l * l < distance2_lower_bound(P, pos);
+}
+#endif
+
 __device__ Collision first_hit(const PhotonParams& P, V3 r, V3 n, float len, int skip, int own) {
     Collision best;
     best.dom = -1; best.h = 0.0f; best.impact = V3{0.0f, 0.0f, 0.0f};
@@ -1095,6 +1128,9 @@ __device__ __forceinline__ void record(const PhotonParams& P, unsigned long long
 //   WD_REFILL=k          job queue: a warp refills its idle lanes only when k of them are idle
 //   WD_SHARED_TABLES     ice tables (factored layers, wavelength slices) and per-string geometry in
 //                        shared memory (job-queue kernel with WD_FACTORED_ICE)
+//   WD_REACH             a photon whose absorption depth left cannot carry it to any DOM ends
+//                        (reach.rs; exact: the same hits, fewer segments; off: on an H200 the
+//                        test costs more than the segments it saves, unlike on the CPU)
 #ifndef WD_BLOCK
 #define WD_BLOCK 256
 #endif
@@ -1279,6 +1315,10 @@ __device__ __noinline__ float2 depths_to_hit(const PhotonParams& P, unsigned int
 __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
 #ifdef WD_FLASHER
     if (st.tot <= 0.0f) return false;  // a flasher photon absorbed at emission (start)
+#endif
+#ifdef WD_REACH
+    // Out of reach of every DOM (reach.rs): the photon ends here, with the hits it has.
+    if (out_of_reach(P, st.pos, st.tot, P.reach[st.slice])) return false;
 #endif
     float sca_depth = st.sca_depth;
     float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
@@ -1586,6 +1626,8 @@ extern "C" __global__ void layout(unsigned long long* out) {
     out[20] = (const char*)&p.rz_eff - b;
     out[21] = (const char*)&p.hg - b;
     out[22] = (const char*)&p.clear_more - b;
+    out[23] = (const char*)&p.reach - b;
+    out[24] = (const char*)&p.z_hi - b;
 }
 
 // Twin checks for scripts/gpu-check: each evaluates device functions on inputs from the host.

@@ -91,6 +91,10 @@ pub struct DomIndex {
     /// (`hole.rs`). String cylinders are at least this wide, so the grid and the clearance
     /// pre-test find the columns as they find the DOMs.
     pub hole_radius: f32,
+    /// The z range a segment must come within to hit a DOM: the lowest and highest DOM centres
+    /// ∓ `rz_eff` (`distance2_lower_bound`; empty, lo > hi, without DOMs).
+    pub z_lo: f32,
+    pub z_hi: f32,
 }
 
 /// A DOM hit along a segment.
@@ -157,6 +161,8 @@ impl DomIndex {
             None => Vec::new(),
         };
         let (z_grid, z_start) = z_index(&strings, &pos);
+        let z_lo = pos.iter().map(|p| p[2]).fold(f32::INFINITY, f32::min);
+        let z_hi = pos.iter().map(|p| p[2]).fold(f32::NEG_INFINITY, f32::max);
         let cell = 10.0f32;
         let xmin = strings.iter().map(|s| s.x - s.r).fold(f32::MAX, f32::min) - cell;
         let ymin = strings.iter().map(|s| s.y - s.r).fold(f32::MAX, f32::min) - cell;
@@ -208,7 +214,36 @@ impl DomIndex {
             shape,
             rz_eff,
             hole_radius,
+            z_lo: z_lo - rz_eff,
+            z_hi: z_hi + rz_eff,
         }
+    }
+
+    /// A lower bound on the squared distance from `r` to every point where a segment can hit a
+    /// DOM (`reach.rs`): h² + v², h the horizontal distance to the string cylinders as the
+    /// clearance grid bounds it (`reachable`'s bounds: the other strings' bound of r's cell and
+    /// the nearest cylinder with its margin; outside the grid, which holds every cylinder, the
+    /// distance to its rectangle), v the distance to [`z_lo`, `z_hi`].
+    #[inline(always)]
+    #[must_use]
+    pub fn distance2_lower_bound(&self, r: [f32; 3]) -> f32 {
+        let inv = 1.0 / self.clear_cell;
+        // Truncation of the non-negative indices (the integers of floor; a negative one fails
+        // the test below as floor's would).
+        let (fi, fj) = ((r[0] - self.x0) * inv, (r[1] - self.y0) * inv);
+        let h = if fi >= 0.0 && fj >= 0.0 && fi < self.clear_nx as f32 && fj < self.clear_ny as f32 {
+            let [others, sx, sy, rm] = self.clearance[fj as usize * self.clear_nx + fi as usize];
+            let (dx, dy) = (r[0] - sx, r[1] - sy);
+            others.min(((dx * dx + dy * dy).sqrt() - rm).max(0.0))
+        } else {
+            let x1 = self.x0 + self.clear_nx as f32 * self.clear_cell;
+            let y1 = self.y0 + self.clear_ny as f32 * self.clear_cell;
+            let dx = (self.x0 - r[0]).max(r[0] - x1).max(0.0);
+            let dy = (self.y0 - r[1]).max(r[1] - y1).max(0.0);
+            (dx * dx + dy * dy).sqrt()
+        };
+        let v = (self.z_lo - r[2]).max(r[2] - self.z_hi).max(0.0);
+        h * h + v * v
     }
 
     /// The hole-ice column the segment r + t·n, t ∈ [0, len], enters first: (entry, exit)

@@ -148,8 +148,13 @@ pub struct GpuParams {
     pub hg: [f32; 3],
     /// The clearance grid's second level (collision.rs `clear_more`), uint4 per cell.
     pub clear_more: u64,
+    /// The out-of-reach test (WD_REACH, `reach.rs`): per slice the distance bound per unit of
+    /// absorption depth; the DOMs' z range widened by `rz_eff`.
+    pub reach: u64,
+    pub z_lo: f32,
+    pub z_hi: f32,
 }
-const _: () = assert!(size_of::<GpuParams>() == 816);
+const _: () = assert!(size_of::<GpuParams>() == 832);
 // WD_BFR_BINS in propagate.cu.
 const _: () = assert!(crate::birefringence::BFR_TABLE_BINS == 512);
 // WD_Z_BINS in propagate.cu.
@@ -160,7 +165,7 @@ const _: () = assert!(offset_of!(GpuParams, hmin) == 304);
 const _: () = assert!(offset_of!(GpuParams, n_layers) == 376);
 
 /// Offsets the kernel's `layout` entry point reports, in its order.
-pub const LAYOUT: [usize; 23] = [
+pub const LAYOUT: [usize; 25] = [
     offset_of!(GpuParams, tilt_r0x),
     offset_of!(GpuParams, photon_lo),
     offset_of!(GpuParams, hmin),
@@ -184,6 +189,8 @@ pub const LAYOUT: [usize; 23] = [
     offset_of!(GpuParams, rz_eff),
     offset_of!(GpuParams, hg),
     offset_of!(GpuParams, clear_more),
+    offset_of!(GpuParams, reach),
+    offset_of!(GpuParams, z_hi),
 ];
 
 /// Accuracy cost of the resampled tilt table: the largest |LUT − exact| shift [m] over `n`
@@ -730,6 +737,11 @@ pub fn upload(
         put!(f32s, dom_shape, idx.shape.concat());
     }
     p.rz_eff = idx.rz_eff;
+    // Off (WARPDRIVE_NO_REACH): infinite bounds, the test never fires.
+    let mut reach = crate::reach::table(m);
+    reach.resize(m.slices.len(), f32::INFINITY);
+    put!(f32s, reach, reach);
+    (p.z_lo, p.z_hi) = (idx.z_lo, idx.z_hi);
     let (sf, si, offsets) = encode_sources(sources);
     put!(f64s, src_f64, sf);
     put!(i32s, src_i32, si);
@@ -1133,6 +1145,9 @@ pub const SWITCHES: &[&str] = &[
     "WD_REFILL=4",
     "WD_FAST_RNG",
     "WD_FAST_PHASE",
+    // Off by default (reach.rs): exact, but on an H200 the test costs more than the segments it
+    // saves (docs/performance/photon.md, "the out-of-reach test").
+    "WD_REACH",
     // Measurement only (changes the physics): the tilt shift left out, to time what it costs.
     "WD_NO_TILT",
     // Measurement only (changes the physics): only the first DOM on a segment is searched.

@@ -27,6 +27,7 @@ pub mod medium;
 pub mod optics;
 pub mod ppc;
 pub mod propagate;
+pub mod reach;
 pub mod scatter;
 pub mod sensors;
 pub mod source;

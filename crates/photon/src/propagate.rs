@@ -238,7 +238,8 @@ pub fn layer_depths(m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_fact
 
 /// A photon between segments: position, direction, time, wavelength slice, the absorption depth
 /// left, the next segment's scattering depth, the DOM not to meet (the one hit last, until the
-/// photon scatters; a flasher's own DOM on its first segment) and the number of hits so far.
+/// photon scatters; a flasher's own DOM on its first segment), the number of hits so far and
+/// the distance bound per unit of absorption depth of the out-of-reach test (`reach.rs`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PhotonState {
     pub photon: Photon,
@@ -246,6 +247,9 @@ pub struct PhotonState {
     pub sca_depth: f32,
     pub skip: Option<u32>,
     pub seq: u32,
+    /// `reach::path_per_depth` of the photon's slice; infinity (as `start` leaves it) turns the
+    /// test off.
+    pub reach: f32,
 }
 
 impl PhotonState {
@@ -259,6 +263,7 @@ impl PhotonState {
             sca_depth,
             skip: None,
             seq: 0,
+            reach: f32::INFINITY,
         }
     }
 }
@@ -314,6 +319,10 @@ pub fn step_with<M: Mode, R: SegmentWords>(
     rng: &mut R,
     out: &mut Vec<RawHit>,
 ) -> SegmentEnd {
+    // Out of reach of every module (reach.rs): the photon ends here, with the hits it has.
+    if crate::reach::out_of_reach(doms, st.photon.pos, st.tot, st.reach) {
+        return SegmentEnd::Absorbed;
+    }
     let p = &mut st.photon;
     let ocm = m.slices[p.slice as usize].ocm;
     let zp = p.pos[2] - mode.zshift(m, p.pos);
@@ -438,7 +447,9 @@ pub fn step_with<M: Mode, R: SegmentWords>(
     end
 }
 
-/// Propagate one photon and append its hits to `out`.
+/// Propagate one photon and append its hits to `out`; `reach` is `reach::path_per_depth` (the
+/// out-of-reach test; empty: off, the same hits).
+#[allow(clippy::too_many_arguments)]
 pub fn propagate_photon(
     m: &Medium,
     doms: &DomIndex,
@@ -446,11 +457,13 @@ pub fn propagate_photon(
     photon_id: u64,
     source_ord: u32,
     rng: &mut RandomStream,
+    reach: &[f32],
     out: &mut Vec<RawHit>,
 ) {
     let p = emit(src, m, rng);
     let killed = p.killed;
     let mut st = PhotonState::start(p, rng);
+    st.reach = reach.get(st.photon.slice as usize).copied().unwrap_or(f32::INFINITY);
     // A flasher photon starts on its DOM's surface: its first segment does not meet it (PPC:
     // `old = fla`).
     st.skip = src.own_dom;
@@ -481,10 +494,23 @@ pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress:
 /// [`run`] for the photons whose global ids lie in `ids` (one job's share of a split run,
 /// `warpdrive_core::jobs`): each photon's hits are those of the whole run.
 pub fn run_range(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, ids: Range<u64>, progress: &Progress) -> Vec<RawHit> {
+    run_range_reach(m, doms, sources, seed, ids, progress, &crate::reach::table(m))
+}
+
+/// [`run_range`] with the out-of-reach table given (`reach.rs`; empty: the test off).
+pub(crate) fn run_range_reach(
+    m: &Medium,
+    doms: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    ids: Range<u64>,
+    progress: &Progress,
+    reach: &[f32],
+) -> Vec<RawHit> {
     run_chunks(sources, ids, progress, |ids, out| {
         for (id, s) in ids {
             let mut rng = RandomStream::new(seed, tags::PHOTON, id);
-            propagate_photon(m, doms, &sources[s as usize], id, s, &mut rng, out);
+            propagate_photon(m, doms, &sources[s as usize], id, s, &mut rng, reach, out);
         }
     })
 }

@@ -441,6 +441,7 @@ pub(super) unsafe fn chunk(
             sca_depth: 1.0,
             skip: None,
             seq: 0,
+            reach: f32::INFINITY,
         },
         id: 0,
         s: 0,
@@ -471,6 +472,7 @@ pub(super) unsafe fn chunk(
                     let p = emit(src, m, &mut rng);
                     let killed = p.killed;
                     let mut st = PhotonState::start(p, &mut rng);
+                    st.reach = fast.reach_of(st.photon.slice);
                     st.skip = src.own_dom;
                     if killed {
                         continue;
@@ -494,7 +496,11 @@ pub(super) unsafe fn chunk(
         // Each live lane's tilt-corrected height, absorption factor and walk set-up (scalar),
         // then the eight walks together.
         for i in 0..W {
-            let lane = &lanes[i];
+            let lane = &mut lanes[i];
+            // Out of reach of every module (reach.rs): the photon ends, as in `step_with`.
+            if lane.live && crate::reach::out_of_reach(doms, lane.st.photon.pos, lane.st.tot, lane.st.reach) {
+                lane.live = false;
+            }
             act[i] = lane.live;
             if !lane.live {
                 continue;
@@ -508,7 +514,10 @@ pub(super) unsafe fn chunk(
             tots[i] = lane.st.tot;
         }
         if !any {
-            break;
+            if exhausted {
+                break;
+            }
+            continue; // every lane ended out of reach: refill them
         }
         // SAFETY: AVX2 (the caller's contract); `WalkStart::new` keeps the layers in the tables.
         let (seg_len, seg_tot) = unsafe { walk8(m, &ws, &sdep, &tots, &nr, &act) };

@@ -59,6 +59,8 @@ pub struct Fast {
     phase: Phase,
     bfr: Option<FastBfr>,
     grid: Option<FastGrid>,
+    /// The out-of-reach test's bound per slice (`reach::table`; empty: off).
+    reach: Vec<f32>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -90,7 +92,15 @@ impl Fast {
             phase: Phase::new(m.g, m.f_sl, m.anisotropy.as_ref()),
             bfr: m.bfr.as_ref().map(FastBfr::new),
             grid: FastGrid::new(doms),
+            reach: crate::reach::table(m),
         }
+    }
+
+    /// The out-of-reach bound of slice `slice` (`PhotonState::reach`).
+    #[inline(always)]
+    #[must_use]
+    pub fn reach_of(&self, slice: u32) -> f32 {
+        self.reach.get(slice as usize).copied().unwrap_or(f32::INFINITY)
     }
 }
 
@@ -183,6 +193,7 @@ fn photon(fast: &Fast, m: &Medium, doms: &DomIndex, src: &Source, seed: u64, id:
     let p = emit(src, m, &mut rng);
     let killed = p.killed;
     let mut st = PhotonState::start(p, &mut rng);
+    st.reach = fast.reach_of(st.photon.slice);
     // A flasher photon starts on its DOM's surface: its first segment does not meet it.
     st.skip = src.own_dom;
     if killed {
@@ -253,7 +264,23 @@ pub fn run_range(
     ids: std::ops::Range<u64>,
     progress: &Progress,
 ) -> Vec<RawHit> {
-    let fast = Fast::new(m, doms);
+    run_range_reach(m, doms, sources, seed, ids, progress, true)
+}
+
+/// [`run_range`] with the out-of-reach test on or off (`reach.rs`: the same hits either way).
+pub(crate) fn run_range_reach(
+    m: &Medium,
+    doms: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    ids: std::ops::Range<u64>,
+    progress: &Progress,
+    reach: bool,
+) -> Vec<RawHit> {
+    let mut fast = Fast::new(m, doms);
+    if !reach {
+        fast.reach.clear();
+    }
     #[cfg(target_arch = "x86_64")]
     let avx2 = std::env::var_os("WARPDRIVE_NO_AVX2").is_none() && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
     #[cfg(target_arch = "x86_64")]
