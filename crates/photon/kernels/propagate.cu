@@ -694,7 +694,7 @@ __device__ __forceinline__ float distance2_lower_bound(const PhotonParams& P, V3
     } else {
         float4 clear = ((const float4*)P.clearance)[j * P.clear_nx + i];
         float dx = r.x - clear.y, dy = r.y - clear.z;
-        h = fminf(clear.x, fmaxf(sqrtf(dx * dx + dy * dy) - clear.w, 0.0f));
+        h = fmaxf(fminf(clear.x, sqrtf(dx * dx + dy * dy) - clear.w), 0.0f);  // clear.x < 0: another cylinder in the cell
     }
     float v = fmaxf(fmaxf(P.z_lo - r.z, r.z - P.z_hi), 0.0f);
     return h * h + v * v;

@@ -234,7 +234,8 @@ impl DomIndex {
         let h = if fi >= 0.0 && fj >= 0.0 && fi < self.clear_nx as f32 && fj < self.clear_ny as f32 {
             let [others, sx, sy, rm] = self.clearance[fj as usize * self.clear_nx + fi as usize];
             let (dx, dy) = (r[0] - sx, r[1] - sy);
-            others.min(((dx * dx + dy * dy).sqrt() - rm).max(0.0))
+            // `others` is negative where another cylinder reaches into the cell: no distance.
+            others.min((dx * dx + dy * dy).sqrt() - rm).max(0.0)
         } else {
             let x1 = self.x0 + self.clear_nx as f32 * self.clear_cell;
             let y1 = self.y0 + self.clear_ny as f32 * self.clear_cell;

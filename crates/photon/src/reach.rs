@@ -148,6 +148,79 @@ mod tests {
         (det, sources)
     }
 
+    /// The distance bound is below the distance to every string's cylinder and DOM z range
+    /// (where any hit lies), at random points in and around IceCube with DeepCore (its strings
+    /// 40–70 m apart: cells that another cylinder reaches into) and above and below it.
+    ///
+    /// And in a dense synthetic array (25 strings 6 m apart, oversize 16: cylinders of 2.6 m
+    /// reaching into the 5 m clearance cells of their neighbours, where the grid's bound on the
+    /// other strings is negative).
+    #[test]
+    fn distance_bound_holds() {
+        let (det, _) = cascade("spice_3.2.1", 1);
+        let mut r = RandomStream::new(30, 0, 0);
+        let mut doms = Vec::new();
+        for k in 0..25 {
+            let (x, y) = (6.0 * f64::from(k % 5) + r.uniform_f64(), 6.0 * f64::from(k / 5) + r.uniform_f64());
+            for om in 0..10 {
+                doms.push(crate::geometry::Dom {
+                    string: k + 1,
+                    om: om + 1,
+                    pos: [x, y, 10.0 * f64::from(om) - 50.0],
+                    rde: 1.0,
+                    high_qe: false,
+                    cable_deg: None,
+                    axis: None,
+                });
+            }
+        }
+        let dense = DomIndex::new(
+            &crate::geometry::Geometry {
+                doms,
+                source: "dense".into(),
+            },
+            16.0,
+        );
+        assert!(dense.clearance.iter().any(|c| c[0] < 0.0), "the dense case has negative bounds");
+        check_distance_bound(&det.index, 800.0, 700.0, &mut r);
+        check_distance_bound(&dense, 40.0, 80.0, &mut r);
+    }
+
+    /// [`distance_bound_holds`] for one index, 3·10⁵ points with |x|, |y| < `half` (about the
+    /// array's middle) and |z| < `zhalf`.
+    fn check_distance_bound(d: &DomIndex, half: f32, zhalf: f32, r: &mut RandomStream) {
+        let (cx, cy) = (
+            d.strings.iter().map(|s| s.x).sum::<f32>() / d.strings.len() as f32,
+            d.strings.iter().map(|s| s.y).sum::<f32>() / d.strings.len() as f32,
+        );
+        let mut closest = f32::INFINITY;
+        for _ in 0..300_000 {
+            let p = [
+                cx + half * (2.0 * r.uniform() - 1.0),
+                cy + half * (2.0 * r.uniform() - 1.0),
+                zhalf * (2.0 * r.uniform() - 1.0),
+            ];
+            let exact = d
+                .strings
+                .iter()
+                .map(|s| {
+                    let z = &d.pos[s.first as usize..(s.first + s.count) as usize];
+                    let (lo, hi) = (z[0][2] - d.rz_eff, z[z.len() - 1][2] + d.rz_eff);
+                    let h = (((p[0] - s.x).powi(2) + (p[1] - s.y).powi(2)).sqrt() - s.r).max(0.0);
+                    let v = (lo - p[2]).max(p[2] - hi).max(0.0);
+                    h * h + v * v
+                })
+                .fold(f32::INFINITY, f32::min);
+            let bound = d.distance2_lower_bound(p);
+            assert!(
+                bound >= 0.0 && bound <= exact * (1.0 + 1e-5) + 1e-6,
+                "at {p:?}: bound {bound}, exact {exact}"
+            );
+            closest = closest.min(exact);
+        }
+        assert!(closest == 0.0, "the points reach the cylinders");
+    }
+
     /// The test is exact on real photons: stepping every photon to its end with the test off,
     /// no photon hits a module after the first segment start where the test says it cannot,
     /// and the test does fire (a bound that never fires would pass vacuously). With
