@@ -648,6 +648,15 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
     }
 }
 
+// collision.rs: grid_gap2 — the squared horizontal distance from r to the clearance grid's
+// rectangle, which holds every string cylinder (0 inside it).
+__device__ __forceinline__ float grid_gap2(const PhotonParams& P, V3 r) {
+    const float cell = 1.0f / P.clear_inv;
+    float x1 = P.grid_x0 + (float)P.clear_nx * cell, y1 = P.grid_y0 + (float)P.clear_ny * cell;
+    float dx = fmaxf(fmaxf(P.grid_x0 - r.x, r.x - x1), 0.0f), dy = fmaxf(fmaxf(P.grid_y0 - r.y, r.y - y1), 0.0f);
+    return dx * dx + dy * dy;
+}
+
 // The clearance pre-test (collision.rs: reachable): from the record of the segment's start cell,
 // -2 when no string cylinder is within its horizontal reach, the nearest string's index when only
 // that one can be, -1 when undecided (the full search runs). One 16-byte load and a few
@@ -661,10 +670,7 @@ __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, floa
         // Outside the grid, which holds every string cylinder: nothing within reach unless the
         // segment gets back to the grid's rectangle (then the full search; a warp would otherwise
         // run it for any one of its lanes outside, with that lane alone).
-        const float cell = 1.0f / P.clear_inv;
-        float x1 = P.grid_x0 + (float)P.clear_nx * cell, y1 = P.grid_y0 + (float)P.clear_ny * cell;
-        float dx = fmaxf(fmaxf(P.grid_x0 - r.x, r.x - x1), 0.0f), dy = fmaxf(fmaxf(P.grid_y0 - r.y, r.y - y1), 0.0f);
-        return reach2 < dx * dx + dy * dy ? -2 : -1;
+        return reach2 < grid_gap2(P, r) ? -2 : -1;
     }
     int c = j * P.clear_nx + i;
     cell = c;
@@ -687,10 +693,7 @@ __device__ __forceinline__ float distance2_lower_bound(const PhotonParams& P, V3
     int i = (int)floorf((r.x - P.grid_x0) * P.clear_inv), j = (int)floorf((r.y - P.grid_y0) * P.clear_inv);
     float h;
     if ((unsigned int)i >= (unsigned int)P.clear_nx || (unsigned int)j >= (unsigned int)P.clear_ny) {
-        const float cell = 1.0f / P.clear_inv;
-        float x1 = P.grid_x0 + (float)P.clear_nx * cell, y1 = P.grid_y0 + (float)P.clear_ny * cell;
-        float dx = fmaxf(fmaxf(P.grid_x0 - r.x, r.x - x1), 0.0f), dy = fmaxf(fmaxf(P.grid_y0 - r.y, r.y - y1), 0.0f);
-        h = sqrtf(dx * dx + dy * dy);
+        h = sqrtf(grid_gap2(P, r));
     } else {
         float4 clear = ((const float4*)P.clearance)[j * P.clear_nx + i];
         float dx = r.x - clear.y, dy = r.y - clear.z;

@@ -219,6 +219,17 @@ impl DomIndex {
         }
     }
 
+    /// The squared horizontal distance from `r` to the clearance grid's rectangle, which holds
+    /// every string cylinder (0 inside it).
+    #[inline(always)]
+    fn grid_gap2(&self, r: [f32; 3]) -> f32 {
+        let x1 = self.x0 + self.clear_nx as f32 * self.clear_cell;
+        let y1 = self.y0 + self.clear_ny as f32 * self.clear_cell;
+        let dx = (self.x0 - r[0]).max(r[0] - x1).max(0.0);
+        let dy = (self.y0 - r[1]).max(r[1] - y1).max(0.0);
+        dx * dx + dy * dy
+    }
+
     /// A lower bound on the squared distance from `r` to every point where a segment can hit a
     /// DOM (`reach.rs`): h² + v², h the horizontal distance to the string cylinders as the
     /// clearance grid bounds it (`reachable`'s bounds: the other strings' bound of r's cell and
@@ -237,11 +248,7 @@ impl DomIndex {
             // `others` is negative where another cylinder reaches into the cell: no distance.
             others.min((dx * dx + dy * dy).sqrt() - rm).max(0.0)
         } else {
-            let x1 = self.x0 + self.clear_nx as f32 * self.clear_cell;
-            let y1 = self.y0 + self.clear_ny as f32 * self.clear_cell;
-            let dx = (self.x0 - r[0]).max(r[0] - x1).max(0.0);
-            let dy = (self.y0 - r[1]).max(r[1] - y1).max(0.0);
-            (dx * dx + dy * dy).sqrt()
+            self.grid_gap2(r).sqrt()
         };
         let v = (self.z_lo - r[2]).max(r[2] - self.z_hi).max(0.0);
         h * h + v * v
@@ -348,12 +355,7 @@ impl DomIndex {
         let fj = ((r[1] - self.y0) * inv).floor();
         let reach2 = len * len * (n[0] * n[0] + n[1] * n[1]);
         if fi < 0.0 || fj < 0.0 || fi >= self.clear_nx as f32 || fj >= self.clear_ny as f32 {
-            // Horizontal distance from r to the grid's rectangle.
-            let x1 = self.x0 + self.clear_nx as f32 * self.clear_cell;
-            let y1 = self.y0 + self.clear_ny as f32 * self.clear_cell;
-            let dx = (self.x0 - r[0]).max(r[0] - x1).max(0.0);
-            let dy = (self.y0 - r[1]).max(r[1] - y1).max(0.0);
-            return if reach2 < dx * dx + dy * dy { Reach::None } else { Reach::Unknown };
+            return if reach2 < self.grid_gap2(r) { Reach::None } else { Reach::Unknown };
         }
         let c = fj as usize * self.clear_nx + fi as usize;
         let [others, sx, sy, rm] = self.clearance[c];

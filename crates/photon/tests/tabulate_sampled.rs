@@ -318,8 +318,10 @@ fn measure_comb_noise() {
     );
     // R = 1 + comb / photons over the cells with exact N_eff ≥ 20: quantiles, and the mean
     // weighted by N_eff (the cells that carry the table's information).
+    // The exact tables' levels, once for every step: [time cells, spatial cells].
+    let exact_levels: [Vec<(Vec<f64>, Vec<f64>)>; 2] = [false, true].map(|sp| exact.iter().map(|t| level(t, sp)).collect());
     let r_of = |samp: &[Tables], spatial: bool| -> String {
-        let e: Vec<_> = exact.iter().map(|t| level(t, spatial)).collect();
+        let e = &exact_levels[usize::from(spatial)];
         let s: Vec<_> = samp.iter().map(|t| level(t, spatial).0).collect();
         let mut r: Vec<(f64, f64)> = (0..e[0].0.len())
             .filter_map(|c| {
