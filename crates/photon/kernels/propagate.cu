@@ -189,6 +189,17 @@ __device__ __forceinline__ float fast_cos(float x) { float s, c; fast_sincos(x, 
 #define cosf(x) fast_cos(x)
 #endif
 
+// The sine and cosine of 2π·u for a uniform u: with WD_TWIN_MATH the CPU fast mode's
+// sincos_turn(u) itself (fast/math.rs; 2π·u is not rounded first, as the CPU does not round it),
+// else sincosf(2π·u).
+#ifdef WD_TWIN_MATH
+__device__ __forceinline__ void wd_sincos_turn(float u, float* sp, float* cp) { fast_sincos_turn(u, sp, cp); }
+__device__ __forceinline__ float wd_cos_turn(float u) { float s, c; fast_sincos_turn(u, &s, &c); return c; }
+#else
+__device__ __forceinline__ void wd_sincos_turn(float u, float* sp, float* cp) { sincosf(WD_TAU * u, sp, cp); }
+__device__ __forceinline__ float wd_cos_turn(float u) { return cosf(WD_TAU * u); }
+#endif
+
 __device__ __forceinline__ V3 normalize(V3 v) {
     float r = 1.0f / sqrtf(v.x * v.x + v.y * v.y + v.z * v.z);
     return V3{v.x * r, v.y * r, v.z * r};
@@ -233,7 +244,7 @@ __device__ __forceinline__ float bulk_cosine(const PhotonParams& P, float u_choi
 // s² = nx² + ny²; the x and y axes along the z axis itself (selects, no branch).
 __device__ __forceinline__ V3 rotate_unnormalised(V3 n, float cos_t, float sin_t, float u_phi) {
     float sp, cp;
-    sincosf(WD_TAU * u_phi, &sp, &cp);
+    wd_sincos_turn(u_phi, &sp, &cp);
     float s2 = n.x * n.x + n.y * n.y;
     bool axis = !(s2 > 1e-20f);
     float inv_s = axis ? 0.0f : 1.0f / sqrtf(s2);
@@ -992,7 +1003,7 @@ __device__ __forceinline__ float gamma_fast(EmitRng& r, float a) {
     const float d = a - 1.0f / 3.0f, c = 1.0f / sqrtf(9.0f * d);
     for (;;) {
         float u1 = wd_uniform(r), u2 = wd_uniform(r);
-        float x = sqrtf(-2.0f * logf(u1)) * cosf(WD_TAU * u2);
+        float x = sqrtf(-2.0f * logf(u1)) * wd_cos_turn(u2);
         float v = 1.0f + c * x;
         if (v <= 0.0f) continue;
         v = v * v * v;
@@ -1244,7 +1255,7 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
         float u1 = seg_uniform(w[2 * k]), u2 = seg_uniform(w[2 * k + 1]);
         float r = sqrtf(-2.0f * logf(u1));
         float sn, cs;
-        sincosf(WD_TAU * u2, &sn, &cs);
+        wd_sincos_turn(u2, &sn, &cs);
         g[2 * k] = r * cs;
         g[2 * k + 1] = r * sn;
     }

@@ -113,6 +113,8 @@ pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamEr
         match item.split_once('=') {
             _ if item == "default" => o.defines.extend(DEFAULT_SWITCHES.iter().map(|d| d.to_string())),
             _ if item == "precise" => o.precise = true,
+            // The precise build that twins the CPU's `fast::twin` (gpu.rs PRECISE_TWIN).
+            _ if item == "twin" => crate::gpu::precise_twin(&mut o),
             Some(("block", v)) => o.block = number(v)?,
             Some(("per-sm", v)) => o.blocks_per_sm = number(v)?,
             Some(("batch", v)) => o.batch = 1u64 << number(v)?.min(40),
@@ -141,8 +143,8 @@ pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamEr
             }
             _ => {
                 return Err(err(format!(
-                    "unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, block=N, per-sm=N, \
-                     batch=K, keep:WD_… or nvrtc:OPTION with precise)"
+                    "unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, twin, block=N, \
+                     per-sm=N, batch=K, keep:WD_… or nvrtc:OPTION with precise)"
                 )))
             }
         }

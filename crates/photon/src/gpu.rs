@@ -380,6 +380,58 @@ pub fn tilt_lut(t: &crate::tilt::Tilt1d) -> Option<(f64, f64, usize, f64, f64, V
     }
     Some((t.depths[0], dd, nd, x0, dx, v))
 }
+/// The resampled 1-D tilt as the kernel reads it (WD_TILT_LUT): the nodes of [`tilt_lut`] as
+/// pairs (value, next value along the distance; the last repeats itself), so one 8-byte load
+/// reads both nodes of a row, and the fractional indices as affine functions of the position,
+/// fd = d0 − z·dz and fx = x·xx + y·xy − x0 (computed in f64, used in f32). The precise twin on
+/// the CPU (`fast::twin`) evaluates the same table.
+#[derive(Clone, Debug)]
+pub struct TiltLut {
+    pub pairs: Vec<[f32; 2]>,
+    pub d0: f32,
+    pub dz: f32,
+    pub xx: f32,
+    pub xy: f32,
+    pub x0: f32,
+    pub n_depth: usize,
+    pub n_dist: usize,
+}
+
+impl TiltLut {
+    #[must_use]
+    pub fn new(t: &crate::tilt::Tilt1d) -> Option<Self> {
+        let (d0, dd, nd, x0, dx, v) = tilt_lut(t)?;
+        let pairs = v
+            .chunks(TILT_LUT_DIST)
+            .flat_map(|row| (0..row.len()).map(move |j| [row[j], row[(j + 1).min(row.len() - 1)]]))
+            .collect();
+        let a = TILT_AZIMUTH_DEG.to_radians();
+        let (ca, sa) = (a.cos(), a.sin());
+        Some(Self {
+            pairs,
+            d0: ((crate::ice::ZOFF - d0) / dd) as f32,
+            dz: (1.0 / dd) as f32,
+            xx: (ca / dx) as f32,
+            xy: (sa / dx) as f32,
+            x0: ((t.r0[0] * ca + t.r0[1] * sa + x0) / dx) as f32,
+            n_depth: nd,
+            n_dist: TILT_LUT_DIST,
+        })
+    }
+
+    /// The kernel's `zshift_fast` on this table (bilinear; the same operations in the same order).
+    #[inline(always)]
+    #[must_use]
+    pub fn zshift(&self, x: f32, y: f32, z: f32) -> f32 {
+        let fd = (self.d0 - z * self.dz).max(0.0).min((self.n_depth - 1) as f32);
+        let fx = (x * self.xx + y * self.xy - self.x0).max(0.0).min((self.n_dist - 1) as f32);
+        let (i, j) = ((fd as usize).min(self.n_depth - 2), (fx as usize).min(self.n_dist - 2));
+        let (a, b) = (fd - i as f32, fx - j as f32);
+        let (r0, r1) = (self.pairs[i * self.n_dist + j], self.pairs[(i + 1) * self.n_dist + j]);
+        (r0[0] * (1.0 - b) + r0[1] * b) * (1.0 - a) + (r1[0] * (1.0 - b) + r1[1] * b) * a
+    }
+}
+
 // SAFETY: plain old data with the C layout asserted above.
 unsafe impl DeviceRepr for GpuParams {}
 
@@ -643,24 +695,11 @@ pub fn upload(
             let a = TILT_AZIMUTH_DEG.to_radians();
             p.tilt_ca = a.cos();
             p.tilt_sa = a.sin();
-            if let Some((d0, dd, nd, x0, dx, v)) = tilt_lut(t) {
-                // As pairs (value, next value along the distance; the last repeats itself), so
-                // the kernel reads both nodes of a row with one 8-byte load.
-                let pairs: Vec<f32> = v
-                    .chunks(TILT_LUT_DIST)
-                    .flat_map(|row| (0..row.len()).flat_map(move |j| [row[j], row[(j + 1).min(row.len() - 1)]]))
-                    .collect();
-                put!(f32s, tilt_lut, pairs);
-                // fd = (ZOFF − z − d0)/dd and fx = ((x − r0x)·cos + (y − r0y)·sin − x0)/dx as
-                // affine functions of the position (f64 here, f32 on the device).
-                let (ca, sa) = (p.tilt_ca, p.tilt_sa);
-                p.lut_d0 = ((crate::ice::ZOFF - d0) / dd) as f32;
-                p.lut_dz = (1.0 / dd) as f32;
-                p.lut_xx = (ca / dx) as f32;
-                p.lut_xy = (sa / dx) as f32;
-                p.lut_x0 = ((p.tilt_r0x * ca + p.tilt_r0y * sa + x0) / dx) as f32;
-                p.lut_n_depth = nd as i32;
-                p.lut_n_dist = TILT_LUT_DIST as i32;
+            if let Some(l) = TiltLut::new(t) {
+                put!(f32s, tilt_lut, l.pairs.concat());
+                (p.lut_d0, p.lut_dz, p.lut_xx, p.lut_xy, p.lut_x0) = (l.d0, l.dz, l.xx, l.xy, l.x0);
+                p.lut_n_depth = l.n_depth as i32;
+                p.lut_n_dist = l.n_dist as i32;
             }
         }
         Tilt::TwoD(t) => {
@@ -1119,6 +1158,26 @@ pub const FAST_ONLY: &[&str] = &[
     "WD_FAST_RNG",
     "WD_FAST_PHASE",
 ];
+
+/// The GPU side of `fast::twin` (issue #29): a precise build (IEEE division and square root, no
+/// flush to zero, no CUDA fast-math functions) that keeps every switch of [`FAST_ONLY`], computes
+/// ln, exp, pow and sincos with the CPU fast mode's polynomials (`WD_TWIN_MATH`) and contracts
+/// a·b + c into FMAs (`nvrtc:fmad`): `bench photon --config default,twin`.
+pub fn precise_twin(o: &mut GpuOptions) {
+    o.precise = true;
+    for d in FAST_ONLY {
+        if !o.keep_fast_only.iter().any(|k| k == d) {
+            o.keep_fast_only.push((*d).to_string());
+        }
+        if !o.defines.iter().any(|k| k == d) {
+            o.defines.push((*d).to_string());
+        }
+    }
+    if !o.defines.iter().any(|k| k == "WD_TWIN_MATH") {
+        o.defines.push("WD_TWIN_MATH".into());
+    }
+    o.fast_arith.fmad = true;
+}
 
 /// The kernel switches, each compiled by `warpdrive doctor` so CI checks every variant.
 pub const SWITCHES: &[&str] = &[

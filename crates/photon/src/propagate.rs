@@ -48,6 +48,17 @@ pub trait Mode: Sync {
     /// The direction after a scattering in the bulk ice (phase-function choice u1, angle u2,
     /// azimuth u3; the SPICE anisotropy).
     fn scatter_bulk(&self, m: &Medium, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3];
+    /// A segment's uniform in (0, 1] from a random word (24 bits).
+    #[inline(always)]
+    fn uniform(&self, w: u32) -> f32 {
+        u32_to_unit_f32(w)
+    }
+    /// [`layer_depths`]: the optical depths up to a hole-ice column or a hit.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn depths(&self, m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_factor: f32) -> (f32, f32) {
+        layer_depths(m, slice, zp, nz, len, abs_factor)
+    }
 }
 
 /// The precise arithmetic: the formulas as written (f64 tilt, libm), the same operations in the
@@ -142,6 +153,9 @@ pub struct Segment {
     pub length: f32,
     /// Absorption depth left at its end (≤ 0: absorbed at the end of the segment).
     pub tot: f32,
+    /// Birefringence: ∫ra dl and ∫rb dl over the segment, when the walk sums them (the precise
+    /// twin, `fast::twin`: the kernel's `WD_BFR_WALK`); `None`: `Mode::bfr_integrals` walks again.
+    pub bfr: Option<(f32, f32)>,
 }
 
 /// Walk the layers from tilt-corrected height `zp` along direction cosine `nz`, consuming the
@@ -179,12 +193,14 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
                 Segment {
                     length: length + tot / a,
                     tot: 0.0,
+                    bfr: None,
                 }
             } else {
                 let ls = sca_depth / s;
                 Segment {
                     length: length + ls,
                     tot: tot - a * ls,
+                    bfr: None,
                 }
             };
         }
@@ -334,7 +350,7 @@ pub fn step_with<M: Mode, R: SegmentWords>(
     let mut sca_left = 0.0f32;
     if let Some(h) = &m.hole {
         if let Some((t_in, t_out)) = doms.hole_span(p.pos, p.dir, seg.length) {
-            let (xs, xa) = layer_depths(m, p.slice, zp, p.dir[2], t_in, nr);
+            let (xs, xa) = mode.depths(m, p.slice, zp, p.dir[2], t_in, nr);
             let (s, t) = ((st.sca_depth - xs).max(0.0), (st.tot - xa).max(0.0));
             // Distances to scattering and to absorption at the column's coefficients.
             let (ls, la) = (s / h.sca, t / h.abs);
@@ -394,7 +410,7 @@ pub fn step_with<M: Mode, R: SegmentWords>(
         // (curved), no scattering — one diffusion block, as in the kernel.
         skip = Some(c.dom);
         if m.bfr.is_some() && c.h <= bulk_len {
-            let (xs, xa) = layer_depths(m, p.slice, zp, p.dir[2], c.h, nr);
+            let (xs, xa) = mode.depths(m, p.slice, zp, p.dir[2], c.h, nr);
             (sca_left, tot) = ((st.sca_depth - xs).max(0.0), (st.tot - xa).max(0.0));
             (len, bulk_len, entered, end) = (0.0, c.h, false, SegmentEnd::AfterHit);
             break;
@@ -418,8 +434,13 @@ pub fn step_with<M: Mode, R: SegmentWords>(
     // bulk (as PPC).
     if let Some(b) = &m.bfr {
         if bulk_len > 0.0 {
-            let (ra, rb) = mode.bfr_integrals(b, m, zp, p.dir[2], bulk_len);
-            let u = rng.block4().map(u32_to_unit_f32);
+            // The walk's integrals when it summed them and the segment is the walk's (no hole-ice
+            // column, no hit), else walked again over the bulk part.
+            let (ra, rb) = match seg.bfr {
+                Some(v) if !entered && !matches!(end, SegmentEnd::AfterHit) => v,
+                _ => mode.bfr_integrals(b, m, zp, p.dir[2], bulk_len),
+            };
+            let u = rng.block4().map(|w| mode.uniform(w));
             let (dir, shift) = mode.deflect(b, p.dir, bulk_len, ra, rb, u);
             if !entered {
                 p.pos = [p.pos[0] + shift[0], p.pos[1] + shift[1], p.pos[2] + shift[2]];
@@ -437,8 +458,8 @@ pub fn step_with<M: Mode, R: SegmentWords>(
     };
     // One whole block per scattering: its three uniforms and the next segment's depth.
     let w = rng.block4();
-    let (u1, u2, u3) = (u32_to_unit_f32(w[0]), u32_to_unit_f32(w[1]), u32_to_unit_f32(w[2]));
-    st.sca_depth = mode.depth(u32_to_unit_f32(w[3]));
+    let (u1, u2, u3) = (mode.uniform(w[0]), mode.uniform(w[1]), mode.uniform(w[2]));
+    st.sca_depth = mode.depth(mode.uniform(w[3]));
     p.dir = match (&m.hole, in_hole) {
         // Inside a column: its own phase function, no SPICE anisotropy.
         (Some(h), true) => scatter(p.dir, scattering_cosine(h.g, h.f_sl, u1, u2), u3, None),

@@ -158,7 +158,7 @@ impl Led {
     /// ξ = 1 − cos of the photon's angle to the LED axis (PPC `propagate`, flasher branch).
     /// Lab profile: a mixture of a half-Gaussian of width s1 (fraction C1), an exponential of
     /// scale s2 (C2 − C1) and a linear cone (the rest), constants per LED type.
-    pub fn beam_xi(ka: f32, tilted: bool, rng: &mut RandomStream) -> f32 {
+    pub fn beam_xi<R: EmitDraws>(ka: f32, tilted: bool, rng: &mut R) -> f32 {
         if ka > 999.0 {
             let (s1, s2, c1, c2) = if tilted {
                 (0.018_560_3, 0.062_448_1, 0.553_192, 0.974_129)
@@ -644,9 +644,32 @@ fn deflect(n: [f32; 3], xi: f32, u_phi: f32) -> [f32; 3] {
     rotate(n, 1.0 - xi, (xi * (2.0 - xi)).max(0.0).sqrt(), u_phi)
 }
 
+/// Where an emission draws its random numbers from: the photon's own Philox stream (the precise
+/// path and the CPU fast mode), or in the twin of the GPU's precise build its MWC64X stream with
+/// the cascade's gamma draw in float (`fast::twin`, the kernel's `WD_FAST_GAMMA`).
+pub trait EmitDraws {
+    /// Uniform in (0, 1].
+    fn uniform(&mut self) -> f32;
+    /// A cascade photon's distance along the axis: Gamma(`a`)·`b` [m] (the longitudinal profile,
+    /// spec §3.4).
+    fn cascade_distance(&mut self, a: f64, b: f64) -> f32;
+}
+
+impl EmitDraws for RandomStream {
+    #[inline]
+    fn uniform(&mut self) -> f32 {
+        RandomStream::uniform(self)
+    }
+
+    #[inline]
+    fn cascade_distance(&mut self, a: f64, b: f64) -> f32 {
+        (self.gamma(a) * b) as f32
+    }
+}
+
 /// Emit photon number `k` of `src`: wavelength slice, position, time and direction (spec §3.5
 /// step 1). The draws come from the photon's own stream `rng`.
-pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
+pub fn emit<R: EmitDraws>(src: &Source, medium: &Medium, rng: &mut R) -> Photon {
     let slice = ((rng.uniform() * WNUM as f32) as u32).min(WNUM as u32 - 1);
     let s = medium.slices[slice as usize];
     let axis = [src.dir[0] as f32, src.dir[1] as f32, src.dir[2] as f32];
@@ -658,7 +681,7 @@ pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
     };
     match src.emission {
         Emission::Cascade { profile_a, profile_b } => {
-            let l = (rng.gamma(profile_a) * profile_b) as f32;
+            let l = rng.cascade_distance(profile_a, profile_b);
             let (u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform());
             let track = deflect(axis, cascade_xi(u1), u2);
             Photon {
@@ -708,7 +731,7 @@ pub fn emit(src: &Source, medium: &Medium, rng: &mut RandomStream) -> Photon {
 /// leaves through the equatorial band |z| < FLB, with probability 0.9 through the lower
 /// hemisphere (the harness; untilted DOMs only) and with FWID > 1050 if its horizontal path
 /// meets the cable; otherwise it starts on the sphere along its direction.
-fn emit_flasher(led: &Led, centre: [f32; 3], fixed_axis: [f32; 3], t0: f32, slice: u32, rng: &mut RandomStream) -> Photon {
+fn emit_flasher<R: EmitDraws>(led: &Led, centre: [f32; 3], fixed_axis: [f32; 3], t0: f32, slice: u32, rng: &mut R) -> Photon {
     let (mut r, axis) = match led.fixed {
         Some(r) => ([r[0] as f32, r[1] as f32, r[2] as f32], fixed_axis),
         None => {

@@ -534,6 +534,7 @@ pub(super) unsafe fn chunk(
             let seg = Segment {
                 length: seg_len[i],
                 tot: seg_tot[i],
+                bfr: None,
             };
             let zp = zp[i];
             lane.segments += 1;

@@ -34,6 +34,7 @@ pub mod math;
 pub mod rng;
 pub mod scatter;
 pub mod tilt;
+pub mod twin;
 pub mod walk;
 
 use warpdrive_core::progress::Progress;

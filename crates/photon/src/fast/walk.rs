@@ -45,12 +45,14 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
                 Segment {
                     length: length + tot / a,
                     tot: 0.0,
+                    bfr: None,
                 }
             } else {
                 let ls = sca_depth / s;
                 Segment {
                     length: length + ls,
                     tot: tot - a * ls,
+                    bfr: None,
                 }
             };
         }

@@ -1,0 +1,447 @@
+//! The CPU twin of the GPU's precise build (issue #29): the fast mode ([`Fast`]) with the rest of
+//! the GPU fast mode's tables and streams, so that a GPU build with IEEE arithmetic and every
+//! fast-only switch (gpu.rs `PRECISE_TWIN`) follows it photon by photon. What it adds to the
+//! fast mode, each the CPU side of a kernel switch:
+//! * the 1-D tilt from the kernel's resampled table ([`TiltLut`], WD_TILT_LUT; the fast mode
+//!   evaluates the model exactly, the table is off by up to 10 cm between the model's distances);
+//! * absorption and scattering from the per-layer × per-wavelength factors (`Medium::layer_factors`,
+//!   WD_FACTORED_ICE) in the walk and in the depths up to a hit or a hole-ice column;
+//! * the birefringence's path integrals summed by the walk (WD_BFR_WALK);
+//! * the segments' uniforms by mantissa placement, 23 bits (WD_FAST_UNIFORM);
+//! * the emission drawn from the photon's MWC64X stream, with the cascade's gamma in float
+//!   (WD_FAST_GAMMA with WD_FAST_RNG: [`gamma`]).
+//!
+//! The GPU side computes with IEEE division and square root and the CPU fast mode's polynomials
+//! (WD_TWIN_MATH) in place of CUDA's transcendentals; it contracts a·b + c into FMAs where the
+//! compiler chooses, so the two differ in last bits, which move a photon's hits beyond the
+//! comparison's tolerance only rarely (`gpu-check --domain photon-twin` counts them).
+
+use warpdrive_core::progress::Progress;
+use warpdrive_core::rng::u32_to_unit_f32;
+use warpdrive_core::RandomStream;
+
+use super::{math, walk, Fast};
+use crate::birefringence::Birefringence;
+use crate::collision::{Collision, DomIndex};
+use crate::gpu::TiltLut;
+use crate::medium::Medium;
+use crate::propagate::{step_with, ChunkIds, Mode, PhotonState, RawHit, Segment, SegmentEnd, MAX_SEGMENTS};
+use crate::source::{emit, tags, EmitDraws, Source};
+use crate::tilt::Tilt;
+
+use super::rng::Mwc64x;
+
+/// The fast mode's tables and the twin's own (built once per run).
+#[derive(Clone, Debug)]
+pub struct Twin {
+    fast: Fast,
+    /// The 1-D tilt's resampled table (`None`: the fast mode's tilt, as the kernel's fallback).
+    lut: Option<TiltLut>,
+}
+
+impl Twin {
+    #[must_use]
+    pub fn new(m: &Medium, doms: &DomIndex) -> Self {
+        Self {
+            fast: Fast::new(m, doms),
+            lut: match &m.tilt {
+                Tilt::OneD(t) => TiltLut::new(t),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The factored coefficients of layer `j` for the slice factors `sf` = [l_a, l_k, A·e^(−B/λ)]:
+/// sca = sb + se·l_a, abs = (l_k·c1 + A·e^(−B/λ)·t)·`abs_factor` (the kernel's `layer_walk`).
+#[inline(always)]
+fn coefficients(m: &Medium, sf: [f32; 3], j: usize, abs_factor: f32) -> (f32, f32) {
+    let f = m.layer_factors[j];
+    (f[0] + f[1] * sf[0], (sf[1] * f[2] + sf[2] * f[3]) * abs_factor)
+}
+
+/// The kernel's `layer_walk` with WD_FACTORED_ICE and WD_BFR_WALK: `walk::layer_walk` on the
+/// factored coefficients, summing ∫ra dl and ∫rb dl over the layers it crosses.
+#[inline(always)]
+#[must_use]
+#[allow(clippy::too_many_arguments)]
+pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, mut tot: f32, abs_factor: f32) -> Segment {
+    let sf = m.slice_factors[slice as usize];
+    let bfr = m.bfr.as_ref();
+    let mut j = walk::layer_of(m, zp);
+    let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
+    let inv_nz = 1.0 / nz;
+    let mut dl = if nz == 0.0 || j == last {
+        f32::INFINITY
+    } else {
+        ((m.hmin + (j as f32 + half) * m.dh - zp) * inv_nz).max(0.0)
+    };
+    let dl_layer = m.dh * inv_nz.abs();
+    let (mut length, mut ra, mut rb) = (0.0f32, 0.0f32, 0.0f32);
+    loop {
+        let (s, a) = coefficients(m, sf, j, abs_factor);
+        let (sd, ad) = (s * dl, a * dl);
+        if sca_depth <= sd || tot <= ad {
+            let absorbed = tot * s <= sca_depth * a;
+            let l = if absorbed { tot / a } else { sca_depth / s };
+            let bfr = bfr.map(|b| {
+                let ra = (ra + l * b.ra[j]).max(0.0);
+                // rb per layer = ra·c when icemodel.dat's rb column is one c (WD_BFR_RB_CONST).
+                let rb = b.rb_column_const.map_or_else(|| (rb + l * b.rb[j]).max(0.0), |c| c * ra);
+                (ra, rb)
+            });
+            return Segment {
+                length: length + l,
+                tot: if absorbed { 0.0 } else { tot - a * l },
+                bfr,
+            };
+        }
+        if let Some(b) = bfr {
+            ra += dl * b.ra[j];
+            if b.rb_column_const.is_none() {
+                rb += dl * b.rb[j];
+            }
+        }
+        length += dl;
+        sca_depth -= sd;
+        tot -= ad;
+        if half > 0.0 {
+            j += 1;
+        } else {
+            j -= 1;
+        }
+        dl = if j == last { f32::INFINITY } else { dl_layer };
+    }
+}
+
+/// The kernel's `layer_depths` with WD_FACTORED_ICE (`propagate::layer_depths` on the factored
+/// coefficients).
+#[inline(always)]
+#[must_use]
+pub fn layer_depths(m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_factor: f32) -> (f32, f32) {
+    let sf = m.slice_factors[slice as usize];
+    let mut j = walk::layer_of(m, zp);
+    let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
+    let inv_nz = 1.0 / nz;
+    let mut dl = if nz == 0.0 || j == last {
+        f32::INFINITY
+    } else {
+        ((m.hmin + (j as f32 + half) * m.dh - zp) * inv_nz).max(0.0)
+    };
+    let dl_layer = m.dh * inv_nz.abs();
+    let (mut left, mut xs, mut xa) = (len, 0.0f32, 0.0f32);
+    loop {
+        let (s, a) = coefficients(m, sf, j, abs_factor);
+        if left <= dl {
+            return (xs + s * left, xa + a * left);
+        }
+        xs += s * dl;
+        xa += a * dl;
+        left -= dl;
+        if half > 0.0 {
+            j += 1;
+        } else {
+            j -= 1;
+        }
+        dl = if j == last { f32::INFINITY } else { dl_layer };
+    }
+}
+
+/// A segment's uniform from the low 23 bits of a word, 2 − [1, 2) (the kernel's `seg_uniform`
+/// with WD_FAST_UNIFORM): in (0, 1].
+#[inline(always)]
+#[must_use]
+pub fn uniform23(w: u32) -> f32 {
+    2.0 - f32::from_bits(0x3f80_0000 | (w & 0x007f_ffff))
+}
+
+impl Mode for Twin {
+    #[inline(always)]
+    fn zshift(&self, m: &Medium, pos: [f32; 3]) -> f32 {
+        match &self.lut {
+            Some(l) => l.zshift(pos[0], pos[1], pos[2]),
+            None => self.fast.zshift(m, pos),
+        }
+    }
+
+    #[inline(always)]
+    fn absorption_factor(&self, m: &Medium, n: [f32; 3]) -> f32 {
+        self.fast.absorption_factor(m, n)
+    }
+
+    #[inline(always)]
+    fn walk(&self, m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot: f32, abs_factor: f32) -> Segment {
+        layer_walk(m, slice, zp, nz, sca_depth, tot, abs_factor)
+    }
+
+    #[inline(always)]
+    fn first_hit(&self, doms: &DomIndex, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
+        self.fast.first_hit(doms, r, n, len, skip, own)
+    }
+
+    #[inline(always)]
+    fn depth(&self, u: f32) -> f32 {
+        self.fast.depth(u)
+    }
+
+    #[inline(always)]
+    fn bfr_integrals(&self, b: &Birefringence, m: &Medium, zp: f32, nz: f32, len: f32) -> (f32, f32) {
+        self.fast.bfr_integrals(b, m, zp, nz, len)
+    }
+
+    #[inline(always)]
+    fn deflect(&self, b: &Birefringence, n: [f32; 3], len: f32, ra: f32, rb: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]) {
+        self.fast.deflect(b, n, len, ra, rb, u)
+    }
+
+    #[inline(always)]
+    fn scatter_bulk(&self, m: &Medium, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
+        self.fast.scatter_bulk(m, n, u1, u2, u3)
+    }
+
+    #[inline(always)]
+    fn uniform(&self, w: u32) -> f32 {
+        uniform23(w)
+    }
+
+    #[inline(always)]
+    fn depths(&self, m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_factor: f32) -> (f32, f32) {
+        layer_depths(m, slice, zp, nz, len, abs_factor)
+    }
+}
+
+/// The emission's draws from the photon's MWC64X stream (24-bit uniforms, the kernel's
+/// `wd_uniform(MwcRng&)`), the cascade's gamma in float ([`gamma`]).
+struct MwcDraws<'a>(&'a mut Mwc64x);
+
+impl EmitDraws for MwcDraws<'_> {
+    #[inline(always)]
+    fn uniform(&mut self) -> f32 {
+        u32_to_unit_f32(self.0.next_u32())
+    }
+
+    #[inline(always)]
+    fn cascade_distance(&mut self, a: f64, b: f64) -> f32 {
+        gamma(self, a as f32) * b as f32
+    }
+}
+
+/// Gamma(`a`, 1) in float, the kernel's `gamma_fast`: Marsaglia & Tsang (ACM TOMS 26 (2000)
+/// 363) with the boost G(a) = G(a + 1)·u^(1/a) for a < 1, one Box–Muller normal per trial;
+/// ln, pow and cos 2πu are the fast mode's ([`math`]; the kernel's WD_TWIN_MATH and
+/// `wd_cos_turn`).
+fn gamma<R: EmitDraws>(r: &mut R, a: f32) -> f32 {
+    let (mut a, mut boost) = (a, 1.0f32);
+    if a < 1.0 {
+        boost = math::powf(r.uniform(), 1.0 / a);
+        a += 1.0;
+    }
+    let d = a - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    loop {
+        let (u1, u2) = (r.uniform(), r.uniform());
+        let x = (-2.0 * math::ln(u1)).sqrt() * math::sincos_turn(u2).1;
+        let v = 1.0 + c * x;
+        if v <= 0.0 {
+            continue;
+        }
+        let v = v * v * v;
+        let u = r.uniform();
+        if math::ln(u) < 0.5 * x * x + d - d * v + d * math::ln(v) {
+            return d * v * boost;
+        }
+    }
+}
+
+/// Emit photon `id` of `src` from its MWC64X stream (seeded by the first two words of its Philox
+/// stream, as the kernel's `start`) and propagate it in the twin's arithmetic.
+#[allow(clippy::too_many_arguments)]
+fn photon(twin: &Twin, m: &Medium, doms: &DomIndex, src: &Source, seed: u64, id: u64, s: u32, out: &mut Vec<RawHit>) {
+    let mut words = Mwc64x::seed(&mut RandomStream::new(seed, tags::PHOTON, id));
+    let mut draws = MwcDraws(&mut words);
+    let p = emit(src, m, &mut draws);
+    let killed = p.killed;
+    let tot = -math::ln(draws.uniform());
+    let sca_depth = -math::ln(draws.uniform());
+    // A flasher photon starts on its DOM's surface: its first segment does not meet it.
+    let mut st = PhotonState {
+        photon: p,
+        tot,
+        sca_depth,
+        skip: src.own_dom,
+        seq: 0,
+        reach: twin.fast.reach_of(p.slice),
+    };
+    if killed {
+        return;
+    }
+    for _ in 0..MAX_SEGMENTS {
+        match step_with(twin, m, doms, src, id, s, &mut st, &mut words, out) {
+            SegmentEnd::Absorbed | SegmentEnd::Killed => return,
+            SegmentEnd::Scattered { .. } | SegmentEnd::Cut | SegmentEnd::AfterHit => {}
+        }
+    }
+}
+
+/// `fast::run` in the twin's arithmetic (the CPU side of `--precise`'s photon-by-photon check):
+/// the same chunks, progress and stop requests, hits in canonical order for any thread count.
+pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
+    run_range(m, doms, sources, seed, 0..u64::MAX, progress)
+}
+
+/// [`run`] for the photons whose global ids lie in `ids` (one job of a split run).
+pub fn run_range(
+    m: &Medium,
+    doms: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    ids: std::ops::Range<u64>,
+    progress: &Progress,
+) -> Vec<RawHit> {
+    let twin = Twin::new(m, doms);
+    crate::propagate::run_chunks(sources, ids, progress, |ids: ChunkIds<'_>, out| {
+        for (id, s) in ids {
+            photon(&twin, m, doms, &sources[s as usize], seed, id, s, out);
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detector::{Detector, DetectorOptions};
+    use crate::test_data::data_dir;
+
+    fn detector(model: &str) -> Detector {
+        Detector::build(&DetectorOptions {
+            ice_dir: Some(data_dir().join("ice").join(model)),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    /// The twin's walk and depths on the factored coefficients follow the fast mode's on the
+    /// (slice × layer) tables (the factoring agrees to 10⁻⁵), and the integrals the walk sums
+    /// follow `walk::path_integrals` over the length it returns (spice_ftp-v3m: birefringence).
+    #[test]
+    fn twin_walk_follows_the_table_walk() {
+        let det = detector("spice_ftp-v3m");
+        let (m, b) = (&det.medium, det.medium.bfr.as_ref().unwrap());
+        let mut r = RandomStream::new(71, 0, 0);
+        let mut summed = 0;
+        let (ra_max, rb_max) = (
+            b.ra.iter().fold(0.0f32, |a, &x| a.max(x)),
+            b.rb.iter().fold(0.0f32, |a, &x| a.max(x)),
+        );
+        for _ in 0..200_000 {
+            let zp = m.hmin + (m.n_layers as f32 + 4.0) * m.dh * r.uniform() - 2.0 * m.dh;
+            let nz = 2.0 * r.uniform() - 1.0;
+            let (s, t, slice) = (r.exponential(), r.exponential(), r.next_u32() % 512);
+            let (tw, f) = (
+                layer_walk(m, slice, zp, nz, s, t, 1.1),
+                walk::layer_walk(m, slice, zp, nz, s, t, 1.1),
+            );
+            assert!(
+                (tw.length - f.length).abs() <= 1e-4 * f.length.max(1.0) && (tw.tot - f.tot).abs() <= 1e-4,
+                "{tw:?} {f:?}"
+            );
+            let (ra, rb) = tw.bfr.expect("integrals summed in a birefringent model");
+            let (ea, eb) = walk::path_integrals(b, m.hmin, m.dh, zp, nz, tw.length);
+            // Both place the layer boundaries from f32 heights above hmin (up to 1.8 km: 1.2·10⁻⁴ m
+            // apart in float), each a few of those off: 5·10⁻⁴ m vertically, 5·10⁻⁴ m / |nz| along
+            // the path, at the layers' largest ra, rb per metre.
+            let moved = 5e-4 / nz.abs().max(1e-6);
+            assert!(
+                (ra - ea).abs() <= 1e-4 * ea.max(1.0) + moved * ra_max && (rb - eb).abs() <= 1e-4 * eb.max(1.0) + moved * rb_max,
+                "{:?} vs {:?} ({zp} {nz} {})",
+                (ra, rb),
+                (ea, eb),
+                tw.length
+            );
+            summed += 1;
+            let len = 50.0 * r.uniform();
+            let (d, e) = (
+                layer_depths(m, slice, zp, nz, len, 1.1),
+                crate::propagate::layer_depths(m, slice, zp, nz, len, 1.1),
+            );
+            assert!(
+                (d.0 - e.0).abs() <= 1e-4 * e.0.max(1.0) && (d.1 - e.1).abs() <= 1e-4 * e.1.max(1.0),
+                "{d:?} {e:?}"
+            );
+        }
+        assert_eq!(summed, 200_000);
+        // Without birefringence the walk sums nothing.
+        let det = detector("spice_3.2.1");
+        assert!(layer_walk(&det.medium, 7, -100.0, 0.3, 1.0, 1.0, 1.0).bfr.is_none());
+    }
+
+    /// The 1-D tilt's resampled table within 12 cm of the exact model over the detector (its
+    /// documented resampling error: up to 10 cm between the model's distances).
+    #[test]
+    fn tilt_table_close_to_the_model() {
+        let det = detector("spice_3.2.1");
+        let Tilt::OneD(t) = &det.medium.tilt else {
+            panic!("spice_3.2.1 has a 1-D tilt")
+        };
+        let l = TiltLut::new(t).unwrap();
+        let mut r = RandomStream::new(72, 0, 0);
+        let mut worst = 0.0f64;
+        for _ in 0..100_000 {
+            let (x, y) = (1200.0 * r.uniform() - 600.0, 1200.0 * r.uniform() - 600.0);
+            let z = (crate::ice::ZOFF - 1400.0) as f32 - 1100.0 * r.uniform();
+            let e = t.zshift(f64::from(x), f64::from(y), f64::from(z));
+            worst = worst.max((f64::from(l.zshift(x, y, z)) - e).abs());
+        }
+        eprintln!("tilt table: worst error {worst:.3} m");
+        assert!(worst < 0.12, "{worst}");
+    }
+
+    /// The float gamma draw: mean and variance a (Gamma(a, 1)), for a below and above 1, within
+    /// 4 standard errors of 200 000 draws.
+    #[test]
+    fn float_gamma_moments() {
+        for (k, a) in [0.6f32, 2.0, 9.0].into_iter().enumerate() {
+            let mut w = Mwc64x::seed(&mut RandomStream::new(73, 0, k as u64));
+            let mut d = MwcDraws(&mut w);
+            let n = 200_000;
+            let xs: Vec<f64> = (0..n).map(|_| f64::from(gamma(&mut d, a))).collect();
+            let mean = xs.iter().sum::<f64>() / n as f64;
+            let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            let a = f64::from(a);
+            // Var of the mean a/n; of the sample variance (6a + 2a²·... ) ≈ (μ4 − σ⁴)/n with μ4 = 3a² + 6a.
+            let (se_mean, se_var) = ((a / n as f64).sqrt(), ((2.0 * a * a + 6.0 * a) / n as f64).sqrt());
+            assert!((mean - a).abs() < 4.0 * se_mean, "a {a}: mean {mean}");
+            assert!((var - a).abs() < 4.0 * se_var, "a {a}: variance {var}");
+        }
+    }
+
+    /// The twin's photons against the fast mode's (other random streams, the same physics to the
+    /// tables' resampling): the fraction of photons with a hit agrees within 4 standard errors of
+    /// the difference, in a model with and one without birefringence; and a run is the same for
+    /// any thread count.
+    #[test]
+    fn twin_runs_like_the_fast_mode() {
+        use crate::f2k::parse_f2k;
+        use crate::source::realise;
+        for model in ["spice_3.2.1", "spice_ftp-v3m"] {
+            let det = detector(model);
+            let text = "EM 1 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 3000 0\nEE\n";
+            let specs = parse_f2k(std::path::Path::new("cascade.f2k"), text, &det.yield_).unwrap().specs;
+            let sources = realise(&specs, 7);
+            let n = crate::source::total_photons(&sources).unwrap() as f64;
+            let with_hits = |hits: &[RawHit]| hits.iter().map(|h| h.photon).collect::<std::collections::BTreeSet<_>>().len() as f64;
+            let twin = run(&det.medium, &det.index, &sources, 7, &Progress::hidden());
+            let fast = super::super::run(&det.medium, &det.index, &sources, 7, &Progress::hidden());
+            let (a, b) = (with_hits(&twin) / n, with_hits(&fast) / n);
+            let se = ((a * (1.0 - a) + b * (1.0 - b)) / n).sqrt();
+            eprintln!("{model}: {n} photons; with hits twin {a:.5}, fast {b:.5} ({:.1} σ)", (a - b) / se);
+            assert!(a > 0.0 && (a - b).abs() < 4.0 * se, "{model}: twin {a} fast {b} (se {se})");
+            let one = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap()
+                .install(|| run(&det.medium, &det.index, &sources, 7, &Progress::hidden()));
+            assert_eq!(one, twin, "{model}: one thread");
+        }
+    }
+}
