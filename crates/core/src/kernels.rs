@@ -97,6 +97,9 @@ pub struct Build {
     pub src: String,
     pub precise: bool,
     pub defines: Vec<String>,
+    /// NVRTC arithmetic options a precise build takes from fast mode (the photon kernel's
+    /// precise twin contracts into FMAs); none for every other build.
+    pub fast_arith: FastArith,
 }
 
 impl Build {
@@ -107,7 +110,14 @@ impl Build {
             src: src.to_string(),
             precise,
             defines: canonical_defines(&defines),
+            fast_arith: FastArith::default(),
         }
+    }
+
+    /// The same build with these NVRTC arithmetic options.
+    #[must_use]
+    pub fn with_fast_arith(self, fast_arith: FastArith) -> Self {
+        Self { fast_arith, ..self }
     }
 
     #[must_use]
@@ -116,15 +126,20 @@ impl Build {
             arch: arch.to_string(),
             precise: self.precise,
             defines: self.defines.clone(),
-            fast_arith: FastArith::default(),
+            fast_arith: self.fast_arith,
         }
     }
 
-    /// `file (fast, -DA -DB=2)` for lines and errors.
+    /// `file (fast, -DA -DB=2)` for lines and errors (`precise nvrtc:fmad, …` with NVRTC options).
     #[must_use]
     pub fn label(&self) -> String {
         let d: String = self.defines.iter().map(|d| format!(" -D{d}")).collect();
-        format!("{} ({}{d})", self.file, if self.precise { "precise" } else { "fast" })
+        let mode = match (self.precise, self.fast_arith == FastArith::default()) {
+            (false, _) => "fast".to_string(),
+            (true, true) => "precise".to_string(),
+            (true, false) => format!("precise nvrtc:{}", self.fast_arith.label()),
+        };
+        format!("{} ({mode}{d})", self.file)
     }
 }
 

@@ -113,7 +113,8 @@ pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamEr
         match item.split_once('=') {
             _ if item == "default" => o.defines.extend(DEFAULT_SWITCHES.iter().map(|d| d.to_string())),
             _ if item == "precise" => o.precise = true,
-            // The precise build that twins the CPU's `fast::twin` (gpu.rs PRECISE_TWIN).
+            // The precise build that twins the CPU's `fast::twin` (what `--precise` runs, gpu.rs
+            // `precise_twin`).
             _ if item == "twin" => crate::gpu::precise_twin(&mut o),
             Some(("block", v)) => o.block = number(v)?,
             Some(("per-sm", v)) => o.blocks_per_sm = number(v)?,
@@ -521,8 +522,13 @@ fn history(base: &GpuOptions) -> Vec<(String, GpuOptions)> {
                 ..with(&default_with("WD_MIN_BLOCKS=10"), base)
             },
         ),
+        ("precise (--precise: the twin of the CPU's)".into(), {
+            let mut o = base.clone();
+            crate::gpu::precise_twin(&mut o);
+            o
+        }),
         (
-            "precise (default switches)".into(),
+            "precise, exact tables (the device check's)".into(),
             GpuOptions {
                 precise: true,
                 ..base.clone()

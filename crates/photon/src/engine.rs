@@ -16,7 +16,7 @@
 
 use crate::detector::{Detector, DetectorOptions};
 use crate::source::{self, FieldError, Particle, Primary, SourceSpec};
-use crate::{gpu, hits, propagate, Backend, Simulation};
+use crate::{gpu, hits, Backend, Simulation};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -522,9 +522,10 @@ fn describe(p: &[Primary]) -> String {
 pub fn backend(ctl: &Control) -> Result<Backend> {
     Ok(match ctl.gpus()? {
         None => Backend::Cpu { precise: ctl.precise },
+        // Precise: the build that twins the CPU's precise mode (`fast::twin`) photon by photon.
+        Some(devices) if ctl.precise => Backend::Cuda(gpu::precise_options(devices)),
         Some(devices) => Backend::Cuda(gpu::GpuOptions {
             devices,
-            precise: ctl.precise,
             ..Default::default()
         }),
     })
@@ -551,7 +552,7 @@ pub fn simulate(
     ctl.check()?;
     let (m, idx) = (&det.medium, &det.index);
     let (raw, mut stats) = match backend {
-        Backend::Cpu { precise: true } => (propagate::run_range(m, idx, &sources, seed, ids, &ctl.progress), None),
+        Backend::Cpu { precise: true } => (crate::fast::twin::run_range(m, idx, &sources, seed, ids, &ctl.progress), None),
         Backend::Cpu { precise: false } => (crate::fast::run_range(m, idx, &sources, seed, ids, &ctl.progress), None),
         Backend::Cuda(o) => {
             let (raw, stats) = gpu::run_with(m, idx, &sources, seed, ids, o, &ctl.progress)?;

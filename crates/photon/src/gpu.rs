@@ -904,10 +904,9 @@ pub fn prebuilt_builds(scope: warpdrive_core::kernels::Scope) -> Vec<warpdrive_c
     let all = scope == Scope::All;
     let mut out = Vec::new();
     for precise in [false, true] {
-        let opts = GpuOptions {
-            precise,
-            ..GpuOptions::default()
-        };
+        // Precise runs are the precise twin (`--precise`; the exact precise build of
+        // `GpuOptions { precise: true, .. }` is the device check's and compiles on demand).
+        let opts = if precise { precise_options(vec![0]) } else { GpuOptions::default() };
         for (bfr, bfr_rb_const) in [(false, false), (true, false), (true, true)] {
             for hole in if all { &[false, true][..] } else { &[false][..] } {
                 for own_dom in [false, true] {
@@ -921,7 +920,9 @@ pub fn prebuilt_builds(scope: warpdrive_core::kernels::Scope) -> Vec<warpdrive_c
                                 own_dom,
                                 shapes: *shapes,
                             };
-                            out.push(Build::new(KERNEL_NAME, KERNEL_SRC, precise, kernel_defines(&opts, f)));
+                            out.push(
+                                Build::new(KERNEL_NAME, KERNEL_SRC, precise, kernel_defines(&opts, f)).with_fast_arith(opts.fast_arith),
+                            );
                         }
                     }
                 }
@@ -1159,10 +1160,12 @@ pub const FAST_ONLY: &[&str] = &[
     "WD_FAST_PHASE",
 ];
 
-/// The GPU side of `fast::twin` (issue #29): a precise build (IEEE division and square root, no
-/// flush to zero, no CUDA fast-math functions) that keeps every switch of [`FAST_ONLY`], computes
-/// ln, exp, pow and sincos with the CPU fast mode's polynomials (`WD_TWIN_MATH`) and contracts
-/// a·b + c into FMAs (`nvrtc:fmad`): `bench photon --config default,twin`.
+/// The GPU side of `fast::twin` (issue #29), what `--precise` runs on a GPU: a precise build
+/// (IEEE division and square root, no flush to zero, no CUDA fast-math functions) that keeps
+/// every switch of [`FAST_ONLY`], computes ln, exp, pow and sincos with the CPU fast mode's
+/// polynomials (`WD_TWIN_MATH`), contracts a·b + c into FMAs (`nvrtc:fmad`) and runs at ≤ 64
+/// registers (`WD_MIN_BLOCKS=4`: 1.96× fast mode in spice_ftp-v3m against 1.98× at 48; docs/
+/// performance/photon.md, "the precise twin"). `bench photon --config default,twin`.
 pub fn precise_twin(o: &mut GpuOptions) {
     o.precise = true;
     for d in FAST_ONLY {
@@ -1173,10 +1176,24 @@ pub fn precise_twin(o: &mut GpuOptions) {
             o.defines.push((*d).to_string());
         }
     }
+    o.defines.retain(|d| d.split('=').next() != Some("WD_MIN_BLOCKS"));
+    o.defines.push("WD_MIN_BLOCKS=4".into());
     if !o.defines.iter().any(|k| k == "WD_TWIN_MATH") {
         o.defines.push("WD_TWIN_MATH".into());
     }
     o.fast_arith.fmad = true;
+}
+
+/// The options of `--precise` on GPUs `devices`: the default switches made a precise twin
+/// ([`precise_twin`]).
+#[must_use]
+pub fn precise_options(devices: Vec<usize>) -> GpuOptions {
+    let mut o = GpuOptions {
+        devices,
+        ..GpuOptions::default()
+    };
+    precise_twin(&mut o);
+    o
 }
 
 /// The kernel switches, each compiled by `warpdrive doctor` so CI checks every variant.

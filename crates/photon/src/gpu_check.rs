@@ -350,55 +350,33 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
         .specs;
     let seed = 20261122;
     let sources = realise(&specs, seed);
-    let cpu = crate::propagate::run(&spice.medium, &spice.index, &sources, seed, &Progress::hidden());
+    // Precise mode (`--precise`, the twin) and the exact build, each against its CPU twin, in a
+    // model without and one with birefringence (spice_ftp-v3m: diffusion, 2-D tilt, new
+    // absorption anisotropy, DOM-type envelope: an extra block of words per segment on both
+    // sides).
     let precise = precise_on(ordinal);
-    let (gp, sp) = gpu::run(&spice.medium, &spice.index, &sources, seed, &precise)?;
-    let (same, total) = photon_agreement(&cpu, &gp);
-    let frac = same as f64 / total.max(1) as f64;
-    out.push(check(
-        "precise: photon-by-photon CPU = GPU",
-        frac >= 0.99,
-        format!(
-            "{same} of {total} photons with hits identical ({:.3} %); CPU {} raw hits, GPU {}; kernel {:.3} s",
-            100.0 * frac,
-            cpu.len(),
-            gp.len(),
-            sp.kernel_seconds
-        ),
-    ));
-    log(&format!("{:?}", out.last()));
-
-    // The same with birefringence on (spice_ftp-v3m: diffusion, 2-D tilt, new absorption
-    // anisotropy, DOM-type envelope): an extra Philox block per segment on both sides.
+    let exact = exact_on(ordinal);
     let fspecs = parse_f2k(&input, &text, &ftp.yield_)
         .map_err(|e| GpuError::Other(e.to_string()))?
         .specs;
     let fsources = realise(&fspecs, seed);
-    let fcpu = crate::propagate::run(&ftp.medium, &ftp.index, &fsources, seed, &Progress::hidden());
-    let (fgp, fsp) = gpu::run(&ftp.medium, &ftp.index, &fsources, seed, &precise)?;
-    let (same, total) = photon_agreement(&fcpu, &fgp);
-    let frac = same as f64 / total.max(1) as f64;
-    out.push(check(
-        "precise, birefringence (spice_ftp-v3m): photon-by-photon CPU = GPU",
-        frac >= 0.99,
-        format!(
-            "{same} of {total} photons with hits identical ({:.3} %); CPU {} raw hits, GPU {}; kernel {:.3} s",
-            100.0 * frac,
-            fcpu.len(),
-            fgp.len(),
-            fsp.kernel_seconds
-        ),
-    ));
-    log(&format!("{:?}", out.last()));
+    for (det, srcs, what) in [(&spice, &sources, ""), (&ftp, &fsources, ", birefringence (spice_ftp-v3m)")] {
+        for (o, mode) in [(&precise, "precise"), (&exact, "exact precise build")] {
+            out.push(precise_agreement(det, srcs, seed, o, &format!("{mode}{what}"))?);
+            log(&format!("{:?}", out.last()));
+        }
+    }
+    // The structural checks below on the exact build (no contraction: bit for bit).
+    let (gp, _) = gpu::run(&spice.medium, &spice.index, &sources, seed, &exact)?;
 
     // Loop structure does not change the physics: the job-queue kernel gives the same hits.
     let seg = GpuOptions {
         defines: Vec::new(),
-        ..precise.clone()
+        ..exact.clone()
     };
     let (gs, _) = gpu::run(&spice.medium, &spice.index, &sources, seed, &seg)?;
     out.push(check(
-        "precise: default (job queue) = plain segment loop",
+        "exact precise build: default (job queue) = plain segment loop",
         gs == gp,
         format!("{} vs {} raw hits, identical: {}", gp.len(), gs.len(), gs == gp),
     ));
@@ -409,7 +387,7 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     if all > 1 {
         let multi = GpuOptions {
             devices: (0..all).collect(),
-            ..precise.clone()
+            ..exact.clone()
         };
         let (gm, sm) = gpu::run(&spice.medium, &spice.index, &sources, seed, &multi)?;
         out.push(check(
@@ -426,7 +404,7 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     let tiny = GpuOptions {
         hit_capacity: 512,
         batch: 1 << 18,
-        ..precise.clone()
+        ..exact.clone()
     };
     let (gt, st) = gpu::run(&spice.medium, &spice.index, &sources, seed, &tiny)?;
     out.push(check(
@@ -595,8 +573,17 @@ pub fn hole_models(data: &Path) -> Result<[std::path::PathBuf; 2], GpuError> {
     Ok([spice, ftp])
 }
 
-/// The default kernel in precise mode on GPU `ordinal`.
+/// Precise mode on GPU `ordinal` as `--precise` runs it: the twin of the CPU's precise mode
+/// (`gpu::precise_options`, `fast::twin`).
 fn precise_on(ordinal: usize) -> GpuOptions {
+    gpu::precise_options(vec![ordinal])
+}
+
+/// The exact precise build on GPU `ordinal`: IEEE arithmetic without the fast-only tables, the
+/// twin of the CPU's exact path (`propagate::run`: the tilt model evaluated exactly, the
+/// (slice × layer) ice tables, libm). No contraction, so code structure alone (loop shape,
+/// devices, re-runs) leaves its hits bit for bit the same.
+fn exact_on(ordinal: usize) -> GpuOptions {
     GpuOptions {
         devices: vec![ordinal],
         precise: true,
@@ -604,8 +591,19 @@ fn precise_on(ordinal: usize) -> GpuOptions {
     }
 }
 
-/// Precise mode follows the CPU path photon by photon: ≥ 99 % of the photons with hits have the
-/// same hits (`photon_agreement`). The check named "`name`: photon-by-photon CPU = GPU".
+/// The CPU side of a precise GPU build: `fast::twin` for the precise twin, the exact path for
+/// the exact build.
+fn cpu_twin_of(o: &GpuOptions, det: &Detector, sources: &[crate::source::Source], seed: u64) -> Vec<RawHit> {
+    if o.defines.iter().any(|d| d == "WD_TWIN_MATH") {
+        crate::fast::twin::run(&det.medium, &det.index, sources, seed, &Progress::hidden())
+    } else {
+        crate::propagate::run(&det.medium, &det.index, sources, seed, &Progress::hidden())
+    }
+}
+
+/// A precise build follows its CPU twin ([`cpu_twin_of`]) photon by photon: ≥ 99 % of the photons
+/// with hits have the same hits (`photon_agreement`). The check named "`name`: photon-by-photon
+/// CPU = GPU".
 fn precise_agreement(
     det: &Detector,
     sources: &[crate::source::Source],
@@ -613,7 +611,7 @@ fn precise_agreement(
     precise: &GpuOptions,
     name: &str,
 ) -> Result<Check, GpuError> {
-    let cpu = crate::propagate::run(&det.medium, &det.index, sources, seed, &Progress::hidden());
+    let cpu = cpu_twin_of(precise, det, sources, seed);
     let (gp, sp) = gpu::run(&det.medium, &det.index, sources, seed, precise)?;
     let (same, total) = photon_agreement(&cpu, &gp);
     let frac = same as f64 / total.max(1) as f64;

@@ -53,6 +53,12 @@ pub trait Mode: Sync {
     fn uniform(&self, w: u32) -> f32 {
         u32_to_unit_f32(w)
     }
+    /// The direction after a scattering inside a hole-ice column: its own phase function
+    /// (g, f_SL), no SPICE anisotropy.
+    #[inline(always)]
+    fn scatter_hole(&self, h: &crate::hole::HoleParams, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
+        scatter(n, scattering_cosine(h.g, h.f_sl, u1, u2), u3, None)
+    }
     /// [`layer_depths`]: the optical depths up to a hole-ice column or a hit.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
@@ -462,7 +468,7 @@ pub fn step_with<M: Mode, R: SegmentWords>(
     st.sca_depth = mode.depth(mode.uniform(w[3]));
     p.dir = match (&m.hole, in_hole) {
         // Inside a column: its own phase function, no SPICE anisotropy.
-        (Some(h), true) => scatter(p.dir, scattering_cosine(h.g, h.f_sl, u1, u2), u3, None),
+        (Some(h), true) => mode.scatter_hole(h, p.dir, u1, u2, u3),
         _ => mode.scatter_bulk(m, p.dir, u1, u2, u3),
     };
     end

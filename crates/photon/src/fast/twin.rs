@@ -199,6 +199,20 @@ impl Mode for Twin {
         self.fast.scatter_bulk(m, n, u1, u2, u3)
     }
 
+    /// The kernel's hole-ice scattering in the twin's arithmetic: simplified Liu's power from
+    /// [`math`] (x¹ kept as x, as the kernel's `fast_powf`), the fast mode's rotation.
+    #[inline(always)]
+    fn scatter_hole(&self, h: &crate::hole::HoleParams, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
+        let c = if u1 <= h.f_sl {
+            let y = (1.0 - h.g) / (1.0 + h.g);
+            (2.0 * if y == 1.0 { u2 } else { math::powf(u2, y) } - 1.0).clamp(-1.0, 1.0)
+        } else {
+            crate::scatter::henyey_greenstein(h.g, u2)
+        };
+        let s = (1.0 - c * c).max(0.0).sqrt();
+        crate::scatter::normalize(super::scatter::rotate_unnormalised(n, c, s, u3))
+    }
+
     #[inline(always)]
     fn uniform(&self, w: u32) -> f32 {
         uniform23(w)
