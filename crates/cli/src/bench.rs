@@ -65,8 +65,9 @@ pub struct BenchPhoton {
     /// GPU: time these configurations instead of the built-in table. Each is a comma-separated
     /// list of kernel switches (WD_…, see propagate.cu), `default` for the default switches,
     /// `-WD_…` to drop one given before, `block=N` and `per-sm=N` for the launch shape,
-    /// `batch=K` for 2^K photons per launch, `precise` for the precise build; repeat the option
-    /// for several configurations. Measurement only, with `precise`: `keep:WD_…` keeps a
+    /// `batch=K` for 2^K photons per launch, `twin` for precise mode as `--precise` runs it
+    /// (`default,twin`), `precise` for the exact precise build; repeat the option for several
+    /// configurations. Measurement only, with `precise`: `keep:WD_…` keeps a
     /// fast-only switch, `nvrtc:fmad`, `nvrtc:ftz`, `nvrtc:fast-div`, `nvrtc:fast-sqrt`,
     /// `nvrtc:fast-math` set one NVRTC option to its fast-mode value. With --tabulate: the sampled tabulation kernel's block,
     /// per-sm (its launch bounds follow), batch and extra switches (added to its defaults).

@@ -133,14 +133,15 @@ static_assert(sizeof(GpuHit) == 56, "GpuHit layout differs from gpu.rs");
 
 struct V3 { float x, y, z; };
 
-// WD_TWIN_MATH (measurement only, off; issue #29's precise mode at ≤ 2× fast): the transcendental
-// functions the kernel calls (logf, expf, powf, sinf/cosf/sincosf) replaced by the CPU fast mode's
-// approximations, twins of fast/math.rs (fast_round, fast_ln, fast_exp2, fast_powf,
-// fast_sincos_turn: math::round, ln, exp2, powf, sincos_turn), which are built from +, −, ×, ÷ and
-// bit operations only. A precise build (IEEE division and square root, no flush to zero) with
-// them measures what a precise mode that twins the CPU fast path bit for bit would cost
-// (docs/performance/photon.md). Not a mode: the angles go through one more rounding (radians to
-// turns), and powf skips x¹ inside (fast/mod.rs skips it at the absorption's call).
+// WD_TWIN_MATH (precise mode, gpu.rs precise_options; issue #29): the transcendental functions the
+// kernel calls (logf, expf, powf, sinf/cosf/sincosf) replaced by the CPU fast mode's approximations,
+// twins of fast/math.rs (fast_round, fast_ln, fast_exp2, fast_powf, fast_sincos_turn: math::round,
+// ln, exp2, powf, sincos_turn), which are built from +, −, ×, ÷ and bit operations only. In a
+// precise build (IEEE division and square root, no flush to zero) with every fast-only switch they
+// make the GPU side of the CPU's precise twin (fast/twin.rs). The sine and cosine of 2π·u go
+// through wd_sincos_turn (below) as the CPU's sincos_turn(u); elsewhere an angle goes through one
+// more rounding (radians to turns), and powf skips x¹ inside (fast/mod.rs skips it at the
+// absorption's call).
 #ifdef WD_TWIN_MATH
 __device__ __forceinline__ float fast_round(float x) {
     float y = x + 0.5f;

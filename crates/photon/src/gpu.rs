@@ -1228,8 +1228,8 @@ pub const SWITCHES: &[&str] = &[
     "WD_NO_TILT",
     // Measurement only (changes the physics): only the first DOM on a segment is searched.
     "WD_NO_CONTINUE",
-    // Measurement only (changes the results): the CPU fast mode's approximations of ln, exp, pow
-    // and sincos in place of the CUDA functions, to time a precise build that twins the CPU fast path.
+    // Precise mode (`precise_options`, with every fast-only switch kept): the CPU fast mode's
+    // approximations of ln, exp, pow and sincos in place of the CUDA functions (fast/twin.rs).
     "WD_TWIN_MATH",
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).
