@@ -230,7 +230,14 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
 #[must_use]
 pub fn layer_depths(m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_factor: f32) -> (f32, f32) {
     let base = slice as usize * m.n_layers;
-    let mut j = m.layer_of(zp);
+    layer_depths_with(m, m.layer_of(zp), zp, nz, len, |j| (m.sca[base + j], m.abs[base + j] * abs_factor))
+}
+
+/// [`layer_depths`] from layer `j` (that of `zp`) with the coefficients (scattering, absorption
+/// × its factor) of layer j from `coef` (the precise twin's factored ones, `fast::twin`).
+#[inline(always)]
+#[must_use]
+pub fn layer_depths_with(m: &Medium, mut j: usize, zp: f32, nz: f32, len: f32, coef: impl Fn(usize) -> (f32, f32)) -> (f32, f32) {
     let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
     let inv_nz = 1.0 / nz;
     let mut dl = if nz == 0.0 || j == last {
@@ -241,8 +248,7 @@ pub fn layer_depths(m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_fact
     let dl_layer = m.dh * inv_nz.abs();
     let (mut left, mut xs, mut xa) = (len, 0.0f32, 0.0f32);
     loop {
-        let s = m.sca[base + j];
-        let a = m.abs[base + j] * abs_factor;
+        let (s, a) = coef(j);
         if left <= dl {
             return (xs + s * left, xa + a * left);
         }

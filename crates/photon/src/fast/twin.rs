@@ -65,52 +65,23 @@ fn coefficients(m: &Medium, sf: [f32; 3], j: usize, abs_factor: f32) -> (f32, f3
 #[inline(always)]
 #[must_use]
 #[allow(clippy::too_many_arguments)]
-pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, mut tot: f32, abs_factor: f32) -> Segment {
+pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot: f32, abs_factor: f32) -> Segment {
     let sf = m.slice_factors[slice as usize];
-    let bfr = m.bfr.as_ref();
-    let mut j = walk::layer_of(m, zp);
-    let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
-    let inv_nz = 1.0 / nz;
-    let mut dl = if nz == 0.0 || j == last {
-        f32::INFINITY
-    } else {
-        ((m.hmin + (j as f32 + half) * m.dh - zp) * inv_nz).max(0.0)
+    let coef = |j| coefficients(m, sf, j, abs_factor);
+    let Some(b) = m.bfr.as_ref() else {
+        return walk::layer_walk_with(m, zp, nz, sca_depth, tot, coef, |_, _| {});
     };
-    let dl_layer = m.dh * inv_nz.abs();
-    let (mut length, mut ra, mut rb) = (0.0f32, 0.0f32, 0.0f32);
-    loop {
-        let (s, a) = coefficients(m, sf, j, abs_factor);
-        let (sd, ad) = (s * dl, a * dl);
-        if sca_depth <= sd || tot <= ad {
-            let absorbed = tot * s <= sca_depth * a;
-            let l = if absorbed { tot / a } else { sca_depth / s };
-            let bfr = bfr.map(|b| {
-                let ra = (ra + l * b.ra[j]).max(0.0);
-                // rb per layer = ra·c when icemodel.dat's rb column is one c (WD_BFR_RB_CONST).
-                let rb = b.rb_column_const.map_or_else(|| (rb + l * b.rb[j]).max(0.0), |c| c * ra);
-                (ra, rb)
-            });
-            return Segment {
-                length: length + l,
-                tot: if absorbed { 0.0 } else { tot - a * l },
-                bfr,
-            };
-        }
-        if let Some(b) = bfr {
-            ra += dl * b.ra[j];
-            if b.rb_column_const.is_none() {
-                rb += dl * b.rb[j];
-            }
-        }
-        length += dl;
-        sca_depth -= sd;
-        tot -= ad;
-        if half > 0.0 {
-            j += 1;
-        } else {
-            j -= 1;
-        }
-        dl = if j == last { f32::INFINITY } else { dl_layer };
+    let (mut ra, mut rb) = (0.0f32, 0.0f32);
+    let seg = walk::layer_walk_with(m, zp, nz, sca_depth, tot, coef, |j, l| {
+        ra += l * b.ra[j];
+        rb += l * b.rb[j];
+    });
+    let ra = ra.max(0.0);
+    // rb per layer = ra·c when icemodel.dat's rb column is one c (WD_BFR_RB_CONST).
+    let rb = b.rb_column_const.map_or(rb.max(0.0), |c| c * ra);
+    Segment {
+        bfr: Some((ra, rb)),
+        ..seg
     }
 }
 
@@ -120,31 +91,7 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
 #[must_use]
 pub fn layer_depths(m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_factor: f32) -> (f32, f32) {
     let sf = m.slice_factors[slice as usize];
-    let mut j = walk::layer_of(m, zp);
-    let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
-    let inv_nz = 1.0 / nz;
-    let mut dl = if nz == 0.0 || j == last {
-        f32::INFINITY
-    } else {
-        ((m.hmin + (j as f32 + half) * m.dh - zp) * inv_nz).max(0.0)
-    };
-    let dl_layer = m.dh * inv_nz.abs();
-    let (mut left, mut xs, mut xa) = (len, 0.0f32, 0.0f32);
-    loop {
-        let (s, a) = coefficients(m, sf, j, abs_factor);
-        if left <= dl {
-            return (xs + s * left, xa + a * left);
-        }
-        xs += s * dl;
-        xa += a * dl;
-        left -= dl;
-        if half > 0.0 {
-            j += 1;
-        } else {
-            j -= 1;
-        }
-        dl = if j == last { f32::INFINITY } else { dl_layer };
-    }
+    crate::propagate::layer_depths_with(m, walk::layer_of(m, zp), zp, nz, len, |j| coefficients(m, sf, j, abs_factor))
 }
 
 /// A segment's uniform from the low 23 bits of a word, 2 − [1, 2) (the kernel's `seg_uniform`

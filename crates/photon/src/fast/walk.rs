@@ -22,10 +22,27 @@ pub fn layer_of(m: &Medium, zp: f32) -> usize {
 /// `propagate::layer_walk` (same operations; see there).
 #[inline(always)]
 #[must_use]
-pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, mut tot: f32, abs_factor: f32) -> Segment {
+pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot: f32, abs_factor: f32) -> Segment {
     let base = slice as usize * m.n_layers;
     let sca = &m.sca[base..base + m.n_layers];
     let abs = &m.abs[base..base + m.n_layers];
+    layer_walk_with(m, zp, nz, sca_depth, tot, |j| (sca[j], abs[j] * abs_factor), |_, _| {})
+}
+
+/// [`layer_walk`] with the coefficients (scattering, absorption × its factor) of layer j from
+/// `coef`, calling `crossed(j, l)` with the path length in each layer it crosses, the last one's
+/// too (the precise twin's factored coefficients and birefringence integrals, `fast::twin`).
+#[inline(always)]
+#[must_use]
+pub fn layer_walk_with(
+    m: &Medium,
+    zp: f32,
+    nz: f32,
+    mut sca_depth: f32,
+    mut tot: f32,
+    coef: impl Fn(usize) -> (f32, f32),
+    mut crossed: impl FnMut(usize, f32),
+) -> Segment {
     let mut j = layer_of(m, zp);
     let (last, half) = if nz > 0.0 { (m.n_layers - 1, 0.5f32) } else { (0, -0.5f32) };
     let inv_nz = 1.0 / nz;
@@ -37,25 +54,19 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, mut sca_depth: f32, 
     let dl_layer = m.dh * inv_nz.abs();
     let mut length = 0.0f32;
     loop {
-        let s = sca[j];
-        let a = abs[j] * abs_factor;
+        let (s, a) = coef(j);
         let (sd, ad) = (s * dl, a * dl);
         if sca_depth <= sd || tot <= ad {
-            return if tot * s <= sca_depth * a {
-                Segment {
-                    length: length + tot / a,
-                    tot: 0.0,
-                    bfr: None,
-                }
-            } else {
-                let ls = sca_depth / s;
-                Segment {
-                    length: length + ls,
-                    tot: tot - a * ls,
-                    bfr: None,
-                }
+            let absorbed = tot * s <= sca_depth * a;
+            let l = if absorbed { tot / a } else { sca_depth / s };
+            crossed(j, l);
+            return Segment {
+                length: length + l,
+                tot: if absorbed { 0.0 } else { tot - a * l },
+                bfr: None,
             };
         }
+        crossed(j, dl);
         length += dl;
         sca_depth -= sd;
         tot -= ad;
