@@ -1271,13 +1271,13 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
 }
 
 /// The GPU builds [`check_twin`] compares with the CPU twin by default (`bench photon --config`
-/// strings; `WARPDRIVE_TWIN_CONFIGS` replaces them, separated by `;`): the precise twin
-/// (gpu.rs `precise_twin`) at the default register cap and at ≤ 64 registers.
-pub const TWIN_CONFIGS: &[&str] = &["default,twin", "default,twin,-WD_MIN_BLOCKS,WD_MIN_BLOCKS=4"];
+/// strings; `WARPDRIVE_TWIN_CONFIGS` replaces them, separated by `;`): precise mode as
+/// `--precise` runs it (`gpu::precise_options`).
+pub const TWIN_CONFIGS: &[&str] = &["default,twin"];
 
-/// Issue #29 (`gpu-check --domain photon-twin`): how closely GPU builds follow the CPU twin of
-/// the precise build (`fast::twin`) photon by photon, the route to a precise mode at ≤ 2× fast
-/// (docs/performance/photon.md, "the precise twin"). The 10 TeV reference cascade in
+/// Issue #29 (`gpu-check --domain photon-twin`, a step of scripts/gpu-check photon): how closely
+/// GPU builds follow the CPU's precise twin (`fast::twin`) photon by photon, in all three models
+/// (docs/performance/photon.md, "precise mode as the twin of the CPU's"). The 10 TeV reference cascade in
 /// spice_3.2.1, spice_ftp-v3m and spice_bfr-v2, seed 20261122; per build the photons with the
 /// same hits ([`photon_agreement`]) and with bit-identical hits against the CPU twin, and for
 /// scale the same hits against the CPU fast mode. A check passes at ≥ 99 % against the twin (the

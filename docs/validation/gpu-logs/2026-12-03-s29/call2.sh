@@ -8,7 +8,7 @@ export WARPDRIVE_DATA=.device/data WARPDRIVE_PROGRESS=0 WARPDRIVE_BIN=.device/wa
 B=.device/warpdrive
 echo "commit $(cat .device/COMMIT)"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 mkdir -p $OUT/g
-for d in photon photon-hole photon-flasher; do
+for d in photon photon-hole photon-flasher photon-twin; do
   t0=$SECONDS
   $B gpu-check --domain $d --json $OUT/g/gc-$d.json > $OUT/g/gc-$d.txt 2>&1
   echo "== gpu-check $d rc $? in $((SECONDS - t0)) s"; grep -E "PASS|FAIL" $OUT/g/gc-$d.txt | cut -c1-240
