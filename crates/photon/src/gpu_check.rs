@@ -469,22 +469,23 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
     // Fast mode draws its own random numbers (WD_FAST_RNG: per-photon MWC64X streams), so fast
     // and precise runs are independent samples; one 10 TeV cascade (≈ 20 000 hits) against one
     // would be a weak two-sample test that fails by chance in ~6 % of calls (six tests at 1 %).
-    // Sixteen seeds pooled on each side (the same seeds; precise = CPU photon by photon, above),
-    // in the model without and the one with birefringence, test the same criteria with 16× the
-    // hits: a fast-mode bias of a few per cent in a DOM's count or a time distribution shows.
+    // Sixteen seeds pooled on each side (the same seeds; the exact precise build = the CPU's exact
+    // path photon by photon, above: the reference without the fast tables), in the model without
+    // and the one with birefringence, test the same criteria with 16× the hits: a fast-mode bias
+    // of a few per cent in a DOM's count or a time distribution shows.
     for (label, det, fspecs) in [("spice_3.2.1", &spice, &specs), ("spice_ftp-v3m", &ftp, &fspecs)] {
         let (mut fast_hits, mut precise_hits) = (Vec::new(), Vec::new());
         for k in 0..16u64 {
             let s = seed + 100 + k;
             let src = realise(fspecs, s);
-            for (opts, into) in [(&fast, &mut fast_hits), (&precise, &mut precise_hits)] {
+            for (opts, into) in [(&fast, &mut fast_hits), (&exact, &mut precise_hits)] {
                 let (raw, _) = gpu::run(&det.medium, &det.index, &src, s, opts)?;
                 into.extend(timed_hits(&crate::hits::accept(det, &raw, &src, s)));
             }
         }
         let c = compare(&fast_hits, &[precise_hits], 3.0, 0.02, 20, 5);
         out.push(check(
-            &format!("fast GPU vs precise ({label}, 16 seeds pooled)"),
+            &format!("fast GPU vs exact precise build ({label}, 16 seeds pooled)"),
             c.passes(0.01),
             c.report(),
         ));
