@@ -1,7 +1,7 @@
-//! The CPU twin of the GPU's precise build (issue #29): the fast mode ([`Fast`]) with the rest of
-//! the GPU fast mode's tables and streams, so that a GPU build with IEEE arithmetic and every
-//! fast-only switch (gpu.rs `PRECISE_TWIN`) follows it photon by photon. What it adds to the
-//! fast mode, each the CPU side of a kernel switch:
+//! Precise mode on the CPU (`--precise`, issue #29): the fast mode ([`Fast`]) with the rest of
+//! the GPU fast mode's tables and streams, so that the GPU's precise build — IEEE arithmetic and
+//! every fast-only switch, `gpu::precise_options` — follows it photon by photon. What it adds to
+//! the fast mode, each the CPU side of a kernel switch:
 //! * the 1-D tilt from the kernel's resampled table ([`TiltLut`], WD_TILT_LUT; the fast mode
 //!   evaluates the model exactly, the table is off by up to 10 cm between the model's distances);
 //! * absorption and scattering from the per-layer × per-wavelength factors (`Medium::layer_factors`,
@@ -9,7 +9,12 @@
 //! * the birefringence's path integrals summed by the walk (WD_BFR_WALK);
 //! * the segments' uniforms by mantissa placement, 23 bits (WD_FAST_UNIFORM);
 //! * the emission drawn from the photon's MWC64X stream, with the cascade's gamma in float
-//!   (WD_FAST_GAMMA with WD_FAST_RNG: [`gamma`]).
+//!   (WD_FAST_GAMMA with WD_FAST_RNG: [`gamma`]);
+//! * the hole-ice scattering with the fast mode's power and rotation.
+//!
+//! The emission's own formulas stay the precise path's (`source::emit` with libm), where the
+//! kernel uses the polynomials: last-bit differences, as below. Photons run one at a time (no
+//! SIMD lanes); the exact path, which the exact precise build follows, is `propagate::run`.
 //!
 //! The GPU side computes with IEEE division and square root and the CPU fast mode's polynomials
 //! (WD_TWIN_MATH) in place of CUDA's transcendentals; it contracts a·b + c into FMAs where the
