@@ -959,7 +959,7 @@ __device__ float led_beam_xi(float ka, bool tilted, EmitRng& rng) {
         if (u < c1) {
             float u1 = wd_uniform(rng), u2 = wd_uniform(rng);
             float sn, cs;
-            sincosf(WD_TAU * u2, &sn, &cs);
+            wd_sincos_turn(u2, &sn, &cs);
             xi = s1 * fabsf(sqrtf(-2.0f * logf(u1)) * cs);
         } else if (u < c2) {
             xi = -s2 * logf(wd_uniform(rng));
@@ -1054,7 +1054,7 @@ Photon emit(const PhotonParams& P, int s, EmitRng& rng) {
         float c = 2.0f * u1 - 1.0f;
         float sn = sqrtf(fmaxf(1.0f - c * c, 0.0f));
         float sp, cp;
-        sincosf(WD_TAU * u2, &sp, &cp);
+        wd_sincos_turn(u2, &sp, &cp);
         ph.pos = p0; ph.dir = V3{sn * cp, sn * sp, c}; ph.time = t0;
     } else {
         // Flasher (source.rs emit_flasher): the LED, the beam's spread, where it leaves the DOM.

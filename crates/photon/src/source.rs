@@ -17,8 +17,8 @@ const DENSITY: f64 = 0.910 / 0.9216;
 /// Radiation length of ice [m] (spec §3.4).
 const L_RAD: f64 = 0.39652 * DENSITY;
 /// Cascade angular distribution of charged tracks: ξ = 1 − cos, pdf ∝ ξ^(a−1) e^(−b ξ^a) (spec §3.4).
-const ANG_A: f64 = 0.39;
-const ANG_B: f64 = 2.61;
+pub(crate) const ANG_A: f64 = 0.39;
+pub(crate) const ANG_B: f64 = 2.61;
 
 /// The particle species PPC distinguishes (spec §2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,10 +167,13 @@ impl Led {
             };
             let u = rng.uniform();
             let mut xi = if u < c1 {
-                let (g, _) = crate::birefringence::box_muller(rng.uniform(), rng.uniform());
+                // Box–Muller's first normal (birefringence::box_muller).
+                let (u1, u2) = (rng.uniform(), rng.uniform());
+                let g = (-2.0 * rng.ln(u1)).sqrt() * rng.sincos_turn(u2).1;
                 s1 * g.abs()
             } else if u < c2 {
-                -s2 * rng.uniform().ln()
+                let u = rng.uniform();
+                -s2 * rng.ln(u)
             } else {
                 2.0
             };
@@ -180,7 +183,8 @@ impl Led {
             xi
         } else if ka > 0.0 {
             // ξ = min(−ka·ln(1 − (1 − u)(1 − e^(−2/ka))), 2): 2-D Gaussian beam (photon.md §3.6).
-            (-ka * (1.0 - (1.0 - rng.uniform()) * (1.0 - (-2.0 / ka).exp())).ln()).min(2.0)
+            let u = rng.uniform();
+            (-ka * rng.ln(1.0 - (1.0 - u) * (1.0 - rng.exp(-2.0 / ka)))).min(2.0)
         } else if ka == -1.0 {
             2.0 * (1.0 - rng.uniform())
         } else {
@@ -640,19 +644,60 @@ pub fn cascade_xi(u: f32) -> f32 {
 
 /// Rotate `n` by 1 − cos = ξ at a random azimuth.
 #[inline]
-fn deflect(n: [f32; 3], xi: f32, u_phi: f32) -> [f32; 3] {
-    rotate(n, 1.0 - xi, (xi * (2.0 - xi)).max(0.0).sqrt(), u_phi)
+fn deflect<R: EmitDraws>(rng: &R, n: [f32; 3], xi: f32, u_phi: f32) -> [f32; 3] {
+    rng.rotate(n, 1.0 - xi, (xi * (2.0 - xi)).max(0.0).sqrt(), u_phi)
+}
+
+/// The Cherenkov direction around the track `n`: cos θ_c = 1/(β·n_phase), at azimuth 2π·`u`.
+#[inline]
+fn cherenkov<R: EmitDraws>(rng: &R, n: [f32; 3], beta: f32, n_phase: f32, u: f32) -> [f32; 3] {
+    let c = (1.0 / (beta * n_phase)).min(1.0);
+    rng.rotate(n, c, (1.0 - c * c).max(0.0).sqrt(), u)
 }
 
 /// Where an emission draws its random numbers from: the photon's own Philox stream (the precise
 /// path and the CPU fast mode), or in the twin of the GPU's precise build its MWC64X stream with
 /// the cascade's gamma draw in float (`fast::twin`, the kernel's `WD_FAST_GAMMA`).
+///
+/// It also names the arithmetic of the emission's angles: the defaults are the precise path's
+/// (libm); the precise twin computes them as the kernel's precise build does (the fast mode's
+/// polynomials and rotation, `WD_TWIN_MATH`).
 pub trait EmitDraws {
     /// Uniform in (0, 1].
     fn uniform(&mut self) -> f32;
     /// A cascade photon's distance along the axis: Gamma(`a`)·`b` [m] (the longitudinal profile,
     /// spec §3.4).
     fn cascade_distance(&mut self, a: f64, b: f64) -> f32;
+    /// `scatter::rotate`: `n` turned by (cos θ, sin θ) at azimuth 2π·`u_phi`.
+    #[inline]
+    fn rotate(&self, n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
+        rotate(n, cos_t, sin_t, u_phi)
+    }
+    /// [`cascade_xi`].
+    #[inline]
+    fn cascade_xi(&self, u: f32) -> f32 {
+        cascade_xi(u)
+    }
+    /// (sin x, cos x) of an angle in radians.
+    #[inline]
+    fn sin_cos(&self, x: f32) -> (f32, f32) {
+        x.sin_cos()
+    }
+    /// (sin 2πu, cos 2πu).
+    #[inline]
+    fn sincos_turn(&self, u: f32) -> (f32, f32) {
+        (std::f32::consts::TAU * u).sin_cos()
+    }
+    /// ln x.
+    #[inline]
+    fn ln(&self, x: f32) -> f32 {
+        x.ln()
+    }
+    /// e^x.
+    #[inline]
+    fn exp(&self, x: f32) -> f32 {
+        x.exp()
+    }
 }
 
 impl EmitDraws for RandomStream {
@@ -675,18 +720,14 @@ pub fn emit<R: EmitDraws>(src: &Source, medium: &Medium, rng: &mut R) -> Photon 
     let axis = [src.dir[0] as f32, src.dir[1] as f32, src.dir[2] as f32];
     let p0 = [src.pos[0] as f32, src.pos[1] as f32, src.pos[2] as f32];
     let t0 = src.time as f32;
-    let cherenkov = |n: [f32; 3], beta: f32, u: f32| {
-        let c = (1.0 / (beta * s.n_phase)).min(1.0);
-        rotate(n, c, (1.0 - c * c).max(0.0).sqrt(), u)
-    };
     match src.emission {
         Emission::Cascade { profile_a, profile_b } => {
             let l = rng.cascade_distance(profile_a, profile_b);
             let (u1, u2, u3) = (rng.uniform(), rng.uniform(), rng.uniform());
-            let track = deflect(axis, cascade_xi(u1), u2);
+            let track = deflect(rng, axis, rng.cascade_xi(u1), u2);
             Photon {
                 pos: [p0[0] + l * axis[0], p0[1] + l * axis[1], p0[2] + l * axis[2]],
-                dir: cherenkov(track, 1.0, u3),
+                dir: cherenkov(rng, track, 1.0, s.n_phase, u3),
                 time: t0 + l / C_VACUUM as f32,
                 slice,
                 killed: false,
@@ -698,11 +739,11 @@ pub fn emit<R: EmitDraws>(src: &Source, medium: &Medium, rng: &mut R) -> Photon 
             let track = if u0 <= f_direct as f32 {
                 axis
             } else {
-                deflect(axis, cascade_xi(u1), u2)
+                deflect(rng, axis, rng.cascade_xi(u1), u2)
             };
             Photon {
                 pos: [p0[0] + l * axis[0], p0[1] + l * axis[1], p0[2] + l * axis[2]],
-                dir: cherenkov(track, beta as f32, u3),
+                dir: cherenkov(rng, track, beta as f32, s.n_phase, u3),
                 time: t0 + l / (beta as f32 * C_VACUUM as f32),
                 slice,
                 killed: false,
@@ -712,7 +753,7 @@ pub fn emit<R: EmitDraws>(src: &Source, medium: &Medium, rng: &mut R) -> Photon 
             let (u1, u2) = (rng.uniform(), rng.uniform());
             let c = 2.0 * u1 - 1.0;
             let sn = (1.0 - c * c).max(0.0).sqrt();
-            let (sp, cp) = (std::f32::consts::TAU * u2).sin_cos();
+            let (sp, cp) = rng.sincos_turn(u2);
             Photon {
                 pos: p0,
                 dir: [sn * cp, sn * sp, c],
@@ -735,8 +776,9 @@ fn emit_flasher<R: EmitDraws>(led: &Led, centre: [f32; 3], fixed_axis: [f32; 3],
     let (mut r, axis) = match led.fixed {
         Some(r) => ([r[0] as f32, r[1] as f32, r[2] as f32], fixed_axis),
         None => {
-            let (sa, ca) = Led::azimuth(led.fldr as f32, rng.uniform()).sin_cos();
-            let (su, cu) = (led.up as f32).sin_cos();
+            let u = rng.uniform();
+            let (sa, ca) = rng.sin_cos(Led::azimuth(led.fldr as f32, u));
+            let (su, cu) = rng.sin_cos(led.up as f32);
             ([FLR * ca, FLR * sa, FLZ], [cu * ca, cu * sa, su])
         }
     };
@@ -745,7 +787,8 @@ fn emit_flasher<R: EmitDraws>(led: &Led, centre: [f32; 3], fixed_axis: [f32; 3],
         axis
     } else {
         let xi = Led::beam_xi(ka, led.tilted, rng);
-        deflect(axis, xi, rng.uniform())
+        let u = rng.uniform();
+        deflect(rng, axis, xi, u)
     };
     let mut killed = false;
     let t = if led.lab() {
@@ -757,7 +800,7 @@ fn emit_flasher<R: EmitDraws>(led: &Led, centre: [f32; 3], fixed_axis: [f32; 3],
         if r[2].abs() < FLB || (led.fixed.is_none() && r[2] < 0.0 && rng.uniform() < 0.9) {
             killed = true;
         }
-        if ka > 1050.0 && meets_cable(r, n, (ka - 1080.0) * (std::f32::consts::PI / 180.0)) {
+        if ka > 1050.0 && meets_cable(r, n, rng.sin_cos((ka - 1080.0) * (std::f32::consts::PI / 180.0))) {
             killed = true;
         }
         t
@@ -775,10 +818,10 @@ fn emit_flasher<R: EmitDraws>(led: &Led, centre: [f32; 3], fixed_axis: [f32; 3],
 }
 
 /// Whether the horizontal path from `r` along `n` (relative to the DOM centre) meets the cable,
-/// a vertical cylinder of radius 0.023 m at OMR + 0.023 m from the centre at azimuth `phi`.
-fn meets_cable(r: [f32; 3], n: [f32; 3], phi: f32) -> bool {
+/// a vertical cylinder of radius 0.023 m at OMR + 0.023 m from the centre at azimuth φ
+/// (`(sp, cp)` = (sin φ, cos φ)).
+fn meets_cable(r: [f32; 3], n: [f32; 3], (sp, cp): (f32, f32)) -> bool {
     let dc = OMR + CABLE_R;
-    let (sp, cp) = phi.sin_cos();
     let (dx, dy) = (r[0] - dc * cp, r[1] - dc * sp);
     let a = n[0] * n[0] + n[1] * n[1];
     if a <= 0.0 {

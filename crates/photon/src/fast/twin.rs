@@ -12,9 +12,9 @@
 //!   (WD_FAST_GAMMA with WD_FAST_RNG: [`gamma`]);
 //! * the hole-ice scattering with the fast mode's power and rotation.
 //!
-//! The emission's own formulas stay the precise path's (`source::emit` with libm), where the
-//! kernel uses the polynomials: last-bit differences, as below. Photons run one at a time (no
-//! SIMD lanes); the exact path, which the exact precise build follows, is `propagate::run`.
+//! The emission is `source::emit` with the kernel's arithmetic (`EmitDraws`: the fast mode's
+//! rotation, ln, exp, pow and sincos). Photons run one at a time (no SIMD lanes); the exact path,
+//! which the exact precise build follows, is `propagate::run`.
 //!
 //! The GPU side computes with IEEE division and square root and the CPU fast mode's polynomials
 //! (WD_TWIN_MATH) in place of CUDA's transcendentals; it contracts a·b + c into FMAs where the
@@ -190,6 +190,52 @@ impl EmitDraws for MwcDraws<'_> {
     fn cascade_distance(&mut self, a: f64, b: f64) -> f32 {
         gamma(self, a as f32) * b as f32
     }
+
+    /// The kernel's `rotate`: the fast mode's rotation, normalised.
+    #[inline(always)]
+    fn rotate(&self, n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
+        crate::scatter::normalize(super::scatter::rotate_unnormalised(n, cos_t, sin_t, u_phi))
+    }
+
+    /// The kernel's `cascade_xi` with its pow, exp and ln from [`math`].
+    #[inline(always)]
+    fn cascade_xi(&self, u: f32) -> f32 {
+        let (a, b) = (crate::source::ANG_A as f32, crate::source::ANG_B as f32);
+        let i = 1.0 - math::exp(-b * powf(2.0, a));
+        powf(-math::ln(1.0 - u * i) / b, 1.0 / a).min(2.0)
+    }
+
+    /// The kernel's `sincosf(x)` under WD_TWIN_MATH: x in turns, then `math::sincos_turn`.
+    #[inline(always)]
+    fn sin_cos(&self, x: f32) -> (f32, f32) {
+        math::sincos_turn(x * (std::f32::consts::FRAC_1_PI * 0.5))
+    }
+
+    /// The kernel's `wd_sincos_turn`.
+    #[inline(always)]
+    fn sincos_turn(&self, u: f32) -> (f32, f32) {
+        math::sincos_turn(u)
+    }
+
+    #[inline(always)]
+    fn ln(&self, x: f32) -> f32 {
+        math::ln(x)
+    }
+
+    #[inline(always)]
+    fn exp(&self, x: f32) -> f32 {
+        math::exp(x)
+    }
+}
+
+/// The kernel's `fast_powf` (x¹ = x exactly; `math::powf` otherwise).
+#[inline(always)]
+fn powf(x: f32, y: f32) -> f32 {
+    if y == 1.0 {
+        x
+    } else {
+        math::powf(x, y)
+    }
 }
 
 /// Gamma(`a`, 1) in float, the kernel's `gamma_fast`: Marsaglia & Tsang (ACM TOMS 26 (2000)
@@ -199,7 +245,7 @@ impl EmitDraws for MwcDraws<'_> {
 fn gamma<R: EmitDraws>(r: &mut R, a: f32) -> f32 {
     let (mut a, mut boost) = (a, 1.0f32);
     if a < 1.0 {
-        boost = math::powf(r.uniform(), 1.0 / a);
+        boost = powf(r.uniform(), 1.0 / a);
         a += 1.0;
     }
     let d = a - 1.0 / 3.0;
