@@ -222,7 +222,7 @@ impl Birefringence {
 
 /// Two standard normals from two uniforms in (0, 1]: √(−2 ln u1)·(cos 2πu2, sin 2πu2).
 #[inline]
-pub(crate) fn box_muller(u1: f32, u2: f32) -> (f32, f32) {
+fn box_muller(u1: f32, u2: f32) -> (f32, f32) {
     let r = (-2.0 * u1.ln()).sqrt();
     let (s, c) = (std::f32::consts::TAU * u2).sin_cos();
     (r * c, r * s)

@@ -367,6 +367,7 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
         }
     }
     // The structural checks below on the exact build (no contraction: bit for bit).
+    let exact = exact.gpu;
     let (gp, _) = gpu::run(&spice.medium, &spice.index, &sources, seed, &exact)?;
 
     // Loop structure does not change the physics: the job-queue kernel gives the same hits.
@@ -574,46 +575,50 @@ pub fn hole_models(data: &Path) -> Result<[std::path::PathBuf; 2], GpuError> {
     Ok([spice, ftp])
 }
 
-/// Precise mode on GPU `ordinal` as `--precise` runs it: the twin of the CPU's precise mode
-/// (`gpu::precise_options`, `fast::twin`).
-fn precise_on(ordinal: usize) -> GpuOptions {
-    gpu::precise_options(vec![ordinal])
+/// A CPU path as `fast::twin::run` and `propagate::run` take it.
+type CpuRun = fn(&crate::medium::Medium, &crate::collision::DomIndex, &[crate::source::Source], u64, &Progress) -> Vec<RawHit>;
+
+/// A precise GPU build and the CPU path it follows photon by photon.
+struct PreciseBuild {
+    gpu: GpuOptions,
+    cpu: CpuRun,
 }
 
-/// The exact precise build on GPU `ordinal`: IEEE arithmetic without the fast-only tables, the
-/// twin of the CPU's exact path (`propagate::run`: the tilt model evaluated exactly, the
-/// (slice × layer) ice tables, libm). No contraction, so code structure alone (loop shape,
-/// devices, re-runs) leaves its hits bit for bit the same.
-fn exact_on(ordinal: usize) -> GpuOptions {
-    GpuOptions {
-        devices: vec![ordinal],
-        precise: true,
-        ..Default::default()
+/// Precise mode on GPU `ordinal` as `--precise` runs it (`gpu::precise_options`), with the CPU's
+/// precise mode (`fast::twin`).
+fn precise_on(ordinal: usize) -> PreciseBuild {
+    PreciseBuild {
+        gpu: gpu::precise_options(vec![ordinal]),
+        cpu: crate::fast::twin::run,
     }
 }
 
-/// The CPU side of a precise GPU build: `fast::twin` for the precise twin, the exact path for
-/// the exact build.
-fn cpu_twin_of(o: &GpuOptions, det: &Detector, sources: &[crate::source::Source], seed: u64) -> Vec<RawHit> {
-    if o.defines.iter().any(|d| d == "WD_TWIN_MATH") {
-        crate::fast::twin::run(&det.medium, &det.index, sources, seed, &Progress::hidden())
-    } else {
-        crate::propagate::run(&det.medium, &det.index, sources, seed, &Progress::hidden())
+/// The exact precise build on GPU `ordinal`: IEEE arithmetic without the fast-only tables, with
+/// the CPU's exact path (`propagate::run`: the tilt model evaluated exactly, the (slice × layer)
+/// ice tables, libm). No contraction, so code structure alone (loop shape, devices, re-runs)
+/// leaves its hits bit for bit the same.
+fn exact_on(ordinal: usize) -> PreciseBuild {
+    PreciseBuild {
+        gpu: GpuOptions {
+            devices: vec![ordinal],
+            precise: true,
+            ..Default::default()
+        },
+        cpu: crate::propagate::run,
     }
 }
 
-/// A precise build follows its CPU twin ([`cpu_twin_of`]) photon by photon: ≥ 99 % of the photons
-/// with hits have the same hits (`photon_agreement`). The check named "`name`: photon-by-photon
-/// CPU = GPU".
+/// A precise build follows its CPU path photon by photon: ≥ 99 % of the photons with hits have
+/// the same hits (`photon_agreement`). The check named "`name`: photon-by-photon CPU = GPU".
 fn precise_agreement(
     det: &Detector,
     sources: &[crate::source::Source],
     seed: u64,
-    precise: &GpuOptions,
+    precise: &PreciseBuild,
     name: &str,
 ) -> Result<Check, GpuError> {
-    let cpu = cpu_twin_of(precise, det, sources, seed);
-    let (gp, sp) = gpu::run(&det.medium, &det.index, sources, seed, precise)?;
+    let cpu = (precise.cpu)(&det.medium, &det.index, sources, seed, &Progress::hidden());
+    let (gp, sp) = gpu::run(&det.medium, &det.index, sources, seed, &precise.gpu)?;
     let (same, total) = photon_agreement(&cpu, &gp);
     let frac = same as f64 / total.max(1) as f64;
     if let Some(dir) = std::env::var_os("WARPDRIVE_CHECK_DUMP") {

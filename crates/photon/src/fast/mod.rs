@@ -201,8 +201,27 @@ fn photon(fast: &Fast, m: &Medium, doms: &DomIndex, src: &Source, seed: u64, id:
         return; // absorbed where it was made (its DOM's band, harness or cable)
     }
     let mut words = Mwc64x::seed(&mut rng);
+    segments(fast, m, doms, src, id, s, &mut st, &mut words, out);
+}
+
+/// Step photon `id`'s segments in the arithmetic of `mode` until it ends (absorbed, killed, or
+/// `MAX_SEGMENTS`), its words from `words`; hits appended to `out` (the fast mode's and the
+/// precise twin's loop).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn segments<M: Mode>(
+    mode: &M,
+    m: &Medium,
+    doms: &DomIndex,
+    src: &Source,
+    id: u64,
+    s: u32,
+    st: &mut PhotonState,
+    words: &mut Mwc64x,
+    out: &mut Vec<RawHit>,
+) {
     for _ in 0..MAX_SEGMENTS {
-        match step_with(fast, m, doms, src, id, s, &mut st, &mut words, out) {
+        match step_with(mode, m, doms, src, id, s, st, words, out) {
             SegmentEnd::Absorbed | SegmentEnd::Killed => return,
             SegmentEnd::Scattered { .. } | SegmentEnd::Cut | SegmentEnd::AfterHit => {}
         }

@@ -30,7 +30,7 @@ use crate::birefringence::Birefringence;
 use crate::collision::{Collision, DomIndex};
 use crate::gpu::TiltLut;
 use crate::medium::Medium;
-use crate::propagate::{step_with, ChunkIds, Mode, PhotonState, RawHit, Segment, SegmentEnd, MAX_SEGMENTS};
+use crate::propagate::{ChunkIds, Mode, PhotonState, RawHit, Segment};
 use crate::source::{emit, tags, EmitDraws, Source};
 use crate::tilt::Tilt;
 
@@ -287,12 +287,7 @@ fn photon(twin: &Twin, m: &Medium, doms: &DomIndex, src: &Source, seed: u64, id:
     if killed {
         return;
     }
-    for _ in 0..MAX_SEGMENTS {
-        match step_with(twin, m, doms, src, id, s, &mut st, &mut words, out) {
-            SegmentEnd::Absorbed | SegmentEnd::Killed => return,
-            SegmentEnd::Scattered { .. } | SegmentEnd::Cut | SegmentEnd::AfterHit => {}
-        }
-    }
+    super::segments(twin, m, doms, src, id, s, &mut st, &mut words, out);
 }
 
 /// `fast::run` in the twin's arithmetic (the CPU side of `--precise`'s photon-by-photon check):
