@@ -255,6 +255,11 @@ impl FastArith {
 
     /// Turn on the option called `name` (one of [`Self::NAMES`]); false for an unknown name.
     pub fn set(&mut self, name: &str) -> bool {
+        self.set_to(name, true)
+    }
+
+    /// Turn the option called `name` on or off (`on`); false for an unknown name.
+    pub fn set_to(&mut self, name: &str, on: bool) -> bool {
         let flag = match name {
             "fmad" => &mut self.fmad,
             "ftz" => &mut self.ftz,
@@ -263,7 +268,7 @@ impl FastArith {
             "fast-math" => &mut self.math,
             _ => return false,
         };
-        *flag = true;
+        *flag = on;
         true
     }
 

@@ -98,7 +98,8 @@ fn workload(w: &str) -> Result<Workload, ParamError> {
 /// from fast mode costs): `keep:WD_…` keeps that switch of [`FAST_ONLY`] (and adds it), which
 /// precise mode otherwise drops; `nvrtc:fmad`, `nvrtc:ftz`, `nvrtc:fast-div`, `nvrtc:fast-sqrt`
 /// and `nvrtc:fast-math` turn that one NVRTC option to its fast-mode value (`--fmad=true`,
-/// `--ftz=true`, `--prec-div=false`, `--prec-sqrt=false`, `--use_fast_math`).
+/// `--ftz=true`, `--prec-div=false`, `--prec-sqrt=false`, `--use_fast_math`); `-nvrtc:NAME`
+/// turns it back (`twin,-nvrtc:fmad`: the twin without contraction).
 pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamError> {
     let mut o = GpuOptions {
         defines: Vec::new(),
@@ -129,8 +130,12 @@ pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamEr
                     o.defines.push(name.to_string());
                 }
             }
-            _ if item.starts_with("nvrtc:") => {
-                if !o.fast_arith.set(&item["nvrtc:".len()..]) {
+            _ if item.starts_with("nvrtc:") || item.starts_with("-nvrtc:") => {
+                let (name, on) = match item.strip_prefix('-') {
+                    Some(rest) => (&rest["nvrtc:".len()..], false),
+                    None => (&item["nvrtc:".len()..], true),
+                };
+                if !o.fast_arith.set_to(name, on) {
                     return Err(err(format!(
                         "{item:?}: unknown NVRTC option (expected nvrtc:{})",
                         FastArith::NAMES.join(", nvrtc:")
@@ -145,7 +150,7 @@ pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamEr
             _ => {
                 return Err(err(format!(
                     "unknown item {item:?} (expected WD_… or -WD_… switches, default, precise, twin, block=N, \
-                     per-sm=N, batch=K, keep:WD_… or nvrtc:OPTION with precise)"
+                     per-sm=N, batch=K, keep:WD_… or [-]nvrtc:OPTION with precise)"
                 )))
             }
         }
@@ -611,13 +616,16 @@ mod tests {
             let a = parse_config(&format!("precise,nvrtc:{name}"), &base).unwrap().fast_arith;
             assert!(get(a) && a.label() == name, "{name}: {a:?}");
         }
+        let t = parse_config("default,twin,-nvrtc:fmad", &base).unwrap();
+        assert!(t.precise && !t.fast_arith.fmad, "the twin without contraction: {:?}", t.fast_arith);
+        assert!(parse_config("default,twin", &base).unwrap().fast_arith.fmad);
 
         let err = |c: &str| parse_config(c, &base).unwrap_err().to_string();
         assert!(err("default,keep:WD_TILT_LUT").contains("add precise"));
         assert!(err("default,nvrtc:fmad").contains("add precise"));
         assert!(err("precise,keep:WD_JOBQUEUE").contains("fast-only switch"));
         assert!(err("precise,nvrtc:fma").contains("nvrtc:fmad, nvrtc:ftz"));
-        assert!(err("precise,bogus").contains("keep:WD_… or nvrtc:OPTION"));
+        assert!(err("precise,bogus").contains("keep:WD_… or [-]nvrtc:OPTION"));
     }
 }
 
