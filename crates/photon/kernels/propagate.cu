@@ -142,6 +142,17 @@ struct V3 { float x, y, z; };
 // through wd_sincos_turn (below) as the CPU's sincos_turn(u); elsewhere an angle goes through one
 // more rounding (radians to turns), and powf skips x¹ inside (fast/mod.rs skips it at the
 // absorption's call).
+//
+// WD_TWIN_FMA (measurement only, with WD_TWIN_MATH in a build without contraction, `bench photon
+// --config default,twin,-nvrtc:fmad,WD_TWIN_FMA`): the polynomials' Horner steps and ln's last
+// sum written as explicit fmaf(a, b, c) (one rounding, as Rust's f32::mul_add), so that a twin
+// built with --fmad=false keeps these FMAs, which a CPU twin can reproduce bit for bit, and
+// loses only the contractions elsewhere. Without it WD_MAD(a, b, c) is a·b + c as before.
+#ifdef WD_TWIN_FMA
+#define WD_MAD(a, b, c) fmaf((a), (b), (c))
+#else
+#define WD_MAD(a, b, c) ((a) * (b) + (c))
+#endif
 #ifdef WD_TWIN_MATH
 __device__ __forceinline__ float fast_round(float x) {
     float y = x + 0.5f;
@@ -155,14 +166,15 @@ __device__ __forceinline__ float fast_ln(float x) {
     float m = __uint_as_float(bits - ((unsigned int)e << 23));
     float s = (m - 1.0f) / (m + 1.0f);
     float s2 = s * s;
-    float q = 2.0f + s2 * (2.0f / 3.0f + s2 * (2.0f / 5.0f + s2 * (2.0f / 7.0f + s2 * (2.0f / 9.0f))));
-    return (float)e * 0.693147180559945f + s * q;
+    float q = WD_MAD(s2, WD_MAD(s2, WD_MAD(s2, WD_MAD(s2, 2.0f / 9.0f, 2.0f / 7.0f), 2.0f / 5.0f), 2.0f / 3.0f), 2.0f);
+    return WD_MAD((float)e, 0.693147180559945f, s * q);
 }
 __device__ __forceinline__ float fast_exp2(float y) {
     y = fminf(fmaxf(y, -126.0f), 127.0f);
     float n = fast_round(y);
     float f = (y - n) * 0.693147180559945f;
-    float q = 1.0f + f * (1.0f + f * (0.5f + f * (1.0f / 6.0f + f * (1.0f / 24.0f + f * (1.0f / 120.0f + f * (1.0f / 720.0f + f * (1.0f / 5040.0f)))))));
+    float q = WD_MAD(f, WD_MAD(f, WD_MAD(f, WD_MAD(f, WD_MAD(f, WD_MAD(f, WD_MAD(f, 1.0f / 5040.0f, 1.0f / 720.0f), 1.0f / 120.0f),
+                                                         1.0f / 24.0f), 1.0f / 6.0f), 0.5f), 1.0f), 1.0f);
     return q * __uint_as_float((unsigned int)((int)n + 127) << 23);
 }
 __device__ __forceinline__ float fast_exp(float y) { return fast_exp2(y * 1.442695040888963f); }
@@ -172,8 +184,8 @@ __device__ __forceinline__ float fast_powf(float x, float y) {
 __device__ __forceinline__ void fast_sincos_turn(float t, float* sp, float* cp) {
     float q4 = fast_round(4.0f * t);
     float x = (t - 0.25f * q4) * 6.283185307179586f, x2 = x * x;
-    float s = x * (1.0f + x2 * (-1.0f / 6.0f + x2 * (1.0f / 120.0f + x2 * (-1.0f / 5040.0f + x2 * (1.0f / 362880.0f)))));
-    float c = 1.0f + x2 * (-0.5f + x2 * (1.0f / 24.0f + x2 * (-1.0f / 720.0f + x2 * (1.0f / 40320.0f))));
+    float s = x * WD_MAD(x2, WD_MAD(x2, WD_MAD(x2, WD_MAD(x2, 1.0f / 362880.0f, -1.0f / 5040.0f), 1.0f / 120.0f), -1.0f / 6.0f), 1.0f);
+    float c = WD_MAD(x2, WD_MAD(x2, WD_MAD(x2, WD_MAD(x2, 1.0f / 40320.0f, -1.0f / 720.0f), 1.0f / 24.0f), -0.5f), 1.0f);
     unsigned int q = (unsigned int)(long long)q4, odd = 0u - (q & 1u);
     unsigned int sb = __float_as_uint(s), cb = __float_as_uint(c);
     *sp = __uint_as_float(((cb & odd) | (sb & ~odd)) ^ ((q & 2u) << 30));

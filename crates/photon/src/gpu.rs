@@ -1231,6 +1231,9 @@ pub const SWITCHES: &[&str] = &[
     // Precise mode (`precise_options`, with every fast-only switch kept): the CPU fast mode's
     // approximations of ln, exp, pow and sincos in place of the CUDA functions (fast/twin.rs).
     "WD_TWIN_MATH",
+    // Measurement only, with WD_TWIN_MATH in a twin without contraction (`twin,-nvrtc:fmad`):
+    // the polynomials' Horner steps as explicit fmaf (propagate.cu WD_MAD).
+    "WD_TWIN_FMA",
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).
     "WD_BFR",
