@@ -1287,7 +1287,8 @@ pub const TWIN_CONFIGS: &[&str] = &["default,twin"];
 /// spice_3.2.1, spice_ftp-v3m and spice_bfr-v2, seed 20261122; per build the photons with the
 /// same hits ([`photon_agreement`]) and with bit-identical hits against the CPU twin, and for
 /// scale the same hits against the CPU fast mode. A check passes at ≥ 99 % against the twin (the
-/// precise comparison's criterion).
+/// precise comparison's criterion). A build with WD_TWIN_FMA (explicit fmaf in the polynomials)
+/// is compared with `Twin<Fused>` (`fast::twin::run_fused`), every other with `Twin<Plain>`.
 pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
     let configs: Vec<String> = match std::env::var("WARPDRIVE_TWIN_CONFIGS") {
         Ok(v) => v.split(';').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect(),
@@ -1315,16 +1316,22 @@ pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Res
             .map_err(|e| GpuError::Other(e.to_string()))?
             .specs;
         let sources = realise(&specs, seed);
-        let twin = crate::fast::twin::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
+        let plain = crate::fast::twin::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
+        let mut fused = None;
         let fast = crate::fast::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
         for (config, o) in configs.iter().zip(&opts) {
+            let twin = if o.defines.iter().any(|d| d == "WD_TWIN_FMA") {
+                &*fused.get_or_insert_with(|| crate::fast::twin::run_fused(&det.medium, &det.index, &sources, seed, &Progress::hidden()))
+            } else {
+                &plain
+            };
             let (g, s) = gpu::run(&det.medium, &det.index, &sources, seed, o)?;
-            let (same, total) = photon_agreement(&twin, &g);
-            let exact = bit_identical_photons(&twin, &g);
+            let (same, total) = photon_agreement(twin, &g);
+            let exact = bit_identical_photons(twin, &g);
             let (same_f, total_f) = photon_agreement(&fast, &g);
             let frac = same as f64 / total.max(1) as f64;
             if let Some(dir) = std::env::var_os("WARPDRIVE_CHECK_DUMP") {
-                dump_differences(Path::new(&dir), &format!("twin {model} {config}"), &twin, &g);
+                dump_differences(Path::new(&dir), &format!("twin {model} {config}"), twin, &g);
             }
             out.push(check(
                 &format!("twin {model} [{config}]: photon-by-photon CPU twin = GPU"),

@@ -5,7 +5,7 @@
 //! orthonormal frame (n, q, p) it is a unit vector, |m|² = (4k + (1 − k)²)/(1 + k)² = 1; the
 //! rounding it leaves is cleaned by the next scattering's normalisation).
 
-use super::math;
+use super::math::{self, Plain, Poly};
 use crate::birefringence::{Birefringence, BFR_TABLE_BINS};
 
 /// The widths table of a model's diffusion.
@@ -43,6 +43,13 @@ impl FastBfr {
     #[inline(always)]
     #[must_use]
     pub fn deflect(&self, n: [f32; 3], len: f32, ra_l: f32, rb_l: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]) {
+        self.deflect_p::<Plain>(n, len, ra_l, rb_l, u)
+    }
+
+    /// [`Self::deflect`] with Box–Muller's polynomials rounded as `P` says.
+    #[inline(always)]
+    #[must_use]
+    pub fn deflect_p<P: Poly>(&self, n: [f32; 3], len: f32, ra_l: f32, rb_l: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]) {
         let dot = self.axis[0] * n[0] + self.axis[1] * n[1];
         let sra = ra_l.sqrt();
         let w = self.widths(dot);
@@ -59,8 +66,8 @@ impl FastBfr {
             [0.0, 0.0, 1.0]
         };
         let pv = [n[1] * q[2] - n[2] * q[1], n[2] * q[0] - n[0] * q[2], n[0] * q[1] - n[1] * q[0]];
-        let (g1, g2) = box_muller(u[0], u[1]);
-        let (g3, g4) = box_muller(u[2], u[3]);
+        let (g1, g2) = box_muller::<P>(u[0], u[1]);
+        let (g3, g4) = box_muller::<P>(u[2], u[3]);
         let du = sx * g1 + mx;
         let dv = sy * g2;
         let r3 = 1.0 / 3.0f32.sqrt();
@@ -73,9 +80,9 @@ impl FastBfr {
 
 /// Two standard normals from two uniforms in (0, 1]: √(−2 ln u1)·(cos 2πu2, sin 2πu2).
 #[inline(always)]
-fn box_muller(u1: f32, u2: f32) -> (f32, f32) {
-    let r = (-2.0 * math::ln(u1)).sqrt();
-    let (s, c) = math::sincos_turn(u2);
+fn box_muller<P: Poly>(u1: f32, u2: f32) -> (f32, f32) {
+    let r = (-2.0 * math::ln_p::<P>(u1)).sqrt();
+    let (s, c) = math::sincos_turn_p::<P>(u2);
     (r * c, r * s)
 }
 

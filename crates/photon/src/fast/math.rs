@@ -13,7 +13,41 @@
 //!   quadrant, x = 2πr ∈ [−π/4, π/4], sin to x⁹ and cos to x¹⁰ (truncation < 3·10⁻⁸);
 //!   absolute error ≤ 3·10⁻⁷.
 
+//!
+//! Each polynomial is written once over [`Poly`], which says how a Horner step a·b + c is
+//! rounded: [`Plain`] (two roundings, what the fast mode and the precise twin compute; the free
+//! functions below) or [`Fused`] (one rounding, `f32::mul_add`: the CPU side of the kernel's
+//! WD_TWIN_FMA, whose explicit `fmaf` a GPU build without contraction keeps; issue #29).
+
 use std::f32::consts::{LN_2, TAU};
+
+/// How the polynomials round a Horner step a·b + c.
+pub trait Poly: Copy + Default + Send + Sync + 'static {
+    /// a·b + c.
+    fn mad(a: f32, b: f32, c: f32) -> f32;
+}
+
+/// a·b + c rounded twice, as Rust writes it (no contraction).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Plain;
+
+/// a·b + c rounded once (`f32::mul_add`, the kernel's `fmaf`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fused;
+
+impl Poly for Plain {
+    #[inline(always)]
+    fn mad(a: f32, b: f32, c: f32) -> f32 {
+        a * b + c
+    }
+}
+
+impl Poly for Fused {
+    #[inline(always)]
+    fn mad(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+}
 
 /// The nearest integer to x (halves up), |x| < 2³¹, by conversion (`f32::round` is a libm
 /// call on baseline x86-64).
@@ -33,6 +67,13 @@ pub fn round(x: f32) -> f32 {
 #[inline(always)]
 #[must_use]
 pub fn ln(x: f32) -> f32 {
+    ln_p::<Plain>(x)
+}
+
+/// [`ln`] with its Horner steps rounded as `P` says.
+#[inline(always)]
+#[must_use]
+pub fn ln_p<P: Poly>(x: f32) -> f32 {
     let bits = x.to_bits();
     // Subtracting the bits of √½ puts the mantissa's split point at √½: m ∈ [√½, √2).
     let t = bits.wrapping_sub(0x3f35_04f3);
@@ -40,8 +81,13 @@ pub fn ln(x: f32) -> f32 {
     let m = f32::from_bits(bits.wrapping_sub((e as u32) << 23));
     let s = (m - 1.0) / (m + 1.0);
     let s2 = s * s;
-    let p = 2.0 + s2 * (2.0 / 3.0 + s2 * (2.0 / 5.0 + s2 * (2.0 / 7.0 + s2 * (2.0 / 9.0))));
-    e as f32 * LN_2 + s * p
+    let p = P::mad(
+        s2,
+        P::mad(s2, P::mad(s2, P::mad(s2, 2.0 / 9.0, 2.0 / 7.0), 2.0 / 5.0), 2.0 / 3.0),
+        2.0,
+    );
+    // e·ln 2 is the product the kernel's contraction fuses (propagate.cu fast_ln).
+    P::mad(e as f32, LN_2, s * p)
 }
 
 /// Base-2 logarithm (`ln` scaled).
@@ -55,11 +101,24 @@ pub fn log2(x: f32) -> f32 {
 #[inline(always)]
 #[must_use]
 pub fn exp2(y: f32) -> f32 {
+    exp2_p::<Plain>(y)
+}
+
+/// [`exp2`] with its Horner steps rounded as `P` says.
+#[inline(always)]
+#[must_use]
+pub fn exp2_p<P: Poly>(y: f32) -> f32 {
     let y = y.clamp(-126.0, 127.0);
     let n = round(y);
     let f = (y - n) * LN_2;
-    let p =
-        1.0 + f * (1.0 + f * (1.0 / 2.0 + f * (1.0 / 6.0 + f * (1.0 / 24.0 + f * (1.0 / 120.0 + f * (1.0 / 720.0 + f * (1.0 / 5040.0)))))));
+    let m = |c: f32, p: f32| P::mad(f, p, c);
+    let p = m(
+        1.0,
+        m(
+            1.0,
+            m(1.0 / 2.0, m(1.0 / 6.0, m(1.0 / 24.0, m(1.0 / 120.0, m(1.0 / 720.0, 1.0 / 5040.0))))),
+        ),
+    );
     p * f32::from_bits(((n as i32 + 127) as u32) << 23)
 }
 
@@ -67,23 +126,45 @@ pub fn exp2(y: f32) -> f32 {
 #[inline(always)]
 #[must_use]
 pub fn exp(y: f32) -> f32 {
-    exp2(y * std::f32::consts::LOG2_E)
+    exp_p::<Plain>(y)
+}
+
+/// [`exp`] rounded as `P` says.
+#[inline(always)]
+#[must_use]
+pub fn exp_p<P: Poly>(y: f32) -> f32 {
+    exp2_p::<P>(y * std::f32::consts::LOG2_E)
 }
 
 /// x^y for x > 0.
 #[inline(always)]
 #[must_use]
 pub fn powf(x: f32, y: f32) -> f32 {
-    exp2(y * log2(x))
+    powf_p::<Plain>(x, y)
+}
+
+/// [`powf`] rounded as `P` says.
+#[inline(always)]
+#[must_use]
+pub fn powf_p<P: Poly>(x: f32, y: f32) -> f32 {
+    exp2_p::<P>(y * (ln_p::<P>(x) * std::f32::consts::LOG2_E))
 }
 
 /// (sin x, cos x) for x ∈ [−π/4, π/4]: Taylor to x⁹ and x¹⁰.
 #[inline(always)]
 #[must_use]
 pub(crate) fn sincos_reduced(x: f32) -> (f32, f32) {
+    sincos_reduced_p::<Plain>(x)
+}
+
+/// [`sincos_reduced`] with its Horner steps rounded as `P` says.
+#[inline(always)]
+#[must_use]
+pub(crate) fn sincos_reduced_p<P: Poly>(x: f32) -> (f32, f32) {
     let x2 = x * x;
-    let s = x * (1.0 + x2 * (-1.0 / 6.0 + x2 * (1.0 / 120.0 + x2 * (-1.0 / 5040.0 + x2 * (1.0 / 362_880.0)))));
-    let c = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24.0 + x2 * (-1.0 / 720.0 + x2 * (1.0 / 40_320.0))));
+    let m = |c: f32, p: f32| P::mad(x2, p, c);
+    let s = x * m(1.0, m(-1.0 / 6.0, m(1.0 / 120.0, m(-1.0 / 5040.0, 1.0 / 362_880.0))));
+    let c = m(1.0, m(-0.5, m(1.0 / 24.0, m(-1.0 / 720.0, 1.0 / 40_320.0))));
     (s, c)
 }
 
@@ -91,9 +172,16 @@ pub(crate) fn sincos_reduced(x: f32) -> (f32, f32) {
 #[inline(always)]
 #[must_use]
 pub fn sincos_turn(t: f32) -> (f32, f32) {
+    sincos_turn_p::<Plain>(t)
+}
+
+/// [`sincos_turn`] with its Horner steps rounded as `P` says.
+#[inline(always)]
+#[must_use]
+pub fn sincos_turn_p<P: Poly>(t: f32) -> (f32, f32) {
     // Quarter turns: q = round(4t), r = t − q/4 ∈ [−⅛, ⅛].
     let q4 = round(4.0 * t);
-    let (s, c) = sincos_reduced((t - 0.25 * q4) * TAU);
+    let (s, c) = sincos_reduced_p::<P>((t - 0.25 * q4) * TAU);
     // Rotate by q quarter turns: (sin, cos) of x + qπ/2 is (s, c), (c, −s), (−s, −c), (−c, s)
     // for q = 0, 1, 2, 3. The quadrant of a random angle is random, so a `match` on it (a jump
     // table) mispredicts three times in four; instead the pair is swapped for odd q and the signs
@@ -280,6 +368,43 @@ mod tests {
                 assert_eq!((s[k].to_bits(), c[k].to_bits()), (sk.to_bits(), ck.to_bits()), "sincos {}", x[k]);
             }
         }
+    }
+
+    /// The fused forms (`Fused`, the CPU side of the kernel's WD_TWIN_FMA) stay within the plain
+    /// forms' bounds, and differ from them in last bits only, somewhere (else the switch would
+    /// change nothing): at most 2 units in the last place of ln (beyond a small absolute
+    /// margin near x = 1), of exp2, of sin and cos.
+    #[test]
+    fn fused_forms_within_the_same_bounds() {
+        let ulps = |a: f32, b: f32| (i64::from(a.to_bits() as i32) - i64::from(b.to_bits() as i32)).abs();
+        let mut r = RandomStream::new(16, 0, 0);
+        let mut differ = [0u32; 3];
+        for _ in 0..1_000_000 {
+            let x = r.uniform();
+            let (p, q) = (ln(x), ln_p::<Fused>(x));
+            let want = f64::from(x).ln();
+            assert!((f64::from(q) - want).abs() <= 2e-7 + 1e-7 * want.abs(), "ln({x})");
+            assert!(ulps(p, q) <= 2 || (p - q).abs() <= 1e-7, "ln({x}): {p} vs {q}");
+            differ[0] += u32::from(p != q);
+            let y = 250.0 * r.uniform() - 125.0;
+            let (p, q) = (exp2(y), exp2_p::<Fused>(y));
+            assert!((f64::from(q) / 2f64.powf(f64::from(y)) - 1.0).abs() <= 3e-7, "exp2({y})");
+            assert!(ulps(p, q) <= 2, "exp2({y}): {p} vs {q}");
+            differ[1] += u32::from(p != q);
+            let t = 4.0 * r.uniform() - 2.0;
+            let ((sp, cp), (sq, cq)) = (sincos_turn(t), sincos_turn_p::<Fused>(t));
+            let a = std::f64::consts::TAU * f64::from(t);
+            assert!(
+                (f64::from(sq) - a.sin()).abs() <= 3e-7 && (f64::from(cq) - a.cos()).abs() <= 3e-7,
+                "t {t}"
+            );
+            assert!((sp - sq).abs() <= 1.2e-7 && (cp - cq).abs() <= 1.2e-7, "sincos({t})");
+            differ[2] += u32::from(sp != sq || cp != cq);
+        }
+        // Measured: 779, 96 399 and 89 675 of 10⁶ (ln's steps are in s² ≤ 0.03: its roundings
+        // rarely move the sum).
+        eprintln!("fused forms differ from the plain ones in {differ:?} of 10^6 (ln, exp2, sincos)");
+        assert!(differ.iter().all(|&d| d > 0), "{differ:?}");
     }
 
     #[test]

@@ -46,6 +46,7 @@ use crate::propagate::{step_with, ChunkIds, Mode, PhotonState, RawHit, Segment, 
 use crate::source::{emit, tags, Source};
 use birefringence::FastBfr;
 use collision::FastGrid;
+use math::{Plain, Poly};
 use rng::Mwc64x;
 use scatter::Phase;
 use tilt::FastTilt;
@@ -115,22 +116,7 @@ impl Mode for Fast {
     /// operations, the power x^fr skipped for fr = 1 (exact) and approximated otherwise.
     #[inline(always)]
     fn absorption_factor(&self, _m: &Medium, n: [f32; 3]) -> f32 {
-        let Some(a) = &self.abs else { return 1.0 };
-        let m = [a.azx * n[0] + a.azy * n[1], -a.azy * n[0] + a.azx * n[1], n[2]];
-        let mut nr = 1.0;
-        if a.fr != 0.0 {
-            let s = [m[0] * m[0], m[1] * m[1], m[2] * m[2]];
-            let b2 = a.il[0] + a.il[1] + a.il[2];
-            let nb = s[0] * a.il[0] + s[1] * a.il[1] + s[2] * a.il[2];
-            let an = s[0] * a.l[0] + s[1] * a.l[1] + s[2] * a.l[2];
-            let x = (b2 - nb) * an / 2.0;
-            nr = if a.fr == 1.0 { x } else { math::powf(x, a.fr) };
-        }
-        if let Some(k) = a.new_abs {
-            let v = [k[0] * m[0], k[1] * m[1], k[2] * m[2]];
-            nr /= (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-        }
-        nr
+        self.absorption_factor_p::<Plain>(n)
     }
 
     #[inline(always)]
@@ -166,15 +152,63 @@ impl Mode for Fast {
         rb: f32,
         u: [f32; 4],
     ) -> ([f32; 3], [f32; 3]) {
-        match &self.bfr {
-            Some(f) => f.deflect(n, len, ra, rb, u),
-            None => b.deflect(n, len, ra, rb, u),
-        }
+        self.deflect_p::<Plain>(b, n, len, ra, rb, u)
     }
 
     #[inline(always)]
     fn scatter_bulk(&self, _m: &Medium, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
         self.phase.scatter(n, self.phase.cosine(u1, u2), u3)
+    }
+}
+
+/// The parts of the fast mode that call the polynomials of [`math`], with their Horner steps
+/// rounded as `P` says (the precise twin's `Twin<Fused>` uses [`math::Fused`]).
+impl Fast {
+    #[inline(always)]
+    pub(crate) fn absorption_factor_p<P: Poly>(&self, n: [f32; 3]) -> f32 {
+        let Some(a) = &self.abs else { return 1.0 };
+        let m = [a.azx * n[0] + a.azy * n[1], -a.azy * n[0] + a.azx * n[1], n[2]];
+        let mut nr = 1.0;
+        if a.fr != 0.0 {
+            let s = [m[0] * m[0], m[1] * m[1], m[2] * m[2]];
+            let b2 = a.il[0] + a.il[1] + a.il[2];
+            let nb = s[0] * a.il[0] + s[1] * a.il[1] + s[2] * a.il[2];
+            let an = s[0] * a.l[0] + s[1] * a.l[1] + s[2] * a.l[2];
+            let x = (b2 - nb) * an / 2.0;
+            nr = if a.fr == 1.0 { x } else { math::powf_p::<P>(x, a.fr) };
+        }
+        if let Some(k) = a.new_abs {
+            let v = [k[0] * m[0], k[1] * m[1], k[2] * m[2]];
+            nr /= (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+        }
+        nr
+    }
+
+    #[inline(always)]
+    pub(crate) fn depth_p<P: Poly>(u: f32) -> f32 {
+        -math::ln_p::<P>(u)
+    }
+
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn deflect_p<P: Poly>(
+        &self,
+        b: &crate::birefringence::Birefringence,
+        n: [f32; 3],
+        len: f32,
+        ra: f32,
+        rb: f32,
+        u: [f32; 4],
+    ) -> ([f32; 3], [f32; 3]) {
+        match &self.bfr {
+            Some(f) => f.deflect_p::<P>(n, len, ra, rb, u),
+            None => b.deflect(n, len, ra, rb, u),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn scatter_bulk_p<P: Poly>(&self, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
+        self.phase.scatter_p::<P>(n, self.phase.cosine_p::<P>(u1, u2), u3)
     }
 }
 

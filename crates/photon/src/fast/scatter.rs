@@ -3,7 +3,7 @@
 //! azimuth's sine and cosine from `fast::math`, the anisotropy frame skipped when k = (1, 1, 1)
 //! (WD_ISO_SCATTER: spice_ftp-v3m has only the absorption's anisotropy).
 
-use super::math;
+use super::math::{self, Plain, Poly};
 use crate::medium::AnisotropyParams;
 use crate::scatter::normalize;
 
@@ -38,8 +38,15 @@ impl Phase {
     #[inline(always)]
     #[must_use]
     pub fn cosine(&self, u_choice: f32, u: f32) -> f32 {
+        self.cosine_p::<Plain>(u_choice, u)
+    }
+
+    /// [`Self::cosine`] with the power's polynomials rounded as `P` says.
+    #[inline(always)]
+    #[must_use]
+    pub fn cosine_p<P: Poly>(&self, u_choice: f32, u: f32) -> f32 {
         let c = if u_choice <= self.f_sl {
-            2.0 * math::powf(u, self.sl_exp) - 1.0
+            2.0 * math::powf_p::<P>(u, self.sl_exp) - 1.0
         } else if self.hg[2] == 0.0 {
             2.0 * u - 1.0
         } else {
@@ -54,13 +61,20 @@ impl Phase {
     #[inline(always)]
     #[must_use]
     pub fn scatter(&self, n: [f32; 3], cos_t: f32, u_phi: f32) -> [f32; 3] {
+        self.scatter_p::<Plain>(n, cos_t, u_phi)
+    }
+
+    /// [`Self::scatter`] with the azimuth's polynomials rounded as `P` says.
+    #[inline(always)]
+    #[must_use]
+    pub fn scatter_p<P: Poly>(&self, n: [f32; 3], cos_t: f32, u_phi: f32) -> [f32; 3] {
         let sin_t = (1.0 - cos_t * cos_t).max(0.0).sqrt();
         match &self.aniso {
-            None => normalize(rotate_unnormalised(n, cos_t, sin_t, u_phi)),
+            None => normalize(rotate_unnormalised_p::<P>(n, cos_t, sin_t, u_phi)),
             Some((a, ik)) => {
                 let m = a.to_frame(n);
                 let m = normalize([a.k[0] * m[0], a.k[1] * m[1], a.k[2] * m[2]]);
-                let m = rotate_unnormalised(m, cos_t, sin_t, u_phi);
+                let m = rotate_unnormalised_p::<P>(m, cos_t, sin_t, u_phi);
                 let m = normalize([m[0] * ik[0], m[1] * ik[1], m[2] * ik[2]]);
                 a.from_frame(m)
             }
@@ -72,7 +86,14 @@ impl Phase {
 #[inline(always)]
 #[must_use]
 pub fn rotate_unnormalised(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
-    let (sp, cp) = math::sincos_turn(u_phi);
+    rotate_unnormalised_p::<Plain>(n, cos_t, sin_t, u_phi)
+}
+
+/// [`rotate_unnormalised`] with the azimuth's polynomials rounded as `P` says.
+#[inline(always)]
+#[must_use]
+pub fn rotate_unnormalised_p<P: Poly>(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
+    let (sp, cp) = math::sincos_turn_p::<P>(u_phi);
     let s2 = n[0] * n[0] + n[1] * n[1];
     let (e1, e2) = if s2 > 1e-20 {
         let inv_s = 1.0 / s2.sqrt();

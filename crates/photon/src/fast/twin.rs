@@ -20,12 +20,18 @@
 //! (WD_TWIN_MATH) in place of CUDA's transcendentals; it contracts a·b + c into FMAs where the
 //! compiler chooses, so the two differ in last bits, which move a photon's hits beyond the
 //! comparison's tolerance only rarely (`gpu-check --domain photon-twin` counts them).
+//!
+//! `Twin<Fused>` ([`run_fused`]) rounds the polynomials' Horner steps once (`f32::mul_add`): the
+//! CPU side of a GPU build without contraction but with the polynomials' explicit `fmaf`
+//! (`--config default,twin,-nvrtc:fmad,WD_TWIN_FMA`, measurement only; scripts/
+//! photon-twin-contraction).
 
 use warpdrive_core::progress::Progress;
 use warpdrive_core::rng::u32_to_unit_f32;
 use warpdrive_core::RandomStream;
 
-use super::{math, walk, Fast};
+use super::math::{self, Fused, Plain, Poly};
+use super::{walk, Fast};
 use crate::birefringence::Birefringence;
 use crate::collision::{Collision, DomIndex};
 use crate::gpu::TiltLut;
@@ -36,15 +42,17 @@ use crate::tilt::Tilt;
 
 use super::rng::Mwc64x;
 
-/// The fast mode's tables and the twin's own (built once per run).
+/// The fast mode's tables and the twin's own (built once per run); `P`: how the polynomials
+/// round their Horner steps.
 #[derive(Clone, Debug)]
-pub struct Twin {
+pub struct Twin<P: Poly = Plain> {
     fast: Fast,
     /// The 1-D tilt's resampled table (`None`: the fast mode's tilt, as the kernel's fallback).
     lut: Option<TiltLut>,
+    poly: std::marker::PhantomData<P>,
 }
 
-impl Twin {
+impl<P: Poly> Twin<P> {
     #[must_use]
     pub fn new(m: &Medium, doms: &DomIndex) -> Self {
         Self {
@@ -53,6 +61,7 @@ impl Twin {
                 Tilt::OneD(t) => TiltLut::new(t),
                 _ => None,
             },
+            poly: std::marker::PhantomData,
         }
     }
 }
@@ -107,7 +116,7 @@ pub fn uniform23(w: u32) -> f32 {
     2.0 - f32::from_bits(0x3f80_0000 | (w & 0x007f_ffff))
 }
 
-impl Mode for Twin {
+impl<P: Poly> Mode for Twin<P> {
     #[inline(always)]
     fn zshift(&self, m: &Medium, pos: [f32; 3]) -> f32 {
         match &self.lut {
@@ -117,8 +126,8 @@ impl Mode for Twin {
     }
 
     #[inline(always)]
-    fn absorption_factor(&self, m: &Medium, n: [f32; 3]) -> f32 {
-        self.fast.absorption_factor(m, n)
+    fn absorption_factor(&self, _m: &Medium, n: [f32; 3]) -> f32 {
+        self.fast.absorption_factor_p::<P>(n)
     }
 
     #[inline(always)]
@@ -133,7 +142,7 @@ impl Mode for Twin {
 
     #[inline(always)]
     fn depth(&self, u: f32) -> f32 {
-        self.fast.depth(u)
+        Fast::depth_p::<P>(u)
     }
 
     #[inline(always)]
@@ -143,12 +152,12 @@ impl Mode for Twin {
 
     #[inline(always)]
     fn deflect(&self, b: &Birefringence, n: [f32; 3], len: f32, ra: f32, rb: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]) {
-        self.fast.deflect(b, n, len, ra, rb, u)
+        self.fast.deflect_p::<P>(b, n, len, ra, rb, u)
     }
 
     #[inline(always)]
-    fn scatter_bulk(&self, m: &Medium, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
-        self.fast.scatter_bulk(m, n, u1, u2, u3)
+    fn scatter_bulk(&self, _m: &Medium, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
+        self.fast.scatter_bulk_p::<P>(n, u1, u2, u3)
     }
 
     /// The kernel's hole-ice scattering in the twin's arithmetic: simplified Liu's power from
@@ -157,12 +166,12 @@ impl Mode for Twin {
     fn scatter_hole(&self, h: &crate::hole::HoleParams, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
         let c = if u1 <= h.f_sl {
             let y = (1.0 - h.g) / (1.0 + h.g);
-            (2.0 * if y == 1.0 { u2 } else { math::powf(u2, y) } - 1.0).clamp(-1.0, 1.0)
+            (2.0 * powf::<P>(u2, y) - 1.0).clamp(-1.0, 1.0)
         } else {
             crate::scatter::henyey_greenstein(h.g, u2)
         };
         let s = (1.0 - c * c).max(0.0).sqrt();
-        crate::scatter::normalize(super::scatter::rotate_unnormalised(n, c, s, u3))
+        crate::scatter::normalize(super::scatter::rotate_unnormalised_p::<P>(n, c, s, u3))
     }
 
     #[inline(always)]
@@ -177,10 +186,16 @@ impl Mode for Twin {
 }
 
 /// The emission's draws from the photon's MWC64X stream (24-bit uniforms, the kernel's
-/// `wd_uniform(MwcRng&)`), the cascade's gamma in float ([`gamma`]).
-struct MwcDraws<'a>(&'a mut Mwc64x);
+/// `wd_uniform(MwcRng&)`), the cascade's gamma in float ([`gamma`]); polynomials rounded as `P`.
+struct MwcDraws<'a, P: Poly>(&'a mut Mwc64x, std::marker::PhantomData<P>);
 
-impl EmitDraws for MwcDraws<'_> {
+impl<'a, P: Poly> MwcDraws<'a, P> {
+    fn new(w: &'a mut Mwc64x) -> Self {
+        Self(w, std::marker::PhantomData)
+    }
+}
+
+impl<P: Poly> EmitDraws for MwcDraws<'_, P> {
     #[inline(always)]
     fn uniform(&mut self) -> f32 {
         u32_to_unit_f32(self.0.next_u32())
@@ -188,53 +203,53 @@ impl EmitDraws for MwcDraws<'_> {
 
     #[inline(always)]
     fn cascade_distance(&mut self, a: f64, b: f64) -> f32 {
-        gamma(self, a as f32) * b as f32
+        gamma::<P, _>(self, a as f32) * b as f32
     }
 
     /// The kernel's `rotate`: the fast mode's rotation, normalised.
     #[inline(always)]
     fn rotate(&self, n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
-        crate::scatter::normalize(super::scatter::rotate_unnormalised(n, cos_t, sin_t, u_phi))
+        crate::scatter::normalize(super::scatter::rotate_unnormalised_p::<P>(n, cos_t, sin_t, u_phi))
     }
 
     /// The kernel's `cascade_xi` with its pow, exp and ln from [`math`].
     #[inline(always)]
     fn cascade_xi(&self, u: f32) -> f32 {
         let (a, b) = (crate::source::ANG_A as f32, crate::source::ANG_B as f32);
-        let i = 1.0 - math::exp(-b * powf(2.0, a));
-        powf(-math::ln(1.0 - u * i) / b, 1.0 / a).min(2.0)
+        let i = 1.0 - math::exp_p::<P>(-b * powf::<P>(2.0, a));
+        powf::<P>(-math::ln_p::<P>(1.0 - u * i) / b, 1.0 / a).min(2.0)
     }
 
     /// The kernel's `sincosf(x)` under WD_TWIN_MATH: x in turns, then `math::sincos_turn`.
     #[inline(always)]
     fn sin_cos(&self, x: f32) -> (f32, f32) {
-        math::sincos_turn(x * (std::f32::consts::FRAC_1_PI * 0.5))
+        math::sincos_turn_p::<P>(x * (std::f32::consts::FRAC_1_PI * 0.5))
     }
 
     /// The kernel's `wd_sincos_turn`.
     #[inline(always)]
     fn sincos_turn(&self, u: f32) -> (f32, f32) {
-        math::sincos_turn(u)
+        math::sincos_turn_p::<P>(u)
     }
 
     #[inline(always)]
     fn ln(&self, x: f32) -> f32 {
-        math::ln(x)
+        math::ln_p::<P>(x)
     }
 
     #[inline(always)]
     fn exp(&self, x: f32) -> f32 {
-        math::exp(x)
+        math::exp_p::<P>(x)
     }
 }
 
 /// The kernel's `fast_powf` (x¹ = x exactly; `math::powf` otherwise).
 #[inline(always)]
-fn powf(x: f32, y: f32) -> f32 {
+fn powf<P: Poly>(x: f32, y: f32) -> f32 {
     if y == 1.0 {
         x
     } else {
-        math::powf(x, y)
+        math::powf_p::<P>(x, y)
     }
 }
 
@@ -242,24 +257,24 @@ fn powf(x: f32, y: f32) -> f32 {
 /// 363) with the boost G(a) = G(a + 1)·u^(1/a) for a < 1, one Box–Muller normal per trial;
 /// ln, pow and cos 2πu are the fast mode's ([`math`]; the kernel's WD_TWIN_MATH and
 /// `wd_cos_turn`).
-fn gamma<R: EmitDraws>(r: &mut R, a: f32) -> f32 {
+fn gamma<P: Poly, R: EmitDraws>(r: &mut R, a: f32) -> f32 {
     let (mut a, mut boost) = (a, 1.0f32);
     if a < 1.0 {
-        boost = powf(r.uniform(), 1.0 / a);
+        boost = powf::<P>(r.uniform(), 1.0 / a);
         a += 1.0;
     }
     let d = a - 1.0 / 3.0;
     let c = 1.0 / (9.0 * d).sqrt();
     loop {
         let (u1, u2) = (r.uniform(), r.uniform());
-        let x = (-2.0 * math::ln(u1)).sqrt() * math::sincos_turn(u2).1;
+        let x = (-2.0 * math::ln_p::<P>(u1)).sqrt() * math::sincos_turn_p::<P>(u2).1;
         let v = 1.0 + c * x;
         if v <= 0.0 {
             continue;
         }
         let v = v * v * v;
         let u = r.uniform();
-        if math::ln(u) < 0.5 * x * x + d - d * v + d * math::ln(v) {
+        if math::ln_p::<P>(u) < 0.5 * x * x + d - d * v + d * math::ln_p::<P>(v) {
             return d * v * boost;
         }
     }
@@ -268,13 +283,13 @@ fn gamma<R: EmitDraws>(r: &mut R, a: f32) -> f32 {
 /// Emit photon `id` of `src` from its MWC64X stream (seeded by the first two words of its Philox
 /// stream, as the kernel's `start`) and propagate it in the twin's arithmetic.
 #[allow(clippy::too_many_arguments)]
-fn photon(twin: &Twin, m: &Medium, doms: &DomIndex, src: &Source, seed: u64, id: u64, s: u32, out: &mut Vec<RawHit>) {
+fn photon<P: Poly>(twin: &Twin<P>, m: &Medium, doms: &DomIndex, src: &Source, seed: u64, id: u64, s: u32, out: &mut Vec<RawHit>) {
     let mut words = Mwc64x::seed(&mut RandomStream::new(seed, tags::PHOTON, id));
-    let mut draws = MwcDraws(&mut words);
+    let mut draws = MwcDraws::<P>::new(&mut words);
     let p = emit(src, m, &mut draws);
     let killed = p.killed;
-    let tot = -math::ln(draws.uniform());
-    let sca_depth = -math::ln(draws.uniform());
+    let tot = -math::ln_p::<P>(draws.uniform());
+    let sca_depth = -math::ln_p::<P>(draws.uniform());
     // A flasher photon starts on its DOM's surface: its first segment does not meet it.
     let mut st = PhotonState {
         photon: p,
@@ -296,6 +311,12 @@ pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress:
     run_range(m, doms, sources, seed, 0..u64::MAX, progress)
 }
 
+/// [`run`] with the polynomials' Horner steps rounded once (`Twin<Fused>`): the CPU side of the
+/// GPU twin built without contraction and with WD_TWIN_FMA (measurement only, issue #29).
+pub fn run_fused(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
+    run_range_with::<Fused>(m, doms, sources, seed, 0..u64::MAX, progress)
+}
+
 /// [`run`] for the photons whose global ids lie in `ids` (one job of a split run).
 pub fn run_range(
     m: &Medium,
@@ -305,7 +326,19 @@ pub fn run_range(
     ids: std::ops::Range<u64>,
     progress: &Progress,
 ) -> Vec<RawHit> {
-    let twin = Twin::new(m, doms);
+    run_range_with::<Plain>(m, doms, sources, seed, ids, progress)
+}
+
+/// [`run_range`] with the polynomials rounded as `P` says.
+fn run_range_with<P: Poly>(
+    m: &Medium,
+    doms: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    ids: std::ops::Range<u64>,
+    progress: &Progress,
+) -> Vec<RawHit> {
+    let twin = Twin::<P>::new(m, doms);
     crate::propagate::run_chunks(sources, ids, progress, |ids: ChunkIds<'_>, out| {
         for (id, s) in ids {
             photon(&twin, m, doms, &sources[s as usize], seed, id, s, out);
@@ -409,9 +442,9 @@ mod tests {
     fn float_gamma_moments() {
         for (k, a) in [0.6f32, 2.0, 9.0].into_iter().enumerate() {
             let mut w = Mwc64x::seed(&mut RandomStream::new(73, 0, k as u64));
-            let mut d = MwcDraws(&mut w);
+            let mut d = MwcDraws::<Plain>::new(&mut w);
             let n = 200_000;
-            let xs: Vec<f64> = (0..n).map(|_| f64::from(gamma(&mut d, a))).collect();
+            let xs: Vec<f64> = (0..n).map(|_| f64::from(gamma::<Plain, _>(&mut d, a))).collect();
             let mean = xs.iter().sum::<f64>() / n as f64;
             let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
             let a = f64::from(a);
@@ -419,6 +452,57 @@ mod tests {
             let (se_mean, se_var) = ((a / n as f64).sqrt(), ((2.0 * a * a + 6.0 * a) / n as f64).sqrt());
             assert!((mean - a).abs() < 4.0 * se_mean, "a {a}: mean {mean}");
             assert!((var - a).abs() < 4.0 * se_var, "a {a}: variance {var}");
+        }
+    }
+
+    /// Measurement (issue #29; `--ignored`, minutes): how far rounding the polynomials' Horner
+    /// steps once instead of twice (`Twin<Fused>` against `Twin<Plain>`, both on the CPU) moves
+    /// photons, by gpu-check's photon-by-photon criterion (`photon_agreement`: the same DOMs,
+    /// times within 0.01 ns), on gpu-check's cases: the 10 TeV cascade of `photon-twin` (seed
+    /// 20261122) in the three models, and the lab-profile LED ring with its cable in spice_ftp-v3m
+    /// of `photon-flasher` (1e8 LED photons, seed 20261125). A last-bit change of the same kind
+    /// as the GPU's contraction, with no GPU in the loop.
+    #[test]
+    #[ignore]
+    fn measure_fused_against_plain() {
+        use crate::f2k::parse_f2k;
+        use crate::gpu_check::{flasher_cases, photon_agreement};
+        use crate::source::realise;
+        let report = |label: &str, det: &Detector, sources: &[Source], seed: u64| {
+            let t0 = std::time::Instant::now();
+            let plain = run(&det.medium, &det.index, sources, seed, &Progress::hidden());
+            let fused = run_fused(&det.medium, &det.index, sources, seed, &Progress::hidden());
+            let (same, total) = photon_agreement(&plain, &fused);
+            let bits = plain.len() == fused.len()
+                && plain
+                    .iter()
+                    .zip(&fused)
+                    .all(|(a, b)| a.photon == b.photon && a.dom == b.dom && a.time.to_bits() == b.time.to_bits());
+            eprintln!(
+                "{label}: {same} of {total} photons with hits the same ({:.3} %); raw hits plain {}, fused {}; \
+                 all bit for bit: {bits}; {:.0} s",
+                100.0 * same as f64 / total.max(1) as f64,
+                plain.len(),
+                fused.len(),
+                t0.elapsed().as_secs_f64()
+            );
+        };
+        let input = data_dir().join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
+        let text = std::fs::read_to_string(&input).unwrap();
+        for model in ["spice_3.2.1", "spice_ftp-v3m", "spice_bfr-v2"] {
+            let det = detector(model);
+            let specs = parse_f2k(&input, &text, &det.yield_).unwrap().specs;
+            report(&format!("cascade 10 TeV, {model}"), &det, &realise(&specs, 20261122), 20261122);
+        }
+        for (label, model, string, opts) in flasher_cases().into_iter().filter(|c| c.0.contains("cable")) {
+            let det = detector(model);
+            let specs = crate::f2k::flasher(&det, string, 20, 1e8, &opts).unwrap();
+            report(
+                &format!("flasher {string}-20 in {model} ({label})"),
+                &det,
+                &realise(&specs, 20261125),
+                20261125,
+            );
         }
     }
 
