@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Where NVRTC contracts a·b + c into FMAs, per source line, without a GPU (issue #29: the precise
+twin's GPU side contracts, the CPU side does not, and the two drift apart in last bits).
+
+NVRTC 13.0 (pip nvidia-cuda-nvrtc==13.0.88, as .ci/run installs it) compiles a CUDA source twice
+in a precise build (--ftz=false --prec-div=true --prec-sqrt=true) with line tables, once with
+--fmad=true and once with --fmad=false; nvdisasm (pip nvidia-cuda-nvdisasm==13.2.51: 13.0 is not
+on PyPI, 13.2 reads sm_90 cubins) lists the SASS. The FFMAs a line has in the first build and not
+in the second are the contractions at that line (summed over its inlined copies).
+
+    LD_LIBRARY_PATH=.../nvidia/cu13/lib scripts/kernel-contraction.py crates/photon/kernels/propagate.cu \\
+        [--include crates/core/kernels] [--arch sm_90] [-D NAME ...] [--fused-define WD_TWIN_FMA] [--top 40]
+
+--fused-define adds that define to the --fmad=false build only (explicit fmaf switched on there):
+the report then shows what the explicit FMAs leave uncontracted.
+"""
+import argparse, collections, ctypes, glob, os, re, subprocess, sys, tempfile
+
+INSTR = re.compile(r'\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)')
+LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
+
+
+def nvrtc():
+    for name in ['libnvrtc.so.13', 'libnvrtc.so']:
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            pass
+    sys.exit('libnvrtc not found (pip install nvidia-cuda-nvrtc==13.0.88, set LD_LIBRARY_PATH)')
+
+
+def nvdisasm():
+    try:
+        import nvidia
+        for p in nvidia.__path__:
+            for c in glob.glob(os.path.join(p, 'cu13', 'bin', 'nvdisasm')):
+                return c
+    except ImportError:
+        pass
+    sys.exit('nvdisasm not found (pip install nvidia-cuda-nvdisasm==13.2.51 in the NVRTC venv)')
+
+
+def compile_sass(lib, dis, path, opts):
+    src = open(path, 'rb').read()
+    prog = ctypes.c_void_p()
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, os.path.basename(path).encode(), 0, None, None) == 0
+    arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
+    rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
+    n = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    log = ctypes.create_string_buffer(n.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    if rc != 0:
+        sys.exit(log.value.decode())
+    lib.nvrtcGetCUBINSize(prog, ctypes.byref(n))
+    cubin = ctypes.create_string_buffer(n.value)
+    lib.nvrtcGetCUBIN(prog, cubin)
+    with tempfile.NamedTemporaryFile(suffix='.cubin', delete=False) as f:
+        f.write(cubin.raw)
+    try:
+        return subprocess.run([dis, '-c', '-g', f.name], capture_output=True, text=True, check=True).stdout
+    finally:
+        os.unlink(f.name)
+
+
+def tally(sass):
+    """(opcode counts, FFMA count per (file, line))."""
+    ops, ffma, where = collections.Counter(), collections.Counter(), None
+    for line in sass.splitlines():
+        m = LINE.search(line)
+        if m:
+            where = (os.path.basename(m.group(1)), int(m.group(2)))
+            continue
+        m = INSTR.match(line)
+        if m:
+            op = m.group(1).split('.')[0]
+            ops[op] += 1
+            if op == 'FFMA':
+                ffma[where] += 1
+    return ops, ffma
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('source')
+    ap.add_argument('--include', default='crates/core/kernels')
+    ap.add_argument('--arch', default='sm_90')
+    ap.add_argument('-D', action='append', default=[])
+    ap.add_argument('--fused-define', default=None)
+    ap.add_argument('--top', type=int, default=40)
+    a = ap.parse_args()
+    lib, dis = nvrtc(), nvdisasm()
+    base = ['--ftz=false', '--prec-sqrt=true', '--prec-div=true', '-std=c++17', f'-I{a.include}', '-lineinfo',
+            f'--gpu-architecture={a.arch}'] + [f'-D{d}' for d in a.D]
+    ops_f, ffma_f = tally(compile_sass(lib, dis, a.source, base + ['--fmad=true']))
+    extra = [f'-D{a.fused_define}'] if a.fused_define else []
+    plain_ops, plain_ffma = tally(compile_sass(lib, dis, a.source, base + ['--fmad=false'] + extra))
+    for label, ops in [('--fmad=true', ops_f), ('--fmad=false' + (f' -D{a.fused_define}' if extra else ''), plain_ops)]:
+        print(f'{label:<40} instructions {sum(ops.values()):6d}  FFMA {ops["FFMA"]:5d}  FMUL {ops["FMUL"]:5d}  '
+              f'FADD {ops["FADD"]:5d}')
+    diff = collections.Counter({k: ffma_f[k] - plain_ffma[k] for k in set(ffma_f) | set(plain_ffma)})
+    diff = +diff  # lines with contractions only
+    print(f'contracted by --fmad=true and not explicit: {sum(diff.values())} FFMAs at {len(diff)} source lines')
+    lines = {}
+    for (f, n), d in diff.most_common(a.top):
+        if f not in lines:
+            p = a.source if os.path.basename(a.source) == f else os.path.join(a.include, f)
+            lines[f] = open(p).read().splitlines() if os.path.exists(p) else []
+        text = lines[f][n - 1].strip() if n - 1 < len(lines[f]) else ''
+        print(f'{d:5d}  {f}:{n}  {text[:100]}')
+
+
+if __name__ == '__main__':
+    main()
