@@ -148,6 +148,13 @@ struct V3 { float x, y, z; };
 // sum written as explicit fmaf(a, b, c) (one rounding, as Rust's f32::mul_add), so that a twin
 // built with --fmad=false keeps these FMAs, which a CPU twin can reproduce bit for bit, and
 // loses only the contractions elsewhere. Without it WD_MAD(a, b, c) is a·b + c as before.
+// WD_TWIN_FMA_GEOM (implies WD_TWIN_FMA) fuses the per-step geometry as well: the scattering's
+// rotation and its normalisation (`rotate`), the birefringent step's dot products and
+// stereographic projection; the CPU side is fast::math::FusedGeom. Without it those lines are
+// the code as before, so no other build changes.
+#if defined(WD_TWIN_FMA_GEOM) && !defined(WD_TWIN_FMA)
+#define WD_TWIN_FMA
+#endif
 #ifdef WD_TWIN_FMA
 #define WD_MAD(a, b, c) fmaf((a), (b), (c))
 #else
@@ -258,18 +265,33 @@ __device__ __forceinline__ float bulk_cosine(const PhotonParams& P, float u_choi
 __device__ __forceinline__ V3 rotate_unnormalised(V3 n, float cos_t, float sin_t, float u_phi) {
     float sp, cp;
     wd_sincos_turn(u_phi, &sp, &cp);
+#ifdef WD_TWIN_FMA_GEOM
+    float s2 = fmaf(n.y, n.y, n.x * n.x);
+#else
     float s2 = n.x * n.x + n.y * n.y;
+#endif
     bool axis = !(s2 > 1e-20f);
     float inv_s = axis ? 0.0f : 1.0f / sqrtf(s2);
     float zi = n.z * inv_s;
     V3 e1 = axis ? V3{1.0f, 0.0f, 0.0f} : V3{n.x * zi, n.y * zi, -s2 * inv_s};
     V3 e2 = axis ? V3{0.0f, 1.0f, 0.0f} : V3{-n.y * inv_s, n.x * inv_s, 0.0f};
     float a = sin_t * cp, b = sin_t * sp;
+#ifdef WD_TWIN_FMA_GEOM
+    return V3{fmaf(b, e2.x, fmaf(a, e1.x, n.x * cos_t)), fmaf(b, e2.y, fmaf(a, e1.y, n.y * cos_t)),
+              fmaf(b, e2.z, fmaf(a, e1.z, n.z * cos_t))};
+#else
     return V3{n.x * cos_t + a * e1.x + b * e2.x, n.y * cos_t + a * e1.y + b * e2.y, n.z * cos_t + a * e1.z + b * e2.z};
+#endif
 }
 
 __device__ __forceinline__ V3 rotate(V3 n, float cos_t, float sin_t, float u_phi) {
+#ifdef WD_TWIN_FMA_GEOM
+    V3 v = rotate_unnormalised(n, cos_t, sin_t, u_phi);
+    float r = 1.0f / sqrtf(fmaf(v.z, v.z, fmaf(v.y, v.y, v.x * v.x)));
+    return V3{v.x * r, v.y * r, v.z * r};
+#else
     return normalize(rotate_unnormalised(n, cos_t, sin_t, u_phi));
+#endif
 }
 
 __device__ __forceinline__ V3 to_frame(const PhotonParams& P, V3 n) {
@@ -1216,7 +1238,11 @@ __device__ __forceinline__ void bfr_path(const PhotonParams& P, float zp, float 
 
 // birefringence.rs: stereographic
 __device__ __forceinline__ V3 bfr_stereographic(V3 n, V3 q, V3 p, float a, float b) {
+#ifdef WD_TWIN_FMA_GEOM
+    float k = fmaf(b, b, a * a);
+#else
     float k = a * a + b * b;
+#endif
     float den = 2.0f / (1.0f + k);
     float c = -k * den;
     a *= den;
@@ -1225,7 +1251,12 @@ __device__ __forceinline__ V3 bfr_stereographic(V3 n, V3 q, V3 p, float a, float
     // (n, q, p) orthonormal: the inverse stereographic projection is a unit vector already
     // (|m|² = (4k + (1 − k)²)/(1 + k)² = 1); the renormalisation only cleans rounding, which
     // the next scattering's normalize does as well.
+#ifdef WD_TWIN_FMA_GEOM
+    return V3{fmaf(n.x, c, fmaf(p.x, b, fmaf(q.x, a, n.x))), fmaf(n.y, c, fmaf(p.y, b, fmaf(q.y, a, n.y))),
+              fmaf(n.z, c, fmaf(p.z, b, fmaf(q.z, a, n.z)))};
+#else
     return V3{n.x + q.x * a + p.x * b + n.x * c, n.y + q.y * a + p.y * b + n.y * c, n.z + q.z * a + p.z * b + n.z * c};
+#endif
 #else
     return normalize(V3{n.x + q.x * a + p.x * b + n.x * c, n.y + q.y * a + p.y * b + n.y * c, n.z + q.z * a + p.z * b + n.z * c});
 #endif
@@ -1233,7 +1264,11 @@ __device__ __forceinline__ V3 bfr_stereographic(V3 n, V3 q, V3 p, float a, float
 
 // birefringence.rs: Birefringence::deflect (four uniforms from one Philox block).
 __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len, float ra_l, float rb_l, const unsigned int* w, V3& shift) {
+#ifdef WD_TWIN_FMA_GEOM
+    float dot = fmaf(P.bfr_ay, n.y, P.bfr_ax * n.x);
+#else
     float dot = P.bfr_ax * n.x + P.bfr_ay * n.y;
+#endif
     float sra = sqrtf(ra_l);
 #ifdef WD_BFR_TABLE
     // Widths from the host's table in the pseudo-angle s/(s + c) (birefringence.rs width_table), linear.
@@ -1255,7 +1290,11 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
 #endif
     V3 q{P.bfr_ax - dot * n.x, P.bfr_ay - dot * n.y, -dot * n.z};
     if (dot < 0.0f) q = V3{-q.x, -q.y, -q.z};
+#ifdef WD_TWIN_FMA_GEOM
+    float qn = fmaf(q.z, q.z, fmaf(q.y, q.y, q.x * q.x));
+#else
     float qn = q.x * q.x + q.y * q.y + q.z * q.z;
+#endif
     if (qn > 0.0f) {
         float f = 1.0f / sqrtf(qn);
         q = V3{q.x * f, q.y * f, q.z * f};
@@ -1272,7 +1311,11 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
         g[2 * k] = r * cs;
         g[2 * k + 1] = r * sn;
     }
+#ifdef WD_TWIN_FMA_GEOM
+    float du = fmaf(sx, g[0], mx), dv = sy * g[1];
+#else
     float du = sx * g[0] + mx, dv = sy * g[1];
+#endif
     const float r3 = 1.0f / sqrtf(3.0f);
     V3 m = bfr_stereographic(n, q, pv, (du + sx * g[2] * r3) / 2.0f, (dv + sy * g[3] * r3) / 2.0f);
     float half = len / 2.0f;

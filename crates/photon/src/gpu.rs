@@ -1234,6 +1234,9 @@ pub const SWITCHES: &[&str] = &[
     // Measurement only, with WD_TWIN_MATH in a twin without contraction (`twin,-nvrtc:fmad`):
     // the polynomials' Horner steps as explicit fmaf (propagate.cu WD_MAD).
     "WD_TWIN_FMA",
+    // Measurement only, likewise: also the rotation, its normalisation and the birefringent step
+    // as explicit fmaf (implies WD_TWIN_FMA; the CPU side is fast::math::FusedGeom).
+    "WD_TWIN_FMA_GEOM",
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).
     "WD_BFR",

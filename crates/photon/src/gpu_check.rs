@@ -1288,7 +1288,8 @@ pub const TWIN_CONFIGS: &[&str] = &["default,twin"];
 /// same hits ([`photon_agreement`]) and with bit-identical hits against the CPU twin, and for
 /// scale the same hits against the CPU fast mode. A check passes at ≥ 99 % against the twin (the
 /// precise comparison's criterion). A build with WD_TWIN_FMA (explicit fmaf in the polynomials)
-/// is compared with `Twin<Fused>` (`fast::twin::run_fused`), every other with `Twin<Plain>`.
+/// is compared with `Twin<Fused>`, one with WD_TWIN_FMA_GEOM with `Twin<FusedGeom>`
+/// (`fast::twin::run_with`), every other with `Twin<Plain>`.
 pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
     let configs: Vec<String> = match std::env::var("WARPDRIVE_TWIN_CONFIGS") {
         Ok(v) => v.split(';').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect(),
@@ -1316,15 +1317,24 @@ pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Res
             .map_err(|e| GpuError::Other(e.to_string()))?
             .specs;
         let sources = realise(&specs, seed);
-        let plain = crate::fast::twin::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
-        let mut fused = None;
-        let fast = crate::fast::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());
+        use crate::fast::math::{Fused, FusedGeom, Plain};
+        use crate::fast::twin::run_with;
+        let hidden = Progress::hidden();
+        // The CPU twins, each run once: Plain, Fused, FusedGeom.
+        let mut twins: [Option<Vec<RawHit>>; 3] = Default::default();
+        let fast = crate::fast::run(&det.medium, &det.index, &sources, seed, &hidden);
         for (config, o) in configs.iter().zip(&opts) {
-            let twin = if o.defines.iter().any(|d| d == "WD_TWIN_FMA") {
-                &*fused.get_or_insert_with(|| crate::fast::twin::run_fused(&det.medium, &det.index, &sources, seed, &Progress::hidden()))
+            let has = |d: &str| o.defines.iter().any(|x| x == d);
+            let k = if has("WD_TWIN_FMA_GEOM") {
+                2
             } else {
-                &plain
+                usize::from(has("WD_TWIN_FMA"))
             };
+            let twin = &*twins[k].get_or_insert_with(|| match k {
+                0 => run_with::<Plain>(&det.medium, &det.index, &sources, seed, &hidden),
+                1 => run_with::<Fused>(&det.medium, &det.index, &sources, seed, &hidden),
+                _ => run_with::<FusedGeom>(&det.medium, &det.index, &sources, seed, &hidden),
+            });
             let (g, s) = gpu::run(&det.medium, &det.index, &sources, seed, o)?;
             let (same, total) = photon_agreement(twin, &g);
             let exact = bit_identical_photons(twin, &g);

@@ -50,7 +50,9 @@ impl FastBfr {
     #[inline(always)]
     #[must_use]
     pub fn deflect_p<P: Poly>(&self, n: [f32; 3], len: f32, ra_l: f32, rb_l: f32, u: [f32; 4]) -> ([f32; 3], [f32; 3]) {
-        let dot = self.axis[0] * n[0] + self.axis[1] * n[1];
+        // The sums below through `Poly::gmad` in their written order (FusedGeom: the kernel's
+        // WD_TWIN_FMA_GEOM).
+        let dot = P::gmad(self.axis[1], n[1], self.axis[0] * n[0]);
         let sra = ra_l.sqrt();
         let w = self.widths(dot);
         let (sx, sy, mx) = (sra * w[0], sra * w[1], rb_l * w[2]);
@@ -58,7 +60,7 @@ impl FastBfr {
         if dot < 0.0 {
             q = [-q[0], -q[1], -q[2]];
         }
-        let qn = q[0] * q[0] + q[1] * q[1] + q[2] * q[2];
+        let qn = P::gmad(q[2], q[2], P::gmad(q[1], q[1], q[0] * q[0]));
         q = if qn > 0.0 {
             let f = 1.0 / qn.sqrt();
             [q[0] * f, q[1] * f, q[2] * f]
@@ -68,13 +70,13 @@ impl FastBfr {
         let pv = [n[1] * q[2] - n[2] * q[1], n[2] * q[0] - n[0] * q[2], n[0] * q[1] - n[1] * q[0]];
         let (g1, g2) = box_muller::<P>(u[0], u[1]);
         let (g3, g4) = box_muller::<P>(u[2], u[3]);
-        let du = sx * g1 + mx;
+        let du = P::gmad(sx, g1, mx);
         let dv = sy * g2;
         let r3 = 1.0 / 3.0f32.sqrt();
-        let m = stereographic(n, q, pv, (du + sx * g3 * r3) * 0.5, (dv + sy * g4 * r3) * 0.5);
+        let m = stereographic::<P>(n, q, pv, (du + sx * g3 * r3) * 0.5, (dv + sy * g4 * r3) * 0.5);
         let half = len * 0.5;
         let shift = [half * (m[0] - n[0]), half * (m[1] - n[1]), half * (m[2] - n[2])];
-        (stereographic(n, q, pv, du * 0.5, dv * 0.5), shift)
+        (stereographic::<P>(n, q, pv, du * 0.5, dv * 0.5), shift)
     }
 }
 
@@ -89,14 +91,14 @@ fn box_muller<P: Poly>(u1: f32, u2: f32) -> (f32, f32) {
 /// The unit vector of stereographic coordinates (a, b) around n in the frame (q, p), without
 /// renormalising.
 #[inline(always)]
-fn stereographic(n: [f32; 3], q: [f32; 3], p: [f32; 3], a: f32, b: f32) -> [f32; 3] {
-    let k = a * a + b * b;
+fn stereographic<P: Poly>(n: [f32; 3], q: [f32; 3], p: [f32; 3], a: f32, b: f32) -> [f32; 3] {
+    let k = P::gmad(b, b, a * a);
     let den = 2.0 / (1.0 + k);
     let (a, b, c) = (a * den, b * den, -k * den);
     [
-        n[0] + q[0] * a + p[0] * b + n[0] * c,
-        n[1] + q[1] * a + p[1] * b + n[1] * c,
-        n[2] + q[2] * a + p[2] * b + n[2] * c,
+        P::gmad(n[0], c, P::gmad(p[0], b, P::gmad(q[0], a, n[0]))),
+        P::gmad(n[1], c, P::gmad(p[1], b, P::gmad(q[1], a, n[1]))),
+        P::gmad(n[2], c, P::gmad(p[2], b, P::gmad(q[2], a, n[2]))),
     ]
 }
 

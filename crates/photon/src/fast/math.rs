@@ -18,13 +18,21 @@
 //! rounded: [`Plain`] (two roundings, what the fast mode and the precise twin compute; the free
 //! functions below) or [`Fused`] (one rounding, `f32::mul_add`: the CPU side of the kernel's
 //! WD_TWIN_FMA, whose explicit `fmaf` a GPU build without contraction keeps; issue #29).
+//! [`FusedGeom`] also fuses the per-step geometry that `Poly::gmad` marks (the rotation, its
+//! normalisation, the birefringent step: WD_TWIN_FMA_GEOM).
 
 use std::f32::consts::{LN_2, TAU};
 
 /// How the polynomials round a Horner step a·b + c.
 pub trait Poly: Copy + Default + Send + Sync + 'static {
-    /// a·b + c.
+    /// a·b + c in a polynomial.
     fn mad(a: f32, b: f32, c: f32) -> f32;
+    /// a·b + c in the per-step geometry (rotation, birefringent step): rounded twice but for
+    /// [`FusedGeom`].
+    #[inline(always)]
+    fn gmad(a: f32, b: f32, c: f32) -> f32 {
+        a * b + c
+    }
 }
 
 /// a·b + c rounded twice, as Rust writes it (no contraction).
@@ -45,6 +53,22 @@ impl Poly for Plain {
 impl Poly for Fused {
     #[inline(always)]
     fn mad(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+}
+
+/// [`Fused`], and the geometry's a·b + c rounded once too (the kernel's WD_TWIN_FMA_GEOM).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FusedGeom;
+
+impl Poly for FusedGeom {
+    #[inline(always)]
+    fn mad(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+
+    #[inline(always)]
+    fn gmad(a: f32, b: f32, c: f32) -> f32 {
         a.mul_add(b, c)
     }
 }

@@ -70,7 +70,7 @@ impl Phase {
     pub fn scatter_p<P: Poly>(&self, n: [f32; 3], cos_t: f32, u_phi: f32) -> [f32; 3] {
         let sin_t = (1.0 - cos_t * cos_t).max(0.0).sqrt();
         match &self.aniso {
-            None => normalize(rotate_unnormalised_p::<P>(n, cos_t, sin_t, u_phi)),
+            None => rotate_p::<P>(n, cos_t, sin_t, u_phi),
             Some((a, ik)) => {
                 let m = a.to_frame(n);
                 let m = normalize([a.k[0] * m[0], a.k[1] * m[1], a.k[2] * m[2]]);
@@ -94,7 +94,9 @@ pub fn rotate_unnormalised(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [
 #[must_use]
 pub fn rotate_unnormalised_p<P: Poly>(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
     let (sp, cp) = math::sincos_turn_p::<P>(u_phi);
-    let s2 = n[0] * n[0] + n[1] * n[1];
+    // As written: n₀² + n₁² and n·cos t + a·e1 + b·e2, left to right (`Poly::gmad` orders the
+    // sums so that Plain adds the same terms in the same order).
+    let s2 = P::gmad(n[1], n[1], n[0] * n[0]);
     let (e1, e2) = if s2 > 1e-20 {
         let inv_s = 1.0 / s2.sqrt();
         let zi = n[2] * inv_s;
@@ -104,10 +106,20 @@ pub fn rotate_unnormalised_p<P: Poly>(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi
     };
     let (a, b) = (sin_t * cp, sin_t * sp);
     [
-        n[0] * cos_t + a * e1[0] + b * e2[0],
-        n[1] * cos_t + a * e1[1] + b * e2[1],
-        n[2] * cos_t + a * e1[2] + b * e2[2],
+        P::gmad(b, e2[0], P::gmad(a, e1[0], n[0] * cos_t)),
+        P::gmad(b, e2[1], P::gmad(a, e1[1], n[1] * cos_t)),
+        P::gmad(b, e2[2], P::gmad(a, e1[2], n[2] * cos_t)),
     ]
+}
+
+/// The rotated direction, normalised (the kernel's `rotate`): `crate::scatter::normalize` of
+/// [`rotate_unnormalised_p`], its squares summed through `Poly::gmad`.
+#[inline(always)]
+#[must_use]
+pub fn rotate_p<P: Poly>(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
+    let v = rotate_unnormalised_p::<P>(n, cos_t, sin_t, u_phi);
+    let r = 1.0 / P::gmad(v[2], v[2], P::gmad(v[1], v[1], v[0] * v[0])).sqrt();
+    [v[0] * r, v[1] * r, v[2] * r]
 }
 
 #[cfg(test)]
@@ -155,5 +167,29 @@ mod tests {
                 assert!(d < 2e-6, "{n:?} {c} {u}: {f:?} vs {e:?}");
             }
         }
+    }
+
+    /// The fused scattering (`FusedGeom`: the kernel's WD_TWIN_FMA_GEOM) is a unit vector and
+    /// differs from the plain one in last bits only; `rotate_p::<Plain>` is `normalize` of the
+    /// unnormalised rotation bit for bit (the sums reordered by `Poly::gmad` add the same terms).
+    #[test]
+    fn fused_rotation_differs_in_last_bits() {
+        use crate::fast::math::FusedGeom;
+        let mut r = RandomStream::new(33, 0, 0);
+        let mut differ = 0;
+        for _ in 0..200_000 {
+            let n = normalize([r.uniform() - 0.5, r.uniform() - 0.5, r.uniform() - 0.5]);
+            let (c, u) = (2.0 * r.uniform() - 1.0, r.uniform());
+            let s = (1.0 - c * c).max(0.0).sqrt();
+            let p = rotate_p::<Plain>(n, c, s, u);
+            assert_eq!(p, normalize(rotate_unnormalised(n, c, s, u)));
+            let f = rotate_p::<FusedGeom>(n, c, s, u);
+            let norm = f.iter().map(|x| x * x).sum::<f32>();
+            assert!((norm - 1.0).abs() < 1e-6, "{f:?}");
+            assert!((0..3).all(|i| (f[i] - p[i]).abs() < 1e-6), "{f:?} vs {p:?}");
+            differ += usize::from(f != p);
+        }
+        eprintln!("fused rotation: {differ} of 200000 differ from the plain one");
+        assert!(differ > 0);
     }
 }

@@ -21,16 +21,17 @@
 //! compiler chooses, so the two differ in last bits, which move a photon's hits beyond the
 //! comparison's tolerance only rarely (`gpu-check --domain photon-twin` counts them).
 //!
-//! `Twin<Fused>` ([`run_fused`]) rounds the polynomials' Horner steps once (`f32::mul_add`): the
+//! `Twin<Fused>` ([`run_with`]) rounds the polynomials' Horner steps once (`f32::mul_add`): the
 //! CPU side of a GPU build without contraction but with the polynomials' explicit `fmaf`
 //! (`--config default,twin,-nvrtc:fmad,WD_TWIN_FMA`, measurement only; scripts/
-//! photon-twin-contraction).
+//! photon-twin-contraction). `Twin<FusedGeom>` also fuses the rotation and the birefringent step
+//! (WD_TWIN_FMA_GEOM).
 
 use warpdrive_core::progress::Progress;
 use warpdrive_core::rng::u32_to_unit_f32;
 use warpdrive_core::RandomStream;
 
-use super::math::{self, Fused, Plain, Poly};
+use super::math::{self, Plain, Poly};
 use super::{walk, Fast};
 use crate::birefringence::Birefringence;
 use crate::collision::{Collision, DomIndex};
@@ -171,7 +172,7 @@ impl<P: Poly> Mode for Twin<P> {
             crate::scatter::henyey_greenstein(h.g, u2)
         };
         let s = (1.0 - c * c).max(0.0).sqrt();
-        crate::scatter::normalize(super::scatter::rotate_unnormalised_p::<P>(n, c, s, u3))
+        super::scatter::rotate_p::<P>(n, c, s, u3)
     }
 
     #[inline(always)]
@@ -209,7 +210,7 @@ impl<P: Poly> EmitDraws for MwcDraws<'_, P> {
     /// The kernel's `rotate`: the fast mode's rotation, normalised.
     #[inline(always)]
     fn rotate(&self, n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
-        crate::scatter::normalize(super::scatter::rotate_unnormalised_p::<P>(n, cos_t, sin_t, u_phi))
+        super::scatter::rotate_p::<P>(n, cos_t, sin_t, u_phi)
     }
 
     /// The kernel's `cascade_xi` with its pow, exp and ln from [`math`].
@@ -311,10 +312,11 @@ pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress:
     run_range(m, doms, sources, seed, 0..u64::MAX, progress)
 }
 
-/// [`run`] with the polynomials' Horner steps rounded once (`Twin<Fused>`): the CPU side of the
-/// GPU twin built without contraction and with WD_TWIN_FMA (measurement only, issue #29).
-pub fn run_fused(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
-    run_range_with::<Fused>(m, doms, sources, seed, 0..u64::MAX, progress)
+/// [`run`] with the multiply-adds rounded as `P` says: `Twin<Fused>` is the CPU side of the GPU
+/// twin built without contraction and with WD_TWIN_FMA, `Twin<FusedGeom>` with WD_TWIN_FMA_GEOM
+/// (measurement only, issue #29).
+pub fn run_with<P: Poly>(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
+    run_range_with::<P>(m, doms, sources, seed, 0..u64::MAX, progress)
 }
 
 /// [`run`] for the photons whose global ids lie in `ids` (one job of a split run).
@@ -456,8 +458,8 @@ mod tests {
     }
 
     /// Measurement (issue #29; `--ignored`, minutes): how far rounding the polynomials' Horner
-    /// steps once instead of twice (`Twin<Fused>` against `Twin<Plain>`, both on the CPU) moves
-    /// photons, by gpu-check's photon-by-photon criterion (`photon_agreement`: the same DOMs,
+    /// steps once instead of twice (`Twin<Fused>` against `Twin<Plain>`, both on the CPU), and
+    /// the per-step geometry as well (`Twin<FusedGeom>`), moves photons, by gpu-check's photon-by-photon criterion (`photon_agreement`: the same DOMs,
     /// times within 0.01 ns), on gpu-check's cases: the 10 TeV cascade of `photon-twin` (seed
     /// 20261122) in the three models, and the lab-profile LED ring with its cable in spice_ftp-v3m
     /// of `photon-flasher` (1e8 LED photons, seed 20261125). A last-bit change of the same kind
@@ -469,23 +471,26 @@ mod tests {
         use crate::gpu_check::{flasher_cases, photon_agreement};
         use crate::source::realise;
         let report = |label: &str, det: &Detector, sources: &[Source], seed: u64| {
-            let t0 = std::time::Instant::now();
             let plain = run(&det.medium, &det.index, sources, seed, &Progress::hidden());
-            let fused = run_fused(&det.medium, &det.index, sources, seed, &Progress::hidden());
-            let (same, total) = photon_agreement(&plain, &fused);
-            let bits = plain.len() == fused.len()
-                && plain
-                    .iter()
-                    .zip(&fused)
-                    .all(|(a, b)| a.photon == b.photon && a.dom == b.dom && a.time.to_bits() == b.time.to_bits());
-            eprintln!(
-                "{label}: {same} of {total} photons with hits the same ({:.3} %); raw hits plain {}, fused {}; \
-                 all bit for bit: {bits}; {:.0} s",
-                100.0 * same as f64 / total.max(1) as f64,
-                plain.len(),
-                fused.len(),
-                t0.elapsed().as_secs_f64()
-            );
+            let fused = [
+                (
+                    "Fused",
+                    run_with::<super::math::Fused>(&det.medium, &det.index, sources, seed, &Progress::hidden()),
+                ),
+                (
+                    "FusedGeom",
+                    run_with::<super::math::FusedGeom>(&det.medium, &det.index, sources, seed, &Progress::hidden()),
+                ),
+            ];
+            for (name, fused) in fused {
+                let (same, total) = photon_agreement(&plain, &fused);
+                eprintln!(
+                    "{label}, {name} vs Plain: {same} of {total} photons with hits the same ({:.3} %); raw hits {} vs {}",
+                    100.0 * same as f64 / total.max(1) as f64,
+                    fused.len(),
+                    plain.len(),
+                );
+            }
         };
         let input = data_dir().join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
         let text = std::fs::read_to_string(&input).unwrap();
