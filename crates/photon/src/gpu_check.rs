@@ -1289,7 +1289,7 @@ pub const TWIN_CONFIGS: &[&str] = &["default,twin"];
 /// scale the same hits against the CPU fast mode. A check passes at ≥ 99 % against the twin (the
 /// precise comparison's criterion). A build with WD_TWIN_FMA (explicit fmaf in the polynomials)
 /// is compared with `Twin<Fused>`, one with WD_TWIN_FMA_GEOM with `Twin<FusedGeom>`
-/// (`fast::twin::run_with`), every other with `Twin<Plain>`.
+/// (`fast::twin::run_range_with`), every other with `Twin<Plain>`.
 pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
     let configs: Vec<String> = match std::env::var("WARPDRIVE_TWIN_CONFIGS") {
         Ok(v) => v.split(';').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect(),
@@ -1318,7 +1318,7 @@ pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Res
             .specs;
         let sources = realise(&specs, seed);
         use crate::fast::math::{Fused, FusedGeom, Plain};
-        use crate::fast::twin::run_with;
+        use crate::fast::twin::run_range_with as run_with;
         let hidden = Progress::hidden();
         // The CPU twins, each run once: Plain, Fused, FusedGeom.
         let mut twins: [Option<Vec<RawHit>>; 3] = Default::default();
@@ -1331,9 +1331,9 @@ pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Res
                 usize::from(has("WD_TWIN_FMA"))
             };
             let twin = &*twins[k].get_or_insert_with(|| match k {
-                0 => run_with::<Plain>(&det.medium, &det.index, &sources, seed, &hidden),
-                1 => run_with::<Fused>(&det.medium, &det.index, &sources, seed, &hidden),
-                _ => run_with::<FusedGeom>(&det.medium, &det.index, &sources, seed, &hidden),
+                0 => run_with::<Plain>(&det.medium, &det.index, &sources, seed, 0..u64::MAX, &hidden),
+                1 => run_with::<Fused>(&det.medium, &det.index, &sources, seed, 0..u64::MAX, &hidden),
+                _ => run_with::<FusedGeom>(&det.medium, &det.index, &sources, seed, 0..u64::MAX, &hidden),
             });
             let (g, s) = gpu::run(&det.medium, &det.index, &sources, seed, o)?;
             let (same, total) = photon_agreement(twin, &g);

@@ -21,7 +21,7 @@
 //! compiler chooses, so the two differ in last bits, which move a photon's hits beyond the
 //! comparison's tolerance only rarely (`gpu-check --domain photon-twin` counts them).
 //!
-//! `Twin<Fused>` ([`run_with`]) rounds the polynomials' Horner steps once (`f32::mul_add`): the
+//! `Twin<Fused>` ([`run_range_with`]) rounds the polynomials' Horner steps once (`f32::mul_add`): the
 //! CPU side of a GPU build without contraction but with the polynomials' explicit `fmaf`
 //! (`--config default,twin,-nvrtc:fmad,WD_TWIN_FMA`, measurement only; scripts/
 //! photon-twin-contraction). `Twin<FusedGeom>` also fuses the rotation and the birefringent step
@@ -312,13 +312,6 @@ pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress:
     run_range(m, doms, sources, seed, 0..u64::MAX, progress)
 }
 
-/// [`run`] with the multiply-adds rounded as `P` says: `Twin<Fused>` is the CPU side of the GPU
-/// twin built without contraction and with WD_TWIN_FMA, `Twin<FusedGeom>` with WD_TWIN_FMA_GEOM
-/// (measurement only, issue #29).
-pub fn run_with<P: Poly>(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
-    run_range_with::<P>(m, doms, sources, seed, 0..u64::MAX, progress)
-}
-
 /// [`run`] for the photons whose global ids lie in `ids` (one job of a split run).
 pub fn run_range(
     m: &Medium,
@@ -331,8 +324,10 @@ pub fn run_range(
     run_range_with::<Plain>(m, doms, sources, seed, ids, progress)
 }
 
-/// [`run_range`] with the polynomials rounded as `P` says.
-fn run_range_with<P: Poly>(
+/// [`run_range`] with the multiply-adds rounded as `P` says: `Twin<Fused>` is the CPU side of the
+/// GPU twin built without contraction and with WD_TWIN_FMA, `Twin<FusedGeom>` with
+/// WD_TWIN_FMA_GEOM (measurement only, issue #29; all photons: `ids` = `0..u64::MAX`).
+pub fn run_range_with<P: Poly>(
     m: &Medium,
     doms: &DomIndex,
     sources: &[Source],
@@ -475,11 +470,11 @@ mod tests {
             let fused = [
                 (
                     "Fused",
-                    run_with::<super::math::Fused>(&det.medium, &det.index, sources, seed, &Progress::hidden()),
+                    run_range_with::<super::math::Fused>(&det.medium, &det.index, sources, seed, 0..u64::MAX, &Progress::hidden()),
                 ),
                 (
                     "FusedGeom",
-                    run_with::<super::math::FusedGeom>(&det.medium, &det.index, sources, seed, &Progress::hidden()),
+                    run_range_with::<super::math::FusedGeom>(&det.medium, &det.index, sources, seed, 0..u64::MAX, &Progress::hidden()),
                 ),
             ];
             for (name, fused) in fused {
