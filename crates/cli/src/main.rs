@@ -133,8 +133,10 @@ enum Command {
         json: PathBuf,
         /// Which domain's checks: all, photon, sky, em, spline or beam; photon-hole and
         /// photon-flasher run only the hole-ice or flasher precise comparisons (scripts/gpu-check
-        /// photon runs them as steps of their own); photon-twin measures GPU builds against the
-        /// CPU fast path photon by photon (WARPDRIVE_TWIN_CONFIGS: `;`-separated bench configs).
+        /// photon runs them as steps of their own); photon-twin measures GPU builds of precise
+        /// mode against the CPU's precise twin photon by photon, on a cascade in three models and
+        /// the lab-profile flasher with its cable (WARPDRIVE_TWIN_CONFIGS: `;`-separated bench
+        /// configs).
         #[arg(long, default_value = "all")]
         domain: String,
     },

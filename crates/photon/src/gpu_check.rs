@@ -1284,7 +1284,8 @@ pub const TWIN_CONFIGS: &[&str] = &["default,twin"];
 /// Issue #29 (`gpu-check --domain photon-twin`, a step of scripts/gpu-check photon): how closely
 /// GPU builds follow the CPU's precise twin (`fast::twin`) photon by photon, in all three models
 /// (docs/performance/photon.md, "precise mode as the twin of the CPU's"). The 10 TeV reference cascade in
-/// spice_3.2.1, spice_ftp-v3m and spice_bfr-v2, seed 20261122; per build the photons with the
+/// spice_3.2.1, spice_ftp-v3m and spice_bfr-v2, seed 20261122, and the precise flasher case
+/// nearest its threshold (the lab-profile LED ring with its cable); per build the photons with the
 /// same hits ([`photon_agreement`]) and with bit-identical hits against the CPU twin, and for
 /// scale the same hits against the CPU fast mode. A check passes at ≥ 99 % against the twin (the
 /// precise comparison's criterion). A build with WD_TWIN_FMA (explicit fmaf in the polynomials)
@@ -1303,64 +1304,92 @@ pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Res
         .iter()
         .map(|c| crate::bench::parse_config(c, &base).map_err(|e| GpuError::Other(e.to_string())))
         .collect::<Result<_, _>>()?;
-    let input = data.join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
-    let text = std::fs::read_to_string(&input).map_err(|e| GpuError::Other(format!("{}: {e}", input.display())))?;
-    let seed = 20261122;
-    let mut out = Vec::new();
-    for model in ["spice_3.2.1", "spice_ftp-v3m", "spice_bfr-v2"] {
-        let det = Detector::build(&DetectorOptions {
+    let detector = |model: &str| {
+        Detector::build(&DetectorOptions {
             ice_dir: Some(data.join("ice").join(model)),
             ..Default::default()
         })
-        .map_err(|e| GpuError::Other(e.to_string()))?;
+        .map_err(|e| GpuError::Other(e.to_string()))
+    };
+    let input = data.join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
+    let text = std::fs::read_to_string(&input).map_err(|e| GpuError::Other(format!("{}: {e}", input.display())))?;
+    let mut out = Vec::new();
+    for model in ["spice_3.2.1", "spice_ftp-v3m", "spice_bfr-v2"] {
+        let det = detector(model)?;
         let specs = parse_f2k(&input, &text, &det.yield_)
             .map_err(|e| GpuError::Other(e.to_string()))?
             .specs;
-        let sources = realise(&specs, seed);
-        use crate::fast::math::{Fused, FusedGeom, Plain};
-        use crate::fast::twin::run_range_with as run_with;
-        let hidden = Progress::hidden();
-        // The CPU twins, each run once: Plain, Fused, FusedGeom.
-        let mut twins: [Option<Vec<RawHit>>; 3] = Default::default();
-        let fast = crate::fast::run(&det.medium, &det.index, &sources, seed, &hidden);
-        for (config, o) in configs.iter().zip(&opts) {
-            let has = |d: &str| o.defines.iter().any(|x| x == d);
-            let k = if has("WD_TWIN_FMA_GEOM") {
-                2
-            } else {
-                usize::from(has("WD_TWIN_FMA"))
-            };
-            let twin = &*twins[k].get_or_insert_with(|| match k {
-                0 => run_with::<Plain>(&det.medium, &det.index, &sources, seed, 0..u64::MAX, &hidden),
-                1 => run_with::<Fused>(&det.medium, &det.index, &sources, seed, 0..u64::MAX, &hidden),
-                _ => run_with::<FusedGeom>(&det.medium, &det.index, &sources, seed, 0..u64::MAX, &hidden),
-            });
-            let (g, s) = gpu::run(&det.medium, &det.index, &sources, seed, o)?;
-            let (same, total) = photon_agreement(twin, &g);
-            let exact = bit_identical_photons(twin, &g);
-            let (same_f, total_f) = photon_agreement(&fast, &g);
-            let frac = same as f64 / total.max(1) as f64;
-            if let Some(dir) = std::env::var_os("WARPDRIVE_CHECK_DUMP") {
-                dump_differences(Path::new(&dir), &format!("twin {model} {config}"), twin, &g);
-            }
-            out.push(check(
-                &format!("twin {model} [{config}]: photon-by-photon CPU twin = GPU"),
-                frac >= 0.99 && total > 0,
-                format!(
-                    "vs CPU twin: {same} of {total} photons with hits the same ({:.3} %), {exact} bit for bit; \
-                     vs CPU fast: {same_f} of {total_f} ({:.3} %); raw hits CPU twin {}, fast {}, GPU {}; kernel {:.3} s",
-                    100.0 * frac,
-                    100.0 * same_f as f64 / total_f.max(1) as f64,
-                    twin.len(),
-                    fast.len(),
-                    g.len(),
-                    s.kernel_seconds
-                ),
-            ));
-            log(&format!("{:?}", out.last()));
-        }
+        let seed = 20261122;
+        twin_case(&det, &realise(&specs, seed), seed, model, &configs, &opts, &mut out, log)?;
+    }
+    // The precise flasher check closest to its threshold (photon-flasher: the lab-profile LED ring
+    // with its cable in spice_ftp-v3m, 1e8 LED photons, seed 20261125; 98.991 % in session 29).
+    for (label, model, string, fopts) in flasher_cases().into_iter().filter(|c| c.0.contains("cable")) {
+        let det = detector(model)?;
+        let specs = crate::f2k::flasher(&det, string, 20, 1e8, &fopts).map_err(|e| GpuError::Other(e.to_string()))?;
+        let seed = 20261125;
+        let name = format!("flasher {string}-20 in {model} ({label})");
+        twin_case(&det, &realise(&specs, seed), seed, &name, &configs, &opts, &mut out, log)?;
     }
     Ok(out)
+}
+
+/// One case of [`check_twin`]: every build in `opts` against its CPU twin (`Twin<Plain>`, or
+/// `Twin<Fused>` / `Twin<FusedGeom>` for builds with WD_TWIN_FMA / WD_TWIN_FMA_GEOM, each run
+/// once) and, for scale, against the CPU fast mode.
+#[allow(clippy::too_many_arguments)]
+fn twin_case(
+    det: &Detector,
+    sources: &[crate::source::Source],
+    seed: u64,
+    case: &str,
+    configs: &[String],
+    opts: &[GpuOptions],
+    out: &mut Vec<Check>,
+    log: &mut dyn FnMut(&str),
+) -> Result<(), GpuError> {
+    use crate::fast::math::{Fused, FusedGeom, Plain};
+    use crate::fast::twin::run_range_with as run_with;
+    let (m, idx, hidden) = (&det.medium, &det.index, Progress::hidden());
+    let mut twins: [Option<Vec<RawHit>>; 3] = Default::default();
+    let fast = crate::fast::run(m, idx, sources, seed, &hidden);
+    for (config, o) in configs.iter().zip(opts) {
+        let has = |d: &str| o.defines.iter().any(|x| x == d);
+        let k = if has("WD_TWIN_FMA_GEOM") {
+            2
+        } else {
+            usize::from(has("WD_TWIN_FMA"))
+        };
+        let twin = &*twins[k].get_or_insert_with(|| match k {
+            0 => run_with::<Plain>(m, idx, sources, seed, 0..u64::MAX, &hidden),
+            1 => run_with::<Fused>(m, idx, sources, seed, 0..u64::MAX, &hidden),
+            _ => run_with::<FusedGeom>(m, idx, sources, seed, 0..u64::MAX, &hidden),
+        });
+        let (g, s) = gpu::run(m, idx, sources, seed, o)?;
+        let (same, total) = photon_agreement(twin, &g);
+        let exact = bit_identical_photons(twin, &g);
+        let (same_f, total_f) = photon_agreement(&fast, &g);
+        let frac = same as f64 / total.max(1) as f64;
+        if let Some(dir) = std::env::var_os("WARPDRIVE_CHECK_DUMP") {
+            dump_differences(Path::new(&dir), &format!("twin {case} {config}"), twin, &g);
+        }
+        out.push(check(
+            &format!("twin {case} [{config}]: photon-by-photon CPU twin = GPU"),
+            frac >= 0.99 && total > 0,
+            format!(
+                "vs CPU twin: {same} of {total} photons with hits the same ({:.3} %), {exact} bit for bit; \
+                 vs CPU fast: {same_f} of {total_f} ({:.3} %); raw hits CPU twin {}, fast {}, GPU {}; kernel {:.3} s",
+                100.0 * frac,
+                100.0 * same_f as f64 / total_f.max(1) as f64,
+                twin.len(),
+                fast.len(),
+                g.len(),
+                s.kernel_seconds
+            ),
+        ));
+        log(&format!("{:?}", out.last()));
+    }
+    Ok(())
 }
 
 /// Photons whose hits are identical bit for bit on both sides (every field of every hit).
