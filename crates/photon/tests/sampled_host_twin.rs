@@ -10,6 +10,9 @@
 //! Needs a C++ compiler (`c++`, or `$CXX`); skipped without one unless
 //! `WARPDRIVE_REQUIRE_DATA=1`.
 
+mod host_cxx;
+
+use host_cxx::{compile, piece};
 use std::fmt::Write as _;
 use std::process::Command;
 use warpdrive_core::RandomStream;
@@ -50,34 +53,6 @@ int main() {
 }
 "#;
     format!("{pre}{body}{main}")
-}
-
-/// Compiles `cpp` to `exe` with `flags` (and the kernel switches `defines`); false (test skipped)
-/// without a C++ compiler unless `WARPDRIVE_REQUIRE_DATA=1`.
-fn compile(cpp: &std::path::Path, exe: &std::path::Path, flags: &[&str], defines: &[&str]) -> bool {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    match Command::new(&cxx)
-        .args(flags)
-        .args(defines.iter().map(|d| format!("-D{d}")))
-        .arg(cpp)
-        .arg("-o")
-        .arg(exe)
-        .output()
-    {
-        Ok(o) if o.status.success() => true,
-        Ok(o) => panic!(
-            "{cxx} failed on the host twin ({defines:?}):\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => {
-            assert!(
-                std::env::var("WARPDRIVE_REQUIRE_DATA").as_deref() != Ok("1"),
-                "no C++ compiler ({cxx}: {e})"
-            );
-            eprintln!("skipped: no C++ compiler ({cxx}: {e})");
-            false
-        }
-    }
 }
 
 /// The lookup with its first and last edges from the parameters (WD_SAMP_EDGES, the default)
@@ -203,13 +178,6 @@ fn device_lookup_is_the_rust_lookup() {
         assert!(far == 0 && near * 1000 <= n, "{near} near, {far} far");
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// The text of `src` from the line starting `from` up to (without) the one starting `to`.
-fn piece<'a>(src: &'a str, from: &str, to: &str) -> &'a str {
-    let a = src.find(from).unwrap_or_else(|| panic!("{from:?} not in the kernel"));
-    let b = a + src[a..].find(to).unwrap_or_else(|| panic!("{to:?} not after {from:?}"));
-    &src[a..b]
 }
 
 /// The spherical grid both warp twins bin into (C++ declaring `SampParams T`): r by arithmetic,

@@ -89,9 +89,11 @@ fn box_muller<P: Poly>(u1: f32, u2: f32) -> (f32, f32) {
 }
 
 /// The unit vector of stereographic coordinates (a, b) around n in the frame (q, p), without
-/// renormalising.
+/// renormalising (the kernel's `bfr_stereographic` with WD_FAST_BFR; tests/twin_host_arith.rs
+/// compares the two).
 #[inline(always)]
-fn stereographic<P: Poly>(n: [f32; 3], q: [f32; 3], p: [f32; 3], a: f32, b: f32) -> [f32; 3] {
+#[must_use]
+pub fn stereographic<P: Poly>(n: [f32; 3], q: [f32; 3], p: [f32; 3], a: f32, b: f32) -> [f32; 3] {
     let k = P::gmad(b, b, a * a);
     let den = 2.0 / (1.0 + k);
     let (a, b, c) = (a * den, b * den, -k * den);
