@@ -12,7 +12,6 @@
 //! * [`sincos_turn`]: sin and cos of 2π·t for any finite t: t reduced to r ∈ [−⅛, ⅛] turns and a
 //!   quadrant, x = 2πr ∈ [−π/4, π/4], sin to x⁹ and cos to x¹⁰ (truncation < 3·10⁻⁸);
 //!   absolute error ≤ 3·10⁻⁷.
-
 //!
 //! Each polynomial is written once over [`Poly`], which says how a Horner step a·b + c is
 //! rounded: [`Plain`] (two roundings, what the fast mode and the precise twin compute; the free
@@ -39,7 +38,8 @@ pub trait Poly: Copy + Default + Send + Sync + 'static {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Plain;
 
-/// a·b + c rounded once (`f32::mul_add`, the kernel's `fmaf`).
+/// a·b + c rounded once (`f32::mul_add`, the kernel's `fmaf`; where the code is not compiled for
+/// FMA, a call to the C library's `fmaf`: measurement only, not the fast mode's arithmetic).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fused;
 
