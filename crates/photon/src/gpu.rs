@@ -596,6 +596,49 @@ pub fn has_lab_flasher(sources: &[Source]) -> bool {
     sources.iter().any(|s| matches!(s.emission, Emission::Flasher(l) if l.lab()))
 }
 
+/// Where [`params`] puts the kernel's tables: each call stores one table and returns the address
+/// the kernel reads it at (a device pointer for [`upload`]; an offset into one host buffer for
+/// the host build of the kernel, tests/twin_host_kernel.rs).
+pub trait TableSink {
+    fn f32s(&mut self, v: &[f32]) -> Result<u64, GpuError>;
+    fn f64s(&mut self, v: &[f64]) -> Result<u64, GpuError>;
+    fn u32s(&mut self, v: &[u32]) -> Result<u64, GpuError>;
+    fn i32s(&mut self, v: &[i32]) -> Result<u64, GpuError>;
+    fn u64s(&mut self, v: &[u64]) -> Result<u64, GpuError>;
+}
+
+/// The tables on one device, kept alive with the params that point at them.
+struct DeviceSink<'a> {
+    stream: &'a Arc<CudaStream>,
+    f32s: Vec<CudaSlice<f32>>,
+    f64s: Vec<CudaSlice<f64>>,
+    u32s: Vec<CudaSlice<u32>>,
+    i32s: Vec<CudaSlice<i32>>,
+    u64s: Vec<CudaSlice<u64>>,
+}
+
+macro_rules! device_put {
+    ($name:ident, $t:ty) => {
+        fn $name(&mut self, v: &[$t]) -> Result<u64, GpuError> {
+            let d = self.stream.clone_htod(&nonempty(v))?;
+            let ptr = {
+                let (ptr, _sync) = d.device_ptr(self.stream);
+                ptr
+            };
+            self.$name.push(d);
+            Ok(ptr)
+        }
+    };
+}
+
+impl TableSink for DeviceSink<'_> {
+    device_put!(f32s, f32);
+    device_put!(f64s, f64);
+    device_put!(u32s, u32);
+    device_put!(i32s, i32);
+    device_put!(u64s, u64);
+}
+
 /// Upload medium, geometry and sources to `stream`.
 pub fn upload(
     stream: &Arc<CudaStream>,
@@ -604,20 +647,46 @@ pub fn upload(
     sources: &[Source],
     hit_capacity: usize,
 ) -> Result<(DeviceTables, CudaSlice<GpuHit>, CudaSlice<u64>), GpuError> {
+    let mut sink = DeviceSink {
+        stream,
+        f32s: Vec::new(),
+        f64s: Vec::new(),
+        u32s: Vec::new(),
+        i32s: Vec::new(),
+        u64s: Vec::new(),
+    };
+    let mut p = params(m, idx, sources, &mut sink)?;
+    let hits = stream.alloc_zeros::<GpuHit>(hit_capacity.max(1))?;
+    // [hit count, next photon offset of the dynamic distribution (WD_DYNAMIC)].
+    let count = stream.alloc_zeros::<u64>(2)?;
+    {
+        let (h, _s) = hits.device_ptr(stream);
+        let (c, _t) = count.device_ptr(stream);
+        p.hits = h;
+        p.hit_count = c;
+    }
+    p.hit_capacity = hit_capacity.max(1) as u64;
+    Ok((
+        DeviceTables {
+            _keep_f32: sink.f32s,
+            _keep_f64: sink.f64s,
+            _keep_u32: sink.u32s,
+            _keep_i32: sink.i32s,
+            _keep_u64: sink.u64s,
+            params: p,
+        },
+        hits,
+        count,
+    ))
+}
+
+/// The kernel's params for medium, geometry and sources, their tables stored by `sink` (the
+/// hit buffer, its count and capacity, the seed and the photon range are the caller's).
+pub fn params(m: &Medium, idx: &DomIndex, sources: &[Source], sink: &mut dyn TableSink) -> Result<GpuParams, GpuError> {
     let mut p = GpuParams::default();
-    let mut f32s = Vec::new();
-    let mut f64s = Vec::new();
-    let mut u32s = Vec::new();
-    let mut i32s = Vec::new();
-    let mut u64s = Vec::new();
     macro_rules! put {
         ($keep:ident, $field:ident, $data:expr) => {{
-            let d = stream.clone_htod(&nonempty(&$data))?;
-            {
-                let (ptr, _sync) = d.device_ptr(stream);
-                p.$field = ptr;
-            }
-            $keep.push(d);
+            p.$field = sink.$keep(&$data)?;
         }};
     }
     put!(f32s, slice_wavelength, m.slices.iter().map(|s| s.wavelength).collect::<Vec<_>>());
@@ -786,28 +855,7 @@ pub fn upload(
     put!(i32s, src_i32, si);
     put!(u64s, src_offsets, offsets);
     p.n_sources = sources.len() as i32;
-    let hits = stream.alloc_zeros::<GpuHit>(hit_capacity.max(1))?;
-    // [hit count, next photon offset of the dynamic distribution (WD_DYNAMIC)].
-    let count = stream.alloc_zeros::<u64>(2)?;
-    {
-        let (h, _s) = hits.device_ptr(stream);
-        let (c, _t) = count.device_ptr(stream);
-        p.hits = h;
-        p.hit_count = c;
-    }
-    p.hit_capacity = hit_capacity.max(1) as u64;
-    Ok((
-        DeviceTables {
-            _keep_f32: f32s,
-            _keep_f64: f64s,
-            _keep_u32: u32s,
-            _keep_i32: i32s,
-            _keep_u64: u64s,
-            params: p,
-        },
-        hits,
-        count,
-    ))
+    Ok(p)
 }
 
 fn to_raw(h: &GpuHit) -> RawHit {

@@ -1,0 +1,304 @@
+//! `--precise`'s GPU twin built for the host (issue #29): propagate.cu's device code, with the
+//! switches of `gpu::precise_options` and the run's features, compiled as C++ without contraction
+//! (`-ffp-contract=off`: the arithmetic of a GPU build with `--fmad=false`), fed the kernel's own
+//! params (`gpu::params`, its tables in one host buffer) and run photon by photon (`start`, then
+//! `step` until the photon ends: the plain loop, `WD_NAIVE_LOOP`'s body). Its hits are compared
+//! with the CPU twin's (`fast::twin::run_range_with`), field by field, bit for bit:
+//! * the precise build's switches against `Twin<Plain>`;
+//! * with WD_TWIN_FMA_GEOM against `Twin<FusedGeom>`.
+//!
+//! So the twin's code is the same computation on both sides, photon for photon, up to what only a
+//! GPU does: contraction where NVRTC chooses (today's `--precise` has `--fmad=true`) and CUDA's own
+//! libm where the twin calls it. Those are measured on a device (scripts/photon-twin-contraction).
+//!
+//! Needs a C++ compiler (`c++`, or `$CXX`); skipped without one unless `WARPDRIVE_REQUIRE_DATA=1`.
+
+mod host_cxx;
+
+use host_cxx::{compile, piece};
+use std::path::Path;
+use std::process::Command;
+use warpdrive_core::progress::Progress;
+use warpdrive_photon::detector::{Detector, DetectorOptions};
+use warpdrive_photon::f2k::parse_f2k;
+use warpdrive_photon::fast::math::{FusedGeom, Plain, Poly};
+use warpdrive_photon::fast::twin::run_range_with;
+use warpdrive_photon::gpu::{self, GpuError, GpuHit, GpuParams, KernelFeatures, TableSink};
+use warpdrive_photon::gpu_check::flasher_cases;
+use warpdrive_photon::propagate::RawHit;
+use warpdrive_photon::source::{realise, total_photons, Source};
+
+const KERNEL: &str = include_str!("../kernels/propagate.cu");
+
+/// The tables in one buffer, each at a 16-byte aligned offset; the addresses returned are
+/// `base` + offset.
+struct HostSink {
+    base: u64,
+    blob: Vec<u8>,
+}
+
+impl HostSink {
+    fn put(&mut self, bytes: &[u8]) -> u64 {
+        while !self.blob.len().is_multiple_of(16) {
+            self.blob.push(0);
+        }
+        let at = self.blob.len() as u64;
+        // At least one element, as the device's tables (no zero-length allocation).
+        self.blob.extend_from_slice(bytes);
+        self.blob.extend_from_slice(&[0u8; 16]);
+        self.base + at
+    }
+}
+
+macro_rules! host_put {
+    ($name:ident, $t:ty) => {
+        fn $name(&mut self, v: &[$t]) -> Result<u64, GpuError> {
+            Ok(self.put(&v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>()))
+        }
+    };
+}
+
+impl TableSink for HostSink {
+    host_put!(f32s, f32);
+    host_put!(f64s, f64);
+    host_put!(u32s, u32);
+    host_put!(i32s, i32);
+    host_put!(u64s, u64);
+}
+
+fn words(p: &GpuParams) -> Vec<u64> {
+    let n = std::mem::size_of::<GpuParams>() / 8;
+    // SAFETY: GpuParams is repr(C), Copy, 8-byte aligned, a whole number of u64 words (832 bytes,
+    // checked by the kernel's static_assert), fields of 4 and 8 bytes with explicit padding.
+    unsafe { std::slice::from_raw_parts((p as *const GpuParams).cast::<u64>(), n) }.to_vec()
+}
+
+/// The host program: the CUDA built-ins the device code uses, the kernel's source up to its
+/// kernels, and a main that runs the photons of the params it reads.
+fn source() -> String {
+    let pre = r#"#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __grid_constant__
+#define __launch_bounds__(a, b)
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+struct uint2 { unsigned int x, y; };
+struct uint4 { unsigned int x, y, z, w; };
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((unsigned long long)a * b) >> 32); }
+static inline unsigned int __float_as_uint(float x) { unsigned int u; memcpy(&u, &x, 4); return u; }
+static inline float __uint_as_float(unsigned int u) { float x; memcpy(&x, &u, 4); return x; }
+static inline int __float_as_int(float x) { int u; memcpy(&u, &x, 4); return u; }
+static inline float __int_as_float(int u) { float x; memcpy(&x, &u, 4); return x; }
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { unsigned long long o = *p; *p += v; return o; }
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
+static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+"#;
+    let body = piece(KERNEL, "", "#if defined(WD_NAIVE_LOOP)");
+    let main = r#"
+int main(int argc, char** argv) {
+    // argv: params file, blob file, pointer words file, hit capacity.
+    PhotonParams P;
+    FILE* f = fopen(argv[1], "rb");
+    if (fread(&P, sizeof P, 1, f) != 1) return 2;
+    fclose(f);
+    f = fopen(argv[2], "rb");
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    std::vector<double> blob(n / 8 + 2);  // 8-byte aligned
+    if (n > 0 && fread(blob.data(), 1, n, f) != (size_t)n) return 3;
+    fclose(f);
+    unsigned long long* w = (unsigned long long*)&P;
+    f = fopen(argv[3], "r");
+    int k;
+    while (fscanf(f, "%d", &k) == 1) w[k] = w[k] - 16 + (unsigned long long)blob.data();
+    fclose(f);
+    unsigned long long cap = strtoull(argv[4], nullptr, 10), count[2] = {0, 0};
+    std::vector<GpuHit> hits(cap);
+    P.hits = hits.data();
+    P.hit_count = count;
+    P.hit_capacity = cap;
+    for (unsigned long long id = P.photon_lo; id < P.photon_hi; ++id) {
+        PState st;
+        start(P, id, st);
+        while (step(P, st)) {}
+    }
+    if (count[0] > cap) return 4;
+    fwrite(hits.data(), sizeof(GpuHit), count[0], stdout);
+    return 0;
+}
+"#;
+    format!("{pre}{body}{main}")
+}
+
+fn detector(model: &str) -> Detector {
+    let data = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")).expect("the shared data (WARPDRIVE_DATA)");
+    Detector::build(&DetectorOptions {
+        ice_dir: Some(data.join("ice").join(model)),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// The host build's hits for `sources` (None: no C++ compiler).
+fn host_hits(dir: &Path, det: &Detector, sources: &[Source], seed: u64, extra: &[&str]) -> Option<Vec<RawHit>> {
+    let (m, idx) = (&det.medium, &det.index);
+    let mut opts = gpu::precise_options(vec![0]);
+    opts.defines.extend(extra.iter().map(|d| (*d).to_string()));
+    let defines = gpu::kernel_defines(&opts, KernelFeatures::of(m, idx, sources));
+    let defines: Vec<&str> = defines.iter().map(String::as_str).collect();
+    let tag = format!("k{}", defines.join("").len() + extra.len());
+    let (cpp, exe) = (dir.join("kernel.cpp"), dir.join(&tag));
+    std::fs::write(&cpp, source()).unwrap();
+    let include = format!("-I{}/../core/kernels", env!("CARGO_MANIFEST_DIR"));
+    if !compile(&cpp, &exe, &["-O2", "-std=c++17", "-ffp-contract=off", "-w", &include], &defines) {
+        return None;
+    }
+    // The params twice, at two bases: the words that move with the base are the pointers.
+    let (mut a, mut b) = (
+        HostSink {
+            base: 16,
+            blob: Vec::new(),
+        },
+        HostSink {
+            base: 1 << 40,
+            blob: Vec::new(),
+        },
+    );
+    let mut p = gpu::params(m, idx, sources, &mut a).unwrap();
+    let q = gpu::params(m, idx, sources, &mut b).unwrap();
+    let (wp, wq) = (words(&p), words(&q));
+    let ptrs: Vec<String> = (0..wp.len())
+        .filter(|&i| wq[i].wrapping_sub(wp[i]) == (1 << 40) - 16)
+        .map(|i| i.to_string())
+        .collect();
+    assert!(ptrs.len() > 20, "pointer fields found: {}", ptrs.len());
+    p.seed = seed;
+    p.photon_lo = 0;
+    p.photon_hi = total_photons(sources).unwrap();
+    let bytes: Vec<u8> = words(&p).iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let (pf, bf, wf) = (dir.join("params.bin"), dir.join("blob.bin"), dir.join("ptrs.txt"));
+    std::fs::write(&pf, bytes).unwrap();
+    std::fs::write(&bf, &a.blob).unwrap();
+    std::fs::write(&wf, ptrs.join("\n")).unwrap();
+    let o = Command::new(&exe).args([&pf, &bf, &wf]).arg("4000000").output().unwrap();
+    assert!(
+        o.status.success(),
+        "host kernel: {:?} {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let size = std::mem::size_of::<GpuHit>();
+    assert_eq!(o.stdout.len() % size, 0);
+    Some(
+        o.stdout
+            .chunks(size)
+            .map(|c| {
+                let u = |k: usize| u32::from_ne_bytes(c[k..k + 4].try_into().unwrap());
+                let f = |k: usize| f32::from_bits(u(k));
+                RawHit {
+                    photon: u64::from_ne_bytes(c[0..8].try_into().unwrap()),
+                    source: u(8),
+                    seq: u(12),
+                    dom: u(16),
+                    time: f(20),
+                    slice: u(24),
+                    dir: [f(28), f(32), f(36)],
+                    impact: [f(40), f(44), f(48)],
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Photons whose hits differ between the host kernel and the CPU twin `P` (every field, bits).
+fn differing<P: Poly>(dir: &Path, det: &Detector, sources: &[Source], seed: u64, extra: &[&str], label: &str) -> Option<usize> {
+    let host = host_hits(dir, det, sources, seed, extra)?;
+    let cpu = run_range_with::<P>(&det.medium, &det.index, sources, seed, 0..u64::MAX, &Progress::hidden());
+    let key = |h: &RawHit| (h.photon, h.seq);
+    let bits = |h: &RawHit| {
+        (
+            h.source,
+            h.dom,
+            h.time.to_bits(),
+            h.slice,
+            h.dir.map(f32::to_bits),
+            h.impact.map(f32::to_bits),
+        )
+    };
+    let by = |v: &[RawHit]| {
+        let mut m: std::collections::BTreeMap<u64, Vec<RawHit>> = Default::default();
+        for h in v {
+            m.entry(h.photon).or_default().push(*h);
+        }
+        m
+    };
+    let (mh, mc) = (by(&host), by(&cpu));
+    let photons: std::collections::BTreeSet<u64> = mh.keys().chain(mc.keys()).copied().collect();
+    let bad: Vec<u64> = photons
+        .iter()
+        .copied()
+        .filter(|k| {
+            let (a, b) = (
+                mh.get(k).map(Vec::as_slice).unwrap_or(&[]),
+                mc.get(k).map(Vec::as_slice).unwrap_or(&[]),
+            );
+            a.len() != b.len() || a.iter().zip(b).any(|(x, y)| key(x) != key(y) || bits(x) != bits(y))
+        })
+        .collect();
+    eprintln!(
+        "{label}: {} of {} photons with hits differ; hits host {}, CPU {}",
+        bad.len(),
+        photons.len(),
+        host.len(),
+        cpu.len()
+    );
+    for k in bad.iter().take(3) {
+        eprintln!("  photon {k}: host {:?}\n             CPU {:?}", mh.get(k), mc.get(k));
+    }
+    Some(bad.len())
+}
+
+#[test]
+fn precise_kernel_on_the_host_is_the_cpu_twin() {
+    let dir = std::env::temp_dir().join(format!("wd-twin-kernel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let seed = 20261203;
+    // A 1 TeV cascade in a model without and one with birefringence, and the precise flasher case
+    // nearest its threshold on the device (the lab-profile LED ring with its cable; 10⁷ photons).
+    let text = "EM 1 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 1000 0\nEE\n";
+    let mut cases = Vec::new();
+    for model in ["spice_3.2.1", "spice_ftp-v3m"] {
+        let det = detector(model);
+        let specs = parse_f2k(Path::new("cascade.f2k"), text, &det.yield_).unwrap().specs;
+        cases.push((format!("cascade, {model}"), realise(&specs, seed), det));
+    }
+    for (label, model, string, opts) in flasher_cases().into_iter().filter(|c| c.0.contains("cable")) {
+        let det = detector(model);
+        let specs = warpdrive_photon::f2k::flasher(&det, string, 20, 1e7, &opts).unwrap();
+        cases.push((format!("flasher {string}-20, {model} ({label})"), realise(&specs, seed), det));
+    }
+    for (label, sources, det) in &cases {
+        let Some(plain) = differing::<Plain>(&dir, det, sources, seed, &[], &format!("{label}, plain")) else {
+            return;
+        };
+        let fused = differing::<FusedGeom>(&dir, det, sources, seed, &["WD_TWIN_FMA_GEOM"], &format!("{label}, fused")).unwrap();
+        assert_eq!((plain, fused), (0, 0), "{label}: photons whose hits differ (plain, fused)");
+    }
+    // The control: the fused host build against the plain CPU twin differs (a comparison that
+    // could not see the roundings would pass the above however the two sides computed).
+    let (_, sources, det) = &cases[1];
+    let control = differing::<Plain>(&dir, det, sources, seed, &["WD_TWIN_FMA_GEOM"], "control: fused host vs plain CPU").unwrap();
+    assert!(control > 0, "the fused build gives the plain twin's hits bit for bit");
+    let _ = std::fs::remove_dir_all(&dir);
+}
