@@ -14,19 +14,13 @@ in the second are the contractions at that line (summed over its inlined copies)
 --fused-define adds that define to the --fmad=false build only (explicit fmaf switched on there):
 the report then shows what the explicit FMAs leave uncontracted.
 """
-import argparse, collections, ctypes, glob, os, re, subprocess, sys, tempfile
+import argparse, collections, glob, os, re, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nvrtc_cubin import cubin, nvrtc  # noqa: E402
 
 INSTR = re.compile(r'\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)')
 LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
-
-
-def nvrtc():
-    for name in ['libnvrtc.so.13', 'libnvrtc.so']:
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            pass
-    sys.exit('libnvrtc not found (pip install nvidia-cuda-nvrtc==13.0.88, set LD_LIBRARY_PATH)')
 
 
 def nvdisasm():
@@ -41,22 +35,8 @@ def nvdisasm():
 
 
 def compile_sass(lib, dis, path, opts):
-    src = open(path, 'rb').read()
-    prog = ctypes.c_void_p()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, os.path.basename(path).encode(), 0, None, None) == 0
-    arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-    rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
-    n = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
-    log = ctypes.create_string_buffer(n.value)
-    lib.nvrtcGetProgramLog(prog, log)
-    if rc != 0:
-        sys.exit(log.value.decode())
-    lib.nvrtcGetCUBINSize(prog, ctypes.byref(n))
-    cubin = ctypes.create_string_buffer(n.value)
-    lib.nvrtcGetCUBIN(prog, cubin)
     with tempfile.NamedTemporaryFile(suffix='.cubin', delete=False) as f:
-        f.write(cubin.raw)
+        f.write(cubin(lib, path, opts))
     try:
         return subprocess.run([dis, '-c', '-g', f.name], capture_output=True, text=True, check=True).stdout
     finally:

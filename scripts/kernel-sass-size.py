@@ -7,19 +7,10 @@ cycles on instruction fetch, docs/performance/em.md).
     LD_LIBRARY_PATH=.../nvidia/cu13/lib scripts/kernel-sass-size.py crates/em/kernels/shower.cu \
         [--include crates/core/kernels] [--arch sm_90] [-D NAME ...] [--precise]
 """
-import argparse, ctypes, ctypes.util, glob, os, subprocess, sys, tempfile
+import argparse, os, subprocess, sys, tempfile
 
-
-def nvrtc():
-    for name in ['libnvrtc.so.13', 'libnvrtc.so']:
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            pass
-    for p in glob.glob(os.path.join(os.path.dirname(__file__), '..', '.ci', '.venv', 'lib', 'python3*', 'site-packages',
-                                    'nvidia', 'cu13', 'lib', 'libnvrtc.so*')):
-        return ctypes.CDLL(p)
-    sys.exit('libnvrtc not found (pip install nvidia-cuda-nvrtc==13.0.88, set LD_LIBRARY_PATH)')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nvrtc_cubin import cubin, nvrtc  # noqa: E402
 
 
 def main():
@@ -30,26 +21,12 @@ def main():
     ap.add_argument('-D', action='append', default=[])
     ap.add_argument('--precise', action='store_true', help='--fmad=false (the em kernels build precise)')
     a = ap.parse_args()
-    lib = nvrtc()
-    src = open(a.source, 'rb').read()
-    prog = ctypes.c_void_p()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, a.source.encode(), 0, None, None) == 0
     opts = [f'-arch={a.arch}', '-std=c++17', f'-I{a.include}', '-default-device'] + [f'-D{d}' for d in a.D]
     if a.precise:
         opts += ['--fmad=false', '-prec-div=true', '-prec-sqrt=true']
-    arr = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
-    rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
-    n = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
-    log = ctypes.create_string_buffer(n.value)
-    lib.nvrtcGetProgramLog(prog, log)
-    if rc != 0:
-        sys.exit(log.value.decode())
-    lib.nvrtcGetCUBINSize(prog, ctypes.byref(n))
-    cubin = ctypes.create_string_buffer(n.value)
-    lib.nvrtcGetCUBIN(prog, cubin)
+    image = cubin(nvrtc(), a.source, opts)
     with tempfile.NamedTemporaryFile(suffix='.cubin', delete=False) as f:
-        f.write(cubin.raw)
+        f.write(image)
     out = subprocess.run(['readelf', '-SW', f.name], capture_output=True, text=True).stdout
     if os.environ.get('SASS_SIZE_RAW'):
         print(out)
