@@ -297,15 +297,47 @@ fn precise_kernel_on_the_host_is_the_cpu_twin() {
     let dir = std::env::temp_dir().join(format!("wd-twin-kernel-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let seed = 20261203;
-    // A 1 TeV cascade in a model without and one with birefringence, and the precise flasher case
+    // A 1 TeV cascade in a model without and one with birefringence, the same in gpu-check's two
+    // hole-ice models (columns of 2 DOM radii in spice_3.2.1, of 1 with birefringence in
+    // spice_ftp-v3m: WD_HOLE), a cascade among multi-PMT modules, and the precise flasher case
     // nearest its threshold on the device (the lab-profile LED ring with its cable; 10⁷ photons).
     let text = "EM 1 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 1000 0\nEE\n";
     let mut cases = Vec::new();
-    for model in ["spice_3.2.1", "spice_ftp-v3m"] {
-        let det = detector(model);
+    let data = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")).expect("the shared data (WARPDRIVE_DATA)");
+    let holes = warpdrive_photon::gpu_check::hole_models(&data).unwrap();
+    let mut dirs: Vec<(String, std::path::PathBuf)> = ["spice_3.2.1", "spice_ftp-v3m"]
+        .iter()
+        .map(|m| ((*m).to_string(), data.join("ice").join(m)))
+        .collect();
+    dirs.push(("spice_3.2.1 + hole ice".into(), holes[0].clone()));
+    dirs.push(("spice_ftp-v3m + hole ice".into(), holes[1].clone()));
+    for (model, ice) in dirs {
+        let det = Detector::build(&DetectorOptions {
+            ice_dir: Some(ice),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(det.medium.hole.is_some(), model.contains("hole"), "{model}");
         let specs = parse_f2k(Path::new("cascade.f2k"), text, &det.yield_).unwrap().specs;
         cases.push((format!("cascade, {model}"), realise(&specs, seed), det));
     }
+    for h in &holes {
+        let _ = std::fs::remove_dir_all(h);
+    }
+    // Multi-PMT modules with their own shapes (WD_SHAPES): the Upgrade geometry with the example's
+    // sensor files (tests/sensors.rs), a 100 GeV cascade among them.
+    let det = Detector::build(&DetectorOptions {
+        ice_dir: Some(data.join("ice/spice_3.2.1")),
+        geometry: Some(data.join("geometry/prometheus_upgrade.geo")),
+        sensors: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/photon/upgrade-sensors")),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(KernelFeatures::of(&det.medium, &det.index, &[]).shapes, "the modules' shapes");
+    let specs = parse_f2k(Path::new("cascade.f2k"), "TR 1 0 e 25 -35 -356 90 0 0 100 0\n", &det.yield_)
+        .unwrap()
+        .specs;
+    cases.push(("cascade, Upgrade multi-PMT modules".into(), realise(&specs, seed), det));
     for (label, model, string, opts) in flasher_cases().into_iter().filter(|c| c.0.contains("cable")) {
         let det = detector(model);
         let specs = warpdrive_photon::f2k::flasher(&det, string, 20, 1e7, &opts).unwrap();
