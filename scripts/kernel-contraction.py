@@ -17,7 +17,7 @@ the report then shows what the explicit FMAs leave uncontracted.
 import argparse, collections, glob, os, re, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nvrtc_cubin import cubin, nvrtc  # noqa: E402
+from nvrtc_cubin import cubin, nvrtc, source_arguments  # noqa: E402
 
 INSTR = re.compile(r'\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)')
 LINE = re.compile(r'//## File "([^"]+)", line (\d+)')
@@ -62,10 +62,7 @@ def tally(sass):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('source')
-    ap.add_argument('--include', default='crates/core/kernels')
-    ap.add_argument('--arch', default='sm_90')
-    ap.add_argument('-D', action='append', default=[])
+    source_arguments(ap)
     ap.add_argument('--fused-define', default=None)
     ap.add_argument('--top', type=int, default=40)
     a = ap.parse_args()

@@ -10,15 +10,12 @@ cycles on instruction fetch, docs/performance/em.md).
 import argparse, os, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nvrtc_cubin import cubin, nvrtc  # noqa: E402
+from nvrtc_cubin import cubin, nvrtc, source_arguments  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('source')
-    ap.add_argument('--include', default='crates/core/kernels')
-    ap.add_argument('--arch', default='sm_90')
-    ap.add_argument('-D', action='append', default=[])
+    source_arguments(ap)
     ap.add_argument('--precise', action='store_true', help='--fmad=false (the em kernels build precise)')
     a = ap.parse_args()
     opts = [f'-arch={a.arch}', '-std=c++17', f'-I{a.include}', '-default-device'] + [f'-D{d}' for d in a.D]

@@ -17,6 +17,15 @@ def nvrtc():
     sys.exit('libnvrtc not found (pip install nvidia-cuda-nvrtc==13.0.88, set LD_LIBRARY_PATH)')
 
 
+def source_arguments(ap):
+    """The arguments naming a build: the source, its include directory, the architecture, -D
+    switches."""
+    ap.add_argument('source')
+    ap.add_argument('--include', default='crates/core/kernels')
+    ap.add_argument('--arch', default='sm_90')
+    ap.add_argument('-D', action='append', default=[])
+
+
 def cubin(lib, path, opts):
     """The cubin bytes of CUDA source file `path` compiled with NVRTC options `opts` (exits with
     NVRTC's log on an error)."""

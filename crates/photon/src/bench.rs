@@ -625,6 +625,7 @@ mod tests {
         assert!(err("default,nvrtc:fmad").contains("add precise"));
         assert!(err("precise,keep:WD_JOBQUEUE").contains("fast-only switch"));
         assert!(err("precise,nvrtc:fma").contains("nvrtc:fmad, nvrtc:ftz"));
+        assert!(err("default,twin,-nvrtc:fma").contains("unknown NVRTC option"));
         assert!(err("precise,bogus").contains("keep:WD_… or [-]nvrtc:OPTION"));
     }
 }

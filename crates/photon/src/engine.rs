@@ -552,7 +552,10 @@ pub fn simulate(
     ctl.check()?;
     let (m, idx) = (&det.medium, &det.index);
     let (raw, mut stats) = match backend {
-        Backend::Cpu { precise: true } => (crate::fast::twin::run_range(m, idx, &sources, seed, ids, &ctl.progress), None),
+        Backend::Cpu { precise: true } => (
+            crate::fast::twin::run_range::<crate::fast::math::Plain>(m, idx, &sources, seed, ids, &ctl.progress),
+            None,
+        ),
         Backend::Cpu { precise: false } => (crate::fast::run_range(m, idx, &sources, seed, ids, &ctl.progress), None),
         Backend::Cuda(o) => {
             let (raw, stats) = gpu::run_with(m, idx, &sources, seed, ids, o, &ctl.progress)?;

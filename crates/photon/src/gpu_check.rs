@@ -1288,9 +1288,8 @@ pub const TWIN_CONFIGS: &[&str] = &["default,twin"];
 /// nearest its threshold (the lab-profile LED ring with its cable); per build the photons with the
 /// same hits ([`photon_agreement`]) and with bit-identical hits against the CPU twin, and for
 /// scale the same hits against the CPU fast mode. A check passes at ≥ 99 % against the twin (the
-/// precise comparison's criterion). A build with WD_TWIN_FMA (explicit fmaf in the polynomials)
-/// is compared with `Twin<Fused>`, one with WD_TWIN_FMA_GEOM with `Twin<FusedGeom>`
-/// (`fast::twin::run_range_with`), every other with `Twin<Plain>`.
+/// precise comparison's criterion). Each build is compared with the CPU twin of its rounding
+/// (`fast::twin::Rounding::of` its switches: WD_TWIN_FMA, WD_TWIN_FMA_GEOM or neither).
 pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
     let configs: Vec<String> = match std::env::var("WARPDRIVE_TWIN_CONFIGS") {
         Ok(v) => v.split(';').map(str::trim).filter(|c| !c.is_empty()).map(String::from).collect(),
@@ -1334,9 +1333,8 @@ pub fn check_twin(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Res
     Ok(out)
 }
 
-/// One case of [`check_twin`]: every build in `opts` against its CPU twin (`Twin<Plain>`, or
-/// `Twin<Fused>` / `Twin<FusedGeom>` for builds with WD_TWIN_FMA / WD_TWIN_FMA_GEOM, each run
-/// once) and, for scale, against the CPU fast mode.
+/// One case of [`check_twin`]: every build in `opts` against the CPU twin of its rounding (each
+/// rounding run once) and, for scale, against the CPU fast mode.
 #[allow(clippy::too_many_arguments)]
 fn twin_case(
     det: &Detector,
@@ -1348,23 +1346,13 @@ fn twin_case(
     out: &mut Vec<Check>,
     log: &mut dyn FnMut(&str),
 ) -> Result<(), GpuError> {
-    use crate::fast::math::{Fused, FusedGeom, Plain};
-    use crate::fast::twin::run_range_with as run_with;
+    use crate::fast::twin::{run_rounded, Rounding};
     let (m, idx, hidden) = (&det.medium, &det.index, Progress::hidden());
     let mut twins: [Option<Vec<RawHit>>; 3] = Default::default();
     let fast = crate::fast::run(m, idx, sources, seed, &hidden);
     for (config, o) in configs.iter().zip(opts) {
-        let has = |d: &str| o.defines.iter().any(|x| x == d);
-        let k = if has("WD_TWIN_FMA_GEOM") {
-            2
-        } else {
-            usize::from(has("WD_TWIN_FMA"))
-        };
-        let twin = &*twins[k].get_or_insert_with(|| match k {
-            0 => run_with::<Plain>(m, idx, sources, seed, 0..u64::MAX, &hidden),
-            1 => run_with::<Fused>(m, idx, sources, seed, 0..u64::MAX, &hidden),
-            _ => run_with::<FusedGeom>(m, idx, sources, seed, 0..u64::MAX, &hidden),
-        });
+        let r = Rounding::of(&o.defines);
+        let twin = &*twins[r as usize].get_or_insert_with(|| run_rounded(r, m, idx, sources, seed, 0..u64::MAX, &hidden));
         let (g, s) = gpu::run(m, idx, sources, seed, o)?;
         let (same, total) = photon_agreement(twin, &g);
         let exact = bit_identical_photons(twin, &g);
@@ -1393,7 +1381,8 @@ fn twin_case(
 }
 
 /// Photons whose hits are identical bit for bit on both sides (every field of every hit).
-fn bit_identical_photons(a: &[RawHit], b: &[RawHit]) -> usize {
+#[must_use]
+pub fn bit_identical_photons(a: &[RawHit], b: &[RawHit]) -> usize {
     let (ma, mb) = (by_photon(a), by_photon(b));
     ma.iter().filter(|(k, x)| mb.get(k) == Some(x)).count()
 }

@@ -3,7 +3,7 @@
 //! (`-ffp-contract=off`: the arithmetic of a GPU build with `--fmad=false`), fed the kernel's own
 //! params (`gpu::params`, its tables in one host buffer) and run photon by photon (`start`, then
 //! `step` until the photon ends: the plain loop, `WD_NAIVE_LOOP`'s body). Its hits are compared
-//! with the CPU twin's (`fast::twin::run_range_with`), field by field, bit for bit:
+//! with the CPU twin's (`fast::twin::run_rounded`), field by field, bit for bit:
 //! * the precise build's switches against `Twin<Plain>`;
 //! * with WD_TWIN_FMA_GEOM against `Twin<FusedGeom>`;
 //! * the exact precise build (`GpuOptions { precise: true }`) against `propagate::run`.
@@ -22,10 +22,9 @@ use std::process::Command;
 use warpdrive_core::progress::Progress;
 use warpdrive_photon::detector::{Detector, DetectorOptions};
 use warpdrive_photon::f2k::parse_f2k;
-use warpdrive_photon::fast::math::{FusedGeom, Plain, Poly};
-use warpdrive_photon::fast::twin::run_range_with;
+use warpdrive_photon::fast::twin::{run_rounded, Rounding};
 use warpdrive_photon::gpu::{self, GpuError, GpuHit, GpuParams, KernelFeatures, TableSink};
-use warpdrive_photon::gpu_check::flasher_cases;
+use warpdrive_photon::gpu_check::{bit_identical_photons, flasher_cases, photon_agreement};
 use warpdrive_photon::propagate::RawHit;
 use warpdrive_photon::source::{realise, total_photons, Source};
 
@@ -151,37 +150,28 @@ fn detector(model: &str) -> Detector {
     .unwrap()
 }
 
-/// The host build's hits for `sources` (None: no C++ compiler), without contraction.
-fn host_hits(dir: &Path, det: &Detector, sources: &[Source], seed: u64, extra: &[&str]) -> Option<Vec<RawHit>> {
-    host_hits_with(dir, det, sources, seed, extra, "-ffp-contract=off")
+/// The C++ compiler's flag for a build without contraction (the arithmetic of `--fmad=false`).
+const NO_CONTRACTION: &str = "-ffp-contract=off";
+
+/// `--precise`'s options with the switch of rounding `r`.
+fn twin_options(r: Rounding) -> gpu::GpuOptions {
+    let mut o = gpu::precise_options(vec![0]);
+    o.defines.extend(r.switch().map(String::from));
+    o
 }
 
-/// [`host_hits`] with the C++ compiler's contraction flag `contract` (`-ffp-contract=off`, or
-/// `-ffp-contract=fast` with `-march=native` on a CPU with FMA).
-fn host_hits_with(dir: &Path, det: &Detector, sources: &[Source], seed: u64, extra: &[&str], contract: &str) -> Option<Vec<RawHit>> {
-    let mut opts = gpu::precise_options(vec![0]);
-    opts.defines.extend(extra.iter().map(|d| (*d).to_string()));
-    host_hits_of(dir, det, sources, seed, &opts, contract)
-}
-
-/// The host build of the kernel with the switches of `opts` (and the run's features).
-fn host_hits_of(dir: &Path, det: &Detector, sources: &[Source], seed: u64, opts: &gpu::GpuOptions, contract: &str) -> Option<Vec<RawHit>> {
+/// The hits of the host build of the kernel with the switches of `opts` and the run's features
+/// (None: no C++ compiler); `contract` is the C++ compiler's contraction flag (`-march=native`
+/// added to any but [`NO_CONTRACTION`], for the CPU's FMA).
+fn host_hits(dir: &Path, det: &Detector, sources: &[Source], seed: u64, opts: &gpu::GpuOptions, contract: &str) -> Option<Vec<RawHit>> {
     let (m, idx) = (&det.medium, &det.index);
     let defines = gpu::kernel_defines(opts, KernelFeatures::of(m, idx, sources));
     let defines: Vec<&str> = defines.iter().map(String::as_str).collect();
-    let tag = format!(
-        "k{:x}-{}",
-        defines
-            .join(" ")
-            .bytes()
-            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))),
-        contract.len()
-    );
-    let (cpp, exe) = (dir.join("kernel.cpp"), dir.join(&tag));
+    let (cpp, exe) = (dir.join("kernel.cpp"), dir.join("kernel"));
     std::fs::write(&cpp, source()).unwrap();
     let include = format!("-I{}/../core/kernels", env!("CARGO_MANIFEST_DIR"));
     let mut flags = vec!["-O2", "-std=c++17", contract, "-w", &include];
-    if contract != "-ffp-contract=off" {
+    if contract != NO_CONTRACTION {
         flags.push("-march=native");
     }
     if !compile(&cpp, &exe, &flags, &defines) {
@@ -244,52 +234,20 @@ fn host_hits_of(dir: &Path, det: &Detector, sources: &[Source], seed: u64, opts:
     )
 }
 
-/// Photons whose hits differ between the host kernel and the CPU twin `P` (every field, bits).
-fn differing<P: Poly>(dir: &Path, det: &Detector, sources: &[Source], seed: u64, extra: &[&str], label: &str) -> Option<usize> {
-    let host = host_hits(dir, det, sources, seed, extra)?;
-    let cpu = run_range_with::<P>(&det.medium, &det.index, sources, seed, 0..u64::MAX, &Progress::hidden());
-    let key = |h: &RawHit| (h.photon, h.seq);
-    let bits = |h: &RawHit| {
-        (
-            h.source,
-            h.dom,
-            h.time.to_bits(),
-            h.slice,
-            h.dir.map(f32::to_bits),
-            h.impact.map(f32::to_bits),
-        )
-    };
-    let by = |v: &[RawHit]| {
-        let mut m: std::collections::BTreeMap<u64, Vec<RawHit>> = Default::default();
-        for h in v {
-            m.entry(h.photon).or_default().push(*h);
-        }
-        m
-    };
-    let (mh, mc) = (by(&host), by(&cpu));
-    let photons: std::collections::BTreeSet<u64> = mh.keys().chain(mc.keys()).copied().collect();
-    let bad: Vec<u64> = photons
-        .iter()
-        .copied()
-        .filter(|k| {
-            let (a, b) = (
-                mh.get(k).map(Vec::as_slice).unwrap_or(&[]),
-                mc.get(k).map(Vec::as_slice).unwrap_or(&[]),
-            );
-            a.len() != b.len() || a.iter().zip(b).any(|(x, y)| key(x) != key(y) || bits(x) != bits(y))
-        })
-        .collect();
+/// Photons with hits whose hits differ, in any field, between the host build of rounding `host`
+/// (without contraction) and the CPU twin of rounding `cpu` (None: no C++ compiler).
+#[allow(clippy::too_many_arguments)]
+fn differing(dir: &Path, det: &Detector, sources: &[Source], seed: u64, host: Rounding, cpu: Rounding, label: &str) -> Option<usize> {
+    let h = host_hits(dir, det, sources, seed, &twin_options(host), NO_CONTRACTION)?;
+    let c = run_rounded(cpu, &det.medium, &det.index, sources, seed, 0..u64::MAX, &Progress::hidden());
+    let (_, photons) = photon_agreement(&c, &h);
+    let differ = photons - bit_identical_photons(&c, &h);
     eprintln!(
-        "{label}: {} of {} photons with hits differ; hits host {}, CPU {}",
-        bad.len(),
-        photons.len(),
-        host.len(),
-        cpu.len()
+        "{label}: {differ} of {photons} photons with hits differ; hits host {}, CPU {}",
+        h.len(),
+        c.len()
     );
-    for k in bad.iter().take(3) {
-        eprintln!("  photon {k}: host {:?}\n             CPU {:?}", mh.get(k), mc.get(k));
-    }
-    Some(bad.len())
+    Some(differ)
 }
 
 #[test]
@@ -344,16 +302,42 @@ fn precise_kernel_on_the_host_is_the_cpu_twin() {
         cases.push((format!("flasher {string}-20, {model} ({label})"), realise(&specs, seed), det));
     }
     for (label, sources, det) in &cases {
-        let Some(plain) = differing::<Plain>(&dir, det, sources, seed, &[], &format!("{label}, plain")) else {
+        let Some(plain) = differing(
+            &dir,
+            det,
+            sources,
+            seed,
+            Rounding::Plain,
+            Rounding::Plain,
+            &format!("{label}, plain"),
+        ) else {
             return;
         };
-        let fused = differing::<FusedGeom>(&dir, det, sources, seed, &["WD_TWIN_FMA_GEOM"], &format!("{label}, fused")).unwrap();
+        let fused = differing(
+            &dir,
+            det,
+            sources,
+            seed,
+            Rounding::FusedGeom,
+            Rounding::FusedGeom,
+            &format!("{label}, fused"),
+        )
+        .unwrap();
         assert_eq!((plain, fused), (0, 0), "{label}: photons whose hits differ (plain, fused)");
     }
     // The control: the fused host build against the plain CPU twin differs (a comparison that
     // could not see the roundings would pass the above however the two sides computed).
     let (_, sources, det) = &cases[1];
-    let control = differing::<Plain>(&dir, det, sources, seed, &["WD_TWIN_FMA_GEOM"], "control: fused host vs plain CPU").unwrap();
+    let control = differing(
+        &dir,
+        det,
+        sources,
+        seed,
+        Rounding::FusedGeom,
+        Rounding::Plain,
+        "control: fused host vs plain CPU",
+    )
+    .unwrap();
     assert!(control > 0, "the fused build gives the plain twin's hits bit for bit");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -367,7 +351,6 @@ fn precise_kernel_on_the_host_is_the_cpu_twin() {
 #[test]
 #[ignore]
 fn measure_contracted_host_build() {
-    use warpdrive_photon::gpu_check::photon_agreement;
     let dir = std::env::temp_dir().join(format!("wd-twin-kernel-c-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let data = warpdrive_core::data::test_data_dir(env!("CARGO_MANIFEST_DIR")).unwrap();
@@ -390,9 +373,17 @@ fn measure_contracted_host_build() {
         ));
     }
     for (label, sources, seed, det) in &cases {
-        let cpu = run_range_with::<Plain>(&det.medium, &det.index, sources, *seed, 0..u64::MAX, &Progress::hidden());
-        for contract in ["-ffp-contract=off", "-ffp-contract=fast"] {
-            let host = host_hits_with(&dir, det, sources, *seed, &[], contract).unwrap();
+        let cpu = run_rounded(
+            Rounding::Plain,
+            &det.medium,
+            &det.index,
+            sources,
+            *seed,
+            0..u64::MAX,
+            &Progress::hidden(),
+        );
+        for contract in [NO_CONTRACTION, "-ffp-contract=fast"] {
+            let host = host_hits(&dir, det, sources, *seed, &twin_options(Rounding::Plain), contract).unwrap();
             let (same, total) = photon_agreement(&cpu, &host);
             eprintln!(
                 "{label}, host {contract}: {same} of {total} photons with hits the same ({:.3} %)",
@@ -410,7 +401,6 @@ fn measure_contracted_host_build() {
 /// twinning apart from CUDA's libm (on the device: 99.996 / 99.779 % of the photons the same).
 #[test]
 fn exact_kernel_on_the_host_is_propagate_run() {
-    use warpdrive_photon::gpu_check::photon_agreement;
     let dir = std::env::temp_dir().join(format!("wd-twin-kernel-x-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let text = "EM 1 1 1970 0 0 0\nTR 1 0 e 0 0 -400 180 0 0 1000 0\nEE\n";
@@ -423,7 +413,7 @@ fn exact_kernel_on_the_host_is_propagate_run() {
         let det = detector(model);
         let specs = parse_f2k(Path::new("cascade.f2k"), text, &det.yield_).unwrap().specs;
         let sources = realise(&specs, seed);
-        let Some(host) = host_hits_of(&dir, &det, &sources, seed, &opts, "-ffp-contract=off") else {
+        let Some(host) = host_hits(&dir, &det, &sources, seed, &opts, NO_CONTRACTION) else {
             return;
         };
         let cpu = warpdrive_photon::propagate::run(&det.medium, &det.index, &sources, seed, &Progress::hidden());

@@ -114,13 +114,6 @@ pub fn ln_p<P: Poly>(x: f32) -> f32 {
     P::mad(e as f32, LN_2, s * p)
 }
 
-/// Base-2 logarithm (`ln` scaled).
-#[inline(always)]
-#[must_use]
-pub fn log2(x: f32) -> f32 {
-    ln(x) * std::f32::consts::LOG2_E
-}
-
 /// 2^y for y ∈ [−126, 127] (clamped there: never a subnormal or infinity).
 #[inline(always)]
 #[must_use]

@@ -134,7 +134,7 @@ impl Mode for Fast {
 
     #[inline(always)]
     fn depth(&self, u: f32) -> f32 {
-        -math::ln(u)
+        Self::depth_p::<Plain>(u)
     }
 
     #[inline(always)]
@@ -157,7 +157,7 @@ impl Mode for Fast {
 
     #[inline(always)]
     fn scatter_bulk(&self, _m: &Medium, n: [f32; 3], u1: f32, u2: f32, u3: f32) -> [f32; 3] {
-        self.phase.scatter(n, self.phase.cosine(u1, u2), u3)
+        self.scatter_bulk_p::<Plain>(n, u1, u2, u3)
     }
 }
 

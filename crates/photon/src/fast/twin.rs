@@ -21,7 +21,7 @@
 //! compiler chooses, so the two differ in last bits, which move a photon's hits beyond the
 //! comparison's tolerance only rarely (`gpu-check --domain photon-twin` counts them).
 //!
-//! `Twin<Fused>` ([`run_range_with`]) rounds the polynomials' Horner steps once (`f32::mul_add`): the
+//! `Twin<Fused>` ([`run_rounded`]) rounds the polynomials' Horner steps once (`f32::mul_add`): the
 //! CPU side of a GPU build without contraction but with the polynomials' explicit `fmaf`
 //! (`--config default,twin,-nvrtc:fmad,WD_TWIN_FMA`, measurement only; scripts/
 //! photon-twin-contraction). `Twin<FusedGeom>` also fuses the rotation and the birefringent step
@@ -309,11 +309,50 @@ fn photon<P: Poly>(twin: &Twin<P>, m: &Medium, doms: &DomIndex, src: &Source, se
 /// `fast::run` in the twin's arithmetic (the CPU side of `--precise`'s photon-by-photon check):
 /// the same chunks, progress and stop requests, hits in canonical order for any thread count.
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
-    run_range(m, doms, sources, seed, 0..u64::MAX, progress)
+    run_range::<Plain>(m, doms, sources, seed, 0..u64::MAX, progress)
 }
 
-/// [`run`] for the photons whose global ids lie in `ids` (one job of a split run).
-pub fn run_range(
+/// How a twin rounds its multiply-adds: the CPU side of a kernel build (measurement only but
+/// `Plain`, issue #29). One place ties each [`Poly`] to its kernel switch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rounding {
+    /// `Twin<Plain>`: what `--precise` computes; no switch.
+    Plain,
+    /// `Twin<Fused>`: the polynomials' Horner steps fused (WD_TWIN_FMA).
+    Fused,
+    /// `Twin<FusedGeom>`: also the rotation and the birefringent step (WD_TWIN_FMA_GEOM).
+    FusedGeom,
+}
+
+impl Rounding {
+    /// The kernel switch of this rounding (`None`: the build as it is).
+    #[must_use]
+    pub fn switch(self) -> Option<&'static str> {
+        match self {
+            Self::Plain => None,
+            Self::Fused => Some("WD_TWIN_FMA"),
+            Self::FusedGeom => Some("WD_TWIN_FMA_GEOM"),
+        }
+    }
+
+    /// The rounding of a kernel build with `defines` (WD_TWIN_FMA_GEOM implies WD_TWIN_FMA, as
+    /// in propagate.cu).
+    #[must_use]
+    pub fn of(defines: &[String]) -> Self {
+        let has = |s: Self| defines.iter().any(|d| Some(d.as_str()) == s.switch());
+        if has(Self::FusedGeom) {
+            Self::FusedGeom
+        } else if has(Self::Fused) {
+            Self::Fused
+        } else {
+            Self::Plain
+        }
+    }
+}
+
+/// [`run_range`] in the twin of rounding `r`.
+pub fn run_rounded(
+    r: Rounding,
     m: &Medium,
     doms: &DomIndex,
     sources: &[Source],
@@ -321,13 +360,16 @@ pub fn run_range(
     ids: std::ops::Range<u64>,
     progress: &Progress,
 ) -> Vec<RawHit> {
-    run_range_with::<Plain>(m, doms, sources, seed, ids, progress)
+    match r {
+        Rounding::Plain => run_range::<Plain>(m, doms, sources, seed, ids, progress),
+        Rounding::Fused => run_range::<math::Fused>(m, doms, sources, seed, ids, progress),
+        Rounding::FusedGeom => run_range::<math::FusedGeom>(m, doms, sources, seed, ids, progress),
+    }
 }
 
-/// [`run_range`] with the multiply-adds rounded as `P` says: `Twin<Fused>` is the CPU side of the
-/// GPU twin built without contraction and with WD_TWIN_FMA, `Twin<FusedGeom>` with
-/// WD_TWIN_FMA_GEOM (measurement only, issue #29; all photons: `ids` = `0..u64::MAX`).
-pub fn run_range_with<P: Poly>(
+/// [`run`] for the photons whose global ids lie in `ids` (one job of a split run), the
+/// multiply-adds rounded as `P` says (`Plain` for `--precise`; see [`Rounding`]).
+pub fn run_range<P: Poly>(
     m: &Medium,
     doms: &DomIndex,
     sources: &[Source],
@@ -355,6 +397,18 @@ mod tests {
             ..Default::default()
         })
         .unwrap()
+    }
+
+    /// Each rounding is the one of a build with its switch; WD_TWIN_FMA_GEOM wins over WD_TWIN_FMA,
+    /// which it implies in propagate.cu.
+    #[test]
+    fn rounding_of_a_build() {
+        let of = |d: &[&str]| Rounding::of(&d.iter().map(|s| (*s).to_string()).collect::<Vec<_>>());
+        for r in [Rounding::Plain, Rounding::Fused, Rounding::FusedGeom] {
+            assert_eq!(of(&r.switch().into_iter().chain(["WD_TWIN_MATH"]).collect::<Vec<_>>()), r);
+        }
+        assert_eq!(of(&["WD_TWIN_FMA", "WD_TWIN_FMA_GEOM"]), Rounding::FusedGeom);
+        assert_eq!(of(&["WD_TWIN_FMA_GEOMX"]), Rounding::Plain);
     }
 
     /// The twin's walk and depths on the factored coefficients follow the fast mode's on the
@@ -467,20 +521,11 @@ mod tests {
         use crate::source::realise;
         let report = |label: &str, det: &Detector, sources: &[Source], seed: u64| {
             let plain = run(&det.medium, &det.index, sources, seed, &Progress::hidden());
-            let fused = [
-                (
-                    "Fused",
-                    run_range_with::<super::math::Fused>(&det.medium, &det.index, sources, seed, 0..u64::MAX, &Progress::hidden()),
-                ),
-                (
-                    "FusedGeom",
-                    run_range_with::<super::math::FusedGeom>(&det.medium, &det.index, sources, seed, 0..u64::MAX, &Progress::hidden()),
-                ),
-            ];
-            for (name, fused) in fused {
+            for r in [Rounding::Fused, Rounding::FusedGeom] {
+                let fused = run_rounded(r, &det.medium, &det.index, sources, seed, 0..u64::MAX, &Progress::hidden());
                 let (same, total) = photon_agreement(&plain, &fused);
                 eprintln!(
-                    "{label}, {name} vs Plain: {same} of {total} photons with hits the same ({:.3} %); raw hits {} vs {}",
+                    "{label}, {r:?} vs Plain: {same} of {total} photons with hits the same ({:.3} %); raw hits {} vs {}",
                     100.0 * same as f64 / total.max(1) as f64,
                     fused.len(),
                     plain.len(),
