@@ -220,6 +220,21 @@ __device__ __forceinline__ void wd_sincos_turn(float u, float* sp, float* cp) { 
 __device__ __forceinline__ float wd_cos_turn(float u) { return cosf(WD_TAU * u); }
 #endif
 
+// With WD_TWIN_FMA_GEOM, 1/sqrt(x) in the twin's per-step geometry (the rotation and its frame,
+// the absorption anisotropy, the birefringent step's normal) by Newton's iteration from the
+// exponent-halving guess, three steps in fmaf: within 3 ulp, without the IEEE square root and
+// division, which a precise build makes ~16 instructions with a slow path (fast/math.rs rsqrt).
+#ifdef WD_TWIN_FMA_GEOM
+__device__ __forceinline__ float wd_rsqrt(float x) {
+    const float h = 0.5f * x;
+    float y = __uint_as_float(0x5f375a86u - (__float_as_uint(x) >> 1));
+    for (int k = 0; k < 3; ++k) y *= fmaf(-h, y * y, 1.5f);
+    return y;
+}
+#else
+__device__ __forceinline__ float wd_rsqrt(float x) { return 1.0f / sqrtf(x); }
+#endif
+
 __device__ __forceinline__ V3 normalize(V3 v) {
     float r = 1.0f / sqrtf(v.x * v.x + v.y * v.y + v.z * v.z);
     return V3{v.x * r, v.y * r, v.z * r};
@@ -271,7 +286,7 @@ __device__ __forceinline__ V3 rotate_unnormalised(V3 n, float cos_t, float sin_t
     float s2 = n.x * n.x + n.y * n.y;
 #endif
     bool axis = !(s2 > 1e-20f);
-    float inv_s = axis ? 0.0f : 1.0f / sqrtf(s2);
+    float inv_s = axis ? 0.0f : wd_rsqrt(s2);
     float zi = n.z * inv_s;
     V3 e1 = axis ? V3{1.0f, 0.0f, 0.0f} : V3{n.x * zi, n.y * zi, -s2 * inv_s};
     V3 e2 = axis ? V3{0.0f, 1.0f, 0.0f} : V3{-n.y * inv_s, n.x * inv_s, 0.0f};
@@ -287,7 +302,7 @@ __device__ __forceinline__ V3 rotate_unnormalised(V3 n, float cos_t, float sin_t
 __device__ __forceinline__ V3 rotate(V3 n, float cos_t, float sin_t, float u_phi) {
 #ifdef WD_TWIN_FMA_GEOM
     V3 v = rotate_unnormalised(n, cos_t, sin_t, u_phi);
-    float r = 1.0f / sqrtf(fmaf(v.z, v.z, fmaf(v.y, v.y, v.x * v.x)));
+    float r = wd_rsqrt(fmaf(v.z, v.z, fmaf(v.y, v.y, v.x * v.x)));
     return V3{v.x * r, v.y * r, v.z * r};
 #else
     return normalize(rotate_unnormalised(n, cos_t, sin_t, u_phi));
@@ -332,7 +347,11 @@ __device__ __forceinline__ float absorption_factor(const PhotonParams& P, V3 n) 
     }
     if (P.has_new_abs) {
         float v0 = P.na0 * m.x, v1 = P.na1 * m.y, v2 = P.na2 * m.z;
+#ifdef WD_TWIN_FMA_GEOM
+        nr *= wd_rsqrt(fmaf(v2, v2, fmaf(v1, v1, v0 * v0)));
+#else
         nr /= sqrtf(v0 * v0 + v1 * v1 + v2 * v2);
+#endif
     }
     return nr;
 }
@@ -535,8 +554,13 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
     for (;;) {
 #ifdef WD_FACTORED_ICE
         const float4 f = layer_tab[j];
+#ifdef WD_TWIN_FMA_GEOM
+        float s = fmaf(f.y, la, f.x);
+        float a = fmaf(ae, f.w, lk * f.z) * abs_factor;
+#else
         float s = f.x + f.y * la;
         float a = (lk * f.z + ae * f.w) * abs_factor;
+#endif
 #else
         float s = sca[j];
         float a = ab[j] * abs_factor;
@@ -553,12 +577,20 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
 #else
             rb = fmaxf(rb + l * P.bfr_rb[j], 0.0f);
 #endif
+#ifdef WD_TWIN_FMA_GEOM
+            return Segment{length + l, absorbed ? 0.0f : fmaf(-a, l, tot), ra, rb};
+#else
             return Segment{length + l, absorbed ? 0.0f : tot - a * l, ra, rb};
+#endif
 #else
             // Absorbed if TOT/a ≤ SCA/s (compared without dividing).
             if (tot * s <= sca_depth * a) return Segment{length + tot / a, 0.0f};
             float ls = sca_depth / s;
+#ifdef WD_TWIN_FMA_GEOM
+            return Segment{length + ls, fmaf(-a, ls, tot)};
+#else
             return Segment{length + ls, tot - a * ls};
+#endif
 #endif
         }
 #ifdef WD_WALK_BFR
@@ -898,8 +930,13 @@ __device__ float2 layer_depths(const PhotonParams& P, unsigned int slice, float 
     for (;;) {
 #ifdef WD_FACTORED_ICE
         const float4 f = layer_tab[j];
+#ifdef WD_TWIN_FMA_GEOM
+        float s = fmaf(f.y, la, f.x);
+        float a = fmaf(ae, f.w, lk * f.z) * abs_factor;
+#else
         float s = f.x + f.y * la;
         float a = (lk * f.z + ae * f.w) * abs_factor;
+#endif
 #else
         float s = sca[j];
         float a = ab[j] * abs_factor;
@@ -1296,7 +1333,7 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
     float qn = q.x * q.x + q.y * q.y + q.z * q.z;
 #endif
     if (qn > 0.0f) {
-        float f = 1.0f / sqrtf(qn);
+        float f = wd_rsqrt(qn);
         q = V3{q.x * f, q.y * f, q.z * f};
     } else {
         q = V3{0.0f, 0.0f, 1.0f};
@@ -1479,7 +1516,11 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
 #endif
     st.tot = seg.tot;
     if (st.tot <= 0.0f) return false;
+#ifdef WD_TWIN_FMA_GEOM
+    st.pos = V3{fmaf(seg.length, st.dir.x, st.pos.x), fmaf(seg.length, st.dir.y, st.pos.y), fmaf(seg.length, st.dir.z, st.pos.z)};
+#else
     st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
+#endif
     st.time += seg.length * st.ocm;
 #if defined(WD_PHILOX_PAIR) && !defined(WD_FAST_RNG)
     unsigned int ws[4];

@@ -99,7 +99,7 @@ fn workload(w: &str) -> Result<Workload, ParamError> {
 /// precise mode otherwise drops; `nvrtc:fmad`, `nvrtc:ftz`, `nvrtc:fast-div`, `nvrtc:fast-sqrt`
 /// and `nvrtc:fast-math` turn that one NVRTC option to its fast-mode value (`--fmad=true`,
 /// `--ftz=true`, `--prec-div=false`, `--prec-sqrt=false`, `--use_fast_math`); `-nvrtc:NAME`
-/// turns it back (`twin,-nvrtc:fmad`: the twin without contraction).
+/// turns it back.
 pub fn parse_config(text: &str, base: &GpuOptions) -> Result<GpuOptions, ParamError> {
     let mut o = GpuOptions {
         defines: Vec::new(),
@@ -616,9 +616,10 @@ mod tests {
             let a = parse_config(&format!("precise,nvrtc:{name}"), &base).unwrap().fast_arith;
             assert!(get(a) && a.label() == name, "{name}: {a:?}");
         }
-        let t = parse_config("default,twin,-nvrtc:fmad", &base).unwrap();
-        assert!(t.precise && !t.fast_arith.fmad, "the twin without contraction: {:?}", t.fast_arith);
-        assert!(parse_config("default,twin", &base).unwrap().fast_arith.fmad);
+        // The twin does not contract (its FMAs are written out); nvrtc:fmad turns contraction on.
+        let t = parse_config("default,twin", &base).unwrap();
+        assert!(t.precise && !t.fast_arith.fmad, "the twin contracts: {:?}", t.fast_arith);
+        assert!(parse_config("default,twin,nvrtc:fmad", &base).unwrap().fast_arith.fmad);
 
         let err = |c: &str| parse_config(c, &base).unwrap_err().to_string();
         assert!(err("default,keep:WD_TILT_LUT").contains("add precise"));

@@ -553,7 +553,7 @@ pub fn simulate(
     let (m, idx) = (&det.medium, &det.index);
     let (raw, mut stats) = match backend {
         Backend::Cpu { precise: true } => (
-            crate::fast::twin::run_range::<crate::fast::math::Plain>(m, idx, &sources, seed, ids, &ctl.progress),
+            crate::fast::twin::run_range::<crate::fast::math::FusedGeom>(m, idx, &sources, seed, ids, &ctl.progress),
             None,
         ),
         Backend::Cpu { precise: false } => (crate::fast::run_range(m, idx, &sources, seed, ids, &ctl.progress), None),

@@ -1208,12 +1208,15 @@ pub const FAST_ONLY: &[&str] = &[
     "WD_FAST_PHASE",
 ];
 
-/// The GPU side of `fast::twin` (issue #29), what `--precise` runs on a GPU: a precise build
+/// The GPU side of `fast::twin`, what `--precise` runs on a GPU: a precise build
 /// (IEEE division and square root, no flush to zero, no CUDA fast-math functions) that keeps
 /// every switch of [`FAST_ONLY`], computes ln, exp, pow and sincos with the CPU fast mode's
-/// polynomials (`WD_TWIN_MATH`), contracts a·b + c into FMAs (`nvrtc:fmad`) and runs at ≤ 64
-/// registers (`WD_MIN_BLOCKS=4`: 1.96× fast mode in spice_ftp-v3m against 1.98× at 48; docs/
-/// performance/photon.md, "the precise twin"). `bench photon --config default,twin`.
+/// polynomials (`WD_TWIN_MATH`), and runs at ≤ 64 registers (`WD_MIN_BLOCKS=4`). NVRTC does not
+/// contract a·b + c (`--fmad=false`): where it chose FMAs the two sides drifted apart in last
+/// bits (98.99 % of a flasher's photons with the same hits). The FMAs are written out instead
+/// (`WD_TWIN_FMA_GEOM`: the polynomials, the per-step geometry, the walk; 1/√ by Newton), the
+/// same ones on the CPU (`fast::math::FusedGeom`), so the two agree bit for bit (docs/
+/// performance/photon.md, "an exact twin"). `bench photon --config default,twin`.
 pub fn precise_twin(o: &mut GpuOptions) {
     o.precise = true;
     for d in FAST_ONLY {
@@ -1226,10 +1229,12 @@ pub fn precise_twin(o: &mut GpuOptions) {
     }
     o.defines.retain(|d| d.split('=').next() != Some("WD_MIN_BLOCKS"));
     o.defines.push("WD_MIN_BLOCKS=4".into());
-    if !o.defines.iter().any(|k| k == "WD_TWIN_MATH") {
-        o.defines.push("WD_TWIN_MATH".into());
+    for d in ["WD_TWIN_MATH", "WD_TWIN_FMA_GEOM"] {
+        if !o.defines.iter().any(|k| k == d) {
+            o.defines.push(d.into());
+        }
     }
-    o.fast_arith.fmad = true;
+    o.fast_arith.fmad = false;
 }
 
 /// The options of `--precise` on GPUs `devices`: the default switches made a precise twin

@@ -29,6 +29,11 @@ use crate::source::{emit, tags, Photon, Source};
 /// ([`crate::fast::Fast`]: resampled float tables and float approximations, validated against
 /// PPC statistically as the GPU's fast mode is). [`step_with`] is the one segment loop both run.
 pub trait Mode: Sync {
+    /// The step's end pos + len·dir (the precise twin may fuse it, `fast::twin`).
+    #[inline(always)]
+    fn advance(&self, pos: [f32; 3], dir: [f32; 3], len: f32) -> [f32; 3] {
+        [pos[0] + len * dir[0], pos[1] + len * dir[1], pos[2] + len * dir[2]]
+    }
     /// The tilt's depth shift [m] at `pos` (z' = z − shift, spec §3.5 step 2).
     fn zshift(&self, m: &Medium, pos: [f32; 3]) -> f32;
     /// The absorption anisotropy's factor for direction `n` (1 for isotropic ice).
@@ -438,7 +443,7 @@ pub fn step_with<M: Mode, R: SegmentWords>(
     if tot <= 0.0 {
         return SegmentEnd::Absorbed;
     }
-    p.pos = [p.pos[0] + len * p.dir[0], p.pos[1] + len * p.dir[1], p.pos[2] + len * p.dir[2]];
+    p.pos = mode.advance(p.pos, p.dir, len);
     p.time += len * ocm;
     // Birefringence (photon-ppc-phase2.md §1): one whole block (four uniforms, two normal
     // pairs) per segment for the deflection and the curved path's end-point shift. With hole ice

@@ -156,6 +156,8 @@ const NO_CONTRACTION: &str = "-ffp-contract=off";
 /// `--precise`'s options with the switch of rounding `r`.
 fn twin_options(r: Rounding) -> gpu::GpuOptions {
     let mut o = gpu::precise_options(vec![0]);
+    let switches: Vec<&str> = [Rounding::Fused, Rounding::FusedGeom].iter().filter_map(|r| r.switch()).collect();
+    o.defines.retain(|d| !switches.contains(&d.as_str()));
     o.defines.extend(r.switch().map(String::from));
     o
 }

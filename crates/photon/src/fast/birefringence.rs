@@ -62,7 +62,7 @@ impl FastBfr {
         }
         let qn = P::gmad(q[2], q[2], P::gmad(q[1], q[1], q[0] * q[0]));
         q = if qn > 0.0 {
-            let f = 1.0 / qn.sqrt();
+            let f = P::rsqrt(qn);
             [q[0] * f, q[1] * f, q[2] * f]
         } else {
             [0.0, 0.0, 1.0]

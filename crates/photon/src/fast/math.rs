@@ -24,26 +24,55 @@ use std::f32::consts::{LN_2, TAU};
 
 /// How the polynomials round a Horner step a·b + c.
 pub trait Poly: Copy + Default + Send + Sync + 'static {
+    /// Whether any a·b + c is fused (then worth running with the FMA instruction).
+    const FUSED: bool = true;
     /// a·b + c in a polynomial.
     fn mad(a: f32, b: f32, c: f32) -> f32;
-    /// a·b + c in the per-step geometry (rotation, birefringent step): rounded twice but for
-    /// [`FusedGeom`].
+    /// a·b + c in the per-step geometry (rotation, birefringent step, layer walk, step end):
+    /// rounded twice but for [`FusedGeom`].
     #[inline(always)]
     fn gmad(a: f32, b: f32, c: f32) -> f32 {
         a * b + c
     }
+    /// Whether the per-step geometry is the kernel's WD_TWIN_FMA_GEOM ([`FusedGeom`]).
+    const GEOM: bool = false;
+    /// 1/√x in the per-step geometry: IEEE square root and division but for [`FusedGeom`]
+    /// ([`rsqrt`]).
+    #[inline(always)]
+    fn rsqrt(x: f32) -> f32 {
+        1.0 / x.sqrt()
+    }
+}
+
+/// 1/√x for x > 0 (a normal float) by Newton's iteration y ← y·(3/2 − (x/2)·y²), three steps,
+/// from the guess that halves the exponent in the bit pattern (0x5f375a86 − bits/2: relative
+/// error ≤ 3.5·10⁻², then ≤ 1.8·10⁻³, ≤ 5·10⁻⁶ and float rounding); within 3 ulp of the true
+/// value (tested; 2.6 at worst, near the smallest normal, where x/2 is subnormal). The kernel's
+/// `wd_rsqrt` with WD_TWIN_FMA_GEOM, the same operations: a precise GPU build spends ~16
+/// instructions and a branch on 1/sqrtf(x), this 12.
+#[inline(always)]
+#[must_use]
+pub fn rsqrt(x: f32) -> f32 {
+    let h = 0.5 * x;
+    let mut y = f32::from_bits(0x5f37_5a86 - (x.to_bits() >> 1));
+    for _ in 0..3 {
+        y *= (-h).mul_add(y * y, 1.5);
+    }
+    y
 }
 
 /// a·b + c rounded twice, as Rust writes it (no contraction).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Plain;
 
-/// a·b + c rounded once (`f32::mul_add`, the kernel's `fmaf`; where the code is not compiled for
-/// FMA, a call to the C library's `fmaf`: measurement only, not the fast mode's arithmetic).
+/// a·b + c rounded once (`f32::mul_add`, the kernel's `fmaf`; not the fast mode's arithmetic).
+/// One instruction where the twin runs with FMA (`fast::twin::run_range`); without it on x86-64,
+/// a call to the C library's `fmaf`, correct but slow.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fused;
 
 impl Poly for Plain {
+    const FUSED: bool = false;
     #[inline(always)]
     fn mad(a: f32, b: f32, c: f32) -> f32 {
         a * b + c
@@ -57,7 +86,8 @@ impl Poly for Fused {
     }
 }
 
-/// [`Fused`], and the geometry's a·b + c rounded once too (the kernel's WD_TWIN_FMA_GEOM).
+/// [`Fused`], and the per-step geometry's a·b + c rounded once too, its 1/√x by [`rsqrt`] (the
+/// kernel's WD_TWIN_FMA_GEOM: what `--precise` computes on both sides).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FusedGeom;
 
@@ -70,6 +100,13 @@ impl Poly for FusedGeom {
     #[inline(always)]
     fn gmad(a: f32, b: f32, c: f32) -> f32 {
         a.mul_add(b, c)
+    }
+
+    const GEOM: bool = true;
+
+    #[inline(always)]
+    fn rsqrt(x: f32) -> f32 {
+        rsqrt(x)
     }
 }
 
@@ -302,6 +339,25 @@ pub fn sincos_turn4(t: [f32; 4]) -> ([f32; 4], [f32; 4]) {
 mod tests {
     use super::*;
     use warpdrive_core::RandomStream;
+
+    /// [`rsqrt`] within 3 ulp of 1/√x (in f64) over the normal floats, sampled in every binade.
+    #[test]
+    fn rsqrt_within_three_ulp() {
+        let mut r = RandomStream::new(29, 0, 0);
+        let mut worst = 0.0f64;
+        for e in -126..128 {
+            for _ in 0..4000 {
+                let x = (1.0 + r.uniform()) * 2f32.powi(e);
+                if !x.is_normal() {
+                    continue;
+                }
+                let (got, want) = (rsqrt(x), 1.0 / f64::from(x).sqrt());
+                let ulp = f64::from(f32::from_bits((want as f32).to_bits() + 1)) - f64::from(want as f32);
+                worst = worst.max((f64::from(got) - want).abs() / ulp);
+            }
+        }
+        assert!(worst <= 3.0, "rsqrt off by {worst:.2} ulp");
+    }
 
     #[test]
     fn ln_within_its_bound() {

@@ -179,7 +179,11 @@ impl Fast {
         }
         if let Some(k) = a.new_abs {
             let v = [k[0] * m[0], k[1] * m[1], k[2] * m[2]];
-            nr /= (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+            if P::GEOM {
+                nr *= P::rsqrt(P::gmad(v[2], v[2], P::gmad(v[1], v[1], v[0] * v[0])));
+            } else {
+                nr /= (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+            }
         }
         nr
     }

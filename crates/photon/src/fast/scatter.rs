@@ -98,7 +98,7 @@ pub fn rotate_unnormalised_p<P: Poly>(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi
     // sums so that Plain adds the same terms in the same order).
     let s2 = P::gmad(n[1], n[1], n[0] * n[0]);
     let (e1, e2) = if s2 > 1e-20 {
-        let inv_s = 1.0 / s2.sqrt();
+        let inv_s = P::rsqrt(s2);
         let zi = n[2] * inv_s;
         ([n[0] * zi, n[1] * zi, -s2 * inv_s], [-n[1] * inv_s, n[0] * inv_s, 0.0])
     } else {
@@ -113,12 +113,12 @@ pub fn rotate_unnormalised_p<P: Poly>(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi
 }
 
 /// The rotated direction, normalised (the kernel's `rotate`): `crate::scatter::normalize` of
-/// [`rotate_unnormalised_p`], its squares summed through `Poly::gmad`.
+/// [`rotate_unnormalised_p`], its squares summed through `Poly::gmad`, 1/√ by `Poly::rsqrt`.
 #[inline(always)]
 #[must_use]
 pub fn rotate_p<P: Poly>(n: [f32; 3], cos_t: f32, sin_t: f32, u_phi: f32) -> [f32; 3] {
     let v = rotate_unnormalised_p::<P>(n, cos_t, sin_t, u_phi);
-    let r = 1.0 / P::gmad(v[2], v[2], P::gmad(v[1], v[1], v[0] * v[0])).sqrt();
+    let r = P::rsqrt(P::gmad(v[2], v[2], P::gmad(v[1], v[1], v[0] * v[0])));
     [v[0] * r, v[1] * r, v[2] * r]
 }
 

@@ -31,7 +31,7 @@ use warpdrive_core::progress::Progress;
 use warpdrive_core::rng::u32_to_unit_f32;
 use warpdrive_core::RandomStream;
 
-use super::math::{self, Plain, Poly};
+use super::math::{self, FusedGeom, Plain, Poly};
 use super::{walk, Fast};
 use crate::birefringence::Birefringence;
 use crate::collision::{Collision, DomIndex};
@@ -69,10 +69,11 @@ impl<P: Poly> Twin<P> {
 
 /// The factored coefficients of layer `j` for the slice factors `sf` = [l_a, l_k, A·e^(−B/λ)]:
 /// sca = sb + se·l_a, abs = (l_k·c1 + A·e^(−B/λ)·t)·`abs_factor` (the kernel's `layer_walk`).
+/// The sums through `Poly::gmad` in their written order.
 #[inline(always)]
-fn coefficients(m: &Medium, sf: [f32; 3], j: usize, abs_factor: f32) -> (f32, f32) {
+fn coefficients<P: Poly>(m: &Medium, sf: [f32; 3], j: usize, abs_factor: f32) -> (f32, f32) {
     let f = m.layer_factors[j];
-    (f[0] + f[1] * sf[0], (sf[1] * f[2] + sf[2] * f[3]) * abs_factor)
+    (P::gmad(f[1], sf[0], f[0]), P::gmad(sf[2], f[3], sf[1] * f[2]) * abs_factor)
 }
 
 /// The kernel's `layer_walk` with WD_FACTORED_ICE and WD_BFR_WALK: `walk::layer_walk` on the
@@ -80,14 +81,14 @@ fn coefficients(m: &Medium, sf: [f32; 3], j: usize, abs_factor: f32) -> (f32, f3
 #[inline(always)]
 #[must_use]
 #[allow(clippy::too_many_arguments)]
-pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot: f32, abs_factor: f32) -> Segment {
+pub fn layer_walk<P: Poly>(m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot: f32, abs_factor: f32) -> Segment {
     let sf = m.slice_factors[slice as usize];
-    let coef = |j| coefficients(m, sf, j, abs_factor);
+    let coef = |j| coefficients::<P>(m, sf, j, abs_factor);
     let Some(b) = m.bfr.as_ref() else {
-        return walk::layer_walk_with(m, zp, nz, sca_depth, tot, coef, |_, _| {});
+        return walk::layer_walk_with::<P>(m, zp, nz, sca_depth, tot, coef, |_, _| {});
     };
     let (mut ra, mut rb) = (0.0f32, 0.0f32);
-    let seg = walk::layer_walk_with(m, zp, nz, sca_depth, tot, coef, |j, l| {
+    let seg = walk::layer_walk_with::<P>(m, zp, nz, sca_depth, tot, coef, |j, l| {
         ra += l * b.ra[j];
         rb += l * b.rb[j];
     });
@@ -104,9 +105,9 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot:
 /// coefficients).
 #[inline(always)]
 #[must_use]
-pub fn layer_depths(m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_factor: f32) -> (f32, f32) {
+pub fn layer_depths<P: Poly>(m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_factor: f32) -> (f32, f32) {
     let sf = m.slice_factors[slice as usize];
-    crate::propagate::layer_depths_with(m, walk::layer_of(m, zp), zp, nz, len, |j| coefficients(m, sf, j, abs_factor))
+    crate::propagate::layer_depths_with(m, walk::layer_of(m, zp), zp, nz, len, |j| coefficients::<P>(m, sf, j, abs_factor))
 }
 
 /// A segment's uniform from the low 23 bits of a word, 2 − [1, 2) (the kernel's `seg_uniform`
@@ -133,7 +134,16 @@ impl<P: Poly> Mode for Twin<P> {
 
     #[inline(always)]
     fn walk(&self, m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot: f32, abs_factor: f32) -> Segment {
-        layer_walk(m, slice, zp, nz, sca_depth, tot, abs_factor)
+        layer_walk::<P>(m, slice, zp, nz, sca_depth, tot, abs_factor)
+    }
+
+    #[inline(always)]
+    fn advance(&self, pos: [f32; 3], dir: [f32; 3], len: f32) -> [f32; 3] {
+        [
+            P::gmad(len, dir[0], pos[0]),
+            P::gmad(len, dir[1], pos[1]),
+            P::gmad(len, dir[2], pos[2]),
+        ]
     }
 
     #[inline(always)]
@@ -182,7 +192,7 @@ impl<P: Poly> Mode for Twin<P> {
 
     #[inline(always)]
     fn depths(&self, m: &Medium, slice: u32, zp: f32, nz: f32, len: f32, abs_factor: f32) -> (f32, f32) {
-        layer_depths(m, slice, zp, nz, len, abs_factor)
+        layer_depths::<P>(m, slice, zp, nz, len, abs_factor)
     }
 }
 
@@ -283,6 +293,7 @@ fn gamma<P: Poly, R: EmitDraws>(r: &mut R, a: f32) -> f32 {
 
 /// Emit photon `id` of `src` from its MWC64X stream (seeded by the first two words of its Philox
 /// stream, as the kernel's `start`) and propagate it in the twin's arithmetic.
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn photon<P: Poly>(twin: &Twin<P>, m: &Medium, doms: &DomIndex, src: &Source, seed: u64, id: u64, s: u32, out: &mut Vec<RawHit>) {
     let mut words = Mwc64x::seed(&mut RandomStream::new(seed, tags::PHOTON, id));
@@ -306,21 +317,40 @@ fn photon<P: Poly>(twin: &Twin<P>, m: &Medium, doms: &DomIndex, src: &Source, se
     super::segments(twin, m, doms, src, id, s, &mut st, &mut words, out);
 }
 
+/// [`photon`] compiled with the FMA instruction, so that `f32::mul_add` (a fused twin's
+/// multiply-adds) is one instruction where it is inlined, not a call to the C library's `fmaf`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn photon_fma<P: Poly>(
+    twin: &Twin<P>,
+    m: &Medium,
+    doms: &DomIndex,
+    src: &Source,
+    seed: u64,
+    id: u64,
+    s: u32,
+    out: &mut Vec<RawHit>,
+) {
+    photon(twin, m, doms, src, seed, id, s, out);
+}
+
 /// `fast::run` in the twin's arithmetic (the CPU side of `--precise`'s photon-by-photon check):
 /// the same chunks, progress and stop requests, hits in canonical order for any thread count.
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
-    run_range::<Plain>(m, doms, sources, seed, 0..u64::MAX, progress)
+    run_range::<FusedGeom>(m, doms, sources, seed, 0..u64::MAX, progress)
 }
 
 /// How a twin rounds its multiply-adds: the CPU side of a kernel build (measurement only but
-/// `Plain`, issue #29). One place ties each [`Poly`] to its kernel switch.
+/// `FusedGeom`, issue #29). One place ties each [`Poly`] to its kernel switch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rounding {
-    /// `Twin<Plain>`: what `--precise` computes; no switch.
+    /// `Twin<Plain>`: the fast mode's roundings; no switch.
     Plain,
     /// `Twin<Fused>`: the polynomials' Horner steps fused (WD_TWIN_FMA).
     Fused,
-    /// `Twin<FusedGeom>`: also the rotation and the birefringent step (WD_TWIN_FMA_GEOM).
+    /// `Twin<FusedGeom>`: also the per-step geometry (rotation, birefringent step, layer walk,
+    /// step end) fused and its 1/√ by Newton (WD_TWIN_FMA_GEOM): what `--precise` computes.
     FusedGeom,
 }
 
@@ -363,12 +393,14 @@ pub fn run_rounded(
     match r {
         Rounding::Plain => run_range::<Plain>(m, doms, sources, seed, ids, progress),
         Rounding::Fused => run_range::<math::Fused>(m, doms, sources, seed, ids, progress),
-        Rounding::FusedGeom => run_range::<math::FusedGeom>(m, doms, sources, seed, ids, progress),
+        Rounding::FusedGeom => run_range::<FusedGeom>(m, doms, sources, seed, ids, progress),
     }
 }
 
 /// [`run`] for the photons whose global ids lie in `ids` (one job of a split run), the
-/// multiply-adds rounded as `P` says (`Plain` for `--precise`; see [`Rounding`]).
+/// multiply-adds rounded as `P` says (`FusedGeom` for `--precise`; see [`Rounding`]). A fused
+/// twin runs with the FMA instruction where the CPU has it (x86-64 without it: the C library's
+/// `fmaf`, correct and slow).
 pub fn run_range<P: Poly>(
     m: &Medium,
     doms: &DomIndex,
@@ -378,8 +410,16 @@ pub fn run_range<P: Poly>(
     progress: &Progress,
 ) -> Vec<RawHit> {
     let twin = Twin::<P>::new(m, doms);
+    #[cfg(target_arch = "x86_64")]
+    let fma = P::FUSED && std::arch::is_x86_feature_detected!("fma");
     crate::propagate::run_chunks(sources, ids, progress, |ids: ChunkIds<'_>, out| {
         for (id, s) in ids {
+            #[cfg(target_arch = "x86_64")]
+            if fma {
+                // SAFETY: the CPU has FMA (checked above).
+                unsafe { photon_fma(&twin, m, doms, &sources[s as usize], seed, id, s, out) };
+                continue;
+            }
             photon(&twin, m, doms, &sources[s as usize], seed, id, s, out);
         }
     })
@@ -429,7 +469,7 @@ mod tests {
             let nz = 2.0 * r.uniform() - 1.0;
             let (s, t, slice) = (r.exponential(), r.exponential(), r.next_u32() % 512);
             let (tw, f) = (
-                layer_walk(m, slice, zp, nz, s, t, 1.1),
+                layer_walk::<Plain>(m, slice, zp, nz, s, t, 1.1),
                 walk::layer_walk(m, slice, zp, nz, s, t, 1.1),
             );
             assert!(
@@ -452,7 +492,7 @@ mod tests {
             summed += 1;
             let len = 50.0 * r.uniform();
             let (d, e) = (
-                layer_depths(m, slice, zp, nz, len, 1.1),
+                layer_depths::<Plain>(m, slice, zp, nz, len, 1.1),
                 crate::propagate::layer_depths(m, slice, zp, nz, len, 1.1),
             );
             assert!(
@@ -463,7 +503,7 @@ mod tests {
         assert_eq!(summed, 200_000);
         // Without birefringence the walk sums nothing.
         let det = detector("spice_3.2.1");
-        assert!(layer_walk(&det.medium, 7, -100.0, 0.3, 1.0, 1.0, 1.0).bfr.is_none());
+        assert!(layer_walk::<Plain>(&det.medium, 7, -100.0, 0.3, 1.0, 1.0, 1.0).bfr.is_none());
     }
 
     /// The 1-D tilt's resampled table within 12 cm of the exact model over the detector (its
@@ -548,6 +588,24 @@ mod tests {
                 &realise(&specs, 20261125),
                 20261125,
             );
+        }
+    }
+
+    /// What each rounding costs the CPU twin (measurement only): wall time of the 10 TeV
+    /// cascade in spice_ftp-v3m per rounding.
+    #[test]
+    #[ignore]
+    fn measure_rounding_cost() {
+        use crate::f2k::parse_f2k;
+        use crate::source::realise;
+        let input = data_dir().join("reference/ppc_h100_2026/input_cascade_10TeV.f2k");
+        let text = std::fs::read_to_string(&input).unwrap();
+        let det = detector("spice_ftp-v3m");
+        let sources = realise(&parse_f2k(&input, &text, &det.yield_).unwrap().specs, 20261122);
+        for r in [Rounding::Plain, Rounding::Fused, Rounding::FusedGeom, Rounding::Plain] {
+            let t = std::time::Instant::now();
+            let hits = run_rounded(r, &det.medium, &det.index, &sources, 20261122, 0..u64::MAX, &Progress::hidden());
+            eprintln!("{r:?}: {} hits in {:.2} s", hits.len(), t.elapsed().as_secs_f64());
         }
     }
 

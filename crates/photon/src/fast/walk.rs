@@ -3,6 +3,7 @@
 //! layer index rounded by truncating z + ½ (round-half-up; `f32::round` is a libm call on
 //! baseline x86-64 and sits on every segment's critical path), and inlined into the loop.
 
+use super::math::{Plain, Poly};
 use crate::birefringence::Birefringence;
 use crate::medium::Medium;
 use crate::propagate::Segment;
@@ -26,7 +27,7 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot:
     let base = slice as usize * m.n_layers;
     let sca = &m.sca[base..base + m.n_layers];
     let abs = &m.abs[base..base + m.n_layers];
-    layer_walk_with(m, zp, nz, sca_depth, tot, |j| (sca[j], abs[j] * abs_factor), |_, _| {})
+    layer_walk_with::<Plain>(m, zp, nz, sca_depth, tot, |j| (sca[j], abs[j] * abs_factor), |_, _| {})
 }
 
 /// [`layer_walk`] with the coefficients (scattering, absorption × its factor) of layer j from
@@ -34,7 +35,7 @@ pub fn layer_walk(m: &Medium, slice: u32, zp: f32, nz: f32, sca_depth: f32, tot:
 /// too (the precise twin's factored coefficients and birefringence integrals, `fast::twin`).
 #[inline(always)]
 #[must_use]
-pub fn layer_walk_with(
+pub fn layer_walk_with<P: Poly>(
     m: &Medium,
     zp: f32,
     nz: f32,
@@ -62,7 +63,8 @@ pub fn layer_walk_with(
             crossed(j, l);
             return Segment {
                 length: length + l,
-                tot: if absorbed { 0.0 } else { tot - a * l },
+                // tot − a·l through `Poly::gmad` (the twin's WD_TWIN_FMA_GEOM fuses it).
+                tot: if absorbed { 0.0 } else { P::gmad(-a, l, tot) },
                 bfr: None,
             };
         }
