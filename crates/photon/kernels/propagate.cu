@@ -190,7 +190,8 @@ __device__ __forceinline__ float fast_powf(float x, float y) {
 }
 __device__ __forceinline__ void fast_sincos_turn(float t, float* sp, float* cp) {
     float q4 = fast_round(4.0f * t);
-    float x = (t - 0.25f * q4) * 6.283185307179586f, x2 = x * x;
+    // t − q4/4 as one fmaf (the product is exact, so the same value as t − 0.25·q4: no CPU change).
+    float x = WD_MAD(-0.25f, q4, t) * 6.283185307179586f, x2 = x * x;
     float s = x * WD_MAD(x2, WD_MAD(x2, WD_MAD(x2, WD_MAD(x2, 1.0f / 362880.0f, -1.0f / 5040.0f), 1.0f / 120.0f), -1.0f / 6.0f), 1.0f);
     float c = WD_MAD(x2, WD_MAD(x2, WD_MAD(x2, WD_MAD(x2, 1.0f / 40320.0f, -1.0f / 720.0f), 1.0f / 24.0f), -0.5f), 1.0f);
     unsigned int q = (unsigned int)(long long)q4, odd = 0u - (q & 1u);
@@ -310,7 +311,11 @@ __device__ __forceinline__ V3 rotate(V3 n, float cos_t, float sin_t, float u_phi
 }
 
 __device__ __forceinline__ V3 to_frame(const PhotonParams& P, V3 n) {
+#ifdef WD_TWIN_FMA_MORE2
+    return V3{fmaf(P.azy, n.y, P.azx * n.x), fmaf(P.azx, n.y, -P.azy * n.x), n.z};
+#else
     return V3{P.azx * n.x + P.azy * n.y, -P.azy * n.x + P.azx * n.y, n.z};
+#endif
 }
 
 __device__ __forceinline__ V3 from_frame(const PhotonParams& P, V3 m) {
@@ -318,7 +323,11 @@ __device__ __forceinline__ V3 from_frame(const PhotonParams& P, V3 m) {
 }
 
 __device__ __forceinline__ V3 scatter(const PhotonParams& P, V3 n, float cos_t, float u_phi) {
+#ifdef WD_TWIN_FMA_MORE2
+    float sin_t = sqrtf(fmaxf(fmaf(-cos_t, cos_t, 1.0f), 0.0f));
+#else
     float sin_t = sqrtf(fmaxf(1.0f - cos_t * cos_t, 0.0f));
+#endif
 #ifdef WD_ISO_SCATTER
     // k = (1, 1, 1) (spice_ftp-v3m, spice_bfr-v2: only the absorption is anisotropic): the frame
     // change, rescaling and renormalisation below are the identity up to rounding (the rotation's
@@ -619,10 +628,17 @@ struct Collision { int dom; float h; V3 impact; };
 // vertical axis at (x, y) is within `radius`.
 __device__ __forceinline__ bool reaches_axis(float x, float y, float radius, V3 r, V3 n, float len) {
     float dx = x - r.x, dy = y - r.y;
+#ifdef WD_TWIN_FMA_MORE2
+    float nn = fmaf(n.y, n.y, n.x * n.x);
+    float t = nn > 0.0f ? fminf(fmaxf(fmaf(dy, n.y, dx * n.x) / nn, 0.0f), len) : 0.0f;
+    float px = fmaf(-t, n.x, dx), py = fmaf(-t, n.y, dy);
+    return fmaf(py, py, px * px) <= radius * radius;
+#else
     float nn = n.x * n.x + n.y * n.y;
     float t = nn > 0.0f ? fminf(fmaxf((dx * n.x + dy * n.y) / nn, 0.0f), len) : 0.0f;
     float px = dx - t * n.x, py = dy - t * n.y;
     return px * px + py * py <= radius * radius;
+#endif
 }
 
 // The DOM radius R [m] (geometry.rs DOM_RADIUS; PPC's OMR).
@@ -706,7 +722,11 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
             continue;
         }
 #endif
+#ifdef WD_TWIN_FMA_MORE2
+        float b_par = fmaf(d2, n.z, fmaf(d1, n.y, d0 * n.x));
+#else
         float b_par = d0 * n.x + d1 * n.y + d2 * n.z;
+#endif
 #ifdef WD_OWN_DOM
         // A flasher's own DOM at its real size, every other one oversized (collision.rs).
         const bool is_own = id == own;
@@ -714,7 +734,11 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
 #else
         const float radius = P.r_eff, xr = P.oversize;
 #endif
+#ifdef WD_TWIN_FMA_MORE2
+        float disc = fmaf(b_par, b_par, radius * radius - fmaf(d2, d2, fmaf(d1, d1, d0 * d0)));
+#else
         float disc = radius * radius - (d0 * d0 + d1 * d1 + d2 * d2) + b_par * b_par;
+#endif
         if (disc < 0.0f) continue;
         float sq = sqrtf(disc);
         float h = b_par - sq / xr;
