@@ -311,7 +311,7 @@ __device__ __forceinline__ V3 rotate(V3 n, float cos_t, float sin_t, float u_phi
 }
 
 __device__ __forceinline__ V3 to_frame(const PhotonParams& P, V3 n) {
-#ifdef WD_TWIN_FMA_MORE2
+#ifdef WD_TWIN_FMA_GEOM
     return V3{fmaf(P.azy, n.y, P.azx * n.x), fmaf(P.azx, n.y, -P.azy * n.x), n.z};
 #else
     return V3{P.azx * n.x + P.azy * n.y, -P.azy * n.x + P.azx * n.y, n.z};
@@ -323,7 +323,7 @@ __device__ __forceinline__ V3 from_frame(const PhotonParams& P, V3 m) {
 }
 
 __device__ __forceinline__ V3 scatter(const PhotonParams& P, V3 n, float cos_t, float u_phi) {
-#ifdef WD_TWIN_FMA_MORE2
+#ifdef WD_TWIN_FMA_GEOM
     float sin_t = sqrtf(fmaxf(fmaf(-cos_t, cos_t, 1.0f), 0.0f));
 #else
     float sin_t = sqrtf(fmaxf(1.0f - cos_t * cos_t, 0.0f));
@@ -628,7 +628,7 @@ struct Collision { int dom; float h; V3 impact; };
 // vertical axis at (x, y) is within `radius`.
 __device__ __forceinline__ bool reaches_axis(float x, float y, float radius, V3 r, V3 n, float len) {
     float dx = x - r.x, dy = y - r.y;
-#ifdef WD_TWIN_FMA_MORE2
+#ifdef WD_TWIN_FMA_GEOM
     float nn = fmaf(n.y, n.y, n.x * n.x);
     float t = nn > 0.0f ? fminf(fmaxf(fmaf(dy, n.y, dx * n.x) / nn, 0.0f), len) : 0.0f;
     float px = fmaf(-t, n.x, dx), py = fmaf(-t, n.y, dy);
@@ -722,7 +722,7 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
             continue;
         }
 #endif
-#ifdef WD_TWIN_FMA_MORE2
+#ifdef WD_TWIN_FMA_GEOM
         float b_par = fmaf(d2, n.z, fmaf(d1, n.y, d0 * n.x));
 #else
         float b_par = d0 * n.x + d1 * n.y + d2 * n.z;
@@ -734,7 +734,7 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
 #else
         const float radius = P.r_eff, xr = P.oversize;
 #endif
-#ifdef WD_TWIN_FMA_MORE2
+#ifdef WD_TWIN_FMA_GEOM
         float disc = fmaf(b_par, b_par, radius * radius - fmaf(d2, d2, fmaf(d1, d1, d0 * d0)));
 #else
         float disc = radius * radius - (d0 * d0 + d1 * d1 + d2 * d2) + b_par * b_par;

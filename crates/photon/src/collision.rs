@@ -6,6 +6,7 @@
 //! equatorial radius R and polar radius F·R (F = Rz/Rr > 0) or a vertical cylinder of radius R and
 //! half-height |F|·R (F < 0, side only), oversized by xR.
 
+use crate::fast::math::{Plain, Poly};
 use crate::geometry::{Geometry, DOM_RADIUS};
 
 #[derive(Clone, Copy, Debug)]
@@ -20,23 +21,34 @@ pub(crate) struct StringCol {
 }
 
 /// Whether the segment r + t·n, t ∈ [0, len], comes within `radius` of the vertical axis at
-/// (x, y): the closest approach of its x–y projection.
-fn reaches_axis(x: f32, y: f32, radius: f32, r: [f32; 3], n: [f32; 3], len: f32) -> bool {
+/// (x, y): the closest approach of its x–y projection. The sums through `Poly::gmad` in their
+/// written order (`Plain`: as written; the precise twin's `FusedGeom` fuses them).
+#[inline(always)]
+pub(crate) fn reaches_axis<P: Poly>(x: f32, y: f32, radius: f32, r: [f32; 3], n: [f32; 3], len: f32) -> bool {
     let (dx, dy) = (x - r[0], y - r[1]);
-    let nn = n[0] * n[0] + n[1] * n[1];
+    let nn = P::gmad(n[1], n[1], n[0] * n[0]);
     let t = if nn > 0.0 {
-        ((dx * n[0] + dy * n[1]) / nn).clamp(0.0, len)
+        (P::gmad(dy, n[1], dx * n[0]) / nn).clamp(0.0, len)
     } else {
         0.0
     };
-    let (px, py) = (dx - t * n[0], dy - t * n[1]);
-    px * px + py * py <= radius * radius
+    let (px, py) = (P::gmad(-t, n[0], dx), P::gmad(-t, n[1], dy));
+    P::gmad(py, py, px * px) <= radius * radius
+}
+
+/// The pancake test of a nominal sphere: b = d·n and the discriminant R² − |d|² + b² (sums through
+/// `Poly::gmad`, as [`reaches_axis`]).
+#[inline(always)]
+pub(crate) fn sphere_disc<P: Poly>(d: [f32; 3], n: [f32; 3], radius: f32) -> (f32, f32) {
+    let b_par = P::gmad(d[2], n[2], P::gmad(d[1], n[1], d[0] * n[0]));
+    let dd = P::gmad(d[2], d[2], P::gmad(d[1], d[1], d[0] * d[0]));
+    (b_par, P::gmad(b_par, b_par, radius * radius - dd))
 }
 
 impl StringCol {
     /// Whether the segment r + t·n, t ∈ [0, len], comes within the cylinder.
-    fn reached_by(&self, r: [f32; 3], n: [f32; 3], len: f32) -> bool {
-        reaches_axis(self.x, self.y, self.r, r, n, len)
+    fn reached_by<P: Poly>(&self, r: [f32; 3], n: [f32; 3], len: f32) -> bool {
+        reaches_axis::<P>(self.x, self.y, self.r, r, n, len)
     }
 }
 
@@ -321,21 +333,26 @@ impl DomIndex {
     /// `ofla`), is not oversized: it is met at its real radius R, with entry distance b − √D
     /// (PPC `pro.cu`: xR = 1 for l == ofla).
     pub fn first_hit(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
-        match self.reachable(r, n, len) {
+        self.first_hit_p::<Plain>(r, n, len, skip, own)
+    }
+
+    /// [`Self::first_hit`] with the collision tests' sums rounded as `P` says.
+    pub fn first_hit_p<P: Poly>(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
+        match self.reachable_p::<P>(r, n, len) {
             Reach::None => None,
             Reach::Nearest(si) => {
                 let mut best = None;
-                self.check_string(si as usize, r, n, len, skip, own, &mut best);
+                self.check_string::<P>(si as usize, r, n, len, skip, own, &mut best);
                 best
             }
             Reach::Four(c) => {
                 let mut best = None;
                 for si in self.four_nearest(c) {
-                    self.check_string(si as usize, r, n, len, skip, own, &mut best);
+                    self.check_string::<P>(si as usize, r, n, len, skip, own, &mut best);
                 }
                 best
             }
-            Reach::Unknown => self.grid_search(r, n, len, skip, own),
+            Reach::Unknown => self.grid_search_p::<P>(r, n, len, skip, own),
         }
     }
 
@@ -350,6 +367,11 @@ impl DomIndex {
     /// string cylinder with the cell grid's 10 m margin) nothing is within reach unless the
     /// segment's horizontal reach gets back to the grid; those few are left to the full search.
     pub fn reachable(&self, r: [f32; 3], n: [f32; 3], len: f32) -> Reach {
+        self.reachable_p::<Plain>(r, n, len)
+    }
+
+    /// [`Self::reachable`] with the nearest cylinder's test rounded as `P` says.
+    pub fn reachable_p<P: Poly>(&self, r: [f32; 3], n: [f32; 3], len: f32) -> Reach {
         let inv = 1.0 / self.clear_cell;
         let fi = ((r[0] - self.x0) * inv).floor();
         let fj = ((r[1] - self.y0) * inv).floor();
@@ -369,7 +391,7 @@ impl DomIndex {
             };
         }
         // The nearest string: does the segment come within its cylinder (plus the margin)?
-        if reaches_axis(sx, sy, rm, r, n, len) {
+        if reaches_axis::<P>(sx, sy, rm, r, n, len) {
             Reach::Nearest(self.clear_near[c])
         } else {
             Reach::None
@@ -378,6 +400,11 @@ impl DomIndex {
 
     /// The search through the cells of the segment's bounding box.
     pub fn grid_search(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
+        self.grid_search_p::<Plain>(r, n, len, skip, own)
+    }
+
+    /// [`Self::grid_search`] with the collision tests rounded as `P` says.
+    pub fn grid_search_p<P: Poly>(&self, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
         let e = [r[0] + n[0] * len, r[1] + n[1] * len];
         let fx = |x: f32| ((x - self.x0) / self.cell).floor();
         let fy = |y: f32| ((y - self.y0) / self.cell).floor();
@@ -401,7 +428,7 @@ impl DomIndex {
                         continue;
                     }
                     last_string = si;
-                    self.check_string(si as usize, r, n, len, skip, own, &mut best);
+                    self.check_string::<P>(si as usize, r, n, len, skip, own, &mut best);
                 }
             }
         }
@@ -423,7 +450,7 @@ impl DomIndex {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn check_string(
+    fn check_string<P: Poly>(
         &self,
         si: usize,
         r: [f32; 3],
@@ -434,7 +461,7 @@ impl DomIndex {
         best: &mut Option<Collision>,
     ) {
         let s = &self.strings[si];
-        if !s.reached_by(r, n, len) {
+        if !s.reached_by::<P>(r, n, len) {
             return;
         }
         let z1 = r[2] + n[2] * len;
@@ -460,14 +487,13 @@ impl DomIndex {
                 }
                 continue;
             }
-            let b_par = d[0] * n[0] + d[1] * n[1] + d[2] * n[2];
             // A flasher's own DOM at its real size, every other one oversized.
             let (radius, xr) = if own == Some(id) {
                 (DOM_RADIUS as f32, 1.0)
             } else {
                 (self.r_eff, self.oversize)
             };
-            let disc = radius * radius - (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) + b_par * b_par;
+            let (b_par, disc) = sphere_disc::<P>(d, n, radius);
             if disc < 0.0 {
                 continue;
             }
@@ -763,7 +789,7 @@ mod tests {
             let n = crate::scatter::normalize([rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform() - 0.5]);
             // Long enough for segments from outside to get back into the grid.
             let len = if k % 5 == 1 { 100.0 * rng.uniform() } else { 40.0 * rng.uniform() };
-            let touches: Vec<bool> = idx.strings.iter().map(|s| s.reached_by(r, n, len)).collect();
+            let touches: Vec<bool> = idx.strings.iter().map(|s| s.reached_by::<Plain>(r, n, len)).collect();
             reached += usize::from(touches.iter().any(|&t| t));
             match idx.reachable(r, n, len) {
                 Reach::None => {

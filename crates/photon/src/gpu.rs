@@ -1290,9 +1290,6 @@ pub const SWITCHES: &[&str] = &[
     // Measurement only, likewise: also the rotation, its normalisation and the birefringent step
     // as explicit fmaf (implies WD_TWIN_FMA; the CPU side is fast::math::FusedGeom).
     "WD_TWIN_FMA_GEOM",
-    // Measurement only, GPU side alone (no CPU twin): also the collision tests, the anisotropy's
-    // frame and the scattering's sine fused (what more FMAs would save).
-    "WD_TWIN_FMA_MORE2",
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).
     "WD_BFR",

@@ -10,7 +10,8 @@
 //!
 //! Multi-PMT shapes and the undecided case fall back to the precise code.
 
-use crate::collision::{Collision, DomIndex, Z_BINS};
+use super::math::{Plain, Poly};
+use crate::collision::{reaches_axis, sphere_disc, Collision, DomIndex, Z_BINS};
 use crate::geometry::DOM_RADIUS;
 
 /// Units of the packed bound: 1/16 m.
@@ -49,13 +50,29 @@ impl FastGrid {
 #[inline(always)]
 #[must_use]
 pub fn first_hit(d: &DomIndex, g: &FastGrid, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
+    first_hit_p::<Plain>(d, g, r, n, len, skip, own)
+}
+
+/// [`first_hit`] with the collision tests' sums rounded as `P` says (`DomIndex::first_hit_p`).
+#[inline(always)]
+#[must_use]
+#[allow(clippy::too_many_arguments)]
+pub fn first_hit_p<P: Poly>(
+    d: &DomIndex,
+    g: &FastGrid,
+    r: [f32; 3],
+    n: [f32; 3],
+    len: f32,
+    skip: Option<u32>,
+    own: Option<u32>,
+) -> Option<Collision> {
     let inv = 1.0 / d.clear_cell;
     let x = (r[0] - d.x0) * inv;
     let y = (r[1] - d.y0) * inv;
     let reach2 = len * len * (n[0] * n[0] + n[1] * n[1]);
     if !(x >= 0.0 && y >= 0.0 && x < d.clear_nx as f32 && y < d.clear_ny as f32) {
         // Outside the grid: the precise pre-test and search.
-        return d.first_hit(r, n, len, skip, own);
+        return d.first_hit_p::<P>(r, n, len, skip, own);
     }
     let c = y as usize * d.clear_nx + x as usize;
     let cell = g.cells[c];
@@ -64,41 +81,27 @@ pub fn first_hit(d: &DomIndex, g: &FastGrid, r: [f32; 3], n: [f32; 3], len: f32,
     if others > 0.0 && reach2 < others * others {
         let si = (cell >> 16) as usize;
         let [sx, sy, rm] = g.near[si];
-        if reaches_axis(sx, sy, rm, r, n, len) {
-            check_string(d, si, r, n, len, skip, own, &mut best);
+        if reaches_axis::<P>(sx, sy, rm, r, n, len) {
+            check_string::<P>(d, si, r, n, len, skip, own, &mut best);
         }
         return best;
     }
     let m = &d.clear_more[c];
     let beyond = f32::from_bits(m[3]);
     if beyond > 0.0 && reach2 < beyond * beyond {
-        check_string(d, d.clear_near[c] as usize, r, n, len, skip, own, &mut best);
+        check_string::<P>(d, d.clear_near[c] as usize, r, n, len, skip, own, &mut best);
         for &si in m[..3].iter().filter(|&&si| si != u32::MAX) {
-            check_string(d, si as usize, r, n, len, skip, own, &mut best);
+            check_string::<P>(d, si as usize, r, n, len, skip, own, &mut best);
         }
         return best;
     }
-    d.grid_search(r, n, len, skip, own)
-}
-
-/// `collision::reaches_axis`.
-#[inline(always)]
-fn reaches_axis(x: f32, y: f32, radius: f32, r: [f32; 3], n: [f32; 3], len: f32) -> bool {
-    let (dx, dy) = (x - r[0], y - r[1]);
-    let nn = n[0] * n[0] + n[1] * n[1];
-    let t = if nn > 0.0 {
-        ((dx * n[0] + dy * n[1]) / nn).clamp(0.0, len)
-    } else {
-        0.0
-    };
-    let (px, py) = (dx - t * n[0], dy - t * n[1]);
-    px * px + py * py <= radius * radius
+    d.grid_search_p::<P>(r, n, len, skip, own)
 }
 
 /// `DomIndex::check_string` for nominal spheres (no shapes: `FastGrid::new` refuses them).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn check_string(
+fn check_string<P: Poly>(
     d: &DomIndex,
     si: usize,
     r: [f32; 3],
@@ -109,7 +112,7 @@ fn check_string(
     best: &mut Option<Collision>,
 ) {
     let s = &d.strings[si];
-    if !reaches_axis(s.x, s.y, s.r, r, n, len) {
+    if !reaches_axis::<P>(s.x, s.y, s.r, r, n, len) {
         return;
     }
     let z1 = r[2] + n[2] * len;
@@ -134,13 +137,12 @@ fn check_string(
             continue;
         }
         let dv = [c[0] - r[0], c[1] - r[1], c[2] - r[2]];
-        let b_par = dv[0] * n[0] + dv[1] * n[1] + dv[2] * n[2];
         let (radius, xr) = if own == Some(id) {
             (DOM_RADIUS as f32, 1.0)
         } else {
             (d.r_eff, d.oversize)
         };
-        let disc = radius * radius - (dv[0] * dv[0] + dv[1] * dv[1] + dv[2] * dv[2]) + b_par * b_par;
+        let (b_par, disc) = sphere_disc::<P>(dv, n, radius);
         if disc < 0.0 {
             continue;
         }

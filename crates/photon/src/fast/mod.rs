@@ -126,10 +126,7 @@ impl Mode for Fast {
 
     #[inline(always)]
     fn first_hit(&self, doms: &DomIndex, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
-        match &self.grid {
-            Some(g) => collision::first_hit(doms, g, r, n, len, skip, own),
-            None => doms.first_hit(r, n, len, skip, own),
-        }
+        self.first_hit_p::<Plain>(doms, r, n, len, skip, own)
     }
 
     #[inline(always)]
@@ -167,7 +164,7 @@ impl Fast {
     #[inline(always)]
     pub(crate) fn absorption_factor_p<P: Poly>(&self, n: [f32; 3]) -> f32 {
         let Some(a) = &self.abs else { return 1.0 };
-        let m = [a.azx * n[0] + a.azy * n[1], -a.azy * n[0] + a.azx * n[1], n[2]];
+        let m = self::scatter::to_frame_p::<P>(a.azx, a.azy, n);
         let mut nr = 1.0;
         if a.fr != 0.0 {
             let s = [m[0] * m[0], m[1] * m[1], m[2] * m[2]];
@@ -186,6 +183,23 @@ impl Fast {
             }
         }
         nr
+    }
+
+    /// The collision search with its tests' sums rounded as `P` says.
+    #[inline(always)]
+    pub(crate) fn first_hit_p<P: Poly>(
+        &self,
+        doms: &DomIndex,
+        r: [f32; 3],
+        n: [f32; 3],
+        len: f32,
+        skip: Option<u32>,
+        own: Option<u32>,
+    ) -> Option<Collision> {
+        match &self.grid {
+            Some(g) => collision::first_hit_p::<P>(doms, g, r, n, len, skip, own),
+            None => doms.first_hit_p::<P>(r, n, len, skip, own),
+        }
     }
 
     #[inline(always)]

@@ -68,11 +68,11 @@ impl Phase {
     #[inline(always)]
     #[must_use]
     pub fn scatter_p<P: Poly>(&self, n: [f32; 3], cos_t: f32, u_phi: f32) -> [f32; 3] {
-        let sin_t = (1.0 - cos_t * cos_t).max(0.0).sqrt();
+        let sin_t = P::gmad(-cos_t, cos_t, 1.0).max(0.0).sqrt();
         match &self.aniso {
             None => rotate_p::<P>(n, cos_t, sin_t, u_phi),
             Some((a, ik)) => {
-                let m = a.to_frame(n);
+                let m = to_frame_p::<P>(a.azx, a.azy, n);
                 let m = normalize([a.k[0] * m[0], a.k[1] * m[1], a.k[2] * m[2]]);
                 let m = rotate_unnormalised_p::<P>(m, cos_t, sin_t, u_phi);
                 let m = normalize([m[0] * ik[0], m[1] * ik[1], m[2] * ik[2]]);
@@ -80,6 +80,14 @@ impl Phase {
             }
         }
     }
+}
+
+/// `AnisotropyParams::to_frame` (the ice's flow frame, a rotation about z by (azx, azy)), its sums
+/// through `Poly::gmad` in their written order.
+#[inline(always)]
+#[must_use]
+pub fn to_frame_p<P: Poly>(azx: f32, azy: f32, n: [f32; 3]) -> [f32; 3] {
+    [P::gmad(azy, n[1], azx * n[0]), P::gmad(azx, n[1], -azy * n[0]), n[2]]
 }
 
 /// `scatter::rotate_unnormalised` with the azimuth's sine and cosine from `math::sincos_turn`.

@@ -148,7 +148,7 @@ impl<P: Poly> Mode for Twin<P> {
 
     #[inline(always)]
     fn first_hit(&self, doms: &DomIndex, r: [f32; 3], n: [f32; 3], len: f32, skip: Option<u32>, own: Option<u32>) -> Option<Collision> {
-        self.fast.first_hit(doms, r, n, len, skip, own)
+        self.fast.first_hit_p::<P>(doms, r, n, len, skip, own)
     }
 
     #[inline(always)]
