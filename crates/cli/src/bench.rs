@@ -70,7 +70,7 @@ pub struct BenchPhoton {
     /// configurations. Measurement only, with `precise`: `keep:WD_…` keeps a
     /// fast-only switch, `nvrtc:fmad`, `nvrtc:ftz`, `nvrtc:fast-div`, `nvrtc:fast-sqrt`,
     /// `nvrtc:fast-math` set one NVRTC option to its fast-mode value, `-nvrtc:NAME` sets it
-    /// back (`twin,-nvrtc:fmad`: the twin without contraction). With --tabulate: the sampled
+    /// back (`twin,nvrtc:fmad`: the twin with NVRTC's contraction). With --tabulate: the sampled
     /// tabulation kernel's block,
     /// per-sm (its launch bounds follow), batch and extra switches (added to its defaults).
     #[arg(long = "config")]

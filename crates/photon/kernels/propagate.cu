@@ -143,15 +143,14 @@ struct V3 { float x, y, z; };
 // more rounding (radians to turns), and powf skips x¹ inside (fast/mod.rs skips it at the
 // absorption's call).
 //
-// WD_TWIN_FMA (measurement only, with WD_TWIN_MATH in a build without contraction, `bench photon
-// --config default,twin,-nvrtc:fmad,WD_TWIN_FMA`): the polynomials' Horner steps and ln's last
-// sum written as explicit fmaf(a, b, c) (one rounding, as Rust's f32::mul_add), so that a twin
-// built with --fmad=false keeps these FMAs, which a CPU twin can reproduce bit for bit, and
-// loses only the contractions elsewhere. Without it WD_MAD(a, b, c) is a·b + c as before.
-// WD_TWIN_FMA_GEOM (implies WD_TWIN_FMA) fuses the per-step geometry as well: the scattering's
-// rotation and its normalisation (`rotate`), the birefringent step's dot products and
-// stereographic projection; the CPU side is fast::math::FusedGeom. Without it those lines are
-// the code as before, so no other build changes.
+// WD_TWIN_FMA (with WD_TWIN_MATH in a build without contraction): the polynomials' Horner steps
+// and ln's last sum written as explicit fmaf(a, b, c) (one rounding, as Rust's f32::mul_add), so
+// that a twin built with --fmad=false keeps these FMAs, which a CPU twin reproduces bit for bit.
+// Without it WD_MAD(a, b, c) is a·b + c as before. WD_TWIN_FMA_GEOM (implies WD_TWIN_FMA; part
+// of `--precise`, gpu.rs precise_twin) fuses the per-step geometry as well: the rotation and its
+// normalisation, the anisotropy frame, the scattering's sine, the birefringent step, the layer
+// walk, the collision tests and the step's end, with 1/sqrt by Newton (wd_rsqrt); the CPU side is
+// fast::math::FusedGeom. Without it those lines are the code as before, so no other build changes.
 #if defined(WD_TWIN_FMA_GEOM) && !defined(WD_TWIN_FMA)
 #define WD_TWIN_FMA
 #endif

@@ -1284,11 +1284,13 @@ pub const SWITCHES: &[&str] = &[
     // Precise mode (`precise_options`, with every fast-only switch kept): the CPU fast mode's
     // approximations of ln, exp, pow and sincos in place of the CUDA functions (fast/twin.rs).
     "WD_TWIN_MATH",
-    // Measurement only, with WD_TWIN_MATH in a twin without contraction (`twin,-nvrtc:fmad`):
-    // the polynomials' Horner steps as explicit fmaf (propagate.cu WD_MAD).
+    // Measurement only, with WD_TWIN_MATH in a twin without contraction
+    // (`twin,-WD_TWIN_FMA_GEOM,WD_TWIN_FMA`): only the polynomials' Horner steps as explicit fmaf
+    // (propagate.cu WD_MAD; the CPU side is fast::math::Fused).
     "WD_TWIN_FMA",
-    // Measurement only, likewise: also the rotation, its normalisation and the birefringent step
-    // as explicit fmaf (implies WD_TWIN_FMA; the CPU side is fast::math::FusedGeom).
+    // Precise mode (`precise_twin`, without contraction): also the per-step geometry's
+    // multiply-adds as explicit fmaf and its 1/sqrt by Newton (implies WD_TWIN_FMA; the CPU side
+    // is fast::math::FusedGeom).
     "WD_TWIN_FMA_GEOM",
     // Not a tuning switch: set automatically for ice models with birefringence (run_on), so
     // that models without it pay nothing for its code (listed here for the NVRTC compile check).

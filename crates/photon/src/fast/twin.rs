@@ -17,15 +17,14 @@
 //! which the exact precise build follows, is `propagate::run`.
 //!
 //! The GPU side computes with IEEE division and square root and the CPU fast mode's polynomials
-//! (WD_TWIN_MATH) in place of CUDA's transcendentals; it contracts a·b + c into FMAs where the
-//! compiler chooses, so the two differ in last bits, which move a photon's hits beyond the
-//! comparison's tolerance only rarely (`gpu-check --domain photon-twin` counts them).
+//! (WD_TWIN_MATH) in place of CUDA's transcendentals, without contraction (`--fmad=false`): the
+//! multiply-adds worth an FMA are written out as `fmaf` (WD_TWIN_FMA_GEOM), and this side rounds
+//! the same ones once (`Twin<FusedGeom>`, `f32::mul_add`, 1/√ by `math::rsqrt`), so every photon's
+//! hits are the same bit for bit (`gpu-check --domain photon-twin`; `tests/twin_host_kernel.rs`).
 //!
-//! `Twin<Fused>` ([`run_rounded`]) rounds the polynomials' Horner steps once (`f32::mul_add`): the
-//! CPU side of a GPU build without contraction but with the polynomials' explicit `fmaf`
-//! (`--config default,twin,-nvrtc:fmad,WD_TWIN_FMA`, measurement only; scripts/
-//! photon-twin-contraction). `Twin<FusedGeom>` also fuses the rotation and the birefringent step
-//! (WD_TWIN_FMA_GEOM).
+//! `Twin<Plain>` and `Twin<Fused>` ([`run_rounded`], measurement only) are the CPU sides of twins
+//! with none or only the polynomials' FMAs written out (`--config default,twin,-WD_TWIN_FMA_GEOM`
+//! and `…,WD_TWIN_FMA`; scripts/photon-twin-contraction).
 
 use warpdrive_core::progress::Progress;
 use warpdrive_core::rng::u32_to_unit_f32;

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# session 31 call 2 (binary eeaf544 + WD_TWIN_NOINLINE, since removed): launch shapes of the twin
+# without contraction in spice_ftp-v3m, and ncu source profiles of fast mode and that twin.
+OUT=$OUT/pr bash scripts/photon-twin-profile
