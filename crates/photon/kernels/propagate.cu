@@ -267,10 +267,18 @@ __device__ __forceinline__ float scattering_cosine(float g, float f_sl, float u_
 // scattering_cosine for the bulk ice with g's constants from the host (fast mode): the same
 // formulas without recomputing 1 ± g², 1/(2g) and (1 − g)/(1 + g) each scattering.
 __device__ __forceinline__ float bulk_cosine(const PhotonParams& P, float u_choice, float u) {
+#ifdef WD_TWIN_FMA_GEOM
+    // 2x − 1 as one fmaf is the same value (2x is exact); 1 + g·s and 1 + g² − t² are fused.
+    float sl = fminf(fmaxf(fmaf(2.0f, powf(u, P.sl_exp), -1.0f), -1.0f), 1.0f);
+    float s = fmaf(2.0f, u, -1.0f);
+    float t = P.hg[0] / fmaf(P.g, s, 1.0f);
+    float hg = P.hg[2] == 0.0f ? s : fminf(fmaxf(fmaf(-t, t, P.hg[1]) * P.hg[2], -1.0f), 1.0f);
+#else
     float sl = fminf(fmaxf(2.0f * powf(u, P.sl_exp) - 1.0f, -1.0f), 1.0f);
     float s = 2.0f * u - 1.0f;
     float t = P.hg[0] / (1.0f + P.g * s);
     float hg = P.hg[2] == 0.0f ? s : fminf(fmaxf((P.hg[1] - t * t) * P.hg[2], -1.0f), 1.0f);
+#endif
     return u_choice <= P.f_sl ? sl : hg;
 }
 #endif
@@ -318,7 +326,11 @@ __device__ __forceinline__ V3 to_frame(const PhotonParams& P, V3 n) {
 }
 
 __device__ __forceinline__ V3 from_frame(const PhotonParams& P, V3 m) {
+#ifdef WD_TWIN_FMA_GEOM
+    return V3{fmaf(-P.azy, m.y, P.azx * m.x), fmaf(P.azx, m.y, P.azy * m.x), m.z};
+#else
     return V3{P.azx * m.x - P.azy * m.y, P.azy * m.x + P.azx * m.y, m.z};
+#endif
 }
 
 __device__ __forceinline__ V3 scatter(const PhotonParams& P, V3 n, float cos_t, float u_phi) {
@@ -349,8 +361,13 @@ __device__ __forceinline__ float absorption_factor(const PhotonParams& P, V3 n) 
     float nr = 1.0f;
     if (P.old_abs_scale != 0.0f) {
         float s0 = m.x * m.x, s1 = m.y * m.y, s2 = m.z * m.z;
+#ifdef WD_TWIN_FMA_GEOM
+        float nb = fmaf(s2, P.il2, fmaf(s1, P.il1, s0 * P.il0));
+        float an = fmaf(s2, P.l2, fmaf(s1, P.l1, s0 * P.l0));
+#else
         float nb = s0 * P.il0 + s1 * P.il1 + s2 * P.il2;
         float an = s0 * P.l0 + s1 * P.l1 + s2 * P.l2;
+#endif
         nr = powf((P.b2 - nb) * an / 2.0f, P.old_abs_scale);
     }
     if (P.has_new_abs) {
@@ -439,25 +456,43 @@ __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, flo
 #endif
 #ifdef WD_TILT_LUT
     if (P.lut_n_depth > 1) {
+#ifdef WD_TWIN_FMA_GEOM
+        float fd = fminf(fmaxf(fmaf(-z, P.lut_dz, P.lut_d0), 0.0f), (float)(P.lut_n_depth - 1));
+        float fx = fminf(fmaxf(fmaf(y, P.lut_xy, x * P.lut_xx) - P.lut_x0, 0.0f), (float)(P.lut_n_dist - 1));
+#else
         float fd = fminf(fmaxf(P.lut_d0 - z * P.lut_dz, 0.0f), (float)(P.lut_n_depth - 1));
         float fx = fminf(fmaxf(x * P.lut_xx + y * P.lut_xy - P.lut_x0, 0.0f), (float)(P.lut_n_dist - 1));
+#endif
         int i = min((int)fd, P.lut_n_depth - 2), j = min((int)fx, P.lut_n_dist - 2);
         float a = fd - (float)i, b = fx - (float)j;
         // Nodes stored as pairs (value, next value along the distance): one 8-byte load per row.
         const float2 r0 = ((const float2*)P.tilt_lut)[i * P.lut_n_dist + j];
         const float2 r1 = ((const float2*)P.tilt_lut)[(i + 1) * P.lut_n_dist + j];
+#ifdef WD_TWIN_FMA_GEOM
+        return fmaf(fmaf(r1.y, b, r1.x * (1.0f - b)), a, fmaf(r0.y, b, r0.x * (1.0f - b)) * (1.0f - a));
+#else
         return (r0.x * (1.0f - b) + r0.y * b) * (1.0f - a) + (r1.x * (1.0f - b) + r1.y * b) * a;
+#endif
     }
 #ifdef WD_TILT2_LATTICE
     if (P.lut2_nd > 1) {
         // 2-D map on its own lattice (tilt.rs Tilt2d::at in float): the hexagon's clamp, the
         // triangle of the rhombus, three nodes of a 110 kB table (the 13 MB regular grid below
         // missed L1; docs/performance/photon.md).
+#ifdef WD_TWIN_FMA_GEOM
+        float fd = fminf(fmaxf(fmaf(-z, P.lut2_dz, P.lut2_d0), 0.0f), (float)(P.lut2_nd - 1));
+#else
         float fd = fminf(fmaxf(P.lut2_d0 - z * P.lut2_dz, 0.0f), (float)(P.lut2_nd - 1));
+#endif
         int k = min((int)fd, P.lut2_nd - 2);
         float f = fd - (float)k;
+#ifdef WD_TWIN_FMA_GEOM
+        float fi = fmaf(y, P.lat[1], x * P.lat[0]) + P.lat[2];
+        float fj = fmaf(y, P.lat[4], x * P.lat[3]) + P.lat[5];
+#else
         float fi = x * P.lat[0] + y * P.lat[1] + P.lat[2];
         float fj = x * P.lat[3] + y * P.lat[4] + P.lat[5];
+#endif
         const int n1 = P.t2_n1, n2 = P.t2_n2;
         // Inside the hexagon (most photons) the clamp below changes nothing: skip it.
         bool inside = fi >= 0.0f && fi <= (float)(n1 - 1) && fj >= 0.0f && fj <= (float)(n2 - 1) &&
@@ -481,9 +516,15 @@ __device__ __forceinline__ float zshift_fast(const PhotonParams& P, float x, flo
         bool lower = a >= b;
         float2 sm = lower ? t[1] : t[n1];
         float w00 = lower ? 1.0f - a : 1.0f - b, wm = lower ? a - b : b - a, w11 = lower ? b : a;
+#ifdef WD_TWIN_FMA_GEOM
+        float v0 = fmaf(s11.x, w11, fmaf(sm.x, wm, s00.x * w00));
+        float v1 = fmaf(s11.y, w11, fmaf(sm.y, wm, s00.y * w00));
+        return fmaf(v1, f, v0 * (1.0f - f));
+#else
         float v0 = s00.x * w00 + sm.x * wm + s11.x * w11;
         float v1 = s00.y * w00 + sm.y * wm + s11.y * w11;
         return v0 * (1.0f - f) + v1 * f;
+#endif
     }
 #endif
     if (P.lut2_nd > 1) {
@@ -553,7 +594,11 @@ __device__ Segment layer_walk(const PhotonParams& P, unsigned int slice, float z
     const float half = nz > 0.0f ? 0.5f : -0.5f;
     const float inv_nz = 1.0f / nz;
     const float inf = __int_as_float(0x7f800000);
+#ifdef WD_TWIN_FMA_GEOM
+    float dl = (nz == 0.0f || j == last) ? inf : fmaxf((fmaf((float)j + half, P.dh, P.hmin) - zp) * inv_nz, 0.0f);
+#else
     float dl = (nz == 0.0f || j == last) ? inf : fmaxf((P.hmin + ((float)j + half) * P.dh - zp) * inv_nz, 0.0f);
+#endif
     const float dl_layer = P.dh * fabsf(inv_nz);
     float length = 0.0f;
 #ifdef WD_WALK_BFR
@@ -685,7 +730,11 @@ __device__ __forceinline__ void check_string(const PhotonParams& P, unsigned int
     const float2 g = ((const float2*)P.z_grid)[si];
 #endif
     if (!reaches_axis(sx, sy, sr, r, n, len)) return;
+#ifdef WD_TWIN_FMA_GEOM
+    float z1 = fmaf(n.z, len, r.z);
+#else
     float z1 = r.z + n.z * len;
+#endif
 #ifdef WD_SHAPES
     float zlo = fminf(r.z, z1) - P.rz_eff, zhi = fmaxf(r.z, z1) + P.rz_eff;
 #else
@@ -1348,7 +1397,11 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
     float sy = sra * fmaxf(p[4] * expf(-p[5] * powf(atanf(p[7] * sdt), p[6])), 0.0f);
     float mx = rb_l * fmaxf(p[8] * atanf(p[11] * sdt * cdt) * expf(-p[9] * sdt + p[10] * cdt), 0.0f);
 #endif
+#ifdef WD_TWIN_FMA_GEOM
+    V3 q{fmaf(-dot, n.x, P.bfr_ax), fmaf(-dot, n.y, P.bfr_ay), -dot * n.z};
+#else
     V3 q{P.bfr_ax - dot * n.x, P.bfr_ay - dot * n.y, -dot * n.z};
+#endif
     if (dot < 0.0f) q = V3{-q.x, -q.y, -q.z};
 #ifdef WD_TWIN_FMA_GEOM
     float qn = fmaf(q.z, q.z, fmaf(q.y, q.y, q.x * q.x));
@@ -1361,7 +1414,11 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
     } else {
         q = V3{0.0f, 0.0f, 1.0f};
     }
+#ifdef WD_TWIN_FMA_GEOM
+    V3 pv{fmaf(n.y, q.z, -(n.z * q.y)), fmaf(n.z, q.x, -(n.x * q.z)), fmaf(n.x, q.y, -(n.y * q.x))};
+#else
     V3 pv{n.y * q.z - n.z * q.y, n.z * q.x - n.x * q.z, n.x * q.y - n.y * q.x};
+#endif
     float g[4];
     for (int k = 0; k < 2; ++k) {
         float u1 = seg_uniform(w[2 * k]), u2 = seg_uniform(w[2 * k + 1]);
@@ -1377,7 +1434,11 @@ __device__ __forceinline__ V3 bfr_deflect(const PhotonParams& P, V3 n, float len
     float du = sx * g[0] + mx, dv = sy * g[1];
 #endif
     const float r3 = 1.0f / sqrtf(3.0f);
+#ifdef WD_TWIN_FMA_GEOM
+    V3 m = bfr_stereographic(n, q, pv, fmaf(sx * g[2], r3, du) / 2.0f, fmaf(sy * g[3], r3, dv) / 2.0f);
+#else
     V3 m = bfr_stereographic(n, q, pv, (du + sx * g[2] * r3) / 2.0f, (dv + sy * g[3] * r3) / 2.0f);
+#endif
     float half = len / 2.0f;
     shift = V3{half * (m.x - n.x), half * (m.y - n.y), half * (m.z - n.z)};
     return bfr_stereographic(n, q, pv, du / 2.0f, dv / 2.0f);

@@ -464,7 +464,7 @@ impl DomIndex {
         if !s.reached_by::<P>(r, n, len) {
             return;
         }
-        let z1 = r[2] + n[2] * len;
+        let z1 = P::gmad(n[2], len, r[2]);
         let (zlo, zhi) = (r[2].min(z1) - self.rz_eff, r[2].max(z1) + self.rz_eff);
         let doms = &self.pos[s.first as usize..(s.first + s.count) as usize];
         // The DOMs from the first at or above zlo up to zhi (segments are short: zero to a few).

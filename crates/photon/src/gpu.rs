@@ -423,12 +423,21 @@ impl TiltLut {
     #[inline(always)]
     #[must_use]
     pub fn zshift(&self, x: f32, y: f32, z: f32) -> f32 {
-        let fd = (self.d0 - z * self.dz).max(0.0).min((self.n_depth - 1) as f32);
-        let fx = (x * self.xx + y * self.xy - self.x0).max(0.0).min((self.n_dist - 1) as f32);
+        self.zshift_p::<crate::fast::math::Plain>(x, y, z)
+    }
+
+    /// [`Self::zshift`] with its sums through `Poly::gmad` (the precise twin's `FusedGeom`, the
+    /// kernel's WD_TWIN_FMA_GEOM).
+    #[must_use]
+    #[inline(always)]
+    pub fn zshift_p<P: crate::fast::math::Poly>(&self, x: f32, y: f32, z: f32) -> f32 {
+        let fd = P::gmad(-z, self.dz, self.d0).max(0.0).min((self.n_depth - 1) as f32);
+        let fx = (P::gmad(y, self.xy, x * self.xx) - self.x0).max(0.0).min((self.n_dist - 1) as f32);
         let (i, j) = ((fd as usize).min(self.n_depth - 2), (fx as usize).min(self.n_dist - 2));
         let (a, b) = (fd - i as f32, fx - j as f32);
         let (r0, r1) = (self.pairs[i * self.n_dist + j], self.pairs[(i + 1) * self.n_dist + j]);
-        (r0[0] * (1.0 - b) + r0[1] * b) * (1.0 - a) + (r1[0] * (1.0 - b) + r1[1] * b) * a
+        let (v0, v1) = (P::gmad(r0[1], b, r0[0] * (1.0 - b)), P::gmad(r1[1], b, r1[0] * (1.0 - b)));
+        P::gmad(v1, a, v0 * (1.0 - a))
     }
 }
 

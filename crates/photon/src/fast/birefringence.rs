@@ -56,7 +56,7 @@ impl FastBfr {
         let sra = ra_l.sqrt();
         let w = self.widths(dot);
         let (sx, sy, mx) = (sra * w[0], sra * w[1], rb_l * w[2]);
-        let mut q = [self.axis[0] - dot * n[0], self.axis[1] - dot * n[1], -dot * n[2]];
+        let mut q = [P::gmad(-dot, n[0], self.axis[0]), P::gmad(-dot, n[1], self.axis[1]), -dot * n[2]];
         if dot < 0.0 {
             q = [-q[0], -q[1], -q[2]];
         }
@@ -67,13 +67,17 @@ impl FastBfr {
         } else {
             [0.0, 0.0, 1.0]
         };
-        let pv = [n[1] * q[2] - n[2] * q[1], n[2] * q[0] - n[0] * q[2], n[0] * q[1] - n[1] * q[0]];
+        let pv = [
+            P::gmad(n[1], q[2], -(n[2] * q[1])),
+            P::gmad(n[2], q[0], -(n[0] * q[2])),
+            P::gmad(n[0], q[1], -(n[1] * q[0])),
+        ];
         let (g1, g2) = box_muller::<P>(u[0], u[1]);
         let (g3, g4) = box_muller::<P>(u[2], u[3]);
         let du = P::gmad(sx, g1, mx);
         let dv = sy * g2;
         let r3 = 1.0 / 3.0f32.sqrt();
-        let m = stereographic::<P>(n, q, pv, (du + sx * g3 * r3) * 0.5, (dv + sy * g4 * r3) * 0.5);
+        let m = stereographic::<P>(n, q, pv, P::gmad(sx * g3, r3, du) * 0.5, P::gmad(sy * g4, r3, dv) * 0.5);
         let half = len * 0.5;
         let shift = [half * (m[0] - n[0]), half * (m[1] - n[1]), half * (m[2] - n[2])];
         (stereographic::<P>(n, q, pv, du * 0.5, dv * 0.5), shift)

@@ -115,7 +115,7 @@ fn check_string<P: Poly>(
     if !reaches_axis::<P>(s.x, s.y, s.r, r, n, len) {
         return;
     }
-    let z1 = r[2] + n[2] * len;
+    let z1 = P::gmad(n[2], len, r[2]);
     let (zlo, zhi) = (r[2].min(z1) - d.rz_eff, r[2].max(z1) + d.rz_eff);
     let (first, count) = (s.first as usize, s.count as usize);
     let doms = &d.pos[first..first + count];

@@ -109,7 +109,7 @@ impl Fast {
 impl Mode for Fast {
     #[inline(always)]
     fn zshift(&self, m: &Medium, pos: [f32; 3]) -> f32 {
-        self.tilt.zshift(pos[0], pos[1], pos[2], &m.tilt)
+        self.zshift_p::<Plain>(m, pos)
     }
 
     /// `AnisotropyParams::absorption_factor` with its constants precomputed: the same
@@ -169,8 +169,8 @@ impl Fast {
         if a.fr != 0.0 {
             let s = [m[0] * m[0], m[1] * m[1], m[2] * m[2]];
             let b2 = a.il[0] + a.il[1] + a.il[2];
-            let nb = s[0] * a.il[0] + s[1] * a.il[1] + s[2] * a.il[2];
-            let an = s[0] * a.l[0] + s[1] * a.l[1] + s[2] * a.l[2];
+            let nb = P::gmad(s[2], a.il[2], P::gmad(s[1], a.il[1], s[0] * a.il[0]));
+            let an = P::gmad(s[2], a.l[2], P::gmad(s[1], a.l[1], s[0] * a.l[0]));
             let x = (b2 - nb) * an / 2.0;
             nr = if a.fr == 1.0 { x } else { math::powf_p::<P>(x, a.fr) };
         }
@@ -183,6 +183,12 @@ impl Fast {
             }
         }
         nr
+    }
+
+    /// The tilt's depth shift with the 2-D lattice's sums rounded as `P` says.
+    #[inline(always)]
+    pub(crate) fn zshift_p<P: Poly>(&self, m: &Medium, pos: [f32; 3]) -> f32 {
+        self.tilt.zshift_p::<P>(pos[0], pos[1], pos[2], &m.tilt)
     }
 
     /// The collision search with its tests' sums rounded as `P` says.

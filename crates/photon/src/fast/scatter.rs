@@ -50,9 +50,10 @@ impl Phase {
         } else if self.hg[2] == 0.0 {
             2.0 * u - 1.0
         } else {
+            // 1 + g·s and 1 + g² − t² through `Poly::gmad` (2u − 1 is exact either way).
             let s = 2.0 * u - 1.0;
-            let t = self.hg[0] / (1.0 + self.g * s);
-            (self.hg[1] - t * t) * self.hg[2]
+            let t = self.hg[0] / P::gmad(self.g, s, 1.0);
+            P::gmad(-t, t, self.hg[1]) * self.hg[2]
         };
         c.clamp(-1.0, 1.0)
     }
@@ -76,7 +77,7 @@ impl Phase {
                 let m = normalize([a.k[0] * m[0], a.k[1] * m[1], a.k[2] * m[2]]);
                 let m = rotate_unnormalised_p::<P>(m, cos_t, sin_t, u_phi);
                 let m = normalize([m[0] * ik[0], m[1] * ik[1], m[2] * ik[2]]);
-                a.from_frame(m)
+                from_frame_p::<P>(a.azx, a.azy, m)
             }
         }
     }
@@ -88,6 +89,13 @@ impl Phase {
 #[must_use]
 pub fn to_frame_p<P: Poly>(azx: f32, azy: f32, n: [f32; 3]) -> [f32; 3] {
     [P::gmad(azy, n[1], azx * n[0]), P::gmad(azx, n[1], -azy * n[0]), n[2]]
+}
+
+/// `AnisotropyParams::from_frame`, the inverse of [`to_frame_p`], its sums through `Poly::gmad`.
+#[inline(always)]
+#[must_use]
+pub fn from_frame_p<P: Poly>(azx: f32, azy: f32, m: [f32; 3]) -> [f32; 3] {
+    [P::gmad(-azy, m[1], azx * m[0]), P::gmad(azx, m[1], azy * m[0]), m[2]]
 }
 
 /// `scatter::rotate_unnormalised` with the azimuth's sine and cosine from `math::sincos_turn`.

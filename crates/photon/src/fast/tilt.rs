@@ -3,6 +3,7 @@
 //! lattice transform's constants computed once (the precise `Tilt2d::lattice` takes the axes'
 //! cos/sin in f64 on every call). Direct indexing, no search, no f64.
 
+use super::math::{Plain, Poly};
 use crate::gpu::tilt2_lattice;
 use crate::tilt::Tilt;
 
@@ -94,6 +95,14 @@ impl FastTilt {
     #[inline(always)]
     #[must_use]
     pub fn zshift(&self, x: f32, y: f32, z: f32, exact: &Tilt) -> f32 {
+        self.zshift_p::<Plain>(x, y, z, exact)
+    }
+
+    /// [`Self::zshift`] with the 2-D lattice's sums through `Poly::gmad` (the precise twin's
+    /// `FusedGeom` fuses them, as the kernel's WD_TWIN_FMA_GEOM).
+    #[inline(always)]
+    #[must_use]
+    pub fn zshift_p<P: Poly>(&self, x: f32, y: f32, z: f32, exact: &Tilt) -> f32 {
         match self {
             FastTilt::None => 0.0,
             FastTilt::Exact => exact.zshift(f64::from(x), f64::from(y), f64::from(z)) as f32,
@@ -129,10 +138,10 @@ impl FastTilt {
                 v,
             } => {
                 let (n1, n2) = (*n1, *n2);
-                let fd = (d0 - z * dz).clamp(0.0, (n_depth - 1) as f32);
+                let fd = P::gmad(-z, *dz, *d0).clamp(0.0, (n_depth - 1) as f32);
                 let k = (fd as usize).min(n_depth - 2);
                 let f = fd - k as f32;
-                let (mut fi, mut fj) = (x * c[0] + y * c[1] + c[2], x * c[3] + y * c[4] + c[5]);
+                let (mut fi, mut fj) = (P::gmad(y, c[1], x * c[0]) + c[2], P::gmad(y, c[4], x * c[3]) + c[5]);
                 let (hi1, hi2) = ((n1 - 1) as f32, (n2 - 1) as f32);
                 // Inside the hexagon (most photons) the clamp changes nothing: skip it.
                 let inside = (0.0..=hi1).contains(&fi) && (0.0..=hi2).contains(&fj) && fi - fj <= c[6] - 1.0 && fi - fj >= 1.0 - c[7];
@@ -161,9 +170,9 @@ impl FastTilt {
                 } else {
                     (v[base + n1], 1.0 - b, b - a, a)
                 };
-                let v0 = s00[0] * w00 + sm[0] * wm + s11[0] * w11;
-                let v1 = s00[1] * w00 + sm[1] * wm + s11[1] * w11;
-                v0 * (1.0 - f) + v1 * f
+                let v0 = P::gmad(s11[0], w11, P::gmad(sm[0], wm, s00[0] * w00));
+                let v1 = P::gmad(s11[1], w11, P::gmad(sm[1], wm, s00[1] * w00));
+                P::gmad(v1, f, v0 * (1.0 - f))
             }
         }
     }

@@ -121,8 +121,8 @@ impl<P: Poly> Mode for Twin<P> {
     #[inline(always)]
     fn zshift(&self, m: &Medium, pos: [f32; 3]) -> f32 {
         match &self.lut {
-            Some(l) => l.zshift(pos[0], pos[1], pos[2]),
-            None => self.fast.zshift(m, pos),
+            Some(l) => l.zshift_p::<P>(pos[0], pos[1], pos[2]),
+            None => self.fast.zshift_p::<P>(m, pos),
         }
     }
 

@@ -50,7 +50,7 @@ pub fn layer_walk_with<P: Poly>(
     let mut dl = if nz == 0.0 || j == last {
         f32::INFINITY
     } else {
-        ((m.hmin + (j as f32 + half) * m.dh - zp) * inv_nz).max(0.0)
+        ((P::gmad(j as f32 + half, m.dh, m.hmin) - zp) * inv_nz).max(0.0)
     };
     let dl_layer = m.dh * inv_nz.abs();
     let mut length = 0.0f32;
