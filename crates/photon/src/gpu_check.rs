@@ -654,8 +654,8 @@ fn precise_agreement(
 }
 
 /// Hole ice on the device (`scripts/gpu-check` photon step `photon-hole`, `gpu-check --domain
-/// photon-hole`): precise mode must follow the CPU path photon by photon (≥ 99 % of the photons
-/// with hits identical), as for birefringence, on two models: spice_3.2.1 with columns of
+/// photon-hole`): precise mode must follow the CPU path photon by photon (every photon's hits bit
+/// for bit, `precise_agreement`), as for birefringence, on two models: spice_3.2.1 with columns of
 /// 2 DOM radii (effective scattering 0.5 m, g 0.5, f_SL 0.3, absorption 20 m appended as cfg
 /// lines 8–12), and spice_ftp-v3m (birefringence, 2-D tilt, DOM types) with its own hole-ice
 /// lines turned on (radius 1 DOM radius, effective scattering 0.3 m instead of 0.03 m so photons
@@ -740,8 +740,8 @@ pub fn flasher_cases() -> Vec<(&'static str, &'static str, i32, crate::f2k::Flas
 }
 
 /// Flashers on the device (`gpu-check --domain photon-flasher`, a step of scripts/gpu-check
-/// photon): precise mode follows the CPU path photon by photon (≥ 99 % of photons with hits
-/// identical) for the default beam and the lab profile with the DOM's own geometry (band,
+/// photon): precise mode follows the CPU path photon by photon (every photon's hits bit for bit,
+/// `precise_agreement`) for the default beam and the lab profile with the DOM's own geometry (band,
 /// harness, cable), LED patterns, FZCR and a tilted DOM; 1e8 LED photons each, seed 20261125.
 pub fn check_flashers(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result<Vec<Check>, GpuError> {
     let seed = 20261125;
