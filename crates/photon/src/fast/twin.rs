@@ -408,9 +408,34 @@ pub fn run_range<P: Poly>(
     ids: std::ops::Range<u64>,
     progress: &Progress,
 ) -> Vec<RawHit> {
+    run_range_with::<P>(m, doms, sources, seed, ids, progress, fma_available())
+}
+
+/// Whether this CPU has the FMA instruction (x86-64; elsewhere `f32::mul_add` needs no help).
+fn fma_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// [`run_range`], a fused twin's photons compiled with FMA if `with_fma` (which the CPU must
+/// have): the same bits either way, since `f32::mul_add` rounds once with or without it.
+#[allow(clippy::too_many_arguments)]
+fn run_range_with<P: Poly>(
+    m: &Medium,
+    doms: &DomIndex,
+    sources: &[Source],
+    seed: u64,
+    ids: std::ops::Range<u64>,
+    progress: &Progress,
+    with_fma: bool,
+) -> Vec<RawHit> {
     let twin = Twin::<P>::new(m, doms);
     #[cfg(target_arch = "x86_64")]
-    let fma = P::FUSED && std::arch::is_x86_feature_detected!("fma");
+    let fma = P::FUSED && with_fma && fma_available();
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = with_fma;
     crate::propagate::run_chunks(sources, ids, progress, |ids: ChunkIds<'_>, out| {
         for (id, s) in ids {
             #[cfg(target_arch = "x86_64")]
@@ -429,6 +454,7 @@ mod tests {
     use super::*;
     use crate::detector::{Detector, DetectorOptions};
     use crate::test_data::data_dir;
+    use std::path::Path;
 
     fn detector(model: &str) -> Detector {
         Detector::build(&DetectorOptions {
@@ -588,6 +614,31 @@ mod tests {
                 20261125,
             );
         }
+    }
+
+    /// `--precise` gives the same hits with and without the FMA instruction (the C library's
+    /// `fmaf` rounds once too): 1 TeV cascade in spice_ftp-v3m (birefringence, every fused site).
+    #[test]
+    fn fused_twin_is_the_same_without_the_fma_instruction() {
+        use crate::f2k::parse_f2k;
+        use crate::source::realise;
+        assert!(
+            fma_available() || !cfg!(target_arch = "x86_64"),
+            "this x86-64 CPU has no FMA: nothing to compare"
+        );
+        let det = detector("spice_ftp-v3m");
+        let text = "TR 1 0 e 0 0 -400 180 0 0 1000 0\n";
+        let sources = realise(&parse_f2k(Path::new("c.f2k"), text, &det.yield_).unwrap().specs, 31);
+        let (m, d, hidden) = (&det.medium, &det.index, Progress::hidden());
+        let with = run_range_with::<FusedGeom>(m, d, &sources, 31, 0..u64::MAX, &hidden, true);
+        let without = run_range_with::<FusedGeom>(m, d, &sources, 31, 0..u64::MAX, &hidden, false);
+        assert!(with.len() > 500, "{} hits", with.len());
+        assert!(
+            with == without,
+            "{} hits with FMA, {} without, not the same",
+            with.len(),
+            without.len()
+        );
     }
 
     /// What each rounding costs the CPU twin (measurement only): wall time of the 10 TeV
