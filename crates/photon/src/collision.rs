@@ -271,11 +271,17 @@ impl DomIndex {
     /// the line leaves the column, possibly beyond `len`), or `None`. Strings are found as in `first_hit` (clearance pre-test, then the cells
     /// of the segment's bounding box); columns do not overlap, the earliest entry wins.
     pub fn hole_span(&self, r: [f32; 3], n: [f32; 3], len: f32) -> Option<(f32, f32)> {
+        self.hole_span_p::<Plain>(r, n, len)
+    }
+
+    /// [`Self::hole_span`] with the nearest cylinder's pre-test rounded as `P` says (the kernel's
+    /// `hole_span` goes through the same `reachable` as its collision search).
+    pub fn hole_span_p<P: Poly>(&self, r: [f32; 3], n: [f32; 3], len: f32) -> Option<(f32, f32)> {
         let span = |si: usize| {
             let s = &self.strings[si];
             crate::hole::cylinder_span(s.x, s.y, self.hole_radius, r, n, len)
         };
-        match self.reachable(r, n, len) {
+        match self.reachable_p::<P>(r, n, len) {
             Reach::None => None,
             Reach::Nearest(si) => span(si as usize),
             Reach::Four(c) => {

@@ -29,6 +29,11 @@ use crate::source::{emit, tags, Photon, Source};
 /// ([`crate::fast::Fast`]: resampled float tables and float approximations, validated against
 /// PPC statistically as the GPU's fast mode is). [`step_with`] is the one segment loop both run.
 pub trait Mode: Sync {
+    /// `DomIndex::hole_span` (the precise twin rounds its pre-test as the kernel does).
+    #[inline(always)]
+    fn hole_span(&self, doms: &DomIndex, r: [f32; 3], n: [f32; 3], len: f32) -> Option<(f32, f32)> {
+        doms.hole_span(r, n, len)
+    }
     /// The step's end pos + len·dir (the precise twin may fuse it, `fast::twin`).
     #[inline(always)]
     fn advance(&self, pos: [f32; 3], dir: [f32; 3], len: f32) -> [f32; 3] {
@@ -366,7 +371,7 @@ pub fn step_with<M: Mode, R: SegmentWords>(
     let (mut bulk_len, mut entered) = (seg.length, false);
     let mut sca_left = 0.0f32;
     if let Some(h) = &m.hole {
-        if let Some((t_in, t_out)) = doms.hole_span(p.pos, p.dir, seg.length) {
+        if let Some((t_in, t_out)) = mode.hole_span(doms, p.pos, p.dir, seg.length) {
             let (xs, xa) = mode.depths(m, p.slice, zp, p.dir[2], t_in, nr);
             let (s, t) = ((st.sca_depth - xs).max(0.0), (st.tot - xa).max(0.0));
             // Distances to scattering and to absorption at the column's coefficients.

@@ -24,8 +24,6 @@ use std::f32::consts::{LN_2, TAU};
 
 /// How the polynomials round a Horner step a·b + c.
 pub trait Poly: Copy + Default + Send + Sync + 'static {
-    /// Whether any a·b + c is fused (then worth running with the FMA instruction).
-    const FUSED: bool = true;
     /// a·b + c in a polynomial.
     fn mad(a: f32, b: f32, c: f32) -> f32;
     /// a·b + c in the per-step geometry (rotation, birefringent step, layer walk, step end):
@@ -66,13 +64,12 @@ pub fn rsqrt(x: f32) -> f32 {
 pub struct Plain;
 
 /// a·b + c rounded once (`f32::mul_add`, the kernel's `fmaf`; not the fast mode's arithmetic).
-/// One instruction where the twin runs with FMA (`fast::twin::run_range`); without it on x86-64,
-/// a call to the C library's `fmaf`, correct but slow.
+/// One instruction where the twin runs its AVX2 and FMA build (`fast::twin::run_range`); without
+/// it on x86-64, a call to the C library's `fmaf`, correct but slow.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Fused;
 
 impl Poly for Plain {
-    const FUSED: bool = false;
     #[inline(always)]
     fn mad(a: f32, b: f32, c: f32) -> f32 {
         a * b + c

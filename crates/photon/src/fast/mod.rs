@@ -327,6 +327,15 @@ unsafe fn chunk_lanes_avx2(
     lanes::chunk(fast, m, doms, sources, seed, ids, out);
 }
 
+/// Whether the chunk loops run their builds for AVX2 and FMA (`chunk_avx2`, and the precise
+/// twin's `twin::chunk_avx2`): the CPU has both and `WARPDRIVE_NO_AVX2` is unset.
+pub(crate) fn avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::env::var_os("WARPDRIVE_NO_AVX2").is_none() && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// `propagate::run` in the fast mode: the same chunks, progress and stop requests; hits in
 /// canonical order, identical for any number of threads (and on CPUs with or without AVX2).
 pub fn run(m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, progress: &Progress) -> Vec<RawHit> {
@@ -360,7 +369,7 @@ pub(crate) fn run_range_reach(
         fast.reach.clear();
     }
     #[cfg(target_arch = "x86_64")]
-    let avx2 = std::env::var_os("WARPDRIVE_NO_AVX2").is_none() && is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+    let avx2 = avx2_fma();
     #[cfg(target_arch = "x86_64")]
     let lanes = avx2 && m.hole.is_none() && std::env::var_os("WARPDRIVE_NO_LANES").is_none();
     crate::propagate::run_chunks(sources, ids, progress, |ids, out| {

@@ -151,6 +151,11 @@ impl<P: Poly> Mode for Twin<P> {
     }
 
     #[inline(always)]
+    fn hole_span(&self, doms: &DomIndex, r: [f32; 3], n: [f32; 3], len: f32) -> Option<(f32, f32)> {
+        doms.hole_span_p::<P>(r, n, len)
+    }
+
+    #[inline(always)]
     fn depth(&self, u: f32) -> f32 {
         Fast::depth_p::<P>(u)
     }
@@ -316,22 +321,34 @@ fn photon<P: Poly>(twin: &Twin<P>, m: &Medium, doms: &DomIndex, src: &Source, se
     super::segments(twin, m, doms, src, id, s, &mut st, &mut words, out);
 }
 
-/// [`photon`] compiled with the FMA instruction, so that `f32::mul_add` (a fused twin's
-/// multiply-adds) is one instruction where it is inlined, not a call to the C library's `fmaf`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
+/// The photons of one chunk, in id order.
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn photon_fma<P: Poly>(
+fn chunk<P: Poly>(twin: &Twin<P>, m: &Medium, doms: &DomIndex, sources: &[Source], seed: u64, ids: ChunkIds<'_>, out: &mut Vec<RawHit>) {
+    for (id, s) in ids {
+        photon(twin, m, doms, &sources[s as usize], seed, id, s, out);
+    }
+}
+
+/// [`chunk`] compiled for x86-64 with AVX2 and FMA, as the fast mode's `chunk_avx2`: a fused
+/// twin's `f32::mul_add` is then one instruction, not a call to the C library's `fmaf` (which
+/// made `Twin<FusedGeom>` 65 % slower than `Twin<Plain>`); the bits are [`chunk`]'s.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA (`super::avx2_fma`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn chunk_avx2<P: Poly>(
     twin: &Twin<P>,
     m: &Medium,
     doms: &DomIndex,
-    src: &Source,
+    sources: &[Source],
     seed: u64,
-    id: u64,
-    s: u32,
+    ids: ChunkIds<'_>,
     out: &mut Vec<RawHit>,
 ) {
-    photon(twin, m, doms, src, seed, id, s, out);
+    chunk(twin, m, doms, sources, seed, ids, out);
 }
 
 /// `fast::run` in the twin's arithmetic (the CPU side of `--precise`'s photon-by-photon check):
@@ -397,9 +414,9 @@ pub fn run_rounded(
 }
 
 /// [`run`] for the photons whose global ids lie in `ids` (one job of a split run), the
-/// multiply-adds rounded as `P` says (`FusedGeom` for `--precise`; see [`Rounding`]). A fused
-/// twin runs with the FMA instruction where the CPU has it (x86-64 without it: the C library's
-/// `fmaf`, correct and slow).
+/// multiply-adds rounded as `P` says (`FusedGeom` for `--precise`; see [`Rounding`]). Chunks run
+/// in their AVX2 and FMA build where the CPU has both (x86-64 without: the C library's `fmaf`,
+/// correct and slow).
 pub fn run_range<P: Poly>(
     m: &Medium,
     doms: &DomIndex,
@@ -408,19 +425,11 @@ pub fn run_range<P: Poly>(
     ids: std::ops::Range<u64>,
     progress: &Progress,
 ) -> Vec<RawHit> {
-    run_range_with::<P>(m, doms, sources, seed, ids, progress, fma_available())
+    run_range_with::<P>(m, doms, sources, seed, ids, progress, super::avx2_fma())
 }
 
-/// Whether this CPU has the FMA instruction (x86-64; elsewhere `f32::mul_add` needs no help).
-fn fma_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("fma");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
-/// [`run_range`], a fused twin's photons compiled with FMA if `with_fma` (which the CPU must
-/// have): the same bits either way, since `f32::mul_add` rounds once with or without it.
+/// [`run_range`], the chunks in their AVX2 and FMA build if `avx2` (which the CPU must have):
+/// the same bits either way.
 #[allow(clippy::too_many_arguments)]
 fn run_range_with<P: Poly>(
     m: &Medium,
@@ -429,23 +438,19 @@ fn run_range_with<P: Poly>(
     seed: u64,
     ids: std::ops::Range<u64>,
     progress: &Progress,
-    with_fma: bool,
+    avx2: bool,
 ) -> Vec<RawHit> {
     let twin = Twin::<P>::new(m, doms);
-    #[cfg(target_arch = "x86_64")]
-    let fma = P::FUSED && with_fma && fma_available();
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = with_fma;
+    let _ = avx2;
     crate::propagate::run_chunks(sources, ids, progress, |ids: ChunkIds<'_>, out| {
-        for (id, s) in ids {
-            #[cfg(target_arch = "x86_64")]
-            if fma {
-                // SAFETY: the CPU has FMA (checked above).
-                unsafe { photon_fma(&twin, m, doms, &sources[s as usize], seed, id, s, out) };
-                continue;
-            }
-            photon(&twin, m, doms, &sources[s as usize], seed, id, s, out);
+        #[cfg(target_arch = "x86_64")]
+        if avx2 {
+            // SAFETY: the caller checked AVX2 and FMA (`super::avx2_fma`).
+            unsafe { chunk_avx2(&twin, m, doms, sources, seed, ids, out) };
+            return;
         }
+        chunk(&twin, m, doms, sources, seed, ids, out);
     })
 }
 
@@ -616,15 +621,15 @@ mod tests {
         }
     }
 
-    /// `--precise` gives the same hits with and without the FMA instruction (the C library's
+    /// `--precise` gives the same hits with and without its AVX2 and FMA build (the C library's
     /// `fmaf` rounds once too): 1 TeV cascade in spice_ftp-v3m (birefringence, every fused site).
     #[test]
     fn fused_twin_is_the_same_without_the_fma_instruction() {
         use crate::f2k::parse_f2k;
         use crate::source::realise;
         assert!(
-            fma_available() || !cfg!(target_arch = "x86_64"),
-            "this x86-64 CPU has no FMA: nothing to compare"
+            super::super::avx2_fma() || !cfg!(target_arch = "x86_64"),
+            "no AVX2 and FMA here: nothing to compare"
         );
         let det = detector("spice_ftp-v3m");
         let text = "TR 1 0 e 0 0 -400 180 0 0 1000 0\n";
