@@ -613,6 +613,18 @@ fn exact_on(ordinal: usize) -> PreciseBuild {
     }
 }
 
+/// The precise comparisons' criterion: of `total` photons with hits on either side, `same` with
+/// the same hits (`photon_agreement`) and `bits` bit for bit; all of them bit for bit when
+/// `bitwise` (two sides computing the same operations), else ≥ 99 % the same.
+fn agrees(same: usize, bits: usize, total: usize, bitwise: bool) -> bool {
+    total > 0
+        && if bitwise {
+            bits == total && same == total
+        } else {
+            same as f64 / total as f64 >= 0.99
+        }
+}
+
 /// A precise build follows its CPU path photon by photon: ≥ 99 % of the photons with hits have
 /// the same hits (`photon_agreement`), or for a `bitwise` build every photon's hits are bit for
 /// bit the same ([`bit_identical_photons`]). The check named "`name`: photon-by-photon CPU = GPU".
@@ -631,15 +643,9 @@ fn precise_agreement(
     if let Some(dir) = std::env::var_os("WARPDRIVE_CHECK_DUMP") {
         dump_differences(Path::new(&dir), name, &cpu, &gp);
     }
-    let passed = total > 0
-        && if precise.bitwise {
-            bits == total && same == total
-        } else {
-            frac >= 0.99
-        };
     Ok(check(
         &format!("{name}: photon-by-photon CPU = GPU"),
-        passed,
+        agrees(same, bits, total, precise.bitwise),
         format!(
             "{same} of {total} photons with hits identical ({:.3} %), {bits} bit for bit (required: {}); CPU {} raw hits, GPU {}; \
              {} photons, kernel {:.3} s",
@@ -1377,10 +1383,10 @@ fn twin_case(
         if let Some(dir) = std::env::var_os("WARPDRIVE_CHECK_DUMP") {
             dump_differences(Path::new(&dir), &format!("twin {case} {config}"), twin, &g);
         }
-        let bitwise = !o.fast_arith.fmad;
+        // Without contraction the two sides compute the same operations: bit for bit.
         out.push(check(
             &format!("twin {case} [{config}]: photon-by-photon CPU twin = GPU"),
-            total > 0 && if bitwise { exact == total && same == total } else { frac >= 0.99 },
+            agrees(same, exact, total, !o.fast_arith.fmad),
             format!(
                 "vs CPU twin: {same} of {total} photons with hits the same ({:.3} %), {exact} bit for bit; \
                  vs CPU fast: {same_f} of {total_f} ({:.3} %); raw hits CPU twin {}, fast {}, GPU {}; kernel {:.3} s",

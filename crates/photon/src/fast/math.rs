@@ -32,13 +32,17 @@ pub trait Poly: Copy + Default + Send + Sync + 'static {
     fn gmad(a: f32, b: f32, c: f32) -> f32 {
         a * b + c
     }
-    /// Whether the per-step geometry is the kernel's WD_TWIN_FMA_GEOM ([`FusedGeom`]).
-    const GEOM: bool = false;
     /// 1/√x in the per-step geometry: IEEE square root and division but for [`FusedGeom`]
     /// ([`rsqrt`]).
     #[inline(always)]
     fn rsqrt(x: f32) -> f32 {
         1.0 / x.sqrt()
+    }
+    /// x/|v| (the absorption anisotropy's factor): a division by the IEEE norm but for
+    /// [`FusedGeom`] (x times [`rsqrt`] of the squares summed through `gmad`).
+    #[inline(always)]
+    fn div_norm(x: f32, v: [f32; 3]) -> f32 {
+        x / (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
     }
 }
 
@@ -99,11 +103,14 @@ impl Poly for FusedGeom {
         a.mul_add(b, c)
     }
 
-    const GEOM: bool = true;
-
     #[inline(always)]
     fn rsqrt(x: f32) -> f32 {
         rsqrt(x)
+    }
+
+    #[inline(always)]
+    fn div_norm(x: f32, v: [f32; 3]) -> f32 {
+        x * rsqrt(Self::gmad(v[2], v[2], Self::gmad(v[1], v[1], v[0] * v[0])))
     }
 }
 

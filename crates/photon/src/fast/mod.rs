@@ -176,11 +176,7 @@ impl Fast {
         }
         if let Some(k) = a.new_abs {
             let v = [k[0] * m[0], k[1] * m[1], k[2] * m[2]];
-            if P::GEOM {
-                nr *= P::rsqrt(P::gmad(v[2], v[2], P::gmad(v[1], v[1], v[0] * v[0])));
-            } else {
-                nr /= (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
-            }
+            nr = P::div_norm(nr, v);
         }
         nr
     }
