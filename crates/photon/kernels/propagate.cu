@@ -165,7 +165,7 @@ struct V3 { float x, y, z; };
 // minimax line (error ≤ 1.5 %), then two Newton steps r ← r + r·(1 − x·r) in fmaf (≤ 5·10⁻⁸
 // before the last rounding). fast/math.rs recip_ln, the same operations.
 __device__ __forceinline__ float wd_recip_ln(float x) {
-    float r = fmaf(-0.23901599645614624f, x, 0.985061526298523f);
+    float r = fmaf(-0.239016f, x, 0.9850615f);
     r = fmaf(r, fmaf(-x, r, 1.0f), r);
     return fmaf(r, fmaf(-x, r, 1.0f), r);
 }

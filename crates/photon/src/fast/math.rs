@@ -53,14 +53,14 @@ pub trait Poly: Copy + Default + Send + Sync + 'static {
 }
 
 /// 1/x for x ∈ [1 + √½, 1 + √2] (the denominator of [`ln`]'s quotient) without a division: the
-/// line of least relative error, 0.985061526 − 0.239015996·x (≤ 1.5 %: c₁ = 2/(ab + ((a + b)/2)²),
+/// line of least relative error, 0.9850615 − 0.239016·x (≤ 1.5 %: c₁ = 2/(ab + ((a + b)/2)²),
 /// c₀ = c₁(a + b) on [a, b]), then two Newton steps r ← r + r·(1 − x·r), each squaring the error
 /// (≤ 2.3·10⁻⁴, ≤ 5·10⁻⁸), in `mul_add`. The kernel's `wd_recip_ln` (WD_TWIN_FMA_GEOM): a precise
 /// GPU build spends ~10 instructions and a branch on the division, this 5.
 #[inline(always)]
 #[must_use]
 pub fn recip_ln(x: f32) -> f32 {
-    let mut r = (-0.239_015_996_456_146_24_f32).mul_add(x, 0.985_061_526_298_523_f32);
+    let mut r = (-0.239_016_f32).mul_add(x, 0.985_061_5_f32);
     for _ in 0..2 {
         r = r.mul_add((-x).mul_add(r, 1.0), r);
     }
