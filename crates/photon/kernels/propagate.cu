@@ -864,11 +864,11 @@ __device__ __forceinline__ int reachable(const PhotonParams& P, V3 r, V3 n, floa
     return (int)P.clear_near[c];
 }
 
-#if defined(WD_REACH) || defined(WD_CLEAR_BUDGET)
-// collision.rs: the horizontal part h of distance2_lower_bound — a lower bound on the horizontal
-// distance from r to every string cylinder (the radius reachable tests, margin included), from the
-// clearance grid's bounds (outside the grid, to its rectangle).
-__device__ __forceinline__ float clear_distance(const PhotonParams& P, V3 r) {
+#ifdef WD_REACH
+// collision.rs: distance2_lower_bound — a lower bound on the squared distance from r to every
+// point where a segment can hit a DOM: h² + v², h horizontally to the string cylinders from the
+// clearance grid's bounds (outside the grid, to its rectangle), v to the DOMs' z range.
+__device__ __forceinline__ float distance2_lower_bound(const PhotonParams& P, V3 r) {
     int i = (int)floorf((r.x - P.grid_x0) * P.clear_inv), j = (int)floorf((r.y - P.grid_y0) * P.clear_inv);
     float h;
     if ((unsigned int)i >= (unsigned int)P.clear_nx || (unsigned int)j >= (unsigned int)P.clear_ny) {
@@ -878,16 +878,6 @@ __device__ __forceinline__ float clear_distance(const PhotonParams& P, V3 r) {
         float dx = r.x - clear.y, dy = r.y - clear.z;
         h = fmaxf(fminf(clear.x, sqrtf(dx * dx + dy * dy) - clear.w), 0.0f);  // clear.x < 0: another cylinder in the cell
     }
-    return h;
-}
-#endif
-
-#ifdef WD_REACH
-// collision.rs: distance2_lower_bound — a lower bound on the squared distance from r to every
-// point where a segment can hit a DOM: h² + v², h horizontally to the string cylinders
-// (clear_distance), v to the DOMs' z range.
-__device__ __forceinline__ float distance2_lower_bound(const PhotonParams& P, V3 r) {
-    float h = clear_distance(P, r);
     float v = fmaxf(fmaxf(P.z_lo - r.z, r.z - P.z_hi), 0.0f);
     return h * h + v * v;
 }
@@ -1496,9 +1486,6 @@ struct PState {
     unsigned int block;  // next Philox block of the photon's stream (one per scattering)
 #endif
     unsigned long long id;
-#ifdef WD_CLEAR_BUDGET
-    float clear;  // a lower bound on the horizontal distance to every string cylinder (≤ 0: unknown)
-#endif
 };
 
 // Emission and the absorption budget (the start of propagate_photon).
@@ -1533,9 +1520,6 @@ __device__ __forceinline__ void start(const PhotonParams& P, unsigned long long 
 #endif
     // A flasher photon starts on its DOM's surface: its first segment does not meet it (PPC: old = fla).
     st.skip = st.own_dom; st.seq = 0; st.segs = 0;
-#ifdef WD_CLEAR_BUDGET
-    st.clear = 0.0f;
-#endif
 }
 
 #ifdef WD_BFR
@@ -1560,20 +1544,6 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     float zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
     float nr = absorption_factor(P, st.dir);
     Segment seg = layer_walk(P, st.slice, zp, st.dir.z, sca_depth, st.tot, nr);
-#ifdef WD_CLEAR_BUDGET
-    // The clearance carried along (opt-in): a segment shorter than the photon's horizontal distance
-    // to every string cylinder reaches none of them, so it can meet no DOM and no hole-ice column,
-    // and the collision search (which would return no hit) is skipped. The bound is measured at a
-    // segment's start when the one carried over does not cover the segment, then decreased by each
-    // move (at most its length horizontally; a birefringent shift at most the diffused length),
-    // and forgotten at a hit. 1 mm is kept for rounding. The hits are those of the full search.
-    float clear = st.clear;
-    if (!(seg.length < clear)) clear = clear_distance(P, st.pos) - 1.0e-3f;
-    const bool clear_of_strings = seg.length < clear;
-#define WD_SEARCH (!clear_of_strings)
-#else
-#define WD_SEARCH true
-#endif
 #ifdef WD_HOLE
     // Hole ice (propagate.rs step): the bulk segment cut where it enters a column; inside, the
     // column's coefficients. hole_end: 0 bulk scattering, 1 scattering in the column, 2 cut at
@@ -1582,10 +1552,7 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     bool curved = true;
     int hole_end = 0;
     float t_in, t_out;
-    if (P.has_hole && WD_SEARCH && hole_span(P, st.pos, st.dir, seg.length, t_in, t_out)) {
-#ifdef WD_CLEAR_BUDGET
-        clear = 0.0f;  // the move through the column may be longer than the walk's segment
-#endif
+    if (P.has_hole && hole_span(P, st.pos, st.dir, seg.length, t_in, t_out)) {
         float2 x = layer_depths(P, st.slice, zp, st.dir.z, t_in, nr);
         float s = fmaxf(sca_depth - x.x, 0.0f), t = fmaxf(st.tot - x.y, 0.0f);
         float ls = s / P.hole_sca, la = t / P.hole_abs;
@@ -1623,12 +1590,9 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     // The photon is advanced to each hit and the rest of the segment searched from there, as PPC
     // does (same straight path and end).
     int skip = st.skip;
-    for (int k = 0; WD_SEARCH && k < WD_MAX_SEGMENT_HITS; ++k) {
+    for (int k = 0; k < WD_MAX_SEGMENT_HITS; ++k) {
         Collision c = first_hit(P, st.pos, st.dir, seg.length, skip, st.own_dom);
         if (c.dom < 0) break;
-#ifdef WD_CLEAR_BUDGET
-        clear = 0.0f;
-#endif
         // A flasher's own DOM absorbs the photons that come back to it, recording nothing.
         if (c.dom == st.own_dom) return false;
         record(P, st.id, st.s, st.seq, c.dom, st.time + c.h * st.ocm, st.slice, st.dir, c.impact);
@@ -1671,9 +1635,6 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
     st.pos = V3{st.pos.x + seg.length * st.dir.x, st.pos.y + seg.length * st.dir.y, st.pos.z + seg.length * st.dir.z};
 #endif
     st.time += seg.length * st.ocm;
-#ifdef WD_CLEAR_BUDGET
-    clear -= seg.length;
-#endif
 #if defined(WD_PHILOX_PAIR) && !defined(WD_FAST_RNG)
     unsigned int ws[4];
     bool paired = false;
@@ -1707,15 +1668,8 @@ __device__ __forceinline__ bool step(const PhotonParams& P, PState& st) {
         V3 shift;
         st.dir = bfr_deflect(P, st.dir, bfr_len, ra, rb, wb, shift);
         if (curved) st.pos = V3{st.pos.x + shift.x, st.pos.y + shift.y, st.pos.z + shift.z};
-#ifdef WD_CLEAR_BUDGET
-        clear -= bfr_len;  // |shift| = ½·bfr_len·|m − n| ≤ bfr_len
-#endif
     }
 #endif
-#ifdef WD_CLEAR_BUDGET
-    st.clear = clear;
-#endif
-#undef WD_SEARCH
 #ifdef WD_BFR
     if (hit_dom >= 0) {
         st.sca_depth = sca_at_hit;

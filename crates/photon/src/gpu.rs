@@ -1286,10 +1286,6 @@ pub const SWITCHES: &[&str] = &[
     // Off by default (reach.rs): exact, but on an H200 the test costs more than the segments it
     // saves (docs/performance/photon.md, "the out-of-reach test").
     "WD_REACH",
-    // The clearance carried from segment to segment (propagate.cu step): the collision search
-    // skipped while a segment is shorter than the photon's bounded distance to every string
-    // cylinder. Exact (the same hits; gpu-check compares); opt-in until measured.
-    "WD_CLEAR_BUDGET",
     // Measurement only (changes the physics): the tilt shift left out, to time what it costs.
     "WD_NO_TILT",
     // Measurement only (changes the physics): only the first DOM on a segment is searched.

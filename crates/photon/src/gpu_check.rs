@@ -19,9 +19,6 @@ use crate::scatter::{henyey_greenstein, normalize, scatter, scattering_cosine, s
 use crate::source::{cascade_xi, realise};
 use crate::validate::{compare, ppc_reference_runs, timed_hits};
 
-/// The switch of the clearance carried from segment to segment (propagate.cu step).
-const CLEAR_BUDGET: &str = "WD_CLEAR_BUDGET";
-
 /// One line of the check report.
 pub use warpdrive_core::check::{Check, Suite};
 
@@ -443,37 +440,6 @@ pub fn run_all(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) -> Result
             gf == gf2
         ),
     ));
-    // The clearance carried along (WD_CLEAR_BUDGET) skips only collision searches that would
-    // find nothing: the same hits with and without it, in a model without and one with
-    // birefringence (its shifts), and in the precise twin (the CPU has no such switch).
-    let mut budget = Vec::new();
-    for (label, det, srcs, base) in [
-        ("fast, spice_3.2.1", &spice, &sources, &fast),
-        ("fast, spice_ftp-v3m", &ftp, &fsources, &fast),
-        ("precise, spice_ftp-v3m", &ftp, &fsources, &precise.gpu),
-    ] {
-        let toggled = |on: bool| {
-            let mut o = base.clone();
-            o.defines.retain(|d| d != CLEAR_BUDGET);
-            if on {
-                o.defines.push(CLEAR_BUDGET.to_string());
-            }
-            o
-        };
-        let (with, _) = gpu::run(&det.medium, &det.index, srcs, seed, &toggled(true))?;
-        let (without, _) = gpu::run(&det.medium, &det.index, srcs, seed, &toggled(false))?;
-        budget.push((label, with.len(), without.len(), with == without));
-    }
-    out.push(check(
-        "clearance carried along (WD_CLEAR_BUDGET) = full collision search (same hits)",
-        budget.iter().all(|b| b.3),
-        budget
-            .iter()
-            .map(|(label, a, b, same)| format!("{label}: {a} vs {b} raw hits, identical: {same}"))
-            .collect::<Vec<_>>()
-            .join("; "),
-    ));
-    log(&format!("{:?}", out.last()));
     let hf = crate::hits::accept(&spice, &gf, &sources, seed);
     let tf = timed_hits(&hf);
     // Wavelengths (issue #29): every precise device hit carries the slice the CPU emits for its
@@ -613,7 +579,6 @@ pub fn hole_models(data: &Path) -> Result<[std::path::PathBuf; 2], GpuError> {
 type CpuRun = fn(&crate::medium::Medium, &crate::collision::DomIndex, &[crate::source::Source], u64, &Progress) -> Vec<RawHit>;
 
 /// A precise GPU build and the CPU path it follows photon by photon.
-#[derive(Clone)]
 struct PreciseBuild {
     gpu: GpuOptions,
     cpu: CpuRun,
@@ -731,18 +696,6 @@ pub fn check_hole_ice(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
             seed,
             &precise,
             &format!("precise, hole ice ({label})"),
-        )?);
-        log(&format!("{:?}", out.last()));
-        // The clearance carried along must not skip a column's entry either.
-        let mut budget = precise.clone();
-        budget.gpu.defines.retain(|d| d != CLEAR_BUDGET);
-        budget.gpu.defines.push(CLEAR_BUDGET.to_string());
-        out.push(precise_agreement(
-            &det,
-            &sources,
-            seed,
-            &budget,
-            &format!("precise with WD_CLEAR_BUDGET, hole ice ({label})"),
         )?);
         log(&format!("{:?}", out.last()));
     }
