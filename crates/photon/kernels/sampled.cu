@@ -168,6 +168,16 @@
 #if WD_SAMP_NOSQ && !WD_SAMP_DEFERRED
 #error "WD_SAMP_NOSQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
 #endif
+// WD_SAMP_PHYSICS (measurement only, off; needs the deferred queue): the deferred loop without
+// its points and end markers — the job queue, the walk and the move only (the weight, unused, is
+// compiled out), the tables left empty. What the loop costs without the point machinery
+// (docs/spline.md "The floor").
+#ifndef WD_SAMP_PHYSICS
+#define WD_SAMP_PHYSICS 0
+#endif
+#if WD_SAMP_PHYSICS && !WD_SAMP_DEFERRED
+#error "WD_SAMP_PHYSICS needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
+#endif
 #define WD_SAMP_ANGC_MAX 16
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
@@ -1038,6 +1048,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
         // pending: this lane's segment (walked at an earlier step) has points left.
         if (alive && !pending) sampled_walk(P, T, S, g);
         if (pending) g = q.seg[lane];
+#if !WD_SAMP_PHYSICS
         {
             unsigned long long mine = q.mine[lane];
             int queued = q.queued[lane];
@@ -1045,12 +1056,16 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
             q.mine[lane] = mine;
             q.queued[lane] = queued;
         }
+#endif
         if (pending) q.seg[lane] = g;
         bool ending = false;
         if (alive && !pending) {
             alive = sampled_move(P, T, S, g, n);
             ending = !alive;
         }
+#if WD_SAMP_PHYSICS
+        (void)ending;
+#else
         {
             unsigned long long mine = q.mine[lane];
             int queued = q.queued[lane];
@@ -1058,6 +1073,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
             q.mine[lane] = mine;
             q.queued[lane] = queued;
         }
+#endif
     }
     if (q.queued[lane] > 0) sampled_drain(T, q, full, lane, q.queued[lane], (unsigned)q.mine[lane], 0.0f, S.runs, n);
 }

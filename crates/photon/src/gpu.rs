@@ -1403,6 +1403,8 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             // The sums-only probe (measurement only: no squares; docs/spline.md "What the 50 %
             // would cost in table quality").
             samp(&["WD_SAMP_NOSQ=1"]),
+            // The loop without its points (measurement only; docs/spline.md "The floor").
+            samp(&["WD_SAMP_PHYSICS=1"]),
         ],
         fast: true,
         generated: false,
