@@ -18,7 +18,9 @@
 //! functions below) or [`Fused`] (one rounding, `f32::mul_add`: the CPU side of the kernel's
 //! WD_TWIN_FMA, whose explicit `fmaf` a GPU build without contraction keeps; issue #29).
 //! [`FusedGeom`] also fuses the per-step geometry that `Poly::gmad` marks (the rotation, its
-//! normalisation, the birefringent step: WD_TWIN_FMA_GEOM).
+//! normalisation, the birefringent step: WD_TWIN_FMA_GEOM), and replaces two IEEE operations a
+//! precise GPU build makes slow by Newton's iterations: 1/√x ([`rsqrt`]) and ln's 1/(m + 1)
+//! ([`recip_ln`]).
 
 use std::f32::consts::{LN_2, TAU};
 
