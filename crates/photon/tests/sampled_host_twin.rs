@@ -687,6 +687,9 @@ int main() {
 #if WD_SAMP_SCAN
             static SampScan sc;
 #endif
+#if WD_SAMP_FIFO
+            static SampFifo F;
+#endif
             unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
 #if WD_SAMP_SPLIT
             // Rounds of the two kernels' loops (one warp each), as tabulate/gpu.rs Split::launch:
@@ -716,6 +719,8 @@ int main() {
             run_warp(width, [&](int l) {
 #if WD_SAMP_SCAN
                 sampled_loop(PhotonParams{0}, TT, &J, sc, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
+#elif WD_SAMP_FIFO
+                sampled_loop(PhotonParams{0}, TT, &J, &F, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
 #elif WD_SAMP_STEPWISE
                 sampled_loop(PhotonParams{0}, TT, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
 #else
@@ -756,7 +761,10 @@ int main() {
     // WD_SAMP_SPLIT (two kernels a round): paths of 96 segments (no photon paused: the stubs'
     // photons end by their 40th), of 3 and of 7 (most paused, several rounds), 5-photon refills,
     // add_u128's squares.
-    let builds: [&[&str]; 16] = [
+    // WD_SAMP_FIFO (walk and bin in the same step, the walked segments waiting in a per-lane
+    // ring): rings of 3 and of 1 record, without the job queue, two points a step with 5-photon
+    // refills.
+    let builds: [&[&str]; 20] = [
         &[],
         &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"],
         &["WD_SAMP_JOBQ=0"],
@@ -768,6 +776,10 @@ int main() {
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"],
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_RED=0"],
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_STEP_POINTS=3"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=3"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=1"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_JOBQ=0"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_POINTS=2", "WD_SAMP_JOBS=5"],
         &["WD_SAMP_SPLIT=1"],
         &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=3"],
         &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=7"],
