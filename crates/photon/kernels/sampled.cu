@@ -83,6 +83,18 @@
 #ifndef WD_SAMP_FIFO_POINTS
 #define WD_SAMP_FIFO_POINTS 1
 #endif
+// WD_SAMP_FIFO_RING (with WD_SAMP_FIFO, default 1): the runs a lane closes go into the warp's
+// ring of closes, added by all lanes a warp's width at a time (ncu of WD_SAMP_FIFO: the closes
+// ran at 6 of 32 lanes, 16 % of the instructions); 0: each lane adds its own at once.
+#ifndef WD_SAMP_FIFO_RING
+#define WD_SAMP_FIFO_RING 1
+#endif
+// Entries of the ring: at most 31 left after a flush, plus per lane and step 2 closes per point
+// and 2 at a photon's end.
+#define WD_SAMP_RING 256
+#if WD_SAMP_FIFO && WD_SAMP_FIFO_RING && 32 * (2 * WD_SAMP_FIFO_POINTS + 2) + 31 > WD_SAMP_RING
+#error "WD_SAMP_FIFO_POINTS too large for the ring of closes"
+#endif
 #if WD_SAMP_FIFO && !WD_SAMP_STEPWISE
 #error "WD_SAMP_FIFO is a mode of WD_SAMP_STEPWISE: WD_SAMP_STEPWISE=1"
 #endif
@@ -272,6 +284,14 @@ __device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float h
 #ifndef WD_SAMP_ATAN
 #define WD_SAMP_ATAN 1
 #endif
+// WD_SAMP_LEAN (issue #32's rate; docs/spline.md "Walk and bin in the same step"): when every
+// axis has equal steps, sampled_cell_sp computes all four bins and tests the ranges once (one
+// predicate, no return after each axis); the same cells (the same float arithmetic per axis).
+// ncu of the lookup: the three per-axis range tests and their early returns were 1.4 of its
+// 7.4 warp instructions a point.
+#ifndef WD_SAMP_LEAN
+#define WD_SAMP_LEAN 1
+#endif
 __device__ __forceinline__ float samp_azimuth_deg(float b, float a) {
     const float x = fabsf(a), y = fabsf(b);
     const float hi = fmaxf(x, y), lo = fminf(x, y);
@@ -306,6 +326,30 @@ __device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float 
         polar = axial;
         delay = t - axial * T.inv_c - rad * T.cone;
     }
+#if WD_SAMP_LEAN && WD_SAMP_EDGES
+    if (T.inv[0] > 0.0f && T.inv[1] > 0.0f && T.inv[2] > 0.0f && (T.n_delay == 0 || T.inv[3] > 0.0f)) {
+        // Every axis of equal steps (uniform over the launch): the same bins by the same float
+        // arithmetic as below, the range tests folded into one predicate instead of a return
+        // after each axis.
+        const float a = rx * T.e1[0] + ry * T.e1[1] + rz * T.e1[2];
+        const float b = rx * T.e2[0] + ry * T.e2[1] + rz * T.e2[2];
+#if WD_SAMP_ATAN
+        const float phi = samp_azimuth_deg(b, a);
+#else
+        const float phi = fabsf(atan2f(b, a)) * 57.29577951308232f;
+#endif
+        const bool in = rad >= T.lo[0] && rad <= T.hi[0] && polar >= T.lo[2] && polar <= T.hi[2] && phi >= T.lo[1] && phi <= T.hi[1];
+        const int i = min((int)((rad - T.lo[0]) * T.inv[0]), T.n_radial - 2);
+        const int j = min((int)((phi - T.lo[1]) * T.inv[1]), T.n_azimuth - 2);
+        const int k = min((int)((polar - T.lo[2]) * T.inv[2]), T.n_polar - 2);
+        const int spatial = (i * (T.n_azimuth - 1) + j) * (T.n_polar - 1) + k;
+        int tc = 0;
+        if (T.n_delay > 0) tc = delay < T.lo[3] ? 0 : delay >= T.hi[3] ? T.n_delay : 1 + max(min((int)((delay - T.lo[3]) * T.inv[3]), T.n_delay - 2), 0);
+        if (!in) return -1;
+        sp = spatial;
+        return spatial * (int)T.time_cells + tc;
+    }
+#endif
     int i = axis_bin(T.radial, T.n_radial, T.lo[0], T.hi[0], T.inv[0], rad);
     if (i < 0) return -1;
     int k = axis_bin(T.polar, T.n_polar, T.lo[2], T.hi[2], T.inv[2], polar);
@@ -1141,18 +1185,75 @@ struct SampFifo {
     float s[WD_SAMP_FIFO][32];  // the distance of the record's next point from its start
     float x[WD_SAMP_FIFO][32];  // each point's weighted length
     int m[WD_SAMP_FIFO][32];    // points left (with WD_SAMP_FIFO_END)
+#if WD_SAMP_FIFO_RING
+    // The closed runs waiting to be added (a cell c as c, a spatial cell s as ~s), a ring the
+    // lanes append to with a shared-memory counter and the warp empties a width at a time.
+    int ci[WD_SAMP_RING];
+    float cv[WD_SAMP_RING];
+    unsigned int tail;
+#endif
 };
+
+#if WD_SAMP_FIFO_RING
+// A closed run into the warp's ring (any lane, any time: the slot from the ring's counter).
+__device__ __forceinline__ void samp_ring_put(SampFifo* F, int idx, float x) {
+    const unsigned int k = atomicAdd(&F->tail, 1u) & (WD_SAMP_RING - 1);
+    F->ci[k] = idx;
+    F->cv[k] = x;
+}
+
+// The ring's closes added by all lanes (every lane of `full` calls it; head: the warp's first
+// unadded entry, the same on every lane), a warp's width at a time while at least a width waits,
+// or all of them (the loop's end): close_cell / close_spatial.
+__device__ __forceinline__ void samp_ring_flush(const SampParams& T, SampFifo* F, unsigned full, int width, int lane, unsigned int& head, bool all) {
+    __syncwarp(full);
+    const unsigned int tail = *(volatile unsigned int*)&F->tail;
+    while (tail - head >= (all ? 1u : (unsigned int)width)) {
+        const unsigned int k = head + (unsigned int)lane;
+        if (k < tail) {
+            const int i = F->ci[k & (WD_SAMP_RING - 1)];
+            const double xd = (double)F->cv[k & (WD_SAMP_RING - 1)];
+            const bool cell = i >= 0;
+            const int c = cell ? i : ~i;
+            if (cell) atomicAdd(T.sum + c, (unsigned long long)round(xd * WD_SUM_UNIT));
+            samp_add_sq(T, (cell ? T.sumsq : T.spatial_sumsq) + WD_SAMP_SQ_WORDS * (size_t)c, round(xd * xd * WD_SQ_UNIT));
+        }
+        head += min((unsigned int)width, tail - head);
+    }
+    __syncwarp(full);
+}
+#endif
 
 // The open runs of the photon whose points were binned last closed at its end (sampled_end's
 // first half; its counts were added at its last move).
-__device__ __forceinline__ void sampled_close_runs(const SampParams& T, SampRuns& r, SampCounts& n) {
+__device__ __forceinline__ void sampled_close_runs(const SampParams& T, SampFifo* F, SampRuns& r, SampCounts& n) {
     if (r.cell >= 0) {
+#if WD_SAMP_FIFO_RING
+        (void)T;
+        samp_ring_put(F, r.cell, r.x);
+        samp_ring_put(F, ~r.spatial, r.spatial_x);
+#else
+        (void)F;
         close_cell(T, r.cell, r.x);
         close_spatial(T, r.spatial, r.spatial_x);
+#endif
         n.runs += 1;
         n.tabulated += 1;
     }
     r = SampRuns{-1, -1, 0, 0};
+}
+
+// A point of amount x in cell c (spatial cell sp) merged into the open runs (sampled_record),
+// the runs it closes added or put into the ring.
+__device__ __forceinline__ void sampled_fifo_record(const SampParams& T, SampFifo* F, SampRuns& r, int c, int sp, float x, SampCounts& n) {
+#if WD_SAMP_FIFO_RING
+    const SampClosed o = sampled_merge(T, r, c, sp, x, n);
+    if (o.cell >= 0) samp_ring_put(F, o.cell, o.x);
+    if (o.spatial >= 0) samp_ring_put(F, ~o.spatial, o.spatial_x);
+#else
+    (void)F;
+    sampled_record(T, r, c, sp, x, n);
+#endif
 }
 
 // WD_SAMP_FIFO: the kernel's loop for one warp (every lane of `full` calls it; F: the warp's
@@ -1171,6 +1272,11 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
     const bool step = T.step > 0.0f;
     int head = 0, cnt = 0;       // the ring's oldest record, its records
     unsigned int jq = 1u << 16;  // sampled_supply's job queue
+#if WD_SAMP_FIFO_RING
+    unsigned int closed = 0;  // the close ring's first entry not added (warp-uniform)
+    if (lane == 0) F->tail = 0;
+    __syncwarp(full);
+#endif
     for (;;) {
         const bool done = sampled_supply(P, T, J, full, width, lane, alive, S, jq, next, stride);
         if (done && !__any_sync(full, cnt > 0)) break;
@@ -1215,10 +1321,13 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
                     if (last >= WD_SAMP_FIFO) last -= WD_SAMP_FIFO;
                     F->m[last][lane] |= WD_SAMP_FIFO_END;
                 } else {
-                    sampled_close_runs(T, S.runs, n);
+                    sampled_close_runs(T, F, S.runs, n);
                 }
             }
         }
+#if WD_SAMP_FIFO_RING
+        samp_ring_flush(T, F, full, width, lane, closed, false);
+#endif
         for (int k = 0; k < WD_SAMP_FIFO_POINTS && cnt > 0; ++k) {
             const int m = F->m[head][lane];
             const float s = F->s[head][lane];
@@ -1226,17 +1335,23 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
             const V3 d{F->dx[head][lane], F->dy[head][lane], F->dz[head][lane]};
             int sp;
             const int c = sampled_cell_sp(T, sampled_at(p, d, s), sampled_time(F->t[head][lane], F->ocm[head][lane], s), sp);
-            if (c >= 0) sampled_record(T, S.runs, c, sp, F->x[head][lane], n);
+            if (c >= 0) sampled_fifo_record(T, F, S.runs, c, sp, F->x[head][lane], n);
             if ((m & ~WD_SAMP_FIFO_END) > 1) {
                 F->m[head][lane] = m - 1;
                 F->s[head][lane] = s + T.step;
             } else {
-                if (m & WD_SAMP_FIFO_END) sampled_close_runs(T, S.runs, n);
+                if (m & WD_SAMP_FIFO_END) sampled_close_runs(T, F, S.runs, n);
                 head = head + 1 == WD_SAMP_FIFO ? 0 : head + 1;
                 cnt -= 1;
             }
         }
+#if WD_SAMP_FIFO_RING
+        samp_ring_flush(T, F, full, width, lane, closed, false);
+#endif
     }
+#if WD_SAMP_FIFO_RING
+    samp_ring_flush(T, F, full, width, lane, closed, true);
+#endif
 }
 #else
 // WD_SAMP_STEPWISE: the kernel's loop for one warp (every lane of `full` calls it), one lane at a

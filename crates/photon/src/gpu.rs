@@ -1394,11 +1394,16 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"]),
             // Walk and bin in the same step: the walked segments wait in a per-lane ring
             // (docs/spline.md "Walk and bin in the same step"; gpu-check compares it with the
-            // default), with and without the job queue, two points a step.
+            // default), with and without the job queue, two points a step, one record, without
+            // the warp's ring of closes.
             samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=3"]),
             samp(&["WD_BFR", "WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=3"]),
             samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_JOBQ=0"]),
             samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_POINTS=2"]),
+            samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=1"]),
+            samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_RING=0"]),
+            // The lookup axis by axis (the folded range test is the default; gpu-check compares them).
+            samp(&["WD_SAMP_LEAN=0"]),
             // The warp scans of the points with per-point integer amounts (docs/spline.md "Warp
             // scans of the points"), and their lane-at-a-time reference (gpu-check compares them).
             samp(&["WD_SAMP_SCAN=1"]),

@@ -967,7 +967,12 @@ pub fn check_sampled_alternatives(
             "WD_SAMP_STEPWISE=1 without the job queue",
             &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"][..],
         ),
+        ("WD_SAMP_LEAN=0 (the lookup axis by axis)", &["WD_SAMP_LEAN=0"][..]),
         ("WD_SAMP_FIFO=3 (walk and bin in the same step)", FIFO),
+        (
+            "WD_SAMP_FIFO=1 without the ring of closes",
+            &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=1", "WD_SAMP_FIFO_RING=0"][..],
+        ),
         (
             "WD_SAMP_FIFO=2 with two points a step, without the job queue",
             &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_POINTS=2", "WD_SAMP_JOBQ=0"][..],
@@ -1271,8 +1276,10 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         (&["WD_SAMP_ANGC=0"][..], 8),
         (crate::tabulate::gpu::SAMPLED_EARLIER, 8),
         (STEPWISE, 8),
+        (&["WD_SAMP_LEAN=0"][..], 8),
         (FIFO, 8),
         (&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2"][..], 8),
+        (&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=1"][..], 8),
         (SCAN, 8),
         (&["WD_SAMP_ATAN=0"][..], 8),
         (SPLIT, 8),

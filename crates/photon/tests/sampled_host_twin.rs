@@ -56,9 +56,10 @@ int main() {
 }
 
 /// The lookup with its first and last edges from the parameters (WD_SAMP_EDGES, the default)
-/// and loaded from the edges (WD_SAMP_EDGES=0, the earlier code): each compared with the Rust
-/// lookup below, and with each other point by point (the same cell for every point: the same
-/// floats are compared).
+/// and loaded from the edges (WD_SAMP_EDGES=0, the earlier code), and with every axis of equal
+/// steps both by the folded range test (WD_SAMP_LEAN, the default) and axis by axis
+/// (WD_SAMP_LEAN=0): each compared with the Rust lookup below, and with each other point by
+/// point (the same cell for every point: the same floats are compared).
 #[test]
 fn device_lookup_is_the_rust_lookup() {
     let dir = std::env::temp_dir().join(format!("wd-sampled-twin-{}", std::process::id()));
@@ -66,22 +67,25 @@ fn device_lookup_is_the_rust_lookup() {
     let cpp = dir.join("twin.cpp");
     std::fs::write(&cpp, source()).unwrap();
     let flags = ["-O2", "-std=c++17", "-ffp-contract=off", "-w"];
-    let exes = [dir.join("twin"), dir.join("twin-loads")];
+    let exes = [dir.join("twin"), dir.join("twin-loads"), dir.join("twin-axis-by-axis")];
     // atan2f (WD_SAMP_ATAN=0) as the Rust lookup's atan2: the same floats, the same cells; the
     // polynomial azimuth (the default) is checked by `azimuth_polynomial_is_atan2` and on a GPU by
     // gpu-check's GPU = CPU comparisons.
     if !compile(&cpp, &exes[0], &flags, &["WD_SAMP_EDGES=1", "WD_SAMP_ATAN=0"])
         || !compile(&cpp, &exes[1], &flags, &["WD_SAMP_EDGES=0", "WD_SAMP_ATAN=0"])
+        || !compile(&cpp, &exes[2], &flags, &["WD_SAMP_LEAN=0", "WD_SAMP_ATAN=0"])
     {
         return;
     }
     let lin = |a: f64, b: f64, n: usize| (0..=n).map(|i| a + (b - a) * i as f64 / n as f64).collect::<Vec<_>>();
     let mut r = RandomStream::new(21, 0, 0);
-    for shape in [Shape::Spherical, Shape::Cylindrical] {
+    // The azimuth of unequal edges (searched) or of equal steps (then every axis is).
+    let azimuths = [vec![0.0, 15.0, 60.0, 100.0, 180.0], lin(0.0, 180.0, 9)];
+    for (shape, azimuth) in [Shape::Spherical, Shape::Cylindrical].into_iter().flat_map(|s| azimuths.iter().map(move |a| (s, a))) {
         let b = Binning {
             shape,
             radial: lin(0.0, 50.0, 10),
-            azimuth: vec![0.0, 15.0, 60.0, 100.0, 180.0],
+            azimuth: azimuth.clone(),
             polar: if shape == Shape::Spherical {
                 lin(-1.0, 1.0, 8)
             } else {
@@ -100,9 +104,10 @@ fn device_lookup_is_the_rust_lookup() {
         f.e2 = f.e2.map(fl);
         (f.ng_over_c, f.cone, f.inv_c) = (fl(f.ng_over_c), fl(f.cone), fl(f.inv_c));
         let look = Lookup::new(&b);
+        let equal = azimuth.len() == 10;
         assert!(
-            look.radial.inv > 0.0 && look.azimuth.inv == 0.0,
-            "one axis by arithmetic, one searched"
+            look.radial.inv > 0.0 && (look.azimuth.inv > 0.0) == equal,
+            "the radial axis by arithmetic, the azimuth searched or by arithmetic"
         );
         let mut input = String::new();
         let edges = [&b.radial, &b.azimuth, &b.polar, &b.delay];
@@ -155,6 +160,7 @@ fn device_lookup_is_the_rust_lookup() {
         let got = run(&exes[0]);
         assert_eq!(got.len(), n);
         assert!(got == run(&exes[1]), "{shape:?}: WD_SAMP_EDGES=1 and 0 give different cells");
+        assert!(got == run(&exes[2]), "{shape:?}: WD_SAMP_LEAN=1 and 0 give different cells");
         let (mut inside, mut near, mut far) = (0, 0, 0);
         for (p, &g) in pts.iter().zip(&got) {
             let c = look.coordinates(&f, [p[0], p[1], p[2]], p[3]);
@@ -517,6 +523,7 @@ static Dim blockIdx{0}, threadIdx{0}, gridDim{1}, blockDim{1};
 static float wd_u32_to_uniform(unsigned int x) { return (float)((x >> 8) + 1u) * (1.0f / 16777216.0f); }
 static unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 static int __popc(unsigned x) { return __builtin_popcount(x); }
 // The warp: `width` threads, lane = thread_local, a barrier for __syncwarp, ballots, shuffles.
@@ -763,8 +770,8 @@ int main() {
     // add_u128's squares.
     // WD_SAMP_FIFO (walk and bin in the same step, the walked segments waiting in a per-lane
     // ring): rings of 3 and of 1 record, without the job queue, two points a step with 5-photon
-    // refills.
-    let builds: [&[&str]; 20] = [
+    // refills, each with the warp's ring of closes, and without it.
+    let builds: [&[&str]; 21] = [
         &[],
         &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"],
         &["WD_SAMP_JOBQ=0"],
@@ -780,6 +787,7 @@ int main() {
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=1"],
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_JOBQ=0"],
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_POINTS=2", "WD_SAMP_JOBS=5"],
+        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_RING=0"],
         &["WD_SAMP_SPLIT=1"],
         &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=3"],
         &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=7"],
