@@ -81,7 +81,10 @@ fn device_lookup_is_the_rust_lookup() {
     let mut r = RandomStream::new(21, 0, 0);
     // The azimuth of unequal edges (searched) or of equal steps (then every axis is).
     let azimuths = [vec![0.0, 15.0, 60.0, 100.0, 180.0], lin(0.0, 180.0, 9)];
-    for (shape, azimuth) in [Shape::Spherical, Shape::Cylindrical].into_iter().flat_map(|s| azimuths.iter().map(move |a| (s, a))) {
+    for (shape, azimuth) in [Shape::Spherical, Shape::Cylindrical]
+        .into_iter()
+        .flat_map(|s| azimuths.iter().map(move |a| (s, a)))
+    {
         let b = Binning {
             shape,
             radial: lin(0.0, 50.0, 10),
