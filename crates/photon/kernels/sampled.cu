@@ -68,42 +68,6 @@
 #if WD_SAMP_STEP_POINTS < 1
 #error "WD_SAMP_STEP_POINTS must be at least 1"
 #endif
-// WD_SAMP_FIFO=D (issue #32's rate, with WD_SAMP_STEPWISE; docs/spline.md "Walk and bin in the
-// same step"): a lane walks its next segment while its earlier segments still have points to
-// bin. Each walked segment with points waits in the lane's FIFO of D records in shared memory
-// (start, direction, time, the next point's distance, the points left, the amount); every step a
-// lane with room walks and moves one segment, and a lane with a waiting segment bins its next
-// WD_SAMP_FIFO_POINTS (1) points (sampled_record, the photon's order, the runs in registers). So
-// neither half of a step waits for the other: the stepwise loop's lanes either walked or binned.
-// A photon's end closes its runs after its last waiting point. The same points, float sums and
-// integers as the other paths. Opt-in until measured.
-#ifndef WD_SAMP_FIFO
-#define WD_SAMP_FIFO 0
-#endif
-#ifndef WD_SAMP_FIFO_POINTS
-#define WD_SAMP_FIFO_POINTS 1
-#endif
-// WD_SAMP_FIFO_RING (with WD_SAMP_FIFO, default 1): the runs a lane closes go into the warp's
-// ring of closes, added by all lanes a warp's width at a time (ncu of WD_SAMP_FIFO: the closes
-// ran at 6 of 32 lanes, 16 % of the instructions); 0: each lane adds its own at once.
-#ifndef WD_SAMP_FIFO_RING
-#define WD_SAMP_FIFO_RING 1
-#endif
-// Entries of the ring: at most 31 left after a flush, plus per lane and step 2 closes per point
-// and 2 at a photon's end.
-#define WD_SAMP_RING 256
-#if WD_SAMP_FIFO && WD_SAMP_FIFO_RING && 32 * (2 * WD_SAMP_FIFO_POINTS + 2) + 31 > WD_SAMP_RING
-#error "WD_SAMP_FIFO_POINTS too large for the ring of closes"
-#endif
-#if WD_SAMP_FIFO && !WD_SAMP_STEPWISE
-#error "WD_SAMP_FIFO is a mode of WD_SAMP_STEPWISE: WD_SAMP_STEPWISE=1"
-#endif
-#if WD_SAMP_FIFO && WD_SAMP_QPOINT
-#error "WD_SAMP_FIFO bins the float runs' points (WD_SAMP_QPOINT=0)"
-#endif
-#if WD_SAMP_FIFO < 0 || WD_SAMP_FIFO_POINTS < 1
-#error "WD_SAMP_FIFO must be 0 or a depth ≥ 1, WD_SAMP_FIFO_POINTS ≥ 1"
-#endif
 #ifndef WD_SAMP_SHARED_COUNTS
 #define WD_SAMP_SHARED_COUNTS (WD_SAMP_COMPACT || WD_SAMP_STEPWISE || WD_SAMP_SCAN)
 #endif
@@ -154,10 +118,6 @@
 #error "WD_SAMP_DEFER needs WD_SAMP_SLOTS"
 #endif
 #define WD_SAMP_DEFERRED (WD_SAMP_COMPACT && WD_SAMP_DEFER)
-// Whether a photon's open runs outlive its last move (closed later, after its last queued or
-// waiting point: the deferred queue's end marker, WD_SAMP_FIFO's last record), so that neither
-// its start nor its end touches them.
-#define WD_SAMP_RUNS_LATE (WD_SAMP_DEFERRED || WD_SAMP_FIFO)
 // Structural alternatives for issue #32's rate (docs/spline.md "Job queue and fire-and-forget
 // squares"; each leaves the tables the same integers; the default since their A/B on an H200,
 // 2026-12-02: 3.60 → 5.14·10⁸ photons/s together):
@@ -248,7 +208,7 @@ struct SampParams {
     int n_radial, n_azimuth, n_polar, n_delay;  // edges
     int spherical, n_ang;
     unsigned int time_cells;
-    int pad;
+    int equal_steps;                    // every axis of equal steps (inv > 0, no delays or inv[3] > 0): WD_SAMP_LEAN
     float hi[4];                        // per axis: last edge (lo: first edge)
     float angc[WD_SAMP_ANGC_MAX];       // ang's coefficients, zero above n_ang (WD_SAMP_ANGC)
 };
@@ -284,7 +244,7 @@ __device__ __forceinline__ int axis_bin(const float* e, int n, float lo, float h
 #ifndef WD_SAMP_ATAN
 #define WD_SAMP_ATAN 1
 #endif
-// WD_SAMP_LEAN (issue #32's rate; docs/spline.md "Walk and bin in the same step"): when every
+// WD_SAMP_LEAN (issue #32's rate; docs/spline.md "Walk and bin in the same step, session 33"): when every
 // axis has equal steps, sampled_cell_sp computes all four bins and tests the ranges once (one
 // predicate, no return after each axis); the same cells (the same float arithmetic per axis).
 // ncu of the lookup: the three per-axis range tests and their early returns were 1.4 of its
@@ -327,10 +287,10 @@ __device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float 
         delay = t - axial * T.inv_c - rad * T.cone;
     }
 #if WD_SAMP_LEAN && WD_SAMP_EDGES
-    if (T.inv[0] > 0.0f && T.inv[1] > 0.0f && T.inv[2] > 0.0f && (T.n_delay == 0 || T.inv[3] > 0.0f)) {
-        // Every axis of equal steps (uniform over the launch): the same bins by the same float
-        // arithmetic as below, the range tests folded into one predicate instead of a return
-        // after each axis.
+    if (T.equal_steps) {
+        // Every axis of equal steps (set by the host, uniform over the launch): the same bins by
+        // the same float arithmetic as below, the range tests folded into one predicate instead
+        // of a return after each axis.
         const float a = rx * T.e1[0] + ry * T.e1[1] + rz * T.e1[2];
         const float b = rx * T.e2[0] + ry * T.e2[1] + rz * T.e2[2];
 #if WD_SAMP_ATAN
@@ -573,7 +533,7 @@ __device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampP
     unsigned int bits;
     sampled_emit(P, id, S.st, bits);
     sampled_begin(T, bits, S);
-#if !WD_SAMP_RUNS_LATE
+#if !WD_SAMP_DEFERRED
     S.runs = SampRuns{-1, -1, 0, 0};  // (deferred: the end marker's merge resets them)
 #endif
 }
@@ -598,7 +558,7 @@ __device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, S
 
 // sampled_move's end of the photon: the counts and, unless deferred, the runs.
 __device__ __forceinline__ void sampled_end_move(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
-#if WD_SAMP_RUNS_LATE
+#if WD_SAMP_DEFERRED
     sampled_end_counts(S, n, absorbed, escaped);
 #else
     sampled_end(T, S, n, absorbed, escaped);
@@ -1042,7 +1002,7 @@ __device__ __forceinline__ void sampled_take(const PhotonParams& P, const SampPa
         [&](int e) {
             S.st = J->st[e];
             sampled_begin(T, J->bits[e], S);
-#if !WD_SAMP_RUNS_LATE
+#if !WD_SAMP_DEFERRED
             S.runs = SampRuns{-1, -1, 0, 0};  // (deferred: the end marker's merge resets them)
 #endif
         });
@@ -1174,186 +1134,6 @@ __device__ __forceinline__ void sampled_point(const SampParams& T, SampState& S,
     if (c >= 0) sampled_record(T, S.runs, c, sp, x, n);
 }
 
-#if WD_SAMP_FIFO
-// A warp's segments waiting for their points to be binned (WD_SAMP_FIFO): per lane a ring of D
-// records, [slot][lane] so that the lanes of a warp touch 32 different banks whatever their slot.
-#define WD_SAMP_FIFO_END 0x40000000  // in m: the photon ends after this record's points
-struct SampFifo {
-    float px[WD_SAMP_FIFO][32], py[WD_SAMP_FIFO][32], pz[WD_SAMP_FIFO][32];
-    float dx[WD_SAMP_FIFO][32], dy[WD_SAMP_FIFO][32], dz[WD_SAMP_FIFO][32];
-    float t[WD_SAMP_FIFO][32], ocm[WD_SAMP_FIFO][32];
-    float s[WD_SAMP_FIFO][32];  // the distance of the record's next point from its start
-    float x[WD_SAMP_FIFO][32];  // each point's weighted length
-    int m[WD_SAMP_FIFO][32];    // points left (with WD_SAMP_FIFO_END)
-#if WD_SAMP_FIFO_RING
-    // The closed runs waiting to be added (a cell c as c, a spatial cell s as ~s), a ring the
-    // lanes append to with a shared-memory counter and the warp empties a width at a time.
-    int ci[WD_SAMP_RING];
-    float cv[WD_SAMP_RING];
-    unsigned int tail;
-#endif
-};
-
-#if WD_SAMP_FIFO_RING
-// A closed run into the warp's ring (any lane, any time: the slot from the ring's counter).
-__device__ __forceinline__ void samp_ring_put(SampFifo* F, int idx, float x) {
-    const unsigned int k = atomicAdd(&F->tail, 1u) & (WD_SAMP_RING - 1);
-    F->ci[k] = idx;
-    F->cv[k] = x;
-}
-
-// The ring's closes added by all lanes (every lane of `full` calls it; head: the warp's first
-// unadded entry, the same on every lane), a warp's width at a time while at least a width waits,
-// or all of them (the loop's end): close_cell / close_spatial.
-__device__ __forceinline__ void samp_ring_flush(const SampParams& T, SampFifo* F, unsigned full, int width, int lane, unsigned int& head, bool all) {
-    __syncwarp(full);
-    const unsigned int tail = *(volatile unsigned int*)&F->tail;
-    while (tail - head >= (all ? 1u : (unsigned int)width)) {
-        const unsigned int k = head + (unsigned int)lane;
-        if (k < tail) {
-            const int i = F->ci[k & (WD_SAMP_RING - 1)];
-            const double xd = (double)F->cv[k & (WD_SAMP_RING - 1)];
-            const bool cell = i >= 0;
-            const int c = cell ? i : ~i;
-            if (cell) atomicAdd(T.sum + c, (unsigned long long)round(xd * WD_SUM_UNIT));
-            samp_add_sq(T, (cell ? T.sumsq : T.spatial_sumsq) + WD_SAMP_SQ_WORDS * (size_t)c, round(xd * xd * WD_SQ_UNIT));
-        }
-        head += min((unsigned int)width, tail - head);
-    }
-    __syncwarp(full);
-}
-#endif
-
-// The open runs of the photon whose points were binned last closed at its end (sampled_end's
-// first half; its counts were added at its last move).
-__device__ __forceinline__ void sampled_close_runs(const SampParams& T, SampFifo* F, SampRuns& r, SampCounts& n) {
-    if (r.cell >= 0) {
-#if WD_SAMP_FIFO_RING
-        (void)T;
-        samp_ring_put(F, r.cell, r.x);
-        samp_ring_put(F, ~r.spatial, r.spatial_x);
-#else
-        (void)F;
-        close_cell(T, r.cell, r.x);
-        close_spatial(T, r.spatial, r.spatial_x);
-#endif
-        n.runs += 1;
-        n.tabulated += 1;
-    }
-    r = SampRuns{-1, -1, 0, 0};
-}
-
-// A point of amount x in cell c (spatial cell sp) merged into the open runs (sampled_record),
-// the runs it closes added or put into the ring.
-__device__ __forceinline__ void sampled_fifo_record(const SampParams& T, SampFifo* F, SampRuns& r, int c, int sp, float x, SampCounts& n) {
-#if WD_SAMP_FIFO_RING
-    const SampClosed o = sampled_merge(T, r, c, sp, x, n);
-    if (o.cell >= 0) samp_ring_put(F, o.cell, o.x);
-    if (o.spatial >= 0) samp_ring_put(F, ~o.spatial, o.spatial_x);
-#else
-    (void)F;
-    sampled_record(T, r, c, sp, x, n);
-#endif
-}
-
-// WD_SAMP_FIFO: the kernel's loop for one warp (every lane of `full` calls it; F: the warp's
-// records). A step of a lane: with a photon and room in its ring, walk the next segment, count
-// its points as sampled_points does (the same repeated additions of Δ, so the same distances),
-// put the segment in the ring if it has any, and move the photon (absorption, escape,
-// scattering); at the photon's end its runs are closed at once if nothing of it waits, else
-// after its last record. Then, with a record waiting, bin its next point(s) in the photon's
-// order. Photons from sampled_supply (the job queue, or each lane's ids); a lane whose photon
-// ended takes the next while its records still wait. The warp is done when no photon, job or
-// record is left.
-__device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampParams& T, SampJobs* J, SampFifo* F, unsigned full, int width, int lane, unsigned long long next, unsigned long long stride, SampCounts& n) {
-    SampState S;
-    S.runs = SampRuns{-1, -1, 0, 0};
-    bool alive = false;
-    const bool step = T.step > 0.0f;
-    int head = 0, cnt = 0;       // the ring's oldest record, its records
-    unsigned int jq = 1u << 16;  // sampled_supply's job queue
-#if WD_SAMP_FIFO_RING
-    unsigned int closed = 0;  // the close ring's first entry not added (warp-uniform)
-    if (lane == 0) F->tail = 0;
-    __syncwarp(full);
-#endif
-    for (;;) {
-        const bool done = sampled_supply(P, T, J, full, width, lane, alive, S, jq, next, stride);
-        if (done && !__any_sync(full, cnt > 0)) break;
-        if (alive && cnt < WD_SAMP_FIFO) {
-            SampSeg g;
-            sampled_walk(P, T, S, g);
-            const float len = g.seg.length;
-            int m = 0;
-            float s0 = 0.0f, x = 0.0f;
-            if (len > 0.0f) {
-                if (step) {
-                    s0 = S.next;
-                    for (; S.next < len; S.next += T.step) ++m;
-                    S.next -= len;
-                    x = g.w * T.step;
-                } else {
-                    m = 1;
-                    s0 = wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
-                    x = g.w * len;
-                }
-            }
-            int e = head + cnt;
-            if (e >= WD_SAMP_FIFO) e -= WD_SAMP_FIFO;
-            if (m > 0) {
-                F->px[e][lane] = S.st.pos.x;
-                F->py[e][lane] = S.st.pos.y;
-                F->pz[e][lane] = S.st.pos.z;
-                F->dx[e][lane] = S.st.dir.x;
-                F->dy[e][lane] = S.st.dir.y;
-                F->dz[e][lane] = S.st.dir.z;
-                F->t[e][lane] = S.st.time;
-                F->ocm[e][lane] = S.st.ocm;
-                F->s[e][lane] = s0;
-                F->x[e][lane] = x;
-                F->m[e][lane] = m;
-                cnt += 1;
-            }
-            alive = sampled_move(P, T, S, g, n);
-            if (!alive) {
-                if (cnt > 0) {
-                    int last = head + cnt - 1;
-                    if (last >= WD_SAMP_FIFO) last -= WD_SAMP_FIFO;
-                    F->m[last][lane] |= WD_SAMP_FIFO_END;
-                } else {
-                    sampled_close_runs(T, F, S.runs, n);
-                }
-            }
-        }
-#if WD_SAMP_FIFO_RING
-        samp_ring_flush(T, F, full, width, lane, closed, false);
-#endif
-        for (int k = 0; k < WD_SAMP_FIFO_POINTS && cnt > 0; ++k) {
-            const int m = F->m[head][lane];
-            const float s = F->s[head][lane];
-            const V3 p{F->px[head][lane], F->py[head][lane], F->pz[head][lane]};
-            const V3 d{F->dx[head][lane], F->dy[head][lane], F->dz[head][lane]};
-            int sp;
-            const int c = sampled_cell_sp(T, sampled_at(p, d, s), sampled_time(F->t[head][lane], F->ocm[head][lane], s), sp);
-            if (c >= 0) sampled_fifo_record(T, F, S.runs, c, sp, F->x[head][lane], n);
-            if ((m & ~WD_SAMP_FIFO_END) > 1) {
-                F->m[head][lane] = m - 1;
-                F->s[head][lane] = s + T.step;
-            } else {
-                if (m & WD_SAMP_FIFO_END) sampled_close_runs(T, F, S.runs, n);
-                head = head + 1 == WD_SAMP_FIFO ? 0 : head + 1;
-                cnt -= 1;
-            }
-        }
-#if WD_SAMP_FIFO_RING
-        samp_ring_flush(T, F, full, width, lane, closed, false);
-#endif
-    }
-#if WD_SAMP_FIFO_RING
-    samp_ring_flush(T, F, full, width, lane, closed, true);
-#endif
-}
-#else
 // WD_SAMP_STEPWISE: the kernel's loop for one warp (every lane of `full` calls it), one lane at a
 // time but at most WD_SAMP_STEP_POINTS points (1) per lane and step. A step of a lane: walk its
 // next segment unless it holds one with points left (`walked`); bin the segment's next point
@@ -1414,7 +1194,6 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
         }
     }
 }
-#endif  // WD_SAMP_FIFO
 #endif
 
 #if WD_SAMP_SCAN
@@ -1574,8 +1353,6 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #define WD_SAMP_QUEUE_BYTES sizeof(SampQueue)
 #elif WD_SAMP_SCAN
 #define WD_SAMP_QUEUE_BYTES sizeof(SampScan)
-#elif WD_SAMP_FIFO
-#define WD_SAMP_QUEUE_BYTES sizeof(SampFifo)
 #else
 #define WD_SAMP_QUEUE_BYTES 0
 #endif
@@ -1629,9 +1406,6 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
 #if WD_SAMP_SCAN
     __shared__ SampScan scans[(WD_SAMP_BLOCK + 31) / 32];
     sampled_loop(P, T, J, scans[threadIdx.x >> 5], full, width, lane, next, stride, n);
-#elif WD_SAMP_FIFO
-    __shared__ SampFifo fifos[(WD_SAMP_BLOCK + 31) / 32];
-    sampled_loop(P, T, J, &fifos[threadIdx.x >> 5], full, width, lane, next, stride, n);
 #elif WD_SAMP_STEPWISE
     sampled_loop(P, T, J, full, width, lane, next, stride, n);
 #elif WD_SAMP_COMPACT

@@ -1392,18 +1392,6 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_STEPWISE=1"]),
             samp(&["WD_BFR", "WD_SAMP_STEPWISE=1"]),
             samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"]),
-            // Walk and bin in the same step: the walked segments wait in a per-lane ring
-            // (docs/spline.md "Walk and bin in the same step"; gpu-check compares it with the
-            // default), with and without the job queue, two points a step, one record, without
-            // the warp's ring of closes.
-            samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=3"]),
-            samp(&["WD_BFR", "WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=3"]),
-            samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_JOBQ=0"]),
-            samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_POINTS=2"]),
-            samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=1"]),
-            samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_RING=0"]),
-            // The lookup axis by axis (the folded range test is the default; gpu-check compares them).
-            samp(&["WD_SAMP_LEAN=0"]),
             // The warp scans of the points with per-point integer amounts (docs/spline.md "Warp
             // scans of the points"), and their lane-at-a-time reference (gpu-check compares them).
             samp(&["WD_SAMP_SCAN=1"]),
@@ -1412,6 +1400,8 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_STEPWISE=1", "WD_SAMP_QPOINT=1"]),
             // The azimuth by atan2f instead of the default polynomial (gpu-check compares them).
             samp(&["WD_SAMP_ATAN=0"]),
+            // The lookup axis by axis instead of one range predicate (gpu-check compares them).
+            samp(&["WD_SAMP_LEAN=0"]),
             // The sums-only probe (measurement only: no squares; docs/spline.md "What the 50 %
             // would cost in table quality").
             samp(&["WD_SAMP_NOSQ=1"]),

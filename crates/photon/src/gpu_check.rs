@@ -962,20 +962,11 @@ pub fn check_sampled_alternatives(
         ("WD_SAMP_RED=0", &["WD_SAMP_RED=0"][..]),
         ("WD_SAMP_ANGC=0", &["WD_SAMP_ANGC=0"][..]),
         ("the earlier default (all three 0, 4 rounds)", earlier),
+        ("WD_SAMP_LEAN=0 (the lookup axis by axis)", &["WD_SAMP_LEAN=0"][..]),
         ("WD_SAMP_STEPWISE=1 (one point per lane and step)", STEPWISE),
         (
             "WD_SAMP_STEPWISE=1 without the job queue",
             &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"][..],
-        ),
-        ("WD_SAMP_LEAN=0 (the lookup axis by axis)", &["WD_SAMP_LEAN=0"][..]),
-        ("WD_SAMP_FIFO=3 (walk and bin in the same step)", FIFO),
-        (
-            "WD_SAMP_FIFO=1 without the ring of closes",
-            &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=1", "WD_SAMP_FIFO_RING=0"][..],
-        ),
-        (
-            "WD_SAMP_FIFO=2 with two points a step, without the job queue",
-            &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_POINTS=2", "WD_SAMP_JOBQ=0"][..],
         ),
         ("WD_SAMP_SPLIT=1 (two kernels a round)", SPLIT),
         ("WD_SAMP_SPLIT=2 (the rounds overlapped on two streams)", &["WD_SAMP_SPLIT=2"][..]),
@@ -1002,9 +993,6 @@ pub fn check_sampled_alternatives(
     let (s, words) = compare(&seg_default, &per_segment.run_gpu(&on(STEPWISE, batch), gpu_ctl)?);
     ok &= s;
     rows.push(format!("one point per segment, default against WD_SAMP_STEPWISE=1: {words}"));
-    let (s, words) = compare(&seg_default, &per_segment.run_gpu(&on(FIFO, batch), gpu_ctl)?);
-    ok &= s;
-    rows.push(format!("one point per segment, default against WD_SAMP_FIFO=3: {words}"));
     let (s, words) = compare(&seg_default, &per_segment.run_gpu(&on(SPLIT, batch), gpu_ctl)?);
     ok &= s;
     rows.push(format!("one point per segment, default against WD_SAMP_SPLIT=1: {words}"));
@@ -1064,9 +1052,6 @@ pub fn check_sampled_alternatives(
 /// The sampled kernel's loop with one point per lane and step (sampled.cu `WD_SAMP_STEPWISE`,
 /// docs/spline.md "One point per step"): compared with the default and timed beside it.
 const STEPWISE: &[&str] = &["WD_SAMP_STEPWISE=1"];
-/// Walk and bin in the same step (sampled.cu `WD_SAMP_FIFO`, docs/spline.md "Walk and bin in the
-/// same step"): the walked segments wait in a per-lane ring; the same integers as the default.
-const FIFO: &[&str] = &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=3"];
 /// The warp scans of the points (sampled.cu `WD_SAMP_SCAN`, docs/spline.md "Warp scans of the
 /// points") and their reference, one lane at a time with the same per-point integer amounts
 /// (`WD_SAMP_QPOINT`): the same integers; against the default (float runs), the shared-photon
@@ -1276,12 +1261,9 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         (&["WD_SAMP_ANGC=0"][..], 8),
         (crate::tabulate::gpu::SAMPLED_EARLIER, 8),
         (STEPWISE, 8),
-        (&["WD_SAMP_LEAN=0"][..], 8),
-        (FIFO, 8),
-        (&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2"][..], 8),
-        (&["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=1"][..], 8),
         (SCAN, 8),
         (&["WD_SAMP_ATAN=0"][..], 8),
+        (&["WD_SAMP_LEAN=0"][..], 8),
         (SPLIT, 8),
         (&["WD_SAMP_SPLIT=2"][..], 8),
     ] {

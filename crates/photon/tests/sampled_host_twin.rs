@@ -45,6 +45,7 @@ int main() {
     for (int k = 0; k < 4; ++k) { T.lo[k] = f[15 + k]; T.inv[k] = f[19 + k]; }
     T.hi[0] = T.radial[n[0] - 1]; T.hi[1] = T.azimuth[n[1] - 1]; T.hi[2] = T.polar[n[2] - 1]; T.hi[3] = T.delay[n[3] - 1];
     scanf("%d %u", &T.spherical, &T.time_cells);
+    T.equal_steps = T.inv[0] > 0.0f && T.inv[1] > 0.0f && T.inv[2] > 0.0f && (T.n_delay == 0 || T.inv[3] > 0.0f);
     int m; scanf("%d", &m);
     for (int i = 0; i < m; ++i) {
         float x, y, z, t; scanf("%f %f %f %f", &x, &y, &z, &t);
@@ -57,7 +58,7 @@ int main() {
 
 /// The lookup with its first and last edges from the parameters (WD_SAMP_EDGES, the default)
 /// and loaded from the edges (WD_SAMP_EDGES=0, the earlier code), and with every axis of equal
-/// steps both by the folded range test (WD_SAMP_LEAN, the default) and axis by axis
+/// steps both by one range predicate (WD_SAMP_LEAN, the default) and axis by axis
 /// (WD_SAMP_LEAN=0): each compared with the Rust lookup below, and with each other point by
 /// point (the same cell for every point: the same floats are compared).
 #[test]
@@ -526,7 +527,6 @@ static Dim blockIdx{0}, threadIdx{0}, gridDim{1}, blockDim{1};
 static float wd_u32_to_uniform(unsigned int x) { return (float)((x >> 8) + 1u) * (1.0f / 16777216.0f); }
 static unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-static unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 static int __popc(unsigned x) { return __builtin_popcount(x); }
 // The warp: `width` threads, lane = thread_local, a barrier for __syncwarp, ballots, shuffles.
@@ -697,9 +697,6 @@ int main() {
 #if WD_SAMP_SCAN
             static SampScan sc;
 #endif
-#if WD_SAMP_FIFO
-            static SampFifo F;
-#endif
             unsigned full = width == 32 ? 0xffffffffu : (1u << width) - 1u;
 #if WD_SAMP_SPLIT
             // Rounds of the two kernels' loops (one warp each), as tabulate/gpu.rs Split::launch:
@@ -729,8 +726,6 @@ int main() {
             run_warp(width, [&](int l) {
 #if WD_SAMP_SCAN
                 sampled_loop(PhotonParams{0}, TT, &J, sc, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
-#elif WD_SAMP_FIFO
-                sampled_loop(PhotonParams{0}, TT, &J, &F, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
 #elif WD_SAMP_STEPWISE
                 sampled_loop(PhotonParams{0}, TT, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
 #else
@@ -771,10 +766,7 @@ int main() {
     // WD_SAMP_SPLIT (two kernels a round): paths of 96 segments (no photon paused: the stubs'
     // photons end by their 40th), of 3 and of 7 (most paused, several rounds), 5-photon refills,
     // add_u128's squares.
-    // WD_SAMP_FIFO (walk and bin in the same step, the walked segments waiting in a per-lane
-    // ring): rings of 3 and of 1 record, without the job queue, two points a step with 5-photon
-    // refills, each with the warp's ring of closes, and without it.
-    let builds: [&[&str]; 21] = [
+    let builds: [&[&str]; 16] = [
         &[],
         &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"],
         &["WD_SAMP_JOBQ=0"],
@@ -786,11 +778,6 @@ int main() {
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_JOBQ=0"],
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_RED=0"],
         &["WD_SAMP_STEPWISE=1", "WD_SAMP_STEP_POINTS=3"],
-        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=3"],
-        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=1"],
-        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_JOBQ=0"],
-        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_POINTS=2", "WD_SAMP_JOBS=5"],
-        &["WD_SAMP_STEPWISE=1", "WD_SAMP_FIFO=2", "WD_SAMP_FIFO_RING=0"],
         &["WD_SAMP_SPLIT=1"],
         &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=3"],
         &["WD_SAMP_SPLIT=1", "WD_SAMP_PATH=7"],

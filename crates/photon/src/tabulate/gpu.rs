@@ -176,7 +176,9 @@ pub struct SampParams {
     pub spherical: i32,
     pub n_ang: i32,
     pub time_cells: u32,
-    pub pad: i32,
+    /// 1 when every axis has equal steps (`inv` > 0; no delays or `inv[3]` > 0): the lookup's
+    /// one-predicate path (sampled.cu WD_SAMP_LEAN).
+    pub equal_steps: i32,
     /// Per axis: the last edge (as the uploaded edges' last float; `lo` is the first).
     pub hi: [f32; 4],
     /// The acceptance polynomial's coefficients (as `ang`'s floats), zero above `n_ang`
@@ -969,6 +971,7 @@ fn run_sampled_on(
         spherical: i32::from(b.shape == super::Shape::Spherical),
         n_ang: t.acceptance.angular.coeffs.len() as i32,
         time_cells: b.time_cells() as u32,
+        equal_steps: i32::from(axes[..3].iter().all(|a| a.1 > 0.0) && (b.delay.is_empty() || axes[3].1 > 0.0)),
         angc: angc(&t.acceptance.angular.coeffs),
         ..Default::default()
     };
