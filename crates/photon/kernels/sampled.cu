@@ -214,8 +214,11 @@ struct SampParams {
 };
 
 // sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
+// The bin of x on an axis of equal steps (inv = bins / span > 0; x within the axis).
+__device__ __forceinline__ int axis_step_bin(int n, float lo, float inv, float x) { return min((int)((x - lo) * inv), n - 2); }
+
 __device__ __forceinline__ int axis_bin_in(const float* e, int n, float lo, float inv, float x) {
-    if (inv > 0.0f) return min((int)((x - lo) * inv), n - 2);
+    if (inv > 0.0f) return axis_step_bin(n, lo, inv, x);
     int a = 0, b = n;  // partition_point(e <= x)
     while (a < b) {
         int m = (a + b) >> 1;
@@ -270,6 +273,18 @@ __device__ __forceinline__ float samp_azimuth_deg(float b, float a) {
     return r;
 }
 
+// sampled.rs Lookup::coordinates' azimuth [deg] of the point (rx, ry, rz) from the source: |atan2| in the
+// source's frame (e1, e2), by samp_azimuth_deg or atan2f.
+__device__ __forceinline__ float sampled_azimuth(const SampParams& T, float rx, float ry, float rz) {
+    float a = rx * T.e1[0] + ry * T.e1[1] + rz * T.e1[2];
+    float b = rx * T.e2[0] + ry * T.e2[1] + rz * T.e2[2];
+#if WD_SAMP_ATAN
+    return samp_azimuth_deg(b, a);
+#else
+    return fabsf(atan2f(b, a)) * 57.29577951308232f;
+#endif
+}
+
 // sampled.rs Lookup::coordinates + Lookup::cell: the cell of the point x at time t, or -1; sp
 // its spatial cell (the cell / time cells; set only for cells ≥ 0).
 __device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float t, int& sp) {
@@ -291,20 +306,14 @@ __device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float 
         // Every axis of equal steps (set by the host, uniform over the launch): the same bins by
         // the same float arithmetic as below, the range tests folded into one predicate instead
         // of a return after each axis.
-        const float a = rx * T.e1[0] + ry * T.e1[1] + rz * T.e1[2];
-        const float b = rx * T.e2[0] + ry * T.e2[1] + rz * T.e2[2];
-#if WD_SAMP_ATAN
-        const float phi = samp_azimuth_deg(b, a);
-#else
-        const float phi = fabsf(atan2f(b, a)) * 57.29577951308232f;
-#endif
+        const float phi = sampled_azimuth(T, rx, ry, rz);
         const bool in = rad >= T.lo[0] && rad <= T.hi[0] && polar >= T.lo[2] && polar <= T.hi[2] && phi >= T.lo[1] && phi <= T.hi[1];
-        const int i = min((int)((rad - T.lo[0]) * T.inv[0]), T.n_radial - 2);
-        const int j = min((int)((phi - T.lo[1]) * T.inv[1]), T.n_azimuth - 2);
-        const int k = min((int)((polar - T.lo[2]) * T.inv[2]), T.n_polar - 2);
+        const int i = axis_step_bin(T.n_radial, T.lo[0], T.inv[0], rad);
+        const int j = axis_step_bin(T.n_azimuth, T.lo[1], T.inv[1], phi);
+        const int k = axis_step_bin(T.n_polar, T.lo[2], T.inv[2], polar);
         const int spatial = (i * (T.n_azimuth - 1) + j) * (T.n_polar - 1) + k;
         int tc = 0;
-        if (T.n_delay > 0) tc = delay < T.lo[3] ? 0 : delay >= T.hi[3] ? T.n_delay : 1 + max(min((int)((delay - T.lo[3]) * T.inv[3]), T.n_delay - 2), 0);
+        if (T.n_delay > 0) tc = delay < T.lo[3] ? 0 : delay >= T.hi[3] ? T.n_delay : 1 + max(axis_step_bin(T.n_delay, T.lo[3], T.inv[3], delay), 0);
         if (!in) return -1;
         sp = spatial;
         return spatial * (int)T.time_cells + tc;
@@ -314,13 +323,7 @@ __device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float 
     if (i < 0) return -1;
     int k = axis_bin(T.polar, T.n_polar, T.lo[2], T.hi[2], T.inv[2], polar);
     if (k < 0) return -1;
-    float a = rx * T.e1[0] + ry * T.e1[1] + rz * T.e1[2];
-    float b = rx * T.e2[0] + ry * T.e2[1] + rz * T.e2[2];
-#if WD_SAMP_ATAN
-    float phi = samp_azimuth_deg(b, a);
-#else
-    float phi = fabsf(atan2f(b, a)) * 57.29577951308232f;
-#endif
+    float phi = sampled_azimuth(T, rx, ry, rz);
     int j = axis_bin(T.azimuth, T.n_azimuth, T.lo[1], T.hi[1], T.inv[1], phi);
     if (j < 0) return -1;
     int spatial = (i * (T.n_azimuth - 1) + j) * (T.n_polar - 1) + k;
