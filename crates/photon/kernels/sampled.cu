@@ -162,8 +162,19 @@
 // rounded on its own, rint(x·2¹⁶), to its cell's sum, and nothing else — no runs, no squares, no
 // spatial squares (N_eff is not formed; `tabulated` counts every photon's end). What the points
 // cost without the ordered merge and its closes (docs/spline.md "What the 50 % would cost").
+// WD_SAMP_NOSQ=2 adds each point's own square to its spatial cell's squares (the variance the
+// tables' weights use, but per point, not per run); =3 also to its cell's squares: CLSim's
+// tabulator, which writes one entry per point and sums the entries' squares per bin
+// (I3CLSimStepToTableConverter, docs/spline.md "What CLSim's tabulator does").
 #ifndef WD_SAMP_NOSQ
 #define WD_SAMP_NOSQ 0
+#endif
+// WD_SAMP_CELLSQ (default 1): the runs' squares per (spatial, delay) cell. The tables' weights
+// use only the spatial cells' squares (mod.rs Tables::cells_of, time_table); the per-cell ones are
+// read by gpu-check's agreement χ² alone. =0 (measurement only) leaves them out: the sums and
+// the spatial squares are the same integers, the cells' squares stay zero.
+#ifndef WD_SAMP_CELLSQ
+#define WD_SAMP_CELLSQ 1
 #endif
 #if WD_SAMP_NOSQ && !WD_SAMP_DEFERRED
 #error "WD_SAMP_NOSQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
@@ -440,11 +451,11 @@ __device__ __forceinline__ void samp_add_sq_q(const SampParams& T, unsigned long
 __device__ __forceinline__ void close_cell(const SampParams& T, int c, SampAmt x) {
 #if WD_SAMP_QPOINT
     atomicAdd(T.sum + c, x);
-    samp_add_sq_q(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, x);
+    if (WD_SAMP_CELLSQ) samp_add_sq_q(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, x);
 #else
     double xd = (double)x;
     atomicAdd(T.sum + c, (unsigned long long)round(xd * WD_SUM_UNIT));
-    samp_add_sq(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, round(xd * xd * WD_SQ_UNIT));
+    if (WD_SAMP_CELLSQ) samp_add_sq(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, round(xd * xd * WD_SQ_UNIT));
 #endif
 }
 
@@ -732,6 +743,15 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
 #endif
 #if WD_SAMP_NOSQ
     if (cl >= 0) atomicAdd(T.sum + cl, (unsigned long long)rintf(q.w[lane] * (float)WD_SUM_UNIT));
+#if WD_SAMP_NOSQ >= 2
+    if (cl >= 0) {
+        double xd = (double)q.w[lane], v = round(xd * xd * WD_SQ_UNIT);
+        samp_add_sq(T, T.spatial_sumsq + WD_SAMP_SQ_WORDS * (size_t)sl, v);
+#if WD_SAMP_NOSQ >= 3
+        samp_add_sq(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)cl, v);
+#endif
+    }
+#endif
     {
         unsigned in = __ballot_sync(full, cl >= 0), marks = __ballot_sync(full, mark);
         n.points += __popc(mine & in);
@@ -817,7 +837,7 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
             bool cell = i >= 0;
             int k = cell ? i : ~i;
             if (cell) atomicAdd(T.sum + k, (unsigned long long)round(xd * WD_SUM_UNIT));
-            samp_add_sq(T, (cell ? T.sumsq : T.spatial_sumsq) + WD_SAMP_SQ_WORDS * (size_t)k, round(xd * xd * WD_SQ_UNIT));
+            if (WD_SAMP_CELLSQ || !cell) samp_add_sq(T, (cell ? T.sumsq : T.spatial_sumsq) + WD_SAMP_SQ_WORDS * (size_t)k, round(xd * xd * WD_SQ_UNIT));
         }
     }
     __syncwarp(full);

@@ -1405,6 +1405,11 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             // The sums-only probe (measurement only: no squares; docs/spline.md "What the 50 %
             // would cost in table quality").
             samp(&["WD_SAMP_NOSQ=1"]),
+            // … with per-point squares: spatial cells, and cells too (CLSim's tabulator;
+            // docs/spline.md "What CLSim's tabulator does"); the runs without the cells' squares.
+            samp(&["WD_SAMP_NOSQ=2"]),
+            samp(&["WD_SAMP_NOSQ=3"]),
+            samp(&["WD_SAMP_CELLSQ=0"]),
             // The loop without its points (measurement only; docs/spline.md "The floor").
             samp(&["WD_SAMP_PHYSICS=1"]),
         ],
