@@ -176,6 +176,25 @@
 #ifndef WD_SAMP_CELLSQ
 #define WD_SAMP_CELLSQ 1
 #endif
+// WD_SAMP_SPSQ=0 (measurement only) leaves the spatial cells' squares out as well; WD_SAMP_SQREP=R
+// (measurement only, with WD_SAMP_CELLSQ=0: the tables' squares are not kept) adds each spatial
+// square to one of R words by the warp's index, in the cells' unused squares — what contention on
+// the hot cells' words costs.
+#ifndef WD_SAMP_SPSQ
+#define WD_SAMP_SPSQ 1
+#endif
+#ifndef WD_SAMP_SQREP
+#define WD_SAMP_SQREP 0
+#endif
+// WD_SAMP_ISQ=1 (measurement only): a square as the integer q² of the amount's fixed point
+// q = round(x·2¹⁶) (exact in 64 bits below 2³² units), instead of round(x²·2³²) in double —
+// other integers (by at most q + ¼ units), no double arithmetic or conversions.
+#ifndef WD_SAMP_ISQ
+#define WD_SAMP_ISQ 0
+#endif
+#if WD_SAMP_SQREP && WD_SAMP_CELLSQ
+#error "WD_SAMP_SQREP needs WD_SAMP_CELLSQ=0 (it writes over the cells' squares)"
+#endif
 #if WD_SAMP_NOSQ && !WD_SAMP_DEFERRED
 #error "WD_SAMP_NOSQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
 #endif
@@ -402,6 +421,33 @@ __device__ __forceinline__ void samp_add_sq(const SampParams& T, unsigned long l
 #else
     (void)T;
     add_u128(p, v);
+#endif
+}
+
+// WD_SAMP_ISQ: x's square as q² with q = round(x·2¹⁶) (< 2³²: one 32 × 32 → 64-bit multiply, the
+// digits a = q² mod 2³² and b = q² / 2³²), else round(x²·2³²) as samp_add_sq does it.
+__device__ __forceinline__ void samp_add_sq_f(const SampParams& T, unsigned long long* p, float x) {
+#if WD_SAMP_ISQ && WD_SAMP_RED
+    float qf = roundf(x * (float)WD_SUM_UNIT);
+    if (qf < 4294967296.0f) {
+        unsigned int q = (unsigned int)qf;
+        unsigned long long v = (unsigned long long)q * q;
+        atomicAdd(p, v & 0xffffffffull);
+        if (v >> 32) atomicAdd(p + 1, v >> 32);
+        return;
+    }
+#endif
+    double xd = (double)x;
+    samp_add_sq(T, p, round(xd * xd * WD_SQ_UNIT));
+}
+
+// The words of spatial cell sp's squares (WD_SAMP_SQREP: one of R replicas by the warp's index).
+__device__ __forceinline__ unsigned long long* samp_spatial_sq(const SampParams& T, int sp) {
+#if WD_SAMP_SQREP
+    unsigned int w = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) % WD_SAMP_SQREP;
+    return T.sumsq + WD_SAMP_SQ_WORDS * ((size_t)sp * T.time_cells + (w % T.time_cells));
+#else
+    return T.spatial_sumsq + WD_SAMP_SQ_WORDS * (size_t)sp;
 #endif
 }
 
@@ -745,10 +791,9 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
     if (cl >= 0) atomicAdd(T.sum + cl, (unsigned long long)rintf(q.w[lane] * (float)WD_SUM_UNIT));
 #if WD_SAMP_NOSQ >= 2
     if (cl >= 0) {
-        double xd = (double)q.w[lane], v = round(xd * xd * WD_SQ_UNIT);
-        samp_add_sq(T, T.spatial_sumsq + WD_SAMP_SQ_WORDS * (size_t)sl, v);
+        samp_add_sq_f(T, samp_spatial_sq(T, sl), q.w[lane]);
 #if WD_SAMP_NOSQ >= 3
-        samp_add_sq(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)cl, v);
+        samp_add_sq_f(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)cl, q.w[lane]);
 #endif
     }
 #endif
@@ -837,7 +882,11 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
             bool cell = i >= 0;
             int k = cell ? i : ~i;
             if (cell) atomicAdd(T.sum + k, (unsigned long long)round(xd * WD_SUM_UNIT));
-            if (WD_SAMP_CELLSQ || !cell) samp_add_sq(T, (cell ? T.sumsq : T.spatial_sumsq) + WD_SAMP_SQ_WORDS * (size_t)k, round(xd * xd * WD_SQ_UNIT));
+#if WD_SAMP_CELLSQ && WD_SAMP_SPSQ && !WD_SAMP_SQREP && !WD_SAMP_ISQ
+            samp_add_sq(T, (cell ? T.sumsq : T.spatial_sumsq) + WD_SAMP_SQ_WORDS * (size_t)k, round(xd * xd * WD_SQ_UNIT));
+#else
+            if (cell ? WD_SAMP_CELLSQ : WD_SAMP_SPSQ) samp_add_sq_f(T, cell ? T.sumsq + WD_SAMP_SQ_WORDS * (size_t)k : samp_spatial_sq(T, k), q.close_v[b + lane]);
+#endif
         }
     }
     __syncwarp(full);

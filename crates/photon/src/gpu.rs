@@ -1410,6 +1410,11 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_NOSQ=2"]),
             samp(&["WD_SAMP_NOSQ=3"]),
             samp(&["WD_SAMP_CELLSQ=0"]),
+            samp(&["WD_SAMP_CELLSQ=0", "WD_SAMP_SPSQ=0"]),
+            samp(&["WD_SAMP_CELLSQ=0", "WD_SAMP_SQREP=8"]),
+            samp(&["WD_SAMP_NOSQ=2", "WD_SAMP_CELLSQ=0", "WD_SAMP_SQREP=8"]),
+            samp(&["WD_SAMP_ISQ=1"]),
+            samp(&["WD_SAMP_NOSQ=2", "WD_SAMP_ISQ=1"]),
             // The loop without its points (measurement only; docs/spline.md "The floor").
             samp(&["WD_SAMP_PHYSICS=1"]),
         ],
