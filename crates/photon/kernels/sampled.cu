@@ -192,6 +192,22 @@
 #ifndef WD_SAMP_ISQ
 #define WD_SAMP_ISQ 0
 #endif
+// WD_SAMP_REP=R (needs the deferred queue and WD_SAMP_RED; R a power of two, 0: off): the spatial
+// cells' variance by batch means instead of the runs' squares. Each point adds its weighted
+// length, rounded on its own (rint(x·2¹⁶)), to its cell's sum and to replica r = id mod R of its
+// spatial cell (T.rep[r·n_spatial + sp]), so a photon's whole light in a cell is in one replica.
+// After every launch sampled_rep_fold adds V = R/(R − 1)·Σ_r (S_r − S/R)² of each spatial cell's
+// replicas to its squares (the launch's photons split into R independent parts: an unbiased
+// estimate of the variance of the cell's sum, a photon's returns to the cell included, which the
+// runs miss) and zeroes them. No runs, no ordered merge, no closes; the cells' squares stay zero
+// (the tables do not use them; tabulate::agreement then takes them from the spatial cell's).
+// docs/spline.md "Batch means".
+#ifndef WD_SAMP_REP
+#define WD_SAMP_REP 0
+#endif
+#if WD_SAMP_REP && (!WD_SAMP_DEFERRED || !WD_SAMP_RED || (WD_SAMP_REP & (WD_SAMP_REP - 1)) || WD_SAMP_NOSQ)
+#error "WD_SAMP_REP needs the deferred queue, WD_SAMP_RED, a power of two and no WD_SAMP_NOSQ"
+#endif
 #if WD_SAMP_SQREP && WD_SAMP_CELLSQ
 #error "WD_SAMP_SQREP needs WD_SAMP_CELLSQ=0 (it writes over the cells' squares)"
 #endif
@@ -241,6 +257,8 @@ struct SampParams {
     int equal_steps;                    // every axis of equal steps (inv > 0, no delays or inv[3] > 0): WD_SAMP_LEAN
     float hi[4];                        // per axis: last edge (lo: first edge)
     float angc[WD_SAMP_ANGC_MAX];       // ang's coefficients, zero above n_ang (WD_SAMP_ANGC)
+    unsigned long long* rep;            // WD_SAMP_REP: R × n_spatial replica sums, replica-major
+    unsigned int n_spatial, rep_pad;
 };
 
 // sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
@@ -758,6 +776,9 @@ struct SampQueue {
     float x[WD_SAMP_QUEUE], y[WD_SAMP_QUEUE], z[WD_SAMP_QUEUE], t[WD_SAMP_QUEUE];
 #if WD_SAMP_DEFER
     float w[WD_SAMP_QUEUE];  // the point's weighted length; < 0: its photon's end marker
+#if WD_SAMP_REP
+    int rp[WD_SAMP_QUEUE];  // the point's replica (its photon's id mod WD_SAMP_REP)
+#endif
     // Between the kernel loop's queue steps (not in registers across the propagation): per lane
     // its entries among the slots and the queue's length (the same on every lane).
     unsigned long long mine[32];
@@ -801,6 +822,31 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
         unsigned in = __ballot_sync(full, cl >= 0), marks = __ballot_sync(full, mark);
         n.points += __popc(mine & in);
         n.tabulated += __popc(mine & marks);
+    }
+    __syncwarp(full);
+    return;
+#endif
+#if WD_SAMP_REP
+    // Batch means (WD_SAMP_REP): the point to its cell's sum and its replica, by its lookup lane.
+    if (cl >= 0) {
+        unsigned long long a = (unsigned long long)rintf(q.w[lane] * (float)WD_SUM_UNIT);
+        atomicAdd(T.sum + cl, a);
+        atomicAdd(T.rep + (size_t)q.rp[lane] * T.n_spatial + sl, a);
+    }
+    {
+        // sampled_end's count: a photon is tabulated when one of its points fell in the grid.
+        // Per lane its batch slots in the photon's order: the points inside (hits) and the end
+        // markers (ends); r.cell ≥ 0 says "a point inside so far" across batches (no runs here).
+        unsigned hits = mine & __ballot_sync(full, cl >= 0), ends = mine & __ballot_sync(full, mark);
+        n.points += __popc(hits);
+        while (ends) {
+            unsigned before = (ends & (0u - ends)) - 1u;  // the slots below the next end marker
+            if (r.cell >= 0 || (hits & before)) n.tabulated += 1;
+            r.cell = -1;
+            hits &= ~before;
+            ends &= ends - 1u;
+        }
+        if (hits) r.cell = 0;
     }
     __syncwarp(full);
     return;
@@ -930,9 +976,16 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
     float pw = 0.0f;
     if (lane < left) pw = q.w[lane + width];
 #endif
+#if WD_SAMP_REP
+    int pr = 0;
+    if (lane < left) pr = q.rp[lane + width];
+#endif
     if (lane < left) { q.x[lane] = px; q.y[lane] = py; q.z[lane] = pz; q.t[lane] = pt; }
 #if WD_SAMP_DEFER
     if (lane < left) q.w[lane] = pw;
+#endif
+#if WD_SAMP_REP
+    if (lane < left) q.rp[lane] = pr;
 #endif
     __syncwarp(full);
     mine >>= width;
@@ -969,6 +1022,9 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
             q.t[slot] = sampled_time(st.time, st.ocm, s);
 #if WD_SAMP_DEFER
             q.w[slot] = x;
+#endif
+#if WD_SAMP_REP
+            q.rp[slot] = (int)(st.id & (unsigned long long)(WD_SAMP_REP - 1));
 #endif
             mine |= 1ull << slot;
             if (step) {
@@ -1535,6 +1591,37 @@ extern "C" __global__ void sampled_fold(unsigned long long* w, unsigned long lon
     }
 }
 
+// WD_SAMP_REP: after every tabulate_sampled launch (before sampled_fold), each spatial cell's
+// variance by batch means from its R replica sums S_r (rep[r·n + i]): V = R/(R − 1)·Σ_r (S_r − S̄)²,
+// S̄ = Σ S_r / R, in double (S_r < 2⁵³; the sum over r in a fixed order, so V does not depend on
+// the order of the launch's additions), rounded, added to the cell's square digits (w[3i..],
+// WD_SAMP_RED's) and the replicas zeroed. V ≥ 2⁹⁶ is counted in counters[WD_SAMP_COUNTERS + 1]
+// (refused by the host). One thread a cell: plain adds.
+extern "C" __global__ void sampled_rep_fold(unsigned long long* rep, unsigned long long* w, unsigned long long* counters, unsigned long long n, int reps) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        double s = 0.0;
+        for (int r = 0; r < reps; ++r) s += (double)rep[(size_t)r * n + i];
+        if (s == 0.0) continue;
+        double mean = s / reps, ss = 0.0;
+        for (int r = 0; r < reps; ++r) {
+            double d = (double)rep[(size_t)r * n + i] - mean;
+            ss += d * d;
+            rep[(size_t)r * n + i] = 0ull;
+        }
+        double v = rint(ss * reps / (reps - 1));
+        if (!(v < 79228162514264337593543950336.0)) {  // 2⁹⁶
+            atomicAdd(counters + WD_SAMP_COUNTERS + 1, 1ull);
+            continue;
+        }
+        double hb = floor(v * (1.0 / 4294967296.0));
+        double c = floor(v * (1.0 / 18446744073709551616.0));
+        w[3 * i] += (unsigned long long)(v - hb * 4294967296.0);
+        w[3 * i + 1] += (unsigned long long)(hb - c * 4294967296.0);
+        w[3 * i + 2] += (unsigned long long)c;
+    }
+}
+
 // Field offsets of SampParams, compared with Rust's offset_of! by gpu-check.
 extern "C" __global__ void sampled_layout(unsigned long long* out) {
     SampParams t;
@@ -1547,7 +1634,8 @@ extern "C" __global__ void sampled_layout(unsigned long long* out) {
     out[5] = (const char*)&t.time_cells - b;
     out[6] = (const char*)&t.hi - b;
     out[7] = (const char*)&t.angc - b;
-    out[8] = sizeof(SampParams);
+    out[8] = (const char*)&t.rep - b;
+    out[9] = sizeof(SampParams);
 }
 
 // Twin check of the lookup (gpu-check and scripts/tabulate-twin-check): the cell of n points

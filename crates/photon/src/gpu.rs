@@ -1414,6 +1414,9 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             samp(&["WD_SAMP_CELLSQ=0", "WD_SAMP_SQREP=8"]),
             samp(&["WD_SAMP_NOSQ=2", "WD_SAMP_CELLSQ=0", "WD_SAMP_SQREP=8"]),
             samp(&["WD_SAMP_ISQ=1"]),
+            // The spatial variance by batch means (docs/spline.md "Batch means").
+            samp(&["WD_SAMP_REP=256"]),
+            samp(&["WD_BFR", "WD_SAMP_REP=256"]),
             samp(&["WD_SAMP_NOSQ=2", "WD_SAMP_ISQ=1"]),
             // The loop without its points (measurement only; docs/spline.md "The floor").
             samp(&["WD_SAMP_PHYSICS=1"]),

@@ -16,7 +16,7 @@
 //! The largest difference (cell, both values) and the largest pull are reported, and whether
 //! the histograms are the same integers.
 
-use super::{Tables, SQ_UNIT, SUM_UNIT};
+use super::{Tables, SUM_UNIT};
 
 /// Σ|Δ| / Σ at most this.
 pub const L1_LIMIT: f64 = 0.02;
@@ -91,7 +91,9 @@ pub fn agreement(a: &Tables, b: &Tables) -> Agreement {
         ..Default::default()
     };
     let (mut num, mut den) = (0.0f64, 0.0f64);
+    let tc = a.binning.time_cells() as usize;
     for (k, (ha, hb)) in a.per_source.iter().zip(&b.per_source).enumerate() {
+        let (va, vb) = (ha.cell_variances(tc), hb.cell_variances(tc));
         r.identical &= ha.sum == hb.sum && ha.sumsq == hb.sumsq && ha.spatial_sumsq == hb.spatial_sumsq;
         r.identical &= (ha.tabulated, ha.absorbed, ha.escaped, ha.segments, ha.inside)
             == (hb.tabulated, hb.absorbed, hb.escaped, hb.segments, hb.inside);
@@ -110,7 +112,7 @@ pub fn agreement(a: &Tables, b: &Tables) -> Agreement {
                 r.max_diff_at = (k, c);
                 r.max_diff_values = (xa, xb);
             }
-            let var = (ha.sumsq[c] as f64 + hb.sumsq[c] as f64) / SQ_UNIT;
+            let var = va[c] + vb[c];
             if var > 0.0 {
                 let pull2 = d * d / var;
                 r.chi2 += pull2;
@@ -208,10 +210,12 @@ pub fn independent(a: &Tables, b: &Tables) -> Independent {
         ),
         ..Default::default()
     };
+    let tc = a.binning.time_cells() as usize;
     for (ha, hb) in a.per_source.iter().zip(&b.per_source) {
+        let (va, vb) = (ha.cell_variances(tc), hb.cell_variances(tc));
         for c in 0..ha.sum.len().min(hb.sum.len()) {
             let d = (hb.sum[c] as f64 - ha.sum[c] as f64) / SUM_UNIT;
-            let var = (ha.sumsq[c] as f64 + hb.sumsq[c] as f64) / SQ_UNIT;
+            let var = va[c] + vb[c];
             if var > 0.0 {
                 let pull2 = d * d / var;
                 r.chi2 += pull2;
@@ -258,5 +262,43 @@ mod tests {
         assert!(other.l1 > 5.0 * L1_LIMIT, "{}", other.report());
         let per = other.chi2 / other.ndf as f64;
         assert!(per > 0.5 && per < 2.0, "{}", other.report());
+    }
+
+    /// A histogram without the cells' squares (the GPU's batch means) is compared with its cells'
+    /// variances from the spatial cells': independent runs stay within the χ² limit, below the
+    /// squares' χ²/ndf (0.77 against 1.00 here); a table with twice the light fails by its χ², not only by its total.
+    #[test]
+    fn cells_without_squares_take_the_spatial_variance() {
+        let (a, b) = (run(3, 2), run(4, 2));
+        let full = independent(&a, &b);
+        let mut c = b.clone();
+        for h in &mut c.per_source {
+            h.sumsq.iter_mut().for_each(|q| *q = 0);
+            h.cell_squares = false;
+        }
+        let proxy = independent(&a, &c);
+        let (pf, pp) = (full.chi2 / full.ndf as f64, proxy.chi2 / proxy.ndf as f64);
+        // (Totals of 2·10⁴ photons differ by a few % between seeds: χ² only.)
+        assert!(
+            pp > 0.3 && pp <= pf && pp <= CHI2_INDEPENDENT_LIMIT,
+            "{} against {}",
+            proxy.report(),
+            full.report()
+        );
+        let mut twice = c.clone();
+        for h in &mut twice.per_source {
+            h.sum.iter_mut().for_each(|x| *x *= 2);
+        }
+        let bad = independent(&a, &twice);
+        assert!(bad.chi2 / bad.ndf as f64 > 2.0 * CHI2_INDEPENDENT_LIMIT, "{}", bad.report()); // 3.31
+                                                                                               // The variances: a cell's share of its spatial cell's, none where the spatial cell is empty.
+        let tc = c.binning.time_cells() as usize;
+        let h = &c.per_source[0];
+        let v = h.cell_variances(tc);
+        let sp = (0..h.spatial_sumsq.len()).max_by_key(|&i| h.spatial_sumsq[i]).unwrap();
+        let total: f64 = v[sp * tc..(sp + 1) * tc].iter().sum();
+        let want = h.spatial_sumsq[sp] as f64 / super::super::SQ_UNIT;
+        assert!((total / want - 1.0).abs() < 1e-12, "{total} {want}");
+        assert!(h.sum.iter().zip(&v).all(|(&x, &w)| (x == 0) == (w == 0.0)));
     }
 }

@@ -66,6 +66,7 @@ pub const SAMPLED_FUNCTIONS: &[&str] = &[
     "sampled_layout",
     "sampled_twin_cells",
     "sampled_fold",
+    "sampled_rep_fold",
     "sampled_paths",
     "sampled_bins",
     "sampled_split_layout",
@@ -82,6 +83,9 @@ pub const SAMPLED_COUNTERS: usize = 6;
 /// same integers.
 pub const SAMPLED_JOBQ_DEFAULT: bool = true;
 pub const SAMPLED_RED_DEFAULT: bool = true;
+/// `WD_SAMP_REP`'s replicas when the switches do not name it (sampled.cu's default; 0: the
+/// spatial variance from the runs' squares). docs/spline.md "Batch means".
+pub const SAMPLED_REP_DEFAULT: u64 = 0;
 
 /// The value of `-D` switch `name` among `defines` (the last `name` or `name=V`; a bare `name`
 /// is "1").
@@ -184,6 +188,10 @@ pub struct SampParams {
     /// The acceptance polynomial's coefficients (as `ang`'s floats), zero above `n_ang`
     /// (sampled.cu WD_SAMP_ANGC).
     pub angc: [f32; SAMPLED_ANGC_MAX],
+    /// `WD_SAMP_REP`: the replica sums, replica-major (R × `n_spatial` words).
+    pub rep: u64,
+    pub n_spatial: u32,
+    pub rep_pad: u32,
 }
 // SAFETY: plain old data of integers and floats, `#[repr(C)]`, passed by value to the kernel.
 unsafe impl cudarc::driver::DeviceRepr for SampParams {}
@@ -424,7 +432,7 @@ pub const SAMPLED_EARLIER: &[&str] = &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SA
 pub const SAMPLED_ANGC_MAX: usize = 16;
 
 /// Offsets the kernel's `sampled_layout` reports, in its order.
-pub const SAMPLED_LAYOUT: [usize; 9] = [
+pub const SAMPLED_LAYOUT: [usize; 10] = [
     offset_of!(SampParams, photon_lo),
     offset_of!(SampParams, origin),
     offset_of!(SampParams, step),
@@ -433,9 +441,10 @@ pub const SAMPLED_LAYOUT: [usize; 9] = [
     offset_of!(SampParams, time_cells),
     offset_of!(SampParams, hi),
     offset_of!(SampParams, angc),
+    offset_of!(SampParams, rep),
     size_of::<SampParams>(),
 ];
-const _: () = assert!(size_of::<SampParams>() == 248 + 4 * SAMPLED_ANGC_MAX);
+const _: () = assert!(size_of::<SampParams>() == 264 + 4 * SAMPLED_ANGC_MAX);
 
 /// The acceptance polynomial's coefficients as the kernel's floats, zero above their number
 /// ([`SampParams::angc`]; all zero when there are more than [`SAMPLED_ANGC_MAX`]: the kernel then
@@ -785,6 +794,7 @@ fn run_on(t: &Tabulate, gpu: &Gpu, share: std::ops::Range<u64>, opts: &TabGpuOpt
             escaped: c[2],
             tabulated: c[0],
             points: 0,
+            cell_squares: true,
         });
     }
     stats.overflowed = overflowed.len() as u64;
@@ -855,8 +865,16 @@ fn run_sampled_on(
     // squares, `acc`, after every launch).
     let red = switch_on(&defines, "WD_SAMP_RED", SAMPLED_RED_DEFAULT);
     let words: u64 = if red { 3 } else { 2 };
+    // WD_SAMP_REP: the spatial variance by batch means over `reps` replicas (sampled_rep_fold
+    // adds each launch's to the squares' digits before sampled_fold).
+    let reps = define_value(&defines, "WD_SAMP_REP").unwrap_or(SAMPLED_REP_DEFAULT);
     let (module, func) = cuda::load(gpu, SAMPLED_NAME, SAMPLED_SRC, "tabulate_sampled", false, &defines)?;
     let fold = if red { Some(module.load_function("sampled_fold")?) } else { None };
+    let rep_fold = if reps > 0 {
+        Some(module.load_function("sampled_rep_fold")?)
+    } else {
+        None
+    };
     let res = cuda::resources(&func)?;
     let block = opts.block.min(res.max_threads_per_block.max(1) as u32);
     let name = format!("cuda:{} {}", gpu.ordinal, gpu.name);
@@ -866,14 +884,13 @@ fn run_sampled_on(
         .map_err(|e| GpuError::Other(e.to_string()))?;
     // The histogram, and WD_SAMP_RED's digits besides the u128 squares: 24 bytes a cell and a
     // spatial cell more.
-    let table = device_bytes(cells, spatial, 0, resident, res.local_bytes.max(0) as u64).saturating_add(if red {
-        cells.saturating_add(spatial).saturating_mul(24)
-    } else {
-        0
-    });
-    if red && table > free as u64 / 10 * 9 {
+    let table = device_bytes(cells, spatial, 0, resident, res.local_bytes.max(0) as u64)
+        .saturating_add(if red { cells.saturating_add(spatial).saturating_mul(24) } else { 0 })
+        .saturating_add(spatial.saturating_mul(reps).saturating_mul(8));
+    if (red || reps > 0) && table > free as u64 / 10 * 9 {
         return Err(GpuError::Other(format!(
-            "{cells} cells with the split squares (WD_SAMP_RED) need {table} bytes on {name}, more than 90 % of its {free} bytes free: use fewer bins"
+            "{cells} cells with the split squares (WD_SAMP_RED) and {reps} replicas of {spatial} spatial cells (WD_SAMP_REP) \
+             need {table} bytes on {name}, more than 90 % of its {free} bytes free: use fewer bins"
         )));
     }
     let stream = &gpu.stream;
@@ -932,6 +949,8 @@ fn run_sampled_on(
     } else {
         (stream.alloc_zeros::<u64>(1)?, stream.alloc_zeros::<u64>(1)?)
     };
+    // WD_SAMP_REP's replica sums (one word when off).
+    let mut rep = stream.alloc_zeros::<u64>((spatial * reps).max(1) as usize)?;
     let dptr = |s: &CudaSlice<u64>| {
         let (p, _sync) = s.device_ptr(stream);
         p
@@ -973,6 +992,8 @@ fn run_sampled_on(
         time_cells: b.time_cells() as u32,
         equal_steps: i32::from(axes[..3].iter().all(|a| a.1 > 0.0) && (b.delay.is_empty() || axes[3].1 > 0.0)),
         angc: angc(&t.acceptance.angular.coeffs),
+        rep: dptr(&rep),
+        n_spatial: spatial as u32,
         ..Default::default()
     };
     let cfg = LaunchConfig {
@@ -1007,6 +1028,9 @@ fn run_sampled_on(
             stream.memset_zeros(&mut acc)?;
             stream.memset_zeros(&mut spatial_acc)?;
         }
+        if reps > 0 {
+            stream.memset_zeros(&mut rep)?;
+        }
         if let Some(split) = &mut split {
             split.reset();
         }
@@ -1036,6 +1060,22 @@ fn run_sampled_on(
                 // (`tables`, `keep`, the histogram and counters, sized as the kernel indexes them:
                 // cells, `words` × cells, `words` × spatial cells, SAMPLED_COUNTERS + 2).
                 unsafe { launch.launch(cfg) }?;
+            }
+            if let Some(rep_fold) = &rep_fold {
+                // The launch's batch-means variances into the spatial squares' digits (timed
+                // with the launch: its cost).
+                let mut l = fs.launch_builder(rep_fold);
+                let n = spatial;
+                let r = reps as i32;
+                l.arg(&mut rep).arg(&mut spatial_sumsq).arg(&mut counters).arg(&n).arg(&r);
+                let fcfg = LaunchConfig {
+                    grid_dim: (n.div_ceil(256).clamp(1, 4096) as u32, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                // SAFETY: `rep` holds reps × n words, `spatial_sumsq` 3 × n (WD_SAMP_REP needs
+                // WD_SAMP_RED), `counters` SAMPLED_COUNTERS + 2.
+                unsafe { l.launch(fcfg) }?;
             }
             if let Some(fold) = &fold {
                 // The launch's digits into the u128 squares (timed with the launch: its cost).
@@ -1081,11 +1121,13 @@ fn run_sampled_on(
             inside: 0,
             segments: c[3],
             worst_photon: 0.0,
-            entries: c[4],
+            // Roundings to the fixed point: a run's (runs), or each point's (batch means).
+            entries: if reps > 0 { c[5] } else { c[4] },
             absorbed: c[1],
             escaped: c[2],
             tabulated: c[0],
             points: c[5],
+            cell_squares: reps == 0,
         });
     }
     Ok((hists, stats))

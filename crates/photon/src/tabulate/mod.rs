@@ -1089,6 +1089,10 @@ pub struct Histogram {
     pub tabulated: u64,
     /// The sampled estimator's points in the grid (0 for the exact one).
     pub points: u64,
+    /// `sumsq` holds the cells' squares. False where only the spatial cells' variance is formed
+    /// (the GPU's batch means, sampled.cu `WD_SAMP_REP`): the tables do not use the cells'
+    /// squares, and [`Histogram::cell_variances`] then estimates them from the spatial cell's.
+    pub cell_squares: bool,
 }
 
 impl Histogram {
@@ -1105,6 +1109,7 @@ impl Histogram {
             escaped: 0,
             tabulated: 0,
             points: 0,
+            cell_squares: true,
         }
     }
 
@@ -1137,6 +1142,31 @@ impl Histogram {
         self.escaped += o.escaped;
         self.tabulated += o.tabulated;
         self.points += o.points;
+        self.cell_squares &= o.cell_squares;
+    }
+
+    /// Each cell's variance [m²]: its squares, or without them ([`Histogram::cell_squares`])
+    /// its share of its spatial cell's, x_c·V_sp/X_sp — as if each photon's light in the
+    /// spatial cell fell in one of its cells, which overstates a cell's variance where a photon
+    /// spreads over several (a χ² with it is smaller, never larger, than with the squares).
+    #[must_use]
+    pub fn cell_variances(&self, time_cells: usize) -> Vec<f64> {
+        if self.cell_squares {
+            return self.sumsq.iter().map(|&q| q as f64 / SQ_UNIT).collect();
+        }
+        let tc = time_cells.max(1);
+        let mut out = vec![0.0; self.sum.len()];
+        for (sp, chunk) in out.chunks_mut(tc).enumerate() {
+            let sums = &self.sum[sp * tc..sp * tc + chunk.len()];
+            let total: u64 = sums.iter().sum();
+            let v = self.spatial_sumsq.get(sp).map_or(0.0, |&q| q as f64 / SQ_UNIT);
+            if total > 0 {
+                for (o, &x) in chunk.iter_mut().zip(sums) {
+                    *o = v * x as f64 / total as f64;
+                }
+            }
+        }
+        out
     }
 
     /// A photon's pieces, merged per cell, added: x to the sum, x² to the squares.
