@@ -1049,6 +1049,87 @@ pub fn check_sampled_alternatives(
     ))
 }
 
+/// Variances of the spatial cells of `b` against `a`'s over the cells where `a` has N_eff ≥ 20:
+/// (Σ V_b / Σ V_a, the median cell's V_b / V_a, cells).
+fn spatial_variance_ratio(a: &crate::tabulate::Tables, b: &crate::tabulate::Tables) -> (f64, f64, usize) {
+    use crate::tabulate::{SQ_UNIT, SUM_UNIT};
+    let tc = a.binning.time_cells() as usize;
+    let (mut sa, mut sb, mut ratios) = (0.0, 0.0, Vec::new());
+    for (ha, hb) in a.per_source.iter().zip(&b.per_source) {
+        for sp in 0..ha.spatial_sumsq.len().min(hb.spatial_sumsq.len()) {
+            let x: u64 = ha.sum[sp * tc..(sp + 1) * tc].iter().sum();
+            let (va, vb) = (ha.spatial_sumsq[sp] as f64 / SQ_UNIT, hb.spatial_sumsq[sp] as f64 / SQ_UNIT);
+            let x = x as f64 / SUM_UNIT;
+            if va > 0.0 && x * x / va >= 20.0 {
+                sa += va;
+                sb += vb;
+                ratios.push(vb / va);
+            }
+        }
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN);
+    (if sa > 0.0 { sb / sa } else { f64::NAN }, median, ratios.len())
+}
+
+/// The spatial cells' variance by batch means (sampled.cu `WD_SAMP_REP`, the default: each
+/// point to its cell's sum and to replica id mod R of its spatial cell, V = R/(R − 1)·Σ (S_r −
+/// S̄)² per launch) against the runs' squares (`g_runs`, `WD_SAMP_REP=0`) on the same photons:
+/// * the sums differ only in their rounding (each point's instead of each run's): the
+///   shared-photon criterion of [`crate::tabulate::agreement::Agreement::passes`], and the same
+///   photon, segment and point counts;
+/// * the variances agree: over the spatial cells with N_eff ≥ 20, Σ V_batch / Σ V_runs in
+///   [0.97, 1.15] (the runs miss a photon's returns to a cell, 1–4 % on the CPU, and 256
+///   replicas leave ~9 % noise per cell and launch, far less in the sum) and the median cell's
+///   ratio in [0.85, 1.2];
+/// * without the job queue the same integers (the replicas follow the photon ids, not the lanes);
+/// * in launches of 2¹² photons the same sums and Σ V within [0.9, 1.1] of the default's (the
+///   variances are formed per launch from fewer photons each).
+pub fn check_sampled_batch_means(
+    t: &crate::tabulate::Tabulate,
+    g: &crate::tabulate::Tables,
+    g_runs: &crate::tabulate::Tables,
+    on: &dyn Fn(&[&str], u64) -> crate::tabulate::gpu::TabGpuOptions,
+    gpu_ctl: &warpdrive_core::engine::Control,
+) -> Result<Check, warpdrive_core::engine::Error> {
+    use crate::tabulate::{agreement::agreement, Estimator, Tables, DEFAULT_SAMPLE_STEP};
+    let batch = crate::tabulate::gpu::BATCH;
+    let stepped = t.clone().with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?;
+    let counts = |t: &Tables| {
+        t.per_source
+            .iter()
+            .map(|h| (h.tabulated, h.absorbed, h.escaped, h.segments, h.points))
+            .collect::<Vec<_>>()
+    };
+    let shared = agreement(g_runs, g);
+    let same_counts = counts(g_runs) == counts(g);
+    let (sum_ratio, median, n) = spatial_variance_ratio(g_runs, g);
+    let variances = (0.97..=1.15).contains(&sum_ratio) && (0.85..=1.2).contains(&median) && n > 0;
+    let jobq0 = stepped.run_gpu(&on(&["WD_SAMP_JOBQ=0"], batch), gpu_ctl)?;
+    let j = agreement(g, &jobq0);
+    let same_jobq = j.identical && counts(g) == counts(&jobq0);
+    let small = stepped.run_gpu(&on(&[], 1 << 12), gpu_ctl)?;
+    let same_sums = g.per_source.iter().zip(&small.per_source).all(|(a, b)| a.sum == b.sum) && counts(g) == counts(&small);
+    let (small_ratio, small_median, _) = spatial_variance_ratio(g, &small);
+    let small_ok = same_sums && (0.9..=1.1).contains(&small_ratio);
+    Ok(check(
+        "photon tabulate sampled: batch means = the runs' squares (the same photons)",
+        shared.passes() && same_counts && variances && same_jobq && small_ok && g.hist.points > 0 && !g.hist.cell_squares,
+        format!(
+            "against WD_SAMP_REP=0: {}; counts the same: {same_counts}; spatial variances over {n} cells with N_eff ≥ 20: \
+             Σ ratio {sum_ratio:.4} (0.97–1.15), median {median:.4} (0.85–1.2); without the job queue: {} ({} of {} cells); \
+             launches of 2^12 photons: sums the same {same_sums}, Σ V ratio {small_ratio:.4} (0.9–1.1), median {small_median:.4}; \
+             kernels {:.4} s (runs {:.4} s)",
+            shared.report(),
+            if same_jobq { "the same integers" } else { "NOT the same integers" },
+            j.identical_cells,
+            j.cells,
+            g.kernel_seconds,
+            g_runs.kernel_seconds
+        ),
+    ))
+}
+
 /// The sampled kernel's loop with one point per lane and step (sampled.cu `WD_SAMP_STEPWISE`,
 /// docs/spline.md "One point per step"): compared with the default and timed beside it.
 const STEPWISE: &[&str] = &["WD_SAMP_STEPWISE=1"];
@@ -1218,9 +1299,19 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         // The default build: the warp compaction of the points (sampled.cu WD_SAMP_COMPACT).
         let g = ts.run_gpu(&on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
         if i == 0 {
-            out.push(check_sampled_compaction(&t, &g, &on, &gpu_ctl)?);
+            // The runs' machinery (WD_SAMP_REP=0: the spatial variance from the runs' squares)
+            // in its structural alternatives; then the default's batch means against it.
+            let runs_on = |extra: &[&str], batch: u64| {
+                let mut o = on(extra, batch);
+                o.defines.push("WD_SAMP_REP=0".into());
+                o
+            };
+            let g_runs = ts.run_gpu(&runs_on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
+            out.push(check_sampled_compaction(&t, &g_runs, &runs_on, &gpu_ctl)?);
             log(&format!("{:?}", out.last()));
-            out.push(check_sampled_alternatives(&t, &g, &on, &gpu_ctl)?);
+            out.push(check_sampled_alternatives(&t, &g_runs, &runs_on, &gpu_ctl)?);
+            log(&format!("{:?}", out.last()));
+            out.push(check_sampled_batch_means(&t, &g, &g_runs, &on, &gpu_ctl)?);
             log(&format!("{:?}", out.last()));
         }
         for (what, reference) in [("sampled CPU", &cpu), ("exact CPU", &exact_cpu)] {

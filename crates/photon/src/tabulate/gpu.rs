@@ -83,9 +83,35 @@ pub const SAMPLED_COUNTERS: usize = 6;
 /// same integers.
 pub const SAMPLED_JOBQ_DEFAULT: bool = true;
 pub const SAMPLED_RED_DEFAULT: bool = true;
-/// `WD_SAMP_REP`'s replicas when the switches do not name it (sampled.cu's default; 0: the
-/// spatial variance from the runs' squares). docs/spline.md "Batch means".
-pub const SAMPLED_REP_DEFAULT: u64 = 0;
+/// `WD_SAMP_REP`'s replicas when the switches do not name it, for the builds that can have it
+/// ([`sampled_reps`]); fewer where their memory would pass 1/8 of the device's free memory.
+/// docs/spline.md "Batch means".
+pub const SAMPLED_REP_DEFAULT: u64 = 256;
+
+/// The replicas of the spatial cells' batch means (sampled.cu `WD_SAMP_REP`) for a build of
+/// `defines` and `spatial` cells on a device with `free` bytes: the value the switches give, else
+/// [`SAMPLED_REP_DEFAULT`] (or 64 or 16, the most whose words fit in 1/8 of `free`) for the
+/// builds of the deferred queue with the split squares (sampled.cu's requirement), 0 (the runs'
+/// squares) for the others: lane at a time, one point a step, the warp scans, the two kernels,
+/// the measurement builds.
+#[must_use]
+pub fn sampled_reps(defines: &[String], spatial: u64, free: u64) -> u64 {
+    if let Some(v) = define_value(defines, "WD_SAMP_REP") {
+        return v;
+    }
+    let on = |n: &str, d: bool| switch_on(defines, n, d);
+    let (stepwise, scan) = (on("WD_SAMP_STEPWISE", false), on("WD_SAMP_SCAN", false));
+    let slots = on("WD_SAMP_SLOTS", true);
+    let deferred = on("WD_SAMP_COMPACT", !stepwise && !scan) && slots && on("WD_SAMP_DEFER", slots);
+    let measurement = ["WD_SAMP_NOSQ", "WD_SAMP_PHYSICS", "WD_SAMP_SPLIT"].iter().any(|n| on(n, false));
+    if !deferred || stepwise || scan || measurement || !on("WD_SAMP_RED", SAMPLED_RED_DEFAULT) {
+        return 0;
+    }
+    [SAMPLED_REP_DEFAULT, 64, 16]
+        .into_iter()
+        .find(|&r| spatial.saturating_mul(r).saturating_mul(8) <= free / 8)
+        .unwrap_or(0)
+}
 
 /// The value of `-D` switch `name` among `defines` (the last `name` or `name=V`; a bare `name`
 /// is "1").
@@ -860,14 +886,18 @@ fn run_sampled_on(
     if opts.blocks_per_sm != d.blocks_per_sm {
         extra.push(format!("WD_SAMP_MIN_BLOCKS={}", opts.blocks_per_sm));
     }
-    let defines = sampled_defines(m, &extra);
+    let mut defines = sampled_defines(m, &extra);
     // WD_SAMP_RED: the squares as three digits a cell (sampled_fold adds them to the u128
     // squares, `acc`, after every launch).
     let red = switch_on(&defines, "WD_SAMP_RED", SAMPLED_RED_DEFAULT);
     let words: u64 = if red { 3 } else { 2 };
     // WD_SAMP_REP: the spatial variance by batch means over `reps` replicas (sampled_rep_fold
-    // adds each launch's to the squares' digits before sampled_fold).
-    let reps = define_value(&defines, "WD_SAMP_REP").unwrap_or(SAMPLED_REP_DEFAULT);
+    // adds each launch's to the squares' digits before sampled_fold); the kernel's own default is 0.
+    let (free, _total) = gpu.ctx.mem_get_info()?;
+    let reps = sampled_reps(&defines, spatial, free as u64);
+    if reps > 0 && define_value(&defines, "WD_SAMP_REP").is_none() {
+        defines.push(format!("WD_SAMP_REP={reps}"));
+    }
     let (module, func) = cuda::load(gpu, SAMPLED_NAME, SAMPLED_SRC, "tabulate_sampled", false, &defines)?;
     let fold = if red { Some(module.load_function("sampled_fold")?) } else { None };
     let rep_fold = if reps > 0 {
@@ -878,7 +908,6 @@ fn run_sampled_on(
     let res = cuda::resources(&func)?;
     let block = opts.block.min(res.max_threads_per_block.max(1) as u32);
     let name = format!("cuda:{} {}", gpu.ordinal, gpu.name);
-    let (free, _total) = gpu.ctx.mem_get_info()?;
     let resident = (gpu.multiprocessors.max(1) as u64) * (gpu.max_threads_per_sm.max(1) as u64);
     device_budget(cells, spatial, 0, resident, res.local_bytes.max(0) as u64, free as u64, &name)
         .map_err(|e| GpuError::Other(e.to_string()))?;
@@ -1259,6 +1288,38 @@ mod tests {
         // The kernel keeps its job counter and the unsplit squares after the counters.
         assert!(src.contains("T.counters + WD_SAMP_COUNTERS, T.photon_lo, T.photon_hi"));
         assert!(src.contains("T.counters + WD_SAMP_COUNTERS + 1, 1ull"));
+    }
+
+    /// The batch means (WD_SAMP_REP) where sampled.cu can have them: the deferred queue with the
+    /// split squares, not in the measurement builds; fewer replicas for very large tables.
+    #[test]
+    fn batch_means_only_where_the_kernel_has_them() {
+        let v = |d: &[&str]| d.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
+        let gib = 1u64 << 30;
+        assert_eq!(sampled_reps(&v(&[]), 5_400, 80 * gib), SAMPLED_REP_DEFAULT);
+        assert_eq!(sampled_reps(&v(&["WD_SAMP_REP=64"]), 5_400, 80 * gib), 64);
+        assert_eq!(sampled_reps(&v(&["WD_SAMP_REP=0"]), 5_400, 80 * gib), 0);
+        for d in [
+            &["WD_SAMP_STEPWISE=1"][..],
+            &["WD_SAMP_SCAN=1"],
+            &["WD_SAMP_COMPACT=0"],
+            &["WD_SAMP_DEFER=0"],
+            &["WD_SAMP_SLOTS=0"],
+            &["WD_SAMP_RED=0"],
+            &["WD_SAMP_NOSQ=1"],
+            &["WD_SAMP_SPLIT=1"],
+            &["WD_SAMP_PHYSICS=1"],
+            SAMPLED_EARLIER,
+        ] {
+            assert_eq!(sampled_reps(&v(d), 5_400, 80 * gib), 0, "{d:?}");
+        }
+        assert_eq!(
+            sampled_reps(&v(&["WD_SAMP_JOBQ=0", "WD_BFR"]), 5_400, 80 * gib),
+            SAMPLED_REP_DEFAULT
+        );
+        // Fewer replicas where their words would pass 1/8 of the free memory.
+        assert_eq!(sampled_reps(&v(&[]), 1 << 20, 8 * gib), 64);
+        assert_eq!(sampled_reps(&v(&[]), 1 << 24, 8 * gib), 0);
     }
 
     /// The memory guard: a histogram that does not fit says how much it needs and what to do.
