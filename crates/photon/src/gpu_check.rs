@@ -847,6 +847,8 @@ pub fn check_sampled_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
 /// lane-at-a-time reference is the earlier code (WD_SAMP_NODIV=0, WD_SAMP_EDGES=0: the merge's
 /// division, the edges loaded), so the default's exact speed-ups (WD_SAMP_NODIV, _EDGES, _SLOTS,
 /// _DEFER) are checked with it; also the compaction without the deferred queue (WD_SAMP_DEFER=0).
+/// gpu-check passes the runs' build (`WD_SAMP_REP=0`) as `g` and in `on`: the default's batch
+/// means have no runs ([`check_sampled_batch_means`] compares the two).
 pub fn check_sampled_compaction(
     t: &crate::tabulate::Tabulate,
     g: &crate::tabulate::Tables,
@@ -926,7 +928,8 @@ pub fn check_sampled_compaction(
 /// differently from the commit before these switches), which would part a few photons in their
 /// last bits; so a comparison that is not identical still passes with the shared-photon criterion
 /// of [`crate::tabulate::agreement::Agreement::passes`] (L1 ≤ 0.02, χ²/ndf ≤ 1 with both
-/// variances, counts within 1 %), and the detail says which it was.
+/// variances, counts within 1 %), and the detail says which it was. As for
+/// [`check_sampled_compaction`], `g` and `on` are the runs' build (`WD_SAMP_REP=0`).
 pub fn check_sampled_alternatives(
     t: &crate::tabulate::Tabulate,
     g: &crate::tabulate::Tables,
@@ -1298,15 +1301,16 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         let cpu = ts.run_cpu(&cpu_ctl)?;
         // The default build: the warp compaction of the points (sampled.cu WD_SAMP_COMPACT).
         let g = ts.run_gpu(&on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
+        // The runs' machinery (WD_SAMP_REP=0: the spatial variance from the runs' squares, and
+        // the cells' squares): its structural alternatives, the default's batch means against
+        // it, and beside the default against the CPU (the cells' χ² with their own squares).
+        let runs_on = |extra: &[&str], batch: u64| {
+            let mut o = on(extra, batch);
+            o.defines.push("WD_SAMP_REP=0".into());
+            o
+        };
+        let g_runs = ts.run_gpu(&runs_on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
         if i == 0 {
-            // The runs' machinery (WD_SAMP_REP=0: the spatial variance from the runs' squares)
-            // in its structural alternatives; then the default's batch means against it.
-            let runs_on = |extra: &[&str], batch: u64| {
-                let mut o = on(extra, batch);
-                o.defines.push("WD_SAMP_REP=0".into());
-                o
-            };
-            let g_runs = ts.run_gpu(&runs_on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
             out.push(check_sampled_compaction(&t, &g_runs, &runs_on, &gpu_ctl)?);
             log(&format!("{:?}", out.last()));
             out.push(check_sampled_alternatives(&t, &g_runs, &runs_on, &gpu_ctl)?);
@@ -1315,13 +1319,18 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
             log(&format!("{:?}", out.last()));
         }
         for (what, reference) in [("sampled CPU", &cpu), ("exact CPU", &exact_cpu)] {
+            // The default (batch means: the cells' variances from the spatial cells') and the
+            // runs' build (the cells' own squares; its sums are the default's to the rounding,
+            // check_sampled_batch_means), both independent of the CPU's photons.
             let a = crate::tabulate::agreement::independent(reference, &g);
+            let r = crate::tabulate::agreement::independent(reference, &g_runs);
             out.push(check(
                 &format!("photon tabulate sampled GPU = {what} ({label})"),
-                a.passes(),
+                a.passes() && r.passes(),
                 format!(
-                    "{}; {} {:.2} s on {}, GPU {:.3} s in kernels on {}",
+                    "{}; WD_SAMP_REP=0: {}; {} {:.2} s on {}, GPU {:.3} s in kernels on {}",
                     a.report(),
+                    r.report(),
                     what,
                     reference.seconds,
                     reference.device,
