@@ -164,35 +164,8 @@
 // rounded on its own, rint(x·2¹⁶), to its cell's sum, and nothing else — no runs, no squares, no
 // spatial squares (N_eff is not formed; `tabulated` counts every photon's end). What the points
 // cost without the ordered merge and its closes (docs/spline.md "What the 50 % would cost").
-// WD_SAMP_NOSQ=2 adds each point's own square to its spatial cell's squares (the variance the
-// tables' weights use, but per point, not per run); =3 also to its cell's squares: CLSim's
-// tabulator, which writes one entry per point and sums the entries' squares per bin
-// (I3CLSimStepToTableConverter, docs/spline.md "What CLSim's tabulator does").
 #ifndef WD_SAMP_NOSQ
 #define WD_SAMP_NOSQ 0
-#endif
-// WD_SAMP_CELLSQ (default 1): the runs' squares per (spatial, delay) cell. The tables' weights
-// use only the spatial cells' squares (mod.rs Tables::cells_of, time_table); the per-cell ones are
-// read by gpu-check's agreement χ² alone. =0 (measurement only) leaves them out: the sums and
-// the spatial squares are the same integers, the cells' squares stay zero.
-#ifndef WD_SAMP_CELLSQ
-#define WD_SAMP_CELLSQ 1
-#endif
-// WD_SAMP_SPSQ=0 (measurement only) leaves the spatial cells' squares out as well; WD_SAMP_SQREP=R
-// (measurement only, with WD_SAMP_CELLSQ=0: the tables' squares are not kept) adds each spatial
-// square to one of R words by the warp's index, in the cells' unused squares — what contention on
-// the hot cells' words costs.
-#ifndef WD_SAMP_SPSQ
-#define WD_SAMP_SPSQ 1
-#endif
-#ifndef WD_SAMP_SQREP
-#define WD_SAMP_SQREP 0
-#endif
-// WD_SAMP_ISQ=1 (measurement only): a square as the integer q² of the amount's fixed point
-// q = round(x·2¹⁶) (exact in 64 bits below 2³² units), instead of round(x²·2³²) in double —
-// other integers (by at most q + ¼ units), no double arithmetic or conversions.
-#ifndef WD_SAMP_ISQ
-#define WD_SAMP_ISQ 0
 #endif
 // WD_SAMP_REP=R (needs the deferred queue and WD_SAMP_RED; R a power of two, 0: off): the spatial
 // cells' variance by batch means instead of the runs' squares. Each point adds its weighted
@@ -209,9 +182,6 @@
 #endif
 #if WD_SAMP_REP && (!WD_SAMP_DEFERRED || !WD_SAMP_RED || (WD_SAMP_REP & (WD_SAMP_REP - 1)) || WD_SAMP_NOSQ)
 #error "WD_SAMP_REP needs the deferred queue, WD_SAMP_RED, a power of two and no WD_SAMP_NOSQ"
-#endif
-#if WD_SAMP_SQREP && WD_SAMP_CELLSQ
-#error "WD_SAMP_SQREP needs WD_SAMP_CELLSQ=0 (it writes over the cells' squares)"
 #endif
 #if WD_SAMP_NOSQ && !WD_SAMP_DEFERRED
 #error "WD_SAMP_NOSQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
@@ -444,33 +414,6 @@ __device__ __forceinline__ void samp_add_sq(const SampParams& T, unsigned long l
 #endif
 }
 
-// WD_SAMP_ISQ: x's square as q² with q = round(x·2¹⁶) (< 2³²: one 32 × 32 → 64-bit multiply, the
-// digits a = q² mod 2³² and b = q² / 2³²), else round(x²·2³²) as samp_add_sq does it.
-__device__ __forceinline__ void samp_add_sq_f(const SampParams& T, unsigned long long* p, float x) {
-#if WD_SAMP_ISQ && WD_SAMP_RED
-    float qf = roundf(x * (float)WD_SUM_UNIT);
-    if (qf < 4294967296.0f) {
-        unsigned int q = (unsigned int)qf;
-        unsigned long long v = (unsigned long long)q * q;
-        atomicAdd(p, v & 0xffffffffull);
-        if (v >> 32) atomicAdd(p + 1, v >> 32);
-        return;
-    }
-#endif
-    double xd = (double)x;
-    samp_add_sq(T, p, round(xd * xd * WD_SQ_UNIT));
-}
-
-// The words of spatial cell sp's squares (WD_SAMP_SQREP: one of R replicas by the warp's index).
-__device__ __forceinline__ unsigned long long* samp_spatial_sq(const SampParams& T, int sp) {
-#if WD_SAMP_SQREP
-    unsigned int w = ((blockIdx.x * blockDim.x + threadIdx.x) >> 5) % WD_SAMP_SQREP;
-    return T.sumsq + WD_SAMP_SQ_WORDS * ((size_t)sp * T.time_cells + (w % T.time_cells));
-#else
-    return T.spatial_sumsq + WD_SAMP_SQ_WORDS * (size_t)sp;
-#endif
-}
-
 // What a run sums: its points' float weighted lengths (one rounding to the fixed point per run,
 // as sampled.rs), or with WD_SAMP_QPOINT their integer amounts q = rint(x·2¹⁶).
 #if WD_SAMP_QPOINT
@@ -517,11 +460,11 @@ __device__ __forceinline__ void samp_add_sq_q(const SampParams& T, unsigned long
 __device__ __forceinline__ void close_cell(const SampParams& T, int c, SampAmt x) {
 #if WD_SAMP_QPOINT
     atomicAdd(T.sum + c, x);
-    if (WD_SAMP_CELLSQ) samp_add_sq_q(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, x);
+    samp_add_sq_q(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, x);
 #else
     double xd = (double)x;
     atomicAdd(T.sum + c, (unsigned long long)round(xd * WD_SUM_UNIT));
-    if (WD_SAMP_CELLSQ) samp_add_sq(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, round(xd * xd * WD_SQ_UNIT));
+    samp_add_sq(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, round(xd * xd * WD_SQ_UNIT));
 #endif
 }
 
@@ -812,14 +755,6 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
 #endif
 #if WD_SAMP_NOSQ
     if (cl >= 0) atomicAdd(T.sum + cl, (unsigned long long)rintf(q.w[lane] * (float)WD_SUM_UNIT));
-#if WD_SAMP_NOSQ >= 2
-    if (cl >= 0) {
-        samp_add_sq_f(T, samp_spatial_sq(T, sl), q.w[lane]);
-#if WD_SAMP_NOSQ >= 3
-        samp_add_sq_f(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)cl, q.w[lane]);
-#endif
-    }
-#endif
     {
         unsigned in = __ballot_sync(full, cl >= 0), marks = __ballot_sync(full, mark);
         n.points += __popc(mine & in);
@@ -930,11 +865,7 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
             bool cell = i >= 0;
             int k = cell ? i : ~i;
             if (cell) atomicAdd(T.sum + k, (unsigned long long)round(xd * WD_SUM_UNIT));
-#if WD_SAMP_CELLSQ && WD_SAMP_SPSQ && !WD_SAMP_SQREP && !WD_SAMP_ISQ
             samp_add_sq(T, (cell ? T.sumsq : T.spatial_sumsq) + WD_SAMP_SQ_WORDS * (size_t)k, round(xd * xd * WD_SQ_UNIT));
-#else
-            if (cell ? WD_SAMP_CELLSQ : WD_SAMP_SPSQ) samp_add_sq_f(T, cell ? T.sumsq + WD_SAMP_SQ_WORDS * (size_t)k : samp_spatial_sq(T, k), q.close_v[b + lane]);
-#endif
         }
     }
     __syncwarp(full);

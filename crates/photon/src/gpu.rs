@@ -1405,19 +1405,10 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             // The sums-only probe (measurement only: no squares; docs/spline.md "What the 50 %
             // would cost in table quality").
             samp(&["WD_SAMP_NOSQ=1"]),
-            // … with per-point squares: spatial cells, and cells too (CLSim's tabulator;
-            // docs/spline.md "What CLSim's tabulator does"); the runs without the cells' squares.
-            samp(&["WD_SAMP_NOSQ=2"]),
-            samp(&["WD_SAMP_NOSQ=3"]),
-            samp(&["WD_SAMP_CELLSQ=0"]),
-            samp(&["WD_SAMP_CELLSQ=0", "WD_SAMP_SPSQ=0"]),
-            samp(&["WD_SAMP_CELLSQ=0", "WD_SAMP_SQREP=8"]),
-            samp(&["WD_SAMP_NOSQ=2", "WD_SAMP_CELLSQ=0", "WD_SAMP_SQREP=8"]),
-            samp(&["WD_SAMP_ISQ=1"]),
-            // The spatial variance by batch means (docs/spline.md "Batch means").
+            // The spatial variance by batch means, the default runs' build (docs/spline.md
+            // "Batch means"; the kernel's own default is the runs', WD_SAMP_REP=0).
             samp(&["WD_SAMP_REP=256"]),
             samp(&["WD_BFR", "WD_SAMP_REP=256"]),
-            samp(&["WD_SAMP_NOSQ=2", "WD_SAMP_ISQ=1"]),
             // The loop without its points (measurement only; docs/spline.md "The floor").
             samp(&["WD_SAMP_PHYSICS=1"]),
         ],

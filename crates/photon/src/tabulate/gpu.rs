@@ -88,6 +88,14 @@ pub const SAMPLED_RED_DEFAULT: bool = true;
 /// docs/spline.md "Batch means".
 pub const SAMPLED_REP_DEFAULT: u64 = 256;
 
+/// `defines` with `WD_SAMP_REP=reps` when `reps` > 0 and they do not name it already (the
+/// kernel's own default is 0): the build a run compiles, and `doctor --prebuild` makes.
+pub fn with_reps(defines: &mut Vec<String>, reps: u64) {
+    if reps > 0 && define_value(defines, "WD_SAMP_REP").is_none() {
+        defines.push(format!("WD_SAMP_REP={reps}"));
+    }
+}
+
 /// The replicas of the spatial cells' batch means (sampled.cu `WD_SAMP_REP`) for a build of
 /// `defines` and `spatial` cells on a device with `free` bytes: the value the switches give, else
 /// [`SAMPLED_REP_DEFAULT`] (or 64 or 16, the most whose words fit in 1/8 of `free`) for the
@@ -605,6 +613,8 @@ pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
     for f in features {
         let mut d = sampled_switches();
         d.extend(f.iter().map(|s| (*s).to_string()));
+        // The batch means a default run adds (run_sampled_on, sampled_reps).
+        with_reps(&mut d, SAMPLED_REP_DEFAULT);
         out.push(warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, d));
     }
     out
@@ -895,9 +905,7 @@ fn run_sampled_on(
     // adds each launch's to the squares' digits before sampled_fold); the kernel's own default is 0.
     let (free, _total) = gpu.ctx.mem_get_info()?;
     let reps = sampled_reps(&defines, spatial, free as u64);
-    if reps > 0 && define_value(&defines, "WD_SAMP_REP").is_none() {
-        defines.push(format!("WD_SAMP_REP={reps}"));
-    }
+    with_reps(&mut defines, reps);
     let (module, func) = cuda::load(gpu, SAMPLED_NAME, SAMPLED_SRC, "tabulate_sampled", false, &defines)?;
     let fold = if red { Some(module.load_function("sampled_fold")?) } else { None };
     let rep_fold = if reps > 0 {
@@ -1363,7 +1371,11 @@ mod tests {
             .unwrap();
             let want = warpdrive_core::kernels::Build::new(KERNEL_NAME, KERNEL_SRC, true, kernel_defines(&det.medium, &[]));
             assert!(builds.contains(&want), "{model}: {:?} not prebuilt", want.defines);
-            let sampled = warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, sampled_defines(&det.medium, &[]));
+            // As run_sampled_on makes it for the default bins (5 400 spatial cells) on a large GPU.
+            let mut d = sampled_defines(&det.medium, &[]);
+            let reps = sampled_reps(&d, 5_400, 80 << 30);
+            with_reps(&mut d, reps);
+            let sampled = warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, d);
             assert!(builds.contains(&sampled), "{model}: {:?} not prebuilt", sampled.defines);
         }
     }
