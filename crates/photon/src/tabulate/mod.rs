@@ -1068,8 +1068,10 @@ struct Scratch {
 }
 
 /// Integer sums per cell: weighted track length (2⁻¹⁶ m) and its square per photon (2⁻³² m²);
-/// per spatial cell the square of a photon's sum over its time cells. Integers add in any order
-/// to the same total: the tables do not depend on the thread count.
+/// per spatial cell the square of a photon's sum over its time cells — the variance of the
+/// cell's sum, which the GPU's sampled estimator forms by batch means instead (sampled.cu
+/// `WD_SAMP_REP`; then no cells' squares, [`Histogram::cell_squares`]). Integers add in any
+/// order to the same total: the tables do not depend on the thread count.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Histogram {
     pub sum: Vec<u64>,
