@@ -1458,7 +1458,14 @@ impl Tables {
             "largest_photon_length_mismatch_m": if exact { Some(h.worst_photon) } else { None },
             "estimator": self.estimator.describe(),
             "sample_points": h.points,
+            // Additions to the cells' sums, each rounded once: a photon's pieces or runs, or
+            // (the GPU's batch means) its points.
             "runs_added": h.entries,
+            "spatial_variance": if h.cell_squares {
+                "per-photon squares (sums over a photon's pieces or runs)"
+            } else {
+                "batch means over replicas by photon id (GPU sampled estimator; no per-cell squares)"
+            },
             "photons_per_unit": self.photons_per_unit,
             "unit": if self.source == SourceKind::Cascade { "GeV" } else { "m of muon track" },
             "reference_yield": self.reference_yield(),
