@@ -1370,9 +1370,10 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
         // (the A/B of docs/spline.md), and the job queue and split squares.
         variants: vec![
             Vec::new(),
+            // The runs' build (the kernel's own default, WD_SAMP_REP=0: gpu-check's reference);
+            // with birefringence it is compiled below as the earlier default, lane at a time,
+            // one point a step and the warp scans.
             samp(&[]),
-            samp(&["WD_BFR"]),
-            samp(&["WD_BFR", "WD_BFR_RB_CONST"]),
             samp(&["WD_SAMP_COMPACT=0"]),
             samp(&["WD_BFR", "WD_SAMP_COMPACT=0"]),
             samp(&["WD_SAMP_COMPACT=0", "WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0"]),
@@ -1405,10 +1406,12 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             // The sums-only probe (measurement only: no squares; docs/spline.md "What the 50 %
             // would cost in table quality").
             samp(&["WD_SAMP_NOSQ=1"]),
-            // The spatial variance by batch means, the default runs' build (docs/spline.md
-            // "Batch means"; the kernel's own default is the runs', WD_SAMP_REP=0).
+            // The spatial variance by batch means: the builds runs compile, without and with the
+            // birefringence features (docs/spline.md "Batch means"; the kernel's own default is
+            // the runs', WD_SAMP_REP=0).
             samp(&["WD_SAMP_REP=256"]),
             samp(&["WD_BFR", "WD_SAMP_REP=256"]),
+            samp(&["WD_BFR", "WD_BFR_RB_CONST", "WD_SAMP_REP=256"]),
             // The loop without its points (measurement only; docs/spline.md "The floor").
             samp(&["WD_SAMP_PHYSICS=1"]),
         ],
