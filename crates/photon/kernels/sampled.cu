@@ -180,18 +180,8 @@
 #ifndef WD_SAMP_REP
 #define WD_SAMP_REP 0
 #endif
-// With WD_SAMP_STEPWISE and WD_SAMP_QPOINT (measurement, session 35): each lane's integer runs
-// in registers, a closed cell run's Q to the cell's sum only and a closed spatial run's Q to the
-// photon's replica (the same integers as the queue's per-point adds, but for the comb's points
-// s_k = fma(k, Δ, s₀) against the queue's repeated additions).
-#if WD_SAMP_REP && (!(WD_SAMP_DEFERRED || (WD_SAMP_STEPWISE && WD_SAMP_QPOINT)) || !WD_SAMP_RED || (WD_SAMP_REP & (WD_SAMP_REP - 1)) || WD_SAMP_NOSQ)
-#error "WD_SAMP_REP needs the deferred queue (or WD_SAMP_STEPWISE with WD_SAMP_QPOINT), WD_SAMP_RED, a power of two and no WD_SAMP_NOSQ"
-#endif
-// WD_SAMP_NOATOM (measurement only, session 35; with WD_SAMP_REP's deferred queue): bit 1 leaves
-// out the replica's add, bit 2 the cell's (the lookups, counts and queue as before): what the
-// points' global adds cost.
-#ifndef WD_SAMP_NOATOM
-#define WD_SAMP_NOATOM 0
+#if WD_SAMP_REP && (!WD_SAMP_DEFERRED || !WD_SAMP_RED || (WD_SAMP_REP & (WD_SAMP_REP - 1)) || WD_SAMP_NOSQ)
+#error "WD_SAMP_REP needs the deferred queue, WD_SAMP_RED, a power of two and no WD_SAMP_NOSQ"
 #endif
 #if WD_SAMP_NOSQ && !WD_SAMP_DEFERRED
 #error "WD_SAMP_NOSQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
@@ -466,21 +456,9 @@ __device__ __forceinline__ void samp_add_sq_q(const SampParams& T, unsigned long
 }
 #endif
 
-// The replica of photon `id` (WD_SAMP_REP: id mod R; 0 without replicas).
-__device__ __forceinline__ unsigned samp_replica(unsigned long long id) {
-#if WD_SAMP_REP
-    return (unsigned)(id & (unsigned long long)(WD_SAMP_REP - 1));
-#else
-    (void)id;
-    return 0u;
-#endif
-}
-
 // sampled.rs Histogram::record of a closed run: x to the cell's sum, x² to its squares.
 __device__ __forceinline__ void close_cell(const SampParams& T, int c, SampAmt x) {
-#if WD_SAMP_QPOINT && WD_SAMP_REP
-    atomicAdd(T.sum + c, x);
-#elif WD_SAMP_QPOINT
+#if WD_SAMP_QPOINT
     atomicAdd(T.sum + c, x);
     samp_add_sq_q(T, T.sumsq + WD_SAMP_SQ_WORDS * (size_t)c, x);
 #else
@@ -490,15 +468,10 @@ __device__ __forceinline__ void close_cell(const SampParams& T, int c, SampAmt x
 #endif
 }
 
-// rp: the photon's replica (WD_SAMP_REP with WD_SAMP_STEPWISE: the spatial run's Q to it).
-__device__ __forceinline__ void close_spatial(const SampParams& T, int sp, SampAmt x, unsigned rp = 0) {
-#if WD_SAMP_QPOINT && WD_SAMP_REP
-    atomicAdd(T.rep + (size_t)rp * T.n_spatial + sp, x);
-#elif WD_SAMP_QPOINT
-    (void)rp;
+__device__ __forceinline__ void close_spatial(const SampParams& T, int sp, SampAmt x) {
+#if WD_SAMP_QPOINT
     samp_add_sq_q(T, T.spatial_sumsq + WD_SAMP_SQ_WORDS * (size_t)sp, x);
 #else
-    (void)rp;
     double xd = (double)x;
     samp_add_sq(T, T.spatial_sumsq + WD_SAMP_SQ_WORDS * (size_t)sp, round(xd * xd * WD_SQ_UNIT));
 #endif
@@ -537,10 +510,10 @@ __device__ __forceinline__ SampClosed sampled_merge(const SampParams& T, SampRun
 }
 
 // sampled.rs Sampler::record: a point of weighted length x in cell c, closed runs added at once.
-__device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r, int c, int sp, float x, SampCounts& n, unsigned rp = 0) {
+__device__ __forceinline__ void sampled_record(const SampParams& T, SampRuns& r, int c, int sp, float x, SampCounts& n) {
     SampClosed o = sampled_merge(T, r, c, sp, samp_amount(x), n);
     if (o.cell >= 0) close_cell(T, o.cell, o.x);
-    if (o.spatial >= 0) close_spatial(T, o.spatial, o.spatial_x, rp);
+    if (o.spatial >= 0) close_spatial(T, o.spatial, o.spatial_x);
 }
 
 // A point of the segment from p along d at distance s (and its time): one expression for both
@@ -599,7 +572,7 @@ __device__ __forceinline__ void sampled_end_counts(const SampState& S, SampCount
 __device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
     if (S.runs.cell >= 0) {
         close_cell(T, S.runs.cell, S.runs.x);
-        close_spatial(T, S.runs.spatial, S.runs.spatial_x, samp_replica(S.st.id));
+        close_spatial(T, S.runs.spatial, S.runs.spatial_x);
         n.runs += 1;
         n.tabulated += 1;
     }
@@ -794,8 +767,8 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
     // Batch means (WD_SAMP_REP): the point to its cell's sum and its replica, by its lookup lane.
     if (cl >= 0) {
         unsigned long long a = (unsigned long long)rintf(q.w[lane] * (float)WD_SUM_UNIT);
-        if (!(WD_SAMP_NOATOM & 2)) atomicAdd(T.sum + cl, a);
-        if (!(WD_SAMP_NOATOM & 1)) atomicAdd(T.rep + (size_t)q.rp[lane] * T.n_spatial + sl, a);
+        atomicAdd(T.sum + cl, a);
+        atomicAdd(T.rep + (size_t)q.rp[lane] * T.n_spatial + sl, a);
     }
     {
         // sampled_end's count: a photon is tabulated when one of its points fell in the grid.
@@ -984,7 +957,7 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
             q.w[slot] = x;
 #endif
 #if WD_SAMP_REP
-            q.rp[slot] = (int)samp_replica(st.id);
+            q.rp[slot] = (int)(st.id & (unsigned long long)(WD_SAMP_REP - 1));
 #endif
             mine |= 1ull << slot;
             if (step) {
@@ -1219,7 +1192,7 @@ __device__ __forceinline__ void sampled_point(const SampParams& T, SampState& S,
     const PState& st = S.st;
     int sp;
     int c = sampled_cell_sp(T, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s), sp);
-    if (c >= 0) sampled_record(T, S.runs, c, sp, x, n, samp_replica(st.id));
+    if (c >= 0) sampled_record(T, S.runs, c, sp, x, n);
 }
 
 // WD_SAMP_STEPWISE: the kernel's loop for one warp (every lane of `full` calls it), one lane at a
