@@ -392,20 +392,28 @@ __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned in
 // high) pair, or WD_SAMP_RED's three digits.
 #define WD_SAMP_SQ_WORDS (WD_SAMP_RED ? 3 : 2)
 
+// WD_SAMP_RED's digits of an integer-valued v, 0 ≤ v < 2⁹⁶: v = a + b·2³² + c·2⁶⁴, each < 2³². All
+// exact in double: ⌊v/2³²⌋ and ⌊v/2⁶⁴⌋ are power-of-two scalings and floors, and v − ⌊v/2³²⌋·2³²
+// (v mod 2³²) and ⌊v/2³²⌋ − ⌊v/2⁶⁴⌋·2³² are representable differences. (samp_add_sq's atomics,
+// sampled_rep_fold's plain adds.)
+__device__ __forceinline__ void samp_digits(double v, double& a, double& b, double& c) {
+    double hb = floor(v * (1.0 / 4294967296.0));
+    c = floor(v * (1.0 / 18446744073709551616.0));
+    b = hb - c * 4294967296.0;
+    a = v - hb * 4294967296.0;
+}
+
 // A square's integer v (0 ≤ v, integer-valued) to the cell's words at p: add_u128, or with
-// WD_SAMP_RED its digits a, b, c (v = a + b·2³² + c·2⁶⁴) by adds whose results are unused
-// (`red`). All exact in double: ⌊v/2³²⌋ and ⌊v/2⁶⁴⌋ are power-of-two scalings and floors, and
-// v − ⌊v/2³²⌋·2³² (v mod 2³²) and ⌊v/2³²⌋ − ⌊v/2⁶⁴⌋·2³² are representable differences.
+// WD_SAMP_RED its digits a, b, c (samp_digits) by adds whose results are unused (`red`).
 __device__ __forceinline__ void samp_add_sq(const SampParams& T, unsigned long long* p, double v) {
 #if WD_SAMP_RED
     if (!(v < 79228162514264337593543950336.0)) {  // 2⁹⁶
         atomicAdd(T.counters + WD_SAMP_COUNTERS + 1, 1ull);
         return;
     }
-    double hb = floor(v * (1.0 / 4294967296.0));
-    double c = floor(v * (1.0 / 18446744073709551616.0));
-    double b = hb - c * 4294967296.0;
-    atomicAdd(p, (unsigned long long)(v - hb * 4294967296.0));
+    double a, b, c;
+    samp_digits(v, a, b, c);
+    atomicAdd(p, (unsigned long long)a);
     if (b > 0.0) atomicAdd(p + 1, (unsigned long long)b);
     if (c > 0.0) atomicAdd(p + 2, (unsigned long long)c);
 #else
@@ -1528,7 +1536,7 @@ extern "C" __global__ void sampled_fold(unsigned long long* w, unsigned long lon
 // variance by batch means from its R replica sums S_r (rep[r·n + i]): V = R/(R − 1)·Σ_r (S_r − S̄)²,
 // S̄ = Σ S_r / R, in double (S_r < 2⁵³; the sum over r in a fixed order, so V does not depend on
 // the order of the launch's additions), rounded, added to the cell's square digits (w[3i..],
-// WD_SAMP_RED's) and the replicas zeroed. V ≥ 2⁹⁶ is counted in counters[WD_SAMP_COUNTERS + 1]
+// WD_SAMP_RED's: samp_digits) and the replicas zeroed. V ≥ 2⁹⁶ is counted in counters[WD_SAMP_COUNTERS + 1]
 // (refused by the host). One thread a cell: plain adds.
 extern "C" __global__ void sampled_rep_fold(unsigned long long* rep, unsigned long long* w, unsigned long long* counters, unsigned long long n, int reps) {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
@@ -1547,10 +1555,10 @@ extern "C" __global__ void sampled_rep_fold(unsigned long long* rep, unsigned lo
             atomicAdd(counters + WD_SAMP_COUNTERS + 1, 1ull);
             continue;
         }
-        double hb = floor(v * (1.0 / 4294967296.0));
-        double c = floor(v * (1.0 / 18446744073709551616.0));
-        w[3 * i] += (unsigned long long)(v - hb * 4294967296.0);
-        w[3 * i + 1] += (unsigned long long)(hb - c * 4294967296.0);
+        double a, b, c;
+        samp_digits(v, a, b, c);
+        w[3 * i] += (unsigned long long)a;
+        w[3 * i + 1] += (unsigned long long)b;
         w[3 * i + 2] += (unsigned long long)c;
     }
 }

@@ -849,6 +849,25 @@ pub fn check_sampled_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
 /// _DEFER) are checked with it; also the compaction without the deferred queue (WD_SAMP_DEFER=0).
 /// gpu-check passes the runs' build (`WD_SAMP_REP=0`) as `g` and in `on`: the default's batch
 /// means have no runs ([`check_sampled_batch_means`] compares the two).
+/// A sampled tabulation's counters per source, to compare two runs of the same photons: photons
+/// tabulated, absorbed and escaped, segments, points, and (`entries`) the entries, which only
+/// builds of the same variance count alike (the runs' build counts runs, batch means points).
+fn sampled_counts(t: &crate::tabulate::Tables, entries: bool) -> Vec<(u64, u64, u64, u64, u64, Option<u64>)> {
+    t.per_source
+        .iter()
+        .map(|h| {
+            (
+                h.tabulated,
+                h.absorbed,
+                h.escaped,
+                h.segments,
+                h.points,
+                entries.then_some(h.entries),
+            )
+        })
+        .collect()
+}
+
 pub fn check_sampled_compaction(
     t: &crate::tabulate::Tabulate,
     g: &crate::tabulate::Tables,
@@ -857,14 +876,12 @@ pub fn check_sampled_compaction(
 ) -> Result<Check, warpdrive_core::engine::Error> {
     use crate::tabulate::{Estimator, Tables, DEFAULT_SAMPLE_STEP};
     let same = |a: &Tables, b: &Tables| {
-        let counts = |t: &Tables| {
-            t.per_source
-                .iter()
-                .map(|h| (h.tabulated, h.absorbed, h.escaped, h.segments, h.entries, h.points))
-                .collect::<Vec<_>>()
-        };
         let a_ = crate::tabulate::agreement::agreement(a, b);
-        (a_.identical && counts(a) == counts(b), a_.identical_cells, a_.cells)
+        (
+            a_.identical && sampled_counts(a, true) == sampled_counts(b, true),
+            a_.identical_cells,
+            a_.cells,
+        )
     };
     let batch = crate::tabulate::gpu::BATCH;
     let earlier = ["WD_SAMP_COMPACT=0", "WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0"];
@@ -939,14 +956,8 @@ pub fn check_sampled_alternatives(
     use crate::tabulate::{agreement::agreement, Estimator, Tables, DEFAULT_SAMPLE_STEP};
     // (passes, in words): identical integers and counters, else the shared-photon agreement.
     let compare = |a: &Tables, b: &Tables| {
-        let counts = |t: &Tables| {
-            t.per_source
-                .iter()
-                .map(|h| (h.tabulated, h.absorbed, h.escaped, h.segments, h.entries, h.points))
-                .collect::<Vec<_>>()
-        };
         let r = agreement(a, b);
-        if r.identical && counts(a) == counts(b) {
+        if r.identical && sampled_counts(a, true) == sampled_counts(b, true) {
             (true, format!("the same integers ({} cells)", r.cells))
         } else {
             (
@@ -1098,12 +1109,8 @@ pub fn check_sampled_batch_means(
     use crate::tabulate::{agreement::agreement, Estimator, Tables, DEFAULT_SAMPLE_STEP};
     let batch = crate::tabulate::gpu::BATCH;
     let stepped = t.clone().with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?;
-    let counts = |t: &Tables| {
-        t.per_source
-            .iter()
-            .map(|h| (h.tabulated, h.absorbed, h.escaped, h.segments, h.points))
-            .collect::<Vec<_>>()
-    };
+    // Without the entries: the runs' build counts runs, batch means count points.
+    let counts = |t: &Tables| sampled_counts(t, false);
     let shared = agreement(g_runs, g);
     let same_counts = counts(g_runs) == counts(g);
     let (sum_ratio, median, n) = spatial_variance_ratio(g_runs, g);
