@@ -555,7 +555,11 @@ __device__ __forceinline__ void sampled_emit(const PhotonParams& P, unsigned lon
 // queue's pop: the same state whichever lane and step take the photon).
 __device__ __forceinline__ void sampled_begin(const SampParams& T, unsigned int bits, SampState& S) {
     S.bits = bits;
+#ifdef WD_SAMP_ADAPT_K
+    S.next = wd_u32_to_uniform(S.bits);  // in units of the segment's step
+#else
     S.next = wd_u32_to_uniform(S.bits) * T.step;
+#endif
     S.k = 0;
 }
 
@@ -944,10 +948,28 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
     float len = g.seg.length;
     bool step = T.step > 0.0f;
     has = has && len > 0.0f;
+#ifdef WD_SAMP_ADAPT_K
+    float ds = T.step;
+#define WD_SAMP_DS ds
+#else
+#define WD_SAMP_DS T.step
+#endif
     float s = 0.0f, x = 0.0f;
     if (has) {
+#ifdef WD_SAMP_ADAPT_K
+        // Measurement (session 35): the adaptive comb, Δ_seg = clamp(K·r_near, Δ, MAX) with r_near
+        // the nearer of the segment's ends to the vertex; S.next in units of Δ_seg.
+        if (step) {
+            float ax = st.pos.x - T.origin[0], ay = st.pos.y - T.origin[1], az = st.pos.z - T.origin[2];
+            float bx = ax + len * st.dir.x, by = ay + len * st.dir.y, bz = az + len * st.dir.z;
+            float r2 = fminf(ax * ax + ay * ay + az * az, bx * bx + by * by + bz * bz);
+            ds = fminf(fmaxf((float)(WD_SAMP_ADAPT_K) * sqrtf(r2), T.step), (float)(WD_SAMP_ADAPT_MAX));
+        }
+        s = step ? S.next * ds : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
+#else
         s = step ? S.next : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
-        x = step ? g.w * T.step : g.w * len;
+#endif
+        x = step ? g.w * WD_SAMP_DS : g.w * len;
     }
     bool more = has && (!step || s < len);
     unsigned below = (1u << lane) - 1u;
@@ -969,7 +991,7 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
 #endif
             mine |= 1ull << slot;
             if (step) {
-                s += T.step;
+                s += WD_SAMP_DS;
                 more = s < len;
             } else {
                 more = false;
@@ -979,7 +1001,11 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
         if (queued >= width) sampled_batch(T, q, full, width, lane, x, S.runs, n, mine, queued);
     }
     left = more;
+#ifdef WD_SAMP_ADAPT_K
+    if (has && step) S.next = (more ? s : s - len) / ds;
+#else
     if (has && step) S.next = more ? s : s - len;
+#endif
     return x;
 }
 
