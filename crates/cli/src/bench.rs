@@ -94,7 +94,8 @@ pub struct BenchPhoton {
     /// propagation of the same photons to the modules (fast and precise), photons/s each.
     #[arg(long, conflicts_with = "against_ppc")]
     tabulate: bool,
-    /// With --tabulate: the sampled estimator's step [m], or `segment` (default 1).
+    /// With --tabulate: the sampled estimator's step: `auto` (the default: 1 m near the source,
+    /// growing with the distance as the bins allow), a fixed step [m], or `segment`.
     #[arg(long, requires = "tabulate")]
     sample_step: Option<String>,
     #[command(flatten)]
@@ -265,9 +266,10 @@ fn photon(b: &BenchPhoton, force: bool) -> Result<()> {
         configs: b.configs.clone(),
         workloads: b.workloads.clone(),
         tabulate: b.tabulate,
-        sample_step: match warpdrive_photon::tabulate::Estimator::parse(Some("sampled"), b.sample_step.as_deref())? {
-            Some(warpdrive_photon::tabulate::Estimator::Sampled { step }) => Some(step),
-            _ => None,
+        sampled: if b.sample_step.is_some() {
+            warpdrive_photon::tabulate::Estimator::parse(Some("sampled"), b.sample_step.as_deref())?
+        } else {
+            None
         },
     };
     let out = prepare_file(&b.json, force, &opts.inputs())?;

@@ -238,11 +238,14 @@ pub struct TabulateArgs {
     #[arg(long)]
     no_birefringence: bool,
     /// The track-length estimator: exact (every segment cut at every bin boundary) or sampled
-    /// (points every --sample-step metres along the path). Default: exact on the CPU, sampled on
-    /// GPUs (docs/spline.md "Estimators").
+    /// (points every --sample-step metres along the path). Default: exact on the CPU, sampled
+    /// with the adaptive step on GPUs (docs/spline.md "Estimators").
     #[arg(long)]
     estimator: Option<String>,
-    /// The sampled estimator's step [m], or `segment` (one random point per straight segment).
+    /// The sampled estimator's step: `auto` (the default: 1 m near the source, growing with the
+    /// distance to the width of the narrowest angular cell there, at most half the narrowest
+    /// radial or delay bin; docs/spline.md "The adaptive step"), a fixed step [m], or `segment`
+    /// (one random point per straight segment).
     #[arg(long)]
     sample_step: Option<String>,
     /// Random seed.

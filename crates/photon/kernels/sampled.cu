@@ -6,7 +6,8 @@
 // birefringence and scattering are propagate.cu's `start` and `step` without modules or hole ice.
 //
 // The estimator (sampled.rs): points at cumulative path length (u + k)·Δ, u ∈ (0, 1] one uniform
-// per photon from Philox stream (seed, WD_TAG_TABULATE, id); Δ = ∞ (step ≤ 0 here): one point per
+// per photon from Philox stream (seed, WD_TAG_TABULATE, id), or with the adaptive comb (T.adapt_slope
+// > 0: sampled_enqueue) at u + k in units of each segment's own step; Δ = ∞ (step ≤ 0 here): one point per
 // segment at u_k·length, u_k = the photon's bits + k·WD_GOLDEN. Each point adds weight × Δ (or ×
 // the segment's length) to its cell; consecutive points in the same cell are merged into runs,
 // and a run closed is added with 64-bit integer atomics in the CPU's fixed point (its square to
@@ -231,6 +232,7 @@ struct SampParams {
     float angc[WD_SAMP_ANGC_MAX];       // ang's coefficients, zero above n_ang (WD_SAMP_ANGC)
     unsigned long long* rep;            // WD_SAMP_REP: R × n_spatial replica sums, replica-major
     unsigned int n_spatial, rep_pad;
+    float adapt_slope, adapt_max;       // the adaptive comb (samp_segment_step); slope 0: the fixed step
 };
 
 // sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
@@ -555,11 +557,8 @@ __device__ __forceinline__ void sampled_emit(const PhotonParams& P, unsigned lon
 // queue's pop: the same state whichever lane and step take the photon).
 __device__ __forceinline__ void sampled_begin(const SampParams& T, unsigned int bits, SampState& S) {
     S.bits = bits;
-#ifdef WD_SAMP_ADAPT_K
-    S.next = wd_u32_to_uniform(S.bits);  // in units of the segment's step
-#else
-    S.next = wd_u32_to_uniform(S.bits) * T.step;
-#endif
+    // The adaptive comb (T.adapt_slope > 0) runs in units of each segment's step.
+    S.next = wd_u32_to_uniform(S.bits) * (T.adapt_slope > 0.0f ? 1.0f : T.step);
     S.k = 0;
 }
 
@@ -937,6 +936,22 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
     queued = left;
 }
 
+// sampled.rs AdaptiveStep::step for the segment from p along d of length len: clamp(slope·r,
+// Δ, max) with r the distance of its nearer end from the source (the vertex; cylinders: the
+// axis), as Frame::distance.
+__device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 p, V3 d, float len) {
+    float ax = p.x - T.origin[0], ay = p.y - T.origin[1], az = p.z - T.origin[2];
+    float bx = ax + len * d.x, by = ay + len * d.y, bz = az + len * d.z;
+    float ra = ax * ax + ay * ay + az * az, rb = bx * bx + by * by + bz * bz;
+    if (!T.spherical) {
+        float ua = ax * T.axis[0] + ay * T.axis[1] + az * T.axis[2];
+        float ub = bx * T.axis[0] + by * T.axis[1] + bz * T.axis[2];
+        ra -= ua * ua;
+        rb -= ub * ub;
+    }
+    return fminf(fmaxf(T.adapt_slope * sqrtf(fmaxf(fminf(ra, rb), 0.0f)), T.step), T.adapt_max);
+}
+
 // A segment's points into the warp's queue (every lane of `full` calls it, `width` lanes), a
 // batch drained whenever the queue holds a warp's width: `mine` this lane's entries among the
 // queue's slots, `queued` the queue's length (the same on every lane). A lane whose photon ended
@@ -948,28 +963,13 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
     float len = g.seg.length;
     bool step = T.step > 0.0f;
     has = has && len > 0.0f;
-#ifdef WD_SAMP_ADAPT_K
-    float ds = T.step;
-#define WD_SAMP_DS ds
-#else
-#define WD_SAMP_DS T.step
-#endif
-    float s = 0.0f, x = 0.0f;
+    // The adaptive comb (sampled.rs AdaptiveStep): the segment's own step, S.next in its units.
+    const bool adapt = step && T.adapt_slope > 0.0f;
+    float s = 0.0f, x = 0.0f, ds = T.step;
     if (has) {
-#ifdef WD_SAMP_ADAPT_K
-        // Measurement (session 35): the adaptive comb, Δ_seg = clamp(K·r_near, Δ, MAX) with r_near
-        // the nearer of the segment's ends to the vertex; S.next in units of Δ_seg.
-        if (step) {
-            float ax = st.pos.x - T.origin[0], ay = st.pos.y - T.origin[1], az = st.pos.z - T.origin[2];
-            float bx = ax + len * st.dir.x, by = ay + len * st.dir.y, bz = az + len * st.dir.z;
-            float r2 = fminf(ax * ax + ay * ay + az * az, bx * bx + by * by + bz * bz);
-            ds = fminf(fmaxf((float)(WD_SAMP_ADAPT_K) * sqrtf(r2), T.step), (float)(WD_SAMP_ADAPT_MAX));
-        }
-        s = step ? S.next * ds : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
-#else
-        s = step ? S.next : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
-#endif
-        x = step ? g.w * WD_SAMP_DS : g.w * len;
+        if (adapt) ds = samp_segment_step(T, st.pos, st.dir, len);
+        s = step ? (adapt ? S.next * ds : S.next) : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
+        x = step ? g.w * ds : g.w * len;
     }
     bool more = has && (!step || s < len);
     unsigned below = (1u << lane) - 1u;
@@ -991,7 +991,7 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
 #endif
             mine |= 1ull << slot;
             if (step) {
-                s += WD_SAMP_DS;
+                s += ds;
                 more = s < len;
             } else {
                 more = false;
@@ -1001,11 +1001,10 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
         if (queued >= width) sampled_batch(T, q, full, width, lane, x, S.runs, n, mine, queued);
     }
     left = more;
-#ifdef WD_SAMP_ADAPT_K
-    if (has && step) S.next = (more ? s : s - len) / ds;
-#else
-    if (has && step) S.next = more ? s : s - len;
-#endif
+    if (has && step) {
+        float r = more ? s : s - len;
+        S.next = adapt ? r / ds : r;
+    }
     return x;
 }
 
@@ -1602,7 +1601,8 @@ extern "C" __global__ void sampled_layout(unsigned long long* out) {
     out[6] = (const char*)&t.hi - b;
     out[7] = (const char*)&t.angc - b;
     out[8] = (const char*)&t.rep - b;
-    out[9] = sizeof(SampParams);
+    out[9] = (const char*)&t.adapt_slope - b;
+    out[10] = sizeof(SampParams);
 }
 
 // Twin check of the lookup (gpu-check and scripts/tabulate-twin-check): the cell of n points

@@ -33,9 +33,9 @@ pub struct BenchOptions {
     /// Time `photon tabulate` against the propagation of the same photons instead
     /// ([`tabulation_rate`]; issue #32 asks the GPU's tabulation for ≥ 50 % of the photon rate).
     pub tabulate: bool,
-    /// The sampled estimator's step for `tabulate` [m] (∞: one point per segment; `None`: the
-    /// default, [`crate::tabulate::DEFAULT_SAMPLE_STEP`]).
-    pub sample_step: Option<f64>,
+    /// The sampled estimator `tabulate` times (`None`: the default, the adaptive step from
+    /// [`crate::tabulate::DEFAULT_SAMPLE_STEP`]).
+    pub sampled: Option<crate::tabulate::Estimator>,
 }
 
 impl Default for BenchOptions {
@@ -50,7 +50,7 @@ impl Default for BenchOptions {
             configs: Vec::new(),
             workloads: vec!["balanced".into(), "shuffled".into()],
             tabulate: false,
-            sample_step: None,
+            sampled: None,
         }
     }
 }
@@ -224,7 +224,7 @@ impl Bench {
     pub fn run(&self, ctl: &Control, lines: Lines) -> Result<BenchReport> {
         if self.opts.tabulate {
             let devices = bench::gpus(ctl)?;
-            let step = self.opts.sample_step.unwrap_or(crate::tabulate::DEFAULT_SAMPLE_STEP);
+            let sampled = self.opts.sampled.unwrap_or(crate::tabulate::Estimator::adaptive());
             // The sampled kernel's launch shapes and switches to compare (`--config`), else its default.
             let shapes = match &devices {
                 Some(_) if !self.opts.configs.is_empty() => {
@@ -246,7 +246,17 @@ impl Bench {
             };
             let mut json = Vec::new();
             for (label, topts) in shapes {
-                let r = tabulation_rate(&self.ice, devices.as_deref(), TABULATE_PHOTONS, self.opts.seed, step, &topts, ctl)?;
+                // A --config of another kernel loop than the warp queue has no adaptive comb: the
+                // fixed one from the same step unless a step was given (the report names it).
+                let est = match sampled {
+                    crate::tabulate::Estimator::Sampled { step, adaptive: true }
+                        if self.opts.sampled.is_none() && !crate::tabulate::gpu::sampled_adaptive_build(&topts.defines) =>
+                    {
+                        crate::tabulate::Estimator::sampled(step)
+                    }
+                    e => e,
+                };
+                let r = tabulation_rate(&self.ice, devices.as_deref(), TABULATE_PHOTONS, self.opts.seed, est, &topts, ctl)?;
                 if !label.is_empty() {
                     lines(&format!("config {label:?}:"));
                 }
@@ -703,7 +713,7 @@ impl TabulationRate {
 /// the propagation of the same source's photons to the modules of the ice's detector, fast and
 /// precise, on `devices` (the first GPU; `None`: the CPU, a tenth of the photons, wall time).
 /// GPU times are kernel times; each GPU run is preceded by a small warm-up run (compilation).
-/// The sampled estimator uses `step` [m] (∞: one point per segment).
+/// The sampled estimator is `sampled`.
 /// The sampled tabulation kernel's launch options from a `--config`'s GPU options: its block,
 /// blocks per multiprocessor, batch and extra switches (the sampled build adds the defaults).
 fn tab_options(o: &GpuOptions) -> crate::tabulate::gpu::TabGpuOptions {
@@ -721,12 +731,11 @@ pub fn tabulation_rate(
     devices: Option<&[usize]>,
     photons: u64,
     seed: u64,
-    step: f64,
+    sampled: crate::tabulate::Estimator,
     shape: &crate::tabulate::gpu::TabGpuOptions,
     ctl: &Control,
 ) -> Result<TabulationRate> {
     use crate::tabulate::{gpu::TabGpuOptions, Estimator, Tabulate, TabulateOptions};
-    let sampled = Estimator::Sampled { step };
     let photons = if devices.is_some() { photons } else { (photons / 10).max(1) };
     let o = TabulateOptions {
         ice: Some(ice.to_path_buf()),
@@ -823,12 +832,11 @@ pub fn sampled_tabulation_rate(
     device: usize,
     photons: u64,
     seed: u64,
-    step: f64,
+    sampled: crate::tabulate::Estimator,
     shape: &crate::tabulate::gpu::TabGpuOptions,
     ctl: &Control,
 ) -> Result<f64> {
-    use crate::tabulate::{gpu::TabGpuOptions, Estimator, Tabulate, TabulateOptions};
-    let sampled = Estimator::Sampled { step };
+    use crate::tabulate::{gpu::TabGpuOptions, Tabulate, TabulateOptions};
     let o = TabulateOptions {
         ice: Some(ice.to_path_buf()),
         photons,

@@ -885,10 +885,10 @@ pub fn check_sampled_compaction(
     };
     let batch = crate::tabulate::gpu::BATCH;
     let earlier = ["WD_SAMP_COMPACT=0", "WD_SAMP_NODIV=0", "WD_SAMP_EDGES=0"];
-    let stepped = t.clone().with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?;
+    let stepped = t.clone().with_estimator(Estimator::sampled(DEFAULT_SAMPLE_STEP))?;
     let lane = stepped.run_gpu(&on(&earlier, batch), gpu_ctl)?;
     let undeferred = stepped.run_gpu(&on(&["WD_SAMP_DEFER=0"], batch), gpu_ctl)?;
-    let per_segment = t.clone().with_estimator(Estimator::Sampled { step: f64::INFINITY })?;
+    let per_segment = t.clone().with_estimator(Estimator::sampled(f64::INFINITY))?;
     let seg_warp = per_segment.run_gpu(&on(&[], batch), gpu_ctl)?;
     let seg_lane = per_segment.run_gpu(&on(&earlier, batch), gpu_ctl)?;
     let narrow = crate::tabulate::gpu::TabGpuOptions {
@@ -897,7 +897,7 @@ pub fn check_sampled_compaction(
     };
     let small = t
         .clone()
-        .with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?
+        .with_estimator(Estimator::sampled(DEFAULT_SAMPLE_STEP))?
         .run_gpu(&narrow, gpu_ctl)?;
     let (d, s, w) = (same(&lane, g), same(&seg_lane, &seg_warp), same(&lane, &small));
     let u = same(&lane, &undeferred);
@@ -968,7 +968,7 @@ pub fn check_sampled_alternatives(
     };
     let batch = crate::tabulate::gpu::BATCH;
     let earlier = crate::tabulate::gpu::SAMPLED_EARLIER;
-    let stepped = t.clone().with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?;
+    let stepped = t.clone().with_estimator(Estimator::sampled(DEFAULT_SAMPLE_STEP))?;
     let mut rows = Vec::new();
     let mut ok = g.hist.points > 0;
     for (label, d) in [
@@ -998,7 +998,7 @@ pub fn check_sampled_alternatives(
         ok &= s;
         rows.push(format!("{label}: {words} (kernels {:.4} s)", r.kernel_seconds));
     }
-    let per_segment = t.clone().with_estimator(Estimator::Sampled { step: f64::INFINITY })?;
+    let per_segment = t.clone().with_estimator(Estimator::sampled(f64::INFINITY))?;
     let seg_default = per_segment.run_gpu(&on(&[], batch), gpu_ctl)?;
     let seg_earlier = per_segment.run_gpu(&on(earlier, batch), gpu_ctl)?;
     let (s, words) = compare(&seg_default, &seg_earlier);
@@ -1108,7 +1108,7 @@ pub fn check_sampled_batch_means(
 ) -> Result<Check, warpdrive_core::engine::Error> {
     use crate::tabulate::{agreement::agreement, Estimator, Tables, DEFAULT_SAMPLE_STEP};
     let batch = crate::tabulate::gpu::BATCH;
-    let stepped = t.clone().with_estimator(Estimator::Sampled { step: DEFAULT_SAMPLE_STEP })?;
+    let stepped = t.clone().with_estimator(Estimator::sampled(DEFAULT_SAMPLE_STEP))?;
     // Without the entries: the runs' build counts runs, batch means count points.
     let counts = |t: &Tables| sampled_counts(t, false);
     let shared = agreement(g_runs, g);
@@ -1297,14 +1297,18 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
     }
     // The sampled estimator (GPU: the fast build, its own photons): against the CPU's sampled
     // estimator and against the CPU's exact one, both independent runs
-    // (`agreement::independent`: χ²/ndf with both variances, totals within 1 %, no loss).
-    let sampled = crate::tabulate::Estimator::Sampled {
-        step: crate::tabulate::DEFAULT_SAMPLE_STEP,
-    };
+    // (`agreement::independent`: χ²/ndf with both variances, totals within 1 %, no loss). The
+    // default, the adaptive comb; the fixed 1 m comb (the builds' comparisons below run it: the
+    // other loops have no adaptive comb).
+    let adaptive = crate::tabulate::Estimator::adaptive();
+    let fixed = crate::tabulate::Estimator::sampled(crate::tabulate::DEFAULT_SAMPLE_STEP);
     for (i, (label, o)) in tabulate_cases(data).into_iter().enumerate() {
         let t = Tabulate::new(&o)?;
         let exact_cpu = t.clone().with_estimator(crate::tabulate::Estimator::Exact)?.run_cpu(&cpu_ctl)?;
-        let ts = t.clone().with_estimator(sampled)?;
+        let ta = t.clone().with_estimator(adaptive)?;
+        let cpu_a = ta.run_cpu(&cpu_ctl)?;
+        let g_a = ta.run_gpu(&on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
+        let ts = t.clone().with_estimator(fixed)?;
         let cpu = ts.run_cpu(&cpu_ctl)?;
         // The default build: the warp compaction of the points (sampled.cu WD_SAMP_COMPACT).
         let g = ts.run_gpu(&on(&[], crate::tabulate::gpu::BATCH), &gpu_ctl)?;
@@ -1325,24 +1329,30 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
             out.push(check_sampled_batch_means(&t, &g, &g_runs, &on, &gpu_ctl)?);
             log(&format!("{:?}", out.last()));
         }
-        for (what, reference) in [("sampled CPU", &cpu), ("exact CPU", &exact_cpu)] {
-            // The default (batch means: the cells' variances from the spatial cells') and the
-            // runs' build (the cells' own squares; its sums are the default's to the rounding,
-            // check_sampled_batch_means), both independent of the CPU's photons.
+        for (what, reference, reference_a) in [("sampled CPU", &cpu, &cpu_a), ("exact CPU", &exact_cpu, &exact_cpu)] {
+            // The default (the adaptive comb, batch means: the cells' variances from the
+            // spatial cells'), the fixed 1 m comb, and its runs' build (the cells' own squares;
+            // its sums are the default's to the rounding, check_sampled_batch_means), all
+            // independent of the CPU's photons.
+            let d = crate::tabulate::agreement::independent(reference_a, &g_a);
             let a = crate::tabulate::agreement::independent(reference, &g);
             let r = crate::tabulate::agreement::independent(reference, &g_runs);
             out.push(check(
                 &format!("photon tabulate sampled GPU = {what} ({label})"),
-                a.passes() && r.passes(),
+                d.passes() && a.passes() && r.passes(),
                 format!(
-                    "{}; WD_SAMP_REP=0: {}; {} {:.2} s on {}, GPU {:.3} s in kernels on {}",
+                    "adaptive step (the default; {:.1} points a photon against {:.1} at 1 m): {}; fixed 1 m: {}; \
+                     fixed 1 m, WD_SAMP_REP=0: {}; {} {:.2} s on {}, GPU {:.3} s in kernels on {}",
+                    g_a.hist.points as f64 / (g_a.hist.absorbed + g_a.hist.escaped).max(1) as f64,
+                    g.hist.points as f64 / (g.hist.absorbed + g.hist.escaped).max(1) as f64,
+                    d.report(),
                     a.report(),
                     r.report(),
                     what,
                     reference.seconds,
                     reference.device,
-                    g.kernel_seconds,
-                    g.device
+                    g_a.kernel_seconds,
+                    g_a.device
                 ),
             ));
             log(&format!("{:?}", out.last()));
@@ -1354,7 +1364,17 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         Some(&[ordinal]),
         crate::bench::TABULATE_PHOTONS,
         1,
-        crate::tabulate::DEFAULT_SAMPLE_STEP,
+        adaptive,
+        &crate::tabulate::gpu::TabGpuOptions::default(),
+        &gpu_ctl,
+    )?;
+    // The fixed 1 m comb's rate beside it (information; the alternatives below run it too).
+    let fixed_rate = crate::bench::sampled_tabulation_rate(
+        &ice,
+        ordinal,
+        crate::bench::TABULATE_PHOTONS,
+        1,
+        fixed,
         &crate::tabulate::gpu::TabGpuOptions::default(),
         &gpu_ctl,
     )?;
@@ -1379,20 +1399,12 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
             blocks_per_sm: per_sm,
             ..Default::default()
         };
-        let rate = crate::bench::sampled_tabulation_rate(
-            &ice,
-            ordinal,
-            crate::bench::TABULATE_PHOTONS,
-            1,
-            crate::tabulate::DEFAULT_SAMPLE_STEP,
-            &shape,
-            &gpu_ctl,
-        )?;
+        let rate = crate::bench::sampled_tabulation_rate(&ice, ordinal, crate::bench::TABULATE_PHOTONS, 1, fixed, &shape, &gpu_ctl)?;
         alternatives.push(format!(
-            "{}, per-sm={per_sm}: {rate:.3e} photons/s ({:.3} of fast, {:.2}x the default)",
+            "{}, per-sm={per_sm}: {rate:.3e} photons/s ({:.3} of fast, {:.2}x the fixed 1 m default build)",
             d.join(","),
             rate / r.fast,
-            rate / r.tabulate
+            rate / fixed_rate
         ));
     }
     out.push(check(
@@ -1400,7 +1412,12 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         // Kernel time only: the photons the host takes over (overflowing the kernel's scratch)
         // must stay below 1 % for it to be the rate.
         r.ratio() >= 0.5,
-        format!("{}; structural alternatives: {}", r.report(), alternatives.join("; ")),
+        format!(
+            "{}; the fixed 1 m comb: {fixed_rate:.3e} photons/s ({:.3} of fast); structural alternatives at 1 m: {}",
+            r.report(),
+            fixed_rate / r.fast,
+            alternatives.join("; ")
+        ),
     ));
     log(&format!("{:?}", out.last()));
     Ok(out)

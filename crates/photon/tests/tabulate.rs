@@ -145,11 +145,7 @@ fn homogeneous_ice_far_field_follows_diffusion() {
         ..Default::default()
     };
     // Each estimator (the sampled ones: a 1 m step and one point per segment).
-    for e in [
-        Estimator::Exact,
-        Estimator::Sampled { step: 1.0 },
-        Estimator::Sampled { step: f64::INFINITY },
-    ] {
+    for e in [Estimator::Exact, Estimator::sampled(1.0), Estimator::sampled(f64::INFINITY)] {
         let req = Tabulate::new(&o)
             .unwrap()
             .with_medium(medium.clone())

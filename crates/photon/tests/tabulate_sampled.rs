@@ -48,6 +48,16 @@ fn run(o: &TabulateOptions, e: Estimator) -> Tables {
 
 const STEPS: [f64; 3] = [1.0, 5.0, f64::INFINITY];
 
+/// The sampled estimators the agreement tests run: the fixed steps of [`STEPS`] and the adaptive
+/// comb (the GPU's default), with their names.
+fn samplers() -> Vec<(String, Estimator)> {
+    STEPS
+        .iter()
+        .map(|&s| (format!("step {s} m"), Estimator::sampled(s)))
+        .chain([("adaptive step".to_string(), Estimator::adaptive())])
+        .collect()
+}
+
 /// The same photons: the paths are the exact estimator's (segments, absorbed, escaped the same
 /// integers), every photon absorbed or escaped (no loss), and each sampled table agrees with
 /// the exact one — χ²/ndf ≤ CHI2_INDEPENDENT_LIMIT with the variances Σx² of both and the totals
@@ -59,8 +69,8 @@ fn sampled_and_exact_agree_on_the_same_photons() {
     let exact = run(&o, Estimator::Exact);
     let n = o.photons;
     assert_eq!(exact.hist.absorbed + exact.hist.escaped, n);
-    for step in STEPS {
-        let s = run(&o, Estimator::Sampled { step });
+    for (step, e) in samplers() {
+        let s = run(&o, e);
         let (he, hs) = (&exact.hist, &s.hist);
         assert_eq!(
             (hs.segments, hs.absorbed, hs.escaped),
@@ -70,20 +80,20 @@ fn sampled_and_exact_agree_on_the_same_photons() {
         assert!(hs.points > 0 && hs.entries <= hs.points, "{} {}", hs.entries, hs.points);
         let a = independent(&exact, &s);
         eprintln!(
-            "step {step} m: {:.2} points, {:.2} runs, {:.2} segments per photon; {}",
+            "{step}: {:.2} points, {:.2} runs, {:.2} segments per photon; {}",
             hs.points as f64 / n as f64,
             hs.entries as f64 / n as f64,
             hs.segments as f64 / n as f64,
             a.report()
         );
-        assert!(a.passes(), "step {step}: {}", a.report());
+        assert!(a.passes(), "{step}: {}", a.report());
     }
     let other = run(
         &TabulateOptions {
             zenith: vec![100.0],
             ..o.clone()
         },
-        Estimator::Sampled { step: 1.0 },
+        Estimator::sampled(1.0),
     );
     let a = independent(&exact, &other);
     assert!(!a.passes() && a.chi2 / a.ndf as f64 > CHI2_INDEPENDENT_LIMIT, "{}", a.report());
@@ -100,18 +110,18 @@ fn independent_runs_agree_within_statistics() {
     let exact1 = run(&o1, Estimator::Exact);
     let a = independent(&exact1, &exact2);
     eprintln!("exact vs exact: {}", a.report());
-    for step in STEPS {
-        let s1 = run(&o1, Estimator::Sampled { step });
-        let s2 = run(&o2, Estimator::Sampled { step });
+    for (step, e) in samplers() {
+        let s1 = run(&o1, e);
+        let s2 = run(&o2, e);
         for (what, a) in [
             ("sampled vs exact", independent(&exact2, &s1)),
             ("sampled vs sampled", independent(&s2, &s1)),
         ] {
             let per = a.chi2 / a.ndf as f64;
-            eprintln!("step {step} m, {what}: {}", a.report());
+            eprintln!("{step}, {what}: {}", a.report());
             assert!(
                 a.passes() && (0.7..=CHI2_INDEPENDENT_LIMIT).contains(&per),
-                "step {step} {what}: {}",
+                "{step} {what}: {}",
                 a.report()
             );
         }
@@ -152,7 +162,7 @@ fn sampled_totals_are_unbiased_in_homogeneous_ice() {
     let inside = exact.hist.inside_length();
     assert!((exact.hist.total_length() - inside).abs() <= exact.hist.rounding_bound(o.photons));
     for step in [0.5, 3.0, 20.0, f64::INFINITY] {
-        let s = req().with_estimator(Estimator::Sampled { step }).unwrap().run(&cpu()).unwrap();
+        let s = req().with_estimator(Estimator::sampled(step)).unwrap().run(&cpu()).unwrap();
         let per_photon = if step.is_finite() { step / 2.0 } else { 6f64.sqrt() * lambda / 2.0 };
         let sigma = per_photon * (o.photons as f64).sqrt();
         let d = s.hist.total_length() - inside;
@@ -167,6 +177,66 @@ fn sampled_totals_are_unbiased_in_homogeneous_ice() {
         );
         assert_eq!(s.hist.absorbed + s.hist.escaped, o.photons);
     }
+    // The adaptive comb (0.1·r from 1 m up to 5 m here: the default polar bins' narrowest θ,
+    // 0.1 rad, and half the 10 m radial bins): unbiased as the fixed one (module doc of
+    // `tabulate::sampled`); a photon's error has a point's weight (≤ Δ_max) at each end of its
+    // path and the changes of Δ between its segments in between, so σ per photon is bounded here
+    // by Δ_max/2 + (Δ_max − Δ)/2 (the steps rise and fall along the path).
+    let s = req().with_estimator(Estimator::adaptive()).unwrap().run(&cpu()).unwrap();
+    let sigma = (5.0 / 2.0 + 4.0 / 2.0) * (o.photons as f64).sqrt();
+    let d = s.hist.total_length() - inside;
+    eprintln!(
+        "adaptive: sampled {:.2} m, exact {inside:.2} m, Δ = {d:.2} m = {:.2} σ (σ bound {sigma:.2} m), {:.1} points a photon",
+        s.hist.total_length(),
+        d / sigma,
+        s.hist.points as f64 / o.photons as f64
+    );
+    assert!(
+        d.abs() <= 5.0 * sigma + s.hist.rounding_bound(o.photons),
+        "adaptive: Δ {d} m, σ {sigma} m"
+    );
+}
+
+/// The adaptive comb's rule from the bins: the narrowest angular bin (here cos θ in fifths:
+/// the middle bins, 0 to ±0.2, 0.2014 rad) and half the narrowest radial bin or delay bin in
+/// path length (50 ns at twice n_g/c); no room above the step (fine near-source bins) is the
+/// fixed comb; cylinders count their axial bins as lengths.
+#[test]
+fn adaptive_step_from_the_bins() {
+    use warpdrive_photon::tabulate::bins::{Binning, Frame, Shape};
+    use warpdrive_photon::tabulate::sampled::AdaptiveStep;
+    let f = Frame::new([0.0; 3], [0.0, 0.0, 1.0], 1.35, 1.32);
+    let lin = |lo: f64, hi: f64, n: usize| (0..=n).map(|i| lo + (hi - lo) * i as f64 / n as f64).collect::<Vec<_>>();
+    let b = Binning {
+        shape: Shape::Spherical,
+        radial: lin(0.0, 300.0, 30),
+        azimuth: lin(0.0, 180.0, 9),
+        polar: lin(-1.0, 1.0, 10),
+        delay: lin(-10.0, 2000.0, 40),
+    };
+    let a = AdaptiveStep::for_bins(&b, &f, 1.0).expect("room above 1 m");
+    let theta = std::f64::consts::FRAC_PI_2 - 0.2f64.acos();
+    assert!((a.slope - theta).abs() < 1e-12, "{a:?}");
+    let time = 50.25 / (2.0 * f.ng_over_c);
+    assert!((a.max - 0.5 * time.min(10.0)).abs() < 1e-9, "{a:?}");
+    assert_eq!(a.step(0.0, 1.0), 1.0);
+    assert_eq!(a.step(1e4, 1.0), a.max);
+    assert!((a.step(10.0, 1.0) - 10.0 * a.slope).abs() < 1e-12);
+    // Radial edges 0.15·i² m: the first bin is 0.15 m wide, no room above 1 m.
+    let fine = Binning {
+        radial: (0..=40).map(|i| 0.15 * f64::from(i * i)).collect(),
+        ..b.clone()
+    };
+    assert_eq!(AdaptiveStep::for_bins(&fine, &f, 1.0), None);
+    // A cylinder with 2 m axial bins: Δ_max ≤ 1 m, the fixed comb; with 20 m bins, room again.
+    let cyl = |dz: f64| Binning {
+        shape: Shape::Cylindrical,
+        polar: lin(-100.0, 100.0, (200.0 / dz) as usize),
+        ..b.clone()
+    };
+    assert_eq!(AdaptiveStep::for_bins(&cyl(2.0), &f, 1.0), None);
+    let c = AdaptiveStep::for_bins(&cyl(20.0), &f, 1.0).expect("room above 1 m");
+    assert!((c.slope - 20f64.to_radians()).abs() < 1e-12, "{c:?}");
 }
 
 /// Bad steps are refused naming the option; `segment` is one point per segment.
@@ -176,9 +246,12 @@ fn estimator_options_parse_and_check() {
     assert_eq!(Estimator::parse(Some("exact"), None).unwrap(), Some(Estimator::Exact));
     assert_eq!(
         Estimator::parse(Some("sampled"), Some("segment")).unwrap(),
-        Some(Estimator::Sampled { step: f64::INFINITY })
+        Some(Estimator::sampled(f64::INFINITY))
     );
-    assert_eq!(Estimator::parse(None, Some("2.5")).unwrap(), Some(Estimator::Sampled { step: 2.5 }));
+    assert_eq!(Estimator::parse(None, Some("2.5")).unwrap(), Some(Estimator::sampled(2.5)));
+    assert_eq!(Estimator::parse(None, Some("auto")).unwrap(), Some(Estimator::adaptive()));
+    assert_eq!(Estimator::parse(Some("sampled"), None).unwrap(), Some(Estimator::adaptive()));
+    assert_eq!(Estimator::default_for(true), Estimator::adaptive());
     for (name, step, field) in [
         (Some("exact"), Some("1"), "sample_step"),
         (Some("other"), None, "estimator"),
@@ -189,7 +262,7 @@ fn estimator_options_parse_and_check() {
     }
     for step in [0.0, -1.0, 0.001, f64::NAN] {
         let o = TabulateOptions {
-            estimator: Some(Estimator::Sampled { step }),
+            estimator: Some(Estimator::sampled(step)),
             ..Default::default()
         };
         let e = Tabulate::new(&o).unwrap_err().to_string();
@@ -225,7 +298,7 @@ fn measure_estimators() {
         exact.hist.entries as f64 / n
     );
     for step in [0.25, 0.5, 1.0, 2.0, 5.0, f64::INFINITY] {
-        let s = go(Estimator::Sampled { step });
+        let s = go(Estimator::sampled(step));
         let cs = s.cells();
         let mut ratio: Vec<f64> = ce
             .iter()
@@ -346,7 +419,7 @@ fn measure_comb_noise() {
         )
     };
     for step in [1.0, 2.0, 3.0, 5.0, f64::INFINITY] {
-        let samp: Vec<Tables> = (1..=seeds).map(|s| go(s, Estimator::Sampled { step })).collect();
+        let samp: Vec<Tables> = (1..=seeds).map(|s| go(s, Estimator::sampled(step))).collect();
         let points = samp.iter().map(|t| t.hist.points).sum::<u64>() as f64 / (seeds * photons) as f64;
         eprintln!(
             "step {step}: {points:.1} points/photon, {:.2} s a seed; spatial {}; time cells {}",

@@ -95,6 +95,20 @@ impl Frame {
             inv_c: 1.0 / c,
         }
     }
+
+    /// The distance of point `x` from the source: from the vertex (spheres) or from the axis
+    /// (cylinders): the radial coordinate of [`Binning::coordinates`].
+    #[must_use]
+    pub fn distance(&self, x: [f64; 3], shape: Shape) -> f64 {
+        let rel = sub(x, self.origin);
+        match shape {
+            Shape::Spherical => dot(rel, rel).sqrt(),
+            Shape::Cylindrical => {
+                let u = dot(rel, self.axis);
+                (dot(rel, rel) - u * u).max(0.0).sqrt()
+            }
+        }
+    }
 }
 
 /// The bin edges of a table: radial (r or ρ) [m], azimuth [deg], polar (cos θ or Δz [m]) and

@@ -121,6 +121,16 @@ pub fn sampled_reps(defines: &[String], spatial: u64, free: u64) -> u64 {
         .unwrap_or(0)
 }
 
+/// Whether a build of `defines` has the adaptive comb: the warp queue of points (sampled.cu
+/// `sampled_enqueue`: WD_SAMP_COMPACT, not the one-point-a-step loop, the warp scans or the two
+/// kernels).
+#[must_use]
+pub fn sampled_adaptive_build(defines: &[String]) -> bool {
+    let on = |n: &str, d: bool| switch_on(defines, n, d);
+    let (stepwise, scan) = (on("WD_SAMP_STEPWISE", false), on("WD_SAMP_SCAN", false));
+    on("WD_SAMP_COMPACT", !stepwise && !scan) && !stepwise && !scan && !on("WD_SAMP_SPLIT", false)
+}
+
 /// The value of `-D` switch `name` among `defines` (the last `name` or `name=V`; a bare `name`
 /// is "1").
 fn define<'a>(defines: &'a [String], name: &str) -> Option<&'a str> {
@@ -226,6 +236,10 @@ pub struct SampParams {
     pub rep: u64,
     pub n_spatial: u32,
     pub rep_pad: u32,
+    /// The adaptive comb ([`super::sampled::AdaptiveStep`]): a segment's step clamp(slope·r,
+    /// step, max); slope 0: the fixed step (sampled.cu `samp_segment_step`).
+    pub adapt_slope: f32,
+    pub adapt_max: f32,
 }
 // SAFETY: plain old data of integers and floats, `#[repr(C)]`, passed by value to the kernel.
 unsafe impl cudarc::driver::DeviceRepr for SampParams {}
@@ -466,7 +480,7 @@ pub const SAMPLED_EARLIER: &[&str] = &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SA
 pub const SAMPLED_ANGC_MAX: usize = 16;
 
 /// Offsets the kernel's `sampled_layout` reports, in its order.
-pub const SAMPLED_LAYOUT: [usize; 10] = [
+pub const SAMPLED_LAYOUT: [usize; 11] = [
     offset_of!(SampParams, photon_lo),
     offset_of!(SampParams, origin),
     offset_of!(SampParams, step),
@@ -476,9 +490,10 @@ pub const SAMPLED_LAYOUT: [usize; 10] = [
     offset_of!(SampParams, hi),
     offset_of!(SampParams, angc),
     offset_of!(SampParams, rep),
+    offset_of!(SampParams, adapt_slope),
     size_of::<SampParams>(),
 ];
-const _: () = assert!(size_of::<SampParams>() == 264 + 4 * SAMPLED_ANGC_MAX);
+const _: () = assert!(size_of::<SampParams>() == 272 + 4 * SAMPLED_ANGC_MAX);
 
 /// The acceptance polynomial's coefficients as the kernel's floats, zero above their number
 /// ([`SampParams::angc`]; all zero when there are more than [`SAMPLED_ANGC_MAX`]: the kernel then
@@ -881,6 +896,7 @@ fn run_sampled_on(
     gpu: &Gpu,
     share: std::ops::Range<u64>,
     step: f64,
+    adaptive: bool,
     opts: &TabGpuOptions,
     progress: &Progress,
 ) -> Result<(Vec<Histogram>, TabGpuStats), GpuError> {
@@ -897,6 +913,15 @@ fn run_sampled_on(
         extra.push(format!("WD_SAMP_MIN_BLOCKS={}", opts.blocks_per_sm));
     }
     let mut defines = sampled_defines(m, &extra);
+    // The adaptive comb is the warp queue's (sampled_enqueue): not the lane-at-a-time path, one
+    // point a step, the warp scans or the two kernels.
+    if adaptive && !sampled_adaptive_build(&defines) {
+        return Err(GpuError::Other(format!(
+            "the adaptive sample step is the default kernel loop's; these switches ({}) make another loop: \
+             give a fixed --sample-step",
+            extra.join(",")
+        )));
+    }
     // WD_SAMP_RED: the squares as three digits a cell (sampled_fold adds them to the u128
     // squares, `acc`, after every launch).
     let red = switch_on(&defines, "WD_SAMP_RED", SAMPLED_RED_DEFAULT);
@@ -1057,6 +1082,8 @@ fn run_sampled_on(
         let f = &placed.frame;
         (tp.origin, tp.axis, tp.e1, tp.e2) = (f3(f.origin), f3(f.axis), f3(f.e1), f3(f.e2));
         (tp.ng_over_c, tp.cone, tp.inv_c) = (f.ng_over_c as f32, f.cone as f32, f.inv_c as f32);
+        let a = adaptive.then(|| super::sampled::AdaptiveStep::for_bins(b, f, step)).flatten();
+        (tp.adapt_slope, tp.adapt_max) = a.map_or((0.0, 0.0), |a| (a.slope as f32, a.max as f32));
         stream.memset_zeros(&mut sum)?;
         stream.memset_zeros(&mut sumsq)?;
         stream.memset_zeros(&mut spatial_sumsq)?;
@@ -1172,11 +1199,17 @@ fn run_sampled_on(
 
 /// Tabulate every source's photons on the GPUs of `opts` with the sampled estimator of step
 /// `step` [m] (∞: one point per segment).
-pub fn run_sampled(t: &Tabulate, step: f64, opts: &TabGpuOptions, progress: &Progress) -> Result<(Vec<Histogram>, TabGpuStats), GpuError> {
+pub fn run_sampled(
+    t: &Tabulate,
+    step: f64,
+    adaptive: bool,
+    opts: &TabGpuOptions,
+    progress: &Progress,
+) -> Result<(Vec<Histogram>, TabGpuStats), GpuError> {
     let gpus = opts.devices.iter().map(|&d| cuda::open(d)).collect::<Result<Vec<_>, _>>()?;
     let parts = cuda::split_across(&gpus, t.photons(), |g, share| {
         g.ctx.bind_to_thread()?;
-        run_sampled_on(t, g, share, step, opts, progress)
+        run_sampled_on(t, g, share, step, adaptive, opts, progress)
     });
     let b = &t.binning;
     let (cells, spatial) = ((b.spatial_cells() * b.time_cells()) as usize, b.spatial_cells() as usize);

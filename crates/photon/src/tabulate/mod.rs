@@ -111,44 +111,60 @@ pub enum Estimator {
     Exact,
     /// Points at cumulative path length (u + k)·`step` [m], each adding weight × step to its
     /// cell; `step` = ∞: one uniformly placed point per segment adding weight × its length
-    /// ([`sampled`]).
-    Sampled { step: f64 },
+    /// ([`sampled`]). `adaptive`: each segment's step grows from `step` with its distance from
+    /// the source as the bins allow ([`sampled::AdaptiveStep`]; `--sample-step auto`).
+    Sampled { step: f64, adaptive: bool },
 }
 
 /// The sampled estimator's default step [m] (docs/spline.md "Estimators": the points per
-/// photon against the bins' size and the GPU's rate).
+/// photon against the bins' size and the GPU's rate): the fixed comb's, and the adaptive comb's
+/// smallest.
 pub const DEFAULT_SAMPLE_STEP: f64 = 1.0;
 
 impl Estimator {
+    /// The sampled estimator with a fixed step [m] (∞: one point per segment).
+    #[must_use]
+    pub const fn sampled(step: f64) -> Self {
+        Self::Sampled { step, adaptive: false }
+    }
+
+    /// The sampled estimator with the adaptive step from [`DEFAULT_SAMPLE_STEP`] (`--sample-step
+    /// auto`, the default of `--estimator sampled`).
+    #[must_use]
+    pub const fn adaptive() -> Self {
+        Self::Sampled {
+            step: DEFAULT_SAMPLE_STEP,
+            adaptive: true,
+        }
+    }
+
     /// The estimator a device uses when none is asked for: exact on the CPU (per unit of
-    /// variance it is the cheaper there), sampled with [`DEFAULT_SAMPLE_STEP`] on GPUs (the
-    /// exact one runs at 0.6 % of the propagation's rate there).
+    /// variance it is the cheaper there), sampled with the adaptive step on GPUs (the exact one
+    /// runs at 0.6 % of the propagation's rate there).
     #[must_use]
     pub fn default_for(gpu: bool) -> Self {
         if gpu {
-            Self::Sampled { step: DEFAULT_SAMPLE_STEP }
+            Self::adaptive()
         } else {
             Self::Exact
         }
     }
 
-    /// Parse `--estimator exact|sampled` and `--sample-step M|segment`: neither is `None` (the
-    /// device's default), a step alone means sampled, a step with exact is refused.
+    /// Parse `--estimator exact|sampled` and `--sample-step auto|M|segment`: neither is `None`
+    /// (the device's default), a step alone means sampled, a step with exact is refused;
+    /// sampled without a step is `auto`.
     pub fn parse(name: Option<&str>, step: Option<&str>) -> Result<Option<Self>> {
-        let step = match step {
+        let step = match step.map(str::trim) {
             None => None,
-            Some("segment" | "inf" | "infinity") => Some(f64::INFINITY),
-            Some(t) => Some(
-                t.trim()
-                    .parse::<f64>()
-                    .map_err(|_| param("sample_step", format!("'{t}': expected a step in metres or 'segment'")))?,
-            ),
+            Some("auto") => Some(Self::adaptive()),
+            Some("segment" | "inf" | "infinity") => Some(Self::sampled(f64::INFINITY)),
+            Some(t) => Some(Self::sampled(t.parse::<f64>().map_err(|_| {
+                param("sample_step", format!("'{t}': expected auto, a step in metres or 'segment'"))
+            })?)),
         };
         match (name, step) {
             (None, None) => Ok(None),
-            (None | Some("sampled"), s) => Ok(Some(Self::Sampled {
-                step: s.unwrap_or(DEFAULT_SAMPLE_STEP),
-            })),
+            (None | Some("sampled"), s) => Ok(Some(s.unwrap_or(Self::adaptive()))),
             (Some("exact"), None) => Ok(Some(Self::Exact)),
             (Some("exact"), Some(_)) => Err(param("sample_step", "a step is for the sampled estimator, not the exact one")),
             (Some(n), _) => Err(param("estimator", format!("'{n}': expected exact or sampled"))),
@@ -160,13 +176,17 @@ impl Estimator {
     pub fn describe(self) -> String {
         match self {
             Self::Exact => "exact".into(),
-            Self::Sampled { step } if step.is_infinite() => "sampled (one point per segment)".into(),
-            Self::Sampled { step } => format!("sampled (step {step} m)"),
+            Self::Sampled { step, .. } if step.is_infinite() => "sampled (one point per segment)".into(),
+            Self::Sampled { step, adaptive: true } => format!("sampled (adaptive step from {step} m)"),
+            Self::Sampled { step, adaptive: false } => format!("sampled (step {step} m)"),
         }
     }
 
     fn check(self) -> Result<()> {
-        if let Self::Sampled { step } = self {
+        if let Self::Sampled { step, adaptive } = self {
+            if adaptive && !step.is_finite() {
+                return Err(param("sample_step", "the adaptive step needs a finite smallest step"));
+            }
             if !(step.is_infinite() && step > 0.0 || step.is_finite() && step >= sampled::MIN_STEP) {
                 return Err(param(
                     "sample_step",
@@ -807,7 +827,7 @@ impl Tabulate {
         ctl.progress.begin("tabulating", photons * self.sources.len() as u64, "photons");
         let (hists, stats) = match self.estimator(true) {
             Estimator::Exact => gpu::run(self, opts, &ctl.progress)?,
-            Estimator::Sampled { step } => gpu::run_sampled(self, step, opts, &ctl.progress)?,
+            Estimator::Sampled { step, adaptive } => gpu::run_sampled(self, step, adaptive, opts, &ctl.progress)?,
         };
         ctl.check()?;
         if ctl.progress.should_stop() {
@@ -833,6 +853,13 @@ impl Tabulate {
         }
         let mut settings = self.settings.clone();
         settings["estimator"] = ran.estimator.describe().into();
+        // The adaptive comb's rule (the frames differ only in place and direction: the first's).
+        if let (Estimator::Sampled { step, adaptive: true }, Some(p)) = (ran.estimator, self.sources.first()) {
+            settings["adaptive_step"] = match sampled::AdaptiveStep::for_bins(&self.binning, &p.frame, step) {
+                Some(a) => serde_json::json!({"smallest_m": step, "per_m_of_distance": a.slope, "largest_m": a.max}),
+                None => serde_json::json!({"smallest_m": step, "fixed": "the bins leave no room above the smallest step"}),
+            };
+        }
         Tables {
             hist,
             per_source: hists,
@@ -876,6 +903,10 @@ impl Tabulate {
         let photons = self.photons();
         let chunks = photons.div_ceil(CHUNK);
         let next = AtomicU64::new(0);
+        let adapt = match est {
+            Estimator::Sampled { step, adaptive: true } => sampled::AdaptiveStep::for_bins(&self.binning, &self.sources[k].frame, step),
+            _ => None,
+        };
         let parts: Vec<Histogram> = rayon::broadcast(|_| {
             let mut h = Histogram::new(cells, spatial);
             let mut scratch = Scratch::default();
@@ -890,7 +921,9 @@ impl Tabulate {
                     let id = k as u64 * photons + i;
                     match est {
                         Estimator::Exact => self.photon(&self.sources[k], id, &mut h, &mut scratch),
-                        Estimator::Sampled { step } => self.photon_sampled(&self.sources[k], id, step, &look, &mut h),
+                        Estimator::Sampled { step, .. } => {
+                            self.photon_sampled(&self.sources[k], id, step, adapt, &look, &mut h);
+                        }
                     }
                 }
                 progress.add(hi - lo);
@@ -978,9 +1011,18 @@ impl Tabulate {
 
     /// One photon with the sampled estimator ([`sampled`]): its points' runs added as they
     /// close (x to the cell's sum, x² to its squares; per spatial cell the spatial runs' x²).
-    fn photon_sampled(&self, placed: &Placed, id: u64, step: f64, look: &sampled::Lookup, h: &mut Histogram) {
+    #[allow(clippy::too_many_arguments)]
+    fn photon_sampled(
+        &self,
+        placed: &Placed,
+        id: u64,
+        step: f64,
+        adaptive: Option<sampled::AdaptiveStep>,
+        look: &sampled::Lookup,
+        h: &mut Histogram,
+    ) {
         let frame = &placed.frame;
-        let mut sm = sampled::Sampler::new(step, self.seed, id);
+        let mut sm = sampled::Sampler::new(step, adaptive, self.seed, id);
         let mut add = |r: sampled::Record| h.record(r);
         let (segments, absorbed, escaped) = self.walk(placed, id, |p| {
             sm.segment(look, frame, p.start, p.dir, p.len, p.time, p.ocm, p.weight, &mut add);

@@ -11,6 +11,15 @@
 //!   length; u_k = the photon's 32 random bits + k·⌊2³²/φ⌋ (mod 2³², a Weyl sequence: each u_k
 //!   uniform, independent of the path), k the segment's index. The cheapest unbiased
 //!   track-length estimator: one record per segment.
+//! * **Adaptive step** (`--sample-step auto`, [`AdaptiveStep`]): each segment's Δ grows with
+//!   its distance from the source, Δ_seg = clamp(k·r, Δ, Δ_max) with r the nearer of its ends
+//!   (to the vertex for cascades, to the axis for muon segments), k the narrowest angular bin
+//!   [rad] (Δ_seg is then the width of the narrowest angular cell at that distance) and Δ_max
+//!   half the narrowest radial (axial) or delay bin in path length. The comb runs
+//!   in units of the step: point k of the photon at cumulative u = (u₀ + k) with du = ds/Δ_seg,
+//!   each adding weight × Δ_seg. Δ_seg depends on the path alone, not on the comb, so
+//!   E_u[Σ f(x_k)·Δ_seg] = ∫ f ds still holds: the same unbiased tables with fewer points
+//!   where the cells are large (docs/spline.md "The adaptive step").
 //! * **Runs**: consecutive points of a photon in the grid that fall in the same cell are merged
 //!   before they are added; Σx² then sums the squares of a photon's *runs* in a cell (a photon
 //!   that leaves a cell and comes back adds two squares, not the square of their sum), likewise
@@ -151,11 +160,60 @@ impl Lookup {
     }
 }
 
+/// The adaptive comb's rule (module doc): Δ_seg = clamp(`slope`·r, Δ, `max`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdaptiveStep {
+    /// k [m per m of distance]: the narrowest angular bin [rad].
+    pub slope: f64,
+    /// Δ_max [m]: half the narrowest radial (cylinders: also axial) bin, and of the narrowest
+    /// delay bin over the fastest rate at which a path's delay can change.
+    pub max: f64,
+}
+
+impl AdaptiveStep {
+    /// The rule for the bins `b` and frame `f` with the smallest step `step`; `None` when the
+    /// bins leave no room above it (Δ_max ≤ Δ: the fixed comb).
+    #[must_use]
+    pub fn for_bins(b: &Binning, f: &Frame, step: f64) -> Option<Self> {
+        let narrowest = |e: &[f64]| e.windows(2).map(|w| w[1] - w[0]).fold(f64::INFINITY, f64::min);
+        let mut angle = narrowest(&b.azimuth).to_radians();
+        let mut length = narrowest(&b.radial);
+        // The rate [ns/m] at which a path's delay changes at most: t grows by n_g/c a metre and
+        // the direct light's time r·n_g/c (cylinders: z/c + ρ·cone) changes by at most as much.
+        let rate = match b.shape {
+            Shape::Spherical => {
+                // Polar edges are cos θ: the narrowest bin in θ.
+                let theta = |c: f64| c.clamp(-1.0, 1.0).acos();
+                angle = angle.min(b.polar.windows(2).map(|w| theta(w[0]) - theta(w[1])).fold(f64::INFINITY, f64::min));
+                2.0 * f.ng_over_c
+            }
+            Shape::Cylindrical => {
+                length = length.min(narrowest(&b.polar));
+                f.ng_over_c + f.inv_c + f.cone
+            }
+        };
+        if !b.delay.is_empty() {
+            length = length.min(narrowest(&b.delay) / rate);
+        }
+        let (slope, max) = (angle, 0.5 * length);
+        (max > step && slope > 0.0 && slope.is_finite()).then_some(Self { slope, max })
+    }
+
+    /// The step of a segment whose nearer end is `r` from the source [m].
+    #[inline]
+    #[must_use]
+    pub fn step(&self, r: f64, step: f64) -> f64 {
+        (self.slope * r).clamp(step, self.max)
+    }
+}
+
 /// One photon's sampling state: the distance from the current segment's start to the next point
 /// (Δ finite), or the photon's random bits (Δ = ∞); the open runs.
 #[derive(Clone, Debug)]
 pub struct Sampler {
     pub step: f64,
+    /// The adaptive comb (`next` then in units of the segment's step), or the fixed one.
+    adaptive: Option<AdaptiveStep>,
     next: f64,
     bits: u32,
     segment: u32,
@@ -168,13 +226,16 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Photon `id`'s sampler (its offset from stream ([`TAG`], id) of `seed`).
+    /// Photon `id`'s sampler (its offset from stream ([`TAG`], id) of `seed`), with the
+    /// adaptive comb's rule or the fixed step.
     #[must_use]
-    pub fn new(step: f64, seed: u64, id: u64) -> Self {
+    pub fn new(step: f64, adaptive: Option<AdaptiveStep>, seed: u64, id: u64) -> Self {
         let bits = RandomStream::new(seed, TAG, id).next_u32();
+        let u = f64::from(u32_to_unit_f32(bits));
         Self {
             step,
-            next: f64::from(u32_to_unit_f32(bits)) * step,
+            adaptive,
+            next: if adaptive.is_some() { u } else { u * step },
             bits,
             segment: 0,
             run: (u32::MAX, 0.0),
@@ -213,6 +274,18 @@ impl Sampler {
         if self.step.is_infinite() {
             let u = u32_to_unit_f32(self.bits.wrapping_add(self.segment.wrapping_mul(GOLDEN)));
             point(f64::from(u) * len, weight * len, self);
+        } else if let Some(a) = self.adaptive {
+            // The comb in units of the segment's step (module doc).
+            let end = [x0[0] + len * dir[0], x0[1] + len * dir[1], x0[2] + len * dir[2]];
+            let ds = a.step(f.distance(x0, look.shape).min(f.distance(end, look.shape)), self.step);
+            let x = weight * ds;
+            let mut s = self.next * ds;
+            while s < len {
+                point(s, x, self);
+                self.next += 1.0;
+                s = self.next * ds;
+            }
+            self.next -= len / ds;
         } else {
             let x = weight * self.step;
             while self.next < len {
