@@ -168,6 +168,17 @@
 #ifndef WD_SAMP_NOSQ
 #define WD_SAMP_NOSQ 0
 #endif
+// WD_SAMP_ADAPT (the host adds it for `--sample-step auto`, the GPU's default; needs the warp
+// queue of points, WD_SAMP_COMPACT): the adaptive comb of sampled.rs AdaptiveStep. Each
+// segment's step Δ_seg = clamp(T.adapt_slope·r, T.step, T.adapt_max), r the distance of its
+// nearer end from the source (samp_segment_step), the points at u + k in units of the segments'
+// steps (S.next in those units), each of weight × Δ_seg. 0: the fixed comb of step T.step.
+#ifndef WD_SAMP_ADAPT
+#define WD_SAMP_ADAPT 0
+#endif
+#if WD_SAMP_ADAPT && !WD_SAMP_COMPACT
+#error "WD_SAMP_ADAPT needs the warp queue of points (WD_SAMP_COMPACT)"
+#endif
 // WD_SAMP_REP=R (needs the deferred queue and WD_SAMP_RED; R a power of two, 0: off): the spatial
 // cells' variance by batch means instead of the runs' squares. Each point adds its weighted
 // length, rounded on its own (rint(x·2¹⁶)), to its cell's sum and to replica r = id mod R of its
@@ -232,7 +243,7 @@ struct SampParams {
     float angc[WD_SAMP_ANGC_MAX];       // ang's coefficients, zero above n_ang (WD_SAMP_ANGC)
     unsigned long long* rep;            // WD_SAMP_REP: R × n_spatial replica sums, replica-major
     unsigned int n_spatial, rep_pad;
-    float adapt_slope, adapt_max;       // the adaptive comb (samp_segment_step); slope 0: the fixed step
+    float adapt_slope, adapt_max;       // WD_SAMP_ADAPT: the adaptive comb (samp_segment_step)
 };
 
 // sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
@@ -557,8 +568,11 @@ __device__ __forceinline__ void sampled_emit(const PhotonParams& P, unsigned lon
 // queue's pop: the same state whichever lane and step take the photon).
 __device__ __forceinline__ void sampled_begin(const SampParams& T, unsigned int bits, SampState& S) {
     S.bits = bits;
-    // The adaptive comb (T.adapt_slope > 0) runs in units of each segment's step.
-    S.next = wd_u32_to_uniform(S.bits) * (T.adapt_slope > 0.0f ? 1.0f : T.step);
+#if WD_SAMP_ADAPT
+    S.next = wd_u32_to_uniform(S.bits);  // the adaptive comb: in units of each segment's step
+#else
+    S.next = wd_u32_to_uniform(S.bits) * T.step;
+#endif
     S.k = 0;
 }
 
@@ -963,14 +977,22 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
     float len = g.seg.length;
     bool step = T.step > 0.0f;
     has = has && len > 0.0f;
+    float s = 0.0f, x = 0.0f;
+#if WD_SAMP_ADAPT
     // The adaptive comb (sampled.rs AdaptiveStep): the segment's own step, S.next in its units.
-    const bool adapt = step && T.adapt_slope > 0.0f;
-    float s = 0.0f, x = 0.0f, ds = T.step;
+    float ds = T.step;
     if (has) {
-        if (adapt) ds = samp_segment_step(T, st.pos, st.dir, len);
-        s = step ? (adapt ? S.next * ds : S.next) : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
+        if (step) ds = samp_segment_step(T, st.pos, st.dir, len);
+        s = step ? S.next * ds : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
         x = step ? g.w * ds : g.w * len;
     }
+#else
+    const float ds = T.step;
+    if (has) {
+        s = step ? S.next : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
+        x = step ? g.w * T.step : g.w * len;
+    }
+#endif
     bool more = has && (!step || s < len);
     unsigned below = (1u << lane) - 1u;
     for (int round = 0; rounds == 0 || round < rounds; ++round) {
@@ -1001,10 +1023,11 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
         if (queued >= width) sampled_batch(T, q, full, width, lane, x, S.runs, n, mine, queued);
     }
     left = more;
-    if (has && step) {
-        float r = more ? s : s - len;
-        S.next = adapt ? r / ds : r;
-    }
+#if WD_SAMP_ADAPT
+    if (has && step) S.next = (more ? s : s - len) / ds;
+#else
+    if (has && step) S.next = more ? s : s - len;
+#endif
     return x;
 }
 

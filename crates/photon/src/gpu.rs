@@ -1406,12 +1406,14 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             // The sums-only probe (measurement only: no squares; docs/spline.md "What the 50 %
             // would cost in table quality").
             samp(&["WD_SAMP_NOSQ=1"]),
-            // The spatial variance by batch means: the builds runs compile, without and with the
-            // birefringence features (docs/spline.md "Batch means"; the kernel's own default is
-            // the runs', WD_SAMP_REP=0).
+            // The spatial variance by batch means with the adaptive comb: the builds default runs
+            // compile, without and with the birefringence features, and with a fixed step
+            // (docs/spline.md "Batch means", "The adaptive step"; the kernel's own defaults are
+            // the runs', WD_SAMP_REP=0, and the fixed comb).
+            samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=1"]),
+            samp(&["WD_BFR", "WD_SAMP_REP=256", "WD_SAMP_ADAPT=1"]),
+            samp(&["WD_BFR", "WD_BFR_RB_CONST", "WD_SAMP_REP=256", "WD_SAMP_ADAPT=1"]),
             samp(&["WD_SAMP_REP=256"]),
-            samp(&["WD_BFR", "WD_SAMP_REP=256"]),
-            samp(&["WD_BFR", "WD_BFR_RB_CONST", "WD_SAMP_REP=256"]),
             // The loop without its points (measurement only; docs/spline.md "The floor").
             samp(&["WD_SAMP_PHYSICS=1"]),
         ],

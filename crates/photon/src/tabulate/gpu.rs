@@ -88,6 +88,15 @@ pub const SAMPLED_RED_DEFAULT: bool = true;
 /// docs/spline.md "Batch means".
 pub const SAMPLED_REP_DEFAULT: u64 = 256;
 
+/// `defines` with `WD_SAMP_ADAPT=1` for the adaptive comb (sampled.cu; its own default is the
+/// fixed one, whose build stays the one without the switch): the build a run compiles, and
+/// `doctor --prebuild` makes for the default estimator.
+pub fn with_adaptive(defines: &mut Vec<String>, adaptive: bool) {
+    if adaptive && !switch_on(defines, "WD_SAMP_ADAPT", false) {
+        defines.push("WD_SAMP_ADAPT=1".into());
+    }
+}
+
 /// `defines` with `WD_SAMP_REP=reps` when `reps` > 0 and they do not name it already (the
 /// kernel's own default is 0): the build a run compiles, and `doctor --prebuild` makes.
 pub fn with_reps(defines: &mut Vec<String>, reps: u64) {
@@ -236,8 +245,8 @@ pub struct SampParams {
     pub rep: u64,
     pub n_spatial: u32,
     pub rep_pad: u32,
-    /// The adaptive comb ([`super::sampled::AdaptiveStep`]): a segment's step clamp(slope·r,
-    /// step, max); slope 0: the fixed step (sampled.cu `samp_segment_step`).
+    /// The adaptive comb ([`super::sampled::AdaptiveStep`], builds with `WD_SAMP_ADAPT`): a
+    /// segment's step clamp(slope·r, step, max) (sampled.cu `samp_segment_step`).
     pub adapt_slope: f32,
     pub adapt_max: f32,
 }
@@ -628,8 +637,10 @@ pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
     for f in features {
         let mut d = sampled_switches();
         d.extend(f.iter().map(|s| (*s).to_string()));
-        // The batch means a default run adds (run_sampled_on, sampled_reps).
+        // The batch means and the adaptive comb a default run adds (run_sampled_on,
+        // sampled_reps, with_adaptive).
         with_reps(&mut d, SAMPLED_REP_DEFAULT);
+        with_adaptive(&mut d, true);
         out.push(warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, d));
     }
     out
@@ -931,6 +942,7 @@ fn run_sampled_on(
     let (free, _total) = gpu.ctx.mem_get_info()?;
     let reps = sampled_reps(&defines, spatial, free as u64);
     with_reps(&mut defines, reps);
+    with_adaptive(&mut defines, adaptive);
     let (module, func) = cuda::load(gpu, SAMPLED_NAME, SAMPLED_SRC, "tabulate_sampled", false, &defines)?;
     let fold = if red { Some(module.load_function("sampled_fold")?) } else { None };
     let rep_fold = if reps > 0 {
@@ -1408,6 +1420,10 @@ mod tests {
             let mut d = sampled_defines(&det.medium, &[]);
             let reps = sampled_reps(&d, 5_400, 80 << 30);
             with_reps(&mut d, reps);
+            with_adaptive(
+                &mut d,
+                crate::tabulate::Estimator::default_for(true) == crate::tabulate::Estimator::adaptive(),
+            );
             let sampled = warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, d);
             assert!(builds.contains(&sampled), "{model}: {:?} not prebuilt", sampled.defines);
         }
