@@ -326,7 +326,7 @@ fn measure_estimators() {
 
 /// Issue #32: how much variance the comb adds at each step, per cell, for the `bench photon
 /// --tabulate` request (1 TeV cascade at 2000 m in spice_3.2.1; `FINE=1`: finer bins near the
-/// source). Not a test (`--ignored`, prints). The comb's phase has its own stream, so on one seed
+/// source; `DEPTH=…` another depth), the fixed steps and the adaptive one. Not a test (`--ignored`, prints). The comb's phase has its own stream, so on one seed
 /// the sampled and exact estimators follow the same paths, and E[S_Δ | paths] = S_exact: per
 /// cell, Σ_seeds (S_Δ − S_exact)² estimates the comb's variance and the exact estimator's
 /// per-photon squares the photons' variance. R = 1 + comb / photons is the factor by which the
@@ -342,9 +342,11 @@ fn measure_comb_noise() {
     let seeds: u64 = std::env::var("SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
     let photons: u64 = std::env::var("PHOTONS").ok().and_then(|s| s.parse().ok()).unwrap_or(50_000);
     let fine = std::env::var("FINE").is_ok_and(|v| v == "1");
+    let depth: f64 = std::env::var("DEPTH").ok().and_then(|s| s.parse().ok()).unwrap_or(2000.0);
     let mut o = TabulateOptions {
         ice: Some(d.join("ice/spice_3.2.1")),
         photons,
+        depth: vec![depth],
         ..Default::default()
     };
     if fine {
@@ -418,11 +420,15 @@ fn measure_comb_noise() {
             mean
         )
     };
-    for step in [1.0, 2.0, 3.0, 5.0, f64::INFINITY] {
-        let samp: Vec<Tables> = (1..=seeds).map(|s| go(s, Estimator::sampled(step))).collect();
+    let estimators = [1.0, 2.0, 3.0, 5.0, f64::INFINITY]
+        .map(|s| (format!("step {s}"), Estimator::sampled(s)))
+        .into_iter()
+        .chain([("adaptive step".to_string(), Estimator::adaptive())]);
+    for (name, e) in estimators {
+        let samp: Vec<Tables> = (1..=seeds).map(|s| go(s, e)).collect();
         let points = samp.iter().map(|t| t.hist.points).sum::<u64>() as f64 / (seeds * photons) as f64;
         eprintln!(
-            "step {step}: {points:.1} points/photon, {:.2} s a seed; spatial {}; time cells {}",
+            "{name}: {points:.1} points/photon, {:.2} s a seed; spatial {}; time cells {}",
             samp[0].seconds,
             r_of(&samp, true),
             r_of(&samp, false)
