@@ -171,7 +171,8 @@ impl Estimator {
         }
     }
 
-    /// Its name in files: `exact`, `sampled (step 1 m)`, `sampled (one point per segment)`.
+    /// Its name in files: `exact`, `sampled (adaptive step from 1 m)`, `sampled (step 1 m)`,
+    /// `sampled (one point per segment)`.
     #[must_use]
     pub fn describe(self) -> String {
         match self {
