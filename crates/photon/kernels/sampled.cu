@@ -6,8 +6,8 @@
 // birefringence and scattering are propagate.cu's `start` and `step` without modules or hole ice.
 //
 // The estimator (sampled.rs): points at cumulative path length (u + k)·Δ, u ∈ (0, 1] one uniform
-// per photon from Philox stream (seed, WD_TAG_TABULATE, id), or with the adaptive comb (T.adapt_slope
-// > 0: sampled_enqueue) at u + k in units of each segment's own step; Δ = ∞ (step ≤ 0 here): one point per
+// per photon from Philox stream (seed, WD_TAG_TABULATE, id), or with the adaptive comb (WD_SAMP_ADAPT,
+// sampled_enqueue) at u + k in units of each segment's own step; Δ = ∞ (step ≤ 0 here): one point per
 // segment at u_k·length, u_k = the photon's bits + k·WD_GOLDEN. Each point adds weight × Δ (or ×
 // the segment's length) to its cell; consecutive points in the same cell are merged into runs,
 // and a run closed is added with 64-bit integer atomics in the CPU's fixed point (its square to
