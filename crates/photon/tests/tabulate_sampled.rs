@@ -326,7 +326,7 @@ fn measure_estimators() {
 
 /// Issue #32: how much variance the comb adds at each step, per cell, for the `bench photon
 /// --tabulate` request (1 TeV cascade at 2000 m in spice_3.2.1; `FINE=1`: finer bins near the
-/// source; `DEPTH=…` another depth), the fixed steps and the adaptive one. Not a test (`--ignored`, prints). The comb's phase has its own stream, so on one seed
+/// source; `DEPTH=…` another depth; `MUON=1` a muon segment), the fixed steps and the adaptive one. Not a test (`--ignored`, prints). The comb's phase has its own stream, so on one seed
 /// the sampled and exact estimators follow the same paths, and E[S_Δ | paths] = S_exact: per
 /// cell, Σ_seeds (S_Δ − S_exact)² estimates the comb's variance and the exact estimator's
 /// per-photon squares the photons' variance. R = 1 + comb / photons is the factor by which the
@@ -343,12 +343,19 @@ fn measure_comb_noise() {
     let photons: u64 = std::env::var("PHOTONS").ok().and_then(|s| s.parse().ok()).unwrap_or(50_000);
     let fine = std::env::var("FINE").is_ok_and(|v| v == "1");
     let depth: f64 = std::env::var("DEPTH").ok().and_then(|s| s.parse().ok()).unwrap_or(2000.0);
+    // MUON=1: a 20 m muon segment at 60° zenith (gpu-check's second case, in spice_3.2.1).
+    let muon = std::env::var("MUON").is_ok_and(|v| v == "1");
     let mut o = TabulateOptions {
         ice: Some(d.join("ice/spice_3.2.1")),
         photons,
         depth: vec![depth],
         ..Default::default()
     };
+    if muon {
+        o.source = warpdrive_photon::tabulate::SourceKind::MuonSegment;
+        o.length = 20.0;
+        o.zenith = vec![60.0];
+    }
     if fine {
         o.radial = Edges::List((0..=40).map(|i| 0.15 * f64::from(i * i)).collect());
         o.azimuth_bins = Edges::Linear {
