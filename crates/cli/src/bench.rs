@@ -266,11 +266,7 @@ fn photon(b: &BenchPhoton, force: bool) -> Result<()> {
         configs: b.configs.clone(),
         workloads: b.workloads.clone(),
         tabulate: b.tabulate,
-        sampled: if b.sample_step.is_some() {
-            warpdrive_photon::tabulate::Estimator::parse(Some("sampled"), b.sample_step.as_deref())?
-        } else {
-            None
-        },
+        sampled: warpdrive_photon::tabulate::Estimator::parse(None, b.sample_step.as_deref())?,
     };
     let out = prepare_file(&b.json, force, &opts.inputs())?;
     let report = Bench::new(&opts)?.run(&ctl, &mut print)?;

@@ -837,18 +837,6 @@ pub fn check_sampled_layout(gpu: &cuda::Gpu) -> Result<Check, GpuError> {
     ))
 }
 
-/// The sampled kernel's warp compaction of the points (sampled.cu WD_SAMP_COMPACT, the default)
-/// against its lane-at-a-time path (WD_SAMP_COMPACT=0) on the same photons: the same integers
-/// in every cell (sums, squares, spatial squares) and the same counters (tabulated, absorbed,
-/// escaped, segments, runs, points) — the float runs are merged in each photon's order on both
-/// and the integer atomics do not depend on the order. `g` is the default build's run of `t`
-/// with the default step; also one point per segment (Δ = ∞) both ways, and the compaction
-/// in blocks of 80 threads (a warp of 16 lanes: the queue's width is the warp's). The
-/// lane-at-a-time reference is the earlier code (WD_SAMP_NODIV=0, WD_SAMP_EDGES=0: the merge's
-/// division, the edges loaded), so the default's exact speed-ups (WD_SAMP_NODIV, _EDGES, _SLOTS,
-/// _DEFER) are checked with it; also the compaction without the deferred queue (WD_SAMP_DEFER=0).
-/// gpu-check passes the runs' build (`WD_SAMP_REP=0`) as `g` and in `on`: the default's batch
-/// means have no runs ([`check_sampled_batch_means`] compares the two).
 /// A sampled tabulation's counters per source, to compare two runs of the same photons: photons
 /// tabulated, absorbed and escaped, segments, points, and (`entries`) the entries, which only
 /// builds of the same variance count alike (the runs' build counts runs, batch means points).
@@ -868,6 +856,18 @@ fn sampled_counts(t: &crate::tabulate::Tables, entries: bool) -> Vec<(u64, u64, 
         .collect()
 }
 
+/// The sampled kernel's warp compaction of the points (sampled.cu WD_SAMP_COMPACT, the default)
+/// against its lane-at-a-time path (WD_SAMP_COMPACT=0) on the same photons: the same integers
+/// in every cell (sums, squares, spatial squares) and the same counters (tabulated, absorbed,
+/// escaped, segments, runs, points) — the float runs are merged in each photon's order on both
+/// and the integer atomics do not depend on the order. `g` is the default build's run of `t`
+/// with the default step; also one point per segment (Δ = ∞) both ways, and the compaction
+/// in blocks of 80 threads (a warp of 16 lanes: the queue's width is the warp's). The
+/// lane-at-a-time reference is the earlier code (WD_SAMP_NODIV=0, WD_SAMP_EDGES=0: the merge's
+/// division, the edges loaded), so the default's exact speed-ups (WD_SAMP_NODIV, _EDGES, _SLOTS,
+/// _DEFER) are checked with it; also the compaction without the deferred queue (WD_SAMP_DEFER=0).
+/// gpu-check passes the runs' build (`WD_SAMP_REP=0`) as `g` and in `on`: the default's batch
+/// means have no runs ([`check_sampled_batch_means`] compares the two).
 pub fn check_sampled_compaction(
     t: &crate::tabulate::Tabulate,
     g: &crate::tabulate::Tables,

@@ -219,9 +219,9 @@ fn adaptive_step_from_the_bins() {
     assert!((a.slope - theta).abs() < 1e-12, "{a:?}");
     let time = 50.25 / (2.0 * f.ng_over_c);
     assert!((a.max - 0.5 * time.min(10.0)).abs() < 1e-9, "{a:?}");
-    assert_eq!(a.step(0.0, 1.0), 1.0);
-    assert_eq!(a.step(1e4, 1.0), a.max);
-    assert!((a.step(10.0, 1.0) - 10.0 * a.slope).abs() < 1e-12);
+    assert_eq!(a.step(0.0), 1.0);
+    assert_eq!(a.step(1e4), a.max);
+    assert!((a.step(10.0) - 10.0 * a.slope).abs() < 1e-12);
     // Radial edges 0.15·i² m: the first bin is 0.15 m wide, no room above 1 m.
     let fine = Binning {
         radial: (0..=40).map(|i| 0.15 * f64::from(i * i)).collect(),
@@ -268,6 +268,16 @@ fn estimator_options_parse_and_check() {
         let e = Tabulate::new(&o).unwrap_err().to_string();
         assert!(e.contains("sample_step"), "{step}: {e}");
     }
+    // The adaptive comb needs a finite smallest step.
+    let o = TabulateOptions {
+        estimator: Some(Estimator::Sampled {
+            step: f64::INFINITY,
+            adaptive: true,
+        }),
+        ..Default::default()
+    };
+    let e = Tabulate::new(&o).unwrap_err().to_string();
+    assert!(e.contains("sample_step") && e.contains("adaptive"), "{e}");
     assert_eq!(Estimator::default_for(false), Estimator::Exact);
 }
 

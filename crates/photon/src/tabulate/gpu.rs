@@ -119,7 +119,7 @@ pub fn sampled_reps(defines: &[String], spatial: u64, free: u64) -> u64 {
     let on = |n: &str, d: bool| switch_on(defines, n, d);
     let (stepwise, scan) = (on("WD_SAMP_STEPWISE", false), on("WD_SAMP_SCAN", false));
     let slots = on("WD_SAMP_SLOTS", true);
-    let deferred = on("WD_SAMP_COMPACT", !stepwise && !scan) && slots && on("WD_SAMP_DEFER", slots);
+    let deferred = sampled_compact(defines) && slots && on("WD_SAMP_DEFER", slots);
     let measurement = ["WD_SAMP_NOSQ", "WD_SAMP_PHYSICS", "WD_SAMP_SPLIT"].iter().any(|n| on(n, false));
     if !deferred || stepwise || scan || measurement || !on("WD_SAMP_RED", SAMPLED_RED_DEFAULT) {
         return 0;
@@ -130,14 +130,18 @@ pub fn sampled_reps(defines: &[String], spatial: u64, free: u64) -> u64 {
         .unwrap_or(0)
 }
 
+/// Whether a build of `defines` bins through the warp queue of points (sampled.cu
+/// `WD_SAMP_COMPACT`, off by default with the one-point-a-step loop or the warp scans).
+fn sampled_compact(defines: &[String]) -> bool {
+    let on = |n: &str, d: bool| switch_on(defines, n, d);
+    on("WD_SAMP_COMPACT", !on("WD_SAMP_STEPWISE", false) && !on("WD_SAMP_SCAN", false))
+}
+
 /// Whether a build of `defines` has the adaptive comb: the warp queue of points (sampled.cu
-/// `sampled_enqueue`: WD_SAMP_COMPACT, not the one-point-a-step loop, the warp scans or the two
-/// kernels).
+/// `sampled_enqueue`), not the two kernels.
 #[must_use]
 pub fn sampled_adaptive_build(defines: &[String]) -> bool {
-    let on = |n: &str, d: bool| switch_on(defines, n, d);
-    let (stepwise, scan) = (on("WD_SAMP_STEPWISE", false), on("WD_SAMP_SCAN", false));
-    on("WD_SAMP_COMPACT", !stepwise && !scan) && !stepwise && !scan && !on("WD_SAMP_SPLIT", false)
+    sampled_compact(defines) && !switch_on(defines, "WD_SAMP_SPLIT", false)
 }
 
 /// The value of `-D` switch `name` among `defines` (the last `name` or `name=V`; a bare `name`
@@ -906,11 +910,13 @@ fn run_sampled_on(
     t: &Tabulate,
     gpu: &Gpu,
     share: std::ops::Range<u64>,
-    step: f64,
-    adaptive: bool,
+    estimator: super::Estimator,
     opts: &TabGpuOptions,
     progress: &Progress,
 ) -> Result<(Vec<Histogram>, TabGpuStats), GpuError> {
+    let super::Estimator::Sampled { step, adaptive } = estimator else {
+        return Err(GpuError::Other("the sampled kernel runs the sampled estimator".into()));
+    };
     let m = &t.medium;
     let b = &t.binning;
     let (cells, spatial) = (b.spatial_cells() * b.time_cells(), b.spatial_cells());
@@ -1094,7 +1100,7 @@ fn run_sampled_on(
         let f = &placed.frame;
         (tp.origin, tp.axis, tp.e1, tp.e2) = (f3(f.origin), f3(f.axis), f3(f.e1), f3(f.e2));
         (tp.ng_over_c, tp.cone, tp.inv_c) = (f.ng_over_c as f32, f.cone as f32, f.inv_c as f32);
-        let a = adaptive.then(|| super::sampled::AdaptiveStep::for_bins(b, f, step)).flatten();
+        let a = estimator.adaptive_step(b, f);
         (tp.adapt_slope, tp.adapt_max) = a.map_or((0.0, 0.0), |a| (a.slope as f32, a.max as f32));
         stream.memset_zeros(&mut sum)?;
         stream.memset_zeros(&mut sumsq)?;
@@ -1209,19 +1215,18 @@ fn run_sampled_on(
     Ok((hists, stats))
 }
 
-/// Tabulate every source's photons on the GPUs of `opts` with the sampled estimator of step
-/// `step` [m] (∞: one point per segment).
+/// Tabulate every source's photons on the GPUs of `opts` with the sampled estimator `estimator`
+/// (its step, fixed or adaptive; ∞: one point per segment).
 pub fn run_sampled(
     t: &Tabulate,
-    step: f64,
-    adaptive: bool,
+    estimator: super::Estimator,
     opts: &TabGpuOptions,
     progress: &Progress,
 ) -> Result<(Vec<Histogram>, TabGpuStats), GpuError> {
     let gpus = opts.devices.iter().map(|&d| cuda::open(d)).collect::<Result<Vec<_>, _>>()?;
     let parts = cuda::split_across(&gpus, t.photons(), |g, share| {
         g.ctx.bind_to_thread()?;
-        run_sampled_on(t, g, share, step, adaptive, opts, progress)
+        run_sampled_on(t, g, share, estimator, opts, progress)
     });
     let b = &t.binning;
     let (cells, spatial) = ((b.spatial_cells() * b.time_cells()) as usize, b.spatial_cells() as usize);

@@ -171,6 +171,16 @@ impl Estimator {
         }
     }
 
+    /// The adaptive comb's rule for bins `b` and a source's frame `f`, if this is the adaptive
+    /// sampled estimator and the bins leave room above its smallest step.
+    #[must_use]
+    pub fn adaptive_step(self, b: &Binning, f: &Frame) -> Option<sampled::AdaptiveStep> {
+        match self {
+            Self::Sampled { step, adaptive: true } => sampled::AdaptiveStep::for_bins(b, f, step),
+            _ => None,
+        }
+    }
+
     /// Its name in files: `exact`, `sampled (adaptive step from 1 m)`, `sampled (step 1 m)`,
     /// `sampled (one point per segment)`.
     #[must_use]
@@ -828,7 +838,7 @@ impl Tabulate {
         ctl.progress.begin("tabulating", photons * self.sources.len() as u64, "photons");
         let (hists, stats) = match self.estimator(true) {
             Estimator::Exact => gpu::run(self, opts, &ctl.progress)?,
-            Estimator::Sampled { step, adaptive } => gpu::run_sampled(self, step, adaptive, opts, &ctl.progress)?,
+            e @ Estimator::Sampled { .. } => gpu::run_sampled(self, e, opts, &ctl.progress)?,
         };
         ctl.check()?;
         if ctl.progress.should_stop() {
@@ -856,8 +866,8 @@ impl Tabulate {
         settings["estimator"] = ran.estimator.describe().into();
         // The adaptive comb's rule (the frames differ only in place and direction: the first's).
         if let (Estimator::Sampled { step, adaptive: true }, Some(p)) = (ran.estimator, self.sources.first()) {
-            settings["adaptive_step"] = match sampled::AdaptiveStep::for_bins(&self.binning, &p.frame, step) {
-                Some(a) => serde_json::json!({"smallest_m": step, "per_m_of_distance": a.slope, "largest_m": a.max}),
+            settings["adaptive_step"] = match ran.estimator.adaptive_step(&self.binning, &p.frame) {
+                Some(a) => serde_json::json!({"smallest_m": a.min, "per_m_of_distance": a.slope, "largest_m": a.max}),
                 None => serde_json::json!({"smallest_m": step, "fixed": "the bins leave no room above the smallest step"}),
             };
         }
@@ -904,10 +914,7 @@ impl Tabulate {
         let photons = self.photons();
         let chunks = photons.div_ceil(CHUNK);
         let next = AtomicU64::new(0);
-        let adapt = match est {
-            Estimator::Sampled { step, adaptive: true } => sampled::AdaptiveStep::for_bins(&self.binning, &self.sources[k].frame, step),
-            _ => None,
-        };
+        let adapt = est.adaptive_step(&self.binning, &self.sources[k].frame);
         let parts: Vec<Histogram> = rayon::broadcast(|_| {
             let mut h = Histogram::new(cells, spatial);
             let mut scratch = Scratch::default();

@@ -160,9 +160,11 @@ impl Lookup {
     }
 }
 
-/// The adaptive comb's rule (module doc): Δ_seg = clamp(`slope`·r, Δ, `max`).
+/// The adaptive comb's rule (module doc): Δ_seg = clamp(`slope`·r, `min`, `max`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdaptiveStep {
+    /// Δ [m]: the smallest step (near the source).
+    pub min: f64,
     /// k [m per m of distance]: the narrowest angular bin [rad].
     pub slope: f64,
     /// Δ_max [m]: half the narrowest radial (cylinders: also axial) bin, and of the narrowest
@@ -196,14 +198,14 @@ impl AdaptiveStep {
             length = length.min(narrowest(&b.delay) / rate);
         }
         let (slope, max) = (angle, 0.5 * length);
-        (max > step && slope > 0.0 && slope.is_finite()).then_some(Self { slope, max })
+        (max > step && slope > 0.0 && slope.is_finite()).then_some(Self { min: step, slope, max })
     }
 
     /// The step of a segment whose nearer end is `r` from the source [m].
     #[inline]
     #[must_use]
-    pub fn step(&self, r: f64, step: f64) -> f64 {
-        (self.slope * r).clamp(step, self.max)
+    pub fn step(&self, r: f64) -> f64 {
+        (self.slope * r).clamp(self.min, self.max)
     }
 }
 
@@ -227,7 +229,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// Photon `id`'s sampler (its offset from stream ([`TAG`], id) of `seed`), with the
-    /// adaptive comb's rule or the fixed step.
+    /// adaptive comb's rule (its smallest step is `step`) or the fixed step.
     #[must_use]
     pub fn new(step: f64, adaptive: Option<AdaptiveStep>, seed: u64, id: u64) -> Self {
         let bits = RandomStream::new(seed, TAG, id).next_u32();
@@ -277,7 +279,7 @@ impl Sampler {
         } else if let Some(a) = self.adaptive {
             // The comb in units of the segment's step (module doc).
             let end = [x0[0] + len * dir[0], x0[1] + len * dir[1], x0[2] + len * dir[2]];
-            let ds = a.step(f.distance(x0, look.shape).min(f.distance(end, look.shape)), self.step);
+            let ds = a.step(f.distance(x0, look.shape).min(f.distance(end, look.shape)));
             let x = weight * ds;
             let mut s = self.next * ds;
             while s < len {
