@@ -209,6 +209,16 @@
 #error "WD_SAMP_PHYSICS needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
 #endif
 #define WD_SAMP_ANGC_MAX 16
+// WD_SAMP_NANG=N (measurement, session 36; 0: WD_SAMP_ANGC_MAX): the acceptance polynomial's Horner
+// unrolled to N terms when n_ang ≤ N (the same bits: the terms above n_ang are zero).
+#ifndef WD_SAMP_NANG
+#define WD_SAMP_NANG 0
+#endif
+// WD_SAMP_NOMARK (measurement only, session 36): no end markers (the photons' `tabulated` count is
+// wrong): what the markers cost with batch means.
+#ifndef WD_SAMP_NOMARK
+#define WD_SAMP_NOMARK 0
+#endif
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
 #ifndef WD_SAMP_BLOCK
@@ -386,6 +396,13 @@ __device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) 
 __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned int slice, float nz) {
     float acc = 0.0f;
 #if WD_SAMP_ANGC
+#if WD_SAMP_NANG > 0 && WD_SAMP_NANG < WD_SAMP_ANGC_MAX
+    if (T.n_ang <= WD_SAMP_NANG) {
+#pragma unroll
+        for (int i = WD_SAMP_NANG - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
+        return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
+    }
+#endif
     if (T.n_ang <= WD_SAMP_ANGC_MAX) {  // the same for every thread (a longer polynomial: the loop)
 #pragma unroll
         for (int i = WD_SAMP_ANGC_MAX - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
@@ -1212,7 +1229,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
             alive = sampled_move(P, T, S, g, n);
             ending = !alive;
         }
-#if WD_SAMP_PHYSICS
+#if WD_SAMP_PHYSICS || WD_SAMP_NOMARK
         (void)ending;
 #else
         {
