@@ -198,6 +198,28 @@
 #if WD_SAMP_NOSQ && !WD_SAMP_DEFERRED
 #error "WD_SAMP_NOSQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
 #endif
+// WD_SAMP_LEAN_SMEM (with batch means and the job queue; session 36): the point queue without
+// the runs' arrays (cell, sp, close_i, close_v: unused with batch means) and the counters per warp
+// instead of per thread (48 bytes a warp; a lane's photon end adds by shared-memory atomics, the
+// points by one lane per batch): 21.7 → 12.6 kB of shared memory a block of 128, so that the
+// multiprocessor's 8 blocks leave more of its 256 kB to L1. The same counts.
+#ifndef WD_SAMP_LEAN_SMEM
+#define WD_SAMP_LEAN_SMEM 0
+#endif
+#if WD_SAMP_LEAN_SMEM && !(WD_SAMP_REP && WD_SAMP_JOBQ)
+#error "WD_SAMP_LEAN_SMEM needs batch means (WD_SAMP_REP) and the job queue"
+#endif
+// WD_SAMP_ENDBITS (with batch means; session 36): a photon's end is the sign bit of its last
+// queued point's amount, set when the photon ends, instead of a marker entry in the queue: no
+// marker slots (one a photon, 4 % of the entries) and no ballot a step. A photon that ends with
+// none of its points left in the queue is counted at once (r.cell ≥ 0: one of its drained points
+// fell in the grid); one that queued no point is not tabulated. The same counts as the markers'.
+#ifndef WD_SAMP_ENDBITS
+#define WD_SAMP_ENDBITS 0
+#endif
+#if WD_SAMP_ENDBITS && !WD_SAMP_REP
+#error "WD_SAMP_ENDBITS needs batch means (WD_SAMP_REP)"
+#endif
 // WD_SAMP_PHYSICS (measurement only, off; needs the deferred queue): the deferred loop without
 // its points and end markers — the job queue, the walk and the move only (the weight, unused, is
 // compiled out), the tables left empty. What the loop costs without the point machinery
@@ -472,6 +494,16 @@ struct SampRuns {
 // with WD_SAMP_SHARED_COUNTS (48 bytes per thread), else in registers.
 struct SampCounts { unsigned long long tabulated, absorbed, escaped, segments, runs, points; };
 
+// A lane's count v added to counter c: per thread a plain add, per warp (WD_SAMP_LEAN_SMEM) an
+// atomic add in shared memory.
+__device__ __forceinline__ void samp_count(unsigned long long& c, unsigned long long v) {
+#if WD_SAMP_LEAN_SMEM
+    if (v) atomicAdd(&c, v);
+#else
+    c += v;
+#endif
+}
+
 #if WD_SAMP_QPOINT
 // WD_SAMP_QPOINT: a run's integer sum Q (< 2⁴⁸: a run below 2³² m) squared exactly, Q² < 2⁹⁶, to
 // the cell's words at p: WD_SAMP_RED's digits (Q² = a + b·2³² + c·2⁶⁴) or add_u128's two words.
@@ -606,9 +638,9 @@ __device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampP
 // The photon's end: its counts added (here), its open runs closed (sampled_end; deferred: by
 // its end marker's merge in sampled_drain).
 __device__ __forceinline__ void sampled_end_counts(const SampState& S, SampCounts& n, bool absorbed, bool escaped) {
-    n.segments += S.k;
-    n.absorbed += absorbed;
-    n.escaped += escaped;
+    samp_count(n.segments, S.k);
+    samp_count(n.absorbed, absorbed);
+    samp_count(n.escaped, escaped);
 }
 
 __device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
@@ -771,7 +803,11 @@ struct SampQueue {
     unsigned long long mine[32];
     int queued[32];
     SampSeg seg[32];  // WD_SAMP_ROUNDS: the segment of a lane with points left
+#if WD_SAMP_ENDBITS
+    int fresh[32];  // per lane: its photon has queued a point
 #endif
+#endif
+#if !WD_SAMP_LEAN_SMEM
     int cell[32], sp[32];
     int n_cell, n_spatial;
     // WD_SAMP_SLOTS: per slot j the cell run its point closed (close_i[j], close_v[j]) and the
@@ -780,6 +816,7 @@ struct SampQueue {
     // close_i[0..n_cell), spatial cells close_i[32..32 + n_spatial).
     int close_i[64];
     float close_v[64];
+#endif
 };
 
 // One batch of the queue's first `count` points (count ≤ width): the cells by all lanes, the merge by each
@@ -789,7 +826,11 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
     __syncwarp(full);
 #if WD_SAMP_SLOTS
     int cl = -1, sl = -1;
-#if WD_SAMP_DEFER
+#if WD_SAMP_ENDBITS
+    // The end flag is the amount's sign; the point is a point all the same.
+    bool mark = lane < count && signbit(q.w[lane]);
+    if (lane < count) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+#elif WD_SAMP_DEFER
     bool mark = lane < count && q.w[lane] < 0.0f;
     if (lane < count && !mark) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
 #else
@@ -808,21 +849,35 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
 #if WD_SAMP_REP
     // Batch means (WD_SAMP_REP): the point to its cell's sum and its replica, by its lookup lane.
     if (cl >= 0) {
+#if WD_SAMP_ENDBITS
+        unsigned long long a = (unsigned long long)rintf(fabsf(q.w[lane]) * (float)WD_SUM_UNIT);
+#else
         unsigned long long a = (unsigned long long)rintf(q.w[lane] * (float)WD_SUM_UNIT);
+#endif
         atomicAdd(T.sum + cl, a);
         atomicAdd(T.rep + (size_t)q.rp[lane] * T.n_spatial + sl, a);
     }
     {
         // sampled_end's count: a photon is tabulated when one of its points fell in the grid.
         // Per lane its batch slots in the photon's order: the points inside (hits) and the end
-        // markers (ends); r.cell ≥ 0 says "a point inside so far" across batches (no runs here).
-        unsigned hits = mine & __ballot_sync(full, cl >= 0), ends = mine & __ballot_sync(full, mark);
+        // markers (ends; WD_SAMP_ENDBITS: the photons' last points); r.cell ≥ 0 says "a point
+        // inside so far" across batches (no runs here).
+        const unsigned in = __ballot_sync(full, cl >= 0);
+        unsigned hits = mine & in, ends = mine & __ballot_sync(full, mark);
+#if WD_SAMP_LEAN_SMEM
+        if (lane == 0) n.points += __popc(in);  // the warp's counters: the batch's points at once
+#else
         n.points += __popc(hits);
+#endif
         while (ends) {
-            unsigned before = (ends & (0u - ends)) - 1u;  // the slots below the next end marker
-            if (r.cell >= 0 || (hits & before)) n.tabulated += 1;
+#if WD_SAMP_ENDBITS
+            const unsigned low = ends & (0u - ends), upto = low | (low - 1u);  // up to the photon's last point
+#else
+            const unsigned upto = (ends & (0u - ends)) - 1u;  // the slots below the next end marker
+#endif
+            if (r.cell >= 0 || (hits & upto)) samp_count(n.tabulated, 1);
             r.cell = -1;
-            hits &= ~before;
+            hits &= ~upto;
             ends &= ends - 1u;
         }
         if (hits) r.cell = 0;
@@ -830,6 +885,7 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
     __syncwarp(full);
     return;
 #endif
+#if !WD_SAMP_LEAN_SMEM  // (the runs' merge and closes: batch means have none)
     q.cell[lane] = cl;
     q.sp[lane] = sl;
     q.close_i[lane] = -1;
@@ -911,6 +967,7 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
         }
     }
     __syncwarp(full);
+#endif
 #else
     if (lane < count) q.cell[lane] = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], q.sp[lane]);
     if (lane == 0) { q.n_cell = 0; q.n_spatial = 0; }
@@ -1011,6 +1068,9 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
     }
 #endif
     bool more = has && (!step || s < len);
+#if WD_SAMP_ENDBITS
+    if (more) q.fresh[lane] = 1;  // the photon queues a point (below, in the first round)
+#endif
     unsigned below = (1u << lane) - 1u;
     for (int round = 0; rounds == 0 || round < rounds; ++round) {
         unsigned b = __ballot_sync(full, more);
@@ -1188,6 +1248,9 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
     // The queue kept across segments and photons: this lane's entries, the queue's length.
     q.mine[lane] = 0;
     q.queued[lane] = 0;
+#if WD_SAMP_ENDBITS
+    q.fresh[lane] = 0;
+#endif
     S.runs = SampRuns{-1, -1, 0, 0};
     bool pending = false;
 #if WD_SAMP_JOBQ
@@ -1231,6 +1294,20 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
         }
 #if WD_SAMP_PHYSICS || WD_SAMP_NOMARK
         (void)ending;
+#elif WD_SAMP_ENDBITS
+        if (ending && q.fresh[lane]) {
+            // The photon's end: the sign of its last queued point's amount, or, with none of its
+            // points left in the queue, its count now (its drained points' r.cell).
+            const unsigned long long mine = q.mine[lane];
+            if (mine) {
+                const int top = 63 - __clzll((long long)mine);
+                q.w[top] = __int_as_float(__float_as_int(q.w[top]) | (int)0x80000000);
+            } else {
+                if (S.runs.cell >= 0) samp_count(n.tabulated, 1);
+                S.runs.cell = -1;
+            }
+            q.fresh[lane] = 0;
+        }
 #else
         {
             unsigned long long mine = q.mine[lane];
@@ -1507,9 +1584,16 @@ __device__ __forceinline__ void sampled_count_up(const SampParams& T, const Samp
 // without photons left stay in the loop (adding no points) until the whole warp is done.
 extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) tabulate_sampled(__grid_constant__ const PhotonParams P, __grid_constant__ const SampParams T) {
 #if WD_SAMP_SHARED_COUNTS
+#if WD_SAMP_LEAN_SMEM
+    // The warp's counters (samp_count): set by its first lane before the warp's loop.
+    __shared__ SampCounts counts[(WD_SAMP_BLOCK + 31) / 32];
+    SampCounts& n = counts[threadIdx.x >> 5];
+    if ((threadIdx.x & 31) == 0) n = SampCounts{0, 0, 0, 0, 0, 0};
+#else
     __shared__ SampCounts counts[WD_SAMP_BLOCK];
     SampCounts& n = counts[threadIdx.x];
     n = SampCounts{0, 0, 0, 0, 0, 0};
+#endif
 #else
     SampCounts n = {0, 0, 0, 0, 0, 0};
 #endif
@@ -1575,7 +1659,13 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
         alive = sampled_step(P, T, S, n);
     }
 #endif
+#if WD_SAMP_LEAN_SMEM
+    // The warp's counters, added once by its first lane after every lane's last count.
+    __syncwarp(full);
+    if (lane == 0) sampled_count_up(T, n);
+#else
     sampled_count_up(T, n);
+#endif
 }
 
 // WD_SAMP_RED: after every tabulate_sampled launch, each of n cells' digits (a, b, c at w[3i..])

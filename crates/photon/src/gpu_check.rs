@@ -1096,7 +1096,9 @@ fn spatial_variance_ratio(a: &crate::tabulate::Tables, b: &crate::tabulate::Tabl
 ///   [0.97, 1.15] (the runs miss a photon's returns to a cell, 1–4 % on the CPU, and 256
 ///   replicas leave ~9 % noise per cell and launch, far less in the sum) and the median cell's
 ///   ratio in [0.85, 1.2];
-/// * without the job queue the same integers (the replicas follow the photon ids, not the lanes);
+/// * without the job queue the same integers (the replicas follow the photon ids, not the lanes),
+///   and the same with the photons' ends as their last points' signs (`WD_SAMP_ENDBITS`) and the
+///   warp's counters (`WD_SAMP_LEAN_SMEM`);
 /// * in launches of 2¹² photons the same sums and Σ V within [0.9, 1.1] of the default's (the
 ///   variances are formed per launch from fewer photons each).
 pub fn check_sampled_batch_means(
@@ -1115,9 +1117,27 @@ pub fn check_sampled_batch_means(
     let same_counts = counts(g_runs) == counts(g);
     let (sum_ratio, median, n) = spatial_variance_ratio(g_runs, g);
     let variances = (0.97..=1.15).contains(&sum_ratio) && (0.85..=1.2).contains(&median) && n > 0;
-    let jobq0 = stepped.run_gpu(&on(&["WD_SAMP_JOBQ=0"], batch), gpu_ctl)?;
-    let j = agreement(g, &jobq0);
-    let same_jobq = j.identical && counts(g) == counts(&jobq0);
+    // The same integers and counts without the job queue (the replicas follow the photon ids),
+    // with the photons' ends as the sign of their last points (WD_SAMP_ENDBITS) and with the
+    // warp's counters and the queue without the runs' arrays (WD_SAMP_LEAN_SMEM).
+    let mut same_jobq = true;
+    let mut j = agreement(g, g);
+    let mut builds = Vec::new();
+    for extra in [
+        &["WD_SAMP_JOBQ=0"][..],
+        &["WD_SAMP_ENDBITS=1"],
+        &["WD_SAMP_LEAN_SMEM=1"],
+        &["WD_SAMP_ENDBITS=1", "WD_SAMP_LEAN_SMEM=1"],
+    ] {
+        let alt = stepped.run_gpu(&on(extra, batch), gpu_ctl)?;
+        let a = agreement(g, &alt);
+        let same = a.identical && counts(g) == counts(&alt);
+        builds.push(format!("{}: {}", extra.join(","), if same { "same" } else { "DIFFERENT" }));
+        same_jobq &= same;
+        if !a.identical {
+            j = a;
+        }
+    }
     let small = stepped.run_gpu(&on(&[], 1 << 12), gpu_ctl)?;
     let same_sums = g.per_source.iter().zip(&small.per_source).all(|(a, b)| a.sum == b.sum) && counts(g) == counts(&small);
     let (small_ratio, small_median, _) = spatial_variance_ratio(g, &small);
@@ -1127,11 +1147,12 @@ pub fn check_sampled_batch_means(
         shared.passes() && same_counts && variances && same_jobq && small_ok && g.hist.points > 0 && !g.hist.cell_squares,
         format!(
             "against WD_SAMP_REP=0: {}; counts the same: {same_counts}; spatial variances over {n} cells with N_eff ≥ 20: \
-             Σ ratio {sum_ratio:.4} (0.97–1.15), median {median:.4} (0.85–1.2); without the job queue: {} ({} of {} cells); \
+             Σ ratio {sum_ratio:.4} (0.97–1.15), median {median:.4} (0.85–1.2); other builds: {} ({}; {} of {} cells identical); \
              launches of 2^12 photons: sums the same {same_sums}, Σ V ratio {small_ratio:.4} (0.9–1.1), median {small_median:.4}; \
              kernels {:.4} s (runs {:.4} s)",
             shared.report(),
             if same_jobq { "the same integers" } else { "NOT the same integers" },
+            builds.join("; "),
             j.identical_cells,
             j.cells,
             g.kernel_seconds,
