@@ -90,7 +90,7 @@ pub struct BenchPhoton {
     /// CPU: warpdrive's precise arithmetic instead of its CPU fast mode.
     #[arg(long)]
     precise: bool,
-    /// Time `photon tabulate` (a 1 TeV cascade at 2000 m, its default bins) against the
+    /// Time `photon tabulate` (a 1 TeV cascade at 2000 m or --depth, its default bins) against the
     /// propagation of the same photons to the modules (fast and precise), photons/s each.
     #[arg(long, conflicts_with = "against_ppc")]
     tabulate: bool,
@@ -98,6 +98,9 @@ pub struct BenchPhoton {
     /// growing with the distance as the bins allow), a fixed step [m], or `segment`.
     #[arg(long, requires = "tabulate")]
     sample_step: Option<String>,
+    /// With --tabulate: the cascade's depth [m] (default 2000, in the dust layer).
+    #[arg(long, requires = "tabulate", default_value_t = warpdrive_photon::bench::TABULATE_DEPTH)]
+    depth: f64,
     #[command(flatten)]
     common: BenchCommon,
 }
@@ -267,6 +270,7 @@ fn photon(b: &BenchPhoton, force: bool) -> Result<()> {
         workloads: b.workloads.clone(),
         tabulate: b.tabulate,
         sampled: warpdrive_photon::tabulate::Estimator::parse(None, b.sample_step.as_deref())?,
+        tabulate_depth: b.depth,
     };
     let out = prepare_file(&b.json, force, &opts.inputs())?;
     let report = Bench::new(&opts)?.run(&ctl, &mut print)?;

@@ -132,11 +132,6 @@
 #ifndef WD_SAMP_JOBQ
 #define WD_SAMP_JOBQ (WD_SAMP_DEFERRED || WD_SAMP_STEPWISE || WD_SAMP_SCAN)
 #endif
-// WD_SAMP_JOBS: photons a refill (8 since session 34: with the batch means' light drain, 8 ran
-// 9 % faster than 16 at Δ = 1 m and the same at 2 m; with the runs 16 had been 3 % faster).
-#ifndef WD_SAMP_JOBS
-#define WD_SAMP_JOBS 8
-#endif
 #if WD_SAMP_JOBQ && !WD_SAMP_DEFERRED && !WD_SAMP_STEPWISE && !WD_SAMP_SCAN
 #error "WD_SAMP_JOBQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on), WD_SAMP_STEPWISE or WD_SAMP_SCAN"
 #endif
@@ -198,27 +193,39 @@
 #if WD_SAMP_NOSQ && !WD_SAMP_DEFERRED
 #error "WD_SAMP_NOSQ needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
 #endif
-// WD_SAMP_LEAN_SMEM (with batch means and the job queue; session 36): the point queue without
-// the runs' arrays (cell, sp, close_i, close_v: unused with batch means) and the counters per warp
-// instead of per thread (48 bytes a warp; a lane's photon end adds by shared-memory atomics, the
-// points by one lane per batch): 21.7 → 12.6 kB of shared memory a block of 128, so that the
-// multiprocessor's 8 blocks leave more of its 256 kB to L1. The same counts.
+// WD_SAMP_LEAN_SMEM (default with batch means and the job queue, session 36): the point queue
+// without the runs' arrays (cell, sp, close_i, close_v: unused with batch means) and the counters
+// per warp instead of per thread (48 bytes a warp; a lane's photon end adds by shared-memory
+// atomics, the points by one lane per batch): 21.7 → 12.6 kB of shared memory a block of 128. The
+// same counts. What it buys is room: a job queue of 32 photons (below) on 8 blocks a
+// multiprocessor without the L1 shrinking (docs/spline.md "Session 36").
 #ifndef WD_SAMP_LEAN_SMEM
-#define WD_SAMP_LEAN_SMEM 0
+#define WD_SAMP_LEAN_SMEM (WD_SAMP_REP && WD_SAMP_JOBQ)
 #endif
 #if WD_SAMP_LEAN_SMEM && !(WD_SAMP_REP && WD_SAMP_JOBQ)
 #error "WD_SAMP_LEAN_SMEM needs batch means (WD_SAMP_REP) and the job queue"
 #endif
-// WD_SAMP_ENDBITS (with batch means; session 36): a photon's end is the sign bit of its last
+// WD_SAMP_ENDBITS (default with batch means, session 36): a photon's end is the sign bit of its last
 // queued point's amount, set when the photon ends, instead of a marker entry in the queue: no
 // marker slots (one a photon, 4 % of the entries) and no ballot a step. A photon that ends with
 // none of its points left in the queue is counted at once (r.cell ≥ 0: one of its drained points
 // fell in the grid); one that queued no point is not tabulated. The same counts as the markers'.
 #ifndef WD_SAMP_ENDBITS
-#define WD_SAMP_ENDBITS 0
+#define WD_SAMP_ENDBITS (WD_SAMP_REP != 0)
 #endif
 #if WD_SAMP_ENDBITS && !WD_SAMP_REP
 #error "WD_SAMP_ENDBITS needs batch means (WD_SAMP_REP)"
+#endif
+// WD_SAMP_JOBS: photons a refill. 32 with the lean shared memory (session 36: the emission at
+// every lane of the warp; with the 21.7 kB a block before, a larger job queue pushed the shared
+// memory past the 200 kB carveout and halved the L1: 16 ran 7 % slower than 8), else 8 (session 34:
+// with the batch means' light drain, 8 ran 9 % faster than 16 at Δ = 1 m and the same at 2 m; with
+// the runs 16 had been 3 % faster).
+#ifndef WD_SAMP_JOBS
+#define WD_SAMP_JOBS (WD_SAMP_LEAN_SMEM ? 32 : 8)
+#endif
+#if WD_SAMP_JOBS < 1 || WD_SAMP_JOBS > 32
+#error "WD_SAMP_JOBS: 1 to 32 photons a refill"
 #endif
 // WD_SAMP_PHYSICS (measurement only, off; needs the deferred queue): the deferred loop without
 // its points and end markers — the job queue, the walk and the move only (the weight, unused, is
@@ -231,16 +238,6 @@
 #error "WD_SAMP_PHYSICS needs the deferred queue (WD_SAMP_COMPACT, WD_SAMP_SLOTS and WD_SAMP_DEFER on)"
 #endif
 #define WD_SAMP_ANGC_MAX 16
-// WD_SAMP_NANG=N (measurement, session 36; 0: WD_SAMP_ANGC_MAX): the acceptance polynomial's Horner
-// unrolled to N terms when n_ang ≤ N (the same bits: the terms above n_ang are zero).
-#ifndef WD_SAMP_NANG
-#define WD_SAMP_NANG 0
-#endif
-// WD_SAMP_NOMARK (measurement only, session 36): no end markers (the photons' `tabulated` count is
-// wrong): what the markers cost with batch means.
-#ifndef WD_SAMP_NOMARK
-#define WD_SAMP_NOMARK 0
-#endif
 // Counters (tabulate/gpu.rs SAMPLED_COUNTERS): tabulated, absorbed, escaped, segments, runs, points.
 #define WD_SAMP_COUNTERS 6
 #ifndef WD_SAMP_BLOCK
@@ -418,13 +415,6 @@ __device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) 
 __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned int slice, float nz) {
     float acc = 0.0f;
 #if WD_SAMP_ANGC
-#if WD_SAMP_NANG > 0 && WD_SAMP_NANG < WD_SAMP_ANGC_MAX
-    if (T.n_ang <= WD_SAMP_NANG) {
-#pragma unroll
-        for (int i = WD_SAMP_NANG - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
-        return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
-    }
-#endif
     if (T.n_ang <= WD_SAMP_ANGC_MAX) {  // the same for every thread (a longer polynomial: the loop)
 #pragma unroll
         for (int i = WD_SAMP_ANGC_MAX - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
@@ -1292,7 +1282,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
             alive = sampled_move(P, T, S, g, n);
             ending = !alive;
         }
-#if WD_SAMP_PHYSICS || WD_SAMP_NOMARK
+#if WD_SAMP_PHYSICS
         (void)ending;
 #elif WD_SAMP_ENDBITS
         if (ending && q.fresh[lane]) {

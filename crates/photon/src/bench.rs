@@ -36,6 +36,8 @@ pub struct BenchOptions {
     /// The sampled estimator `tabulate` times (`None`: the default, the adaptive step from
     /// [`crate::tabulate::DEFAULT_SAMPLE_STEP`]).
     pub sampled: Option<crate::tabulate::Estimator>,
+    /// The depth of `tabulate`'s cascade [m] ([`TABULATE_DEPTH`]: in the dust layer).
+    pub tabulate_depth: f64,
 }
 
 impl Default for BenchOptions {
@@ -51,6 +53,7 @@ impl Default for BenchOptions {
             workloads: vec!["balanced".into(), "shuffled".into()],
             tabulate: false,
             sampled: None,
+            tabulate_depth: TABULATE_DEPTH,
         }
     }
 }
@@ -256,7 +259,8 @@ impl Bench {
                     }
                     e => e,
                 };
-                let r = tabulation_rate(&self.ice, devices.as_deref(), TABULATE_PHOTONS, self.opts.seed, est, &topts, ctl)?;
+                let request = tabulation_request(&self.ice, self.opts.tabulate_depth, TABULATE_PHOTONS, self.opts.seed);
+                let r = tabulation_rate(&request, devices.as_deref(), est, &topts, ctl)?;
                 if !label.is_empty() {
                     lines(&format!("config {label:?}:"));
                 }
@@ -644,11 +648,30 @@ mod tests {
 /// Photons of [`tabulation_rate`]'s runs on a GPU (a tenth of them on the CPU).
 pub const TABULATE_PHOTONS: u64 = 1 << 24;
 
+/// The depth of [`tabulation_rate`]'s cascade by default [m]: 2000 m, in the dust layer, where
+/// the photons stay near the source (`bench photon --tabulate --depth` for others).
+pub const TABULATE_DEPTH: f64 = 2000.0;
+
+/// [`tabulation_rate`]'s request: `photons` of a 1 TeV cascade at `depth` [m], zenith 0, in the
+/// ice model `ice`, `photon tabulate`'s default bins.
+#[must_use]
+pub fn tabulation_request(ice: &std::path::Path, depth: f64, photons: u64, seed: u64) -> crate::tabulate::TabulateOptions {
+    crate::tabulate::TabulateOptions {
+        ice: Some(ice.to_path_buf()),
+        depth: vec![depth],
+        photons,
+        seed,
+        ..Default::default()
+    }
+}
+
 /// The tabulation's photon rate against the propagation's, on the same device, ice and photons.
 #[derive(Clone, Debug)]
 pub struct TabulationRate {
     pub device: String,
     pub photons: u64,
+    /// The cascade's depth [m].
+    pub depth: f64,
     /// Photons per second: tabulation (GPU: kernel time; CPU: wall time), propagation to the
     /// modules in the default (fast) and in the precise arithmetic (`bench photon`'s rate).
     pub tabulate: f64,
@@ -672,12 +695,13 @@ impl TabulationRate {
     #[must_use]
     pub fn report(&self) -> String {
         format!(
-            "warpdrive bench photon --tabulate on {}: {} photons of a 1 TeV cascade at 2000 m (photon tabulate's default bins): \
+            "warpdrive bench photon --tabulate on {}: {} photons of a 1 TeV cascade at {} m (photon tabulate's default bins): \
              tabulation {:.3e} photons/s with the {} estimator, {:.3e} with the exact one; \
              propagation to the modules {:.3e} photons/s (fast), {:.3e} (precise); \
              tabulation / fast = {:.3} (exact {:.4}), / precise = {:.3}; {} photons tabulated by the host (exact)",
             self.device,
             self.photons,
+            self.depth,
             self.tabulate,
             self.estimator,
             self.tabulate_exact,
@@ -696,6 +720,7 @@ impl TabulationRate {
             "benchmark": "photon-tabulate",
             "device": self.device,
             "photons": self.photons,
+            "depth_m": self.depth,
             "tabulate_photons_per_s": self.tabulate,
             "tabulate_estimator": self.estimator,
             "tabulate_exact_photons_per_s": self.tabulate_exact,
@@ -709,11 +734,6 @@ impl TabulationRate {
     }
 }
 
-/// Time `photon tabulate` (a cascade at 2000 m, zenith 0, the command line's default bins) and
-/// the propagation of the same source's photons to the modules of the ice's detector, fast and
-/// precise, on `devices` (the first GPU; `None`: the CPU, a tenth of the photons, wall time).
-/// GPU times are kernel times; each GPU run is preceded by a small warm-up run (compilation).
-/// The sampled estimator is `sampled`.
 /// The sampled tabulation kernel's launch options from a `--config`'s GPU options: its block,
 /// blocks per multiprocessor, batch and extra switches (the sampled build adds the defaults).
 fn tab_options(o: &GpuOptions) -> crate::tabulate::gpu::TabGpuOptions {
@@ -726,27 +746,33 @@ fn tab_options(o: &GpuOptions) -> crate::tabulate::gpu::TabGpuOptions {
     }
 }
 
+/// Time `photon tabulate` of `request` ([`tabulation_request`]: a cascade, the command line's
+/// default bins) and the propagation of the same source's photons to the modules of the ice's
+/// detector, fast and precise, on `devices` (the first GPU; `None`: the CPU, a tenth of the
+/// photons, wall time). GPU times are kernel times; each GPU run is preceded by a small warm-up
+/// run (compilation). The sampled estimator is `sampled`.
 pub fn tabulation_rate(
-    ice: &std::path::Path,
+    request: &crate::tabulate::TabulateOptions,
     devices: Option<&[usize]>,
-    photons: u64,
-    seed: u64,
     sampled: crate::tabulate::Estimator,
     shape: &crate::tabulate::gpu::TabGpuOptions,
     ctl: &Control,
 ) -> Result<TabulationRate> {
     use crate::tabulate::{gpu::TabGpuOptions, Estimator, Tabulate, TabulateOptions};
-    let photons = if devices.is_some() { photons } else { (photons / 10).max(1) };
-    let o = TabulateOptions {
-        ice: Some(ice.to_path_buf()),
-        photons,
-        seed,
-        ..Default::default()
+    let photons = if devices.is_some() {
+        request.photons
+    } else {
+        (request.photons / 10).max(1)
     };
+    let o = TabulateOptions {
+        photons,
+        ..request.clone()
+    };
+    let (seed, depth) = (o.seed, o.depth.first().copied().unwrap_or(f64::NAN));
     let t = Tabulate::new(&o)?.with_estimator(sampled)?;
     let exact = Tabulate::new(&o)?.with_estimator(Estimator::Exact)?;
     let det = Detector::build(&DetectorOptions {
-        ice_dir: Some(ice.to_path_buf()),
+        ice_dir: o.ice.clone(),
         ..Default::default()
     })?;
     let mut src = t.source(0);
@@ -787,6 +813,7 @@ pub fn tabulation_rate(
             Ok(TabulationRate {
                 device: r.device.clone(),
                 photons,
+                depth,
                 tabulate: photons as f64 / r.kernel_seconds.max(1e-12),
                 tabulate_exact: photons as f64 / e.kernel_seconds.max(1e-12),
                 estimator: sampled.describe(),
@@ -813,6 +840,7 @@ pub fn tabulation_rate(
             Ok(TabulationRate {
                 device: r.device.clone(),
                 photons,
+                depth,
                 tabulate: photons as f64 / r.seconds.max(1e-12),
                 tabulate_exact: photons as f64 / e.seconds.max(1e-12),
                 estimator: sampled.describe(),
@@ -828,21 +856,15 @@ pub fn tabulation_rate(
 /// request on device `device` with launch options `shape` (e.g. a structural alternative's
 /// switches: gpu-check prints them beside the default's rate), after a warm-up run.
 pub fn sampled_tabulation_rate(
-    ice: &std::path::Path,
+    request: &crate::tabulate::TabulateOptions,
     device: usize,
-    photons: u64,
-    seed: u64,
     sampled: crate::tabulate::Estimator,
     shape: &crate::tabulate::gpu::TabGpuOptions,
     ctl: &Control,
 ) -> Result<f64> {
     use crate::tabulate::{gpu::TabGpuOptions, Tabulate, TabulateOptions};
-    let o = TabulateOptions {
-        ice: Some(ice.to_path_buf()),
-        photons,
-        seed,
-        ..Default::default()
-    };
+    let o = request.clone();
+    let photons = o.photons;
     let topts = TabGpuOptions {
         devices: vec![device],
         ..shape.clone()

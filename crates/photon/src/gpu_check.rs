@@ -1097,8 +1097,8 @@ fn spatial_variance_ratio(a: &crate::tabulate::Tables, b: &crate::tabulate::Tabl
 ///   replicas leave ~9 % noise per cell and launch, far less in the sum) and the median cell's
 ///   ratio in [0.85, 1.2];
 /// * without the job queue the same integers (the replicas follow the photon ids, not the lanes),
-///   and the same with the photons' ends as their last points' signs (`WD_SAMP_ENDBITS`) and the
-///   warp's counters (`WD_SAMP_LEAN_SMEM`);
+///   and the same with end markers in the queue (`WD_SAMP_ENDBITS=0`), per-thread counters and 8
+///   photons a refill (`WD_SAMP_LEAN_SMEM=0`), and both (session 35's default);
 /// * in launches of 2¹² photons the same sums and Σ V within [0.9, 1.1] of the default's (the
 ///   variances are formed per launch from fewer photons each).
 pub fn check_sampled_batch_means(
@@ -1118,16 +1118,17 @@ pub fn check_sampled_batch_means(
     let (sum_ratio, median, n) = spatial_variance_ratio(g_runs, g);
     let variances = (0.97..=1.15).contains(&sum_ratio) && (0.85..=1.2).contains(&median) && n > 0;
     // The same integers and counts without the job queue (the replicas follow the photon ids),
-    // with the photons' ends as the sign of their last points (WD_SAMP_ENDBITS) and with the
-    // warp's counters and the queue without the runs' arrays (WD_SAMP_LEAN_SMEM).
+    // with end markers in the queue instead of the photons' last points' signs (WD_SAMP_ENDBITS=0),
+    // with per-thread counters, the runs' arrays and 8 photons a refill (WD_SAMP_LEAN_SMEM=0), and
+    // with both (session 35's default).
     let mut same_jobq = true;
     let mut j = agreement(g, g);
     let mut builds = Vec::new();
     for extra in [
         &["WD_SAMP_JOBQ=0"][..],
-        &["WD_SAMP_ENDBITS=1"],
-        &["WD_SAMP_LEAN_SMEM=1"],
-        &["WD_SAMP_ENDBITS=1", "WD_SAMP_LEAN_SMEM=1"],
+        &["WD_SAMP_ENDBITS=0"],
+        &["WD_SAMP_LEAN_SMEM=0"],
+        &["WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"],
     ] {
         let alt = stepped.run_gpu(&on(extra, batch), gpu_ctl)?;
         let a = agreement(g, &alt);
@@ -1380,25 +1381,17 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         }
     }
     let ice = data.join("ice/spice_3.2.1");
+    let request = crate::bench::tabulation_request(&ice, crate::bench::TABULATE_DEPTH, crate::bench::TABULATE_PHOTONS, 1);
     let r = crate::bench::tabulation_rate(
-        &ice,
+        &request,
         Some(&[ordinal]),
-        crate::bench::TABULATE_PHOTONS,
-        1,
         adaptive,
         &crate::tabulate::gpu::TabGpuOptions::default(),
         &gpu_ctl,
     )?;
     // The fixed 1 m comb's rate beside it (information; the alternatives below run it too).
-    let fixed_rate = crate::bench::sampled_tabulation_rate(
-        &ice,
-        ordinal,
-        crate::bench::TABULATE_PHOTONS,
-        1,
-        fixed,
-        &crate::tabulate::gpu::TabGpuOptions::default(),
-        &gpu_ctl,
-    )?;
+    let fixed_rate =
+        crate::bench::sampled_tabulation_rate(&request, ordinal, fixed, &crate::tabulate::gpu::TabGpuOptions::default(), &gpu_ctl)?;
     // The structural alternatives turned off: their rates beside the default's (information: the verdict is the
     // default build's, which is what a tabulation runs).
     let mut alternatives = Vec::new();
@@ -1412,6 +1405,8 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
         (SCAN, 8),
         (&["WD_SAMP_ATAN=0"][..], 8),
         (&["WD_SAMP_LEAN=0"][..], 8),
+        // Session 35's default: end markers, per-thread counters, 8 photons a refill.
+        (&["WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"][..], 8),
         (SPLIT, 8),
         (&["WD_SAMP_SPLIT=2"][..], 8),
     ] {
@@ -1420,7 +1415,7 @@ pub fn check_tabulate(data: &Path, ordinal: usize, log: &mut dyn FnMut(&str)) ->
             blocks_per_sm: per_sm,
             ..Default::default()
         };
-        let rate = crate::bench::sampled_tabulation_rate(&ice, ordinal, crate::bench::TABULATE_PHOTONS, 1, fixed, &shape, &gpu_ctl)?;
+        let rate = crate::bench::sampled_tabulation_rate(&request, ordinal, fixed, &shape, &gpu_ctl)?;
         alternatives.push(format!(
             "{}, per-sm={per_sm}: {rate:.3e} photons/s ({:.3} of fast, {:.2}x the fixed 1 m default build)",
             d.join(","),
