@@ -98,7 +98,7 @@ pub struct BenchPhoton {
     /// growing with the distance as the bins allow), a fixed step [m], or `segment`.
     #[arg(long, requires = "tabulate")]
     sample_step: Option<String>,
-    /// With --tabulate: the cascade's depth [m] (default 2000, in the dust layer).
+    /// With --tabulate: the cascade's depth [m] (2000: in the dust layer, where the photons stay near it).
     #[arg(long, requires = "tabulate", default_value_t = warpdrive_photon::bench::TABULATE_DEPTH)]
     depth: f64,
     #[command(flatten)]

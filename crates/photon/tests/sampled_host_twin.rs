@@ -466,7 +466,10 @@ int main() {
 /// loop (docs/spline.md "One point per step": each lane bins its own points, at most one or three
 /// a step, with and without the job queue and the digits). All builds must give the same integers (sums, u128 squares and spatial squares) and counters, every
 /// photon id of the launch started exactly once; with full warps and a warp of 13 lanes, Δ = 1 m
-/// and one point per segment. The digits are also checked against add_u128 value by value on
+/// and one point per segment. Batch means (`WD_SAMP_REP=256`: the default, session 35's end
+/// markers and per-thread counters, each switch alone, other refills, no job queue, unlimited
+/// rounds) must give one another's integers (the replicas folded into the spatial squares) and the
+/// float runs' photons tabulated, segments and points. The digits are also checked against add_u128 value by value on
 /// 2·10⁵ integers up to 2⁹⁶ (sums of many into a few cells, folded between batches), and a
 /// square ≥ 2⁹⁶ must be counted, not added.
 #[test]
@@ -529,6 +532,10 @@ static unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
 static int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 static int __popc(unsigned x) { return __builtin_popcount(x); }
+static int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
+static int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+static float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+using std::signbit;
 // The warp: `width` threads, lane = thread_local, a barrier for __syncwarp, ballots, shuffles.
 static int g_width = 32;
 static std::barrier<>* g_bar;
@@ -690,6 +697,12 @@ int main() {
             TT.sum = sum.data(); TT.sumsq = sq.data(); TT.spatial_sumsq = ssq.data(); TT.counters = counters;
             TT.photon_lo = g_lo; TT.photon_hi = g_lo + photons;
             std::vector<SampCounts> cnt(width, SampCounts{0, 0, 0, 0, 0, 0});
+#if WD_SAMP_REP
+            // Batch means: R replicas of every spatial cell, folded into the spatial squares' digits.
+            std::vector<unsigned long long> reps(WD_SAMP_REP * spatial, 0);
+            TT.rep = reps.data();
+            TT.n_spatial = spatial;
+#endif
 #if WD_SAMP_COMPACT
             static SampQueue q;
 #endif
@@ -729,9 +742,14 @@ int main() {
 #elif WD_SAMP_STEPWISE
                 sampled_loop(PhotonParams{0}, TT, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
 #else
-                sampled_loop(PhotonParams{0}, TT, q, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[l]);
+                // WD_SAMP_LEAN_SMEM: the warp's counters, one for all its lanes.
+                sampled_loop(PhotonParams{0}, TT, q, &J, full, width, l, g_lo + l, (unsigned long long)width, cnt[WD_SAMP_LEAN_SMEM ? 0 : l]);
 #endif
             });
+#endif
+#if WD_SAMP_REP
+            sampled_rep_fold(reps.data(), ssq.data(), counters, spatial, WD_SAMP_REP);
+            for (unsigned long long r : reps) if (r != 0) { printf("the replicas were not zeroed\n"); exit(3); }
 #endif
             SampCounts n{0, 0, 0, 0, 0, 0};
             for (const SampCounts& c : cnt) {
@@ -745,9 +763,9 @@ int main() {
             eat(sum.data(), 8 * cells); eat(a.data(), 16 * cells); eat(b.data(), 16 * spatial); eat(&n, sizeof n);
             unsigned long long filled = 0;
             for (size_t c = 0; c < cells; ++c) filled += sum[c] != 0;
-            printf("width %d, step %g: %llu photons ended (%llu absorbed), %llu segments, %llu points, %llu runs, %llu cells filled, each photon started once: %s, tables %016llx\n",
-                   width, step, n.absorbed + n.escaped, n.absorbed, n.segments, n.points, n.runs, filled, once ? "yes" : "NO", fnv);
-            if (!once || n.absorbed + n.escaped != photons || n.points < 500 || n.runs < 200 || filled < 100) ++failures;
+            printf("width %d, step %g: %llu photons ended (%llu absorbed), %llu tabulated, %llu segments, %llu points, %llu runs, %llu cells filled, each photon started once: %s, tables %016llx\n",
+                   width, step, n.absorbed + n.escaped, n.absorbed, n.tabulated, n.segments, n.points, n.runs, filled, once ? "yes" : "NO", fnv);
+            if (!once || n.absorbed + n.escaped != photons || n.points < 500 || (WD_SAMP_REP == 0 && n.runs < 200) || filled < 100) ++failures;
         }
     }
     return failures;
@@ -800,13 +818,27 @@ int main() {
         let i = line.find(&format!(" {what},")).unwrap_or_else(|| panic!("{what} in {line}"));
         line[..i].rsplit(' ').next().unwrap().parse().unwrap()
     };
-    let mut reference: Option<String> = None;
-    for group in [&builds[..], &qpoint[..]] {
+    // Batch means (WD_SAMP_REP, the GPU's default; docs/spline.md "Batch means", "Session 36"): the
+    // default (the photons' ends as their last points' signs, the warp's counters, 32 photons a
+    // refill), session 35's (end markers in the queue, per-thread counters, 8 a refill), each
+    // switch alone, 5-photon refills, without the job queue and with unlimited rounds must give the
+    // same sums, spatial squares (the replicas folded) and counts; and the same photons tabulated,
+    // segments and points as the float runs' builds (the same points, no runs).
+    let batch: [&[&str]; 7] = [
+        &["WD_SAMP_REP=256"],
+        &["WD_SAMP_REP=256", "WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"],
+        &["WD_SAMP_REP=256", "WD_SAMP_ENDBITS=0"],
+        &["WD_SAMP_REP=256", "WD_SAMP_LEAN_SMEM=0"],
+        &["WD_SAMP_REP=256", "WD_SAMP_JOBS=5"],
+        &["WD_SAMP_REP=256", "WD_SAMP_JOBQ=0"],
+        &["WD_SAMP_REP=256", "WD_SAMP_ROUNDS=0"],
+    ];
+    let run_group = |group: &[&[&str]]| -> Option<String> {
         let mut first: Option<String> = None;
         for (i, defines) in group.iter().enumerate() {
             let exe = dir.join(format!("jobq{i}"));
             if !compile(&cpp, &exe, &["-O2", "-std=c++20", "-ffp-contract=off", "-pthread", "-w"], defines) {
-                return;
+                return None;
             }
             let o = Command::new(&exe).output().unwrap();
             let out = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -818,7 +850,11 @@ int main() {
                 Some(f) => assert_eq!(&out, f, "{defines:?} gives other tables than {:?}", group[0]),
             }
         }
-        let out = first.unwrap();
+        first
+    };
+    let mut reference: Option<String> = None;
+    for group in [&builds[..], &qpoint[..]] {
+        let Some(out) = run_group(group) else { return };
         match &reference {
             None => reference = Some(out),
             Some(r) => {
@@ -838,6 +874,18 @@ int main() {
                 }
             }
         }
+    }
+    let Some(out) = run_group(&batch) else { return };
+    let r = reference.unwrap();
+    let tables = |s: &str| s.lines().filter(|l| l.contains("tables")).map(str::to_string).collect::<Vec<_>>();
+    let (a, b) = (tables(&r), tables(&out));
+    assert_eq!(a.len(), b.len());
+    for (a, b) in a.iter().zip(&b) {
+        for what in ["tabulated", "segments", "points"] {
+            assert_eq!(count(a, what), count(b, what), "{what}: float runs against batch means\n{a}\n{b}");
+        }
+        assert_eq!(count(b, "runs"), 0.0, "batch means form no runs: {b}");
+        assert_ne!(a, b, "batch means round each point: other sums");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
