@@ -99,7 +99,7 @@ pub struct BenchPhoton {
     #[arg(long, requires = "tabulate")]
     sample_step: Option<String>,
     /// With --tabulate: the cascade's depth [m] (2000: in the dust layer, where the photons stay near it).
-    #[arg(long, requires = "tabulate", default_value_t = warpdrive_photon::bench::TABULATE_DEPTH)]
+    #[arg(long, requires = "tabulate", default_value_t = warpdrive_photon::bench::TABULATE_DEPTH, allow_hyphen_values = true)]
     depth: f64,
     #[command(flatten)]
     common: BenchCommon,
