@@ -101,8 +101,9 @@
 // is not emptied at each segment's end but kept across segments, each point with its weighted
 // length, so every batch is a warp's width of points (the lookup on all lanes) instead of one
 // full and one partial batch per segment; a photon's end is a marker in the queue after its
-// points, whose merge closes the photon's open runs (sampled_end), and the queue is emptied
-// once more when the warp's photons are all done. The same runs, the same order per photon.
+// points, whose merge closes the photon's open runs (sampled_end; with batch means the sign of
+// its last point instead, WD_SAMP_ENDBITS below), and the queue is emptied once more when the
+// warp's photons are all done. The same runs, the same order per photon.
 #ifndef WD_SAMP_DEFER
 #define WD_SAMP_DEFER WD_SAMP_SLOTS
 #endif
@@ -218,7 +219,7 @@
 #endif
 // WD_SAMP_JOBS: photons a refill. 32 with the lean shared memory (session 36: the emission at
 // every lane of the warp; with the 21.7 kB a block before, a larger job queue pushed the shared
-// memory past the 200 kB carveout and halved the L1: 16 ran 7 % slower than 8), else 8 (session 34:
+// memory past the 196 KiB carveout and halved the L1: 16 ran 7 % slower than 8), else 8 (session 34:
 // with the batch means' light drain, 8 ran 9 % faster than 16 at Δ = 1 m and the same at 2 m; with
 // the runs 16 had been 3 % faster).
 #ifndef WD_SAMP_JOBS
@@ -784,7 +785,7 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
 struct SampQueue {
     float x[WD_SAMP_QUEUE], y[WD_SAMP_QUEUE], z[WD_SAMP_QUEUE], t[WD_SAMP_QUEUE];
 #if WD_SAMP_DEFER
-    float w[WD_SAMP_QUEUE];  // the point's weighted length; < 0: its photon's end marker
+    float w[WD_SAMP_QUEUE];  // the point's weighted length; < 0: its photon's end marker (WD_SAMP_ENDBITS: its last point)
 #if WD_SAMP_REP
     int rp[WD_SAMP_QUEUE];  // the point's replica (its photon's id mod WD_SAMP_REP)
 #endif

@@ -863,18 +863,16 @@ pub fn sampled_tabulation_rate(
     ctl: &Control,
 ) -> Result<f64> {
     use crate::tabulate::{gpu::TabGpuOptions, Tabulate, TabulateOptions};
-    let o = request.clone();
-    let photons = o.photons;
     let topts = TabGpuOptions {
         devices: vec![device],
         ..shape.clone()
     };
     Tabulate::new(&TabulateOptions {
         photons: 1 << 16,
-        ..o.clone()
+        ..request.clone()
     })?
     .with_estimator(sampled)?
     .run_gpu(&topts, ctl)?;
-    let r = Tabulate::new(&o)?.with_estimator(sampled)?.run_gpu(&topts, ctl)?;
-    Ok(photons as f64 / r.kernel_seconds.max(1e-12))
+    let r = Tabulate::new(request)?.with_estimator(sampled)?.run_gpu(&topts, ctl)?;
+    Ok(request.photons as f64 / r.kernel_seconds.max(1e-12))
 }
