@@ -164,16 +164,21 @@
 #ifndef WD_SAMP_NOSQ
 #define WD_SAMP_NOSQ 0
 #endif
-// WD_SAMP_ADAPT (the host adds it for `--sample-step auto`, the GPU's default; needs the warp
-// queue of points, WD_SAMP_COMPACT): the adaptive comb of sampled.rs AdaptiveStep. Each
-// segment's step Δ_seg = clamp(T.adapt_slope·r, T.step, T.adapt_max), r the distance of its
-// nearer end from the source (samp_segment_step), the points at u + k in units of the segments'
-// steps (S.next in those units), each of weight × Δ_seg. 0: the fixed comb of step T.step.
+// WD_SAMP_ADAPT (the host adds =2 for `--sample-step auto`, the GPU's default; needs the warp
+// queue of points, WD_SAMP_COMPACT): the adaptive comb of sampled.rs AdaptiveStep, the points at
+// u + k in units of the segments' steps (S.next in those units), each of weight × Δ_seg. 2 (since
+// session 37): the directional step, half a bin over the segment's fastest rate in each coordinate
+// (AdaptiveStep::segment_step). 1 (session 35's rule, kept for comparisons): Δ_seg =
+// clamp(T.adapt_slope·r, T.step, T.adapt_max), r the distance of the segment's nearer end from
+// the source. Both are samp_segment_step. 0: the fixed comb of step T.step.
 #ifndef WD_SAMP_ADAPT
 #define WD_SAMP_ADAPT 0
 #endif
 #if WD_SAMP_ADAPT && !WD_SAMP_COMPACT
 #error "WD_SAMP_ADAPT needs the warp queue of points (WD_SAMP_COMPACT)"
+#endif
+#if WD_SAMP_ADAPT < 0 || WD_SAMP_ADAPT > 2
+#error "WD_SAMP_ADAPT is 0 (the fixed comb), 1 (the distance rule) or 2 (the directional step)"
 #endif
 // WD_SAMP_REP=R (needs the deferred queue and WD_SAMP_RED; R a power of two, 0: off): the spatial
 // cells' variance by batch means instead of the runs' squares. Each point adds its weighted
@@ -274,6 +279,7 @@ struct SampParams {
     unsigned long long* rep;            // WD_SAMP_REP: R × n_spatial replica sums, replica-major
     unsigned int n_spatial, rep_pad;
     float adapt_slope, adapt_max;       // WD_SAMP_ADAPT: the adaptive comb (samp_segment_step)
+    float adapt_hr, adapt_hz, adapt_ht, adapt_pad;  // WD_SAMP_ADAPT=2: half the narrowest radial, axial (∞: spheres), delay bin
 };
 
 // sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
@@ -1015,10 +1021,46 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
     queued = left;
 }
 
-// sampled.rs AdaptiveStep::step for the segment from p along d of length len: clamp(slope·r,
-// Δ, max) with r the distance of its nearer end from the source (the vertex; cylinders: the
-// axis), as Frame::distance.
-__device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 p, V3 d, float len) {
+#if WD_SAMP_ADAPT == 2
+// sampled.rs AdaptiveStep::segment_step for the segment from x along the unit vector d, len long,
+// of a photon whose time grows by ocm a metre. p the start from the source (cylinders: across the
+// axis, d too, da the axial part). Along the line dr/ds = cos α grows from c0 (start) to c1
+// (end): the radial bound ½w_r/max(|c0|, |c1|); the delay t − r·n_g/c (cylinders: t − z/c −
+// ρ·cone) changes at rate − k·cos α, largest at an end: ½w_t over that; cylinders ½w_z/|da|; the
+// direction from the source turns at b/r² at most, b² = |p|²|d|² − (p·d)², r_min the closest
+// distance: k·r_min²/b. The smallest, clamped to [Δ, 2·Δ_max].
+__device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 x, V3 d, float len, float ocm) {
+    float px = x.x - T.origin[0], py = x.y - T.origin[1], pz = x.z - T.origin[2];
+    float da = 0.0f, rate = ocm, k = T.ng_over_c;
+    if (!T.spherical) {
+        const float up = px * T.axis[0] + py * T.axis[1] + pz * T.axis[2];
+        da = d.x * T.axis[0] + d.y * T.axis[1] + d.z * T.axis[2];
+        px -= up * T.axis[0];
+        py -= up * T.axis[1];
+        pz -= up * T.axis[2];
+        d = V3{d.x - da * T.axis[0], d.y - da * T.axis[1], d.z - da * T.axis[2]};
+        rate = ocm - da * T.inv_c;
+        k = T.cone;
+    }
+    const float pp = px * px + py * py + pz * pz, pd = px * d.x + py * d.y + pz * d.z, dd = d.x * d.x + d.y * d.y + d.z * d.z;
+    // The end from its coordinates (not pp + len·(2pd + len·dd): that cancels near the source).
+    const float ex = px + len * d.x, ey = py + len * d.y, ez = pz + len * d.z;
+    const float ee = ex * ex + ey * ey + ez * ez, ed = ex * d.x + ey * d.y + ez * d.z;
+    const float c0 = pp > 0.0f ? pd * rsqrtf(pp) : 1.0f, c1 = ee > 0.0f ? ed * rsqrtf(ee) : 1.0f;
+    const float radial = T.adapt_hr / fmaxf(fabsf(c0), fabsf(c1));
+    const float delay = T.adapt_ht / fmaxf(fabsf(rate - k * c0), fabsf(rate - k * c1));
+    const float axial = T.adapt_hz / fabsf(da);
+    const float b2 = fmaxf(pp * dd - pd * pd, 0.0f);
+    const float smin = dd > 0.0f ? -pd / dd : 0.0f;
+    const float rmin2 = smin <= 0.0f ? pp : (smin >= len ? ee : b2 / dd);
+    const float angular = b2 > 0.0f ? T.adapt_slope * rmin2 * rsqrtf(b2) : (rmin2 > 0.0f ? __int_as_float(0x7f800000) : 0.0f);
+    return fminf(fmaxf(fminf(fminf(radial, delay), fminf(axial, angular)), T.step), 2.0f * T.adapt_max);
+}
+#else
+// WD_SAMP_ADAPT=1: sampled.rs AdaptiveStep::step for the segment from p along d of length len:
+// clamp(slope·r, Δ, max) with r the distance of its nearer end from the source (the vertex;
+// cylinders: the axis), as Frame::distance.
+__device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 p, V3 d, float len, float) {
     float ax = p.x - T.origin[0], ay = p.y - T.origin[1], az = p.z - T.origin[2];
     float bx = ax + len * d.x, by = ay + len * d.y, bz = az + len * d.z;
     float ra = ax * ax + ay * ay + az * az, rb = bx * bx + by * by + bz * bz;
@@ -1030,6 +1072,7 @@ __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 p, V3
     }
     return fminf(fmaxf(T.adapt_slope * sqrtf(fmaxf(fminf(ra, rb), 0.0f)), T.step), T.adapt_max);
 }
+#endif
 
 // A segment's points into the warp's queue (every lane of `full` calls it, `width` lanes), a
 // batch drained whenever the queue holds a warp's width: `mine` this lane's entries among the
@@ -1047,7 +1090,7 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
     // The adaptive comb (sampled.rs AdaptiveStep): the segment's own step, S.next in its units.
     float ds = T.step;
     if (has) {
-        if (step) ds = samp_segment_step(T, st.pos, st.dir, len);
+        if (step) ds = samp_segment_step(T, st.pos, st.dir, len, st.ocm);
         s = step ? S.next * ds : wd_u32_to_uniform(S.bits + S.k * WD_GOLDEN) * len;
         x = step ? g.w * ds : g.w * len;
     }
@@ -1723,7 +1766,8 @@ extern "C" __global__ void sampled_layout(unsigned long long* out) {
     out[7] = (const char*)&t.angc - b;
     out[8] = (const char*)&t.rep - b;
     out[9] = (const char*)&t.adapt_slope - b;
-    out[10] = sizeof(SampParams);
+    out[10] = (const char*)&t.adapt_hr - b;
+    out[11] = sizeof(SampParams);
 }
 
 // Twin check of the lookup (gpu-check and scripts/tabulate-twin-check): the cell of n points

@@ -1410,10 +1410,13 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             // compile, without and with the birefringence features, and with a fixed step
             // (docs/spline.md "Batch means", "The adaptive step"; the kernel's own defaults are
             // the runs', WD_SAMP_REP=0, and the fixed comb).
-            samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=1"]),
-            samp(&["WD_BFR", "WD_SAMP_REP=256", "WD_SAMP_ADAPT=1"]),
-            samp(&["WD_BFR", "WD_BFR_RB_CONST", "WD_SAMP_REP=256", "WD_SAMP_ADAPT=1"]),
+            samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=2"]),
+            samp(&["WD_BFR", "WD_SAMP_REP=256", "WD_SAMP_ADAPT=2"]),
+            samp(&["WD_BFR", "WD_BFR_RB_CONST", "WD_SAMP_REP=256", "WD_SAMP_ADAPT=2"]),
             samp(&["WD_SAMP_REP=256"]),
+            // Session 35's distance rule of the adaptive comb (comparison build; docs/spline.md
+            // "The directional step").
+            samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=1"]),
             // The loop without its points (measurement only; docs/spline.md "The floor").
             samp(&["WD_SAMP_PHYSICS=1"]),
         ],

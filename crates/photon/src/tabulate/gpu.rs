@@ -88,12 +88,13 @@ pub const SAMPLED_RED_DEFAULT: bool = true;
 /// docs/spline.md "Batch means".
 pub const SAMPLED_REP_DEFAULT: u64 = 256;
 
-/// `defines` with `WD_SAMP_ADAPT=1` for the adaptive comb (sampled.cu; its own default is the
-/// fixed one, whose build stays the one without the switch): the build a run compiles, and
-/// `doctor --prebuild` makes for the default estimator.
+/// `defines` with `WD_SAMP_ADAPT=2` for the adaptive comb's directional step (sampled.cu; its
+/// own default is the fixed comb, whose build stays the one without the switch; a `--config`
+/// naming `WD_SAMP_ADAPT=1` keeps session 35's distance rule, for comparisons): the build a run
+/// compiles, and `doctor --prebuild` makes for the default estimator.
 pub fn with_adaptive(defines: &mut Vec<String>, adaptive: bool) {
     if adaptive && !switch_on(defines, "WD_SAMP_ADAPT", false) {
-        defines.push("WD_SAMP_ADAPT=1".into());
+        defines.push("WD_SAMP_ADAPT=2".into());
     }
 }
 
@@ -253,6 +254,12 @@ pub struct SampParams {
     /// segment's step clamp(slope·r, step, max) (sampled.cu `samp_segment_step`).
     pub adapt_slope: f32,
     pub adapt_max: f32,
+    /// `WD_SAMP_ADAPT=2`, the directional step ([`super::sampled::AdaptiveStep::segment_step`]):
+    /// half the narrowest radial, axial (∞ for spheres) and delay (∞ without one) bin.
+    pub adapt_hr: f32,
+    pub adapt_hz: f32,
+    pub adapt_ht: f32,
+    pub adapt_pad: f32,
 }
 // SAFETY: plain old data of integers and floats, `#[repr(C)]`, passed by value to the kernel.
 unsafe impl cudarc::driver::DeviceRepr for SampParams {}
@@ -493,7 +500,7 @@ pub const SAMPLED_EARLIER: &[&str] = &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SA
 pub const SAMPLED_ANGC_MAX: usize = 16;
 
 /// Offsets the kernel's `sampled_layout` reports, in its order.
-pub const SAMPLED_LAYOUT: [usize; 11] = [
+pub const SAMPLED_LAYOUT: [usize; 12] = [
     offset_of!(SampParams, photon_lo),
     offset_of!(SampParams, origin),
     offset_of!(SampParams, step),
@@ -504,9 +511,10 @@ pub const SAMPLED_LAYOUT: [usize; 11] = [
     offset_of!(SampParams, angc),
     offset_of!(SampParams, rep),
     offset_of!(SampParams, adapt_slope),
+    offset_of!(SampParams, adapt_hr),
     size_of::<SampParams>(),
 ];
-const _: () = assert!(size_of::<SampParams>() == 272 + 4 * SAMPLED_ANGC_MAX);
+const _: () = assert!(size_of::<SampParams>() == 288 + 4 * SAMPLED_ANGC_MAX);
 
 /// The acceptance polynomial's coefficients as the kernel's floats, zero above their number
 /// ([`SampParams::angc`]; all zero when there are more than [`SAMPLED_ANGC_MAX`]: the kernel then
@@ -1102,6 +1110,9 @@ fn run_sampled_on(
         (tp.ng_over_c, tp.cone, tp.inv_c) = (f.ng_over_c as f32, f.cone as f32, f.inv_c as f32);
         let a = estimator.adaptive_step(b, f);
         (tp.adapt_slope, tp.adapt_max) = a.map_or((0.0, 0.0), |a| (a.slope as f32, a.max as f32));
+        (tp.adapt_hr, tp.adapt_hz, tp.adapt_ht) = a.map_or((0.0, 0.0, 0.0), |a| {
+            (a.half_radial as f32, a.half_axial as f32, a.half_delay as f32)
+        });
         stream.memset_zeros(&mut sum)?;
         stream.memset_zeros(&mut sumsq)?;
         stream.memset_zeros(&mut spatial_sumsq)?;

@@ -867,7 +867,15 @@ impl Tabulate {
         // The adaptive comb's rule (the frames differ only in place and direction: the first's).
         if let (Estimator::Sampled { step, adaptive: true }, Some(p)) = (ran.estimator, self.sources.first()) {
             settings["adaptive_step"] = match ran.estimator.adaptive_step(&self.binning, &p.frame) {
-                Some(a) => serde_json::json!({"smallest_m": a.min, "per_m_of_distance": a.slope, "largest_m": a.max}),
+                Some(a) => serde_json::json!({
+                    "rule": "directional: half a bin over the segment's fastest rate in each coordinate",
+                    "smallest_m": a.min,
+                    "largest_m": 2.0 * a.max,
+                    "half_radial_bin_m": a.half_radial,
+                    "half_axial_bin_m": if a.half_axial.is_finite() { serde_json::json!(a.half_axial) } else { serde_json::Value::Null },
+                    "half_delay_bin_ns": if a.half_delay.is_finite() { serde_json::json!(a.half_delay) } else { serde_json::Value::Null },
+                    "angular_bin_rad": a.slope,
+                }),
                 None => serde_json::json!({"smallest_m": step, "fixed": "the bins leave no room above the smallest step"}),
             };
         }

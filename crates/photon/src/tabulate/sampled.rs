@@ -11,15 +11,17 @@
 //!   length; u_k = the photon's 32 random bits + k·⌊2³²/φ⌋ (mod 2³², a Weyl sequence: each u_k
 //!   uniform, independent of the path), k the segment's index. The cheapest unbiased
 //!   track-length estimator: one record per segment.
-//! * **Adaptive step** (`--sample-step auto`, [`AdaptiveStep`]): each segment's Δ grows with
-//!   its distance from the source, Δ_seg = clamp(k·r, Δ, Δ_max) with r the nearer of its ends
-//!   (to the vertex for cascades, to the axis for muon segments), k the narrowest angular bin
-//!   [rad] (Δ_seg is then the width of the narrowest angular cell at that distance) and Δ_max
-//!   half the narrowest radial (axial) or delay bin in path length. The comb runs
-//!   in units of the step: point k of the photon at cumulative u = (u₀ + k) with du = ds/Δ_seg,
-//!   each adding weight × Δ_seg. Δ_seg depends on the path alone, not on the comb, so
+//! * **Adaptive step** (`--sample-step auto`, [`AdaptiveStep`]): each segment's Δ_seg is as
+//!   large as the cells it crosses allow in the direction it crosses them: half the narrowest
+//!   radial (axial, delay) bin over the fastest rate at which the segment's r (z, delay) changes
+//!   along it, and the narrowest angular bin k [rad] over its fastest angular rate seen from the
+//!   source (b/r_min², b its impact parameter); clamped to [Δ, the narrowest bin in path length].
+//!   ([`AdaptiveStep::segment_step`]; session 35's rule, clamp(k·r, Δ, Δ_max) with r the nearer
+//!   end's distance, is [`AdaptiveStep::step`], kept for the GPU's comparison build.) The comb
+//!   runs in units of the step: point k of the photon at cumulative u = (u₀ + k) with du =
+//!   ds/Δ_seg, each adding weight × Δ_seg. Δ_seg depends on the path alone, not on the comb, so
 //!   E_u[Σ f(x_k)·Δ_seg] = ∫ f ds still holds: the same unbiased tables with fewer points
-//!   where the cells are large (docs/spline.md "The adaptive step").
+//!   where the cells are large (docs/spline.md "The adaptive step", "The directional step").
 //! * **Runs**: consecutive points of a photon in the grid that fall in the same cell are merged
 //!   before they are added; Σx² then sums the squares of a photon's *runs* in a cell (a photon
 //!   that leaves a cell and comes back adds two squares, not the square of their sum), likewise
@@ -160,16 +162,23 @@ impl Lookup {
     }
 }
 
-/// The adaptive comb's rule (module doc): Δ_seg = clamp(`slope`·r, `min`, `max`).
+/// The adaptive comb's rule (module doc).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdaptiveStep {
     /// Δ [m]: the smallest step (near the source).
     pub min: f64,
-    /// k [m per m of distance]: the narrowest angular bin [rad].
+    /// k [rad]: the narrowest angular bin (session 35's rule: k [m per m of distance]).
     pub slope: f64,
     /// Δ_max [m]: half the narrowest radial (cylinders: also axial) bin, and of the narrowest
-    /// delay bin over the fastest rate at which a path's delay can change.
+    /// delay bin over the fastest rate at which a path's delay can change (session 35's rule's
+    /// largest step; [`Self::segment_step`] takes up to twice it, a whole bin).
     pub max: f64,
+    /// Half the narrowest radial bin [m] (r or ρ).
+    pub half_radial: f64,
+    /// Cylinders: half the narrowest axial bin [m]; spheres: ∞.
+    pub half_axial: f64,
+    /// Half the narrowest delay bin [ns]; no delay axis: ∞.
+    pub half_delay: f64,
 }
 
 impl AdaptiveStep {
@@ -179,7 +188,8 @@ impl AdaptiveStep {
     pub fn for_bins(b: &Binning, f: &Frame, step: f64) -> Option<Self> {
         let narrowest = |e: &[f64]| e.windows(2).map(|w| w[1] - w[0]).fold(f64::INFINITY, f64::min);
         let mut angle = narrowest(&b.azimuth).to_radians();
-        let mut length = narrowest(&b.radial);
+        let half_radial = 0.5 * narrowest(&b.radial);
+        let mut half_axial = f64::INFINITY;
         // The rate [ns/m] at which a path's delay changes at most: t grows by n_g/c a metre and
         // the direct light's time r·n_g/c (cylinders: z/c + ρ·cone) changes by at most as much.
         let rate = match b.shape {
@@ -190,22 +200,95 @@ impl AdaptiveStep {
                 2.0 * f.ng_over_c
             }
             Shape::Cylindrical => {
-                length = length.min(narrowest(&b.polar));
+                half_axial = 0.5 * narrowest(&b.polar);
                 f.ng_over_c + f.inv_c + f.cone
             }
         };
-        if !b.delay.is_empty() {
-            length = length.min(narrowest(&b.delay) / rate);
-        }
-        let (slope, max) = (angle, 0.5 * length);
-        (max > step && slope > 0.0 && slope.is_finite()).then_some(Self { min: step, slope, max })
+        let half_delay = if b.delay.is_empty() {
+            f64::INFINITY
+        } else {
+            0.5 * narrowest(&b.delay)
+        };
+        let max = half_radial.min(half_axial).min(half_delay / rate);
+        let slope = angle;
+        (max > step && slope > 0.0 && slope.is_finite()).then_some(Self {
+            min: step,
+            slope,
+            max,
+            half_radial,
+            half_axial,
+            half_delay,
+        })
     }
 
-    /// The step of a segment whose nearer end is `r` from the source [m].
+    /// Session 35's rule: the step of a segment whose nearer end is `r` from the source [m].
+    /// The GPU's comparison build (`WD_SAMP_ADAPT=1`) keeps it; runs use [`Self::segment_step`].
     #[inline]
     #[must_use]
     pub fn step(&self, r: f64) -> f64 {
         (self.slope * r).clamp(self.min, self.max)
+    }
+
+    /// The step of the straight segment from `x0` along the unit vector `dir`, `len` long, of a
+    /// photon whose time grows by `ocm` [ns/m] (sampled.cu `samp_segment_step`). Along a
+    /// straight line the distance's rate dr/ds = cos α (α the angle between the direction and
+    /// the source-to-point vector; cylinders: in the plane across the axis) grows monotonically
+    /// from its value c₀ at the start to c₁ at the end, so over the segment:
+    /// * |dr/ds| ≤ max(|c₀|, |c₁|): the radial bound ½w_r / that;
+    /// * the delay t − r·n_g/c (cylinders: t − z/c − ρ·cone) changes at ocm − n_g/c·cos α
+    ///   (ocm − d_z/c − cone·cos α), largest in size at one of the ends: ½w_t / that;
+    /// * cylinders: |dz/ds| = |d·axis|: ½w_z / that;
+    /// * the direction seen from the source turns at b/r² (b = |p × d| the impact parameter),
+    ///   at most b/r_min² with r_min the segment's closest distance: k·r_min²/b.
+    ///
+    /// Δ_seg is the smallest bound, clamped to [Δ, 2·Δ_max] (a whole bin in the fastest
+    /// direction at most): at least two points per crossing of a cell in each coordinate.
+    #[must_use]
+    pub fn segment_step(&self, f: &Frame, shape: Shape, x0: [f64; 3], dir: [f64; 3], len: f64, ocm: f64) -> f64 {
+        let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+        let p = [x0[0] - f.origin[0], x0[1] - f.origin[1], x0[2] - f.origin[2]];
+        // Across the axis for cylinders: p and d less their axial parts; the delay's axial rate.
+        let (p, d, dz, delay_rate) = match shape {
+            Shape::Spherical => (p, dir, 0.0, ocm),
+            Shape::Cylindrical => {
+                let (up, ud) = (dot(p, f.axis), dot(dir, f.axis));
+                let perp = |v: [f64; 3], u: f64| [v[0] - u * f.axis[0], v[1] - u * f.axis[1], v[2] - u * f.axis[2]];
+                (perp(p, up), perp(dir, ud), ud, ocm - ud * f.inv_c)
+            }
+        };
+        let radial_delay = match shape {
+            Shape::Spherical => f.ng_over_c,
+            Shape::Cylindrical => f.cone,
+        };
+        let (pp, pd, dd) = (dot(p, p), dot(p, d), dot(d, d));
+        // The end from its coordinates (not pp + len·(2pd + len·dd): that cancels near the source).
+        let e = [p[0] + len * d[0], p[1] + len * d[1], p[2] + len * d[2]];
+        let (ee, ed) = (dot(e, e), dot(e, d));
+        let c0 = if pp > 0.0 { pd / pp.sqrt() } else { 1.0 };
+        let c1 = if ee > 0.0 { ed / ee.sqrt() } else { 1.0 };
+        let radial = self.half_radial / c0.abs().max(c1.abs());
+        let delay = self.half_delay / (delay_rate - radial_delay * c0).abs().max((delay_rate - radial_delay * c1).abs());
+        let axial = self.half_axial / dz.abs();
+        // b² = |p × d|² / |d|² · |d|²: the impact parameter of the projected line times |d|.
+        let b2 = (pp * dd - pd * pd).max(0.0);
+        let s_min = if dd > 0.0 { -pd / dd } else { 0.0 };
+        let r_min2 = if s_min <= 0.0 {
+            pp
+        } else if s_min >= len {
+            ee
+        } else {
+            b2 / dd
+        };
+        // The angular rate b/r² with b = |p × d| (= the impact parameter × |d| for cylinders);
+        // a line through the source (b = 0 = r_min) turns without bound there.
+        let angular = if b2 > 0.0 {
+            self.slope * r_min2 / b2.sqrt()
+        } else if r_min2 > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+        radial.min(delay).min(axial).min(angular).clamp(self.min, 2.0 * self.max)
     }
 }
 
@@ -278,8 +361,7 @@ impl Sampler {
             point(f64::from(u) * len, weight * len, self);
         } else if let Some(a) = self.adaptive {
             // The comb in units of the segment's step (module doc).
-            let end = [x0[0] + len * dir[0], x0[1] + len * dir[1], x0[2] + len * dir[2]];
-            let ds = a.step(f.distance(x0, look.shape).min(f.distance(end, look.shape)));
+            let ds = a.segment_step(f, look.shape, x0, dir, len, ocm);
             let x = weight * ds;
             let mut s = self.next * ds;
             while s < len {
