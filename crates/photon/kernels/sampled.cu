@@ -1175,11 +1175,14 @@ __device__ __forceinline__ void sampled_mark(const SampParams& T, SampQueue& q, 
 // launch's or round's, zeroed by the host) and that many lanes call emit(job, slot) to fill the
 // queue's slots; each idle lane then pops the next slot in lane order (pop(slot), before the
 // warp's last sync) and is alive. jq, warp-uniform: the queue's jobs (bits 0-7), its first
-// (8-15), jobs left (16). Shared by tabulate_sampled's loops (sampled_take) and sampled_paths.
+// (8-15), jobs left (16). Returns (warp-uniform) whether the warp is done: every lane was idle
+// and no job is left to pop (then no ids are left either: the refill found none), so no lane is
+// alive after the turn, the queue is empty and no ids are left — from the turn's own ballot, not
+// another vote. Shared by tabulate_sampled's loops (sampled_take) and sampled_paths.
 template <class Emit, class Pop>
-__device__ __forceinline__ void samp_jobq_turn(unsigned full, int width, int lane, bool& alive, unsigned long long* counter, const unsigned long long& lo, const unsigned long long& hi, unsigned int& jq, Emit emit, Pop pop) {
+__device__ __forceinline__ bool samp_jobq_turn(unsigned full, int width, int lane, bool& alive, unsigned long long* counter, const unsigned long long& lo, const unsigned long long& hi, unsigned int& jq, Emit emit, Pop pop) {
     unsigned idle = __ballot_sync(full, !alive);
-    if (!idle) return;
+    if (!idle) return false;
     int jn = jq & 0xff, jhead = (jq >> 8) & 0xff;
     if (jn == 0 && (jq >> 16)) {
         int cap = min(WD_SAMP_JOBS, width);
@@ -1205,6 +1208,7 @@ __device__ __forceinline__ void samp_jobq_turn(unsigned full, int width, int lan
     int taken = min(__popc(idle), jn);
     jq = (jq & (1u << 16)) | ((unsigned)(jhead + taken) << 8) | (unsigned)(jn - taken);
     __syncwarp(full);
+    return idle == full && jn == 0;
 }
 
 #if WD_SAMP_COMPACT || WD_SAMP_STEPWISE || WD_SAMP_SCAN
@@ -1222,9 +1226,10 @@ __device__ __noinline__ void sampled_emit_jobs(const PhotonParams& P, unsigned l
 }
 
 // tabulate_sampled's turn of the job queue: photon ids from counters[WD_SAMP_COUNTERS], emitted
-// into J; the same photon state whichever lane and step take it.
-__device__ __forceinline__ void sampled_take(const PhotonParams& P, const SampParams& T, SampJobs* J, unsigned full, int width, int lane, bool& alive, SampState& S, unsigned int& jq) {
-    samp_jobq_turn(
+// into J; the same photon state whichever lane and step take it. True when the warp is done (no
+// lane alive, the job queue empty and no ids left: samp_jobq_turn).
+__device__ __forceinline__ bool sampled_take(const PhotonParams& P, const SampParams& T, SampJobs* J, unsigned full, int width, int lane, bool& alive, SampState& S, unsigned int& jq) {
+    return samp_jobq_turn(
         full, width, lane, alive, T.counters + WD_SAMP_COUNTERS, T.photon_lo, T.photon_hi, jq,
         [&](unsigned long long id, int e) { sampled_emit_jobs(P, id, J, e); },
         [&](int e) {
@@ -1234,11 +1239,6 @@ __device__ __forceinline__ void sampled_take(const PhotonParams& P, const SampPa
             S.runs = SampRuns{-1, -1, 0, 0};  // (deferred: the end marker's merge resets them)
 #endif
         });
-}
-
-// Whether the warp's loop is done: no lane alive, the job queue empty and no ids left.
-__device__ __forceinline__ bool sampled_done(unsigned full, bool alive, unsigned int jq) {
-    return !__any_sync(full, alive) && (jq & 0xff) == 0 && !(jq >> 16);
 }
 #endif
 
@@ -1250,8 +1250,7 @@ __device__ __forceinline__ bool sampled_supply(const PhotonParams& P, const Samp
 #if WD_SAMP_JOBQ
     (void)next;
     (void)stride;
-    sampled_take(P, T, J, full, width, lane, alive, S, jq);
-    return sampled_done(full, alive, jq);
+    return sampled_take(P, T, J, full, width, lane, alive, S, jq);
 #else
     (void)J;
     (void)width;
@@ -1297,8 +1296,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #endif
     for (;;) {
 #if WD_SAMP_JOBQ
-        sampled_take(P, T, J, full, width, lane, alive, S, jq);
-        if (sampled_done(full, alive, jq)) break;
+        if (sampled_take(P, T, J, full, width, lane, alive, S, jq)) break;
 #else
         if (!alive && next < T.photon_hi) {
             sampled_start(P, T, next, S);

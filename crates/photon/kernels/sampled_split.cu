@@ -95,8 +95,9 @@ __device__ __noinline__ void paths_emit(const PhotonParams& P, const SampParams&
 
 // The job queue's turn for sampled_paths (samp_jobq_turn): jobs from the round's counter
 // (work[0]), emitted or resumed into J; a lane that pops one starts its segments' count at k0.
-__device__ __forceinline__ void paths_take(const PhotonParams& P, const SampParams& T, const SampSplit& X, SampPathJobs* J, unsigned full, int width, int lane, bool& alive, SampState& S, unsigned int& k0, unsigned int& job, unsigned int& jq) {
-    samp_jobq_turn(
+// True when the warp is done.
+__device__ __forceinline__ bool paths_take(const PhotonParams& P, const SampParams& T, const SampSplit& X, SampPathJobs* J, unsigned full, int width, int lane, bool& alive, SampState& S, unsigned int& k0, unsigned int& job, unsigned int& jq) {
+    return samp_jobq_turn(
         full, width, lane, alive, X.work + 0, 0ull, X.jobs, jq,
         [&](unsigned long long j, int e) { paths_emit(P, T, X, j, J, e); },
         [&](int e) {
@@ -116,8 +117,7 @@ __device__ __forceinline__ void sampled_paths_loop(const PhotonParams& P, const 
     bool alive = false;
     unsigned int k0 = 0u, job = 0u, jq = 1u << 16;
     for (;;) {
-        paths_take(P, T, X, J, full, width, lane, alive, S, k0, job, jq);
-        if (!__any_sync(full, alive) && (jq & 0xff) == 0 && !(jq >> 16)) break;
+        if (paths_take(P, T, X, J, full, width, lane, alive, S, k0, job, jq)) break;
         if (!alive) continue;
         SampSeg g;
         sampled_walk(P, T, S, g);  // (its weight is sampled_bins' work: unused here)
