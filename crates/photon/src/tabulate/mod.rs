@@ -138,9 +138,10 @@ impl Estimator {
         }
     }
 
-    /// The estimator a device uses when none is asked for: exact on the CPU (per unit of
-    /// variance it is the cheaper there), sampled with the adaptive step on GPUs (the exact one
-    /// runs at 0.6 % of the propagation's rate there).
+    /// The estimator a device uses when none is asked for: exact on the CPU (its tables carry no
+    /// sampling noise; the sampled one would be cheaper per unit of variance there too, but the
+    /// CPU is not where large tables are made: docs/spline.md "Estimators"), sampled with the
+    /// adaptive step on GPUs (the exact one runs at 0.6 % of the propagation's rate there).
     #[must_use]
     pub fn default_for(gpu: bool) -> Self {
         if gpu {
