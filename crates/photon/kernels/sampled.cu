@@ -233,6 +233,16 @@
 #if WD_SAMP_JOBS < 1 || WD_SAMP_JOBS > 32
 #error "WD_SAMP_JOBS: 1 to 32 photons a refill"
 #endif
+// WD_SAMP_AOS (opt-in, session 37, not yet measured; needs batch means): the point queue's entries
+// as two vectors a slot, (x, y, z, t) and (w, replica), instead of six arrays: a point queued by
+// two shared-memory stores instead of six, looked up after two loads, moved by four instead of
+// twelve. The same points, so the same integers.
+#ifndef WD_SAMP_AOS
+#define WD_SAMP_AOS 0
+#endif
+#if WD_SAMP_AOS && !WD_SAMP_REP
+#error "WD_SAMP_AOS needs batch means (WD_SAMP_REP)"
+#endif
 // WD_SAMP_PHYSICS (measurement only, off; needs the deferred queue): the deferred loop without
 // its points and end markers — the job queue, the walk and the move only (the weight, unused, is
 // compiled out), the tables left empty. What the loop costs without the point machinery
@@ -789,12 +799,19 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
 // Up to 2·32 − 1 points: fewer than a warp's width left from the last round plus one per lane.
 #define WD_SAMP_QUEUE 64
 struct SampQueue {
+#if WD_SAMP_AOS
+    float4 p[WD_SAMP_QUEUE];   // the point (x, y, z) and its time
+    float2 wr[WD_SAMP_QUEUE];  // its weighted length (as w below) and replica (as rp below, the int's bits)
+#else
     float x[WD_SAMP_QUEUE], y[WD_SAMP_QUEUE], z[WD_SAMP_QUEUE], t[WD_SAMP_QUEUE];
-#if WD_SAMP_DEFER
+#endif
+#if WD_SAMP_DEFER && !WD_SAMP_AOS
     float w[WD_SAMP_QUEUE];  // the point's weighted length; < 0: its photon's end marker (WD_SAMP_ENDBITS: its last point)
 #if WD_SAMP_REP
     int rp[WD_SAMP_QUEUE];  // the point's replica (its photon's id mod WD_SAMP_REP)
 #endif
+#endif
+#if WD_SAMP_DEFER
     // Between the kernel loop's queue steps (not in registers across the propagation): per lane
     // its entries among the slots and the queue's length (the same on every lane).
     unsigned long long mine[32];
@@ -816,6 +833,58 @@ struct SampQueue {
 #endif
 };
 
+// The queue's entries whichever the layout (WD_SAMP_AOS): slot i's point and time, its weighted
+// length (a reference: the end flag is set in place) and replica; a point queued; an entry moved.
+__device__ __forceinline__ V3 samp_q_at(const SampQueue& q, int i, float& t) {
+#if WD_SAMP_AOS
+    const float4 v = q.p[i];
+    t = v.w;
+    return V3{v.x, v.y, v.z};
+#else
+    t = q.t[i];
+    return V3{q.x[i], q.y[i], q.z[i]};
+#endif
+}
+#if WD_SAMP_DEFER
+__device__ __forceinline__ float& samp_q_w(SampQueue& q, int i) {
+#if WD_SAMP_AOS
+    return q.wr[i].x;
+#else
+    return q.w[i];
+#endif
+}
+#endif
+#if WD_SAMP_REP
+__device__ __forceinline__ int samp_q_rp(const SampQueue& q, int i) {
+#if WD_SAMP_AOS
+    return __float_as_int(q.wr[i].y);
+#else
+    return q.rp[i];
+#endif
+}
+#endif
+// Slot i: the point at, time t, weighted length w and replica rp (those two with WD_SAMP_DEFER and
+// WD_SAMP_REP).
+__device__ __forceinline__ void samp_q_put(SampQueue& q, int i, V3 at, float t, float w, int rp) {
+#if WD_SAMP_AOS
+    q.p[i] = make_float4(at.x, at.y, at.z, t);
+    q.wr[i] = make_float2(w, __int_as_float(rp));
+#else
+    q.x[i] = at.x;
+    q.y[i] = at.y;
+    q.z[i] = at.z;
+    q.t[i] = t;
+#if WD_SAMP_DEFER
+    q.w[i] = w;
+#endif
+#if WD_SAMP_REP
+    q.rp[i] = rp;
+#endif
+    (void)w;
+    (void)rp;
+#endif
+}
+
 // One batch of the queue's first `count` points (count ≤ width): the cells by all lanes, the merge by each
 // point's lane (`mine`: its points among the batch's slots, in the photon's order; x its points'
 // weighted length), the closed runs added by all lanes.
@@ -825,16 +894,21 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
     int cl = -1, sl = -1;
 #if WD_SAMP_ENDBITS
     // The end flag is the amount's sign; the point is a point all the same.
-    bool mark = lane < count && signbit(q.w[lane]);
-    if (lane < count) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+    bool mark = lane < count && signbit(samp_q_w(q, lane));
+    const bool look = lane < count;
 #elif WD_SAMP_DEFER
-    bool mark = lane < count && q.w[lane] < 0.0f;
-    if (lane < count && !mark) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+    bool mark = lane < count && samp_q_w(q, lane) < 0.0f;
+    const bool look = lane < count && !mark;
 #else
-    if (lane < count) cl = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], sl);
+    const bool look = lane < count;
 #endif
+    if (look) {
+        float qt;
+        const V3 qx = samp_q_at(q, lane, qt);
+        cl = sampled_cell_sp(T, qx, qt, sl);
+    }
 #if WD_SAMP_NOSQ
-    if (cl >= 0) atomicAdd(T.sum + cl, (unsigned long long)rintf(q.w[lane] * (float)WD_SUM_UNIT));
+    if (cl >= 0) atomicAdd(T.sum + cl, (unsigned long long)rintf(samp_q_w(q, lane) * (float)WD_SUM_UNIT));
     {
         unsigned in = __ballot_sync(full, cl >= 0), marks = __ballot_sync(full, mark);
         n.points += __popc(mine & in);
@@ -847,12 +921,12 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
     // Batch means (WD_SAMP_REP): the point to its cell's sum and its replica, by its lookup lane.
     if (cl >= 0) {
 #if WD_SAMP_ENDBITS
-        unsigned long long a = (unsigned long long)rintf(fabsf(q.w[lane]) * (float)WD_SUM_UNIT);
+        unsigned long long a = (unsigned long long)rintf(fabsf(samp_q_w(q, lane)) * (float)WD_SUM_UNIT);
 #else
-        unsigned long long a = (unsigned long long)rintf(q.w[lane] * (float)WD_SUM_UNIT);
+        unsigned long long a = (unsigned long long)rintf(samp_q_w(q, lane) * (float)WD_SUM_UNIT);
 #endif
         atomicAdd(T.sum + cl, a);
-        atomicAdd(T.rep + (size_t)q.rp[lane] * T.n_spatial + sl, a);
+        atomicAdd(T.rep + (size_t)samp_q_rp(q, lane) * T.n_spatial + sl, a);
     }
     {
         // sampled_end's count: a photon is tabulated when one of its points fell in the grid.
@@ -902,7 +976,7 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
         int j = __ffs(mine) - 1;
         mine &= mine - 1;
 #if WD_SAMP_DEFER
-        x = q.w[j];
+        x = samp_q_w(q, j);
         if (x < 0.0f) {
             // The photon's end marker: sampled_end's closes, the runs reset for the next photon.
             if (r.cell >= 0) {
@@ -966,7 +1040,11 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
     __syncwarp(full);
 #endif
 #else
-    if (lane < count) q.cell[lane] = sampled_cell_sp(T, V3{q.x[lane], q.y[lane], q.z[lane]}, q.t[lane], q.sp[lane]);
+    if (lane < count) {
+        float qt;
+        const V3 qx = samp_q_at(q, lane, qt);
+        q.cell[lane] = sampled_cell_sp(T, qx, qt, q.sp[lane]);
+    }
     if (lane == 0) { q.n_cell = 0; q.n_spatial = 0; }
     __syncwarp(full);
     while (mine) {
@@ -999,6 +1077,12 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
     unsigned m = width == 32 ? (unsigned)mine : (unsigned)mine & ((1u << width) - 1u);
     sampled_drain(T, q, full, lane, width, m, x, r, n);
     int left = queued - width;
+#if WD_SAMP_AOS
+    float4 pp = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    float2 pw = make_float2(0.0f, 0.0f);
+    if (lane < left) { pp = q.p[lane + width]; pw = q.wr[lane + width]; }
+    if (lane < left) { q.p[lane] = pp; q.wr[lane] = pw; }
+#else
     float px = 0.0f, py = 0.0f, pz = 0.0f, pt = 0.0f;
     if (lane < left) { px = q.x[lane + width]; py = q.y[lane + width]; pz = q.z[lane + width]; pt = q.t[lane + width]; }
 #if WD_SAMP_DEFER
@@ -1015,6 +1099,7 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
 #endif
 #if WD_SAMP_REP
     if (lane < left) q.rp[lane] = pr;
+#endif
 #endif
     __syncwarp(full);
     mine >>= width;
@@ -1111,17 +1196,12 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
         if (b == 0u) break;
         if (more) {
             int slot = queued + __popc(b & below);
-            V3 at = sampled_at(st.pos, st.dir, s);
-            q.x[slot] = at.x;
-            q.y[slot] = at.y;
-            q.z[slot] = at.z;
-            q.t[slot] = sampled_time(st.time, st.ocm, s);
-#if WD_SAMP_DEFER
-            q.w[slot] = x;
-#endif
 #if WD_SAMP_REP
-            q.rp[slot] = (int)(st.id & (unsigned long long)(WD_SAMP_REP - 1));
+            const int rp = (int)(st.id & (unsigned long long)(WD_SAMP_REP - 1));
+#else
+            const int rp = 0;
 #endif
+            samp_q_put(q, slot, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s), x, rp);
             mine |= 1ull << slot;
             if (step) {
                 s += ds;
@@ -1159,7 +1239,7 @@ __device__ __forceinline__ void sampled_mark(const SampParams& T, SampQueue& q, 
     if (b == 0u) return;
     if (ending) {
         int slot = queued + __popc(b & ((1u << lane) - 1u));
-        q.w[slot] = -1.0f;
+        samp_q_w(q, slot) = -1.0f;
         mine |= 1ull << slot;
     }
     queued += __popc(b);
@@ -1333,7 +1413,8 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
             const unsigned long long mine = q.mine[lane];
             if (mine) {
                 const int top = 63 - __clzll((long long)mine);
-                q.w[top] = __int_as_float(__float_as_int(q.w[top]) | (int)0x80000000);
+                float& w = samp_q_w(q, top);
+                w = __int_as_float(__float_as_int(w) | (int)0x80000000);
             } else {
                 if (S.runs.cell >= 0) samp_count(n.tabulated, 1);
                 S.runs.cell = -1;

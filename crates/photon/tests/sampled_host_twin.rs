@@ -524,6 +524,8 @@ struct PhotonParams { int unused; };
 struct PState { V3 pos, dir; float time, ocm; unsigned int slice; unsigned long long id; };
 struct float4 { float x, y, z, w; };
 static float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+struct float2 { float x, y; };
+static float2 make_float2(float x, float y) { return float2{x, y}; }
 struct Segment { float length, tot; };
 struct Dim { unsigned x; };
 static Dim blockIdx{0}, threadIdx{0}, gridDim{1}, blockDim{1};
@@ -821,12 +823,15 @@ int main() {
     // Batch means (WD_SAMP_REP, the GPU's default; docs/spline.md "Batch means", "Session 36"): the
     // default (the photons' ends as their last points' signs, the warp's counters, 32 photons a
     // refill), session 35's (end markers in the queue, per-thread counters, 8 a refill), each
-    // switch alone, 5-photon refills, without the job queue and with unlimited rounds must give the
+    // switch alone, 5-photon refills, without the job queue, with unlimited rounds and with the
+    // queue's entries as vectors (WD_SAMP_AOS, also with session 35's end markers) must give the
     // same sums, spatial squares (the replicas folded) and counts; and the same photons tabulated,
     // segments and points as the float runs' builds (the same points, no runs).
-    let batch: [&[&str]; 7] = [
+    let batch: [&[&str]; 9] = [
         &["WD_SAMP_REP=256"],
         &["WD_SAMP_REP=256", "WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"],
+        &["WD_SAMP_REP=256", "WD_SAMP_AOS=1"],
+        &["WD_SAMP_REP=256", "WD_SAMP_AOS=1", "WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_ENDBITS=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_LEAN_SMEM=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_JOBS=5"],
