@@ -94,8 +94,8 @@ pub struct BenchPhoton {
     /// propagation of the same photons to the modules (fast and precise), photons/s each.
     #[arg(long, conflicts_with = "against_ppc")]
     tabulate: bool,
-    /// With --tabulate: the sampled estimator's step: `auto` (the default: 1 m near the source,
-    /// growing with the distance as the bins allow), a fixed step [m], or `segment`.
+    /// With --tabulate: the sampled estimator's step: `auto` (the default: each segment's step as
+    /// large as the cells it crosses allow in its direction), a fixed step [m], or `segment`.
     #[arg(long, requires = "tabulate")]
     sample_step: Option<String>,
     /// With --tabulate: the cascade's depth [m] (2000: in the dust layer, where the photons stay near it).

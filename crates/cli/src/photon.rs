@@ -242,10 +242,10 @@ pub struct TabulateArgs {
     /// with the adaptive step on GPUs (docs/spline.md "Estimators").
     #[arg(long)]
     estimator: Option<String>,
-    /// The sampled estimator's step: `auto` (the default: 1 m near the source, growing with the
-    /// distance to the width of the narrowest angular cell there, at most half the narrowest
-    /// radial or delay bin; docs/spline.md "The adaptive step"), a fixed step [m], or `segment`
-    /// (one random point per straight segment).
+    /// The sampled estimator's step: `auto` (the default: each straight segment's step as large
+    /// as the cells it crosses allow in its direction, half a bin over its fastest rate in each
+    /// coordinate, from 1 m up to a whole bin; docs/spline.md "Estimators"), a fixed step [m],
+    /// or `segment` (one random point per straight segment).
     #[arg(long)]
     sample_step: Option<String>,
     /// Random seed.

@@ -374,7 +374,8 @@ def tabulate(output: PathLike, ice: Optional[PathLike] = None, *, source: str = 
     sequence; ``margin`` [m]; ``tilt``, ``anisotropy``, ``birefringence``: switch those off;
     ``estimator``: ``"exact"`` or ``"sampled"`` (None: the device's default, exact on the CPU,
     sampled on GPUs), ``sample_step``: the sampled estimator's step, ``"auto"`` (the default:
-    1 m near the source, growing with the distance as the bins allow), a fixed step [m] or
+    each segment's step as large as the cells it crosses allow in its direction, from 1 m up to
+    a whole bin), a fixed step [m] or
     ``"segment"`` (docs/spline.md "Estimators"); ``seed``; ``device``/``threads``/``progress`` as elsewhere (the tabulator runs on the CPU; a
     GPU device is noted). Returns ``summary.json`` as a dict. Errors name the option with
     Python's spelling (``ValueError: radial_bins …``).
