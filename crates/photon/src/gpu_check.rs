@@ -1098,7 +1098,8 @@ fn spatial_variance_ratio(a: &crate::tabulate::Tables, b: &crate::tabulate::Tabl
 ///   ratio in [0.85, 1.2];
 /// * without the job queue the same integers (the replicas follow the photon ids, not the lanes),
 ///   and the same with end markers in the queue (`WD_SAMP_ENDBITS=0`), per-thread counters and 8
-///   photons a refill (`WD_SAMP_LEAN_SMEM=0`), and both (session 35's default);
+///   photons a refill (`WD_SAMP_LEAN_SMEM=0`), both (session 35's default), and the queue as
+///   vectors (`WD_SAMP_AOS=1`);
 /// * in launches of 2¹² photons the same sums and Σ V within [0.9, 1.1] of the default's (the
 ///   variances are formed per launch from fewer photons each).
 pub fn check_sampled_batch_means(
@@ -1119,8 +1120,8 @@ pub fn check_sampled_batch_means(
     let variances = (0.97..=1.15).contains(&sum_ratio) && (0.85..=1.2).contains(&median) && n > 0;
     // The same integers and counts without the job queue (the replicas follow the photon ids),
     // with end markers in the queue instead of the photons' last points' signs (WD_SAMP_ENDBITS=0),
-    // with per-thread counters, the runs' arrays and 8 photons a refill (WD_SAMP_LEAN_SMEM=0), and
-    // with both (session 35's default).
+    // with per-thread counters, the runs' arrays and 8 photons a refill (WD_SAMP_LEAN_SMEM=0), with
+    // both (session 35's default), and with the queue's entries as vectors (WD_SAMP_AOS=1).
     let mut same_builds = true;
     let mut builds = Vec::new();
     // The cells' agreement reported: the first build that differs, else the last one's.
@@ -1130,6 +1131,8 @@ pub fn check_sampled_batch_means(
         &["WD_SAMP_ENDBITS=0"],
         &["WD_SAMP_LEAN_SMEM=0"],
         &["WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"],
+        // The queue as vectors (opt-in, docs/spline.md "The queue as vectors").
+        &["WD_SAMP_AOS=1"],
     ] {
         let alt = stepped.run_gpu(&on(extra, batch), gpu_ctl)?;
         let a = agreement(g, &alt);
@@ -1140,7 +1143,7 @@ pub fn check_sampled_batch_means(
         }
         same_builds &= same;
     }
-    let j = shown.expect("four builds compared");
+    let j = shown.expect("five builds compared");
     let small = stepped.run_gpu(&on(&[], 1 << 12), gpu_ctl)?;
     let same_sums = g.per_source.iter().zip(&small.per_source).all(|(a, b)| a.sum == b.sum) && counts(g) == counts(&small);
     let (small_ratio, small_median, _) = spatial_variance_ratio(g, &small);
