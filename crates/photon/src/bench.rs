@@ -683,6 +683,10 @@ pub struct TabulationRate {
     pub precise: f64,
     /// Photons the host tabulated for the GPU (overflowed the kernel's scratch).
     pub overflowed: u64,
+    /// The sampled run's points (in the grid) and straight segments a photon: what its time is
+    /// spent on (docs/spline.md "The directional step, session 37").
+    pub points_per_photon: f64,
+    pub segments_per_photon: f64,
 }
 
 impl TabulationRate {
@@ -698,7 +702,8 @@ impl TabulationRate {
             "warpdrive bench photon --tabulate on {}: {} photons of a 1 TeV cascade at {} m (photon tabulate's default bins): \
              tabulation {:.3e} photons/s with the {} estimator, {:.3e} with the exact one; \
              propagation to the modules {:.3e} photons/s (fast), {:.3e} (precise); \
-             tabulation / fast = {:.3} (exact {:.4}), / precise = {:.3}; {} photons tabulated by the host (exact)",
+             tabulation / fast = {:.3} (exact {:.4}), / precise = {:.3}; {} photons tabulated by the host (exact); \
+             {:.1} points and {:.1} segments a photon (sampled)",
             self.device,
             self.photons,
             self.depth,
@@ -710,7 +715,9 @@ impl TabulationRate {
             self.ratio(),
             self.tabulate_exact / self.fast,
             self.tabulate / self.precise,
-            self.overflowed
+            self.overflowed,
+            self.points_per_photon,
+            self.segments_per_photon
         )
     }
 
@@ -728,6 +735,8 @@ impl TabulationRate {
             "propagate_precise_photons_per_s": self.precise,
             "tabulate_over_fast": self.ratio(),
             "overflowed": self.overflowed,
+            "points_per_photon": self.points_per_photon,
+            "segments_per_photon": self.segments_per_photon,
         })
         .to_string()
             + "\n"
@@ -820,6 +829,8 @@ pub fn tabulation_rate(
                 fast: rate(false)?,
                 precise: rate(true)?,
                 overflowed: e.overflowed,
+                points_per_photon: r.hist.points as f64 / photons as f64,
+                segments_per_photon: r.hist.segments as f64 / photons as f64,
             })
         }
         None => {
@@ -847,6 +858,8 @@ pub fn tabulation_rate(
                 fast: rate(false)?,
                 precise: rate(true)?,
                 overflowed: 0,
+                points_per_photon: r.hist.points as f64 / photons as f64,
+                segments_per_photon: r.hist.segments as f64 / photons as f64,
             })
         }
     }
