@@ -834,7 +834,8 @@ struct SampQueue {
 };
 
 // The queue's entries whichever the layout (WD_SAMP_AOS): slot i's point and time, its weighted
-// length (a reference: the end flag is set in place) and replica; a point queued; an entry moved.
+// length (a reference: the end flag is set in place) and replica; a point queued. (sampled_batch
+// moves the entries left after a batch itself, by layout.)
 __device__ __forceinline__ V3 samp_q_at(const SampQueue& q, int i, float& t) {
 #if WD_SAMP_AOS
     const float4 v = q.p[i];
@@ -1111,12 +1112,13 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
 // of a photon whose time grows by ocm a metre. p the start from the source (cylinders: across the
 // axis, d too, da the axial part). Along the line dr/ds = cos α grows from c0 (start) to c1
 // (end): the radial bound ½w_r/max(|c0|, |c1|); the delay t − r·n_g/c (cylinders: t − z/c −
-// ρ·cone) changes at rate − k·cos α, largest at an end: ½w_t over that; cylinders ½w_z/|da|; the
-// direction from the source turns at b/r² at most, b² = |p|²|d|² − (p·d)², r_min the closest
-// distance: k·r_min²/b. The smallest, clamped to [Δ, 2·Δ_max].
+// ρ·cone) changes at rate − kr·cos α (kr = n_g/c, cylinders: cone), largest at an end: ½w_t over
+// that; cylinders ½w_z/|da|; the direction from the source turns at b/r² at most, b² = |p|²|d|²
+// − (p·d)², r_min the closest distance: the angular bin (adapt_slope)·r_min²/b. The smallest,
+// clamped to [Δ, 2·Δ_max].
 __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 x, V3 d, float len, float ocm) {
     float px = x.x - T.origin[0], py = x.y - T.origin[1], pz = x.z - T.origin[2];
-    float da = 0.0f, rate = ocm, k = T.ng_over_c;
+    float da = 0.0f, rate = ocm, kr = T.ng_over_c;
     if (!T.spherical) {
         const float up = px * T.axis[0] + py * T.axis[1] + pz * T.axis[2];
         da = d.x * T.axis[0] + d.y * T.axis[1] + d.z * T.axis[2];
@@ -1125,7 +1127,7 @@ __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 x, V3
         pz -= up * T.axis[2];
         d = V3{d.x - da * T.axis[0], d.y - da * T.axis[1], d.z - da * T.axis[2]};
         rate = ocm - da * T.inv_c;
-        k = T.cone;
+        kr = T.cone;
     }
     const float pp = px * px + py * py + pz * pz, pd = px * d.x + py * d.y + pz * d.z, dd = d.x * d.x + d.y * d.y + d.z * d.z;
     // The end from its coordinates (not pp + len·(2pd + len·dd): that cancels near the source).
@@ -1133,7 +1135,7 @@ __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 x, V3
     const float ee = ex * ex + ey * ey + ez * ez, ed = ex * d.x + ey * d.y + ez * d.z;
     const float c0 = pp > 0.0f ? pd * rsqrtf(pp) : 1.0f, c1 = ee > 0.0f ? ed * rsqrtf(ee) : 1.0f;
     const float radial = T.adapt_hr / fmaxf(fabsf(c0), fabsf(c1));
-    const float delay = T.adapt_ht / fmaxf(fabsf(rate - k * c0), fabsf(rate - k * c1));
+    const float delay = T.adapt_ht / fmaxf(fabsf(rate - kr * c0), fabsf(rate - kr * c1));
     const float axial = T.adapt_hz / fabsf(da);
     const float b2 = fmaxf(pp * dd - pd * pd, 0.0f);
     const float smin = dd > 0.0f ? -pd / dd : 0.0f;

@@ -269,7 +269,8 @@ impl AdaptiveStep {
         let radial = self.half_radial / c0.abs().max(c1.abs());
         let delay = self.half_delay / (delay_rate - radial_delay * c0).abs().max((delay_rate - radial_delay * c1).abs());
         let axial = self.half_axial / dz.abs();
-        // b² = |p × d|² / |d|² · |d|²: the impact parameter of the projected line times |d|.
+        // b² = |p × d|² = pp·dd − pd²: the squared impact parameter (cylinders: of the lines
+        // projected across the axis, times |d|² there).
         let b2 = (pp * dd - pd * pd).max(0.0);
         let s_min = if dd > 0.0 { -pd / dd } else { 0.0 };
         let r_min2 = if s_min <= 0.0 {
