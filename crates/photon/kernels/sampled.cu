@@ -1144,9 +1144,9 @@ __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 x, V3
     return fminf(fmaxf(fminf(fminf(radial, delay), fminf(axial, angular)), T.step), 2.0f * T.adapt_max);
 }
 #else
-// WD_SAMP_ADAPT=1: sampled.rs AdaptiveStep::step for the segment from p along d of length len:
-// clamp(slope·r, Δ, max) with r the distance of its nearer end from the source (the vertex;
-// cylinders: the axis), as Frame::distance.
+// WD_SAMP_ADAPT=1, session 35's rule (a comparison build; no longer on the CPU): the step of the
+// segment from p along d of length len, clamp(slope·r, Δ, max) with r the distance of its nearer
+// end from the source (the vertex; cylinders: the axis), as Frame::distance.
 __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 p, V3 d, float len, float) {
     float ax = p.x - T.origin[0], ay = p.y - T.origin[1], az = p.z - T.origin[2];
     float bx = ax + len * d.x, by = ay + len * d.y, bz = az + len * d.z;

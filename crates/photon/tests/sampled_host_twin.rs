@@ -11,6 +11,7 @@
 //! `WARPDRIVE_REQUIRE_DATA=1`.
 
 mod host_cxx;
+mod step_bins;
 
 use host_cxx::{compile, piece};
 use std::fmt::Write as _;
@@ -1105,22 +1106,11 @@ int main() {
         return;
     }
     let fl = |v: f64| f64::from(v as f32);
-    let lin = |a: f64, b: f64, n: usize| (0..=n).map(|i| a + (b - a) * i as f64 / n as f64).collect::<Vec<_>>();
     let mut r = RandomStream::new(37, 0, 0);
     let mut u = move || f64::from(r.uniform());
     let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
     for shape in [Shape::Spherical, Shape::Cylindrical] {
-        let b = Binning {
-            shape,
-            radial: lin(0.0, 300.0, 30),
-            azimuth: lin(0.0, 180.0, 9),
-            polar: if shape == Shape::Spherical {
-                lin(-1.0, 1.0, 20)
-            } else {
-                lin(-200.0, 200.0, 20)
-            },
-            delay: lin(-10.0, 2000.0, 40),
-        };
+        let b = step_bins::step_bins(shape);
         let d = [0.3f64, -0.5, 0.812];
         let nd = (d[0] * d[0] + d[1] * d[1] + d[2] * d[2]).sqrt();
         let mut f = Frame::new([1.0, -2.0, -51.93], [d[0] / nd, d[1] / nd, d[2] / nd], 1.35, 1.32);

@@ -867,14 +867,22 @@ impl Tabulate {
         settings["estimator"] = ran.estimator.describe().into();
         // The adaptive comb's rule (the frames differ only in place and direction: the first's).
         if let (Estimator::Sampled { step, adaptive: true }, Some(p)) = (ran.estimator, self.sources.first()) {
+            // A half bin of an axis the bins lack (spheres: axial; no delays) is ∞: null.
+            let finite = |v: f64| {
+                if v.is_finite() {
+                    serde_json::json!(v)
+                } else {
+                    serde_json::Value::Null
+                }
+            };
             settings["adaptive_step"] = match ran.estimator.adaptive_step(&self.binning, &p.frame) {
                 Some(a) => serde_json::json!({
                     "rule": "directional: half a bin over the segment's fastest rate in each coordinate",
                     "smallest_m": a.min,
                     "largest_m": 2.0 * a.max,
                     "half_radial_bin_m": a.half_radial,
-                    "half_axial_bin_m": if a.half_axial.is_finite() { serde_json::json!(a.half_axial) } else { serde_json::Value::Null },
-                    "half_delay_bin_ns": if a.half_delay.is_finite() { serde_json::json!(a.half_delay) } else { serde_json::Value::Null },
+                    "half_axial_bin_m": finite(a.half_axial),
+                    "half_delay_bin_ns": finite(a.half_delay),
                     "angular_bin_rad": a.slope,
                 }),
                 None => serde_json::json!({"smallest_m": step, "fixed": "the bins leave no room above the smallest step"}),

@@ -17,7 +17,7 @@
 //!   along it, and the narrowest angular bin k [rad] over its fastest angular rate seen from the
 //!   source (b/r_min², b its impact parameter); clamped to [Δ, the narrowest bin in path length].
 //!   ([`AdaptiveStep::segment_step`]; session 35's rule, clamp(k·r, Δ, Δ_max) with r the nearer
-//!   end's distance, is [`AdaptiveStep::step`], kept for the GPU's comparison build.) The comb
+//!   end's distance, remains only as the GPU's comparison build `WD_SAMP_ADAPT=1`.) The comb
 //!   runs in units of the step: point k of the photon at cumulative u = (u₀ + k) with du =
 //!   ds/Δ_seg, each adding weight × Δ_seg. Δ_seg depends on the path alone, not on the comb, so
 //!   E_u[Σ f(x_k)·Δ_seg] = ∫ f ds still holds: the same unbiased tables with fewer points
@@ -167,11 +167,11 @@ impl Lookup {
 pub struct AdaptiveStep {
     /// Δ [m]: the smallest step (near the source).
     pub min: f64,
-    /// k [rad]: the narrowest angular bin (session 35's rule: k [m per m of distance]).
+    /// k [rad]: the narrowest angular bin.
     pub slope: f64,
     /// Δ_max [m]: half the narrowest radial (cylinders: also axial) bin, and of the narrowest
-    /// delay bin over the fastest rate at which a path's delay can change (session 35's rule's
-    /// largest step; [`Self::segment_step`] takes up to twice it, a whole bin).
+    /// delay bin over the fastest rate at which a path's delay can change ([`Self::segment_step`]
+    /// takes up to twice it, a whole bin; session 35's rule, the GPU's `WD_SAMP_ADAPT=1`, up to it).
     pub max: f64,
     /// Half the narrowest radial bin [m] (r or ρ).
     pub half_radial: f64,
@@ -210,23 +210,14 @@ impl AdaptiveStep {
             0.5 * narrowest(&b.delay)
         };
         let max = half_radial.min(half_axial).min(half_delay / rate);
-        let slope = angle;
-        (max > step && slope > 0.0 && slope.is_finite()).then_some(Self {
+        (max > step && angle > 0.0 && angle.is_finite()).then_some(Self {
             min: step,
-            slope,
+            slope: angle,
             max,
             half_radial,
             half_axial,
             half_delay,
         })
-    }
-
-    /// Session 35's rule: the step of a segment whose nearer end is `r` from the source [m].
-    /// The GPU's comparison build (`WD_SAMP_ADAPT=1`) keeps it; runs use [`Self::segment_step`].
-    #[inline]
-    #[must_use]
-    pub fn step(&self, r: f64) -> f64 {
-        (self.slope * r).clamp(self.min, self.max)
     }
 
     /// The step of the straight segment from `x0` along the unit vector `dir`, `len` long, of a
@@ -280,8 +271,8 @@ impl AdaptiveStep {
         } else {
             b2 / dd
         };
-        // The angular rate b/r² with b = |p × d| (= the impact parameter × |d| for cylinders);
-        // a line through the source (b = 0 = r_min) turns without bound there.
+        // The angular rate b/r²; a line through the source (b = 0 = r_min) turns without bound
+        // there.
         let angular = if b2 > 0.0 {
             self.slope * r_min2 / b2.sqrt()
         } else if r_min2 > 0.0 {
