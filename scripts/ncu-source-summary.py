@@ -50,7 +50,7 @@ def main():
             cur = m.group(1)
         func[i] = cur
     per_line = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
-    head, last = None, '0'
+    head = None
     for r in csv.reader(open(a.csv)):
         if r and r[0] == 'Line No':
             head = r
@@ -58,8 +58,8 @@ def main():
             continue
         if not head or len(r) != len(head):
             continue
-        ln = r[0] or last
-        last = ln
+        # A source line's row carries the sums of the SASS rows under it: count those rows once.
+        ln = r[0]
         if ln.isdigit():
             v = per_line[int(ln)]
             v[0] += number(r[ie]); v[1] += number(r[it]); v[2] += number(r[isamp])

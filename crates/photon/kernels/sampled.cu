@@ -222,6 +222,17 @@
 #if WD_SAMP_ENDBITS && !WD_SAMP_REP
 #error "WD_SAMP_ENDBITS needs batch means (WD_SAMP_REP)"
 #endif
+// WD_SAMP_WARP_ENDS (default with the deferred queue, session 38): the photons' ends counted by
+// the warp (segments, absorbed, escaped, tabulated: votes and a warp sum, added by the first
+// lane; sampled_warp_ends) instead of by each ending lane (with WD_SAMP_LEAN_SMEM three
+// shared-memory atomic loops an end at one or two active lanes: ~4 % of the kernel's instructions
+// at 2300 m, ncu session 38). The same counts.
+#ifndef WD_SAMP_WARP_ENDS
+#define WD_SAMP_WARP_ENDS WD_SAMP_DEFERRED
+#endif
+#if WD_SAMP_WARP_ENDS && !WD_SAMP_DEFERRED
+#error "WD_SAMP_WARP_ENDS needs the deferred queue"
+#endif
 // WD_SAMP_JOBS: photons a refill. 32 with the lean shared memory (session 36: the emission at
 // every lane of the warp; with the 21.7 kB a block before, a larger job queue pushed the shared
 // memory past the 196 KiB carveout and halved the L1: 16 ran 7 % slower than 8), else 8 (session 34:
@@ -233,12 +244,13 @@
 #if WD_SAMP_JOBS < 1 || WD_SAMP_JOBS > 32
 #error "WD_SAMP_JOBS: 1 to 32 photons a refill"
 #endif
-// WD_SAMP_AOS (opt-in, session 37, not yet measured; needs batch means): the point queue's entries
-// as two vectors a slot, (x, y, z, t) and (w, replica), instead of six arrays: a point queued by
-// two shared-memory stores instead of six, looked up after two loads, moved by four instead of
-// twelve. The same points, so the same integers.
+// WD_SAMP_AOS (default with batch means since session 38; =0: six arrays): the point queue's
+// entries as two vectors a slot, (x, y, z, t) and (w, replica), instead of six arrays: a point
+// queued by two shared-memory stores instead of six, looked up after two loads, moved by four
+// instead of twelve. The same points, so the same integers. H200, session 38: 1.4 % (2000 m) and
+// 2.0 % (2300 m) faster (docs/spline.md "Session 38").
 #ifndef WD_SAMP_AOS
-#define WD_SAMP_AOS 0
+#define WD_SAMP_AOS (WD_SAMP_REP != 0)
 #endif
 #if WD_SAMP_AOS && !WD_SAMP_REP
 #error "WD_SAMP_AOS needs batch means (WD_SAMP_REP)"
@@ -289,7 +301,9 @@ struct SampParams {
     unsigned long long* rep;            // WD_SAMP_REP: R × n_spatial replica sums, replica-major
     unsigned int n_spatial, rep_pad;
     float adapt_slope, adapt_max;       // WD_SAMP_ADAPT: the adaptive comb (samp_segment_step)
-    float adapt_hr, adapt_hz, adapt_ht, adapt_pad;  // WD_SAMP_ADAPT=2: half the narrowest radial, axial (∞: spheres), delay bin
+    // WD_SAMP_ADAPT=2: one over half the narrowest radial, axial and delay bin (0: none; axial
+    // for spheres), and one over the angular bound's slope (SampParams::set_adaptive).
+    float adapt_inv_hr, adapt_inv_hz, adapt_inv_ht, adapt_inv_slope;
 };
 
 // sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
@@ -642,31 +656,48 @@ __device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampP
 #endif
 }
 
-// The photon's end: its counts added (here), its open runs closed (sampled_end; deferred: by
-// its end marker's merge in sampled_drain).
-__device__ __forceinline__ void sampled_end_counts(const SampState& S, SampCounts& n, bool absorbed, bool escaped) {
+// How sampled_move leaves the photon: going on, or ended — absorbed, escaped from the grid, or
+// stopped at WD_MAX_SEGMENTS.
+#define SAMP_GOING 0
+#define SAMP_ABSORBED 1
+#define SAMP_ESCAPED 2
+#define SAMP_STOPPED 3
+
+// The photon's end counted by its lane: its segments, absorbed, escaped (the deferred loop counts
+// a warp's ends at once: sampled_warp_ends).
+__device__ __forceinline__ void sampled_end_counts(const SampState& S, SampCounts& n, int fate) {
     samp_count(n.segments, S.k);
-    samp_count(n.absorbed, absorbed);
-    samp_count(n.escaped, escaped);
+    samp_count(n.absorbed, fate == SAMP_ABSORBED);
+    samp_count(n.escaped, fate == SAMP_ESCAPED);
 }
 
-__device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
+// A lane's photon after sampled_move's fate: its end counted, whether it goes on.
+__device__ __forceinline__ bool sampled_goes_on(const SampState& S, SampCounts& n, int fate) {
+    if (fate != SAMP_GOING) sampled_end_counts(S, n, fate);
+    return fate == SAMP_GOING;
+}
+
+// The photon's end on its lane: its open runs closed.
+__device__ __forceinline__ void sampled_close_runs(const SampParams& T, SampState& S, SampCounts& n) {
     if (S.runs.cell >= 0) {
         close_cell(T, S.runs.cell, S.runs.x);
         close_spatial(T, S.runs.spatial, S.runs.spatial_x);
         n.runs += 1;
         n.tabulated += 1;
     }
-    sampled_end_counts(S, n, absorbed, escaped);
 }
 
-// sampled_move's end of the photon: the counts and, unless deferred, the runs.
-__device__ __forceinline__ void sampled_end_move(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
+// sampled_move's end of the photon: its open runs closed (deferred: by its end marker's merge in
+// sampled_drain); returns the fate.
+__device__ __forceinline__ int sampled_end(const SampParams& T, SampState& S, SampCounts& n, int fate) {
 #if WD_SAMP_DEFERRED
-    sampled_end_counts(S, n, absorbed, escaped);
+    (void)T;
+    (void)S;
+    (void)n;
 #else
-    sampled_end(T, S, n, absorbed, escaped);
+    sampled_close_runs(T, S, n);
 #endif
+    return fate;
 }
 
 // One segment of the photon (the fast build's `step` without modules or hole ice): its layer
@@ -707,13 +738,14 @@ __device__ __forceinline__ void sampled_points(const SampParams& T, SampState& S
 }
 
 // The rest of mod.rs Tabulate::walk's segment after its points: absorption, escape, the move,
-// birefringence and the scattering; false when the photon ends (then its runs are closed).
-__device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampParams& T, SampState& S, const SampSeg& g, SampCounts& n) {
+// birefringence and the scattering; the photon's fate (SAMP_GOING, or its end: then its runs are
+// closed, not counted: sampled_goes_on, sampled_warp_ends).
+__device__ __forceinline__ int sampled_move(const PhotonParams& P, const SampParams& T, SampState& S, const SampSeg& g, SampCounts& n) {
     PState& st = S.st;
     float len = g.seg.length;
     S.k += 1;
     st.tot = g.seg.tot;
-    if (st.tot <= 0.0f) { sampled_end_move(T, S, n, true, false); return false; }
+    if (st.tot <= 0.0f) return sampled_end(T, S, n, SAMP_ABSORBED);
     st.pos = V3{st.pos.x + len * st.dir.x, st.pos.y + len * st.dir.y, st.pos.z + len * st.dir.z};
     st.time += len * st.ocm;
     {
@@ -733,7 +765,7 @@ __device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampPa
             float px = rx - u * T.axis[0], py = ry - u * T.axis[1], pz = rz - u * T.axis[2];
             out = px * px + py * py + pz * pz > rmax * rmax || u < p_lo - T.margin || u > p_hi + T.margin;
         }
-        if (out) { sampled_end_move(T, S, n, false, true); return false; }
+        if (out) return sampled_end(T, S, n, SAMP_ESCAPED);
     }
 #ifdef WD_BFR
     if (P.has_bfr && len > 0.0f) {
@@ -771,8 +803,8 @@ __device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampPa
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
 #endif
     st.dir = scatter(P, st.dir, cos_t, u3);
-    if (S.k >= WD_MAX_SEGMENTS) { sampled_end_move(T, S, n, false, false); return false; }
-    return true;
+    if (S.k >= WD_MAX_SEGMENTS) return sampled_end(T, S, n, SAMP_STOPPED);
+    return SAMP_GOING;
 }
 
 // One segment of mod.rs Tabulate::walk with Tabulate::photon_sampled's points, one lane at a
@@ -781,7 +813,7 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
     SampSeg g;
     sampled_walk(P, T, S, g);
     sampled_points(T, S, g, n);
-    return sampled_move(P, T, S, g, n);
+    return sampled_goes_on(S, n, sampled_move(P, T, S, g, n));
 }
 
 // Warp compaction of the points (issue #32; docs/spline.md "Measured GPU rate": 8.8 of 32 lanes
@@ -941,18 +973,26 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
 #else
         n.points += __popc(hits);
 #endif
+        unsigned tabulated = 0;
         while (ends) {
 #if WD_SAMP_ENDBITS
             const unsigned low = ends & (0u - ends), upto = low | (low - 1u);  // up to the photon's last point
 #else
             const unsigned upto = (ends & (0u - ends)) - 1u;  // the slots below the next end marker
 #endif
-            if (r.cell >= 0 || (hits & upto)) samp_count(n.tabulated, 1);
+            tabulated += r.cell >= 0 || (hits & upto);
             r.cell = -1;
             hits &= ~upto;
             ends &= ends - 1u;
         }
         if (hits) r.cell = 0;
+#if WD_SAMP_WARP_ENDS
+        // The warp's photons tabulated in the batch, added by its first lane (sampled_warp_ends).
+        tabulated = __reduce_add_sync(full, tabulated);
+        if (lane == 0) n.tabulated += tabulated;
+#else
+        if (tabulated) samp_count(n.tabulated, tabulated);
+#endif
     }
     __syncwarp(full);
     return;
@@ -1110,12 +1150,16 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
 #if WD_SAMP_ADAPT == 2
 // sampled.rs AdaptiveStep::segment_step for the segment from x along the unit vector d, len long,
 // of a photon whose time grows by ocm a metre. p the start from the source (cylinders: across the
-// axis, d too, da the axial part). Along the line dr/ds = cos α grows from c0 (start) to c1
-// (end): the radial bound ½w_r/max(|c0|, |c1|); the delay t − r·n_g/c (cylinders: t − z/c −
-// ρ·cone) changes at rate − kr·cos α (kr = n_g/c, cylinders: cone), largest at an end: ½w_t over
-// that; cylinders ½w_z/|da|; the direction from the source turns at b/r² at most, b² = |p|²|d|²
-// − (p·d)², r_min the closest distance: the angular bin (adapt_slope)·r_min²/b. The smallest,
-// clamped to [Δ, 2·Δ_max].
+// axis, d too, da the axial part). Each coordinate's bound is half its bin over its fastest rate
+// on the segment; here as rates a metre in half bins (T.adapt_inv_*: the inverse half bins, 0 for
+// none), the step one over the fastest: two rsqrt and one reciprocal instead of seven divisions.
+// Along the line dr/ds = cos α grows from c0 (start) to c1 (end): the radial rate
+// max(|c0|, |c1|)/½w_r; the delay t − r·n_g/c (cylinders: t − z/c − ρ·cone) changes at rate
+// − kr·cos α (kr = n_g/c, cylinders: cone), largest at an end; cylinders |da|/½w_z; the direction
+// from the source turns at b/r² at most (b² = |p|²|d|² − (p·d)², r_min the segment's closest
+// distance): b/(r_min²·slope), 1/r_min² from the ends' rsqrt when the closest point is an end,
+// else |d|²/b². A segment on a line through the source (b = 0) turns only if it passes the source
+// itself (r_min = 0: the smallest step). The step clamped to [Δ, 2·Δ_max].
 __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 x, V3 d, float len, float ocm) {
     float px = x.x - T.origin[0], py = x.y - T.origin[1], pz = x.z - T.origin[2];
     float da = 0.0f, rate = ocm, kr = T.ng_over_c;
@@ -1133,15 +1177,19 @@ __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 x, V3
     // The end from its coordinates (not pp + len·(2pd + len·dd): that cancels near the source).
     const float ex = px + len * d.x, ey = py + len * d.y, ez = pz + len * d.z;
     const float ee = ex * ex + ey * ey + ez * ez, ed = ex * d.x + ey * d.y + ez * d.z;
-    const float c0 = pp > 0.0f ? pd * rsqrtf(pp) : 1.0f, c1 = ee > 0.0f ? ed * rsqrtf(ee) : 1.0f;
-    const float radial = T.adapt_hr / fmaxf(fabsf(c0), fabsf(c1));
-    const float delay = T.adapt_ht / fmaxf(fabsf(rate - kr * c0), fabsf(rate - kr * c1));
-    const float axial = T.adapt_hz / fabsf(da);
-    const float b2 = fmaxf(pp * dd - pd * pd, 0.0f);
-    const float smin = dd > 0.0f ? -pd / dd : 0.0f;
-    const float rmin2 = smin <= 0.0f ? pp : (smin >= len ? ee : b2 / dd);
-    const float angular = b2 > 0.0f ? T.adapt_slope * rmin2 * rsqrtf(b2) : (rmin2 > 0.0f ? __int_as_float(0x7f800000) : 0.0f);
-    return fminf(fmaxf(fminf(fminf(radial, delay), fminf(axial, angular)), T.step), 2.0f * T.adapt_max);
+    const float ip = rsqrtf(pp), ie = rsqrtf(ee);  // 1/r at the ends (∞ at the source)
+    const float c0 = pp > 0.0f ? pd * ip : 1.0f, c1 = ee > 0.0f ? ed * ie : 1.0f;
+    const float radial = fmaxf(fabsf(c0), fabsf(c1)) * T.adapt_inv_hr;
+    const float delay = fmaxf(fabsf(rate - kr * c0), fabsf(rate - kr * c1)) * T.adapt_inv_ht;
+    const float axial = fabsf(da) * T.adapt_inv_hz;
+    const float b2 = fmaxf(pp * dd - pd * pd, 0.0f), ib = rsqrtf(b2);
+    // 1/r_min²: the start when the segment leads away (p·d ≥ 0), the end when it stops short of
+    // the closest point (−p·d ≥ len·|d|²), else the closest point's |d|²/b².
+    const float inv_rmin2 = pd >= 0.0f ? ip * ip : (-pd >= len * dd ? ie * ie : dd * ib * ib);
+    const float inf = __int_as_float(0x7f800000);
+    const float angular = b2 > 0.0f ? b2 * ib * inv_rmin2 * T.adapt_inv_slope : (inv_rmin2 < inf ? 0.0f : inf);
+    const float fastest = fmaxf(fmaxf(radial, delay), fmaxf(axial, angular));
+    return fminf(fmaxf(1.0f / fastest, T.step), 2.0f * T.adapt_max);
 }
 #else
 // WD_SAMP_ADAPT=1, session 35's rule (a comparison build; no longer on the CPU): the step of the
@@ -1348,6 +1396,26 @@ __device__ __forceinline__ bool sampled_supply(const PhotonParams& P, const Samp
 }
 #endif
 
+#if WD_SAMP_DEFERRED && WD_SAMP_WARP_ENDS
+// The ends of a warp's photons at a step, counted at once (every lane of `full` calls it; fate
+// SAMP_GOING for a lane whose photon goes on or that has none; k the photon's segments;
+// `tabulated`: the photon counts as tabulated now): one vote a step and, when a photon ended, the
+// warp's sums added by its first lane to the counters it adds to (the warp's with
+// WD_SAMP_LEAN_SMEM; a thread's otherwise — the launch's totals are the same).
+__device__ __forceinline__ void sampled_warp_ends(unsigned full, int lane, int fate, unsigned int k, bool tabulated, SampCounts& n) {
+    if (!__any_sync(full, fate != SAMP_GOING)) return;
+    const unsigned absorbed = __ballot_sync(full, fate == SAMP_ABSORBED), escaped = __ballot_sync(full, fate == SAMP_ESCAPED);
+    const unsigned tab = __ballot_sync(full, tabulated);
+    const unsigned segments = __reduce_add_sync(full, fate != SAMP_GOING ? k : 0u);
+    if (lane == 0) {
+        n.segments += segments;
+        n.absorbed += __popc(absorbed);
+        n.escaped += __popc(escaped);
+        n.tabulated += __popc(tab);
+    }
+}
+#endif
+
 #if WD_SAMP_DEFERRED
 // The kernel's loop for one warp with the deferred queue (every lane of `full` calls it; J: the
 // warp's job queue with WD_SAMP_JOBQ, else unused): one segment per lane and step, a segment
@@ -1401,11 +1469,13 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
         }
 #endif
         if (pending) q.seg[lane] = g;
-        bool ending = false;
+        int fate = SAMP_GOING;
         if (alive && !pending) {
-            alive = sampled_move(P, T, S, g, n);
-            ending = !alive;
+            fate = sampled_move(P, T, S, g, n);
+            alive = fate == SAMP_GOING;
         }
+        const bool ending = fate != SAMP_GOING;
+        bool tabulated = false;  // the photon counted as tabulated at its end (WD_SAMP_ENDBITS)
 #if WD_SAMP_PHYSICS
         (void)ending;
 #elif WD_SAMP_ENDBITS
@@ -1418,7 +1488,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
                 float& w = samp_q_w(q, top);
                 w = __int_as_float(__float_as_int(w) | (int)0x80000000);
             } else {
-                if (S.runs.cell >= 0) samp_count(n.tabulated, 1);
+                tabulated = S.runs.cell >= 0;
                 S.runs.cell = -1;
             }
             q.fresh[lane] = 0;
@@ -1431,6 +1501,12 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
             q.mine[lane] = mine;
             q.queued[lane] = queued;
         }
+#endif
+#if WD_SAMP_WARP_ENDS
+        sampled_warp_ends(full, lane, fate, S.k, tabulated, n);
+#else
+        if (ending) sampled_end_counts(S, n, fate);
+        if (tabulated) samp_count(n.tabulated, 1);
 #endif
     }
     if (q.queued[lane] > 0) sampled_drain(T, q, full, lane, q.queued[lane], (unsigned)q.mine[lane], 0.0f, S.runs, n);
@@ -1515,7 +1591,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #else
             if (step && len > 0.0f) S.next -= len;
 #endif
-            alive = sampled_move(P, T, S, g, n);
+            alive = sampled_goes_on(S, n, sampled_move(P, T, S, g, n));
             walked = false;
         }
     }
@@ -1667,7 +1743,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
         if (alive) {
             const float len = g.seg.length;
             if (step && len > 0.0f) S.next = fmaf((float)m, T.step, S.next) - len;
-            alive = sampled_move(P, T, S, g, n);
+            alive = sampled_goes_on(S, n, sampled_move(P, T, S, g, n));
         }
     }
 }
@@ -1758,7 +1834,7 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
         SampSeg g{};
         if (alive) sampled_walk(P, T, S, g);
         sampled_points_warp(T, q, full, width, lane, alive, S, g, n);
-        if (alive) alive = sampled_move(P, T, S, g, n);
+        if (alive) alive = sampled_goes_on(S, n, sampled_move(P, T, S, g, n));
     }
 #endif
 #else
@@ -1847,7 +1923,7 @@ extern "C" __global__ void sampled_layout(unsigned long long* out) {
     out[7] = (const char*)&t.angc - b;
     out[8] = (const char*)&t.rep - b;
     out[9] = (const char*)&t.adapt_slope - b;
-    out[10] = (const char*)&t.adapt_hr - b;
+    out[10] = (const char*)&t.adapt_inv_hr - b;
     out[11] = sizeof(SampParams);
 }
 

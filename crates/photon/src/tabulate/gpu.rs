@@ -255,11 +255,26 @@ pub struct SampParams {
     pub adapt_slope: f32,
     pub adapt_max: f32,
     /// `WD_SAMP_ADAPT=2`, the directional step ([`super::sampled::AdaptiveStep::segment_step`]):
-    /// half the narrowest radial, axial (∞ for spheres) and delay (∞ without one) bin.
-    pub adapt_hr: f32,
-    pub adapt_hz: f32,
-    pub adapt_ht: f32,
-    pub adapt_pad: f32,
+    /// one over half the narrowest radial, axial (0 for spheres) and delay (0 without one) bin,
+    /// and one over the angular bound's slope (the kernel takes the step as one over the fastest
+    /// rate in half bins: [`SampParams::set_adaptive`]).
+    pub adapt_inv_hr: f32,
+    pub adapt_inv_hz: f32,
+    pub adapt_inv_ht: f32,
+    pub adapt_inv_slope: f32,
+}
+
+impl SampParams {
+    /// The adaptive comb's parameters for `samp_segment_step` (zeros for the fixed comb): the
+    /// step's bounds as sampled.rs keeps them, and their inverses for the directional step
+    /// (a half bin of ∞ — no such bin — is a rate of 0).
+    pub fn set_adaptive(&mut self, a: Option<&super::sampled::AdaptiveStep>) {
+        let inv = |x: f64| (1.0 / x) as f32;
+        (self.adapt_slope, self.adapt_max) = a.map_or((0.0, 0.0), |a| (a.slope as f32, a.max as f32));
+        (self.adapt_inv_hr, self.adapt_inv_hz, self.adapt_inv_ht, self.adapt_inv_slope) = a.map_or((0.0, 0.0, 0.0, 0.0), |a| {
+            (inv(a.half_radial), inv(a.half_axial), inv(a.half_delay), inv(a.slope))
+        });
+    }
 }
 // SAFETY: plain old data of integers and floats, `#[repr(C)]`, passed by value to the kernel.
 unsafe impl cudarc::driver::DeviceRepr for SampParams {}
@@ -511,7 +526,7 @@ pub const SAMPLED_LAYOUT: [usize; 12] = [
     offset_of!(SampParams, angc),
     offset_of!(SampParams, rep),
     offset_of!(SampParams, adapt_slope),
-    offset_of!(SampParams, adapt_hr),
+    offset_of!(SampParams, adapt_inv_hr),
     size_of::<SampParams>(),
 ];
 const _: () = assert!(size_of::<SampParams>() == 288 + 4 * SAMPLED_ANGC_MAX);
@@ -1108,11 +1123,7 @@ fn run_sampled_on(
         let f = &placed.frame;
         (tp.origin, tp.axis, tp.e1, tp.e2) = (f3(f.origin), f3(f.axis), f3(f.e1), f3(f.e2));
         (tp.ng_over_c, tp.cone, tp.inv_c) = (f.ng_over_c as f32, f.cone as f32, f.inv_c as f32);
-        let a = estimator.adaptive_step(b, f);
-        (tp.adapt_slope, tp.adapt_max) = a.map_or((0.0, 0.0), |a| (a.slope as f32, a.max as f32));
-        (tp.adapt_hr, tp.adapt_hz, tp.adapt_ht) = a.map_or((0.0, 0.0, 0.0), |a| {
-            (a.half_radial as f32, a.half_axial as f32, a.half_delay as f32)
-        });
+        tp.set_adaptive(estimator.adaptive_step(b, f).as_ref());
         stream.memset_zeros(&mut sum)?;
         stream.memset_zeros(&mut sumsq)?;
         stream.memset_zeros(&mut spatial_sumsq)?;
