@@ -222,17 +222,6 @@
 #if WD_SAMP_ENDBITS && !WD_SAMP_REP
 #error "WD_SAMP_ENDBITS needs batch means (WD_SAMP_REP)"
 #endif
-// WD_SAMP_WARP_ENDS (default with the deferred queue, session 38): the photons' ends counted by
-// the warp (segments, absorbed, escaped, tabulated: votes and a warp sum, added by the first
-// lane; sampled_warp_ends) instead of by each ending lane (with WD_SAMP_LEAN_SMEM three
-// shared-memory atomic loops an end at one or two active lanes: ~4 % of the kernel's instructions
-// at 2300 m, ncu session 38). The same counts.
-#ifndef WD_SAMP_WARP_ENDS
-#define WD_SAMP_WARP_ENDS WD_SAMP_DEFERRED
-#endif
-#if WD_SAMP_WARP_ENDS && !WD_SAMP_DEFERRED
-#error "WD_SAMP_WARP_ENDS needs the deferred queue"
-#endif
 // WD_SAMP_JOBS: photons a refill. 32 with the lean shared memory (session 36: the emission at
 // every lane of the warp; with the 21.7 kB a block before, a larger job queue pushed the shared
 // memory past the 196 KiB carveout and halved the L1: 16 ran 7 % slower than 8), else 8 (session 34:
@@ -248,7 +237,7 @@
 // entries as two vectors a slot, (x, y, z, t) and (w, replica), instead of six arrays: a point
 // queued by two shared-memory stores instead of six, looked up after two loads, moved by four
 // instead of twelve. The same points, so the same integers. H200, session 38: 1.4 % (2000 m) and
-// 2.0 % (2300 m) faster (docs/spline.md "Session 38").
+// 2.0 % (2300 m) faster (docs/spline.md "The queue as vectors").
 #ifndef WD_SAMP_AOS
 #define WD_SAMP_AOS (WD_SAMP_REP != 0)
 #endif
@@ -656,48 +645,31 @@ __device__ __forceinline__ void sampled_start(const PhotonParams& P, const SampP
 #endif
 }
 
-// How sampled_move leaves the photon: going on, or ended — absorbed, escaped from the grid, or
-// stopped at WD_MAX_SEGMENTS.
-#define SAMP_GOING 0
-#define SAMP_ABSORBED 1
-#define SAMP_ESCAPED 2
-#define SAMP_STOPPED 3
-
-// The photon's end counted by its lane: its segments, absorbed, escaped (the deferred loop counts
-// a warp's ends at once: sampled_warp_ends).
-__device__ __forceinline__ void sampled_end_counts(const SampState& S, SampCounts& n, int fate) {
+// The photon's end: its counts added (here), its open runs closed (sampled_end; deferred: by
+// its end marker's merge in sampled_drain).
+__device__ __forceinline__ void sampled_end_counts(const SampState& S, SampCounts& n, bool absorbed, bool escaped) {
     samp_count(n.segments, S.k);
-    samp_count(n.absorbed, fate == SAMP_ABSORBED);
-    samp_count(n.escaped, fate == SAMP_ESCAPED);
+    samp_count(n.absorbed, absorbed);
+    samp_count(n.escaped, escaped);
 }
 
-// A lane's photon after sampled_move's fate: its end counted, whether it goes on.
-__device__ __forceinline__ bool sampled_goes_on(const SampState& S, SampCounts& n, int fate) {
-    if (fate != SAMP_GOING) sampled_end_counts(S, n, fate);
-    return fate == SAMP_GOING;
-}
-
-// The photon's end on its lane: its open runs closed.
-__device__ __forceinline__ void sampled_close_runs(const SampParams& T, SampState& S, SampCounts& n) {
+__device__ __forceinline__ void sampled_end(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
     if (S.runs.cell >= 0) {
         close_cell(T, S.runs.cell, S.runs.x);
         close_spatial(T, S.runs.spatial, S.runs.spatial_x);
         n.runs += 1;
         n.tabulated += 1;
     }
+    sampled_end_counts(S, n, absorbed, escaped);
 }
 
-// sampled_move's end of the photon: its open runs closed (deferred: by its end marker's merge in
-// sampled_drain); returns the fate.
-__device__ __forceinline__ int sampled_end(const SampParams& T, SampState& S, SampCounts& n, int fate) {
+// sampled_move's end of the photon: the counts and, unless deferred, the runs.
+__device__ __forceinline__ void sampled_end_move(const SampParams& T, SampState& S, SampCounts& n, bool absorbed, bool escaped) {
 #if WD_SAMP_DEFERRED
-    (void)T;
-    (void)S;
-    (void)n;
+    sampled_end_counts(S, n, absorbed, escaped);
 #else
-    sampled_close_runs(T, S, n);
+    sampled_end(T, S, n, absorbed, escaped);
 #endif
-    return fate;
 }
 
 // One segment of the photon (the fast build's `step` without modules or hole ice): its layer
@@ -738,14 +710,13 @@ __device__ __forceinline__ void sampled_points(const SampParams& T, SampState& S
 }
 
 // The rest of mod.rs Tabulate::walk's segment after its points: absorption, escape, the move,
-// birefringence and the scattering; the photon's fate (SAMP_GOING, or its end: then its runs are
-// closed, not counted: sampled_goes_on, sampled_warp_ends).
-__device__ __forceinline__ int sampled_move(const PhotonParams& P, const SampParams& T, SampState& S, const SampSeg& g, SampCounts& n) {
+// birefringence and the scattering; false when the photon ends (then its runs are closed).
+__device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampParams& T, SampState& S, const SampSeg& g, SampCounts& n) {
     PState& st = S.st;
     float len = g.seg.length;
     S.k += 1;
     st.tot = g.seg.tot;
-    if (st.tot <= 0.0f) return sampled_end(T, S, n, SAMP_ABSORBED);
+    if (st.tot <= 0.0f) { sampled_end_move(T, S, n, true, false); return false; }
     st.pos = V3{st.pos.x + len * st.dir.x, st.pos.y + len * st.dir.y, st.pos.z + len * st.dir.z};
     st.time += len * st.ocm;
     {
@@ -765,7 +736,7 @@ __device__ __forceinline__ int sampled_move(const PhotonParams& P, const SampPar
             float px = rx - u * T.axis[0], py = ry - u * T.axis[1], pz = rz - u * T.axis[2];
             out = px * px + py * py + pz * pz > rmax * rmax || u < p_lo - T.margin || u > p_hi + T.margin;
         }
-        if (out) return sampled_end(T, S, n, SAMP_ESCAPED);
+        if (out) { sampled_end_move(T, S, n, false, true); return false; }
     }
 #ifdef WD_BFR
     if (P.has_bfr && len > 0.0f) {
@@ -803,8 +774,8 @@ __device__ __forceinline__ int sampled_move(const PhotonParams& P, const SampPar
     float cos_t = scattering_cosine(P.g, P.f_sl, u1, u2);
 #endif
     st.dir = scatter(P, st.dir, cos_t, u3);
-    if (S.k >= WD_MAX_SEGMENTS) return sampled_end(T, S, n, SAMP_STOPPED);
-    return SAMP_GOING;
+    if (S.k >= WD_MAX_SEGMENTS) { sampled_end_move(T, S, n, false, false); return false; }
+    return true;
 }
 
 // One segment of mod.rs Tabulate::walk with Tabulate::photon_sampled's points, one lane at a
@@ -813,7 +784,7 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
     SampSeg g;
     sampled_walk(P, T, S, g);
     sampled_points(T, S, g, n);
-    return sampled_goes_on(S, n, sampled_move(P, T, S, g, n));
+    return sampled_move(P, T, S, g, n);
 }
 
 // Warp compaction of the points (issue #32; docs/spline.md "Measured GPU rate": 8.8 of 32 lanes
@@ -973,26 +944,18 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
 #else
         n.points += __popc(hits);
 #endif
-        unsigned tabulated = 0;
         while (ends) {
 #if WD_SAMP_ENDBITS
             const unsigned low = ends & (0u - ends), upto = low | (low - 1u);  // up to the photon's last point
 #else
             const unsigned upto = (ends & (0u - ends)) - 1u;  // the slots below the next end marker
 #endif
-            tabulated += r.cell >= 0 || (hits & upto);
+            if (r.cell >= 0 || (hits & upto)) samp_count(n.tabulated, 1);
             r.cell = -1;
             hits &= ~upto;
             ends &= ends - 1u;
         }
         if (hits) r.cell = 0;
-#if WD_SAMP_WARP_ENDS
-        // The warp's photons tabulated in the batch, added by its first lane (sampled_warp_ends).
-        tabulated = __reduce_add_sync(full, tabulated);
-        if (lane == 0) n.tabulated += tabulated;
-#else
-        if (tabulated) samp_count(n.tabulated, tabulated);
-#endif
     }
     __syncwarp(full);
     return;
@@ -1396,26 +1359,6 @@ __device__ __forceinline__ bool sampled_supply(const PhotonParams& P, const Samp
 }
 #endif
 
-#if WD_SAMP_DEFERRED && WD_SAMP_WARP_ENDS
-// The ends of a warp's photons at a step, counted at once (every lane of `full` calls it; fate
-// SAMP_GOING for a lane whose photon goes on or that has none; k the photon's segments;
-// `tabulated`: the photon counts as tabulated now): one vote a step and, when a photon ended, the
-// warp's sums added by its first lane to the counters it adds to (the warp's with
-// WD_SAMP_LEAN_SMEM; a thread's otherwise — the launch's totals are the same).
-__device__ __forceinline__ void sampled_warp_ends(unsigned full, int lane, int fate, unsigned int k, bool tabulated, SampCounts& n) {
-    if (!__any_sync(full, fate != SAMP_GOING)) return;
-    const unsigned absorbed = __ballot_sync(full, fate == SAMP_ABSORBED), escaped = __ballot_sync(full, fate == SAMP_ESCAPED);
-    const unsigned tab = __ballot_sync(full, tabulated);
-    const unsigned segments = __reduce_add_sync(full, fate != SAMP_GOING ? k : 0u);
-    if (lane == 0) {
-        n.segments += segments;
-        n.absorbed += __popc(absorbed);
-        n.escaped += __popc(escaped);
-        n.tabulated += __popc(tab);
-    }
-}
-#endif
-
 #if WD_SAMP_DEFERRED
 // The kernel's loop for one warp with the deferred queue (every lane of `full` calls it; J: the
 // warp's job queue with WD_SAMP_JOBQ, else unused): one segment per lane and step, a segment
@@ -1469,13 +1412,11 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
         }
 #endif
         if (pending) q.seg[lane] = g;
-        int fate = SAMP_GOING;
+        bool ending = false;
         if (alive && !pending) {
-            fate = sampled_move(P, T, S, g, n);
-            alive = fate == SAMP_GOING;
+            alive = sampled_move(P, T, S, g, n);
+            ending = !alive;
         }
-        const bool ending = fate != SAMP_GOING;
-        bool tabulated = false;  // the photon counted as tabulated at its end (WD_SAMP_ENDBITS)
 #if WD_SAMP_PHYSICS
         (void)ending;
 #elif WD_SAMP_ENDBITS
@@ -1488,7 +1429,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
                 float& w = samp_q_w(q, top);
                 w = __int_as_float(__float_as_int(w) | (int)0x80000000);
             } else {
-                tabulated = S.runs.cell >= 0;
+                if (S.runs.cell >= 0) samp_count(n.tabulated, 1);
                 S.runs.cell = -1;
             }
             q.fresh[lane] = 0;
@@ -1501,12 +1442,6 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
             q.mine[lane] = mine;
             q.queued[lane] = queued;
         }
-#endif
-#if WD_SAMP_WARP_ENDS
-        sampled_warp_ends(full, lane, fate, S.k, tabulated, n);
-#else
-        if (ending) sampled_end_counts(S, n, fate);
-        if (tabulated) samp_count(n.tabulated, 1);
 #endif
     }
     if (q.queued[lane] > 0) sampled_drain(T, q, full, lane, q.queued[lane], (unsigned)q.mine[lane], 0.0f, S.runs, n);
@@ -1591,7 +1526,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
 #else
             if (step && len > 0.0f) S.next -= len;
 #endif
-            alive = sampled_goes_on(S, n, sampled_move(P, T, S, g, n));
+            alive = sampled_move(P, T, S, g, n);
             walked = false;
         }
     }
@@ -1743,7 +1678,7 @@ __device__ __forceinline__ void sampled_loop(const PhotonParams& P, const SampPa
         if (alive) {
             const float len = g.seg.length;
             if (step && len > 0.0f) S.next = fmaf((float)m, T.step, S.next) - len;
-            alive = sampled_goes_on(S, n, sampled_move(P, T, S, g, n));
+            alive = sampled_move(P, T, S, g, n);
         }
     }
 }
@@ -1834,7 +1769,7 @@ extern "C" __global__ void __launch_bounds__(WD_SAMP_BLOCK, WD_SAMP_MIN_BLOCKS) 
         SampSeg g{};
         if (alive) sampled_walk(P, T, S, g);
         sampled_points_warp(T, q, full, width, lane, alive, S, g, n);
-        if (alive) alive = sampled_goes_on(S, n, sampled_move(P, T, S, g, n));
+        if (alive) alive = sampled_move(P, T, S, g, n);
     }
 #endif
 #else

@@ -124,7 +124,7 @@ __device__ __forceinline__ void sampled_paths_loop(const PhotonParams& P, const 
         SampSegRec* r = X.path + job * X.cap + (S.k - k0);
         r->a = make_float4(S.st.pos.x, S.st.pos.y, S.st.pos.z, S.st.time);
         r->b = make_float4(S.st.dir.x, S.st.dir.y, S.st.dir.z, g.seg.length);
-        alive = sampled_goes_on(S, n, sampled_move(P, T, S, g, n));
+        alive = sampled_move(P, T, S, g, n);
         unsigned int count = S.k - k0;
         bool pause = alive && count >= X.cap;
         if (!alive || pause) {

@@ -1417,9 +1417,9 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             // Session 35's distance rule of the adaptive comb (comparison build; docs/spline.md
             // "The directional step").
             samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=1"]),
-            // The queue's entries as six arrays and the photons' ends counted by each lane
-            // (comparison builds; docs/spline.md "Session 38").
-            samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=2", "WD_SAMP_AOS=0", "WD_SAMP_WARP_ENDS=0"]),
+            // The queue's entries as six arrays (session 37's default, a comparison build;
+            // docs/spline.md "The queue as vectors").
+            samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=2", "WD_SAMP_AOS=0"]),
             // The loop without its points (measurement only; docs/spline.md "The floor").
             samp(&["WD_SAMP_PHYSICS=1"]),
         ],

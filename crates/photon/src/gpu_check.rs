@@ -1098,8 +1098,8 @@ fn spatial_variance_ratio(a: &crate::tabulate::Tables, b: &crate::tabulate::Tabl
 ///   ratio in [0.85, 1.2];
 /// * without the job queue the same integers (the replicas follow the photon ids, not the lanes),
 ///   and the same with end markers in the queue (`WD_SAMP_ENDBITS=0`), per-thread counters and 8
-///   photons a refill (`WD_SAMP_LEAN_SMEM=0`), both (session 35's default), the queue as six
-///   arrays (`WD_SAMP_AOS=0`) and the photons' ends counted by each lane (`WD_SAMP_WARP_ENDS=0`);
+///   photons a refill (`WD_SAMP_LEAN_SMEM=0`), both (session 35's default), and the queue as six
+///   arrays (`WD_SAMP_AOS=0`, session 37's default);
 /// * in launches of 2¹² photons the same sums and Σ V within [0.9, 1.1] of the default's (the
 ///   variances are formed per launch from fewer photons each).
 pub fn check_sampled_batch_means(
@@ -1121,8 +1121,7 @@ pub fn check_sampled_batch_means(
     // The same integers and counts without the job queue (the replicas follow the photon ids),
     // with end markers in the queue instead of the photons' last points' signs (WD_SAMP_ENDBITS=0),
     // with per-thread counters, the runs' arrays and 8 photons a refill (WD_SAMP_LEAN_SMEM=0), with
-    // both (session 35's default), with the queue's entries as six arrays (WD_SAMP_AOS=0) and
-    // with the photons' ends counted by each lane (WD_SAMP_WARP_ENDS=0).
+    // both (session 35's default), and with the queue's entries as six arrays (WD_SAMP_AOS=0).
     let mut same_builds = true;
     let mut builds = Vec::new();
     // The cells' agreement reported: the first build that differs, else the last one's.
@@ -1132,10 +1131,8 @@ pub fn check_sampled_batch_means(
         &["WD_SAMP_ENDBITS=0"],
         &["WD_SAMP_LEAN_SMEM=0"],
         &["WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"],
-        // Session 37's queue of six arrays, each lane counting its photon's end (docs/spline.md
-        // "Session 38").
+        // Session 37's queue of six arrays (docs/spline.md "The queue as vectors").
         &["WD_SAMP_AOS=0"],
-        &["WD_SAMP_WARP_ENDS=0"],
     ] {
         let alt = stepped.run_gpu(&on(extra, batch), gpu_ctl)?;
         let a = agreement(g, &alt);

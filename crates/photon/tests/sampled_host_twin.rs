@@ -229,7 +229,7 @@ fn warp_compaction_is_lane_at_a_time() {
         ("// add_u128: fixed_point.cuh", "// One photon's state between segments"),
         ("// One photon's state between segments", "// mod.rs Tabulate::walk's start"),
         (
-            "// How sampled_move leaves the photon",
+            "// The photon's end: its counts added",
             "__device__ __forceinline__ void sampled_walk",
         ),
         (
@@ -279,15 +279,6 @@ static unsigned __ballot_sync(unsigned, bool p) {
     for (int i = 0; i < g_width; ++i) b |= (unsigned)g_pred[i] << i;
     g_bar->arrive_and_wait();
     return b;
-}
-static unsigned g_sum[32];
-static unsigned __reduce_add_sync(unsigned, unsigned v) {
-    g_sum[t_lane] = v;
-    g_bar->arrive_and_wait();
-    unsigned s = 0;
-    for (int i = 0; i < g_width; ++i) s += g_sum[i];
-    g_bar->arrive_and_wait();
-    return s;
 }
 "#;
     let main = [r#"
@@ -364,7 +355,7 @@ int main() {
                             bool ending = false;
                             if (active && !pending) {
                                 if (g.has) { S.k += 1; ending = g.end; }
-                                if (ending) sampled_end_counts(S, n, SAMP_ABSORBED);
+                                if (ending) sampled_end_counts(S, n, true, false);
                                 ++k;
                             }
                             sampled_mark(TT, q, full, width, l, ending, S.runs, n, mine, queued);
@@ -385,7 +376,7 @@ int main() {
                         }
                         if (g.has) {
                             S.k += 1;
-                            if (g.end) { sampled_close_runs(TT, S, n); sampled_end_counts(S, n, SAMP_ABSORBED); fresh(S, l, k + 1); }
+                            if (g.end) { sampled_end(TT, S, n, true, false); fresh(S, l, k + 1); }
                         }
                     }
                     fin[path][l] = S;
@@ -493,10 +484,10 @@ fn job_queue_and_split_squares_are_the_default() {
         ("// One photon's state between segments", "// mod.rs Tabulate::walk's start"),
         (
             "// Tabulate::photon_sampled's Sampler::new from the photon's bits",
-            "// How sampled_move leaves the photon",
+            "// The photon's end: its counts added",
         ),
         (
-            "// How sampled_move leaves the photon",
+            "// The photon's end: its counts added",
             "__device__ __forceinline__ void sampled_walk",
         ),
     ] {
@@ -562,15 +553,6 @@ static unsigned __ballot_sync(unsigned, bool p) {
     g_bar->arrive_and_wait();
     return b;
 }
-static unsigned g_sum[32];
-static unsigned __reduce_add_sync(unsigned, unsigned v) {
-    g_sum[t_lane] = v;
-    g_bar->arrive_and_wait();
-    unsigned s = 0;
-    for (int i = 0; i < g_width; ++i) s += g_sum[i];
-    g_bar->arrive_and_wait();
-    return s;
-}
 static bool __any_sync(unsigned m, bool p) { return __ballot_sync(m, p) != 0u; }
 // Shuffles of any value of up to 8 bytes: every lane posts its value, then reads its source's.
 static unsigned long long g_words[32];
@@ -633,12 +615,12 @@ static void sampled_walk(const PhotonParams&, const SampParams& T, const SampSta
     g.zp = 0.0f;
     g.w = g.seg.length > 0.0f ? sampled_weight(T, S.st.slice, S.st.dir.z) : 0.0f;
 }
-static int sampled_move(const PhotonParams&, const SampParams& T, SampState& S, const SampSeg&, SampCounts& n) {
+static bool sampled_move(const PhotonParams&, const SampParams& T, SampState& S, const SampSeg&, SampCounts& n) {
     S.k += 1;
     unsigned long long h = mix(S.st.id * 104729ull + S.k);
-    if (h % 6 == 0 || S.k >= 40) return sampled_end(T, S, n, (h & 64) != 0 ? SAMP_ABSORBED : SAMP_ESCAPED);
+    if (h % 6 == 0 || S.k >= 40) { sampled_end_move(T, S, n, (h & 64) != 0, (h & 64) == 0); return false; }
     seg_state(S.st, S.k);
-    return SAMP_GOING;
+    return true;
 }
 "#;
     let main = [r#"
@@ -798,17 +780,15 @@ int main() {
     std::fs::create_dir_all(&dir).unwrap();
     let cpp = dir.join("jobq.cpp");
     std::fs::write(&cpp, src).unwrap();
-    // The default (job queue, split squares, 2 rounds, the warp counting its photons' ends), each
-    // lane counting its photon's end, the earlier default, each turned off, 5-photon refills and
-    // unlimited rounds.
+    // The default (job queue, split squares, 2 rounds), the earlier default, each turned off,
+    // 5-photon refills and unlimited rounds.
     // WD_SAMP_STEPWISE (one point per lane and step, no queue of points): with the job queue, with
     // 5-photon refills, without the job queue, with add_u128's squares and with 3 points a step.
     // WD_SAMP_SPLIT (two kernels a round): paths of 96 segments (no photon paused: the stubs'
     // photons end by their 40th), of 3 and of 7 (most paused, several rounds), 5-photon refills,
     // add_u128's squares.
-    let builds: [&[&str]; 17] = [
+    let builds: [&[&str]; 16] = [
         &[],
-        &["WD_SAMP_WARP_ENDS=0"],
         &["WD_SAMP_JOBQ=0", "WD_SAMP_RED=0", "WD_SAMP_ROUNDS=4"],
         &["WD_SAMP_JOBQ=0"],
         &["WD_SAMP_RED=0"],
@@ -844,17 +824,16 @@ int main() {
     // Batch means (WD_SAMP_REP, the GPU's default; docs/spline.md "Batch means", "Session 36"): the
     // default (the photons' ends as their last points' signs, the warp's counters, 32 photons a
     // refill), session 35's (end markers in the queue, per-thread counters, 8 a refill), each
-    // switch alone, 5-photon refills, without the job queue, with unlimited rounds, with the
-    // queue's entries as six arrays (WD_SAMP_AOS=0, also with session 35's end markers) and with
-    // each lane counting its photon's end (WD_SAMP_WARP_ENDS=0) must give the same sums, spatial
-    // squares (the replicas folded) and counts; and the same photons tabulated, segments and
-    // points as the float runs' builds (the same points, no runs).
-    let batch: [&[&str]; 10] = [
+    // switch alone, 5-photon refills, without the job queue, with unlimited rounds and with the
+    // queue's entries as six arrays (WD_SAMP_AOS=0, session 37's default; also with session 35's
+    // end markers) must give the same sums, spatial squares (the replicas folded) and counts; and
+    // the same photons tabulated, segments and points as the float runs' builds (the same points,
+    // no runs).
+    let batch: [&[&str]; 9] = [
         &["WD_SAMP_REP=256"],
         &["WD_SAMP_REP=256", "WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_AOS=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_AOS=0", "WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"],
-        &["WD_SAMP_REP=256", "WD_SAMP_WARP_ENDS=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_ENDBITS=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_LEAN_SMEM=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_JOBS=5"],

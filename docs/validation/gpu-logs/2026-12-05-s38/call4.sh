@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# session 38's call 4: the kernel as kept (call 3's warp count of the photons' ends reverted; the
+# queue as vectors by default; the directional step as one over the fastest rate): the photon
+# gpu-check, and the A/B at 2000 and 2300 m of the default against session 37's queue of six
+# arrays (WD_SAMP_AOS=0), three rounds.
+# Stage: WARPDRIVE_DATA=... bash scripts/stage-device; carry [".device"]; at most about 420 s (the timeouts).
+set -uo pipefail
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+export WARPDRIVE_DATA=.device/data WARPDRIVE_PROGRESS=0
+t0=$SECONDS
+timeout 260 .device/warpdrive gpu-check --domain photon --json $OUT/gpu-check.json > $OUT/gc.txt 2>&1
+echo "== gpu-check rc $? in $((SECONDS - t0)) s"
+grep -E "PASS|FAIL|passed|failed" $OUT/gc.txt | cut -c1-200 | tail -34
+mkdir -p $OUT/ab
+OUT=$OUT/ab CONFIGS="per-sm=8 per-sm=8,WD_SAMP_AOS=0" STEPS=auto DEPTHS="2000 2300" ROUNDS=3 timeout 150 bash scripts/tabulate-ab 2>&1 | grep "^=="
+sed -E 's/.*(step [a-z0-9-]+ round [0-9]+).*tabulation ([0-9.e]+) photons.*propagation to the modules ([0-9.e]+) .*tabulation \/ fast = ([0-9.]+).*/\1 \2 \3 \4/' $OUT/ab/summary.txt
+cd $OUT && tar czf call4.tgz ab gc.txt gpu-check.json && rm -rf ab gc.txt gpu-check.json
