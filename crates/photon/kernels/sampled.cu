@@ -244,6 +244,17 @@
 #if WD_SAMP_AOS && !WD_SAMP_REP
 #error "WD_SAMP_AOS needs batch means (WD_SAMP_REP)"
 #endif
+// WD_SAMP_SHAPE (measurement only, session 38): the grid's shape fixed at compile time, 1 spheres
+// (cascades), 2 cylinders (muon segments), for what the uniform branches on T.spherical cost
+// (samp_spherical); 0, the default: from T.spherical. A build for the other shape is wrong.
+#ifndef WD_SAMP_SHAPE
+#define WD_SAMP_SHAPE 0
+#endif
+// WD_SAMP_ANGC_TERMS (measurement only, session 38): the acceptance's unrolled Horner line of that
+// many terms instead of WD_SAMP_ANGC_MAX (a model of more terms takes the loop: the same values).
+#ifndef WD_SAMP_ANGC_TERMS
+#define WD_SAMP_ANGC_TERMS WD_SAMP_ANGC_MAX
+#endif
 // WD_SAMP_PHYSICS (measurement only, off; needs the deferred queue): the deferred loop without
 // its points and end markers — the job queue, the walk and the move only (the weight, unused, is
 // compiled out), the tables left empty. What the loop costs without the point machinery
@@ -294,6 +305,16 @@ struct SampParams {
     // for spheres), and one over the angular bound's slope (SampParams::set_adaptive).
     float adapt_inv_hr, adapt_inv_hz, adapt_inv_ht, adapt_inv_slope;
 };
+
+// Whether the grid is spheres (cascades) or cylinders (WD_SAMP_SHAPE: fixed at compile time).
+__device__ __forceinline__ bool samp_spherical(const SampParams& T) {
+#if WD_SAMP_SHAPE
+    (void)T;
+    return WD_SAMP_SHAPE == 1;
+#else
+    return T.spherical;
+#endif
+}
 
 // sampled.rs Axis::bin for x within [e0, e_last]: the last edge in the last bin.
 // The bin of x on an axis of equal steps (inv = bins / span > 0; x within the axis).
@@ -373,7 +394,7 @@ __device__ __forceinline__ int sampled_cell_sp(const SampParams& T, V3 x, float 
     float rx = x.x - T.origin[0], ry = x.y - T.origin[1], rz = x.z - T.origin[2];
     float axial = rx * T.axis[0] + ry * T.axis[1] + rz * T.axis[2];
     float rad, polar, delay;
-    if (T.spherical) {
+    if (samp_spherical(T)) {
         rad = sqrtf(rx * rx + ry * ry + rz * rz);
         polar = rad > 0.0f ? fminf(fmaxf(axial / rad, -1.0f), 1.0f) : 1.0f;
         delay = t - T.ng_over_c * rad;
@@ -435,9 +456,9 @@ __device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) 
 __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned int slice, float nz) {
     float acc = 0.0f;
 #if WD_SAMP_ANGC
-    if (T.n_ang <= WD_SAMP_ANGC_MAX) {  // the same for every thread (a longer polynomial: the loop)
+    if (T.n_ang <= WD_SAMP_ANGC_TERMS) {  // the same for every thread (a longer polynomial: the loop)
 #pragma unroll
-        for (int i = WD_SAMP_ANGC_MAX - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
+        for (int i = WD_SAMP_ANGC_TERMS - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
         return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
     }
 #endif
@@ -729,7 +750,7 @@ __device__ __forceinline__ bool sampled_move(const PhotonParams& P, const SampPa
 #endif
         float rmax = r_hi + T.margin;
         bool out;
-        if (T.spherical) {
+        if (samp_spherical(T)) {
             out = rx * rx + ry * ry + rz * rz > rmax * rmax;
         } else {
             float u = rx * T.axis[0] + ry * T.axis[1] + rz * T.axis[2];
@@ -1126,7 +1147,7 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
 __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 x, V3 d, float len, float ocm) {
     float px = x.x - T.origin[0], py = x.y - T.origin[1], pz = x.z - T.origin[2];
     float da = 0.0f, rate = ocm, kr = T.ng_over_c;
-    if (!T.spherical) {
+    if (!samp_spherical(T)) {
         const float up = px * T.axis[0] + py * T.axis[1] + pz * T.axis[2];
         da = d.x * T.axis[0] + d.y * T.axis[1] + d.z * T.axis[2];
         px -= up * T.axis[0];
@@ -1162,7 +1183,7 @@ __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 p, V3
     float ax = p.x - T.origin[0], ay = p.y - T.origin[1], az = p.z - T.origin[2];
     float bx = ax + len * d.x, by = ay + len * d.y, bz = az + len * d.z;
     float ra = ax * ax + ay * ay + az * az, rb = bx * bx + by * by + bz * bz;
-    if (!T.spherical) {
+    if (!samp_spherical(T)) {
         float ua = ax * T.axis[0] + ay * T.axis[1] + az * T.axis[2];
         float ub = bx * T.axis[0] + by * T.axis[1] + bz * T.axis[2];
         ra -= ua * ua;
