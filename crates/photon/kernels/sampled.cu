@@ -244,16 +244,13 @@
 #if WD_SAMP_AOS && !WD_SAMP_REP
 #error "WD_SAMP_AOS needs batch means (WD_SAMP_REP)"
 #endif
-// WD_SAMP_SHAPE (measurement only, session 38): the grid's shape fixed at compile time, 1 spheres
-// (cascades), 2 cylinders (muon segments), for what the uniform branches on T.spherical cost
-// (samp_spherical); 0, the default: from T.spherical. A build for the other shape is wrong.
+// WD_SAMP_SHAPE (the host adds it for the table's grid since session 38: tabulate/gpu.rs
+// with_shape): the grid's shape fixed at compile time, 1 spheres (cascades), 2 cylinders (muon
+// segments), so that the branches on it (samp_spherical) compile out: H200, 3.4 % faster at
+// 2000 m, 1.8 % at 2300 m. 0, the kernel's own default: from T.spherical. A build for the other
+// shape is wrong.
 #ifndef WD_SAMP_SHAPE
 #define WD_SAMP_SHAPE 0
-#endif
-// WD_SAMP_ANGC_TERMS (measurement only, session 38): the acceptance's unrolled Horner line of that
-// many terms instead of WD_SAMP_ANGC_MAX (a model of more terms takes the loop: the same values).
-#ifndef WD_SAMP_ANGC_TERMS
-#define WD_SAMP_ANGC_TERMS WD_SAMP_ANGC_MAX
 #endif
 // WD_SAMP_PHYSICS (measurement only, off; needs the deferred queue): the deferred loop without
 // its points and end markers — the job queue, the walk and the move only (the weight, unused, is
@@ -456,9 +453,9 @@ __device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) 
 __device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned int slice, float nz) {
     float acc = 0.0f;
 #if WD_SAMP_ANGC
-    if (T.n_ang <= WD_SAMP_ANGC_TERMS) {  // the same for every thread (a longer polynomial: the loop)
+    if (T.n_ang <= WD_SAMP_ANGC_MAX) {  // the same for every thread (a longer polynomial: the loop)
 #pragma unroll
-        for (int i = WD_SAMP_ANGC_TERMS - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
+        for (int i = WD_SAMP_ANGC_MAX - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
         return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
     }
 #endif

@@ -69,13 +69,22 @@ fn device_lookup_is_the_rust_lookup() {
     let cpp = dir.join("twin.cpp");
     std::fs::write(&cpp, source()).unwrap();
     let flags = ["-O2", "-std=c++17", "-ffp-contract=off", "-w"];
-    let exes = [dir.join("twin"), dir.join("twin-loads"), dir.join("twin-axis-by-axis")];
+    let exes = [
+        dir.join("twin"),
+        dir.join("twin-loads"),
+        dir.join("twin-axis-by-axis"),
+        dir.join("twin-spheres"),
+        dir.join("twin-cylinders"),
+    ];
     // atan2f (WD_SAMP_ATAN=0) as the Rust lookup's atan2: the same floats, the same cells; the
     // polynomial azimuth (the default) is checked by `azimuth_polynomial_is_atan2` and on a GPU by
     // gpu-check's GPU = CPU comparisons.
     if !compile(&cpp, &exes[0], &flags, &["WD_SAMP_EDGES=1", "WD_SAMP_ATAN=0"])
         || !compile(&cpp, &exes[1], &flags, &["WD_SAMP_EDGES=0", "WD_SAMP_ATAN=0"])
         || !compile(&cpp, &exes[2], &flags, &["WD_SAMP_LEAN=0", "WD_SAMP_ATAN=0"])
+        // The grid's shape compiled in, as the host builds the kernel (tabulate/gpu.rs with_shape).
+        || !compile(&cpp, &exes[3], &flags, &["WD_SAMP_SHAPE=1", "WD_SAMP_ATAN=0"])
+        || !compile(&cpp, &exes[4], &flags, &["WD_SAMP_SHAPE=2", "WD_SAMP_ATAN=0"])
     {
         return;
     }
@@ -166,6 +175,11 @@ fn device_lookup_is_the_rust_lookup() {
         assert_eq!(got.len(), n);
         assert!(got == run(&exes[1]), "{shape:?}: WD_SAMP_EDGES=1 and 0 give different cells");
         assert!(got == run(&exes[2]), "{shape:?}: WD_SAMP_LEAN=1 and 0 give different cells");
+        let compiled = &exes[if shape == Shape::Spherical { 3 } else { 4 }];
+        assert!(
+            got == run(compiled),
+            "{shape:?}: the shape compiled in (WD_SAMP_SHAPE) gives other cells"
+        );
         let (mut inside, mut near, mut far) = (0, 0, 0);
         for (p, &g) in pts.iter().zip(&got) {
             let c = look.coordinates(&f, [p[0], p[1], p[2]], p[3]);
@@ -1104,7 +1118,14 @@ int main() {
     let cpp = dir.join("step.cpp");
     std::fs::write(&cpp, format!("{pre}{body}{main}")).unwrap();
     let exe = dir.join("step");
-    if !compile(&cpp, &exe, &["-O2", "-std=c++17", "-ffp-contract=off", "-w"], &["WD_SAMP_ADAPT=2"]) {
+    // And with the grid's shape compiled in, as the host builds the kernel (with_shape): the same
+    // steps bit for bit.
+    let shaped = [dir.join("step-spheres"), dir.join("step-cylinders")];
+    let flags = ["-O2", "-std=c++17", "-ffp-contract=off", "-w"];
+    if !compile(&cpp, &exe, &flags, &["WD_SAMP_ADAPT=2"])
+        || !compile(&cpp, &shaped[0], &flags, &["WD_SAMP_ADAPT=2", "WD_SAMP_SHAPE=1"])
+        || !compile(&cpp, &shaped[1], &flags, &["WD_SAMP_ADAPT=2", "WD_SAMP_SHAPE=2"])
+    {
         return;
     }
     let fl = |v: f64| f64::from(v as f32);
@@ -1200,6 +1221,12 @@ int main() {
         std::fs::write(&inp, input).unwrap();
         let o = Command::new(&exe).stdin(std::fs::File::open(&inp).unwrap()).output().unwrap();
         assert!(o.status.success());
+        let shaped = &shaped[usize::from(shape == Shape::Cylindrical)];
+        let o2 = Command::new(shaped).stdin(std::fs::File::open(&inp).unwrap()).output().unwrap();
+        assert!(
+            o2.status.success() && o2.stdout == o.stdout,
+            "{shape:?}: the shape compiled in gives other steps"
+        );
         let got: Vec<f64> = String::from_utf8(o.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect();
         assert_eq!(got.len(), n);
         let all: Vec<f64> = got.iter().zip(&segs).map(|(g, w)| (g - w).abs() / w).collect();
