@@ -246,8 +246,9 @@ impl Edges {
         text.parse().map_err(|e: String| param_error(param, e))
     }
 
-    /// The edges, checked: at least two, finite, strictly increasing, at most [`MAX_EDGES`].
-    fn resolve(&self, param: &'static str) -> Result<Vec<f64>> {
+    /// The edges, checked: at least two, finite, strictly increasing, at most [`MAX_EDGES`]; an
+    /// error names option `param`.
+    pub fn resolve(&self, param: &'static str) -> Result<Vec<f64>> {
         let e = match self {
             Self::Linear { lo, hi, bins } => {
                 if *bins == 0 || *bins >= MAX_EDGES as u64 {

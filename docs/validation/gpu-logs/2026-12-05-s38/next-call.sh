@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The next session's first device call (written in session 38): the photon gpu-check with the
-# grid's shape compiled in by default (a04c62b: WD_SAMP_SHAPE from the host; its sampled GPU = CPU
-# rows run spheres for the cascade and cylinders for the muon segment), and the A/B at 2000 and
-# 2300 m of the default against the runtime shape (WD_SAMP_SHAPE=0), then ncu of the default at
-# the bench's 2000 m.
+# The next session's first device call (written in session 38), after re-applying a04c62b's
+# crates/photon/src/tabulate/gpu.rs (the host adding WD_SAMP_SHAPE for the table's grid; reverted
+# because no device time was left to gpu-check it): the photon gpu-check with the shape compiled
+# in by default (its sampled GPU = CPU rows run spheres for the cascade and cylinders for the muon
+# segment), and the A/B at 2000 and 2300 m of the default against the runtime shape
+# (WD_SAMP_SHAPE=0), then ncu of the default at the bench's 2000 m.
 # Stage: WARPDRIVE_DATA=... bash scripts/stage-device; carry [".device"]; at most about 540 s (the timeouts).
 set -uo pipefail
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
