@@ -244,12 +244,11 @@
 #if WD_SAMP_AOS && !WD_SAMP_REP
 #error "WD_SAMP_AOS needs batch means (WD_SAMP_REP)"
 #endif
-// WD_SAMP_SHAPE (opt-in, session 38; a `--config` build): the grid's shape fixed at compile
-// time, 1 spheres (cascades), 2 cylinders (muon segments), so that the branches on it
-// (samp_spherical) compile out: H200, 3.4 % faster at 2000 m, 1.8 % at 2300 m. 0, the default:
-// from T.spherical. A build for the other shape is wrong. To become the host's default (the
-// host adding it for the table's grid, as a04c62b did) once gpu-check has run it on a device
-// (docs/spline.md "Measured, session 38").
+// WD_SAMP_SHAPE (the host adds it for the table's grid since session 39: tabulate/gpu.rs
+// with_shape): the grid's shape fixed at compile time, 1 spheres (cascades), 2 cylinders (muon
+// segments), so that the branches on it (samp_spherical) compile out: H200, 3.4 % faster at
+// 2000 m, 1.8 % at 2300 m (session 38). 0, the kernel's own default: from T.spherical. A build
+// for the other shape is wrong.
 #ifndef WD_SAMP_SHAPE
 #define WD_SAMP_SHAPE 0
 #endif

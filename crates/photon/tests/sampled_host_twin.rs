@@ -82,7 +82,7 @@ fn device_lookup_is_the_rust_lookup() {
     if !compile(&cpp, &exes[0], &flags, &["WD_SAMP_EDGES=1", "WD_SAMP_ATAN=0"])
         || !compile(&cpp, &exes[1], &flags, &["WD_SAMP_EDGES=0", "WD_SAMP_ATAN=0"])
         || !compile(&cpp, &exes[2], &flags, &["WD_SAMP_LEAN=0", "WD_SAMP_ATAN=0"])
-        // The grid's shape compiled in (WD_SAMP_SHAPE, a `--config` build).
+        // The grid's shape compiled in (WD_SAMP_SHAPE, the host's build for the table's grid).
         || !compile(&cpp, &exes[3], &flags, &["WD_SAMP_SHAPE=1", "WD_SAMP_ATAN=0"])
         || !compile(&cpp, &exes[4], &flags, &["WD_SAMP_SHAPE=2", "WD_SAMP_ATAN=0"])
     {
@@ -1118,7 +1118,7 @@ int main() {
     let cpp = dir.join("step.cpp");
     std::fs::write(&cpp, format!("{pre}{body}{main}")).unwrap();
     let exe = dir.join("step");
-    // And with the grid's shape compiled in (WD_SAMP_SHAPE, a `--config` build): the same steps
+    // And with the grid's shape compiled in (WD_SAMP_SHAPE, the host's build): the same steps
     // bit for bit.
     let shaped = [dir.join("step-spheres"), dir.join("step-cylinders")];
     let flags = ["-O2", "-std=c++17", "-ffp-contract=off", "-w"];

@@ -98,6 +98,20 @@ pub fn with_adaptive(defines: &mut Vec<String>, adaptive: bool) {
     }
 }
 
+/// `defines` with `WD_SAMP_SHAPE` for the grid's `shape` (1 spheres, 2 cylinders) unless they name
+/// it: sampled.cu's branches on the shape compiled out (H200, session 38: 3.4 % faster at the
+/// bench's 2000 m, 1.8 % at 2300 m; docs/spline.md "Measured, session 38"). The build a run
+/// compiles, and `doctor --prebuild` makes for each shape.
+pub fn with_shape(defines: &mut Vec<String>, shape: super::Shape) {
+    if define_value(defines, "WD_SAMP_SHAPE").is_none() {
+        let v = match shape {
+            super::Shape::Spherical => 1,
+            super::Shape::Cylindrical => 2,
+        };
+        defines.push(format!("WD_SAMP_SHAPE={v}"));
+    }
+}
+
 /// `defines` with `WD_SAMP_REP=reps` when `reps` > 0 and they do not name it already (the
 /// kernel's own default is 0): the build a run compiles, and `doctor --prebuild` makes.
 pub fn with_reps(defines: &mut Vec<String>, reps: u64) {
@@ -662,13 +676,16 @@ pub fn prebuilt_builds() -> Vec<warpdrive_core::kernels::Build> {
         })
         .collect();
     for f in features {
-        let mut d = sampled_switches();
-        d.extend(f.iter().map(|s| (*s).to_string()));
-        // The batch means and the adaptive comb a default run adds (run_sampled_on,
-        // sampled_reps, with_adaptive).
-        with_reps(&mut d, SAMPLED_REP_DEFAULT);
-        with_adaptive(&mut d, true);
-        out.push(warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, d));
+        for shape in [super::Shape::Spherical, super::Shape::Cylindrical] {
+            let mut d = sampled_switches();
+            d.extend(f.iter().map(|s| (*s).to_string()));
+            // The batch means, the adaptive comb and the grid's shape a default run adds
+            // (run_sampled_on, sampled_reps, with_adaptive, with_shape).
+            with_reps(&mut d, SAMPLED_REP_DEFAULT);
+            with_adaptive(&mut d, true);
+            with_shape(&mut d, shape);
+            out.push(warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, d));
+        }
     }
     out
 }
@@ -972,6 +989,7 @@ fn run_sampled_on(
     let reps = sampled_reps(&defines, spatial, free as u64);
     with_reps(&mut defines, reps);
     with_adaptive(&mut defines, adaptive);
+    with_shape(&mut defines, b.shape);
     let (module, func) = cuda::load(gpu, SAMPLED_NAME, SAMPLED_SRC, "tabulate_sampled", false, &defines)?;
     let fold = if red { Some(module.load_function("sampled_fold")?) } else { None };
     let rep_fold = if reps > 0 {
@@ -1451,8 +1469,12 @@ mod tests {
                 &mut d,
                 crate::tabulate::Estimator::default_for(true) == crate::tabulate::Estimator::adaptive(),
             );
-            let sampled = warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, d);
-            assert!(builds.contains(&sampled), "{model}: {:?} not prebuilt", sampled.defines);
+            for shape in [super::super::Shape::Spherical, super::super::Shape::Cylindrical] {
+                let mut d = d.clone();
+                with_shape(&mut d, shape);
+                let sampled = warpdrive_core::kernels::Build::new(SAMPLED_NAME, SAMPLED_SRC, false, d);
+                assert!(builds.contains(&sampled), "{model}, {shape:?}: {:?} not prebuilt", sampled.defines);
+            }
         }
     }
 
