@@ -263,6 +263,14 @@
 #ifndef WD_SAMP_CNT32
 #define WD_SAMP_CNT32 0
 #endif
+// WD_SAMP_COMB (opt-in, session 39; the deferred queue's loop): the comb compiled in, the
+// one-point-a-segment mode (T.step = 0) compiled out of sampled_enqueue, as the grid's shape
+// (WD_SAMP_SHAPE): its selects and branch on every segment and point. The adaptive comb always has
+// a step (Estimator::check: a finite smallest step); the host refuses a build with it and one point
+// a segment (tabulate/gpu.rs run_sampled_on).
+#ifndef WD_SAMP_COMB
+#define WD_SAMP_COMB 0
+#endif
 // WD_SAMP_SHAPE (the host adds it for the table's grid since session 39: tabulate/gpu.rs
 // with_shape): the grid's shape fixed at compile time, 1 spheres (cascades), 2 cylinders (muon
 // segments), so that the branches on it (samp_spherical) compile out: H200, 3.4 % faster at
@@ -1254,7 +1262,11 @@ __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 p, V3
 __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n, unsigned long long& mine, int& queued, int rounds, bool& left) {
     const PState& st = S.st;
     float len = g.seg.length;
-    bool step = T.step > 0.0f;
+#if WD_SAMP_COMB
+    const bool step = true;  // (one point a segment is another build)
+#else
+    const bool step = T.step > 0.0f;
+#endif
     has = has && len > 0.0f;
     float s = 0.0f, x = 0.0f;
 #if WD_SAMP_ADAPT

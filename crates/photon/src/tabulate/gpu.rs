@@ -979,6 +979,12 @@ fn run_sampled_on(
             extra.join(",")
         )));
     }
+    // WD_SAMP_COMB compiles the comb in: one point a segment (an infinite step) is another build.
+    if switch_on(&defines, "WD_SAMP_COMB", false) && !step.is_finite() {
+        return Err(GpuError::Other(
+            "WD_SAMP_COMB compiles the comb in: one point a segment (--sample-step segment) needs a build without it".into(),
+        ));
+    }
     // WD_SAMP_RED: the squares as three digits a cell (sampled_fold adds them to the u128
     // squares, `acc`, after every launch).
     let red = switch_on(&defines, "WD_SAMP_RED", SAMPLED_RED_DEFAULT);
