@@ -5,7 +5,8 @@
 # (WD_SAMP_PTW=1), the warp's end counts as 32-bit shared atomics (WD_SAMP_CNT32=1), the comb
 # compiled in (WD_SAMP_COMB=1), all three — and 7 blocks a multiprocessor (72 registers, no
 # spills) alone and with all three. Then, if a build wins, make it the default and run gpu-check.
-# Stage: WARPDRIVE_DATA=... bash scripts/stage-device; carry [".device"]; about 200 s.
+# Then ncu of the build with all three. Stage: WARPDRIVE_DATA=... bash scripts/stage-device;
+# carry [".device"]; about 350 s.
 set -uo pipefail
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
@@ -19,3 +20,8 @@ for f in $OUT/ab/ab-*.txt; do
   sed -nE 's/^config "(.*)":$/\1/p; s/.*tabulation ([0-9.e]+) photons.*propagation to the modules ([0-9.e]+) .*tabulation \/ fast = ([0-9.]+).*/   \1 \2 \3/p' "$f"
 done
 tar czf $OUT/ab.tgz -C $OUT ab && rm -rf $OUT/ab
+# ncu of the build with all three switches at 2000 m (the kernel text its lines refer to: the
+# commit's kernel files with the switches, scripts/ncu-source-summary.py).
+mkdir -p $OUT/prof
+OUT=$OUT/prof CONFIG=per-sm=8,$ALL DEPTH=2000 timeout 150 bash scripts/tabulate-profile auto 2>&1 | grep -vE "^\s*$" | tail -14
+tar czf $OUT/prof.tgz -C $OUT prof && rm -rf $OUT/prof
