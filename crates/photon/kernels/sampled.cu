@@ -244,33 +244,6 @@
 #if WD_SAMP_AOS && !WD_SAMP_REP
 #error "WD_SAMP_AOS needs batch means (WD_SAMP_REP)"
 #endif
-// WD_SAMP_PTW (opt-in, session 39; needs the queue as vectors): the acceptance weight per point,
-// in the drain, instead of per segment in the walk. A segment's weight is the same for all its
-// points, but about half the segments hold none (18 points and 35.6 segments a photon at the
-// bench's 2000 m), and the drain's lanes are full: the queue's second vector carries the
-// segment's step (its sign the end flag), replica, wavelength share and direction cosine, and
-// the drain forms share × acceptance × step in the same order as the walk did: the same bits.
-#ifndef WD_SAMP_PTW
-#define WD_SAMP_PTW 0
-#endif
-#if WD_SAMP_PTW && !(WD_SAMP_AOS && WD_SAMP_ENDBITS)
-#error "WD_SAMP_PTW needs the queue as vectors (WD_SAMP_AOS) and the end bits (WD_SAMP_ENDBITS)"
-#endif
-// WD_SAMP_CNT32 (opt-in, session 39; with the warp's counters, WD_SAMP_LEAN_SMEM): a lane's
-// count added to the warp's 64-bit counter as a 32-bit shared-memory atomic on its low word,
-// the carry to the high word (the 64-bit add in shared memory is a compare-and-swap loop on
-// sm_90, at the one or two lanes whose photon ended). The same counts.
-#ifndef WD_SAMP_CNT32
-#define WD_SAMP_CNT32 0
-#endif
-// WD_SAMP_COMB (opt-in, session 39; the deferred queue's loop): the comb compiled in, the
-// one-point-a-segment mode (T.step = 0) compiled out of sampled_enqueue, as the grid's shape
-// (WD_SAMP_SHAPE): its selects and branch on every segment and point. The adaptive comb always has
-// a step (Estimator::check: a finite smallest step); the host refuses a build with it and one point
-// a segment (tabulate/gpu.rs run_sampled_on).
-#ifndef WD_SAMP_COMB
-#define WD_SAMP_COMB 0
-#endif
 // WD_SAMP_SHAPE (the host adds it for the table's grid since session 39: tabulate/gpu.rs
 // with_shape): the grid's shape fixed at compile time, 1 spheres (cascades), 2 cylinders (muon
 // segments), so that the branches on it (samp_spherical) compile out: H200, 3.4 % faster at
@@ -477,25 +450,20 @@ __device__ __forceinline__ int sampled_cell(const SampParams& T, V3 x, float t) 
 }
 
 // mod.rs Acceptance::weight, in float.
-// The weight as share × acceptance: `sh` the wavelength slice's share (T.share[slice]), nz the
-// direction cosine (WD_SAMP_PTW calls it per point with the queued share).
-__device__ __forceinline__ float sampled_weight_of(const SampParams& T, float sh, float nz) {
+__device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned int slice, float nz) {
     float acc = 0.0f;
 #if WD_SAMP_ANGC
     if (T.n_ang <= WD_SAMP_ANGC_MAX) {  // the same for every thread (a longer polynomial: the loop)
 #pragma unroll
         for (int i = WD_SAMP_ANGC_MAX - 1; i >= 0; --i) acc = acc * nz + T.angc[i];
-        return sh * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
+        return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
     }
 #endif
 #if WD_SAMP_UNROLL
 #pragma unroll 4
 #endif
     for (int i = T.n_ang - 1; i >= 0; --i) acc = acc * nz + T.ang[i];
-    return sh * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
-}
-__device__ __forceinline__ float sampled_weight(const SampParams& T, unsigned int slice, float nz) {
-    return sampled_weight_of(T, T.share[slice], nz);
+    return T.share[slice] * fminf(fmaxf(acc / T.mas, 0.0f), 1.0f);
 }
 
 // add_u128: fixed_point.cuh (assembled before this file).
@@ -557,14 +525,7 @@ struct SampCounts { unsigned long long tabulated, absorbed, escaped, segments, r
 // A lane's count v added to counter c: per thread a plain add, per warp (WD_SAMP_LEAN_SMEM) an
 // atomic add in shared memory.
 __device__ __forceinline__ void samp_count(unsigned long long& c, unsigned long long v) {
-#if WD_SAMP_LEAN_SMEM && WD_SAMP_CNT32
-    // v < 2³² (1, or a photon's segments: SampState::k). Little-endian: the low word first.
-    if (v) {
-        unsigned int* w = reinterpret_cast<unsigned int*>(&c);
-        const unsigned int lo = (unsigned int)v;
-        if (atomicAdd(w, lo) > 0xffffffffu - lo) atomicAdd(w + 1, 1u);
-    }
-#elif WD_SAMP_LEAN_SMEM
+#if WD_SAMP_LEAN_SMEM
     if (v) atomicAdd(&c, v);
 #else
     c += v;
@@ -741,11 +702,7 @@ __device__ __forceinline__ void sampled_walk(const PhotonParams& P, const SampPa
     g.zp = st.pos.z - zshift_fast(P, st.pos.x, st.pos.y, st.pos.z);
     float nr = absorption_factor(P, st.dir);
     g.seg = layer_walk(P, st.slice, g.zp, st.dir.z, st.sca_depth, st.tot, nr);
-#if WD_SAMP_PTW
-    g.w = g.seg.length > 0.0f ? T.share[st.slice] : 0.0f;  // the share only: the acceptance per point
-#else
     g.w = g.seg.length > 0.0f ? sampled_weight(T, st.slice, st.dir.z) : 0.0f;
-#endif
 }
 
 // Tabulate::photon_sampled's points of a segment, one lane at a time (WD_SAMP_COMPACT=0).
@@ -865,11 +822,7 @@ __device__ __forceinline__ bool sampled_step(const PhotonParams& P, const SampPa
 struct SampQueue {
 #if WD_SAMP_AOS
     float4 p[WD_SAMP_QUEUE];   // the point (x, y, z) and its time
-#if WD_SAMP_PTW
-    float4 wr[WD_SAMP_QUEUE];  // its segment's step (the sign: the end flag), replica (the int's bits), share, direction cosine
-#else
     float2 wr[WD_SAMP_QUEUE];  // its weighted length (as w below) and replica (as rp below, the int's bits)
-#endif
 #else
     float x[WD_SAMP_QUEUE], y[WD_SAMP_QUEUE], z[WD_SAMP_QUEUE], t[WD_SAMP_QUEUE];
 #endif
@@ -933,20 +886,12 @@ __device__ __forceinline__ int samp_q_rp(const SampQueue& q, int i) {
 }
 #endif
 // Slot i: the point at, time t, weighted length w and replica rp (those two with WD_SAMP_DEFER and
-// WD_SAMP_REP; WD_SAMP_PTW: w the segment's step, sh and nz its share and direction cosine).
-__device__ __forceinline__ void samp_q_put(SampQueue& q, int i, V3 at, float t, float w, int rp, float sh, float nz) {
+// WD_SAMP_REP).
+__device__ __forceinline__ void samp_q_put(SampQueue& q, int i, V3 at, float t, float w, int rp) {
 #if WD_SAMP_AOS
     q.p[i] = make_float4(at.x, at.y, at.z, t);
-#if WD_SAMP_PTW
-    q.wr[i] = make_float4(w, __int_as_float(rp), sh, nz);
-#else
     q.wr[i] = make_float2(w, __int_as_float(rp));
-    (void)sh;
-    (void)nz;
-#endif
 #else
-    (void)sh;
-    (void)nz;
     q.x[i] = at.x;
     q.y[i] = at.y;
     q.z[i] = at.z;
@@ -997,11 +942,7 @@ __device__ __forceinline__ void sampled_drain(const SampParams& T, SampQueue& q,
 #if WD_SAMP_REP
     // Batch means (WD_SAMP_REP): the point to its cell's sum and its replica, by its lookup lane.
     if (cl >= 0) {
-#if WD_SAMP_PTW
-        // The walk's g.w × step, the same operations (sampled_weight_of, then × the step).
-        const float4 e = q.wr[lane];
-        unsigned long long a = (unsigned long long)rintf(sampled_weight_of(T, e.z, e.w) * fabsf(e.x) * (float)WD_SUM_UNIT);
-#elif WD_SAMP_ENDBITS
+#if WD_SAMP_ENDBITS
         unsigned long long a = (unsigned long long)rintf(fabsf(samp_q_w(q, lane)) * (float)WD_SUM_UNIT);
 #else
         unsigned long long a = (unsigned long long)rintf(samp_q_w(q, lane) * (float)WD_SUM_UNIT);
@@ -1160,11 +1101,7 @@ __device__ __forceinline__ void sampled_batch(const SampParams& T, SampQueue& q,
     int left = queued - width;
 #if WD_SAMP_AOS
     float4 pp = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#if WD_SAMP_PTW
-    float4 pw = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#else
     float2 pw = make_float2(0.0f, 0.0f);
-#endif
     if (lane < left) { pp = q.p[lane + width]; pw = q.wr[lane + width]; }
     if (lane < left) { q.p[lane] = pp; q.wr[lane] = pw; }
 #else
@@ -1262,11 +1199,7 @@ __device__ __forceinline__ float samp_segment_step(const SampParams& T, V3 p, V3
 __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue& q, unsigned full, int width, int lane, bool has, SampState& S, const SampSeg& g, SampCounts& n, unsigned long long& mine, int& queued, int rounds, bool& left) {
     const PState& st = S.st;
     float len = g.seg.length;
-#if WD_SAMP_COMB
-    const bool step = true;  // (one point a segment is another build)
-#else
-    const bool step = T.step > 0.0f;
-#endif
+    bool step = T.step > 0.0f;
     has = has && len > 0.0f;
     float s = 0.0f, x = 0.0f;
 #if WD_SAMP_ADAPT
@@ -1284,12 +1217,6 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
         x = step ? g.w * T.step : g.w * len;
     }
 #endif
-#if WD_SAMP_PTW
-    // The queued amount is the step (the length with one point a segment); the drain weighs it.
-    const float qx = step ? ds : len;
-#else
-    const float qx = x;
-#endif
     bool more = has && (!step || s < len);
 #if WD_SAMP_ENDBITS
     if (more) q.fresh[lane] = 1;  // the photon queues a point (below, in the first round)
@@ -1305,7 +1232,7 @@ __device__ __forceinline__ float sampled_enqueue(const SampParams& T, SampQueue&
 #else
             const int rp = 0;
 #endif
-            samp_q_put(q, slot, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s), qx, rp, g.w, st.dir.z);
+            samp_q_put(q, slot, sampled_at(st.pos, st.dir, s), sampled_time(st.time, st.ocm, s), x, rp);
             mine |= 1ull << slot;
             if (step) {
                 s += ds;

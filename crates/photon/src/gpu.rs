@@ -1420,29 +1420,6 @@ pub fn kernel_sets() -> Vec<warpdrive_core::doctor::KernelSet> {
             // The queue's entries as six arrays (session 37's default, a comparison build;
             // docs/spline.md "The queue as vectors").
             samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=2", "WD_SAMP_AOS=0"]),
-            // Session 39's opt-in switches for #32's rate (docs/spline.md "Session 39"): the
-            // acceptance per point, the 32-bit end counts, the comb compiled in, all three with
-            // the grid's shape (the build that the default would become).
-            samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=2", "WD_SAMP_PTW=1"]),
-            samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=2", "WD_SAMP_CNT32=1"]),
-            samp(&["WD_SAMP_REP=256", "WD_SAMP_ADAPT=2", "WD_SAMP_COMB=1"]),
-            samp(&[
-                "WD_SAMP_REP=256",
-                "WD_SAMP_ADAPT=2",
-                "WD_SAMP_SHAPE=1",
-                "WD_SAMP_PTW=1",
-                "WD_SAMP_CNT32=1",
-                "WD_SAMP_COMB=1",
-            ]),
-            samp(&[
-                "WD_BFR",
-                "WD_SAMP_REP=256",
-                "WD_SAMP_ADAPT=2",
-                "WD_SAMP_SHAPE=2",
-                "WD_SAMP_PTW=1",
-                "WD_SAMP_CNT32=1",
-                "WD_SAMP_COMB=1",
-            ]),
             // The loop without its points (measurement only; docs/spline.md "The floor").
             samp(&["WD_SAMP_PHYSICS=1"]),
         ],

@@ -278,7 +278,6 @@ struct Segment { float length, tot; };
 static float wd_u32_to_uniform(unsigned int x) { return (float)((x >> 8) + 1u) * (1.0f / 16777216.0f); }
 static unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-static unsigned int atomicAdd(unsigned int* p, unsigned int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 static int __popc(unsigned x) { return __builtin_popcount(x); }
 // The warp: `width` threads, lane = thread_local, a barrier for __syncwarp and the ballots.
@@ -548,7 +547,6 @@ static Dim blockIdx{0}, threadIdx{0}, gridDim{1}, blockDim{1};
 static float wd_u32_to_uniform(unsigned int x) { return (float)((x >> 8) + 1u) * (1.0f / 16777216.0f); }
 static unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-static unsigned int atomicAdd(unsigned int* p, unsigned int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 static int __popc(unsigned x) { return __builtin_popcount(x); }
 static int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
@@ -619,12 +617,9 @@ static void sampled_emit(const PhotonParams&, unsigned long long id, PState& st,
 }
 "#;
     let stubs = r#"
-// The weight of a segment's points: its photon's slice's share times an acceptance of its
-// direction, as sampled.cu's sampled_weight_of (sampled_split.cu's sampled_bins recomputes it
-// from the path, as sampled.cu's from the acceptance; WD_SAMP_PTW's drain from the queued share).
-static float samp_share(unsigned int slice) { return 0.5f + 0.125f * (float)slice; }
-static float sampled_weight_of(const SampParams&, float sh, float nz) { return sh * (0.25f + 0.5f * (nz + 1.0f)); }
-static float sampled_weight(const SampParams& T, unsigned int slice, float nz) { return sampled_weight_of(T, samp_share(slice), nz); }
+// The weight of a segment's points from its photon's slice and direction (sampled_split.cu's
+// sampled_bins recomputes it from the path, as sampled.cu's from the acceptance).
+static float sampled_weight(const SampParams&, unsigned int slice, float nz) { return 0.25f + 0.5f * (nz + 1.0f) + 0.125f * (float)slice; }
 static void sampled_walk(const PhotonParams&, const SampParams& T, const SampState& S, SampSeg& g) {
     // A photon's first segment: the photon taken by a lane (counted per id).
     if (S.k == 0) __atomic_fetch_add(&g_started[S.st.id - g_lo], 1, __ATOMIC_RELAXED);
@@ -632,11 +627,7 @@ static void sampled_walk(const PhotonParams&, const SampParams& T, const SampSta
     g.seg.length = (h % 8 == 0) ? 0.0f : 12.0f * u01(mix(h + 11));
     g.seg.tot = 1.0f;
     g.zp = 0.0f;
-#if WD_SAMP_PTW
-    g.w = g.seg.length > 0.0f ? samp_share(S.st.slice) : 0.0f;  // as sampled.cu's walk: the share only
-#else
     g.w = g.seg.length > 0.0f ? sampled_weight(T, S.st.slice, S.st.dir.z) : 0.0f;
-#endif
 }
 static bool sampled_move(const PhotonParams&, const SampParams& T, SampState& S, const SampSeg&, SampCounts& n) {
     S.k += 1;
@@ -712,13 +703,7 @@ int main() {
     const size_t cells = 10 * 4 * 8 * 18, spatial = 10 * 4 * 8;
     const unsigned long long photons = 300;
     for (int width : {32, 13}) {
-        // WD_SAMP_COMB compiles the comb in (one point a segment is another build): Δ = 1 m only,
-        // and WD_TWIN_COMB_ONLY the same for the build it is compared with.
-#if WD_SAMP_COMB || WD_TWIN_COMB_ONLY
-        for (float step : {1.0f}) {
-#else
         for (float step : {1.0f, 0.0f}) {
-#endif
             T.step = step;
             g_width = width;
             g_lo = 5000 + width;
@@ -858,7 +843,7 @@ int main() {
     // end markers) must give the same sums, spatial squares (the replicas folded) and counts; and
     // the same photons tabulated, segments and points as the float runs' builds (the same points,
     // no runs).
-    let batch: [&[&str]; 12] = [
+    let batch: [&[&str]; 9] = [
         &["WD_SAMP_REP=256"],
         &["WD_SAMP_REP=256", "WD_SAMP_ENDBITS=0", "WD_SAMP_LEAN_SMEM=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_AOS=0"],
@@ -868,9 +853,6 @@ int main() {
         &["WD_SAMP_REP=256", "WD_SAMP_JOBS=5"],
         &["WD_SAMP_REP=256", "WD_SAMP_JOBQ=0"],
         &["WD_SAMP_REP=256", "WD_SAMP_ROUNDS=0"],
-        &["WD_SAMP_REP=256", "WD_SAMP_PTW=1"],
-        &["WD_SAMP_REP=256", "WD_SAMP_CNT32=1"],
-        &["WD_SAMP_REP=256", "WD_SAMP_PTW=1", "WD_SAMP_CNT32=1", "WD_SAMP_JOBS=5"],
     ];
     let run_group = |group: &[&[&str]]| -> Option<String> {
         let mut first: Option<String> = None;
@@ -883,10 +865,7 @@ int main() {
             let out = String::from_utf8_lossy(&o.stdout).into_owned();
             eprintln!("{defines:?}:\n{out}{}", String::from_utf8_lossy(&o.stderr));
             assert!(o.status.success(), "{defines:?}: a check failed:\n{out}");
-            // Two widths, two steps (the comb alone: one).
-            let comb_only = defines.iter().any(|d| *d == "WD_SAMP_COMB=1" || *d == "WD_TWIN_COMB_ONLY=1");
-            let runs = if comb_only { 2 } else { 4 };
-            assert_eq!(out.lines().filter(|l| l.contains("started once: yes")).count(), runs, "{out}");
+            assert_eq!(out.lines().filter(|l| l.contains("started once: yes")).count(), 4, "{out}");
             match &first {
                 None => first = Some(out),
                 Some(f) => assert_eq!(&out, f, "{defines:?} gives other tables than {:?}", group[0]),
@@ -918,16 +897,6 @@ int main() {
         }
     }
     let Some(out) = run_group(&batch) else { return };
-    // The comb compiled in (WD_SAMP_COMB, Δ = 1 m only), alone and with the acceptance per point
-    // and the 32-bit counts: the default's integers.
-    let comb: [&[&str]; 3] = [
-        &["WD_SAMP_REP=256", "WD_TWIN_COMB_ONLY=1"],
-        &["WD_SAMP_REP=256", "WD_SAMP_COMB=1"],
-        &["WD_SAMP_REP=256", "WD_SAMP_COMB=1", "WD_SAMP_PTW=1", "WD_SAMP_CNT32=1"],
-    ];
-    if run_group(&comb).is_none() {
-        return;
-    }
     let r = reference.unwrap();
     let tables = |s: &str| s.lines().filter(|l| l.contains("tables")).map(str::to_string).collect::<Vec<_>>();
     let (a, b) = (tables(&r), tables(&out));

@@ -100,8 +100,9 @@ pub fn with_adaptive(defines: &mut Vec<String>, adaptive: bool) {
 
 /// `defines` with `WD_SAMP_SHAPE` for the grid's `shape` (1 spheres, 2 cylinders) unless they name
 /// it: sampled.cu's branches on the shape compiled out (H200, session 38: 3.4 % faster at the
-/// bench's 2000 m, 1.8 % at 2300 m; docs/spline.md "Measured, session 38"). The build a run
-/// compiles, and `doctor --prebuild` makes for each shape.
+/// bench's 2000 m, 1.8 % at 2300 m; H100, session 39: 1.9 %, 1.2 %, gpu-check passing with it;
+/// docs/spline.md "Session 39"). The build a run compiles, and `doctor --prebuild` makes for
+/// each shape.
 pub fn with_shape(defines: &mut Vec<String>, shape: super::Shape) {
     if define_value(defines, "WD_SAMP_SHAPE").is_none() {
         let v = match shape {
@@ -978,12 +979,6 @@ fn run_sampled_on(
              give a fixed --sample-step",
             extra.join(",")
         )));
-    }
-    // WD_SAMP_COMB compiles the comb in: one point a segment (an infinite step) is another build.
-    if switch_on(&defines, "WD_SAMP_COMB", false) && !step.is_finite() {
-        return Err(GpuError::Other(
-            "WD_SAMP_COMB compiles the comb in: one point a segment (--sample-step segment) needs a build without it".into(),
-        ));
     }
     // WD_SAMP_RED: the squares as three digits a cell (sampled_fold adds them to the u128
     // squares, `acc`, after every launch).

@@ -5,8 +5,9 @@
 # (WD_SAMP_PTW=1), the warp's end counts as 32-bit shared atomics (WD_SAMP_CNT32=1), the comb
 # compiled in (WD_SAMP_COMB=1), all three (also with one round, WD_SAMP_ROUNDS=1) — and 7 blocks a multiprocessor (72 registers, no
 # spills) alone and with all three. Then, if a build wins, make it the default and run gpu-check.
-# Then ncu of the build with all three. Stage: WARPDRIVE_DATA=... bash scripts/stage-device;
-# carry [".device"]; about 350 s.
+# Then ncu of the build with all three. The switches are on branch s39-switches (not on main until
+# measured): `git checkout s39-switches && cargo build --release`, then stage from it:
+# WARPDRIVE_DATA=... bash scripts/stage-device; carry [".device"]; about 350 s.
 set -uo pipefail
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
