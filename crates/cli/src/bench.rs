@@ -95,7 +95,8 @@ pub struct BenchPhoton {
     #[arg(long, conflicts_with = "against_ppc")]
     tabulate: bool,
     /// With --tabulate: the sampled estimator's step: `auto` (the default: each segment's step as
-    /// large as the cells it crosses allow in its direction), a fixed step [m], or `segment`.
+    /// large as the cells it crosses allow in its direction, from 1 m), `auto:MIN` (from MIN
+    /// metres), a fixed step [m], or `segment`.
     #[arg(long, requires = "tabulate")]
     sample_step: Option<String>,
     /// With --tabulate: the cascade's depth [m] (2000: in the dust layer, where the photons stay near it).

@@ -244,8 +244,9 @@ pub struct TabulateArgs {
     estimator: Option<String>,
     /// The sampled estimator's step: `auto` (the default: each straight segment's step as large
     /// as the cells it crosses allow in its direction, half a bin over its fastest rate in each
-    /// coordinate, from 1 m up to a whole bin; docs/spline.md "Estimators"), a fixed step [m],
-    /// or `segment` (one random point per straight segment).
+    /// coordinate, from 1 m up to a whole bin; docs/spline.md "Estimators"), `auto:MIN` (the same
+    /// from MIN metres: fewer points near the source, more noise there), a fixed step [m], or
+    /// `segment` (one random point per straight segment).
     #[arg(long)]
     sample_step: Option<String>,
     /// Random seed.

@@ -10,7 +10,7 @@ use warpdrive_photon::config::Config;
 use warpdrive_photon::ice::Layers;
 use warpdrive_photon::medium::Medium;
 use warpdrive_photon::tabulate::agreement::{independent, CHI2_INDEPENDENT_LIMIT};
-use warpdrive_photon::tabulate::{Acceptance, Edges, Estimator, Tables, Tabulate, TabulateOptions};
+use warpdrive_photon::tabulate::{Acceptance, Edges, Estimator, Tables, Tabulate, TabulateOptions, DEFAULT_SAMPLE_STEP};
 use warpdrive_photon::tilt::Tilt;
 
 fn cpu() -> Control {
@@ -362,11 +362,24 @@ fn estimator_options_parse_and_check() {
     assert_eq!(Estimator::parse(None, Some("2.5")).unwrap(), Some(Estimator::sampled(2.5)));
     assert_eq!(Estimator::parse(None, Some("auto")).unwrap(), Some(Estimator::adaptive()));
     assert_eq!(Estimator::parse(Some("sampled"), None).unwrap(), Some(Estimator::adaptive()));
+    // auto:MIN: the adaptive comb from MIN metres.
+    assert_eq!(
+        Estimator::parse(None, Some("auto:1.5")).unwrap(),
+        Some(Estimator::Sampled { step: 1.5, adaptive: true })
+    );
+    assert_eq!(Estimator::parse(None, Some("auto:1")).unwrap(), Some(Estimator::adaptive()));
+    assert_eq!(
+        Estimator::parse(None, Some("auto:1.5")).unwrap().unwrap().describe(),
+        "sampled (adaptive step from 1.5 m)"
+    );
     assert_eq!(Estimator::default_for(true), Estimator::adaptive());
     for (name, step, field) in [
         (Some("exact"), Some("1"), "sample_step"),
         (Some("other"), None, "estimator"),
         (Some("sampled"), Some("x"), "sample_step"),
+        (None, Some("auto:"), "auto:MIN"),
+        (None, Some("auto:x"), "auto:MIN"),
+        (Some("exact"), Some("auto:2"), "sample_step"),
     ] {
         let e = Estimator::parse(name, step).unwrap_err().to_string();
         assert!(e.contains(field), "{e}");
@@ -389,6 +402,15 @@ fn estimator_options_parse_and_check() {
     };
     let e = Tabulate::new(&o).unwrap_err().to_string();
     assert!(e.contains("sample_step") && e.contains("adaptive"), "{e}");
+    // … and one of at least MIN_STEP, as the fixed comb.
+    for step in ["auto:0", "auto:-1", "auto:0.001", "auto:NaN", "auto:inf"] {
+        let o = TabulateOptions {
+            estimator: Estimator::parse(None, Some(step)).unwrap(),
+            ..Default::default()
+        };
+        let e = Tabulate::new(&o).unwrap_err().to_string();
+        assert!(e.contains("sample_step"), "{step}: {e}");
+    }
     assert_eq!(Estimator::default_for(false), Estimator::Exact);
 }
 
@@ -448,7 +470,8 @@ fn measure_estimators() {
 /// Issue #32: how much variance the comb adds at each step, per cell, for the `bench photon
 /// --tabulate` request (1 TeV cascade at 2000 m in spice_3.2.1; `FINE=1`: finer bins near the
 /// source; `DEPTH=…` another depth; `MUON=1` a muon segment), the fixed steps and the adaptive
-/// one (`ADAPT_ONLY=1`: the adaptive one alone). Not a test (`--ignored`, prints). The comb's
+/// one (`ADAPT_ONLY=1`: the adaptive one alone; `ADAPT_MIN=1,1.5,2`: from each of these smallest
+/// steps, default 1 m). Not a test (`--ignored`, prints). The comb's
 /// phase has its own stream, so on one seed
 /// the sampled and exact estimators follow the same paths, and E[S_Δ | paths] = S_exact: per
 /// cell, Σ_seeds (S_Δ − S_exact)² estimates the comb's variance and the exact estimator's
@@ -550,10 +573,18 @@ fn measure_comb_noise() {
             mean
         )
     };
+    // ADAPT_MIN=1,1.5,2: the adaptive comb from each of these smallest steps (default 1 m).
+    let adaptive_min: Vec<f64> = std::env::var("ADAPT_MIN")
+        .map(|v| v.split(',').map(|m| m.trim().parse().expect("ADAPT_MIN: metres")).collect())
+        .unwrap_or_else(|_| vec![DEFAULT_SAMPLE_STEP]);
     let estimators = [1.0, 2.0, 3.0, 5.0, f64::INFINITY]
         .map(|s| (format!("step {s}"), Estimator::sampled(s)))
         .into_iter()
-        .chain([("adaptive step".to_string(), Estimator::adaptive())]);
+        .chain(
+            adaptive_min
+                .iter()
+                .map(|&m| (format!("adaptive step from {m} m"), Estimator::Sampled { step: m, adaptive: true })),
+        );
     let only = std::env::var("ADAPT_ONLY").is_ok();
     for (name, e) in estimators.filter(|(n, _)| !only || n.starts_with("adaptive")) {
         let samp: Vec<Tables> = (1..=seeds).map(|s| go(s, e)).collect();

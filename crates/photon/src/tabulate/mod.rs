@@ -151,17 +151,30 @@ impl Estimator {
         }
     }
 
-    /// Parse `--estimator exact|sampled` and `--sample-step auto|M|segment`: neither is `None`
-    /// (the device's default), a step alone means sampled, a step with exact is refused;
-    /// sampled without a step is `auto`.
+    /// Parse `--estimator exact|sampled` and `--sample-step auto|auto:MIN|M|segment`: neither is
+    /// `None` (the device's default), a step alone means sampled, a step with exact is refused;
+    /// sampled without a step is `auto` (the adaptive comb from [`DEFAULT_SAMPLE_STEP`];
+    /// `auto:MIN` from MIN metres).
     pub fn parse(name: Option<&str>, step: Option<&str>) -> Result<Option<Self>> {
+        let metres = |t: &str| {
+            t.trim().parse::<f64>().map_err(|_| {
+                param(
+                    "sample_step",
+                    format!("'{t}': expected auto, auto:MIN (the adaptive step's smallest, in metres), a step in metres or 'segment'"),
+                )
+            })
+        };
         let step = match step.map(str::trim) {
             None => None,
             Some("auto") => Some(Self::adaptive()),
             Some("segment" | "inf" | "infinity") => Some(Self::sampled(f64::INFINITY)),
-            Some(t) => Some(Self::sampled(t.parse::<f64>().map_err(|_| {
-                param("sample_step", format!("'{t}': expected auto, a step in metres or 'segment'"))
-            })?)),
+            Some(t) => Some(match t.strip_prefix("auto:") {
+                Some(m) => Self::Sampled {
+                    step: metres(m)?,
+                    adaptive: true,
+                },
+                None => Self::sampled(metres(t)?),
+            }),
         };
         match (name, step) {
             (None, None) => Ok(None),
@@ -202,7 +215,11 @@ impl Estimator {
             if !(step.is_infinite() && step > 0.0 || step.is_finite() && step >= sampled::MIN_STEP) {
                 return Err(param(
                     "sample_step",
-                    format!("{step} m: the step must be at least {} m (or 'segment')", sampled::MIN_STEP),
+                    if adaptive {
+                        format!("auto:{step}: the adaptive step's smallest must be at least {} m", sampled::MIN_STEP)
+                    } else {
+                        format!("{step} m: the step must be at least {} m (or 'segment')", sampled::MIN_STEP)
+                    },
                 ));
             }
         }
