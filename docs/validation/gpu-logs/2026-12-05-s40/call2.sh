@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Session 40's planned call 2 (after call 1 = ../2026-12-05-s39/next-call.sh, on the same warm
+# machine and binary, built and staged from branch s39-switches, which has main's `auto:MIN`):
+# 1. Issue #32: the tabulation's rate with the adaptive comb from 1 m (`auto`), 1.5 m and 2 m at
+#    2000 and 2300 m, the default build and the one with session 39's three switches, two rounds
+#    in alternating order. With the CPU's comb noise (docs/spline.md "The adaptive comb's smallest
+#    step, session 40") the measured times give R x T per smallest step: the default is chosen by
+#    that, not by the rate.
+# 2. Issue #29 on an H100 (its precise <= 2x fast was measured on an H200 only): `bench photon
+#    --workloads balanced` in the three models, fast (`default`) and precise (`default,twin`).
+# Staging: WARPDRIVE_DATA=... bash scripts/stage-device; carry [".device"]; about 400 s.
+set -uo pipefail
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+export WARPDRIVE_DATA=.device/data WARPDRIVE_PROGRESS=0
+ALL=WD_SAMP_PTW=1,WD_SAMP_CNT32=1,WD_SAMP_COMB=1
+mkdir -p $OUT/ms
+OUT=$OUT/ms CONFIGS="per-sm=8 per-sm=8,$ALL" STEPS="auto auto:1.5 auto:2" DEPTHS="2000 2300" ROUNDS=2 \
+  timeout 300 bash scripts/tabulate-ab 2>&1 | grep "^=="
+for f in $OUT/ms/ab-*.txt; do
+  echo "-- $f"
+  sed -nE 's/^config "(.*)":$/\1/p; s/.*tabulation ([0-9.e]+) photons.*propagation to the modules ([0-9.e]+) .*tabulation \/ fast = ([0-9.]+).*/   \1 \2 \3/p' "$f"
+done
+tar czf $OUT/ms.tgz -C $OUT ms && rm -rf $OUT/ms
+mkdir -p $OUT/p29
+for m in spice_3.2.1 spice_ftp-v3m spice_bfr-v2; do
+  timeout 70 .device/warpdrive --force bench photon --device cuda --workloads balanced --config default \
+    --config default,twin --ice "$WARPDRIVE_DATA/ice/$m" --json "$OUT/p29/$m.json" > "$OUT/p29/$m.txt" 2>&1
+  echo "== $m: rc $?"; grep -E "^(config|balanced)|ns/photon" "$OUT/p29/$m.txt" | head -8
+done
+tar czf $OUT/p29.tgz -C $OUT p29 && rm -rf $OUT/p29
