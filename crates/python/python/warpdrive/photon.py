@@ -375,9 +375,9 @@ def tabulate(output: PathLike, ice: Optional[PathLike] = None, *, source: str = 
     ``estimator``: ``"exact"`` or ``"sampled"`` (None: the device's default, exact on the CPU,
     sampled on GPUs), ``sample_step``: the sampled estimator's step, ``"auto"`` (the default:
     each segment's step as large as the cells it crosses allow in its direction, from 1 m up to
-    a whole bin), a fixed step [m] or
-    ``"segment"`` (docs/spline.md "Estimators"); ``seed``; ``device``/``threads``/``progress`` as elsewhere (the tabulator runs on the CPU; a
-    GPU device is noted). Returns ``summary.json`` as a dict. Errors name the option with
+    a whole bin), ``"auto:MIN"`` (the same from MIN metres), a fixed step [m] or
+    ``"segment"`` (docs/spline.md "Estimators"); ``seed``; ``device``/``threads``/``progress`` as elsewhere (``device="cuda"`` tabulates on the
+    GPU: docs/spline.md "On the GPU"). Returns ``summary.json`` as a dict. Errors name the option with
     Python's spelling (``ValueError: radial_bins …``).
 
     >>> s = photon.tabulate("tables", ice, depth=[1900, 2050, 2300], photons=40_000,
