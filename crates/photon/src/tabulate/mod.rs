@@ -156,8 +156,9 @@ impl Estimator {
     /// sampled without a step is `auto` (the adaptive comb from [`DEFAULT_SAMPLE_STEP`];
     /// `auto:MIN` from MIN metres).
     pub fn parse(name: Option<&str>, step: Option<&str>) -> Result<Option<Self>> {
-        let metres = |t: &str| {
-            t.trim().parse::<f64>().map_err(|_| {
+        // A number of metres in `m`, the option's whole text `t` named if it is none.
+        let metres = |m: &str, t: &str| {
+            m.trim().parse::<f64>().map_err(|_| {
                 param(
                     "sample_step",
                     format!("'{t}': expected auto, auto:MIN (the adaptive step's smallest, in metres), a step in metres or 'segment'"),
@@ -170,10 +171,10 @@ impl Estimator {
             Some("segment" | "inf" | "infinity") => Some(Self::sampled(f64::INFINITY)),
             Some(t) => Some(match t.strip_prefix("auto:") {
                 Some(m) => Self::Sampled {
-                    step: metres(m)?,
+                    step: metres(m, t)?,
                     adaptive: true,
                 },
-                None => Self::sampled(metres(t)?),
+                None => Self::sampled(metres(t, t)?),
             }),
         };
         match (name, step) {
