@@ -260,7 +260,8 @@ impl Bench {
                     e => e,
                 };
                 let request = tabulation_request(&self.ice, self.opts.tabulate_depth, TABULATE_PHOTONS, self.opts.seed);
-                let r = tabulation_rate(&request, devices.as_deref(), est, &topts, ctl)?;
+                let mut r = tabulation_rate(&request, devices.as_deref(), est, &topts, ctl)?;
+                r.config.clone_from(&label);
                 if !label.is_empty() {
                     lines(&format!("config {label:?}:"));
                 }
@@ -687,6 +688,8 @@ pub struct TabulationRate {
     /// spent on (docs/spline.md "The directional step, session 37").
     pub points_per_photon: f64,
     pub segments_per_photon: f64,
+    /// The `--config` this rate was measured with (empty: the default build).
+    pub config: String,
 }
 
 impl TabulationRate {
@@ -737,6 +740,7 @@ impl TabulationRate {
             "overflowed": self.overflowed,
             "points_per_photon": self.points_per_photon,
             "segments_per_photon": self.segments_per_photon,
+            "config": self.config,
         })
         .to_string()
             + "\n"
@@ -831,6 +835,7 @@ pub fn tabulation_rate(
                 overflowed: e.overflowed,
                 points_per_photon: r.hist.points as f64 / photons as f64,
                 segments_per_photon: r.hist.segments as f64 / photons as f64,
+                config: String::new(),
             })
         }
         None => {
@@ -860,6 +865,7 @@ pub fn tabulation_rate(
                 overflowed: 0,
                 points_per_photon: r.hist.points as f64 / photons as f64,
                 segments_per_photon: r.hist.segments as f64 / photons as f64,
+                config: String::new(),
             })
         }
     }

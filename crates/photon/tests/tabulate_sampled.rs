@@ -548,7 +548,8 @@ fn measure_comb_noise() {
     // weighted by N_eff (the cells that carry the table's information).
     // The exact tables' levels, once for every step: [time cells, spatial cells].
     let exact_levels: [Vec<(Vec<f64>, Vec<f64>)>; 2] = [false, true].map(|sp| exact.iter().map(|t| level(t, sp)).collect());
-    let r_of = |samp: &[Tables], spatial: bool| -> String {
+    // (the text, the N_eff-weighted mean)
+    let r_of = |samp: &[Tables], spatial: bool| -> (String, f64) {
         let e = &exact_levels[usize::from(spatial)];
         let s: Vec<_> = samp.iter().map(|t| level(t, spatial).0).collect();
         let mut r: Vec<(f64, f64)> = (0..e[0].0.len())
@@ -563,7 +564,7 @@ fn measure_comb_noise() {
         r.sort_by(|a, b| a.0.total_cmp(&b.0));
         let q = |p: f64| r[((r.len() - 1) as f64 * p) as usize].0;
         let mean = r.iter().map(|x| x.0 * x.1).sum::<f64>() / r.iter().map(|x| x.1).sum::<f64>();
-        format!(
+        let text = format!(
             "{} cells: R 10 % {:.3}, median {:.3}, 90 % {:.3}, 99 % {:.3}, N_eff-weighted mean {:.3}",
             r.len(),
             q(0.1),
@@ -571,7 +572,18 @@ fn measure_comb_noise() {
             q(0.9),
             q(0.99),
             mean
-        )
+        );
+        (text, mean)
+    };
+    // CSV=path: one row per estimator appended (scripts/tabulate-fom.py joins it with the GPU's
+    // rates from `bench photon --tabulate --json`).
+    let csv = std::env::var("CSV").ok();
+    let case = if muon {
+        "muon"
+    } else if fine {
+        "fine"
+    } else {
+        "cascade"
     };
     // ADAPT_MIN=1,1.5,2: the adaptive comb from each of these smallest steps (default 1 m).
     let adaptive_min: Vec<f64> = std::env::var("ADAPT_MIN")
@@ -589,11 +601,26 @@ fn measure_comb_noise() {
     for (name, e) in estimators.filter(|(n, _)| !only || n.starts_with("adaptive")) {
         let samp: Vec<Tables> = (1..=seeds).map(|s| go(s, e)).collect();
         let points = samp.iter().map(|t| t.hist.points).sum::<u64>() as f64 / (seeds * photons) as f64;
+        let (spatial, time) = (r_of(&samp, true), r_of(&samp, false));
         eprintln!(
             "{name}: {points:.1} points/photon, {:.2} s a seed; spatial {}; time cells {}",
-            samp[0].seconds,
-            r_of(&samp, true),
-            r_of(&samp, false)
+            samp[0].seconds, spatial.0, time.0
         );
+        if let Some(path) = &csv {
+            use std::io::Write;
+            let new = !std::path::Path::new(path).exists();
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+            if new {
+                writeln!(f, "case,depth_m,estimator,seeds,photons,points_per_photon,r_spatial,r_time").unwrap();
+            }
+            writeln!(
+                f,
+                "{case},{depth},\"{}\",{seeds},{photons},{points:.3},{:.4},{:.4}",
+                e.describe(),
+                spatial.1,
+                time.1
+            )
+            .unwrap();
+        }
     }
 }

@@ -21,6 +21,8 @@ for f in $OUT/ms/ab-*.txt; do
   echo "-- $f"
   sed -nE 's/^config "(.*)":$/\1/p; s/.*tabulation ([0-9.e]+) photons.*propagation to the modules ([0-9.e]+) .*tabulation \/ fast = ([0-9.]+).*/   \1 \2 \3/p' "$f"
 done
+# R x T per build and smallest step (the CPU's R of this folder's comb-noise-r.csv, the rates above).
+python3 scripts/tabulate-fom.py docs/validation/gpu-logs/2026-12-05-s40/comb-noise-r.csv $OUT/ms/ab-*.json | tee $OUT/ms/fom.txt
 tar czf $OUT/ms.tgz -C $OUT ms && rm -rf $OUT/ms
 mkdir -p $OUT/p29
 for m in spice_3.2.1 spice_ftp-v3m spice_bfr-v2; do
